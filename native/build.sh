@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Builds the native library (release) and stages it under native/target/dist/ as
+# libhurray.so and libhurray.a (cargo names them after the crate: libhurray_ffi.*).
+# Called by Maven (native/pom.xml); usable by hand.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+export PATH="$HOME/.cargo/bin:$PATH" CARGO_NET_OFFLINE=true
+cd "$here"
+cargo build --release --offline --locked -p hurray-ffi
+mkdir -p target/dist
+cp -f target/release/libhurray_ffi.so target/dist/libhurray.so
+cp -f target/release/libhurray_ffi.a target/dist/libhurray.a

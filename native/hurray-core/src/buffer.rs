@@ -1,0 +1,293 @@
+//! Buffer handles (the fixed 16-byte binary descriptor of one buffer) and the aligned
+//! allocation the reader fills (docs/spec/descriptor.md §Buffer handle).
+
+use std::alloc::{self, Layout};
+use std::mem::MaybeUninit;
+use std::ptr::NonNull;
+
+use crate::error::{bail, err, Result};
+use crate::types::{DeviceTag, SyncMode};
+use crate::{MAX_BUFFER_ALIGNMENT, MIN_BUFFER_ALIGNMENT};
+
+/// Encoded size of a buffer handle in bytes.
+pub const BUFFER_HANDLE_BYTES: usize = 16;
+
+/// Byte offset of the `sync_mode` byte inside the encoded buffer handle (seed 003, "ABI
+/// Cross-Check", step 1).
+pub const SYNC_MODE_OFFSET: usize = 13;
+
+/// Describes one buffer of a tensor: how many bytes, at what alignment, on which device, and
+/// how the producer synchronised it. It describes memory; it does not own any.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BufferHandle {
+    byte_size: u64,
+    alignment: u64,
+    device_tag: DeviceTag,
+    sync_mode: SyncMode,
+}
+
+impl BufferHandle {
+    /// Makes a handle for `byte_size` bytes aligned to `alignment` bytes.
+    ///
+    /// Errors: `InvalidAlignment` unless `alignment` is a power of two in
+    /// `[device_tag.min_alignment(), MAX_BUFFER_ALIGNMENT]` (64 for CPU, 4096 for GPU and IPC
+    /// tags, at most 2 MiB).
+    pub fn new(
+        byte_size: u64,
+        alignment: u64,
+        device_tag: DeviceTag,
+        sync_mode: SyncMode,
+    ) -> Result<Self> {
+        check_alignment(alignment, device_tag)?;
+        Ok(BufferHandle { byte_size, alignment, device_tag, sync_mode })
+    }
+
+    /// Payload size in bytes.
+    pub fn byte_size(&self) -> u64 {
+        self.byte_size
+    }
+
+    /// Alignment in bytes (a power of two).
+    pub fn alignment(&self) -> u64 {
+        self.alignment
+    }
+
+    /// Where the memory lives.
+    pub fn device_tag(&self) -> DeviceTag {
+        self.device_tag
+    }
+
+    /// The producer's synchronisation mechanism.
+    pub fn sync_mode(&self) -> SyncMode {
+        self.sync_mode
+    }
+
+    /// The 16-byte binary descriptor: byte_size u64, alignment u32, device_tag u8, sync_mode u8
+    /// (offset 13), two reserved zero bytes. Little-endian.
+    pub fn encode(&self) -> [u8; BUFFER_HANDLE_BYTES] {
+        let mut b = [0u8; BUFFER_HANDLE_BYTES];
+        b[0..8].copy_from_slice(&self.byte_size.to_le_bytes());
+        b[8..12].copy_from_slice(&(self.alignment as u32).to_le_bytes());
+        b[12] = self.device_tag.code();
+        b[SYNC_MODE_OFFSET] = self.sync_mode.code();
+        b
+    }
+
+    /// Decodes and validates a 16-byte binary descriptor.
+    ///
+    /// Errors: `Corrupt` if `bytes` is not 16 bytes long or a reserved byte is non-zero;
+    /// `InvalidSyncMode`, `InvalidAlignment`, `InvalidArgument` (device tag) as for [`new`].
+    ///
+    /// [`new`]: BufferHandle::new
+    pub fn decode(bytes: &[u8]) -> Result<Self> {
+        if bytes.len() != BUFFER_HANDLE_BYTES {
+            bail!(Corrupt, "a buffer handle is {BUFFER_HANDLE_BYTES} bytes, got {}", bytes.len());
+        }
+        let byte_size = u64::from_le_bytes(bytes[0..8].try_into().unwrap());
+        let alignment = u64::from(u32::from_le_bytes(bytes[8..12].try_into().unwrap()));
+        let device_tag = DeviceTag::from_code(bytes[12])?;
+        let sync_mode = SyncMode::from_code(bytes[SYNC_MODE_OFFSET])?;
+        if bytes[14] != 0 || bytes[15] != 0 {
+            bail!(Corrupt, "reserved bytes of a buffer handle are not zero");
+        }
+        BufferHandle::new(byte_size, alignment, device_tag, sync_mode)
+    }
+}
+
+/// Checks an alignment for a device tag (see [`BufferHandle::new`]).
+pub fn check_alignment(alignment: u64, device_tag: DeviceTag) -> Result<()> {
+    if alignment == 0 || !alignment.is_power_of_two() {
+        bail!(InvalidAlignment, "alignment {alignment} is not a power of two");
+    }
+    let min = device_tag.min_alignment();
+    if alignment < min {
+        bail!(InvalidAlignment, "alignment {alignment} is below {min}, the minimum for {device_tag:?}");
+    }
+    if alignment > MAX_BUFFER_ALIGNMENT {
+        bail!(InvalidAlignment, "alignment {alignment} exceeds the maximum {MAX_BUFFER_ALIGNMENT}");
+    }
+    debug_assert!(alignment >= MIN_BUFFER_ALIGNMENT);
+    Ok(())
+}
+
+/// An owned, aligned heap allocation filled front to back. Bytes `[0, filled)` are initialised;
+/// the rest are not and can only be reached as `MaybeUninit`. This is the only `unsafe` in
+/// the core.
+pub struct AlignedBuf {
+    ptr: NonNull<u8>,
+    len: usize,
+    align: usize,
+    filled: usize,
+}
+
+// SAFETY: AlignedBuf owns its allocation exclusively, like a Vec<u8>.
+unsafe impl Send for AlignedBuf {}
+// SAFETY: shared access only reads initialised bytes.
+unsafe impl Sync for AlignedBuf {}
+
+impl AlignedBuf {
+    /// Reserves `len` bytes aligned to `align` (a power of two). Memory is not touched, so a
+    /// large reservation costs address space, not resident memory, until it is filled.
+    ///
+    /// Errors: `InvalidAlignment` for a bad alignment, `LimitExceeded` when `len` does not fit
+    /// the address space, `OutOfMemory` when the allocator refuses.
+    pub fn new(len: u64, align: u64) -> Result<Self> {
+        if align == 0 || !align.is_power_of_two() || align > MAX_BUFFER_ALIGNMENT {
+            bail!(InvalidAlignment, "alignment {align} is not a supported power of two");
+        }
+        let len = usize::try_from(len)
+            .ok()
+            .filter(|&l| l <= isize::MAX as usize - align as usize)
+            .ok_or_else(|| err!(LimitExceeded, "{len} bytes do not fit in the address space"))?;
+        let align = align as usize;
+        if len == 0 {
+            // A dangling pointer with the requested alignment: valid for zero-byte access.
+            let ptr = NonNull::new(align as *mut u8).expect("align is non-zero");
+            return Ok(AlignedBuf { ptr, len: 0, align, filled: 0 });
+        }
+        let layout = Layout::from_size_align(len, align)
+            .map_err(|_| err!(InvalidAlignment, "bad layout {len}/{align}"))?;
+        // SAFETY: layout has non-zero size.
+        let raw = unsafe { alloc::alloc(layout) };
+        let ptr = NonNull::new(raw)
+            .ok_or_else(|| err!(OutOfMemory, "could not allocate {len} bytes aligned to {align}"))?;
+        Ok(AlignedBuf { ptr, len, align, filled: 0 })
+    }
+
+    /// Copies `bytes` into a new buffer aligned to `align`.
+    pub fn from_slice(bytes: &[u8], align: u64) -> Result<Self> {
+        let mut b = Self::new(bytes.len() as u64, align)?;
+        b.spare_mut().write_copy_of_slice(bytes);
+        b.filled = bytes.len();
+        Ok(b)
+    }
+
+    /// Total size in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when the size is 0.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Alignment in bytes.
+    pub fn align(&self) -> usize {
+        self.align
+    }
+
+    /// Bytes initialised so far.
+    pub fn filled(&self) -> usize {
+        self.filled
+    }
+
+    /// True when every byte is initialised.
+    pub fn is_full(&self) -> bool {
+        self.filled == self.len
+    }
+
+    /// The not-yet-filled tail.
+    pub fn spare_mut(&mut self) -> &mut [MaybeUninit<u8>] {
+        // SAFETY: [filled, len) lies inside the allocation; MaybeUninit needs no init.
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                self.ptr.as_ptr().add(self.filled) as *mut MaybeUninit<u8>,
+                self.len - self.filled,
+            )
+        }
+    }
+
+    /// Marks `n` more bytes of the spare tail as initialised. Only the crate may call it,
+    /// right after those bytes were written through [`spare_mut`](Self::spare_mut).
+    pub(crate) fn advance(&mut self, n: usize) {
+        assert!(n <= self.len - self.filled, "advance past the end");
+        self.filled += n;
+    }
+
+    /// Forgets the contents (for reuse as a scratch buffer).
+    pub(crate) fn clear(&mut self) {
+        self.filled = 0;
+    }
+
+    /// The initialised prefix.
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: [0, filled) is initialised.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.filled) }
+    }
+
+    /// Pointer to the first byte (aligned; dangling but aligned when empty).
+    pub fn as_ptr(&self) -> *const u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// Mutable pointer to the first byte.
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        if self.len != 0 {
+            // SAFETY: allocated in `new` with exactly this layout.
+            unsafe {
+                alloc::dealloc(
+                    self.ptr.as_ptr(),
+                    Layout::from_size_align_unchecked(self.len, self.align),
+                )
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for AlignedBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "AlignedBuf({} of {} bytes, align {})", self.filled, self.len, self.align)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorKind;
+
+    #[test]
+    fn handle_round_trip_and_sync_offset() {
+        let h = BufferHandle::new(1234, 4096, DeviceTag::Cuda, SyncMode::Event).unwrap();
+        let b = h.encode();
+        assert_eq!(b[SYNC_MODE_OFFSET], 0x01);
+        assert_eq!(BufferHandle::decode(&b).unwrap(), h);
+    }
+
+    #[test]
+    fn bad_alignments() {
+        for a in [0u64, 3, 32, 1 << 30, 1 << 63] {
+            let e = BufferHandle::new(1, a, DeviceTag::Cpu, SyncMode::ProducerSynced).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidAlignment, "alignment {a}");
+        }
+        let e = BufferHandle::new(1, 64, DeviceTag::Cuda, SyncMode::ProducerSynced).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidAlignment);
+    }
+
+    #[test]
+    fn reserved_sync_mode_rejected_on_decode() {
+        let mut b = BufferHandle::new(1, 64, DeviceTag::Cpu, SyncMode::ProducerSynced)
+            .unwrap()
+            .encode();
+        b[SYNC_MODE_OFFSET] = 0x03;
+        assert_eq!(BufferHandle::decode(&b).unwrap_err().kind(), ErrorKind::InvalidSyncMode);
+    }
+
+    #[test]
+    fn aligned_alloc() {
+        for align in [64u64, 4096, 1 << 21] {
+            let b = AlignedBuf::from_slice(&[1, 2, 3], align).unwrap();
+            assert_eq!(b.as_ptr() as usize % align as usize, 0);
+            assert_eq!(b.as_slice(), &[1, 2, 3]);
+        }
+        let e = AlignedBuf::new(0, 64).unwrap();
+        assert_eq!(e.as_ptr() as usize % 64, 0);
+        assert_eq!(AlignedBuf::new(u64::MAX, 64).unwrap_err().kind(), ErrorKind::LimitExceeded);
+    }
+}

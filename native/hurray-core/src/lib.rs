@@ -1,0 +1,55 @@
+//! # hurray-core
+//!
+//! The Hurray tensor interchange format in safe Rust (std only): element types, shapes,
+//! layouts, buffer handles, tensor descriptors and their binary encoding, and the stream
+//! reader/writer state machines. The C ABI lives in `hurray-ffi`; this crate has no FFI glue
+//! and no `unsafe` outside [`AlignedBuf`].
+//!
+//! Normative sources: the seeds "Streaming from C" (000) and "C FFI Layer Requirements" (003);
+//! the byte layouts are specified in `docs/spec/` of the repository.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+
+mod buffer;
+pub mod crc32c;
+mod descriptor;
+mod error;
+mod shape;
+pub mod stream;
+mod types;
+
+pub use buffer::{check_alignment, AlignedBuf, BufferHandle, BUFFER_HANDLE_BYTES, SYNC_MODE_OFFSET};
+pub use descriptor::{
+    CompositeInfo, LayoutDescriptor, PagingInfo, Quantization, SparseInfo, TensorDescriptor,
+    DESCRIPTOR_MAGIC,
+};
+pub use error::{Error, ErrorKind, Result};
+pub use shape::Shape;
+pub use stream::{
+    ReadTensor, ReadTransport, ReaderOptions, StreamReader, StreamWriter, WriteTransport,
+    WriterOptions,
+};
+pub use types::{DeviceTag, ElementType, SyncMode};
+
+/// Smallest buffer alignment in bytes; the default for CPU buffers (seed 000).
+pub const MIN_BUFFER_ALIGNMENT: u64 = 64;
+/// Smallest alignment of GPU and IPC buffers, in bytes (seed 000).
+pub const DEVICE_BUFFER_ALIGNMENT: u64 = 4096;
+/// Largest supported buffer alignment, in bytes (2 MiB, a huge page).
+pub const MAX_BUFFER_ALIGNMENT: u64 = 1 << 21;
+/// Largest rank a descriptor may have.
+pub const MAX_RANK: usize = 32;
+/// Largest buffer table.
+pub const MAX_BUFFERS: usize = 64;
+/// Largest tensor name, in UTF-8 bytes.
+pub const MAX_NAME_BYTES: usize = 4096;
+/// Most key/value metadata entries on one descriptor.
+pub const MAX_METADATA_ENTRIES: usize = 256;
+/// Largest metadata key, in bytes.
+pub const MAX_METADATA_KEY_BYTES: usize = 256;
+/// Largest metadata value, in bytes.
+pub const MAX_METADATA_VALUE_BYTES: usize = 64 * 1024;
+/// Largest encoded descriptor the format allows, in bytes (16 MiB).
+pub const MAX_DESCRIPTOR_BYTES: usize = 16 << 20;
+/// The descriptor encoding version this build writes and reads.
+pub const DESCRIPTOR_VERSION: u16 = 1;

@@ -1,0 +1,339 @@
+//! Buffer handles: owned memory the reader filled, or a caller's memory with a release
+//! callback (seed 003 "Buffer Release Callbacks", "Buffer Handoff Synchronisation").
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use hurray_core::{AlignedBuf, BufferHandle, DeviceTag, SyncMode, BUFFER_HANDLE_BYTES, SYNC_MODE_OFFSET};
+
+use crate::handle::{self, opaque_handle};
+use crate::panic::{guard, non_null, FfiError, FfiResult};
+use crate::status::*;
+
+/// Frees a caller-owned buffer: called exactly once, with the `data` and `release_context`
+/// given to `hurray_buffer_from_ptr`, when the last handle sharing the buffer is destroyed,
+/// on the thread that destroys it.
+pub type HurrayReleaseCallback = Option<unsafe extern "C" fn(buffer: *mut c_void, context: *mut c_void)>;
+
+/// Releases a device event handle (`SYNC_EVENT` handoff). Must be safe to call from any thread.
+pub type HurrayEventReleaseFn = Option<unsafe extern "C" fn(sync_handle: *mut c_void, context: *mut c_void)>;
+
+/// Per-mode handoff payload (seed 003 "Per-Mode Payloads"). All fields zero/NULL for
+/// `SYNC_PRODUCER_SYNCED`; `sync_handle`, `sync_handle_device_tag`, `event_release_fn` (and
+/// its context) for `SYNC_EVENT`; `consumer_stream` and `consumer_stream_device_tag` for
+/// `SYNC_CONSUMER_STREAM`. Handles are opaque and never dereferenced by Hurray.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct HurraySyncPayload {
+    /// Event recorded on the producer's writing stream(s) (`SYNC_EVENT`).
+    pub sync_handle: *mut c_void,
+    /// Device tag of `sync_handle`; must equal the buffer's.
+    pub sync_handle_device_tag: u8,
+    /// Device tag of `consumer_stream`; must equal the buffer's.
+    pub consumer_stream_device_tag: u8,
+    /// Releases `sync_handle` (`SYNC_EVENT`).
+    pub event_release_fn: HurrayEventReleaseFn,
+    /// Passed to `event_release_fn`.
+    pub event_release_context: *mut c_void,
+    /// The consumer's stream (`SYNC_CONSUMER_STREAM`).
+    pub consumer_stream: *mut c_void,
+}
+
+/// A buffer's description as a plain struct: the same fields as the 16-byte binary buffer
+/// handle (byte size in bytes, alignment in bytes, device tag, sync mode).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HurrayBufferSpec {
+    /// Size in bytes.
+    pub byte_size: u64,
+    /// Alignment in bytes: a power of two, ≥ 64 (≥ 4096 unless `device_tag` is CPU), ≤ 2 MiB.
+    pub alignment: u32,
+    /// `HURRAY_DEVICE_*`.
+    pub device_tag: u8,
+    /// `HURRAY_SYNC_*`.
+    pub sync_mode: u8,
+    /// Must be 0.
+    pub reserved: u16,
+}
+
+impl HurrayBufferSpec {
+    pub(crate) fn from_handle(h: &BufferHandle) -> Self {
+        HurrayBufferSpec {
+            byte_size: h.byte_size(),
+            alignment: h.alignment() as u32,
+            device_tag: h.device_tag().code(),
+            sync_mode: h.sync_mode().code(),
+            reserved: 0,
+        }
+    }
+
+    pub(crate) fn to_handle(self) -> FfiResult<BufferHandle> {
+        if self.reserved != 0 {
+            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "HurrayBufferSpec.reserved must be 0"));
+        }
+        Ok(BufferHandle::new(
+            self.byte_size,
+            u64::from(self.alignment),
+            DeviceTag::from_code(self.device_tag)?,
+            SyncMode::from_code(self.sync_mode)?,
+        )?)
+    }
+}
+
+pub(crate) enum BufData {
+    Owned(AlignedBuf),
+    External { ptr: *mut c_void, release: HurrayReleaseCallback, ctx: *mut c_void },
+}
+
+pub(crate) struct BufferInner {
+    pub(crate) data: BufData,
+    pub(crate) handle: BufferHandle,
+    sync: Option<HurraySyncPayload>,
+}
+
+impl BufferInner {
+    pub(crate) fn owned(buf: AlignedBuf, handle: BufferHandle) -> Self {
+        BufferInner { data: BufData::Owned(buf), handle, sync: None }
+    }
+
+    pub(crate) fn ptr(&self) -> *mut c_void {
+        match &self.data {
+            BufData::Owned(b) => b.as_ptr() as *mut c_void,
+            BufData::External { ptr, .. } => *ptr,
+        }
+    }
+}
+
+impl Drop for BufferInner {
+    fn drop(&mut self) {
+        if let BufData::External { ptr, release, ctx } = &mut self.data {
+            if let Some(f) = release.take() {
+                // SAFETY: the producer handed us (ptr, ctx) with this callback.
+                unsafe { f(*ptr, *ctx) };
+            }
+        }
+        if let Some(s) = self.sync.take() {
+            if let (Some(f), false) = (s.event_release_fn, s.sync_handle.is_null()) {
+                // An event the consumer never released: release it so it does not leak.
+                // SAFETY: as documented on HurraySyncPayload.
+                unsafe { f(s.sync_handle, s.event_release_context) };
+            }
+        }
+    }
+}
+
+/// One buffer: a pointer, its size and alignment, device tag and sync mode. Shared by
+/// reference count (atomic) between the handles `hurray_buffer_clone` makes. Owned unless
+/// obtained from `hurray_buffer_list_get` (borrowed: never destroy it).
+pub struct HurrayBuffer {
+    pub(crate) shell: crate::handle::Shell<Arc<BufferInner>>,
+}
+opaque_handle!(HurrayBuffer, Arc<BufferInner>, 0x4855_5252_4246_3031);
+
+/// Wraps caller-owned memory without copying (seed 003 "Buffer Release Callbacks"). `data`
+/// must stay valid and unmodified by the caller until `release(data, release_context)` is
+/// called (exactly once, when the last handle sharing it is destroyed; never if this call
+/// fails). `release` may be NULL (the caller manages the memory; then it must outlive every
+/// handle). The sync mode is `SYNC_PRODUCER_SYNCED`.
+///
+/// Errors: `NULL_POINTER` (`out_handle`, or `data` with `byte_size > 0`),
+/// `INVALID_ALIGNMENT` (bad `alignment`, or `data` not aligned to it), `INVALID_ARGUMENT`
+/// (unknown `device_tag`).
+///
+/// # Safety
+/// `data` valid for `byte_size` bytes; `out_handle` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_buffer_from_ptr(
+    data: *mut c_void,
+    byte_size: u64,
+    alignment: u32,
+    device_tag: u8,
+    release: HurrayReleaseCallback,
+    release_context: *mut c_void,
+    out_handle: *mut *mut HurrayBuffer,
+) -> HurrayStatus {
+    guard("hurray_buffer_from_ptr", || {
+        non_null(out_handle, "out_handle")?;
+        let handle = BufferHandle::new(
+            byte_size,
+            u64::from(alignment),
+            DeviceTag::from_code(device_tag)?,
+            SyncMode::ProducerSynced,
+        )?;
+        let inner = external(data, handle, release, release_context, None)?;
+        unsafe { handle::emit(out_handle, Arc::new(inner)) };
+        Ok(HURRAY_OK)
+    })
+}
+
+fn external(
+    data: *mut c_void,
+    handle: BufferHandle,
+    release: HurrayReleaseCallback,
+    ctx: *mut c_void,
+    sync: Option<HurraySyncPayload>,
+) -> FfiResult<BufferInner> {
+    if data.is_null() && handle.byte_size() > 0 {
+        return Err(FfiError::new(HURRAY_ERR_NULL_POINTER, "data is NULL"));
+    }
+    if !data.is_null() && (data as usize) % (handle.alignment() as usize) != 0 {
+        return Err(FfiError::new(
+            HURRAY_ERR_INVALID_ALIGNMENT,
+            format!("data {data:p} is not aligned to the declared {} bytes", handle.alignment()),
+        ));
+    }
+    Ok(BufferInner { data: BufData::External { ptr: data, release, ctx }, handle, sync })
+}
+
+/// Hands off a producer's buffer described by its 16-byte binary buffer handle, cross-checking
+/// the `sync_mode` byte at offset 13 against `sync` (seed 003 "ABI Cross-Check"): reserved or
+/// invalid modes give `HURRAY_ERR_INVALID_SYNC_MODE`; a payload that does not match the mode
+/// (a handle or stream for `SYNC_PRODUCER_SYNCED`; a missing event, release function or a
+/// device-tag mismatch for `SYNC_EVENT`; a missing stream or device-tag mismatch for
+/// `SYNC_CONSUMER_STREAM`) gives `HURRAY_ERR_SYNC_MODE_MISMATCH`, and no handle is returned.
+/// `sync` may be NULL for `SYNC_PRODUCER_SYNCED`. Ownership of `data` as for
+/// `hurray_buffer_from_ptr`; an unreleased event is released when the buffer is destroyed.
+///
+/// # Safety
+/// `handle_bytes` valid for 16 bytes; `sync` NULL or valid; others as for
+/// `hurray_buffer_from_ptr`.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_buffer_handoff(
+    handle_bytes: *const u8,
+    data: *mut c_void,
+    sync: *const HurraySyncPayload,
+    release: HurrayReleaseCallback,
+    release_context: *mut c_void,
+    out_handle: *mut *mut HurrayBuffer,
+) -> HurrayStatus {
+    guard("hurray_buffer_handoff", || {
+        non_null(handle_bytes, "handle_bytes")?;
+        non_null(out_handle, "out_handle")?;
+        // SAFETY: valid for 16 bytes per contract.
+        let bytes = unsafe { std::slice::from_raw_parts(handle_bytes, BUFFER_HANDLE_BYTES) };
+        let mode = SyncMode::from_code(bytes[SYNC_MODE_OFFSET])?;
+        let handle = BufferHandle::decode(bytes)?;
+        let payload = if sync.is_null() { None } else { Some(unsafe { *sync }) };
+        let tag = handle.device_tag().code();
+        let mismatch = |m: &str| Err(FfiError::new(HURRAY_ERR_SYNC_MODE_MISMATCH, m.to_string()));
+        match (mode, payload) {
+            (SyncMode::ProducerSynced, Some(p)) if !p.sync_handle.is_null() || !p.consumer_stream.is_null() => {
+                return mismatch("SYNC_PRODUCER_SYNCED must not carry a sync_handle or consumer_stream");
+            }
+            (SyncMode::Event, None) => return mismatch("SYNC_EVENT needs a payload with a sync_handle"),
+            (SyncMode::Event, Some(p)) => {
+                if p.sync_handle.is_null() || p.event_release_fn.is_none() || p.sync_handle_device_tag != tag {
+                    return mismatch("SYNC_EVENT needs a non-NULL sync_handle, an event_release_fn and sync_handle_device_tag equal to the buffer's device tag");
+                }
+            }
+            (SyncMode::ConsumerStream, None) => return mismatch("SYNC_CONSUMER_STREAM needs a consumer_stream"),
+            (SyncMode::ConsumerStream, Some(p)) => {
+                if p.consumer_stream.is_null() || p.consumer_stream_device_tag != tag {
+                    return mismatch("SYNC_CONSUMER_STREAM needs a non-NULL consumer_stream with the buffer's device tag");
+                }
+            }
+            _ => {}
+        }
+        let keep = match mode {
+            SyncMode::ProducerSynced => None,
+            _ => payload,
+        };
+        let inner = external(data, handle, release, release_context, keep)?;
+        unsafe { handle::emit(out_handle, Arc::new(inner)) };
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Copies the handoff payload a buffer carries into `*out` (all zero for
+/// `SYNC_PRODUCER_SYNCED`). The handles stay owned by the buffer.
+///
+/// # Safety
+/// `buffer` a live buffer handle; `out` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_buffer_sync_payload(
+    buffer: *const HurrayBuffer,
+    out: *mut HurraySyncPayload,
+) -> HurrayStatus {
+    guard("hurray_buffer_sync_payload", || {
+        let b = unsafe { handle::inner_ref(buffer, "buffer")? };
+        let zero = HurraySyncPayload {
+            sync_handle: std::ptr::null_mut(),
+            sync_handle_device_tag: 0,
+            consumer_stream_device_tag: 0,
+            event_release_fn: None,
+            event_release_context: std::ptr::null_mut(),
+            consumer_stream: std::ptr::null_mut(),
+        };
+        unsafe { handle::put(out, "out", b.sync.unwrap_or(zero))? };
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Makes another owned handle sharing the same memory (atomic reference count + 1). The
+/// memory is released when the last sharing handle is destroyed.
+///
+/// # Safety
+/// `buffer` a live buffer handle; `out_handle` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_buffer_clone(
+    buffer: *const HurrayBuffer,
+    out_handle: *mut *mut HurrayBuffer,
+) -> HurrayStatus {
+    guard("hurray_buffer_clone", || {
+        let b = unsafe { handle::inner_ref(buffer, "buffer")? };
+        non_null(out_handle, "out_handle")?;
+        unsafe { handle::emit(out_handle, Arc::clone(b)) };
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Destroys an owned buffer handle and writes NULL to `*buffer`. NULL or `*buffer == NULL`
+/// is a no-op. A borrowed handle (from `hurray_buffer_list_get`) is refused with
+/// `HURRAY_ERR_INVALID_ARGUMENT`; a destroyed one gives `HURRAY_ERR_USE_AFTER_DESTROY` in debug
+/// builds.
+///
+/// # Safety
+/// `buffer` NULL or valid for read and write; `*buffer` NULL or a buffer handle.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_buffer_destroy(buffer: *mut *mut HurrayBuffer) -> HurrayStatus {
+    guard("hurray_buffer_destroy", || {
+        unsafe { handle::destroy_pp(buffer, "buffer")? };
+        Ok(HURRAY_OK)
+    })
+}
+
+macro_rules! buffer_getter {
+    ($(#[$doc:meta])* $fname:ident, $t:ty, |$b:ident| $e:expr) => {
+        $(#[$doc])*
+        ///
+        /// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+        ///
+        /// # Safety
+        /// `buffer` a live buffer handle; `out` valid for one write.
+        #[no_mangle]
+        pub unsafe extern "C" fn $fname(buffer: *const HurrayBuffer, out: *mut $t) -> HurrayStatus {
+            guard(stringify!($fname), || {
+                let $b = unsafe { handle::inner_ref(buffer, "buffer")? };
+                unsafe { handle::put(out, "out", $e)? };
+                Ok(HURRAY_OK)
+            })
+        }
+    };
+}
+
+buffer_getter!(
+    /// The first byte of the buffer (aligned to its alignment; borrowed, valid while any
+    /// handle sharing the buffer lives).
+    hurray_buffer_data_ptr, *mut c_void, |b| b.ptr());
+buffer_getter!(
+    /// Size in bytes.
+    hurray_buffer_byte_size, u64, |b| b.handle.byte_size());
+buffer_getter!(
+    /// Alignment in bytes.
+    hurray_buffer_alignment, u32, |b| b.handle.alignment() as u32);
+buffer_getter!(
+    /// Device tag (`HURRAY_DEVICE_*`).
+    hurray_buffer_device_tag, u8, |b| b.handle.device_tag().code());
+buffer_getter!(
+    /// Sync mode (`HURRAY_SYNC_*`), read from the buffer's binary handle.
+    hurray_buffer_sync_mode, u8, |b| b.handle.sync_mode().code());

@@ -1,0 +1,119 @@
+//! Buffer lists: the carrier that makes all of a tensor's buffers travel together
+//! (seed 003 "Buffer Lists", ADR-030).
+
+use crate::buffer::HurrayBuffer;
+use crate::handle::{self, opaque_handle};
+use crate::panic::{guard, non_null, FfiError};
+use crate::status::*;
+
+/// The list's slots. Dropping it destroys every owned handle exactly once, nulling each slot
+/// as it goes (seed 003).
+pub struct ListInner(pub(crate) Vec<Option<Box<HurrayBuffer>>>);
+
+impl Drop for ListInner {
+    fn drop(&mut self) {
+        for slot in self.0.iter_mut() {
+            if let Some(b) = slot.take() {
+                handle::retire(b);
+            }
+        }
+    }
+}
+
+/// An ordered list of buffers; element i is buffer i of the descriptor's buffer table.
+/// The list owns every buffer pushed into it.
+pub struct HurrayBufferList {
+    pub(crate) shell: crate::handle::Shell<ListInner>,
+}
+opaque_handle!(HurrayBufferList, ListInner, 0x4855_5252_424C_3031);
+
+/// Makes an empty list. Destroy it with `hurray_buffer_list_destroy`.
+///
+/// # Safety
+/// `out_list` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_buffer_list_create(out_list: *mut *mut HurrayBufferList) -> HurrayStatus {
+    guard("hurray_buffer_list_create", || {
+        non_null(out_list, "out_list")?;
+        unsafe { handle::emit(out_list, ListInner(Vec::new())) };
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Appends `buffer`, transferring its ownership to the list. On `HURRAY_OK` the caller's
+/// `buffer` pointer stays usable but is now borrowed (valid until the list is destroyed; never
+/// destroy it). On error the caller still owns it. Push in buffer-table order.
+///
+/// Errors: `NULL_POINTER`, `USE_AFTER_DESTROY`, `INVALID_ARGUMENT` (the buffer is already
+/// borrowed, e.g. it belongs to another list), `LIMIT_EXCEEDED` (more than 64 buffers).
+///
+/// # Safety
+/// `list` a live list; `buffer` an owned buffer handle.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_buffer_list_push(list: *mut HurrayBufferList, buffer: *mut HurrayBuffer) -> HurrayStatus {
+    guard("hurray_buffer_list_push", || {
+        let l = unsafe { handle::inner_mut(list, "list")? };
+        let b = unsafe { handle::live(buffer, "buffer")? };
+        if handle::is_borrowed(b) {
+            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "buffer is borrowed (it belongs to a list or tensor)"));
+        }
+        if l.0.len() >= hurray_core::MAX_BUFFERS {
+            return Err(FfiError::new(HURRAY_ERR_LIMIT_EXCEEDED, "a list holds at most 64 buffers"));
+        }
+        handle::mark_borrowed(b);
+        // SAFETY: buffer came from Box::into_raw (owned handle) and ownership moves here.
+        l.0.push(Some(unsafe { Box::from_raw(buffer) }));
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Stores the number of buffers in `*out_len`.
+///
+/// # Safety
+/// `list` a live list; `out_len` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_buffer_list_len(list: *const HurrayBufferList, out_len: *mut usize) -> HurrayStatus {
+    guard("hurray_buffer_list_len", || {
+        let l = unsafe { handle::inner_ref(list, "list")? };
+        unsafe { handle::put(out_len, "out_len", l.0.len())? };
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Stores buffer `index` in `*out_buffer` as a borrow: valid until the list is destroyed;
+/// the caller MUST NOT destroy it. Errors: `INVALID_ARGUMENT` when `index >= len`.
+///
+/// # Safety
+/// `list` a live list; `out_buffer` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_buffer_list_get(
+    list: *const HurrayBufferList,
+    index: usize,
+    out_buffer: *mut *mut HurrayBuffer,
+) -> HurrayStatus {
+    guard("hurray_buffer_list_get", || {
+        let l = unsafe { handle::inner_ref(list, "list")? };
+        non_null(out_buffer, "out_buffer")?;
+        let b = l.0.get(index).and_then(|s| s.as_ref()).ok_or_else(|| {
+            FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("index {index} out of range for a list of {}", l.0.len()))
+        })?;
+        let p: *const HurrayBuffer = &**b;
+        unsafe { *out_buffer = p as *mut HurrayBuffer };
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Destroys the list and every buffer it owns (each exactly once), then writes NULL to
+/// `*list`. NULL or `*list == NULL` is a no-op. A list borrowed from a tensor is refused
+/// (`INVALID_ARGUMENT`).
+///
+/// # Safety
+/// `list` NULL or valid for read and write; `*list` NULL or a list handle.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_buffer_list_destroy(list: *mut *mut HurrayBufferList) -> HurrayStatus {
+    guard("hurray_buffer_list_destroy", || {
+        unsafe { handle::destroy_pp(list, "list")? };
+        Ok(HURRAY_OK)
+    })
+}
+

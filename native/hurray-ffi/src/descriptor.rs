@@ -1,0 +1,560 @@
+//! Descriptor handles: decode, read fields off, encode, and originate descriptors from C
+//! (the encode surface seed 000 lists as "not here yet"; docs/spec/c-abi.md §Descriptors).
+
+use std::ffi::c_char;
+
+use hurray_core::{ElementType, LayoutDescriptor, Quantization, Shape, TensorDescriptor};
+
+use crate::buffer::HurrayBufferSpec;
+use crate::handle::{self, opaque_handle};
+use crate::panic::{guard, non_null, FfiError, FfiResult};
+use crate::status::*;
+
+/// A descriptor plus its cached encoding and NUL-terminated name.
+pub struct DescInner {
+    pub(crate) desc: TensorDescriptor,
+    pub(crate) encoded: Vec<u8>,
+    name_c: Option<Vec<u8>>,
+}
+
+impl DescInner {
+    pub(crate) fn new(desc: TensorDescriptor) -> FfiResult<Self> {
+        let encoded = desc.encode()?;
+        let name_c = desc.name().map(|n| {
+            let mut v = n.as_bytes().to_vec();
+            v.push(0);
+            v
+        });
+        Ok(DescInner { desc, encoded, name_c })
+    }
+}
+
+/// A validated tensor descriptor. Owned when made by `hurray_descriptor_decode`,
+/// `hurray_descriptor_clone` or `hurray_descriptor_builder_build` (destroy it with
+/// `hurray_descriptor_destroy`); borrowed when obtained from `hurray_tensor_descriptor`.
+pub struct HurrayDescriptor {
+    pub(crate) shell: crate::handle::Shell<DescInner>,
+}
+opaque_handle!(HurrayDescriptor, DescInner, 0x4855_5252_4445_3031);
+
+/// Quantization block as a plain struct (docs/spec/descriptor.md §Quantization).
+/// `kind` is `HURRAY_QUANT_NONE` (all other fields 0) or one of `HURRAY_QUANT_*`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct HurrayQuantization {
+    /// `HURRAY_QUANT_*`.
+    pub kind: u8,
+    /// Logical element type after dequantization (`HURRAY_DTYPE_*`).
+    pub dequantized_type: u8,
+    /// Must be 0.
+    pub reserved: u16,
+    /// Channel axis (`HURRAY_QUANT_PER_CHANNEL_AFFINE`), else 0.
+    pub axis: u32,
+    /// Scale (`HURRAY_QUANT_PER_TENSOR_AFFINE`), else 0.
+    pub scale: f64,
+    /// Bias added after scaling (`HURRAY_QUANT_PER_TENSOR_AFFINE`), else 0.
+    pub bias: f64,
+}
+
+/// No quantization.
+pub const HURRAY_QUANT_NONE: u8 = 0;
+/// `value = q * scale + bias`.
+pub const HURRAY_QUANT_PER_TENSOR_AFFINE: u8 = 1;
+/// `value = q * scale[c] + bias[c]`; float32 scales in buffer 1, biases in buffer 2.
+pub const HURRAY_QUANT_PER_CHANNEL_AFFINE: u8 = 2;
+/// Stored in a narrower float type, converted exactly to `dequantized_type`.
+pub const HURRAY_QUANT_CAST: u8 = 3;
+
+impl HurrayQuantization {
+    fn from_core(q: Option<&Quantization>) -> Self {
+        match q {
+            None => HurrayQuantization::default(),
+            Some(q) => {
+                let (axis, scale, bias) = match *q {
+                    Quantization::PerTensorAffine { scale, bias, .. } => (0, scale, bias),
+                    Quantization::PerChannelAffine { axis, .. } => (axis, 0.0, 0.0),
+                    Quantization::Cast { .. } => (0, 0.0, 0.0),
+                };
+                HurrayQuantization { kind: q.code(), dequantized_type: q.dequantized().code(), reserved: 0, axis, scale, bias }
+            }
+        }
+    }
+
+    fn to_core(self) -> FfiResult<Option<Quantization>> {
+        if self.reserved != 0 {
+            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "HurrayQuantization.reserved must be 0"));
+        }
+        if self.kind == HURRAY_QUANT_NONE {
+            return Ok(None);
+        }
+        let dequantized = ElementType::from_code(self.dequantized_type)?;
+        Ok(Some(match self.kind {
+            HURRAY_QUANT_PER_TENSOR_AFFINE => Quantization::PerTensorAffine { scale: self.scale, bias: self.bias, dequantized },
+            HURRAY_QUANT_PER_CHANNEL_AFFINE => Quantization::PerChannelAffine { axis: self.axis, dequantized },
+            HURRAY_QUANT_CAST => Quantization::Cast { dequantized },
+            4..=7 => return Err(FfiError::new(HURRAY_ERR_UNSUPPORTED, "NF4/MXFP quantization is reserved in format version 1")),
+            k => return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("unknown quantization kind {k}"))),
+        }))
+    }
+}
+
+/// Decodes and validates `len` bytes of an encoded descriptor (docs/spec/descriptor.md) into
+/// a new owned handle. The bytes are copied; the caller keeps them.
+///
+/// Errors: `NULL_POINTER` (`out_descriptor`, or `bytes` with `len > 0`), `INVALID_MAGIC`,
+/// `VERSION_MISMATCH`, `CORRUPT`, `UNSUPPORTED`, `LIMIT_EXCEEDED`, and validation errors
+/// (`INVALID_LAYOUT`, `INVALID_TYPE`, `INVALID_SHAPE`, `INVALID_ALIGNMENT`,
+/// `INVALID_SYNC_MODE`, `BUFFER_TOO_SMALL`).
+///
+/// # Safety
+/// `bytes` valid for `len` bytes; `out_descriptor` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_descriptor_decode(
+    bytes: *const u8,
+    len: usize,
+    out_descriptor: *mut *mut HurrayDescriptor,
+) -> HurrayStatus {
+    guard("hurray_descriptor_decode", || {
+        non_null(out_descriptor, "out_descriptor")?;
+        let slice = if len == 0 {
+            &[][..]
+        } else {
+            non_null(bytes, "bytes")?;
+            unsafe { std::slice::from_raw_parts(bytes, len) }
+        };
+        let d = DescInner::new(TensorDescriptor::decode(slice)?)?;
+        unsafe { handle::emit(out_descriptor, d) };
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Destroys an owned descriptor (by value, as in the seed). NULL is a no-op. A borrowed
+/// descriptor (from `hurray_tensor_descriptor`) is refused with `INVALID_ARGUMENT`; a second
+/// destroy is reported as `USE_AFTER_DESTROY` in debug builds.
+///
+/// # Safety
+/// `descriptor` NULL or a descriptor handle.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_descriptor_destroy(descriptor: *mut HurrayDescriptor) -> HurrayStatus {
+    guard("hurray_descriptor_destroy", || {
+        unsafe { handle::destroy(descriptor, "descriptor")? };
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Makes an owned copy of a (possibly borrowed) descriptor.
+///
+/// # Safety
+/// `descriptor` a live descriptor; `out_descriptor` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_descriptor_clone(
+    descriptor: *const HurrayDescriptor,
+    out_descriptor: *mut *mut HurrayDescriptor,
+) -> HurrayStatus {
+    guard("hurray_descriptor_clone", || {
+        let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
+        non_null(out_descriptor, "out_descriptor")?;
+        unsafe { handle::emit(out_descriptor, DescInner::new(d.desc.clone())?) };
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Borrows the descriptor's encoding: `*out_bytes` points at `*out_len` bytes owned by the
+/// descriptor, valid until it is destroyed. Copy them to keep them longer.
+///
+/// # Safety
+/// `descriptor` a live descriptor; out-pointers valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_descriptor_encoded(
+    descriptor: *const HurrayDescriptor,
+    out_bytes: *mut *const u8,
+    out_len: *mut usize,
+) -> HurrayStatus {
+    guard("hurray_descriptor_encoded", || {
+        let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
+        non_null(out_bytes, "out_bytes")?;
+        non_null(out_len, "out_len")?;
+        unsafe {
+            *out_bytes = d.encoded.as_ptr();
+            *out_len = d.encoded.len();
+        }
+        Ok(HURRAY_OK)
+    })
+}
+
+macro_rules! desc_getter {
+    ($(#[$doc:meta])* $fname:ident, $t:ty, |$d:ident| $e:expr) => {
+        $(#[$doc])*
+        ///
+        /// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+        ///
+        /// # Safety
+        /// `descriptor` a live descriptor; `out` valid for one write.
+        #[no_mangle]
+        pub unsafe extern "C" fn $fname(descriptor: *const HurrayDescriptor, out: *mut $t) -> HurrayStatus {
+            guard(stringify!($fname), || {
+                let $d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
+                unsafe { handle::put(out, "out", $e)? };
+                Ok(HURRAY_OK)
+            })
+        }
+    };
+}
+
+desc_getter!(
+    /// Stored element type (`HURRAY_DTYPE_*`).
+    hurray_descriptor_element_type, u8, |d| d.element_type().code());
+desc_getter!(
+    /// Number of dimensions (0 for a scalar).
+    hurray_descriptor_rank, usize, |d| d.shape().rank());
+desc_getter!(
+    /// Borrowed pointer to `rank` dimensions (u64, outermost first), valid while the
+    /// descriptor lives; NULL when the rank is 0.
+    hurray_descriptor_dims, *const u64, |d| if d.shape().rank() == 0 { std::ptr::null() } else { d.shape().dims().as_ptr() });
+desc_getter!(
+    /// Layout code (`HURRAY_LAYOUT_*`).
+    hurray_descriptor_layout, u8, |d| d.layout().code());
+desc_getter!(
+    /// Borrowed pointer to `rank` strides in elements (i64), valid while the descriptor
+    /// lives; NULL unless the layout is `HURRAY_LAYOUT_STRIDED` with rank > 0.
+    hurray_descriptor_strides, *const i64, |d| match d.strides() { Some(s) if !s.is_empty() => s.as_ptr(), _ => std::ptr::null() });
+desc_getter!(
+    /// Offset of element 0 in buffer 0, in bytes.
+    hurray_descriptor_byte_offset, u64, |d| d.byte_offset());
+desc_getter!(
+    /// Number of elements (1 for rank 0).
+    hurray_descriptor_element_count, u64, |d| d.shape().element_count());
+desc_getter!(
+    /// Number of entries in the buffer table.
+    hurray_descriptor_buffer_count, usize, |d| d.buffers().len());
+desc_getter!(
+    /// Quantization block (`kind == HURRAY_QUANT_NONE` when absent).
+    hurray_descriptor_quantization, HurrayQuantization, |d| HurrayQuantization::from_core(d.quantization()));
+desc_getter!(
+    /// Number of key/value metadata entries.
+    hurray_descriptor_metadata_count, usize, |d| d.metadata().len());
+
+/// Borrows the tensor's name: `*out_name` points at `*out_len` UTF-8 bytes followed by a NUL,
+/// owned by the descriptor; NULL and 0 when the tensor is unnamed.
+///
+/// # Safety
+/// `descriptor` a live descriptor; out-pointers valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_descriptor_name(
+    descriptor: *const HurrayDescriptor,
+    out_name: *mut *const c_char,
+    out_len: *mut usize,
+) -> HurrayStatus {
+    guard("hurray_descriptor_name", || {
+        let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
+        non_null(out_name, "out_name")?;
+        non_null(out_len, "out_len")?;
+        let (p, n) = match &d.name_c {
+            Some(v) => (v.as_ptr() as *const c_char, v.len() - 1),
+            None => (std::ptr::null(), 0),
+        };
+        unsafe {
+            *out_name = p;
+            *out_len = n;
+        }
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Copies buffer-table entry `index` into `*out`. Errors: `INVALID_ARGUMENT` when out of range.
+///
+/// # Safety
+/// `descriptor` a live descriptor; `out` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_descriptor_buffer_spec(
+    descriptor: *const HurrayDescriptor,
+    index: usize,
+    out: *mut HurrayBufferSpec,
+) -> HurrayStatus {
+    guard("hurray_descriptor_buffer_spec", || {
+        let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
+        let h = d.desc.buffers().get(index).ok_or_else(|| {
+            FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("buffer index {index} out of range"))
+        })?;
+        unsafe { handle::put(out, "out", HurrayBufferSpec::from_handle(h))? };
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Borrows metadata entry `index`: key (`*out_key_len` UTF-8 bytes) and value
+/// (`*out_value_len` bytes), owned by the descriptor. Errors: `INVALID_ARGUMENT` out of range.
+///
+/// # Safety
+/// `descriptor` a live descriptor; out-pointers valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_descriptor_metadata_get(
+    descriptor: *const HurrayDescriptor,
+    index: usize,
+    out_key: *mut *const u8,
+    out_key_len: *mut usize,
+    out_value: *mut *const u8,
+    out_value_len: *mut usize,
+) -> HurrayStatus {
+    guard("hurray_descriptor_metadata_get", || {
+        let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
+        for (p, n) in [(out_key as *const (), "out_key"), (out_key_len as *const (), "out_key_len"), (out_value as *const (), "out_value"), (out_value_len as *const (), "out_value_len")] {
+            non_null(p, n)?;
+        }
+        let (k, v) = d.desc.metadata().get(index).ok_or_else(|| {
+            FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("metadata index {index} out of range"))
+        })?;
+        unsafe {
+            *out_key = k.as_ptr();
+            *out_key_len = k.len();
+            *out_value = v.as_ptr();
+            *out_value_len = v.len();
+        }
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Builder state (docs/spec/c-abi.md §Building descriptors).
+pub struct BuilderInner {
+    element_type: ElementType,
+    dims: Vec<u64>,
+    layout: LayoutDescriptor,
+    byte_offset: u64,
+    buffers: Vec<HurrayBufferSpec>,
+    quantization: HurrayQuantization,
+    name: Option<String>,
+    metadata: Vec<(String, Vec<u8>)>,
+}
+
+/// Accumulates the fields of a new descriptor; `hurray_descriptor_builder_build` validates
+/// them. Owned; destroy with `hurray_descriptor_builder_destroy`.
+pub struct HurrayDescriptorBuilder {
+    pub(crate) shell: crate::handle::Shell<BuilderInner>,
+}
+opaque_handle!(HurrayDescriptorBuilder, BuilderInner, 0x4855_5252_4442_3031);
+
+unsafe fn bytes_arg<'a>(p: *const u8, len: usize, name: &str) -> FfiResult<&'a [u8]> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    non_null(p, name)?;
+    Ok(unsafe { std::slice::from_raw_parts(p, len) })
+}
+
+fn utf8(b: &[u8], name: &str) -> FfiResult<String> {
+    String::from_utf8(b.to_vec()).map_err(|_| FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("{name} is not UTF-8")))
+}
+
+/// Starts a row-major descriptor of `element_type` (`HURRAY_DTYPE_*`) and shape
+/// `dims[0..rank]` (u64 elements, outermost first; `dims` may be NULL when `rank` is 0).
+/// Errors: `INVALID_TYPE`, `INVALID_SHAPE` (rank > 32 or element count overflow).
+///
+/// # Safety
+/// `dims` valid for `rank` u64; `out_builder` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_descriptor_builder_new(
+    element_type: u8,
+    dims: *const u64,
+    rank: usize,
+    out_builder: *mut *mut HurrayDescriptorBuilder,
+) -> HurrayStatus {
+    guard("hurray_descriptor_builder_new", || {
+        non_null(out_builder, "out_builder")?;
+        let et = ElementType::from_code(element_type)?;
+        if rank > hurray_core::MAX_RANK {
+            return Err(FfiError::new(HURRAY_ERR_INVALID_SHAPE, format!("rank {rank} exceeds {}", hurray_core::MAX_RANK)));
+        }
+        let d = if rank == 0 { Vec::new() } else {
+            non_null(dims, "dims")?;
+            unsafe { std::slice::from_raw_parts(dims, rank) }.to_vec()
+        };
+        Shape::new(d.clone())?;
+        let b = BuilderInner {
+            element_type: et,
+            dims: d,
+            layout: LayoutDescriptor::RowMajor,
+            byte_offset: 0,
+            buffers: Vec::new(),
+            quantization: HurrayQuantization::default(),
+            name: None,
+            metadata: Vec::new(),
+        };
+        unsafe { handle::emit(out_builder, b) };
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Sets the layout (`HURRAY_LAYOUT_ROW_MAJOR`, `_COLUMN_MAJOR`, or `_STRIDED` with
+/// `strides[0..count]` in elements, `count == rank`). Errors: `INVALID_LAYOUT`,
+/// `UNSUPPORTED` (reserved sparse/paged codes).
+///
+/// # Safety
+/// `builder` live; `strides` valid for `count` i64.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_descriptor_builder_set_layout(
+    builder: *mut HurrayDescriptorBuilder,
+    layout: u8,
+    strides: *const i64,
+    count: usize,
+) -> HurrayStatus {
+    guard("hurray_descriptor_builder_set_layout", || {
+        let b = unsafe { handle::inner_mut(builder, "builder")? };
+        b.layout = match layout {
+            0 | 1 if count != 0 => return Err(FfiError::new(HURRAY_ERR_INVALID_LAYOUT, "strides are only for HURRAY_LAYOUT_STRIDED")),
+            0 => LayoutDescriptor::RowMajor,
+            1 => LayoutDescriptor::ColumnMajor,
+            2 => {
+                if count != b.dims.len() {
+                    return Err(FfiError::new(HURRAY_ERR_INVALID_LAYOUT, format!("{count} strides for rank {}", b.dims.len())));
+                }
+                let s = if count == 0 { Vec::new() } else {
+                    non_null(strides, "strides")?;
+                    unsafe { std::slice::from_raw_parts(strides, count) }.to_vec()
+                };
+                LayoutDescriptor::Strided(s)
+            }
+            3..=7 => return Err(FfiError::new(HURRAY_ERR_UNSUPPORTED, "sparse and paged layouts are reserved in format version 1")),
+            _ => return Err(FfiError::new(HURRAY_ERR_INVALID_LAYOUT, format!("unknown layout code {layout}"))),
+        };
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Sets the byte offset of element 0 inside buffer 0.
+///
+/// # Safety
+/// `builder` live.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_descriptor_builder_set_byte_offset(builder: *mut HurrayDescriptorBuilder, byte_offset: u64) -> HurrayStatus {
+    guard("hurray_descriptor_builder_set_byte_offset", || {
+        unsafe { handle::inner_mut(builder, "builder")? }.byte_offset = byte_offset;
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Sets the name: `len` UTF-8 bytes (no NUL needed; none allowed), at most 4096.
+///
+/// # Safety
+/// `builder` live; `name` valid for `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_descriptor_builder_set_name(builder: *mut HurrayDescriptorBuilder, name: *const c_char, len: usize) -> HurrayStatus {
+    guard("hurray_descriptor_builder_set_name", || {
+        let b = unsafe { handle::inner_mut(builder, "builder")? };
+        let s = utf8(unsafe { bytes_arg(name as *const u8, len, "name")? }, "name")?;
+        if s.len() > hurray_core::MAX_NAME_BYTES || s.contains('\0') {
+            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "name must be at most 4096 bytes without NUL"));
+        }
+        b.name = Some(s);
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Appends a buffer-table entry. If no entry is added before `build`, a dense layout gets one
+/// CPU buffer of exactly the needed size at 64-byte alignment.
+///
+/// # Safety
+/// `builder` live; `spec` valid.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_descriptor_builder_add_buffer(builder: *mut HurrayDescriptorBuilder, spec: *const HurrayBufferSpec) -> HurrayStatus {
+    guard("hurray_descriptor_builder_add_buffer", || {
+        let b = unsafe { handle::inner_mut(builder, "builder")? };
+        non_null(spec, "spec")?;
+        let s = unsafe { *spec };
+        s.to_handle()?;
+        if b.buffers.len() >= hurray_core::MAX_BUFFERS {
+            return Err(FfiError::new(HURRAY_ERR_LIMIT_EXCEEDED, "at most 64 buffers"));
+        }
+        b.buffers.push(s);
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Sets (or, with `kind == HURRAY_QUANT_NONE`, clears) the quantization block.
+///
+/// # Safety
+/// `builder` live; `quantization` valid.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_descriptor_builder_set_quantization(builder: *mut HurrayDescriptorBuilder, quantization: *const HurrayQuantization) -> HurrayStatus {
+    guard("hurray_descriptor_builder_set_quantization", || {
+        let b = unsafe { handle::inner_mut(builder, "builder")? };
+        non_null(quantization, "quantization")?;
+        let q = unsafe { *quantization };
+        q.to_core()?;
+        b.quantization = q;
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Adds a key/value metadata entry (key: 1..=256 UTF-8 bytes, unique; value: ≤ 64 KiB).
+/// Errors: `INVALID_ARGUMENT`, `DUPLICATE_NAME`, `LIMIT_EXCEEDED`.
+///
+/// # Safety
+/// `builder` live; `key`/`value` valid for their lengths.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_descriptor_builder_add_metadata(
+    builder: *mut HurrayDescriptorBuilder,
+    key: *const u8,
+    key_len: usize,
+    value: *const u8,
+    value_len: usize,
+) -> HurrayStatus {
+    guard("hurray_descriptor_builder_add_metadata", || {
+        let b = unsafe { handle::inner_mut(builder, "builder")? };
+        let k = utf8(unsafe { bytes_arg(key, key_len, "key")? }, "key")?;
+        let v = unsafe { bytes_arg(value, value_len, "value")? }.to_vec();
+        // Validate through the core so limits live in one place.
+        let mut probe = TensorDescriptor::dense(ElementType::Uint8, Shape::scalar())?;
+        for (ek, ev) in &b.metadata {
+            probe = probe.with_metadata(ek.clone(), ev.clone())?;
+        }
+        probe.with_metadata(k.clone(), v.clone())?;
+        b.metadata.push((k, v));
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Validates the accumulated fields and makes a new owned descriptor. The builder stays
+/// usable. Errors: every validation error of `hurray_descriptor_decode`.
+///
+/// # Safety
+/// `builder` live; `out_descriptor` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_descriptor_builder_build(builder: *const HurrayDescriptorBuilder, out_descriptor: *mut *mut HurrayDescriptor) -> HurrayStatus {
+    guard("hurray_descriptor_builder_build", || {
+        let b = unsafe { handle::inner_ref(builder, "builder")? };
+        non_null(out_descriptor, "out_descriptor")?;
+        let shape = Shape::new(b.dims.clone())?;
+        let buffers = if b.buffers.is_empty() && !matches!(b.layout, LayoutDescriptor::Strided(_)) {
+            let bytes = b.element_type.bytes_for(shape.element_count()).ok_or_else(|| {
+                FfiError::new(HURRAY_ERR_INVALID_SHAPE, "byte count overflows u64")
+            })?;
+            let bytes = bytes.checked_add(b.byte_offset).ok_or_else(|| FfiError::new(HURRAY_ERR_INVALID_SHAPE, "byte count overflows u64"))?;
+            vec![hurray_core::BufferHandle::new(bytes, hurray_core::MIN_BUFFER_ALIGNMENT, hurray_core::DeviceTag::Cpu, hurray_core::SyncMode::ProducerSynced)?]
+        } else {
+            b.buffers.iter().map(|s| s.to_handle()).collect::<FfiResult<Vec<_>>>()?
+        };
+        let mut d = TensorDescriptor::new(
+            hurray_core::DESCRIPTOR_VERSION, 0, b.element_type, shape, b.byte_offset, b.layout.clone(), buffers,
+            b.quantization.to_core()?, None, None, None,
+        )?;
+        if let Some(n) = &b.name {
+            d = d.with_name(n.clone())?;
+        }
+        for (k, v) in &b.metadata {
+            d = d.with_metadata(k.clone(), v.clone())?;
+        }
+        unsafe { handle::emit(out_descriptor, DescInner::new(d)?) };
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Destroys a builder and writes NULL to `*builder`; NULL or `*builder == NULL` is a no-op.
+///
+/// # Safety
+/// `builder` NULL or valid for read and write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_descriptor_builder_destroy(builder: *mut *mut HurrayDescriptorBuilder) -> HurrayStatus {
+    guard("hurray_descriptor_builder_destroy", || {
+        unsafe { handle::destroy_pp(builder, "builder")? };
+        Ok(HURRAY_OK)
+    })
+}

@@ -1,0 +1,206 @@
+//! Handle conversions, written once (CONVENTIONS: rustls-ffi's `try_ref!`/`try_mut!`).
+//!
+//! Every opaque handle is a `Box`-owned shell `{ magic, borrowed, inner }`. Destroying a handle
+//! drops `inner` and writes a dead sentinel into `magic`. Release builds then free the shell;
+//! debug builds keep it (a deliberate, documented leak of a few bytes) so a later use or a
+//! second destroy through a stale pointer reliably reports `HURRAY_ERR_USE_AFTER_DESTROY`
+//! (seed 003 "Opaque Handles"). Handles handed out as borrows (a tensor's descriptor and
+//! buffer list, a list's buffers) are marked `borrowed` and refuse to be destroyed.
+
+use crate::panic::{FfiError, FfiResult};
+use crate::status::*;
+
+pub(crate) const DEAD: u64 = 0xDEAD_DEAD_DEAD_DEAD;
+
+/// An opaque handle type.
+pub(crate) trait Handle: Sized {
+    type Inner;
+    const MAGIC: u64;
+    const NAME: &'static str;
+    fn shell(&self) -> &Shell<Self::Inner>;
+    fn shell_mut(&mut self) -> &mut Shell<Self::Inner>;
+    fn from_shell(s: Shell<Self::Inner>) -> Self;
+}
+
+/// The common body of every handle.
+pub struct Shell<I> {
+    magic: u64,
+    borrowed: bool,
+    pub(crate) inner: Option<I>,
+}
+
+impl<I> Shell<I> {
+    pub(crate) fn new(magic: u64, inner: I, borrowed: bool) -> Self {
+        Shell { magic, borrowed, inner: Some(inner) }
+    }
+}
+
+/// Implements [`Handle`] for a struct `{ shell: Shell<Inner> }`. The struct itself is written
+/// out at its definition site so cbindgen (which does not expand macros) emits it as opaque.
+macro_rules! opaque_handle {
+    ($name:ident, $inner:ty, $magic:expr) => {
+        impl crate::handle::Handle for $name {
+            type Inner = $inner;
+            const MAGIC: u64 = $magic;
+            const NAME: &'static str = stringify!($name);
+            fn shell(&self) -> &crate::handle::Shell<$inner> {
+                &self.shell
+            }
+            fn shell_mut(&mut self) -> &mut crate::handle::Shell<$inner> {
+                &mut self.shell
+            }
+            fn from_shell(s: crate::handle::Shell<$inner>) -> Self {
+                $name { shell: s }
+            }
+        }
+    };
+}
+pub(crate) use opaque_handle;
+
+/// Makes an owned handle.
+pub(crate) fn new_owned<T: Handle>(inner: T::Inner) -> T {
+    T::from_shell(Shell::new(T::MAGIC, inner, false))
+}
+
+/// Makes a borrowed handle (embedded in its owner; cannot be destroyed on its own).
+pub(crate) fn new_borrowed<T: Handle>(inner: T::Inner) -> T {
+    T::from_shell(Shell::new(T::MAGIC, inner, true))
+}
+
+fn check<T: Handle>(h: &T, arg: &str) -> FfiResult<()> {
+    let s = h.shell();
+    if s.magic != T::MAGIC || s.inner.is_none() {
+        return Err(FfiError::new(
+            HURRAY_ERR_USE_AFTER_DESTROY,
+            format!("{arg} is not a live {} (destroyed, or not a handle of that type)", T::NAME),
+        ));
+    }
+    Ok(())
+}
+
+/// Borrows a handle's contents. NULL → `HURRAY_ERR_NULL_POINTER`; dead → `USE_AFTER_DESTROY`.
+///
+/// # Safety
+/// `p` is NULL or a pointer obtained from this library for a handle of type `T`.
+pub(crate) unsafe fn inner_ref<'a, T: Handle + 'a>(p: *const T, arg: &str) -> FfiResult<&'a T::Inner> {
+    crate::panic::non_null(p, arg)?;
+    // SAFETY: per the contract, p points at a T shell (kept alive in debug builds).
+    let h = unsafe { &*p };
+    check(h, arg)?;
+    Ok(h.shell().inner.as_ref().expect("checked"))
+}
+
+/// Mutably borrows a handle's contents (see [`inner_ref`]).
+///
+/// # Safety
+/// As for [`inner_ref`], and no other reference to the handle is live (one thread at a time).
+pub(crate) unsafe fn inner_mut<'a, T: Handle + 'a>(p: *mut T, arg: &str) -> FfiResult<&'a mut T::Inner> {
+    crate::panic::non_null(p, arg)?;
+    // SAFETY: as above.
+    let h = unsafe { &mut *p };
+    check(h, arg)?;
+    Ok(h.shell_mut().inner.as_mut().expect("checked"))
+}
+
+/// Writes a new owned handle to `*out`.
+///
+/// # Safety
+/// `out` is valid for one pointer write (checked non-NULL by the caller).
+pub(crate) unsafe fn emit<T: Handle>(out: *mut *mut T, inner: T::Inner) {
+    let p = Box::into_raw(Box::new(new_owned::<T>(inner)));
+    // SAFETY: out is valid for writes.
+    unsafe { *out = p };
+}
+
+/// Destroys an owned handle: NULL is a no-op; dead → `USE_AFTER_DESTROY`; borrowed →
+/// `INVALID_ARGUMENT`. The contents are dropped before the shell is freed (release) or kept
+/// dead (debug).
+///
+/// # Safety
+/// `p` is NULL or a pointer obtained from this library for a handle of type `T`.
+pub(crate) unsafe fn destroy<T: Handle>(p: *mut T, arg: &str) -> FfiResult<()> {
+    if p.is_null() {
+        return Ok(());
+    }
+    // SAFETY: per the contract.
+    let h = unsafe { &mut *p };
+    check(h, arg)?;
+    if h.shell().borrowed {
+        return Err(FfiError::new(
+            HURRAY_ERR_INVALID_ARGUMENT,
+            format!("{arg} is a borrowed {}: destroy its owner instead", T::NAME),
+        ));
+    }
+    let inner = h.shell_mut().inner.take();
+    h.shell_mut().magic = DEAD;
+    drop(inner);
+    if cfg!(not(debug_assertions)) {
+        // SAFETY: p came from Box::into_raw in `emit` and is not borrowed.
+        drop(unsafe { Box::from_raw(p) });
+    }
+    Ok(())
+}
+
+/// Destroys through a pointer to the caller's handle variable and writes NULL through it, so
+/// a repeated destroy of the same variable is a no-op (seed 003 "Buffer Lists").
+///
+/// # Safety
+/// `pp` is NULL or valid for a read and a write; `*pp` as for [`destroy`].
+pub(crate) unsafe fn destroy_pp<T: Handle>(pp: *mut *mut T, arg: &str) -> FfiResult<()> {
+    if pp.is_null() {
+        return Ok(());
+    }
+    // SAFETY: pp valid per contract.
+    let p = unsafe { *pp };
+    unsafe { destroy(p, arg)? };
+    unsafe { *pp = std::ptr::null_mut() };
+    Ok(())
+}
+
+/// Writes a value through a required out-pointer.
+///
+/// # Safety
+/// `out` NULL or valid for one write of `T`.
+pub(crate) unsafe fn put<T>(out: *mut T, arg: &str, v: T) -> FfiResult<()> {
+    crate::panic::non_null(out, arg)?;
+    // SAFETY: non-null and valid per contract.
+    unsafe { out.write(v) };
+    Ok(())
+}
+
+/// Retires a handle held inside its owner (a tensor's descriptor, a list's buffer): drops its
+/// contents and kills it exactly like [`destroy`], ignoring the borrowed mark.
+pub(crate) fn retire<T: Handle>(b: Box<T>) {
+    let p = Box::into_raw(b);
+    // SAFETY: p is a live, uniquely owned Box allocation.
+    let h = unsafe { &mut *p };
+    let inner = h.shell_mut().inner.take();
+    h.shell_mut().magic = DEAD;
+    drop(inner);
+    if cfg!(not(debug_assertions)) {
+        // SAFETY: from Box::into_raw above.
+        drop(unsafe { Box::from_raw(p) });
+    }
+}
+
+/// Marks an owned handle as borrowed (it now belongs to a container).
+pub(crate) fn mark_borrowed<T: Handle>(h: &mut T) {
+    h.shell_mut().borrowed = true;
+}
+
+/// Whether a live handle is borrowed.
+pub(crate) fn is_borrowed<T: Handle>(h: &T) -> bool {
+    h.shell().borrowed
+}
+
+/// Checks a handle pointer is live without borrowing its contents.
+///
+/// # Safety
+/// As for [`inner_ref`].
+pub(crate) unsafe fn live<'a, T: Handle + 'a>(p: *mut T, arg: &str) -> FfiResult<&'a mut T> {
+    crate::panic::non_null(p, arg)?;
+    // SAFETY: per contract.
+    let h = unsafe { &mut *p };
+    check(h, arg)?;
+    Ok(h)
+}

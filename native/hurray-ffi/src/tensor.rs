@@ -1,0 +1,102 @@
+//! Tensors: a descriptor plus its buffers in one handle (seed 000 "Reading a stream").
+
+use std::sync::Arc;
+
+use hurray_core::ReadTensor;
+
+use crate::buffer::{BufferInner, HurrayBuffer};
+use crate::buffer_list::{HurrayBufferList, ListInner};
+use crate::descriptor::{DescInner, HurrayDescriptor};
+use crate::handle::{self, opaque_handle};
+use crate::panic::{guard, non_null, FfiResult};
+use crate::status::*;
+
+/// The two halves of a tensor, both handed out as borrows.
+pub struct TensorInner {
+    descriptor: Option<Box<HurrayDescriptor>>,
+    buffers: Option<Box<HurrayBufferList>>,
+}
+
+impl Drop for TensorInner {
+    fn drop(&mut self) {
+        if let Some(b) = self.buffers.take() {
+            handle::retire(b);
+        }
+        if let Some(d) = self.descriptor.take() {
+            handle::retire(d);
+        }
+    }
+}
+
+impl TensorInner {
+    pub(crate) fn from_read(t: ReadTensor) -> FfiResult<Self> {
+        let ReadTensor { descriptor, buffers } = t;
+        let handles = descriptor.buffers().to_vec();
+        let mut slots = Vec::with_capacity(buffers.len());
+        for (buf, h) in buffers.into_iter().zip(handles) {
+            let b: HurrayBuffer = handle::new_borrowed(Arc::new(BufferInner::owned(buf, h)));
+            slots.push(Some(Box::new(b)));
+        }
+        Ok(TensorInner {
+            descriptor: Some(Box::new(handle::new_borrowed(DescInner::new(descriptor)?))),
+            buffers: Some(Box::new(handle::new_borrowed(ListInner(slots)))),
+        })
+    }
+}
+
+/// A tensor: a descriptor plus the buffers it describes. Owned by the caller that received
+/// it; `hurray_tensor_destroy` frees both halves at once.
+pub struct HurrayTensor {
+    pub(crate) shell: crate::handle::Shell<TensorInner>,
+}
+opaque_handle!(HurrayTensor, TensorInner, 0x4855_5252_544E_3031);
+
+/// Borrows the tensor's descriptor: valid until the tensor is destroyed; do not destroy it.
+///
+/// # Safety
+/// `tensor` a live tensor; `out_descriptor` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_tensor_descriptor(
+    tensor: *const HurrayTensor,
+    out_descriptor: *mut *mut HurrayDescriptor,
+) -> HurrayStatus {
+    guard("hurray_tensor_descriptor", || {
+        let t = unsafe { handle::inner_ref(tensor, "tensor")? };
+        non_null(out_descriptor, "out_descriptor")?;
+        let p: *const HurrayDescriptor = &**t.descriptor.as_ref().expect("live tensor");
+        unsafe { *out_descriptor = p as *mut HurrayDescriptor };
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Borrows the tensor's buffer list (element i is buffer i of the descriptor's buffer table):
+/// valid until the tensor is destroyed; do not destroy it.
+///
+/// # Safety
+/// `tensor` a live tensor; `out_buffers` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_tensor_buffers(
+    tensor: *const HurrayTensor,
+    out_buffers: *mut *mut HurrayBufferList,
+) -> HurrayStatus {
+    guard("hurray_tensor_buffers", || {
+        let t = unsafe { handle::inner_ref(tensor, "tensor")? };
+        non_null(out_buffers, "out_buffers")?;
+        let p: *const HurrayBufferList = &**t.buffers.as_ref().expect("live tensor");
+        unsafe { *out_buffers = p as *mut HurrayBufferList };
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Destroys a tensor, its descriptor and its buffers, and writes NULL to `*tensor`. NULL or
+/// `*tensor == NULL` is a no-op.
+///
+/// # Safety
+/// `tensor` NULL or valid for read and write; `*tensor` NULL or a tensor handle.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_tensor_destroy(tensor: *mut *mut HurrayTensor) -> HurrayStatus {
+    guard("hurray_tensor_destroy", || {
+        unsafe { handle::destroy_pp(tensor, "tensor")? };
+        Ok(HURRAY_OK)
+    })
+}

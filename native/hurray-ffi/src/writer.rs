@@ -1,0 +1,166 @@
+//! Stream writers (seed 000 "Writing a stream").
+
+use hurray_core::{StreamWriter, WriterOptions};
+
+use crate::descriptor::HurrayDescriptor;
+use crate::handle::{self, opaque_handle};
+use crate::panic::{guard, non_null, FfiError, FfiResult};
+use crate::status::*;
+use crate::transport::{HurrayTransport, Owned};
+
+/// A borrowed byte range: `len` bytes at `ptr` (`ptr` may be NULL when `len` is 0).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct HurrayIoSlice {
+    /// First byte.
+    pub ptr: *const u8,
+    /// Length in bytes.
+    pub len: usize,
+}
+
+/// Writer settings. Initialise with `hurray_writer_options_init`; NULL means defaults.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HurrayWriterOptions {
+    /// `sizeof(HurrayWriterOptions)` as the caller compiled it.
+    pub struct_size: u32,
+    /// `HURRAY_WRITER_*` flags.
+    pub flags: u32,
+}
+
+/// Writer flag: follow every payload with its CRC32C.
+pub const HURRAY_WRITER_PAYLOAD_CHECKSUMS: u32 = 1;
+
+impl HurrayWriterOptions {
+    fn defaults() -> Self {
+        HurrayWriterOptions { struct_size: std::mem::size_of::<HurrayWriterOptions>() as u32, flags: 0 }
+    }
+    fn to_core(self) -> FfiResult<WriterOptions> {
+        if (self.struct_size as usize) < std::mem::size_of::<HurrayWriterOptions>() {
+            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "options.struct_size is smaller than this ABI's HurrayWriterOptions"));
+        }
+        if self.flags & !HURRAY_WRITER_PAYLOAD_CHECKSUMS != 0 {
+            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "unknown writer option flags"));
+        }
+        Ok(WriterOptions { payload_checksums: self.flags & HURRAY_WRITER_PAYLOAD_CHECKSUMS != 0 })
+    }
+}
+
+/// Writes a stream through a transport's `write`. Owned; one thread at a time.
+pub struct HurrayWriter {
+    pub(crate) shell: crate::handle::Shell<StreamWriter<Owned>>,
+}
+opaque_handle!(HurrayWriter, StreamWriter<Owned>, 0x4855_5252_5752_3031);
+
+/// Fills `*out` with the default writer options.
+///
+/// # Safety
+/// `out` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_writer_options_init(out: *mut HurrayWriterOptions) -> HurrayStatus {
+    guard("hurray_writer_options_init", || {
+        unsafe { handle::put(out, "out", HurrayWriterOptions::defaults())? };
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Makes a writer over `*transport` (copied; `write` required). Nothing is written yet. On
+/// success the writer owns the transport (`release(ctx)` once, at destroy); on failure
+/// nothing is taken. Errors: `NULL_POINTER`, `INVALID_ARGUMENT` (options).
+///
+/// # Safety
+/// Pointers valid; callbacks callable with `ctx` until release.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_writer_new(
+    transport: *const HurrayTransport,
+    options: *const HurrayWriterOptions,
+    out_writer: *mut *mut HurrayWriter,
+) -> HurrayStatus {
+    guard("hurray_writer_new", || {
+        non_null(transport, "transport")?;
+        non_null(out_writer, "out_writer")?;
+        let t = unsafe { *transport };
+        if t.write.is_none() {
+            return Err(FfiError::new(HURRAY_ERR_NULL_POINTER, "transport->write is NULL (a writer needs it)"));
+        }
+        let opts = if options.is_null() { HurrayWriterOptions::defaults() } else { unsafe { *options } };
+        let w = StreamWriter::new(Owned(t), opts.to_core()?);
+        unsafe { handle::emit(out_writer, w) };
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Writes one tensor: `payloads[i]` (borrowed, not retained after the call) is buffer `i` of
+/// the descriptor's buffer table and must be exactly its byte size; `count` must equal the
+/// buffer count. The tensor is entirely on the wire when this returns `HURRAY_OK`.
+///
+/// Errors: `NULL_POINTER`, `INVALID_ARGUMENT` (count mismatch, payload too long),
+/// `BUFFER_TOO_SMALL` (payload too short), `INVALID_STATE` (after finish), `POISONED`,
+/// `TRANSPORT` / `SINK_CLOSED`: if no byte of the item was written the call can be retried,
+/// otherwise the writer is now poisoned.
+///
+/// # Safety
+/// `writer` live; `descriptor` live; `payloads` valid for `count` slices, each valid for its
+/// length.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_writer_write_tensor(
+    writer: *mut HurrayWriter,
+    descriptor: *const HurrayDescriptor,
+    payloads: *const HurrayIoSlice,
+    count: usize,
+) -> HurrayStatus {
+    guard("hurray_writer_write_tensor", || {
+        let w = unsafe { handle::inner_mut(writer, "writer")? };
+        let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
+        let slices: &[HurrayIoSlice] = if count == 0 { &[] } else {
+            non_null(payloads, "payloads")?;
+            unsafe { std::slice::from_raw_parts(payloads, count) }
+        };
+        let mut parts: Vec<&[u8]> = Vec::with_capacity(count);
+        for (i, s) in slices.iter().enumerate() {
+            if s.len == 0 {
+                parts.push(&[]);
+            } else {
+                non_null(s.ptr, &format!("payloads[{i}].ptr"))?;
+                parts.push(unsafe { std::slice::from_raw_parts(s.ptr, s.len) });
+            }
+        }
+        w.write_encoded(&d.desc, &d.encoded, &parts)?;
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Writes the end-of-stream marker. Idempotent after success; a reader sees
+/// `HURRAY_END_OF_STREAM` after it. Errors as for `hurray_writer_write_tensor`.
+///
+/// # Safety
+/// `writer` live.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_writer_finish(writer: *mut HurrayWriter) -> HurrayStatus {
+    guard("hurray_writer_finish", || {
+        unsafe { handle::inner_mut(writer, "writer")? }.finish()?;
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Destroys a writer and writes NULL to `*writer`. If the writer is neither finished nor
+/// poisoned, the end-of-stream marker is written first (best effort: call
+/// `hurray_writer_finish` to see its status). Then the transport is released. NULL or
+/// `*writer == NULL` is a no-op.
+///
+/// # Safety
+/// `writer` NULL or valid for read and write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_writer_destroy(writer: *mut *mut HurrayWriter) -> HurrayStatus {
+    guard("hurray_writer_destroy", || {
+        if !writer.is_null() && unsafe { !(*writer).is_null() } {
+            if let Ok(w) = unsafe { handle::inner_mut(*writer, "writer") } {
+                if !w.is_finished() && !w.is_poisoned() {
+                    let _ = w.finish();
+                }
+            }
+        }
+        unsafe { handle::destroy_pp(writer, "writer")? };
+        Ok(HURRAY_OK)
+    })
+}
