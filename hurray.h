@@ -194,21 +194,6 @@ typedef struct HurraySyncPayload {
 // `hurray_tensor_context_destroy`.
 typedef void (*HurrayOwnerReleaseFn)(void *owner);
 
-// A buffer's description as a plain struct: the same fields as the 16-byte binary buffer
-// handle (byte size in bytes, alignment in bytes, device tag, sync mode).
-typedef struct HurrayBufferSpec {
-  // Size in bytes.
-  uint64_t byte_size;
-  // Alignment in bytes: a power of two, ≥ 64 (≥ 4096 unless `device_tag` is CPU), ≤ 2 MiB.
-  uint32_t alignment;
-  // `HURRAY_DEVICE_*`.
-  uint8_t device_tag;
-  // `HURRAY_SYNC_*`.
-  uint8_t sync_mode;
-  // Must be 0.
-  uint16_t reserved;
-} HurrayBufferSpec;
-
 // Quantization block as a plain struct (docs/spec/descriptor.md §Quantization).
 // `kind` is `HURRAY_QUANT_NONE` (all other fields 0) or one of `HURRAY_QUANT_*`.
 typedef struct HurrayQuantization {
@@ -225,6 +210,21 @@ typedef struct HurrayQuantization {
   // Bias added after scaling (`HURRAY_QUANT_PER_TENSOR_AFFINE`), else 0.
   double bias;
 } HurrayQuantization;
+
+// A buffer's description as a plain struct: the same fields as the 16-byte binary buffer
+// handle (byte size in bytes, alignment in bytes, device tag, sync mode).
+typedef struct HurrayBufferSpec {
+  // Size in bytes.
+  uint64_t byte_size;
+  // Alignment in bytes: a power of two, ≥ 64 (≥ 4096 unless `device_tag` is CPU), ≤ 2 MiB.
+  uint32_t alignment;
+  // `HURRAY_DEVICE_*`.
+  uint8_t device_tag;
+  // `HURRAY_SYNC_*`.
+  uint8_t sync_mode;
+  // Must be 0.
+  uint16_t reserved;
+} HurrayBufferSpec;
 
 // Reader limits (docs/spec/stream.md §Limits). Initialise with `hurray_reader_options_init`,
 // then change fields. A NULL options pointer means the defaults.
@@ -453,6 +453,47 @@ HurrayStatus hurray_buffer_clone(const struct HurrayBuffer *buffer,
 // `buffer` NULL or valid for read and write; `*buffer` NULL or a buffer handle.
 HurrayStatus hurray_buffer_destroy(struct HurrayBuffer **buffer);
 
+// The first byte of the buffer (aligned to its alignment; borrowed, valid while any
+// handle sharing the buffer lives).
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `buffer` a live buffer handle; `out` valid for one write.
+HurrayStatus hurray_buffer_data_ptr(const struct HurrayBuffer *buffer, void **out);
+
+// Size in bytes.
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `buffer` a live buffer handle; `out` valid for one write.
+HurrayStatus hurray_buffer_byte_size(const struct HurrayBuffer *buffer, uint64_t *out);
+
+// Alignment in bytes.
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `buffer` a live buffer handle; `out` valid for one write.
+HurrayStatus hurray_buffer_alignment(const struct HurrayBuffer *buffer, uint32_t *out);
+
+// Device tag (`HURRAY_DEVICE_*`).
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `buffer` a live buffer handle; `out` valid for one write.
+HurrayStatus hurray_buffer_device_tag(const struct HurrayBuffer *buffer, uint8_t *out);
+
+// Sync mode (`HURRAY_SYNC_*`), read from the buffer's binary handle.
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `buffer` a live buffer handle; `out` valid for one write.
+HurrayStatus hurray_buffer_sync_mode(const struct HurrayBuffer *buffer, uint8_t *out);
+
 // Makes an empty list. Destroy it with `hurray_buffer_list_destroy`.
 //
 // # Safety
@@ -568,6 +609,95 @@ HurrayStatus hurray_descriptor_clone(const struct HurrayDescriptor *descriptor,
 HurrayStatus hurray_descriptor_encoded(const struct HurrayDescriptor *descriptor,
                                        const uint8_t **out_bytes,
                                        size_t *out_len);
+
+// Stored element type (`HURRAY_DTYPE_*`).
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `descriptor` a live descriptor handle; `out` valid for one write.
+HurrayStatus hurray_descriptor_element_type(const struct HurrayDescriptor *descriptor,
+                                            uint8_t *out);
+
+// Number of dimensions (0 for a scalar).
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `descriptor` a live descriptor handle; `out` valid for one write.
+HurrayStatus hurray_descriptor_rank(const struct HurrayDescriptor *descriptor, size_t *out);
+
+// Borrowed pointer to `rank` dimensions (u64, outermost first), valid while the
+// descriptor lives; NULL when the rank is 0.
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `descriptor` a live descriptor handle; `out` valid for one write.
+HurrayStatus hurray_descriptor_dims(const struct HurrayDescriptor *descriptor,
+                                    const uint64_t **out);
+
+// Layout code (`HURRAY_LAYOUT_*`).
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `descriptor` a live descriptor handle; `out` valid for one write.
+HurrayStatus hurray_descriptor_layout(const struct HurrayDescriptor *descriptor, uint8_t *out);
+
+// Borrowed pointer to `rank` strides in elements (i64), valid while the descriptor
+// lives; NULL unless the layout is `HURRAY_LAYOUT_STRIDED` with rank > 0.
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `descriptor` a live descriptor handle; `out` valid for one write.
+HurrayStatus hurray_descriptor_strides(const struct HurrayDescriptor *descriptor,
+                                       const int64_t **out);
+
+// Offset of element 0 in buffer 0, in bytes.
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `descriptor` a live descriptor handle; `out` valid for one write.
+HurrayStatus hurray_descriptor_byte_offset(const struct HurrayDescriptor *descriptor,
+                                           uint64_t *out);
+
+// Number of elements (1 for rank 0).
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `descriptor` a live descriptor handle; `out` valid for one write.
+HurrayStatus hurray_descriptor_element_count(const struct HurrayDescriptor *descriptor,
+                                             uint64_t *out);
+
+// Number of entries in the buffer table.
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `descriptor` a live descriptor handle; `out` valid for one write.
+HurrayStatus hurray_descriptor_buffer_count(const struct HurrayDescriptor *descriptor, size_t *out);
+
+// Quantization block (`kind == HURRAY_QUANT_NONE` when absent).
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `descriptor` a live descriptor handle; `out` valid for one write.
+HurrayStatus hurray_descriptor_quantization(const struct HurrayDescriptor *descriptor,
+                                            struct HurrayQuantization *out);
+
+// Number of key/value metadata entries.
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `descriptor` a live descriptor handle; `out` valid for one write.
+HurrayStatus hurray_descriptor_metadata_count(const struct HurrayDescriptor *descriptor,
+                                              size_t *out);
 
 // Borrows the tensor's name: `*out_name` points at `*out_len` UTF-8 bytes followed by a NUL,
 // owned by the descriptor; NULL and 0 when the tensor is unnamed.

@@ -302,38 +302,68 @@ pub unsafe extern "C" fn hurray_buffer_destroy(buffer: *mut *mut HurrayBuffer) -
     })
 }
 
-macro_rules! buffer_getter {
-    ($(#[$doc:meta])* $fname:ident, $t:ty, |$b:ident| $e:expr) => {
-        $(#[$doc])*
-        ///
-        /// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
-        ///
-        /// # Safety
-        /// `buffer` a live buffer handle; `out` valid for one write.
-        #[no_mangle]
-        pub unsafe extern "C" fn $fname(buffer: *const HurrayBuffer, out: *mut $t) -> HurrayStatus {
-            guard(stringify!($fname), || {
-                let $b = unsafe { handle::inner_ref(buffer, "buffer")? };
-                unsafe { handle::put(out, "out", $e)? };
-                Ok(HURRAY_OK)
-            })
-        }
-    };
+/// The body shared by the field getters below, written out one function per field so that
+/// cbindgen (which does not expand macros) puts every getter in hurray.h.
+unsafe fn buffer_field<T>(what: &str, buffer: *const HurrayBuffer, out: *mut T, f: impl FnOnce(&<HurrayBuffer as crate::handle::Handle>::Inner) -> T) -> HurrayStatus {
+    guard(what, || {
+        let inner = unsafe { handle::inner_ref(buffer, "buffer")? };
+        unsafe { handle::put(out, "out", f(inner))? };
+        Ok(HURRAY_OK)
+    })
 }
 
-buffer_getter!(
-    /// The first byte of the buffer (aligned to its alignment; borrowed, valid while any
-    /// handle sharing the buffer lives).
-    hurray_buffer_data_ptr, *mut c_void, |b| b.ptr());
-buffer_getter!(
-    /// Size in bytes.
-    hurray_buffer_byte_size, u64, |b| b.handle.byte_size());
-buffer_getter!(
-    /// Alignment in bytes.
-    hurray_buffer_alignment, u32, |b| b.handle.alignment() as u32);
-buffer_getter!(
-    /// Device tag (`HURRAY_DEVICE_*`).
-    hurray_buffer_device_tag, u8, |b| b.handle.device_tag().code());
-buffer_getter!(
-    /// Sync mode (`HURRAY_SYNC_*`), read from the buffer's binary handle.
-    hurray_buffer_sync_mode, u8, |b| b.handle.sync_mode().code());
+/// The first byte of the buffer (aligned to its alignment; borrowed, valid while any
+/// handle sharing the buffer lives).
+///
+/// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+///
+/// # Safety
+/// `buffer` a live buffer handle; `out` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_buffer_data_ptr(buffer: *const HurrayBuffer, out: *mut *mut c_void) -> HurrayStatus {
+    unsafe { buffer_field("hurray_buffer_data_ptr", buffer, out, |b| b.ptr()) }
+}
+
+/// Size in bytes.
+///
+/// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+///
+/// # Safety
+/// `buffer` a live buffer handle; `out` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_buffer_byte_size(buffer: *const HurrayBuffer, out: *mut u64) -> HurrayStatus {
+    unsafe { buffer_field("hurray_buffer_byte_size", buffer, out, |b| b.handle.byte_size()) }
+}
+
+/// Alignment in bytes.
+///
+/// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+///
+/// # Safety
+/// `buffer` a live buffer handle; `out` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_buffer_alignment(buffer: *const HurrayBuffer, out: *mut u32) -> HurrayStatus {
+    unsafe { buffer_field("hurray_buffer_alignment", buffer, out, |b| b.handle.alignment() as u32) }
+}
+
+/// Device tag (`HURRAY_DEVICE_*`).
+///
+/// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+///
+/// # Safety
+/// `buffer` a live buffer handle; `out` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_buffer_device_tag(buffer: *const HurrayBuffer, out: *mut u8) -> HurrayStatus {
+    unsafe { buffer_field("hurray_buffer_device_tag", buffer, out, |b| b.handle.device_tag().code()) }
+}
+
+/// Sync mode (`HURRAY_SYNC_*`), read from the buffer's binary handle.
+///
+/// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+///
+/// # Safety
+/// `buffer` a live buffer handle; `out` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_buffer_sync_mode(buffer: *const HurrayBuffer, out: *mut u8) -> HurrayStatus {
+    unsafe { buffer_field("hurray_buffer_sync_mode", buffer, out, |b| b.handle.sync_mode().code()) }
+}

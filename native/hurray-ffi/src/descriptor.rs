@@ -182,57 +182,127 @@ pub unsafe extern "C" fn hurray_descriptor_encoded(
     })
 }
 
-macro_rules! desc_getter {
-    ($(#[$doc:meta])* $fname:ident, $t:ty, |$d:ident| $e:expr) => {
-        $(#[$doc])*
-        ///
-        /// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
-        ///
-        /// # Safety
-        /// `descriptor` a live descriptor; `out` valid for one write.
-        #[no_mangle]
-        pub unsafe extern "C" fn $fname(descriptor: *const HurrayDescriptor, out: *mut $t) -> HurrayStatus {
-            guard(stringify!($fname), || {
-                let $d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
-                unsafe { handle::put(out, "out", $e)? };
-                Ok(HURRAY_OK)
-            })
-        }
-    };
+/// The body shared by the field getters below, written out one function per field so that
+/// cbindgen (which does not expand macros) puts every getter in hurray.h.
+unsafe fn descriptor_field<T>(what: &str, descriptor: *const HurrayDescriptor, out: *mut T, f: impl FnOnce(&TensorDescriptor) -> T) -> HurrayStatus {
+    guard(what, || {
+        let inner = unsafe { handle::inner_ref(descriptor, "descriptor")? };
+        unsafe { handle::put(out, "out", f(&inner.desc))? };
+        Ok(HURRAY_OK)
+    })
 }
 
-desc_getter!(
-    /// Stored element type (`HURRAY_DTYPE_*`).
-    hurray_descriptor_element_type, u8, |d| d.element_type().code());
-desc_getter!(
-    /// Number of dimensions (0 for a scalar).
-    hurray_descriptor_rank, usize, |d| d.shape().rank());
-desc_getter!(
-    /// Borrowed pointer to `rank` dimensions (u64, outermost first), valid while the
-    /// descriptor lives; NULL when the rank is 0.
-    hurray_descriptor_dims, *const u64, |d| if d.shape().rank() == 0 { std::ptr::null() } else { d.shape().dims().as_ptr() });
-desc_getter!(
-    /// Layout code (`HURRAY_LAYOUT_*`).
-    hurray_descriptor_layout, u8, |d| d.layout().code());
-desc_getter!(
-    /// Borrowed pointer to `rank` strides in elements (i64), valid while the descriptor
-    /// lives; NULL unless the layout is `HURRAY_LAYOUT_STRIDED` with rank > 0.
-    hurray_descriptor_strides, *const i64, |d| match d.strides() { Some(s) if !s.is_empty() => s.as_ptr(), _ => std::ptr::null() });
-desc_getter!(
-    /// Offset of element 0 in buffer 0, in bytes.
-    hurray_descriptor_byte_offset, u64, |d| d.byte_offset());
-desc_getter!(
-    /// Number of elements (1 for rank 0).
-    hurray_descriptor_element_count, u64, |d| d.shape().element_count());
-desc_getter!(
-    /// Number of entries in the buffer table.
-    hurray_descriptor_buffer_count, usize, |d| d.buffers().len());
-desc_getter!(
-    /// Quantization block (`kind == HURRAY_QUANT_NONE` when absent).
-    hurray_descriptor_quantization, HurrayQuantization, |d| HurrayQuantization::from_core(d.quantization()));
-desc_getter!(
-    /// Number of key/value metadata entries.
-    hurray_descriptor_metadata_count, usize, |d| d.metadata().len());
+/// Stored element type (`HURRAY_DTYPE_*`).
+///
+/// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+///
+/// # Safety
+/// `descriptor` a live descriptor handle; `out` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_descriptor_element_type(descriptor: *const HurrayDescriptor, out: *mut u8) -> HurrayStatus {
+    unsafe { descriptor_field("hurray_descriptor_element_type", descriptor, out, |d| d.element_type().code()) }
+}
+
+/// Number of dimensions (0 for a scalar).
+///
+/// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+///
+/// # Safety
+/// `descriptor` a live descriptor handle; `out` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_descriptor_rank(descriptor: *const HurrayDescriptor, out: *mut usize) -> HurrayStatus {
+    unsafe { descriptor_field("hurray_descriptor_rank", descriptor, out, |d| d.shape().rank()) }
+}
+
+/// Borrowed pointer to `rank` dimensions (u64, outermost first), valid while the
+/// descriptor lives; NULL when the rank is 0.
+///
+/// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+///
+/// # Safety
+/// `descriptor` a live descriptor handle; `out` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_descriptor_dims(descriptor: *const HurrayDescriptor, out: *mut *const u64) -> HurrayStatus {
+    unsafe { descriptor_field("hurray_descriptor_dims", descriptor, out, |d| if d.shape().rank() == 0 { std::ptr::null() } else { d.shape().dims().as_ptr() }) }
+}
+
+/// Layout code (`HURRAY_LAYOUT_*`).
+///
+/// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+///
+/// # Safety
+/// `descriptor` a live descriptor handle; `out` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_descriptor_layout(descriptor: *const HurrayDescriptor, out: *mut u8) -> HurrayStatus {
+    unsafe { descriptor_field("hurray_descriptor_layout", descriptor, out, |d| d.layout().code()) }
+}
+
+/// Borrowed pointer to `rank` strides in elements (i64), valid while the descriptor
+/// lives; NULL unless the layout is `HURRAY_LAYOUT_STRIDED` with rank > 0.
+///
+/// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+///
+/// # Safety
+/// `descriptor` a live descriptor handle; `out` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_descriptor_strides(descriptor: *const HurrayDescriptor, out: *mut *const i64) -> HurrayStatus {
+    unsafe { descriptor_field("hurray_descriptor_strides", descriptor, out, |d| match d.strides() { Some(s) if !s.is_empty() => s.as_ptr(), _ => std::ptr::null() }) }
+}
+
+/// Offset of element 0 in buffer 0, in bytes.
+///
+/// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+///
+/// # Safety
+/// `descriptor` a live descriptor handle; `out` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_descriptor_byte_offset(descriptor: *const HurrayDescriptor, out: *mut u64) -> HurrayStatus {
+    unsafe { descriptor_field("hurray_descriptor_byte_offset", descriptor, out, |d| d.byte_offset()) }
+}
+
+/// Number of elements (1 for rank 0).
+///
+/// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+///
+/// # Safety
+/// `descriptor` a live descriptor handle; `out` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_descriptor_element_count(descriptor: *const HurrayDescriptor, out: *mut u64) -> HurrayStatus {
+    unsafe { descriptor_field("hurray_descriptor_element_count", descriptor, out, |d| d.shape().element_count()) }
+}
+
+/// Number of entries in the buffer table.
+///
+/// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+///
+/// # Safety
+/// `descriptor` a live descriptor handle; `out` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_descriptor_buffer_count(descriptor: *const HurrayDescriptor, out: *mut usize) -> HurrayStatus {
+    unsafe { descriptor_field("hurray_descriptor_buffer_count", descriptor, out, |d| d.buffers().len()) }
+}
+
+/// Quantization block (`kind == HURRAY_QUANT_NONE` when absent).
+///
+/// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+///
+/// # Safety
+/// `descriptor` a live descriptor handle; `out` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_descriptor_quantization(descriptor: *const HurrayDescriptor, out: *mut HurrayQuantization) -> HurrayStatus {
+    unsafe { descriptor_field("hurray_descriptor_quantization", descriptor, out, |d| HurrayQuantization::from_core(d.quantization())) }
+}
+
+/// Number of key/value metadata entries.
+///
+/// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+///
+/// # Safety
+/// `descriptor` a live descriptor handle; `out` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_descriptor_metadata_count(descriptor: *const HurrayDescriptor, out: *mut usize) -> HurrayStatus {
+    unsafe { descriptor_field("hurray_descriptor_metadata_count", descriptor, out, |d| d.metadata().len()) }
+}
 
 /// Borrows the tensor's name: `*out_name` points at `*out_len` UTF-8 bytes followed by a NUL,
 /// owned by the descriptor; NULL and 0 when the tensor is unnamed.
