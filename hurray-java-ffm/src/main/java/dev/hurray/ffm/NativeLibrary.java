@@ -1,0 +1,285 @@
+package dev.hurray.ffm;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.Locale;
+
+/**
+ * Finds, loads and checks {@code libhurray}, the native library behind {@link hurray_h}.
+ *
+ * <h2>Where the library comes from</h2>
+ * In this order:
+ * <ol>
+ *   <li>the system property {@value #LIBRARY_PATH_PROPERTY}, if set and not empty: the path of
+ *       a {@code libhurray.so} (any platform the JVM runs on);</li>
+ *   <li>the environment variable {@value #LIBRARY_PATH_ENV}, likewise;</li>
+ *   <li>the copy inside this jar, at {@code META-INF/native/<platform>/libhurray.so}; only
+ *       {@code linux-x86_64} is packed. It is copied to a temporary file, loaded, and the file
+ *       is deleted right away (Linux keeps the mapping).</li>
+ * </ol>
+ * The library is loaded once per class loader, into the global arena (it is never unloaded),
+ * on the first call of {@link #load()}, {@link #lookup()} or any {@link hurray_h} function.
+ * Loading is thread-safe; concurrent first callers wait for one load.
+ *
+ * <h2>Checks</h2>
+ * <ul>
+ *   <li>Native access must be enabled for this module: run the JVM with
+ *       {@code --enable-native-access=ALL-UNNAMED} on the class path, or
+ *       {@code --enable-native-access=dev.hurray.ffm} on the module path (the jar's
+ *       {@code Automatic-Module-Name}). Otherwise an {@link IllegalCallerException} names the
+ *       flag to add.</li>
+ *   <li>After loading, {@code hurray_c_abi_version()} must equal
+ *       {@link hurray_h#HURRAY_C_ABI_VERSION()}, the version of the {@code hurray.h} these
+ *       bindings were generated from; otherwise an {@link UnsatisfiedLinkError}.</li>
+ * </ul>
+ * A failed load is remembered: later calls throw a new error with the same message and the
+ * first failure as cause (there is no retry within one class loader).
+ *
+ * <h2>Errors</h2>
+ * {@link UnsatisfiedLinkError}: file missing or not loadable, unsupported platform, ABI
+ * version mismatch, missing symbol. {@link IllegalCallerException}: native access disabled.
+ */
+public final class NativeLibrary {
+
+    /** System property naming a {@code libhurray} file to load instead of the jar's copy. */
+    public static final String LIBRARY_PATH_PROPERTY = "hurray.library.path";
+
+    /** Environment variable consulted when {@value #LIBRARY_PATH_PROPERTY} is not set. */
+    public static final String LIBRARY_PATH_ENV = "HURRAY_LIBRARY_PATH";
+
+    /** Name of this module when the jar is on the module path (its Automatic-Module-Name). */
+    public static final String MODULE_NAME = "dev.hurray.ffm";
+
+    static final String RESOURCE_DIR = "META-INF/native/";
+
+    private static final Object LOCK = new Object();
+    private static volatile Loaded loaded;
+    private static Throwable failure;
+
+    private NativeLibrary() {
+    }
+
+    /** What was loaded: the lookup, a description of its origin, and the ABI version it reported. */
+    private record Loaded(SymbolLookup lookup, String source, int abiVersion) {
+    }
+
+    /**
+     * Where the library would be loaded from: an explicit file (property or environment), or
+     * the jar resource for a supported platform.
+     *
+     * @param file the file to load, or null when {@code resource} is used
+     * @param resource the class-path resource, or null when {@code file} is used
+     * @param origin human-readable origin, for messages
+     */
+    record Source(Path file, String resource, String origin) {
+    }
+
+    /**
+     * Loads the library if it is not loaded yet, and checks native access and the ABI version.
+     *
+     * @throws UnsatisfiedLinkError if the library cannot be found, loaded or does not match
+     * @throws IllegalCallerException if native access is not enabled for this module
+     */
+    public static void load() {
+        loaded();
+    }
+
+    /** The symbols of the loaded library; loads it first if needed (see {@link #load()}). */
+    public static SymbolLookup lookup() {
+        return loaded().lookup();
+    }
+
+    /** The C ABI version the loaded library reported (equal to {@link hurray_h#HURRAY_C_ABI_VERSION()}). */
+    public static int abiVersion() {
+        return loaded().abiVersion();
+    }
+
+    /** Where the loaded library came from, e.g. {@code "hurray.library.path=/x/libhurray.so"}. */
+    public static String source() {
+        Loaded l = loaded;
+        return l == null ? "(libhurray not loaded)" : l.source();
+    }
+
+    private static Loaded loaded() {
+        Loaded l = loaded;
+        if (l != null) {
+            return l;
+        }
+        synchronized (LOCK) {
+            if (loaded != null) {
+                return loaded;
+            }
+            if (failure != null) {
+                throw rethrow(failure);
+            }
+            try {
+                loaded = doLoad();
+                return loaded;
+            } catch (RuntimeException | Error e) {
+                failure = e;
+                throw e;
+            }
+        }
+    }
+
+    private static RuntimeException rethrow(Throwable first) {
+        if (first instanceof IllegalCallerException) {
+            throw new IllegalCallerException(first.getMessage(), first);
+        }
+        UnsatisfiedLinkError e = new UnsatisfiedLinkError(first.getMessage());
+        e.initCause(first);
+        throw e;
+    }
+
+    private static Loaded doLoad() {
+        requireNativeAccess();
+        Source src = resolve(System.getProperty(LIBRARY_PATH_PROPERTY), System.getenv(LIBRARY_PATH_ENV),
+                System.getProperty("os.name"), System.getProperty("os.arch"));
+        SymbolLookup lookup;
+        try {
+            lookup = src.file() != null ? loadFile(src.file(), src.origin()) : loadResource(src);
+        } catch (IllegalCallerException e) {
+            throw new IllegalCallerException(nativeAccessMessage(NativeLibrary.class.getModule()), e);
+        }
+        int version = callAbiVersion(lookup, src.origin());
+        checkAbiVersion(version, hurray_h.HURRAY_C_ABI_VERSION(), src.origin());
+        return new Loaded(lookup, src.origin(), version);
+    }
+
+    /**
+     * Decides where to load from. Pure (no I/O besides checking that an explicit file exists),
+     * so tests can exercise it without loading anything.
+     *
+     * @param property value of {@value #LIBRARY_PATH_PROPERTY} (may be null)
+     * @param env value of {@value #LIBRARY_PATH_ENV} (may be null)
+     * @param osName {@code os.name}
+     * @param osArch {@code os.arch}
+     * @throws UnsatisfiedLinkError if an explicit file does not exist, or no library is packed
+     *         for this platform
+     */
+    static Source resolve(String property, String env, String osName, String osArch) {
+        if (property != null && !property.isBlank()) {
+            return explicit(property.strip(), "-D" + LIBRARY_PATH_PROPERTY + "=" + property.strip());
+        }
+        if (env != null && !env.isBlank()) {
+            return explicit(env.strip(), LIBRARY_PATH_ENV + "=" + env.strip());
+        }
+        String platform = platform(osName, osArch);
+        String resource = RESOURCE_DIR + platform + "/libhurray.so";
+        return new Source(null, resource, "jar resource " + resource);
+    }
+
+    private static Source explicit(String path, String origin) {
+        Path p = Path.of(path);
+        if (!Files.isRegularFile(p)) {
+            throw new UnsatisfiedLinkError("libhurray not found: " + origin + " names no file ("
+                    + p.toAbsolutePath() + " does not exist or is not a regular file)");
+        }
+        return new Source(p, null, origin);
+    }
+
+    /**
+     * The platform folder name for the jar resource ({@code linux-x86_64}).
+     *
+     * @throws UnsatisfiedLinkError for platforms the jar carries no library for
+     */
+    static String platform(String osName, String osArch) {
+        String os = osName == null ? "" : osName.toLowerCase(Locale.ROOT);
+        String arch = osArch == null ? "" : osArch.toLowerCase(Locale.ROOT);
+        if (os.startsWith("linux") && (arch.equals("amd64") || arch.equals("x86_64"))) {
+            return "linux-x86_64";
+        }
+        throw new UnsatisfiedLinkError("hurray-java-ffm carries libhurray only for linux-x86_64, but this JVM runs on "
+                + osName + "/" + osArch + ". Build native/ for this platform and pass its library with -D"
+                + LIBRARY_PATH_PROPERTY + "=/path/to/libhurray (or set " + LIBRARY_PATH_ENV + ").");
+    }
+
+    private static SymbolLookup loadFile(Path file, String origin) {
+        try {
+            return SymbolLookup.libraryLookup(file, Arena.global());
+        } catch (IllegalArgumentException e) {
+            throw linkError("cannot load libhurray from " + origin + ": " + e.getMessage(), e);
+        }
+    }
+
+    private static SymbolLookup loadResource(Source src) {
+        ClassLoader cl = NativeLibrary.class.getClassLoader();
+        try (InputStream in = cl == null ? ClassLoader.getSystemResourceAsStream(src.resource())
+                : cl.getResourceAsStream(src.resource())) {
+            if (in == null) {
+                throw new UnsatisfiedLinkError("libhurray not found: no " + src.resource()
+                        + " on the class path (is hurray-java-ffm's jar complete?). Set -D" + LIBRARY_PATH_PROPERTY
+                        + "=/path/to/libhurray.so to use a library built from native/.");
+            }
+            Path tmp = Files.createTempFile("libhurray-", ".so");
+            try {
+                Files.copy(in, tmp, StandardCopyOption.REPLACE_EXISTING);
+                return loadFile(tmp, src.origin() + " (extracted to " + tmp + ")");
+            } finally {
+                // Safe once loaded: the mapping outlives the directory entry on Linux.
+                Files.deleteIfExists(tmp);
+            }
+        } catch (IOException e) {
+            throw linkError("cannot extract " + src.resource() + " to a temporary file: " + e, e);
+        }
+    }
+
+    private static int callAbiVersion(SymbolLookup lookup, String origin) {
+        MemorySegment addr = lookup.find("hurray_c_abi_version").orElseThrow(() -> new UnsatisfiedLinkError(
+                origin + " is not libhurray: it has no hurray_c_abi_version symbol"));
+        MethodHandle mh = Linker.nativeLinker().downcallHandle(addr, FunctionDescriptor.of(ValueLayout.JAVA_INT));
+        try {
+            return (int) mh.invokeExact();
+        } catch (Throwable t) {
+            throw linkError("hurray_c_abi_version() failed in " + origin, t);
+        }
+    }
+
+    /**
+     * Fails unless the library's ABI version equals the one the bindings were generated for.
+     *
+     * @throws UnsatisfiedLinkError on a mismatch, naming both versions and the library's origin
+     */
+    static void checkAbiVersion(int found, int expected, String origin) {
+        if (found != expected) {
+            throw new UnsatisfiedLinkError("libhurray from " + origin + " implements C ABI version "
+                    + Integer.toUnsignedString(found) + ", but these bindings were generated from hurray.h version "
+                    + expected + ". Use the libhurray built with this hurray-java-ffm (or regenerate the bindings).");
+        }
+    }
+
+    /**
+     * Throws unless the JVM allows this module to call restricted FFM methods.
+     *
+     * @throws IllegalCallerException naming the {@code --enable-native-access} flag to add
+     */
+    static void requireNativeAccess() {
+        Module m = NativeLibrary.class.getModule();
+        if (!m.isNativeAccessEnabled()) {
+            throw new IllegalCallerException(nativeAccessMessage(m));
+        }
+    }
+
+    /** The message for a module without native access, naming the exact flag. */
+    static String nativeAccessMessage(Module m) {
+        String flag = "--enable-native-access=" + (m.isNamed() ? m.getName() : "ALL-UNNAMED");
+        return "Hurray calls native code through java.lang.foreign (FFM), which needs native access: run java with "
+                + flag + " (or add \"Enable-Native-Access: ALL-UNNAMED\" to an executable jar's manifest).";
+    }
+
+    private static UnsatisfiedLinkError linkError(String message, Throwable cause) {
+        UnsatisfiedLinkError e = new UnsatisfiedLinkError(message);
+        e.initCause(cause);
+        return e;
+    }
+}
