@@ -110,6 +110,31 @@ class NativeLibraryTest {
         assertTrue(out.contains("--enable-native-access=ALL-UNNAMED"), out);
     }
 
+    /** A child JVM with no override loads the copy packed under META-INF/native/. */
+    @Test
+    void loadsThePackedLibraryWithoutOverride() throws Exception {
+        assertTrue(getClass().getClassLoader().getResource("META-INF/native/linux-x86_64/libhurray.so") != null,
+                "the build packs libhurray.so as a resource");
+        String java = ProcessHandle.current().info().command().orElseThrow();
+        ProcessBuilder pb = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED",
+                "-cp", System.getProperty("java.class.path"), PackedMain.class.getName());
+        pb.environment().remove(NativeLibrary.LIBRARY_PATH_ENV);
+        pb.redirectErrorStream(true);
+        Process p = pb.start();
+        String out = new String(p.getInputStream().readAllBytes());
+        assertTrue(p.waitFor(60, TimeUnit.SECONDS));
+        assertEquals(0, p.exitValue(), out);
+        assertTrue(out.contains("abi=4 source=jar resource META-INF/native/linux-x86_64/libhurray.so"), out);
+    }
+
+    /** Entry point of the child JVM above. */
+    static final class PackedMain {
+        public static void main(String[] args) {
+            NativeLibrary.load();
+            System.out.println("abi=" + hurray_h.hurray_c_abi_version() + " source=" + NativeLibrary.source());
+        }
+    }
+
     /** Entry point of the child JVM above. */
     static final class NoNativeAccessMain {
         public static void main(String[] args) {
