@@ -168,7 +168,9 @@ typedef int32_t HurrayStatus;
 // on the thread that destroys it.
 typedef void (*HurrayReleaseCallback)(void *buffer, void *context);
 
-// Releases a device event handle (`SYNC_EVENT` handoff). Must be safe to call from any thread.
+// Releases a device event handle (`SYNC_EVENT` handoff). The consumer calls it exactly once,
+// after issuing its stream-waits (seed 003); Hurray never calls it. Must be safe to call
+// from any thread.
 typedef void (*HurrayEventReleaseFn)(void *sync_handle, void *context);
 
 // Per-mode handoff payload (seed 003 "Per-Mode Payloads"). All fields zero/NULL for
@@ -194,21 +196,6 @@ typedef struct HurraySyncPayload {
 // `hurray_tensor_context_destroy`.
 typedef void (*HurrayOwnerReleaseFn)(void *owner);
 
-// A buffer's description as a plain struct: the same fields as the 16-byte binary buffer
-// handle (byte size in bytes, alignment in bytes, device tag, sync mode).
-typedef struct HurrayBufferSpec {
-  // Size in bytes.
-  uint64_t byte_size;
-  // Alignment in bytes: a power of two, ≥ 64 (≥ 4096 unless `device_tag` is CPU), ≤ 2 MiB.
-  uint32_t alignment;
-  // `HURRAY_DEVICE_*`.
-  uint8_t device_tag;
-  // `HURRAY_SYNC_*`.
-  uint8_t sync_mode;
-  // Must be 0.
-  uint16_t reserved;
-} HurrayBufferSpec;
-
 // Quantization block as a plain struct (docs/spec/descriptor.md §Quantization).
 // `kind` is `HURRAY_QUANT_NONE` (all other fields 0) or one of `HURRAY_QUANT_*`.
 typedef struct HurrayQuantization {
@@ -225,6 +212,21 @@ typedef struct HurrayQuantization {
   // Bias added after scaling (`HURRAY_QUANT_PER_TENSOR_AFFINE`), else 0.
   double bias;
 } HurrayQuantization;
+
+// A buffer's description as a plain struct: the same fields as the 16-byte binary buffer
+// handle (byte size in bytes, alignment in bytes, device tag, sync mode).
+typedef struct HurrayBufferSpec {
+  // Size in bytes.
+  uint64_t byte_size;
+  // Alignment in bytes: a power of two, ≥ 64 (≥ 4096 unless `device_tag` is CPU), ≤ 2 MiB.
+  uint32_t alignment;
+  // `HURRAY_DEVICE_*`.
+  uint8_t device_tag;
+  // `HURRAY_SYNC_*`.
+  uint8_t sync_mode;
+  // Must be 0.
+  uint16_t reserved;
+} HurrayBufferSpec;
 
 // Reader limits (docs/spec/stream.md §Limits). Initialise with `hurray_reader_options_init`,
 // then change fields. A NULL options pointer means the defaults.
@@ -416,7 +418,9 @@ HurrayStatus hurray_buffer_from_ptr(void *data,
 // device-tag mismatch for `SYNC_EVENT`; a missing stream or device-tag mismatch for
 // `SYNC_CONSUMER_STREAM`) gives `HURRAY_ERR_SYNC_MODE_MISMATCH`, and no handle is returned.
 // `sync` may be NULL for `SYNC_PRODUCER_SYNCED`. Ownership of `data` as for
-// `hurray_buffer_from_ptr`; an unreleased event is released when the buffer is destroyed.
+// `hurray_buffer_from_ptr`. The event stays the consumer's to release: it reads the payload
+// with `hurray_buffer_sync_payload` and calls `event_release_fn` exactly once; Hurray never
+// calls it, not even when the buffer is destroyed.
 //
 // # Safety
 // `handle_bytes` valid for 16 bytes; `sync` NULL or valid; others as for
@@ -429,7 +433,9 @@ HurrayStatus hurray_buffer_handoff(const uint8_t *handle_bytes,
                                    struct HurrayBuffer **out_handle);
 
 // Copies the handoff payload a buffer carries into `*out` (all zero for
-// `SYNC_PRODUCER_SYNCED`). The handles stay owned by the buffer.
+// `SYNC_PRODUCER_SYNCED`). For `SYNC_EVENT` the consumer stream-waits on `sync_handle` and
+// then calls `event_release_fn(sync_handle, event_release_context)` exactly once; the
+// handles are opaque to Hurray, which never releases them.
 //
 // # Safety
 // `buffer` a live buffer handle; `out` valid for one write.
@@ -452,6 +458,48 @@ HurrayStatus hurray_buffer_clone(const struct HurrayBuffer *buffer,
 // # Safety
 // `buffer` NULL or valid for read and write; `*buffer` NULL or a buffer handle.
 HurrayStatus hurray_buffer_destroy(struct HurrayBuffer **buffer);
+
+// Stores the first byte of the buffer in `*out` (aligned to its alignment; borrowed, valid
+// while any handle sharing the buffer lives; for a zero-byte buffer a non-NULL, aligned
+// pointer that must not be dereferenced).
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `buffer` a live buffer handle; `out` valid for one write.
+HurrayStatus hurray_buffer_data_ptr(const struct HurrayBuffer *buffer, void **out);
+
+// Stores the buffer's size in bytes in `*out`.
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `buffer` a live buffer handle; `out` valid for one write.
+HurrayStatus hurray_buffer_byte_size(const struct HurrayBuffer *buffer, uint64_t *out);
+
+// Stores the buffer's alignment in bytes in `*out`.
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `buffer` a live buffer handle; `out` valid for one write.
+HurrayStatus hurray_buffer_alignment(const struct HurrayBuffer *buffer, uint32_t *out);
+
+// Stores the buffer's device tag (`HURRAY_DEVICE_*`) in `*out`.
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `buffer` a live buffer handle; `out` valid for one write.
+HurrayStatus hurray_buffer_device_tag(const struct HurrayBuffer *buffer, uint8_t *out);
+
+// Stores the buffer's sync mode (`HURRAY_SYNC_*`, read from its binary handle) in `*out`.
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `buffer` a live buffer handle; `out` valid for one write.
+HurrayStatus hurray_buffer_sync_mode(const struct HurrayBuffer *buffer, uint8_t *out);
 
 // Makes an empty list. Destroy it with `hurray_buffer_list_destroy`.
 //
@@ -568,6 +616,95 @@ HurrayStatus hurray_descriptor_clone(const struct HurrayDescriptor *descriptor,
 HurrayStatus hurray_descriptor_encoded(const struct HurrayDescriptor *descriptor,
                                        const uint8_t **out_bytes,
                                        size_t *out_len);
+
+// Stores the stored element type (`HURRAY_DTYPE_*`) in `*out`.
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `descriptor` a live descriptor; `out` valid for one write.
+HurrayStatus hurray_descriptor_element_type(const struct HurrayDescriptor *descriptor,
+                                            uint8_t *out);
+
+// Stores the number of dimensions (0 for a scalar) in `*out`.
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `descriptor` a live descriptor; `out` valid for one write.
+HurrayStatus hurray_descriptor_rank(const struct HurrayDescriptor *descriptor, size_t *out);
+
+// Stores a borrowed pointer to `rank` dimensions (u64 elements, outermost first) in
+// `*out`, valid while the descriptor lives; NULL when the rank is 0.
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `descriptor` a live descriptor; `out` valid for one write.
+HurrayStatus hurray_descriptor_dims(const struct HurrayDescriptor *descriptor,
+                                    const uint64_t **out);
+
+// Stores the layout code (`HURRAY_LAYOUT_*`) in `*out`.
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `descriptor` a live descriptor; `out` valid for one write.
+HurrayStatus hurray_descriptor_layout(const struct HurrayDescriptor *descriptor, uint8_t *out);
+
+// Stores a borrowed pointer to `rank` strides in elements (i64) in `*out`, valid while
+// the descriptor lives; NULL unless the layout is `HURRAY_LAYOUT_STRIDED` with rank > 0.
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `descriptor` a live descriptor; `out` valid for one write.
+HurrayStatus hurray_descriptor_strides(const struct HurrayDescriptor *descriptor,
+                                       const int64_t **out);
+
+// Stores the offset of element 0 in buffer 0, in bytes, in `*out`.
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `descriptor` a live descriptor; `out` valid for one write.
+HurrayStatus hurray_descriptor_byte_offset(const struct HurrayDescriptor *descriptor,
+                                           uint64_t *out);
+
+// Stores the number of elements (1 for rank 0, 0 with a zero-size dimension) in `*out`.
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `descriptor` a live descriptor; `out` valid for one write.
+HurrayStatus hurray_descriptor_element_count(const struct HurrayDescriptor *descriptor,
+                                             uint64_t *out);
+
+// Stores the number of entries in the buffer table in `*out`.
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `descriptor` a live descriptor; `out` valid for one write.
+HurrayStatus hurray_descriptor_buffer_count(const struct HurrayDescriptor *descriptor, size_t *out);
+
+// Copies the quantization block into `*out` (`kind == HURRAY_QUANT_NONE` when absent).
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `descriptor` a live descriptor; `out` valid for one write.
+HurrayStatus hurray_descriptor_quantization(const struct HurrayDescriptor *descriptor,
+                                            struct HurrayQuantization *out);
+
+// Stores the number of key/value metadata entries in `*out`.
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `descriptor` a live descriptor; `out` valid for one write.
+HurrayStatus hurray_descriptor_metadata_count(const struct HurrayDescriptor *descriptor,
+                                              size_t *out);
 
 // Borrows the tensor's name: `*out_name` points at `*out_len` UTF-8 bytes followed by a NUL,
 // owned by the descriptor; NULL and 0 when the tensor is unnamed.
