@@ -583,6 +583,17 @@ impl TensorDescriptor {
             let axis = u32::from_le_bytes(q[4..8].try_into().unwrap());
             let scale = f64::from_le_bytes(q[8..16].try_into().unwrap());
             let bias = f64::from_le_bytes(q[16..24].try_into().unwrap());
+            // Fields a kind does not use must be zero, so every accepted encoding is the one
+            // `encode` writes (no hidden bits outside the checksummed meaning).
+            let unused_nonzero = match kind {
+                1 => axis != 0,
+                2 => scale.to_bits() != 0 || bias.to_bits() != 0,
+                3 => axis != 0 || scale.to_bits() != 0 || bias.to_bits() != 0,
+                _ => false,
+            };
+            if unused_nonzero {
+                bail!(Corrupt, "quantization kind {kind} has non-zero bytes in fields it does not use");
+            }
             quantization = Some(match kind {
                 1 => Quantization::PerTensorAffine { scale, bias, dequantized: dq },
                 2 => Quantization::PerChannelAffine { axis, dequantized: dq },
