@@ -546,7 +546,10 @@ impl TensorDescriptor {
             if n > MAX_NAME_BYTES {
                 bail!(LimitExceeded, "name of {n} bytes exceeds {MAX_NAME_BYTES}");
             }
-            name = Some(c.utf8(n)?);
+            let n = c.utf8(n)?;
+            // Same rules as `with_name` (no NUL: the C ABI hands names out NUL-terminated).
+            check_name(&n)?;
+            name = Some(n);
         }
         let mut metadata = Vec::new();
         if ext & EXT_METADATA != 0 {
