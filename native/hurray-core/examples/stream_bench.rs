@@ -14,8 +14,11 @@
 //!   consecutive 4 MiB slots of a source of the same size into one 4 MiB destination.
 //!
 //! Both paths run without and with payload checksums; the read path also with every tensor
-//! of a run kept alive (fresh pages each time), next to plain memcpy into fresh allocations. Figures are medians of RUNS (default 15)
-//! after 3 warm-up runs; GB/s counts payload bytes (10^9 bytes per second). Minor page faults
+//! of a run kept alive (fresh pages each time), next to plain memcpy into fresh allocations.
+//! Each path alternates run by run with its memcpy baseline, so both see the same machine
+//! load; figures are medians of RUNS (default 15) after 3 warm-up runs, and the ratio is the
+//! median of the per-run ratios. GB/s counts payload bytes (10^9 bytes per second). Minor page
+//! faults
 //! per run come from /proc/self/stat (Linux), to show whether allocation touched fresh pages.
 
 use std::hint::black_box;
@@ -37,23 +40,34 @@ fn minor_faults() -> u64 {
         .unwrap_or(0)
 }
 
-/// Median seconds per run of `f`, and median minor faults per run.
-fn measure(runs: usize, mut f: impl FnMut()) -> (f64, u64) {
+/// Runs `base` and `path` alternately (so both see the same machine load), after warm-up.
+/// Returns the median seconds of each, the median of the per-pair ratios `base / path`, and
+/// the median minor faults of `path` per run.
+fn measure_pair(runs: usize, mut base: impl FnMut(), mut path: impl FnMut()) -> (f64, f64, f64, u64) {
     for _ in 0..WARMUP {
-        f();
+        base();
+        path();
     }
-    let mut secs = Vec::with_capacity(runs);
-    let mut faults = Vec::with_capacity(runs);
+    let (mut tb, mut tp, mut ratio, mut faults) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..runs {
+        let t = Instant::now();
+        base();
+        let b = t.elapsed().as_secs_f64();
         let f0 = minor_faults();
         let t = Instant::now();
-        f();
-        secs.push(t.elapsed().as_secs_f64());
+        path();
+        let p = t.elapsed().as_secs_f64();
         faults.push(minor_faults() - f0);
+        tb.push(b);
+        tp.push(p);
+        ratio.push(b / p);
     }
-    secs.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    faults.sort();
-    (secs[runs / 2], faults[runs / 2])
+    (median(&mut tb), median(&mut tp), median(&mut ratio), { faults.sort(); faults[runs / 2] })
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
 }
 
 fn gbps(bytes: usize, secs: f64) -> f64 {
@@ -70,24 +84,26 @@ fn main() {
     let encoded = desc.encode().unwrap();
     let payload: Vec<u8> = (0..TENSOR_BYTES).map(|i| (i * 131 + 7) as u8).collect();
 
-    println!("stream_bench: {tensors} tensors of 4 MiB per run ({} MiB), median of {runs} runs", total >> 20);
-    println!("{:<44} {:>9} {:>8} {:>13}", "path", "GB/s", "vs memcpy", "faults/run");
+    println!("stream_bench: {tensors} tensors of 4 MiB per run ({} MiB), medians of {runs} runs", total >> 20);
+    println!("each path alternates with its memcpy baseline; the ratio is the median of per-run ratios");
+    println!("{:<46} {:>8} {:>12} {:>10} {:>11}", "path", "GB/s", "memcpy GB/s", "vs memcpy", "faults/run");
+    let row = |label: &str, (b, p, r, f): (f64, f64, f64, u64)| {
+        println!("{:<46} {:>8.2} {:>12.2} {:>9.2}x {:>11}", label, gbps(total, p), gbps(total, b), r, f);
+    };
 
-    // Write path baseline: one source, consecutive destination slots.
+    // Write path: baseline copies the same source into consecutive slots of an equal buffer.
     let mut slots = vec![0u8; total];
-    let (memcpy_w, faults) = measure(runs, || {
+    let mut memcpy_write = || {
         for chunk in slots.chunks_exact_mut(TENSOR_BYTES) {
             chunk.copy_from_slice(black_box(&payload));
         }
         black_box(&mut slots);
-    });
-    println!("{:<44} {:>9.2} {:>8} {:>13}", "memcpy, 4 MiB source -> consecutive slots", gbps(total, memcpy_w), "1.00x", faults);
-
+    };
     let mut streams = Vec::new();
     for checksums in [false, true] {
         let opts = WriterOptions { payload_checksums: checksums };
         let mut sink: Vec<u8> = Vec::new();
-        let (secs, faults) = measure(runs, || {
+        let m = measure_pair(runs, &mut memcpy_write, || {
             let mut buf = std::mem::take(&mut sink);
             buf.clear();
             let mut w = StreamWriter::new(buf, opts);
@@ -97,39 +113,35 @@ fn main() {
             w.finish().unwrap();
             sink = w.into_transport();
         });
-        let label = format!("write: tensor -> memory{}", if checksums { ", payload CRC32C" } else { "" });
-        println!("{:<44} {:>9.2} {:>7.2}x {:>13}", label, gbps(total, secs), memcpy_w / secs, faults);
+        row(&format!("write: tensor -> memory{}", if checksums { ", payload CRC32C" } else { "" }), m);
         streams.push((checksums, sink));
     }
 
-    // Read path baseline: consecutive source slots, one destination.
+    // Read path: baseline copies consecutive slots of an equal source into one 4 MiB buffer.
     let source = streams[0].1.clone();
     let mut dst = vec![0u8; TENSOR_BYTES];
-    let (memcpy_r, faults) = measure(runs, || {
+    let mut memcpy_read = || {
         for chunk in source[..total].chunks_exact(TENSOR_BYTES) {
             dst.copy_from_slice(black_box(chunk));
         }
         black_box(&mut dst);
-    });
-    println!("{:<44} {:>9.2} {:>8} {:>13}", "memcpy, consecutive slots -> 4 MiB dest", gbps(total, memcpy_r), "1.00x", faults);
-
+    };
     for (checksums, bytes) in &streams {
         let mut read = 0usize;
-        let (secs, faults) = measure(runs, || {
+        let m = measure_pair(runs, &mut memcpy_read, || {
             let mut r = StreamReader::new(SliceSource::new(bytes, usize::MAX), ReaderOptions::default()).unwrap();
             while let Some(t) = r.next_tensor().unwrap() {
                 read += black_box(t.buffers[0].as_slice()).len();
             }
         });
         assert_eq!(read, (WARMUP + runs) * total);
-        let label = format!("read: memory -> aligned tensor{}", if *checksums { ", payload CRC32C" } else { "" });
-        println!("{:<44} {:>9.2} {:>7.2}x {:>13}", label, gbps(total, secs), memcpy_r / secs, faults);
+        row(&format!("read: memory -> aligned tensor{}", if *checksums { ", payload CRC32C" } else { "" }), m);
     }
 
     // A consumer that keeps every tensor of a run alive makes the allocator hand out fresh
     // pages, so each tensor pays first-touch page faults (TOOLCHAIN.md: ~12 µs per 4 KiB).
     let bytes = &streams[0].1;
-    let (secs, faults) = measure(runs.min(5), || {
+    let m = measure_pair(runs.min(7), &mut memcpy_read, || {
         let mut r = StreamReader::new(SliceSource::new(bytes, usize::MAX), ReaderOptions::default()).unwrap();
         let mut kept = Vec::with_capacity(tensors);
         while let Some(t) = r.next_tensor().unwrap() {
@@ -137,23 +149,17 @@ fn main() {
         }
         black_box(&kept);
     });
-    println!("{:<44} {:>9.2} {:>7.2}x {:>13}", "read, every tensor of the run kept alive", gbps(total, secs), memcpy_r / secs, faults);
+    row("read, every tensor of the run kept alive", m);
 
     // The same first-touch cost without Hurray: memcpy into fresh allocations, all kept.
-    let (secs, faults) = measure(runs.min(5), || {
+    let m = measure_pair(runs.min(7), &mut memcpy_read, || {
         let mut bufs: Vec<Vec<u8>> = Vec::with_capacity(tensors);
-        for _ in 0..tensors {
+        for chunk in source[..total].chunks_exact(TENSOR_BYTES) {
             let mut v = Vec::with_capacity(TENSOR_BYTES);
-            v.extend_from_slice(&payload);
+            v.extend_from_slice(chunk);
             bufs.push(v);
         }
         black_box(&bufs);
     });
-    println!(
-        "{:<44} {:>9.2} {:>7.2}x {:>13}",
-        "(memcpy into fresh allocations, all kept)",
-        gbps(total, secs),
-        memcpy_r / secs,
-        faults
-    );
+    row("(memcpy into fresh Vecs, all kept)", m);
 }
