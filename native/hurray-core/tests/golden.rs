@@ -62,7 +62,7 @@ fn tensor_json(index: usize, it: &Item) -> String {
     let dims: Vec<String> = d.shape().dims().iter().map(|x| x.to_string()).collect();
     write!(o, "        {{\n          \"index\": {index},\n").unwrap();
     let name = d.name().map(json_str).unwrap_or_else(|| "null".into());
-    write!(o, "          \"name\": {name},\n").unwrap();
+    writeln!(o, "          \"name\": {name},").unwrap();
     write!(o, "          \"dtype\": \"{}\",\n          \"dtype_code\": {},\n", d.element_type().name(), d.element_type().code()).unwrap();
     write!(o, "          \"shape\": [{}],\n          \"element_count\": {},\n", dims.join(", "), d.shape().element_count()).unwrap();
     write!(o, "          \"layout\": \"{}\",\n          \"layout_code\": {},\n", d.layout().name(), d.layout().code()).unwrap();
@@ -87,14 +87,14 @@ fn tensor_json(index: usize, it: &Item) -> String {
             )
         }
     };
-    write!(o, "          \"quantization\": {q},\n").unwrap();
+    writeln!(o, "          \"quantization\": {q},").unwrap();
     let md: Vec<String> = d
         .metadata()
         .iter()
         .map(|(k, v)| format!("{{\"key\": {}, \"value_hex\": \"{}\"}}", json_str(k), hex(v)))
         .collect();
-    write!(o, "          \"metadata\": [{}],\n", md.join(", ")).unwrap();
-    write!(o, "          \"descriptor_hex\": \"{}\",\n", hex(&d.encode().unwrap())).unwrap();
+    writeln!(o, "          \"metadata\": [{}],", md.join(", ")).unwrap();
+    writeln!(o, "          \"descriptor_hex\": \"{}\",", hex(&d.encode().unwrap())).unwrap();
     o.push_str("          \"buffers\": [\n");
     let bufs: Vec<String> = d
         .buffers()

@@ -55,7 +55,7 @@ fn every_write_chunk_size_from_1_to_64_gives_the_same_bytes() {
 
 /// Reads everything, retrying after each `Transport` error; returns the tensors and the
 /// number of transport errors seen.
-fn read_resuming(src: FlakySource) -> (Vec<(hurray_core::TensorDescriptor, Vec<Vec<u8>>)>, usize, usize) {
+fn read_resuming(src: FlakySource) -> (Tensors, usize, usize) {
     let mut r = StreamReader::new(src, ReaderOptions::default()).unwrap();
     let (mut out, mut errors) = (Vec::new(), 0);
     loop {

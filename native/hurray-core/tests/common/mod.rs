@@ -277,8 +277,11 @@ pub fn encode_stream(items: &[Item], payload_checksums: bool) -> Vec<u8> {
     w.into_transport()
 }
 
+/// Tensors as read back: each descriptor with its buffers' bytes.
+pub type Tensors = Vec<(TensorDescriptor, Vec<Vec<u8>>)>;
+
 /// Reads every tensor until the end marker; returns what was read and how it ended.
-pub fn read_all<T: ReadTransport>(reader: &mut StreamReader<T>) -> (Vec<(TensorDescriptor, Vec<Vec<u8>>)>, Result<()>) {
+pub fn read_all<T: ReadTransport>(reader: &mut StreamReader<T>) -> (Tensors, Result<()>) {
     let mut out = Vec::new();
     loop {
         match reader.next_tensor() {
@@ -297,7 +300,7 @@ pub fn read_all<T: ReadTransport>(reader: &mut StreamReader<T>) -> (Vec<(TensorD
 }
 
 /// Reads a whole in-memory stream, `chunk` bytes per transport call.
-pub fn read_bytes(bytes: &[u8], chunk: usize, opts: ReaderOptions) -> (Vec<(TensorDescriptor, Vec<Vec<u8>>)>, Result<()>) {
+pub fn read_bytes(bytes: &[u8], chunk: usize, opts: ReaderOptions) -> (Tensors, Result<()>) {
     let mut r = StreamReader::new(SliceSource::new(bytes, chunk), opts).unwrap();
     read_all(&mut r)
 }
