@@ -168,7 +168,9 @@ typedef int32_t HurrayStatus;
 // on the thread that destroys it.
 typedef void (*HurrayReleaseCallback)(void *buffer, void *context);
 
-// Releases a device event handle (`SYNC_EVENT` handoff). Must be safe to call from any thread.
+// Releases a device event handle (`SYNC_EVENT` handoff). The consumer calls it exactly once,
+// after issuing its stream-waits (seed 003); Hurray never calls it. Must be safe to call
+// from any thread.
 typedef void (*HurrayEventReleaseFn)(void *sync_handle, void *context);
 
 // Per-mode handoff payload (seed 003 "Per-Mode Payloads"). All fields zero/NULL for
@@ -416,7 +418,9 @@ HurrayStatus hurray_buffer_from_ptr(void *data,
 // device-tag mismatch for `SYNC_EVENT`; a missing stream or device-tag mismatch for
 // `SYNC_CONSUMER_STREAM`) gives `HURRAY_ERR_SYNC_MODE_MISMATCH`, and no handle is returned.
 // `sync` may be NULL for `SYNC_PRODUCER_SYNCED`. Ownership of `data` as for
-// `hurray_buffer_from_ptr`; an unreleased event is released when the buffer is destroyed.
+// `hurray_buffer_from_ptr`. The event stays the consumer's to release: it reads the payload
+// with `hurray_buffer_sync_payload` and calls `event_release_fn` exactly once; Hurray never
+// calls it, not even when the buffer is destroyed.
 //
 // # Safety
 // `handle_bytes` valid for 16 bytes; `sync` NULL or valid; others as for
@@ -429,7 +433,9 @@ HurrayStatus hurray_buffer_handoff(const uint8_t *handle_bytes,
                                    struct HurrayBuffer **out_handle);
 
 // Copies the handoff payload a buffer carries into `*out` (all zero for
-// `SYNC_PRODUCER_SYNCED`). The handles stay owned by the buffer.
+// `SYNC_PRODUCER_SYNCED`). For `SYNC_EVENT` the consumer stream-waits on `sync_handle` and
+// then calls `event_release_fn(sync_handle, event_release_context)` exactly once; the
+// handles are opaque to Hurray, which never releases them.
 //
 // # Safety
 // `buffer` a live buffer handle; `out` valid for one write.
@@ -453,8 +459,9 @@ HurrayStatus hurray_buffer_clone(const struct HurrayBuffer *buffer,
 // `buffer` NULL or valid for read and write; `*buffer` NULL or a buffer handle.
 HurrayStatus hurray_buffer_destroy(struct HurrayBuffer **buffer);
 
-// The first byte of the buffer (aligned to its alignment; borrowed, valid while any
-// handle sharing the buffer lives).
+// Stores the first byte of the buffer in `*out` (aligned to its alignment; borrowed, valid
+// while any handle sharing the buffer lives; for a zero-byte buffer a non-NULL, aligned
+// pointer that must not be dereferenced).
 //
 // Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
 //
@@ -462,7 +469,7 @@ HurrayStatus hurray_buffer_destroy(struct HurrayBuffer **buffer);
 // `buffer` a live buffer handle; `out` valid for one write.
 HurrayStatus hurray_buffer_data_ptr(const struct HurrayBuffer *buffer, void **out);
 
-// Size in bytes.
+// Stores the buffer's size in bytes in `*out`.
 //
 // Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
 //
@@ -470,7 +477,7 @@ HurrayStatus hurray_buffer_data_ptr(const struct HurrayBuffer *buffer, void **ou
 // `buffer` a live buffer handle; `out` valid for one write.
 HurrayStatus hurray_buffer_byte_size(const struct HurrayBuffer *buffer, uint64_t *out);
 
-// Alignment in bytes.
+// Stores the buffer's alignment in bytes in `*out`.
 //
 // Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
 //
@@ -478,7 +485,7 @@ HurrayStatus hurray_buffer_byte_size(const struct HurrayBuffer *buffer, uint64_t
 // `buffer` a live buffer handle; `out` valid for one write.
 HurrayStatus hurray_buffer_alignment(const struct HurrayBuffer *buffer, uint32_t *out);
 
-// Device tag (`HURRAY_DEVICE_*`).
+// Stores the buffer's device tag (`HURRAY_DEVICE_*`) in `*out`.
 //
 // Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
 //
@@ -486,7 +493,7 @@ HurrayStatus hurray_buffer_alignment(const struct HurrayBuffer *buffer, uint32_t
 // `buffer` a live buffer handle; `out` valid for one write.
 HurrayStatus hurray_buffer_device_tag(const struct HurrayBuffer *buffer, uint8_t *out);
 
-// Sync mode (`HURRAY_SYNC_*`), read from the buffer's binary handle.
+// Stores the buffer's sync mode (`HURRAY_SYNC_*`, read from its binary handle) in `*out`.
 //
 // Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
 //
@@ -610,92 +617,92 @@ HurrayStatus hurray_descriptor_encoded(const struct HurrayDescriptor *descriptor
                                        const uint8_t **out_bytes,
                                        size_t *out_len);
 
-// Stored element type (`HURRAY_DTYPE_*`).
+// Stores the stored element type (`HURRAY_DTYPE_*`) in `*out`.
 //
 // Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
 //
 // # Safety
-// `descriptor` a live descriptor handle; `out` valid for one write.
+// `descriptor` a live descriptor; `out` valid for one write.
 HurrayStatus hurray_descriptor_element_type(const struct HurrayDescriptor *descriptor,
                                             uint8_t *out);
 
-// Number of dimensions (0 for a scalar).
+// Stores the number of dimensions (0 for a scalar) in `*out`.
 //
 // Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
 //
 // # Safety
-// `descriptor` a live descriptor handle; `out` valid for one write.
+// `descriptor` a live descriptor; `out` valid for one write.
 HurrayStatus hurray_descriptor_rank(const struct HurrayDescriptor *descriptor, size_t *out);
 
-// Borrowed pointer to `rank` dimensions (u64, outermost first), valid while the
-// descriptor lives; NULL when the rank is 0.
+// Stores a borrowed pointer to `rank` dimensions (u64 elements, outermost first) in
+// `*out`, valid while the descriptor lives; NULL when the rank is 0.
 //
 // Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
 //
 // # Safety
-// `descriptor` a live descriptor handle; `out` valid for one write.
+// `descriptor` a live descriptor; `out` valid for one write.
 HurrayStatus hurray_descriptor_dims(const struct HurrayDescriptor *descriptor,
                                     const uint64_t **out);
 
-// Layout code (`HURRAY_LAYOUT_*`).
+// Stores the layout code (`HURRAY_LAYOUT_*`) in `*out`.
 //
 // Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
 //
 // # Safety
-// `descriptor` a live descriptor handle; `out` valid for one write.
+// `descriptor` a live descriptor; `out` valid for one write.
 HurrayStatus hurray_descriptor_layout(const struct HurrayDescriptor *descriptor, uint8_t *out);
 
-// Borrowed pointer to `rank` strides in elements (i64), valid while the descriptor
-// lives; NULL unless the layout is `HURRAY_LAYOUT_STRIDED` with rank > 0.
+// Stores a borrowed pointer to `rank` strides in elements (i64) in `*out`, valid while
+// the descriptor lives; NULL unless the layout is `HURRAY_LAYOUT_STRIDED` with rank > 0.
 //
 // Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
 //
 // # Safety
-// `descriptor` a live descriptor handle; `out` valid for one write.
+// `descriptor` a live descriptor; `out` valid for one write.
 HurrayStatus hurray_descriptor_strides(const struct HurrayDescriptor *descriptor,
                                        const int64_t **out);
 
-// Offset of element 0 in buffer 0, in bytes.
+// Stores the offset of element 0 in buffer 0, in bytes, in `*out`.
 //
 // Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
 //
 // # Safety
-// `descriptor` a live descriptor handle; `out` valid for one write.
+// `descriptor` a live descriptor; `out` valid for one write.
 HurrayStatus hurray_descriptor_byte_offset(const struct HurrayDescriptor *descriptor,
                                            uint64_t *out);
 
-// Number of elements (1 for rank 0).
+// Stores the number of elements (1 for rank 0, 0 with a zero-size dimension) in `*out`.
 //
 // Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
 //
 // # Safety
-// `descriptor` a live descriptor handle; `out` valid for one write.
+// `descriptor` a live descriptor; `out` valid for one write.
 HurrayStatus hurray_descriptor_element_count(const struct HurrayDescriptor *descriptor,
                                              uint64_t *out);
 
-// Number of entries in the buffer table.
+// Stores the number of entries in the buffer table in `*out`.
 //
 // Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
 //
 // # Safety
-// `descriptor` a live descriptor handle; `out` valid for one write.
+// `descriptor` a live descriptor; `out` valid for one write.
 HurrayStatus hurray_descriptor_buffer_count(const struct HurrayDescriptor *descriptor, size_t *out);
 
-// Quantization block (`kind == HURRAY_QUANT_NONE` when absent).
+// Copies the quantization block into `*out` (`kind == HURRAY_QUANT_NONE` when absent).
 //
 // Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
 //
 // # Safety
-// `descriptor` a live descriptor handle; `out` valid for one write.
+// `descriptor` a live descriptor; `out` valid for one write.
 HurrayStatus hurray_descriptor_quantization(const struct HurrayDescriptor *descriptor,
                                             struct HurrayQuantization *out);
 
-// Number of key/value metadata entries.
+// Stores the number of key/value metadata entries in `*out`.
 //
 // Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
 //
 // # Safety
-// `descriptor` a live descriptor handle; `out` valid for one write.
+// `descriptor` a live descriptor; `out` valid for one write.
 HurrayStatus hurray_descriptor_metadata_count(const struct HurrayDescriptor *descriptor,
                                               size_t *out);
 

@@ -546,7 +546,10 @@ impl TensorDescriptor {
             if n > MAX_NAME_BYTES {
                 bail!(LimitExceeded, "name of {n} bytes exceeds {MAX_NAME_BYTES}");
             }
-            name = Some(c.utf8(n)?);
+            let n = c.utf8(n)?;
+            // Same rules as `with_name` (no NUL: the C ABI hands names out NUL-terminated).
+            check_name(&n)?;
+            name = Some(n);
         }
         let mut metadata = Vec::new();
         if ext & EXT_METADATA != 0 {
@@ -583,6 +586,17 @@ impl TensorDescriptor {
             let axis = u32::from_le_bytes(q[4..8].try_into().unwrap());
             let scale = f64::from_le_bytes(q[8..16].try_into().unwrap());
             let bias = f64::from_le_bytes(q[16..24].try_into().unwrap());
+            // Fields a kind does not use must be zero, so every accepted encoding is the one
+            // `encode` writes (no hidden bits outside the checksummed meaning).
+            let unused_nonzero = match kind {
+                1 => axis != 0,
+                2 => scale.to_bits() != 0 || bias.to_bits() != 0,
+                3 => axis != 0 || scale.to_bits() != 0 || bias.to_bits() != 0,
+                _ => false,
+            };
+            if unused_nonzero {
+                bail!(Corrupt, "quantization kind {kind} has non-zero bytes in fields it does not use");
+            }
             quantization = Some(match kind {
                 1 => Quantization::PerTensorAffine { scale, bias, dequantized: dq },
                 2 => Quantization::PerChannelAffine { axis, dequantized: dq },

@@ -113,3 +113,39 @@ pub unsafe extern "C" fn hurray_last_error_message(
     }));
     r.unwrap_or(HURRAY_ERR_INTERNAL_PANIC)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn last_error() -> String {
+        LAST_ERROR.with(|e| e.borrow().clone())
+    }
+
+    // No exported function can be made to panic from outside (callbacks are `extern "C"` and
+    // cannot unwind into Rust), so the boundary itself is tested here.
+    #[test]
+    fn a_panic_inside_the_boundary_is_internal_panic_with_its_message() {
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let s = guard("hurray_test_fn", || panic!("boom {}", 42));
+        let t = guard("hurray_test_fn2", || -> FfiResult<HurrayStatus> { std::panic::panic_any(7u8) });
+        std::panic::set_hook(prev);
+        assert_eq!(s, HURRAY_ERR_INTERNAL_PANIC);
+        assert_eq!(t, HURRAY_ERR_INTERNAL_PANIC);
+        assert_eq!(last_error(), "hurray_test_fn2: internal panic: unknown panic payload");
+        let s = guard("hurray_test_fn", || panic!("static message"));
+        assert_eq!(s, HURRAY_ERR_INTERNAL_PANIC);
+        assert_eq!(last_error(), "hurray_test_fn: internal panic: static message");
+    }
+
+    #[test]
+    fn errors_keep_their_status_and_message_and_success_passes_through() {
+        assert_eq!(guard("f", || Ok(HURRAY_END_OF_STREAM)), HURRAY_END_OF_STREAM);
+        let s = guard("f", || Err(FfiError::new(HURRAY_ERR_CORRUPT, "bad bytes")));
+        assert_eq!(s, HURRAY_ERR_CORRUPT);
+        assert_eq!(last_error(), "f: bad bytes");
+        let e: FfiError = hurray_core::Error::new(hurray_core::ErrorKind::Truncated, "cut").into();
+        assert_eq!((e.status, e.message.as_str()), (HURRAY_ERR_TRUNCATED, "cut"));
+    }
+}

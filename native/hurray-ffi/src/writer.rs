@@ -84,7 +84,10 @@ pub unsafe extern "C" fn hurray_writer_new(
             return Err(FfiError::new(HURRAY_ERR_NULL_POINTER, "transport->write is NULL (a writer needs it)"));
         }
         let opts = if options.is_null() { HurrayWriterOptions::defaults() } else { unsafe { *options } };
-        let w = StreamWriter::new(Owned(t), opts.to_core()?);
+        // Validate before wrapping the transport: dropping an `Owned` calls `release`, and a
+        // failed call must release nothing.
+        let opts = opts.to_core()?;
+        let w = StreamWriter::new(Owned(t), opts);
         unsafe { handle::emit(out_writer, w) };
         Ok(HURRAY_OK)
     })

@@ -1108,7 +1108,9 @@ public final class hurray_h {
      * device-tag mismatch for <code>SYNC_EVENT</code>; a missing stream or device-tag mismatch for
      * <code>SYNC_CONSUMER_STREAM</code>) gives <code>HURRAY_ERR_SYNC_MODE_MISMATCH</code>, and no handle is returned.
      * <code>sync</code> may be NULL for <code>SYNC_PRODUCER_SYNCED</code>. Ownership of <code>data</code> as for
-     * <code>hurray_buffer_from_ptr</code>; an unreleased event is released when the buffer is destroyed.
+     * <code>hurray_buffer_from_ptr</code>. The event stays the consumer's to release: it reads the payload
+     * with <code>hurray_buffer_sync_payload</code> and calls <code>event_release_fn</code> exactly once; Hurray never
+     * calls it, not even when the buffer is destroyed.
      * <p>
      * <b>Safety</b><br>
      * <code>handle_bytes</code> valid for 16 bytes; <code>sync</code> NULL or valid; others as for
@@ -1178,7 +1180,9 @@ public final class hurray_h {
 
     /**
      * Copies the handoff payload a buffer carries into <code>*out</code> (all zero for
-     * <code>SYNC_PRODUCER_SYNCED</code>). The handles stay owned by the buffer.
+     * <code>SYNC_PRODUCER_SYNCED</code>). For <code>SYNC_EVENT</code> the consumer stream-waits on <code>sync_handle</code> and
+     * then calls <code>event_release_fn(sync_handle, event_release_context)</code> exactly once; the
+     * handles are opaque to Hurray, which never releases them.
      * <p>
      * <b>Safety</b><br>
      * <code>buffer</code> a live buffer handle; <code>out</code> valid for one write.
@@ -1367,8 +1371,9 @@ public final class hurray_h {
     }
 
     /**
-     * The first byte of the buffer (aligned to its alignment; borrowed, valid while any
-     * handle sharing the buffer lives).
+     * Stores the first byte of the buffer in <code>*out</code> (aligned to its alignment; borrowed, valid
+     * while any handle sharing the buffer lives; for a zero-byte buffer a non-NULL, aligned
+     * pointer that must not be dereferenced).
      * <p>
      * Errors: <code>HURRAY_ERR_NULL_POINTER</code>, <code>HURRAY_ERR_USE_AFTER_DESTROY</code>.
      * <p>
@@ -1430,7 +1435,7 @@ public final class hurray_h {
     }
 
     /**
-     * Size in bytes.
+     * Stores the buffer's size in bytes in <code>*out</code>.
      * <p>
      * Errors: <code>HURRAY_ERR_NULL_POINTER</code>, <code>HURRAY_ERR_USE_AFTER_DESTROY</code>.
      * <p>
@@ -1492,7 +1497,7 @@ public final class hurray_h {
     }
 
     /**
-     * Alignment in bytes.
+     * Stores the buffer's alignment in bytes in <code>*out</code>.
      * <p>
      * Errors: <code>HURRAY_ERR_NULL_POINTER</code>, <code>HURRAY_ERR_USE_AFTER_DESTROY</code>.
      * <p>
@@ -1554,7 +1559,7 @@ public final class hurray_h {
     }
 
     /**
-     * Device tag (<code>HURRAY_DEVICE_*</code>).
+     * Stores the buffer's device tag (<code>HURRAY_DEVICE_*</code>) in <code>*out</code>.
      * <p>
      * Errors: <code>HURRAY_ERR_NULL_POINTER</code>, <code>HURRAY_ERR_USE_AFTER_DESTROY</code>.
      * <p>
@@ -1616,7 +1621,7 @@ public final class hurray_h {
     }
 
     /**
-     * Sync mode (<code>HURRAY_SYNC_*</code>), read from the buffer's binary handle.
+     * Stores the buffer's sync mode (<code>HURRAY_SYNC_*</code>, read from its binary handle) in <code>*out</code>.
      * <p>
      * Errors: <code>HURRAY_ERR_NULL_POINTER</code>, <code>HURRAY_ERR_USE_AFTER_DESTROY</code>.
      * <p>
@@ -2544,12 +2549,12 @@ public final class hurray_h {
     }
 
     /**
-     * Stored element type (<code>HURRAY_DTYPE_*</code>).
+     * Stores the stored element type (<code>HURRAY_DTYPE_*</code>) in <code>*out</code>.
      * <p>
      * Errors: <code>HURRAY_ERR_NULL_POINTER</code>, <code>HURRAY_ERR_USE_AFTER_DESTROY</code>.
      * <p>
      * <b>Safety</b><br>
-     * <code>descriptor</code> a live descriptor handle; <code>out</code> valid for one write.
+     * <code>descriptor</code> a live descriptor; <code>out</code> valid for one write.
      * <p>
      * {@snippet lang=c :
      * HurrayStatus hurray_descriptor_element_type(const struct HurrayDescriptor *descriptor,
@@ -2607,12 +2612,12 @@ public final class hurray_h {
     }
 
     /**
-     * Number of dimensions (0 for a scalar).
+     * Stores the number of dimensions (0 for a scalar) in <code>*out</code>.
      * <p>
      * Errors: <code>HURRAY_ERR_NULL_POINTER</code>, <code>HURRAY_ERR_USE_AFTER_DESTROY</code>.
      * <p>
      * <b>Safety</b><br>
-     * <code>descriptor</code> a live descriptor handle; <code>out</code> valid for one write.
+     * <code>descriptor</code> a live descriptor; <code>out</code> valid for one write.
      * <p>
      * {@snippet lang=c :
      * HurrayStatus hurray_descriptor_rank(const struct HurrayDescriptor *descriptor, size_t *out)
@@ -2672,13 +2677,13 @@ public final class hurray_h {
     }
 
     /**
-     * Borrowed pointer to <code>rank</code> dimensions (u64, outermost first), valid while the
-     * descriptor lives; NULL when the rank is 0.
+     * Stores a borrowed pointer to <code>rank</code> dimensions (u64 elements, outermost first) in
+     * <code>*out</code>, valid while the descriptor lives; NULL when the rank is 0.
      * <p>
      * Errors: <code>HURRAY_ERR_NULL_POINTER</code>, <code>HURRAY_ERR_USE_AFTER_DESTROY</code>.
      * <p>
      * <b>Safety</b><br>
-     * <code>descriptor</code> a live descriptor handle; <code>out</code> valid for one write.
+     * <code>descriptor</code> a live descriptor; <code>out</code> valid for one write.
      * <p>
      * {@snippet lang=c :
      * HurrayStatus hurray_descriptor_dims(const struct HurrayDescriptor *descriptor,
@@ -2736,12 +2741,12 @@ public final class hurray_h {
     }
 
     /**
-     * Layout code (<code>HURRAY_LAYOUT_*</code>).
+     * Stores the layout code (<code>HURRAY_LAYOUT_*</code>) in <code>*out</code>.
      * <p>
      * Errors: <code>HURRAY_ERR_NULL_POINTER</code>, <code>HURRAY_ERR_USE_AFTER_DESTROY</code>.
      * <p>
      * <b>Safety</b><br>
-     * <code>descriptor</code> a live descriptor handle; <code>out</code> valid for one write.
+     * <code>descriptor</code> a live descriptor; <code>out</code> valid for one write.
      * <p>
      * {@snippet lang=c :
      * HurrayStatus hurray_descriptor_layout(const struct HurrayDescriptor *descriptor, uint8_t *out)
@@ -2801,13 +2806,13 @@ public final class hurray_h {
     }
 
     /**
-     * Borrowed pointer to <code>rank</code> strides in elements (i64), valid while the descriptor
-     * lives; NULL unless the layout is <code>HURRAY_LAYOUT_STRIDED</code> with rank &gt; 0.
+     * Stores a borrowed pointer to <code>rank</code> strides in elements (i64) in <code>*out</code>, valid while
+     * the descriptor lives; NULL unless the layout is <code>HURRAY_LAYOUT_STRIDED</code> with rank &gt; 0.
      * <p>
      * Errors: <code>HURRAY_ERR_NULL_POINTER</code>, <code>HURRAY_ERR_USE_AFTER_DESTROY</code>.
      * <p>
      * <b>Safety</b><br>
-     * <code>descriptor</code> a live descriptor handle; <code>out</code> valid for one write.
+     * <code>descriptor</code> a live descriptor; <code>out</code> valid for one write.
      * <p>
      * {@snippet lang=c :
      * HurrayStatus hurray_descriptor_strides(const struct HurrayDescriptor *descriptor,
@@ -2868,12 +2873,12 @@ public final class hurray_h {
     }
 
     /**
-     * Offset of element 0 in buffer 0, in bytes.
+     * Stores the offset of element 0 in buffer 0, in bytes, in <code>*out</code>.
      * <p>
      * Errors: <code>HURRAY_ERR_NULL_POINTER</code>, <code>HURRAY_ERR_USE_AFTER_DESTROY</code>.
      * <p>
      * <b>Safety</b><br>
-     * <code>descriptor</code> a live descriptor handle; <code>out</code> valid for one write.
+     * <code>descriptor</code> a live descriptor; <code>out</code> valid for one write.
      * <p>
      * {@snippet lang=c :
      * HurrayStatus hurray_descriptor_byte_offset(const struct HurrayDescriptor *descriptor,
@@ -2934,12 +2939,12 @@ public final class hurray_h {
     }
 
     /**
-     * Number of elements (1 for rank 0).
+     * Stores the number of elements (1 for rank 0, 0 with a zero-size dimension) in <code>*out</code>.
      * <p>
      * Errors: <code>HURRAY_ERR_NULL_POINTER</code>, <code>HURRAY_ERR_USE_AFTER_DESTROY</code>.
      * <p>
      * <b>Safety</b><br>
-     * <code>descriptor</code> a live descriptor handle; <code>out</code> valid for one write.
+     * <code>descriptor</code> a live descriptor; <code>out</code> valid for one write.
      * <p>
      * {@snippet lang=c :
      * HurrayStatus hurray_descriptor_element_count(const struct HurrayDescriptor *descriptor,
@@ -2997,12 +3002,12 @@ public final class hurray_h {
     }
 
     /**
-     * Number of entries in the buffer table.
+     * Stores the number of entries in the buffer table in <code>*out</code>.
      * <p>
      * Errors: <code>HURRAY_ERR_NULL_POINTER</code>, <code>HURRAY_ERR_USE_AFTER_DESTROY</code>.
      * <p>
      * <b>Safety</b><br>
-     * <code>descriptor</code> a live descriptor handle; <code>out</code> valid for one write.
+     * <code>descriptor</code> a live descriptor; <code>out</code> valid for one write.
      * <p>
      * {@snippet lang=c :
      * HurrayStatus hurray_descriptor_buffer_count(const struct HurrayDescriptor *descriptor, size_t *out)
@@ -3062,12 +3067,12 @@ public final class hurray_h {
     }
 
     /**
-     * Quantization block (<code>kind == HURRAY_QUANT_NONE</code> when absent).
+     * Copies the quantization block into <code>*out</code> (<code>kind == HURRAY_QUANT_NONE</code> when absent).
      * <p>
      * Errors: <code>HURRAY_ERR_NULL_POINTER</code>, <code>HURRAY_ERR_USE_AFTER_DESTROY</code>.
      * <p>
      * <b>Safety</b><br>
-     * <code>descriptor</code> a live descriptor handle; <code>out</code> valid for one write.
+     * <code>descriptor</code> a live descriptor; <code>out</code> valid for one write.
      * <p>
      * {@snippet lang=c :
      * HurrayStatus hurray_descriptor_quantization(const struct HurrayDescriptor *descriptor,
@@ -3128,12 +3133,12 @@ public final class hurray_h {
     }
 
     /**
-     * Number of key/value metadata entries.
+     * Stores the number of key/value metadata entries in <code>*out</code>.
      * <p>
      * Errors: <code>HURRAY_ERR_NULL_POINTER</code>, <code>HURRAY_ERR_USE_AFTER_DESTROY</code>.
      * <p>
      * <b>Safety</b><br>
-     * <code>descriptor</code> a live descriptor handle; <code>out</code> valid for one write.
+     * <code>descriptor</code> a live descriptor; <code>out</code> valid for one write.
      * <p>
      * {@snippet lang=c :
      * HurrayStatus hurray_descriptor_metadata_count(const struct HurrayDescriptor *descriptor,

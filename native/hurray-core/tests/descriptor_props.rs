@@ -1,0 +1,208 @@
+//! Seeded property tests of the descriptor encoding (docs/spec/descriptor.md): random valid
+//! descriptors round-trip byte for byte, and decoding garbage or mutated encodings never panics
+//! and never accepts a non-canonical encoding. Set HURRAY_PROPTEST_SEED to explore other seeds.
+
+mod common;
+
+use common::Rng;
+use hurray_core::{
+    BufferHandle, DeviceTag, ElementType, LayoutDescriptor, Quantization, Shape, SyncMode, TensorDescriptor,
+    MAX_BUFFER_ALIGNMENT, MAX_RANK,
+};
+
+fn seed() -> u64 {
+    std::env::var("HURRAY_PROPTEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5EED_0001)
+}
+
+const DEVICES: [DeviceTag; 7] =
+    [DeviceTag::Cpu, DeviceTag::Cuda, DeviceTag::CudaHost, DeviceTag::Rocm, DeviceTag::Metal, DeviceTag::Vulkan, DeviceTag::Ipc];
+const SYNCS: [SyncMode; 3] = [SyncMode::ProducerSynced, SyncMode::Event, SyncMode::ConsumerStream];
+
+fn random_handle(r: &mut Rng, min_size: u64) -> BufferHandle {
+    let dev = DEVICES[r.below(7) as usize];
+    let lo = dev.min_alignment().trailing_zeros() as u64;
+    let hi = MAX_BUFFER_ALIGNMENT.trailing_zeros() as u64;
+    let align = 1u64 << (lo + r.below(hi - lo + 1));
+    let slack = if r.chance(3) { r.below(100) } else { 0 };
+    let size = min_size.saturating_add(slack);
+    BufferHandle::new(size, align, dev, SYNCS[r.below(3) as usize]).unwrap()
+}
+
+fn random_string(r: &mut Rng, max_chars: u64) -> String {
+    const POOL: [char; 12] = ['a', 'Z', '0', '/', '.', '_', ' ', 'é', 'ß', '名', '🙂', '\u{7f}'];
+    (0..r.below(max_chars + 1)).map(|_| POOL[r.below(POOL.len() as u64) as usize]).collect()
+}
+
+fn random_dims(r: &mut Rng, et: ElementType) -> Vec<u64> {
+    let rank = if r.chance(10) { r.below(MAX_RANK as u64 + 1) } else { r.below(5) };
+    loop {
+        let dims: Vec<u64> = (0..rank)
+            .map(|_| match r.below(20) {
+                0 => 0,
+                1 => r.next_u64(),
+                2 => 1 << r.below(40),
+                _ => 1 + r.below(6),
+            })
+            .collect();
+        if let Ok(s) = Shape::new(dims.clone()) {
+            if et.bytes_for(s.element_count()).is_some() {
+                return dims;
+            }
+        }
+    }
+}
+
+/// A random descriptor that `TensorDescriptor::new` accepts (retries until it does).
+fn random_descriptor(r: &mut Rng) -> TensorDescriptor {
+    use ElementType::*;
+    loop {
+        let et = ElementType::ALL[r.below(19) as usize];
+        let dims = random_dims(r, et);
+        let shape = Shape::new(dims.clone()).unwrap();
+        let elements = shape.element_count();
+        let esize = u64::from(et.bit_width() / 8);
+        let mut byte_offset = if r.chance(4) { r.below(64) } else { 0 };
+        let (layout, need) = match r.below(3) {
+            0 => (LayoutDescriptor::RowMajor, et.bytes_for(elements).and_then(|b| b.checked_add(byte_offset))),
+            1 => (LayoutDescriptor::ColumnMajor, et.bytes_for(elements).and_then(|b| b.checked_add(byte_offset))),
+            _ if et.is_sub_byte() => continue,
+            _ => {
+                let strides: Vec<i64> = dims
+                    .iter()
+                    .map(|_| if r.chance(8) { r.next_u64() as i64 } else { r.below(11) as i64 - 5 })
+                    .collect();
+                let need = if elements == 0 {
+                    Some(byte_offset)
+                } else {
+                    let (mut lo, mut hi) = (0i128, 0i128);
+                    for (&d, &s) in dims.iter().zip(&strides) {
+                        let reach = i128::from(d - 1) * i128::from(s);
+                        if reach < 0 { lo += reach } else { hi += reach }
+                    }
+                    byte_offset = byte_offset.saturating_add(u64::try_from(-lo * i128::from(esize)).unwrap_or(u64::MAX));
+                    u64::try_from(i128::from(byte_offset) + (hi + 1) * i128::from(esize)).ok()
+                };
+                (LayoutDescriptor::Strided(strides), need)
+            }
+        };
+        let Some(need) = need else { continue };
+        let is_int = matches!(et, Int4 | Uint4 | Int8 | Uint8 | Int16 | Uint16 | Int32 | Uint32);
+        let is_float = matches!(et, Float16 | Bfloat16 | Float8E4m3fn | Float8E5m2 | Float32);
+        let dq = loop {
+            let t = ElementType::ALL[r.below(19) as usize];
+            if !t.is_sub_byte() && t != Bool {
+                break t;
+            }
+        };
+        let quant = match r.below(5) {
+            0 if is_int => Some(Quantization::PerTensorAffine {
+                scale: f64::from_bits(r.next_u64() >> 2), // finite
+                bias: r.below(1000) as f64 - 500.25,
+                dequantized: dq,
+            }),
+            1 if is_int && !dims.is_empty() => Some(Quantization::PerChannelAffine { axis: r.below(dims.len() as u64) as u32, dequantized: dq }),
+            2 if is_float => Some(Quantization::Cast { dequantized: dq }),
+            _ => None,
+        };
+        let mut buffers = vec![random_handle(r, need)];
+        if let Some(Quantization::PerChannelAffine { axis, .. }) = quant {
+            let Some(p) = dims[axis as usize].checked_mul(4) else { continue };
+            buffers.push(random_handle(r, p));
+            buffers.push(random_handle(r, p));
+        }
+        let Ok(mut d) = TensorDescriptor::new(1, 0, et, shape, byte_offset, layout, buffers, quant, None, None, None) else {
+            continue;
+        };
+        if r.chance(2) {
+            let name = if r.chance(50) { "n".repeat(4096) } else { random_string(r, 24) };
+            d = d.with_name(name).unwrap();
+        }
+        for i in 0..r.below(5) {
+            let key = format!("k{i}{}", random_string(r, 8));
+            let value = if r.chance(40) { vec![7u8; 64 * 1024] } else { let n = r.below(50) as usize; r.bytes(n) };
+            d = d.with_metadata(key, value).unwrap();
+        }
+        return d;
+    }
+}
+
+#[test]
+fn random_descriptors_round_trip_exactly() {
+    let mut r = Rng::new(seed());
+    for i in 0..3000 {
+        let d = random_descriptor(&mut r);
+        let enc = d.encode().unwrap();
+        let dec = TensorDescriptor::decode(&enc).unwrap_or_else(|e| panic!("case {i}: {d:?}: {e}"));
+        assert_eq!(dec, d, "case {i}");
+        assert_eq!(dec.encode().unwrap(), enc, "case {i}");
+        let _ = d.to_string();
+        // Every strict prefix is rejected (the encoding is self-delimiting).
+        for cut in [0, 1, 4, 8, 23, enc.len() / 2, enc.len() - 1] {
+            if cut < enc.len() {
+                assert!(TensorDescriptor::decode(&enc[..cut]).is_err(), "case {i} prefix {cut}");
+            }
+        }
+        // Trailing bytes are rejected.
+        let mut longer = enc.clone();
+        longer.push(0);
+        assert!(TensorDescriptor::decode(&longer).is_err(), "case {i} trailing byte");
+    }
+}
+
+#[test]
+fn random_garbage_never_panics() {
+    let mut r = Rng::new(seed() ^ 0xBAD);
+    for _ in 0..20_000 {
+        let len = r.below(300) as usize;
+        let mut b = r.bytes(len);
+        if r.chance(2) && b.len() >= 8 {
+            // Get past the magic and version so the deeper fields are exercised.
+            b[..6].copy_from_slice(b"HRDS\x01\x00");
+        }
+        if let Ok(d) = TensorDescriptor::decode(&b) {
+            assert_eq!(d.encode().unwrap(), b, "accepted garbage must be canonical");
+        }
+    }
+}
+
+#[test]
+fn mutated_encodings_are_rejected_or_canonical() {
+    let mut r = Rng::new(seed() ^ 0x0DD);
+    let mut accepted = 0;
+    for _ in 0..1500 {
+        let enc = random_descriptor(&mut r).encode().unwrap();
+        for _ in 0..8 {
+            let mut m = enc.clone();
+            match r.below(6) {
+                0 => {
+                    let bit = r.below(m.len() as u64 * 8) as usize;
+                    m[bit / 8] ^= 1 << (bit % 8);
+                }
+                1 => {
+                    let at = r.below(m.len() as u64) as usize;
+                    m[at] = [0x00, 0xFF, 0x7F, 0x80, 0x20, 0x21][r.below(6) as usize];
+                }
+                2 => m.truncate(r.below(m.len() as u64) as usize),
+                3 => {
+                    let at = r.below(m.len() as u64 + 1) as usize;
+                    m.insert(at, r.next_u64() as u8);
+                }
+                4 => {
+                    let at = r.below(m.len() as u64) as usize;
+                    m.remove(at);
+                }
+                _ => {
+                    // A length or count field set to something huge.
+                    let at = r.below(m.len().saturating_sub(4) as u64) as usize;
+                    m[at..at + 4].copy_from_slice(&(r.next_u64() as u32 | 0x8000_0000).to_le_bytes());
+                }
+            }
+            if let Ok(d) = TensorDescriptor::decode(&m) {
+                assert_eq!(d.encode().unwrap(), m, "an accepted mutation must be canonical");
+                accepted += 1;
+            }
+        }
+    }
+    // Some mutations land in free-form bytes (names, metadata values, dims) and stay valid.
+    assert!(accepted > 0);
+}

@@ -1,0 +1,271 @@
+//! Golden vectors (src/golden/, format in src/golden/README.md): this test writes them from
+//! the corpus in `common` and fails when the committed files differ. Regenerate after an
+//! intended format change with `HURRAY_REGEN_GOLDEN=1 cargo test --offline -p hurray-core
+//! --test golden`, and say why in the commit.
+//!
+//! It also reads the committed streams back, cuts them at every byte and flips every bit.
+
+mod common;
+
+use std::fmt::Write as _;
+
+use common::*;
+use hurray_core::crc32c::crc32c;
+use hurray_core::{DeviceTag, ErrorKind, LayoutDescriptor, Quantization, ReaderOptions, SyncMode};
+
+const CHECKSUMS: &str = "stream_v1_checksums.hrry";
+const PLAIN: &str = "stream_v1_plain.hrry";
+const EMPTY: &str = "stream_v1_empty.hrry";
+const MANIFEST: &str = "manifest.json";
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn json_str(s: &str) -> String {
+    let mut o = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            c if (c as u32) < 0x20 => write!(o, "\\u{:04x}", c as u32).unwrap(),
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+fn device_name(d: DeviceTag) -> &'static str {
+    match d {
+        DeviceTag::Cpu => "cpu",
+        DeviceTag::Cuda => "cuda",
+        DeviceTag::CudaHost => "cuda_host",
+        DeviceTag::Rocm => "rocm",
+        DeviceTag::Metal => "metal",
+        DeviceTag::Vulkan => "vulkan",
+        DeviceTag::Ipc => "ipc",
+    }
+}
+
+fn sync_name(s: SyncMode) -> &'static str {
+    match s {
+        SyncMode::ProducerSynced => "producer_synced",
+        SyncMode::Event => "event",
+        SyncMode::ConsumerStream => "consumer_stream",
+    }
+}
+
+fn tensor_json(index: usize, it: &Item) -> String {
+    let d = &it.desc;
+    let mut o = String::new();
+    let dims: Vec<String> = d.shape().dims().iter().map(|x| x.to_string()).collect();
+    write!(o, "        {{\n          \"index\": {index},\n").unwrap();
+    let name = d.name().map(json_str).unwrap_or_else(|| "null".into());
+    writeln!(o, "          \"name\": {name},").unwrap();
+    write!(o, "          \"dtype\": \"{}\",\n          \"dtype_code\": {},\n", d.element_type().name(), d.element_type().code()).unwrap();
+    write!(o, "          \"shape\": [{}],\n          \"element_count\": {},\n", dims.join(", "), d.shape().element_count()).unwrap();
+    write!(o, "          \"layout\": \"{}\",\n          \"layout_code\": {},\n", d.layout().name(), d.layout().code()).unwrap();
+    let strides = match d.layout() {
+        LayoutDescriptor::Strided(s) => format!("[{}]", s.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")),
+        _ => "null".into(),
+    };
+    write!(o, "          \"strides\": {strides},\n          \"byte_offset\": {},\n", d.byte_offset()).unwrap();
+    let q = match d.quantization() {
+        None => "null".to_string(),
+        Some(q) => {
+            let (kind, axis, scale, bias) = match *q {
+                Quantization::PerTensorAffine { scale, bias, .. } => ("per_tensor_affine", 0, scale, bias),
+                Quantization::PerChannelAffine { axis, .. } => ("per_channel_affine", axis, 0.0, 0.0),
+                Quantization::Cast { .. } => ("cast", 0, 0.0, 0.0),
+            };
+            format!(
+                "{{\"kind\": \"{kind}\", \"kind_code\": {}, \"dequantized\": \"{}\", \"dequantized_code\": {}, \"axis\": {axis}, \"scale\": {scale:?}, \"bias\": {bias:?}}}",
+                q.code(),
+                q.dequantized().name(),
+                q.dequantized().code()
+            )
+        }
+    };
+    writeln!(o, "          \"quantization\": {q},").unwrap();
+    let md: Vec<String> = d
+        .metadata()
+        .iter()
+        .map(|(k, v)| format!("{{\"key\": {}, \"value_hex\": \"{}\"}}", json_str(k), hex(v)))
+        .collect();
+    writeln!(o, "          \"metadata\": [{}],", md.join(", ")).unwrap();
+    writeln!(o, "          \"descriptor_hex\": \"{}\",", hex(&d.encode().unwrap())).unwrap();
+    o.push_str("          \"buffers\": [\n");
+    let bufs: Vec<String> = d
+        .buffers()
+        .iter()
+        .zip(&it.payloads)
+        .map(|(h, p)| {
+            format!(
+                "            {{\"byte_size\": {}, \"alignment\": {}, \"device\": \"{}\", \"device_tag\": {}, \"sync_mode\": \"{}\", \"sync_mode_code\": {}, \"crc32c\": \"{:08x}\", \"hex\": \"{}\"}}",
+                h.byte_size(),
+                h.alignment(),
+                device_name(h.device_tag()),
+                h.device_tag().code(),
+                sync_name(h.sync_mode()),
+                h.sync_mode().code(),
+                crc32c(p),
+                hex(p)
+            )
+        })
+        .collect();
+    o.push_str(&bufs.join(",\n"));
+    o.push_str("\n          ]\n        }");
+    o
+}
+
+fn stream_json(file: &str, bytes: &[u8], checksums: bool, items: &[Item]) -> String {
+    let mut o = String::new();
+    write!(o, "    {{\n      \"file\": \"{file}\",\n      \"bytes\": {},\n      \"crc32c\": \"{:08x}\",\n", bytes.len(), crc32c(bytes)).unwrap();
+    write!(o, "      \"payload_checksums\": {checksums},\n      \"tensor_count\": {},\n      \"tensors\": [", items.len()).unwrap();
+    let ts: Vec<String> = items.iter().enumerate().map(|(i, it)| tensor_json(i, it)).collect();
+    if ts.is_empty() {
+        o.push_str("]\n    }");
+    } else {
+        o.push('\n');
+        o.push_str(&ts.join(",\n"));
+        o.push_str("\n      ]\n    }");
+    }
+    o
+}
+
+/// Every golden file as (name, bytes), written by the current code.
+fn golden_files() -> Vec<(&'static str, Vec<u8>)> {
+    let (g, p) = (golden_items(), plain_items());
+    let streams = [
+        (CHECKSUMS, encode_stream(&g, true), true, g),
+        (PLAIN, encode_stream(&p, false), false, p),
+        (EMPTY, encode_stream(&[], false), false, Vec::new()),
+    ];
+    let mut manifest = String::from("{\n  \"format\": \"hurray-golden-manifest\",\n  \"manifest_version\": 1,\n  \"stream_version\": 1,\n  \"descriptor_version\": 1,\n  \"streams\": [\n");
+    let js: Vec<String> = streams.iter().map(|(f, b, c, items)| stream_json(f, b, *c, items)).collect();
+    manifest.push_str(&js.join(",\n"));
+    manifest.push_str("\n  ]\n}\n");
+    let mut files: Vec<(&'static str, Vec<u8>)> = streams.into_iter().map(|(f, b, _, _)| (f, b)).collect();
+    files.push((MANIFEST, manifest.into_bytes()));
+    files
+}
+
+fn committed(name: &str) -> Vec<u8> {
+    let path = golden_dir().join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e} (regenerate with HURRAY_REGEN_GOLDEN=1)", path.display()))
+}
+
+#[test]
+fn golden_files_are_what_the_code_writes() {
+    let regen = std::env::var("HURRAY_REGEN_GOLDEN").is_ok_and(|v| v == "1");
+    let mut drift = Vec::new();
+    for (name, bytes) in golden_files() {
+        let path = golden_dir().join(name);
+        if regen {
+            // Write-then-rename, so the other tests of this run never see a half-written file.
+            let tmp = path.with_extension("tmp");
+            std::fs::write(&tmp, &bytes).unwrap();
+            std::fs::rename(&tmp, &path).unwrap();
+            continue;
+        }
+        if std::fs::read(&path).ok().as_deref() != Some(&bytes[..]) {
+            drift.push(name);
+        }
+    }
+    assert!(
+        drift.is_empty(),
+        "golden files differ from what the code writes: {drift:?}. If the format change is \
+         intended, run HURRAY_REGEN_GOLDEN=1 cargo test --offline -p hurray-core --test golden \
+         and commit src/golden/"
+    );
+}
+
+#[test]
+fn golden_files_are_deterministic() {
+    assert_eq!(golden_files(), golden_files());
+}
+
+#[test]
+fn committed_streams_read_back_as_the_corpus() {
+    for (name, items) in [(CHECKSUMS, golden_items()), (PLAIN, plain_items()), (EMPTY, Vec::new())] {
+        let bytes = committed(name);
+        for chunk in [1, 7, usize::MAX] {
+            let (read, end) = read_bytes(&bytes, chunk, ReaderOptions::default());
+            end.unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_same(&read, &items);
+        }
+    }
+    // The corpus covers every element type.
+    let items = golden_items();
+    for et in hurray_core::ElementType::ALL {
+        assert!(items.iter().any(|it| it.desc.element_type() == et), "{et:?} missing");
+    }
+}
+
+#[test]
+fn every_prefix_of_a_golden_stream_is_truncated() {
+    for name in [CHECKSUMS, PLAIN, EMPTY] {
+        let bytes = committed(name);
+        for cut in 0..bytes.len() {
+            let (_, end) = read_bytes(&bytes[..cut], usize::MAX, ReaderOptions::default());
+            let e = end.expect_err("a strict prefix must not end cleanly");
+            assert_eq!(e.kind(), ErrorKind::Truncated, "{name} cut at {cut}: {e}");
+        }
+        read_bytes(&bytes, usize::MAX, ReaderOptions::default()).1.unwrap();
+    }
+}
+
+#[test]
+fn every_bit_flip_of_the_checksummed_stream_is_detected() {
+    let bytes = committed(CHECKSUMS);
+    let mut flipped = bytes.clone();
+    for bit in 0..bytes.len() * 8 {
+        flipped[bit / 8] ^= 1 << (bit % 8);
+        let (_, end) = read_bytes(&flipped, usize::MAX, ReaderOptions::default());
+        let e = end.expect_err(&format!("flip of bit {bit} went undetected"));
+        assert!(
+            matches!(
+                e.kind(),
+                ErrorKind::Corrupt | ErrorKind::InvalidMagic | ErrorKind::VersionMismatch | ErrorKind::Unsupported
+            ),
+            "bit {bit}: {e}"
+        );
+        flipped[bit / 8] ^= 1 << (bit % 8);
+    }
+}
+
+#[test]
+fn every_bit_flip_of_the_plain_stream_is_detected_or_only_changes_payload_bytes() {
+    let bytes = committed(PLAIN);
+    let items = plain_items();
+    let mut flipped = bytes.clone();
+    let (mut detected, mut undetected) = (0, 0);
+    for bit in 0..bytes.len() * 8 {
+        flipped[bit / 8] ^= 1 << (bit % 8);
+        let (read, end) = read_bytes(&flipped, usize::MAX, ReaderOptions::default());
+        match end {
+            Err(e) => {
+                assert_ne!(e.kind(), ErrorKind::Truncated, "bit {bit}: a flip cannot shorten the stream");
+                detected += 1;
+            }
+            Ok(()) => {
+                // Still a valid stream: the structure is intact, only one payload bit differs.
+                assert_eq!(read.len(), items.len(), "bit {bit}");
+                let mut diffs = 0;
+                for ((d, bufs), it) in read.iter().zip(&items) {
+                    assert_eq!(d, &it.desc, "bit {bit}: a descriptor changed undetected");
+                    for (a, b) in bufs.iter().zip(&it.payloads) {
+                        diffs += a.iter().zip(b).map(|(x, y)| (x ^ y).count_ones()).sum::<u32>();
+                    }
+                }
+                assert_eq!(diffs, 1, "bit {bit}");
+                undetected += 1;
+            }
+        }
+        flipped[bit / 8] ^= 1 << (bit % 8);
+    }
+    let payload_bits: usize = items.iter().flat_map(|it| &it.payloads).map(|p| p.len() * 8).sum();
+    assert_eq!(undetected, payload_bits, "exactly the payload bits go undetected without checksums");
+    assert!(detected > 0);
+}
