@@ -120,6 +120,23 @@
 // Stored in a narrower float type, converted exactly to `dequantized_type`.
 #define HURRAY_QUANT_CAST 3
 
+// Writer flag: do not store payload CRC32Cs (saves one pass over every payload at add time;
+// readers then cannot check payloads).
+#define HURRAY_FILE_WRITER_NO_PAYLOAD_CHECKSUMS 1
+
+// Reader flag: check every payload's CRC32C when reading a tensor (the default for
+// `hurray_file_reader_open`; for a span reader it touches every page of the payload).
+#define HURRAY_FILE_READER_VERIFY_PAYLOADS 1
+
+// Reader flag: never check payload CRC32Cs (the default for `hurray_file_reader_open_span`).
+#define HURRAY_FILE_READER_SKIP_PAYLOAD_CHECKS 2
+
+// Reader flag: run `hurray_file_reader_verify` inside open.
+#define HURRAY_FILE_READER_VERIFY_AT_OPEN 4
+
+// Buffer location flag: `crc32c` holds the payload's stored checksum.
+#define HURRAY_FILE_BUFFER_HAS_CRC 1
+
 // Reader flag: fail with `HURRAY_ERR_CORRUPT` on a stream written without payload checksums.
 #define HURRAY_READER_REQUIRE_PAYLOAD_CHECKSUMS 1
 
@@ -143,6 +160,20 @@ typedef struct HurrayDescriptor HurrayDescriptor;
 // Accumulates the fields of a new descriptor; `hurray_descriptor_builder_build` validates
 // them. Owned; destroy with `hurray_descriptor_builder_destroy`.
 typedef struct HurrayDescriptorBuilder HurrayDescriptorBuilder;
+
+// An index entry: a tensor's position in name order, its name, its descriptor and where its
+// payloads are — everything but the payload bytes. Owned by the caller (destroy with
+// `hurray_file_entry_destroy`); independent of the reader's lifetime, but only the reader it
+// came from can read its tensor.
+typedef struct HurrayFileEntry HurrayFileEntry;
+
+// Reads an HRRYFILE container, either through a transport's `read_at`/`size` or over a
+// caller's memory span. Owned; one thread at a time; never call it from its own callbacks.
+typedef struct HurrayFileReader HurrayFileReader;
+
+// Writes an HRRYFILE container through a transport's `write`, sequentially (files, pipes and
+// sockets alike). Owned; one thread at a time; never call it from its own callbacks.
+typedef struct HurrayFileWriter HurrayFileWriter;
 
 // Reads a stream tensor by tensor through a transport's `read`. Owned; one thread at a
 // time; never call it from inside its own transport callbacks.
@@ -226,22 +257,18 @@ typedef struct HurrayQuantization {
   double bias;
 } HurrayQuantization;
 
-// Reader limits (docs/spec/stream.md §Limits). Initialise with `hurray_reader_options_init`,
-// then change fields. A NULL options pointer means the defaults.
-typedef struct HurrayReaderOptions {
-  // `sizeof(HurrayReaderOptions)` as the caller compiled it (forward compatibility).
+// Container writer settings. Initialise with `hurray_file_writer_options_init`, then change
+// fields; a NULL options pointer means the defaults.
+typedef struct HurrayFileWriterOptions {
+  // `sizeof(HurrayFileWriterOptions)` as the caller compiled it.
   uint32_t struct_size;
-  // Largest accepted rank (default and maximum 32).
-  uint32_t max_rank;
-  // Largest accepted encoded descriptor in bytes (default 1 MiB, maximum 16 MiB).
-  uint64_t max_descriptor_bytes;
-  // Largest accepted sum of one tensor's buffer sizes in bytes (default 64 GiB).
-  uint64_t max_tensor_bytes;
-  // `HURRAY_READER_*` flags.
+  // `HURRAY_FILE_WRITER_*` flags (default 0).
   uint32_t flags;
-  // Must be 0.
-  uint32_t reserved;
-} HurrayReaderOptions;
+  // Every payload starts at a multiple of at least this many bytes (a power of two in
+  // 64..=2097152; default 64), or of its buffer's alignment when that is larger. 4096 gives
+  // page-aligned payloads.
+  uint64_t min_payload_alignment;
+} HurrayFileWriterOptions;
 
 // Reads up to `len` bytes into `dst`; stores the count moved in `*out_filled` (0 = end of
 // input; fewer than `len` is normal). On failure returns a negative status having moved
@@ -284,14 +311,6 @@ typedef struct HurrayTransport {
   HurrayTransportSizeFn size;
 } HurrayTransport;
 
-// Writer settings. Initialise with `hurray_writer_options_init`; NULL means defaults.
-typedef struct HurrayWriterOptions {
-  // `sizeof(HurrayWriterOptions)` as the caller compiled it.
-  uint32_t struct_size;
-  // `HURRAY_WRITER_*` flags.
-  uint32_t flags;
-} HurrayWriterOptions;
-
 // A borrowed byte range: `len` bytes at `ptr` (`ptr` may be NULL when `len` is 0).
 typedef struct HurrayIoSlice {
   // First byte.
@@ -299,6 +318,67 @@ typedef struct HurrayIoSlice {
   // Length in bytes.
   size_t len;
 } HurrayIoSlice;
+
+// Container reader settings and limits. Initialise with `hurray_file_reader_options_init`,
+// then change fields; a NULL options pointer means the defaults.
+typedef struct HurrayFileReaderOptions {
+  // `sizeof(HurrayFileReaderOptions)` as the caller compiled it.
+  uint32_t struct_size;
+  // `HURRAY_FILE_READER_*` flags (default 0).
+  uint32_t flags;
+  // Index plus metadata up to this many bytes are read in one call at open and validated
+  // whole; larger indexes are read one entry at a time (default 1 MiB).
+  uint64_t eager_index_bytes;
+  // Largest accepted encoded descriptor in bytes (default 1 MiB, at most 16 MiB).
+  uint64_t max_descriptor_bytes;
+  // Largest sum of one tensor's buffer sizes read into new memory, in bytes (default 64 GiB).
+  uint64_t max_tensor_bytes;
+  // Largest accepted metadata block in bytes (default and maximum 64 MiB).
+  uint64_t max_metadata_bytes;
+  // Largest index plus metadata `hurray_file_reader_verify` loads, in bytes (default 1 GiB).
+  uint64_t max_index_bytes;
+} HurrayFileReaderOptions;
+
+// Where one payload lies in the container (a plain struct, copied out).
+typedef struct HurrayFileBufferLocation {
+  // Absolute offset in bytes, a multiple of `alignment`.
+  uint64_t offset;
+  // Length in bytes (the buffer's byte size).
+  uint64_t length;
+  // The buffer's declared alignment in bytes.
+  uint32_t alignment;
+  // The stored CRC32C (0 unless `flags` has `HURRAY_FILE_BUFFER_HAS_CRC`).
+  uint32_t crc32c;
+  // `HURRAY_FILE_BUFFER_*` flags.
+  uint32_t flags;
+  // Always 0.
+  uint32_t reserved;
+} HurrayFileBufferLocation;
+
+// Reader limits (docs/spec/stream.md §Limits). Initialise with `hurray_reader_options_init`,
+// then change fields. A NULL options pointer means the defaults.
+typedef struct HurrayReaderOptions {
+  // `sizeof(HurrayReaderOptions)` as the caller compiled it (forward compatibility).
+  uint32_t struct_size;
+  // Largest accepted rank (default and maximum 32).
+  uint32_t max_rank;
+  // Largest accepted encoded descriptor in bytes (default 1 MiB, maximum 16 MiB).
+  uint64_t max_descriptor_bytes;
+  // Largest accepted sum of one tensor's buffer sizes in bytes (default 64 GiB).
+  uint64_t max_tensor_bytes;
+  // `HURRAY_READER_*` flags.
+  uint32_t flags;
+  // Must be 0.
+  uint32_t reserved;
+} HurrayReaderOptions;
+
+// Writer settings. Initialise with `hurray_writer_options_init`; NULL means defaults.
+typedef struct HurrayWriterOptions {
+  // `sizeof(HurrayWriterOptions)` as the caller compiled it.
+  uint32_t struct_size;
+  // `HURRAY_WRITER_*` flags.
+  uint32_t flags;
+} HurrayWriterOptions;
 
 // Success.
 #define HURRAY_OK 0
@@ -674,6 +754,379 @@ HurrayStatus hurray_descriptor_builder_build(const struct HurrayDescriptorBuilde
 // # Safety
 // `builder` NULL or valid for read and write.
 HurrayStatus hurray_descriptor_builder_destroy(struct HurrayDescriptorBuilder **builder);
+
+// Fills `*out` with the default container writer options.
+//
+// # Safety
+// `out` valid for one write.
+HurrayStatus hurray_file_writer_options_init(struct HurrayFileWriterOptions *out);
+
+// Makes a container writer over `*transport` (copied; `write` required). Nothing is written
+// yet: the 16-byte header is staged and goes out with the first flush. On success the writer
+// owns the transport (`release(ctx)` once, at destroy); on failure nothing is taken.
+//
+// Errors: `NULL_POINTER` (`transport`, `transport->write`, `out_writer`),
+// `INVALID_ARGUMENT` (options), `INVALID_ALIGNMENT` (`min_payload_alignment`).
+//
+// # Safety
+// Pointers valid; callbacks callable with `ctx` until release.
+HurrayStatus hurray_file_writer_new(const struct HurrayTransport *transport,
+                                    const struct HurrayFileWriterOptions *options,
+                                    struct HurrayFileWriter **out_writer);
+
+// Appends one tensor. Its name comes from the descriptor and is required (1..=4096 UTF-8
+// bytes; names are the container's keys). `payloads[i]` (borrowed, not retained after the
+// call) is buffer `i` of the descriptor's buffer table and must be exactly its byte size;
+// `count` must equal the buffer count. Each payload is placed at a multiple of its alignment
+// (zero padding in between). Small payloads may stay staged until a later call, `flush` or
+// `finish`.
+//
+// Errors: `NULL_POINTER`, `INVALID_ARGUMENT` (unnamed, count mismatch, payload too long),
+// `BUFFER_TOO_SMALL` (payload too short), `DUPLICATE_NAME`, `LIMIT_EXCEEDED`,
+// `INVALID_STATE` (after finish), `POISONED`, `TRANSPORT` / `SINK_CLOSED`: when none of this
+// tensor's bytes had reached the transport the tensor is not added and the call can be
+// retried; otherwise the writer is now poisoned.
+//
+// # Safety
+// `writer` and `descriptor` live; `payloads` valid for `count` slices, each valid for its
+// length.
+HurrayStatus hurray_file_writer_add_tensor(struct HurrayFileWriter *writer,
+                                           const struct HurrayDescriptor *descriptor,
+                                           const struct HurrayIoSlice *payloads,
+                                           uint64_t count);
+
+// Sets a file-level metadata entry (`key`: 1..=4096 UTF-8 bytes; `value`: at most 16 MiB of
+// any bytes; both copied), replacing the key's previous value. At most 65,536 entries and
+// 64 MiB in all. Readers see the entries sorted by key bytes.
+//
+// Errors: `NULL_POINTER`, `INVALID_ARGUMENT` (key empty, too long or not UTF-8),
+// `LIMIT_EXCEEDED`, `INVALID_STATE` (after finish), `POISONED`.
+//
+// # Safety
+// `writer` live; `key`/`value` valid for their lengths.
+HurrayStatus hurray_file_writer_set_metadata(struct HurrayFileWriter *writer,
+                                             const uint8_t *key,
+                                             uint64_t key_len,
+                                             const uint8_t *value,
+                                             uint64_t value_len);
+
+// Pushes staged bytes to the transport now (optional: `finish` flushes; useful to bound
+// latency into a pipe). Errors: `TRANSPORT` / `SINK_CLOSED` (retryable: unsent bytes stay
+// staged), `POISONED`.
+//
+// # Safety
+// `writer` live.
+HurrayStatus hurray_file_writer_flush(struct HurrayFileWriter *writer);
+
+// Writes the index, the metadata block and the trailer, and stores the container's size in
+// bytes in `*out_file_size` (may be NULL). Only after this succeeds is the output a valid
+// container. Idempotent once it succeeded; after `TRANSPORT` / `SINK_CLOSED` call it again
+// to continue where it stopped.
+//
+// Errors: `POISONED`, `TRANSPORT`, `SINK_CLOSED`, `LIMIT_EXCEEDED`.
+//
+// # Safety
+// `writer` live; `out_file_size` NULL or valid for one write.
+HurrayStatus hurray_file_writer_finish(struct HurrayFileWriter *writer, uint64_t *out_file_size);
+
+// Stores the number of bytes the transport has accepted so far in `*out` (a progress
+// counter; after a successful finish it equals the file size).
+//
+// # Safety
+// `writer` live; `out` valid for one write.
+HurrayStatus hurray_file_writer_bytes_written(const struct HurrayFileWriter *writer, uint64_t *out);
+
+// Stores the number of tensors added so far in `*out`.
+//
+// # Safety
+// `writer` live; `out` valid for one write.
+HurrayStatus hurray_file_writer_tensor_count(const struct HurrayFileWriter *writer, uint64_t *out);
+
+// Destroys a container writer (releasing its transport) and writes NULL to `*writer`. It
+// does NOT finish the container: without a successful `hurray_file_writer_finish` the output
+// has no trailer, and readers reject it (`HURRAY_ERR_INVALID_MAGIC` or
+// `HURRAY_ERR_TRUNCATED`). Staged bytes are dropped. NULL or `*writer == NULL` is a no-op.
+//
+// # Safety
+// `writer` NULL or valid for read and write.
+HurrayStatus hurray_file_writer_destroy(struct HurrayFileWriter **writer);
+
+// Fills `*out` with the default container reader options.
+//
+// # Safety
+// `out` valid for one write.
+HurrayStatus hurray_file_reader_options_init(struct HurrayFileReaderOptions *out);
+
+// Opens a container through `*transport` (copied; `read_at` and `size` required). Open calls
+// `size` once and reads the header, the trailer and, when index plus metadata are at most
+// `eager_index_bytes`, the whole index: at most three `read_at` ranges whatever the tensor
+// count. Short counts are looped. On success the reader owns the transport (`release(ctx)`
+// once, at destroy); on failure nothing is taken, so after `HURRAY_ERR_TRANSPORT` the caller
+// may simply call open again.
+//
+// Errors: `NULL_POINTER`, `INVALID_ARGUMENT` (options), `TRANSPORT`, `TRUNCATED` (smaller
+// than header plus trailer, or `read_at` ended early), `INVALID_MAGIC` (not a container, or
+// one never finished), `VERSION_MISMATCH`, `CORRUPT` (checksums, impossible offsets,
+// overlapping payloads, unsorted index), `DUPLICATE_NAME`, `LIMIT_EXCEEDED`, `UNSUPPORTED`.
+//
+// # Safety
+// Pointers valid; callbacks callable with `ctx` until release.
+HurrayStatus hurray_file_reader_open(const struct HurrayTransport *transport,
+                                     const struct HurrayFileReaderOptions *options,
+                                     struct HurrayFileReader **out_reader);
+
+// Opens a container held in the caller's memory: `len` bytes at `data` (e.g. a memory map of
+// the whole file). The region is borrowed, not copied: it must stay mapped, readable and
+// unmodified until the reader AND every tensor read from it are destroyed, because tensors
+// from `hurray_file_reader_read_tensor` point into it (zero copy) wherever a payload's
+// address satisfies its declared alignment — always, when `data` is aligned to the largest
+// alignment in the file (a page-aligned map and alignments up to 4096). Otherwise that
+// buffer is an aligned copy (`hurray_file_buffer_is_zero_copy` tells which). Payload
+// checksums are not checked unless `HURRAY_FILE_READER_VERIFY_PAYLOADS` is set (checking
+// touches every page). The read counter counts index copies out of the region.
+//
+// Errors: as for `hurray_file_reader_open` (no `TRANSPORT`), plus `INVALID_ARGUMENT` when
+// `len` does not fit the address space.
+//
+// # Safety
+// `data` valid for `len` bytes of reads for the lifetime described above.
+HurrayStatus hurray_file_reader_open_span(const void *data,
+                                          uint64_t len,
+                                          const struct HurrayFileReaderOptions *options,
+                                          struct HurrayFileReader **out_reader);
+
+// Stores the container's size in bytes (as `size` reported at open, or the span length).
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `reader` live; `out` valid for one write.
+HurrayStatus hurray_file_reader_size(const struct HurrayFileReader *reader, uint64_t *out);
+
+// Stores the number of tensors in the container.
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `reader` live; `out` valid for one write.
+HurrayStatus hurray_file_reader_count(const struct HurrayFileReader *reader, uint64_t *out);
+
+// Stores how many `read_at` calls the reader has made so far, open included (for a span
+// reader: copies of index bytes out of the region). Lets callers and tests check that
+// open and lookups stay within their documented read counts.
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `reader` live; `out` valid for one write.
+HurrayStatus hurray_file_reader_read_at_calls(const struct HurrayFileReader *reader, uint64_t *out);
+
+// Copies the name of entry `index` (entries are sorted by name bytes) into `buf`: at most
+// `cap` bytes, NOT NUL-terminated, and stores the full name length in bytes in `*out_len`.
+// `buf` may be NULL when `cap` is 0 (a length query). Reads the entry table only (names over
+// 88 bytes: also the record) unless the index is loaded; decodes no descriptor.
+//
+// Errors: `BUFFER_TOO_SMALL` (`cap` < length; `*out_len` is still set), `INVALID_ARGUMENT`
+// (`index >= count`), `TRANSPORT` (retry), `TRUNCATED`, `CORRUPT`, `NULL_POINTER`.
+//
+// # Safety
+// `reader` live; `buf` valid for `cap` bytes; `out_len` valid for one write.
+HurrayStatus hurray_file_reader_name(struct HurrayFileReader *reader,
+                                     uint64_t index,
+                                     uint8_t *buf,
+                                     uint64_t cap,
+                                     uint64_t *out_len);
+
+// Stores entry `index` (name order) in `*out_entry`: a new owned entry (destroy with
+// `hurray_file_entry_destroy`). Reads one entry and one record unless the index is loaded;
+// reads no payload. `*out_entry` is NULL on error.
+//
+// Errors: `INVALID_ARGUMENT` (`index >= count`), `TRANSPORT` (retry), `TRUNCATED`,
+// `CORRUPT` (checksum, payload length differs from the descriptor, payload range outside the
+// data area), `INVALID_ALIGNMENT` (payload offset not a multiple of its alignment),
+// `LIMIT_EXCEEDED`, descriptor decoding errors, `NULL_POINTER`.
+//
+// # Safety
+// `reader` live; `out_entry` valid for one write.
+HurrayStatus hurray_file_reader_entry(struct HurrayFileReader *reader,
+                                      uint64_t index,
+                                      struct HurrayFileEntry **out_entry);
+
+// Finds the tensor named by `name_len` bytes at `name` (compared as bytes, no NUL) and stores
+// a new owned entry in `*out_entry`. A binary search over the name-sorted entry table: at
+// most ceil(log2(count + 1)) entry reads (plus a name read per probe whose first 88 bytes tie
+// with a longer name) and one record read; no reads when the index is loaded.
+//
+// Errors: `NOT_FOUND` (`*out_entry` = NULL), and those of `hurray_file_reader_entry`.
+//
+// # Safety
+// `reader` live; `name` valid for `name_len` bytes; `out_entry` valid for one write.
+HurrayStatus hurray_file_reader_find(struct HurrayFileReader *reader,
+                                     const uint8_t *name,
+                                     uint64_t name_len,
+                                     struct HurrayFileEntry **out_entry);
+
+// Reads the tensor of `entry` into `*out_tensor`: a new owned `HurrayTensor`, the same kind
+// of handle the stream reader returns (destroy with `hurray_tensor_destroy`).
+//
+// Through a transport: each buffer is a new allocation aligned to its declared alignment,
+// filled by `read_at` directly; each stored CRC32C is checked unless
+// `HURRAY_FILE_READER_SKIP_PAYLOAD_CHECKS` was set. Over a span: each buffer points into the
+// caller's region when the address is aligned (zero copy; the tensor borrows the region, see
+// `hurray_file_reader_open_span`), else it is an aligned copy; checksums only with
+// `HURRAY_FILE_READER_VERIFY_PAYLOADS`. Buffers pointing into a span have no release
+// callback; treat their memory as read-only if the region is.
+//
+// Errors (`*out_tensor` = NULL): `INVALID_ARGUMENT` (an entry of another reader),
+// `LIMIT_EXCEEDED` (`max_tensor_bytes`), `OUT_OF_MEMORY`, `TRANSPORT` (nothing changed;
+// retry), `TRUNCATED`, `CORRUPT` (checksum mismatch), `NULL_POINTER`.
+//
+// # Safety
+// `reader` and `entry` live; `out_tensor` valid for one write.
+HurrayStatus hurray_file_reader_read_tensor(struct HurrayFileReader *reader,
+                                            const struct HurrayFileEntry *entry,
+                                            struct HurrayTensor **out_tensor);
+
+// Reads payload `buffer` of `entry` into the caller's memory: `capacity` bytes at `dst`, of
+// which exactly the payload's length are written (stored in `*out_len`, may be NULL). For
+// callers that pool their own (e.g. arena) memory instead of taking a new allocation per
+// tensor. The stored CRC32C is checked under the same rule as
+// `hurray_file_reader_read_tensor`. Over a span this is a copy out of the region.
+//
+// Errors: `BUFFER_TOO_SMALL` (`capacity` below the length), `INVALID_ARGUMENT` (another
+// reader's entry, `buffer` out of range), `TRANSPORT` (retry), `TRUNCATED`, `CORRUPT`,
+// `NULL_POINTER`.
+//
+// # Safety
+// `reader`, `entry` live; `dst` valid for `capacity` bytes of writes; `out_len` NULL or valid.
+HurrayStatus hurray_file_reader_read_buffer_into(struct HurrayFileReader *reader,
+                                                 const struct HurrayFileEntry *entry,
+                                                 uint64_t buffer,
+                                                 void *dst,
+                                                 uint64_t capacity,
+                                                 uint64_t *out_len);
+
+// Stores the number of file-level metadata entries in `*out`. The metadata block is read
+// and checked on first use (one `read_at` range) unless the index was loaded at open.
+//
+// Errors: `TRANSPORT` (retry), `TRUNCATED`, `CORRUPT`, `DUPLICATE_NAME`, `LIMIT_EXCEEDED`.
+//
+// # Safety
+// `reader` live; `out` valid for one write.
+HurrayStatus hurray_file_reader_metadata_count(struct HurrayFileReader *reader, uint64_t *out);
+
+// Borrows metadata entry `index` (entries sorted by key bytes): `*out_key_len` UTF-8 key
+// bytes (not NUL-terminated) and `*out_value_len` value bytes, owned by the reader and valid
+// until it is destroyed. An empty value may be reported with a non-NULL pointer.
+//
+// Errors: `INVALID_ARGUMENT` (`index` out of range), those of
+// `hurray_file_reader_metadata_count`, `NULL_POINTER`.
+//
+// # Safety
+// `reader` live; out-pointers valid for one write.
+HurrayStatus hurray_file_reader_metadata_get(struct HurrayFileReader *reader,
+                                             uint64_t index,
+                                             const uint8_t **out_key,
+                                             uint64_t *out_key_len,
+                                             const uint8_t **out_value,
+                                             uint64_t *out_value_len);
+
+// Borrows the value of metadata key `key` (`key_len` bytes): owned by the reader, valid
+// until it is destroyed. Errors: `NOT_FOUND`, those of `hurray_file_reader_metadata_count`.
+//
+// # Safety
+// `reader` live; `key` valid for `key_len` bytes; out-pointers valid for one write.
+HurrayStatus hurray_file_reader_metadata_find(struct HurrayFileReader *reader,
+                                              const uint8_t *key,
+                                              uint64_t key_len,
+                                              const uint8_t **out_value,
+                                              uint64_t *out_value_len);
+
+// Checks the whole index (docs/spec/hrryfile.md §Integrity): index and metadata checksums,
+// every entry and record, strict name order (no duplicates), every descriptor against its
+// payload lengths and alignments, payload ranges, and that no two payloads overlap. Loads
+// index plus metadata in one range unless loaded at open (`LIMIT_EXCEEDED` above
+// `max_index_bytes`). Reads no payload. A lazily opened reader checks each entry only when
+// it is used; call this to check everything up front.
+//
+// Errors: those of `hurray_file_reader_open` and `hurray_file_reader_entry`.
+//
+// # Safety
+// `reader` live.
+HurrayStatus hurray_file_reader_verify(struct HurrayFileReader *reader);
+
+// Destroys a container reader (releasing its transport) and writes NULL to `*reader`.
+// Entries and tensors already obtained stay valid (span tensors still need the region).
+// NULL or `*reader == NULL` is a no-op.
+//
+// # Safety
+// `reader` NULL or valid for read and write.
+HurrayStatus hurray_file_reader_destroy(struct HurrayFileReader **reader);
+
+// Stores the entry's position in the name-sorted index (`0..count`).
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `entry` live; `out` valid for one write.
+HurrayStatus hurray_file_entry_index(const struct HurrayFileEntry *entry, uint64_t *out);
+
+// Stores the number of buffers (payloads) of the entry's tensor.
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `entry` live; `out` valid for one write.
+HurrayStatus hurray_file_entry_buffer_count(const struct HurrayFileEntry *entry, uint64_t *out);
+
+// Stores the sum of the entry's payload lengths in bytes.
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `entry` live; `out` valid for one write.
+HurrayStatus hurray_file_entry_total_bytes(const struct HurrayFileEntry *entry, uint64_t *out);
+
+// Borrows the entry's name: `*out_len` UTF-8 bytes followed by a NUL, owned by the entry and
+// valid until it is destroyed.
+//
+// # Safety
+// `entry` live; out-pointers valid for one write.
+HurrayStatus hurray_file_entry_name(const struct HurrayFileEntry *entry,
+                                    const char **out_name,
+                                    uint64_t *out_len);
+
+// Borrows the entry's descriptor (all `hurray_descriptor_*` accessors work on it): owned by
+// the entry, valid until it is destroyed; do not destroy it.
+//
+// # Safety
+// `entry` live; `out_descriptor` valid for one write.
+HurrayStatus hurray_file_entry_descriptor(const struct HurrayFileEntry *entry,
+                                          struct HurrayDescriptor **out_descriptor);
+
+// Copies where payload `buffer` (buffer-table order) lies in the container into `*out`.
+// Errors: `INVALID_ARGUMENT` (`buffer` out of range), `NULL_POINTER`.
+//
+// # Safety
+// `entry` live; `out` valid for one write.
+HurrayStatus hurray_file_entry_buffer(const struct HurrayFileEntry *entry,
+                                      uint64_t buffer,
+                                      struct HurrayFileBufferLocation *out);
+
+// Destroys an entry (and its borrowed descriptor) and writes NULL to `*entry`. NULL or
+// `*entry == NULL` is a no-op.
+//
+// # Safety
+// `entry` NULL or valid for read and write.
+HurrayStatus hurray_file_entry_destroy(struct HurrayFileEntry **entry);
+
+// Stores in `*out` whether `buffer`'s bytes live in memory Hurray does not own — for a
+// tensor from a span reader: true when the buffer points into the caller's region (zero
+// copy), false when it is an aligned copy (or was read through a transport).
+//
+// # Safety
+// `buffer` live; `out` valid for one write.
+HurrayStatus hurray_file_buffer_is_zero_copy(const struct HurrayBuffer *buffer, bool *out);
 
 // Copies this thread's last error message into `buf` (at most `cap` bytes including the
 // terminating NUL; truncated if longer) and stores the full message length, in bytes without
