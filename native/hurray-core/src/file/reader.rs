@@ -497,7 +497,7 @@ impl<R: ReadAt> FileReader<R> {
             return entry_in_image(&self.geo, &self.opts, image.as_slice(), index);
         }
         let b = self.read_range(self.geo.index_offset + index * ENTRY_BYTES, ENTRY_BYTES)?;
-        let raw = RawEntry::decode(b.as_slice(), index)?;
+        let raw = RawEntry::decode(b.as_slice(), index, false)?;
         check_entry(&self.geo, &self.opts, &raw, index)?;
         Ok(raw)
     }
@@ -710,9 +710,11 @@ fn slice_in_image<'i>(g: &Geometry, image: &'i [u8], offset: u64, len: u64) -> &
     &image[at..at + len as usize]
 }
 
+/// Entry `i` of a loaded image. Its own checksum is not recomputed: an image is only kept
+/// (or used by `verify`) after the whole-index checksum over it matched.
 fn entry_in_image(g: &Geometry, opts: &FileReaderOptions, image: &[u8], i: u64) -> Result<RawEntry> {
     let at = (i * ENTRY_BYTES) as usize;
-    let raw = RawEntry::decode(&image[at..at + ENTRY_BYTES as usize], i)?;
+    let raw = RawEntry::decode(&image[at..at + ENTRY_BYTES as usize], i, true)?;
     check_entry(g, opts, &raw, i)?;
     Ok(raw)
 }
