@@ -1042,7 +1042,7 @@ HurrayStatus hurray_file_reader_metadata_find(struct HurrayFileReader *reader,
                                               const uint8_t **out_value,
                                               uint64_t *out_value_len);
 
-// Checks the whole index (docs/spec/hrryfile.md §Integrity): index and metadata checksums,
+// Checks the whole index (docs/spec/hrryfile.md §3 Integrity): index and metadata checksums,
 // every entry and record, strict name order (no duplicates), every descriptor against its
 // payload lengths and alignments, payload ranges, and that no two payloads overlap. Loads
 // index plus metadata in one range unless loaded at open (`LIMIT_EXCEEDED` above

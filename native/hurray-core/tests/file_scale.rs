@@ -1,5 +1,5 @@
 //! A container of 100,000 tiny tensors: the number of `read_at` calls made by open, by a
-//! lookup and by a read stays bounded (docs/spec/hrryfile.md §Lookup): open reads the header
+//! lookup and by a read stays bounded (docs/spec/hrryfile.md §4.2 Lookup by name): open reads the header
 //! and the trailer (the index is over the 1 MiB eager threshold), a lookup reads at most
 //! ceil(log2(n + 1)) entries plus one record, a read one range per buffer.
 

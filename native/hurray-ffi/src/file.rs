@@ -1,4 +1,4 @@
-//! HRRYFILE containers through the C ABI (docs/spec/hrryfile.md §C ABI): a writer over a
+//! HRRYFILE containers through the C ABI (docs/spec/hrryfile.md §8 C ABI summary): a writer over a
 //! transport's `write`, a reader over its `read_at`/`size`, and the same reader over a
 //! caller's memory span (e.g. a memory map) that hands out payloads in place.
 //!
@@ -867,7 +867,7 @@ pub unsafe extern "C" fn hurray_file_reader_metadata_find(
     })
 }
 
-/// Checks the whole index (docs/spec/hrryfile.md §Integrity): index and metadata checksums,
+/// Checks the whole index (docs/spec/hrryfile.md §3 Integrity): index and metadata checksums,
 /// every entry and record, strict name order (no duplicates), every descriptor against its
 /// payload lengths and alignments, payload ranges, and that no two payloads overlap. Loads
 /// index plus metadata in one range unless loaded at open (`LIMIT_EXCEEDED` above

@@ -1,6 +1,6 @@
 //! The container through the C ABI, driven from Rust the way a binding drives it: a writer
 //! over a Vec-backed `write`, a reader over Vec-backed `read_at`/`size`, and the span reader
-//! over an in-memory region (docs/spec/hrryfile.md §C ABI).
+//! over an in-memory region (docs/spec/hrryfile.md §8 C ABI summary).
 
 use std::ffi::c_void;
 use std::ptr::{null, null_mut};

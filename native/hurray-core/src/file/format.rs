@@ -1,4 +1,4 @@
-//! Byte layouts of HRRYFILE (docs/spec/hrryfile.md §Byte layout). Little-endian throughout.
+//! Byte layouts of HRRYFILE (docs/spec/hrryfile.md §1 File layout). Little-endian throughout.
 //! Encoding here is total; decoding checks every field it can check locally (magic, checksum,
 //! reserved bytes, limits) and leaves checks that need the file's geometry to the reader.
 
@@ -98,7 +98,7 @@ pub struct Trailer {
 }
 
 impl Trailer {
-    /// The 72-byte encoding (docs/spec/hrryfile.md §Trailer).
+    /// The 72-byte encoding (docs/spec/hrryfile.md §1.6 Trailer).
     pub fn encode(&self) -> [u8; TRAILER_BYTES as usize] {
         let mut t = [0u8; TRAILER_BYTES as usize];
         t[0..8].copy_from_slice(&TRAILER_MAGIC);

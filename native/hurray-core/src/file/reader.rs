@@ -1,4 +1,4 @@
-//! The container reader over `read_at`/`size` (docs/spec/hrryfile.md §Reader), and the
+//! The container reader over `read_at`/`size` (docs/spec/hrryfile.md §4 Reading), and the
 //! memory-span reader that hands out payloads in place.
 
 use std::borrow::Cow;
@@ -85,7 +85,7 @@ impl ReadAt for Span<'_> {
 /// Default for [`FileReaderOptions::eager_index_bytes`]: 1 MiB.
 pub const DEFAULT_EAGER_INDEX_BYTES: u64 = 1 << 20;
 
-/// Reader settings and limits (docs/spec/hrryfile.md §Reader).
+/// Reader settings and limits (docs/spec/hrryfile.md §4 Reading).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FileReaderOptions {
     /// When index plus metadata block are at most this many bytes, `open` reads them in one

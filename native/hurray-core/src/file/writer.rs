@@ -1,4 +1,4 @@
-//! The container writer (docs/spec/hrryfile.md §Writer). It only ever appends through a
+//! The container writer (docs/spec/hrryfile.md §5 Writing). It only ever appends through a
 //! [`WriteTransport`], so it writes into pipes and sockets as well as files, and it never
 //! needs a size up front: tensors are appended one by one and the index goes out at finish.
 
