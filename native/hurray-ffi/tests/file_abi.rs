@@ -594,3 +594,164 @@ fn lazy_index_read_counts_through_the_c_abi() {
         hurray_file_reader_destroy(&mut r);
     }
 }
+
+/// Every `hurray_file_*` function in hurray.h, read from the header itself.
+fn header_file_functions() -> std::collections::BTreeSet<String> {
+    let h = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../hurray.h")).unwrap();
+    h.lines()
+        .filter(|l| !l.starts_with("//"))
+        .filter_map(|l| {
+            let i = l.find("hurray_file_")?;
+            let rest = &l[i..];
+            let name = &rest[..rest.find('(')?];
+            name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_').then(|| name.to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn null_pointers_destroy_rules_and_stale_handles() {
+    let bytes = write_container(usize::MAX);
+    let mut src = Source::new(bytes.clone());
+    let t = source_transport(&mut src);
+    let mut sink = Sink { bytes: Vec::new(), chunk: usize::MAX, released: 0 };
+    let wt = HurrayTransport { ctx: &mut sink as *mut Sink as *mut c_void, write: Some(sink_write), ..HurrayTransport::default() };
+    unsafe {
+        let mut r: *mut HurrayFileReader = null_mut();
+        assert_eq!(hurray_file_reader_open(&t, null(), &mut r), HURRAY_OK);
+        let mut e: *mut HurrayFileEntry = null_mut();
+        assert_eq!(hurray_file_reader_find(r, b"embedding".as_ptr(), 9, &mut e), HURRAY_OK);
+        let mut tensor = null_mut();
+        assert_eq!(hurray_file_reader_read_tensor(r, e, &mut tensor), HURRAY_OK);
+        let mut list = null_mut();
+        hurray_tensor_buffers(tensor, &mut list);
+        let mut buf = null_mut();
+        hurray_buffer_list_get(list, 0, &mut buf);
+        let mut w: *mut HurrayFileWriter = null_mut();
+        assert_eq!(hurray_file_writer_new(&wt, null(), &mut w), HURRAY_OK);
+        let d = descriptor(&named("n", 1, 64, DeviceTag::Cpu));
+        let one = [1u8];
+        let slice = HurrayIoSlice { ptr: one.as_ptr(), len: 1 };
+        let mut u = 0u64;
+        let mut flag = false;
+        let mut cp = null();
+        let mut bp = null();
+        let mut dd = null_mut();
+        let mut loc = HurrayFileBufferLocation::default();
+        let mut scratch = [0u8; 16];
+        let mut ropts = std::mem::zeroed::<HurrayFileReaderOptions>();
+        let mut wopts = std::mem::zeroed::<HurrayFileWriterOptions>();
+        let mut tmp_r = null_mut();
+        let mut tmp_w = null_mut();
+        let mut tmp_e = null_mut();
+        let mut tmp_t = null_mut();
+        let k = b"arch";
+        let cases: Vec<(&str, HurrayStatus)> = vec![
+            ("hurray_file_writer_options_init", hurray_file_writer_options_init(null_mut())),
+            ("hurray_file_writer_new", hurray_file_writer_new(null(), null(), &mut tmp_w)),
+            ("hurray_file_writer_new", hurray_file_writer_new(&wt, null(), null_mut())),
+            ("hurray_file_writer_add_tensor", hurray_file_writer_add_tensor(null_mut(), d, &slice, 1)),
+            ("hurray_file_writer_add_tensor", hurray_file_writer_add_tensor(w, null(), &slice, 1)),
+            ("hurray_file_writer_add_tensor", hurray_file_writer_add_tensor(w, d, null(), 1)),
+            ("hurray_file_writer_set_metadata", hurray_file_writer_set_metadata(null_mut(), k.as_ptr(), 4, null(), 0)),
+            ("hurray_file_writer_set_metadata", hurray_file_writer_set_metadata(w, null(), 4, null(), 0)),
+            ("hurray_file_writer_set_metadata", hurray_file_writer_set_metadata(w, k.as_ptr(), 4, null(), 3)),
+            ("hurray_file_writer_flush", hurray_file_writer_flush(null_mut())),
+            ("hurray_file_writer_finish", hurray_file_writer_finish(null_mut(), &mut u)),
+            ("hurray_file_writer_bytes_written", hurray_file_writer_bytes_written(null(), &mut u)),
+            ("hurray_file_writer_bytes_written", hurray_file_writer_bytes_written(w, null_mut())),
+            ("hurray_file_writer_tensor_count", hurray_file_writer_tensor_count(null(), &mut u)),
+            ("hurray_file_writer_tensor_count", hurray_file_writer_tensor_count(w, null_mut())),
+            ("hurray_file_reader_options_init", hurray_file_reader_options_init(null_mut())),
+            ("hurray_file_reader_open", hurray_file_reader_open(null(), null(), &mut tmp_r)),
+            ("hurray_file_reader_open", hurray_file_reader_open(&t, null(), null_mut())),
+            ("hurray_file_reader_open_span", hurray_file_reader_open_span(null(), 100, null(), &mut tmp_r)),
+            ("hurray_file_reader_open_span", hurray_file_reader_open_span(bytes.as_ptr() as *const c_void, bytes.len() as u64, null(), null_mut())),
+            ("hurray_file_reader_size", hurray_file_reader_size(null(), &mut u)),
+            ("hurray_file_reader_size", hurray_file_reader_size(r, null_mut())),
+            ("hurray_file_reader_count", hurray_file_reader_count(null(), &mut u)),
+            ("hurray_file_reader_count", hurray_file_reader_count(r, null_mut())),
+            ("hurray_file_reader_read_at_calls", hurray_file_reader_read_at_calls(null(), &mut u)),
+            ("hurray_file_reader_read_at_calls", hurray_file_reader_read_at_calls(r, null_mut())),
+            ("hurray_file_reader_name", hurray_file_reader_name(null_mut(), 0, scratch.as_mut_ptr(), 16, &mut u)),
+            ("hurray_file_reader_name", hurray_file_reader_name(r, 0, scratch.as_mut_ptr(), 16, null_mut())),
+            ("hurray_file_reader_name", hurray_file_reader_name(r, 0, null_mut(), 16, &mut u)),
+            ("hurray_file_reader_entry", hurray_file_reader_entry(null_mut(), 0, &mut tmp_e)),
+            ("hurray_file_reader_entry", hurray_file_reader_entry(r, 0, null_mut())),
+            ("hurray_file_reader_find", hurray_file_reader_find(null_mut(), k.as_ptr(), 4, &mut tmp_e)),
+            ("hurray_file_reader_find", hurray_file_reader_find(r, null(), 4, &mut tmp_e)),
+            ("hurray_file_reader_find", hurray_file_reader_find(r, k.as_ptr(), 4, null_mut())),
+            ("hurray_file_reader_read_tensor", hurray_file_reader_read_tensor(null_mut(), e, &mut tmp_t)),
+            ("hurray_file_reader_read_tensor", hurray_file_reader_read_tensor(r, null(), &mut tmp_t)),
+            ("hurray_file_reader_read_tensor", hurray_file_reader_read_tensor(r, e, null_mut())),
+            ("hurray_file_reader_read_buffer_into", hurray_file_reader_read_buffer_into(null_mut(), e, 0, scratch.as_mut_ptr() as *mut c_void, 16, &mut u)),
+            ("hurray_file_reader_read_buffer_into", hurray_file_reader_read_buffer_into(r, null(), 0, scratch.as_mut_ptr() as *mut c_void, 16, &mut u)),
+            ("hurray_file_reader_read_buffer_into", hurray_file_reader_read_buffer_into(r, e, 0, null_mut(), 1 << 20, &mut u)),
+            ("hurray_file_reader_metadata_count", hurray_file_reader_metadata_count(null_mut(), &mut u)),
+            ("hurray_file_reader_metadata_count", hurray_file_reader_metadata_count(r, null_mut())),
+            ("hurray_file_reader_metadata_get", hurray_file_reader_metadata_get(null_mut(), 0, &mut bp, &mut u, &mut bp, &mut u)),
+            ("hurray_file_reader_metadata_get", hurray_file_reader_metadata_get(r, 0, null_mut(), &mut u, &mut bp, &mut u)),
+            ("hurray_file_reader_metadata_get", hurray_file_reader_metadata_get(r, 0, &mut bp, null_mut(), &mut bp, &mut u)),
+            ("hurray_file_reader_metadata_get", hurray_file_reader_metadata_get(r, 0, &mut bp, &mut u, null_mut(), &mut u)),
+            ("hurray_file_reader_metadata_get", hurray_file_reader_metadata_get(r, 0, &mut bp, &mut u, &mut bp, null_mut())),
+            ("hurray_file_reader_metadata_find", hurray_file_reader_metadata_find(null_mut(), k.as_ptr(), 4, &mut bp, &mut u)),
+            ("hurray_file_reader_metadata_find", hurray_file_reader_metadata_find(r, null(), 4, &mut bp, &mut u)),
+            ("hurray_file_reader_metadata_find", hurray_file_reader_metadata_find(r, k.as_ptr(), 4, null_mut(), &mut u)),
+            ("hurray_file_reader_metadata_find", hurray_file_reader_metadata_find(r, k.as_ptr(), 4, &mut bp, null_mut())),
+            ("hurray_file_reader_verify", hurray_file_reader_verify(null_mut())),
+            ("hurray_file_entry_index", hurray_file_entry_index(null(), &mut u)),
+            ("hurray_file_entry_index", hurray_file_entry_index(e, null_mut())),
+            ("hurray_file_entry_buffer_count", hurray_file_entry_buffer_count(null(), &mut u)),
+            ("hurray_file_entry_buffer_count", hurray_file_entry_buffer_count(e, null_mut())),
+            ("hurray_file_entry_total_bytes", hurray_file_entry_total_bytes(null(), &mut u)),
+            ("hurray_file_entry_total_bytes", hurray_file_entry_total_bytes(e, null_mut())),
+            ("hurray_file_entry_name", hurray_file_entry_name(null(), &mut cp, &mut u)),
+            ("hurray_file_entry_name", hurray_file_entry_name(e, null_mut(), &mut u)),
+            ("hurray_file_entry_name", hurray_file_entry_name(e, &mut cp, null_mut())),
+            ("hurray_file_entry_descriptor", hurray_file_entry_descriptor(null(), &mut dd)),
+            ("hurray_file_entry_descriptor", hurray_file_entry_descriptor(e, null_mut())),
+            ("hurray_file_entry_buffer", hurray_file_entry_buffer(null(), 0, &mut loc)),
+            ("hurray_file_entry_buffer", hurray_file_entry_buffer(e, 0, null_mut())),
+            ("hurray_file_buffer_is_zero_copy", hurray_file_buffer_is_zero_copy(null(), &mut flag)),
+            ("hurray_file_buffer_is_zero_copy", hurray_file_buffer_is_zero_copy(buf, null_mut())),
+        ];
+        let mut covered = std::collections::BTreeSet::new();
+        for (name, s) in &cases {
+            assert_eq!(*s, HURRAY_ERR_NULL_POINTER, "{name}: {}", std::ffi::CStr::from_ptr(hurray_status_name(*s)).to_string_lossy());
+            covered.insert(name.to_string());
+        }
+        assert!(tmp_r.is_null() && tmp_w.is_null() && tmp_e.is_null() && tmp_t.is_null());
+        assert!(last_error().contains("NULL"));
+        let destroys = ["hurray_file_writer_destroy", "hurray_file_reader_destroy", "hurray_file_entry_destroy"];
+        let missing: Vec<String> =
+            header_file_functions().into_iter().filter(|n| !covered.contains(n) && !destroys.contains(&n.as_str())).collect();
+        assert!(missing.is_empty(), "hurray_file_* functions without a NULL case: {missing:?}");
+        assert!(hurray_file_reader_options_init(&mut ropts) == HURRAY_OK && hurray_file_writer_options_init(&mut wopts) == HURRAY_OK);
+
+        // destroy(NULL) and destroy(&NULL) are no-ops.
+        let mut none_w: *mut HurrayFileWriter = null_mut();
+        let mut none_r: *mut HurrayFileReader = null_mut();
+        let mut none_e: *mut HurrayFileEntry = null_mut();
+        assert_eq!(hurray_file_writer_destroy(null_mut()), HURRAY_OK);
+        assert_eq!(hurray_file_writer_destroy(&mut none_w), HURRAY_OK);
+        assert_eq!(hurray_file_reader_destroy(null_mut()), HURRAY_OK);
+        assert_eq!(hurray_file_reader_destroy(&mut none_r), HURRAY_OK);
+        assert_eq!(hurray_file_entry_destroy(null_mut()), HURRAY_OK);
+        assert_eq!(hurray_file_entry_destroy(&mut none_e), HURRAY_OK);
+
+        // Stale copies of destroyed handles are detected in debug builds.
+        let (stale_w, stale_r, stale_e) = (w, r, e);
+        hurray_tensor_destroy(&mut tensor);
+        assert_eq!(hurray_file_entry_destroy(&mut e), HURRAY_OK);
+        assert_eq!(hurray_file_reader_destroy(&mut r), HURRAY_OK);
+        assert_eq!(hurray_file_writer_destroy(&mut w), HURRAY_OK);
+        hurray_descriptor_destroy(d);
+        if cfg!(debug_assertions) {
+            assert_eq!(hurray_file_writer_tensor_count(stale_w, &mut u), HURRAY_ERR_USE_AFTER_DESTROY);
+            assert_eq!(hurray_file_reader_count(stale_r, &mut u), HURRAY_ERR_USE_AFTER_DESTROY);
+            assert_eq!(hurray_file_entry_index(stale_e, &mut u), HURRAY_ERR_USE_AFTER_DESTROY);
+            let mut again = stale_e;
+            assert_eq!(hurray_file_entry_destroy(&mut again), HURRAY_ERR_USE_AFTER_DESTROY);
+        }
+    }
+}
