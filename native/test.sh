@@ -2,7 +2,7 @@
 # The native test suite, run by Maven's test phase (native/pom.xml) and usable by hand:
 #   1. cargo test (Rust unit, property and C-ABI tests; debug build, so handle sentinels are on)
 #   2. hurray.h drift check (cbindgen)
-#   3. C examples compiled with gcc against hurray.h and run (src/c/run.sh)
+#   3. C examples compiled with gcc against hurray.h and run (src/c/run.sh, src/c/file/run.sh)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -10,7 +10,7 @@ export PATH="$HOME/.cargo/bin:$PATH" CARGO_NET_OFFLINE=true
 cd "$here"
 cargo test --offline --locked --workspace
 "$here/gen-header.sh" --check
-for t in "$root"/src/c/run.sh; do
+for t in "$root"/src/c/run.sh "$root"/src/c/file/run.sh; do
   [ -x "$t" ] && "$t"
 done
 echo "native tests: all passed"

@@ -14,6 +14,7 @@ mod buffer;
 pub mod crc32c;
 mod descriptor;
 mod error;
+pub mod file;
 mod shape;
 pub mod stream;
 mod types;
@@ -24,6 +25,7 @@ pub use descriptor::{
     DESCRIPTOR_MAGIC,
 };
 pub use error::{Error, ErrorKind, Result};
+pub use file::{FileEntry, FileReader, FileReaderOptions, FileWriter, FileWriterOptions, ReadAt};
 pub use shape::Shape;
 pub use stream::{
     ReadTensor, ReadTransport, ReaderOptions, StreamReader, StreamWriter, WriteTransport,

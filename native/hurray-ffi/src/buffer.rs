@@ -164,7 +164,7 @@ pub unsafe extern "C" fn hurray_buffer_from_ptr(
     })
 }
 
-fn external(
+pub(crate) fn external(
     data: *mut c_void,
     handle: BufferHandle,
     release: HurrayReleaseCallback,

@@ -16,6 +16,7 @@ pub mod buffer_list;
 pub mod constants;
 pub mod context;
 pub mod descriptor;
+pub mod file;
 mod handle;
 pub mod panic;
 pub mod reader;
@@ -29,6 +30,10 @@ pub use buffer_list::HurrayBufferList;
 pub use constants::*;
 pub use context::{HurrayOwnerReleaseFn, HurrayTensorContext};
 pub use descriptor::{hurray_descriptor_decode, HurrayDescriptor, HurrayDescriptorBuilder, HurrayQuantization};
+pub use file::{
+    HurrayFileBufferLocation, HurrayFileEntry, HurrayFileReader, HurrayFileReaderOptions, HurrayFileWriter,
+    HurrayFileWriterOptions,
+};
 pub use reader::{
     hurray_reader_destroy, hurray_reader_new, hurray_reader_next_tensor, HurrayReader, HurrayReaderOptions,
 };

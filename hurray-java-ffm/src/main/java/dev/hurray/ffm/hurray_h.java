@@ -614,6 +614,60 @@ public final class hurray_h {
         return HURRAY_QUANT_CAST;
     }
 
+    private static final int HURRAY_FILE_WRITER_NO_PAYLOAD_CHECKSUMS = 1;
+    /**
+     * Writer flag: do not store payload CRC32Cs (saves one pass over every payload at add time;
+     * <p>
+     * {@snippet lang=c :
+     * #define HURRAY_FILE_WRITER_NO_PAYLOAD_CHECKSUMS 1
+     * }
+     */
+    public static int HURRAY_FILE_WRITER_NO_PAYLOAD_CHECKSUMS() {
+        return HURRAY_FILE_WRITER_NO_PAYLOAD_CHECKSUMS;
+    }
+
+    private static final int HURRAY_FILE_READER_VERIFY_PAYLOADS = 1;
+    /**
+     * Reader flag: check every payload's CRC32C when reading a tensor (the default for
+     * <p>
+     * {@snippet lang=c :
+     * #define HURRAY_FILE_READER_VERIFY_PAYLOADS 1
+     * }
+     */
+    public static int HURRAY_FILE_READER_VERIFY_PAYLOADS() {
+        return HURRAY_FILE_READER_VERIFY_PAYLOADS;
+    }
+
+    private static final int HURRAY_FILE_READER_SKIP_PAYLOAD_CHECKS = 2;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_FILE_READER_SKIP_PAYLOAD_CHECKS 2
+     * }
+     */
+    public static int HURRAY_FILE_READER_SKIP_PAYLOAD_CHECKS() {
+        return HURRAY_FILE_READER_SKIP_PAYLOAD_CHECKS;
+    }
+
+    private static final int HURRAY_FILE_READER_VERIFY_AT_OPEN = 4;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_FILE_READER_VERIFY_AT_OPEN 4
+     * }
+     */
+    public static int HURRAY_FILE_READER_VERIFY_AT_OPEN() {
+        return HURRAY_FILE_READER_VERIFY_AT_OPEN;
+    }
+
+    private static final int HURRAY_FILE_BUFFER_HAS_CRC = 1;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_FILE_BUFFER_HAS_CRC 1
+     * }
+     */
+    public static int HURRAY_FILE_BUFFER_HAS_CRC() {
+        return HURRAY_FILE_BUFFER_HAS_CRC;
+    }
+
     private static final int HURRAY_READER_REQUIRE_PAYLOAD_CHECKSUMS = 1;
     /**
      * {@snippet lang=c :
@@ -3981,6 +4035,2293 @@ public final class hurray_h {
                 traceDowncall("hurray_descriptor_builder_destroy", builder);
             }
             return (int) mh$.invokeExact(builder);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_writer_options_init {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_writer_options_init");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_options_init(struct HurrayFileWriterOptions *out)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_writer_options_init$descriptor() {
+        return hurray_file_writer_options_init.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_options_init(struct HurrayFileWriterOptions *out)
+     * }
+     */
+    public static MethodHandle hurray_file_writer_options_init$handle() {
+        return hurray_file_writer_options_init.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_options_init(struct HurrayFileWriterOptions *out)
+     * }
+     */
+    public static MemorySegment hurray_file_writer_options_init$address() {
+        return hurray_file_writer_options_init.ADDR;
+    }
+
+    /**
+     * Fills <code>*out</code> with the default container writer options.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>out</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_options_init(struct HurrayFileWriterOptions *out)
+     * }
+     */
+    public static int hurray_file_writer_options_init(MemorySegment out) {
+        var mh$ = hurray_file_writer_options_init.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_writer_options_init", out);
+            }
+            return (int) mh$.invokeExact(out);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_writer_new {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_writer_new");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_new(const struct HurrayTransport *transport,
+     *                                     const struct HurrayFileWriterOptions *options,
+     *                                     struct HurrayFileWriter **out_writer)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_writer_new$descriptor() {
+        return hurray_file_writer_new.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_new(const struct HurrayTransport *transport,
+     *                                     const struct HurrayFileWriterOptions *options,
+     *                                     struct HurrayFileWriter **out_writer)
+     * }
+     */
+    public static MethodHandle hurray_file_writer_new$handle() {
+        return hurray_file_writer_new.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_new(const struct HurrayTransport *transport,
+     *                                     const struct HurrayFileWriterOptions *options,
+     *                                     struct HurrayFileWriter **out_writer)
+     * }
+     */
+    public static MemorySegment hurray_file_writer_new$address() {
+        return hurray_file_writer_new.ADDR;
+    }
+
+    /**
+     * Makes a container writer over <code>*transport</code> (copied; <code>write</code> required). Nothing is written
+     * yet: the 16-byte header is staged and goes out with the first flush. On success the writer
+     * owns the transport (<code>release(ctx)</code> once, at destroy); on failure nothing is taken.
+     * <p>
+     * Errors: <code>NULL_POINTER</code> (<code>transport</code>, <code>transport-&gt;write</code>, <code>out_writer</code>),
+     * <code>INVALID_ARGUMENT</code> (options), <code>INVALID_ALIGNMENT</code> (<code>min_payload_alignment</code>).
+     * <p>
+     * <b>Safety</b><br>
+     * Pointers valid; callbacks callable with <code>ctx</code> until release.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_new(const struct HurrayTransport *transport,
+     *                                     const struct HurrayFileWriterOptions *options,
+     *                                     struct HurrayFileWriter **out_writer)
+     * }
+     */
+    public static int hurray_file_writer_new(MemorySegment transport, MemorySegment options, MemorySegment out_writer) {
+        var mh$ = hurray_file_writer_new.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_writer_new", transport, options, out_writer);
+            }
+            return (int) mh$.invokeExact(transport, options, out_writer);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_writer_add_tensor {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_writer_add_tensor");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_add_tensor(struct HurrayFileWriter *writer,
+     *                                            const struct HurrayDescriptor *descriptor,
+     *                                            const struct HurrayIoSlice *payloads,
+     *                                            uint64_t count)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_writer_add_tensor$descriptor() {
+        return hurray_file_writer_add_tensor.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_add_tensor(struct HurrayFileWriter *writer,
+     *                                            const struct HurrayDescriptor *descriptor,
+     *                                            const struct HurrayIoSlice *payloads,
+     *                                            uint64_t count)
+     * }
+     */
+    public static MethodHandle hurray_file_writer_add_tensor$handle() {
+        return hurray_file_writer_add_tensor.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_add_tensor(struct HurrayFileWriter *writer,
+     *                                            const struct HurrayDescriptor *descriptor,
+     *                                            const struct HurrayIoSlice *payloads,
+     *                                            uint64_t count)
+     * }
+     */
+    public static MemorySegment hurray_file_writer_add_tensor$address() {
+        return hurray_file_writer_add_tensor.ADDR;
+    }
+
+    /**
+     * Appends one tensor. Its name comes from the descriptor and is required (1..=4096 UTF-8
+     * bytes; names are the container's keys). <code>payloads[i]</code> (borrowed, not retained after the
+     * call) is buffer <code>i</code> of the descriptor's buffer table and must be exactly its byte size;
+     * <code>count</code> must equal the buffer count. Each payload is placed at a multiple of its alignment
+     * (zero padding in between). Small payloads may stay staged until a later call, <code>flush</code> or
+     * <code>finish</code>.
+     * <p>
+     * Errors: <code>NULL_POINTER</code>, <code>INVALID_ARGUMENT</code> (unnamed, count mismatch, payload too long),
+     * <code>BUFFER_TOO_SMALL</code> (payload too short), <code>DUPLICATE_NAME</code>, <code>LIMIT_EXCEEDED</code>,
+     * <code>INVALID_STATE</code> (after finish), <code>POISONED</code>, <code>TRANSPORT</code> / <code>SINK_CLOSED</code>: when none of this
+     * tensor's bytes had reached the transport the tensor is not added and the call can be
+     * retried; otherwise the writer is now poisoned.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>writer</code> and <code>descriptor</code> live; <code>payloads</code> valid for <code>count</code> slices, each valid for its
+     * length.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_add_tensor(struct HurrayFileWriter *writer,
+     *                                            const struct HurrayDescriptor *descriptor,
+     *                                            const struct HurrayIoSlice *payloads,
+     *                                            uint64_t count)
+     * }
+     */
+    public static int hurray_file_writer_add_tensor(MemorySegment writer, MemorySegment descriptor, MemorySegment payloads, long count) {
+        var mh$ = hurray_file_writer_add_tensor.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_writer_add_tensor", writer, descriptor, payloads, count);
+            }
+            return (int) mh$.invokeExact(writer, descriptor, payloads, count);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_writer_set_metadata {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_LONG);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_writer_set_metadata");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_set_metadata(struct HurrayFileWriter *writer,
+     *                                              const uint8_t *key,
+     *                                              uint64_t key_len,
+     *                                              const uint8_t *value,
+     *                                              uint64_t value_len)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_writer_set_metadata$descriptor() {
+        return hurray_file_writer_set_metadata.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_set_metadata(struct HurrayFileWriter *writer,
+     *                                              const uint8_t *key,
+     *                                              uint64_t key_len,
+     *                                              const uint8_t *value,
+     *                                              uint64_t value_len)
+     * }
+     */
+    public static MethodHandle hurray_file_writer_set_metadata$handle() {
+        return hurray_file_writer_set_metadata.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_set_metadata(struct HurrayFileWriter *writer,
+     *                                              const uint8_t *key,
+     *                                              uint64_t key_len,
+     *                                              const uint8_t *value,
+     *                                              uint64_t value_len)
+     * }
+     */
+    public static MemorySegment hurray_file_writer_set_metadata$address() {
+        return hurray_file_writer_set_metadata.ADDR;
+    }
+
+    /**
+     * Sets a file-level metadata entry (<code>key</code>: 1..=4096 UTF-8 bytes; <code>value</code>: at most 16 MiB of
+     * any bytes; both copied), replacing the key's previous value. At most 65,536 entries and
+     * 64 MiB in all. Readers see the entries sorted by key bytes.
+     * <p>
+     * Errors: <code>NULL_POINTER</code>, <code>INVALID_ARGUMENT</code> (key empty, too long or not UTF-8),
+     * <code>LIMIT_EXCEEDED</code>, <code>INVALID_STATE</code> (after finish), <code>POISONED</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>writer</code> live; <code>key</code>/<code>value</code> valid for their lengths.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_set_metadata(struct HurrayFileWriter *writer,
+     *                                              const uint8_t *key,
+     *                                              uint64_t key_len,
+     *                                              const uint8_t *value,
+     *                                              uint64_t value_len)
+     * }
+     */
+    public static int hurray_file_writer_set_metadata(MemorySegment writer, MemorySegment key, long key_len, MemorySegment value, long value_len) {
+        var mh$ = hurray_file_writer_set_metadata.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_writer_set_metadata", writer, key, key_len, value, value_len);
+            }
+            return (int) mh$.invokeExact(writer, key, key_len, value, value_len);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_writer_flush {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_writer_flush");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_flush(struct HurrayFileWriter *writer)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_writer_flush$descriptor() {
+        return hurray_file_writer_flush.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_flush(struct HurrayFileWriter *writer)
+     * }
+     */
+    public static MethodHandle hurray_file_writer_flush$handle() {
+        return hurray_file_writer_flush.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_flush(struct HurrayFileWriter *writer)
+     * }
+     */
+    public static MemorySegment hurray_file_writer_flush$address() {
+        return hurray_file_writer_flush.ADDR;
+    }
+
+    /**
+     * Pushes staged bytes to the transport now (optional: <code>finish</code> flushes; useful to bound
+     * latency into a pipe). Errors: <code>TRANSPORT</code> / <code>SINK_CLOSED</code> (retryable: unsent bytes stay
+     * staged), <code>POISONED</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>writer</code> live.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_flush(struct HurrayFileWriter *writer)
+     * }
+     */
+    public static int hurray_file_writer_flush(MemorySegment writer) {
+        var mh$ = hurray_file_writer_flush.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_writer_flush", writer);
+            }
+            return (int) mh$.invokeExact(writer);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_writer_finish {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_writer_finish");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_finish(struct HurrayFileWriter *writer, uint64_t *out_file_size)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_writer_finish$descriptor() {
+        return hurray_file_writer_finish.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_finish(struct HurrayFileWriter *writer, uint64_t *out_file_size)
+     * }
+     */
+    public static MethodHandle hurray_file_writer_finish$handle() {
+        return hurray_file_writer_finish.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_finish(struct HurrayFileWriter *writer, uint64_t *out_file_size)
+     * }
+     */
+    public static MemorySegment hurray_file_writer_finish$address() {
+        return hurray_file_writer_finish.ADDR;
+    }
+
+    /**
+     * Writes the index, the metadata block and the trailer, and stores the container's size in
+     * bytes in <code>*out_file_size</code> (may be NULL). Only after this succeeds is the output a valid
+     * container. Idempotent once it succeeded; after <code>TRANSPORT</code> / <code>SINK_CLOSED</code> call it again
+     * to continue where it stopped.
+     * <p>
+     * Errors: <code>POISONED</code>, <code>TRANSPORT</code>, <code>SINK_CLOSED</code>, <code>LIMIT_EXCEEDED</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>writer</code> live; <code>out_file_size</code> NULL or valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_finish(struct HurrayFileWriter *writer, uint64_t *out_file_size)
+     * }
+     */
+    public static int hurray_file_writer_finish(MemorySegment writer, MemorySegment out_file_size) {
+        var mh$ = hurray_file_writer_finish.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_writer_finish", writer, out_file_size);
+            }
+            return (int) mh$.invokeExact(writer, out_file_size);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_writer_bytes_written {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_writer_bytes_written");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_bytes_written(const struct HurrayFileWriter *writer, uint64_t *out)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_writer_bytes_written$descriptor() {
+        return hurray_file_writer_bytes_written.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_bytes_written(const struct HurrayFileWriter *writer, uint64_t *out)
+     * }
+     */
+    public static MethodHandle hurray_file_writer_bytes_written$handle() {
+        return hurray_file_writer_bytes_written.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_bytes_written(const struct HurrayFileWriter *writer, uint64_t *out)
+     * }
+     */
+    public static MemorySegment hurray_file_writer_bytes_written$address() {
+        return hurray_file_writer_bytes_written.ADDR;
+    }
+
+    /**
+     * Stores the number of bytes the transport has accepted so far in <code>*out</code> (a progress
+     * counter; after a successful finish it equals the file size).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>writer</code> live; <code>out</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_bytes_written(const struct HurrayFileWriter *writer, uint64_t *out)
+     * }
+     */
+    public static int hurray_file_writer_bytes_written(MemorySegment writer, MemorySegment out) {
+        var mh$ = hurray_file_writer_bytes_written.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_writer_bytes_written", writer, out);
+            }
+            return (int) mh$.invokeExact(writer, out);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_writer_tensor_count {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_writer_tensor_count");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_tensor_count(const struct HurrayFileWriter *writer, uint64_t *out)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_writer_tensor_count$descriptor() {
+        return hurray_file_writer_tensor_count.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_tensor_count(const struct HurrayFileWriter *writer, uint64_t *out)
+     * }
+     */
+    public static MethodHandle hurray_file_writer_tensor_count$handle() {
+        return hurray_file_writer_tensor_count.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_tensor_count(const struct HurrayFileWriter *writer, uint64_t *out)
+     * }
+     */
+    public static MemorySegment hurray_file_writer_tensor_count$address() {
+        return hurray_file_writer_tensor_count.ADDR;
+    }
+
+    /**
+     * Stores the number of tensors added so far in <code>*out</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>writer</code> live; <code>out</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_tensor_count(const struct HurrayFileWriter *writer, uint64_t *out)
+     * }
+     */
+    public static int hurray_file_writer_tensor_count(MemorySegment writer, MemorySegment out) {
+        var mh$ = hurray_file_writer_tensor_count.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_writer_tensor_count", writer, out);
+            }
+            return (int) mh$.invokeExact(writer, out);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_writer_destroy {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_writer_destroy");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_destroy(struct HurrayFileWriter **writer)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_writer_destroy$descriptor() {
+        return hurray_file_writer_destroy.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_destroy(struct HurrayFileWriter **writer)
+     * }
+     */
+    public static MethodHandle hurray_file_writer_destroy$handle() {
+        return hurray_file_writer_destroy.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_destroy(struct HurrayFileWriter **writer)
+     * }
+     */
+    public static MemorySegment hurray_file_writer_destroy$address() {
+        return hurray_file_writer_destroy.ADDR;
+    }
+
+    /**
+     * Destroys a container writer (releasing its transport) and writes NULL to <code>*writer</code>. It
+     * does NOT finish the container: without a successful <code>hurray_file_writer_finish</code> the output
+     * has no trailer, and readers reject it (<code>HURRAY_ERR_INVALID_MAGIC</code> or
+     * <code>HURRAY_ERR_TRUNCATED</code>). Staged bytes are dropped. NULL or <code>*writer == NULL</code> is a no-op.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>writer</code> NULL or valid for read and write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_destroy(struct HurrayFileWriter **writer)
+     * }
+     */
+    public static int hurray_file_writer_destroy(MemorySegment writer) {
+        var mh$ = hurray_file_writer_destroy.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_writer_destroy", writer);
+            }
+            return (int) mh$.invokeExact(writer);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_reader_options_init {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_options_init");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_options_init(struct HurrayFileReaderOptions *out)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_reader_options_init$descriptor() {
+        return hurray_file_reader_options_init.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_options_init(struct HurrayFileReaderOptions *out)
+     * }
+     */
+    public static MethodHandle hurray_file_reader_options_init$handle() {
+        return hurray_file_reader_options_init.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_options_init(struct HurrayFileReaderOptions *out)
+     * }
+     */
+    public static MemorySegment hurray_file_reader_options_init$address() {
+        return hurray_file_reader_options_init.ADDR;
+    }
+
+    /**
+     * Fills <code>*out</code> with the default container reader options.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>out</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_options_init(struct HurrayFileReaderOptions *out)
+     * }
+     */
+    public static int hurray_file_reader_options_init(MemorySegment out) {
+        var mh$ = hurray_file_reader_options_init.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_reader_options_init", out);
+            }
+            return (int) mh$.invokeExact(out);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_reader_open {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_open");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_open(const struct HurrayTransport *transport,
+     *                                      const struct HurrayFileReaderOptions *options,
+     *                                      struct HurrayFileReader **out_reader)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_reader_open$descriptor() {
+        return hurray_file_reader_open.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_open(const struct HurrayTransport *transport,
+     *                                      const struct HurrayFileReaderOptions *options,
+     *                                      struct HurrayFileReader **out_reader)
+     * }
+     */
+    public static MethodHandle hurray_file_reader_open$handle() {
+        return hurray_file_reader_open.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_open(const struct HurrayTransport *transport,
+     *                                      const struct HurrayFileReaderOptions *options,
+     *                                      struct HurrayFileReader **out_reader)
+     * }
+     */
+    public static MemorySegment hurray_file_reader_open$address() {
+        return hurray_file_reader_open.ADDR;
+    }
+
+    /**
+     * Opens a container through <code>*transport</code> (copied; <code>read_at</code> and <code>size</code> required). Open calls
+     * <code>size</code> once and reads the header, the trailer and, when index plus metadata are at most
+     * <code>eager_index_bytes</code>, the whole index: at most three <code>read_at</code> ranges whatever the tensor
+     * count. Short counts are looped. On success the reader owns the transport (<code>release(ctx)</code>
+     * once, at destroy); on failure nothing is taken, so after <code>HURRAY_ERR_TRANSPORT</code> the caller
+     * may simply call open again.
+     * <p>
+     * Errors: <code>NULL_POINTER</code>, <code>INVALID_ARGUMENT</code> (options), <code>TRANSPORT</code>, <code>TRUNCATED</code> (smaller
+     * than header plus trailer, or <code>read_at</code> ended early), <code>INVALID_MAGIC</code> (not a container, or
+     * one never finished), <code>VERSION_MISMATCH</code>, <code>CORRUPT</code> (checksums, impossible offsets,
+     * overlapping payloads, unsorted index), <code>DUPLICATE_NAME</code>, <code>LIMIT_EXCEEDED</code>, <code>UNSUPPORTED</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * Pointers valid; callbacks callable with <code>ctx</code> until release.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_open(const struct HurrayTransport *transport,
+     *                                      const struct HurrayFileReaderOptions *options,
+     *                                      struct HurrayFileReader **out_reader)
+     * }
+     */
+    public static int hurray_file_reader_open(MemorySegment transport, MemorySegment options, MemorySegment out_reader) {
+        var mh$ = hurray_file_reader_open.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_reader_open", transport, options, out_reader);
+            }
+            return (int) mh$.invokeExact(transport, options, out_reader);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_reader_open_span {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_open_span");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_open_span(const void *data,
+     *                                           uint64_t len,
+     *                                           const struct HurrayFileReaderOptions *options,
+     *                                           struct HurrayFileReader **out_reader)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_reader_open_span$descriptor() {
+        return hurray_file_reader_open_span.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_open_span(const void *data,
+     *                                           uint64_t len,
+     *                                           const struct HurrayFileReaderOptions *options,
+     *                                           struct HurrayFileReader **out_reader)
+     * }
+     */
+    public static MethodHandle hurray_file_reader_open_span$handle() {
+        return hurray_file_reader_open_span.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_open_span(const void *data,
+     *                                           uint64_t len,
+     *                                           const struct HurrayFileReaderOptions *options,
+     *                                           struct HurrayFileReader **out_reader)
+     * }
+     */
+    public static MemorySegment hurray_file_reader_open_span$address() {
+        return hurray_file_reader_open_span.ADDR;
+    }
+
+    /**
+     * Opens a container held in the caller's memory: <code>len</code> bytes at <code>data</code> (e.g. a memory map of
+     * the whole file). The region is borrowed, not copied: it must stay mapped, readable and
+     * unmodified until the reader AND every tensor read from it are destroyed, because tensors
+     * from <code>hurray_file_reader_read_tensor</code> point into it (zero copy) wherever a payload's
+     * address satisfies its declared alignment — always, when <code>data</code> is aligned to the largest
+     * alignment in the file (a page-aligned map and alignments up to 4096). Otherwise that
+     * buffer is an aligned copy (<code>hurray_file_buffer_is_zero_copy</code> tells which). Payload
+     * checksums are not checked unless <code>HURRAY_FILE_READER_VERIFY_PAYLOADS</code> is set (checking
+     * touches every page). The read counter counts index copies out of the region.
+     * <p>
+     * Errors: as for <code>hurray_file_reader_open</code> (no <code>TRANSPORT</code>), plus <code>INVALID_ARGUMENT</code> when
+     * <code>len</code> does not fit the address space.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>data</code> valid for <code>len</code> bytes of reads for the lifetime described above.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_open_span(const void *data,
+     *                                           uint64_t len,
+     *                                           const struct HurrayFileReaderOptions *options,
+     *                                           struct HurrayFileReader **out_reader)
+     * }
+     */
+    public static int hurray_file_reader_open_span(MemorySegment data, long len, MemorySegment options, MemorySegment out_reader) {
+        var mh$ = hurray_file_reader_open_span.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_reader_open_span", data, len, options, out_reader);
+            }
+            return (int) mh$.invokeExact(data, len, options, out_reader);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_reader_size {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_size");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_size(const struct HurrayFileReader *reader, uint64_t *out)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_reader_size$descriptor() {
+        return hurray_file_reader_size.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_size(const struct HurrayFileReader *reader, uint64_t *out)
+     * }
+     */
+    public static MethodHandle hurray_file_reader_size$handle() {
+        return hurray_file_reader_size.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_size(const struct HurrayFileReader *reader, uint64_t *out)
+     * }
+     */
+    public static MemorySegment hurray_file_reader_size$address() {
+        return hurray_file_reader_size.ADDR;
+    }
+
+    /**
+     * Stores the container's size in bytes (as <code>size</code> reported at open, or the span length).
+     * <p>
+     * Errors: <code>HURRAY_ERR_NULL_POINTER</code>, <code>HURRAY_ERR_USE_AFTER_DESTROY</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>reader</code> live; <code>out</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_size(const struct HurrayFileReader *reader, uint64_t *out)
+     * }
+     */
+    public static int hurray_file_reader_size(MemorySegment reader, MemorySegment out) {
+        var mh$ = hurray_file_reader_size.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_reader_size", reader, out);
+            }
+            return (int) mh$.invokeExact(reader, out);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_reader_count {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_count");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_count(const struct HurrayFileReader *reader, uint64_t *out)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_reader_count$descriptor() {
+        return hurray_file_reader_count.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_count(const struct HurrayFileReader *reader, uint64_t *out)
+     * }
+     */
+    public static MethodHandle hurray_file_reader_count$handle() {
+        return hurray_file_reader_count.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_count(const struct HurrayFileReader *reader, uint64_t *out)
+     * }
+     */
+    public static MemorySegment hurray_file_reader_count$address() {
+        return hurray_file_reader_count.ADDR;
+    }
+
+    /**
+     * Stores the number of tensors in the container.
+     * <p>
+     * Errors: <code>HURRAY_ERR_NULL_POINTER</code>, <code>HURRAY_ERR_USE_AFTER_DESTROY</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>reader</code> live; <code>out</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_count(const struct HurrayFileReader *reader, uint64_t *out)
+     * }
+     */
+    public static int hurray_file_reader_count(MemorySegment reader, MemorySegment out) {
+        var mh$ = hurray_file_reader_count.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_reader_count", reader, out);
+            }
+            return (int) mh$.invokeExact(reader, out);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_reader_read_at_calls {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_read_at_calls");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_read_at_calls(const struct HurrayFileReader *reader, uint64_t *out)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_reader_read_at_calls$descriptor() {
+        return hurray_file_reader_read_at_calls.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_read_at_calls(const struct HurrayFileReader *reader, uint64_t *out)
+     * }
+     */
+    public static MethodHandle hurray_file_reader_read_at_calls$handle() {
+        return hurray_file_reader_read_at_calls.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_read_at_calls(const struct HurrayFileReader *reader, uint64_t *out)
+     * }
+     */
+    public static MemorySegment hurray_file_reader_read_at_calls$address() {
+        return hurray_file_reader_read_at_calls.ADDR;
+    }
+
+    /**
+     * Stores how many <code>read_at</code> calls the reader has made so far, open included (for a span
+     * reader: copies of index bytes out of the region). Lets callers and tests check that
+     * open and lookups stay within their documented read counts.
+     * <p>
+     * Errors: <code>HURRAY_ERR_NULL_POINTER</code>, <code>HURRAY_ERR_USE_AFTER_DESTROY</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>reader</code> live; <code>out</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_read_at_calls(const struct HurrayFileReader *reader, uint64_t *out)
+     * }
+     */
+    public static int hurray_file_reader_read_at_calls(MemorySegment reader, MemorySegment out) {
+        var mh$ = hurray_file_reader_read_at_calls.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_reader_read_at_calls", reader, out);
+            }
+            return (int) mh$.invokeExact(reader, out);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_reader_name {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_name");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_name(struct HurrayFileReader *reader,
+     *                                      uint64_t index,
+     *                                      uint8_t *buf,
+     *                                      uint64_t cap,
+     *                                      uint64_t *out_len)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_reader_name$descriptor() {
+        return hurray_file_reader_name.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_name(struct HurrayFileReader *reader,
+     *                                      uint64_t index,
+     *                                      uint8_t *buf,
+     *                                      uint64_t cap,
+     *                                      uint64_t *out_len)
+     * }
+     */
+    public static MethodHandle hurray_file_reader_name$handle() {
+        return hurray_file_reader_name.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_name(struct HurrayFileReader *reader,
+     *                                      uint64_t index,
+     *                                      uint8_t *buf,
+     *                                      uint64_t cap,
+     *                                      uint64_t *out_len)
+     * }
+     */
+    public static MemorySegment hurray_file_reader_name$address() {
+        return hurray_file_reader_name.ADDR;
+    }
+
+    /**
+     * Copies the name of entry <code>index</code> (entries are sorted by name bytes) into <code>buf</code>: at most
+     * <code>cap</code> bytes, NOT NUL-terminated, and stores the full name length in bytes in <code>*out_len</code>.
+     * <code>buf</code> may be NULL when <code>cap</code> is 0 (a length query). Reads the entry table only (names over
+     * 88 bytes: also the record) unless the index is loaded; decodes no descriptor.
+     * <p>
+     * Errors: <code>BUFFER_TOO_SMALL</code> (<code>cap</code> &lt; length; <code>*out_len</code> is still set), <code>INVALID_ARGUMENT</code>
+     * (<code>index &gt;= count</code>), <code>TRANSPORT</code> (retry), <code>TRUNCATED</code>, <code>CORRUPT</code>, <code>NULL_POINTER</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>reader</code> live; <code>buf</code> valid for <code>cap</code> bytes; <code>out_len</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_name(struct HurrayFileReader *reader,
+     *                                      uint64_t index,
+     *                                      uint8_t *buf,
+     *                                      uint64_t cap,
+     *                                      uint64_t *out_len)
+     * }
+     */
+    public static int hurray_file_reader_name(MemorySegment reader, long index, MemorySegment buf, long cap, MemorySegment out_len) {
+        var mh$ = hurray_file_reader_name.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_reader_name", reader, index, buf, cap, out_len);
+            }
+            return (int) mh$.invokeExact(reader, index, buf, cap, out_len);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_reader_entry {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_entry");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_entry(struct HurrayFileReader *reader,
+     *                                       uint64_t index,
+     *                                       struct HurrayFileEntry **out_entry)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_reader_entry$descriptor() {
+        return hurray_file_reader_entry.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_entry(struct HurrayFileReader *reader,
+     *                                       uint64_t index,
+     *                                       struct HurrayFileEntry **out_entry)
+     * }
+     */
+    public static MethodHandle hurray_file_reader_entry$handle() {
+        return hurray_file_reader_entry.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_entry(struct HurrayFileReader *reader,
+     *                                       uint64_t index,
+     *                                       struct HurrayFileEntry **out_entry)
+     * }
+     */
+    public static MemorySegment hurray_file_reader_entry$address() {
+        return hurray_file_reader_entry.ADDR;
+    }
+
+    /**
+     * Stores entry <code>index</code> (name order) in <code>*out_entry</code>: a new owned entry (destroy with
+     * <code>hurray_file_entry_destroy</code>). Reads one entry and one record unless the index is loaded;
+     * reads no payload. <code>*out_entry</code> is NULL on error.
+     * <p>
+     * Errors: <code>INVALID_ARGUMENT</code> (<code>index &gt;= count</code>), <code>TRANSPORT</code> (retry), <code>TRUNCATED</code>,
+     * <code>CORRUPT</code> (checksum, payload length differs from the descriptor, payload range outside the
+     * data area), <code>INVALID_ALIGNMENT</code> (payload offset not a multiple of its alignment),
+     * <code>LIMIT_EXCEEDED</code>, descriptor decoding errors, <code>NULL_POINTER</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>reader</code> live; <code>out_entry</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_entry(struct HurrayFileReader *reader,
+     *                                       uint64_t index,
+     *                                       struct HurrayFileEntry **out_entry)
+     * }
+     */
+    public static int hurray_file_reader_entry(MemorySegment reader, long index, MemorySegment out_entry) {
+        var mh$ = hurray_file_reader_entry.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_reader_entry", reader, index, out_entry);
+            }
+            return (int) mh$.invokeExact(reader, index, out_entry);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_reader_find {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_find");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_find(struct HurrayFileReader *reader,
+     *                                      const uint8_t *name,
+     *                                      uint64_t name_len,
+     *                                      struct HurrayFileEntry **out_entry)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_reader_find$descriptor() {
+        return hurray_file_reader_find.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_find(struct HurrayFileReader *reader,
+     *                                      const uint8_t *name,
+     *                                      uint64_t name_len,
+     *                                      struct HurrayFileEntry **out_entry)
+     * }
+     */
+    public static MethodHandle hurray_file_reader_find$handle() {
+        return hurray_file_reader_find.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_find(struct HurrayFileReader *reader,
+     *                                      const uint8_t *name,
+     *                                      uint64_t name_len,
+     *                                      struct HurrayFileEntry **out_entry)
+     * }
+     */
+    public static MemorySegment hurray_file_reader_find$address() {
+        return hurray_file_reader_find.ADDR;
+    }
+
+    /**
+     * Finds the tensor named by <code>name_len</code> bytes at <code>name</code> (compared as bytes, no NUL) and stores
+     * a new owned entry in <code>*out_entry</code>. A binary search over the name-sorted entry table: at
+     * most ceil(log2(count + 1)) entry reads (plus a name read per probe whose first 88 bytes tie
+     * with a longer name) and one record read; no reads when the index is loaded.
+     * <p>
+     * Errors: <code>NOT_FOUND</code> (<code>*out_entry</code> = NULL), and those of <code>hurray_file_reader_entry</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>reader</code> live; <code>name</code> valid for <code>name_len</code> bytes; <code>out_entry</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_find(struct HurrayFileReader *reader,
+     *                                      const uint8_t *name,
+     *                                      uint64_t name_len,
+     *                                      struct HurrayFileEntry **out_entry)
+     * }
+     */
+    public static int hurray_file_reader_find(MemorySegment reader, MemorySegment name, long name_len, MemorySegment out_entry) {
+        var mh$ = hurray_file_reader_find.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_reader_find", reader, name, name_len, out_entry);
+            }
+            return (int) mh$.invokeExact(reader, name, name_len, out_entry);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_reader_read_tensor {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_read_tensor");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_read_tensor(struct HurrayFileReader *reader,
+     *                                             const struct HurrayFileEntry *entry,
+     *                                             struct HurrayTensor **out_tensor)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_reader_read_tensor$descriptor() {
+        return hurray_file_reader_read_tensor.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_read_tensor(struct HurrayFileReader *reader,
+     *                                             const struct HurrayFileEntry *entry,
+     *                                             struct HurrayTensor **out_tensor)
+     * }
+     */
+    public static MethodHandle hurray_file_reader_read_tensor$handle() {
+        return hurray_file_reader_read_tensor.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_read_tensor(struct HurrayFileReader *reader,
+     *                                             const struct HurrayFileEntry *entry,
+     *                                             struct HurrayTensor **out_tensor)
+     * }
+     */
+    public static MemorySegment hurray_file_reader_read_tensor$address() {
+        return hurray_file_reader_read_tensor.ADDR;
+    }
+
+    /**
+     * Reads the tensor of <code>entry</code> into <code>*out_tensor</code>: a new owned <code>HurrayTensor</code>, the same kind
+     * of handle the stream reader returns (destroy with <code>hurray_tensor_destroy</code>).
+     * <p>
+     * Through a transport: each buffer is a new allocation aligned to its declared alignment,
+     * filled by <code>read_at</code> directly; each stored CRC32C is checked unless
+     * <code>HURRAY_FILE_READER_SKIP_PAYLOAD_CHECKS</code> was set. Over a span: each buffer points into the
+     * caller's region when the address is aligned (zero copy; the tensor borrows the region, see
+     * <code>hurray_file_reader_open_span</code>), else it is an aligned copy; checksums only with
+     * <code>HURRAY_FILE_READER_VERIFY_PAYLOADS</code>. Buffers pointing into a span have no release
+     * callback; treat their memory as read-only if the region is.
+     * <p>
+     * Errors (<code>*out_tensor</code> = NULL): <code>INVALID_ARGUMENT</code> (an entry of another reader),
+     * <code>LIMIT_EXCEEDED</code> (<code>max_tensor_bytes</code>), <code>OUT_OF_MEMORY</code>, <code>TRANSPORT</code> (nothing changed;
+     * retry), <code>TRUNCATED</code>, <code>CORRUPT</code> (checksum mismatch), <code>NULL_POINTER</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>reader</code> and <code>entry</code> live; <code>out_tensor</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_read_tensor(struct HurrayFileReader *reader,
+     *                                             const struct HurrayFileEntry *entry,
+     *                                             struct HurrayTensor **out_tensor)
+     * }
+     */
+    public static int hurray_file_reader_read_tensor(MemorySegment reader, MemorySegment entry, MemorySegment out_tensor) {
+        var mh$ = hurray_file_reader_read_tensor.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_reader_read_tensor", reader, entry, out_tensor);
+            }
+            return (int) mh$.invokeExact(reader, entry, out_tensor);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_reader_read_buffer_into {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_read_buffer_into");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_read_buffer_into(struct HurrayFileReader *reader,
+     *                                                  const struct HurrayFileEntry *entry,
+     *                                                  uint64_t buffer,
+     *                                                  void *dst,
+     *                                                  uint64_t capacity,
+     *                                                  uint64_t *out_len)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_reader_read_buffer_into$descriptor() {
+        return hurray_file_reader_read_buffer_into.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_read_buffer_into(struct HurrayFileReader *reader,
+     *                                                  const struct HurrayFileEntry *entry,
+     *                                                  uint64_t buffer,
+     *                                                  void *dst,
+     *                                                  uint64_t capacity,
+     *                                                  uint64_t *out_len)
+     * }
+     */
+    public static MethodHandle hurray_file_reader_read_buffer_into$handle() {
+        return hurray_file_reader_read_buffer_into.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_read_buffer_into(struct HurrayFileReader *reader,
+     *                                                  const struct HurrayFileEntry *entry,
+     *                                                  uint64_t buffer,
+     *                                                  void *dst,
+     *                                                  uint64_t capacity,
+     *                                                  uint64_t *out_len)
+     * }
+     */
+    public static MemorySegment hurray_file_reader_read_buffer_into$address() {
+        return hurray_file_reader_read_buffer_into.ADDR;
+    }
+
+    /**
+     * Reads payload <code>buffer</code> of <code>entry</code> into the caller's memory: <code>capacity</code> bytes at <code>dst</code>, of
+     * which exactly the payload's length are written (stored in <code>*out_len</code>, may be NULL). For
+     * callers that pool their own (e.g. arena) memory instead of taking a new allocation per
+     * tensor. The stored CRC32C is checked under the same rule as
+     * <code>hurray_file_reader_read_tensor</code>. Over a span this is a copy out of the region.
+     * <p>
+     * Errors: <code>BUFFER_TOO_SMALL</code> (<code>capacity</code> below the length), <code>INVALID_ARGUMENT</code> (another
+     * reader's entry, <code>buffer</code> out of range), <code>TRANSPORT</code> (retry), <code>TRUNCATED</code>, <code>CORRUPT</code>,
+     * <code>NULL_POINTER</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>reader</code>, <code>entry</code> live; <code>dst</code> valid for <code>capacity</code> bytes of writes; <code>out_len</code> NULL or valid.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_read_buffer_into(struct HurrayFileReader *reader,
+     *                                                  const struct HurrayFileEntry *entry,
+     *                                                  uint64_t buffer,
+     *                                                  void *dst,
+     *                                                  uint64_t capacity,
+     *                                                  uint64_t *out_len)
+     * }
+     */
+    public static int hurray_file_reader_read_buffer_into(MemorySegment reader, MemorySegment entry, long buffer, MemorySegment dst, long capacity, MemorySegment out_len) {
+        var mh$ = hurray_file_reader_read_buffer_into.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_reader_read_buffer_into", reader, entry, buffer, dst, capacity, out_len);
+            }
+            return (int) mh$.invokeExact(reader, entry, buffer, dst, capacity, out_len);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_reader_metadata_count {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_metadata_count");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_metadata_count(struct HurrayFileReader *reader, uint64_t *out)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_reader_metadata_count$descriptor() {
+        return hurray_file_reader_metadata_count.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_metadata_count(struct HurrayFileReader *reader, uint64_t *out)
+     * }
+     */
+    public static MethodHandle hurray_file_reader_metadata_count$handle() {
+        return hurray_file_reader_metadata_count.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_metadata_count(struct HurrayFileReader *reader, uint64_t *out)
+     * }
+     */
+    public static MemorySegment hurray_file_reader_metadata_count$address() {
+        return hurray_file_reader_metadata_count.ADDR;
+    }
+
+    /**
+     * Stores the number of file-level metadata entries in <code>*out</code>. The metadata block is read
+     * and checked on first use (one <code>read_at</code> range) unless the index was loaded at open.
+     * <p>
+     * Errors: <code>TRANSPORT</code> (retry), <code>TRUNCATED</code>, <code>CORRUPT</code>, <code>DUPLICATE_NAME</code>, <code>LIMIT_EXCEEDED</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>reader</code> live; <code>out</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_metadata_count(struct HurrayFileReader *reader, uint64_t *out)
+     * }
+     */
+    public static int hurray_file_reader_metadata_count(MemorySegment reader, MemorySegment out) {
+        var mh$ = hurray_file_reader_metadata_count.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_reader_metadata_count", reader, out);
+            }
+            return (int) mh$.invokeExact(reader, out);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_reader_metadata_get {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_metadata_get");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_metadata_get(struct HurrayFileReader *reader,
+     *                                              uint64_t index,
+     *                                              const uint8_t **out_key,
+     *                                              uint64_t *out_key_len,
+     *                                              const uint8_t **out_value,
+     *                                              uint64_t *out_value_len)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_reader_metadata_get$descriptor() {
+        return hurray_file_reader_metadata_get.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_metadata_get(struct HurrayFileReader *reader,
+     *                                              uint64_t index,
+     *                                              const uint8_t **out_key,
+     *                                              uint64_t *out_key_len,
+     *                                              const uint8_t **out_value,
+     *                                              uint64_t *out_value_len)
+     * }
+     */
+    public static MethodHandle hurray_file_reader_metadata_get$handle() {
+        return hurray_file_reader_metadata_get.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_metadata_get(struct HurrayFileReader *reader,
+     *                                              uint64_t index,
+     *                                              const uint8_t **out_key,
+     *                                              uint64_t *out_key_len,
+     *                                              const uint8_t **out_value,
+     *                                              uint64_t *out_value_len)
+     * }
+     */
+    public static MemorySegment hurray_file_reader_metadata_get$address() {
+        return hurray_file_reader_metadata_get.ADDR;
+    }
+
+    /**
+     * Borrows metadata entry <code>index</code> (entries sorted by key bytes): <code>*out_key_len</code> UTF-8 key
+     * bytes (not NUL-terminated) and <code>*out_value_len</code> value bytes, owned by the reader and valid
+     * until it is destroyed. An empty value may be reported with a non-NULL pointer.
+     * <p>
+     * Errors: <code>INVALID_ARGUMENT</code> (<code>index</code> out of range), those of
+     * <code>hurray_file_reader_metadata_count</code>, <code>NULL_POINTER</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>reader</code> live; out-pointers valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_metadata_get(struct HurrayFileReader *reader,
+     *                                              uint64_t index,
+     *                                              const uint8_t **out_key,
+     *                                              uint64_t *out_key_len,
+     *                                              const uint8_t **out_value,
+     *                                              uint64_t *out_value_len)
+     * }
+     */
+    public static int hurray_file_reader_metadata_get(MemorySegment reader, long index, MemorySegment out_key, MemorySegment out_key_len, MemorySegment out_value, MemorySegment out_value_len) {
+        var mh$ = hurray_file_reader_metadata_get.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_reader_metadata_get", reader, index, out_key, out_key_len, out_value, out_value_len);
+            }
+            return (int) mh$.invokeExact(reader, index, out_key, out_key_len, out_value, out_value_len);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_reader_metadata_find {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_metadata_find");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_metadata_find(struct HurrayFileReader *reader,
+     *                                               const uint8_t *key,
+     *                                               uint64_t key_len,
+     *                                               const uint8_t **out_value,
+     *                                               uint64_t *out_value_len)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_reader_metadata_find$descriptor() {
+        return hurray_file_reader_metadata_find.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_metadata_find(struct HurrayFileReader *reader,
+     *                                               const uint8_t *key,
+     *                                               uint64_t key_len,
+     *                                               const uint8_t **out_value,
+     *                                               uint64_t *out_value_len)
+     * }
+     */
+    public static MethodHandle hurray_file_reader_metadata_find$handle() {
+        return hurray_file_reader_metadata_find.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_metadata_find(struct HurrayFileReader *reader,
+     *                                               const uint8_t *key,
+     *                                               uint64_t key_len,
+     *                                               const uint8_t **out_value,
+     *                                               uint64_t *out_value_len)
+     * }
+     */
+    public static MemorySegment hurray_file_reader_metadata_find$address() {
+        return hurray_file_reader_metadata_find.ADDR;
+    }
+
+    /**
+     * Borrows the value of metadata key <code>key</code> (<code>key_len</code> bytes): owned by the reader, valid
+     * until it is destroyed. Errors: <code>NOT_FOUND</code>, those of <code>hurray_file_reader_metadata_count</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>reader</code> live; <code>key</code> valid for <code>key_len</code> bytes; out-pointers valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_metadata_find(struct HurrayFileReader *reader,
+     *                                               const uint8_t *key,
+     *                                               uint64_t key_len,
+     *                                               const uint8_t **out_value,
+     *                                               uint64_t *out_value_len)
+     * }
+     */
+    public static int hurray_file_reader_metadata_find(MemorySegment reader, MemorySegment key, long key_len, MemorySegment out_value, MemorySegment out_value_len) {
+        var mh$ = hurray_file_reader_metadata_find.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_reader_metadata_find", reader, key, key_len, out_value, out_value_len);
+            }
+            return (int) mh$.invokeExact(reader, key, key_len, out_value, out_value_len);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_reader_verify {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_verify");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_verify(struct HurrayFileReader *reader)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_reader_verify$descriptor() {
+        return hurray_file_reader_verify.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_verify(struct HurrayFileReader *reader)
+     * }
+     */
+    public static MethodHandle hurray_file_reader_verify$handle() {
+        return hurray_file_reader_verify.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_verify(struct HurrayFileReader *reader)
+     * }
+     */
+    public static MemorySegment hurray_file_reader_verify$address() {
+        return hurray_file_reader_verify.ADDR;
+    }
+
+    /**
+     * Checks the whole index (docs/spec/hrryfile.md §3 Integrity): index and metadata checksums,
+     * every entry and record, strict name order (no duplicates), every descriptor against its
+     * payload lengths and alignments, payload ranges, and that no two payloads overlap. Loads
+     * index plus metadata in one range unless loaded at open (<code>LIMIT_EXCEEDED</code> above
+     * <code>max_index_bytes</code>). Reads no payload. A lazily opened reader checks each entry only when
+     * it is used; call this to check everything up front.
+     * <p>
+     * Errors: those of <code>hurray_file_reader_open</code> and <code>hurray_file_reader_entry</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>reader</code> live.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_verify(struct HurrayFileReader *reader)
+     * }
+     */
+    public static int hurray_file_reader_verify(MemorySegment reader) {
+        var mh$ = hurray_file_reader_verify.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_reader_verify", reader);
+            }
+            return (int) mh$.invokeExact(reader);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_reader_destroy {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_destroy");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_destroy(struct HurrayFileReader **reader)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_reader_destroy$descriptor() {
+        return hurray_file_reader_destroy.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_destroy(struct HurrayFileReader **reader)
+     * }
+     */
+    public static MethodHandle hurray_file_reader_destroy$handle() {
+        return hurray_file_reader_destroy.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_destroy(struct HurrayFileReader **reader)
+     * }
+     */
+    public static MemorySegment hurray_file_reader_destroy$address() {
+        return hurray_file_reader_destroy.ADDR;
+    }
+
+    /**
+     * Destroys a container reader (releasing its transport) and writes NULL to <code>*reader</code>.
+     * Entries and tensors already obtained stay valid (span tensors still need the region).
+     * NULL or <code>*reader == NULL</code> is a no-op.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>reader</code> NULL or valid for read and write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_destroy(struct HurrayFileReader **reader)
+     * }
+     */
+    public static int hurray_file_reader_destroy(MemorySegment reader) {
+        var mh$ = hurray_file_reader_destroy.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_reader_destroy", reader);
+            }
+            return (int) mh$.invokeExact(reader);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_entry_index {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_entry_index");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_entry_index(const struct HurrayFileEntry *entry, uint64_t *out)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_entry_index$descriptor() {
+        return hurray_file_entry_index.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_entry_index(const struct HurrayFileEntry *entry, uint64_t *out)
+     * }
+     */
+    public static MethodHandle hurray_file_entry_index$handle() {
+        return hurray_file_entry_index.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_entry_index(const struct HurrayFileEntry *entry, uint64_t *out)
+     * }
+     */
+    public static MemorySegment hurray_file_entry_index$address() {
+        return hurray_file_entry_index.ADDR;
+    }
+
+    /**
+     * Stores the entry's position in the name-sorted index (<code>0..count</code>).
+     * <p>
+     * Errors: <code>HURRAY_ERR_NULL_POINTER</code>, <code>HURRAY_ERR_USE_AFTER_DESTROY</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>entry</code> live; <code>out</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_entry_index(const struct HurrayFileEntry *entry, uint64_t *out)
+     * }
+     */
+    public static int hurray_file_entry_index(MemorySegment entry, MemorySegment out) {
+        var mh$ = hurray_file_entry_index.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_entry_index", entry, out);
+            }
+            return (int) mh$.invokeExact(entry, out);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_entry_buffer_count {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_entry_buffer_count");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_entry_buffer_count(const struct HurrayFileEntry *entry, uint64_t *out)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_entry_buffer_count$descriptor() {
+        return hurray_file_entry_buffer_count.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_entry_buffer_count(const struct HurrayFileEntry *entry, uint64_t *out)
+     * }
+     */
+    public static MethodHandle hurray_file_entry_buffer_count$handle() {
+        return hurray_file_entry_buffer_count.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_entry_buffer_count(const struct HurrayFileEntry *entry, uint64_t *out)
+     * }
+     */
+    public static MemorySegment hurray_file_entry_buffer_count$address() {
+        return hurray_file_entry_buffer_count.ADDR;
+    }
+
+    /**
+     * Stores the number of buffers (payloads) of the entry's tensor.
+     * <p>
+     * Errors: <code>HURRAY_ERR_NULL_POINTER</code>, <code>HURRAY_ERR_USE_AFTER_DESTROY</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>entry</code> live; <code>out</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_entry_buffer_count(const struct HurrayFileEntry *entry, uint64_t *out)
+     * }
+     */
+    public static int hurray_file_entry_buffer_count(MemorySegment entry, MemorySegment out) {
+        var mh$ = hurray_file_entry_buffer_count.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_entry_buffer_count", entry, out);
+            }
+            return (int) mh$.invokeExact(entry, out);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_entry_total_bytes {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_entry_total_bytes");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_entry_total_bytes(const struct HurrayFileEntry *entry, uint64_t *out)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_entry_total_bytes$descriptor() {
+        return hurray_file_entry_total_bytes.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_entry_total_bytes(const struct HurrayFileEntry *entry, uint64_t *out)
+     * }
+     */
+    public static MethodHandle hurray_file_entry_total_bytes$handle() {
+        return hurray_file_entry_total_bytes.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_entry_total_bytes(const struct HurrayFileEntry *entry, uint64_t *out)
+     * }
+     */
+    public static MemorySegment hurray_file_entry_total_bytes$address() {
+        return hurray_file_entry_total_bytes.ADDR;
+    }
+
+    /**
+     * Stores the sum of the entry's payload lengths in bytes.
+     * <p>
+     * Errors: <code>HURRAY_ERR_NULL_POINTER</code>, <code>HURRAY_ERR_USE_AFTER_DESTROY</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>entry</code> live; <code>out</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_entry_total_bytes(const struct HurrayFileEntry *entry, uint64_t *out)
+     * }
+     */
+    public static int hurray_file_entry_total_bytes(MemorySegment entry, MemorySegment out) {
+        var mh$ = hurray_file_entry_total_bytes.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_entry_total_bytes", entry, out);
+            }
+            return (int) mh$.invokeExact(entry, out);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_entry_name {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_entry_name");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_entry_name(const struct HurrayFileEntry *entry,
+     *                                     const char **out_name,
+     *                                     uint64_t *out_len)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_entry_name$descriptor() {
+        return hurray_file_entry_name.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_entry_name(const struct HurrayFileEntry *entry,
+     *                                     const char **out_name,
+     *                                     uint64_t *out_len)
+     * }
+     */
+    public static MethodHandle hurray_file_entry_name$handle() {
+        return hurray_file_entry_name.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_entry_name(const struct HurrayFileEntry *entry,
+     *                                     const char **out_name,
+     *                                     uint64_t *out_len)
+     * }
+     */
+    public static MemorySegment hurray_file_entry_name$address() {
+        return hurray_file_entry_name.ADDR;
+    }
+
+    /**
+     * Borrows the entry's name: <code>*out_len</code> UTF-8 bytes followed by a NUL, owned by the entry and
+     * valid until it is destroyed.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>entry</code> live; out-pointers valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_entry_name(const struct HurrayFileEntry *entry,
+     *                                     const char **out_name,
+     *                                     uint64_t *out_len)
+     * }
+     */
+    public static int hurray_file_entry_name(MemorySegment entry, MemorySegment out_name, MemorySegment out_len) {
+        var mh$ = hurray_file_entry_name.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_entry_name", entry, out_name, out_len);
+            }
+            return (int) mh$.invokeExact(entry, out_name, out_len);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_entry_descriptor {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_entry_descriptor");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_entry_descriptor(const struct HurrayFileEntry *entry,
+     *                                           struct HurrayDescriptor **out_descriptor)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_entry_descriptor$descriptor() {
+        return hurray_file_entry_descriptor.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_entry_descriptor(const struct HurrayFileEntry *entry,
+     *                                           struct HurrayDescriptor **out_descriptor)
+     * }
+     */
+    public static MethodHandle hurray_file_entry_descriptor$handle() {
+        return hurray_file_entry_descriptor.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_entry_descriptor(const struct HurrayFileEntry *entry,
+     *                                           struct HurrayDescriptor **out_descriptor)
+     * }
+     */
+    public static MemorySegment hurray_file_entry_descriptor$address() {
+        return hurray_file_entry_descriptor.ADDR;
+    }
+
+    /**
+     * Borrows the entry's descriptor (all <code>hurray_descriptor_*</code> accessors work on it): owned by
+     * the entry, valid until it is destroyed; do not destroy it.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>entry</code> live; <code>out_descriptor</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_entry_descriptor(const struct HurrayFileEntry *entry,
+     *                                           struct HurrayDescriptor **out_descriptor)
+     * }
+     */
+    public static int hurray_file_entry_descriptor(MemorySegment entry, MemorySegment out_descriptor) {
+        var mh$ = hurray_file_entry_descriptor.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_entry_descriptor", entry, out_descriptor);
+            }
+            return (int) mh$.invokeExact(entry, out_descriptor);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_entry_buffer {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_entry_buffer");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_entry_buffer(const struct HurrayFileEntry *entry,
+     *                                       uint64_t buffer,
+     *                                       struct HurrayFileBufferLocation *out)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_entry_buffer$descriptor() {
+        return hurray_file_entry_buffer.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_entry_buffer(const struct HurrayFileEntry *entry,
+     *                                       uint64_t buffer,
+     *                                       struct HurrayFileBufferLocation *out)
+     * }
+     */
+    public static MethodHandle hurray_file_entry_buffer$handle() {
+        return hurray_file_entry_buffer.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_entry_buffer(const struct HurrayFileEntry *entry,
+     *                                       uint64_t buffer,
+     *                                       struct HurrayFileBufferLocation *out)
+     * }
+     */
+    public static MemorySegment hurray_file_entry_buffer$address() {
+        return hurray_file_entry_buffer.ADDR;
+    }
+
+    /**
+     * Copies where payload <code>buffer</code> (buffer-table order) lies in the container into <code>*out</code>.
+     * Errors: <code>INVALID_ARGUMENT</code> (<code>buffer</code> out of range), <code>NULL_POINTER</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>entry</code> live; <code>out</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_entry_buffer(const struct HurrayFileEntry *entry,
+     *                                       uint64_t buffer,
+     *                                       struct HurrayFileBufferLocation *out)
+     * }
+     */
+    public static int hurray_file_entry_buffer(MemorySegment entry, long buffer, MemorySegment out) {
+        var mh$ = hurray_file_entry_buffer.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_entry_buffer", entry, buffer, out);
+            }
+            return (int) mh$.invokeExact(entry, buffer, out);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_entry_destroy {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_entry_destroy");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_entry_destroy(struct HurrayFileEntry **entry)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_entry_destroy$descriptor() {
+        return hurray_file_entry_destroy.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_entry_destroy(struct HurrayFileEntry **entry)
+     * }
+     */
+    public static MethodHandle hurray_file_entry_destroy$handle() {
+        return hurray_file_entry_destroy.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_entry_destroy(struct HurrayFileEntry **entry)
+     * }
+     */
+    public static MemorySegment hurray_file_entry_destroy$address() {
+        return hurray_file_entry_destroy.ADDR;
+    }
+
+    /**
+     * Destroys an entry (and its borrowed descriptor) and writes NULL to <code>*entry</code>. NULL or
+     * <code>*entry == NULL</code> is a no-op.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>entry</code> NULL or valid for read and write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_entry_destroy(struct HurrayFileEntry **entry)
+     * }
+     */
+    public static int hurray_file_entry_destroy(MemorySegment entry) {
+        var mh$ = hurray_file_entry_destroy.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_entry_destroy", entry);
+            }
+            return (int) mh$.invokeExact(entry);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_buffer_is_zero_copy {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_buffer_is_zero_copy");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_buffer_is_zero_copy(const struct HurrayBuffer *buffer, bool *out)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_buffer_is_zero_copy$descriptor() {
+        return hurray_file_buffer_is_zero_copy.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_buffer_is_zero_copy(const struct HurrayBuffer *buffer, bool *out)
+     * }
+     */
+    public static MethodHandle hurray_file_buffer_is_zero_copy$handle() {
+        return hurray_file_buffer_is_zero_copy.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_buffer_is_zero_copy(const struct HurrayBuffer *buffer, bool *out)
+     * }
+     */
+    public static MemorySegment hurray_file_buffer_is_zero_copy$address() {
+        return hurray_file_buffer_is_zero_copy.ADDR;
+    }
+
+    /**
+     * Stores in <code>*out</code> whether <code>buffer</code>'s bytes live in memory Hurray does not own — for a
+     * tensor from a span reader: true when the buffer points into the caller's region (zero
+     * copy), false when it is an aligned copy (or was read through a transport).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>buffer</code> live; <code>out</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_buffer_is_zero_copy(const struct HurrayBuffer *buffer, bool *out)
+     * }
+     */
+    public static int hurray_file_buffer_is_zero_copy(MemorySegment buffer, MemorySegment out) {
+        var mh$ = hurray_file_buffer_is_zero_copy.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_buffer_is_zero_copy", buffer, out);
+            }
+            return (int) mh$.invokeExact(buffer, out);
         } catch (RuntimeException | Error ex$) {
             throw ex$;
         } catch (Throwable ex$) {
