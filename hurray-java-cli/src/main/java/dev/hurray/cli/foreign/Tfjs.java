@@ -196,7 +196,7 @@ public final class Tfjs {
         }
         long[] shape = new long[sl.size()];
         for (int i = 0; i < shape.length; i++) {
-            if (!(sl.get(i) instanceof BigInteger b) || b.signum() < 0 || b.bitLength() > 62) {
+            if (!(sl.get(i) instanceof BigInteger b) || b.signum() < 0 || b.bitLength() > 63) {
                 throw new ForeignFormatException(where + ": shape[" + i + "] = " + sl.get(i)
                         + " is not a non-negative integer");
             }
