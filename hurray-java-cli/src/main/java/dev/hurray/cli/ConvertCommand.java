@@ -61,6 +61,13 @@ final class ConvertCommand implements Callable<Integer> {
     @Override
     public Integer call() throws CliException {
         Format inFormat = Inputs.format(in, from);
+        try {
+            if (Files.exists(out) && Files.isSameFile(in, out)) {
+                throw new CliException(ExitCode.USAGE, "input and output are the same file: " + out);
+            }
+        } catch (IOException e) {
+            throw Errors.reading(e);
+        }
         Format outFormat = to != null ? to : Format.byName(out);
         if (outFormat == null) {
             throw new CliException(ExitCode.USAGE, out + ": cannot tell the output format from its name; pass --to");
@@ -70,13 +77,6 @@ final class ConvertCommand implements Callable<Integer> {
         }
         if (!outFormat.writable()) {
             throw new CliException(ExitCode.USAGE, outFormat + " can be read but not written");
-        }
-        try {
-            if (Files.exists(out) && Files.isSameFile(in, out)) {
-                throw new CliException(ExitCode.USAGE, "input and output are the same file: " + out);
-            }
-        } catch (IOException e) {
-            throw Errors.reading(e);
         }
         PrintWriter err = spec.commandLine().getErr();
         boolean terminal = parent != null && parent.terminal();
@@ -92,7 +92,7 @@ final class ConvertCommand implements Callable<Integer> {
                 throw Errors.writing(e, out);
             }
             if (!common.quiet) {
-                spec.commandLine().getOut().println("converted " + model.tensors().size() + " tensors ("
+                spec.commandLine().getOut().println("converted " + Units.count(model.tensors().size(), "tensor") + " ("
                         + Units.bytes(model.totalBytes()) + ") " + in + " [" + inFormat + "] -> " + out + " ["
                         + outFormat + "]");
             }

@@ -80,7 +80,7 @@ final class InspectCommand implements Callable<Integer> {
     }
 
     private static void printTable(PrintWriter out, Path in, Format format, ForeignModel model) {
-        out.println(in + ": " + format + ", " + model.tensors().size() + " tensors, " + Units.bytes(model.totalBytes())
+        out.println(in + ": " + format + ", " + Units.count(model.tensors().size(), "tensor") + ", " + Units.bytes(model.totalBytes())
                 + " (" + model.totalBytes() + " bytes)");
         for (Map.Entry<String, String> e : model.metadata().entrySet()) {
             out.println("  " + e.getKey() + " = " + Errors.oneLine(e.getValue()));

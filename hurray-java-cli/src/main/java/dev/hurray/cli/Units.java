@@ -21,4 +21,9 @@ final class Units {
         }
         return String.format(Locale.ROOT, "%.1f %s", v, units[u]);
     }
+
+    /** {@code 1 tensor}, {@code 2 tensors}. */
+    static String count(long n, String noun) {
+        return n + " " + noun + (n == 1 ? "" : "s");
+    }
 }

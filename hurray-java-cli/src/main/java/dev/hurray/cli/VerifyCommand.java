@@ -51,8 +51,7 @@ final class VerifyCommand implements Callable<Integer> {
                 Payloads.crc32(t.data()); // touches every byte: a short or unreadable mapping fails here
             }
             if (!common.quiet) {
-                spec.commandLine().getOut().println(file + ": ok (" + format + ", " + model.tensors().size()
-                        + " tensors, " + model.totalBytes() + " bytes)");
+                spec.commandLine().getOut().println(file + ": ok (" + format + ", " + Units.count(model.tensors().size(), "tensor") + ", " + model.totalBytes() + " bytes)");
             }
         }
         return ExitCode.OK;
