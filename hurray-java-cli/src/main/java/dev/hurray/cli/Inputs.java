@@ -29,6 +29,9 @@ final class Inputs {
             throw new CliException(ExitCode.BAD_INPUT, in + ": is a directory (for tfjs, name the model.json or "
                     + "*weights_manifest.json file)");
         }
+        if (!Files.isRegularFile(in)) {
+            throw new CliException(ExitCode.BAD_INPUT, in + ": not a regular file");
+        }
         if (from != null) {
             return from;
         }

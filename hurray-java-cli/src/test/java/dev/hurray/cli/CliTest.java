@@ -238,6 +238,7 @@ class CliTest {
         run("convert", s(mystery), s(tmp.resolve("o.npz"))).assertError(ExitCode.BAD_INPUT, "unrecognised format");
         run("inspect", "--from", "npz", s(junk)).assertError(ExitCode.BAD_INPUT, "not an npz (zip) file");
         run("inspect", s(tmp)).assertError(ExitCode.BAD_INPUT, "is a directory");
+        run("inspect", "/dev/zero").assertError(ExitCode.BAD_INPUT, "not a regular file");
     }
 
     @Test

@@ -1,7 +1,6 @@
 package dev.hurray.cli.foreign;
 
 import java.lang.foreign.Arena;
-import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -72,11 +71,6 @@ public final class ForeignModel implements AutoCloseable {
             n += t.byteSize();
         }
         return n;
-    }
-
-    /** A model with the same payloads and a new tensor list; the new model does not own the arena. */
-    public ForeignModel withTensors(List<ForeignTensor> replacement) {
-        return new ForeignModel(new ArrayList<>(replacement), metadata, null);
     }
 
     @Override

@@ -131,11 +131,6 @@ public final class ForeignTensor {
         return sourceOffset;
     }
 
-    /** A copy of this tensor under another name. */
-    public ForeignTensor withName(String newName) {
-        return new ForeignTensor(newName, dtype, shape, layout, data, quantization, sourceOffset);
-    }
-
     /** Shape as {@code [2, 3]} ({@code []} for a scalar). */
     public String shapeString() {
         return Arrays.toString(shape);

@@ -31,7 +31,7 @@ public final class Json {
                     .maxNumberLength(1000)
                     .build())
             .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
-            .enable(StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION)
+            .disable(StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION)
             .disable(StreamWriteFeature.AUTO_CLOSE_TARGET)
             .build();
 

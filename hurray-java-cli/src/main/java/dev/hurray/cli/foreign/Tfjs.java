@@ -7,7 +7,6 @@ import java.lang.foreign.ValueLayout;
 import java.math.BigInteger;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
@@ -65,12 +64,13 @@ public final class Tfjs {
      */
     public static ForeignModel read(Path manifest, boolean dequantize, LongConsumer progress) throws IOException {
         String what = manifest.toString();
-        long size = Files.size(manifest);
-        if (size > MAX_JSON_BYTES) {
-            throw new ForeignFormatException(what + ": " + size + " bytes exceeds the limit of " + MAX_JSON_BYTES
-                    + " for a tfjs manifest");
+        byte[] bytes;
+        try (java.io.InputStream in = Files.newInputStream(manifest)) {
+            bytes = in.readNBytes((int) MAX_JSON_BYTES + 1); // bounded even for a device or a FIFO
         }
-        byte[] bytes = Files.readAllBytes(manifest);
+        if (bytes.length > MAX_JSON_BYTES) {
+            throw new ForeignFormatException(what + ": more than " + MAX_JSON_BYTES + " bytes, the limit for a tfjs manifest");
+        }
         Object root = Json.parse(bytes, 0, bytes.length, what);
         Map<String, String> metadata = new LinkedHashMap<>();
         List<?> groups;
@@ -153,15 +153,13 @@ public final class Tfjs {
                 }
             }
             Path shard = dir.resolve(rel);
-            long sz;
-            try {
-                sz = Files.size(shard);
-            } catch (NoSuchFileException e) {
+            if (!Files.exists(shard)) {
                 throw new ForeignFormatException(what + ": shard '" + ps + "' listed in the manifest is missing");
             }
             if (!Files.isRegularFile(shard)) {
                 throw new ForeignFormatException(what + ": shard '" + ps + "' is not a regular file");
             }
+            long sz = Files.size(shard);
             shards.add(shard);
             sizes.add(sz);
             have += sz;
@@ -171,7 +169,11 @@ public final class Tfjs {
         for (int i = 0; i < wl.size(); i++) {
             Weight w = weight(wl.get(i), where + ".weights[" + i + "]");
             weights.add(w);
-            need = Math.addExact(need, w.bytes);
+            try {
+                need = Math.addExact(need, w.bytes);
+            } catch (ArithmeticException e) {
+                throw new ForeignFormatException(where + ": the weights' total size overflows");
+            }
         }
         if (need != have) {
             throw new ForeignFormatException(what + ": weightsManifest[" + index + "] weights need " + need

@@ -356,6 +356,7 @@ class TfjsTest {
         "[{\"paths\":[\"w.bin\"],\"weights\":[{\"name\":\"a\",\"shape\":[4611686018427387904,4],\"dtype\":\"float32\"}]}] # overflows",
         "[{\"paths\":[\"missing.bin\"],\"weights\":[]}] # shard 'missing.bin' listed in the manifest is missing",
         "[{\"paths\":[\"../w.bin\"],\"weights\":[]}] # leaves the manifest's directory",
+        "[{\"paths\":[\"dir\"],\"weights\":[]}] # shard 'dir' is not a regular file",
         "[{\"paths\":[\"/etc/hostname\"],\"weights\":[]}] # is absolute",
         "[{\"paths\":\"w.bin\",\"weights\":[]}] # paths is missing or not an array",
         "[{\"paths\":[\"w.bin\"]}] # weights is missing or not an array",
@@ -368,6 +369,7 @@ class TfjsTest {
     })
     void hostileManifests(String manifest, String expect) throws IOException {
         Files.write(tmp.resolve("w.bin"), new byte[16]);
+        Files.createDirectories(tmp.resolve("dir"));
         Path mf = tmp.resolve("sub-weights_manifest.json");
         Files.writeString(mf, manifest);
         ForeignFormatException e = assertThrows(ForeignFormatException.class, () -> Tfjs.read(mf, false, null));
