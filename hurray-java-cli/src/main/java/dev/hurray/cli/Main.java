@@ -1,0 +1,85 @@
+package dev.hurray.cli;
+
+import java.io.PrintWriter;
+import java.nio.charset.Charset;
+import picocli.CommandLine;
+import picocli.CommandLine.ParseResult;
+
+/**
+ * Entry point of the {@code hurray} command. {@link #run} is the whole program, with its
+ * streams passed in, so tests run it in-process.
+ */
+public final class Main {
+    private Main() {
+    }
+
+    public static void main(String[] args) {
+        Charset cs = System.console() != null ? System.console().charset() : Charset.defaultCharset();
+        PrintWriter out = new PrintWriter(new java.io.OutputStreamWriter(System.out, cs), true);
+        PrintWriter err = new PrintWriter(new java.io.OutputStreamWriter(System.err, cs), true);
+        int code = run(args, out, err, Progress.stderrIsTerminal());
+        out.flush();
+        err.flush();
+        System.exit(code);
+    }
+
+    /**
+     * Runs the command.
+     *
+     * @param terminal whether {@code err} is a terminal (enables the progress bar)
+     * @return the {@link ExitCode}
+     */
+    public static int run(String[] args, PrintWriter out, PrintWriter err, boolean terminal) {
+        CommandLine cl = commandLine(out, err, terminal);
+        int code = cl.execute(args);
+        out.flush();
+        err.flush();
+        return code;
+    }
+
+    /** The configured command line (streams, handlers, exit codes). */
+    static CommandLine commandLine(PrintWriter out, PrintWriter err, boolean terminal) {
+        CommandLine cl = new CommandLine(new HurrayCommand(terminal));
+        cl.setOut(out);
+        cl.setErr(err);
+        cl.setCaseInsensitiveEnumValuesAllowed(true);
+        cl.setExitCodeExceptionMapper(t -> t instanceof CliException c ? c.exitCode() : ExitCode.INTERNAL);
+        cl.setParameterExceptionHandler((ex, a) -> {
+            PrintWriter e = ex.getCommandLine().getErr();
+            e.println("hurray: " + Errors.oneLine(ex.getMessage()));
+            e.println("Try '" + ex.getCommandLine().getCommandSpec().qualifiedName() + " --help' for more information.");
+            return ExitCode.USAGE;
+        });
+        cl.setExecutionExceptionHandler((ex, cmd, parseResult) -> {
+            PrintWriter e = cmd.getErr();
+            boolean verbose = matched(parseResult, "--verbose");
+            int code;
+            if (ex instanceof CliException c) {
+                e.println("hurray: error: " + Errors.oneLine(c.getMessage()));
+                code = c.exitCode();
+            } else if (ex instanceof java.io.IOException io) {
+                e.println("hurray: error: " + Errors.describe(io));
+                code = ExitCode.IO_ERROR;
+            } else {
+                e.println("hurray: internal error: " + ex + (verbose ? "" : " (rerun with --verbose for details)"));
+                code = ExitCode.INTERNAL;
+            }
+            if (verbose) {
+                ex.printStackTrace(e);
+            }
+            e.flush();
+            return code;
+        });
+        return cl;
+    }
+
+    /** Whether {@code option} was given to the command or any subcommand on the line. */
+    static boolean matched(ParseResult pr, String option) {
+        for (ParseResult p = pr; p != null; p = p.subcommand()) {
+            if (p.hasMatchedOption(option)) {
+                return true;
+            }
+        }
+        return false;
+    }
+}

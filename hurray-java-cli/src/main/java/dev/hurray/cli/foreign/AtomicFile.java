@@ -1,0 +1,59 @@
+package dev.hurray.cli.foreign;
+
+import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+
+/**
+ * Writes an output file so that it is never seen half-written: the bytes go to a temporary file
+ * in the target's directory ({@code .NAME.RANDOM.tmp}), are forced to disk, and the temporary
+ * file is then renamed over the target atomically. On any failure the temporary file is
+ * deleted and the target is left as it was (absent, or its previous content).
+ */
+public final class AtomicFile {
+    /** The body that writes the file's bytes. */
+    @FunctionalInterface
+    public interface Body {
+        void write(FileChannel out) throws IOException;
+    }
+
+    private AtomicFile() {
+    }
+
+    /**
+     * Writes {@code target} atomically.
+     *
+     * @throws IOException whatever creating, writing or renaming threw (e.g.
+     *                     {@link java.nio.file.NoSuchFileException} for a missing directory);
+     *                     the target is then unchanged
+     */
+    public static void write(Path target, Body body) throws IOException {
+        Path abs = target.toAbsolutePath();
+        Path dir = abs.getParent();
+        if (Files.isDirectory(abs)) {
+            throw new IOException(target + ": is a directory");
+        }
+        Path tmp = Files.createTempFile(dir, "." + abs.getFileName() + ".", ".tmp");
+        boolean done = false;
+        try {
+            try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING)) {
+                body.write(ch);
+                ch.force(true);
+            }
+            try {
+                Files.move(tmp, abs, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            } catch (AtomicMoveNotSupportedException e) {
+                throw new IOException(target + ": the file system cannot rename atomically", e);
+            }
+            done = true;
+        } finally {
+            if (!done) {
+                Files.deleteIfExists(tmp);
+            }
+        }
+    }
+}

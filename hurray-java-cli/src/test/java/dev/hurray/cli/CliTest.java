@@ -1,0 +1,350 @@
+package dev.hurray.cli;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.hurray.cli.foreign.DType;
+import dev.hurray.cli.foreign.ForeignModel;
+import dev.hurray.cli.foreign.ForeignTensor;
+import dev.hurray.cli.foreign.Json;
+import dev.hurray.cli.foreign.Npz;
+import dev.hurray.cli.foreign.Safetensors;
+import dev.hurray.cli.foreign.TestSupport;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The {@code hurray} command end to end, in-process, with captured stdout/stderr and exit codes. */
+class CliTest {
+    @TempDir
+    Path tmp;
+
+    Path tiny;
+
+    record Result(int code, String out, String err) {
+        void assertOk() {
+            assertEquals(ExitCode.OK, code, "stderr: " + err);
+        }
+
+        /** One error line (plus nothing else), exit {@code expect}, message containing {@code text}. */
+        void assertError(int expect, String text) {
+            assertEquals(expect, code, "stdout: " + out + " stderr: " + err);
+            assertTrue(err.contains(text), "expected '" + text + "' in stderr: " + err);
+            assertFalse(err.contains("\tat "), "no stack trace without --verbose: " + err);
+        }
+    }
+
+    static Result run(String... args) {
+        return run(false, args);
+    }
+
+    static Result run(boolean terminal, String... args) {
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        int code = Main.run(args, new PrintWriter(out), new PrintWriter(err), terminal);
+        return new Result(code, out.toString(), err.toString());
+    }
+
+    @BeforeEach
+    void extractBundledModel() throws IOException {
+        tiny = BundledModels.extract("tiny_face_detector_model", tmp);
+    }
+
+    private String s(Path p) {
+        return p.toString();
+    }
+
+    private List<Path> files() throws IOException {
+        try (Stream<Path> l = Files.list(tmp)) {
+            return l.sorted().toList();
+        }
+    }
+
+    // ---- inspect ---------------------------------------------------------------------------
+
+    @Test
+    void inspectPrintsATable() {
+        Result r = run("inspect", s(tiny));
+        r.assertOk();
+        List<String> lines = r.out.lines().toList();
+        assertTrue(lines.get(0).contains("tfjs, 19 tensors"), lines.get(0));
+        assertTrue(lines.get(1).matches("NAME +DTYPE +SHAPE +LAYOUT +QUANTIZATION +BYTES +OFFSET"), lines.get(1));
+        assertEquals(2 + 19, lines.size());
+        assertTrue(lines.get(2).matches("conv0/filters +uint8 +\\[3, 3, 3, 16] +row-major +affine\\(scale=0\\.009007044399485869,"
+                + "bias=-1\\.2069439495311063\\)->float32 +432 +0"), lines.get(2));
+        assertEquals("", r.err);
+    }
+
+    @Test
+    void inspectJsonIsMachineReadable() throws IOException {
+        Result r = run("inspect", "--json", s(tiny));
+        r.assertOk();
+        byte[] b = r.out.getBytes(StandardCharsets.UTF_8);
+        Map<String, Object> doc = TestSupport.map(Json.parse(b, 0, b.length, "stdout"));
+        assertEquals("tfjs", doc.get("format"));
+        assertEquals(19, ((Number) doc.get("tensor_count")).intValue());
+        assertEquals(Files.size(tmp.resolve("tiny_face_detector_model.bin")), ((Number) doc.get("total_bytes")).longValue());
+        List<Object> tensors = TestSupport.list(doc.get("tensors"));
+        Map<String, Object> first = TestSupport.map(tensors.get(0));
+        assertEquals("conv0/filters", first.get("name"));
+        assertEquals("uint8", first.get("dtype"));
+        assertEquals(List.of(3, 3, 3, 16), TestSupport.list(first.get("shape")).stream().map(x -> ((Number) x).intValue()).toList());
+        Map<String, Object> q = TestSupport.map(first.get("quantization"));
+        assertEquals("affine", q.get("kind"));
+        assertEquals(0.009007044399485869, ((Number) q.get("scale")).doubleValue());
+        assertEquals(-1.2069439495311063, ((Number) q.get("bias")).doubleValue());
+        assertEquals("float32", q.get("dequantized"));
+        long offset = 0;
+        for (Object o : tensors) {
+            Map<String, Object> t = TestSupport.map(o);
+            assertEquals(offset, ((Number) t.get("offset")).longValue());
+            offset += ((Number) t.get("bytes")).longValue();
+        }
+    }
+
+    @Test
+    void inspectNpyNpzAndSafetensors() throws IOException {
+        Path npy = TestSupport.resourceDir("npy").resolve("float64_be_f.npy");
+        Result r = run("inspect", s(npy));
+        r.assertOk();
+        assertTrue(r.out.lines().anyMatch(l -> l.matches("float64_be_f +float64 +\\[2, 3] +column-major +- +48 +-")), r.out);
+        assertTrue(r.out.contains("npy, 1 tensor, 48 B"), r.out);
+        Path npz = TestSupport.resourceDir("npy").resolve("deflated.npz");
+        r = run("inspect", "--json", s(npz));
+        r.assertOk();
+        assertTrue(r.out.contains("\"name\" : \"layer/0/kernel\""), r.out);
+        Path st = tmp.resolve("m.safetensors");
+        run("convert", s(npz), s(st)).assertOk();
+        r = run("inspect", s(st));
+        r.assertOk();
+        assertTrue(r.out.contains("safetensors, 7 tensors"), r.out);
+    }
+
+    // ---- convert ---------------------------------------------------------------------------
+
+    @Test
+    void convertNpzToSafetensorsAndBackIsBitExact() throws IOException {
+        Path npz = TestSupport.resourceDir("npy").resolve("stored.npz");
+        Path st = tmp.resolve("a.safetensors");
+        Path back = tmp.resolve("b.npz");
+        Result r = run("convert", s(npz), s(st));
+        r.assertOk();
+        assertTrue(r.out.startsWith("converted 7 tensors"), r.out);
+        run("convert", s(st), s(back)).assertOk();
+        try (ForeignModel a = Npz.read(npz, null); ForeignModel b = Npz.read(back, null);
+             ForeignModel c = Safetensors.read(st)) {
+            for (ForeignTensor t : a.tensors()) {
+                ForeignTensor u = b.tensor(t.name());
+                assertEquals(t.dtype(), u.dtype());
+                assertArrayEquals(t.shape(), u.shape());
+                // The Fortran-order array came back row-major: same values, C order.
+                try (var arena = java.lang.foreign.Arena.ofConfined()) {
+                    byte[] rowMajor = TestSupport.bytes(dev.hurray.cli.foreign.Payloads.toRowMajor(t, arena).data());
+                    assertArrayEquals(rowMajor, TestSupport.bytes(u.data()), t.name());
+                    assertArrayEquals(rowMajor, TestSupport.bytes(c.tensor(t.name()).data()), t.name());
+                }
+            }
+        }
+        assertEquals(List.of(st, back), files().stream().filter(p -> !p.toString().contains("tiny_face")).toList(),
+                "no temporary files left");
+    }
+
+    @Test
+    void convertPicksFormatsByExtensionOrFlags() throws IOException {
+        Path one = TestSupport.resourceDir("npy").resolve("int16_c.npy");
+        Path st = tmp.resolve("one.out");
+        run("convert", "--to", "safetensors", s(one), s(st)).assertOk();
+        Path npy = tmp.resolve("again.npy");
+        run("convert", "--from", "safetensors", s(st), s(npy)).assertOk();
+        assertArrayEquals(Files.readAllBytes(one), Files.readAllBytes(npy), "npy → safetensors → npy is byte-identical");
+        run("convert", s(one), s(tmp.resolve("x.unknown"))).assertError(ExitCode.USAGE, "pass --to");
+        Path many = TestSupport.resourceDir("npy").resolve("stored.npz");
+        run("convert", s(many), s(tmp.resolve("many.npy"))).assertError(ExitCode.BAD_INPUT, "npy holds exactly one array");
+        run("convert", s(many), s(tmp.resolve("x.json"))).assertError(ExitCode.USAGE, "can be read but not written");
+        run("convert", s(st), s(st)).assertError(ExitCode.USAGE, "same file");
+    }
+
+    @Test
+    void quantizedTfjsNeedsDequantizeForForeignTargets() throws IOException {
+        Path st = tmp.resolve("t.safetensors");
+        run("convert", s(tiny), s(st)).assertError(ExitCode.BAD_INPUT, "pass --dequantize");
+        assertFalse(Files.exists(st));
+        Result r = run("convert", "--dequantize", s(tiny), s(st));
+        r.assertOk();
+        try (ForeignModel m = Safetensors.read(st)) {
+            assertEquals(19, m.tensors().size());
+            assertTrue(m.tensors().stream().allMatch(t -> t.dtype() == DType.FLOAT32));
+            ForeignTensor f = m.tensor("conv0/filters");
+            byte q0 = Files.readAllBytes(tmp.resolve("tiny_face_detector_model.bin"))[0];
+            float expect = (float) (Byte.toUnsignedInt(q0) * 0.009007044399485869 + -1.2069439495311063);
+            assertEquals(expect, f.data().get(ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(java.nio.ByteOrder.LITTLE_ENDIAN), 0));
+        }
+    }
+
+    @Test
+    void hurrayFormatsAreNotAvailableYet() throws IOException {
+        Path npz = TestSupport.resourceDir("npy").resolve("stored.npz");
+        run("convert", s(npz), s(tmp.resolve("x.hrry"))).assertError(ExitCode.NOT_AVAILABLE, "not available in this build");
+        assertFalse(Files.exists(tmp.resolve("x.hrry")));
+        Path fake = tmp.resolve("f.hrry");
+        Files.writeString(fake, "HRRYFILE....");
+        run("inspect", s(fake)).assertError(ExitCode.NOT_AVAILABLE, "not available in this build");
+        run("convert", s(fake), s(tmp.resolve("y.npz"))).assertError(ExitCode.NOT_AVAILABLE, "not available");
+        run("inspect", "-").assertError(ExitCode.NOT_AVAILABLE, "not available");
+        run("send", "127.0.0.1:9", s(npz)).assertError(ExitCode.NOT_AVAILABLE, "not available in this build");
+        run("recv", "--listen", "0", "--out", s(tmp.resolve("r.hrry"))).assertError(ExitCode.NOT_AVAILABLE, "not available");
+        run("cat").assertError(ExitCode.NOT_AVAILABLE, "not available");
+        run("demo").assertError(ExitCode.NOT_AVAILABLE, "not available");
+        run("verify", s(fake)).assertError(ExitCode.NOT_AVAILABLE, "not available");
+        Result list = run("demo", "--list");
+        list.assertOk();
+        assertEquals(BundledModels.NAMES, list.out.lines().toList());
+    }
+
+    // ---- bad input -------------------------------------------------------------------------
+
+    @Test
+    void missingFile() {
+        String absent = s(tmp.resolve("absent.safetensors"));
+        for (String[] args : List.of(new String[] {"inspect", absent}, new String[] {"convert", absent, s(tmp.resolve("o.npz"))},
+                new String[] {"verify", absent}, new String[] {"send", "localhost:1", absent})) {
+            run(args).assertError(ExitCode.BAD_INPUT, absent + ": no such file or directory");
+        }
+    }
+
+    @Test
+    void wrongFormat() throws IOException {
+        Path junk = tmp.resolve("junk.safetensors");
+        Files.write(junk, "this is not a tensor file at all".getBytes(StandardCharsets.US_ASCII));
+        Result r = run("inspect", s(junk));
+        r.assertError(ExitCode.BAD_INPUT, "not a safetensors file");
+        assertEquals(1, r.err.lines().count(), "one line: " + r.err);
+        Path mystery = tmp.resolve("mystery");
+        Files.write(mystery, new byte[] {1, 2, 3, 4});
+        run("inspect", s(mystery)).assertError(ExitCode.BAD_INPUT, "unrecognised format");
+        run("convert", s(mystery), s(tmp.resolve("o.npz"))).assertError(ExitCode.BAD_INPUT, "unrecognised format");
+        run("inspect", "--from", "npz", s(junk)).assertError(ExitCode.BAD_INPUT, "not an npz (zip) file");
+        run("inspect", s(tmp)).assertError(ExitCode.BAD_INPUT, "is a directory");
+        run("inspect", "/dev/zero").assertError(ExitCode.BAD_INPUT, "not a regular file");
+    }
+
+    @Test
+    void truncatedFiles() throws IOException {
+        Path npy = TestSupport.resourceDir("npy").resolve("float32_c.npy");
+        byte[] b = Files.readAllBytes(npy);
+        Path cut = tmp.resolve("cut.npy");
+        Files.write(cut, Arrays.copyOf(b, b.length - 5));
+        run("inspect", s(cut)).assertError(ExitCode.BAD_INPUT, "(truncated)");
+        run("convert", s(cut), s(tmp.resolve("o.safetensors"))).assertError(ExitCode.BAD_INPUT, "(truncated)");
+        run("verify", s(cut)).assertError(ExitCode.VERIFY_FAILED, "verification failed");
+        Path bin = tmp.resolve("tiny_face_detector_model.bin");
+        byte[] shard = Files.readAllBytes(bin);
+        Files.write(bin, Arrays.copyOf(shard, shard.length - 1));
+        run("inspect", s(tiny)).assertError(ExitCode.BAD_INPUT, "truncated shard");
+        assertFalse(Files.exists(tmp.resolve("o.safetensors")));
+    }
+
+    @Test
+    void unwritableOutput() throws IOException {
+        Path npz = TestSupport.resourceDir("npy").resolve("stored.npz");
+        Path blocker = tmp.resolve("a-file");
+        Files.writeString(blocker, "x");
+        Path out = blocker.resolve("out.safetensors");
+        run("convert", s(npz), s(out)).assertError(ExitCode.IO_ERROR, "cannot write " + out);
+        Path noDir = tmp.resolve("no/such/dir/out.npz");
+        run("convert", s(npz), s(noDir)).assertError(ExitCode.IO_ERROR, "cannot write " + noDir);
+        Path dirAsOutput = Files.createDirectory(tmp.resolve("d.npz"));
+        run("convert", s(npz), s(dirAsOutput)).assertError(ExitCode.IO_ERROR, "is a directory");
+        assertEquals("x", Files.readString(blocker));
+    }
+
+    @Test
+    void usageErrors() {
+        Result r = run();
+        assertEquals(ExitCode.USAGE, r.code);
+        assertTrue(r.err.contains("Usage: hurray"), r.err);
+        run("inspect").assertError(ExitCode.USAGE, "Missing required parameter");
+        run("inspect", "--bogus", "x").assertError(ExitCode.USAGE, "Unknown option");
+        run("convert", "--to", "onnx", "a", "b").assertError(ExitCode.USAGE, "unknown format 'onnx'");
+        run("send", "nohostport", "f").assertError(ExitCode.USAGE, "expected HOST:PORT");
+        run("send", "h:70000", "f").assertError(ExitCode.USAGE, "port in 1-65535");
+        run("recv", "--out", "x").assertError(ExitCode.USAGE, "--listen");
+        run("frobnicate").assertError(ExitCode.USAGE, "Unmatched argument");
+        run("demo", "--model", "nope").assertError(ExitCode.USAGE, "no bundled model 'nope'");
+        Result help = run("--help");
+        help.assertOk();
+        assertTrue(help.out.contains("Exit codes:"), help.out);
+        Result version = run("--version");
+        version.assertOk();
+        assertTrue(version.out.startsWith("hurray "), version.out);
+    }
+
+    // ---- verify, verbose, quiet, progress --------------------------------------------------
+
+    @Test
+    void verifyAcceptsGoodFiles() {
+        for (Path p : List.of(tiny, TestSupport.resourceDir("npy").resolve("deflated.npz"),
+                TestSupport.resourceDir("npy").resolve("complex128_be_c.npy"))) {
+            Result r = run("verify", s(p));
+            r.assertOk();
+            assertTrue(r.out.contains(": ok ("), r.out);
+        }
+    }
+
+    @Test
+    void verboseAddsAStackTrace() throws IOException {
+        Path junk = tmp.resolve("junk.safetensors");
+        Files.write(junk, new byte[4]);
+        Result r = run("inspect", "--verbose", s(junk));
+        assertEquals(ExitCode.BAD_INPUT, r.code);
+        assertTrue(r.err.startsWith("hurray: error: "), r.err);
+        assertTrue(r.err.contains("\tat "), r.err);
+    }
+
+    @Test
+    void quietPrintsNothingOnSuccess() {
+        Path npz = TestSupport.resourceDir("npy").resolve("stored.npz");
+        Result r = run(true, "convert", "--quiet", s(npz), s(tmp.resolve("q.safetensors")));
+        r.assertOk();
+        assertEquals("", r.out);
+        assertEquals("", r.err, "no progress bar with --quiet, even on a terminal");
+    }
+
+    @Test
+    void progressBarOnlyOnATerminal() {
+        Path npz = TestSupport.resourceDir("npy").resolve("stored.npz");
+        Result tty = run(true, "convert", s(npz), s(tmp.resolve("p.safetensors")));
+        tty.assertOk();
+        assertTrue(tty.err.contains("\rwriting ["), tty.err);
+        assertTrue(tty.err.contains("100%"), tty.err);
+        assertTrue(tty.err.endsWith("\r\033[K"), "bar erased at the end");
+        Result pipe = run(false, "convert", s(npz), s(tmp.resolve("p2.safetensors")));
+        pipe.assertOk();
+        assertEquals("", pipe.err);
+    }
+
+    @Test
+    void metadataLossIsWarnedAbout() throws IOException {
+        Path st = tmp.resolve("m.safetensors");
+        Files.write(st, dev.hurray.cli.foreign.SafetensorsTestAccess.file(
+                "{\"__metadata__\":{\"format\":\"pt\"},\"a\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[0,2]}}",
+                new byte[] {1, 2}));
+        Result r = run("convert", s(st), s(tmp.resolve("m.npz")));
+        r.assertOk();
+        assertTrue(r.err.contains("warning: npz cannot hold file metadata; 1 entries dropped"), r.err);
+        assertEquals("", run("convert", "-q", s(st), s(tmp.resolve("m2.npz"))).err);
+    }
+}
