@@ -48,7 +48,8 @@ impl LayoutDescriptor {
 /// Optional quantization block: how stored values map to logical values.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Quantization {
-    /// Code 1. `value = q * scale + bias`, evaluated in `dequantized` (e.g. tfjs uint8
+    /// Code 1. `value = q * scale + bias`, evaluated in float64 and rounded once to
+    /// `dequantized` (docs/spec/descriptor.md §Quantization kinds; e.g. tfjs uint8
     /// quantization: `scale`, `bias = min`). Stored type must be an integer type.
     PerTensorAffine { scale: f64, bias: f64, dequantized: ElementType },
     /// Code 2. Per-channel along `axis`: `value = q * scale[c] + bias[c]` where `c` is the
