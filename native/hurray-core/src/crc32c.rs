@@ -1,5 +1,9 @@
-//! CRC32C (Castagnoli, reflected polynomial 0x82F63B78), slicing-by-8 in safe Rust.
-//! Used for every descriptor frame and, optionally, payloads (docs/spec/stream.md §Checksums).
+//! CRC32C (Castagnoli, reflected polynomial 0x82F63B78). Used for every descriptor frame and
+//! for payloads (docs/spec/stream.md §Checksums, docs/spec/hrryfile.md).
+//!
+//! On x86-64 CPUs with SSE4.2 (detected at run time) the `crc32` instruction does the work
+//! (~8 GB/s single stream, vs ~1 GB/s for the table): this is the one `unsafe` call in the core
+//! besides the aligned allocator, and it is confined to [`hw`]. Elsewhere, safe slicing-by-8.
 
 const POLY: u32 = 0x82F6_3B78;
 
@@ -50,6 +54,16 @@ impl Crc32c {
 
     /// Feeds `data`.
     pub fn update(&mut self, data: &[u8]) -> &mut Self {
+        #[cfg(target_arch = "x86_64")]
+        if data.len() >= 16 && std::arch::is_x86_feature_detected!("sse4.2") {
+            // SAFETY: the CPU supports SSE4.2, which is all `hw::update` requires.
+            self.0 = unsafe { hw::update(self.0, data) };
+            return self;
+        }
+        self.update_table(data)
+    }
+
+    fn update_table(&mut self, data: &[u8]) -> &mut Self {
         let t = &TABLES;
         let mut c = self.0;
         let mut chunks = data.chunks_exact(8);
@@ -78,6 +92,27 @@ impl Crc32c {
     }
 }
 
+#[cfg(target_arch = "x86_64")]
+mod hw {
+    use std::arch::x86_64::{_mm_crc32_u64, _mm_crc32_u8};
+
+    /// Advances the (pre-inverted) CRC register over `data` with the SSE4.2 instruction; the
+    /// instruction implements exactly the table's reflected CRC32C step.
+    #[target_feature(enable = "sse4.2")]
+    pub(super) fn update(crc: u32, data: &[u8]) -> u32 {
+        let mut c = u64::from(crc);
+        let mut chunks = data.chunks_exact(8);
+        for ch in &mut chunks {
+            c = _mm_crc32_u64(c, u64::from_le_bytes(ch.try_into().expect("8 bytes")));
+        }
+        let mut c = c as u32;
+        for &b in chunks.remainder() {
+            c = _mm_crc32_u8(c, b);
+        }
+        c
+    }
+}
+
 /// CRC32C of `data` in one call.
 pub fn crc32c(data: &[u8]) -> u32 {
     Crc32c::new().update(data).finish()
@@ -94,6 +129,16 @@ mod tests {
         assert_eq!(crc32c(&[0u8; 32]), 0x8A91_36AA);
         assert_eq!(crc32c(&[0xFFu8; 32]), 0x62A8_AB43);
         assert_eq!(crc32c(b""), 0);
+    }
+
+    #[test]
+    fn hardware_and_table_agree() {
+        let data: Vec<u8> = (0..4099u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+        for len in [0usize, 1, 15, 16, 17, 63, 64, 1000, 4099] {
+            let mut t = Crc32c::new();
+            t.update_table(&data[..len]);
+            assert_eq!(crc32c(&data[..len]), t.finish(), "len {len}");
+        }
     }
 
     #[test]
