@@ -65,6 +65,8 @@ public final class Reader implements AutoCloseable, Iterable<Tensor> {
     private final TensorScope scope;
     private final HandleGuard guard = new HandleGuard("reader");
     private boolean ended;
+    /** The previous tensor's descriptor, shared when the next one encodes identically. */
+    private TensorDescriptor previous;
 
     private Reader(NativeReader nativeReader, TensorScope scope) {
         this.nativeReader = nativeReader;
@@ -194,7 +196,9 @@ public final class Reader implements AutoCloseable, Iterable<Tensor> {
                 ended = true;
                 return null;
             }
-            return Tensor.fromNative(t, scope);
+            Tensor tensor = Tensor.fromNative(t, scope, previous);
+            previous = tensor.descriptor();
+            return tensor;
         } finally {
             guard.exit();
         }

@@ -66,14 +66,24 @@ public final class Tensor implements AutoCloseable {
     /**
      * Takes ownership of a native tensor read from a stream. On failure the native tensor is
      * destroyed.
+     *
+     * @param previous the descriptor of the reader's previous tensor, or null: when the new
+     *     tensor's encoded descriptor is byte-identical (a stream of same-shaped tensors), that
+     *     immutable descriptor is shared instead of being read again field by field
      */
-    static Tensor fromNative(MemorySegment tensor, TensorScope scope) throws HurrayException {
+    static Tensor fromNative(MemorySegment tensor, TensorScope scope, TensorDescriptor previous) throws HurrayException {
         Arena arena = scope == TensorScope.SHARED ? Arena.ofShared() : Arena.ofConfined();
         try {
             MemorySegment d = NativeTensor.descriptor(tensor);
-            DescriptorFields f = NativeDescriptor.read(d);
-            TensorDescriptor desc = TensorDescriptor.fromNative(f, NativeDescriptor.copyOf(d));
-            MemorySegment[] bufs = NativeTensor.buffers(tensor, f.buffers(), arena);
+            MemorySegment encoded = NativeDescriptor.encodedView(d);
+            TensorDescriptor desc;
+            if (previous != null && previous.hasEncoding(encoded)) {
+                desc = previous;
+            } else {
+                DescriptorFields f = NativeDescriptor.read(d);
+                desc = TensorDescriptor.fromNative(f, NativeDescriptor.copyOf(encoded));
+            }
+            MemorySegment[] bufs = NativeTensor.buffers(tensor, desc.buffers(), arena);
             return new Tensor(desc, bufs, arena, tensor, d, scope);
         } catch (HurrayException | RuntimeException | Error e) {
             arena.close();

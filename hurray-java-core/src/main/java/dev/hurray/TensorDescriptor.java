@@ -122,6 +122,11 @@ public final class TensorDescriptor {
         }
     }
 
+    /** True if this descriptor was read from a stream with exactly these encoded bytes. */
+    boolean hasEncoding(MemorySegment encodedView) {
+        return nativeDescriptor.hasEncoding(encodedView);
+    }
+
     /** The native descriptor handle (owned, cached); for the reader and writer. */
     MemorySegment nativeHandle() throws HurrayException {
         return nativeDescriptor.handle();

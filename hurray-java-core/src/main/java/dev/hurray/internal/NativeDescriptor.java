@@ -84,16 +84,27 @@ public final class NativeDescriptor {
     }
 
     /**
-     * A lazily-decoded native twin of a descriptor read from a stream: copies the borrowed
-     * descriptor's encoding ({@code hurray_descriptor_encoded}).
+     * The encoding of a live descriptor ({@code hurray_descriptor_encoded}) as a view of the
+     * native bytes; valid only while the descriptor lives, so callers copy what they keep.
      */
-    public static NativeDescriptor copyOf(MemorySegment borrowed) throws HurrayException {
+    public static MemorySegment encodedView(MemorySegment descriptor) throws HurrayException {
         MemorySegment s = Native.scratch();
-        Native.check(hurray_h.hurray_descriptor_encoded(borrowed, s, s.asSlice(8)));
-        MemorySegment p = s.get(ADDRESS, 0);
-        long len = s.get(JAVA_LONG, 8);
-        byte[] bytes = p.reinterpret(len).toArray(JAVA_BYTE);
-        return new NativeDescriptor(null, bytes);
+        Native.check(hurray_h.hurray_descriptor_encoded(descriptor, s, s.asSlice(8)));
+        return s.get(ADDRESS, 0).reinterpret(s.get(JAVA_LONG, 8));
+    }
+
+    /**
+     * A lazily-decoded native twin of a descriptor read from a stream, holding a copy of its
+     * encoding (from {@link #encodedView}).
+     */
+    public static NativeDescriptor copyOf(MemorySegment encodedView) {
+        return new NativeDescriptor(null, encodedView.toArray(JAVA_BYTE));
+    }
+
+    /** True if this twin's stored encoding equals {@code encodedView} byte for byte. */
+    public boolean hasEncoding(MemorySegment encodedView) {
+        return encoded != null && encoded.length == encodedView.byteSize()
+                && MemorySegment.mismatch(encodedView, 0, encoded.length, MemorySegment.ofArray(encoded), 0, encoded.length) == -1;
     }
 
     /** Decodes an encoded descriptor now (validating it) into an owned twin. */
