@@ -22,8 +22,11 @@ import java.util.Objects;
 public class HurrayException extends IOException {
     private static final long serialVersionUID = 1L;
 
+    /** The status. */
     private final Status status;
+    /** The raw native status value. */
     private final int code;
+    /** The native library's message. */
     private final String nativeMessage;
 
     /**

@@ -27,7 +27,12 @@ public sealed interface Quantization {
      * @param dequantized the logical element type
      */
     record PerTensorAffine(double scale, double bias, ElementType dequantized) implements Quantization {
-        /** @throws NullPointerException for a null element type */
+        /**
+         * Checks the Java values; the format rules (integer stored type, finite scale and bias)
+         * are checked by the native builder.
+         *
+         * @throws NullPointerException for a null element type
+         */
         public PerTensorAffine {
             Objects.requireNonNull(dequantized, "dequantized");
         }
@@ -48,6 +53,9 @@ public sealed interface Quantization {
      */
     record PerChannelAffine(int axis, ElementType dequantized) implements Quantization {
         /**
+         * Checks the Java values; the axis range and the scale and bias buffers are checked by
+         * the native builder.
+         *
          * @throws IllegalArgumentException for a negative axis
          * @throws NullPointerException for a null element type
          */
@@ -71,7 +79,11 @@ public sealed interface Quantization {
      * @param dequantized the logical element type
      */
     record Cast(ElementType dequantized) implements Quantization {
-        /** @throws NullPointerException for a null element type */
+        /**
+         * Checks the Java value; the float stored type is checked by the native builder.
+         *
+         * @throws NullPointerException for a null element type
+         */
         public Cast {
             Objects.requireNonNull(dequantized, "dequantized");
         }

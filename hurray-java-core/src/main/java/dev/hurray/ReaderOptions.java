@@ -33,6 +33,9 @@ public record ReaderOptions(int maxRank, long maxDescriptorBytes, long maxTensor
     }
 
     /**
+     * Checks the Java values; limits above the format's maxima are refused by the native library
+     * when a reader is made.
+     *
      * @throws IllegalArgumentException for a negative limit
      * @throws NullPointerException for a null scope
      */
