@@ -10,7 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.AsynchronousCloseException;
+import java.nio.channels.ClosedChannelException;
 import java.nio.channels.Pipe;
 import java.nio.channels.ReadableByteChannel;
 import java.util.List;
@@ -185,9 +185,52 @@ class ReaderWriterTest {
         Throwable t = blocked.get(10, TimeUnit.SECONDS);
         HurrayException e = assertInstanceOf(HurrayException.class, t);
         assertEquals(Status.TRANSPORT, e.status());
-        assertInstanceOf(AsynchronousCloseException.class, e.getCause());
+        assertInstanceOf(ClosedChannelException.class, e.getCause()); // AsynchronousCloseException if it was blocked
         r.close();
         pipe.sink().close();
+    }
+
+    @Test
+    @Timeout(30)
+    void writerCloseFromAnotherThreadDuringABlockedWriteIsRefused() throws Exception {
+        Pipe pipe = Pipe.open();
+        CountDownLatch inWrite = new CountDownLatch(1);
+        java.nio.channels.WritableByteChannel signalling = new java.nio.channels.WritableByteChannel() {
+            @Override
+            public int write(ByteBuffer src) throws IOException {
+                int n = pipe.sink().write(src);
+                inWrite.countDown(); // part of the item is out; the rest cannot fit the pipe
+                return n;
+            }
+
+            @Override
+            public boolean isOpen() {
+                return pipe.sink().isOpen();
+            }
+
+            @Override
+            public void close() throws IOException {
+                pipe.sink().close();
+            }
+        };
+        Writer w = Writer.of(signalling);
+        CompletableFuture<Throwable> blocked = CompletableFuture.supplyAsync(() -> {
+            // 4 MiB cannot fit the pipe, and nobody reads: the write blocks in the channel.
+            try (Tensor big = Tensor.allocate(TensorDescriptor.of(ElementType.UINT8, 4 << 20))) {
+                w.write(big);
+                return null;
+            } catch (Throwable t) {
+                return t;
+            }
+        });
+        inWrite.await();
+        IllegalStateException refused = assertThrows(IllegalStateException.class, w::close);
+        assertTrue(refused.getMessage().contains("in use by thread"), refused.getMessage());
+        pipe.source().close(); // the blocked write now fails: the sink's peer is gone
+        HurrayException e = assertInstanceOf(HurrayException.class, blocked.get(10, TimeUnit.SECONDS));
+        assertEquals(Status.TRANSPORT, e.status());
+        assertInstanceOf(IOException.class, e.getCause());
+        w.close(); // poisoned (part of the item was written): closes without a second report
     }
 
     @Test

@@ -1,6 +1,5 @@
 package dev.hurray.internal;
 
-import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import dev.hurray.HurrayException;
@@ -99,20 +98,10 @@ public final class Native {
         return hurray_h.hurray_status_name(status).reinterpret(256).getString(0);
     }
 
-    /** Reads a pointer written by a downcall into {@code slot} at {@code offset}. */
-    static MemorySegment pointerAt(MemorySegment slot, long offset) {
-        return slot.get(ADDRESS, offset);
-    }
-
     /** Logs at debug level (handle creation and destruction). */
     static void debug(String format, Object... args) {
         if (LOG.isDebugEnabled()) {
             LOG.debug(format, args);
         }
-    }
-
-    /** The library's logger. */
-    static Logger log() {
-        return LOG;
     }
 }

@@ -1,6 +1,7 @@
 package dev.hurray.internal;
 
 import java.io.Closeable;
+import java.lang.foreign.MemorySegment;
 
 /**
  * The Java side of a native transport vtable (seed 000 "Streaming from C"): the object the
@@ -49,7 +50,7 @@ public abstract class Transport {
     }
 
     /** The release upcall ({@code HurrayTransportReleaseFn}): closes the source or sink once. */
-    final void upcallRelease(java.lang.foreign.MemorySegment ctx) {
+    final void upcallRelease(MemorySegment ctx) {
         try {
             if (!released) {
                 released = true;
