@@ -1,0 +1,530 @@
+package dev.hurray;
+
+import dev.hurray.internal.DescriptorFields;
+import dev.hurray.internal.NativeDescriptor;
+import dev.hurray.internal.NativeTensor;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+import java.util.Objects;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * A tensor: a {@link TensorDescriptor} plus the buffers it describes, as native
+ * {@link MemorySegment}s (seed 000 "HurrayTensor exists because a tensor is a descriptor plus
+ * its buffers").
+ *
+ * <h2>Lifetime</h2>
+ * A tensor owns one arena for its buffer segments. {@link #close()} closes that arena first, so
+ * every segment obtained from {@link #buffers()} becomes inaccessible (touching it throws
+ * {@link IllegalStateException}, never crashes), and then frees the memory: for a tensor read
+ * from a stream, the native tensor ({@code hurray_tensor_destroy}); for one made by
+ * {@link #allocate}/{@code of}/{@link #copyOf}, the arena's own memory. Closing twice is a
+ * no-op. A tensor read from a {@link Reader} stays valid after the reader is closed.
+ * {@link #wrap} tensors borrow the caller's segments: their memory belongs to the caller's
+ * arena, and closing the tensor only ends the tensor's view ({@link #buffers()} then throws).
+ * The descriptor stays usable after close.
+ *
+ * <h2>Threads</h2>
+ * The {@link TensorScope} decides which threads may touch the buffers and close the tensor:
+ * {@link TensorScope#CONFINED} (the default) limits both to the thread that read or made it
+ * (others get {@link WrongThreadException}, and a close attempt from another thread leaves the
+ * tensor open); {@link TensorScope#SHARED} allows any thread. A tensor that a {@link Writer} is
+ * writing cannot be closed until the write returns ({@link IllegalStateException}).
+ *
+ * <h2>Units and byte order</h2>
+ * Buffer sizes are bytes; shapes and element counts are elements. Element values are
+ * little-endian, as the format stores them; the typed copies ({@link #toFloatArray()} …)
+ * convert to Java values and read the elements of buffer 0 from {@link
+ * TensorDescriptor#byteOffset()} on in row-major order.
+ */
+public final class Tensor implements AutoCloseable {
+    private static final int CLOSED = -1;
+    private static final int CLOSING = -2;
+    private static final int MAX_ARRAY = Integer.MAX_VALUE - 8;
+
+    private final TensorDescriptor descriptor;
+    private final MemorySegment[] buffers;
+    private final Arena arena;
+    private final MemorySegment nativeTensor;
+    private final MemorySegment nativeDescriptor;
+    private final TensorScope scope;
+    /** CLOSED, CLOSING, or the number of writes in progress (0 = open and idle). */
+    private final AtomicInteger state = new AtomicInteger();
+
+    private Tensor(TensorDescriptor descriptor, MemorySegment[] buffers, Arena arena,
+            MemorySegment nativeTensor, MemorySegment nativeDescriptor, TensorScope scope) {
+        this.descriptor = descriptor;
+        this.buffers = buffers;
+        this.arena = arena;
+        this.nativeTensor = nativeTensor;
+        this.nativeDescriptor = nativeDescriptor;
+        this.scope = scope;
+    }
+
+    /**
+     * Takes ownership of a native tensor read from a stream. On failure the native tensor is
+     * destroyed.
+     *
+     * @param previous the descriptor of the reader's previous tensor, or null: when the new
+     *     tensor's encoded descriptor is byte-identical (a stream of same-shaped tensors), that
+     *     immutable descriptor is shared instead of being read again field by field
+     */
+    static Tensor fromNative(MemorySegment tensor, TensorScope scope, TensorDescriptor previous) throws HurrayException {
+        Arena arena = scope == TensorScope.SHARED ? Arena.ofShared() : Arena.ofConfined();
+        try {
+            MemorySegment d = NativeTensor.descriptor(tensor);
+            MemorySegment encoded = NativeDescriptor.encodedView(d);
+            TensorDescriptor desc;
+            if (previous != null && previous.hasEncoding(encoded)) {
+                desc = previous;
+            } else {
+                DescriptorFields f = NativeDescriptor.read(d);
+                desc = TensorDescriptor.fromNative(f, NativeDescriptor.copyOf(encoded));
+            }
+            MemorySegment[] bufs = NativeTensor.buffers(tensor, desc.buffers(), arena);
+            return new Tensor(desc, bufs, arena, tensor, d, scope);
+        } catch (HurrayException | RuntimeException | Error e) {
+            arena.close();
+            NativeTensor.destroy(tensor);
+            throw e;
+        }
+    }
+
+    // ---------------------------------------------------------------- factories
+
+    /**
+     * A tensor with fresh native buffers for {@code descriptor}: one allocation per buffer-table
+     * entry, of its byte size, at its declared alignment, zero-filled; confined to the calling
+     * thread.
+     *
+     * @throws IllegalArgumentException if a buffer's device tag is not {@link DeviceTag#CPU}
+     *     (Java allocates host memory only)
+     */
+    public static Tensor allocate(TensorDescriptor descriptor) {
+        return allocate(descriptor, TensorScope.CONFINED);
+    }
+
+    /**
+     * As {@link #allocate(TensorDescriptor)}, with the given thread scope.
+     *
+     * @throws IllegalArgumentException if a buffer's device tag is not {@link DeviceTag#CPU}
+     */
+    public static Tensor allocate(TensorDescriptor descriptor, TensorScope scope) {
+        Objects.requireNonNull(descriptor, "descriptor");
+        Objects.requireNonNull(scope, "scope");
+        for (BufferSpec b : descriptor.buffers()) {
+            if (b.deviceTag() != DeviceTag.CPU) {
+                throw new IllegalArgumentException("Tensor.allocate makes host memory; buffer device tag is " + b.deviceTag());
+            }
+        }
+        Arena arena = scope == TensorScope.SHARED ? Arena.ofShared() : Arena.ofConfined();
+        try {
+            MemorySegment[] bufs = new MemorySegment[descriptor.buffers().size()];
+            for (int i = 0; i < bufs.length; i++) {
+                BufferSpec b = descriptor.buffers().get(i);
+                bufs[i] = arena.allocate(b.byteSize(), b.alignment());
+            }
+            return new Tensor(descriptor, bufs, arena, null, null, scope);
+        } catch (RuntimeException | Error e) {
+            arena.close();
+            throw e;
+        }
+    }
+
+    /**
+     * A tensor of fresh buffers holding copies of {@code contents}: buffer {@code i} is
+     * allocated as {@link #allocate} does and filled from {@code contents[i]} (a native or heap
+     * segment of exactly the buffer's byte size). Works for every element type and buffer
+     * table (packed 4-bit, complex, per-channel quantization with its scale and bias buffers).
+     *
+     * @throws IllegalArgumentException if the count or a size differs from the buffer table
+     */
+    public static Tensor copyOf(TensorDescriptor descriptor, MemorySegment... contents) {
+        if (contents.length != descriptor.buffers().size()) {
+            throw new IllegalArgumentException(contents.length + " contents for a descriptor with "
+                    + descriptor.buffers().size() + " buffers");
+        }
+        for (int i = 0; i < contents.length; i++) {
+            long want = descriptor.buffers().get(i).byteSize();
+            if (contents[i].byteSize() != want) {
+                throw new IllegalArgumentException("contents[" + i + "] has " + contents[i].byteSize()
+                        + " bytes, buffer " + i + " declares " + want);
+            }
+        }
+        Tensor t = allocate(descriptor);
+        for (int i = 0; i < contents.length; i++) {
+            MemorySegment.copy(contents[i], 0, t.buffers[i], 0, contents[i].byteSize());
+        }
+        return t;
+    }
+
+    /**
+     * A float32 tensor holding a copy of {@code data} in row-major order.
+     *
+     * @param data the elements, row-major
+     * @param shape dimensions in elements; none means one dimension of {@code data.length}
+     * @throws IllegalArgumentException if the shape's element count differs from {@code data.length}
+     */
+    public static Tensor of(float[] data, long... shape) {
+        Tensor t = dense(ElementType.FLOAT32, data.length, shape);
+        MemorySegment.copy(data, 0, t.buffers[0], le(ValueLayout.JAVA_FLOAT), 0, data.length);
+        return t;
+    }
+
+    /** A float64 tensor holding a copy of {@code data}; see {@link #of(float[], long...)}. */
+    public static Tensor of(double[] data, long... shape) {
+        Tensor t = dense(ElementType.FLOAT64, data.length, shape);
+        MemorySegment.copy(data, 0, t.buffers[0], le(ValueLayout.JAVA_DOUBLE), 0, data.length);
+        return t;
+    }
+
+    /** An int32 tensor holding a copy of {@code data}; see {@link #of(float[], long...)}. */
+    public static Tensor of(int[] data, long... shape) {
+        return of(ElementType.INT32, data, shape);
+    }
+
+    /** An int64 tensor holding a copy of {@code data}; see {@link #of(float[], long...)}. */
+    public static Tensor of(long[] data, long... shape) {
+        return of(ElementType.INT64, data, shape);
+    }
+
+    /** An int16 tensor holding a copy of {@code data}; see {@link #of(float[], long...)}. */
+    public static Tensor of(short[] data, long... shape) {
+        return of(ElementType.INT16, data, shape);
+    }
+
+    /** An int8 tensor holding a copy of {@code data}; see {@link #of(float[], long...)}. */
+    public static Tensor of(byte[] data, long... shape) {
+        return of(ElementType.INT8, data, shape);
+    }
+
+    /**
+     * A tensor of a one-byte element type ({@code bool}, {@code int8}, {@code uint8}, the FP8
+     * types) holding a copy of {@code data}.
+     *
+     * @throws IllegalArgumentException for another element type or a count mismatch
+     */
+    public static Tensor of(ElementType type, byte[] data, long... shape) {
+        requireWidth(type, 8);
+        Tensor t = dense(type, data.length, shape);
+        MemorySegment.copy(data, 0, t.buffers[0], ValueLayout.JAVA_BYTE, 0, data.length);
+        return t;
+    }
+
+    /**
+     * A tensor of a two-byte element type ({@code int16}, {@code uint16}, {@code float16},
+     * {@code bfloat16}: the raw bits) holding a copy of {@code data}.
+     *
+     * @throws IllegalArgumentException for another element type or a count mismatch
+     */
+    public static Tensor of(ElementType type, short[] data, long... shape) {
+        requireWidth(type, 16);
+        Tensor t = dense(type, data.length, shape);
+        MemorySegment.copy(data, 0, t.buffers[0], le(ValueLayout.JAVA_SHORT), 0, data.length);
+        return t;
+    }
+
+    /**
+     * A tensor of {@code int32} or {@code uint32} holding a copy of {@code data} (the raw bits).
+     *
+     * @throws IllegalArgumentException for another element type or a count mismatch
+     */
+    public static Tensor of(ElementType type, int[] data, long... shape) {
+        requireType(type, ElementType.INT32, ElementType.UINT32);
+        Tensor t = dense(type, data.length, shape);
+        MemorySegment.copy(data, 0, t.buffers[0], le(ValueLayout.JAVA_INT), 0, data.length);
+        return t;
+    }
+
+    /**
+     * A tensor of {@code int64} or {@code uint64} holding a copy of {@code data} (the raw bits).
+     *
+     * @throws IllegalArgumentException for another element type or a count mismatch
+     */
+    public static Tensor of(ElementType type, long[] data, long... shape) {
+        requireType(type, ElementType.INT64, ElementType.UINT64);
+        Tensor t = dense(type, data.length, shape);
+        MemorySegment.copy(data, 0, t.buffers[0], le(ValueLayout.JAVA_LONG), 0, data.length);
+        return t;
+    }
+
+    /**
+     * A tensor over the caller's memory, without copying: {@code segment} becomes buffer 0 of a
+     * single-buffer {@code descriptor}. The tensor borrows the segment: its memory stays the
+     * caller's (freed when the caller's arena closes), and it must stay alive and unchanged while
+     * the tensor is used. Closing the tensor ends only its view.
+     *
+     * @param segment native memory of at least the buffer's byte size (a longer segment is
+     *     sliced), whose address is a multiple of the buffer's declared alignment
+     * @param descriptor a descriptor with exactly one buffer
+     * @throws IllegalArgumentException for a heap segment (native code cannot be handed a
+     *     pointer into the Java heap), a segment too small, a misaligned address, or a
+     *     descriptor with more than one buffer
+     * @throws IllegalStateException if the segment's scope is already closed
+     */
+    public static Tensor wrap(MemorySegment segment, TensorDescriptor descriptor) {
+        if (descriptor.buffers().size() != 1) {
+            throw new IllegalArgumentException("wrap(segment, descriptor) needs a descriptor with one buffer, this one has "
+                    + descriptor.buffers().size() + "; use wrap(descriptor, segments...)");
+        }
+        return wrap(descriptor, segment);
+    }
+
+    /**
+     * A tensor over the caller's memory, one segment per buffer-table entry, without copying;
+     * the rules of {@link #wrap(MemorySegment, TensorDescriptor)} apply to each segment.
+     *
+     * @throws IllegalArgumentException as for {@link #wrap(MemorySegment, TensorDescriptor)}, or
+     *     if the segment count differs from the buffer count
+     */
+    public static Tensor wrap(TensorDescriptor descriptor, MemorySegment... segments) {
+        Objects.requireNonNull(descriptor, "descriptor");
+        if (segments.length != descriptor.buffers().size()) {
+            throw new IllegalArgumentException(segments.length + " segments for a descriptor with "
+                    + descriptor.buffers().size() + " buffers");
+        }
+        MemorySegment[] bufs = new MemorySegment[segments.length];
+        for (int i = 0; i < segments.length; i++) {
+            MemorySegment s = segments[i];
+            BufferSpec b = descriptor.buffers().get(i);
+            if (!s.isNative()) {
+                throw new IllegalArgumentException("buffer " + i + " is a heap segment; native code needs native memory "
+                        + "(use Tensor.of/copyOf to copy it, or allocate the segment from an Arena)");
+            }
+            if (!s.scope().isAlive()) {
+                throw new IllegalStateException("buffer " + i + ": the segment's arena is closed");
+            }
+            if (s.byteSize() < b.byteSize()) {
+                throw new IllegalArgumentException("buffer " + i + " has " + s.byteSize() + " bytes, the descriptor declares "
+                        + b.byteSize());
+            }
+            if (s.address() % b.alignment() != 0) {
+                throw new IllegalArgumentException(String.format(
+                        "buffer %d at address 0x%x is not aligned to the %d bytes its descriptor declares "
+                                + "(allocate it with arena.allocate(size, %d), or use Tensor.copyOf)",
+                        i, s.address(), b.alignment(), b.alignment()));
+            }
+            bufs[i] = s.asSlice(0, b.byteSize());
+        }
+        // The segments keep the caller's scope (and thread rules); SHARED only says that this
+        // tensor adds no confinement of its own.
+        return new Tensor(descriptor, bufs, null, null, null, TensorScope.SHARED);
+    }
+
+    private static Tensor dense(ElementType type, int length, long[] shape) {
+        Shape s = shape.length == 0 ? Shape.of(length) : Shape.of(shape);
+        if (s.elementCount() != length) {
+            throw new IllegalArgumentException("shape " + s + " has " + s.elementCount() + " elements, the data "
+                    + length);
+        }
+        return allocate(TensorDescriptor.of(type, s));
+    }
+
+    private static void requireWidth(ElementType type, int bits) {
+        if (type.bitWidth() != bits) {
+            throw new IllegalArgumentException(type + " is not a " + bits + "-bit element type");
+        }
+    }
+
+    private static void requireType(ElementType type, ElementType a, ElementType b) {
+        if (type != a && type != b) {
+            throw new IllegalArgumentException("expected " + a + " or " + b + ", got " + type);
+        }
+    }
+
+    private static <L extends ValueLayout> L le(L layout) {
+        @SuppressWarnings("unchecked")
+        L l = (L) layout.withOrder(ByteOrder.LITTLE_ENDIAN);
+        return l;
+    }
+
+    // ---------------------------------------------------------------- accessors
+
+    /** The descriptor; usable after close. */
+    public TensorDescriptor descriptor() {
+        return descriptor;
+    }
+
+    /** The thread scope of the buffers. */
+    public TensorScope scope() {
+        return scope;
+    }
+
+    /** True until {@link #close()} succeeded. */
+    public boolean isOpen() {
+        return state.get() >= 0;
+    }
+
+    /**
+     * The buffers, in buffer-table order, as a new view whose segments are borrowed from this
+     * tensor (valid until it is closed).
+     *
+     * @throws IllegalStateException if the tensor is closed
+     */
+    public BufferList buffers() {
+        requireOpen();
+        return new BufferList(this, buffers);
+    }
+
+    /**
+     * Buffer {@code index} (0 holds the elements) as a segment of exactly its byte size, valid
+     * until the tensor is closed.
+     *
+     * @throws IllegalStateException if the tensor is closed
+     * @throws IndexOutOfBoundsException for a bad index
+     */
+    public MemorySegment buffer(int index) {
+        requireOpen();
+        return buffers[index];
+    }
+
+    /** The float32 elements, row-major. @throws IllegalStateException for another dtype or layout, or after close */
+    public float[] toFloatArray() {
+        return elements(ValueLayout.JAVA_FLOAT_UNALIGNED, ElementType.FLOAT32).toArray(le(ValueLayout.JAVA_FLOAT_UNALIGNED));
+    }
+
+    /** The float64 elements, row-major. @throws IllegalStateException for another dtype or layout, or after close */
+    public double[] toDoubleArray() {
+        return elements(ValueLayout.JAVA_DOUBLE_UNALIGNED, ElementType.FLOAT64).toArray(le(ValueLayout.JAVA_DOUBLE_UNALIGNED));
+    }
+
+    /**
+     * The int32 or uint32 elements (raw bits), row-major.
+     *
+     * @throws IllegalStateException for another dtype or layout, or after close
+     */
+    public int[] toIntArray() {
+        return elements(ValueLayout.JAVA_INT_UNALIGNED, ElementType.INT32, ElementType.UINT32).toArray(le(ValueLayout.JAVA_INT_UNALIGNED));
+    }
+
+    /**
+     * The int64 or uint64 elements (raw bits), row-major.
+     *
+     * @throws IllegalStateException for another dtype or layout, or after close
+     */
+    public long[] toLongArray() {
+        return elements(ValueLayout.JAVA_LONG_UNALIGNED, ElementType.INT64, ElementType.UINT64).toArray(le(ValueLayout.JAVA_LONG_UNALIGNED));
+    }
+
+    /**
+     * The elements of a 16-bit type (int16, uint16, float16, bfloat16; raw bits), row-major.
+     *
+     * @throws IllegalStateException for another dtype or layout, or after close
+     */
+    public short[] toShortArray() {
+        return elements(ValueLayout.JAVA_SHORT_UNALIGNED, ElementType.INT16, ElementType.UINT16, ElementType.FLOAT16,
+                ElementType.BFLOAT16).toArray(le(ValueLayout.JAVA_SHORT_UNALIGNED));
+    }
+
+    /**
+     * The elements of a one-byte type (bool, int8, uint8, float8_e4m3fn, float8_e5m2), row-major.
+     *
+     * @throws IllegalStateException for another dtype or layout, or after close
+     */
+    public byte[] toByteArray() {
+        return elements(ValueLayout.JAVA_BYTE, ElementType.BOOL, ElementType.INT8, ElementType.UINT8,
+                ElementType.FLOAT8_E4M3FN, ElementType.FLOAT8_E5M2).toArray(ValueLayout.JAVA_BYTE);
+    }
+
+    private MemorySegment elements(ValueLayout layout, ElementType... accepted) {
+        requireOpen();
+        ElementType t = descriptor.elementType();
+        boolean ok = false;
+        for (ElementType a : accepted) {
+            ok |= a == t;
+        }
+        if (!ok) {
+            throw new IllegalStateException("tensor is " + t + "; this copy needs " + java.util.Arrays.toString(accepted));
+        }
+        if (descriptor.layout().kind() != Layout.Kind.ROW_MAJOR) {
+            throw new IllegalStateException("tensor layout is " + descriptor.layout()
+                    + "; typed copies are row-major only (read buffer(0) directly)");
+        }
+        long n = descriptor.elementCount();
+        if (n > MAX_ARRAY) {
+            throw new IllegalStateException(n + " elements do not fit a Java array");
+        }
+        return buffers[0].asSlice(descriptor.byteOffset(), n * layout.byteSize());
+    }
+
+    private void requireOpen() {
+        if (state.get() < 0) {
+            throw new IllegalStateException("the tensor is closed");
+        }
+    }
+
+    // ---------------------------------------------------------------- writer support
+
+    /** Marks a write in progress so that {@link #close()} is refused until {@link #unpin()}. */
+    void pin() {
+        while (true) {
+            int s = state.get();
+            if (s < 0) {
+                throw new IllegalStateException("the tensor is closed");
+            }
+            if (state.compareAndSet(s, s + 1)) {
+                return;
+            }
+        }
+    }
+
+    void unpin() {
+        state.decrementAndGet();
+    }
+
+    /** The raw buffer segments (for the writer, between pin and unpin). */
+    MemorySegment[] rawBuffers() {
+        return buffers;
+    }
+
+    /** The borrowed native descriptor of a tensor read from a stream, or null. Valid while open. */
+    MemorySegment nativeDescriptor() {
+        return nativeDescriptor;
+    }
+
+    // ---------------------------------------------------------------- close
+
+    /**
+     * Ends the buffers' scope, then frees them. A no-op if already closed.
+     *
+     * @throws WrongThreadException for a {@link TensorScope#CONFINED} tensor closed from a thread
+     *     other than its owner (the tensor stays open)
+     * @throws IllegalStateException while a {@link Writer} is writing this tensor (the tensor
+     *     stays open)
+     */
+    @Override
+    public void close() {
+        while (true) {
+            int s = state.get();
+            if (s == CLOSED || s == CLOSING) {
+                return;
+            }
+            if (s > 0) {
+                throw new IllegalStateException("the tensor is being written; close it after the write returns");
+            }
+            if (state.compareAndSet(0, CLOSING)) {
+                break;
+            }
+        }
+        try {
+            if (arena != null) {
+                arena.close();
+            }
+        } catch (RuntimeException | Error e) {
+            state.set(0);
+            throw e;
+        }
+        state.set(CLOSED);
+        if (nativeTensor != null) {
+            NativeTensor.destroy(nativeTensor);
+        }
+    }
+
+    /** The descriptor's {@code toString}, plus {@code (closed)} after close. */
+    @Override
+    public String toString() {
+        return "Tensor " + descriptor + (isOpen() ? "" : " (closed)");
+    }
+}

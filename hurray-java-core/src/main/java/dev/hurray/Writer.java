@@ -1,0 +1,318 @@
+package dev.hurray;
+
+import dev.hurray.internal.NativeWriter;
+import dev.hurray.internal.WriteTransport;
+import java.io.Closeable;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.net.Socket;
+import java.nio.channels.SelectableChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.channels.WritableByteChannel;
+import java.util.Objects;
+
+/**
+ * Writes a Hurray stream through the native writer ({@code hurray_writer_*}; docs/spec/stream.md,
+ * seed 000 "Writing a stream").
+ *
+ * <pre>{@code
+ * try (Writer writer = Writer.of(socket); Tensor t = Tensor.of(new float[] {1, 2, 3, 4, 5, 6}, 2, 3)) {
+ *     writer.write(t);
+ * } // close() writes the end-of-stream marker
+ * }</pre>
+ *
+ * <h2>Sinks</h2>
+ * {@link #of(WritableByteChannel) channels} (written straight from native memory),
+ * {@link #of(OutputStream) output streams} (through one reusable 64 KiB chunk, flushed after
+ * each tensor), {@link #of(Socket) sockets} (the channel path when the socket has a channel)
+ * and memory ({@link #toMemory()}, read back with {@link #toByteArray()}).
+ *
+ * <h2>Semantics</h2>
+ * A tensor is entirely handed to the sink when {@link #write(Tensor)} returns; nothing is
+ * retained after the call. {@link #finish()} writes the end-of-stream marker, and
+ * {@link #close()} does so if it was not done, then closes the sink (a socket is only shut down
+ * for output).
+ *
+ * <h2>Errors</h2>
+ * Every failure is a {@link HurrayException}. When the sink throws, the status is
+ * {@link Status#TRANSPORT} (or {@link Status#SINK_CLOSED} if it accepted 0 bytes) and the cause
+ * is the sink's exception. If not one byte of the tensor had been written, the call can simply
+ * be retried; if part of it was on the wire, the writer is <em>poisoned</em> (the stream holds a
+ * truncated item that cannot be un-sent) and every later write or finish fails with
+ * {@link Status#POISONED}. Output streams cannot report a partial write: a throwing
+ * {@code OutputStream} is taken to have written nothing of that chunk.
+ *
+ * <h2>Threads</h2>
+ * One writer, one thread at a time: a concurrent call, a call from inside the writer's own
+ * sink, or a close during a call on another thread fails with {@link IllegalStateException}.
+ * A writer may be made on one thread and used or closed on another.
+ */
+public final class Writer implements AutoCloseable {
+    private final NativeWriter nativeWriter;
+    private final WriteTransport.Memory memory;
+    private final HandleGuard guard = new HandleGuard("writer");
+    private boolean finished;
+
+    private Writer(NativeWriter nativeWriter, WriteTransport.Memory memory) {
+        this.nativeWriter = nativeWriter;
+        this.memory = memory;
+    }
+
+    private static Writer open(WriteTransport transport, WriterOptions options) throws HurrayException {
+        Objects.requireNonNull(options, "options");
+        return new Writer(NativeWriter.open(transport, options.payloadChecksums()),
+                transport instanceof WriteTransport.Memory m ? m : null);
+    }
+
+    /** A writer to {@code out} with default options; see {@link #of(OutputStream, WriterOptions)}. */
+    public static Writer of(OutputStream out) throws HurrayException {
+        return of(out, WriterOptions.defaults());
+    }
+
+    /**
+     * A writer to an output stream, through one reusable 64 KiB chunk; the stream is flushed
+     * after each tensor and at finish. {@link #close()} closes the stream.
+     */
+    public static Writer of(OutputStream out, WriterOptions options) throws HurrayException {
+        return open(WriteTransport.of(out, out), options);
+    }
+
+    /** A writer to {@code channel} with default options; see {@link #of(WritableByteChannel, WriterOptions)}. */
+    public static Writer of(WritableByteChannel channel) throws HurrayException {
+        return of(channel, WriterOptions.defaults());
+    }
+
+    /**
+     * A writer to a blocking channel, written straight from the payloads' native memory.
+     * {@link #close()} closes the channel.
+     *
+     * @throws IllegalArgumentException for a non-blocking {@link SelectableChannel}
+     */
+    public static Writer of(WritableByteChannel channel, WriterOptions options) throws HurrayException {
+        requireBlocking(channel);
+        return open(WriteTransport.of(channel, channel), options);
+    }
+
+    /** A writer to {@code socket} with default options; see {@link #of(Socket, WriterOptions)}. */
+    public static Writer of(Socket socket) throws IOException {
+        return of(socket, WriterOptions.defaults());
+    }
+
+    /**
+     * A writer to a connected socket: through its {@link SocketChannel} when it has one, else its
+     * output stream. {@link #close()} shuts the socket down for output only
+     * ({@link Socket#shutdownOutput()}: the peer sees end of input), so it can still be read;
+     * closing the socket is the caller's.
+     *
+     * @throws IllegalArgumentException if the socket's channel is non-blocking
+     * @throws IOException if the socket is not connected
+     */
+    public static Writer of(Socket socket, WriterOptions options) throws IOException {
+        Objects.requireNonNull(socket, "socket");
+        Closeable shutdown = () -> {
+            if (!socket.isClosed() && !socket.isOutputShutdown()) {
+                socket.shutdownOutput();
+            }
+        };
+        SocketChannel ch = socket.getChannel();
+        if (ch != null) {
+            requireBlocking(ch);
+            return open(WriteTransport.of(ch, shutdown), options);
+        }
+        return open(WriteTransport.of(socket.getOutputStream(), shutdown), options);
+    }
+
+    /** A writer into a growable heap buffer, with default options; read it with {@link #toByteArray()}. */
+    public static Writer toMemory() throws HurrayException {
+        return toMemory(WriterOptions.defaults());
+    }
+
+    /** A writer into a growable heap buffer (at most 2 GiB); read it with {@link #toByteArray()}. */
+    public static Writer toMemory(WriterOptions options) throws HurrayException {
+        return open(WriteTransport.toMemory(), options);
+    }
+
+    private static void requireBlocking(Object channel) {
+        Objects.requireNonNull(channel, "channel");
+        if (channel instanceof SelectableChannel sc && !sc.isBlocking()) {
+            throw new IllegalArgumentException("the channel is in non-blocking mode; Hurray writers need a blocking "
+                    + "channel (configureBlocking(true)), because a write of 0 bytes would mean a closed sink");
+        }
+    }
+
+    /**
+     * Writes one tensor: its descriptor and all of its buffers. A tensor read from a stream is
+     * relayed with its native descriptor as is. While the write runs, the tensor cannot be
+     * closed.
+     *
+     * @throws HurrayException see the class comment ({@link Status#TRANSPORT},
+     *     {@link Status#SINK_CLOSED}, {@link Status#POISONED}, {@link Status#INVALID_STATE} after
+     *     {@link #finish()})
+     * @throws IllegalStateException if the tensor or the writer is closed, or the writer is in use
+     * @throws WrongThreadException if the tensor's buffers are confined to another thread
+     */
+    public void write(Tensor tensor) throws HurrayException {
+        Objects.requireNonNull(tensor, "tensor");
+        guard.enter();
+        try {
+            tensor.pin();
+            try {
+                MemorySegment[] bufs = tensor.rawBuffers();
+                for (int i = 0; i < bufs.length; i++) {
+                    requireUsable(bufs[i], i);
+                }
+                MemorySegment d = tensor.nativeDescriptor();
+                if (d == null) {
+                    d = tensor.descriptor().nativeHandle();
+                }
+                nativeWriter.write(d, bufs);
+            } finally {
+                tensor.unpin();
+            }
+            flush();
+        } finally {
+            guard.exit();
+        }
+    }
+
+    /**
+     * Writes one tensor from a descriptor and its payloads: {@code payloads[i]} is buffer
+     * {@code i} of the descriptor's buffer table and must be exactly its byte size. Native
+     * segments are written in place (they must stay alive, and must not be closed by another
+     * thread, until the call returns); heap segments are first copied to native memory.
+     *
+     * @throws HurrayException {@link Status#INVALID_ARGUMENT} (payload count differs from the
+     *     buffer count, or a payload is too long), {@link Status#BUFFER_TOO_SMALL} (too short),
+     *     and the failures of {@link #write(Tensor)}
+     * @throws IllegalArgumentException for more than 64 payloads
+     * @throws IllegalStateException if a payload's arena is closed, or the writer is closed or in use
+     * @throws WrongThreadException if a payload is confined to another thread
+     */
+    public void write(TensorDescriptor descriptor, MemorySegment... payloads) throws HurrayException {
+        Objects.requireNonNull(descriptor, "descriptor");
+        if (payloads.length > NativeWriter.MAX_PAYLOADS) {
+            throw new IllegalArgumentException(payloads.length + " payloads; a tensor has at most "
+                    + NativeWriter.MAX_PAYLOADS + " buffers");
+        }
+        guard.enter();
+        try {
+            MemorySegment[] bufs = payloads.clone();
+            Arena copies = null;
+            try {
+                for (int i = 0; i < bufs.length; i++) {
+                    requireUsable(bufs[i], i);
+                    if (!bufs[i].isNative()) {
+                        if (copies == null) {
+                            copies = Arena.ofConfined();
+                        }
+                        MemorySegment c = copies.allocate(Math.max(1, bufs[i].byteSize()), 64)
+                                .asSlice(0, bufs[i].byteSize());
+                        MemorySegment.copy(bufs[i], 0, c, 0, bufs[i].byteSize());
+                        bufs[i] = c;
+                    }
+                }
+                nativeWriter.write(descriptor.nativeHandle(), bufs);
+            } finally {
+                if (copies != null) {
+                    copies.close();
+                }
+            }
+            flush();
+        } finally {
+            guard.exit();
+        }
+    }
+
+    private static void requireUsable(MemorySegment s, int index) {
+        Objects.requireNonNull(s, "payload");
+        if (!s.scope().isAlive()) {
+            throw new IllegalStateException("payload " + index + ": its arena is closed");
+        }
+        if (!s.isAccessibleBy(Thread.currentThread())) {
+            throw new WrongThreadException("payload " + index + " is confined to another thread");
+        }
+    }
+
+    private void flush() throws HurrayException {
+        try {
+            nativeWriter.transport().flush();
+        } catch (IOException | RuntimeException e) {
+            throw new HurrayException(Status.TRANSPORT, "flushing the sink failed", e);
+        }
+    }
+
+    /**
+     * Writes the end-of-stream marker (and the stream header if nothing was written yet); a
+     * reader then sees the end of the stream. Idempotent once it succeeded.
+     *
+     * @throws HurrayException as for {@link #write(Tensor)}
+     */
+    public void finish() throws HurrayException {
+        guard.enter();
+        try {
+            if (!finished) {
+                nativeWriter.finish();
+                finished = true;
+                flush();
+            }
+        } finally {
+            guard.exit();
+        }
+    }
+
+    /**
+     * The bytes written so far by a {@link #toMemory()} writer (a copy); usable before and after
+     * close.
+     *
+     * @throws IllegalStateException if this writer does not write to memory
+     */
+    public byte[] toByteArray() {
+        if (memory == null) {
+            throw new IllegalStateException("toByteArray() needs a writer made by Writer.toMemory()");
+        }
+        return memory.toByteArray();
+    }
+
+    /**
+     * Finishes the stream if that was not done (a poisoned writer is not finished: its failure
+     * was already reported), destroys the native writer and closes the sink. Idempotent. Throws
+     * {@link IOException}s as they are, never wrapped in an unchecked exception.
+     *
+     * @throws HurrayException if finishing or closing the sink failed (the writer is closed
+     *     regardless; a second failure is attached as suppressed)
+     * @throws IllegalStateException if a write is in progress on another thread (the writer
+     *     stays open)
+     */
+    @Override
+    public void close() throws HurrayException {
+        if (!guard.close()) {
+            return;
+        }
+        HurrayException failure = null;
+        if (!finished) {
+            try {
+                nativeWriter.finish();
+                finished = true;
+                flush();
+            } catch (HurrayException e) {
+                if (e.status() != Status.POISONED) {
+                    failure = e;
+                }
+            }
+        }
+        try {
+            nativeWriter.close();
+        } catch (HurrayException e) {
+            if (failure == null) {
+                failure = e;
+            } else {
+                failure.addSuppressed(e);
+            }
+        }
+        if (failure != null) {
+            throw failure;
+        }
+    }
+}

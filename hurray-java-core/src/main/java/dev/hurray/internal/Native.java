@@ -1,0 +1,107 @@
+package dev.hurray.internal;
+
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import dev.hurray.HurrayException;
+import dev.hurray.Status;
+import dev.hurray.ffm.hurray_h;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Status checks, the native last-error message, and a per-thread scratch area for the out
+ * parameters of calls that never call back into Java.
+ *
+ * <p><b>Scratch rule.</b> {@link #scratch()} is one small native area per thread (in an
+ * automatic arena, freed when the thread's entry is collected). It may only be used between
+ * the start and end of downcalls that cannot reach Java code (descriptor accessors, builders,
+ * tensor destroy, the last-error accessor): a transport upcall runs arbitrary Java code on the
+ * same thread, which may itself use the scratch area, so calls that can upcall (reader next,
+ * writer write/finish/destroy) use per-handle areas instead.
+ */
+public final class Native {
+    private static final Logger LOG = LoggerFactory.getLogger("dev.hurray");
+
+    /** Size of the per-thread scratch area in bytes. */
+    static final long SCRATCH_BYTES = 4096;
+    /** Offset in the scratch area where the last-error message buffer starts. */
+    private static final long MESSAGE_OFFSET = 256;
+
+    private static final ThreadLocal<MemorySegment> SCRATCH =
+            ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(SCRATCH_BYTES, 64));
+
+    /** {@code HURRAY_OK}. */
+    public static final int OK = hurray_h.HURRAY_OK();
+    /** {@code HURRAY_END_OF_STREAM}. */
+    public static final int END_OF_STREAM = hurray_h.HURRAY_END_OF_STREAM();
+    /** {@code HURRAY_ERR_TRANSPORT}. */
+    public static final int ERR_TRANSPORT = hurray_h.HURRAY_ERR_TRANSPORT();
+    /** {@code HURRAY_ERR_BUFFER_TOO_SMALL}. */
+    static final int ERR_BUFFER_TOO_SMALL = hurray_h.HURRAY_ERR_BUFFER_TOO_SMALL();
+
+    private Native() {
+    }
+
+    /** This thread's scratch area (see the class comment for the rule). */
+    static MemorySegment scratch() {
+        return SCRATCH.get();
+    }
+
+    /**
+     * Throws the exception for {@code status} if it is negative (an error).
+     *
+     * @throws HurrayException with the native message of this thread's failing call
+     */
+    static void check(int status) throws HurrayException {
+        if (status < 0) {
+            throw error(status, null);
+        }
+    }
+
+    /**
+     * The exception for failing status {@code status}: its {@link Status}, this thread's native
+     * last-error message, and {@code cause} (the exception an upcall recorded, or null). Call it
+     * right after the failing downcall, on the same thread.
+     */
+    public static HurrayException error(int status, Throwable cause) {
+        String message = lastErrorMessage();
+        HurrayException e = new HurrayException(Status.fromValue(status), status, message, cause);
+        if (LOG.isDebugEnabled()) {
+            LOG.debug("native call failed: {}", e.getMessage());
+        }
+        return e;
+    }
+
+    /** This thread's native last-error message ({@code hurray_last_error_message}); empty if none. */
+    public static String lastErrorMessage() {
+        MemorySegment s = scratch();
+        MemorySegment buf = s.asSlice(MESSAGE_OFFSET);
+        int rc = hurray_h.hurray_last_error_message(buf, buf.byteSize(), s);
+        if (rc == ERR_BUFFER_TOO_SMALL) {
+            long len = s.get(JAVA_LONG, 0);
+            try (Arena a = Arena.ofConfined()) {
+                MemorySegment big = a.allocate(len + 1);
+                if (hurray_h.hurray_last_error_message(big, big.byteSize(), s) == OK) {
+                    return big.getString(0);
+                }
+            }
+        } else if (rc == OK) {
+            return buf.getString(0);
+        }
+        return "";
+    }
+
+    /** The C constant name of a status ({@code hurray_status_name}). */
+    public static String statusName(int status) {
+        return hurray_h.hurray_status_name(status).reinterpret(256).getString(0);
+    }
+
+    /** Logs at debug level (handle creation and destruction). */
+    static void debug(String format, Object... args) {
+        if (LOG.isDebugEnabled()) {
+            LOG.debug(format, args);
+        }
+    }
+}

@@ -1,0 +1,60 @@
+package dev.hurray.internal;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import dev.hurray.BufferSpec;
+import dev.hurray.HurrayException;
+import dev.hurray.ffm.hurray_h;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+
+/**
+ * Helpers over a native tensor ({@code HurrayTensor*}) read from a stream. All of them use the
+ * thread's scratch area and never call back into Java.
+ */
+public final class NativeTensor {
+    private NativeTensor() {
+    }
+
+    /** The tensor's borrowed descriptor ({@code hurray_tensor_descriptor}); valid until the tensor is destroyed. */
+    public static MemorySegment descriptor(MemorySegment tensor) throws HurrayException {
+        MemorySegment s = Native.scratch();
+        Native.check(hurray_h.hurray_tensor_descriptor(tensor, s));
+        return s.get(ADDRESS, 0);
+    }
+
+    /**
+     * The tensor's buffers as segments bound to {@code arena}: each is the native allocation
+     * ({@code hurray_buffer_data_ptr}) resized to its spec's byte size with
+     * {@code reinterpret(size, arena, null)}, so it becomes inaccessible when {@code arena}
+     * closes. The caller destroys the native tensor only after closing {@code arena}.
+     */
+    public static MemorySegment[] buffers(MemorySegment tensor, List<BufferSpec> specs, Arena arena) throws HurrayException {
+        MemorySegment s = Native.scratch();
+        Native.check(hurray_h.hurray_tensor_buffers(tensor, s));
+        MemorySegment list = s.get(ADDRESS, 0);
+        Native.check(hurray_h.hurray_buffer_list_len(list, s));
+        long n = s.get(JAVA_LONG, 0);
+        if (n != specs.size()) {
+            throw new HurrayException(dev.hurray.Status.CORRUPT,
+                    "tensor has " + n + " buffers, its descriptor declares " + specs.size(), null);
+        }
+        MemorySegment[] out = new MemorySegment[(int) n];
+        for (int i = 0; i < n; i++) {
+            Native.check(hurray_h.hurray_buffer_list_get(list, i, s));
+            MemorySegment buffer = s.get(ADDRESS, 0);
+            Native.check(hurray_h.hurray_buffer_data_ptr(buffer, s));
+            out[i] = s.get(ADDRESS, 0).reinterpret(specs.get(i).byteSize(), arena, null);
+        }
+        return out;
+    }
+
+    /** Destroys a native tensor ({@code hurray_tensor_destroy}); its buffers are freed. */
+    public static void destroy(MemorySegment tensor) {
+        MemorySegment s = Native.scratch();
+        s.set(ADDRESS, 0, tensor);
+        hurray_h.hurray_tensor_destroy(s);
+    }
+}

@@ -1,0 +1,139 @@
+package dev.hurray.internal;
+
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import java.io.Closeable;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
+import java.nio.channels.SelectableChannel;
+import java.nio.channels.WritableByteChannel;
+import java.util.Arrays;
+import java.util.Objects;
+
+/**
+ * A byte sink behind a native writer's {@code write} callback. Implementations take at least
+ * one and at most {@code src.byteSize()} bytes from {@code src} and return the count (0 would
+ * mean the sink is closed); they throw to report a failure having taken nothing.
+ */
+public abstract class WriteTransport extends Transport {
+    /** @param onClose closes the sink when the native writer releases the transport, or null */
+    protected WriteTransport(Closeable onClose) {
+        super(onClose);
+    }
+
+    /**
+     * Writes up to {@code src.byteSize()} bytes from {@code src}.
+     *
+     * @return bytes taken, at least 1 unless the sink is closed
+     * @throws Exception to fail having taken nothing
+     */
+    protected abstract long write(MemorySegment src) throws Exception;
+
+    /** Pushes buffered bytes to their destination after an item; called by Java, not by an upcall. */
+    public void flush() throws IOException {
+    }
+
+    /** The {@code HurrayTransportWriteFn} upcall: never throws. */
+    final int upcall(MemorySegment ctx, MemorySegment src, long len, MemorySegment outWritten) {
+        try {
+            long n = write(src.reinterpret(len));
+            outWritten.reinterpret(8).set(JAVA_LONG, 0, n);
+            return Native.OK;
+        } catch (Throwable t) {
+            record(t);
+            try {
+                outWritten.reinterpret(8).set(JAVA_LONG, 0, 0L);
+            } catch (Throwable ignored) {
+                // nothing more can be done without throwing into native code
+            }
+            return Native.ERR_TRANSPORT;
+        }
+    }
+
+    /** A blocking channel written straight from native memory (no heap bounce). */
+    public static WriteTransport of(WritableByteChannel channel, Closeable onClose) {
+        Objects.requireNonNull(channel, "channel");
+        return new WriteTransport(onClose) {
+            @Override
+            protected long write(MemorySegment src) throws IOException {
+                ByteBuffer bb = src.asSlice(0, Math.min(src.byteSize(), ReadTransport.MAX_CHANNEL_TRANSFER)).asByteBuffer();
+                while (true) {
+                    int n = channel.write(bb);
+                    if (n > 0) {
+                        return n;
+                    }
+                    if (channel instanceof SelectableChannel sc && !sc.isBlocking()) {
+                        throw new IOException("the channel was switched to non-blocking mode; Hurray needs a blocking channel");
+                    }
+                    Thread.onSpinWait();
+                }
+            }
+        };
+    }
+
+    /** An {@code OutputStream} written through one reusable 64 KiB chunk; flushed after each item. */
+    public static WriteTransport of(OutputStream out, Closeable onClose) {
+        Objects.requireNonNull(out, "out");
+        byte[] chunk = new byte[ReadTransport.CHUNK_BYTES];
+        return new WriteTransport(onClose) {
+            @Override
+            protected long write(MemorySegment src) throws IOException {
+                int n = (int) Math.min(src.byteSize(), chunk.length);
+                MemorySegment.copy(src, ValueLayout.JAVA_BYTE, 0, chunk, 0, n);
+                out.write(chunk, 0, n);
+                return n;
+            }
+
+            @Override
+            public void flush() throws IOException {
+                out.flush();
+            }
+        };
+    }
+
+    /** A growable heap buffer (at most {@link #MEMORY_LIMIT} bytes). */
+    public static Memory toMemory() {
+        return new Memory();
+    }
+
+    /** Largest memory sink, in bytes (a Java array's limit). */
+    public static final int MEMORY_LIMIT = Integer.MAX_VALUE - 8;
+
+    /** The memory sink: bytes accumulate in a heap array; {@link #toByteArray()} copies them. */
+    public static final class Memory extends WriteTransport {
+        private byte[] buf = new byte[1024];
+        private int size;
+
+        Memory() {
+            super(null);
+        }
+
+        @Override
+        protected long write(MemorySegment src) throws IOException {
+            long room = MEMORY_LIMIT - (long) size;
+            if (room <= 0) {
+                throw new IOException("the in-memory sink is full (" + MEMORY_LIMIT + " bytes)");
+            }
+            int n = (int) Math.min(src.byteSize(), room);
+            if (size + n > buf.length) {
+                buf = Arrays.copyOf(buf, (int) Math.min(MEMORY_LIMIT, Math.max((long) size + n, 2L * buf.length)));
+            }
+            MemorySegment.copy(src, ValueLayout.JAVA_BYTE, 0, buf, size, n);
+            size += n;
+            return n;
+        }
+
+        /** A copy of the bytes written so far. */
+        public byte[] toByteArray() {
+            return Arrays.copyOf(buf, size);
+        }
+
+        /** Number of bytes written so far. */
+        public int size() {
+            return size;
+        }
+    }
+}

@@ -1,0 +1,292 @@
+package dev.hurray;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.Pipe;
+import java.nio.channels.ReadableByteChannel;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** Reader and writer state rules: threads, end of stream, channel modes, options. */
+class ReaderWriterTest {
+    private static byte[] wireOf(int... values) throws IOException {
+        try (Tensor t = Tensor.of(values)) {
+            return TestSupport.stream(List.of(t), WriterOptions.defaults());
+        }
+    }
+
+    @Test
+    void endOfStreamIsSticky() throws IOException {
+        try (Reader r = Reader.of(wireOf(1))) {
+            r.read().close();
+            assertNull(r.read());
+            assertNull(r.read());
+            assertTrue(r.isEndOfStream());
+            assertTrue(!r.iterator().hasNext());
+        }
+    }
+
+    @Test
+    void useAfterCloseAndDoubleClose() throws IOException {
+        Reader r = Reader.of(wireOf(1));
+        r.close();
+        r.close();
+        assertThrows(IllegalStateException.class, r::read);
+        Writer w = Writer.toMemory();
+        w.close();
+        w.close();
+        try (Tensor t = Tensor.of(new int[] {1})) {
+            assertThrows(IllegalStateException.class, () -> w.write(t));
+        }
+        assertThrows(IllegalStateException.class, w::finish);
+        // close wrote the end marker: the memory holds a complete empty stream
+        try (Reader empty = Reader.of(w.toByteArray())) {
+            assertNull(empty.read());
+        }
+    }
+
+    @Test
+    void writeAfterFinishIsInvalidStateAndFinishIsIdempotent() throws IOException {
+        try (Writer w = Writer.toMemory(); Tensor t = Tensor.of(new int[] {1})) {
+            w.write(t);
+            w.finish();
+            w.finish();
+            assertEquals(Status.INVALID_STATE, assertThrows(HurrayException.class, () -> w.write(t)).status());
+        }
+    }
+
+    @Test
+    void payloadsAreCheckedByTheNativeWriter() throws IOException {
+        TensorDescriptor d = TensorDescriptor.of(ElementType.INT32, 4);
+        try (Writer w = Writer.toMemory()) {
+            assertEquals(Status.BUFFER_TOO_SMALL,
+                    assertThrows(HurrayException.class, () -> w.write(d, java.lang.foreign.MemorySegment.ofArray(new int[3]))).status());
+            assertEquals(Status.INVALID_ARGUMENT,
+                    assertThrows(HurrayException.class, () -> w.write(d, java.lang.foreign.MemorySegment.ofArray(new int[5]))).status());
+            assertEquals(Status.INVALID_ARGUMENT, assertThrows(HurrayException.class, () -> w.write(d)).status());
+            // nothing was written by the refused calls
+            w.write(d, java.lang.foreign.MemorySegment.ofArray(new int[] {1, 2, 3, 4}));
+            w.finish();
+            try (Reader r = Reader.of(w.toByteArray()); Tensor t = r.read()) {
+                assertArrayEquals(new int[] {1, 2, 3, 4}, t.toIntArray());
+            }
+        }
+    }
+
+    @Test
+    void toByteArrayNeedsAMemoryWriter() throws IOException {
+        try (Writer w = Writer.of(new ByteArrayOutputStream())) {
+            assertThrows(IllegalStateException.class, w::toByteArray);
+        }
+    }
+
+    @Test
+    void nonBlockingChannelsAreRejected() throws IOException {
+        Pipe pipe = Pipe.open();
+        try (Pipe.SourceChannel source = pipe.source(); Pipe.SinkChannel sink = pipe.sink()) {
+            pipe.source().configureBlocking(false);
+            pipe.sink().configureBlocking(false);
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Reader.of(pipe.source()));
+            assertTrue(e.getMessage().contains("non-blocking"));
+            assertThrows(IllegalArgumentException.class, () -> Writer.of(pipe.sink()));
+        }
+    }
+
+    /** A channel read that returns 0 is asked again, never taken as end of input (seed 000 rule 2). */
+    @Test
+    void zeroByteChannelReadsAreNotEndOfInput() throws IOException {
+        ByteBuffer src = ByteBuffer.wrap(wireOf(4, 5, 6));
+        int[] zeros = {0};
+        ReadableByteChannel stuttering = new ReadableByteChannel() {
+            boolean zero;
+
+            @Override
+            public int read(ByteBuffer dst) {
+                zero = !zero;
+                if (zero) {
+                    zeros[0]++;
+                    return 0;
+                }
+                if (!src.hasRemaining()) {
+                    return -1;
+                }
+                int n = Math.min(3, Math.min(dst.remaining(), src.remaining()));
+                dst.put(dst.position(), src, src.position(), n).position(dst.position() + n);
+                src.position(src.position() + n);
+                return n;
+            }
+
+            @Override
+            public boolean isOpen() {
+                return true;
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        try (Reader r = Reader.of(stuttering); Tensor t = r.read()) {
+            assertArrayEquals(new int[] {4, 5, 6}, t.toIntArray());
+            assertNull(r.read());
+        }
+        assertTrue(zeros[0] > 10);
+    }
+
+    @Test
+    @Timeout(30)
+    void closeFromAnotherThreadDuringABlockedReadIsRefused() throws Exception {
+        Pipe pipe = Pipe.open();
+        CountDownLatch inRead = new CountDownLatch(1);
+        ReadableByteChannel signalling = new ReadableByteChannel() {
+            @Override
+            public int read(ByteBuffer dst) throws IOException {
+                inRead.countDown();
+                return pipe.source().read(dst); // blocks: nothing is ever written
+            }
+
+            @Override
+            public boolean isOpen() {
+                return pipe.source().isOpen();
+            }
+
+            @Override
+            public void close() throws IOException {
+                pipe.source().close();
+            }
+        };
+        Reader r = Reader.of(signalling);
+        CompletableFuture<Throwable> blocked = CompletableFuture.supplyAsync(() -> {
+            try {
+                r.read();
+                return null;
+            } catch (Throwable t) {
+                return t;
+            }
+        });
+        inRead.await();
+        IllegalStateException refused = assertThrows(IllegalStateException.class, r::close);
+        assertTrue(refused.getMessage().contains("in use by thread"), refused.getMessage());
+        assertThrows(IllegalStateException.class, r::read, "a second thread cannot read concurrently either");
+        // The documented way out: close the source; the blocked read fails with TRANSPORT.
+        pipe.source().close();
+        Throwable t = blocked.get(10, TimeUnit.SECONDS);
+        HurrayException e = assertInstanceOf(HurrayException.class, t);
+        assertEquals(Status.TRANSPORT, e.status());
+        assertInstanceOf(ClosedChannelException.class, e.getCause()); // AsynchronousCloseException if it was blocked
+        r.close();
+        pipe.sink().close();
+    }
+
+    @Test
+    @Timeout(30)
+    void writerCloseFromAnotherThreadDuringABlockedWriteIsRefused() throws Exception {
+        Pipe pipe = Pipe.open();
+        CountDownLatch inWrite = new CountDownLatch(1);
+        java.nio.channels.WritableByteChannel signalling = new java.nio.channels.WritableByteChannel() {
+            @Override
+            public int write(ByteBuffer src) throws IOException {
+                int n = pipe.sink().write(src);
+                inWrite.countDown(); // part of the item is out; the rest cannot fit the pipe
+                return n;
+            }
+
+            @Override
+            public boolean isOpen() {
+                return pipe.sink().isOpen();
+            }
+
+            @Override
+            public void close() throws IOException {
+                pipe.sink().close();
+            }
+        };
+        Writer w = Writer.of(signalling);
+        CompletableFuture<Throwable> blocked = CompletableFuture.supplyAsync(() -> {
+            // 4 MiB cannot fit the pipe, and nobody reads: the write blocks in the channel.
+            try (Tensor big = Tensor.allocate(TensorDescriptor.of(ElementType.UINT8, 4 << 20))) {
+                w.write(big);
+                return null;
+            } catch (Throwable t) {
+                return t;
+            }
+        });
+        inWrite.await();
+        IllegalStateException refused = assertThrows(IllegalStateException.class, w::close);
+        assertTrue(refused.getMessage().contains("in use by thread"), refused.getMessage());
+        pipe.source().close(); // the blocked write now fails: the sink's peer is gone
+        HurrayException e = assertInstanceOf(HurrayException.class, blocked.get(10, TimeUnit.SECONDS));
+        assertEquals(Status.TRANSPORT, e.status());
+        assertInstanceOf(IOException.class, e.getCause());
+        w.close(); // poisoned (part of the item was written): closes without a second report
+    }
+
+    @Test
+    void readerMadeOnOneThreadIsUsedAndClosedOnAnother() throws Exception {
+        Reader r = Reader.of(wireOf(8, 9));
+        int[] got = CompletableFuture.supplyAsync(() -> {
+            try (Tensor t = r.read()) {
+                return t.toIntArray();
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        }).get(10, TimeUnit.SECONDS);
+        assertArrayEquals(new int[] {8, 9}, got);
+        CompletableFuture.runAsync(() -> {
+            try {
+                r.close();
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        }).get(10, TimeUnit.SECONDS);
+        assertThrows(IllegalStateException.class, r::read);
+    }
+
+    @Test
+    void readerOptionsComeFromTheNativeDefaultsAndAreValidatedNatively() throws IOException {
+        ReaderOptions d = ReaderOptions.defaults();
+        assertEquals(32, d.maxRank());
+        assertEquals(1L << 20, d.maxDescriptorBytes());
+        assertEquals(64L << 30, d.maxTensorBytes());
+        assertEquals(TensorScope.CONFINED, d.tensorScope());
+        HurrayException e = assertThrows(HurrayException.class, () -> Reader.of(new byte[0], d.withMaxRank(33)));
+        assertEquals(Status.INVALID_ARGUMENT, e.status());
+        assertTrue(e.nativeMessage().contains("max_rank"), e.nativeMessage());
+        assertThrows(IllegalArgumentException.class, () -> d.withMaxTensorBytes(-1));
+    }
+
+    @Test
+    void limitsAreEnforcedBeforeAllocation() throws IOException {
+        byte[] wire;
+        try (Tensor t = Tensor.of(new long[1000], 10, 10, 10)) {
+            wire = TestSupport.stream(List.of(t), WriterOptions.defaults());
+        }
+        try (Reader r = Reader.of(wire, ReaderOptions.defaults().withMaxTensorBytes(7999))) {
+            assertEquals(Status.LIMIT_EXCEEDED, assertThrows(HurrayException.class, r::read).status());
+        }
+        try (Reader r = Reader.of(wire, ReaderOptions.defaults().withMaxRank(2))) {
+            assertEquals(Status.LIMIT_EXCEEDED, assertThrows(HurrayException.class, r::read).status());
+        }
+        try (Reader r = Reader.of(wire, ReaderOptions.defaults().withMaxDescriptorBytes(16))) {
+            assertEquals(Status.LIMIT_EXCEEDED, assertThrows(HurrayException.class, r::read).status());
+        }
+        try (Reader r = Reader.of(wire, ReaderOptions.defaults().withRequirePayloadChecksums(true))) {
+            HurrayException e = assertThrows(HurrayException.class, r::read);
+            assertEquals(Status.CORRUPT, e.status());
+            // errors other than TRANSPORT are sticky
+            assertEquals(Status.CORRUPT, assertThrows(HurrayException.class, r::read).status());
+        }
+    }
+}

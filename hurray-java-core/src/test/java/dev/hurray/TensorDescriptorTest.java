@@ -1,0 +1,121 @@
+package dev.hurray;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** The descriptor builder (validated natively), value semantics and encoding round trips. */
+class TensorDescriptorTest {
+    private static Status failure(TensorDescriptor.Builder b) {
+        return assertThrows(HurrayException.class, b::build).status();
+    }
+
+    @Test
+    void nativeDefaultsAreReadBack() throws HurrayException {
+        TensorDescriptor d = TensorDescriptor.builder(ElementType.FLOAT32, 2, 3).build();
+        assertEquals(ElementType.FLOAT32, d.elementType());
+        assertEquals(Shape.of(2, 3), d.shape());
+        assertEquals(6, d.elementCount());
+        assertEquals(Layout.rowMajor(), d.layout());
+        assertEquals(0, d.byteOffset());
+        assertEquals(List.of(BufferSpec.cpu(24)), d.buffers(), "one CPU buffer of the exact size at 64 bytes");
+        assertEquals(24, d.totalBufferBytes());
+        assertTrue(d.quantization().isEmpty());
+        assertTrue(d.name().isEmpty());
+        assertTrue(d.metadata().isEmpty());
+        assertEquals("float32[2,3] row-major", d.toString());
+        assertEquals(List.of(BufferSpec.cpu(3)), TensorDescriptor.of(ElementType.UINT4, 5).buffers(), "ceil(5 / 2) bytes");
+        assertEquals("float64[] row-major", TensorDescriptor.of(ElementType.FLOAT64).toString());
+    }
+
+    @Test
+    void toStringShowsWhatIsNotPlain() throws HurrayException {
+        TensorDescriptor d = TensorDescriptor.builder(ElementType.INT16, 3, 4).layout(Layout.strided(1, 3)).name("w")
+                .byteOffset(2).buffer(new BufferSpec(26, 4096, DeviceTag.CPU, SyncMode.PRODUCER_SYNCED))
+                .metadata("a", "b").build();
+        assertEquals("int16[3,4] strided(1,3) name=\"w\" offset=2 buffers=[26B@4096 cpu] metadata=[a]", d.toString());
+    }
+
+    @Test
+    void equalsAndHashCodeCompareAllFields() throws HurrayException {
+        TensorDescriptor a = TensorDescriptor.builder(ElementType.UINT8, 4).name("x").metadata("k", new byte[] {1, 2})
+                .metadata("j", "v").build();
+        TensorDescriptor b = TensorDescriptor.builder(ElementType.UINT8, 4).name("x").metadata("j", "v")
+                .metadata("k", new byte[] {1, 2}).build();
+        assertEquals(a, b, "metadata compares as a map");
+        assertEquals(a.hashCode(), b.hashCode());
+        assertNotEquals(a, a.toBuilder().metadata("k", new byte[] {1, 3}).build());
+        assertNotEquals(a, a.toBuilder().name("y").build());
+        assertNotEquals(a, a.toBuilder().name(null).build());
+        assertNotEquals(a, TensorDescriptor.builder(ElementType.INT8, 4).name("x").metadata("k", new byte[] {1, 2})
+                .metadata("j", "v").build());
+        assertEquals(a, a.toBuilder().build());
+        byte[] v = a.metadata().get("k");
+        v[0] = 99;
+        assertEquals(1, a.metadata().get("k")[0], "metadata values are copies");
+        assertThrows(UnsupportedOperationException.class, () -> a.metadata().put("z", new byte[0]));
+    }
+
+    @Test
+    void encodeDecodeRoundTrip() throws HurrayException {
+        TensorDescriptor d = TensorDescriptor.builder(ElementType.INT8, 3, 2)
+                .quantization(new Quantization.PerChannelAffine(1, ElementType.FLOAT64))
+                .buffer(BufferSpec.cpu(6)).buffer(BufferSpec.cpu(8)).buffer(BufferSpec.cpu(8))
+                .name("q").metadata("m", "1").build();
+        byte[] bytes = d.encode();
+        assertEquals('H', bytes[0]);
+        TensorDescriptor back = TensorDescriptor.decode(bytes);
+        assertEquals(d, back);
+        assertArrayEquals(bytes, back.encode());
+        assertEquals(Status.INVALID_MAGIC, assertThrows(HurrayException.class,
+                () -> TensorDescriptor.decode(new byte[] {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24})).status());
+    }
+
+    @Test
+    void nativeValidationErrorsSurfaceAtBuild() {
+        assertEquals(Status.INVALID_LAYOUT, failure(TensorDescriptor.builder(ElementType.FLOAT32, 2, 3).layout(Layout.strided(1))));
+        assertEquals(Status.INVALID_LAYOUT, failure(TensorDescriptor.builder(ElementType.INT4, 4).layout(Layout.strided(1))));
+        assertEquals(Status.BUFFER_TOO_SMALL, failure(TensorDescriptor.builder(ElementType.FLOAT32, 4).buffer(BufferSpec.cpu(15))));
+        assertEquals(Status.BUFFER_TOO_SMALL, failure(TensorDescriptor.builder(ElementType.FLOAT32, 4).byteOffset(1)
+                .buffer(BufferSpec.cpu(16))));
+        assertEquals(Status.INVALID_ALIGNMENT, failure(TensorDescriptor.builder(ElementType.UINT8, 4)
+                .buffer(new BufferSpec(4, 32, DeviceTag.CPU, SyncMode.PRODUCER_SYNCED))));
+        assertEquals(Status.INVALID_ALIGNMENT, failure(TensorDescriptor.builder(ElementType.UINT8, 4)
+                .buffer(new BufferSpec(4, 96, DeviceTag.CPU, SyncMode.PRODUCER_SYNCED))));
+        assertEquals(Status.INVALID_ALIGNMENT, failure(TensorDescriptor.builder(ElementType.UINT8, 4)
+                .buffer(new BufferSpec(4, 64, DeviceTag.CUDA, SyncMode.PRODUCER_SYNCED))));
+        assertEquals(Status.INVALID_SHAPE, failure(TensorDescriptor.builder(ElementType.COMPLEX128, Long.MAX_VALUE / 2)));
+        assertEquals(Status.INVALID_TYPE, failure(TensorDescriptor.builder(ElementType.FLOAT32, 4)
+                .quantization(new Quantization.PerTensorAffine(1, 0, ElementType.FLOAT32))));
+        assertEquals(Status.INVALID_ARGUMENT, failure(TensorDescriptor.builder(ElementType.UINT8, 4)
+                .quantization(new Quantization.PerTensorAffine(Double.NaN, 0, ElementType.FLOAT32))));
+        assertEquals(Status.INVALID_LAYOUT, failure(TensorDescriptor.builder(ElementType.UINT8, 4)
+                .quantization(new Quantization.PerChannelAffine(0, ElementType.FLOAT32))));
+        assertEquals(Status.INVALID_ARGUMENT, failure(TensorDescriptor.builder(ElementType.UINT8, 4).name("a\0b")));
+        assertEquals(Status.INVALID_ARGUMENT, failure(TensorDescriptor.builder(ElementType.UINT8, 4).metadata("", "v")));
+        assertEquals(Status.LIMIT_EXCEEDED, failure(TensorDescriptor.builder(ElementType.UINT8, 4)
+                .metadata("k", new byte[64 * 1024 + 1])));
+        HurrayException e = assertThrows(HurrayException.class,
+                TensorDescriptor.builder(ElementType.FLOAT32, 2, 3).layout(Layout.strided(1))::build);
+        assertTrue(e.nativeMessage().contains("strides"), e.nativeMessage());
+        IllegalArgumentException iae = assertThrows(IllegalArgumentException.class,
+                () -> TensorDescriptor.of(ElementType.COMPLEX128, Long.MAX_VALUE / 2));
+        assertTrue(iae.getCause() instanceof HurrayException);
+    }
+
+    @Test
+    void quantizationKindsRoundTrip() throws HurrayException {
+        for (Quantization q : List.of(new Quantization.PerTensorAffine(0.25, -8, ElementType.FLOAT16),
+                new Quantization.Cast(ElementType.FLOAT64))) {
+            ElementType stored = q instanceof Quantization.Cast ? ElementType.BFLOAT16 : ElementType.INT4;
+            TensorDescriptor d = TensorDescriptor.builder(stored, 5).quantization(q).build();
+            assertEquals(q, d.quantization().orElseThrow());
+            assertEquals(d, TensorDescriptor.decode(d.encode()));
+        }
+    }
+}
