@@ -24,7 +24,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  * no-op. A tensor read from a {@link Reader} stays valid after the reader is closed.
  * {@link #wrap} tensors borrow the caller's segments: their memory belongs to the caller's
  * arena, and closing the tensor only ends the tensor's view ({@link #buffers()} then throws).
- * The descriptor stays usable after close.
+ * The descriptor stays usable after close. A tensor read from a {@link HurrayFile} owns its
+ * memory like a stream tensor; one read from {@link HurrayFile#map} has <em>read-only</em>
+ * buffers that may point into the file's memory map, which stays mapped until the tensor (and
+ * the file) are closed.
  *
  * <h2>Threads</h2>
  * The {@link TensorScope} decides which threads may touch the buffers and close the tensor:
@@ -50,17 +53,25 @@ public final class Tensor implements AutoCloseable {
     private final MemorySegment nativeTensor;
     private final MemorySegment nativeDescriptor;
     private final TensorScope scope;
+    /** Runs once after the memory is released (a mapped file's reference count), or null. */
+    private final Runnable onClose;
     /** CLOSED, CLOSING, or the number of writes in progress (0 = open and idle). */
     private final AtomicInteger state = new AtomicInteger();
 
     private Tensor(TensorDescriptor descriptor, MemorySegment[] buffers, Arena arena,
             MemorySegment nativeTensor, MemorySegment nativeDescriptor, TensorScope scope) {
+        this(descriptor, buffers, arena, nativeTensor, nativeDescriptor, scope, null);
+    }
+
+    private Tensor(TensorDescriptor descriptor, MemorySegment[] buffers, Arena arena,
+            MemorySegment nativeTensor, MemorySegment nativeDescriptor, TensorScope scope, Runnable onClose) {
         this.descriptor = descriptor;
         this.buffers = buffers;
         this.arena = arena;
         this.nativeTensor = nativeTensor;
         this.nativeDescriptor = nativeDescriptor;
         this.scope = scope;
+        this.onClose = onClose;
     }
 
     /**
@@ -72,6 +83,20 @@ public final class Tensor implements AutoCloseable {
      *     immutable descriptor is shared instead of being read again field by field
      */
     static Tensor fromNative(MemorySegment tensor, TensorScope scope, TensorDescriptor previous) throws HurrayException {
+        return fromNative(tensor, scope, previous, false, null);
+    }
+
+    /**
+     * As {@link #fromNative(MemorySegment, TensorScope, TensorDescriptor)}, for a tensor read
+     * from a container ({@link HurrayFile}).
+     *
+     * @param readOnly expose the buffers as read-only segments (they may point into a
+     *     read-only memory map, where a write would crash the process)
+     * @param onClose run once after the native tensor is destroyed (also when this method
+     *     fails), or null
+     */
+    static Tensor fromNative(MemorySegment tensor, TensorScope scope, TensorDescriptor previous,
+            boolean readOnly, Runnable onClose) throws HurrayException {
         Arena arena = scope == TensorScope.SHARED ? Arena.ofShared() : Arena.ofConfined();
         try {
             MemorySegment d = NativeTensor.descriptor(tensor);
@@ -84,10 +109,18 @@ public final class Tensor implements AutoCloseable {
                 desc = TensorDescriptor.fromNative(f, NativeDescriptor.copyOf(encoded));
             }
             MemorySegment[] bufs = NativeTensor.buffers(tensor, desc.buffers(), arena);
-            return new Tensor(desc, bufs, arena, tensor, d, scope);
+            if (readOnly) {
+                for (int i = 0; i < bufs.length; i++) {
+                    bufs[i] = bufs[i].asReadOnly();
+                }
+            }
+            return new Tensor(desc, bufs, arena, tensor, d, scope, onClose);
         } catch (HurrayException | RuntimeException | Error e) {
             arena.close();
             NativeTensor.destroy(tensor);
+            if (onClose != null) {
+                onClose.run();
+            }
             throw e;
         }
     }
@@ -519,6 +552,9 @@ public final class Tensor implements AutoCloseable {
         state.set(CLOSED);
         if (nativeTensor != null) {
             NativeTensor.destroy(nativeTensor);
+        }
+        if (onClose != null) {
+            onClose.run();
         }
     }
 

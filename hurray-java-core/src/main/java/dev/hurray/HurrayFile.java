@@ -1,0 +1,616 @@
+package dev.hurray;
+
+import dev.hurray.internal.NativeDescriptor;
+import dev.hurray.internal.NativeFileEntry;
+import dev.hurray.internal.NativeFileReader;
+import dev.hurray.internal.ReadAtTransport;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileChannel.MapMode;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.NoSuchElementException;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Spliterator;
+import java.util.Spliterators;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Stream;
+import java.util.stream.StreamSupport;
+
+/**
+ * An HRRYFILE container opened for random access (docs/spec/hrryfile.md): named tensors, each
+ * payload aligned in the file, an index found from a fixed-size trailer, file-level metadata.
+ * Reading and all format checks are the native library's ({@code hurray_file_reader_*}); this
+ * class gives it a file.
+ *
+ * <pre>{@code
+ * try (HurrayFile file = HurrayFile.map(path)) {
+ *     for (FileEntry e : file) {                         // the index only, no payload read
+ *         System.out.println(e.name() + " " + e.descriptor().shape());
+ *     }
+ *     try (Tensor w = file.read("layer0/weights")) {      // zero copy: points into the map
+ *         float[] values = w.toFloatArray();
+ *     }
+ * }
+ * }</pre>
+ *
+ * <h2>Two ways in</h2>
+ * <ul>
+ *   <li>{@link #open(Path)} reads through a {@link FileChannel}: the native reader's
+ *       {@code read_at}/{@code size} callbacks are positional channel reads straight into the
+ *       native memory it allocated for each buffer (at the buffer's declared alignment; no heap
+ *       copy). Payload checksums are checked by default. Tensors own their memory.</li>
+ *   <li>{@link #map(Path)} maps the whole file read-only ({@link FileChannel#map(MapMode, long,
+ *       long, Arena)}; any size, including over 2 GiB) and hands the mapping to the native span
+ *       reader ({@code hurray_file_reader_open_span}). A tensor's buffer then points
+ *       <em>into the mapping</em> without copying whenever its payload's address meets its
+ *       declared alignment, which is always the case for alignments up to the page size (the
+ *       map starts on a page boundary and the writer aligns every payload in the file); only
+ *       a buffer declaring a larger alignment may be an aligned copy. Pages are read lazily by
+ *       the operating system; payload checksums are not checked by default (checking touches
+ *       every page).</li>
+ * </ul>
+ *
+ * <h2>Costs</h2>
+ * Opening reads the header and the trailer, and the whole index when index plus metadata are
+ * at most {@link FileReaderOptions#eagerIndexBytes()} (1 MiB by default): at most three
+ * ranges whatever the tensor count. With a larger index, a name lookup
+ * ({@link #entry(String)}, {@link #read(String)}) is a binary search costing at most
+ * ⌈log2(n + 1)⌉ + 1 small reads (18 for 100,000 tensors), and {@link #entry(long)} two;
+ * with a loaded index, none. {@link #readAtCalls()} counts them. Listing ({@link #entries()},
+ * iteration) reads no payload.
+ *
+ * <h2>Ownership and lifetimes</h2>
+ * The file owns its channel ({@link #close()} closes it) and, for {@link #map}, the mapping.
+ * Every {@link Tensor} returned is owned by the caller, who closes it; its buffers are
+ * {@link MemorySegment}s that become inaccessible ({@link IllegalStateException}, never a
+ * crash) once it is closed. Tensors stay valid after the file is closed. For a mapped file this
+ * means the mapping lives as long as the {@code HurrayFile} <em>or any tensor read from it</em>:
+ * it is unmapped when the last of them is closed (a tensor that is never closed keeps it mapped).
+ * Buffers of mapped tensors are read-only segments (writing throws
+ * {@link UnsupportedOperationException}); copy them ({@link Tensor#copyOf}) to modify. As with
+ * any memory map, the file must not be truncated while mapped: a native access to a page past
+ * the new end raises {@code SIGBUS}. Use {@link #open} for files other processes may rewrite in
+ * place ({@link HurrayFile#create} never does: it renames a new file over the old one).
+ * {@link FileEntry} values need no closing and outlive the file.
+ *
+ * <h2>Errors</h2>
+ * Everything the native library reports is a {@link HurrayException} with its {@link Status}
+ * (docs/spec/hrryfile.md §6): a file smaller than header plus trailer or shortened while open
+ * is {@link Status#TRUNCATED}; a bad magic (not a container, or one whose writer never
+ * finished) {@link Status#INVALID_MAGIC}; damaged bytes and impossible offsets
+ * {@link Status#CORRUPT}; a limit {@link Status#LIMIT_EXCEEDED}. When the channel throws, the
+ * status is {@link Status#TRANSPORT}, the cause is the channel's exception, and the call can be
+ * repeated (the reader's state did not change). Opening a missing file throws the channel's own
+ * {@link IOException} ({@link java.nio.file.NoSuchFileException}).
+ *
+ * <h2>Threads</h2>
+ * One file, one thread at a time (seed 000): a call while another thread is inside the file
+ * fails with {@link IllegalStateException}. Tensors follow
+ * {@link FileReaderOptions#tensorScope()}; a mapped file's tensors may be closed from any
+ * thread their scope allows, and the last close unmaps.
+ */
+public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
+    private final NativeFileReader reader;
+    private final Mapping mapping;
+    private final TensorScope scope;
+    private final String source;
+    private final HandleGuard guard = new HandleGuard("file");
+
+    /**
+     * A read-only memory map shared by the file and the tensors read from it: one reference
+     * for the file, one per open tensor; the last release closes the arena, which unmaps.
+     */
+    private static final class Mapping {
+        private final Arena arena;
+        private final MemorySegment region;
+        private final AtomicInteger refs = new AtomicInteger(1);
+
+        Mapping(Arena arena, MemorySegment region) {
+            this.arena = arena;
+            this.region = region;
+        }
+
+        /** Called only while the file is open, so the count is at least 1. */
+        void acquire() {
+            refs.incrementAndGet();
+        }
+
+        void release() {
+            if (refs.decrementAndGet() == 0) {
+                arena.close();
+            }
+        }
+    }
+
+    private HurrayFile(NativeFileReader reader, Mapping mapping, TensorScope scope, String source) {
+        this.reader = reader;
+        this.mapping = mapping;
+        this.scope = scope;
+        this.source = source;
+    }
+
+    // ---------------------------------------------------------------- opening
+
+    /** {@link #open(Path, FileReaderOptions)} with default options. */
+    public static HurrayFile open(Path path) throws IOException {
+        return open(path, FileReaderOptions.defaults());
+    }
+
+    /**
+     * Opens the container at {@code path} for reading through a {@link FileChannel}
+     * (positional reads into native memory; see the class comment).
+     *
+     * @throws java.nio.file.NoSuchFileException and other {@link IOException}s of
+     *     {@link FileChannel#open}
+     * @throws HurrayException when the file is not a valid container (see the class comment);
+     *     the channel is then closed
+     */
+    public static HurrayFile open(Path path, FileReaderOptions options) throws IOException {
+        Objects.requireNonNull(path, "path");
+        Objects.requireNonNull(options, "options");
+        FileChannel ch = FileChannel.open(path, StandardOpenOption.READ);
+        try {
+            return open(ch, options, path.toString());
+        } catch (IOException | RuntimeException | Error e) {
+            try {
+                ch.close();
+            } catch (IOException suppressed) {
+                e.addSuppressed(suppressed);
+            }
+            throw e;
+        }
+    }
+
+    /** {@link #open(FileChannel, FileReaderOptions)} with default options. */
+    public static HurrayFile open(FileChannel channel) throws HurrayException {
+        return open(channel, FileReaderOptions.defaults());
+    }
+
+    /**
+     * Opens a container through a readable channel's positional reads
+     * ({@link FileChannel#read(java.nio.ByteBuffer, long)}; the channel's own position is never
+     * used or changed). The file owns the channel from then on: {@link #close()} closes it. If
+     * opening fails, the channel is not closed.
+     *
+     * @throws HurrayException when the bytes are not a valid container; {@link Status#TRANSPORT}
+     *     (with the channel's exception as cause) when the channel fails
+     */
+    public static HurrayFile open(FileChannel channel, FileReaderOptions options) throws HurrayException {
+        Objects.requireNonNull(channel, "channel");
+        Objects.requireNonNull(options, "options");
+        return open(channel, options, channel.toString());
+    }
+
+    private static HurrayFile open(FileChannel ch, FileReaderOptions options, String source) throws HurrayException {
+        NativeFileReader r = NativeFileReader.open(ReadAtTransport.of(ch, ch), options.toNative());
+        return new HurrayFile(r, null, options.tensorScope(), source);
+    }
+
+    /** {@link #map(Path, FileReaderOptions)} with default options. */
+    public static HurrayFile map(Path path) throws IOException {
+        return map(path, FileReaderOptions.defaults());
+    }
+
+    /**
+     * Maps the container at {@code path} read-only into memory and opens it there, so that
+     * tensors point into the mapping without copying (see the class comment for when, and for
+     * the mapping's lifetime). Works for files of any size, including over 2 GiB. The channel
+     * used to map is closed before this method returns.
+     *
+     * @throws java.nio.file.NoSuchFileException and other {@link IOException}s of
+     *     {@link FileChannel#open} and {@link FileChannel#map}
+     * @throws HurrayException when the file is not a valid container (nothing stays mapped)
+     */
+    public static HurrayFile map(Path path, FileReaderOptions options) throws IOException {
+        Objects.requireNonNull(path, "path");
+        Objects.requireNonNull(options, "options");
+        // Shared: the last tensor, which unmaps, may be closed on another thread.
+        Arena arena = Arena.ofShared();
+        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
+            long size = ch.size();
+            MemorySegment region = size == 0 ? MemorySegment.NULL : ch.map(MapMode.READ_ONLY, 0, size, arena);
+            NativeFileReader r = NativeFileReader.openSpan(region, size, options.toNative());
+            return new HurrayFile(r, new Mapping(arena, region), options.tensorScope(), path.toString());
+        } catch (IOException | RuntimeException | Error e) {
+            arena.close();
+            throw e;
+        }
+    }
+
+    /** {@link #create(Path, FileWriterOptions)} with default options. */
+    public static HurrayFileWriter create(Path path) throws IOException {
+        return create(path, FileWriterOptions.defaults());
+    }
+
+    /**
+     * A writer of a new container at {@code path}. The bytes go to a hidden temporary file in
+     * the same directory; {@link HurrayFileWriter#finish()} completes the container, forces it
+     * to storage (unless {@link FileWriterOptions#syncOnFinish()} is off) and atomically renames
+     * it to {@code path}, replacing any existing file. Until then {@code path} is untouched, and
+     * closing the writer without a successful finish (an exception, a failed write) deletes the
+     * temporary file: a failed or interrupted write never leaves a file at {@code path} that
+     * looks like a complete container, and never damages the file that was there.
+     *
+     * @throws IOException if the temporary file cannot be created (e.g. the directory does not
+     *     exist), or {@code path} is a directory
+     * @throws HurrayException {@link Status#INVALID_ALIGNMENT} for a bad minimum payload alignment
+     */
+    public static HurrayFileWriter create(Path path, FileWriterOptions options) throws IOException {
+        return HurrayFileWriter.create(path, options, null);
+    }
+
+    // ---------------------------------------------------------------- accessors
+
+    /** The container's size in bytes. @throws IllegalStateException if closed or in use */
+    public long size() throws HurrayException {
+        guard.enter();
+        try {
+            return reader.size();
+        } finally {
+            guard.exit();
+        }
+    }
+
+    /** The number of tensors. @throws IllegalStateException if closed or in use */
+    public long count() throws HurrayException {
+        guard.enter();
+        try {
+            return reader.count();
+        } finally {
+            guard.exit();
+        }
+    }
+
+    /** True for a file opened with {@link #map}. */
+    public boolean isMapped() {
+        return mapping != null;
+    }
+
+    /**
+     * The read-only memory map of a {@link #map mapped} file (the whole file, from offset 0),
+     * or empty for {@link #open}. The segment is valid while the file or any of its tensors is
+     * open, and then throws {@link IllegalStateException}. A tensor buffer lies inside it
+     * exactly when it was not copied.
+     */
+    public Optional<MemorySegment> mapping() {
+        return mapping == null ? Optional.empty() : Optional.of(mapping.region);
+    }
+
+    /**
+     * How many {@code read_at} calls the native reader has made so far, open included; for a
+     * mapped file, how many index ranges it copied out of the map. For checking the costs in
+     * the class comment.
+     */
+    public long readAtCalls() throws HurrayException {
+        guard.enter();
+        try {
+            return reader.readAtCalls();
+        } finally {
+            guard.exit();
+        }
+    }
+
+    /**
+     * The name of entry {@code index} (name order), without decoding its descriptor: one small
+     * read with a lazily read index.
+     *
+     * @throws HurrayException {@link Status#INVALID_ARGUMENT} for {@code index >= count()}, or
+     *     a read failure
+     */
+    public String name(long index) throws HurrayException {
+        guard.enter();
+        try {
+            return reader.name(index);
+        } finally {
+            guard.exit();
+        }
+    }
+
+    /**
+     * Entry {@code index} in name order ({@code 0..count()-1}); reads no payload.
+     *
+     * @throws HurrayException {@link Status#INVALID_ARGUMENT} for an index out of range;
+     *     {@link Status#CORRUPT}, {@link Status#INVALID_ALIGNMENT}, … for a damaged entry
+     */
+    public FileEntry entry(long index) throws HurrayException {
+        guard.enter();
+        try {
+            return toEntry(reader.entry(index));
+        } finally {
+            guard.exit();
+        }
+    }
+
+    /**
+     * The entry named {@code name} (compared as UTF-8 bytes), found by binary search; reads no
+     * payload.
+     *
+     * @return the entry, or empty when the container has no tensor of that name
+     * @throws HurrayException for a damaged index or a read failure
+     */
+    public Optional<FileEntry> entry(String name) throws HurrayException {
+        Objects.requireNonNull(name, "name");
+        guard.enter();
+        try {
+            MemorySegment h = reader.find(name.getBytes(StandardCharsets.UTF_8));
+            return h == null ? Optional.empty() : Optional.of(toEntry(h));
+        } finally {
+            guard.exit();
+        }
+    }
+
+    /** True if the container holds a tensor named {@code name}. */
+    public boolean contains(String name) throws HurrayException {
+        return entry(name).isPresent();
+    }
+
+    /**
+     * Every entry in name order (the whole index, no payload): {@link #count()} entries, each
+     * costing two small reads when the index was not loaded at open.
+     */
+    public List<FileEntry> entries() throws HurrayException {
+        guard.enter();
+        try {
+            long n = reader.count();
+            List<FileEntry> out = new ArrayList<>((int) Math.min(n, Integer.MAX_VALUE - 8));
+            for (long i = 0; i < n; i++) {
+                out.add(toEntry(reader.entry(i)));
+            }
+            return Collections.unmodifiableList(out);
+        } finally {
+            guard.exit();
+        }
+    }
+
+    /**
+     * Iterates the entries in name order, reading each when it is reached (no payload). A
+     * failure is thrown from {@code hasNext()}/{@code next()} as an {@link UncheckedIOException}
+     * whose cause is the {@link HurrayException}.
+     */
+    @Override
+    public Iterator<FileEntry> iterator() {
+        return new Iterator<>() {
+            private long next;
+            private long count = -1;
+
+            @Override
+            public boolean hasNext() {
+                try {
+                    if (count < 0) {
+                        count = count();
+                    }
+                } catch (HurrayException e) {
+                    throw new UncheckedIOException(e);
+                }
+                return next < count;
+            }
+
+            @Override
+            public FileEntry next() {
+                if (!hasNext()) {
+                    throw new NoSuchElementException("no more entries");
+                }
+                try {
+                    FileEntry e = entry(next);
+                    next++;
+                    return e;
+                } catch (HurrayException e) {
+                    throw new UncheckedIOException(e);
+                }
+            }
+        };
+    }
+
+    /** The entries as a sequential, ordered stream (failures as in {@link #iterator()}). */
+    public Stream<FileEntry> stream() {
+        return StreamSupport.stream(Spliterators.spliteratorUnknownSize(iterator(),
+                Spliterator.ORDERED | Spliterator.NONNULL | Spliterator.DISTINCT), false);
+    }
+
+    // ---------------------------------------------------------------- reading tensors
+
+    /**
+     * Reads the tensor named {@code name}.
+     *
+     * @return a new tensor owned by the caller (close it)
+     * @throws HurrayException {@link Status#NOT_FOUND} when there is no such tensor, and the
+     *     failures of {@link #read(FileEntry)}
+     */
+    public Tensor read(String name) throws HurrayException {
+        Objects.requireNonNull(name, "name");
+        guard.enter();
+        try {
+            MemorySegment h = reader.find(name.getBytes(StandardCharsets.UTF_8));
+            if (h == null) {
+                throw new HurrayException(Status.NOT_FOUND, "no tensor named \"" + name + "\" in " + source, null);
+            }
+            return readLocked(h, null);
+        } finally {
+            guard.exit();
+        }
+    }
+
+    /**
+     * Reads the tensor of {@code entry}. Through {@link #open}: each buffer is a new native
+     * allocation at its declared alignment, filled by positional channel reads, its checksum
+     * checked. Through {@link #map}: buffers point into the mapping (read-only, zero copy; see
+     * the class comment).
+     *
+     * @return a new tensor owned by the caller (close it); it outlives this file
+     * @throws IllegalArgumentException if {@code entry} came from another file
+     * @throws HurrayException {@link Status#CORRUPT} (payload checksum mismatch),
+     *     {@link Status#TRUNCATED} (the file shrank), {@link Status#LIMIT_EXCEEDED}
+     *     ({@link FileReaderOptions#maxTensorBytes()}), {@link Status#OUT_OF_MEMORY},
+     *     {@link Status#TRANSPORT} (the channel threw: the cause; retry)
+     */
+    public Tensor read(FileEntry entry) throws HurrayException {
+        requireMine(entry);
+        guard.enter();
+        try {
+            return readLocked(entry.handle(), entry.descriptor());
+        } finally {
+            guard.exit();
+        }
+    }
+
+    private Tensor readLocked(MemorySegment entryHandle, TensorDescriptor descriptor) throws HurrayException {
+        MemorySegment t = reader.readTensor(entryHandle);
+        if (mapping == null) {
+            return Tensor.fromNative(t, scope, descriptor);
+        }
+        mapping.acquire();
+        return Tensor.fromNative(t, scope, descriptor, true, mapping::release);
+    }
+
+    /**
+     * Reads payload {@code buffer} of {@code entry} into the caller's memory instead of a new
+     * allocation (for callers that pool buffers); checked as {@link #read(FileEntry)} checks.
+     * For a mapped file this is a copy out of the mapping.
+     *
+     * @param dst writable native memory of at least the payload's length
+     * @return the payload's length in bytes (the bytes written at the start of {@code dst})
+     * @throws IllegalArgumentException for a heap or read-only {@code dst}, or an entry of
+     *     another file
+     * @throws HurrayException {@link Status#BUFFER_TOO_SMALL} when {@code dst} is shorter than
+     *     the payload, {@link Status#INVALID_ARGUMENT} for a bad buffer index, and the failures
+     *     of {@link #read(FileEntry)}
+     */
+    public long readBuffer(FileEntry entry, int buffer, MemorySegment dst) throws HurrayException {
+        requireMine(entry);
+        Objects.requireNonNull(dst, "dst");
+        if (!dst.isNative() || dst.isReadOnly()) {
+            throw new IllegalArgumentException("dst must be writable native memory (allocate it from an Arena)");
+        }
+        guard.enter();
+        try {
+            return reader.readBufferInto(entry.handle(), buffer, dst);
+        } finally {
+            guard.exit();
+        }
+    }
+
+    private void requireMine(FileEntry entry) {
+        Objects.requireNonNull(entry, "entry");
+        if (entry.file() != this) {
+            throw new IllegalArgumentException("the entry \"" + entry.name() + "\" belongs to another HurrayFile");
+        }
+    }
+
+    private FileEntry toEntry(MemorySegment h) throws HurrayException {
+        long index = NativeFileEntry.index(h);
+        String name = NativeFileEntry.name(h);
+        MemorySegment d = NativeFileEntry.descriptor(h);
+        NativeDescriptor twin = NativeDescriptor.copyOf(NativeDescriptor.encodedView(d));
+        TensorDescriptor descriptor = TensorDescriptor.fromNative(NativeDescriptor.read(d), twin);
+        int n = NativeFileEntry.bufferCount(h);
+        List<FileEntry.BufferLocation> locations = new ArrayList<>(n);
+        for (int b = 0; b < n; b++) {
+            long[] l = NativeFileEntry.buffer(h, b);
+            locations.add(new FileEntry.BufferLocation(l[0], l[1], (int) l[2],
+                    (l[4] & NativeFileEntry.HAS_CRC) != 0, l[3]));
+        }
+        return new FileEntry(this, h, index, name, descriptor, locations);
+    }
+
+    // ---------------------------------------------------------------- metadata, verify
+
+    /**
+     * The file-level metadata (written by {@link HurrayFileWriter#metadata}), in key order
+     * (UTF-8 byte order): an unmodifiable map of copies of the values. The metadata block is
+     * read and checked on first use unless it was loaded with the index.
+     *
+     * @throws HurrayException {@link Status#CORRUPT} and the other failures of a damaged block
+     */
+    public Map<String, byte[]> metadata() throws HurrayException {
+        guard.enter();
+        try {
+            Map<String, byte[]> m = new LinkedHashMap<>();
+            for (Map.Entry<String, byte[]> e : reader.metadata()) {
+                m.put(e.getKey(), e.getValue());
+            }
+            return Collections.unmodifiableMap(m);
+        } finally {
+            guard.exit();
+        }
+    }
+
+    /** A copy of the value of file metadata {@code key}, if present. */
+    public Optional<byte[]> metadata(String key) throws HurrayException {
+        Objects.requireNonNull(key, "key");
+        guard.enter();
+        try {
+            return Optional.ofNullable(reader.metadataValue(key.getBytes(StandardCharsets.UTF_8)));
+        } finally {
+            guard.exit();
+        }
+    }
+
+    /** The value of file metadata {@code key} decoded as UTF-8, if present. */
+    public Optional<String> metadataString(String key) throws HurrayException {
+        return metadata(key).map(v -> new String(v, StandardCharsets.UTF_8));
+    }
+
+    /**
+     * Checks the whole index now (docs/spec/hrryfile.md §3): index and metadata checksums,
+     * every entry, record and descriptor, name order and uniqueness, payload lengths, ranges and
+     * alignment, and that no two payloads overlap. Reads no payload (payload checksums are
+     * checked when tensors are read). A file whose index was not loaded at open otherwise checks
+     * each entry only when it is used.
+     *
+     * @throws HurrayException the first problem found ({@link Status#CORRUPT},
+     *     {@link Status#DUPLICATE_NAME}, {@link Status#INVALID_ALIGNMENT}, …), or
+     *     {@link Status#LIMIT_EXCEEDED} above {@link FileReaderOptions#maxIndexBytes()}
+     */
+    public void verify() throws HurrayException {
+        guard.enter();
+        try {
+            reader.verify();
+        } finally {
+            guard.exit();
+        }
+    }
+
+    // ---------------------------------------------------------------- close
+
+    /**
+     * Destroys the native reader and closes the channel; a mapped file's mapping is released
+     * now if no tensor read from it is open, else when the last of them is closed. Tensors
+     * already read stay valid. Idempotent.
+     *
+     * @throws HurrayException {@link Status#TRANSPORT} with the channel's exception as cause if
+     *     closing it threw (the file is closed regardless)
+     * @throws IllegalStateException if a call is in progress on another thread (the file stays
+     *     open)
+     */
+    @Override
+    public void close() throws HurrayException {
+        if (!guard.close()) {
+            return;
+        }
+        try {
+            reader.close();
+        } finally {
+            if (mapping != null) {
+                mapping.release();
+            }
+        }
+    }
+
+    /** {@code HurrayFile[model.hrry, mapped]} (or {@code , closed}). */
+    @Override
+    public String toString() {
+        return "HurrayFile[" + source + (mapping != null ? ", mapped" : "") + (guard.isClosed() ? ", closed" : "") + "]";
+    }
+}

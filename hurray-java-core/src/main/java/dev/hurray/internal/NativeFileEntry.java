@@ -1,0 +1,82 @@
+package dev.hurray.internal;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import dev.hurray.HurrayException;
+import dev.hurray.ffm.HurrayFileBufferLocation;
+import dev.hurray.ffm.hurray_h;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * Helpers over a native container entry ({@code HurrayFileEntry*}): ownership and field
+ * accessors. The accessors use the thread's scratch area and never call back into Java.
+ */
+public final class NativeFileEntry {
+    /** {@code HURRAY_FILE_BUFFER_HAS_CRC}. */
+    public static final int HAS_CRC = hurray_h.HURRAY_FILE_BUFFER_HAS_CRC();
+    private NativeFileEntry() {
+    }
+
+    /**
+     * Binds an owned entry pointer to an automatic arena whose cleanup destroys it
+     * ({@code hurray_file_entry_destroy}) once the returned segment is unreachable.
+     */
+    static MemorySegment own(MemorySegment raw) {
+        return raw.reinterpret(Arena.ofAuto(), NativeFileEntry::destroyQuietly);
+    }
+
+    private static void destroyQuietly(MemorySegment entry) {
+        MemorySegment s = Native.scratch();
+        s.set(ADDRESS, 0, entry);
+        hurray_h.hurray_file_entry_destroy(s);
+    }
+
+    /** The entry's position in the name-sorted index. */
+    public static long index(MemorySegment entry) throws HurrayException {
+        MemorySegment s = Native.scratch();
+        Native.check(hurray_h.hurray_file_entry_index(entry, s));
+        return s.get(JAVA_LONG, 0);
+    }
+
+    /** The entry's name. */
+    public static String name(MemorySegment entry) throws HurrayException {
+        MemorySegment s = Native.scratch();
+        Native.check(hurray_h.hurray_file_entry_name(entry, s, s.asSlice(8)));
+        long len = s.get(JAVA_LONG, 8);
+        return new String(s.get(ADDRESS, 0).reinterpret(len).toArray(JAVA_BYTE), StandardCharsets.UTF_8);
+    }
+
+    /** The entry's borrowed descriptor, valid while the entry lives; never destroy it. */
+    public static MemorySegment descriptor(MemorySegment entry) throws HurrayException {
+        MemorySegment s = Native.scratch();
+        Native.check(hurray_h.hurray_file_entry_descriptor(entry, s));
+        return s.get(ADDRESS, 0);
+    }
+
+    /** The number of payloads. */
+    public static int bufferCount(MemorySegment entry) throws HurrayException {
+        MemorySegment s = Native.scratch();
+        Native.check(hurray_h.hurray_file_entry_buffer_count(entry, s));
+        return (int) s.get(JAVA_LONG, 0);
+    }
+
+    /**
+     * Where payload {@code buffer} lies: {offset, length, alignment, crc32c, flags} (offset and
+     * length in bytes; crc32c and flags as unsigned 32-bit values).
+     */
+    public static long[] buffer(MemorySegment entry, int buffer) throws HurrayException {
+        MemorySegment s = Native.scratch();
+        Native.check(hurray_h.hurray_file_entry_buffer(entry, buffer, s));
+        return new long[] {
+            HurrayFileBufferLocation.offset(s),
+            HurrayFileBufferLocation.length(s),
+            Integer.toUnsignedLong(HurrayFileBufferLocation.alignment(s)),
+            Integer.toUnsignedLong(HurrayFileBufferLocation.crc32c(s)),
+            Integer.toUnsignedLong(HurrayFileBufferLocation.flags(s))
+        };
+    }
+}

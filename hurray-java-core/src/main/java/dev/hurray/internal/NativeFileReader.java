@@ -1,0 +1,347 @@
+package dev.hurray.internal;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import dev.hurray.HurrayException;
+import dev.hurray.Status;
+import dev.hurray.ffm.HurrayFileReaderOptions;
+import dev.hurray.ffm.HurrayTransport;
+import dev.hurray.ffm.HurrayTransportReadAtFn;
+import dev.hurray.ffm.HurrayTransportReleaseFn;
+import dev.hurray.ffm.HurrayTransportSizeFn;
+import dev.hurray.ffm.hurray_h;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.util.AbstractMap;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A native container reader ({@code HurrayFileReader*}; docs/spec/hrryfile.md §4, §8), either
+ * over a {@link ReadAtTransport} ({@code hurray_file_reader_open}) or over a caller's memory
+ * region ({@code hurray_file_reader_open_span}).
+ *
+ * <p><b>Arena.</b> As {@link NativeReader}: one shared arena per reader, allocated at creation
+ * and closed right after {@code hurray_file_reader_destroy}, holds the upcall stubs
+ * ({@code read_at}, {@code size}, {@code release}), the transport struct, the options, the
+ * out-parameter area and a name buffer. Calls that may reach the transport (entry, find, read,
+ * metadata, verify) use this per-handle area, never the thread's scratch area (an upcall runs
+ * arbitrary Java code on the same thread). Nothing is allocated per call except for names and
+ * keys longer than the name buffer.
+ *
+ * <p><b>Entries.</b> {@link #entry} and {@link #find} return owned {@code HurrayFileEntry*}
+ * handles bound to an {@linkplain Arena#ofAuto() automatic arena} whose cleanup calls
+ * {@code hurray_file_entry_destroy} once the segment is unreachable (entries are plain data,
+ * independent of the reader, so the cleaner thread may destroy them); a downcall that takes the
+ * segment keeps it alive for the call.
+ *
+ * <p>Not thread-safe: the public {@code HurrayFile} serialises access.
+ */
+public final class NativeFileReader {
+    /** Bytes of the reusable name/key buffer (names are at most 4096 bytes). */
+    private static final long NAME_BYTES = 4096;
+
+    private final Arena arena;
+    private final ReadAtTransport transport;
+    private final MemorySegment out;
+    private final MemorySegment nameBuf;
+    private MemorySegment handle;
+
+    private NativeFileReader(Arena arena, ReadAtTransport transport, MemorySegment out, MemorySegment nameBuf, MemorySegment handle) {
+        this.arena = arena;
+        this.transport = transport;
+        this.out = out;
+        this.nameBuf = nameBuf;
+        this.handle = handle;
+    }
+
+    /**
+     * The reader settings as the native struct takes them.
+     *
+     * @param eagerIndexBytes index plus metadata up to this are read at open, bytes
+     * @param maxDescriptorBytes largest encoded descriptor, bytes
+     * @param maxTensorBytes largest tensor read into new memory, bytes
+     * @param maxMetadataBytes largest file metadata block, bytes
+     * @param maxIndexBytes largest index plus metadata {@code verify} loads, bytes
+     * @param flags {@code HURRAY_FILE_READER_*}
+     */
+    public record Settings(long eagerIndexBytes, long maxDescriptorBytes, long maxTensorBytes,
+            long maxMetadataBytes, long maxIndexBytes, int flags) {
+        /** The native defaults ({@code hurray_file_reader_options_init}). */
+        public static Settings defaults() {
+            try (Arena a = Arena.ofConfined()) {
+                MemorySegment o = HurrayFileReaderOptions.allocate(a);
+                hurray_h.hurray_file_reader_options_init(o);
+                return new Settings(HurrayFileReaderOptions.eager_index_bytes(o),
+                        HurrayFileReaderOptions.max_descriptor_bytes(o), HurrayFileReaderOptions.max_tensor_bytes(o),
+                        HurrayFileReaderOptions.max_metadata_bytes(o), HurrayFileReaderOptions.max_index_bytes(o),
+                        HurrayFileReaderOptions.flags(o));
+            }
+        }
+
+        private MemorySegment toNative(Arena a) throws HurrayException {
+            MemorySegment o = HurrayFileReaderOptions.allocate(a);
+            Native.check(hurray_h.hurray_file_reader_options_init(o));
+            HurrayFileReaderOptions.flags(o, flags);
+            HurrayFileReaderOptions.eager_index_bytes(o, eagerIndexBytes);
+            HurrayFileReaderOptions.max_descriptor_bytes(o, maxDescriptorBytes);
+            HurrayFileReaderOptions.max_tensor_bytes(o, maxTensorBytes);
+            HurrayFileReaderOptions.max_metadata_bytes(o, maxMetadataBytes);
+            HurrayFileReaderOptions.max_index_bytes(o, maxIndexBytes);
+            return o;
+        }
+    }
+
+    /**
+     * Opens a container through {@code transport} ({@code hurray_file_reader_open}): one
+     * {@code size} call and at most three {@code read_at} ranges. On failure nothing is kept
+     * and the source is not closed.
+     *
+     * @throws HurrayException the native status; {@link Status#TRANSPORT} carries the source's
+     *     exception as its cause
+     */
+    public static NativeFileReader open(ReadAtTransport transport, Settings settings) throws HurrayException {
+        Arena arena = Arena.ofShared();
+        try {
+            MemorySegment t = HurrayTransport.allocate(arena);
+            HurrayTransport.ctx(t, MemorySegment.NULL);
+            HurrayTransport.read_at(t, HurrayTransportReadAtFn.allocate(transport::upcallReadAt, arena));
+            HurrayTransport.size(t, HurrayTransportSizeFn.allocate(transport::upcallSize, arena));
+            HurrayTransport.release(t, HurrayTransportReleaseFn.allocate(transport::upcallRelease, arena));
+            MemorySegment opts = settings.toNative(arena);
+            MemorySegment out = arena.allocate(64, 8);
+            transport.clearFailure();
+            int rc = hurray_h.hurray_file_reader_open(t, opts, out);
+            if (rc < 0) {
+                throw Native.error(rc, transport.takeFailure());
+            }
+            MemorySegment h = out.get(ADDRESS, 0);
+            Native.debug("hurray: file reader {} opened", h);
+            return new NativeFileReader(arena, transport, out, arena.allocate(NAME_BYTES), h);
+        } catch (HurrayException | RuntimeException | Error e) {
+            arena.close();
+            throw e;
+        }
+    }
+
+    /**
+     * Opens a container held in {@code region} ({@code hurray_file_reader_open_span}). The
+     * caller keeps the region mapped and unchanged until this reader and every tensor read
+     * from it are destroyed.
+     *
+     * @param region the container's bytes (native; may be {@link MemorySegment#NULL} when
+     *     {@code length} is 0)
+     * @param length the region's length in bytes
+     */
+    public static NativeFileReader openSpan(MemorySegment region, long length, Settings settings) throws HurrayException {
+        Arena arena = Arena.ofShared();
+        try {
+            MemorySegment opts = settings.toNative(arena);
+            MemorySegment out = arena.allocate(64, 8);
+            // The raw address: a read-only segment is not refused here, and the region's
+            // lifetime is managed by the caller (see above).
+            MemorySegment data = length == 0 ? MemorySegment.NULL : MemorySegment.ofAddress(region.address());
+            Native.check(hurray_h.hurray_file_reader_open_span(data, length, opts, out));
+            MemorySegment h = out.get(ADDRESS, 0);
+            Native.debug("hurray: file reader {} opened over a span of {} bytes", h, length);
+            return new NativeFileReader(arena, null, out, arena.allocate(NAME_BYTES), h);
+        } catch (HurrayException | RuntimeException | Error e) {
+            arena.close();
+            throw e;
+        }
+    }
+
+    private MemorySegment live() {
+        MemorySegment h = handle;
+        if (h == null) {
+            throw new IllegalStateException("the container reader is closed");
+        }
+        return h;
+    }
+
+    private void clear() {
+        if (transport != null) {
+            transport.clearFailure();
+        }
+    }
+
+    private HurrayException failure(int rc) {
+        return Native.error(rc, transport == null ? null : transport.takeFailure());
+    }
+
+    private void call(int rc) throws HurrayException {
+        if (rc < 0) {
+            throw failure(rc);
+        }
+    }
+
+    /** The container's size in bytes. */
+    public long size() throws HurrayException {
+        Native.check(hurray_h.hurray_file_reader_size(live(), out));
+        return out.get(JAVA_LONG, 0);
+    }
+
+    /** The number of tensors. */
+    public long count() throws HurrayException {
+        Native.check(hurray_h.hurray_file_reader_count(live(), out));
+        return out.get(JAVA_LONG, 0);
+    }
+
+    /** The number of {@code read_at} calls made so far, open included (span: index copies). */
+    public long readAtCalls() throws HurrayException {
+        Native.check(hurray_h.hurray_file_reader_read_at_calls(live(), out));
+        return out.get(JAVA_LONG, 0);
+    }
+
+    /** The name of entry {@code index} ({@code hurray_file_reader_name}); decodes no descriptor. */
+    public String name(long index) throws HurrayException {
+        MemorySegment h = live();
+        clear();
+        int rc = hurray_h.hurray_file_reader_name(h, index, nameBuf, nameBuf.byteSize(), out);
+        if (rc == Native.ERR_BUFFER_TOO_SMALL) {
+            // Names are at most 4096 bytes, so this only happens if the format grows.
+            long len = out.get(JAVA_LONG, 0);
+            try (Arena a = Arena.ofConfined()) {
+                MemorySegment big = a.allocate(Math.max(1, len));
+                clear();
+                call(hurray_h.hurray_file_reader_name(h, index, big, big.byteSize(), out));
+                return utf8(big, out.get(JAVA_LONG, 0));
+            }
+        }
+        call(rc);
+        return utf8(nameBuf, out.get(JAVA_LONG, 0));
+    }
+
+    /** Entry {@code index} in name order ({@code hurray_file_reader_entry}): an owned handle. */
+    public MemorySegment entry(long index) throws HurrayException {
+        MemorySegment h = live();
+        clear();
+        call(hurray_h.hurray_file_reader_entry(h, index, out));
+        return NativeFileEntry.own(out.get(ADDRESS, 0));
+    }
+
+    /**
+     * The entry named by {@code name} ({@code hurray_file_reader_find}, a binary search), or
+     * {@code null} when there is none.
+     */
+    public MemorySegment find(byte[] name) throws HurrayException {
+        MemorySegment h = live();
+        int rc;
+        if (name.length <= nameBuf.byteSize()) {
+            MemorySegment.copy(name, 0, nameBuf, JAVA_BYTE, 0, name.length);
+            clear();
+            rc = hurray_h.hurray_file_reader_find(h, nameBuf, name.length, out);
+        } else {
+            try (Arena a = Arena.ofConfined()) {
+                MemorySegment n = a.allocateFrom(JAVA_BYTE, name);
+                clear();
+                rc = hurray_h.hurray_file_reader_find(h, n, name.length, out);
+            }
+        }
+        if (rc == hurray_h.HURRAY_ERR_NOT_FOUND()) {
+            return null;
+        }
+        call(rc);
+        return NativeFileEntry.own(out.get(ADDRESS, 0));
+    }
+
+    /** Reads the tensor of {@code entry} ({@code hurray_file_reader_read_tensor}): an owned {@code HurrayTensor*}. */
+    public MemorySegment readTensor(MemorySegment entry) throws HurrayException {
+        MemorySegment h = live();
+        clear();
+        call(hurray_h.hurray_file_reader_read_tensor(h, entry, out));
+        return out.get(ADDRESS, 0);
+    }
+
+    /**
+     * Reads payload {@code buffer} of {@code entry} into {@code dst}
+     * ({@code hurray_file_reader_read_buffer_into}).
+     *
+     * @return the payload's length in bytes
+     */
+    public long readBufferInto(MemorySegment entry, long buffer, MemorySegment dst) throws HurrayException {
+        MemorySegment h = live();
+        clear();
+        call(hurray_h.hurray_file_reader_read_buffer_into(h, entry, buffer, dst, dst.byteSize(), out));
+        return out.get(JAVA_LONG, 0);
+    }
+
+    /** The file-level metadata in key order, values copied ({@code hurray_file_reader_metadata_*}). */
+    public List<Map.Entry<String, byte[]>> metadata() throws HurrayException {
+        MemorySegment h = live();
+        clear();
+        call(hurray_h.hurray_file_reader_metadata_count(h, out));
+        long n = out.get(JAVA_LONG, 0);
+        List<Map.Entry<String, byte[]>> list = new ArrayList<>((int) Math.min(n, 1 << 16));
+        for (long i = 0; i < n; i++) {
+            clear();
+            call(hurray_h.hurray_file_reader_metadata_get(h, i, out, out.asSlice(8), out.asSlice(16), out.asSlice(24)));
+            String key = utf8(out.get(ADDRESS, 0), out.get(JAVA_LONG, 8));
+            byte[] value = copy(out.get(ADDRESS, 16), out.get(JAVA_LONG, 24));
+            list.add(new AbstractMap.SimpleImmutableEntry<>(key, value));
+        }
+        return list;
+    }
+
+    /** The value of metadata {@code key} (copied), or {@code null} when absent. */
+    public byte[] metadataValue(byte[] key) throws HurrayException {
+        MemorySegment h = live();
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment k = key.length == 0 ? MemorySegment.NULL : a.allocateFrom(JAVA_BYTE, key);
+            clear();
+            int rc = hurray_h.hurray_file_reader_metadata_find(h, k, key.length, out, out.asSlice(8));
+            if (rc == hurray_h.HURRAY_ERR_NOT_FOUND()) {
+                return null;
+            }
+            call(rc);
+            return copy(out.get(ADDRESS, 0), out.get(JAVA_LONG, 8));
+        }
+    }
+
+    /** Checks the whole index ({@code hurray_file_reader_verify}); reads no payload. */
+    public void verify() throws HurrayException {
+        MemorySegment h = live();
+        clear();
+        call(hurray_h.hurray_file_reader_verify(h));
+    }
+
+    private static String utf8(MemorySegment p, long len) {
+        return new String(copy(p, len), StandardCharsets.UTF_8);
+    }
+
+    private static byte[] copy(MemorySegment p, long len) {
+        if (len == 0) {
+            return new byte[0];
+        }
+        return p.reinterpret(len).toArray(JAVA_BYTE);
+    }
+
+    /**
+     * Destroys the native reader (its release callback closes the source), then frees the
+     * stubs. Idempotent.
+     *
+     * @throws HurrayException {@link Status#TRANSPORT} if closing the source threw (the cause)
+     */
+    public void close() throws HurrayException {
+        if (handle == null) {
+            return;
+        }
+        MemorySegment h = handle;
+        handle = null;
+        out.set(ADDRESS, 0, h);
+        int rc = hurray_h.hurray_file_reader_destroy(out);
+        arena.close();
+        Native.debug("hurray: file reader {} destroyed", h);
+        if (rc < 0) {
+            throw Native.error(rc, null);
+        }
+        Throwable t = transport == null ? null : transport.closeFailure();
+        if (t != null) {
+            throw new HurrayException(Status.TRANSPORT, "closing the source failed", t);
+        }
+    }
+}
