@@ -3,7 +3,9 @@
 //! intended format change with `HURRAY_REGEN_GOLDEN=1 cargo test --offline -p hurray-core
 //! --test golden`, and say why in the commit.
 //!
-//! It also reads the committed streams back, cuts them at every byte and flips every bit.
+//! It also reads the committed streams back, cuts them at every byte and flips every bit, and
+//! reads the committed HRRYFILE containers back through both container readers (read_at and
+//! span).
 
 mod common;
 
@@ -11,12 +13,17 @@ use std::fmt::Write as _;
 
 use common::*;
 use hurray_core::crc32c::crc32c;
-use hurray_core::{DeviceTag, ErrorKind, LayoutDescriptor, Quantization, ReaderOptions, SyncMode};
+use hurray_core::file::{FileReader, FileReaderOptions, Span};
+use hurray_core::{
+    DeviceTag, ErrorKind, FileWriter, FileWriterOptions, LayoutDescriptor, Quantization, ReaderOptions, SyncMode,
+};
 
 const CHECKSUMS: &str = "stream_v1_checksums.hrry";
 const PLAIN: &str = "stream_v1_plain.hrry";
 const EMPTY: &str = "stream_v1_empty.hrry";
 const MANIFEST: &str = "manifest.json";
+const CONTAINER: &str = "file_v1.hrryfile";
+const CONTAINER_PAGED: &str = "file_v1_paged.hrryfile";
 
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
@@ -56,7 +63,9 @@ fn sync_name(s: SyncMode) -> &'static str {
     }
 }
 
-fn tensor_json(index: usize, it: &Item) -> String {
+/// A tensor object of the manifest; `offsets` (containers only) adds each payload's absolute
+/// file offset to its buffer object.
+fn tensor_json(index: usize, it: &Item, offsets: Option<&[u64]>) -> String {
     let d = &it.desc;
     let mut o = String::new();
     let dims: Vec<String> = d.shape().dims().iter().map(|x| x.to_string()).collect();
@@ -100,9 +109,11 @@ fn tensor_json(index: usize, it: &Item) -> String {
         .buffers()
         .iter()
         .zip(&it.payloads)
-        .map(|(h, p)| {
+        .enumerate()
+        .map(|(b, (h, p))| {
+            let offset = offsets.map(|o| format!("\"offset\": {}, ", o[b])).unwrap_or_default();
             format!(
-                "            {{\"byte_size\": {}, \"alignment\": {}, \"device\": \"{}\", \"device_tag\": {}, \"sync_mode\": \"{}\", \"sync_mode_code\": {}, \"crc32c\": \"{:08x}\", \"hex\": \"{}\"}}",
+                "            {{{offset}\"byte_size\": {}, \"alignment\": {}, \"device\": \"{}\", \"device_tag\": {}, \"sync_mode\": \"{}\", \"sync_mode_code\": {}, \"crc32c\": \"{:08x}\", \"hex\": \"{}\"}}",
                 h.byte_size(),
                 h.alignment(),
                 device_name(h.device_tag()),
@@ -123,7 +134,7 @@ fn stream_json(file: &str, bytes: &[u8], checksums: bool, items: &[Item]) -> Str
     let mut o = String::new();
     write!(o, "    {{\n      \"file\": \"{file}\",\n      \"bytes\": {},\n      \"crc32c\": \"{:08x}\",\n", bytes.len(), crc32c(bytes)).unwrap();
     write!(o, "      \"payload_checksums\": {checksums},\n      \"tensor_count\": {},\n      \"tensors\": [", items.len()).unwrap();
-    let ts: Vec<String> = items.iter().enumerate().map(|(i, it)| tensor_json(i, it)).collect();
+    let ts: Vec<String> = items.iter().enumerate().map(|(i, it)| tensor_json(i, it, None)).collect();
     if ts.is_empty() {
         o.push_str("]\n    }");
     } else {
@@ -145,10 +156,110 @@ fn golden_files() -> Vec<(&'static str, Vec<u8>)> {
     let mut manifest = String::from("{\n  \"format\": \"hurray-golden-manifest\",\n  \"manifest_version\": 1,\n  \"stream_version\": 1,\n  \"descriptor_version\": 1,\n  \"streams\": [\n");
     let js: Vec<String> = streams.iter().map(|(f, b, c, items)| stream_json(f, b, *c, items)).collect();
     manifest.push_str(&js.join(",\n"));
+    manifest.push_str("\n  ],\n  \"containers\": [\n");
+    let containers = golden_containers();
+    let cs: Vec<String> = containers.iter().map(container_json).collect();
+    manifest.push_str(&cs.join(",\n"));
     manifest.push_str("\n  ]\n}\n");
     let mut files: Vec<(&'static str, Vec<u8>)> = streams.into_iter().map(|(f, b, _, _)| (f, b)).collect();
+    files.extend(containers.into_iter().map(|c| (c.file, c.bytes)));
     files.push((MANIFEST, manifest.into_bytes()));
     files
+}
+
+/// A golden HRRYFILE container (docs/spec/hrryfile.md): its corpus, metadata, writer options
+/// and the bytes the writer produced.
+struct Container {
+    file: &'static str,
+    items: Vec<Item>,
+    metadata: Vec<(&'static str, Vec<u8>)>,
+    opts: FileWriterOptions,
+    bytes: Vec<u8>,
+}
+
+/// The stream corpora with every tensor named (a container's keys are names): the unnamed
+/// ones become `unnamed/<stream index>`.
+fn named_items(items: Vec<Item>) -> Vec<Item> {
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut it)| {
+            if it.desc.name().is_none() {
+                it.desc = it.desc.with_name(&format!("unnamed/{i}")).unwrap();
+            }
+            it
+        })
+        .collect()
+}
+
+/// `file_v1.hrryfile`: the checksummed stream's 35 tensors with payload checksums and the
+/// default 64-byte minimum alignment (the IPC/CUDA/ROCm buffers still sit at 4096/8192), plus
+/// text, binary and empty file metadata. `file_v1_paged.hrryfile`: the plain stream's 4
+/// tensors without payload checksums, every payload page-aligned (4096).
+fn golden_containers() -> Vec<Container> {
+    let meta = vec![
+        ("created_by", b"hurray golden vectors".to_vec()),
+        ("binary", vec![0x00, 0x01, 0xFF, 0x80]),
+        ("empty", Vec::new()),
+        ("ünïcødé", "名前".as_bytes().to_vec()),
+    ];
+    let specs = [
+        (CONTAINER, named_items(golden_items()), meta, FileWriterOptions { payload_checksums: true, min_payload_alignment: 64 }),
+        (
+            CONTAINER_PAGED,
+            named_items(plain_items()),
+            vec![("page_size", b"4096".to_vec())],
+            FileWriterOptions { payload_checksums: false, min_payload_alignment: 4096 },
+        ),
+    ];
+    specs
+        .into_iter()
+        .map(|(file, items, metadata, opts)| {
+            let mut w = FileWriter::new(Vec::new(), opts).unwrap();
+            for it in &items {
+                w.add_tensor(&it.desc, &it.slices()).unwrap();
+            }
+            for (k, v) in &metadata {
+                w.set_metadata(k, v).unwrap();
+            }
+            let size = w.finish().unwrap();
+            let bytes = w.into_transport();
+            assert_eq!(bytes.len() as u64, size);
+            Container { file, items, metadata, opts, bytes }
+        })
+        .collect()
+}
+
+/// The items of a container in index order (sorted by name bytes).
+fn by_name(items: &[Item]) -> Vec<&Item> {
+    let mut v: Vec<&Item> = items.iter().collect();
+    v.sort_by(|a, b| a.desc.name().unwrap().as_bytes().cmp(b.desc.name().unwrap().as_bytes()));
+    v
+}
+
+fn container_json(c: &Container) -> String {
+    let mut r = FileReader::open(Span::new(&c.bytes), FileReaderOptions::default()).unwrap();
+    let mut o = String::new();
+    write!(o, "    {{\n      \"file\": \"{}\",\n      \"bytes\": {},\n      \"crc32c\": \"{:08x}\",\n", c.file, c.bytes.len(), crc32c(&c.bytes)).unwrap();
+    write!(o, "      \"container_version\": 1,\n      \"payload_checksums\": {},\n      \"min_payload_alignment\": {},\n", c.opts.payload_checksums, c.opts.min_payload_alignment).unwrap();
+    let mut md: Vec<&(&str, Vec<u8>)> = c.metadata.iter().collect();
+    md.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    let md: Vec<String> = md.iter().map(|(k, v)| format!("{{\"key\": {}, \"value_hex\": \"{}\"}}", json_str(k), hex(v))).collect();
+    writeln!(o, "      \"metadata\": [{}],", md.join(", ")).unwrap();
+    write!(o, "      \"tensor_count\": {},\n      \"tensors\": [\n", c.items.len()).unwrap();
+    let ts: Vec<String> = by_name(&c.items)
+        .into_iter()
+        .enumerate()
+        .map(|(i, it)| {
+            let e = r.entry(i as u64).unwrap();
+            assert_eq!(e.descriptor(), &it.desc);
+            let offsets: Vec<u64> = e.buffers().iter().map(|b| b.offset).collect();
+            tensor_json(i, it, Some(&offsets))
+        })
+        .collect();
+    o.push_str(&ts.join(",\n"));
+    o.push_str("\n      ]\n    }");
+    o
 }
 
 fn committed(name: &str) -> Vec<u8> {
@@ -200,6 +311,41 @@ fn committed_streams_read_back_as_the_corpus() {
     let items = golden_items();
     for et in hurray_core::ElementType::ALL {
         assert!(items.iter().any(|it| it.desc.element_type() == et), "{et:?} missing");
+    }
+}
+
+#[test]
+fn committed_containers_read_back_as_the_corpus() {
+    for c in golden_containers() {
+        let bytes = committed(c.file);
+        assert_eq!(bytes, c.bytes, "{}", c.file);
+        let want = by_name(&c.items);
+        // Through read_at (payload checksums checked when stored) and over a span.
+        let mut io = FileReader::open(Span::new(&bytes), FileReaderOptions::default()).unwrap();
+        let mut span = FileReader::open_span(&bytes, FileReaderOptions { verify_payloads: true, ..FileReaderOptions::default() }).unwrap();
+        io.verify().unwrap();
+        assert_eq!(io.entry_count(), want.len() as u64);
+        for (i, it) in want.iter().enumerate() {
+            let name = it.desc.name().unwrap();
+            let e = io.find(name.as_bytes()).unwrap().expect(name);
+            assert_eq!(e.index(), i as u64);
+            assert_eq!(e.descriptor(), &it.desc);
+            for (b, loc) in e.buffers().iter().enumerate() {
+                assert!(loc.offset.is_multiple_of(it.desc.buffers()[b].alignment().max(c.opts.min_payload_alignment)));
+                assert_eq!(loc.crc32c, c.opts.payload_checksums.then(|| crc32c(&it.payloads[b])));
+            }
+            let t = io.read_tensor(&e).unwrap();
+            let got: Vec<&[u8]> = t.buffers.iter().map(|b| b.as_slice()).collect();
+            assert_eq!(got, it.slices(), "{name}");
+            let se = span.entry(i as u64).unwrap();
+            let st = span.span_tensor(&se).unwrap();
+            for (b, sb) in st.buffers.iter().enumerate() {
+                assert_eq!(sb.as_slice(), &it.payloads[b][..], "{name} buffer {b}");
+            }
+        }
+        let mut md: Vec<(String, Vec<u8>)> = c.metadata.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+        md.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        assert_eq!(io.metadata().unwrap(), &md[..]);
     }
 }
 
