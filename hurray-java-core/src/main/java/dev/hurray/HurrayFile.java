@@ -78,8 +78,9 @@ import java.util.stream.StreamSupport;
  * crash) once it is closed. Tensors stay valid after the file is closed. For a mapped file this
  * means the mapping lives as long as the {@code HurrayFile} <em>or any tensor read from it</em>:
  * it is unmapped when the last of them is closed (a tensor that is never closed keeps it mapped).
- * Buffers of mapped tensors are read-only segments (writing throws
- * {@link UnsupportedOperationException}); copy them ({@link Tensor#copyOf}) to modify. As with
+ * Buffers of mapped tensors are read-only segments (a write throws
+ * {@link IllegalArgumentException} instead of faulting on the read-only map); copy them
+ * ({@link Tensor#copyOf}) to modify. As with
  * any memory map, the file must not be truncated while mapped: a native access to a page past
  * the new end raises {@code SIGBUS}. Use {@link #open} for files other processes may rewrite in
  * place ({@link HurrayFile#create} never does: it renames a new file over the old one).
