@@ -1,0 +1,167 @@
+package dev.hurray.bench;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.management.ManagementFactory;
+import java.time.LocalDate;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The key comparisons in about a minute and a half, as one compact Markdown table per section
+ * (operation, size, Hurray, baseline, ratio), for closing notes. Every figure is the median of
+ * interleaved rounds ({@link Sampler}), and every ratio compares figures of this run.
+ *
+ * <pre>
+ * java -XX:+AlwaysPreTouch -Xms1g -Xmx1g --enable-native-access=ALL-UNNAMED \
+ *      --add-opens=java.base/java.nio=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow \
+ *      -cp hurray-java-bench/target/benchmarks.jar dev.hurray.bench.SideBySide [--rounds N] [--only loopback,memory,costs]
+ * </pre>
+ *
+ * The ratio is always Hurray's speed over the baseline's: above 1 means Hurray is faster.
+ */
+public final class SideBySide {
+    private static final int MIB = 1 << 20;
+
+    private final int rounds;
+    private final long roundNanos;
+
+    private SideBySide(int rounds, long roundNanos) {
+        this.rounds = rounds;
+        this.roundNanos = roundNanos;
+    }
+
+    public static void main(String[] args) throws Exception {
+        int rounds = 7;
+        long roundMillis = 200;
+        Set<String> only = Set.of("loopback", "memory", "costs");
+        for (int i = 0; i < args.length; i++) {
+            switch (args[i]) {
+                case "--rounds" -> rounds = Integer.parseInt(args[++i]);
+                case "--round-ms" -> roundMillis = Long.parseLong(args[++i]);
+                case "--only" -> only = Set.of(args[++i].split(","));
+                default -> throw new IllegalArgumentException("unknown option " + args[i]
+                        + " (use --rounds N, --round-ms MS, --only loopback,memory,costs)");
+            }
+        }
+        SideBySide s = new SideBySide(rounds, roundMillis * 1_000_000L);
+        System.out.println(header());
+        if (only.contains("loopback")) {
+            System.out.println(s.loopback());
+        }
+        if (only.contains("memory")) {
+            System.out.println(s.memory());
+        }
+        if (only.contains("costs")) {
+            System.out.println(s.costs());
+        }
+    }
+
+    static String header() {
+        List<String> flags = ManagementFactory.getRuntimeMXBean().getInputArguments();
+        String warn = flags.contains("-XX:+AlwaysPreTouch") ? "" : "\n**warning: run without -XX:+AlwaysPreTouch**";
+        return String.format(Locale.ROOT, "SideBySide %s, JDK %s, %d cores, %s%s%n", LocalDate.now(),
+                Runtime.version(), Runtime.getRuntime().availableProcessors(), String.join(" ", flags), warn);
+    }
+
+    /** Loopback TCP: Hurray channel transport and Arrow IPC against a raw SocketChannel. */
+    String loopback() throws IOException {
+        StringBuilder out = new StringBuilder("### Loopback TCP, one connection (GB/s, median of " + rounds + " rounds)\n\n");
+        List<String> impls = new ArrayList<>(Loopback.transports());
+        out.append("| operation | size | Hurray GB/s | raw GB/s | Hurray/raw |");
+        for (String impl : impls) {
+            if (!impl.equals(Loopback.HURRAY) && !impl.equals(Loopback.RAW)) {
+                out.append(' ').append(impl).append(" GB/s | ").append(impl).append("/raw |");
+            }
+        }
+        out.append(" faults/msg Hurray | faults/msg raw | Hurray spread (ms/msg) |\n");
+        out.append("|---|---:|---:|---:|---:|");
+        out.append("---:|---:|".repeat(impls.size() - 2));
+        out.append("---:|---:|---|\n");
+        for (int size : new int[] {MIB, 4 * MIB, 16 * MIB, 64 * MIB}) {
+            Map<String, Loopback> open = new LinkedHashMap<>();
+            try {
+                Map<String, Sampler.Op> ops = new LinkedHashMap<>();
+                for (String impl : impls) {
+                    Loopback lb = Loopback.open(impl, size);
+                    open.put(impl, lb);
+                    ops.put(impl, lb::receiveOne);
+                }
+                Map<String, Sampler.Sample> r = Sampler.run(ops, 3 * roundNanos, rounds, roundNanos);
+                Sampler.Sample h = r.get(Loopback.HURRAY);
+                Sampler.Sample raw = r.get(Loopback.RAW);
+                out.append(String.format(Locale.ROOT, "| receive | %d MiB | %.2f | %.2f | %.2f |", size / MIB,
+                        h.gbPerSecond(), raw.gbPerSecond(), h.gbPerSecond() / raw.gbPerSecond()));
+                for (String impl : impls) {
+                    if (!impl.equals(Loopback.HURRAY) && !impl.equals(Loopback.RAW)) {
+                        Sampler.Sample x = r.get(impl);
+                        out.append(String.format(Locale.ROOT, " %.2f | %.2f |", x.gbPerSecond(),
+                                x.gbPerSecond() / raw.gbPerSecond()));
+                    }
+                }
+                out.append(String.format(Locale.ROOT, " %.0f | %.0f | %.2f–%.2f |%n", h.faultsPerOp(),
+                        raw.faultsPerOp(), h.minNsPerOp() / 1e6, h.maxNsPerOp() / 1e6));
+            } finally {
+                for (Loopback lb : open.values()) {
+                    lb.close();
+                }
+            }
+        }
+        return out.toString();
+    }
+
+    /** 1 KiB tensors in memory: µs per write, read and write+read; raw copy and Arrow IPC alongside. */
+    String memory() throws IOException {
+        int size = 1024;
+        StringBuilder out = new StringBuilder("### 1 KiB tensors in memory (µs per tensor, median of " + rounds
+                + " rounds; ratio = speed over the baseline's)\n\n");
+        out.append("| operation | size | Hurray µs | raw copy µs | Hurray/raw | Arrow µs | Hurray/Arrow | faults/op Hurray |\n");
+        out.append("|---|---:|---:|---:|---:|---:|---:|---:|\n");
+        try (InMemory h = InMemory.open(InMemory.HURRAY, size); InMemory raw = InMemory.open(InMemory.RAW, size);
+                InMemory arrow = InMemory.open(InMemory.ARROW, size)) {
+            for (String op : new String[] {"write", "read", "writeRead"}) {
+                Map<String, Sampler.Op> ops = new LinkedHashMap<>();
+                ops.put("hurray", pick(h, op));
+                ops.put("raw", pick(raw, op));
+                ops.put("arrow", pick(arrow, op));
+                // longer warm-up: these paths are short and need the JIT
+                Map<String, Sampler.Sample> r = Sampler.run(ops, 5 * roundNanos, rounds, roundNanos);
+                Sampler.Sample hs = r.get("hurray");
+                Sampler.Sample rs = r.get("raw");
+                Sampler.Sample as = r.get("arrow");
+                out.append(String.format(Locale.ROOT, "| %s | 1 KiB | %.3f | %.3f | %.3f | %.3f | %.2f | %.3f |%n",
+                        op.equals("writeRead") ? "write+read" : op, hs.usPerOp(), rs.usPerOp(),
+                        rs.nsPerOp() / hs.nsPerOp(), as.usPerOp(), as.nsPerOp() / hs.nsPerOp(), hs.faultsPerOp()));
+            }
+        }
+        return out.toString();
+    }
+
+    private static Sampler.Op pick(InMemory m, String op) {
+        return switch (op) {
+            case "write" -> m::write;
+            case "read" -> m::read;
+            case "writeRead" -> m::writeRead;
+            default -> throw new IllegalArgumentException(op);
+        };
+    }
+
+    /** Unit costs behind per-tensor overheads. */
+    String costs() throws IOException {
+        StringBuilder out = new StringBuilder("### Unit costs on this machine (median of " + rounds + " rounds)\n\n");
+        out.append("| operation | ns/op | GB/s | faults/op |\n|---|---:|---:|---:|\n");
+        try (Arena arena = Arena.ofConfined()) {
+            Map<String, Sampler.Sample> r = Sampler.run(Costs.ops(arena, 64 * MIB), 2 * roundNanos, rounds, roundNanos);
+            for (Map.Entry<String, Sampler.Sample> e : r.entrySet()) {
+                Sampler.Sample s = e.getValue();
+                out.append(String.format(Locale.ROOT, "| %s | %.1f | %s | %.1f |%n", e.getKey(), s.nsPerOp(),
+                        s.bytesPerNs() > 0 ? String.format(Locale.ROOT, "%.2f", s.gbPerSecond()) : "", s.faultsPerOp()));
+            }
+        }
+        return out.toString();
+    }
+}
