@@ -25,6 +25,17 @@ public record FileWriterOptions(boolean payloadChecksums, long minPayloadAlignme
     private static final FileWriterOptions DEFAULTS =
             new FileWriterOptions(true, NativeFileWriter.defaultMinPayloadAlignment(), true);
 
+    /**
+     * Checks what a Java value can check; the native library checks the alignment rules.
+     *
+     * @throws IllegalArgumentException for a minimum alignment that is not positive
+     */
+    public FileWriterOptions {
+        if (minPayloadAlignment <= 0) {
+            throw new IllegalArgumentException("minPayloadAlignment must be positive, got " + minPayloadAlignment);
+        }
+    }
+
     /** The defaults: payload checksums on, 64-byte minimum alignment, sync on finish. */
     public static FileWriterOptions defaults() {
         return DEFAULTS;
