@@ -16,8 +16,13 @@ public final class Payloads {
 
     /** Fills {@code seg} with the pattern from offset 0. */
     public static void fill(MemorySegment seg) {
+        fill(seg, 0);
+    }
+
+    /** Fills {@code seg} with the pattern starting at pattern offset {@code start} (tensor {@code k} of a file uses its own start). */
+    public static void fill(MemorySegment seg, long start) {
         for (long i = 0; i < seg.byteSize(); i++) {
-            seg.set(ValueLayout.JAVA_BYTE, i, at(i));
+            seg.set(ValueLayout.JAVA_BYTE, i, at(start + i));
         }
     }
 
@@ -31,8 +36,13 @@ public final class Payloads {
      * whole length.
      */
     public static long mismatch(MemorySegment seg) {
+        return mismatch(seg, 0);
+    }
+
+    /** As {@link #mismatch(MemorySegment)} for a segment filled from pattern offset {@code start}. */
+    public static long mismatch(MemorySegment seg, long start) {
         for (long i = 0; i < seg.byteSize(); i++) {
-            if (seg.get(ValueLayout.JAVA_BYTE, i) != at(i)) {
+            if (seg.get(ValueLayout.JAVA_BYTE, i) != at(start + i)) {
                 return i;
             }
         }

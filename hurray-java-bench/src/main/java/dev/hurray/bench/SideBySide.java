@@ -19,7 +19,7 @@ import java.util.Set;
  * <pre>
  * java -XX:+AlwaysPreTouch -Xms1g -Xmx1g --enable-native-access=ALL-UNNAMED \
  *      --add-opens=java.base/java.nio=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow \
- *      -cp hurray-java-bench/target/benchmarks.jar dev.hurray.bench.SideBySide [--rounds N] [--only loopback,memory,costs]
+ *      -cp hurray-java-bench/target/benchmarks.jar dev.hurray.bench.SideBySide [--rounds N] [--only loopback,memory,file,costs]
  * </pre>
  *
  * The ratio is always Hurray's speed over the baseline's: above 1 means Hurray is faster.
@@ -38,14 +38,14 @@ public final class SideBySide {
     public static void main(String[] args) throws Exception {
         int rounds = 7;
         long roundMillis = 200;
-        Set<String> only = Set.of("loopback", "memory", "costs");
+        Set<String> only = Set.of("loopback", "memory", "file", "costs");
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--rounds" -> rounds = Integer.parseInt(args[++i]);
                 case "--round-ms" -> roundMillis = Long.parseLong(args[++i]);
                 case "--only" -> only = Set.of(args[++i].split(","));
                 default -> throw new IllegalArgumentException("unknown option " + args[i]
-                        + " (use --rounds N, --round-ms MS, --only loopback,memory,costs)");
+                        + " (use --rounds N, --round-ms MS, --only loopback,memory,file,costs)");
             }
         }
         SideBySide s = new SideBySide(rounds, roundMillis * 1_000_000L);
@@ -55,6 +55,9 @@ public final class SideBySide {
         }
         if (only.contains("memory")) {
             System.out.println(s.memory());
+        }
+        if (only.contains("file")) {
+            System.out.println(s.file());
         }
         if (only.contains("costs")) {
             System.out.println(s.costs());
@@ -148,6 +151,11 @@ public final class SideBySide {
             case "writeRead" -> m::writeRead;
             default -> throw new IllegalArgumentException(op);
         };
+    }
+
+    /** HRRYFILE: open time and random reads through open() and map() against FileChannel.read. */
+    String file() throws IOException {
+        return FileSide.table(rounds, roundNanos);
     }
 
     /** Unit costs behind per-tensor overheads. */
