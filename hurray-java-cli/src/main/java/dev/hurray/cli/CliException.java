@@ -21,9 +21,4 @@ public class CliException extends Exception {
     public int exitCode() {
         return exitCode;
     }
-
-    /** The error for a feature that needs the Hurray library, which this build does not include yet. */
-    public static CliException notAvailable(String what) {
-        return new CliException(ExitCode.NOT_AVAILABLE, what + " is not available in this build");
-    }
 }

@@ -1,9 +1,10 @@
 package dev.hurray.cli;
 
-import dev.hurray.cli.foreign.ForeignFormats;
-import dev.hurray.cli.foreign.ForeignModel;
-import dev.hurray.cli.foreign.ForeignTensor;
 import dev.hurray.cli.foreign.Format;
+import dev.hurray.cli.io.Pipeline;
+import dev.hurray.cli.io.Sink;
+import dev.hurray.cli.io.Sinks;
+import dev.hurray.cli.io.Source;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
@@ -25,8 +26,9 @@ import picocli.CommandLine.Spec;
  */
 @Command(name = "convert", description = {
         "Convert tensors between formats, bit-exact.",
-        "Now: safetensors, npy, npz and tfjs weights (input only) to safetensors, npy or npz.",
-        "HRRYFILE (.hrry) and stream files (.hrrys): not available in this build."})
+        "Reads safetensors, npy, npz, tfjs weights, HRRYFILE (.hrry) and stream files (.hrrys);",
+        "writes all of them but tfjs. Quantized tensors keep their quantization in HRRYFILE and",
+        "streams; other targets need --dequantize."})
 final class ConvertCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
@@ -52,7 +54,8 @@ final class ConvertCommand implements Callable<Integer> {
     Format to;
 
     @Option(names = "--dequantize",
-            description = "tfjs: compute float32/int32 values (as tfjs does) instead of keeping the quantization.")
+            description = "Compute the values of quantized tensors (float64, rounded once, as tfjs does) "
+                    + "instead of keeping the quantization.")
     boolean dequantize;
 
     @Option(names = "--compress", description = "npz: deflate entries (like np.savez_compressed).")
@@ -72,60 +75,50 @@ final class ConvertCommand implements Callable<Integer> {
         if (outFormat == null) {
             throw new CliException(ExitCode.USAGE, out + ": cannot tell the output format from its name; pass --to");
         }
-        if (!outFormat.isForeign() || !inFormat.isForeign()) {
-            throw CliException.notAvailable("converting " + inFormat + " to " + outFormat);
-        }
         if (!outFormat.writable()) {
             throw new CliException(ExitCode.USAGE, outFormat + " can be read but not written");
         }
         PrintWriter err = spec.commandLine().getErr();
         boolean terminal = parent != null && parent.terminal();
-        try (ForeignModel model = read(inFormat, err, terminal)) {
-            check(model, outFormat);
-            if (!model.metadata().isEmpty() && outFormat != Format.SAFETENSORS && !common.quiet) {
-                err.println("hurray: warning: " + outFormat + " cannot hold file metadata; "
-                        + model.metadata().size() + " entries dropped");
-            }
-            try (Progress p = Progress.start(err, "writing", model.totalBytes(), common.quiet, terminal)) {
-                ForeignFormats.write(model, out, outFormat, compress, p);
+        long t0 = System.nanoTime();
+        Pipeline.Stats stats;
+        try (Source src = open(inFormat, err, terminal)) {
+            Sink sink;
+            try {
+                sink = Sinks.file(out, outFormat, compress, dequantize, null, this::warn);
             } catch (IOException e) {
                 throw Errors.writing(e, out);
             }
-            if (!common.quiet) {
-                spec.commandLine().getOut().println("converted " + Units.count(model.tensors().size(), "tensor") + " ("
-                        + Units.bytes(model.totalBytes()) + ") " + in + " [" + inFormat + "] -> " + out + " ["
-                        + outFormat + "]");
+            try (sink; Progress p = Progress.start(err, "writing", src.totalBytes(), common.quiet, terminal)) {
+                stats = Pipeline.copy(src, sink, dequantize, p);
             }
+        } catch (IOException e) {
+            throw Errors.reading(e, in, out);
+        }
+        if (!common.quiet) {
+            spec.commandLine().getOut().println("converted " + Units.count(stats.tensors(), "tensor") + " ("
+                    + Units.bytes(stats.bytes()) + ") " + in + " [" + inFormat + "] -> " + out + " [" + outFormat + "] in "
+                    + Units.seconds(System.nanoTime() - t0));
         }
         return ExitCode.OK;
     }
 
-    private ForeignModel read(Format inFormat, PrintWriter err, boolean terminal) throws CliException {
+    private void warn(String message) {
+        if (!common.quiet) {
+            spec.commandLine().getErr().println("hurray: warning: " + Errors.oneLine(message));
+        }
+    }
+
+    private Source open(Format inFormat, PrintWriter err, boolean terminal) throws CliException {
         long size;
         try {
             size = Files.size(in);
         } catch (IOException e) {
             throw Errors.reading(e);
         }
-        // For most formats the payload is about the file's size; the bar is only a guide.
+        // Foreign files are read into memory (or mapped) first; the bar is only a guide there.
         try (Progress p = Progress.start(err, "reading", inFormat == Format.TFJS ? 0 : size, common.quiet, terminal)) {
-            return Inputs.readForeign(in, inFormat, dequantize, p);
-        }
-    }
-
-    /** Refuses what the target cannot hold instead of silently changing it. */
-    private void check(ForeignModel model, Format outFormat) throws CliException {
-        for (ForeignTensor t : model.tensors()) {
-            if (t.quantization().isPresent()) {
-                throw new CliException(ExitCode.BAD_INPUT, "tensor '" + t.name() + "' is quantized ("
-                        + t.quantization().get().describe() + "); " + outFormat
-                        + " cannot record quantization: pass --dequantize to compute the values"
-                        + " (HRRYFILE keeps it, when available)");
-            }
-        }
-        if (outFormat == Format.NPY && model.tensors().size() != 1) {
-            throw new CliException(ExitCode.BAD_INPUT, "npy holds exactly one array; " + in + " has "
-                    + model.tensors().size() + " tensors (write .npz instead)");
+            return Inputs.open(in, inFormat, dequantize, p);
         }
     }
 }

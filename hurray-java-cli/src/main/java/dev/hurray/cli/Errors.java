@@ -1,22 +1,49 @@
 package dev.hurray.cli;
 
+import dev.hurray.HurrayException;
+import dev.hurray.Status;
 import dev.hurray.cli.foreign.ForeignFormatException;
+import dev.hurray.cli.io.WriteFailure;
 import java.io.IOException;
+import java.net.ConnectException;
+import java.net.NoRouteToHostException;
+import java.net.SocketTimeoutException;
+import java.net.UnknownHostException;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.FileSystemException;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.NotDirectoryException;
 
-/** Turns exceptions into the one-line messages and exit codes the command reports. */
+/**
+ * Turns exceptions into the one-line messages and exit codes the command reports.
+ *
+ * <p>Native statuses ({@link HurrayException}): what the input's bytes caused
+ * ({@code INVALID_MAGIC}, {@code VERSION_MISMATCH}, {@code CORRUPT}, {@code TRUNCATED}, the
+ * validation and limit statuses, {@code UNSUPPORTED}, {@code NOT_FOUND}) is bad input, exit 2;
+ * what the transport caused ({@code TRANSPORT}, {@code SINK_CLOSED}, {@code POISONED}) and
+ * {@code OUT_OF_MEMORY} are I/O errors, exit 3; statuses that can only mean a bug
+ * ({@code NULL_POINTER}, {@code INTERNAL_PANIC}, {@code USE_AFTER_DESTROY},
+ * {@code INVALID_STATE}) are internal errors, exit 70. {@code verify} turns exit 2 into 4.
+ */
 final class Errors {
     private Errors() {
     }
 
     /** A one-line description of an I/O failure, naming the file where there is one. */
     static String describe(IOException e) {
+        if (e instanceof WriteFailure w) {
+            return describe(w.getCause());
+        }
         if (e instanceof ForeignFormatException) {
             return oneLine(e.getMessage());
+        }
+        if (e instanceof HurrayException h) {
+            String m = h.status().name() + (h.nativeMessage().isEmpty() ? "" : ": " + h.nativeMessage());
+            if (h.getCause() instanceof IOException io && h.status() == Status.TRANSPORT) {
+                return oneLine(describe(io) + " (" + h.status().name() + ")");
+            }
+            return oneLine(m);
         }
         if (e instanceof FileSystemException fse) {
             String file = fse.getFile();
@@ -37,6 +64,18 @@ final class Errors {
             }
             return (file == null ? "" : file + ": ") + reason;
         }
+        if (e instanceof ConnectException) {
+            return "connection refused";
+        }
+        if (e instanceof UnknownHostException) {
+            return "unknown host " + e.getMessage();
+        }
+        if (e instanceof NoRouteToHostException) {
+            return "no route to host";
+        }
+        if (e instanceof SocketTimeoutException) {
+            return "timed out";
+        }
         String m = e.getMessage();
         return m == null || m.isBlank() ? e.getClass().getSimpleName() : oneLine(m);
     }
@@ -48,19 +87,56 @@ final class Errors {
         return s.replace('\n', ' ').replace('\r', ' ').trim();
     }
 
-    /** Reading failed: malformed content is bad input (2), anything else an I/O error (3). */
-    static CliException reading(IOException e) {
-        if (e instanceof ForeignFormatException || e instanceof NoSuchFileException) {
+    /** The exit code a native status stands for (see the class comment). */
+    static int exitCode(Status s) {
+        return switch (s) {
+            case TRANSPORT, SINK_CLOSED, POISONED, OUT_OF_MEMORY -> ExitCode.IO_ERROR;
+            case NULL_POINTER, INTERNAL_PANIC, USE_AFTER_DESTROY, INVALID_STATE -> ExitCode.INTERNAL;
+            default -> ExitCode.BAD_INPUT;
+        };
+    }
+
+    /**
+     * Reading {@code what} failed: malformed content is bad input (2), anything else an I/O
+     * error (3); a {@link WriteFailure} is reported as {@link #writing}.
+     */
+    static CliException reading(IOException e, Object what, Object target) {
+        if (e instanceof WriteFailure w) {
+            return writing(w.getCause(), target);
+        }
+        String prefix = what == null ? "" : what + ": ";
+        if (e instanceof ForeignFormatException) {
+            // Foreign-format messages already name the file.
             return new CliException(ExitCode.BAD_INPUT, describe(e), e);
         }
-        return new CliException(ExitCode.IO_ERROR, "reading failed: " + describe(e), e);
+        if (e instanceof NoSuchFileException) {
+            return new CliException(ExitCode.BAD_INPUT, describe(e), e);
+        }
+        if (e instanceof HurrayException h) {
+            int code = exitCode(h.status());
+            return new CliException(code, (code == ExitCode.IO_ERROR ? "reading failed: " : "") + prefix + describe(e), e);
+        }
+        return new CliException(ExitCode.IO_ERROR, "reading failed: " + prefix + describe(e), e);
+    }
+
+    /** As {@link #reading(IOException, Object, Object)} for a failure that cannot come from a sink. */
+    static CliException reading(IOException e) {
+        return reading(e, null, null);
     }
 
     /** Writing {@code target} failed: content the format cannot hold is bad input (2), else I/O (3). */
-    static CliException writing(IOException e, java.nio.file.Path target) {
-        if (e instanceof ForeignFormatException) {
-            return new CliException(ExitCode.BAD_INPUT, "cannot write " + target + ": " + describe(e), e);
+    static CliException writing(IOException e, Object target) {
+        if (e instanceof WriteFailure w) {
+            e = w.getCause();
         }
-        return new CliException(ExitCode.IO_ERROR, "cannot write " + target + ": " + describe(e), e);
+        String msg = "cannot write " + target + ": " + describe(e);
+        if (e instanceof ForeignFormatException) {
+            return new CliException(ExitCode.BAD_INPUT, msg, e);
+        }
+        if (e instanceof HurrayException h) {
+            int code = exitCode(h.status());
+            return new CliException(code == ExitCode.BAD_INPUT ? ExitCode.BAD_INPUT : code, msg, e);
+        }
+        return new CliException(ExitCode.IO_ERROR, msg, e);
     }
 }

@@ -1,5 +1,6 @@
 package dev.hurray.cli;
 
+import java.io.InputStream;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -9,22 +10,30 @@ import picocli.CommandLine.Spec;
 @Command(name = "hurray",
         mixinStandardHelpOptions = true,
         versionProvider = VersionProvider.class,
-        description = "Inspect, convert and move tensors: safetensors, npy/npz and tfjs weights; "
-                + "Hurray streams and HRRYFILE containers.",
+        description = {"Inspect, convert and move tensors: safetensors, npy/npz and tfjs weights; "
+                + "Hurray streams (.hrrys) and HRRYFILE containers (.hrry).",
+                "Start with 'hurray demo'."},
         subcommands = {InspectCommand.class, ConvertCommand.class, SendCommand.class, RecvCommand.class,
                 CatCommand.class, VerifyCommand.class, DemoCommand.class},
         footerHeading = "%nExit codes:%n",
         footer = {"  0  success", "  1  usage error", "  2  bad input (missing, malformed, truncated, unsupported)",
                 "  3  I/O error (cannot read or write, network)", "  4  verification failed",
-                "  5  not available in this build", " 70  internal error"})
+                " 70  internal error"})
 public final class HurrayCommand implements Callable<Integer> {
+    private final InputStream stdin;
     private final boolean terminal;
 
     @Spec
     CommandSpec spec;
 
-    HurrayCommand(boolean terminal) {
+    HurrayCommand(InputStream stdin, boolean terminal) {
+        this.stdin = stdin;
         this.terminal = terminal;
+    }
+
+    /** The process's standard input (or what a test passed instead). */
+    InputStream stdin() {
+        return stdin;
     }
 
     /** Whether stderr is a terminal (progress bars are drawn only then). */

@@ -1,12 +1,19 @@
 package dev.hurray.cli;
 
+import dev.hurray.Reader;
 import dev.hurray.cli.foreign.ForeignFormatException;
 import dev.hurray.cli.foreign.ForeignFormats;
 import dev.hurray.cli.foreign.ForeignModel;
 import dev.hurray.cli.foreign.Format;
+import dev.hurray.cli.io.ForeignSource;
+import dev.hurray.cli.io.HrryFileSource;
+import dev.hurray.cli.io.Source;
+import dev.hurray.cli.io.StreamSource;
 import java.io.IOException;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.function.LongConsumer;
 
 /** Finding, recognising and opening input files. */
@@ -42,12 +49,31 @@ final class Inputs {
         }
     }
 
-    /** Reads a foreign file; Hurray's own formats are {@link ExitCode#NOT_AVAILABLE} here. */
+    /**
+     * Opens {@code in} as a {@link Source} of {@code format}.
+     *
+     * @param dequantize tfjs: compute values instead of keeping quantization
+     * @param progress byte counts while a foreign file is read into memory, or null
+     * @throws CliException {@link ExitCode#BAD_INPUT} for malformed content,
+     *     {@link ExitCode#IO_ERROR} when the file cannot be read
+     */
+    static Source open(Path in, Format format, boolean dequantize, LongConsumer progress) throws CliException {
+        try {
+            return switch (format) {
+                case HRRYFILE -> HrryFileSource.open(in);
+                case STREAM -> new StreamSource(Reader.of(FileChannel.open(in, StandardOpenOption.READ)));
+                default -> new ForeignSource(ForeignFormats.read(in, format, dequantize, progress), format);
+            };
+        } catch (ForeignFormatException e) {
+            throw new CliException(ExitCode.BAD_INPUT, Errors.describe(e), e);
+        } catch (IOException e) {
+            throw Errors.reading(e, in, null);
+        }
+    }
+
+    /** Reads a foreign file whole (phase-1 paths: {@code verify}). */
     static ForeignModel readForeign(Path in, Format format, boolean dequantize, LongConsumer progress)
             throws CliException {
-        if (!format.isForeign()) {
-            throw CliException.notAvailable("reading " + (format == Format.HRRYFILE ? "an HRRYFILE" : "a Hurray stream"));
-        }
         try {
             return ForeignFormats.read(in, format, dequantize, progress);
         } catch (ForeignFormatException e) {

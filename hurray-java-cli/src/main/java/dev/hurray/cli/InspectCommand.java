@@ -2,15 +2,21 @@ package dev.hurray.cli;
 
 import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.util.DefaultPrettyPrinter;
-import dev.hurray.cli.foreign.ForeignModel;
-import dev.hurray.cli.foreign.ForeignTensor;
+import dev.hurray.Quantization;
+import dev.hurray.Reader;
 import dev.hurray.cli.foreign.Format;
 import dev.hurray.cli.foreign.Json;
-import dev.hurray.cli.foreign.Quantization;
+import dev.hurray.cli.io.Entry;
+import dev.hurray.cli.io.Source;
+import dev.hurray.cli.io.StreamSource;
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
@@ -23,15 +29,19 @@ import picocli.CommandLine.ParentCommand;
 import picocli.CommandLine.Spec;
 
 /**
- * {@code hurray inspect FILE}: one row per tensor (name, dtype, shape, layout, quantization,
- * bytes, offset), or the same as JSON with {@code --json}.
+ * {@code hurray inspect FILE|-}: one row per tensor (name, dtype, shape, layout, quantization,
+ * bytes, offset), or the same as JSON with {@code --json}. An HRRYFILE is listed from its index
+ * alone (no payload is read); a stream (a {@code .hrrys} file, or stdin for {@code -}) has no
+ * index, so it is read through and its payloads discarded.
  *
  * <p>JSON shape: {@code {"file", "format", "tensor_count", "total_bytes", "metadata": {…},
  * "tensors": [{"name", "dtype", "shape": […], "layout", "quantization": null |
- * {"kind": "affine", "scale", "bias", "dequantized"} | {"kind": "cast", "dequantized"},
- * "bytes", "offset": N | null}]}}. {@code dtype} is the stored type; {@code offset} is the
- * payload's byte offset in the file (for tfjs: in its group's concatenated shards), null when
- * it has none (npz entries, byte-swapped npy data).
+ * {"kind": "affine", "scale", "bias", "dequantized"} | {"kind": "per-channel-affine", "axis",
+ * "dequantized"} | {"kind": "cast", "dequantized"}, "bytes", "offset": N | null}]}}.
+ * {@code dtype} is the stored type; {@code bytes} the payload size (all buffers); {@code offset}
+ * the byte offset of the payload (buffer 0) in the file (for tfjs: in its group's concatenated
+ * shards), null when it has none (npz entries, byte-swapped npy data, streams). Metadata values
+ * are strings when they are UTF-8 text, else {@code "hex:…"}.
  */
 @Command(name = "inspect", description = "List the tensors of a file: name, dtype, shape, layout, quantization, bytes, offset.")
 final class InspectCommand implements Callable<Integer> {
@@ -45,7 +55,8 @@ final class InspectCommand implements Callable<Integer> {
     CommonOptions common;
 
     @Parameters(index = "0", paramLabel = "FILE",
-            description = "safetensors, .npy, .npz, tfjs model.json / *weights_manifest.json; '-' reads a Hurray stream from stdin.")
+            description = "HRRYFILE (.hrry), stream (.hrrys), safetensors, .npy, .npz, tfjs model.json / "
+                    + "*weights_manifest.json; '-' reads a stream from stdin.")
     String file;
 
     @Option(names = "--json", description = "Machine-readable output.")
@@ -58,86 +69,128 @@ final class InspectCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws CliException {
-        if (file.equals("-")) {
-            throw CliException.notAvailable("reading a Hurray stream from stdin");
-        }
-        Path in = Path.of(file);
-        Format format = Inputs.format(in, from);
-        try (ForeignModel model = Inputs.readForeign(in, format, false, null)) {
+        String name = file;
+        try (Source src = open()) {
+            List<Entry> entries;
+            try {
+                entries = src.entries().orElse(null);
+                if (entries == null) {
+                    List<Entry> read = new ArrayList<>();
+                    src.forEach(item -> read.add(Entry.of(item.descriptor(), item.sourceOffset())));
+                    entries = read;
+                }
+            } catch (IOException e) {
+                throw Errors.reading(e, name, null);
+            }
             PrintWriter out = spec.commandLine().getOut();
             if (json) {
-                printJson(out, in, format, model);
+                printJson(out, name, src.format(), src.metadata(), entries);
             } else {
-                printTable(out, in, format, model);
+                printTable(out, name, src.format(), src.metadata(), entries);
             }
             out.flush();
+        } catch (IOException e) {
+            throw Errors.reading(e, name, null);
         }
         return ExitCode.OK;
     }
 
-    static String quantization(ForeignTensor t) {
-        return t.quantization().map(Quantization::describe).orElse("-");
+    private Source open() throws CliException {
+        if (file.equals("-")) {
+            try {
+                return new StreamSource(Reader.of(parent.stdin()));
+            } catch (IOException e) {
+                throw Errors.reading(e, "stdin", null);
+            }
+        }
+        Path in = Path.of(file);
+        return Inputs.open(in, Inputs.format(in, from), false, null);
     }
 
-    private static void printTable(PrintWriter out, Path in, Format format, ForeignModel model) {
-        out.println(in + ": " + format + ", " + Units.count(model.tensors().size(), "tensor") + ", " + Units.bytes(model.totalBytes())
-                + " (" + model.totalBytes() + " bytes)");
-        for (Map.Entry<String, String> e : model.metadata().entrySet()) {
-            out.println("  " + e.getKey() + " = " + Errors.oneLine(e.getValue()));
+    static long total(List<Entry> entries) {
+        long n = 0;
+        for (Entry e : entries) {
+            n += e.bytes();
+        }
+        return n;
+    }
+
+    /** A metadata value as text when it is UTF-8, else {@code hex:…}. */
+    static String text(byte[] value) {
+        try {
+            return StandardCharsets.UTF_8.newDecoder().decode(ByteBuffer.wrap(value)).toString();
+        } catch (CharacterCodingException e) {
+            return "hex:" + HexFormat.of().formatHex(value);
+        }
+    }
+
+    private static void printTable(PrintWriter out, String in, Format format, Map<String, byte[]> metadata,
+                                   List<Entry> entries) {
+        long total = total(entries);
+        out.println(in + ": " + format + ", " + Units.count(entries.size(), "tensor") + ", " + Units.bytes(total)
+                + " (" + total + " bytes)");
+        for (Map.Entry<String, byte[]> e : metadata.entrySet()) {
+            out.println("  " + e.getKey() + " = " + Errors.oneLine(text(e.getValue())));
         }
         List<String[]> rows = new ArrayList<>();
         rows.add(new String[] {"NAME", "DTYPE", "SHAPE", "LAYOUT", "QUANTIZATION", "BYTES", "OFFSET"});
-        for (ForeignTensor t : model.tensors()) {
-            rows.add(new String[] {t.name(), t.dtype().typeName(), t.shapeString(), t.layout().label(), quantization(t),
-                    Long.toString(t.byteSize()), t.sourceOffset() < 0 ? "-" : Long.toString(t.sourceOffset())});
+        for (Entry t : entries) {
+            rows.add(new String[] {t.name(), t.elementType().formatName(), t.shapeString(), t.layout(),
+                    Entry.describe(t.quantization()), Long.toString(t.bytes()), t.offset() < 0 ? "-" : Long.toString(t.offset())});
         }
         Table.print(out, rows, new boolean[] {false, false, false, false, false, true, true});
     }
 
-    private static void printJson(PrintWriter out, Path in, Format format, ForeignModel model) throws CliException {
+    private static void printJson(PrintWriter out, String in, Format format, Map<String, byte[]> metadata,
+                                  List<Entry> entries) throws CliException {
         try (JsonGenerator g = Json.factory().createGenerator(out)) {
             g.setPrettyPrinter(new DefaultPrettyPrinter());
             g.writeStartObject();
-            g.writeStringField("file", in.toString());
+            g.writeStringField("file", in);
             g.writeStringField("format", format.id());
-            g.writeNumberField("tensor_count", model.tensors().size());
-            g.writeNumberField("total_bytes", model.totalBytes());
+            g.writeNumberField("tensor_count", entries.size());
+            g.writeNumberField("total_bytes", total(entries));
             g.writeObjectFieldStart("metadata");
-            for (Map.Entry<String, String> e : model.metadata().entrySet()) {
-                g.writeStringField(e.getKey(), e.getValue());
+            for (Map.Entry<String, byte[]> e : metadata.entrySet()) {
+                g.writeStringField(e.getKey(), text(e.getValue()));
             }
             g.writeEndObject();
             g.writeArrayFieldStart("tensors");
-            for (ForeignTensor t : model.tensors()) {
+            for (Entry t : entries) {
                 g.writeStartObject();
                 g.writeStringField("name", t.name());
-                g.writeStringField("dtype", t.dtype().typeName());
+                g.writeStringField("dtype", t.elementType().formatName());
                 g.writeArrayFieldStart("shape");
                 for (long d : t.shape()) {
                     g.writeNumber(d);
                 }
                 g.writeEndArray();
-                g.writeStringField("layout", t.layout().label());
-                Quantization q = t.quantization().orElse(null);
+                g.writeStringField("layout", t.layout());
+                Quantization q = t.quantization();
                 if (q == null) {
                     g.writeNullField("quantization");
                 } else {
                     g.writeObjectFieldStart("quantization");
-                    if (q instanceof Quantization.Affine a) {
-                        g.writeStringField("kind", "affine");
-                        g.writeNumberField("scale", a.scale());
-                        g.writeNumberField("bias", a.bias());
-                    } else {
-                        g.writeStringField("kind", "cast");
+                    switch (q) {
+                        case Quantization.PerTensorAffine a -> {
+                            g.writeStringField("kind", "affine");
+                            g.writeNumberField("scale", a.scale());
+                            g.writeNumberField("bias", a.bias());
+                        }
+                        case Quantization.PerChannelAffine p -> {
+                            g.writeStringField("kind", "per-channel-affine");
+                            g.writeNumberField("axis", p.axis());
+                        }
+                        case Quantization.Cast c -> g.writeStringField("kind", "cast");
                     }
-                    g.writeStringField("dequantized", q.dequantized().typeName());
+                    g.writeStringField("dequantized", q.dequantized().formatName());
                     g.writeEndObject();
                 }
-                g.writeNumberField("bytes", t.byteSize());
-                if (t.sourceOffset() < 0) {
+                g.writeNumberField("bytes", t.bytes());
+                if (t.offset() < 0) {
                     g.writeNullField("offset");
                 } else {
-                    g.writeNumberField("offset", t.sourceOffset());
+                    g.writeNumberField("offset", t.offset());
                 }
                 g.writeEndObject();
             }

@@ -1,5 +1,6 @@
 package dev.hurray.cli;
 
+import java.io.InputStream;
 import java.io.PrintWriter;
 import java.nio.charset.Charset;
 import picocli.CommandLine;
@@ -17,20 +18,31 @@ public final class Main {
         Charset cs = System.console() != null ? System.console().charset() : Charset.defaultCharset();
         PrintWriter out = new PrintWriter(new java.io.OutputStreamWriter(System.out, cs), true);
         PrintWriter err = new PrintWriter(new java.io.OutputStreamWriter(System.err, cs), true);
-        int code = run(args, out, err, Progress.stderrIsTerminal());
+        int code = run(args, System.in, out, err, Progress.stderrIsTerminal());
         out.flush();
         err.flush();
         System.exit(code);
     }
 
     /**
-     * Runs the command.
+     * Runs the command with an empty standard input.
      *
      * @param terminal whether {@code err} is a terminal (enables the progress bar)
      * @return the {@link ExitCode}
      */
     public static int run(String[] args, PrintWriter out, PrintWriter err, boolean terminal) {
-        CommandLine cl = commandLine(out, err, terminal);
+        return run(args, InputStream.nullInputStream(), out, err, terminal);
+    }
+
+    /**
+     * Runs the command.
+     *
+     * @param in standard input ({@code cat}, {@code inspect -} read a stream from it)
+     * @param terminal whether {@code err} is a terminal (enables the progress bar)
+     * @return the {@link ExitCode}
+     */
+    public static int run(String[] args, InputStream in, PrintWriter out, PrintWriter err, boolean terminal) {
+        CommandLine cl = commandLine(in, out, err, terminal);
         int code = cl.execute(args);
         out.flush();
         err.flush();
@@ -38,8 +50,8 @@ public final class Main {
     }
 
     /** The configured command line (streams, handlers, exit codes). */
-    static CommandLine commandLine(PrintWriter out, PrintWriter err, boolean terminal) {
-        CommandLine cl = new CommandLine(new HurrayCommand(terminal));
+    static CommandLine commandLine(InputStream in, PrintWriter out, PrintWriter err, boolean terminal) {
+        CommandLine cl = new CommandLine(new HurrayCommand(in, terminal));
         cl.setOut(out);
         cl.setErr(err);
         cl.setCaseInsensitiveEnumValuesAllowed(true);
@@ -58,8 +70,9 @@ public final class Main {
                 e.println("hurray: error: " + Errors.oneLine(c.getMessage()));
                 code = c.exitCode();
             } else if (ex instanceof java.io.IOException io) {
-                e.println("hurray: error: " + Errors.describe(io));
-                code = ExitCode.IO_ERROR;
+                CliException c = Errors.reading(io);
+                e.println("hurray: error: " + Errors.oneLine(c.getMessage()));
+                code = c.exitCode();
             } else {
                 e.println("hurray: internal error: " + ex + (verbose ? "" : " (rerun with --verbose for details)"));
                 code = ExitCode.INTERNAL;

@@ -1,25 +1,54 @@
 package dev.hurray.cli;
 
+import dev.hurray.Reader;
 import dev.hurray.cli.foreign.Format;
+import dev.hurray.cli.io.Pipeline;
+import dev.hurray.cli.io.Sink;
+import dev.hurray.cli.io.Sinks;
+import dev.hurray.cli.io.StreamSource;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.SocketTimeoutException;
+import java.net.UnknownHostException;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParentCommand;
+import picocli.CommandLine.Spec;
 
-/** {@code hurray recv --listen PORT --out FILE}: receives a stream into a file (needs the Hurray library). */
+/**
+ * {@code hurray recv --listen PORT --out FILE}: listens on {@code --bind} (127.0.0.1 by
+ * default), accepts one connection, reads one Hurray stream from it and writes its tensors to
+ * FILE in the format FILE's extension (or {@code --to}) names. The output is created as a
+ * temporary file before listening (so an unwritable output fails at once) and renamed into place
+ * only after the stream's end-of-stream marker arrived intact: a sender that dies half way
+ * leaves no output. A leading file-metadata item becomes the file's metadata.
+ */
 @Command(name = "recv", description = {"Listen for one Hurray stream over TCP and write what arrives to a file.",
-        "Not available in this build."})
+        "Prints 'listening on ADDRESS:PORT' on stderr once it listens (with --listen 0, the port picked)."})
 final class RecvCommand implements Callable<Integer> {
+    @Spec
+    CommandSpec spec;
+
+    @ParentCommand
+    HurrayCommand parent;
+
     @Mixin
     CommonOptions common;
 
     @Option(names = "--listen", paramLabel = "PORT", required = true,
-            description = "TCP port to listen on (0 picks a free one and prints it).")
+            description = "TCP port to listen on (0 picks a free one).")
     int port;
 
     @Option(names = "--bind", paramLabel = "ADDRESS", defaultValue = "127.0.0.1",
-            description = "Address to listen on (default: ${DEFAULT-VALUE}).")
+            description = "Address to listen on (default: ${DEFAULT-VALUE}; 0.0.0.0 for every interface).")
     String bind;
 
     @Option(names = "--out", paramLabel = "FILE", required = true, description = "Where to write what arrives.")
@@ -29,11 +58,101 @@ final class RecvCommand implements Callable<Integer> {
             completionCandidates = FormatNames.class, description = "Output format (default: from the extension).")
     Format to;
 
+    @Option(names = "--dequantize", description = "Write the values of quantized tensors instead of their quantization.")
+    boolean dequantize;
+
+    @Option(names = "--compress", description = "npz: deflate entries.")
+    boolean compress;
+
+    @Option(names = "--timeout", paramLabel = "SECONDS", defaultValue = "0",
+            description = "Give up when no connection arrives within this long (default: 0, wait forever).")
+    int timeout;
+
     @Override
     public Integer call() throws CliException {
         if (port < 0 || port > 65535) {
             throw new CliException(ExitCode.USAGE, "--listen: port " + port + " is not in 0-65535");
         }
-        throw CliException.notAvailable("receiving a Hurray stream");
+        if (timeout < 0) {
+            throw new CliException(ExitCode.USAGE, "--timeout must not be negative");
+        }
+        Format format = to != null ? to : Format.byName(out);
+        if (format == null) {
+            throw new CliException(ExitCode.USAGE, out + ": cannot tell the output format from its name; pass --to");
+        }
+        if (!format.writable()) {
+            throw new CliException(ExitCode.USAGE, format + " can be read but not written");
+        }
+        InetAddress address;
+        try {
+            address = InetAddress.getByName(bind);
+        } catch (UnknownHostException e) {
+            throw new CliException(ExitCode.USAGE, "--bind: unknown address " + bind);
+        }
+        PrintWriter err = spec.commandLine().getErr();
+        boolean terminal = parent != null && parent.terminal();
+        Sink sink;
+        try {
+            sink = Sinks.file(out, format, compress, dequantize, null, this::warn);
+        } catch (IOException e) {
+            throw Errors.writing(e, out);
+        }
+        try (sink; ServerSocketChannel server = ServerSocketChannel.open()) {
+            try {
+                server.bind(new InetSocketAddress(address, port), 1);
+            } catch (IOException e) {
+                throw new CliException(ExitCode.IO_ERROR, "cannot listen on " + bind + ":" + port + ": "
+                        + Errors.describe(e), e);
+            }
+            InetSocketAddress local = (InetSocketAddress) server.getLocalAddress();
+            if (!common.quiet) {
+                err.println("hurray: listening on " + hostPort(local));
+                err.flush();
+            }
+            SocketChannel conn = accept(server);
+            String peer = hostPort((InetSocketAddress) conn.getRemoteAddress());
+            long t0 = System.nanoTime();
+            Pipeline.Stats stats;
+            try (StreamSource src = new StreamSource(Reader.of(conn));
+                 Progress p = Progress.start(err, "receiving", 0, common.quiet, terminal)) {
+                stats = Pipeline.copy(src, sink, dequantize, p);
+            } catch (IOException e) {
+                throw Errors.reading(e, "stream from " + peer, out);
+            }
+            long dt = System.nanoTime() - t0;
+            if (!common.quiet) {
+                spec.commandLine().getOut().println("received " + Units.count(stats.tensors(), "tensor") + " ("
+                        + Units.bytes(stats.bytes()) + ") from " + peer + " in " + Units.seconds(dt) + ", "
+                        + Units.rate(stats.bytes(), dt) + " -> " + out + " [" + format + "]");
+            }
+        } catch (IOException e) {
+            throw Errors.writing(e, out);
+        }
+        return ExitCode.OK;
+    }
+
+    private SocketChannel accept(ServerSocketChannel server) throws CliException {
+        try {
+            if (timeout == 0) {
+                return server.accept();
+            }
+            server.socket().setSoTimeout((int) Math.min(Integer.MAX_VALUE, timeout * 1000L));
+            return server.socket().accept().getChannel();
+        } catch (SocketTimeoutException e) {
+            throw new CliException(ExitCode.IO_ERROR, "no connection within " + timeout + " s", e);
+        } catch (IOException e) {
+            throw new CliException(ExitCode.IO_ERROR, "accepting a connection failed: " + Errors.describe(e), e);
+        }
+    }
+
+    static String hostPort(InetSocketAddress a) {
+        String host = a.getAddress() == null ? a.getHostString() : a.getAddress().getHostAddress();
+        return (host.contains(":") ? "[" + host + "]" : host) + ":" + a.getPort();
+    }
+
+    private void warn(String message) {
+        if (!common.quiet) {
+            spec.commandLine().getErr().println("hurray: warning: " + Errors.oneLine(message));
+        }
     }
 }

@@ -26,4 +26,17 @@ final class Units {
     static String count(long n, String noun) {
         return n + " " + noun + (n == 1 ? "" : "s");
     }
+
+    /** {@code 0.123 s}, from nanoseconds. */
+    static String seconds(long nanos) {
+        return String.format(Locale.ROOT, "%.3f s", nanos / 1e9);
+    }
+
+    /** {@code 512.0 MB/s} (decimal megabytes), or {@code -} for a zero duration. */
+    static String rate(long bytes, long nanos) {
+        if (nanos <= 0) {
+            return "-";
+        }
+        return String.format(Locale.ROOT, "%.1f MB/s", bytes / (nanos / 1e9) / 1e6);
+    }
 }

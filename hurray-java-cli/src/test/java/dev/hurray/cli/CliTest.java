@@ -194,26 +194,6 @@ class CliTest {
         }
     }
 
-    @Test
-    void hurrayFormatsAreNotAvailableYet() throws IOException {
-        Path npz = TestSupport.resourceDir("npy").resolve("stored.npz");
-        run("convert", s(npz), s(tmp.resolve("x.hrry"))).assertError(ExitCode.NOT_AVAILABLE, "not available in this build");
-        assertFalse(Files.exists(tmp.resolve("x.hrry")));
-        Path fake = tmp.resolve("f.hrry");
-        Files.writeString(fake, "HRRYFILE....");
-        run("inspect", s(fake)).assertError(ExitCode.NOT_AVAILABLE, "not available in this build");
-        run("convert", s(fake), s(tmp.resolve("y.npz"))).assertError(ExitCode.NOT_AVAILABLE, "not available");
-        run("inspect", "-").assertError(ExitCode.NOT_AVAILABLE, "not available");
-        run("send", "127.0.0.1:9", s(npz)).assertError(ExitCode.NOT_AVAILABLE, "not available in this build");
-        run("recv", "--listen", "0", "--out", s(tmp.resolve("r.hrry"))).assertError(ExitCode.NOT_AVAILABLE, "not available");
-        run("cat").assertError(ExitCode.NOT_AVAILABLE, "not available");
-        run("demo").assertError(ExitCode.NOT_AVAILABLE, "not available");
-        run("verify", s(fake)).assertError(ExitCode.NOT_AVAILABLE, "not available");
-        Result list = run("demo", "--list");
-        list.assertOk();
-        assertEquals(BundledModels.NAMES, list.out.lines().toList());
-    }
-
     // ---- bad input -------------------------------------------------------------------------
 
     @Test

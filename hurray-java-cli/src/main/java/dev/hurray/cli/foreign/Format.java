@@ -39,9 +39,9 @@ public enum Format {
         return foreign;
     }
 
-    /** Whether this module can write the format. */
+    /** Whether the command can write the format (all but tfjs). */
     public boolean writable() {
-        return this == SAFETENSORS || this == NPY || this == NPZ;
+        return this != TFJS;
     }
 
     @Override

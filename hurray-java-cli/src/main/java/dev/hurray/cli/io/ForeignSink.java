@@ -1,0 +1,134 @@
+package dev.hurray.cli.io;
+
+import dev.hurray.cli.foreign.ForeignFormatException;
+import dev.hurray.cli.foreign.ForeignFormats;
+import dev.hurray.cli.foreign.ForeignModel;
+import dev.hurray.cli.foreign.ForeignTensor;
+import dev.hurray.cli.foreign.Format;
+import dev.hurray.cli.foreign.Payloads;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Consumer;
+import java.util.function.LongConsumer;
+
+/**
+ * Writes a foreign file (safetensors, npy, npz). These formats are written whole, so the sink
+ * copies each tensor it receives and writes the file at {@link #commit()}, atomically.
+ *
+ * <p>What the target cannot hold is refused, never silently changed: a quantized tensor
+ * (unless the sink dequantizes, see {@link Dequantize}), strided layouts, several buffers. What
+ * it can drop without changing values is dropped with a warning: file metadata for npy/npz,
+ * file metadata values that are not UTF-8 text for safetensors, per-tensor metadata.
+ */
+public final class ForeignSink implements Sink {
+    private final Path target;
+    private final Format format;
+    private final boolean compress;
+    private final boolean dequantize;
+    private final LongConsumer progress;
+    private final Consumer<String> warn;
+    private final Arena arena = Arena.ofShared();
+    private final List<ForeignTensor> tensors = new ArrayList<>();
+    private final Map<String, String> metadata = new LinkedHashMap<>();
+    private int droppedTensorMetadata;
+    private boolean closed;
+
+    /**
+     * @param format safetensors, npy or npz
+     * @param compress npz: deflate the entries
+     * @param dequantize compute the values of quantized tensors instead of refusing them
+     * @param progress byte counts while the file is written, or null
+     * @param warn receives one-line warnings about what was dropped
+     */
+    public ForeignSink(Path target, Format format, boolean compress, boolean dequantize, LongConsumer progress,
+                       Consumer<String> warn) {
+        if (!format.isForeign() || !format.writable()) {
+            throw new IllegalArgumentException(format + " is not a writable foreign format");
+        }
+        this.target = target;
+        this.format = format;
+        this.compress = compress;
+        this.dequantize = dequantize;
+        this.progress = progress;
+        this.warn = warn;
+    }
+
+    @Override
+    public void begin(Map<String, byte[]> meta) {
+        if (meta.isEmpty()) {
+            return;
+        }
+        if (format != Format.SAFETENSORS) {
+            warn.accept(format + " cannot hold file metadata; " + meta.size() + " entries dropped");
+            return;
+        }
+        int dropped = 0;
+        for (Map.Entry<String, byte[]> e : meta.entrySet()) {
+            try {
+                metadata.put(e.getKey(), StandardCharsets.UTF_8.newDecoder().decode(ByteBuffer.wrap(e.getValue())).toString());
+            } catch (CharacterCodingException notText) {
+                dropped++;
+            }
+        }
+        if (dropped > 0) {
+            warn.accept("safetensors metadata holds text; " + dropped + " file metadata entries that are not UTF-8 dropped");
+        }
+    }
+
+    @Override
+    public void accept(Item item) throws IOException {
+        if (item.descriptor().quantization().isPresent()) {
+            if (!dequantize) {
+                throw new ForeignFormatException("tensor '" + item.name() + "' is quantized ("
+                        + Entry.describe(item.descriptor().quantization().get()) + "); " + format
+                        + " cannot record quantization: pass --dequantize to compute the values, or write .hrry");
+            }
+            item = Dequantize.apply(item, arena);
+        }
+        if (!item.descriptor().metadata().isEmpty()) {
+            droppedTensorMetadata++;
+        }
+        List<MemorySegment> copies = new ArrayList<>();
+        for (MemorySegment p : item.payloads()) {
+            if (p.scope() == arena.scope()) {
+                copies.add(p); // computed by Dequantize into this sink's arena
+            } else {
+                MemorySegment c = Payloads.allocate(arena, p.byteSize());
+                MemorySegment.copy(p, 0, c, 0, p.byteSize());
+                copies.add(c);
+            }
+        }
+        tensors.add(Bridge.foreign(item.descriptor(), copies, -1));
+    }
+
+    @Override
+    public void commit() throws IOException {
+        if (droppedTensorMetadata > 0) {
+            warn.accept(format + " cannot hold per-tensor metadata; dropped from " + droppedTensorMetadata + " tensors");
+        }
+        ForeignModel model;
+        try {
+            model = new ForeignModel(tensors, metadata, null);
+        } catch (IllegalArgumentException e) {
+            throw new ForeignFormatException(e.getMessage());
+        }
+        ForeignFormats.write(model, target, format, compress, progress);
+    }
+
+    @Override
+    public void close() {
+        if (!closed) {
+            closed = true;
+            arena.close();
+        }
+    }
+}
