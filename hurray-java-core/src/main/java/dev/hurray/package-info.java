@@ -1,6 +1,7 @@
 /**
- * Hurray for the JVM: stream tensors over sockets, pipes and memory through the native Hurray
- * library, with no JNI (the FFM API, {@code java.lang.foreign}).
+ * Hurray for the JVM: stream tensors over sockets, pipes and memory, and read and write
+ * HRRYFILE containers, through the native Hurray library, with no JNI (the FFM API,
+ * {@code java.lang.foreign}).
  *
  * <h2>The pieces</h2>
  * <ul>
@@ -15,6 +16,12 @@
  *       {@link java.io.InputStream}, a {@link java.nio.channels.ReadableByteChannel}, a
  *       {@link java.net.Socket} or memory; {@link dev.hurray.Writer} writes one to the matching
  *       sinks.</li>
+ *   <li>{@link dev.hurray.HurrayFile} reads an HRRYFILE container (named tensors at aligned
+ *       offsets, random access by name, file metadata) through a
+ *       {@link java.nio.channels.FileChannel} or a zero-copy memory map, listing
+ *       {@link dev.hurray.FileEntry entries} without reading payloads;
+ *       {@link dev.hurray.HurrayFileWriter} writes one to a file (atomically), a stream or a
+ *       channel.</li>
  *   <li>Every native failure is a {@link dev.hurray.HurrayException} (an
  *       {@link java.io.IOException}) carrying a {@link dev.hurray.Status} and the native
  *       message; a failure of your source or sink is its cause.</li>
