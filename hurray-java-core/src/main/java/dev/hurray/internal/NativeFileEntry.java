@@ -29,10 +29,17 @@ public final class NativeFileEntry {
         return raw.reinterpret(Arena.ofAuto(), NativeFileEntry::destroyQuietly);
     }
 
+    /**
+     * The cleanup, on the cleaner thread. Not through {@link Native#scratch()}: the common
+     * cleaner's thread erases its thread-locals after every action, so each cleanup would
+     * allocate (and register for cleaning) a fresh scratch area.
+     */
     private static void destroyQuietly(MemorySegment entry) {
-        MemorySegment s = Native.scratch();
-        s.set(ADDRESS, 0, entry);
-        hurray_h.hurray_file_entry_destroy(s);
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment slot = a.allocate(ADDRESS);
+            slot.set(ADDRESS, 0, entry);
+            hurray_h.hurray_file_entry_destroy(slot);
+        }
     }
 
     /** The entry's position in the name-sorted index. */

@@ -28,7 +28,10 @@ import java.util.Map;
  * <p><b>Arena.</b> As {@link NativeReader}: one shared arena per reader, allocated at creation
  * and closed right after {@code hurray_file_reader_destroy}, holds the upcall stubs
  * ({@code read_at}, {@code size}, {@code release}), the transport struct, the options, the
- * out-parameter area and a name buffer. Calls that may reach the transport (entry, find, read,
+ * out-parameter area and a name buffer. A span reader has no upcall stubs, only those few
+ * kilobytes of plain memory: it takes an automatic arena instead (freed by the garbage
+ * collector), which spares it the shared arena's close, a handshake with every Java thread
+ * that costs tens of microseconds. Calls that may reach the transport (entry, find, read,
  * metadata, verify) use this per-handle area, never the thread's scratch area (an upcall runs
  * arbitrary Java code on the same thread). Nothing is allocated per call except for names and
  * keys longer than the name buffer.
@@ -45,6 +48,7 @@ public final class NativeFileReader {
     /** Bytes of the reusable name/key buffer (names are at most 4096 bytes). */
     private static final long NAME_BYTES = 4096;
 
+    /** The shared arena of a transport reader, closed at {@link #close()}; null for a span reader. */
     private final Arena arena;
     private final ReadAtTransport transport;
     private final MemorySegment out;
@@ -138,21 +142,15 @@ public final class NativeFileReader {
      * @param length the region's length in bytes
      */
     public static NativeFileReader openSpan(MemorySegment region, long length, Settings settings) throws HurrayException {
-        Arena arena = Arena.ofShared();
-        try {
-            MemorySegment opts = settings.toNative(arena);
-            MemorySegment out = arena.allocate(64, 8);
-            // The raw address: a read-only segment is not refused here, and the region's
-            // lifetime is managed by the caller (see above).
-            MemorySegment data = length == 0 ? MemorySegment.NULL : MemorySegment.ofAddress(region.address());
-            Native.check(hurray_h.hurray_file_reader_open_span(data, length, opts, out));
-            MemorySegment h = out.get(ADDRESS, 0);
-            Native.debug("hurray: file reader {} opened over a span of {} bytes", h, length);
-            return new NativeFileReader(arena, null, out, arena.allocate(NAME_BYTES), h);
-        } catch (HurrayException | RuntimeException | Error e) {
-            arena.close();
-            throw e;
-        }
+        Arena arena = Arena.ofAuto();
+        MemorySegment opts = settings.toNative(arena);
+        MemorySegment out = arena.allocate(64, 8);
+        // The raw address: the region's lifetime is managed by the caller (see above).
+        MemorySegment data = length == 0 ? MemorySegment.NULL : MemorySegment.ofAddress(region.address());
+        Native.check(hurray_h.hurray_file_reader_open_span(data, length, opts, out));
+        MemorySegment h = out.get(ADDRESS, 0);
+        Native.debug("hurray: file reader {} opened over a span of {} bytes", h, length);
+        return new NativeFileReader(null, null, out, arena.allocate(NAME_BYTES), h);
     }
 
     private MemorySegment live() {
@@ -334,7 +332,9 @@ public final class NativeFileReader {
         handle = null;
         out.set(ADDRESS, 0, h);
         int rc = hurray_h.hurray_file_reader_destroy(out);
-        arena.close();
+        if (arena != null) {
+            arena.close();
+        }
         Native.debug("hurray: file reader {} destroyed", h);
         if (rc < 0) {
             throw Native.error(rc, null);
