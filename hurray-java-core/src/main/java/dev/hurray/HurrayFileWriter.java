@@ -139,7 +139,9 @@ public final class HurrayFileWriter implements AutoCloseable {
 
     /**
      * A writer to a blocking channel (a pipe, a socket, a file), written straight from the
-     * payloads' native memory, sequentially from the channel's current position.
+     * payloads' native memory, sequentially from the channel's current position. Offsets in
+     * the container count from its first byte, so a reader needs those bytes as a file (or
+     * region) of their own.
      * {@link #close()} closes the channel. If making the writer fails, the channel is not
      * closed.
      *

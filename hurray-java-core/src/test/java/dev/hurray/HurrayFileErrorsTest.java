@@ -20,6 +20,9 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.Arrays;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.zip.CRC32C;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -240,10 +243,48 @@ class HurrayFileErrorsTest {
         assertThrows(IllegalStateException.class, f::count);
     }
 
+    @Test
+    void aFileInUseOnAnotherThreadRefusesCallsAndClose() throws Exception {
+        FailingChannel ch = new FailingChannel(FileChannel.open(valid, StandardOpenOption.READ));
+        try (HurrayFile f = HurrayFile.open(ch, FileReaderOptions.defaults().withEagerIndexBytes(0))) {
+            CountDownLatch inside = new CountDownLatch(1);
+            CountDownLatch release = new CountDownLatch(1);
+            ch.onRead = () -> {
+                inside.countDown();
+                try {
+                    release.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            };
+            CompletableFuture<String> lookup = CompletableFuture.supplyAsync(() -> {
+                try {
+                    return f.entry("a").orElseThrow().name();
+                } catch (HurrayException e) {
+                    throw new UncheckedIOException(e);
+                }
+            });
+            assertTrue(inside.await(10, TimeUnit.SECONDS));
+            assertThrows(IllegalStateException.class, f::count, "busy on another thread");
+            assertThrows(IllegalStateException.class, f::close, "no close while a call is in progress");
+            ch.onRead = null;
+            release.countDown();
+            assertEquals("a", lookup.get(10, TimeUnit.SECONDS));
+            // A channel calling back into its own file is refused too (seed 000 rule 4).
+            IllegalStateException[] reentry = new IllegalStateException[1];
+            ch.onRead = () -> reentry[0] = assertThrows(IllegalStateException.class, f::count);
+            assertEquals("b", f.entry("b").orElseThrow().name());
+            assertTrue(reentry[0].getMessage().contains("inside its own transport callback"), reentry[0].getMessage());
+            ch.onRead = null;
+        }
+    }
+
     /** A {@link FileChannel} that delegates to a real one and throws on request. */
     static final class FailingChannel extends FileChannel {
         private final FileChannel d;
         volatile Throwable readFailure;
+        /** Runs at the start of every positional read (inside the read_at upcall), or null. */
+        volatile Runnable onRead;
         volatile Throwable sizeFailure;
         volatile IOException closeFailure;
 
@@ -265,6 +306,10 @@ class HurrayFileErrorsTest {
 
         @Override
         public int read(ByteBuffer dst, long position) throws IOException {
+            Runnable r = onRead;
+            if (r != null) {
+                r.run();
+            }
             raise(readFailure);
             return d.read(dst, position);
         }
