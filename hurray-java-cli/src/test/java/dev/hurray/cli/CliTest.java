@@ -58,6 +58,14 @@ class CliTest {
         return new Result(code, out.toString(), err.toString());
     }
 
+    /** Runs with {@code stdin} as standard input. */
+    static Result runWithStdin(byte[] stdin, String... args) {
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        int code = Main.run(args, new java.io.ByteArrayInputStream(stdin), new PrintWriter(out), new PrintWriter(err), false);
+        return new Result(code, out.toString(), err.toString());
+    }
+
     @BeforeEach
     void extractBundledModel() throws IOException {
         tiny = BundledModels.extract("tiny_face_detector_model", tmp);

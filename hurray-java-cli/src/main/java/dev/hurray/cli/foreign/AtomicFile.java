@@ -33,11 +33,10 @@ public final class AtomicFile {
      */
     public static void write(Path target, Body body) throws IOException {
         Path abs = target.toAbsolutePath();
-        Path dir = abs.getParent();
         if (Files.isDirectory(abs)) {
             throw new IOException(target + ": is a directory");
         }
-        Path tmp = Files.createTempFile(dir, "." + abs.getFileName() + ".", ".tmp");
+        Path tmp = createTemp(abs);
         boolean done = false;
         try {
             try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING)) {
@@ -56,4 +55,26 @@ public final class AtomicFile {
             }
         }
     }
+
+    /**
+     * Creates {@code .NAME.RANDOM.tmp} next to {@code target} (an absolute path). Unlike
+     * {@link Files#createTempFile}, which makes the file readable by its owner only, the file
+     * gets the permissions any new file gets (the process's umask), so the renamed output looks
+     * like one written in place.
+     */
+    public static Path createTemp(Path target) throws IOException {
+        Path dir = target.getParent();
+        for (int attempt = 0; ; attempt++) {
+            Path tmp = dir.resolve("." + target.getFileName() + "." + Long.toUnsignedString(RANDOM.nextLong(), 36) + ".tmp");
+            try {
+                return Files.createFile(tmp);
+            } catch (java.nio.file.FileAlreadyExistsException e) {
+                if (attempt == 100) {
+                    throw e;
+                }
+            }
+        }
+    }
+
+    private static final java.security.SecureRandom RANDOM = new java.security.SecureRandom();
 }

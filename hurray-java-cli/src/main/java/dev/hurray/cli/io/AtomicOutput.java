@@ -1,5 +1,6 @@
 package dev.hurray.cli.io;
 
+import dev.hurray.cli.foreign.AtomicFile;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.file.AtomicMoveNotSupportedException;
@@ -40,7 +41,7 @@ public final class AtomicOutput implements AutoCloseable {
         if (Files.isDirectory(abs)) {
             throw new IOException(target + ": is a directory");
         }
-        Path tmp = Files.createTempFile(abs.getParent(), "." + abs.getFileName() + ".", ".tmp");
+        Path tmp = AtomicFile.createTemp(abs);
         try {
             return new AtomicOutput(abs, tmp, FileChannel.open(tmp, StandardOpenOption.WRITE,
                     StandardOpenOption.TRUNCATE_EXISTING));

@@ -50,6 +50,9 @@ public final class Dequantize {
         }
         Quantization q = d.quantization().get();
         String what = "tensor '" + item.name() + "' (" + d.elementType() + ", " + Entry.describe(q) + ")";
+        if (q instanceof Quantization.PerChannelAffine) {
+            throw new ForeignFormatException(what + ": per-channel dequantization is not supported by this command");
+        }
         if (d.buffers().size() != 1 || d.byteOffset() != 0) {
             throw new ForeignFormatException(what + ": cannot dequantize a tensor with " + d.buffers().size()
                     + " buffers or a byte offset");
@@ -76,8 +79,7 @@ public final class Dequantize {
                 dst = Payloads.allocate(arena, out.byteSizeOf(n));
                 cast(src, d.elementType(), dst, out, n, what);
             }
-            case Quantization.PerChannelAffine p -> throw new ForeignFormatException(what
-                    + ": per-channel dequantization is not supported by this command");
+            case Quantization.PerChannelAffine p -> throw new IllegalStateException("handled above");
         }
         try {
             TensorDescriptor.Builder b = TensorDescriptor.builder(out, d.shape()).layout(d.layout())
