@@ -30,7 +30,8 @@ import picocli.CommandLine.Spec;
  *   <li>HRRYFILE: the native whole-index check ({@link HurrayFile#verify()}: header, trailer,
  *       index and metadata CRCs, every entry, record and descriptor, name order, payload
  *       ranges, alignment and overlaps), then every tensor read with its payload CRC32C
- *       checked.</li>
+ *       checked. The file is memory-mapped, so a large tensor is checked in place, not copied
+ *       into memory.</li>
  *   <li>Stream file: every item read (frame and descriptor CRCs always, payload CRCs when the
  *       stream has them) up to an intact end-of-stream marker.</li>
  *   <li>Foreign formats: the full validation their readers apply (offsets, sizes, dtypes;
@@ -88,7 +89,7 @@ final class VerifyCommand implements Callable<Integer> {
         long bytes = 0;
         long checksummed = 0;
         long payloads = 0;
-        try (HurrayFile f = HurrayFile.open(file, opts)) {
+        try (HurrayFile f = HurrayFile.map(file, opts)) {
             f.verify();
             int metadata = f.metadata().size();
             for (long i = 0, n = f.count(); i < n; i++) {
