@@ -19,7 +19,8 @@ import picocli.CommandLine.Spec;
  * prints one line per tensor as it arrives, then a total. Payloads are read (and their
  * checksums, when the stream has them, checked) and discarded.
  */
-@Command(name = "cat", description = {"Read a Hurray stream on stdin and print one line per tensor, then a total.",
+@Command(name = "cat", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
+        description = {"Read a Hurray stream on stdin and print one line per tensor, then a total.",
         "Example: hurray cat < model.hrrys"})
 final class CatCommand implements Callable<Integer> {
     @Spec

@@ -24,7 +24,8 @@ import picocli.CommandLine.Spec;
  * seen half-written. Values are moved byte for byte; nothing is converted unless
  * {@code --dequantize} asks for it.
  */
-@Command(name = "convert", description = {
+@Command(name = "convert", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
+        description = {
         "Convert tensors between formats, bit-exact.",
         "Reads safetensors, npy, npz, tfjs weights, HRRYFILE (.hrry) and stream files (.hrrys);",
         "writes all of them but tfjs. Quantized tensors keep their quantization in HRRYFILE and",

@@ -47,9 +47,11 @@ import picocli.CommandLine.Spec;
  * two: file metadata, and for every tensor its descriptor (encoded bytes) and every payload
  * byte. Prints a table; exit 0 only if every model came through bit-exact, else 4.
  */
-@Command(name = "demo", description = {"Convert real model weights (bundled face-api tfjs models) to an HRRYFILE,",
-        "stream it over loopback TCP to another thread, write what arrives to a second HRRYFILE,",
-        "and prove the two bit-exact. Exit 0 only if they are."})
+@Command(name = "demo", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
+        description = {"Real weights through HRRYFILE and TCP, proven bit-exact.",
+        "Converts the bundled face-api tfjs models to HRRYFILEs, streams each over loopback TCP to",
+        "another thread, writes what arrives to a second HRRYFILE and compares the two: file",
+        "metadata, every descriptor and every payload byte. Exit 0 only if they are identical."})
 final class DemoCommand implements Callable<Integer> {
     /** How long the receiver waits for the sender, and the sender for the receiver. */
     private static final long TIMEOUT_SECONDS = 120;

@@ -43,7 +43,8 @@ import picocli.CommandLine.Spec;
  * shards), null when it has none (npz entries, byte-swapped npy data, streams). Metadata values
  * are strings when they are UTF-8 text, else {@code "hex:…"}.
  */
-@Command(name = "inspect", description = "List the tensors of a file: name, dtype, shape, layout, quantization, bytes, offset.")
+@Command(name = "inspect", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
+        description = "List the tensors of a file: name, dtype, shape, layout, quantization, bytes, offset.")
 final class InspectCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;

@@ -31,7 +31,8 @@ import picocli.CommandLine.Spec;
  * only after the stream's end-of-stream marker arrived intact: a sender that dies half way
  * leaves no output. A leading file-metadata item becomes the file's metadata.
  */
-@Command(name = "recv", description = {"Listen for one Hurray stream over TCP and write what arrives to a file.",
+@Command(name = "recv", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
+        description = {"Listen for one Hurray stream over TCP and write what arrives to a file.",
         "Prints 'listening on ADDRESS:PORT' on stderr once it listens (with --listen 0, the port picked)."})
 final class RecvCommand implements Callable<Integer> {
     @Spec

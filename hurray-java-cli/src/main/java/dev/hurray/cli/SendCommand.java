@@ -24,7 +24,8 @@ import picocli.CommandLine.Spec;
  * checksums, preceded by the file's metadata (see {@link dev.hurray.cli.io.StreamMetadata}).
  * Payloads go from the file's memory straight to the socket channel.
  */
-@Command(name = "send", description = {"Send a file's tensors as a Hurray stream over TCP.",
+@Command(name = "send", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
+        description = {"Send a file's tensors as a Hurray stream over TCP.",
         "FILE is any readable format (HRRYFILE, stream, safetensors, npy, npz, tfjs)."})
 final class SendCommand implements Callable<Integer> {
     @Spec

@@ -38,7 +38,8 @@ import picocli.CommandLine.Spec;
  *       npz CRCs), every payload byte read.</li>
  * </ul>
  */
-@Command(name = "verify", description = {"Check a file's structure and checksums and read every payload byte.",
+@Command(name = "verify", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
+        description = {"Check a file's structure and checksums and read every payload byte.",
         "Exit 4 when the file is invalid."})
 final class VerifyCommand implements Callable<Integer> {
     @Spec

@@ -206,10 +206,12 @@ class CliTest {
 
     @Test
     void missingFile() {
-        String absent = s(tmp.resolve("absent.safetensors"));
-        for (String[] args : List.of(new String[] {"inspect", absent}, new String[] {"convert", absent, s(tmp.resolve("o.npz"))},
-                new String[] {"verify", absent}, new String[] {"send", "localhost:1", absent})) {
-            run(args).assertError(ExitCode.BAD_INPUT, absent + ": no such file or directory");
+        for (String name : List.of("absent.safetensors", "absent.hrry", "absent.hrrys")) {
+            String absent = s(tmp.resolve(name));
+            for (String[] args : List.of(new String[] {"inspect", absent}, new String[] {"convert", absent, s(tmp.resolve("o.npz"))},
+                    new String[] {"verify", absent}, new String[] {"send", "localhost:1", absent})) {
+                run(args).assertError(ExitCode.BAD_INPUT, absent + ": no such file or directory");
+            }
         }
     }
 

@@ -99,4 +99,21 @@ class DemoCommandTest {
             assertTrue(DemoCommand.compare(x, m).startsWith("file metadata keys"), DemoCommand.compare(x, m));
         }
     }
+
+    @Test
+    void demoBadInput() throws IOException {
+        run("demo", "--model", "nope").assertError(ExitCode.USAGE, "no bundled model 'nope'");
+        run("demo", "--dir", tmp.resolve("absent").toString()).assertError(ExitCode.BAD_INPUT, "not a directory");
+        run("demo", "--dir", tmp.toString()).assertError(ExitCode.BAD_INPUT, "no *weights_manifest.json files");
+        Path blocker = Files.writeString(tmp.resolve("a-file"), "x");
+        run("demo", "--keep", blocker.resolve("sub").toString()).assertError(ExitCode.IO_ERROR, "cannot write");
+        Path broken = Files.createDirectories(tmp.resolve("broken"));
+        Path manifest = BundledModels.extract("age_gender_model", broken);
+        Files.write(broken.resolve("age_gender_model.bin"), new byte[10]);
+        run("demo", "--dir", broken.toString()).assertError(ExitCode.BAD_INPUT, "truncated shard");
+        assertTrue(Files.exists(manifest));
+        Result list = run("demo", "--list");
+        list.assertOk();
+        assertEquals(BundledModels.NAMES, list.out().lines().toList());
+    }
 }

@@ -163,6 +163,17 @@ class NetworkCliTest {
     }
 
     @Test
+    void recvRefusesWhatIsNotAStream() throws Exception {
+        Path out = tmp.resolve("r.hrry");
+        Receiver r = recv("--out", s(out));
+        try (Socket sock = new Socket(InetAddress.getLoopbackAddress(), r.port()); OutputStream os = sock.getOutputStream()) {
+            os.write(Files.readAllBytes(tinyHrry)); // a container is not a stream
+        }
+        r.await().assertError(ExitCode.BAD_INPUT, "INVALID_MAGIC");
+        assertFalse(Files.exists(out));
+    }
+
+    @Test
     void recvWithoutASenderTimesOut() throws Exception {
         Path out = tmp.resolve("never.hrry");
         Result got = run("recv", "--listen", "0", "--timeout", "1", "--out", s(out));
