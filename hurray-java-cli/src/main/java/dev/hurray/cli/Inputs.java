@@ -61,7 +61,7 @@ final class Inputs {
         try {
             return switch (format) {
                 case HRRYFILE -> HrryFileSource.open(in);
-                case STREAM -> new StreamSource(Reader.of(FileChannel.open(in, StandardOpenOption.READ)));
+                case STREAM -> stream(in);
                 default -> new ForeignSource(ForeignFormats.read(in, format, dequantize, progress), format);
             };
         } catch (ForeignFormatException e) {
@@ -71,7 +71,20 @@ final class Inputs {
         }
     }
 
-    /** Reads a foreign file whole (phase-1 paths: {@code verify}). */
+    /** A stream file; the channel is closed if the first item cannot be read. */
+    static StreamSource stream(Path in) throws IOException {
+        FileChannel ch = FileChannel.open(in, StandardOpenOption.READ);
+        Reader reader;
+        try {
+            reader = Reader.of(ch);
+        } catch (IOException | RuntimeException e) {
+            ch.close();
+            throw e;
+        }
+        return new StreamSource(reader); // closes the reader, and so the channel, if it fails
+    }
+
+    /** Reads a foreign file whole ({@code verify}). */
     static ForeignModel readForeign(Path in, Format format, boolean dequantize, LongConsumer progress)
             throws CliException {
         try {

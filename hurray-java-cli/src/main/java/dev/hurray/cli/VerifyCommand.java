@@ -3,7 +3,6 @@ package dev.hurray.cli;
 import dev.hurray.FileEntry;
 import dev.hurray.FileReaderOptions;
 import dev.hurray.HurrayFile;
-import dev.hurray.Reader;
 import dev.hurray.Tensor;
 import dev.hurray.cli.foreign.ForeignModel;
 import dev.hurray.cli.foreign.ForeignTensor;
@@ -11,9 +10,7 @@ import dev.hurray.cli.foreign.Format;
 import dev.hurray.cli.foreign.Payloads;
 import dev.hurray.cli.io.StreamSource;
 import java.io.IOException;
-import java.nio.channels.FileChannel;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -113,7 +110,7 @@ final class VerifyCommand implements Callable<Integer> {
 
     private String verifyStream() throws IOException {
         long[] totals = new long[2];
-        try (StreamSource src = new StreamSource(Reader.of(FileChannel.open(file, StandardOpenOption.READ)))) {
+        try (StreamSource src = Inputs.stream(file)) {
             src.forEach(item -> {
                 totals[0]++;
                 totals[1] += item.bytes();

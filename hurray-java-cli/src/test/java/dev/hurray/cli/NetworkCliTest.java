@@ -109,8 +109,10 @@ class NetworkCliTest {
     void sendAnHrryFileReceiveAnHrryFile() throws Exception {
         Path out = tmp.resolve("received.hrry");
         Receiver r = recv("--out", s(out));
-        Result sent = run("send", "127.0.0.1:" + r.port(), s(tinyHrry));
+        Result sent = CliTest.run(true, "send", "127.0.0.1:" + r.port(), s(tinyHrry)); // stderr "is a terminal"
         sent.assertOk();
+        assertTrue(sent.err().contains("\rsending [") && sent.err().contains("100%"), "progress bar: " + sent.err());
+        assertTrue(sent.err().endsWith("\r\033[K"), "bar erased at the end");
         assertTrue(sent.out().startsWith("sent 19 tensors (188.8 KiB) from " + tinyHrry + " [hrry] to 127.0.0.1:" + r.port()),
                 sent.out());
         Result got = r.await();
