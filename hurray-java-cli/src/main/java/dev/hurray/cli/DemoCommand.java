@@ -174,7 +174,7 @@ final class DemoCommand implements Callable<Integer> {
         long t0 = System.nanoTime();
         try (Source tfjs = Inputs.open(manifest, Format.TFJS, false, null);
              HrryFileSink sink = HrryFileSink.toFile(a, keep != null)) {
-            Pipeline.copy(withProvenance(tfjs, manifest), sink, false, null);
+            Pipeline.copy(withProvenance(tfjs, manifest, dir == null), sink, false, null);
         } catch (IOException e) {
             throw Errors.reading(e, manifest, a);
         }
@@ -196,8 +196,7 @@ final class DemoCommand implements Callable<Integer> {
      * {@code src} with file metadata saying where the weights came from (a weights manifest has
      * none of its own), so that the demo also carries file metadata across the stream.
      */
-    private static Source withProvenance(Source src, Path manifest) {
-        boolean bundled = manifest.getParent() != null && manifest.getParent().endsWith("tfjs");
+    private static Source withProvenance(Source src, Path manifest, boolean bundled) {
         return Sources.withMetadata(src, Map.of(
                 "source", ("tfjs weights " + manifest.getFileName()
                         + (bundled ? " (bundled: @vladmandic/face-api 1.7.15, model/, MIT licence)" : ""))
