@@ -17,8 +17,8 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
- * Unit costs that explain per-tensor overheads on this machine: an FFM downcall, an upcall, a
- * confined arena, a shared arena, and first touch of fresh memory against reused memory. Each
+ * Unit costs that explain per-tensor overheads on this machine: an FFM downcall, an upcall, making an
+ * upcall stub, a confined arena, a shared arena, and first touch of fresh memory against reused memory. Each
  * is an {@link Sampler.Op} so {@link SideBySide} times them like everything else.
  */
 final class Costs {
@@ -66,6 +66,12 @@ final class Costs {
         m.put("Arena.ofConfined + allocate 1 KiB + close", () -> {
             try (Arena a = Arena.ofConfined()) {
                 return a.allocate(1024, 64).byteSize();
+            }
+        });
+        m.put("upcall stub: create + free (confined arena)", () -> {
+            try (Arena a = Arena.ofConfined()) {
+                return Linker.nativeLinker().upcallStub(COMPARE, FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS), a)
+                        .byteSize();
             }
         });
         m.put("Arena.ofShared + close", () -> {

@@ -30,7 +30,6 @@ import java.util.SplittableRandom;
  * Entries are listed once, up front, so lookups are not measured.
  */
 public abstract class FileReads implements AutoCloseable {
-
     /** Implementations, as named in benchmark parameters. */
     public static final String RAW = "raw", OPEN = "open", OPEN_NOCRC = "open-nocrc", MAP = "map";
 

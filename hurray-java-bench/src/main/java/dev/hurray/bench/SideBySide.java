@@ -162,8 +162,12 @@ public final class SideBySide {
     String costs() throws IOException {
         StringBuilder out = new StringBuilder("### Unit costs on this machine (median of " + rounds + " rounds)\n\n");
         out.append("| operation | ns/op | GB/s | faults/op |\n|---|---:|---:|---:|\n");
-        try (Arena arena = Arena.ofConfined()) {
-            Map<String, Sampler.Sample> r = Sampler.run(Costs.ops(arena, 64 * MIB), 2 * roundNanos, rounds, roundNanos);
+        try (Arena arena = Arena.ofConfined(); NativeFloor floor = new NativeFloor(1024);
+                InMemory h = InMemory.open(InMemory.HURRAY, 1024)) {
+            Map<String, Sampler.Op> ops = new LinkedHashMap<>(Costs.ops(arena, 64 * MIB));
+            ops.put("1 KiB read, raw bindings: next_tensor + tensor_destroy", floor::readOne);
+            ops.put("1 KiB read, Java API: Reader.read + Tensor.close", h::read);
+            Map<String, Sampler.Sample> r = Sampler.run(ops, 5 * roundNanos, rounds, roundNanos);
             for (Map.Entry<String, Sampler.Sample> e : r.entrySet()) {
                 Sampler.Sample s = e.getValue();
                 out.append(String.format(Locale.ROOT, "| %s | %.1f | %s | %.1f |%n", e.getKey(), s.nsPerOp(),
