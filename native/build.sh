@@ -8,5 +8,9 @@ export PATH="$HOME/.cargo/bin:$PATH" CARGO_NET_OFFLINE=true
 cd "$here"
 cargo build --release --offline --locked -p hurray-ffi
 mkdir -p target/dist
-cp -f target/release/libhurray_ffi.so target/dist/libhurray.so
-cp -f target/release/libhurray_ffi.a target/dist/libhurray.a
+# Copy then rename: a running JVM or test may have the old library mapped, and overwriting a
+# mapped file in place would crash it.
+for ext in so a; do
+  cp -f "target/release/libhurray_ffi.$ext" "target/dist/.libhurray.$ext.tmp"
+  mv -f "target/dist/.libhurray.$ext.tmp" "target/dist/libhurray.$ext"
+done
