@@ -1124,6 +1124,22 @@ HurrayStatus hurray_file_reader_read_tensor(struct HurrayFileReader *reader,
                                             const struct HurrayFileEntry *entry,
                                             struct HurrayTensor **out_tensor);
 
+// Lets `hurray_file_reader_read_tensor` reuse the memory of destroyed tensors: keeps up to
+// `max_bytes` bytes of buffer allocations whose tensors were destroyed and hands them to
+// later tensors, exactly as `hurray_reader_set_buffer_pool_bytes` does for a stream reader
+// (same reuse rule, bounds and lifetime). No pool until this is called; 0 removes it. A span
+// reader accepts the call and ignores it: its buffers point into the region (or are one-off
+// aligned copies of it).
+//
+// Added in ABI 4 (additive, docs/spec/c-abi.md): look it up by name on older libraries.
+//
+// Errors: `NULL_POINTER`, `USE_AFTER_DESTROY`.
+//
+// # Safety
+// `reader` live (not in use by another thread).
+HurrayStatus hurray_file_reader_set_buffer_pool_bytes(struct HurrayFileReader *reader,
+                                                      uint64_t max_bytes);
+
 // Reads payload `buffer` of `entry` into the caller's memory: `capacity` bytes at `dst`, of
 // which exactly the payload's length are written (stored in `*out_len`, may be NULL). For
 // callers that pool their own (e.g. arena) memory instead of taking a new allocation per
@@ -1308,6 +1324,29 @@ HurrayStatus hurray_reader_new(const struct HurrayTransport *transport,
 // `reader` a live reader; `out_tensor` valid for one write.
 HurrayStatus hurray_reader_next_tensor(struct HurrayReader *reader,
                                        struct HurrayTensor **out_tensor);
+
+// Lets the reader reuse the memory of destroyed tensors: keeps up to `max_bytes` bytes of
+// buffer allocations whose tensors were destroyed (`hurray_tensor_destroy`, or the last
+// `hurray_buffer_clone` sharing a buffer destroyed) and hands them to later tensors instead
+// of allocating new memory (docs/spec/stream.md §Buffer pool). A reader has no pool until
+// this is called; `max_bytes == 0` removes it. Callable at any time; takes effect from the
+// next tensor whose buffers are not yet allocated.
+//
+// A buffer's memory is reused only after every handle to it is destroyed, so no live tensor
+// ever sees its bytes change; a pointer kept from a destroyed tensor may now point at another
+// tensor's bytes (using it was already undefined behaviour). Reused memory is reused at the
+// same alignment, for a buffer of at least half its size. The pool holds at most `max_bytes`
+// (by allocation size) and at most 64 allocations, oldest freed first; buffers in use are not
+// counted. Destroying the reader frees the pool's memory; buffers of tensors still alive are
+// then freed when those tensors are destroyed.
+//
+// Added in ABI 4 (additive, docs/spec/c-abi.md): look it up by name on older libraries.
+//
+// Errors: `NULL_POINTER`, `USE_AFTER_DESTROY`.
+//
+// # Safety
+// `reader` a live reader (not in use by another thread).
+HurrayStatus hurray_reader_set_buffer_pool_bytes(struct HurrayReader *reader, uint64_t max_bytes);
 
 // Destroys a reader (releasing its transport) and writes NULL to `*reader`. NULL or
 // `*reader == NULL` is a no-op. Tensors already read stay valid.
