@@ -244,6 +244,50 @@ typedef struct HurrayQuantization {
   double bias;
 } HurrayQuantization;
 
+// Every fixed-size field of a descriptor at once, as `hurray_descriptor_fields` fills it: the
+// values of the single-field accessors (`hurray_descriptor_element_type`, `_rank`, `_dims`,
+// `_layout`, `_strides`, `_byte_offset`, `_element_count`, `_buffer_count`,
+// `_metadata_count`, `_name`, `_encoded`, `_quantization`), so that a binding reads a
+// descriptor in one call instead of a dozen. Pointers are borrowed from the descriptor and
+// valid while it lives. Buffer-table entries and metadata entries are read with
+// `hurray_descriptor_buffer_spec` and `hurray_descriptor_metadata_get`. The layout of this
+// struct is fixed for ABI version 4 (128 bytes on LP64 targets).
+typedef struct HurrayDescriptorFields {
+  // Stored element type (`HURRAY_DTYPE_*`).
+  uint8_t element_type;
+  // Layout code (`HURRAY_LAYOUT_*`).
+  uint8_t layout;
+  // Always 0.
+  uint16_t reserved;
+  // Always 0.
+  uint32_t reserved2;
+  // Number of dimensions (0 for a scalar).
+  size_t rank;
+  // `rank` dimensions in elements, outermost first; NULL when `rank` is 0.
+  const uint64_t *dims;
+  // `rank` strides in elements; NULL unless the layout is `HURRAY_LAYOUT_STRIDED` with
+  // `rank > 0`.
+  const int64_t *strides;
+  // Offset of element 0 in buffer 0, in bytes.
+  uint64_t byte_offset;
+  // Number of elements (1 for rank 0, 0 with a zero-size dimension).
+  uint64_t element_count;
+  // Entries in the buffer table.
+  size_t buffer_count;
+  // Key/value metadata entries.
+  size_t metadata_count;
+  // The name as `name_len` UTF-8 bytes followed by a NUL; NULL when unnamed.
+  const char *name;
+  // Length of `name` in bytes, without the NUL (0 when unnamed).
+  size_t name_len;
+  // The descriptor's encoding (docs/spec/descriptor.md), `encoded_len` bytes.
+  const uint8_t *encoded;
+  // Length of `encoded` in bytes.
+  size_t encoded_len;
+  // The quantization block (`kind == HURRAY_QUANT_NONE` when absent).
+  struct HurrayQuantization quantization;
+} HurrayDescriptorFields;
+
 // A buffer's description as a plain struct: the same fields as the 16-byte binary buffer
 // handle (byte size in bytes, alignment in bytes, device tag, sync mode).
 typedef struct HurrayBufferSpec {
@@ -613,6 +657,22 @@ HurrayStatus hurray_buffer_list_get(const struct HurrayBufferList *list,
                                     size_t index,
                                     struct HurrayBuffer **out_buffer);
 
+// Stores the data pointer of every buffer of the list, in order, in `out_data[0..len]` (each
+// as `hurray_buffer_data_ptr` gives it: borrowed, aligned), and the list's length in
+// `*out_len`, in one call. Fails with `BUFFER_TOO_SMALL` (writing only `*out_len`) when
+// `capacity < len`; `out_data` may be NULL when `capacity` is 0. Added in ABI 4 (additive,
+// docs/spec/c-abi.md): look it up by name on older libraries.
+//
+// Errors: `NULL_POINTER`, `USE_AFTER_DESTROY`, `BUFFER_TOO_SMALL`.
+//
+// # Safety
+// `list` a live list; `out_data` valid for `capacity` pointer writes; `out_len` valid for one
+// write.
+HurrayStatus hurray_buffer_list_data_ptrs(const struct HurrayBufferList *list,
+                                          void **out_data,
+                                          size_t capacity,
+                                          size_t *out_len);
+
 // Destroys the list and every buffer it owns (each exactly once), then writes NULL to
 // `*list`. NULL or `*list == NULL` is a no-op. A list borrowed from a tensor is refused
 // (`INVALID_ARGUMENT`).
@@ -794,6 +854,18 @@ HurrayStatus hurray_descriptor_metadata_count(const struct HurrayDescriptor *des
 HurrayStatus hurray_descriptor_name(const struct HurrayDescriptor *descriptor,
                                     const char **out_name,
                                     size_t *out_len);
+
+// Fills `*out` with every fixed-size field of the descriptor (see `HurrayDescriptorFields`);
+// its pointers are borrowed from the descriptor. Equivalent to calling each single-field
+// accessor, in one call. Added in ABI 4 (additive, docs/spec/c-abi.md): look it up by name on
+// older libraries.
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `descriptor` a live descriptor; `out` valid for one write.
+HurrayStatus hurray_descriptor_fields(const struct HurrayDescriptor *descriptor,
+                                      struct HurrayDescriptorFields *out);
 
 // Copies buffer-table entry `index` into `*out`. Errors: `INVALID_ARGUMENT` when out of range.
 //
