@@ -30,7 +30,8 @@ import java.util.Arrays;
  * writer and a reader are made per batch (default 1000 tensors). Also: the cost of making and
  * closing an empty writer and reader. Prints the median and the minimum over rounds, of wall
  * time and, with {@code -Dcpu=true}, of the measuring thread's CPU time instead (steadier on a
- * loaded machine; it leaves out the garbage collector's and compiler's threads).
+ * loaded machine; it leaves out the garbage collector's and compiler's threads). {@code -Donly=TEXT}
+ * keeps the variants whose label contains TEXT (for profiling one path).
  */
 public final class SmallTensorRoundTripMain {
     private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
@@ -68,6 +69,10 @@ public final class SmallTensorRoundTripMain {
             new Variant("distinct names, write(desc, seg), pool", (w, i) -> w.write(named[i], payload), pooled),
             new Variant("distinct names, write(desc, seg), no pool", (w, i) -> w.write(named[i], payload), unpooled),
         };
+        String only = System.getProperty("only");
+        if (only != null) {
+            variants = Arrays.stream(variants).filter(v -> v.label().contains(only)).toArray(Variant[]::new);
+        }
         int warm = 5;
         double[][] write = new double[variants.length][rounds];
         double[][] read = new double[variants.length][rounds];
