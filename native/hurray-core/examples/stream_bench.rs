@@ -28,7 +28,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use hurray_core::stream::SliceSource;
-use hurray_core::{ElementType, ReaderOptions, Shape, StreamReader, StreamWriter, TensorDescriptor, WriterOptions};
+use hurray_core::{BufferPool, ElementType, ReaderOptions, Shape, StreamReader, StreamWriter, TensorDescriptor, WriterOptions};
 
 const WARMUP: usize = 3;
 
@@ -154,7 +154,18 @@ fn main() {
         }
     });
     assert_eq!(read, (WARMUP + runs) * total);
-    row("read, pooled (pool_bytes = 2 tensors)", m);
+    row("read, pooled (new reader and pool per run)", m);
+
+    // Steady state of a long-lived reader: one pool kept across runs, so no run starts cold.
+    let pool = BufferPool::new(2 * TENSOR_BYTES as u64);
+    let m = measure_pair(runs, &mut memcpy_read, || {
+        let mut r = StreamReader::new(SliceSource::new(&streams[0].1, usize::MAX), ReaderOptions::default()).unwrap();
+        r.set_buffer_pool(Some(pool.clone()));
+        while let Some(t) = r.next_tensor().unwrap() {
+            black_box(t.buffers[0].as_slice());
+        }
+    });
+    row("read, pooled (one pool across runs)", m);
 
     // A consumer that keeps every tensor of a run alive makes the allocator hand out fresh
     // pages, so each tensor pays first-touch page faults (TOOLCHAIN.md: ~12 µs per 4 KiB).
