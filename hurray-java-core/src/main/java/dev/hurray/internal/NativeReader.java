@@ -68,21 +68,19 @@ public final class NativeReader {
             transport.unregister();
             throw e;
         }
-        NativeReader r = new NativeReader(transport, slot, h);
         if (bufferPoolBytes > 0) {
             int rc = hurray_h.hurray_reader_set_buffer_pool_bytes(h, bufferPoolBytes);
             if (rc < 0) {
                 HurrayException e = Native.error(rc, null);
-                try {
-                    r.close();
-                } catch (HurrayException suppressed) {
-                    e.addSuppressed(suppressed);
-                }
+                // Destroy the reader without closing the source (the failure contract above).
+                transport.forgetSource();
+                hurray_h.hurray_reader_destroy(slot);
+                transport.unregister();
                 throw e;
             }
         }
         Native.debug("hurray: reader {} created", h);
-        return r;
+        return new NativeReader(transport, slot, h);
     }
 
     /** The default reader options of the native library: {max_rank, max_descriptor_bytes, max_tensor_bytes}. */
