@@ -244,6 +244,50 @@ typedef struct HurrayQuantization {
   double bias;
 } HurrayQuantization;
 
+// Every fixed-size field of a descriptor at once, as `hurray_descriptor_fields` fills it: the
+// values of the single-field accessors (`hurray_descriptor_element_type`, `_rank`, `_dims`,
+// `_layout`, `_strides`, `_byte_offset`, `_element_count`, `_buffer_count`,
+// `_metadata_count`, `_name`, `_encoded`, `_quantization`), so that a binding reads a
+// descriptor in one call instead of a dozen. Pointers are borrowed from the descriptor and
+// valid while it lives. Buffer-table entries and metadata entries are read with
+// `hurray_descriptor_buffer_spec` and `hurray_descriptor_metadata_get`. The layout of this
+// struct is fixed for ABI version 4 (128 bytes on LP64 targets).
+typedef struct HurrayDescriptorFields {
+  // Stored element type (`HURRAY_DTYPE_*`).
+  uint8_t element_type;
+  // Layout code (`HURRAY_LAYOUT_*`).
+  uint8_t layout;
+  // Always 0.
+  uint16_t reserved;
+  // Always 0.
+  uint32_t reserved2;
+  // Number of dimensions (0 for a scalar).
+  size_t rank;
+  // `rank` dimensions in elements, outermost first; NULL when `rank` is 0.
+  const uint64_t *dims;
+  // `rank` strides in elements; NULL unless the layout is `HURRAY_LAYOUT_STRIDED` with
+  // `rank > 0`.
+  const int64_t *strides;
+  // Offset of element 0 in buffer 0, in bytes.
+  uint64_t byte_offset;
+  // Number of elements (1 for rank 0, 0 with a zero-size dimension).
+  uint64_t element_count;
+  // Entries in the buffer table.
+  size_t buffer_count;
+  // Key/value metadata entries.
+  size_t metadata_count;
+  // The name as `name_len` UTF-8 bytes followed by a NUL; NULL when unnamed.
+  const char *name;
+  // Length of `name` in bytes, without the NUL (0 when unnamed).
+  size_t name_len;
+  // The descriptor's encoding (docs/spec/descriptor.md), `encoded_len` bytes.
+  const uint8_t *encoded;
+  // Length of `encoded` in bytes.
+  size_t encoded_len;
+  // The quantization block (`kind == HURRAY_QUANT_NONE` when absent).
+  struct HurrayQuantization quantization;
+} HurrayDescriptorFields;
+
 // A buffer's description as a plain struct: the same fields as the 16-byte binary buffer
 // handle (byte size in bytes, alignment in bytes, device tag, sync mode).
 typedef struct HurrayBufferSpec {
@@ -613,6 +657,22 @@ HurrayStatus hurray_buffer_list_get(const struct HurrayBufferList *list,
                                     size_t index,
                                     struct HurrayBuffer **out_buffer);
 
+// Stores the data pointer of every buffer of the list, in order, in `out_data[0..len]` (each
+// as `hurray_buffer_data_ptr` gives it: borrowed, aligned), and the list's length in
+// `*out_len`, in one call. Fails with `BUFFER_TOO_SMALL` (writing only `*out_len`) when
+// `capacity < len`; `out_data` may be NULL when `capacity` is 0. Added in ABI 4 (additive,
+// docs/spec/c-abi.md): look it up by name on older libraries.
+//
+// Errors: `NULL_POINTER`, `USE_AFTER_DESTROY`, `BUFFER_TOO_SMALL`.
+//
+// # Safety
+// `list` a live list; `out_data` valid for `capacity` pointer writes; `out_len` valid for one
+// write.
+HurrayStatus hurray_buffer_list_data_ptrs(const struct HurrayBufferList *list,
+                                          void **out_data,
+                                          size_t capacity,
+                                          size_t *out_len);
+
 // Destroys the list and every buffer it owns (each exactly once), then writes NULL to
 // `*list`. NULL or `*list == NULL` is a no-op. A list borrowed from a tensor is refused
 // (`INVALID_ARGUMENT`).
@@ -794,6 +854,18 @@ HurrayStatus hurray_descriptor_metadata_count(const struct HurrayDescriptor *des
 HurrayStatus hurray_descriptor_name(const struct HurrayDescriptor *descriptor,
                                     const char **out_name,
                                     size_t *out_len);
+
+// Fills `*out` with every fixed-size field of the descriptor (see `HurrayDescriptorFields`);
+// its pointers are borrowed from the descriptor. Equivalent to calling each single-field
+// accessor, in one call. Added in ABI 4 (additive, docs/spec/c-abi.md): look it up by name on
+// older libraries.
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `descriptor` a live descriptor; `out` valid for one write.
+HurrayStatus hurray_descriptor_fields(const struct HurrayDescriptor *descriptor,
+                                      struct HurrayDescriptorFields *out);
 
 // Copies buffer-table entry `index` into `*out`. Errors: `INVALID_ARGUMENT` when out of range.
 //
@@ -1124,6 +1196,22 @@ HurrayStatus hurray_file_reader_read_tensor(struct HurrayFileReader *reader,
                                             const struct HurrayFileEntry *entry,
                                             struct HurrayTensor **out_tensor);
 
+// Lets `hurray_file_reader_read_tensor` reuse the memory of destroyed tensors: keeps up to
+// `max_bytes` bytes of buffer allocations whose tensors were destroyed and hands them to
+// later tensors, exactly as `hurray_reader_set_buffer_pool_bytes` does for a stream reader
+// (same reuse rule, bounds and lifetime). No pool until this is called; 0 removes it. A span
+// reader accepts the call and ignores it: its buffers point into the region (or are one-off
+// aligned copies of it).
+//
+// Added in ABI 4 (additive, docs/spec/c-abi.md): look it up by name on older libraries.
+//
+// Errors: `NULL_POINTER`, `USE_AFTER_DESTROY`.
+//
+// # Safety
+// `reader` live (not in use by another thread).
+HurrayStatus hurray_file_reader_set_buffer_pool_bytes(struct HurrayFileReader *reader,
+                                                      uint64_t max_bytes);
+
 // Reads payload `buffer` of `entry` into the caller's memory: `capacity` bytes at `dst`, of
 // which exactly the payload's length are written (stored in `*out_len`, may be NULL). For
 // callers that pool their own (e.g. arena) memory instead of taking a new allocation per
@@ -1308,6 +1396,29 @@ HurrayStatus hurray_reader_new(const struct HurrayTransport *transport,
 // `reader` a live reader; `out_tensor` valid for one write.
 HurrayStatus hurray_reader_next_tensor(struct HurrayReader *reader,
                                        struct HurrayTensor **out_tensor);
+
+// Lets the reader reuse the memory of destroyed tensors: keeps up to `max_bytes` bytes of
+// buffer allocations whose tensors were destroyed (`hurray_tensor_destroy`, or the last
+// `hurray_buffer_clone` sharing a buffer destroyed) and hands them to later tensors instead
+// of allocating new memory (docs/spec/stream.md §Buffer pool). A reader has no pool until
+// this is called; `max_bytes == 0` removes it. Callable at any time; takes effect from the
+// next tensor whose buffers are not yet allocated.
+//
+// A buffer's memory is reused only after every handle to it is destroyed, so no live tensor
+// ever sees its bytes change; a pointer kept from a destroyed tensor may now point at another
+// tensor's bytes (using it was already undefined behaviour). Reused memory is reused at the
+// same alignment, for a buffer of at least half its size. The pool holds at most `max_bytes`
+// (by allocation size) and at most 64 allocations, oldest freed first; buffers in use are not
+// counted. Destroying the reader frees the pool's memory; buffers of tensors still alive are
+// then freed when those tensors are destroyed.
+//
+// Added in ABI 4 (additive, docs/spec/c-abi.md): look it up by name on older libraries.
+//
+// Errors: `NULL_POINTER`, `USE_AFTER_DESTROY`.
+//
+// # Safety
+// `reader` a live reader (not in use by another thread).
+HurrayStatus hurray_reader_set_buffer_pool_bytes(struct HurrayReader *reader, uint64_t max_bytes);
 
 // Destroys a reader (releasing its transport) and writes NULL to `*reader`. NULL or
 // `*reader == NULL` is a no-op. Tensors already read stay valid.

@@ -2,10 +2,10 @@
 //! same run (issue 2 "Benchmark"; target ≥ 0.8× memcpy). Not a test: run it with
 //!
 //! ```sh
-//! cd native && cargo run --release --offline -p hurray-core --example stream_bench [-- TENSORS RUNS]
+//! cd native && cargo run --release --offline -p hurray-core --example stream_bench [-- TENSORS RUNS MIB]
 //! ```
 //!
-//! Each run moves TENSORS (default 16) tensors of 4 MiB:
+//! Each run moves TENSORS (default 16) tensors of MIB (default 4) MiB:
 //! - write path: `StreamWriter` → a `Vec<u8>` sink whose capacity is reused between runs,
 //!   compared with memcpy of the same 4 MiB source into consecutive 4 MiB slots of a buffer of
 //!   the same size (the same memory pattern);
@@ -14,7 +14,10 @@
 //!   consecutive 4 MiB slots of a source of the same size into one 4 MiB destination.
 //!
 //! Both paths run without and with payload checksums; the read path also with every tensor
-//! of a run kept alive (fresh pages each time), next to plain memcpy into fresh allocations.
+//! of a run kept alive (fresh pages each time), next to plain memcpy into fresh allocations,
+//! and with a buffer pool (`ReaderOptions::pool_bytes`) that hands each dropped tensor's
+//! allocation to the next tensor (glibc serves allocations above its mmap threshold, at most
+//! 32 MiB, with fresh pages every time, so without a pool large tensors pay page faults).
 //! Each path alternates run by run with its memcpy baseline, so both see the same machine
 //! load; figures are medians of RUNS (default 15) after 3 warm-up runs, and the ratio is the
 //! median of the per-run ratios. GB/s counts payload bytes (10^9 bytes per second). Minor page
@@ -25,9 +28,8 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use hurray_core::stream::SliceSource;
-use hurray_core::{ElementType, ReaderOptions, Shape, StreamReader, StreamWriter, TensorDescriptor, WriterOptions};
+use hurray_core::{BufferPool, ElementType, ReaderOptions, Shape, StreamReader, StreamWriter, TensorDescriptor, WriterOptions};
 
-const TENSOR_BYTES: usize = 4 << 20;
 const WARMUP: usize = 3;
 
 fn minor_faults() -> u64 {
@@ -78,13 +80,16 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let tensors: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(16);
     let runs: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(15);
+    let mib: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(4);
+    #[allow(non_snake_case)]
+    let TENSOR_BYTES = mib << 20;
     let total = tensors * TENSOR_BYTES;
 
     let desc = TensorDescriptor::dense(ElementType::Float32, Shape::new(vec![(TENSOR_BYTES / 4) as u64]).unwrap()).unwrap();
     let encoded = desc.encode().unwrap();
     let payload: Vec<u8> = (0..TENSOR_BYTES).map(|i| (i * 131 + 7) as u8).collect();
 
-    println!("stream_bench: {tensors} tensors of 4 MiB per run ({} MiB), medians of {runs} runs", total >> 20);
+    println!("stream_bench: {tensors} tensors of {mib} MiB per run ({} MiB), medians of {runs} runs", total >> 20);
     println!("each path alternates with its memcpy baseline; the ratio is the median of per-run ratios");
     println!("{:<46} {:>8} {:>12} {:>10} {:>11}", "path", "GB/s", "memcpy GB/s", "vs memcpy", "faults/run");
     let row = |label: &str, (b, p, r, f): (f64, f64, f64, u64)| {
@@ -117,7 +122,7 @@ fn main() {
         streams.push((checksums, sink));
     }
 
-    // Read path: baseline copies consecutive slots of an equal source into one 4 MiB buffer.
+    // Read path: baseline copies consecutive slots of an equal source into one MIB buffer.
     let source = streams[0].1.clone();
     let mut dst = vec![0u8; TENSOR_BYTES];
     let mut memcpy_read = || {
@@ -137,6 +142,30 @@ fn main() {
         assert_eq!(read, (WARMUP + runs) * total);
         row(&format!("read: memory -> aligned tensor{}", if *checksums { ", payload CRC32C" } else { "" }), m);
     }
+
+    // The same reads with a buffer pool: each tensor is dropped before the next is read, so its
+    // allocation (pages already resident) is reused.
+    let pooled = ReaderOptions { pool_bytes: 2 * TENSOR_BYTES as u64, ..ReaderOptions::default() };
+    let mut read = 0usize;
+    let m = measure_pair(runs, &mut memcpy_read, || {
+        let mut r = StreamReader::new(SliceSource::new(&streams[0].1, usize::MAX), pooled).unwrap();
+        while let Some(t) = r.next_tensor().unwrap() {
+            read += black_box(t.buffers[0].as_slice()).len();
+        }
+    });
+    assert_eq!(read, (WARMUP + runs) * total);
+    row("read, pooled (new reader and pool per run)", m);
+
+    // Steady state of a long-lived reader: one pool kept across runs, so no run starts cold.
+    let pool = BufferPool::new(2 * TENSOR_BYTES as u64);
+    let m = measure_pair(runs, &mut memcpy_read, || {
+        let mut r = StreamReader::new(SliceSource::new(&streams[0].1, usize::MAX), ReaderOptions::default()).unwrap();
+        r.set_buffer_pool(Some(pool.clone()));
+        while let Some(t) = r.next_tensor().unwrap() {
+            black_box(t.buffers[0].as_slice());
+        }
+    });
+    row("read, pooled (one pool across runs)", m);
 
     // A consumer that keeps every tensor of a run alive makes the allocator hand out fresh
     // pages, so each tensor pays first-touch page faults (TOOLCHAIN.md: ~12 µs per 4 KiB).

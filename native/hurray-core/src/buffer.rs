@@ -111,11 +111,14 @@ pub fn check_alignment(alignment: u64, device_tag: DeviceTag) -> Result<()> {
 }
 
 /// An owned, aligned heap allocation filled front to back. Bytes `[0, filled)` are initialised;
-/// the rest are not and can only be reached as `MaybeUninit`. This is the only `unsafe` in
-/// the core.
+/// the rest are not and can only be reached as `MaybeUninit`. The allocation may be larger
+/// than the buffer (`capacity() >= len()`) when a [`BufferPool`](crate::BufferPool) reuses it
+/// for a shorter payload; only `[0, len)` is ever reachable. This is the only `unsafe` in the
+/// core.
 pub struct AlignedBuf {
     ptr: NonNull<u8>,
     len: usize,
+    cap: usize,
     align: usize,
     filled: usize,
 }
@@ -143,7 +146,7 @@ impl AlignedBuf {
         if len == 0 {
             // A dangling pointer with the requested alignment: valid for zero-byte access.
             let ptr = NonNull::new(align as *mut u8).expect("align is non-zero");
-            return Ok(AlignedBuf { ptr, len: 0, align, filled: 0 });
+            return Ok(AlignedBuf { ptr, len: 0, cap: 0, align, filled: 0 });
         }
         let layout = Layout::from_size_align(len, align)
             .map_err(|_| err!(InvalidAlignment, "bad layout {len}/{align}"))?;
@@ -151,7 +154,7 @@ impl AlignedBuf {
         let raw = unsafe { alloc::alloc(layout) };
         let ptr = NonNull::new(raw)
             .ok_or_else(|| err!(OutOfMemory, "could not allocate {len} bytes aligned to {align}"))?;
-        Ok(AlignedBuf { ptr, len, align, filled: 0 })
+        Ok(AlignedBuf { ptr, len, cap: len, align, filled: 0 })
     }
 
     /// Copies `bytes` into a new buffer aligned to `align`.
@@ -170,6 +173,11 @@ impl AlignedBuf {
     /// True when the size is 0.
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// Size of the underlying allocation in bytes (≥ [`len`](Self::len)).
+    pub fn capacity(&self) -> usize {
+        self.cap
     }
 
     /// Alignment in bytes.
@@ -210,6 +218,14 @@ impl AlignedBuf {
         self.filled = 0;
     }
 
+    /// Reuses the allocation as an empty buffer of `len` bytes (`len <= capacity()`): nothing
+    /// is initialised until it is written again through [`spare_mut`](Self::spare_mut).
+    pub(crate) fn reset(&mut self, len: usize) {
+        assert!(len <= self.cap, "reset beyond the allocation");
+        self.len = len;
+        self.filled = 0;
+    }
+
     /// The initialised prefix.
     pub fn as_slice(&self) -> &[u8] {
         // SAFETY: [0, filled) is initialised.
@@ -229,12 +245,12 @@ impl AlignedBuf {
 
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
-        if self.len != 0 {
-            // SAFETY: allocated in `new` with exactly this layout.
+        if self.cap != 0 {
+            // SAFETY: allocated in `new` with exactly this layout (`cap` never changes).
             unsafe {
                 alloc::dealloc(
                     self.ptr.as_ptr(),
-                    Layout::from_size_align_unchecked(self.len, self.align),
+                    Layout::from_size_align_unchecked(self.cap, self.align),
                 )
             }
         }
@@ -243,7 +259,7 @@ impl Drop for AlignedBuf {
 
 impl std::fmt::Debug for AlignedBuf {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "AlignedBuf({} of {} bytes, align {})", self.filled, self.len, self.align)
+        write!(f, "AlignedBuf({} of {} bytes, capacity {}, align {})", self.filled, self.len, self.cap, self.align)
     }
 }
 

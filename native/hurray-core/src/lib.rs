@@ -2,7 +2,7 @@
 //!
 //! The Hurray tensor interchange format in safe Rust (std only): element types, shapes,
 //! layouts, buffer handles, tensor descriptors and their binary encoding, and the stream
-//! reader/writer state machines. The C ABI lives in `hurray-ffi`; this crate has no FFI glue
+//! reader/writer state machines, and the buffer pool readers reuse allocations from. The C ABI lives in `hurray-ffi`; this crate has no FFI glue
 //! and no `unsafe` outside [`AlignedBuf`].
 //!
 //! Normative sources: the seeds "Streaming from C" (000) and "C FFI Layer Requirements" (003);
@@ -15,6 +15,7 @@ pub mod crc32c;
 mod descriptor;
 mod error;
 pub mod file;
+pub mod pool;
 mod shape;
 pub mod stream;
 mod types;
@@ -26,6 +27,7 @@ pub use descriptor::{
 };
 pub use error::{Error, ErrorKind, Result};
 pub use file::{FileEntry, FileReader, FileReaderOptions, FileWriter, FileWriterOptions, ReadAt};
+pub use pool::{BufferPool, PoolStats, PooledBuf, MAX_POOLED_BUFFERS};
 pub use shape::Shape;
 pub use stream::{
     ReadTensor, ReadTransport, ReaderOptions, StreamReader, StreamWriter, WriteTransport,

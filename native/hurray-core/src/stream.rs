@@ -8,6 +8,7 @@
 use std::mem::MaybeUninit;
 
 use crate::buffer::AlignedBuf;
+use crate::pool::{BufferPool, PooledBuf};
 use crate::crc32c::{crc32c, Crc32c};
 use crate::descriptor::TensorDescriptor;
 use crate::error::{bail, err, Error, ErrorKind, Result};
@@ -93,6 +94,11 @@ pub struct ReaderOptions {
     pub max_tensor_bytes: u64,
     /// Fail with `Corrupt` on a stream written without payload checksums.
     pub require_payload_checksums: bool,
+    /// Cap in bytes of the reader's own [`BufferPool`] (default 0: no pool, every buffer is a
+    /// new allocation freed when its tensor is dropped). With a cap, a dropped tensor's
+    /// allocations are kept (at most this many bytes of them) and reused for later tensors;
+    /// see [`StreamReader::set_buffer_pool`] and docs/spec/stream.md §Buffer pool.
+    pub pool_bytes: u64,
 }
 
 impl Default for ReaderOptions {
@@ -102,6 +108,7 @@ impl Default for ReaderOptions {
             max_rank: MAX_RANK as u32,
             max_tensor_bytes: 64 << 30,
             require_payload_checksums: false,
+            pool_bytes: 0,
         }
     }
 }
@@ -118,16 +125,18 @@ pub struct WriterOptions {
 pub struct ReadTensor {
     /// The validated descriptor.
     pub descriptor: TensorDescriptor,
-    /// Buffers in buffer-table order, each aligned to its handle's alignment and full.
-    pub buffers: Vec<AlignedBuf>,
+    /// Buffers in buffer-table order, each aligned to its handle's alignment and full. Each
+    /// dereferences to [`AlignedBuf`]; dropping one returns its allocation to the reader's
+    /// pool, if the reader has one and it still exists.
+    pub buffers: Vec<PooledBuf>,
 }
 
 enum State {
     StreamHeader { buf: [u8; STREAM_HEADER_BYTES], got: usize },
     FrameHeader { buf: [u8; FRAME_HEADER_BYTES], got: usize },
     Descriptor { buf: Vec<u8>, got: usize, crc: u32 },
-    Payload { desc: TensorDescriptor, bufs: Vec<AlignedBuf>, index: usize },
-    PayloadCrc { desc: TensorDescriptor, bufs: Vec<AlignedBuf>, index: usize, buf: [u8; 4], got: usize },
+    Payload { desc: TensorDescriptor, bufs: Vec<PooledBuf>, index: usize },
+    PayloadCrc { desc: TensorDescriptor, bufs: Vec<PooledBuf>, index: usize, buf: [u8; 4], got: usize },
     Ended,
     Failed(Error),
 }
@@ -140,6 +149,7 @@ pub struct StreamReader<T: ReadTransport> {
     payload_crc: bool,
     ahead: AlignedBuf,
     ahead_pos: usize,
+    pool: Option<BufferPool>,
 }
 
 impl<T: ReadTransport> StreamReader<T> {
@@ -159,7 +169,32 @@ impl<T: ReadTransport> StreamReader<T> {
             payload_crc: false,
             ahead: AlignedBuf::new(0, crate::MIN_BUFFER_ALIGNMENT)?,
             ahead_pos: 0,
+            pool: (opts.pool_bytes > 0).then(|| BufferPool::new(opts.pool_bytes)),
         })
+    }
+
+    /// Sets the pool the reader takes buffer allocations from (`None`: a new allocation per
+    /// buffer). The pool may be shared with other readers. Tensors already read keep
+    /// returning their allocations to the pool they came from, if it still exists. Takes
+    /// effect at the next tensor whose buffers are not yet allocated.
+    pub fn set_buffer_pool(&mut self, pool: Option<BufferPool>) {
+        self.pool = pool;
+    }
+
+    /// Sets the cap of the reader's pool in bytes: 0 drops the pool (its free allocations are
+    /// freed now, as soon as no other reader shares it); otherwise the current pool's cap is
+    /// changed, or a new pool is made.
+    pub fn set_buffer_pool_bytes(&mut self, max_bytes: u64) {
+        match (&self.pool, max_bytes) {
+            (_, 0) => self.pool = None,
+            (Some(p), m) => p.set_max_bytes(m),
+            (None, m) => self.pool = Some(BufferPool::new(m)),
+        }
+    }
+
+    /// The reader's pool, if it has one.
+    pub fn buffer_pool(&self) -> Option<&BufferPool> {
+        self.pool.as_ref()
     }
 
     /// The transport.
@@ -309,7 +344,7 @@ impl<T: ReadTransport> StreamReader<T> {
         Ok(Some((len as usize, dcrc)))
     }
 
-    fn start_payloads(&self, bytes: &[u8], crc: u32) -> Result<(TensorDescriptor, Vec<AlignedBuf>)> {
+    fn start_payloads(&self, bytes: &[u8], crc: u32) -> Result<(TensorDescriptor, Vec<PooledBuf>)> {
         if crc32c(bytes) != crc {
             bail!(Corrupt, "descriptor checksum mismatch");
         }
@@ -324,7 +359,10 @@ impl<T: ReadTransport> StreamReader<T> {
         let bufs = desc
             .buffers()
             .iter()
-            .map(|h| AlignedBuf::new(h.byte_size(), h.alignment()))
+            .map(|h| match &self.pool {
+                Some(p) => p.take(h.byte_size(), h.alignment()),
+                None => AlignedBuf::new(h.byte_size(), h.alignment()).map(PooledBuf::unpooled),
+            })
             .collect::<Result<Vec<_>>>()?;
         Ok((desc, bufs))
     }

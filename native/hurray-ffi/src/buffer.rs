@@ -4,7 +4,7 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use hurray_core::{AlignedBuf, BufferHandle, DeviceTag, SyncMode, BUFFER_HANDLE_BYTES, SYNC_MODE_OFFSET};
+use hurray_core::{BufferHandle, DeviceTag, PooledBuf, SyncMode, BUFFER_HANDLE_BYTES, SYNC_MODE_OFFSET};
 
 use crate::handle::{self, opaque_handle};
 use crate::panic::{guard, non_null, FfiError, FfiResult};
@@ -83,7 +83,8 @@ impl HurrayBufferSpec {
 }
 
 pub(crate) enum BufData {
-    Owned(AlignedBuf),
+    /// Memory a reader filled; dropping it returns the allocation to the reader's pool, if any.
+    Owned(PooledBuf),
     External { ptr: *mut c_void, release: HurrayReleaseCallback, ctx: *mut c_void },
 }
 
@@ -94,7 +95,7 @@ pub(crate) struct BufferInner {
 }
 
 impl BufferInner {
-    pub(crate) fn owned(buf: AlignedBuf, handle: BufferHandle) -> Self {
+    pub(crate) fn owned(buf: PooledBuf, handle: BufferHandle) -> Self {
         BufferInner { data: BufData::Owned(buf), handle, sync: None }
     }
 

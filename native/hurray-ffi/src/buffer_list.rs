@@ -1,6 +1,8 @@
 //! Buffer lists: the carrier that makes all of a tensor's buffers travel together
 //! (seed 003 "Buffer Lists", ADR-030).
 
+use std::ffi::c_void;
+
 use crate::buffer::HurrayBuffer;
 use crate::handle::{self, opaque_handle};
 use crate::panic::{guard, non_null, FfiError};
@@ -99,6 +101,44 @@ pub unsafe extern "C" fn hurray_buffer_list_get(
         })?;
         let p: *const HurrayBuffer = &**b;
         unsafe { *out_buffer = p as *mut HurrayBuffer };
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Stores the data pointer of every buffer of the list, in order, in `out_data[0..len]` (each
+/// as `hurray_buffer_data_ptr` gives it: borrowed, aligned), and the list's length in
+/// `*out_len`, in one call. Fails with `BUFFER_TOO_SMALL` (writing only `*out_len`) when
+/// `capacity < len`; `out_data` may be NULL when `capacity` is 0. Added in ABI 4 (additive,
+/// docs/spec/c-abi.md): look it up by name on older libraries.
+///
+/// Errors: `NULL_POINTER`, `USE_AFTER_DESTROY`, `BUFFER_TOO_SMALL`.
+///
+/// # Safety
+/// `list` a live list; `out_data` valid for `capacity` pointer writes; `out_len` valid for one
+/// write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_buffer_list_data_ptrs(
+    list: *const HurrayBufferList,
+    out_data: *mut *mut c_void,
+    capacity: usize,
+    out_len: *mut usize,
+) -> HurrayStatus {
+    guard("hurray_buffer_list_data_ptrs", || {
+        let l = unsafe { handle::inner_ref(list, "list")? };
+        non_null(out_len, "out_len")?;
+        let n = l.0.len();
+        unsafe { *out_len = n };
+        if capacity < n {
+            return Err(FfiError::new(HURRAY_ERR_BUFFER_TOO_SMALL, format!("capacity {capacity} for a list of {n} buffers")));
+        }
+        if n > 0 {
+            non_null(out_data, "out_data")?;
+        }
+        for (i, slot) in l.0.iter().enumerate() {
+            let b = slot.as_ref().ok_or_else(|| FfiError::new(HURRAY_ERR_USE_AFTER_DESTROY, "a buffer of the list is gone"))?;
+            let inner = unsafe { handle::inner_ref::<HurrayBuffer>(&**b, "buffer")? };
+            unsafe { *out_data.add(i) = inner.ptr() };
+        }
         Ok(HURRAY_OK)
     })
 }

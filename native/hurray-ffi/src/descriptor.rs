@@ -339,6 +339,97 @@ pub unsafe extern "C" fn hurray_descriptor_name(
     })
 }
 
+/// Every fixed-size field of a descriptor at once, as `hurray_descriptor_fields` fills it: the
+/// values of the single-field accessors (`hurray_descriptor_element_type`, `_rank`, `_dims`,
+/// `_layout`, `_strides`, `_byte_offset`, `_element_count`, `_buffer_count`,
+/// `_metadata_count`, `_name`, `_encoded`, `_quantization`), so that a binding reads a
+/// descriptor in one call instead of a dozen. Pointers are borrowed from the descriptor and
+/// valid while it lives. Buffer-table entries and metadata entries are read with
+/// `hurray_descriptor_buffer_spec` and `hurray_descriptor_metadata_get`. The layout of this
+/// struct is fixed for ABI version 4 (128 bytes on LP64 targets).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct HurrayDescriptorFields {
+    /// Stored element type (`HURRAY_DTYPE_*`).
+    pub element_type: u8,
+    /// Layout code (`HURRAY_LAYOUT_*`).
+    pub layout: u8,
+    /// Always 0.
+    pub reserved: u16,
+    /// Always 0.
+    pub reserved2: u32,
+    /// Number of dimensions (0 for a scalar).
+    pub rank: usize,
+    /// `rank` dimensions in elements, outermost first; NULL when `rank` is 0.
+    pub dims: *const u64,
+    /// `rank` strides in elements; NULL unless the layout is `HURRAY_LAYOUT_STRIDED` with
+    /// `rank > 0`.
+    pub strides: *const i64,
+    /// Offset of element 0 in buffer 0, in bytes.
+    pub byte_offset: u64,
+    /// Number of elements (1 for rank 0, 0 with a zero-size dimension).
+    pub element_count: u64,
+    /// Entries in the buffer table.
+    pub buffer_count: usize,
+    /// Key/value metadata entries.
+    pub metadata_count: usize,
+    /// The name as `name_len` UTF-8 bytes followed by a NUL; NULL when unnamed.
+    pub name: *const c_char,
+    /// Length of `name` in bytes, without the NUL (0 when unnamed).
+    pub name_len: usize,
+    /// The descriptor's encoding (docs/spec/descriptor.md), `encoded_len` bytes.
+    pub encoded: *const u8,
+    /// Length of `encoded` in bytes.
+    pub encoded_len: usize,
+    /// The quantization block (`kind == HURRAY_QUANT_NONE` when absent).
+    pub quantization: HurrayQuantization,
+}
+
+/// Fills `*out` with every fixed-size field of the descriptor (see `HurrayDescriptorFields`);
+/// its pointers are borrowed from the descriptor. Equivalent to calling each single-field
+/// accessor, in one call. Added in ABI 4 (additive, docs/spec/c-abi.md): look it up by name on
+/// older libraries.
+///
+/// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+///
+/// # Safety
+/// `descriptor` a live descriptor; `out` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_descriptor_fields(descriptor: *const HurrayDescriptor, out: *mut HurrayDescriptorFields) -> HurrayStatus {
+    guard("hurray_descriptor_fields", || {
+        let inner = unsafe { handle::inner_ref(descriptor, "descriptor")? };
+        let d = &inner.desc;
+        let rank = d.shape().rank();
+        let (name, name_len) = match &inner.name_c {
+            Some(v) => (v.as_ptr() as *const c_char, v.len() - 1),
+            None => (std::ptr::null(), 0),
+        };
+        let fields = HurrayDescriptorFields {
+            element_type: d.element_type().code(),
+            layout: d.layout().code(),
+            reserved: 0,
+            reserved2: 0,
+            rank,
+            dims: if rank == 0 { std::ptr::null() } else { d.shape().dims().as_ptr() },
+            strides: match d.strides() {
+                Some(s) if !s.is_empty() => s.as_ptr(),
+                _ => std::ptr::null(),
+            },
+            byte_offset: d.byte_offset(),
+            element_count: d.shape().element_count(),
+            buffer_count: d.buffers().len(),
+            metadata_count: d.metadata().len(),
+            name,
+            name_len,
+            encoded: inner.encoded.as_ptr(),
+            encoded_len: inner.encoded.len(),
+            quantization: HurrayQuantization::from_core(d.quantization()),
+        };
+        unsafe { handle::put(out, "out", fields)? };
+        Ok(HURRAY_OK)
+    })
+}
+
 /// Copies buffer-table entry `index` into `*out`. Errors: `INVALID_ARGUMENT` when out of range.
 ///
 /// # Safety

@@ -719,8 +719,30 @@ pub unsafe extern "C" fn hurray_file_reader_read_tensor(
 fn span_buffer(b: SpanBuffer<'static>, h: BufferHandle) -> FfiResult<BufferInner> {
     match b {
         SpanBuffer::Borrowed(s) => buffer::external(s.as_ptr() as *mut c_void, h, None, std::ptr::null_mut(), None),
-        SpanBuffer::Copied(a) => Ok(BufferInner::owned(a, h)),
+        SpanBuffer::Copied(a) => Ok(BufferInner::owned(a.into(), h)),
     }
+}
+
+/// Lets `hurray_file_reader_read_tensor` reuse the memory of destroyed tensors: keeps up to
+/// `max_bytes` bytes of buffer allocations whose tensors were destroyed and hands them to
+/// later tensors, exactly as `hurray_reader_set_buffer_pool_bytes` does for a stream reader
+/// (same reuse rule, bounds and lifetime). No pool until this is called; 0 removes it. A span
+/// reader accepts the call and ignores it: its buffers point into the region (or are one-off
+/// aligned copies of it).
+///
+/// Added in ABI 4 (additive, docs/spec/c-abi.md): look it up by name on older libraries.
+///
+/// Errors: `NULL_POINTER`, `USE_AFTER_DESTROY`.
+///
+/// # Safety
+/// `reader` live (not in use by another thread).
+#[no_mangle]
+pub unsafe extern "C" fn hurray_file_reader_set_buffer_pool_bytes(reader: *mut HurrayFileReader, max_bytes: u64) -> HurrayStatus {
+    guard("hurray_file_reader_set_buffer_pool_bytes", || {
+        let inner = unsafe { handle::inner_mut(reader, "reader")? };
+        with_reader!(inner, |r| r.set_buffer_pool_bytes(max_bytes));
+        Ok(HURRAY_OK)
+    })
 }
 
 /// Reads payload `buffer` of `entry` into the caller's memory: `capacity` bytes at `dst`, of

@@ -55,6 +55,9 @@ impl HurrayReaderOptions {
             max_rank: self.max_rank,
             max_tensor_bytes: self.max_tensor_bytes,
             require_payload_checksums: self.flags & HURRAY_READER_REQUIRE_PAYLOAD_CHECKSUMS != 0,
+            // Not in this struct (growing it is not additive): see
+            // hurray_reader_set_buffer_pool_bytes.
+            pool_bytes: 0,
         })
     }
 }
@@ -139,6 +142,36 @@ pub unsafe extern "C" fn hurray_reader_next_tensor(
                 Ok(HURRAY_OK)
             }
         }
+    })
+}
+
+/// Lets the reader reuse the memory of destroyed tensors: keeps up to `max_bytes` bytes of
+/// buffer allocations whose tensors were destroyed (`hurray_tensor_destroy`, or the last
+/// `hurray_buffer_clone` sharing a buffer destroyed) and hands them to later tensors instead
+/// of allocating new memory (docs/spec/stream.md §Buffer pool). A reader has no pool until
+/// this is called; `max_bytes == 0` removes it. Callable at any time; takes effect from the
+/// next tensor whose buffers are not yet allocated.
+///
+/// A buffer's memory is reused only after every handle to it is destroyed, so no live tensor
+/// ever sees its bytes change; a pointer kept from a destroyed tensor may now point at another
+/// tensor's bytes (using it was already undefined behaviour). Reused memory is reused at the
+/// same alignment, for a buffer of at least half its size. The pool holds at most `max_bytes`
+/// (by allocation size) and at most 64 allocations, oldest freed first; buffers in use are not
+/// counted. Destroying the reader frees the pool's memory; buffers of tensors still alive are
+/// then freed when those tensors are destroyed.
+///
+/// Added in ABI 4 (additive, docs/spec/c-abi.md): look it up by name on older libraries.
+///
+/// Errors: `NULL_POINTER`, `USE_AFTER_DESTROY`.
+///
+/// # Safety
+/// `reader` a live reader (not in use by another thread).
+#[no_mangle]
+pub unsafe extern "C" fn hurray_reader_set_buffer_pool_bytes(reader: *mut HurrayReader, max_bytes: u64) -> HurrayStatus {
+    guard("hurray_reader_set_buffer_pool_bytes", || {
+        let r = unsafe { handle::inner_mut(reader, "reader")? };
+        r.set_buffer_pool_bytes(max_bytes);
+        Ok(HURRAY_OK)
     })
 }
 

@@ -31,9 +31,8 @@ impl Drop for TensorInner {
 impl TensorInner {
     pub(crate) fn from_read(t: ReadTensor) -> FfiResult<Self> {
         let ReadTensor { descriptor, buffers } = t;
-        let handles = descriptor.buffers().to_vec();
         let mut slots = Vec::with_capacity(buffers.len());
-        for (buf, h) in buffers.into_iter().zip(handles) {
+        for (buf, &h) in buffers.into_iter().zip(descriptor.buffers()) {
             let b: HurrayBuffer = handle::new_borrowed(Arc::new(BufferInner::owned(buf, h)));
             slots.push(Some(Box::new(b)));
         }

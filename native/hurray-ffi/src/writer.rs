@@ -124,7 +124,10 @@ pub unsafe extern "C" fn hurray_writer_write_tensor(
             if s.len == 0 {
                 parts.push(&[]);
             } else {
-                non_null(s.ptr, &format!("payloads[{i}].ptr"))?;
+                if s.ptr.is_null() {
+                    // The message is formatted only on failure (this loop runs per tensor).
+                    non_null(s.ptr, &format!("payloads[{i}].ptr"))?;
+                }
                 parts.push(unsafe { std::slice::from_raw_parts(s.ptr, s.len) });
             }
         }

@@ -146,6 +146,19 @@ unsafe fn check_fields(h: *const HurrayDescriptor, d: &TensorDescriptor) {
         }
         let (mut kp, mut kl, mut vp, mut vl) = (null(), 0usize, null(), 0usize);
         expect(hurray_descriptor_metadata_get(h, nmd, &mut kp, &mut kl, &mut vp, &mut vl), HURRAY_ERR_INVALID_ARGUMENT);
+
+        // hurray_descriptor_fields gives exactly what the single-field accessors give.
+        let mut f = std::mem::zeroed::<HurrayDescriptorFields>();
+        expect(hurray_descriptor_fields(h, &mut f), HURRAY_OK);
+        let (mut ep, mut el) = (null(), 0usize);
+        expect(hurray_descriptor_encoded(h, &mut ep, &mut el), HURRAY_OK);
+        assert_eq!((f.element_type, f.layout, f.reserved, f.reserved2), (et, layout, 0, 0));
+        assert_eq!((f.rank, f.dims, f.strides), (rank, dims, strides));
+        assert_eq!((f.byte_offset, f.element_count), (off, count));
+        assert_eq!((f.buffer_count, f.metadata_count), (nbuf, nmd));
+        assert_eq!((f.name, f.name_len), (name, nlen));
+        assert_eq!((f.encoded, f.encoded_len), (ep, el));
+        assert_eq!(f.quantization, q);
     }
 }
 

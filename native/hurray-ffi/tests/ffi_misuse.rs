@@ -261,6 +261,12 @@ fn null_cases(f: &Fixture) -> Vec<Case<'_>> {
             ("hurray_reader_new", Box::new(move || hurray_reader_new(&no_read, null(), &mut null_mut()))),
             ("hurray_reader_next_tensor", Box::new(move || hurray_reader_next_tensor(null_mut(), &mut null_mut()))),
             ("hurray_reader_next_tensor", Box::new(move || hurray_reader_next_tensor(r, null_mut()))),
+            ("hurray_reader_set_buffer_pool_bytes", Box::new(move || hurray_reader_set_buffer_pool_bytes(null_mut(), 1 << 20))),
+            ("hurray_descriptor_fields", Box::new(move || hurray_descriptor_fields(null(), &mut std::mem::zeroed()))),
+            ("hurray_descriptor_fields", Box::new(move || hurray_descriptor_fields(d, null_mut()))),
+            ("hurray_buffer_list_data_ptrs", Box::new(move || hurray_buffer_list_data_ptrs(null(), [null_mut(); 1].as_mut_ptr(), 1, &mut 0))),
+            ("hurray_buffer_list_data_ptrs", Box::new(move || hurray_buffer_list_data_ptrs(tl, null_mut(), 1, &mut 0))),
+            ("hurray_buffer_list_data_ptrs", Box::new(move || hurray_buffer_list_data_ptrs(tl, [null_mut(); 1].as_mut_ptr(), 1, null_mut()))),
             ("hurray_tensor_descriptor", Box::new(move || hurray_tensor_descriptor(null(), &mut null_mut()))),
             ("hurray_tensor_descriptor", Box::new(move || hurray_tensor_descriptor(ten, null_mut()))),
             ("hurray_tensor_buffers", Box::new(move || hurray_tensor_buffers(null(), &mut null_mut()))),
@@ -408,6 +414,7 @@ fn double_destroy_and_use_after_destroy_are_detected_in_debug_builds() {
         expect(hurray_reader_destroy(&mut f.reader), HURRAY_OK);
         expect(hurray_reader_destroy(&mut stale), HURRAY_ERR_USE_AFTER_DESTROY);
         expect(hurray_reader_next_tensor(stale, &mut null_mut()), HURRAY_ERR_USE_AFTER_DESTROY);
+        expect(hurray_reader_set_buffer_pool_bytes(stale, 1 << 20), HURRAY_ERR_USE_AFTER_DESTROY);
 
         let mut stale = f.writer;
         expect(hurray_writer_destroy(&mut f.writer), HURRAY_OK);

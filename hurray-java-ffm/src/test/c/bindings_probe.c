@@ -40,6 +40,26 @@ int main(void) {
     printf("field HurrayQuantization scale %zu %zu %d\n", offsetof(HurrayQuantization, scale), sizeof s_.scale, (int) __builtin_classify_type(s_.scale));
     printf("field HurrayQuantization bias %zu %zu %d\n", offsetof(HurrayQuantization, bias), sizeof s_.bias, (int) __builtin_classify_type(s_.bias));
   }
+  printf("struct HurrayDescriptorFields %zu %zu\n", sizeof(HurrayDescriptorFields), _Alignof(HurrayDescriptorFields));
+  {
+    HurrayDescriptorFields s_; memset(&s_, 0, sizeof s_);
+    printf("field HurrayDescriptorFields element_type %zu %zu %d\n", offsetof(HurrayDescriptorFields, element_type), sizeof s_.element_type, (int) __builtin_classify_type(s_.element_type));
+    printf("field HurrayDescriptorFields layout %zu %zu %d\n", offsetof(HurrayDescriptorFields, layout), sizeof s_.layout, (int) __builtin_classify_type(s_.layout));
+    printf("field HurrayDescriptorFields reserved %zu %zu %d\n", offsetof(HurrayDescriptorFields, reserved), sizeof s_.reserved, (int) __builtin_classify_type(s_.reserved));
+    printf("field HurrayDescriptorFields reserved2 %zu %zu %d\n", offsetof(HurrayDescriptorFields, reserved2), sizeof s_.reserved2, (int) __builtin_classify_type(s_.reserved2));
+    printf("field HurrayDescriptorFields rank %zu %zu %d\n", offsetof(HurrayDescriptorFields, rank), sizeof s_.rank, (int) __builtin_classify_type(s_.rank));
+    printf("field HurrayDescriptorFields dims %zu %zu %d\n", offsetof(HurrayDescriptorFields, dims), sizeof s_.dims, (int) __builtin_classify_type(s_.dims));
+    printf("field HurrayDescriptorFields strides %zu %zu %d\n", offsetof(HurrayDescriptorFields, strides), sizeof s_.strides, (int) __builtin_classify_type(s_.strides));
+    printf("field HurrayDescriptorFields byte_offset %zu %zu %d\n", offsetof(HurrayDescriptorFields, byte_offset), sizeof s_.byte_offset, (int) __builtin_classify_type(s_.byte_offset));
+    printf("field HurrayDescriptorFields element_count %zu %zu %d\n", offsetof(HurrayDescriptorFields, element_count), sizeof s_.element_count, (int) __builtin_classify_type(s_.element_count));
+    printf("field HurrayDescriptorFields buffer_count %zu %zu %d\n", offsetof(HurrayDescriptorFields, buffer_count), sizeof s_.buffer_count, (int) __builtin_classify_type(s_.buffer_count));
+    printf("field HurrayDescriptorFields metadata_count %zu %zu %d\n", offsetof(HurrayDescriptorFields, metadata_count), sizeof s_.metadata_count, (int) __builtin_classify_type(s_.metadata_count));
+    printf("field HurrayDescriptorFields name %zu %zu %d\n", offsetof(HurrayDescriptorFields, name), sizeof s_.name, (int) __builtin_classify_type(s_.name));
+    printf("field HurrayDescriptorFields name_len %zu %zu %d\n", offsetof(HurrayDescriptorFields, name_len), sizeof s_.name_len, (int) __builtin_classify_type(s_.name_len));
+    printf("field HurrayDescriptorFields encoded %zu %zu %d\n", offsetof(HurrayDescriptorFields, encoded), sizeof s_.encoded, (int) __builtin_classify_type(s_.encoded));
+    printf("field HurrayDescriptorFields encoded_len %zu %zu %d\n", offsetof(HurrayDescriptorFields, encoded_len), sizeof s_.encoded_len, (int) __builtin_classify_type(s_.encoded_len));
+    printf("field HurrayDescriptorFields quantization %zu %zu %d\n", offsetof(HurrayDescriptorFields, quantization), sizeof s_.quantization, (int) __builtin_classify_type(s_.quantization));
+  }
   printf("struct HurrayBufferSpec %zu %zu\n", sizeof(HurrayBufferSpec), _Alignof(HurrayBufferSpec));
   {
     HurrayBufferSpec s_; memset(&s_, 0, sizeof s_);
@@ -281,6 +301,14 @@ int main(void) {
   KIND(size_t);
   KIND(struct HurrayBuffer **);
   printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_buffer_list_data_ptrs), HurrayStatus (*)(const struct HurrayBufferList *, void **, size_t, size_t *)), "hurray_buffer_list_data_ptrs: signature differs from the AST");
+  printf("func hurray_buffer_list_data_ptrs");
+  KIND(HurrayStatus);
+  KIND(const struct HurrayBufferList *);
+  KIND(void **);
+  KIND(size_t);
+  KIND(size_t *);
+  printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_buffer_list_destroy), HurrayStatus (*)(struct HurrayBufferList **)), "hurray_buffer_list_destroy: signature differs from the AST");
   printf("func hurray_buffer_list_destroy");
   KIND(HurrayStatus);
@@ -405,6 +433,12 @@ int main(void) {
   KIND(const struct HurrayDescriptor *);
   KIND(const char **);
   KIND(size_t *);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_descriptor_fields), HurrayStatus (*)(const struct HurrayDescriptor *, struct HurrayDescriptorFields *)), "hurray_descriptor_fields: signature differs from the AST");
+  printf("func hurray_descriptor_fields");
+  KIND(HurrayStatus);
+  KIND(const struct HurrayDescriptor *);
+  KIND(struct HurrayDescriptorFields *);
   printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_descriptor_buffer_spec), HurrayStatus (*)(const struct HurrayDescriptor *, size_t, struct HurrayBufferSpec *)), "hurray_descriptor_buffer_spec: signature differs from the AST");
   printf("func hurray_descriptor_buffer_spec");
@@ -610,6 +644,12 @@ int main(void) {
   KIND(const struct HurrayFileEntry *);
   KIND(struct HurrayTensor **);
   printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_file_reader_set_buffer_pool_bytes), HurrayStatus (*)(struct HurrayFileReader *, uint64_t)), "hurray_file_reader_set_buffer_pool_bytes: signature differs from the AST");
+  printf("func hurray_file_reader_set_buffer_pool_bytes");
+  KIND(HurrayStatus);
+  KIND(struct HurrayFileReader *);
+  KIND(uint64_t);
+  printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_file_reader_read_buffer_into), HurrayStatus (*)(struct HurrayFileReader *, const struct HurrayFileEntry *, uint64_t, void *, uint64_t, uint64_t *)), "hurray_file_reader_read_buffer_into: signature differs from the AST");
   printf("func hurray_file_reader_read_buffer_into");
   KIND(HurrayStatus);
@@ -728,6 +768,12 @@ int main(void) {
   KIND(HurrayStatus);
   KIND(struct HurrayReader *);
   KIND(struct HurrayTensor **);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_reader_set_buffer_pool_bytes), HurrayStatus (*)(struct HurrayReader *, uint64_t)), "hurray_reader_set_buffer_pool_bytes: signature differs from the AST");
+  printf("func hurray_reader_set_buffer_pool_bytes");
+  KIND(HurrayStatus);
+  KIND(struct HurrayReader *);
+  KIND(uint64_t);
   printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_reader_destroy), HurrayStatus (*)(struct HurrayReader **)), "hurray_reader_destroy: signature differs from the AST");
   printf("func hurray_reader_destroy");

@@ -11,6 +11,7 @@ use super::format::{
     HEADER_BYTES, MAX_FILE_METADATA_BYTES, MIN_DESCRIPTOR_BYTES, NAME_PREFIX_BYTES, TRAILER_BYTES,
 };
 use crate::buffer::AlignedBuf;
+use crate::pool::{BufferPool, PooledBuf};
 use crate::crc32c::crc32c;
 use crate::descriptor::TensorDescriptor;
 use crate::error::{bail, err, Error, ErrorKind, Result};
@@ -225,6 +226,7 @@ pub struct FileReader<R: ReadAt> {
     image: Option<AlignedBuf>,
     metadata: Option<Vec<(String, Vec<u8>)>>,
     read_calls: u64,
+    pool: Option<BufferPool>,
 }
 
 impl<R: ReadAt> FileReader<R> {
@@ -261,6 +263,7 @@ impl<R: ReadAt> FileReader<R> {
             image: None,
             metadata: None,
             read_calls: 0,
+            pool: None,
         };
         let size = r.source.size().map_err(transport_err)?;
         if size < HEADER_BYTES + TRAILER_BYTES {
@@ -384,9 +387,31 @@ impl<R: ReadAt> FileReader<R> {
         Ok(None)
     }
 
-    /// Reads a tensor's payloads into new allocations, each aligned to its buffer's declared
-    /// alignment, with `read_at` writing straight into them (one range per buffer). Checks
-    /// each stored CRC32C when `verify_payloads` is set.
+    /// Sets the pool [`read_tensor`](Self::read_tensor) takes buffer allocations from
+    /// (`None`, the default: a new allocation per buffer); see [`BufferPool`]. Span readers'
+    /// zero-copy buffers never use it.
+    pub fn set_buffer_pool(&mut self, pool: Option<BufferPool>) {
+        self.pool = pool;
+    }
+
+    /// Sets the cap of the reader's pool in bytes: 0 drops the pool, otherwise the current
+    /// pool's cap is changed or a new pool is made (as `StreamReader::set_buffer_pool_bytes`).
+    pub fn set_buffer_pool_bytes(&mut self, max_bytes: u64) {
+        match (&self.pool, max_bytes) {
+            (_, 0) => self.pool = None,
+            (Some(p), m) => p.set_max_bytes(m),
+            (None, m) => self.pool = Some(BufferPool::new(m)),
+        }
+    }
+
+    /// The reader's pool, if it has one.
+    pub fn buffer_pool(&self) -> Option<&BufferPool> {
+        self.pool.as_ref()
+    }
+
+    /// Reads a tensor's payloads into allocations from the reader's pool (or new ones), each
+    /// aligned to its buffer's declared alignment, with `read_at` writing straight into them
+    /// (one range per buffer). Checks each stored CRC32C when `verify_payloads` is set.
     ///
     /// Errors: `InvalidArgument` (an entry of another reader), `LimitExceeded`
     /// (`max_tensor_bytes`), `OutOfMemory`, `Transport` (nothing changed; call again),
@@ -399,7 +424,10 @@ impl<R: ReadAt> FileReader<R> {
         }
         let mut buffers = Vec::with_capacity(entry.buffers.len());
         for (i, (loc, h)) in entry.buffers.iter().zip(entry.descriptor.buffers()).enumerate() {
-            let mut b = AlignedBuf::new(loc.length, h.alignment())?;
+            let mut b = match &self.pool {
+                Some(p) => p.take(loc.length, h.alignment())?,
+                None => PooledBuf::unpooled(AlignedBuf::new(loc.length, h.alignment())?),
+            };
             let len = b.len();
             self.read_exact_at(loc.offset, b.spare_mut())?;
             b.advance(len);

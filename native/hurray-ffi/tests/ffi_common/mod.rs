@@ -151,6 +151,16 @@ pub unsafe fn copy_out(t: *mut HurrayTensor) -> Back {
         let mut count = 0usize;
         expect(hurray_descriptor_buffer_count(d, &mut count), HURRAY_OK);
         assert_eq!(len, count, "one buffer per buffer-table entry");
+        // All data pointers in one call: the same as buffer by buffer (checked below).
+        let mut ptrs = vec![null_mut::<c_void>(); len];
+        let mut n = usize::MAX;
+        expect(hurray_buffer_list_data_ptrs(list, ptrs.as_mut_ptr(), len, &mut n), HURRAY_OK);
+        assert_eq!(n, len);
+        if len > 0 {
+            let mut short = usize::MAX;
+            expect(hurray_buffer_list_data_ptrs(list, null_mut(), 0, &mut short), HURRAY_ERR_BUFFER_TOO_SMALL);
+            assert_eq!(short, len, "the length is stored even when the capacity is too small");
+        }
         let mut buffers = Vec::new();
         for i in 0..len {
             let mut b = null_mut();
@@ -158,6 +168,7 @@ pub unsafe fn copy_out(t: *mut HurrayTensor) -> Back {
             let mut data: *mut c_void = null_mut();
             let (mut size, mut align, mut dev, mut sync) = (0u64, 0u32, 0u8, 0u8);
             expect(hurray_buffer_data_ptr(b, &mut data), HURRAY_OK);
+            assert_eq!(ptrs[i], data, "hurray_buffer_list_data_ptrs entry {i}");
             expect(hurray_buffer_byte_size(b, &mut size), HURRAY_OK);
             expect(hurray_buffer_alignment(b, &mut align), HURRAY_OK);
             expect(hurray_buffer_device_tag(b, &mut dev), HURRAY_OK);

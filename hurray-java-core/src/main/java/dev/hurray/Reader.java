@@ -38,12 +38,15 @@ import java.util.stream.StreamSupport;
  * allocated, no heap copy), {@link #of(InputStream) input streams} (through one reusable 64 KiB
  * chunk), {@link #of(Socket) sockets} (the channel path when the socket has a channel), and
  * memory ({@link #of(MemorySegment)}, {@link #of(byte[])}). The reader allocates each buffer at
- * its declared alignment (64 bytes or more) and the source's bytes land directly in it.
+ * its declared alignment (64 bytes or more) and the source's bytes land directly in it. The
+ * memory of closed tensors is reused for later ones (the buffer pool, up to
+ * {@link ReaderOptions#bufferPoolBytes()}; see {@link ReaderOptions}).
  *
  * <h2>Ownership</h2>
  * The reader owns its source: {@link #close()} closes the stream or channel (a socket is only
  * shut down for input, so it can still be written). Every {@link Tensor} returned is owned by
- * the caller, who must close it; tensors stay valid after the reader is closed.
+ * the caller, who must close it; tensors stay valid after the reader is closed. Closing a tensor
+ * promptly lets the reader reuse its memory; the reader's pool is freed when the reader closes.
  *
  * <h2>Errors and resumption</h2>
  * Every failure is a {@link HurrayException}. When the source throws, the status is
@@ -76,7 +79,7 @@ public final class Reader implements AutoCloseable, Iterable<Tensor> {
     private static Reader open(ReadTransport transport, ReaderOptions options) throws HurrayException {
         Objects.requireNonNull(options, "options");
         NativeReader r = NativeReader.open(transport, options.maxRank(), options.maxDescriptorBytes(),
-                options.maxTensorBytes(), options.requirePayloadChecksums());
+                options.maxTensorBytes(), options.requirePayloadChecksums(), options.bufferPoolBytes());
         return new Reader(r, options.tensorScope());
     }
 

@@ -100,12 +100,13 @@ public final class Tensor implements AutoCloseable {
         Arena arena = scope == TensorScope.SHARED ? Arena.ofShared() : Arena.ofConfined();
         try {
             MemorySegment d = NativeTensor.descriptor(tensor);
-            MemorySegment encoded = NativeDescriptor.encodedView(d);
+            MemorySegment fields = NativeDescriptor.fields(d);
+            MemorySegment encoded = NativeDescriptor.encodedView(d, fields);
             TensorDescriptor desc;
             if (previous != null && previous.hasEncoding(encoded)) {
                 desc = previous;
             } else {
-                DescriptorFields f = NativeDescriptor.read(d);
+                DescriptorFields f = NativeDescriptor.read(d, fields);
                 desc = TensorDescriptor.fromNative(f, NativeDescriptor.copyOf(encoded));
             }
             MemorySegment[] bufs = NativeTensor.buffers(tensor, desc.buffers(), arena);

@@ -26,8 +26,12 @@ public final class Native {
 
     /** Size of the per-thread scratch area in bytes. */
     static final long SCRATCH_BYTES = 4096;
+    /** Offset in the scratch area of a {@code HurrayDescriptorFields} (128 bytes); bytes 0–127 hold out-slots. */
+    static final long FIELDS_OFFSET = 128;
+    /** Offset in the scratch area of room for 64 data pointers ({@code hurray_buffer_list_data_ptrs}). */
+    static final long POINTERS_OFFSET = 256;
     /** Offset in the scratch area where the last-error message buffer starts. */
-    private static final long MESSAGE_OFFSET = 256;
+    private static final long MESSAGE_OFFSET = 1024;
 
     private static final ThreadLocal<MemorySegment> SCRATCH =
             ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(SCRATCH_BYTES, 64));

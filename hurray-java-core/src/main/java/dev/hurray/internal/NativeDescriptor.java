@@ -14,6 +14,7 @@ import dev.hurray.Shape;
 import dev.hurray.Status;
 import dev.hurray.SyncMode;
 import dev.hurray.ffm.HurrayBufferSpec;
+import dev.hurray.ffm.HurrayDescriptorFields;
 import dev.hurray.ffm.HurrayQuantization;
 import dev.hurray.ffm.hurray_h;
 import java.lang.foreign.Arena;
@@ -91,6 +92,23 @@ public final class NativeDescriptor {
         MemorySegment s = Native.scratch();
         Native.check(hurray_h.hurray_descriptor_encoded(descriptor, s, s.asSlice(8)));
         return s.get(ADDRESS, 0).reinterpret(s.get(JAVA_LONG, 8));
+    }
+
+    /**
+     * Every fixed-size field of a live descriptor in one call ({@code hurray_descriptor_fields}),
+     * as a {@code HurrayDescriptorFields} in this thread's scratch area: valid until the next
+     * call that uses the scratch area's fields slot, and its pointers only while the descriptor
+     * lives.
+     */
+    public static MemorySegment fields(MemorySegment descriptor) throws HurrayException {
+        MemorySegment f = Native.scratch().asSlice(Native.FIELDS_OFFSET, HurrayDescriptorFields.layout().byteSize());
+        Native.check(hurray_h.hurray_descriptor_fields(descriptor, f));
+        return f;
+    }
+
+    /** The encoding view (as {@link #encodedView}) taken from {@link #fields}' result. */
+    public static MemorySegment encodedView(MemorySegment descriptor, MemorySegment fields) {
+        return HurrayDescriptorFields.encoded(fields).reinterpret(HurrayDescriptorFields.encoded_len(fields));
     }
 
     /**
@@ -204,36 +222,40 @@ public final class NativeDescriptor {
     }
 
     /**
-     * Reads the fields of a live (owned or borrowed) native descriptor through the
-     * {@code hurray_descriptor_*} accessors. Uses the thread's scratch area (no upcalls).
+     * Reads the fields of a live (owned or borrowed) native descriptor: the fixed ones with one
+     * {@code hurray_descriptor_fields} call, then each buffer-table and metadata entry. Uses the
+     * thread's scratch area (no upcalls).
      *
      * @throws HurrayException for a status the accessors report, or {@link Status#LIMIT_EXCEEDED}
      *     when a dimension or the element count exceeds what a Java {@link Shape} holds
      *     ({@code Long.MAX_VALUE})
      */
     public static DescriptorFields read(MemorySegment d) throws HurrayException {
+        return read(d, fields(d));
+    }
+
+    /**
+     * As {@link #read(MemorySegment)}, with {@code f} the result of {@link #fields(MemorySegment)}
+     * for {@code d}, taken just before (it lives in the scratch area).
+     */
+    public static DescriptorFields read(MemorySegment d, MemorySegment f) throws HurrayException {
         MemorySegment s = Native.scratch();
-        Native.check(hurray_h.hurray_descriptor_element_type(d, s));
-        int typeCode = Byte.toUnsignedInt(s.get(JAVA_BYTE, 0));
-        Native.check(hurray_h.hurray_descriptor_rank(d, s));
-        int rank = (int) s.get(JAVA_LONG, 0);
+        int typeCode = Byte.toUnsignedInt(HurrayDescriptorFields.element_type(f));
+        int rank = (int) HurrayDescriptorFields.rank(f);
         long[] dims = new long[rank];
         if (rank > 0) {
-            Native.check(hurray_h.hurray_descriptor_dims(d, s));
-            MemorySegment p = s.get(ADDRESS, 0).reinterpret(8L * rank);
+            MemorySegment p = HurrayDescriptorFields.dims(f).reinterpret(8L * rank);
             for (int i = 0; i < rank; i++) {
                 dims[i] = p.getAtIndex(JAVA_LONG, i);
             }
         }
-        Native.check(hurray_h.hurray_descriptor_layout(d, s));
-        int layoutCode = Byte.toUnsignedInt(s.get(JAVA_BYTE, 0));
+        int layoutCode = Byte.toUnsignedInt(HurrayDescriptorFields.layout(f));
         Layout.Kind kind = Layout.Kind.fromCode(layoutCode);
         Layout layout;
         if (kind == Layout.Kind.STRIDED) {
             long[] strides = new long[rank];
             if (rank > 0) {
-                Native.check(hurray_h.hurray_descriptor_strides(d, s));
-                MemorySegment p = s.get(ADDRESS, 0).reinterpret(8L * rank);
+                MemorySegment p = HurrayDescriptorFields.strides(f).reinterpret(8L * rank);
                 for (int i = 0; i < rank; i++) {
                     strides[i] = p.getAtIndex(JAVA_LONG, i);
                 }
@@ -242,10 +264,16 @@ public final class NativeDescriptor {
         } else {
             layout = kind == Layout.Kind.ROW_MAJOR ? Layout.rowMajor() : Layout.columnMajor();
         }
-        Native.check(hurray_h.hurray_descriptor_byte_offset(d, s));
-        long byteOffset = s.get(JAVA_LONG, 0);
-        Native.check(hurray_h.hurray_descriptor_buffer_count(d, s));
-        int count = (int) s.get(JAVA_LONG, 0);
+        long byteOffset = HurrayDescriptorFields.byte_offset(f);
+        int count = (int) HurrayDescriptorFields.buffer_count(f);
+        Quantization quantization = fromNative(HurrayDescriptorFields.quantization(f));
+        String name = null;
+        MemorySegment namePtr = HurrayDescriptorFields.name(f);
+        if (!namePtr.equals(MemorySegment.NULL)) {
+            long len = HurrayDescriptorFields.name_len(f);
+            name = new String(namePtr.reinterpret(len).toArray(JAVA_BYTE), StandardCharsets.UTF_8);
+        }
+        int entries = (int) HurrayDescriptorFields.metadata_count(f);
         List<BufferSpec> buffers = new ArrayList<>(count);
         for (int i = 0; i < count; i++) {
             Native.check(hurray_h.hurray_descriptor_buffer_spec(d, i, s));
@@ -257,17 +285,6 @@ public final class NativeDescriptor {
                     DeviceTag.fromCode(Byte.toUnsignedInt(HurrayBufferSpec.device_tag(s))),
                     SyncMode.fromCode(Byte.toUnsignedInt(HurrayBufferSpec.sync_mode(s)))));
         }
-        Native.check(hurray_h.hurray_descriptor_quantization(d, s));
-        Quantization quantization = fromNative(s);
-        Native.check(hurray_h.hurray_descriptor_name(d, s, s.asSlice(8)));
-        String name = null;
-        MemorySegment namePtr = s.get(ADDRESS, 0);
-        if (!namePtr.equals(MemorySegment.NULL)) {
-            long len = s.get(JAVA_LONG, 8);
-            name = new String(namePtr.reinterpret(len).toArray(JAVA_BYTE), StandardCharsets.UTF_8);
-        }
-        Native.check(hurray_h.hurray_descriptor_metadata_count(d, s));
-        int entries = (int) s.get(JAVA_LONG, 0);
         Map<String, byte[]> metadata = entries == 0 ? Collections.emptyMap() : new LinkedHashMap<>();
         for (int i = 0; i < entries; i++) {
             Native.check(hurray_h.hurray_descriptor_metadata_get(d, i, s, s.asSlice(8), s.asSlice(16), s.asSlice(24)));

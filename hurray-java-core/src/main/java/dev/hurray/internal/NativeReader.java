@@ -6,33 +6,30 @@ import dev.hurray.HurrayException;
 import dev.hurray.Status;
 import dev.hurray.ffm.HurrayReaderOptions;
 import dev.hurray.ffm.HurrayTransport;
-import dev.hurray.ffm.HurrayTransportReadFn;
-import dev.hurray.ffm.HurrayTransportReleaseFn;
 import dev.hurray.ffm.hurray_h;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
 /**
- * A native stream reader ({@code HurrayReader*}) with its transport's upcall stubs.
+ * A native stream reader ({@code HurrayReader*}) over a {@link ReadTransport}.
  *
- * <p><b>Arena.</b> One shared arena per reader holds the two upcall stubs ({@code read},
- * {@code release}), the transport struct, the options and the out-pointer slot; it is allocated
- * once at creation (nothing is allocated per call) and closed right after
- * {@code hurray_reader_destroy}, so the stubs live exactly as long as the native reader can call
- * them. It is shared, not confined, so that a reader made on one thread can be used (one thread
- * at a time) and closed on another; that costs one shared-arena close per reader, never per
- * tensor.
+ * <p><b>Memory.</b> The upcall stubs are process-wide (see {@link Transport}); the transport is
+ * entered in the transport table at creation and leaves it right after
+ * {@code hurray_reader_destroy}, so the native reader can reach it exactly as long as it lives.
+ * The transport struct and options are copied by {@code hurray_reader_new} and live in a
+ * confined arena closed before {@link #open} returns; the one out-pointer slot used by every
+ * call is in an automatic arena (freed by the garbage collector with this object), so that a
+ * reader made on one thread can be used (one thread at a time) and closed on another without
+ * the cost of a shared arena. Nothing is allocated per call.
  *
  * <p>Not thread-safe: the public {@code Reader} serialises access.
  */
 public final class NativeReader {
-    private final Arena arena;
     private final ReadTransport transport;
     private final MemorySegment slot;
     private MemorySegment handle;
 
-    private NativeReader(Arena arena, ReadTransport transport, MemorySegment slot, MemorySegment handle) {
-        this.arena = arena;
+    private NativeReader(ReadTransport transport, MemorySegment slot, MemorySegment handle) {
         this.transport = transport;
         this.slot = slot;
         this.handle = handle;
@@ -46,31 +43,44 @@ public final class NativeReader {
      * @param maxDescriptorBytes largest accepted encoded descriptor, bytes
      * @param maxTensorBytes largest accepted sum of a tensor's buffer sizes, bytes
      * @param requirePayloadChecksums fail streams written without payload checksums
+     * @param bufferPoolBytes cap in bytes of the reader's buffer pool
+     *     ({@code hurray_reader_set_buffer_pool_bytes}); 0 for none
      * @throws HurrayException {@link Status#INVALID_ARGUMENT} for options the library refuses
      */
     public static NativeReader open(ReadTransport transport, int maxRank, long maxDescriptorBytes,
-            long maxTensorBytes, boolean requirePayloadChecksums) throws HurrayException {
-        Arena arena = Arena.ofShared();
-        try {
+            long maxTensorBytes, boolean requirePayloadChecksums, long bufferPoolBytes) throws HurrayException {
+        MemorySegment slot = Arena.ofAuto().allocate(ADDRESS);
+        MemorySegment h;
+        try (Arena arena = Arena.ofConfined()) {
             MemorySegment t = HurrayTransport.allocate(arena);
-            HurrayTransport.ctx(t, MemorySegment.NULL);
-            HurrayTransport.read(t, HurrayTransportReadFn.allocate(transport::upcall, arena));
-            HurrayTransport.release(t, HurrayTransportReleaseFn.allocate(transport::upcallRelease, arena));
+            HurrayTransport.ctx(t, transport.register());
+            HurrayTransport.read(t, ReadTransport.READ_STUB);
+            HurrayTransport.release(t, Transport.RELEASE_STUB);
             MemorySegment opts = HurrayReaderOptions.allocate(arena);
             Native.check(hurray_h.hurray_reader_options_init(opts));
             HurrayReaderOptions.max_rank(opts, maxRank);
             HurrayReaderOptions.max_descriptor_bytes(opts, maxDescriptorBytes);
             HurrayReaderOptions.max_tensor_bytes(opts, maxTensorBytes);
             HurrayReaderOptions.flags(opts, requirePayloadChecksums ? hurray_h.HURRAY_READER_REQUIRE_PAYLOAD_CHECKSUMS() : 0);
-            MemorySegment slot = arena.allocate(ADDRESS);
             Native.check(hurray_h.hurray_reader_new(t, opts, slot));
-            MemorySegment h = slot.get(ADDRESS, 0);
-            Native.debug("hurray: reader {} created", h);
-            return new NativeReader(arena, transport, slot, h);
+            h = slot.get(ADDRESS, 0);
         } catch (HurrayException | RuntimeException | Error e) {
-            arena.close();
+            transport.unregister();
             throw e;
         }
+        if (bufferPoolBytes > 0) {
+            int rc = hurray_h.hurray_reader_set_buffer_pool_bytes(h, bufferPoolBytes);
+            if (rc < 0) {
+                HurrayException e = Native.error(rc, null);
+                // Destroy the reader without closing the source (the failure contract above).
+                transport.forgetSource();
+                hurray_h.hurray_reader_destroy(slot);
+                transport.unregister();
+                throw e;
+            }
+        }
+        Native.debug("hurray: reader {} created", h);
+        return new NativeReader(transport, slot, h);
     }
 
     /** The default reader options of the native library: {max_rank, max_descriptor_bytes, max_tensor_bytes}. */
@@ -106,8 +116,8 @@ public final class NativeReader {
     }
 
     /**
-     * Destroys the native reader (its release callback closes the source), then frees the
-     * stubs. Idempotent.
+     * Destroys the native reader (its release callback closes the source), then takes the
+     * transport out of the transport table. Idempotent.
      *
      * @throws HurrayException {@link Status#TRANSPORT} if closing the source threw (the cause)
      */
@@ -119,7 +129,7 @@ public final class NativeReader {
         handle = null;
         slot.set(ADDRESS, 0, h);
         int rc = hurray_h.hurray_reader_destroy(slot);
-        arena.close();
+        transport.unregister();
         Native.debug("hurray: reader {} destroyed", h);
         if (rc < 0) {
             throw Native.error(rc, null);

@@ -27,15 +27,17 @@ public final class NativeTensor {
 
     /**
      * The tensor's buffers as segments bound to {@code arena}: each is the native allocation
-     * ({@code hurray_buffer_data_ptr}) resized to its spec's byte size with
-     * {@code reinterpret(size, arena, null)}, so it becomes inaccessible when {@code arena}
-     * closes. The caller destroys the native tensor only after closing {@code arena}.
+     * (all data pointers in one {@code hurray_buffer_list_data_ptrs} call) resized to its spec's
+     * byte size with {@code reinterpret(size, arena, null)}, so it becomes inaccessible when
+     * {@code arena} closes. The caller destroys the native tensor only after closing
+     * {@code arena}.
      */
     public static MemorySegment[] buffers(MemorySegment tensor, List<BufferSpec> specs, Arena arena) throws HurrayException {
         MemorySegment s = Native.scratch();
         Native.check(hurray_h.hurray_tensor_buffers(tensor, s));
         MemorySegment list = s.get(ADDRESS, 0);
-        Native.check(hurray_h.hurray_buffer_list_len(list, s));
+        MemorySegment ptrs = s.asSlice(Native.POINTERS_OFFSET, ADDRESS.byteSize() * NativeWriter.MAX_PAYLOADS);
+        Native.check(hurray_h.hurray_buffer_list_data_ptrs(list, ptrs, NativeWriter.MAX_PAYLOADS, s));
         long n = s.get(JAVA_LONG, 0);
         if (n != specs.size()) {
             throw new HurrayException(dev.hurray.Status.CORRUPT,
@@ -43,10 +45,7 @@ public final class NativeTensor {
         }
         MemorySegment[] out = new MemorySegment[(int) n];
         for (int i = 0; i < n; i++) {
-            Native.check(hurray_h.hurray_buffer_list_get(list, i, s));
-            MemorySegment buffer = s.get(ADDRESS, 0);
-            Native.check(hurray_h.hurray_buffer_data_ptr(buffer, s));
-            out[i] = s.get(ADDRESS, 0).reinterpret(specs.get(i).byteSize(), arena, null);
+            out[i] = ptrs.getAtIndex(ADDRESS, i).reinterpret(specs.get(i).byteSize(), arena, null);
         }
         return out;
     }

@@ -6,17 +6,16 @@ import dev.hurray.HurrayException;
 import dev.hurray.Status;
 import dev.hurray.ffm.HurrayIoSlice;
 import dev.hurray.ffm.HurrayTransport;
-import dev.hurray.ffm.HurrayTransportReleaseFn;
-import dev.hurray.ffm.HurrayTransportWriteFn;
 import dev.hurray.ffm.HurrayWriterOptions;
 import dev.hurray.ffm.hurray_h;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
 /**
- * A native stream writer ({@code HurrayWriter*}) with its transport's upcall stubs and a
- * preallocated payload-slice array. The arena scheme is {@link NativeReader}'s: one shared
- * arena per writer, allocated at creation, closed right after {@code hurray_writer_destroy}.
+ * A native stream writer ({@code HurrayWriter*}) over a {@link WriteTransport}, with a
+ * preallocated payload-slice array. The memory scheme is {@link NativeReader}'s: process-wide
+ * upcall stubs, the transport in the transport table from creation until right after
+ * {@code hurray_writer_destroy}, and the out-pointer slot and slice array in an automatic arena.
  *
  * <p>Not thread-safe: the public {@code Writer} serialises access.
  */
@@ -24,14 +23,12 @@ public final class NativeWriter {
     /** Most payloads one tensor can have (the format's buffer-table limit). */
     public static final int MAX_PAYLOADS = 64;
 
-    private final Arena arena;
     private final WriteTransport transport;
     private final MemorySegment slot;
     private final MemorySegment slices;
     private MemorySegment handle;
 
-    private NativeWriter(Arena arena, WriteTransport transport, MemorySegment slot, MemorySegment slices, MemorySegment handle) {
-        this.arena = arena;
+    private NativeWriter(WriteTransport transport, MemorySegment slot, MemorySegment slices, MemorySegment handle) {
         this.transport = transport;
         this.slot = slot;
         this.slices = slices;
@@ -44,23 +41,23 @@ public final class NativeWriter {
      * @param payloadChecksums follow every payload with its CRC32C
      */
     public static NativeWriter open(WriteTransport transport, boolean payloadChecksums) throws HurrayException {
-        Arena arena = Arena.ofShared();
-        try {
+        Arena auto = Arena.ofAuto();
+        MemorySegment slot = auto.allocate(ADDRESS);
+        MemorySegment slices = HurrayIoSlice.allocateArray(MAX_PAYLOADS, auto);
+        try (Arena arena = Arena.ofConfined()) {
             MemorySegment t = HurrayTransport.allocate(arena);
-            HurrayTransport.ctx(t, MemorySegment.NULL);
-            HurrayTransport.write(t, HurrayTransportWriteFn.allocate(transport::upcall, arena));
-            HurrayTransport.release(t, HurrayTransportReleaseFn.allocate(transport::upcallRelease, arena));
+            HurrayTransport.ctx(t, transport.register());
+            HurrayTransport.write(t, WriteTransport.WRITE_STUB);
+            HurrayTransport.release(t, Transport.RELEASE_STUB);
             MemorySegment opts = HurrayWriterOptions.allocate(arena);
             Native.check(hurray_h.hurray_writer_options_init(opts));
             HurrayWriterOptions.flags(opts, payloadChecksums ? hurray_h.HURRAY_WRITER_PAYLOAD_CHECKSUMS() : 0);
-            MemorySegment slot = arena.allocate(ADDRESS);
-            MemorySegment slices = HurrayIoSlice.allocateArray(MAX_PAYLOADS, arena);
             Native.check(hurray_h.hurray_writer_new(t, opts, slot));
             MemorySegment h = slot.get(ADDRESS, 0);
             Native.debug("hurray: writer {} created", h);
-            return new NativeWriter(arena, transport, slot, slices, h);
+            return new NativeWriter(transport, slot, slices, h);
         } catch (HurrayException | RuntimeException | Error e) {
-            arena.close();
+            transport.unregister();
             throw e;
         }
     }
@@ -101,8 +98,8 @@ public final class NativeWriter {
 
     /**
      * Destroys the native writer (which writes the end marker first if the stream is neither
-     * finished nor poisoned, and then closes the sink through the release callback), then frees
-     * the stubs. Idempotent.
+     * finished nor poisoned, and then closes the sink through the release callback), then takes
+     * the transport out of the transport table. Idempotent.
      *
      * @throws HurrayException {@link Status#TRANSPORT} if closing the sink threw (the cause)
      */
@@ -115,7 +112,7 @@ public final class NativeWriter {
         slot.set(ADDRESS, 0, h);
         transport.clearFailure();
         int rc = hurray_h.hurray_writer_destroy(slot);
-        arena.close();
+        transport.unregister();
         Native.debug("hurray: writer {} destroyed", h);
         if (rc < 0) {
             throw Native.error(rc, null);

@@ -2,9 +2,11 @@ package dev.hurray.internal;
 
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
+import dev.hurray.ffm.HurrayTransportReadFn;
 import java.io.Closeable;
 import java.io.IOException;
 import java.io.InputStream;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
@@ -22,6 +24,8 @@ public abstract class ReadTransport extends Transport {
     static final long MAX_CHANNEL_TRANSFER = 1L << 30;
     /** Size of the one reusable chunk a stream source bounces through. */
     public static final int CHUNK_BYTES = 64 * 1024;
+    /** The shared {@code read} stub (see {@link Transport} on upcall stubs). */
+    static final MemorySegment READ_STUB = HurrayTransportReadFn.allocate(ReadTransport::dispatch, Arena.global());
 
     /** @param onClose closes the source when the native reader releases the transport, or null */
     protected ReadTransport(Closeable onClose) {
@@ -35,6 +39,19 @@ public abstract class ReadTransport extends Transport {
      * @throws Exception to fail having moved nothing
      */
     protected abstract long read(MemorySegment dst) throws Exception;
+
+    /** The shared stub's target: finds the transport by {@code ctx}. Never throws. */
+    private static int dispatch(MemorySegment ctx, MemorySegment dst, long len, MemorySegment outFilled) {
+        try {
+            if (lookup(ctx) instanceof ReadTransport t) {
+                return t.upcall(ctx, dst, len, outFilled);
+            }
+            outFilled.reinterpret(8).set(JAVA_LONG, 0, 0L);
+        } catch (Throwable ignored) {
+            // upcall catches everything itself; only reinterpret could get here
+        }
+        return Native.ERR_TRANSPORT;
+    }
 
     /** The {@code HurrayTransportReadFn} upcall: never throws. */
     final int upcall(MemorySegment ctx, MemorySegment dst, long len, MemorySegment outFilled) {

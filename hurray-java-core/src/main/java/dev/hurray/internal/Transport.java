@@ -1,7 +1,10 @@
 package dev.hurray.internal;
 
+import dev.hurray.ffm.HurrayTransportReleaseFn;
 import java.io.Closeable;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
 
 /**
  * The Java side of a native transport vtable (seed 000 "Streaming from C"): the object the
@@ -13,16 +16,96 @@ import java.lang.foreign.MemorySegment;
  * recorded exception with {@link #takeFailure()} and throws it as the cause of a
  * {@link dev.hurray.HurrayException}. Recording and taking happen on the same thread (upcalls
  * run on the thread that made the downcall), and a handle is used by one thread at a time.
+ *
+ * <p><b>Upcall stubs.</b> The stubs ({@code read}, {@code write}, {@code release}) are made once
+ * per process, in the global arena, and shared by every reader and writer: making a stub
+ * generates code (~100 µs) and a fresh stub runs interpreted until the JIT catches up, so a stub
+ * per handle made short-lived handles slow. The native {@code ctx} of a transport is its slot
+ * number in a process-wide table ({@link #register()}); a stub looks the transport up by it.
+ * A slot is freed ({@link #unregister()}) only after the native handle was destroyed (or never
+ * made), so no native call can reach a freed or reused slot.
  */
 public abstract class Transport {
+    /** The shared release stub ({@code HurrayTransportReleaseFn}). */
+    static final MemorySegment RELEASE_STUB =
+            HurrayTransportReleaseFn.allocate(Transport::dispatchRelease, Arena.global());
+
+    private static final Object TABLE_LOCK = new Object();
+    /** Registered transports by slot; replaced (never mutated in place) when it grows. */
+    private static volatile Transport[] table = new Transport[64];
+    /** Guarded by TABLE_LOCK: the lowest slot that may be free. */
+    private static int searchFrom;
+
     private final Closeable onClose;
     private Throwable failure;
     private Throwable closeFailure;
     private boolean released;
+    /** The native ctx: slot + 1 while registered (never 0, which is NULL), else 0. */
+    private long ctx;
 
     /** @param onClose what the native release callback runs (closes the source or sink), or null */
     protected Transport(Closeable onClose) {
         this.onClose = onClose;
+    }
+
+    /**
+     * Enters this transport in the process-wide table and returns the {@code ctx} value to put
+     * in the native transport struct. Call once, before the native handle is made.
+     */
+    final MemorySegment register() {
+        synchronized (TABLE_LOCK) {
+            Transport[] t = table;
+            int i = searchFrom;
+            while (i < t.length && t[i] != null) {
+                i++;
+            }
+            if (i == t.length) {
+                t = Arrays.copyOf(t, t.length * 2);
+            } else {
+                t = t.clone();
+            }
+            t[i] = this;
+            table = t;
+            searchFrom = i + 1;
+            ctx = i + 1L;
+            return MemorySegment.ofAddress(ctx);
+        }
+    }
+
+    /**
+     * Frees this transport's slot. Call only once the native handle that holds the
+     * {@code ctx} is destroyed, or was never made. Idempotent.
+     */
+    final void unregister() {
+        synchronized (TABLE_LOCK) {
+            if (ctx == 0) {
+                return;
+            }
+            int i = (int) (ctx - 1);
+            Transport[] t = table.clone();
+            t[i] = null;
+            table = t;
+            searchFrom = Math.min(searchFrom, i);
+            ctx = 0;
+        }
+    }
+
+    /** The transport registered under {@code ctx}, or null. Never throws. */
+    static Transport lookup(MemorySegment ctx) {
+        long c = ctx.address();
+        Transport[] t = table;
+        return c > 0 && c <= t.length ? t[(int) (c - 1)] : null;
+    }
+
+    private static void dispatchRelease(MemorySegment ctx) {
+        try {
+            Transport t = lookup(ctx);
+            if (t != null) {
+                t.upcallRelease(ctx);
+            }
+        } catch (Throwable ignored) {
+            // upcallRelease records its own failures; nothing may escape into native code
+        }
     }
 
     /** Records the first failure of the current downcall. */
@@ -47,6 +130,11 @@ public abstract class Transport {
     /** The exception the release callback caught while closing the source or sink, or null. */
     public final Throwable closeFailure() {
         return closeFailure;
+    }
+
+    /** Makes the release upcall leave the source or sink open (for a handle destroyed while it is being made). */
+    final void forgetSource() {
+        released = true;
     }
 
     /** The release upcall ({@code HurrayTransportReleaseFn}): closes the source or sink once. */

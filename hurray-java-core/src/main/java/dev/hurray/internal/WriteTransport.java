@@ -2,9 +2,11 @@ package dev.hurray.internal;
 
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
+import dev.hurray.ffm.HurrayTransportWriteFn;
 import java.io.Closeable;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
@@ -19,6 +21,9 @@ import java.util.Objects;
  * mean the sink is closed); they throw to report a failure having taken nothing.
  */
 public abstract class WriteTransport extends Transport {
+    /** The shared {@code write} stub (see {@link Transport} on upcall stubs). */
+    static final MemorySegment WRITE_STUB = HurrayTransportWriteFn.allocate(WriteTransport::dispatch, Arena.global());
+
     /** @param onClose closes the sink when the native writer releases the transport, or null */
     protected WriteTransport(Closeable onClose) {
         super(onClose);
@@ -34,6 +39,19 @@ public abstract class WriteTransport extends Transport {
 
     /** Pushes buffered bytes to their destination after an item; called by Java, not by an upcall. */
     public void flush() throws IOException {
+    }
+
+    /** The shared stub's target: finds the transport by {@code ctx}. Never throws. */
+    private static int dispatch(MemorySegment ctx, MemorySegment src, long len, MemorySegment outWritten) {
+        try {
+            if (lookup(ctx) instanceof WriteTransport t) {
+                return t.upcall(ctx, src, len, outWritten);
+            }
+            outWritten.reinterpret(8).set(JAVA_LONG, 0, 0L);
+        } catch (Throwable ignored) {
+            // upcall catches everything itself; only reinterpret could get here
+        }
+        return Native.ERR_TRANSPORT;
     }
 
     /** The {@code HurrayTransportWriteFn} upcall: never throws. */

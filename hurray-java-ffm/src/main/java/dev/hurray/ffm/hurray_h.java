@@ -1954,6 +1954,85 @@ public final class hurray_h {
         }
     }
 
+    private static final class hurray_buffer_list_data_ptrs {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_buffer_list_data_ptrs");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_buffer_list_data_ptrs(const struct HurrayBufferList *list,
+     *                                           void **out_data,
+     *                                           size_t capacity,
+     *                                           size_t *out_len)
+     * }
+     */
+    public static FunctionDescriptor hurray_buffer_list_data_ptrs$descriptor() {
+        return hurray_buffer_list_data_ptrs.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_buffer_list_data_ptrs(const struct HurrayBufferList *list,
+     *                                           void **out_data,
+     *                                           size_t capacity,
+     *                                           size_t *out_len)
+     * }
+     */
+    public static MethodHandle hurray_buffer_list_data_ptrs$handle() {
+        return hurray_buffer_list_data_ptrs.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_buffer_list_data_ptrs(const struct HurrayBufferList *list,
+     *                                           void **out_data,
+     *                                           size_t capacity,
+     *                                           size_t *out_len)
+     * }
+     */
+    public static MemorySegment hurray_buffer_list_data_ptrs$address() {
+        return hurray_buffer_list_data_ptrs.ADDR;
+    }
+
+    /**
+     * Stores the data pointer of every buffer of the list, in order, in <code>out_data[0..len]</code> (each
+     * as <code>hurray_buffer_data_ptr</code> gives it: borrowed, aligned), and the list's length in
+     * <code>*out_len</code>, in one call. Fails with <code>BUFFER_TOO_SMALL</code> (writing only <code>*out_len</code>) when
+     * <code>capacity &lt; len</code>; <code>out_data</code> may be NULL when <code>capacity</code> is 0. Added in ABI 4 (additive,
+     * docs/spec/c-abi.md): look it up by name on older libraries.
+     * <p>
+     * Errors: <code>NULL_POINTER</code>, <code>USE_AFTER_DESTROY</code>, <code>BUFFER_TOO_SMALL</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>list</code> a live list; <code>out_data</code> valid for <code>capacity</code> pointer writes; <code>out_len</code> valid for one
+     * write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_buffer_list_data_ptrs(const struct HurrayBufferList *list,
+     *                                           void **out_data,
+     *                                           size_t capacity,
+     *                                           size_t *out_len)
+     * }
+     */
+    public static int hurray_buffer_list_data_ptrs(MemorySegment list, MemorySegment out_data, long capacity, MemorySegment out_len) {
+        var mh$ = hurray_buffer_list_data_ptrs.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_buffer_list_data_ptrs", list, out_data, capacity, out_len);
+            }
+            return (int) mh$.invokeExact(list, out_data, capacity, out_len);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static final class hurray_buffer_list_destroy {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
         static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_buffer_list_destroy");
@@ -3275,6 +3354,75 @@ public final class hurray_h {
                 traceDowncall("hurray_descriptor_name", descriptor, out_name, out_len);
             }
             return (int) mh$.invokeExact(descriptor, out_name, out_len);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_descriptor_fields {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_fields");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_fields(const struct HurrayDescriptor *descriptor,
+     *                                       struct HurrayDescriptorFields *out)
+     * }
+     */
+    public static FunctionDescriptor hurray_descriptor_fields$descriptor() {
+        return hurray_descriptor_fields.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_fields(const struct HurrayDescriptor *descriptor,
+     *                                       struct HurrayDescriptorFields *out)
+     * }
+     */
+    public static MethodHandle hurray_descriptor_fields$handle() {
+        return hurray_descriptor_fields.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_fields(const struct HurrayDescriptor *descriptor,
+     *                                       struct HurrayDescriptorFields *out)
+     * }
+     */
+    public static MemorySegment hurray_descriptor_fields$address() {
+        return hurray_descriptor_fields.ADDR;
+    }
+
+    /**
+     * Fills <code>*out</code> with every fixed-size field of the descriptor (see <code>HurrayDescriptorFields</code>);
+     * its pointers are borrowed from the descriptor. Equivalent to calling each single-field
+     * accessor, in one call. Added in ABI 4 (additive, docs/spec/c-abi.md): look it up by name on
+     * older libraries.
+     * <p>
+     * Errors: <code>HURRAY_ERR_NULL_POINTER</code>, <code>HURRAY_ERR_USE_AFTER_DESTROY</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>descriptor</code> a live descriptor; <code>out</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_fields(const struct HurrayDescriptor *descriptor,
+     *                                       struct HurrayDescriptorFields *out)
+     * }
+     */
+    public static int hurray_descriptor_fields(MemorySegment descriptor, MemorySegment out) {
+        var mh$ = hurray_descriptor_fields.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_descriptor_fields", descriptor, out);
+            }
+            return (int) mh$.invokeExact(descriptor, out);
         } catch (RuntimeException | Error ex$) {
             throw ex$;
         } catch (Throwable ex$) {
@@ -5375,6 +5523,79 @@ public final class hurray_h {
         }
     }
 
+    private static final class hurray_file_reader_set_buffer_pool_bytes {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_set_buffer_pool_bytes");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_set_buffer_pool_bytes(struct HurrayFileReader *reader,
+     *                                                       uint64_t max_bytes)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_reader_set_buffer_pool_bytes$descriptor() {
+        return hurray_file_reader_set_buffer_pool_bytes.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_set_buffer_pool_bytes(struct HurrayFileReader *reader,
+     *                                                       uint64_t max_bytes)
+     * }
+     */
+    public static MethodHandle hurray_file_reader_set_buffer_pool_bytes$handle() {
+        return hurray_file_reader_set_buffer_pool_bytes.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_set_buffer_pool_bytes(struct HurrayFileReader *reader,
+     *                                                       uint64_t max_bytes)
+     * }
+     */
+    public static MemorySegment hurray_file_reader_set_buffer_pool_bytes$address() {
+        return hurray_file_reader_set_buffer_pool_bytes.ADDR;
+    }
+
+    /**
+     * Lets <code>hurray_file_reader_read_tensor</code> reuse the memory of destroyed tensors: keeps up to
+     * <code>max_bytes</code> bytes of buffer allocations whose tensors were destroyed and hands them to
+     * later tensors, exactly as <code>hurray_reader_set_buffer_pool_bytes</code> does for a stream reader
+     * (same reuse rule, bounds and lifetime). No pool until this is called; 0 removes it. A span
+     * reader accepts the call and ignores it: its buffers point into the region (or are one-off
+     * aligned copies of it).
+     * <p>
+     * Added in ABI 4 (additive, docs/spec/c-abi.md): look it up by name on older libraries.
+     * <p>
+     * Errors: <code>NULL_POINTER</code>, <code>USE_AFTER_DESTROY</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>reader</code> live (not in use by another thread).
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_set_buffer_pool_bytes(struct HurrayFileReader *reader,
+     *                                                       uint64_t max_bytes)
+     * }
+     */
+    public static int hurray_file_reader_set_buffer_pool_bytes(MemorySegment reader, long max_bytes) {
+        var mh$ = hurray_file_reader_set_buffer_pool_bytes.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_reader_set_buffer_pool_bytes", reader, max_bytes);
+            }
+            return (int) mh$.invokeExact(reader, max_bytes);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static final class hurray_file_reader_read_buffer_into {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
         static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_read_buffer_into");
@@ -6591,6 +6812,83 @@ public final class hurray_h {
                 traceDowncall("hurray_reader_next_tensor", reader, out_tensor);
             }
             return (int) mh$.invokeExact(reader, out_tensor);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_reader_set_buffer_pool_bytes {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_reader_set_buffer_pool_bytes");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_reader_set_buffer_pool_bytes(struct HurrayReader *reader, uint64_t max_bytes)
+     * }
+     */
+    public static FunctionDescriptor hurray_reader_set_buffer_pool_bytes$descriptor() {
+        return hurray_reader_set_buffer_pool_bytes.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_reader_set_buffer_pool_bytes(struct HurrayReader *reader, uint64_t max_bytes)
+     * }
+     */
+    public static MethodHandle hurray_reader_set_buffer_pool_bytes$handle() {
+        return hurray_reader_set_buffer_pool_bytes.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_reader_set_buffer_pool_bytes(struct HurrayReader *reader, uint64_t max_bytes)
+     * }
+     */
+    public static MemorySegment hurray_reader_set_buffer_pool_bytes$address() {
+        return hurray_reader_set_buffer_pool_bytes.ADDR;
+    }
+
+    /**
+     * Lets the reader reuse the memory of destroyed tensors: keeps up to <code>max_bytes</code> bytes of
+     * buffer allocations whose tensors were destroyed (<code>hurray_tensor_destroy</code>, or the last
+     * <code>hurray_buffer_clone</code> sharing a buffer destroyed) and hands them to later tensors instead
+     * of allocating new memory (docs/spec/stream.md §Buffer pool). A reader has no pool until
+     * this is called; <code>max_bytes == 0</code> removes it. Callable at any time; takes effect from the
+     * next tensor whose buffers are not yet allocated.
+     * <p>
+     * A buffer's memory is reused only after every handle to it is destroyed, so no live tensor
+     * ever sees its bytes change; a pointer kept from a destroyed tensor may now point at another
+     * tensor's bytes (using it was already undefined behaviour). Reused memory is reused at the
+     * same alignment, for a buffer of at least half its size. The pool holds at most <code>max_bytes</code>
+     * (by allocation size) and at most 64 allocations, oldest freed first; buffers in use are not
+     * counted. Destroying the reader frees the pool's memory; buffers of tensors still alive are
+     * then freed when those tensors are destroyed.
+     * <p>
+     * Added in ABI 4 (additive, docs/spec/c-abi.md): look it up by name on older libraries.
+     * <p>
+     * Errors: <code>NULL_POINTER</code>, <code>USE_AFTER_DESTROY</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>reader</code> a live reader (not in use by another thread).
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_reader_set_buffer_pool_bytes(struct HurrayReader *reader, uint64_t max_bytes)
+     * }
+     */
+    public static int hurray_reader_set_buffer_pool_bytes(MemorySegment reader, long max_bytes) {
+        var mh$ = hurray_reader_set_buffer_pool_bytes.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_reader_set_buffer_pool_bytes", reader, max_bytes);
+            }
+            return (int) mh$.invokeExact(reader, max_bytes);
         } catch (RuntimeException | Error ex$) {
             throw ex$;
         } catch (Throwable ex$) {
