@@ -29,10 +29,16 @@ import java.util.Objects;
  * @param payloadChecks whether payload CRC32Cs are checked when a tensor is read
  * @param verifyAtOpen run {@link HurrayFile#verify()} while opening (default false)
  * @param tensorScope the thread scope of the tensors read (default {@link TensorScope#CONFINED})
+ * @param bufferPoolBytes most bytes of closed tensors' memory a file opened with
+ *     {@link HurrayFile#open} keeps for reuse by later reads, so repeated reads of large tensors
+ *     do not pay first-touch page faults (default {@link ReaderOptions#DEFAULT_BUFFER_POOL_BYTES},
+ *     256 MiB; 0 = none; {@code hurray_file_reader_set_buffer_pool_bytes}, docs/spec/stream.md
+ *     §Buffer pool). Memory is reused only after the tensor that held it is closed. Ignored by
+ *     {@link HurrayFile#map}, whose tensors point into the mapping.
  */
 public record FileReaderOptions(long eagerIndexBytes, long maxDescriptorBytes, long maxTensorBytes,
         long maxMetadataBytes, long maxIndexBytes, PayloadChecks payloadChecks, boolean verifyAtOpen,
-        TensorScope tensorScope) {
+        TensorScope tensorScope, long bufferPoolBytes) {
 
     /** When payload checksums (stored by the writer, docs/spec/hrryfile.md §3) are checked. */
     public enum PayloadChecks {
@@ -53,7 +59,8 @@ public record FileReaderOptions(long eagerIndexBytes, long maxDescriptorBytes, l
     static {
         NativeFileReader.Settings d = NativeFileReader.Settings.defaults();
         DEFAULTS = new FileReaderOptions(d.eagerIndexBytes(), d.maxDescriptorBytes(), d.maxTensorBytes(),
-                d.maxMetadataBytes(), d.maxIndexBytes(), PayloadChecks.DEFAULT, false, TensorScope.CONFINED);
+                d.maxMetadataBytes(), d.maxIndexBytes(), PayloadChecks.DEFAULT, false, TensorScope.CONFINED,
+                ReaderOptions.DEFAULT_BUFFER_POOL_BYTES);
     }
 
     /**
@@ -64,7 +71,7 @@ public record FileReaderOptions(long eagerIndexBytes, long maxDescriptorBytes, l
      */
     public FileReaderOptions {
         if (eagerIndexBytes < 0 || maxDescriptorBytes < 0 || maxTensorBytes < 0 || maxMetadataBytes < 0
-                || maxIndexBytes < 0) {
+                || maxIndexBytes < 0 || bufferPoolBytes < 0) {
             throw new IllegalArgumentException("file reader limits must not be negative");
         }
         Objects.requireNonNull(payloadChecks, "payloadChecks");
@@ -79,49 +86,55 @@ public record FileReaderOptions(long eagerIndexBytes, long maxDescriptorBytes, l
     /** A copy with {@code eagerIndexBytes} (bytes) changed. */
     public FileReaderOptions withEagerIndexBytes(long v) {
         return new FileReaderOptions(v, maxDescriptorBytes, maxTensorBytes, maxMetadataBytes, maxIndexBytes,
-                payloadChecks, verifyAtOpen, tensorScope);
+                payloadChecks, verifyAtOpen, tensorScope, bufferPoolBytes);
     }
 
     /** A copy with {@code maxDescriptorBytes} (bytes) changed. */
     public FileReaderOptions withMaxDescriptorBytes(long v) {
         return new FileReaderOptions(eagerIndexBytes, v, maxTensorBytes, maxMetadataBytes, maxIndexBytes,
-                payloadChecks, verifyAtOpen, tensorScope);
+                payloadChecks, verifyAtOpen, tensorScope, bufferPoolBytes);
     }
 
     /** A copy with {@code maxTensorBytes} (bytes) changed. */
     public FileReaderOptions withMaxTensorBytes(long v) {
         return new FileReaderOptions(eagerIndexBytes, maxDescriptorBytes, v, maxMetadataBytes, maxIndexBytes,
-                payloadChecks, verifyAtOpen, tensorScope);
+                payloadChecks, verifyAtOpen, tensorScope, bufferPoolBytes);
     }
 
     /** A copy with {@code maxMetadataBytes} (bytes) changed. */
     public FileReaderOptions withMaxMetadataBytes(long v) {
         return new FileReaderOptions(eagerIndexBytes, maxDescriptorBytes, maxTensorBytes, v, maxIndexBytes,
-                payloadChecks, verifyAtOpen, tensorScope);
+                payloadChecks, verifyAtOpen, tensorScope, bufferPoolBytes);
     }
 
     /** A copy with {@code maxIndexBytes} (bytes) changed. */
     public FileReaderOptions withMaxIndexBytes(long v) {
         return new FileReaderOptions(eagerIndexBytes, maxDescriptorBytes, maxTensorBytes, maxMetadataBytes, v,
-                payloadChecks, verifyAtOpen, tensorScope);
+                payloadChecks, verifyAtOpen, tensorScope, bufferPoolBytes);
     }
 
     /** A copy with {@code payloadChecks} changed. */
     public FileReaderOptions withPayloadChecks(PayloadChecks v) {
         return new FileReaderOptions(eagerIndexBytes, maxDescriptorBytes, maxTensorBytes, maxMetadataBytes,
-                maxIndexBytes, v, verifyAtOpen, tensorScope);
+                maxIndexBytes, v, verifyAtOpen, tensorScope, bufferPoolBytes);
     }
 
     /** A copy with {@code verifyAtOpen} changed. */
     public FileReaderOptions withVerifyAtOpen(boolean v) {
         return new FileReaderOptions(eagerIndexBytes, maxDescriptorBytes, maxTensorBytes, maxMetadataBytes,
-                maxIndexBytes, payloadChecks, v, tensorScope);
+                maxIndexBytes, payloadChecks, v, tensorScope, bufferPoolBytes);
     }
 
     /** A copy with {@code tensorScope} changed. */
     public FileReaderOptions withTensorScope(TensorScope v) {
         return new FileReaderOptions(eagerIndexBytes, maxDescriptorBytes, maxTensorBytes, maxMetadataBytes,
-                maxIndexBytes, payloadChecks, verifyAtOpen, v);
+                maxIndexBytes, payloadChecks, verifyAtOpen, v, bufferPoolBytes);
+    }
+
+    /** A copy with {@code bufferPoolBytes} (bytes; 0 = no pool) changed. */
+    public FileReaderOptions withBufferPoolBytes(long v) {
+        return new FileReaderOptions(eagerIndexBytes, maxDescriptorBytes, maxTensorBytes, maxMetadataBytes,
+                maxIndexBytes, payloadChecks, verifyAtOpen, tensorScope, v);
     }
 
     /** The native settings. */

@@ -196,6 +196,12 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
 
     private static HurrayFile open(FileChannel ch, FileReaderOptions options, String source) throws HurrayException {
         NativeFileReader r = NativeFileReader.open(ReadAtTransport.of(ch, ch), options.toNative());
+        try {
+            r.setBufferPoolBytes(options.bufferPoolBytes());
+        } catch (HurrayException | RuntimeException e) {
+            r.close();
+            throw e;
+        }
         return new HurrayFile(r, null, options.tensorScope(), source);
     }
 

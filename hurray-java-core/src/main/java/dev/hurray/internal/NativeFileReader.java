@@ -153,6 +153,16 @@ public final class NativeFileReader {
         return new NativeFileReader(null, null, out, arena.allocate(NAME_BYTES), h);
     }
 
+    /**
+     * Sets the cap in bytes of the reader's buffer pool ({@code
+     * hurray_file_reader_set_buffer_pool_bytes}; 0 removes it). A span reader ignores it.
+     *
+     * @throws HurrayException on a native failure
+     */
+    public void setBufferPoolBytes(long maxBytes) throws HurrayException {
+        Native.check(hurray_h.hurray_file_reader_set_buffer_pool_bytes(live(), maxBytes));
+    }
+
     private MemorySegment live() {
         MemorySegment h = handle;
         if (h == null) {

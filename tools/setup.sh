@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what the test suite needs on a fresh Debian-based machine and fetches the pinned
+# real-model weights the larger CLI tests use. Idempotent; run as root (or with sudo) when
+# packages are missing. Used by the README's test command and by .ci/run.
+#   needs on PATH already: a JDK 22+ under /usr/lib/jvm (or JAVA_HOME), Maven 3.8+, cargo 1.93+
+set -euo pipefail
+cd "$(dirname "$0")/.."
+need=()
+command -v cbindgen >/dev/null || need+=(cbindgen)          # hurray.h drift check
+command -v clang >/dev/null || need+=(clang)                # Java bindings drift check (AST)
+command -v gcc >/dev/null || need+=(gcc)                    # C tests, binding layout probe
+/usr/bin/python3 -c 'import numpy' 2>/dev/null || need+=(python3-numpy)  # npy fixture script
+if [ ${#need[@]} -gt 0 ]; then
+  echo "setup: installing ${need[*]}"
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi
+[ -x "$HOME/.cargo/bin/cargo" ] || command -v cargo >/dev/null || { echo "setup: cargo (Rust 1.93+) is required" >&2; exit 1; }
+if command -v npm >/dev/null; then
+  bash .ci/fetch-face-api.sh
+else
+  echo "setup: npm not found; the tests that need the larger face-api models will be skipped"
+fi
