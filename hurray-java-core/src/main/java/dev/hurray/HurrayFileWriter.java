@@ -262,7 +262,7 @@ public final class HurrayFileWriter implements AutoCloseable {
             try {
                 MemorySegment[] bufs = tensor.rawBuffers();
                 for (int i = 0; i < bufs.length; i++) {
-                    requireUsable(bufs[i], i);
+                    Writer.requireUsable(bufs[i], i);
                 }
                 MemorySegment d;
                 TensorDescriptor desc = tensor.descriptor();
@@ -312,7 +312,7 @@ public final class HurrayFileWriter implements AutoCloseable {
             Arena copies = null;
             try {
                 for (int i = 0; i < bufs.length; i++) {
-                    requireUsable(bufs[i], i);
+                    Writer.requireUsable(bufs[i], i);
                     if (!bufs[i].isNative()) {
                         if (copies == null) {
                             copies = Arena.ofConfined();
@@ -333,16 +333,6 @@ public final class HurrayFileWriter implements AutoCloseable {
             guard.exit();
         }
         report(progress);
-    }
-
-    private static void requireUsable(MemorySegment s, int index) {
-        Objects.requireNonNull(s, "payload");
-        if (!s.scope().isAlive()) {
-            throw new IllegalStateException("payload " + index + ": its arena is closed");
-        }
-        if (!s.isAccessibleBy(Thread.currentThread())) {
-            throw new WrongThreadException("payload " + index + " is confined to another thread");
-        }
     }
 
     private void requireOpen() throws HurrayException {

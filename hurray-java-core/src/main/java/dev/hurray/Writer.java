@@ -225,7 +225,8 @@ public final class Writer implements AutoCloseable {
         }
     }
 
-    private static void requireUsable(MemorySegment s, int index) {
+    /** Checks a caller's payload segment is alive and usable from this thread (shared with HurrayFileWriter). */
+    static void requireUsable(MemorySegment s, int index) {
         Objects.requireNonNull(s, "payload");
         if (!s.scope().isAlive()) {
             throw new IllegalStateException("payload " + index + ": its arena is closed");
