@@ -12,7 +12,7 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * The key comparisons in about a minute and a half, as one compact Markdown table per section
+ * The key comparisons in about two minutes, as one compact Markdown table per section
  * (operation, size, Hurray, baseline, ratio), for closing notes. Every figure is the median of
  * interleaved rounds ({@link Sampler}), and every ratio compares figures of this run.
  *
