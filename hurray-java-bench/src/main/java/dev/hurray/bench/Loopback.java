@@ -19,11 +19,15 @@ import java.util.concurrent.TimeUnit;
  */
 public abstract class Loopback implements AutoCloseable {
     /** The transports this harness knows, as named in benchmark parameters. */
-    public static final String HURRAY = "hurray", HURRAY_POOL = "hurray-pool", RAW = "raw", ARROW = "arrow";
+    public static final String HURRAY = "hurray", HURRAY_NOPOOL = "hurray-nopool", RAW = "raw", ARROW = "arrow";
 
-    /** The transports {@link #open} accepts in this build, baseline first. */
+    /**
+     * The transports {@link #open} accepts in this build, baseline first: {@link #HURRAY_NOPOOL}
+     * only where the reader has a buffer pool to turn off.
+     */
     public static java.util.List<String> transports() {
-        return java.util.List.of(RAW, HURRAY, ARROW);
+        return HurrayLoopback.hasPoolOption() ? java.util.List.of(RAW, HURRAY, HURRAY_NOPOOL, ARROW)
+                : java.util.List.of(RAW, HURRAY, ARROW);
     }
 
     protected final int size;
@@ -34,11 +38,14 @@ public abstract class Loopback implements AutoCloseable {
     private volatile boolean stopping;
     private volatile Throwable senderFailure;
 
-    /** Makes a transport by name: {@link #HURRAY}, {@link #HURRAY_POOL}, {@link #RAW} or {@link #ARROW}. */
+    /**
+     * Makes a transport by name: {@link #RAW}, {@link #HURRAY} (default reader options),
+     * {@link #HURRAY_NOPOOL} (the reader's buffer pool off) or {@link #ARROW}.
+     */
     public static Loopback open(String transport, int size) throws IOException {
         return switch (transport) {
             case HURRAY -> new HurrayLoopback(size, false);
-            case HURRAY_POOL -> new HurrayLoopback(size, true);
+            case HURRAY_NOPOOL -> new HurrayLoopback(size, true);
             case RAW -> new RawLoopback(size);
             case ARROW -> new ArrowLoopback(size);
             default -> throw new IllegalArgumentException("unknown transport " + transport);
@@ -57,6 +64,12 @@ public abstract class Loopback implements AutoCloseable {
             } catch (Throwable t) {
                 if (!stopping) {
                     senderFailure = t;
+                    // the receiver must not wait forever for bytes that will never come
+                    try {
+                        senderChannel.close();
+                    } catch (IOException ignored) {
+                        // the failure is already recorded
+                    }
                 }
             }
         });

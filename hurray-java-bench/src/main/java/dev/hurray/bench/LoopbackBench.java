@@ -34,7 +34,11 @@ public class LoopbackBench {
     @Param({"1048576", "4194304", "16777216", "67108864"})
     public int size;
 
-    /** {@code raw} (baseline), {@code hurray}, {@code arrow} (reference). */
+    /**
+     * {@code raw} (baseline), {@code hurray}, {@code arrow} (reference); add
+     * {@code -p impl=raw,hurray,hurray-nopool,arrow} to compare with the reader's buffer pool
+     * off, in builds that have one.
+     */
     @Param({Loopback.RAW, Loopback.HURRAY, Loopback.ARROW})
     public String impl;
 

@@ -12,7 +12,7 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * The key comparisons in about a minute and a half, as one compact Markdown table per section
+ * The key comparisons in about two minutes, as one compact Markdown table per section
  * (operation, size, Hurray, baseline, ratio), for closing notes. Every figure is the median of
  * interleaved rounds ({@link Sampler}), and every ratio compares figures of this run.
  *
@@ -73,18 +73,11 @@ public final class SideBySide {
 
     /** Loopback TCP: Hurray channel transport and Arrow IPC against a raw SocketChannel. */
     String loopback() throws IOException {
-        StringBuilder out = new StringBuilder("### Loopback TCP, one connection (GB/s, median of " + rounds + " rounds)\n\n");
+        StringBuilder out = new StringBuilder("### Loopback TCP, one connection (GB/s, median of " + rounds
+                + " rounds; ratio = GB/s over raw's)\n\n");
         List<String> impls = new ArrayList<>(Loopback.transports());
-        out.append("| operation | size | Hurray GB/s | raw GB/s | Hurray/raw |");
-        for (String impl : impls) {
-            if (!impl.equals(Loopback.HURRAY) && !impl.equals(Loopback.RAW)) {
-                out.append(' ').append(impl).append(" GB/s | ").append(impl).append("/raw |");
-            }
-        }
-        out.append(" faults/msg Hurray | faults/msg raw | Hurray spread (ms/msg) |\n");
-        out.append("|---|---:|---:|---:|---:|");
-        out.append("---:|---:|".repeat(impls.size() - 2));
-        out.append("---:|---:|---|\n");
+        out.append("| operation | size | transport | GB/s | vs raw | faults/msg | ms/msg (min–max round) |\n");
+        out.append("|---|---:|---|---:|---:|---:|---|\n");
         for (int size : new int[] {MIB, 4 * MIB, 16 * MIB, 64 * MIB}) {
             Map<String, Loopback> open = new LinkedHashMap<>();
             try {
@@ -95,19 +88,14 @@ public final class SideBySide {
                     ops.put(impl, lb::receiveOne);
                 }
                 Map<String, Sampler.Sample> r = Sampler.run(ops, 3 * roundNanos, rounds, roundNanos);
-                Sampler.Sample h = r.get(Loopback.HURRAY);
                 Sampler.Sample raw = r.get(Loopback.RAW);
-                out.append(String.format(Locale.ROOT, "| receive | %d MiB | %.2f | %.2f | %.2f |", size / MIB,
-                        h.gbPerSecond(), raw.gbPerSecond(), h.gbPerSecond() / raw.gbPerSecond()));
                 for (String impl : impls) {
-                    if (!impl.equals(Loopback.HURRAY) && !impl.equals(Loopback.RAW)) {
-                        Sampler.Sample x = r.get(impl);
-                        out.append(String.format(Locale.ROOT, " %.2f | %.2f |", x.gbPerSecond(),
-                                x.gbPerSecond() / raw.gbPerSecond()));
-                    }
+                    Sampler.Sample x = r.get(impl);
+                    out.append(String.format(Locale.ROOT, "| receive | %d MiB | %s | %.2f | %s | %.0f | %.2f–%.2f |%n",
+                            size / MIB, impl, x.gbPerSecond(), impl.equals(Loopback.RAW) ? ""
+                                    : String.format(Locale.ROOT, "%.2f", x.gbPerSecond() / raw.gbPerSecond()),
+                            x.faultsPerOp(), x.minNsPerOp() / 1e6, x.maxNsPerOp() / 1e6));
                 }
-                out.append(String.format(Locale.ROOT, " %.0f | %.0f | %.2f–%.2f |%n", h.faultsPerOp(),
-                        raw.faultsPerOp(), h.minNsPerOp() / 1e6, h.maxNsPerOp() / 1e6));
             } finally {
                 for (Loopback lb : open.values()) {
                     lb.close();

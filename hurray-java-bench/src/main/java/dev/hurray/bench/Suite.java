@@ -16,8 +16,9 @@ import org.openjdk.jmh.runner.options.Options;
 /**
  * Runs JMH with the usual command-line options, then prints every result next to its baseline
  * from the same run: results that differ only in their {@code impl} parameter are compared to
- * the one with {@code impl=raw}. The ratio is Hurray's speed over the baseline's (above 1 is
- * faster, whatever the JMH mode). For throughput results with a {@code size} parameter (payload
+ * the one with {@code impl=raw}, and Hurray's results also to {@code impl=arrow} where there is
+ * one. A ratio is the speed of the row over the baseline's (above 1 is faster, whatever the
+ * JMH mode). For throughput results with a {@code size} parameter (payload
  * bytes per operation) it also prints GB/s (10^9 bytes per second).
  *
  * <pre>java -cp benchmarks.jar dev.hurray.bench.Suite [JMH options, e.g. -f 1 -wi 2 -i 3 Loopback]</pre>
@@ -66,22 +67,29 @@ public final class Suite {
                             primary.getScoreUnit(), throughput, gb));
         }
         StringBuilder out = new StringBuilder();
-        out.append(String.format(Locale.ROOT, "%-30s %-28s %-12s %14s %10s %9s %9s%n",
-                "benchmark", "params", "impl", "score", "unit", "GB/s", "vs raw"));
+        String format = "%-26s %-14s %-11s %26s %7s %7s %8s %9s%n";
+        out.append(String.format(Locale.ROOT, format, "benchmark", "params", "impl", "score ± error", "unit", "GB/s",
+                "vs raw", "vs arrow"));
         for (List<Row> g : groups.values()) {
-            Row base = g.stream().filter(r -> r.impl().equals("raw")).findFirst().orElse(null);
+            Row raw = g.stream().filter(r -> r.impl().equals("raw")).findFirst().orElse(null);
+            Row arrow = g.stream().filter(r -> r.impl().equals("arrow")).findFirst().orElse(null);
             for (Row r : g) {
-                String ratio = "";
-                if (base != null && r != base) {
-                    double x = r.higherIsBetter() ? r.score() / base.score() : base.score() / r.score();
-                    ratio = String.format(Locale.ROOT, "%.2fx", x);
-                }
-                out.append(String.format(Locale.ROOT, "%-30s %-28s %-12s %14s %10s %9s %9s%n", r.benchmark(),
-                        r.params(), r.impl(), String.format(Locale.ROOT, "%.3f ± %.3f", r.score(), r.error()),
-                        r.unit(), Double.isNaN(r.gbPerSecond()) ? "" : String.format(Locale.ROOT, "%.2f", r.gbPerSecond()),
-                        ratio));
+                out.append(String.format(Locale.ROOT, format, r.benchmark(), r.params(), r.impl(),
+                        String.format(Locale.ROOT, "%.3f ± %.3f", r.score(), r.error()), r.unit(),
+                        Double.isNaN(r.gbPerSecond()) ? "" : String.format(Locale.ROOT, "%.2f", r.gbPerSecond()),
+                        ratio(r, raw), r.impl().startsWith("hurray") || r.impl().startsWith("open") || r.impl().equals("map")
+                                ? ratio(r, arrow) : ""));
             }
         }
         return out.toString();
+    }
+
+    /** {@code r}'s speed over {@code base}'s, as "1.23x"; empty when there is no such baseline. */
+    private static String ratio(Row r, Row base) {
+        if (base == null || r == base) {
+            return "";
+        }
+        double x = r.higherIsBetter() ? r.score() / base.score() : base.score() / r.score();
+        return String.format(Locale.ROOT, "%.2fx", x);
     }
 }

@@ -3,12 +3,15 @@ package dev.hurray.bench;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /** The file harnesses read back exactly what {@link Containers} wrote; nothing is timed. */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
 class FileHarnessTest {
     @TempDir
     Path dir;

@@ -3,10 +3,13 @@ package dev.hurray.bench;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /** Each in-memory implementation writes, reads and round-trips the pattern correctly; nothing is timed. */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
 class InMemoryTest {
     @ParameterizedTest
     @ValueSource(strings = {InMemory.RAW, InMemory.HURRAY, InMemory.ARROW})
