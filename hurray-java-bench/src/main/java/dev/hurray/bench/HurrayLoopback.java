@@ -10,7 +10,6 @@ import java.io.EOFException;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.reflect.Method;
 
 /**
  * Hurray's channel transport: {@code Writer.of(SocketChannel)} sends one float32 tensor of
@@ -24,45 +23,16 @@ final class HurrayLoopback extends Loopback {
 
     /**
      * @param poolOff read with the reader's buffer pool turned off
-     *     ({@code withBufferPoolBytes(0)}); only where {@link #hasPoolOption()}
+     *     ({@code withBufferPoolBytes(0)})
      */
     HurrayLoopback(int size, boolean poolOff) throws IOException {
         super(size);
         ReaderOptions options = ReaderOptions.defaults();
         if (poolOff) {
-            options = withoutPool(options);
+            options = options.withBufferPoolBytes(0);
         }
         reader = Reader.of(receiverChannel, options);
         start();
-    }
-
-    /**
-     * Whether this build's {@code ReaderOptions} has a buffer pool ({@code withBufferPoolBytes},
-     * added on the pool branch). Looked up reflectively so that the benchmarks compile and run
-     * against hurray-java-core both before and after that change lands.
-     */
-    static boolean hasPoolOption() {
-        return poolMethod() != null;
-    }
-
-    private static Method poolMethod() {
-        try {
-            return ReaderOptions.class.getMethod("withBufferPoolBytes", long.class);
-        } catch (NoSuchMethodException e) {
-            return null;
-        }
-    }
-
-    private static ReaderOptions withoutPool(ReaderOptions options) {
-        Method m = poolMethod();
-        if (m == null) {
-            throw new UnsupportedOperationException("this build of hurray-java-core has no reader buffer pool");
-        }
-        try {
-            return (ReaderOptions) m.invoke(options, 0L);
-        } catch (ReflectiveOperationException e) {
-            throw new IllegalStateException(e);
-        }
     }
 
     @Override

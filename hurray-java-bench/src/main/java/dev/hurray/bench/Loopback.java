@@ -22,12 +22,11 @@ public abstract class Loopback implements AutoCloseable {
     public static final String HURRAY = "hurray", HURRAY_NOPOOL = "hurray-nopool", RAW = "raw", ARROW = "arrow";
 
     /**
-     * The transports {@link #open} accepts in this build, baseline first: {@link #HURRAY_NOPOOL}
-     * only where the reader has a buffer pool to turn off.
+     * The transports {@link #open} accepts, baseline first; {@link #HURRAY_NOPOOL} reads with the
+     * reader's buffer pool turned off.
      */
     public static java.util.List<String> transports() {
-        return HurrayLoopback.hasPoolOption() ? java.util.List.of(RAW, HURRAY, HURRAY_NOPOOL, ARROW)
-                : java.util.List.of(RAW, HURRAY, ARROW);
+        return java.util.List.of(RAW, HURRAY, HURRAY_NOPOOL, ARROW);
     }
 
     protected final int size;
