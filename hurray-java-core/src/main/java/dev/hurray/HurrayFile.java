@@ -251,7 +251,9 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
      * looks like a complete container, and never damages the file that was there.
      *
      * @throws IOException if the temporary file cannot be created (e.g. the directory does not
-     *     exist), or {@code path} is a directory
+     *     exist), or {@code path} is a directory or another existing file that is not a regular
+     *     file, e.g. a device or FIFO ({@link java.nio.file.FileAlreadyExistsException}; the rename
+     *     would replace the special file itself)
      * @throws HurrayException {@link Status#INVALID_ALIGNMENT} for a bad minimum payload alignment
      */
     public static HurrayFileWriter create(Path path, FileWriterOptions options) throws IOException {

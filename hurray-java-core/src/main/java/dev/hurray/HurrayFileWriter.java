@@ -181,6 +181,12 @@ public final class HurrayFileWriter implements AutoCloseable {
         if (Files.isDirectory(target)) {
             throw new FileAlreadyExistsException(target.toString(), null, "is a directory");
         }
+        if (Files.exists(target) && !Files.isRegularFile(target)) {
+            // The rename on finish() would replace the device, FIFO or socket itself (as root,
+            // /dev/null would become a regular file), so refuse before writing anything.
+            throw new FileAlreadyExistsException(target.toString(), null,
+                    "exists and is not a regular file (a device, FIFO or socket is never replaced)");
+        }
         String base = target.getFileName().toString();
         if (base.length() > 200) {
             base = base.substring(0, 200);

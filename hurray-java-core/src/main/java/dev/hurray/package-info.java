@@ -45,7 +45,8 @@
  *
  * <h2>Running</h2>
  * The JVM needs {@code --enable-native-access=ALL-UNNAMED} (class path) or
- * {@code --enable-native-access=dev.hurray.ffm} (module path); {@code libhurray.so} travels in
+ * {@code --enable-native-access=dev.hurray.ffm,dev.hurray} (module path; this jar's
+ * {@code Automatic-Module-Name} is {@code dev.hurray}); {@code libhurray.so} travels in
  * the {@code hurray-java-ffm} jar and {@code -Dhurray.library.path=...} points at another build.
  */
 package dev.hurray;

@@ -206,6 +206,21 @@ class HurrayFileWriterTest {
     }
 
     @Test
+    void createRefusesToReplaceASpecialFile() throws IOException {
+        // A UNIX-domain socket file stands in for /dev/null or a FIFO: finish() renames over the
+        // target, which would have replaced the special file by a regular one.
+        Path socket = dir.resolve("s.hrry");
+        try (java.nio.channels.ServerSocketChannel server =
+                java.nio.channels.ServerSocketChannel.open(java.net.StandardProtocolFamily.UNIX)) {
+            server.bind(java.net.UnixDomainSocketAddress.of(socket));
+            FileAlreadyExistsException e = assertThrows(FileAlreadyExistsException.class, () -> HurrayFile.create(socket));
+            assertTrue(e.getReason().contains("not a regular file"), e.getReason());
+            assertTrue(Files.exists(socket) && !Files.isRegularFile(socket), "the socket file is untouched");
+            assertEquals(List.of(socket), listing(), "no temporary file is left behind");
+        }
+    }
+
+    @Test
     void replacingAFileLeavesReadersOfTheOldOneUndisturbed() throws IOException {
         Path target = dir.resolve("swap.hrry");
         try (HurrayFileWriter w = HurrayFile.create(target); Tensor t = floats("v", 2, 1)) {

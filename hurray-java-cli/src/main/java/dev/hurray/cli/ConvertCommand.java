@@ -27,9 +27,9 @@ import picocli.CommandLine.Spec;
 @Command(name = "convert", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
         description = {
         "Convert tensors between formats, bit-exact.",
-        "Reads safetensors, npy, npz, tfjs weights, HRRYFILE (.hrry) and stream files (.hrrys);",
-        "writes all of them but tfjs. Quantized tensors keep their quantization in HRRYFILE and",
-        "streams; other targets need --dequantize."})
+        "Reads safetensors, npy, npz, tfjs weights, HRRYFILE (.hrry) and stream files",
+        "(.hrrys); writes all of them but tfjs. Quantized tensors keep their quantization",
+        "in HRRYFILE and streams; other targets need --dequantize."})
 final class ConvertCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;

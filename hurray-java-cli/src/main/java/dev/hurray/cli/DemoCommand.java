@@ -49,9 +49,10 @@ import picocli.CommandLine.Spec;
  */
 @Command(name = "demo", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
         description = {"Real weights through HRRYFILE and TCP, proven bit-exact.",
-        "Converts the bundled face-api tfjs models to HRRYFILEs, streams each over loopback TCP to",
-        "another thread, writes what arrives to a second HRRYFILE and compares the two: file",
-        "metadata, every descriptor and every payload byte. Exit 0 only if they are identical."})
+        "Converts the bundled face-api tfjs models to HRRYFILEs, streams each over",
+        "loopback TCP to another thread, writes what arrives to a second HRRYFILE and",
+        "compares the two: file metadata, every descriptor and every payload byte.",
+        "Exit 0 only if they are identical."})
 final class DemoCommand implements Callable<Integer> {
     /** How long the receiver waits for the sender, and the sender for the receiver. */
     private static final long TIMEOUT_SECONDS = 120;

@@ -55,7 +55,7 @@ final class Errors {
             } else if (e instanceof NotDirectoryException) {
                 reason = "not a directory";
             } else if (e instanceof FileAlreadyExistsException) {
-                reason = "already exists";
+                reason = fse.getReason() == null ? "already exists" : fse.getReason();
             } else {
                 reason = fse.getReason() == null ? e.getClass().getSimpleName() : fse.getReason();
             }

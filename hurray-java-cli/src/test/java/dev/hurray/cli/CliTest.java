@@ -259,6 +259,25 @@ class CliTest {
         Path dirAsOutput = Files.createDirectory(tmp.resolve("d.npz"));
         run("convert", s(npz), s(dirAsOutput)).assertError(ExitCode.IO_ERROR, "is a directory");
         assertEquals("x", Files.readString(blocker));
+        Path dirAsHrry = Files.createDirectory(tmp.resolve("d.hrry"));
+        run("convert", s(npz), s(dirAsHrry)).assertError(ExitCode.IO_ERROR, "is a directory");
+    }
+
+    @Test
+    void aSpecialFileIsNeverReplacedByTheOutput() throws IOException {
+        // Like `hurray convert in /dev/null`: the atomic rename would turn the device (here a
+        // UNIX-domain socket file) into a regular file. Every writer refuses it instead.
+        Path npz = TestSupport.resourceDir("npy").resolve("stored.npz");
+        for (String name : List.of("s.npz", "s.safetensors", "s.hrrys", "s.hrry")) {
+            Path socket = tmp.resolve(name);
+            try (java.nio.channels.ServerSocketChannel server =
+                    java.nio.channels.ServerSocketChannel.open(java.net.StandardProtocolFamily.UNIX)) {
+                server.bind(java.net.UnixDomainSocketAddress.of(socket));
+                run("convert", s(npz), s(socket)).assertError(ExitCode.IO_ERROR, "not a regular file");
+                assertTrue(Files.exists(socket) && !Files.isRegularFile(socket), name + " is still a socket");
+            }
+            Files.delete(socket);
+        }
     }
 
     @Test

@@ -170,6 +170,9 @@ class NetworkCliTest {
         Receiver r = recv("--out", s(out));
         try (Socket sock = new Socket(InetAddress.getLoopbackAddress(), r.port()); OutputStream os = sock.getOutputStream()) {
             os.write(Files.readAllBytes(tinyHrry)); // a container is not a stream
+        } catch (java.net.SocketException resetByPeer) {
+            // recv may refuse the magic and close before all ~200 KiB are written: the kernel
+            // then answers the rest with a reset. Either way, what recv reports is checked below.
         }
         r.await().assertError(ExitCode.BAD_INPUT, "INVALID_MAGIC");
         assertFalse(Files.exists(out));

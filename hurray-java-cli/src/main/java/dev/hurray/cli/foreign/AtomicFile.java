@@ -33,9 +33,7 @@ public final class AtomicFile {
      */
     public static void write(Path target, Body body) throws IOException {
         Path abs = target.toAbsolutePath();
-        if (Files.isDirectory(abs)) {
-            throw new IOException(target + ": is a directory");
-        }
+        checkReplaceable(target, abs);
         Path tmp = createTemp(abs);
         boolean done = false;
         try {
@@ -53,6 +51,24 @@ public final class AtomicFile {
             if (!done) {
                 Files.deleteIfExists(tmp);
             }
+        }
+    }
+
+    /**
+     * Refuses a target the final rename must not replace: a directory, or an existing file that
+     * is not a regular file (a device such as {@code /dev/null}, a FIFO, a socket; followed
+     * through symbolic links), which the rename would replace by a regular file.
+     *
+     * @param target the path as given, for the message
+     * @param abs    its absolute form
+     * @throws IOException naming the target and why
+     */
+    public static void checkReplaceable(Path target, Path abs) throws IOException {
+        if (Files.isDirectory(abs)) {
+            throw new IOException(target + ": is a directory");
+        }
+        if (Files.exists(abs) && !Files.isRegularFile(abs)) {
+            throw new IOException(target + ": exists and is not a regular file (a device, FIFO or socket is never replaced)");
         }
     }
 

@@ -1,6 +1,7 @@
 package dev.hurray.cli.foreign;
 
 import java.io.BufferedOutputStream;
+import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -48,7 +49,8 @@ public final class Npz {
      *
      * @param progress called with byte counts as payloads are inflated, or {@code null}
      * @throws ForeignFormatException if the file is not a zip, an entry is not a valid npy
-     *                                file, sizes disagree, or the zip's CRC fails
+     *                                file, sizes disagree, an entry runs past the archive's end,
+     *                                or the zip's CRC fails
      */
     public static ForeignModel read(Path file, LongConsumer progress) throws IOException {
         String what = file.toString();
@@ -85,6 +87,11 @@ public final class Npz {
                             h.fortran() ? Layout.COLUMN_MAJOR : Layout.ROW_MAJOR, data, null, -1));
                 } catch (ZipException ze) {
                     throw new ForeignFormatException(ewhat + ": corrupt zip entry: " + ze.getMessage(), ze);
+                } catch (EOFException eof) {
+                    // java.util.zip reports an entry that runs past the end of the archive (a
+                    // local header offset or compressed size that lies) as a bare EOFException.
+                    throw new ForeignFormatException(ewhat + ": truncated or corrupt zip entry"
+                            + (eof.getMessage() == null ? "" : ": " + eof.getMessage()), eof);
                 }
             }
             try {

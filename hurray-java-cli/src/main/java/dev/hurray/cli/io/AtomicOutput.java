@@ -34,13 +34,12 @@ public final class AtomicOutput implements AutoCloseable {
     /**
      * Creates the temporary file next to {@code target}.
      *
-     * @throws IOException if {@code target} is a directory or its directory cannot be written
+     * @throws IOException if {@code target} is a directory or another non-regular file (a device,
+     *     FIFO or socket), or its directory cannot be written
      */
     public static AtomicOutput create(Path target) throws IOException {
         Path abs = target.toAbsolutePath();
-        if (Files.isDirectory(abs)) {
-            throw new IOException(target + ": is a directory");
-        }
+        AtomicFile.checkReplaceable(target, abs);
         Path tmp = AtomicFile.createTemp(abs);
         try {
             return new AtomicOutput(abs, tmp, FileChannel.open(tmp, StandardOpenOption.WRITE,

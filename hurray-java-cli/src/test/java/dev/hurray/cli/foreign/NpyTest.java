@@ -184,6 +184,25 @@ class NpyTest {
             Files.write(c, corrupt);
             assertNpzRejects(c, "CRC mismatch");
 
+            // The central directory lies: the entry's local header lies past the end of the
+            // archive (java.util.zip throws a bare EOFException), or its compressed size is too
+            // short for the deflate stream (EOFException "Unexpected end of ZLIB input stream").
+            byte[] far = zip.clone();
+            int cenAt = indexOf(far, new byte[] {'P', 'K', 1, 2});
+            java.nio.ByteBuffer.wrap(far).order(java.nio.ByteOrder.LITTLE_ENDIAN).putInt(cenAt + 42, 0x7FFFFFF0);
+            Path f = tmp.resolve("far.npz");
+            Files.write(f, far);
+            assertNpzRejects(f, "truncated or corrupt zip entry");
+
+            Path deflated = tmp.resolve("d.npz");
+            Npz.write(Models.model(List.of(t), Map.of()), deflated, true, null);
+            byte[] dz = Files.readAllBytes(deflated);
+            int dcen = indexOf(dz, new byte[] {'P', 'K', 1, 2});
+            java.nio.ByteBuffer.wrap(dz).order(java.nio.ByteOrder.LITTLE_ENDIAN).putInt(dcen + 20, 3);
+            Path shortC = tmp.resolve("short.npz");
+            Files.write(shortC, dz);
+            assertNpzRejects(shortC, "truncated or corrupt zip entry");
+
             Path cut = tmp.resolve("cut.npz");
             Files.write(cut, Arrays.copyOf(zip, zip.length / 2));
             assertThrows(ForeignFormatException.class, () -> Npz.read(cut, null));
