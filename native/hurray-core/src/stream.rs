@@ -229,6 +229,11 @@ impl<T: ReadTransport> StreamReader<T> {
                 State::Failed(e) => return (State::Failed(e.clone()), Err(e)),
                 State::StreamHeader { mut buf, mut got } => {
                     if let Err(e) = self.fill(&mut buf, &mut got) {
+                        let e = match (e.kind(), got) {
+                            (ErrorKind::Truncated, 0) => err!(Truncated, "input is empty: it ended before the stream header"),
+                            (ErrorKind::Truncated, _) => err!(Truncated, "input ended inside the {STREAM_HEADER_BYTES}-byte stream header after {got} bytes"),
+                            _ => e,
+                        };
                         return (State::StreamHeader { buf, got }, Err(e));
                     }
                     if let Err(e) = self.check_stream_header(&buf) {

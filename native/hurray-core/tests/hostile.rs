@@ -420,3 +420,17 @@ fn layouts_reaching_outside_buffer_0_are_refused() {
     let e = TensorDescriptor::new(1, 0, ElementType::Int4, Shape::new(vec![2]).unwrap(), 0, LayoutDescriptor::Strided(vec![1]), vec![cpu(1)], None, None, None, None);
     assert_eq!(e.unwrap_err().kind(), ErrorKind::InvalidLayout);
 }
+
+#[test]
+fn empty_input_and_a_cut_header_say_so() {
+    use hurray_core::stream::SliceSource;
+    use hurray_core::{ErrorKind, ReaderOptions, StreamReader};
+    let mut r = StreamReader::new(SliceSource::new(&[], 64), ReaderOptions::default()).unwrap();
+    let e = r.next_tensor().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Truncated);
+    assert!(e.message().contains("input is empty"), "{}", e.message());
+    let mut r = StreamReader::new(SliceSource::new(b"HRRYST", 64), ReaderOptions::default()).unwrap();
+    let e = r.next_tensor().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Truncated);
+    assert!(e.message().contains("stream header after 6 bytes"), "{}", e.message());
+}
