@@ -248,7 +248,10 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
      * it to {@code path}, replacing any existing file. Until then {@code path} is untouched, and
      * closing the writer without a successful finish (an exception, a failed write) deletes the
      * temporary file: a failed or interrupted write never leaves a file at {@code path} that
-     * looks like a complete container, and never damages the file that was there.
+     * looks like a complete container, and never damages the file that was there. A temporary
+     * file still pending when the JVM shuts down ({@code System.exit}, SIGTERM, SIGINT/Ctrl-C,
+     * SIGHUP) is deleted by a shutdown hook, installed on the first call; only SIGKILL or a JVM
+     * crash leaves {@code .NAME.RANDOM.tmp} behind.
      *
      * @throws IOException if the temporary file cannot be created (e.g. the directory does not
      *     exist), or {@code path} is a directory or another existing file that is not a regular

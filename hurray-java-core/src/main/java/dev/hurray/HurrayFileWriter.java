@@ -41,7 +41,8 @@ import org.slf4j.LoggerFactory;
  * <h2>Finish, or nothing</h2>
  * Only {@link #finish()} makes the output a container. {@link #close()} without a successful
  * finish <em>abandons</em> it: a {@link HurrayFile#create create()} writer deletes its
- * temporary file (the target path is untouched), and a stream or channel is left without a
+ * temporary file (the target path is untouched; a JVM shutdown by signal or
+ * {@code System.exit} before finish or close deletes it too, through a shutdown hook), and a stream or channel is left without a
  * trailer, which every reader rejects ({@link Status#INVALID_MAGIC} or
  * {@link Status#TRUNCATED}). So a try-with-resources block that fails half way cannot leave
  * something that looks like a complete container. (This differs from the stream
@@ -203,6 +204,7 @@ public final class HurrayFileWriter implements AutoCloseable {
                 }
             }
         }
+        PendingTempFiles.register(temp);
         try {
             WritableByteChannel sink = wrap == null ? ch : wrap.apply(ch);
             NativeFileWriter w = NativeFileWriter.open(WriteTransport.of(sink, sink), options.payloadChecksums(),
@@ -213,6 +215,7 @@ public final class HurrayFileWriter implements AutoCloseable {
             try {
                 ch.close();
                 Files.deleteIfExists(temp);
+                PendingTempFiles.unregister(temp);
             } catch (IOException suppressed) {
                 e.addSuppressed(suppressed);
             }
@@ -460,6 +463,7 @@ public final class HurrayFileWriter implements AutoCloseable {
             nativeWriter.close();
             Files.move(temp, target, StandardCopyOption.ATOMIC_MOVE);
             committed = true;
+            PendingTempFiles.unregister(temp);
             LOG.debug("hurray: committed {}", target);
         } catch (IOException | RuntimeException | Error e) {
             try {
@@ -469,6 +473,7 @@ public final class HurrayFileWriter implements AutoCloseable {
             }
             try {
                 Files.deleteIfExists(temp);
+                PendingTempFiles.unregister(temp);
             } catch (IOException suppressed) {
                 e.addSuppressed(suppressed);
             }
@@ -537,6 +542,7 @@ public final class HurrayFileWriter implements AutoCloseable {
                     fileChannel.close();
                 }
                 Files.deleteIfExists(temp);
+                PendingTempFiles.unregister(temp);
             } catch (IOException e) {
                 if (failure == null) {
                     failure = e;

@@ -30,6 +30,13 @@ import picocli.CommandLine.Spec;
  * temporary file before listening (so an unwritable output fails at once) and renamed into place
  * only after the stream's end-of-stream marker arrived intact: a sender that dies half way
  * leaves no output. A leading file-metadata item becomes the file's metadata.
+ *
+ * <p>Two time limits: {@code --timeout} bounds the wait for the connection, and
+ * {@code --idle-timeout} (default 60 s) bounds each wait for the next byte once connected: a peer
+ * that connects and sends nothing, or stalls half way, fails the command with an I/O error
+ * (exit 3) after that many seconds of silence, and no output is left. With an idle timeout the
+ * socket is read through its input stream (whose reads honour {@code SO_TIMEOUT}), one 64 KiB
+ * chunk at a time; {@code --idle-timeout 0} waits forever and reads the channel directly.
  */
 @Command(name = "recv", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
         description = {"Listen for one Hurray stream over TCP and write what arrives to a file.",
@@ -69,6 +76,11 @@ final class RecvCommand implements Callable<Integer> {
             description = "Give up when no connection arrives within this long (default: 0, wait forever).")
     int timeout;
 
+    @Option(names = "--idle-timeout", paramLabel = "SECONDS", defaultValue = "60",
+            description = {"Give up when a connected peer sends nothing for this long, at the start or half way "
+                    + "(default: ${DEFAULT-VALUE}; 0 waits forever)."})
+    int idleTimeout;
+
     @Override
     public Integer call() throws CliException {
         if (port < 0 || port > 65535) {
@@ -76,6 +88,9 @@ final class RecvCommand implements Callable<Integer> {
         }
         if (timeout < 0) {
             throw new CliException(ExitCode.USAGE, "--timeout must not be negative");
+        }
+        if (idleTimeout < 0) {
+            throw new CliException(ExitCode.USAGE, "--idle-timeout must not be negative");
         }
         Format format = to != null ? to : Format.byName(out);
         if (format == null) {
@@ -110,15 +125,22 @@ final class RecvCommand implements Callable<Integer> {
                 err.println("hurray: listening on " + hostPort(local));
                 err.flush();
             }
-            SocketChannel conn = accept(server);
-            String peer = hostPort((InetSocketAddress) conn.getRemoteAddress());
-            long t0 = System.nanoTime();
             Pipeline.Stats stats;
-            try (StreamSource src = new StreamSource(Reader.of(conn));
-                 Progress p = Progress.start(err, "receiving", 0, common.quiet, terminal)) {
-                stats = Pipeline.copy(src, sink, dequantize, p);
-            } catch (IOException e) {
-                throw Errors.reading(e, "stream from " + peer, out);
+            String peer;
+            long t0;
+            try (SocketChannel conn = accept(server)) {
+                peer = hostPort((InetSocketAddress) conn.getRemoteAddress());
+                t0 = System.nanoTime();
+                try (StreamSource src = new StreamSource(reader(conn));
+                     Progress p = Progress.start(err, "receiving", 0, common.quiet, terminal)) {
+                    stats = Pipeline.copy(src, sink, dequantize, p);
+                } catch (IOException e) {
+                    if (idleTimeout > 0 && timedOut(e)) {
+                        throw new CliException(ExitCode.IO_ERROR, "reading failed: stream from " + peer
+                                + ": nothing arrived for " + idleTimeout + " s (--idle-timeout)", e);
+                    }
+                    throw Errors.reading(e, "stream from " + peer, out);
+                }
             }
             long dt = System.nanoTime() - t0;
             if (!common.quiet) {
@@ -144,6 +166,29 @@ final class RecvCommand implements Callable<Integer> {
         } catch (IOException e) {
             throw new CliException(ExitCode.IO_ERROR, "accepting a connection failed: " + Errors.describe(e), e);
         }
+    }
+
+    /**
+     * The connection's reader: with an idle timeout, through the socket's input stream, whose
+     * blocking reads throw {@link SocketTimeoutException} after {@code SO_TIMEOUT} (a blocking
+     * {@link SocketChannel}'s own reads ignore it); without, straight from the channel.
+     */
+    private Reader reader(SocketChannel conn) throws IOException {
+        if (idleTimeout == 0) {
+            return Reader.of(conn);
+        }
+        conn.socket().setSoTimeout((int) Math.min(Integer.MAX_VALUE, idleTimeout * 1000L));
+        return Reader.of(conn.socket().getInputStream());
+    }
+
+    /** Whether {@code e} or one of its causes is a read timeout. */
+    private static boolean timedOut(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof SocketTimeoutException) {
+                return true;
+            }
+        }
+        return false;
     }
 
     static String hostPort(InetSocketAddress a) {

@@ -164,6 +164,61 @@ class NetworkCliTest {
         assertEquals(List.of(), names(recvDir), "no output and no temporary file");
     }
 
+    /** A peer that connects and sends nothing: recv gives up after --idle-timeout, exit 3, no file. */
+    @Test
+    void recvIdleTimeoutOnASilentPeer() throws Exception {
+        Path recvDir = Files.createDirectories(tmp.resolve("silent"));
+        Path out = recvDir.resolve("r.hrry");
+        Receiver r = recv("--out", s(out), "--idle-timeout", "1");
+        try (Socket sock = new Socket(InetAddress.getLoopbackAddress(), r.port())) {
+            Result got = r.await(); // the socket stays open and silent until recv has given up
+            assertIdleTimeout(got);
+        }
+        assertEquals(List.of(), names(recvDir), "no output and no temporary file");
+    }
+
+    /** A peer that sends half a stream and then stalls, connection open: same as a silent one. */
+    @Test
+    void recvIdleTimeoutOnAStalledPeer() throws Exception {
+        Path hrrys = tmp.resolve("tiny.hrrys");
+        run("convert", s(tinyHrry), s(hrrys)).assertOk();
+        byte[] stream = Files.readAllBytes(hrrys);
+        Path recvDir = Files.createDirectories(tmp.resolve("stalled"));
+        Path out = recvDir.resolve("r.hrrys");
+        Receiver r = recv("--out", s(out), "--idle-timeout", "1");
+        try (Socket sock = new Socket(InetAddress.getLoopbackAddress(), r.port()); OutputStream os = sock.getOutputStream()) {
+            os.write(stream, 0, stream.length / 2);
+            os.flush();
+            Result got = r.await();
+            assertIdleTimeout(got);
+        }
+        assertEquals(List.of(), names(recvDir), "no output and no temporary file");
+    }
+
+    private static void assertIdleTimeout(Result got) {
+        got.assertError(ExitCode.IO_ERROR, "nothing arrived for 1 s (--idle-timeout)");
+        assertTrue(got.err().contains("stream from 127.0.0.1:"), got.err());
+        List<String> lines = got.err().lines().filter(l -> !l.startsWith("hurray: listening")).toList();
+        assertEquals(1, lines.size(), "one line: " + got.err());
+        assertTrue(lines.get(0).startsWith("hurray: error: "), got.err());
+    }
+
+    @Test
+    void recvIdleTimeoutOptionIsChecked() {
+        run("recv", "--listen", "0", "--idle-timeout", "-1", "--out", s(tmp.resolve("r.hrry")))
+                .assertError(ExitCode.USAGE, "--idle-timeout must not be negative");
+    }
+
+    /** --idle-timeout 0 reads the channel directly and still receives a whole stream. */
+    @Test
+    void recvWithoutIdleTimeout() throws Exception {
+        Path out = tmp.resolve("r0.hrry");
+        Receiver r = recv("--out", s(out), "--idle-timeout", "0");
+        run("send", "-q", "127.0.0.1:" + r.port(), s(tinyHrry)).assertOk();
+        r.await().assertOk();
+        assertEquals(-1, Files.mismatch(tinyHrry, out));
+    }
+
     @Test
     void recvRefusesWhatIsNotAStream() throws Exception {
         Path out = tmp.resolve("r.hrry");

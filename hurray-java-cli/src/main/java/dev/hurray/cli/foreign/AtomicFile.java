@@ -12,7 +12,9 @@ import java.nio.file.StandardOpenOption;
  * Writes an output file so that it is never seen half-written: the bytes go to a temporary file
  * in the target's directory ({@code .NAME.RANDOM.tmp}), are forced to disk, and the temporary
  * file is then renamed over the target atomically. On any failure the temporary file is
- * deleted and the target is left as it was (absent, or its previous content).
+ * deleted and the target is left as it was (absent, or its previous content). While it exists,
+ * the temporary file is registered with {@link TempFiles}, whose shutdown hook deletes it if the
+ * process is ended by a signal (SIGTERM, Ctrl-C) before the rename.
  */
 public final class AtomicFile {
     /** The body that writes the file's bytes. */
@@ -47,9 +49,11 @@ public final class AtomicFile {
                 throw new IOException(target + ": the file system cannot rename atomically", e);
             }
             done = true;
+            TempFiles.unregister(tmp);
         } finally {
             if (!done) {
                 Files.deleteIfExists(tmp);
+                TempFiles.unregister(tmp);
             }
         }
     }
@@ -76,14 +80,17 @@ public final class AtomicFile {
      * Creates {@code .NAME.RANDOM.tmp} next to {@code target} (an absolute path). Unlike
      * {@link Files#createTempFile}, which makes the file readable by its owner only, the file
      * gets the permissions any new file gets (the process's umask), so the renamed output looks
-     * like one written in place.
+     * like one written in place. The file is registered with {@link TempFiles} (deleted at JVM
+     * shutdown); the caller unregisters it once it is renamed into place or deleted.
      */
     public static Path createTemp(Path target) throws IOException {
         Path dir = target.getParent();
         for (int attempt = 0; ; attempt++) {
             Path tmp = dir.resolve("." + target.getFileName() + "." + Long.toUnsignedString(RANDOM.nextLong(), 36) + ".tmp");
             try {
-                return Files.createFile(tmp);
+                Path created = Files.createFile(tmp);
+                TempFiles.register(created);
+                return created;
             } catch (java.nio.file.FileAlreadyExistsException e) {
                 if (attempt == 100) {
                     throw e;

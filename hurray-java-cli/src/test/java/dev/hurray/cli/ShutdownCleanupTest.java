@@ -1,0 +1,136 @@
+package dev.hurray.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.hurray.cli.foreign.AtomicFile;
+import dev.hurray.cli.foreign.TempFiles;
+import dev.hurray.cli.io.AtomicOutput;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Temporary outputs ({@code .NAME.RANDOM.tmp}) do not outlive a process ended by SIGTERM: a
+ * child JVM ({@link Victim}) starts two real {@code hurray recv} commands (an HRRYFILE output,
+ * whose temporary file is {@code HurrayFile.create}'s, and a stream output, the CLI's
+ * {@link AtomicOutput}) and an {@link AtomicFile} write that blocks half way; once all three
+ * temporary files exist the test sends SIGTERM ({@link Process#destroy()}) and checks that the
+ * directory is empty afterwards. Plus the registry's bookkeeping, in-process.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class ShutdownCleanupTest {
+    @TempDir
+    Path tmp;
+
+    @Test
+    void sigtermDeletesPendingTemporaryFiles() throws Exception {
+        Path dir = Files.createDirectories(tmp.resolve("out"));
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        String cp = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
+        List<String> cmd = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "-cp", cp));
+        String lib = System.getProperty("hurray.library.path");
+        if (lib != null) {
+            cmd.add("-Dhurray.library.path=" + lib);
+        }
+        cmd.add(Victim.class.getName());
+        cmd.add(dir.toString());
+        Process child = new ProcessBuilder(cmd).redirectErrorStream(true)
+                .redirectOutput(tmp.resolve("child.log").toFile()).start();
+        try {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(40);
+            while (temporaries(dir).size() < 3) {
+                assertTrue(child.isAlive(), () -> "child ended early: " + log());
+                assertTrue(System.nanoTime() < deadline, () -> "no three temporary files: " + temporaries(dir) + " " + log());
+                Thread.sleep(20);
+            }
+            child.destroy(); // SIGTERM
+            assertTrue(child.waitFor(20, TimeUnit.SECONDS), "the child exits on SIGTERM");
+            assertEquals(143, child.exitValue(), this::log); // 128 + SIGTERM: killed, not finished
+            assertEquals(List.of(), names(dir), this::log);
+        } finally {
+            child.destroyForcibly();
+        }
+    }
+
+    @Test
+    void registryFollowsCommitAndClose() throws IOException {
+        Path target = tmp.resolve("a.hrrys");
+        Path pending;
+        try (AtomicOutput o = AtomicOutput.create(target)) {
+            pending = temporaries(tmp).getFirst();
+            assertTrue(TempFiles.isRegistered(pending));
+            o.commit();
+            assertFalse(TempFiles.isRegistered(pending), "committed: unregistered");
+        }
+        assertTrue(Files.exists(target));
+        try (AtomicOutput o = AtomicOutput.create(tmp.resolve("b.hrrys"))) {
+            pending = temporaries(tmp).getFirst();
+            assertTrue(TempFiles.isRegistered(pending));
+        }
+        assertFalse(TempFiles.isRegistered(pending), "closed without commit: deleted and unregistered");
+        assertFalse(Files.exists(pending));
+        Path[] seen = new Path[1];
+        AtomicFile.write(tmp.resolve("c.bin"), ch -> {
+            seen[0] = temporaries(tmp).getFirst();
+            assertTrue(TempFiles.isRegistered(seen[0]));
+        });
+        assertFalse(TempFiles.isRegistered(seen[0]));
+        assertEquals(List.of("a.hrrys", "c.bin"), names(tmp));
+    }
+
+    private String log() {
+        try {
+            return "child output: " + Files.readString(tmp.resolve("child.log"));
+        } catch (IOException e) {
+            return "child output unreadable: " + e;
+        }
+    }
+
+    private static List<Path> temporaries(Path dir) {
+        try (Stream<Path> l = Files.list(dir)) {
+            return l.filter(p -> p.getFileName().toString().endsWith(".tmp")).toList();
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    private static List<String> names(Path dir) throws IOException {
+        try (Stream<Path> l = Files.list(dir)) {
+            return l.map(p -> p.getFileName().toString()).sorted().toList();
+        }
+    }
+
+    /** The child: three pending outputs in the directory {@code args[0]}, then waits to be killed. */
+    public static final class Victim {
+        private Victim() {
+        }
+
+        public static void main(String[] args) throws Exception {
+            Path dir = Path.of(args[0]);
+            PrintWriter sink = new PrintWriter(java.io.Writer.nullWriter());
+            for (String out : List.of("a.hrry", "b.hrrys")) {
+                Thread.ofPlatform().start(() -> Main.run(new String[] {"recv", "-q", "--listen", "0",
+                        "--out", dir.resolve(out).toString()}, sink, new PrintWriter(System.err, true), false));
+            }
+            CountDownLatch never = new CountDownLatch(1);
+            AtomicFile.write(dir.resolve("c.npy"), ch -> {
+                try {
+                    never.await();
+                } catch (InterruptedException e) {
+                    throw new IOException(e);
+                }
+            });
+        }
+    }
+}
