@@ -537,3 +537,73 @@ fn random_mutations_fail_cleanly() {
     }
     assert!(rejected > 500, "most mutations must be caught at open ({rejected})");
 }
+
+/// Checks that `bytes` (with one non-zero padding byte at `at`) reads normally (reads do not
+/// check padding) and that `verify` answers `Corrupt` naming `at`: through `read_at` (eager
+/// and lazy) and over a span.
+fn padding_flipped(bytes: &[u8], at: u64) {
+    let words = format!("offset {at}");
+    for opts in [FileReaderOptions::default(), lazy()] {
+        let mut r = FileReader::open(VecSource::new(bytes.to_vec()), opts).unwrap();
+        for i in 0..r.entry_count() {
+            let e = r.entry(i).unwrap();
+            r.read_tensor(&e).unwrap();
+        }
+        LARGEST.with(|m| m.set(0));
+        let e = r.verify().unwrap_err();
+        let largest = LARGEST.with(|m| m.get());
+        assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
+        assert!(e.message().contains("padding") && e.message().contains(&words), "{e}");
+        assert!(!r.source().out_of_range);
+        // Gaps are read in bounded chunks, never allocated whole.
+        assert!(largest <= 128 * 1024, "verify allocated {largest} bytes");
+    }
+    let mut s = FileReader::open_span(bytes, FileReaderOptions { verify_payloads: true, ..Default::default() }).unwrap();
+    for i in 0..s.entry_count() {
+        let e = s.entry(i).unwrap();
+        s.span_tensor(&e).unwrap();
+    }
+    let e = s.verify().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
+    assert!(e.message().contains(&words), "{e}");
+}
+
+#[test]
+fn non_zero_padding_is_found_by_verify_only() {
+    let c = base();
+    let mut r = FileReader::open(VecSource::new(c.bytes.clone()), FileReaderOptions::default()).unwrap();
+    r.verify().unwrap();
+    let mut payloads: Vec<(u64, u64)> = Vec::new();
+    for i in 0..r.entry_count() {
+        let e = r.entry(i).unwrap();
+        payloads.extend(e.buffers().iter().map(|b| (b.offset, b.length)));
+    }
+    payloads.sort_unstable();
+    let index_offset = c.trailer().index_offset;
+    let first = payloads[0].0;
+    let (last_off, last_len) = payloads[payloads.len() - 1];
+    let between = payloads[0].0 + payloads[0].1;
+    assert!(first > 16 && between < payloads[1].0 && last_off + last_len < index_offset, "the base file has every kind of gap");
+    // After the header, between two payloads, at the end of a gap, and just before the index.
+    for at in [16, first - 1, between, payloads[1].0 - 1, last_off + last_len, index_offset - 1] {
+        let mut bytes = c.bytes.clone();
+        bytes[at as usize] = 0x5a;
+        padding_flipped(&bytes, at);
+    }
+}
+
+#[test]
+fn padding_larger_than_a_chunk_is_read_in_chunks() {
+    // A 1 MiB-aligned payload leaves a gap of almost 1 MiB after the header.
+    let t = vec![(bytes_tensor("big_gap", 100, 1 << 20, DeviceTag::Cpu), vec![pattern(100, 7)])];
+    let bytes = build(&t, &[], FileWriterOptions::default());
+    let mut r = FileReader::open(VecSource::new(bytes.clone()), FileReaderOptions::default()).unwrap();
+    let before = r.source().calls;
+    r.verify().unwrap();
+    let chunks = (r.source().calls - before) as u64;
+    assert!(chunks >= (1 << 20) / hurray_core::file::PADDING_CHUNK_BYTES - 1, "{chunks} reads");
+    let mut flipped = bytes;
+    let at = 3 * hurray_core::file::PADDING_CHUNK_BYTES + 5;
+    flipped[at as usize] = 1;
+    padding_flipped(&flipped, at);
+}

@@ -891,12 +891,16 @@ pub unsafe extern "C" fn hurray_file_reader_metadata_find(
 
 /// Checks the whole index (docs/spec/hrryfile.md §3 Integrity): index and metadata checksums,
 /// every entry and record, strict name order (no duplicates), every descriptor against its
-/// payload lengths and alignments, payload ranges, and that no two payloads overlap. Loads
-/// index plus metadata in one range unless loaded at open (`LIMIT_EXCEEDED` above
-/// `max_index_bytes`). Reads no payload. A lazily opened reader checks each entry only when
-/// it is used; call this to check everything up front.
+/// payload lengths and alignments, payload ranges, that no two payloads overlap, and that
+/// every padding byte of the payload area (after the header, between payloads, before the
+/// index) is zero. Loads index plus metadata in one range unless loaded at open
+/// (`LIMIT_EXCEEDED` above `max_index_bytes`). Reads no payload; reads the padding through
+/// `read_at` in chunks of at most 64 KiB (a span reader scans it in place). A lazily opened
+/// reader checks each entry only when it is used, and no read checks padding; call this to
+/// check everything up front.
 ///
-/// Errors: those of `hurray_file_reader_open` and `hurray_file_reader_entry`.
+/// Errors: those of `hurray_file_reader_open` and `hurray_file_reader_entry`;
+/// `HURRAY_ERR_CORRUPT` for a non-zero padding byte (the message names its offset).
 ///
 /// # Safety
 /// `reader` live.

@@ -27,6 +27,13 @@ pub trait ReadAt {
     /// initialising the first `n` bytes of `dst`; fewer than asked is normal, `0` means
     /// `offset` is at or past the end. Returns `Err` having moved no bytes.
     fn read_at(&mut self, offset: u64, dst: &mut [MaybeUninit<u8>]) -> Result<usize>;
+
+    /// The whole input as one slice, when it is already in memory ([`Span`]); `None` (the
+    /// default) otherwise. [`FileReader::verify`] scans padding in place through it instead of
+    /// reading it through [`read_at`](Self::read_at).
+    fn as_bytes(&self) -> Option<&[u8]> {
+        None
+    }
 }
 
 impl<R: ReadAt + ?Sized> ReadAt for &mut R {
@@ -36,6 +43,9 @@ impl<R: ReadAt + ?Sized> ReadAt for &mut R {
     fn read_at(&mut self, offset: u64, dst: &mut [MaybeUninit<u8>]) -> Result<usize> {
         (**self).read_at(offset, dst)
     }
+    fn as_bytes(&self) -> Option<&[u8]> {
+        (**self).as_bytes()
+    }
 }
 
 impl<R: ReadAt + ?Sized> ReadAt for Box<R> {
@@ -44,6 +54,9 @@ impl<R: ReadAt + ?Sized> ReadAt for Box<R> {
     }
     fn read_at(&mut self, offset: u64, dst: &mut [MaybeUninit<u8>]) -> Result<usize> {
         (**self).read_at(offset, dst)
+    }
+    fn as_bytes(&self) -> Option<&[u8]> {
+        (**self).as_bytes()
     }
 }
 
@@ -81,7 +94,14 @@ impl ReadAt for Span<'_> {
         dst[..n].write_copy_of_slice(&self.bytes[start..start + n]);
         Ok(n)
     }
+    fn as_bytes(&self) -> Option<&[u8]> {
+        Some(self.bytes)
+    }
 }
+
+/// Largest chunk in bytes [`FileReader::verify`] reads at once when it checks padding through
+/// `read_at` (64 KiB): memory stays bounded whatever a gap's length.
+pub const PADDING_CHUNK_BYTES: u64 = 64 * 1024;
 
 /// Default for [`FileReaderOptions::eager_index_bytes`]: 1 MiB.
 pub const DEFAULT_EAGER_INDEX_BYTES: u64 = 1 << 20;
@@ -484,9 +504,12 @@ impl<R: ReadAt> FileReader<R> {
 
     /// Checks the whole container index: index and metadata checksums, entry checksums and
     /// fields, strict name order (so no duplicates), every record and descriptor, payload
-    /// lengths, ranges and alignment, and that no two payloads overlap. Loads index and
-    /// metadata at once unless already loaded (`LimitExceeded` above `max_index_bytes`).
-    /// Payload bytes are not read.
+    /// lengths, ranges and alignment, that no two payloads overlap, and that every padding
+    /// byte of the payload area (after the header, between payloads, before the index) is
+    /// zero (`Corrupt` naming the first non-zero byte's offset). Loads index and metadata at
+    /// once unless already loaded (`LimitExceeded` above `max_index_bytes`). Payload bytes are
+    /// not read (nor their checksums checked); padding is read in chunks of at most
+    /// [`PADDING_CHUNK_BYTES`], or scanned in place for a [`Span`].
     pub fn verify(&mut self) -> Result<()> {
         let t = self.trailer;
         let tail = t.index_length + t.metadata_length;
@@ -502,10 +525,88 @@ impl<R: ReadAt> FileReader<R> {
                 loaded.as_slice()
             }
         };
+        // (offset, length) of every payload: 16 bytes per buffer, less than the 24-byte buffer
+        // record each came from, so bounded by the index just loaded.
+        let mut ranges: Vec<(u64, u64)> = Vec::new();
         for i in 0..self.geo.entry_count {
             let raw = entry_in_image(&self.geo, &self.opts, image, i)?;
             let rec = slice_in_image(&self.geo, image, raw.record_offset, raw.record_length);
-            build_entry(&self.geo, self.id, i, &raw, rec)?;
+            let entry = build_entry(&self.geo, self.id, i, &raw, rec)?;
+            ranges.extend(entry.buffers.iter().map(|b| (b.offset, b.length)));
+        }
+        self.check_padding(ranges)
+    }
+
+    /// Checks that every byte of the payload area `[16, index_offset)` outside the payloads
+    /// is zero (docs/spec/hrryfile.md §1.2, §3): the gap after the header, between payloads,
+    /// and before the index. Payload ranges were checked against the area (and for overlap)
+    /// before. A span is scanned in place; otherwise gaps are read through `read_at` in
+    /// windows of at most [`PADDING_CHUNK_BYTES`], never a whole large gap at once.
+    fn check_padding(&mut self, mut ranges: Vec<(u64, u64)>) -> Result<()> {
+        ranges.sort_unstable();
+        let end = self.geo.index_offset;
+        let mut gaps: Vec<(u64, u64)> = Vec::new();
+        let mut pos = HEADER_BYTES;
+        for (offset, length) in ranges {
+            if offset > pos {
+                gaps.push((pos, offset));
+            }
+            pos = pos.max(offset.saturating_add(length));
+        }
+        if end > pos {
+            gaps.push((pos, end));
+        }
+        if let Some(all) = self.source.as_bytes() {
+            for (from, to) in gaps {
+                // The payload area lies inside the source: open checked index_offset ≤ size.
+                let gap = usize::try_from(from)
+                    .ok()
+                    .zip(usize::try_from(to).ok())
+                    .and_then(|(f, t)| all.get(f..t))
+                    .ok_or_else(|| err!(Corrupt, "internal: padding [{from}, {to}) lies outside the input"))?;
+                if let Some(k) = gap.iter().position(|&b| b != 0) {
+                    bail!(Corrupt, "non-zero padding byte at offset {} (padding must be zero)", from + k as u64);
+                }
+            }
+            return Ok(());
+        }
+        // Read windows of at most one chunk, each starting at a gap and covering as many
+        // whole gaps as fit (and the payload bytes between them, which are skipped): many
+        // small tensors cost about one read per chunk of the payload area, not one per gap.
+        let window = (end - HEADER_BYTES).min(PADDING_CHUNK_BYTES);
+        let mut buf = AlignedBuf::new(window, MIN_BUFFER_ALIGNMENT)?;
+        let mut i = 0;
+        while i < gaps.len() {
+            let from = gaps[i].0;
+            let limit = from + PADDING_CHUNK_BYTES;
+            let (last, to) = if gaps[i].1 > limit {
+                (i, limit)
+            } else {
+                let mut j = i;
+                while j + 1 < gaps.len() && gaps[j + 1].1 <= limit {
+                    j += 1;
+                }
+                (j, gaps[j].1)
+            };
+            let n = (to - from) as usize;
+            buf.reset(n);
+            self.read_exact_at(from, buf.spare_mut())?;
+            buf.advance(n);
+            let bytes = buf.as_slice();
+            for &(f, t) in &gaps[i..=last] {
+                let (f, t) = (f.max(from), t.min(to));
+                let gap = &bytes[(f - from) as usize..(t - from) as usize];
+                if let Some(k) = gap.iter().position(|&b| b != 0) {
+                    bail!(Corrupt, "non-zero padding byte at offset {} (padding must be zero)", f + k as u64);
+                }
+            }
+            if gaps[last].1 > to {
+                // A gap longer than a chunk: continue it in the next window.
+                gaps[last].0 = to;
+                i = last;
+            } else {
+                i = last + 1;
+            }
         }
         Ok(())
     }

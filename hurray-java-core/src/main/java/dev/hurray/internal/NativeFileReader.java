@@ -8,9 +8,6 @@ import dev.hurray.HurrayException;
 import dev.hurray.Status;
 import dev.hurray.ffm.HurrayFileReaderOptions;
 import dev.hurray.ffm.HurrayTransport;
-import dev.hurray.ffm.HurrayTransportReadAtFn;
-import dev.hurray.ffm.HurrayTransportReleaseFn;
-import dev.hurray.ffm.HurrayTransportSizeFn;
 import dev.hurray.ffm.hurray_h;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -25,16 +22,19 @@ import java.util.Map;
  * over a {@link ReadAtTransport} ({@code hurray_file_reader_open}) or over a caller's memory
  * region ({@code hurray_file_reader_open_span}).
  *
- * <p><b>Arena.</b> As {@link NativeReader}: one shared arena per reader, allocated at creation
- * and closed right after {@code hurray_file_reader_destroy}, holds the upcall stubs
- * ({@code read_at}, {@code size}, {@code release}), the transport struct, the options, the
- * out-parameter area and a name buffer. A span reader has no upcall stubs, only those few
- * kilobytes of plain memory: it takes an automatic arena instead (freed by the garbage
- * collector), which spares it the shared arena's close, a handshake with every Java thread
- * that costs tens of microseconds. Calls that may reach the transport (entry, find, read,
- * metadata, verify) use this per-handle area, never the thread's scratch area (an upcall runs
- * arbitrary Java code on the same thread). Nothing is allocated per call except for names and
- * keys longer than the name buffer.
+ * <p><b>Memory.</b> The upcall stubs ({@code read_at}, {@code size}, {@code release}) are
+ * process-wide (see {@link Transport}); the transport is entered in the transport table at open
+ * and leaves it right after {@code hurray_file_reader_destroy} (or a failed open), so the native
+ * reader can reach it exactly as long as it lives. The transport struct and options are copied
+ * by the open call and live in a confined arena closed before {@link #open} returns. The
+ * out-parameter area and a name buffer (one allocation) are in an automatic arena, freed by the
+ * garbage collector with this object, so a reader made on one thread can be used (one thread at
+ * a time) and closed on another without a shared arena, whose close is a handshake with every
+ * Java thread (tens to hundreds of microseconds). A span reader has no transport and the same
+ * automatic area. Calls that may reach the transport (entry, find, read, metadata, verify) use
+ * this per-handle area, never the thread's scratch area (an upcall runs arbitrary Java code on
+ * the same thread). Nothing is allocated per call except for names and keys longer than the
+ * name buffer.
  *
  * <p><b>Entries.</b> {@link #entry} and {@link #find} return owned {@code HurrayFileEntry*}
  * handles bound to an {@linkplain Arena#ofAuto() automatic arena} whose cleanup calls
@@ -47,20 +47,24 @@ import java.util.Map;
 public final class NativeFileReader {
     /** Bytes of the reusable name/key buffer (names are at most 4096 bytes). */
     private static final long NAME_BYTES = 4096;
+    /** Bytes of the out-parameter area (up to four 8-byte results). */
+    private static final long OUT_BYTES = 64;
 
-    /** The shared arena of a transport reader, closed at {@link #close()}; null for a span reader. */
-    private final Arena arena;
     private final ReadAtTransport transport;
     private final MemorySegment out;
     private final MemorySegment nameBuf;
     private MemorySegment handle;
 
-    private NativeFileReader(Arena arena, ReadAtTransport transport, MemorySegment out, MemorySegment nameBuf, MemorySegment handle) {
-        this.arena = arena;
+    private NativeFileReader(ReadAtTransport transport, MemorySegment area, MemorySegment handle) {
         this.transport = transport;
-        this.out = out;
-        this.nameBuf = nameBuf;
+        this.out = area.asSlice(0, OUT_BYTES);
+        this.nameBuf = area.asSlice(OUT_BYTES, NAME_BYTES);
         this.handle = handle;
+    }
+
+    /** The per-handle area: {@code OUT_BYTES} of out-parameters, then the name buffer. */
+    private static MemorySegment area() {
+        return Arena.ofAuto().allocate(OUT_BYTES + NAME_BYTES, 8);
     }
 
     /**
@@ -109,27 +113,28 @@ public final class NativeFileReader {
      *     exception as its cause
      */
     public static NativeFileReader open(ReadAtTransport transport, Settings settings) throws HurrayException {
-        Arena arena = Arena.ofShared();
-        try {
+        MemorySegment area = area();
+        MemorySegment out = area.asSlice(0, OUT_BYTES);
+        try (Arena arena = Arena.ofConfined()) {
             MemorySegment t = HurrayTransport.allocate(arena);
-            HurrayTransport.ctx(t, MemorySegment.NULL);
-            HurrayTransport.read_at(t, HurrayTransportReadAtFn.allocate(transport::upcallReadAt, arena));
-            HurrayTransport.size(t, HurrayTransportSizeFn.allocate(transport::upcallSize, arena));
-            HurrayTransport.release(t, HurrayTransportReleaseFn.allocate(transport::upcallRelease, arena));
+            HurrayTransport.read_at(t, ReadAtTransport.READ_AT_STUB);
+            HurrayTransport.size(t, ReadAtTransport.SIZE_STUB);
+            HurrayTransport.release(t, Transport.RELEASE_STUB);
             MemorySegment opts = settings.toNative(arena);
-            MemorySegment out = arena.allocate(64, 8);
+            HurrayTransport.ctx(t, transport.register());
             transport.clearFailure();
             int rc = hurray_h.hurray_file_reader_open(t, opts, out);
             if (rc < 0) {
                 throw Native.error(rc, transport.takeFailure());
             }
-            MemorySegment h = out.get(ADDRESS, 0);
-            Native.debug("hurray: file reader {} opened", h);
-            return new NativeFileReader(arena, transport, out, arena.allocate(NAME_BYTES), h);
         } catch (HurrayException | RuntimeException | Error e) {
-            arena.close();
+            // A failed open keeps nothing (the native side released nothing), so the slot is free.
+            transport.unregister();
             throw e;
         }
+        MemorySegment h = out.get(ADDRESS, 0);
+        Native.debug("hurray: file reader {} opened", h);
+        return new NativeFileReader(transport, area, h);
     }
 
     /**
@@ -142,15 +147,16 @@ public final class NativeFileReader {
      * @param length the region's length in bytes
      */
     public static NativeFileReader openSpan(MemorySegment region, long length, Settings settings) throws HurrayException {
-        Arena arena = Arena.ofAuto();
-        MemorySegment opts = settings.toNative(arena);
-        MemorySegment out = arena.allocate(64, 8);
+        MemorySegment area = area();
+        MemorySegment out = area.asSlice(0, OUT_BYTES);
         // The raw address: the region's lifetime is managed by the caller (see above).
         MemorySegment data = length == 0 ? MemorySegment.NULL : MemorySegment.ofAddress(region.address());
-        Native.check(hurray_h.hurray_file_reader_open_span(data, length, opts, out));
+        try (Arena arena = Arena.ofConfined()) {
+            Native.check(hurray_h.hurray_file_reader_open_span(data, length, settings.toNative(arena), out));
+        }
         MemorySegment h = out.get(ADDRESS, 0);
         Native.debug("hurray: file reader {} opened over a span of {} bytes", h, length);
-        return new NativeFileReader(null, null, out, arena.allocate(NAME_BYTES), h);
+        return new NativeFileReader(null, area, h);
     }
 
     /**
@@ -329,8 +335,8 @@ public final class NativeFileReader {
     }
 
     /**
-     * Destroys the native reader (its release callback closes the source), then frees the
-     * stubs. Idempotent.
+     * Destroys the native reader (its release callback closes the source), then takes the
+     * transport out of the transport table. Idempotent.
      *
      * @throws HurrayException {@link Status#TRANSPORT} if closing the source threw (the cause)
      */
@@ -342,8 +348,8 @@ public final class NativeFileReader {
         handle = null;
         out.set(ADDRESS, 0, h);
         int rc = hurray_h.hurray_file_reader_destroy(out);
-        if (arena != null) {
-            arena.close();
+        if (transport != null) {
+            transport.unregister();
         }
         Native.debug("hurray: file reader {} destroyed", h);
         if (rc < 0) {

@@ -2,8 +2,11 @@ package dev.hurray.internal;
 
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
+import dev.hurray.ffm.HurrayTransportReadAtFn;
+import dev.hurray.ffm.HurrayTransportSizeFn;
 import java.io.Closeable;
 import java.io.IOException;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -18,6 +21,13 @@ import java.util.Objects;
  * {@code HURRAY_ERR_TRANSPORT} with the exception recorded for the Java caller.
  */
 public abstract class ReadAtTransport extends Transport {
+    /** The shared {@code read_at} stub (see {@link Transport} on upcall stubs). */
+    static final MemorySegment READ_AT_STUB =
+            HurrayTransportReadAtFn.allocate(ReadAtTransport::dispatchReadAt, Arena.global());
+    /** The shared {@code size} stub (see {@link Transport} on upcall stubs). */
+    static final MemorySegment SIZE_STUB =
+            HurrayTransportSizeFn.allocate(ReadAtTransport::dispatchSize, Arena.global());
+
     /** @param onClose closes the source when the native reader releases the transport, or null */
     protected ReadAtTransport(Closeable onClose) {
         super(onClose);
@@ -37,6 +47,31 @@ public abstract class ReadAtTransport extends Transport {
      * @throws Exception to fail
      */
     protected abstract long size() throws Exception;
+
+    /** The shared {@code read_at} stub's target: finds the transport by {@code ctx}. Never throws. */
+    private static int dispatchReadAt(MemorySegment ctx, long offset, MemorySegment dst, long len, MemorySegment outFilled) {
+        try {
+            if (lookup(ctx) instanceof ReadAtTransport t) {
+                return t.upcallReadAt(ctx, offset, dst, len, outFilled);
+            }
+            outFilled.reinterpret(8).set(JAVA_LONG, 0, 0L);
+        } catch (Throwable ignored) {
+            // upcallReadAt catches everything itself; only reinterpret could get here
+        }
+        return Native.ERR_TRANSPORT;
+    }
+
+    /** The shared {@code size} stub's target: finds the transport by {@code ctx}. Never throws. */
+    private static int dispatchSize(MemorySegment ctx, MemorySegment outSize) {
+        try {
+            if (lookup(ctx) instanceof ReadAtTransport t) {
+                return t.upcallSize(ctx, outSize);
+            }
+        } catch (Throwable ignored) {
+            // upcallSize catches everything itself
+        }
+        return Native.ERR_TRANSPORT;
+    }
 
     /** The {@code HurrayTransportReadAtFn} upcall: never throws. */
     final int upcallReadAt(MemorySegment ctx, long offset, MemorySegment dst, long len, MemorySegment outFilled) {

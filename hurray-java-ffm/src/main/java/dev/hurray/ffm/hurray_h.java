@@ -5948,12 +5948,16 @@ public final class hurray_h {
     /**
      * Checks the whole index (docs/spec/hrryfile.md §3 Integrity): index and metadata checksums,
      * every entry and record, strict name order (no duplicates), every descriptor against its
-     * payload lengths and alignments, payload ranges, and that no two payloads overlap. Loads
-     * index plus metadata in one range unless loaded at open (<code>LIMIT_EXCEEDED</code> above
-     * <code>max_index_bytes</code>). Reads no payload. A lazily opened reader checks each entry only when
-     * it is used; call this to check everything up front.
+     * payload lengths and alignments, payload ranges, that no two payloads overlap, and that
+     * every padding byte of the payload area (after the header, between payloads, before the
+     * index) is zero. Loads index plus metadata in one range unless loaded at open
+     * (<code>LIMIT_EXCEEDED</code> above <code>max_index_bytes</code>). Reads no payload; reads the padding through
+     * <code>read_at</code> in chunks of at most 64 KiB (a span reader scans it in place). A lazily opened
+     * reader checks each entry only when it is used, and no read checks padding; call this to
+     * check everything up front.
      * <p>
-     * Errors: those of <code>hurray_file_reader_open</code> and <code>hurray_file_reader_entry</code>.
+     * Errors: those of <code>hurray_file_reader_open</code> and <code>hurray_file_reader_entry</code>;
+     * <code>HURRAY_ERR_CORRUPT</code> for a non-zero padding byte (the message names its offset).
      * <p>
      * <b>Safety</b><br>
      * <code>reader</code> live.
