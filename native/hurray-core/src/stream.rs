@@ -134,7 +134,9 @@ pub struct ReadTensor {
 enum State {
     StreamHeader { buf: [u8; STREAM_HEADER_BYTES], got: usize },
     FrameHeader { buf: [u8; FRAME_HEADER_BYTES], got: usize },
-    Descriptor { buf: Vec<u8>, got: usize, crc: u32 },
+    /// `buf` grows as bytes arrive (never ahead of them by more than the read-ahead), so a
+    /// declared length costs memory only once the input backs it up.
+    Descriptor { buf: Vec<u8>, want: usize, crc: u32 },
     Payload { desc: TensorDescriptor, bufs: Vec<PooledBuf>, index: usize },
     PayloadCrc { desc: TensorDescriptor, bufs: Vec<PooledBuf>, index: usize, buf: [u8; 4], got: usize },
     Ended,
@@ -255,16 +257,16 @@ impl<T: ReadTransport> StreamReader<T> {
                         Err(e) => return (State::FrameHeader { buf, got }, Err(e)),
                         Ok(None) => return (State::Ended, Ok(None)),
                         Ok(Some((len, crc))) => {
-                            State::Descriptor { buf: vec![0; len], got: 0, crc }
+                            State::Descriptor { buf: Vec::new(), want: len, crc }
                         }
                     }
                 }
-                State::Descriptor { mut buf, mut got, crc } => {
-                    if let Err(e) = self.fill(&mut buf, &mut got) {
-                        return (State::Descriptor { buf, got, crc }, Err(e));
+                State::Descriptor { mut buf, want, crc } => {
+                    if let Err(e) = self.fill_vec(&mut buf, want) {
+                        return (State::Descriptor { buf, want, crc }, Err(e));
                     }
                     match self.start_payloads(&buf, crc) {
-                        Err(e) => return (State::Descriptor { buf, got, crc }, Err(e)),
+                        Err(e) => return (State::Descriptor { buf, want, crc }, Err(e)),
                         Ok((desc, bufs)) => State::Payload { desc, bufs, index: 0 },
                     }
                 }
@@ -381,6 +383,18 @@ impl<T: ReadTransport> StreamReader<T> {
             buf[*got..*got + n].copy_from_slice(&avail[..n]);
             self.ahead_pos += n;
             *got += n;
+        }
+        Ok(())
+    }
+
+    /// Appends to `buf` until it holds `want` bytes; capacity grows with the bytes received.
+    fn fill_vec(&mut self, buf: &mut Vec<u8>, want: usize) -> Result<()> {
+        while buf.len() < want {
+            self.refill_if_empty()?;
+            let avail = &self.ahead.as_slice()[self.ahead_pos..];
+            let n = avail.len().min(want - buf.len());
+            buf.extend_from_slice(&avail[..n]);
+            self.ahead_pos += n;
         }
         Ok(())
     }

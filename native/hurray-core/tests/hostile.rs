@@ -208,6 +208,14 @@ fn a_huge_declared_descriptor_length_on_a_tiny_stream_allocates_nothing() {
     let (e, largest) = largest_alloc(|| first_error(&s, opts));
     assert_eq!(e.kind(), ErrorKind::Truncated);
     assert!(largest <= 64 * 1024);
+    // The default limit (1 MiB) declared on a tiny stream: the buffer grows with the bytes that
+    // arrive, so nothing near 1 MiB is allocated before the input backs it up.
+    let mut s2 = stream_header(0);
+    s2.extend(frame_header(FRAME_TENSOR, 0, 1 << 20, 0));
+    s2.extend_from_slice(&[0; 10]);
+    let (e, largest) = largest_alloc(|| first_error(&s2, ReaderOptions::default()));
+    assert_eq!(e.kind(), ErrorKind::Truncated);
+    assert!(largest <= 64 * 1024, "allocated {largest} bytes for 10 bytes of descriptor");
     // Options above the format maximum are refused.
     let opts = ReaderOptions { max_descriptor_bytes: (16 << 20) + 1, ..Default::default() };
     assert_eq!(StreamReader::new(SliceSource::new(&s, 1), opts).err().unwrap().kind(), ErrorKind::InvalidArgument);
