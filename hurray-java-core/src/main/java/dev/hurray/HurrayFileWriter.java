@@ -1,5 +1,6 @@
 package dev.hurray;
 
+import dev.hurray.internal.PendingTempFiles;
 import dev.hurray.internal.NativeFileWriter;
 import dev.hurray.internal.NativeWriter;
 import dev.hurray.internal.WriteTransport;

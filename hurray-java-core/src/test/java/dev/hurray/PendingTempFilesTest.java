@@ -1,5 +1,6 @@
 package dev.hurray;
 
+import dev.hurray.internal.PendingTempFiles;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;

@@ -1,11 +1,11 @@
 package dev.hurray.cli;
 
+import dev.hurray.internal.PendingTempFiles;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.hurray.cli.foreign.AtomicFile;
-import dev.hurray.cli.foreign.TempFiles;
 import dev.hurray.cli.io.AtomicOutput;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -69,23 +69,23 @@ class ShutdownCleanupTest {
         Path pending;
         try (AtomicOutput o = AtomicOutput.create(target)) {
             pending = temporaries(tmp).getFirst();
-            assertTrue(TempFiles.isRegistered(pending));
+            assertTrue(PendingTempFiles.isRegistered(pending));
             o.commit();
-            assertFalse(TempFiles.isRegistered(pending), "committed: unregistered");
+            assertFalse(PendingTempFiles.isRegistered(pending), "committed: unregistered");
         }
         assertTrue(Files.exists(target));
         try (AtomicOutput o = AtomicOutput.create(tmp.resolve("b.hrrys"))) {
             pending = temporaries(tmp).getFirst();
-            assertTrue(TempFiles.isRegistered(pending));
+            assertTrue(PendingTempFiles.isRegistered(pending));
         }
-        assertFalse(TempFiles.isRegistered(pending), "closed without commit: deleted and unregistered");
+        assertFalse(PendingTempFiles.isRegistered(pending), "closed without commit: deleted and unregistered");
         assertFalse(Files.exists(pending));
         Path[] seen = new Path[1];
         AtomicFile.write(tmp.resolve("c.bin"), ch -> {
             seen[0] = temporaries(tmp).getFirst();
-            assertTrue(TempFiles.isRegistered(seen[0]));
+            assertTrue(PendingTempFiles.isRegistered(seen[0]));
         });
-        assertFalse(TempFiles.isRegistered(seen[0]));
+        assertFalse(PendingTempFiles.isRegistered(seen[0]));
         assertEquals(List.of("a.hrrys", "c.bin"), names(tmp));
     }
 

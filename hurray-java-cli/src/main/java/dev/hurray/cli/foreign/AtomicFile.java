@@ -1,5 +1,6 @@
 package dev.hurray.cli.foreign;
 
+import dev.hurray.internal.PendingTempFiles;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.file.AtomicMoveNotSupportedException;
@@ -13,7 +14,7 @@ import java.nio.file.StandardOpenOption;
  * in the target's directory ({@code .NAME.RANDOM.tmp}), are forced to disk, and the temporary
  * file is then renamed over the target atomically. On any failure the temporary file is
  * deleted and the target is left as it was (absent, or its previous content). While it exists,
- * the temporary file is registered with {@link TempFiles}, whose shutdown hook deletes it if the
+ * the temporary file is registered with {@link PendingTempFiles}, whose shutdown hook deletes it if the
  * process is ended by a signal (SIGTERM, Ctrl-C) before the rename.
  */
 public final class AtomicFile {
@@ -49,11 +50,11 @@ public final class AtomicFile {
                 throw new IOException(target + ": the file system cannot rename atomically", e);
             }
             done = true;
-            TempFiles.unregister(tmp);
+            PendingTempFiles.unregister(tmp);
         } finally {
             if (!done) {
                 Files.deleteIfExists(tmp);
-                TempFiles.unregister(tmp);
+                PendingTempFiles.unregister(tmp);
             }
         }
     }
@@ -80,7 +81,7 @@ public final class AtomicFile {
      * Creates {@code .NAME.RANDOM.tmp} next to {@code target} (an absolute path). Unlike
      * {@link Files#createTempFile}, which makes the file readable by its owner only, the file
      * gets the permissions any new file gets (the process's umask), so the renamed output looks
-     * like one written in place. The file is registered with {@link TempFiles} (deleted at JVM
+     * like one written in place. The file is registered with {@link PendingTempFiles} (deleted at JVM
      * shutdown); the caller unregisters it once it is renamed into place or deleted.
      */
     public static Path createTemp(Path target) throws IOException {
@@ -89,7 +90,7 @@ public final class AtomicFile {
             Path tmp = dir.resolve("." + target.getFileName() + "." + Long.toUnsignedString(RANDOM.nextLong(), 36) + ".tmp");
             try {
                 Path created = Files.createFile(tmp);
-                TempFiles.register(created);
+                PendingTempFiles.register(created);
                 return created;
             } catch (java.nio.file.FileAlreadyExistsException e) {
                 if (attempt == 100) {

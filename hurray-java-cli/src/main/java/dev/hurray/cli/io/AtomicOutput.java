@@ -1,7 +1,7 @@
 package dev.hurray.cli.io;
 
+import dev.hurray.internal.PendingTempFiles;
 import dev.hurray.cli.foreign.AtomicFile;
-import dev.hurray.cli.foreign.TempFiles;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.file.AtomicMoveNotSupportedException;
@@ -17,7 +17,7 @@ import java.nio.file.StandardOpenOption;
  * atomically; {@link #close()} without a commit deletes the temporary file and leaves the
  * target as it was. Same rules as {@link dev.hurray.cli.foreign.AtomicFile}, which takes the
  * whole body as one callback; the temporary file is likewise registered with
- * {@link dev.hurray.cli.foreign.TempFiles} until it is renamed or deleted, so a process ended by
+ * {@link PendingTempFiles} until it is renamed or deleted, so a process ended by
  * a signal leaves none behind.
  *
  * <p>Not thread-safe; the channel may be handed to one writer that uses it from one thread.
@@ -49,7 +49,7 @@ public final class AtomicOutput implements AutoCloseable {
                     StandardOpenOption.TRUNCATE_EXISTING));
         } catch (IOException | RuntimeException e) {
             Files.deleteIfExists(tmp);
-            TempFiles.unregister(tmp);
+            PendingTempFiles.unregister(tmp);
             throw e;
         }
     }
@@ -77,7 +77,7 @@ public final class AtomicOutput implements AutoCloseable {
             throw new IOException(target + ": the file system cannot rename atomically", e);
         }
         done = true;
-        TempFiles.unregister(tmp);
+        PendingTempFiles.unregister(tmp);
     }
 
     /** Without a successful {@link #commit()}: closes the channel and deletes the temporary file. Idempotent. */
@@ -91,7 +91,7 @@ public final class AtomicOutput implements AutoCloseable {
             channel.close();
         } finally {
             Files.deleteIfExists(tmp);
-            TempFiles.unregister(tmp);
+            PendingTempFiles.unregister(tmp);
         }
     }
 }

@@ -1,4 +1,4 @@
-package dev.hurray;
+package dev.hurray.internal;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -7,8 +7,8 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * The temporary files of {@link HurrayFile#create} writers that are neither committed nor
- * cleaned up yet, deleted by a JVM shutdown hook: a process ended by {@code System.exit}, the
+ * Temporary output files ({@code HurrayFile.create} writers, the {@code hurray} command's atomic
+ * outputs) that are neither committed nor cleaned up yet, deleted by a JVM shutdown hook: a process ended by {@code System.exit}, the
  * last non-daemon thread ending, SIGTERM, SIGINT (Ctrl-C) or SIGHUP leaves no
  * {@code .NAME.RANDOM.tmp} behind. SIGKILL, a JVM crash or a power loss runs no hook; the
  * temporary file then stays (the target path is untouched either way).
@@ -18,7 +18,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * which is moot since the JVM is exiting. A path renamed into place before the hook runs is
  * unregistered (or no longer exists), so a committed file is never deleted. Thread-safe.
  */
-final class PendingTempFiles {
+public final class PendingTempFiles {
     private static final Set<Path> PENDING = ConcurrentHashMap.newKeySet();
 
     private PendingTempFiles() {
@@ -41,20 +41,20 @@ final class PendingTempFiles {
     }
 
     /** Registers {@code temp} (an absolute path) for deletion at JVM shutdown. */
-    static void register(Path temp) {
+    public static void register(Path temp) {
         Hook.ensure();
         PENDING.add(temp);
     }
 
     /** Forgets {@code temp}: it was renamed into place or deleted. Null is ignored. */
-    static void unregister(Path temp) {
+    public static void unregister(Path temp) {
         if (temp != null) {
             PENDING.remove(temp);
         }
     }
 
     /** Whether {@code temp} is registered (for tests). */
-    static boolean isRegistered(Path temp) {
+    public static boolean isRegistered(Path temp) {
         return PENDING.contains(temp);
     }
 
