@@ -385,6 +385,37 @@ pub struct HurrayDescriptorFields {
     pub quantization: HurrayQuantization,
 }
 
+/// The fixed-size fields of a descriptor as the C struct; its pointers borrow from `inner`.
+pub(crate) fn fields_of(inner: &DescInner) -> HurrayDescriptorFields {
+    let d = &inner.desc;
+    let rank = d.shape().rank();
+    let (name, name_len) = match &inner.name_c {
+        Some(v) => (v.as_ptr() as *const c_char, v.len() - 1),
+        None => (std::ptr::null(), 0),
+    };
+    HurrayDescriptorFields {
+        element_type: d.element_type().code(),
+        layout: d.layout().code(),
+        reserved: 0,
+        reserved2: 0,
+        rank,
+        dims: if rank == 0 { std::ptr::null() } else { d.shape().dims().as_ptr() },
+        strides: match d.strides() {
+            Some(s) if !s.is_empty() => s.as_ptr(),
+            _ => std::ptr::null(),
+        },
+        byte_offset: d.byte_offset(),
+        element_count: d.shape().element_count(),
+        buffer_count: d.buffers().len(),
+        metadata_count: d.metadata().len(),
+        name,
+        name_len,
+        encoded: inner.encoded.as_ptr(),
+        encoded_len: inner.encoded.len(),
+        quantization: HurrayQuantization::from_core(d.quantization()),
+    }
+}
+
 /// Fills `*out` with every fixed-size field of the descriptor (see `HurrayDescriptorFields`);
 /// its pointers are borrowed from the descriptor. Equivalent to calling each single-field
 /// accessor, in one call. Added in ABI 4 (additive, docs/spec/c-abi.md): look it up by name on
@@ -398,33 +429,7 @@ pub struct HurrayDescriptorFields {
 pub unsafe extern "C" fn hurray_descriptor_fields(descriptor: *const HurrayDescriptor, out: *mut HurrayDescriptorFields) -> HurrayStatus {
     guard("hurray_descriptor_fields", || {
         let inner = unsafe { handle::inner_ref(descriptor, "descriptor")? };
-        let d = &inner.desc;
-        let rank = d.shape().rank();
-        let (name, name_len) = match &inner.name_c {
-            Some(v) => (v.as_ptr() as *const c_char, v.len() - 1),
-            None => (std::ptr::null(), 0),
-        };
-        let fields = HurrayDescriptorFields {
-            element_type: d.element_type().code(),
-            layout: d.layout().code(),
-            reserved: 0,
-            reserved2: 0,
-            rank,
-            dims: if rank == 0 { std::ptr::null() } else { d.shape().dims().as_ptr() },
-            strides: match d.strides() {
-                Some(s) if !s.is_empty() => s.as_ptr(),
-                _ => std::ptr::null(),
-            },
-            byte_offset: d.byte_offset(),
-            element_count: d.shape().element_count(),
-            buffer_count: d.buffers().len(),
-            metadata_count: d.metadata().len(),
-            name,
-            name_len,
-            encoded: inner.encoded.as_ptr(),
-            encoded_len: inner.encoded.len(),
-            quantization: HurrayQuantization::from_core(d.quantization()),
-        };
+        let fields = fields_of(inner);
         unsafe { handle::put(out, "out", fields)? };
         Ok(HURRAY_OK)
     })
