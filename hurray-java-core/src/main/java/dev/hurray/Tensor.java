@@ -2,6 +2,7 @@ package dev.hurray;
 
 import dev.hurray.internal.DescriptorFields;
 import dev.hurray.internal.NativeDescriptor;
+import dev.hurray.internal.NativeReader;
 import dev.hurray.internal.NativeTensor;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -122,6 +123,33 @@ public final class Tensor implements AutoCloseable {
             if (onClose != null) {
                 onClose.run();
             }
+            throw e;
+        }
+    }
+
+    /**
+     * Takes ownership of the tensor a reader's decoder just returned: its descriptor, fields
+     * and buffer pointers come with the result, so this makes no downcall. On failure the
+     * native tensor is destroyed.
+     *
+     * @param previous the descriptor of the reader's previous tensor, or null: shared when the
+     *     new tensor's encoded descriptor is byte-identical
+     */
+    static Tensor fromDecoded(NativeReader reader, TensorScope scope, TensorDescriptor previous) throws HurrayException {
+        MemorySegment tensor = reader.tensor();
+        Arena arena = scope == TensorScope.SHARED ? Arena.ofShared() : Arena.ofConfined();
+        try {
+            MemorySegment encoded = reader.encodedView();
+            TensorDescriptor desc;
+            if (previous != null && previous.hasEncoding(encoded)) {
+                desc = previous;
+            } else {
+                desc = TensorDescriptor.fromNative(reader.readFields(), NativeDescriptor.copyOf(encoded));
+            }
+            return new Tensor(desc, reader.buffers(arena), arena, tensor, null, scope);
+        } catch (HurrayException | RuntimeException | Error e) {
+            arena.close();
+            NativeTensor.destroy(tensor);
             throw e;
         }
     }
@@ -509,12 +537,24 @@ public final class Tensor implements AutoCloseable {
     }
 
     /** The raw buffer segments (for the writer, between pin and unpin). */
+    /** True for {@link #wrap} tensors, whose memory belongs to the caller's arena. */
+    boolean borrowsMemory() {
+        return arena == null;
+    }
+
     MemorySegment[] rawBuffers() {
         return buffers;
     }
 
     /** The borrowed native descriptor of a tensor read from a stream, or null. Valid while open. */
-    MemorySegment nativeDescriptor() {
+    /**
+     * The native descriptor to write this tensor with: its own (borrowed) one for a tensor read
+     * from a stream or file, else null (the writer then uses the descriptor's cached handle).
+     */
+    MemorySegment nativeDescriptor() throws HurrayException {
+        if (nativeDescriptor == null && nativeTensor != null) {
+            return NativeTensor.descriptor(nativeTensor);
+        }
         return nativeDescriptor;
     }
 

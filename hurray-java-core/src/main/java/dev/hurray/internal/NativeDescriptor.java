@@ -14,6 +14,8 @@ import dev.hurray.Shape;
 import dev.hurray.Status;
 import dev.hurray.SyncMode;
 import dev.hurray.ffm.HurrayBufferSpec;
+import dev.hurray.ffm.HurrayDecodedBuffer;
+import dev.hurray.ffm.HurrayMetadataView;
 import dev.hurray.ffm.HurrayDescriptorFields;
 import dev.hurray.ffm.HurrayQuantization;
 import dev.hurray.ffm.hurray_h;
@@ -240,6 +242,38 @@ public final class NativeDescriptor {
      */
     public static DescriptorFields read(MemorySegment d, MemorySegment f) throws HurrayException {
         MemorySegment s = Native.scratch();
+        return read(f, i -> {
+            Native.check(hurray_h.hurray_descriptor_buffer_spec(d, i, s));
+            return s;
+        }, i -> {
+            Native.check(hurray_h.hurray_descriptor_metadata_get(d, i, s, s.asSlice(8), s.asSlice(16), s.asSlice(24)));
+            return s;
+        });
+    }
+
+    /**
+     * Reads the fields of a tensor a decoder returned, with no downcall: {@code f} is its
+     * {@code HurrayDescriptorFields}, {@code buffers} its {@code HurrayDecodedBuffer} table and
+     * {@code metadata} its {@code HurrayMetadataView} table (the metadata view's layout is the
+     * four out-values {@code hurray_descriptor_metadata_get} writes: key, key length, value,
+     * value length).
+     */
+    public static DescriptorFields readDecoded(MemorySegment f, MemorySegment buffers, MemorySegment metadata)
+            throws HurrayException {
+        long specOffset = HurrayDecodedBuffer.spec$offset();
+        long stride = HurrayDecodedBuffer.sizeof();
+        long mdStride = HurrayMetadataView.sizeof();
+        return read(f, i -> buffers.asSlice(i * stride + specOffset, HurrayBufferSpec.sizeof()),
+                i -> metadata.asSlice(i * mdStride, mdStride));
+    }
+
+    /** Reads buffer-table entry {@code i} as a {@code HurrayBufferSpec}, or metadata entry {@code i} as four words. */
+    @FunctionalInterface
+    private interface Entry {
+        MemorySegment at(int i) throws HurrayException;
+    }
+
+    private static DescriptorFields read(MemorySegment f, Entry bufferAt, Entry metadataAt) throws HurrayException {
         int typeCode = Byte.toUnsignedInt(HurrayDescriptorFields.element_type(f));
         int rank = (int) HurrayDescriptorFields.rank(f);
         long[] dims = new long[rank];
@@ -276,7 +310,7 @@ public final class NativeDescriptor {
         int entries = (int) HurrayDescriptorFields.metadata_count(f);
         List<BufferSpec> buffers = new ArrayList<>(count);
         for (int i = 0; i < count; i++) {
-            Native.check(hurray_h.hurray_descriptor_buffer_spec(d, i, s));
+            MemorySegment s = bufferAt.at(i);
             long size = HurrayBufferSpec.byte_size(s);
             if (size < 0) {
                 throw tooLarge("buffer " + i + " declares " + Long.toUnsignedString(size) + " bytes");
@@ -287,7 +321,7 @@ public final class NativeDescriptor {
         }
         Map<String, byte[]> metadata = entries == 0 ? Collections.emptyMap() : new LinkedHashMap<>();
         for (int i = 0; i < entries; i++) {
-            Native.check(hurray_h.hurray_descriptor_metadata_get(d, i, s, s.asSlice(8), s.asSlice(16), s.asSlice(24)));
+            MemorySegment s = metadataAt.at(i);
             String key = new String(s.get(ADDRESS, 0).reinterpret(s.get(JAVA_LONG, 8)).toArray(JAVA_BYTE), StandardCharsets.UTF_8);
             byte[] value = s.get(ADDRESS, 16).reinterpret(s.get(JAVA_LONG, 24)).toArray(JAVA_BYTE);
             metadata.put(key, value);
