@@ -250,6 +250,10 @@ impl StreamEncoder {
             if let Some(m) = self.mark.take() {
                 self.staged.truncate(m.staged);
                 self.segs.truncate(m.segs);
+                // A piece merged with the taken-back item ends where the item began.
+                if let Some(OutSeg::Staged { end, .. }) = self.segs.last_mut() {
+                    *end = (*end).min(m.staged);
+                }
                 self.header_staged = m.header_staged;
                 self.finished = m.finished;
                 self.borrowed = false;
@@ -296,11 +300,19 @@ impl StreamEncoder {
         });
     }
 
+    /// Appends staged bytes `start..` to the output, merging with a staged piece that ends
+    /// where they start (so a batch of small items leaves as one piece).
     fn push_staged(&mut self, start: usize) {
         let end = self.staged.len();
         if end > start {
-            self.segs.push(OutSeg::Staged { start, end });
             self.pending += (end - start) as u64;
+            if let Some(OutSeg::Staged { end: last_end, .. }) = self.segs[self.seg..].last_mut() {
+                if *last_end == start {
+                    *last_end = end;
+                    return;
+                }
+            }
+            self.segs.push(OutSeg::Staged { start, end });
         }
     }
 

@@ -157,9 +157,12 @@ fn a_failure_before_any_byte_takes_the_item_back_and_after_one_poisons() {
     e.encode(&a.desc, &a.desc.encode().unwrap(), &a.slices()).unwrap();
     let after_a = e.pending_bytes();
     e.encode(&b.desc, &b.desc.encode().unwrap(), &b.slices()).unwrap();
+    // Two small items leave as one piece.
+    assert_eq!(e.segments().len(), 1);
     // Nothing left: b is taken back, a stays pending.
     assert!(!e.abort(true));
     assert_eq!(e.pending_bytes(), after_a);
+    assert_eq!(e.segments().iter().map(|s| s.len() as u64).sum::<u64>(), after_a);
     e.encode(&b.desc, &b.desc.encode().unwrap(), &b.slices()).unwrap();
     e.finish().unwrap();
     let mut wire = Vec::new();
