@@ -875,6 +875,20 @@ HurrayStatus hurray_descriptor_destroy(struct HurrayDescriptor *descriptor);
 HurrayStatus hurray_descriptor_clone(const struct HurrayDescriptor *descriptor,
                                      struct HurrayDescriptor **out_descriptor);
 
+// Makes an owned copy of a (possibly borrowed) descriptor with its name replaced by `len`
+// bytes of UTF-8 at `name` (no NUL; at most 4096 bytes; `len` 0 gives the empty name). The
+// cheap way to send many tensors that differ only in name: one call, no builder.
+//
+// Added in ABI 4 (additive). Errors: `NULL_POINTER` (`descriptor`, `out_descriptor`, `name`
+// with `len > 0`), `INVALID_ARGUMENT` (not UTF-8, contains NUL), `LIMIT_EXCEEDED` (too long).
+//
+// # Safety
+// `descriptor` live; `name` valid for `len` reads; `out_descriptor` valid for one write.
+HurrayStatus hurray_descriptor_with_name(const struct HurrayDescriptor *descriptor,
+                                         const uint8_t *name,
+                                         size_t len,
+                                         struct HurrayDescriptor **out_descriptor);
+
 // Borrows the descriptor's encoding: `*out_bytes` points at `*out_len` bytes owned by the
 // descriptor, valid until it is destroyed. Copy them to keep them longer.
 //

@@ -220,3 +220,26 @@ fn a_failed_send_takes_the_item_back_or_poisons() {
         expect(hurray_descriptor_destroy(d0), HURRAY_OK);
     }
 }
+
+#[test]
+fn with_name_renames_and_validates() {
+    let mut it = dense(hurray_core::ElementType::Float32, &[4]);
+    it.desc = it.desc.with_name("old").unwrap().with_metadata("k", "v").unwrap();
+    let d = decode(&it.desc.encode().unwrap());
+    unsafe {
+        let mut r = null_mut();
+        expect(hurray_descriptor_with_name(d, b"new-name".as_ptr(), 8, &mut r), HURRAY_OK);
+        let want = it.desc.clone().with_name("new-name").unwrap().encode().unwrap();
+        let (mut p, mut n) = (null(), 0usize);
+        expect(hurray_descriptor_encoded(r, &mut p, &mut n), HURRAY_OK);
+        assert_eq!(std::slice::from_raw_parts(p, n), &want[..]);
+        expect(hurray_descriptor_destroy(r), HURRAY_OK);
+        let mut r = null_mut();
+        expect(hurray_descriptor_with_name(d, b"a\0b".as_ptr(), 3, &mut r), HURRAY_ERR_INVALID_ARGUMENT);
+        expect(hurray_descriptor_with_name(d, [0xffu8, 0xfe].as_ptr(), 2, &mut r), HURRAY_ERR_INVALID_ARGUMENT);
+        let long = vec![b'x'; 4097];
+        expect(hurray_descriptor_with_name(d, long.as_ptr(), long.len(), &mut r), HURRAY_ERR_LIMIT_EXCEEDED);
+        assert!(r.is_null());
+        expect(hurray_descriptor_destroy(d), HURRAY_OK);
+    }
+}

@@ -419,6 +419,14 @@ int main(void) {
   KIND(const struct HurrayDescriptor *);
   KIND(struct HurrayDescriptor **);
   printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_descriptor_with_name), HurrayStatus (*)(const struct HurrayDescriptor *, const uint8_t *, size_t, struct HurrayDescriptor **)), "hurray_descriptor_with_name: signature differs from the AST");
+  printf("func hurray_descriptor_with_name");
+  KIND(HurrayStatus);
+  KIND(const struct HurrayDescriptor *);
+  KIND(const uint8_t *);
+  KIND(size_t);
+  KIND(struct HurrayDescriptor **);
+  printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_descriptor_encoded), HurrayStatus (*)(const struct HurrayDescriptor *, const uint8_t **, size_t *)), "hurray_descriptor_encoded: signature differs from the AST");
   printf("func hurray_descriptor_encoded");
   KIND(HurrayStatus);

@@ -218,6 +218,34 @@ public final class NativeDescriptor {
         }
     }
 
+    /**
+     * A renamed copy ({@code hurray_descriptor_with_name}): one downcall, no builder. Names up
+     * to 256 UTF-8 bytes pass through the thread's scratch area, longer ones through a
+     * short-lived arena.
+     *
+     * @throws HurrayException {@link Status#INVALID_ARGUMENT} (a NUL in the name),
+     *     {@link Status#LIMIT_EXCEEDED} (over 4096 bytes)
+     */
+    public NativeDescriptor withName(byte[] utf8) throws HurrayException {
+        MemorySegment h = handle();
+        MemorySegment s = Native.scratch();
+        if (utf8.length <= NAME_BYTES) {
+            MemorySegment name = s.asSlice(NAME_OFFSET, NAME_BYTES);
+            MemorySegment.copy(utf8, 0, name, JAVA_BYTE, 0, utf8.length);
+            Native.check(hurray_h.hurray_descriptor_with_name(h, name, utf8.length, s));
+            return new NativeDescriptor(own(s.get(ADDRESS, 0)), null);
+        }
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment name = a.allocateFrom(JAVA_BYTE, utf8);
+            Native.check(hurray_h.hurray_descriptor_with_name(h, name, utf8.length, s));
+            return new NativeDescriptor(own(s.get(ADDRESS, 0)), null);
+        }
+    }
+
+    /** Where {@link #withName} puts short names in the scratch area, and how many bytes fit. */
+    private static final long NAME_OFFSET = 768;
+    private static final int NAME_BYTES = 256;
+
     /** Reads the fields of this descriptor from its native handle. */
     public DescriptorFields read() throws HurrayException {
         return read(handle());

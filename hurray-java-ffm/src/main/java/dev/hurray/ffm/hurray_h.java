@@ -2887,6 +2887,83 @@ public final class hurray_h {
         }
     }
 
+    private static final class hurray_descriptor_with_name {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_with_name");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_with_name(const struct HurrayDescriptor *descriptor,
+     *                                          const uint8_t *name,
+     *                                          size_t len,
+     *                                          struct HurrayDescriptor **out_descriptor)
+     * }
+     */
+    public static FunctionDescriptor hurray_descriptor_with_name$descriptor() {
+        return hurray_descriptor_with_name.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_with_name(const struct HurrayDescriptor *descriptor,
+     *                                          const uint8_t *name,
+     *                                          size_t len,
+     *                                          struct HurrayDescriptor **out_descriptor)
+     * }
+     */
+    public static MethodHandle hurray_descriptor_with_name$handle() {
+        return hurray_descriptor_with_name.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_with_name(const struct HurrayDescriptor *descriptor,
+     *                                          const uint8_t *name,
+     *                                          size_t len,
+     *                                          struct HurrayDescriptor **out_descriptor)
+     * }
+     */
+    public static MemorySegment hurray_descriptor_with_name$address() {
+        return hurray_descriptor_with_name.ADDR;
+    }
+
+    /**
+     * Makes an owned copy of a (possibly borrowed) descriptor with its name replaced by <code>len</code>
+     * bytes of UTF-8 at <code>name</code> (no NUL; at most 4096 bytes; <code>len</code> 0 gives the empty name). The
+     * cheap way to send many tensors that differ only in name: one call, no builder.
+     * <p>
+     * Added in ABI 4 (additive). Errors: <code>NULL_POINTER</code> (<code>descriptor</code>, <code>out_descriptor</code>, <code>name</code>
+     * with <code>len &gt; 0</code>), <code>INVALID_ARGUMENT</code> (not UTF-8, contains NUL), <code>LIMIT_EXCEEDED</code> (too long).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>descriptor</code> live; <code>name</code> valid for <code>len</code> reads; <code>out_descriptor</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_with_name(const struct HurrayDescriptor *descriptor,
+     *                                          const uint8_t *name,
+     *                                          size_t len,
+     *                                          struct HurrayDescriptor **out_descriptor)
+     * }
+     */
+    public static int hurray_descriptor_with_name(MemorySegment descriptor, MemorySegment name, long len, MemorySegment out_descriptor) {
+        var mh$ = hurray_descriptor_with_name.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_descriptor_with_name", descriptor, name, len, out_descriptor);
+            }
+            return (int) mh$.invokeExact(descriptor, name, len, out_descriptor);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static final class hurray_descriptor_encoded {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
         static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_encoded");
