@@ -375,6 +375,45 @@ typedef struct HurrayDecodeResult {
   const struct HurrayMetadataView *metadata;
 } HurrayDecodeResult;
 
+// Every field of a new descriptor, for `hurray_descriptor_new`. Pointers are borrowed for the
+// call only.
+typedef struct HurrayDescriptorSpec {
+  // Stored element type (`HURRAY_DTYPE_*`).
+  uint8_t element_type;
+  // Layout code (`HURRAY_LAYOUT_ROW_MAJOR`, `_COLUMN_MAJOR` or `_STRIDED`).
+  uint8_t layout;
+  // Must be 0.
+  uint16_t reserved;
+  // Must be 0.
+  uint32_t reserved2;
+  // Number of dimensions (0 for a scalar, at most 32).
+  size_t rank;
+  // `rank` dimensions in elements, outermost first (NULL when `rank` is 0).
+  const uint64_t *dims;
+  // `stride_count` strides in elements (NULL when `stride_count` is 0).
+  const int64_t *strides;
+  // Entries in `strides`: `rank` when `layout` is strided, else 0.
+  size_t stride_count;
+  // Offset of element 0 in buffer 0, in bytes.
+  uint64_t byte_offset;
+  // Entries in `buffers`; 0 gives one CPU buffer of exactly the needed size at 64-byte
+  // alignment (not for strided layouts), as the builder does.
+  size_t buffer_count;
+  // The buffer table (NULL when `buffer_count` is 0).
+  const struct HurrayBufferSpec *buffers;
+  // The name as `name_len` bytes of UTF-8 without NUL; NULL for an unnamed descriptor (a
+  // non-NULL pointer with `name_len` 0 is the empty name).
+  const uint8_t *name;
+  // Length of `name` in bytes.
+  size_t name_len;
+  // Entries in `metadata`.
+  size_t metadata_count;
+  // Metadata entries in order (NULL when `metadata_count` is 0); keys unique.
+  const struct HurrayMetadataView *metadata;
+  // Quantization (`kind == HURRAY_QUANT_NONE` for none).
+  struct HurrayQuantization quantization;
+} HurrayDescriptorSpec;
+
 // Writer settings. Initialise with `hurray_writer_options_init`; NULL means defaults.
 typedef struct HurrayWriterOptions {
   // `sizeof(HurrayWriterOptions)` as the caller compiled it.
@@ -1104,6 +1143,21 @@ HurrayStatus hurray_descriptor_builder_build(const struct HurrayDescriptorBuilde
 // # Safety
 // `builder` NULL or valid for read and write.
 HurrayStatus hurray_descriptor_builder_destroy(struct HurrayDescriptorBuilder **builder);
+
+// Makes, validates and encodes a descriptor from `*spec` in one call; writes the owned
+// descriptor to `*out_descriptor` (destroy it with `hurray_descriptor_destroy`). The same
+// rules and errors as the `hurray_descriptor_builder_*` calls it stands for (the message names
+// the builder step that failed): `INVALID_TYPE`, `INVALID_SHAPE`, `INVALID_LAYOUT`,
+// `INVALID_ALIGNMENT`, `BUFFER_TOO_SMALL`, `INVALID_ARGUMENT`, `DUPLICATE_NAME`,
+// `LIMIT_EXCEEDED`, `UNSUPPORTED`, `NULL_POINTER`.
+//
+// Added in ABI 4 (additive).
+//
+// # Safety
+// `spec` valid for reads and every pointer in it valid for its count; `out_descriptor` valid
+// for one write.
+HurrayStatus hurray_descriptor_new(const struct HurrayDescriptorSpec *spec,
+                                   struct HurrayDescriptor **out_descriptor);
 
 // Makes an encoder (`options` NULL: defaults) and writes it to `*out_encoder` (destroy it with
 // `hurray_encoder_destroy`). Nothing is staged until the first item or `hurray_encoder_finish`.

@@ -17,6 +17,7 @@ pub mod constants;
 pub mod context;
 pub mod decoder;
 pub mod descriptor;
+pub mod descriptor_spec;
 pub mod encoder;
 pub mod file;
 mod handle;
@@ -33,6 +34,7 @@ pub use constants::*;
 pub use context::{HurrayOwnerReleaseFn, HurrayTensorContext};
 pub use decoder::{HurrayDecodeResult, HurrayDecodedBuffer, HurrayDecoder, HurrayMetadataView};
 pub use descriptor::{hurray_descriptor_decode, HurrayDescriptor, HurrayDescriptorBuilder, HurrayQuantization};
+pub use descriptor_spec::{hurray_descriptor_new, HurrayDescriptorSpec};
 pub use encoder::{HurrayEncoder, HurrayEncoderState};
 pub use file::{
     HurrayFileBufferLocation, HurrayFileEntry, HurrayFileReader, HurrayFileReaderOptions, HurrayFileWriter,

@@ -243,3 +243,57 @@ fn with_name_renames_and_validates() {
         expect(hurray_descriptor_destroy(d), HURRAY_OK);
     }
 }
+
+#[test]
+fn descriptor_new_equals_the_builder_and_reports_the_failing_step() {
+    use hurray_ffi::decoder::HurrayMetadataView;
+    use hurray_ffi::descriptor_spec::*;
+    let mut it = dense(hurray_core::ElementType::Float32, &[2, 3]);
+    it.desc = it.desc.with_name("w").unwrap().with_metadata("k", "v").unwrap();
+    let dims = [2u64, 3];
+    let md = [HurrayMetadataView { key: b"k".as_ptr(), key_len: 1, value: b"v".as_ptr(), value_len: 1 }];
+    let spec = HurrayDescriptorSpec {
+        element_type: hurray_core::ElementType::Float32.code(),
+        layout: 0,
+        reserved: 0,
+        reserved2: 0,
+        rank: 2,
+        dims: dims.as_ptr(),
+        strides: null(),
+        stride_count: 0,
+        byte_offset: 0,
+        buffer_count: 0,
+        buffers: null(),
+        name: b"w".as_ptr(),
+        name_len: 1,
+        metadata_count: 1,
+        metadata: md.as_ptr(),
+        quantization: HurrayQuantization::default(),
+    };
+    unsafe {
+        let mut d = null_mut();
+        expect(hurray_descriptor_new(&spec, &mut d), HURRAY_OK);
+        let (mut p, mut n) = (null(), 0usize);
+        expect(hurray_descriptor_encoded(d, &mut p, &mut n), HURRAY_OK);
+        assert_eq!(std::slice::from_raw_parts(p, n), &it.desc.encode().unwrap()[..]);
+        expect(hurray_descriptor_destroy(d), HURRAY_OK);
+        // A duplicate metadata key fails in the metadata step, with its message.
+        let md2 = [md[0], md[0]];
+        let bad = HurrayDescriptorSpec { metadata_count: 2, metadata: md2.as_ptr(), ..spec };
+        let mut d = null_mut();
+        expect(hurray_descriptor_new(&bad, &mut d), HURRAY_ERR_DUPLICATE_NAME);
+        assert!(d.is_null());
+        assert!(last_error().contains("metadata"), "{}", last_error());
+        let bad = HurrayDescriptorSpec { element_type: 200, ..spec };
+        expect(hurray_descriptor_new(&bad, &mut d), HURRAY_ERR_INVALID_TYPE);
+        let strides = [1i64];
+        let bad = HurrayDescriptorSpec { layout: 2, strides: strides.as_ptr(), stride_count: 1, ..spec };
+        expect(hurray_descriptor_new(&bad, &mut d), HURRAY_ERR_INVALID_LAYOUT);
+        let bad = HurrayDescriptorSpec { reserved: 1, ..spec };
+        expect(hurray_descriptor_new(&bad, &mut d), HURRAY_ERR_INVALID_ARGUMENT);
+        let bad = HurrayDescriptorSpec { buffer_count: 1, ..spec };
+        expect(hurray_descriptor_new(&bad, &mut d), HURRAY_ERR_NULL_POINTER);
+        expect(hurray_descriptor_new(null(), &mut d), HURRAY_ERR_NULL_POINTER);
+        expect(hurray_descriptor_new(&spec, null_mut()), HURRAY_ERR_NULL_POINTER);
+    }
+}

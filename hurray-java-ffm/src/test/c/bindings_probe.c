@@ -103,6 +103,26 @@ int main(void) {
     printf("field HurrayDecodeResult buffers %zu %zu %d\n", offsetof(HurrayDecodeResult, buffers), sizeof s_.buffers, (int) __builtin_classify_type(s_.buffers));
     printf("field HurrayDecodeResult metadata %zu %zu %d\n", offsetof(HurrayDecodeResult, metadata), sizeof s_.metadata, (int) __builtin_classify_type(s_.metadata));
   }
+  printf("struct HurrayDescriptorSpec %zu %zu\n", sizeof(HurrayDescriptorSpec), _Alignof(HurrayDescriptorSpec));
+  {
+    HurrayDescriptorSpec s_; memset(&s_, 0, sizeof s_);
+    printf("field HurrayDescriptorSpec element_type %zu %zu %d\n", offsetof(HurrayDescriptorSpec, element_type), sizeof s_.element_type, (int) __builtin_classify_type(s_.element_type));
+    printf("field HurrayDescriptorSpec layout %zu %zu %d\n", offsetof(HurrayDescriptorSpec, layout), sizeof s_.layout, (int) __builtin_classify_type(s_.layout));
+    printf("field HurrayDescriptorSpec reserved %zu %zu %d\n", offsetof(HurrayDescriptorSpec, reserved), sizeof s_.reserved, (int) __builtin_classify_type(s_.reserved));
+    printf("field HurrayDescriptorSpec reserved2 %zu %zu %d\n", offsetof(HurrayDescriptorSpec, reserved2), sizeof s_.reserved2, (int) __builtin_classify_type(s_.reserved2));
+    printf("field HurrayDescriptorSpec rank %zu %zu %d\n", offsetof(HurrayDescriptorSpec, rank), sizeof s_.rank, (int) __builtin_classify_type(s_.rank));
+    printf("field HurrayDescriptorSpec dims %zu %zu %d\n", offsetof(HurrayDescriptorSpec, dims), sizeof s_.dims, (int) __builtin_classify_type(s_.dims));
+    printf("field HurrayDescriptorSpec strides %zu %zu %d\n", offsetof(HurrayDescriptorSpec, strides), sizeof s_.strides, (int) __builtin_classify_type(s_.strides));
+    printf("field HurrayDescriptorSpec stride_count %zu %zu %d\n", offsetof(HurrayDescriptorSpec, stride_count), sizeof s_.stride_count, (int) __builtin_classify_type(s_.stride_count));
+    printf("field HurrayDescriptorSpec byte_offset %zu %zu %d\n", offsetof(HurrayDescriptorSpec, byte_offset), sizeof s_.byte_offset, (int) __builtin_classify_type(s_.byte_offset));
+    printf("field HurrayDescriptorSpec buffer_count %zu %zu %d\n", offsetof(HurrayDescriptorSpec, buffer_count), sizeof s_.buffer_count, (int) __builtin_classify_type(s_.buffer_count));
+    printf("field HurrayDescriptorSpec buffers %zu %zu %d\n", offsetof(HurrayDescriptorSpec, buffers), sizeof s_.buffers, (int) __builtin_classify_type(s_.buffers));
+    printf("field HurrayDescriptorSpec name %zu %zu %d\n", offsetof(HurrayDescriptorSpec, name), sizeof s_.name, (int) __builtin_classify_type(s_.name));
+    printf("field HurrayDescriptorSpec name_len %zu %zu %d\n", offsetof(HurrayDescriptorSpec, name_len), sizeof s_.name_len, (int) __builtin_classify_type(s_.name_len));
+    printf("field HurrayDescriptorSpec metadata_count %zu %zu %d\n", offsetof(HurrayDescriptorSpec, metadata_count), sizeof s_.metadata_count, (int) __builtin_classify_type(s_.metadata_count));
+    printf("field HurrayDescriptorSpec metadata %zu %zu %d\n", offsetof(HurrayDescriptorSpec, metadata), sizeof s_.metadata, (int) __builtin_classify_type(s_.metadata));
+    printf("field HurrayDescriptorSpec quantization %zu %zu %d\n", offsetof(HurrayDescriptorSpec, quantization), sizeof s_.quantization, (int) __builtin_classify_type(s_.quantization));
+  }
   printf("struct HurrayWriterOptions %zu %zu\n", sizeof(HurrayWriterOptions), _Alignof(HurrayWriterOptions));
   {
     HurrayWriterOptions s_; memset(&s_, 0, sizeof s_);
@@ -584,6 +604,12 @@ int main(void) {
   printf("func hurray_descriptor_builder_destroy");
   KIND(HurrayStatus);
   KIND(struct HurrayDescriptorBuilder **);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_descriptor_new), HurrayStatus (*)(const struct HurrayDescriptorSpec *, struct HurrayDescriptor **)), "hurray_descriptor_new: signature differs from the AST");
+  printf("func hurray_descriptor_new");
+  KIND(HurrayStatus);
+  KIND(const struct HurrayDescriptorSpec *);
+  KIND(struct HurrayDescriptor **);
   printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_encoder_new), HurrayStatus (*)(const struct HurrayWriterOptions *, struct HurrayEncoder **)), "hurray_encoder_new: signature differs from the AST");
   printf("func hurray_encoder_new");

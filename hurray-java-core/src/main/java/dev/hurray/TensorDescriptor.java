@@ -407,8 +407,8 @@ public final class TensorDescriptor {
         public TensorDescriptor build() throws HurrayException {
             DescriptorFields f = new DescriptorFields(elementType, shape, layout, byteOffset,
                     List.copyOf(buffers), quantization, name, metadata);
-            NativeDescriptor n = NativeDescriptor.build(f);
-            return new TensorDescriptor(n.read(), n);
+            NativeDescriptor.Built b = NativeDescriptor.build(f);
+            return new TensorDescriptor(b.fields(), b.descriptor());
         }
     }
 }

@@ -4581,6 +4581,78 @@ public final class hurray_h {
         }
     }
 
+    private static final class hurray_descriptor_new {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_new");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_new(const struct HurrayDescriptorSpec *spec,
+     *                                    struct HurrayDescriptor **out_descriptor)
+     * }
+     */
+    public static FunctionDescriptor hurray_descriptor_new$descriptor() {
+        return hurray_descriptor_new.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_new(const struct HurrayDescriptorSpec *spec,
+     *                                    struct HurrayDescriptor **out_descriptor)
+     * }
+     */
+    public static MethodHandle hurray_descriptor_new$handle() {
+        return hurray_descriptor_new.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_new(const struct HurrayDescriptorSpec *spec,
+     *                                    struct HurrayDescriptor **out_descriptor)
+     * }
+     */
+    public static MemorySegment hurray_descriptor_new$address() {
+        return hurray_descriptor_new.ADDR;
+    }
+
+    /**
+     * Makes, validates and encodes a descriptor from <code>*spec</code> in one call; writes the owned
+     * descriptor to <code>*out_descriptor</code> (destroy it with <code>hurray_descriptor_destroy</code>). The same
+     * rules and errors as the <code>hurray_descriptor_builder_*</code> calls it stands for (the message names
+     * the builder step that failed): <code>INVALID_TYPE</code>, <code>INVALID_SHAPE</code>, <code>INVALID_LAYOUT</code>,
+     * <code>INVALID_ALIGNMENT</code>, <code>BUFFER_TOO_SMALL</code>, <code>INVALID_ARGUMENT</code>, <code>DUPLICATE_NAME</code>,
+     * <code>LIMIT_EXCEEDED</code>, <code>UNSUPPORTED</code>, <code>NULL_POINTER</code>.
+     * <p>
+     * Added in ABI 4 (additive).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>spec</code> valid for reads and every pointer in it valid for its count; <code>out_descriptor</code> valid
+     * for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_new(const struct HurrayDescriptorSpec *spec,
+     *                                    struct HurrayDescriptor **out_descriptor)
+     * }
+     */
+    public static int hurray_descriptor_new(MemorySegment spec, MemorySegment out_descriptor) {
+        var mh$ = hurray_descriptor_new.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_descriptor_new", spec, out_descriptor);
+            }
+            return (int) mh$.invokeExact(spec, out_descriptor);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static final class hurray_encoder_new {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
         static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_encoder_new");
