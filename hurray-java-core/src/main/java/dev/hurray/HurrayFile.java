@@ -140,6 +140,7 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
         this.mapping = mapping;
         this.scope = scope;
         this.source = source;
+        reader.watch(this, mapping == null ? null : mapping::release);
     }
 
     // ---------------------------------------------------------------- opening

@@ -74,6 +74,7 @@ public final class Reader implements AutoCloseable, Iterable<Tensor> {
     private Reader(NativeReader nativeReader, TensorScope scope) {
         this.nativeReader = nativeReader;
         this.scope = scope;
+        nativeReader.watch(this, "Reader");
     }
 
     private static Reader open(Source transport, ReaderOptions options) throws HurrayException {

@@ -1,6 +1,7 @@
 package dev.hurray;
 
 import dev.hurray.internal.DescriptorFields;
+import dev.hurray.internal.Leaks;
 import dev.hurray.internal.NativeDescriptor;
 import dev.hurray.internal.NativeReader;
 import dev.hurray.internal.NativeTensor;
@@ -58,6 +59,8 @@ public final class Tensor implements AutoCloseable {
     private final Runnable onClose;
     /** CLOSED, CLOSING, or the number of writes in progress (0 = open and idle). */
     private final AtomicInteger state = new AtomicInteger();
+    /** Frees the native tensor (and runs onClose) on close, or from the cleaner if leaked; null for Java-owned memory. */
+    private Leaks.Resource resource;
 
     private Tensor(TensorDescriptor descriptor, MemorySegment[] buffers, Arena arena,
             MemorySegment nativeTensor, MemorySegment nativeDescriptor, TensorScope scope) {
@@ -116,7 +119,7 @@ public final class Tensor implements AutoCloseable {
                     bufs[i] = bufs[i].asReadOnly();
                 }
             }
-            return new Tensor(desc, bufs, arena, tensor, d, scope, onClose);
+            return new Tensor(desc, bufs, arena, tensor, d, scope, onClose).tracked();
         } catch (HurrayException | RuntimeException | Error e) {
             arena.close();
             NativeTensor.destroy(tensor);
@@ -146,12 +149,30 @@ public final class Tensor implements AutoCloseable {
             } else {
                 desc = TensorDescriptor.fromNative(reader.readFields(), NativeDescriptor.copyOf(encoded));
             }
-            return new Tensor(desc, reader.buffers(arena), arena, tensor, null, scope);
+            return new Tensor(desc, reader.buffers(arena), arena, tensor, null, scope).tracked();
         } catch (HurrayException | RuntimeException | Error e) {
             arena.close();
             NativeTensor.destroy(tensor);
             throw e;
         }
+    }
+
+    /**
+     * Registers the native tensor with the leak cleaner. The cleaner watches the scope of the
+     * buffer segments (not this object), so memory is freed only once neither the tensor nor
+     * any segment taken from it is reachable.
+     */
+    private Tensor tracked() {
+        MemorySegment t = nativeTensor;
+        Runnable after = onClose;
+        MemorySegment.Scope watched = MemorySegment.NULL.reinterpret(arena, null).scope();
+        resource = Leaks.track(watched, "Tensor", () -> {
+            NativeTensor.destroy(t);
+            if (after != null) {
+                after.run();
+            }
+        });
+        return this;
     }
 
     // ---------------------------------------------------------------- factories
@@ -591,11 +612,15 @@ public final class Tensor implements AutoCloseable {
             throw e;
         }
         state.set(CLOSED);
-        if (nativeTensor != null) {
-            NativeTensor.destroy(nativeTensor);
-        }
-        if (onClose != null) {
-            onClose.run();
+        if (resource != null) {
+            resource.close();
+        } else {
+            if (nativeTensor != null) {
+                NativeTensor.destroy(nativeTensor);
+            }
+            if (onClose != null) {
+                onClose.run();
+            }
         }
     }
 

@@ -58,6 +58,7 @@ public final class Writer implements AutoCloseable {
     private Writer(NativeWriter nativeWriter, Sink.Memory memory) {
         this.nativeWriter = nativeWriter;
         this.memory = memory;
+        nativeWriter.watch(this, "Writer");
     }
 
     private static Writer open(Sink transport, WriterOptions options) throws HurrayException {

@@ -38,6 +38,7 @@ public final class NativeReader {
     private final Source source;
     private final MemorySegment result;
     private MemorySegment handle;
+    private Leaks.Resource resource;
     /** Bytes the source put at the last input region, not yet reported to the decoder. */
     private long filled;
     private boolean inputEnded;
@@ -183,16 +184,33 @@ public final class NativeReader {
         }
         MemorySegment h = handle;
         handle = null;
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment slot = a.allocate(ADDRESS);
-            slot.set(ADDRESS, 0, h);
-            hurray_h.hurray_decoder_destroy(slot);
+        if (resource != null) {
+            resource.close();
+        } else {
+            destroy(h);
         }
         Native.debug("hurray: decoder {} destroyed", h);
         try {
             source.close();
         } catch (IOException | RuntimeException e) {
             throw new HurrayException(Status.TRANSPORT, "closing the source failed", e);
+        }
+    }
+
+    /**
+     * Lets the leak cleaner destroy the native decoder once {@code owner} (the public handle)
+     * is unreachable without having been closed (see {@link Leaks}).
+     */
+    public void watch(Object owner, String what) {
+        MemorySegment h = handle;
+        resource = Leaks.track(owner, what, () -> destroy(h));
+    }
+
+    private static void destroy(MemorySegment h) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment slot = a.allocate(ADDRESS);
+            slot.set(ADDRESS, 0, h);
+            hurray_h.hurray_decoder_destroy(slot);
         }
     }
 }

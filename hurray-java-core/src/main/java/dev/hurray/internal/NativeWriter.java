@@ -43,6 +43,7 @@ public final class NativeWriter {
     private final MemorySegment state;
     private final MemorySegment count;
     private MemorySegment handle;
+    private Leaks.Resource resource;
 
     private NativeWriter(Sink sink, long batchBytes, Arena auto, MemorySegment handle) {
         this.sink = sink;
@@ -185,16 +186,33 @@ public final class NativeWriter {
         }
         MemorySegment h = handle;
         handle = null;
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment slot = a.allocate(ADDRESS);
-            slot.set(ADDRESS, 0, h);
-            hurray_h.hurray_encoder_destroy(slot);
+        if (resource != null) {
+            resource.close();
+        } else {
+            destroy(h);
         }
         Native.debug("hurray: encoder {} destroyed", h);
         try {
             sink.close();
         } catch (IOException | RuntimeException e) {
             throw new HurrayException(Status.TRANSPORT, "closing the sink failed", e);
+        }
+    }
+
+    /**
+     * Lets the leak cleaner destroy the native encoder once {@code owner} (the public handle)
+     * is unreachable without having been closed (see {@link Leaks}).
+     */
+    public void watch(Object owner, String what) {
+        MemorySegment h = handle;
+        resource = Leaks.track(owner, what, () -> destroy(h));
+    }
+
+    private static void destroy(MemorySegment h) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment slot = a.allocate(ADDRESS);
+            slot.set(ADDRESS, 0, h);
+            hurray_h.hurray_encoder_destroy(slot);
         }
     }
 }
