@@ -41,8 +41,9 @@ import java.util.Locale;
  * {@code embeddings.sh} times whole JVMs instead).
  */
 public final class Embeddings {
-    static final int DIM = 768;
-    static final int PAYLOAD = DIM * 4;
+    /** Elements per tensor (768; {@code small} mode changes it). */
+    static int DIM = 768;
+    static int PAYLOAD = DIM * 4;
 
     private Embeddings() {
     }
@@ -56,7 +57,13 @@ public final class Embeddings {
                 System.out.printf("%s %s %.1f ms%n", args[3], args[2], ns / 1e6);
             }
             case "warm" -> warm(Integer.parseInt(args[1]), args.length > 2 ? Integer.parseInt(args[2]) : 7);
-            default -> throw new IllegalArgumentException("send|recv|warm");
+            case "small" -> {
+                // Unnamed-size mode: SIZE-byte float32 tensors (still named, as every impl sends a name).
+                DIM = Integer.parseInt(args[1]) / 4;
+                PAYLOAD = DIM * 4;
+                warm(Integer.parseInt(args[2]), args.length > 3 ? Integer.parseInt(args[3]) : 7);
+            }
+            default -> throw new IllegalArgumentException("send|recv|warm|small");
         }
     }
 
@@ -82,13 +89,16 @@ public final class Embeddings {
         switch (impl) {
             case "raw" -> {
                 ByteBuffer out = ByteBuffer.allocateDirect(8 + 64 + PAYLOAD).order(ByteOrder.LITTLE_ENDIAN);
+                float[] row = new float[DIM];
                 for (int i = 0; i < n; i++) {
                     byte[] name = ("emb-" + i).getBytes(StandardCharsets.UTF_8);
                     out.clear();
                     out.putInt(name.length).put(name).putInt(PAYLOAD);
                     for (int k = 0; k < DIM; k++) {
-                        out.putFloat(i + k);
+                        row[k] = i + k;
                     }
+                    out.asFloatBuffer().put(row);
+                    out.position(out.position() + PAYLOAD);
                     out.flip();
                     while (out.hasRemaining()) {
                         ch.write(out);
@@ -97,19 +107,26 @@ public final class Embeddings {
             }
             case "dos" -> {
                 DataOutputStream out = new DataOutputStream(new BufferedOutputStream(Channels.newOutputStream(ch), 64 * 1024));
+                byte[] bytes = new byte[PAYLOAD];
+                java.nio.FloatBuffer floats = ByteBuffer.wrap(bytes).asFloatBuffer(); // big-endian, as DataOutput
+                float[] row = new float[DIM];
                 for (int i = 0; i < n; i++) {
                     byte[] name = ("emb-" + i).getBytes(StandardCharsets.UTF_8);
                     out.writeInt(name.length);
                     out.write(name);
                     out.writeInt(PAYLOAD);
                     for (int k = 0; k < DIM; k++) {
-                        out.writeFloat(i + k);
+                        row[k] = i + k;
                     }
+                    floats.clear();
+                    floats.put(row);
+                    out.write(bytes, 0, PAYLOAD);
                 }
                 out.flush();
             }
             case "hurray", "hurray-rename" -> {
                 boolean rename = impl.equals("hurray-rename");
+                float[] row = new float[DIM];
                 TensorDescriptor template = TensorDescriptor.builder(ElementType.FLOAT32, DIM)
                         .name("emb").metadata("source", "bench").build();
                 try (Arena arena = Arena.ofConfined();
@@ -117,8 +134,9 @@ public final class Embeddings {
                     MemorySegment payload = arena.allocate(PAYLOAD, 64);
                     for (int i = 0; i < n; i++) {
                         for (int k = 0; k < DIM; k++) {
-                            payload.setAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, k, i + k);
+                            row[k] = i + k;
                         }
+                        MemorySegment.copy(row, 0, payload, ValueLayout.JAVA_FLOAT_UNALIGNED, 0, DIM);
                         TensorDescriptor d = rename ? template.withName("emb-" + i)
                                 : TensorDescriptor.builder(ElementType.FLOAT32, DIM)
                                         .name("emb-" + i).metadata("source", "bench").build();
@@ -214,7 +232,7 @@ public final class Embeddings {
         }
         double raw = median(ms[0]);
         double best = Math.min(raw, median(ms[1]));
-        System.out.printf("| impl | %d named float32[768], one warm JVM (median of %d) | vs raw | vs best baseline |%n", n, rounds);
+        System.out.printf("| impl | %d named float32[%d], one warm JVM (median of %d) | vs raw | vs best baseline |%n", n, DIM, rounds);
         System.out.println("|---|---|---|---|");
         for (int k = 0; k < impls.length; k++) {
             double m = median(ms[k]);
