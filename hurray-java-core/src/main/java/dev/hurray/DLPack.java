@@ -39,7 +39,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * its shape and strides, in elements) is one C allocation; {@code manager_ctx} keys a
  * {@link TensorShare} that keeps the tensor's memory alive, and {@code deleter} is a process-wide
  * upcall stub that closes the share and frees the struct. The consumer calls the deleter exactly
- * once, on any thread (a non-Java thread is attached for the upcall, tens of microseconds). Until
+ * once, on any thread (a non-Java thread's first upcall attaches it to the JVM, once). Until
  * then the tensor cannot be closed ({@link IllegalStateException}). Read-only buffers (a
  * {@link HurrayFile#map memory-mapped} tensor) set {@code READ_ONLY}. {@link #exportCopy(Tensor)}
  * copies the data into the allocation and sets {@code IS_COPIED}: the tensor may then be closed at

@@ -23,10 +23,12 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * <h2>Threads</h2>
  * Handles may be used and closed from any thread; closing one handle from two threads destroys
  * it once. The release action runs on the thread that drops the last reference, through a
- * process-wide upcall stub. On a Java thread that costs a plain upcall (well under a
- * microsecond); on a thread the JVM did not start (native code destroying its clone) the JVM
- * attaches the thread for the upcall and detaches it after, which costs tens of microseconds. So
- * the action must be safe to run on any thread: close a {@linkplain java.lang.foreign.Arena#ofShared
+ * process-wide upcall stub. On a Java thread that costs a plain upcall (~0.1–0.5 µs measured
+ * here); on a thread the JVM did not start (native code destroying its clone) the first upcall
+ * attaches that thread to the JVM, once (~60–180 µs measured here, a {@code Thread} object
+ * included; it stays attached until it exits), and later ones cost about what they cost on a
+ * Java thread (hurray-java-bench/README.md, "Release upcalls"). So the action must be safe to
+ * run on any thread: close a {@linkplain java.lang.foreign.Arena#ofShared
  * shared} arena there, not a confined one.
  *
  * <h2>Errors in the release action</h2>

@@ -18,8 +18,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * {@link #close()}, or by native code that took the pointer with {@link #release()} and called
  * {@code hurray_tensor_context_destroy}. For {@link #of(Tensor)} the owner is a
  * {@link TensorShare}: the tensor cannot be closed while the context lives. The release runs on
- * the destroying thread (a process-wide upcall stub; a native thread is attached for it, tens
- * of microseconds); what it throws is caught in the upcall, logged, and rethrown from
+ * the destroying thread (a process-wide upcall stub; a native thread's first upcall attaches it
+ * to the JVM, see {@link ExternalBuffer}); what it throws is caught in the upcall, logged, and rethrown from
  * {@link #close()} when a Java thread destroyed it.
  *
  * <h2>Consumers</h2>

@@ -22,7 +22,7 @@ import java.util.concurrent.TimeUnit;
  * The interop tests' native helper ({@code src/test/c/interop_helpers.c}), compiled with gcc (or
  * {@code $CC}) into {@code target/} on first use and loaded through FFM.
  */
-final class InteropNative {
+public final class InteropNative {
     private static final Linker LINKER = Linker.nativeLinker();
     private static final SymbolLookup LIB = load();
 
@@ -33,6 +33,8 @@ final class InteropNative {
     static final MethodHandle DLPACK_MAKE_F32 = fn("interop_dlpack_make_f32",
             FunctionDescriptor.of(ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT, ADDRESS));
     static final MethodHandle DLPACK_SHELL = fn("interop_dlpack_shell", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS));
+    static final MethodHandle DESTROY_ALL_ON_NEW_THREAD = fn("interop_destroy_all_on_new_thread",
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG));
     static final MethodHandle FREE = fn("interop_free", FunctionDescriptor.ofVoid(ADDRESS));
 
     private InteropNative() {
