@@ -205,7 +205,12 @@ public final class ExternalBuffer implements AutoCloseable {
         if (p.eventReleaseFn().equals(MemorySegment.NULL) || !eventReleased.compareAndSet(false, true)) {
             return false;
         }
-        HurrayEventReleaseFn.invoke(p.eventReleaseFn(), p.syncHandle(), p.eventReleaseContext());
+        Releases.enter();
+        try {
+            HurrayEventReleaseFn.invoke(p.eventReleaseFn(), p.syncHandle(), p.eventReleaseContext());
+        } finally {
+            Releases.exit();
+        }
         Releases.rethrowFailure();
         return true;
     }

@@ -194,7 +194,20 @@ class DLPackTest {
         consume(shell, 1);
         assertEquals(unknown + 1, Releases.unknownKeyCount());
         InteropNative.FREE.invokeExact(shell);
+        // on the Java thread, inside a downcall that expects no release: logged, never kept for
+        // (and rethrown by) a later unrelated close
+        long key2 = Releases.register(() -> {
+            throw new IllegalStateException("deleter action failed on a Java thread, on purpose");
+        });
+        MemorySegment shell2 = (MemorySegment) InteropNative.DLPACK_SHELL.invokeExact(DLPackStructs.DELETER,
+                Releases.keyPointer(key2));
+        consume(shell2, 1);
+        InteropNative.FREE.invokeExact(shell2);
+        assertEquals(before + 2, Releases.failureCount());
         assertTrue(Releases.takeFailure() == null);
+        try (Arena a = Arena.ofShared()) {
+            ExternalBuffer.wrap(a.allocate(64, 64), () -> { }).close();
+        }
     }
 
     @Test

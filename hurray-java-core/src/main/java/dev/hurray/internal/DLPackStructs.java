@@ -140,12 +140,15 @@ public final class DLPackStructs {
         if (deleter.equals(MemorySegment.NULL)) {
             return;
         }
+        Releases.enter();
         try {
             CALL_DELETER.invokeExact(deleter, self);
         } catch (RuntimeException | Error e) {
             throw e;
         } catch (Throwable t) {
             throw new AssertionError(t);
+        } finally {
+            Releases.exit();
         }
         Releases.rethrowFailure();
     }

@@ -98,7 +98,12 @@ public final class NativeBuffers {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment slot = a.allocate(ADDRESS);
             slot.set(ADDRESS, 0, buffer);
-            rc = hurray_h.hurray_buffer_destroy(slot);
+            Releases.enter();
+            try {
+                rc = hurray_h.hurray_buffer_destroy(slot);
+            } finally {
+                Releases.exit();
+            }
         }
         Releases.rethrowFailure();
         if (rc < 0) {
@@ -148,7 +153,12 @@ public final class NativeBuffers {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment slot = a.allocate(ADDRESS);
             slot.set(ADDRESS, 0, list);
-            rc = hurray_h.hurray_buffer_list_destroy(slot);
+            Releases.enter();
+            try {
+                rc = hurray_h.hurray_buffer_list_destroy(slot);
+            } finally {
+                Releases.exit();
+            }
         }
         Releases.rethrowFailure();
         if (rc < 0) {
@@ -195,7 +205,12 @@ public final class NativeBuffers {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment slot = a.allocate(ADDRESS);
             slot.set(ADDRESS, 0, ctx);
-            rc = hurray_h.hurray_tensor_context_destroy(slot);
+            Releases.enter();
+            try {
+                rc = hurray_h.hurray_tensor_context_destroy(slot);
+            } finally {
+                Releases.exit();
+            }
         }
         Releases.rethrowFailure();
         if (rc < 0) {

@@ -17,10 +17,11 @@ import org.slf4j.LoggerFactory;
  * unknown or repeated key is detected instead of dereferenced.
  *
  * <p><b>Upcalls never throw.</b> Each stub catches {@link Throwable}. A failure is handed to
- * {@link #recordFailure}: it is kept for the thread that triggered the release (a Java
- * {@code close()} rethrows it after the downcall returns, see {@link #takeFailure()}) and
- * logged; on a thread that no Java caller waits on (a native thread, a C consumer) it is only
- * logged and counted ({@link #failureCount()}).
+ * {@link #recordFailure}: it is logged and counted ({@link #failureCount()}) and, when a Java
+ * caller on this thread is waiting for it (between {@link #enter()} and {@link #exit()}, around
+ * the downcall that may release), kept for that caller, which rethrows it after the downcall
+ * ({@link #rethrowFailure()}). On a native thread, or during a downcall that did not expect a
+ * release, it is only logged, so a later unrelated {@code close()} never rethrows it.
  *
  * <p><b>Threads.</b> A release runs on the thread that drops the last reference. When that is a
  * thread the JVM did not start, its first upcall attaches it to the JVM (a {@code Thread} object
@@ -37,6 +38,8 @@ public final class Releases {
     private static final AtomicLong FAILURES = new AtomicLong();
     private static final AtomicLong UNKNOWN = new AtomicLong();
     private static final ThreadLocal<Throwable> PENDING = new ThreadLocal<>();
+    /** Per thread: how many Java downcalls that may run a release are in progress (see {@link #enter()}). */
+    private static final ThreadLocal<int[]> DEPTH = ThreadLocal.withInitial(() -> new int[1]);
 
     /** {@code HurrayReleaseCallback(void *buffer, void *context)}: runs the action keyed by {@code context}. */
     public static final MemorySegment BUFFER_RELEASE =
@@ -86,12 +89,24 @@ public final class Releases {
         }
     }
 
-    /** Keeps {@code t} for this thread's Java caller and logs it. Never throws. */
+    /** Marks the start of a Java downcall that may run release upcalls on this thread. */
+    public static void enter() {
+        DEPTH.get()[0]++;
+    }
+
+    /** Marks its end; then call {@link #rethrowFailure()}. */
+    public static void exit() {
+        DEPTH.get()[0]--;
+    }
+
+    /** Logs {@code t} and keeps it for this thread's waiting Java caller, if any. Never throws. */
     public static void recordFailure(String kind, Throwable t) {
         try {
             FAILURES.incrementAndGet();
             Throwable prev = PENDING.get();
-            if (prev == null) {
+            if (DEPTH.get()[0] <= 0) {
+                // nobody on this thread waits for it (a native thread, an unexpected caller)
+            } else if (prev == null) {
                 PENDING.set(t);
             } else if (prev != t) {
                 prev.addSuppressed(t);
