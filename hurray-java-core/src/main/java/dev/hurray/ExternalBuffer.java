@@ -240,7 +240,9 @@ public final class ExternalBuffer implements AutoCloseable {
      * on the closing thread. The tensor is {@link TensorScope#SHARED}.
      *
      * @throws IllegalArgumentException if the count differs from the buffer table, a buffer is
-     *     too small for its entry, or misaligned for it
+     *     too small for its entry, or misaligned for it, or is device memory (Java cannot view
+     *     {@link DeviceTag#CUDA}, ROCm, Metal or Vulkan memory; hand those over with
+     *     {@link ExternalBufferList} instead)
      * @throws IllegalStateException if a handle is closed
      */
     public static Tensor asTensor(TensorDescriptor descriptor, ExternalBuffer... buffers) {
@@ -253,6 +255,11 @@ public final class ExternalBuffer implements AutoCloseable {
         MemorySegment[] raw = new MemorySegment[buffers.length];
         try {
             for (int i = 0; i < buffers.length; i++) {
+                DeviceTag tag = buffers[i].deviceTag();
+                if (tag != DeviceTag.CPU && tag != DeviceTag.CUDA_HOST && tag != DeviceTag.IPC) {
+                    throw new IllegalArgumentException("buffer " + i + " is " + tag
+                            + " memory, which Java cannot view; pass it to native code in an ExternalBufferList");
+                }
                 refs[i] = buffers[i].retain();
                 raw[i] = MemorySegment.ofAddress(refs[i].data.address()).reinterpret(refs[i].data.byteSize());
                 if (refs[i].data.isReadOnly()) {

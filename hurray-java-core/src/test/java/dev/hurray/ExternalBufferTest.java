@@ -66,8 +66,8 @@ class ExternalBufferTest {
 
     @Test
     void concurrentDropsReleaseExactlyOnce() throws Exception {
-        int threads = 8;
-        int iterations = 400;
+        int threads = 16;
+        int iterations = 500;
         AtomicInteger releasedTotal = new AtomicInteger();
         AtomicReference<Throwable> failure = new AtomicReference<>();
         ExternalBuffer[] refs = new ExternalBuffer[threads];
@@ -200,6 +200,10 @@ class ExternalBufferTest {
             assertThrows(IllegalArgumentException.class,
                     () -> ExternalBuffer.asTensor(TensorDescriptor.of(ElementType.FLOAT32, 2), b, b));
             assertTrue(b.isOpen());
+        }
+        MemorySegment device = MemorySegment.ofAddress(0x7f00_0000_0000L).reinterpret(4096);
+        try (ExternalBuffer d = ExternalBuffer.wrap(device, 4096, DeviceTag.CUDA, null)) {
+            assertThrows(IllegalArgumentException.class, () -> d.asTensor(TensorDescriptor.of(ElementType.FLOAT32, 4)));
         }
     }
 
