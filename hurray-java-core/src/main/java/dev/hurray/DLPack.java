@@ -214,7 +214,12 @@ public final class DLPack {
             }
         };
         try {
-            return importUnchecked(m, scope, delete);
+            try {
+                return importUnchecked(m, scope, delete);
+            } catch (ArithmeticException overflow) {
+                throw new HurrayException(Status.LIMIT_EXCEEDED, "DLPack shape, strides or byte_offset overflow a "
+                        + "64-bit byte count", overflow);
+            }
         } catch (HurrayException | RuntimeException | Error e) {
             try {
                 delete.run();
@@ -250,6 +255,9 @@ public final class DLPack {
         long[] dims = new long[ndim];
         long[] strides = null;
         if (ndim > 0) {
+            if (m.get(ADDRESS, OFF_SHAPE).equals(MemorySegment.NULL)) {
+                throw new HurrayException(Status.INVALID_ARGUMENT, "DLPack shape is NULL with ndim " + ndim, null);
+            }
             MemorySegment shape = m.get(ADDRESS, OFF_SHAPE).reinterpret(8L * ndim);
             dims = shape.toArray(JAVA_LONG);
             MemorySegment s = m.get(ADDRESS, OFF_STRIDES);
@@ -257,7 +265,12 @@ public final class DLPack {
                 strides = s.reinterpret(8L * ndim).toArray(JAVA_LONG);
             }
         }
-        Shape shape = Shape.of(dims);
+        Shape shape;
+        try {
+            shape = Shape.of(dims);
+        } catch (IllegalArgumentException e) {
+            throw new HurrayException(Status.INVALID_SHAPE, "DLPack shape: " + e.getMessage(), null);
+        }
         long byteOffset = m.get(JAVA_LONG, OFF_BYTE_OFFSET);
         if (byteOffset < 0) {
             throw new HurrayException(Status.LIMIT_EXCEEDED, "DLPack byte_offset above 2^63", null);
@@ -286,6 +299,10 @@ public final class DLPack {
         }
         long size = Math.addExact(byteOffset, extent);
         MemorySegment data = m.get(ADDRESS, OFF_DATA);
+        if (data.equals(MemorySegment.NULL) && shape.elementCount() > 0) {
+            throw new HurrayException(Status.INVALID_ARGUMENT, "DLPack data is NULL for " + shape.elementCount()
+                    + " elements", null);
+        }
         boolean readOnly = (m.get(JAVA_LONG, OFF_FLAGS) & FLAG_READ_ONLY) != 0;
         TensorDescriptor.Builder b = TensorDescriptor.builder(type, shape).layout(layout).byteOffset(byteOffset);
         if (data.address() % DeviceTag.MIN_ALIGNMENT != 0 || data.equals(MemorySegment.NULL)) {

@@ -211,6 +211,34 @@ class DLPackTest {
     }
 
     @Test
+    void hostileStructsGetAClearErrorAndTheDeleterOnce() throws Throwable {
+        try (Arena a = Arena.ofShared()) {
+            MemorySegment counter = a.allocate(ValueLayout.JAVA_INT);
+            int expected = 0;
+            // each case: make a valid producer struct, break one field, import
+            for (int c = 0; c < 8; c++) {
+                MemorySegment m = ((MemorySegment) InteropNative.DLPACK_MAKE_F32.invokeExact(4L, 0L, 0, 1, counter))
+                        .reinterpret(DLPackStructs.SIZE);
+                MemorySegment shape = m.get(ValueLayout.ADDRESS, 56).reinterpret(8);
+                Status want;
+                switch (c) {
+                    case 0 -> { m.set(ValueLayout.ADDRESS, 56, MemorySegment.NULL); want = Status.INVALID_ARGUMENT; }
+                    case 1 -> { m.set(ValueLayout.JAVA_INT, 48, 33); want = Status.LIMIT_EXCEEDED; }
+                    case 2 -> { shape.set(ValueLayout.JAVA_LONG, 0, -1); want = Status.INVALID_SHAPE; }
+                    case 3 -> { m.set(ValueLayout.ADDRESS, 32, MemorySegment.NULL); want = Status.INVALID_ARGUMENT; }
+                    case 4 -> { m.set(ValueLayout.JAVA_INT, 40, 2); want = Status.UNSUPPORTED; }   // kDLCUDA
+                    case 5 -> { m.set(ValueLayout.JAVA_SHORT, 54, (short) 4); want = Status.UNSUPPORTED; }
+                    case 6 -> { m.set(ValueLayout.JAVA_LONG, 72, Long.MAX_VALUE - 4); want = Status.LIMIT_EXCEEDED; }
+                    default -> { m.set(ValueLayout.JAVA_BYTE, 52, (byte) 99); want = Status.UNSUPPORTED; }
+                }
+                HurrayException e = assertThrows(HurrayException.class, () -> DLPack.importTensor(m), "case " + c);
+                assertEquals(want, e.status(), "case " + c + ": " + e.getMessage());
+                assertEquals(++expected, counter.get(ValueLayout.JAVA_INT, 0), "case " + c);
+            }
+        }
+    }
+
+    @Test
     void refusesWhatDLPackCannotCarry() throws Exception {
         try (Tensor t = Tensor.of(new float[] {1})) {
             assertTrue(t.isOpen());
