@@ -586,7 +586,10 @@ public final class Tensor implements AutoCloseable {
 
     /**
      * The float32 elements (row-major, from the byte offset) as a {@link java.nio.FloatBuffer}
-     * aliasing the tensor's memory; valid until the tensor is closed.
+     * aliasing the tensor's memory; valid until the tensor is closed. Java access through the
+     * view fails after close, but a library that kept the address (ONNX Runtime, native code)
+     * cannot be stopped: hand such libraries the views of a {@link #share()}, which keeps the
+     * memory theirs until the share is closed.
      *
      * @throws IllegalStateException for another dtype or layout, after close, or above 2 GiB
      */

@@ -65,6 +65,33 @@ public final class TensorShare implements AutoCloseable {
         return TensorViews.elements(tensor.descriptor(), tensor.rawBuffers()[0], 4, ElementType.FLOAT32).asFloatBuffer();
     }
 
+    /** As {@link Tensor#asDoubleBuffer()}. @throws IllegalStateException if this share is closed */
+    public java.nio.DoubleBuffer asDoubleBuffer() {
+        requireOpen();
+        return TensorViews.elements(tensor.descriptor(), tensor.rawBuffers()[0], 8, ElementType.FLOAT64).asDoubleBuffer();
+    }
+
+    /** As {@link Tensor#asIntBuffer()}. @throws IllegalStateException if this share is closed */
+    public java.nio.IntBuffer asIntBuffer() {
+        requireOpen();
+        return TensorViews.elements(tensor.descriptor(), tensor.rawBuffers()[0], 4, ElementType.INT32,
+                ElementType.UINT32).asIntBuffer();
+    }
+
+    /** As {@link Tensor#asLongBuffer()}. @throws IllegalStateException if this share is closed */
+    public java.nio.LongBuffer asLongBuffer() {
+        requireOpen();
+        return TensorViews.elements(tensor.descriptor(), tensor.rawBuffers()[0], 8, ElementType.INT64,
+                ElementType.UINT64).asLongBuffer();
+    }
+
+    /** As {@link Tensor#asShortBuffer()}. @throws IllegalStateException if this share is closed */
+    public java.nio.ShortBuffer asShortBuffer() {
+        requireOpen();
+        return TensorViews.elements(tensor.descriptor(), tensor.rawBuffers()[0], 2, ElementType.INT16,
+                ElementType.UINT16, ElementType.FLOAT16, ElementType.BFLOAT16).asShortBuffer();
+    }
+
     private void requireOpen() {
         if (closed.get()) {
             throw new IllegalStateException("the tensor share is closed");

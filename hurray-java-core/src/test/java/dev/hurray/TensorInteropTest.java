@@ -101,6 +101,8 @@ class TensorInteropTest {
         assertThrows(IllegalStateException.class, t::close);
         assertTrue(t.isOpen());
         assertEquals(2f, a.asFloatBuffer().get(1));
+        assertEquals(ByteOrder.LITTLE_ENDIAN, a.asByteBuffer().order());
+        assertThrows(IllegalStateException.class, a::asIntBuffer);
         a.close();
         a.close();
         assertThrows(IllegalStateException.class, a::asFloatBuffer);
