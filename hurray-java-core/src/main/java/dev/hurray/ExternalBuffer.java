@@ -22,7 +22,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *
  * <h2>Threads</h2>
  * Handles may be used and closed from any thread; closing one handle from two threads destroys
- * it once. The release action runs on the thread that drops the last reference, through a
+ * it once. Do not race a handle's other methods with its own {@code close()} (give each thread
+ * its own {@link #retain()}ed handle instead). The release action runs on the thread that drops the last reference, through a
  * process-wide upcall stub. On a Java thread that costs a plain upcall (~0.1–0.5 µs measured
  * here); on a thread the JVM did not start (native code destroying its clone) the first upcall
  * attaches that thread to the JVM, once (~60–180 µs measured here, a {@code Thread} object
