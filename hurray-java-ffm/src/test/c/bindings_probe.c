@@ -626,6 +626,16 @@ int main(void) {
   KIND(size_t);
   KIND(struct HurrayEncoderState *);
   printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_encoder_encode_encoded), HurrayStatus (*)(struct HurrayEncoder *, const uint8_t *, size_t, const struct HurrayIoSlice *, size_t, struct HurrayEncoderState *)), "hurray_encoder_encode_encoded: signature differs from the AST");
+  printf("func hurray_encoder_encode_encoded");
+  KIND(HurrayStatus);
+  KIND(struct HurrayEncoder *);
+  KIND(const uint8_t *);
+  KIND(size_t);
+  KIND(const struct HurrayIoSlice *);
+  KIND(size_t);
+  KIND(struct HurrayEncoderState *);
+  printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_encoder_finish), HurrayStatus (*)(struct HurrayEncoder *, struct HurrayEncoderState *)), "hurray_encoder_finish: signature differs from the AST");
   printf("func hurray_encoder_finish");
   KIND(HurrayStatus);

@@ -1,5 +1,6 @@
 package dev.hurray;
 
+import dev.hurray.internal.NativeDescriptor;
 import dev.hurray.internal.NativeWriter;
 import dev.hurray.internal.Sink;
 import java.io.Closeable;
@@ -170,10 +171,11 @@ public final class Writer implements AutoCloseable {
                 // Memory the tensor owns cannot be freed while it is pinned, so any thread may
                 // write it (the writer reads it by address).
                 MemorySegment d = tensor.nativeDescriptor();
-                if (d == null) {
-                    d = tensor.descriptor().nativeHandle();
+                if (d != null) {
+                    nativeWriter.write(d, bufs);
+                } else {
+                    write(tensor.descriptor().nativeTwin(), bufs);
                 }
-                nativeWriter.write(d, bufs);
             } finally {
                 tensor.unpin();
             }
@@ -218,7 +220,7 @@ public final class Writer implements AutoCloseable {
                         bufs[i] = c;
                     }
                 }
-                nativeWriter.write(descriptor.nativeHandle(), bufs);
+                write(descriptor.nativeTwin(), bufs);
             } finally {
                 if (copies != null) {
                     copies.close();
@@ -226,6 +228,16 @@ public final class Writer implements AutoCloseable {
             }
         } finally {
             guard.exit();
+        }
+    }
+
+    /** Writes with the descriptor's handle if it has one, else with its encoding (no handle made). */
+    private void write(NativeDescriptor d, MemorySegment[] bufs) throws HurrayException {
+        MemorySegment h = d.handleIfPresent();
+        if (h != null) {
+            nativeWriter.write(h, bufs);
+        } else {
+            nativeWriter.writeEncoded(d.encodedBytes(), bufs);
         }
     }
 

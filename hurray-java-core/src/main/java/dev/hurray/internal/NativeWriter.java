@@ -1,6 +1,7 @@
 package dev.hurray.internal;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import dev.hurray.HurrayException;
@@ -42,6 +43,7 @@ public final class NativeWriter {
     private final MemorySegment pieces;
     private final MemorySegment state;
     private final MemorySegment count;
+    private MemorySegment descriptorScratch;
     private MemorySegment handle;
     private Leaks.Resource resource;
 
@@ -52,6 +54,7 @@ public final class NativeWriter {
         this.pieces = HurrayIoSlice.allocateArray(MAX_PIECES, auto);
         this.state = HurrayEncoderState.allocate(auto);
         this.count = auto.allocate(JAVA_LONG);
+        this.descriptorScratch = auto.allocate(4096, 8);
         this.handle = handle;
     }
 
@@ -92,19 +95,44 @@ public final class NativeWriter {
      *     retried, unless the message says the writer is poisoned); {@link Status#POISONED}
      */
     public void write(MemorySegment descriptor, MemorySegment[] payloads) throws HurrayException {
+        fillSlices(payloads);
+        Native.check(hurray_h.hurray_encoder_encode(handle, descriptor, slices, payloads.length, state));
+        afterStaging();
+    }
+
+    private void fillSlices(MemorySegment[] payloads) {
         for (int i = 0; i < payloads.length; i++) {
             long len = payloads[i].byteSize();
             long at = i * HurrayIoSlice.sizeof();
             slices.set(JAVA_LONG, at + HurrayIoSlice.ptr$offset(), len == 0 ? 0 : payloads[i].address());
             slices.set(JAVA_LONG, at + HurrayIoSlice.len$offset(), len);
         }
-        Native.check(hurray_h.hurray_encoder_encode(handle, descriptor, slices, payloads.length, state));
+    }
+
+    /** Sends the pending output unless it may wait for the batch. */
+    private void afterStaging() throws HurrayException {
         if (HurrayEncoderState.borrows_payloads(state) != 0 || HurrayEncoderState.pending_bytes(state) >= batchBytes) {
             send(true);
             if (batchBytes == 0) {
                 flushSink();
             }
         }
+    }
+
+    /**
+     * As {@link #write(MemorySegment, MemorySegment[])}, for a descriptor that Java holds as
+     * its encoding only ({@code hurray_encoder_encode_encoded}: decoded and validated natively,
+     * no descriptor handle needed). The bytes pass through a scratch area owned by this writer.
+     */
+    public void writeEncoded(byte[] encoded, MemorySegment[] payloads) throws HurrayException {
+        if (encoded.length > descriptorScratch.byteSize()) {
+            descriptorScratch = Arena.ofAuto().allocate(Math.max(encoded.length, 2 * descriptorScratch.byteSize()), 8);
+        }
+        MemorySegment.copy(encoded, 0, descriptorScratch, JAVA_BYTE, 0, encoded.length);
+        fillSlices(payloads);
+        Native.check(hurray_h.hurray_encoder_encode_encoded(handle, descriptorScratch, encoded.length, slices,
+                payloads.length, state));
+        afterStaging();
     }
 
     /** Sends whatever is pending and flushes the sink. */

@@ -4807,6 +4807,90 @@ public final class hurray_h {
         }
     }
 
+    private static final class hurray_encoder_encode_encoded {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_encoder_encode_encoded");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_encode_encoded(struct HurrayEncoder *encoder,
+     *                                            const uint8_t *descriptor,
+     *                                            size_t len,
+     *                                            const struct HurrayIoSlice *payloads,
+     *                                            size_t count,
+     *                                            struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static FunctionDescriptor hurray_encoder_encode_encoded$descriptor() {
+        return hurray_encoder_encode_encoded.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_encode_encoded(struct HurrayEncoder *encoder,
+     *                                            const uint8_t *descriptor,
+     *                                            size_t len,
+     *                                            const struct HurrayIoSlice *payloads,
+     *                                            size_t count,
+     *                                            struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static MethodHandle hurray_encoder_encode_encoded$handle() {
+        return hurray_encoder_encode_encoded.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_encode_encoded(struct HurrayEncoder *encoder,
+     *                                            const uint8_t *descriptor,
+     *                                            size_t len,
+     *                                            const struct HurrayIoSlice *payloads,
+     *                                            size_t count,
+     *                                            struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static MemorySegment hurray_encoder_encode_encoded$address() {
+        return hurray_encoder_encode_encoded.ADDR;
+    }
+
+    /**
+     * As <code>hurray_encoder_encode</code>, with the descriptor given as its encoding (<code>len</code> bytes at
+     * <code>descriptor</code>, docs/spec/descriptor.md), which is decoded and validated first: a binding
+     * that keeps descriptors as bytes needs no descriptor handle per tensor. Errors as
+     * <code>hurray_encoder_encode</code>, plus the decoder's (<code>INVALID_MAGIC</code>, <code>CORRUPT</code>, validation
+     * statuses). Added in ABI 4 (additive).
+     * <p>
+     * <b>Safety</b><br>
+     * As <code>hurray_encoder_encode</code>; <code>descriptor</code> valid for <code>len</code> reads.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_encode_encoded(struct HurrayEncoder *encoder,
+     *                                            const uint8_t *descriptor,
+     *                                            size_t len,
+     *                                            const struct HurrayIoSlice *payloads,
+     *                                            size_t count,
+     *                                            struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static int hurray_encoder_encode_encoded(MemorySegment encoder, MemorySegment descriptor, long len, MemorySegment payloads, long count, MemorySegment out_state) {
+        var mh$ = hurray_encoder_encode_encoded.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_encoder_encode_encoded", encoder, descriptor, len, payloads, count, out_state);
+            }
+            return (int) mh$.invokeExact(encoder, descriptor, len, payloads, count, out_state);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static final class hurray_encoder_finish {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
         static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_encoder_finish");
