@@ -181,7 +181,7 @@ fn a_failure_before_any_byte_takes_the_item_back_and_after_one_poisons() {
 
 #[test]
 fn encoder_misuse_is_refused() {
-    let items = vec![big_item(200 * 1024), dense_item_small()];
+    let items = [big_item(200 * 1024), dense_item_small()];
     let mut e = StreamEncoder::new(WriterOptions::default());
     let big = &items[0];
     e.encode(&big.desc, &big.desc.encode().unwrap(), &big.slices()).unwrap();
