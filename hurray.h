@@ -1253,6 +1253,15 @@ HurrayStatus hurray_encoder_abort(struct HurrayEncoder *encoder,
                                   uint32_t take_back_last,
                                   struct HurrayEncoderState *out_state);
 
+// Sets the largest payload the encoder copies into its staged output (default and maximum
+// 65536 bytes); larger payloads are borrowed (see `hurray_encoder_encode`). For callers that
+// send an item's pieces with one gathering write (`writev`), a smaller value saves copying
+// mid-sized payloads. The bytes on the wire do not change. Added in ABI 4 (additive).
+//
+// # Safety
+// `encoder` live.
+HurrayStatus hurray_encoder_set_coalesce_bytes(struct HurrayEncoder *encoder, size_t bytes);
+
 // Destroys an encoder (pending output is dropped, not sent) and writes NULL to `*encoder`;
 // NULL or `*encoder == NULL` is a no-op. Added in ABI 4 (additive).
 //

@@ -284,6 +284,21 @@ pub unsafe extern "C" fn hurray_encoder_abort(encoder: *mut HurrayEncoder, take_
     })
 }
 
+/// Sets the largest payload the encoder copies into its staged output (default and maximum
+/// 65536 bytes); larger payloads are borrowed (see `hurray_encoder_encode`). For callers that
+/// send an item's pieces with one gathering write (`writev`), a smaller value saves copying
+/// mid-sized payloads. The bytes on the wire do not change. Added in ABI 4 (additive).
+///
+/// # Safety
+/// `encoder` live.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_encoder_set_coalesce_bytes(encoder: *mut HurrayEncoder, bytes: usize) -> HurrayStatus {
+    guard("hurray_encoder_set_coalesce_bytes", || {
+        unsafe { handle::inner_mut(encoder, "encoder")? }.encoder.set_coalesce_bytes(bytes);
+        Ok(HURRAY_OK)
+    })
+}
+
 /// Destroys an encoder (pending output is dropped, not sent) and writes NULL to `*encoder`;
 /// NULL or `*encoder == NULL` is a no-op. Added in ABI 4 (additive).
 ///

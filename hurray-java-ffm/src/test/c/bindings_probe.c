@@ -664,6 +664,12 @@ int main(void) {
   KIND(uint32_t);
   KIND(struct HurrayEncoderState *);
   printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_encoder_set_coalesce_bytes), HurrayStatus (*)(struct HurrayEncoder *, size_t)), "hurray_encoder_set_coalesce_bytes: signature differs from the AST");
+  printf("func hurray_encoder_set_coalesce_bytes");
+  KIND(HurrayStatus);
+  KIND(struct HurrayEncoder *);
+  KIND(size_t);
+  printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_encoder_destroy), HurrayStatus (*)(struct HurrayEncoder **)), "hurray_encoder_destroy: signature differs from the AST");
   printf("func hurray_encoder_destroy");
   KIND(HurrayStatus);

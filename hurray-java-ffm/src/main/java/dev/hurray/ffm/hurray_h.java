@@ -5179,6 +5179,69 @@ public final class hurray_h {
         }
     }
 
+    private static final class hurray_encoder_set_coalesce_bytes {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_encoder_set_coalesce_bytes");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_set_coalesce_bytes(struct HurrayEncoder *encoder, size_t bytes)
+     * }
+     */
+    public static FunctionDescriptor hurray_encoder_set_coalesce_bytes$descriptor() {
+        return hurray_encoder_set_coalesce_bytes.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_set_coalesce_bytes(struct HurrayEncoder *encoder, size_t bytes)
+     * }
+     */
+    public static MethodHandle hurray_encoder_set_coalesce_bytes$handle() {
+        return hurray_encoder_set_coalesce_bytes.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_set_coalesce_bytes(struct HurrayEncoder *encoder, size_t bytes)
+     * }
+     */
+    public static MemorySegment hurray_encoder_set_coalesce_bytes$address() {
+        return hurray_encoder_set_coalesce_bytes.ADDR;
+    }
+
+    /**
+     * Sets the largest payload the encoder copies into its staged output (default and maximum
+     * 65536 bytes); larger payloads are borrowed (see <code>hurray_encoder_encode</code>). For callers that
+     * send an item's pieces with one gathering write (<code>writev</code>), a smaller value saves copying
+     * mid-sized payloads. The bytes on the wire do not change. Added in ABI 4 (additive).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>encoder</code> live.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_set_coalesce_bytes(struct HurrayEncoder *encoder, size_t bytes)
+     * }
+     */
+    public static int hurray_encoder_set_coalesce_bytes(MemorySegment encoder, long bytes) {
+        var mh$ = hurray_encoder_set_coalesce_bytes.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_encoder_set_coalesce_bytes", encoder, bytes);
+            }
+            return (int) mh$.invokeExact(encoder, bytes);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static final class hurray_encoder_destroy {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
         static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_encoder_destroy");
