@@ -24,6 +24,7 @@ public final class ForeignFormats {
             case NPY -> Npy.read(file, stem(file, ".npy"));
             case NPZ -> Npz.read(file, progress);
             case TFJS -> Tfjs.read(file, dequantize, progress);
+            case GGUF -> Gguf.read(file);
             case HRRYFILE, STREAM -> throw new IllegalArgumentException(format + " is not a foreign format");
         };
     }
@@ -40,6 +41,7 @@ public final class ForeignFormats {
         switch (format) {
             case SAFETENSORS -> Safetensors.write(model, target, progress);
             case NPZ -> Npz.write(model, target, compress, progress);
+            case GGUF -> Gguf.write(model, target, progress);
             case NPY -> {
                 List<ForeignTensor> ts = model.tensors();
                 if (ts.size() != 1) {

@@ -16,6 +16,8 @@ public enum Format {
     NPZ("npz", true),
     /** tfjs weights: {@code *weights_manifest.json} or {@code model.json} plus shards; read only. */
     TFJS("tfjs", true),
+    /** llama.cpp / ggml model files (magic {@code GGUF}), extension {@code .gguf}; see {@link Gguf}. */
+    GGUF("gguf", true),
     /** Hurray's random-access container (magic {@code HRRYFILE}), extension {@code .hrry}. */
     HRRYFILE("hrry", false),
     /** A Hurray stream saved to a file (magic {@code HRRYSTRM}), extension {@code .hrrys}. */
@@ -60,7 +62,7 @@ public enum Format {
                 return f;
             }
         }
-        throw new IllegalArgumentException("unknown format '" + s + "' (known: safetensors, npy, npz, tfjs, hrry, stream)");
+        throw new IllegalArgumentException("unknown format '" + s + "' (known: safetensors, npy, npz, tfjs, gguf, hrry, stream)");
     }
 
     /** The format a file name implies, or {@code null}. */
@@ -74,6 +76,9 @@ public enum Format {
         }
         if (n.endsWith(".npz")) {
             return NPZ;
+        }
+        if (n.endsWith(".gguf")) {
+            return GGUF;
         }
         if (n.endsWith(".json")) {
             return TFJS;
@@ -106,7 +111,7 @@ public enum Format {
         if (byName != null) {
             return byName;
         }
-        throw new ForeignFormatException(p + ": unrecognised format (not safetensors, npy, npz, tfjs JSON or Hurray);"
+        throw new ForeignFormatException(p + ": unrecognised format (not safetensors, npy, npz, GGUF, tfjs JSON or Hurray);"
                 + " name it by extension or pass --from");
     }
 
@@ -116,6 +121,9 @@ public enum Format {
         }
         if (h.length >= 4 && h[0] == 'P' && h[1] == 'K' && ((h[2] == 3 && h[3] == 4) || (h[2] == 5 && h[3] == 6))) {
             return NPZ;
+        }
+        if (startsWith(h, "GGUF")) {
+            return GGUF;
         }
         if (startsWith(h, "HRRYFILE")) {
             return HRRYFILE;

@@ -2,6 +2,7 @@ package dev.hurray.formats;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonFactoryBuilder;
+import com.fasterxml.jackson.core.JsonLocation;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonToken;
@@ -61,8 +62,10 @@ public final class Json {
             }
             return v;
         } catch (JsonProcessingException e) {
+            // Stream-constraint violations (nesting, number or name length) carry no location.
+            JsonLocation at = e.getLocation();
             throw new ForeignFormatException(what + ": invalid JSON: " + oneLine(e.getOriginalMessage())
-                    + " at byte " + e.getLocation().getByteOffset(), e);
+                    + (at == null || at.getByteOffset() < 0 ? "" : " at byte " + at.getByteOffset()), e);
         } catch (ForeignFormatException e) {
             throw e;
         } catch (IOException e) {
@@ -110,6 +113,11 @@ public final class Json {
             default:
                 throw new IOException("unexpected token " + t);
         }
+    }
+
+    /** Appends {@code s} as a JSON string literal (quoted and escaped). */
+    static void quote(StringBuilder sb, String s) {
+        sb.append('"').append(com.fasterxml.jackson.core.io.JsonStringEncoder.getInstance().quoteAsString(s)).append('"');
     }
 
     static String oneLine(String s) {

@@ -36,12 +36,27 @@ import java.util.zip.ZipOutputStream;
  * 64-byte aligned memory owned by the returned model; the zip's CRC is verified as each entry
  * is read to its end.
  *
+ * <p><b>Limits.</b> Deflate really can expand about 1000:1, so a 10 MB archive of zeros can hold
+ * 10 GB. The payload bytes of an archive's deflated entries are therefore bounded by a limit,
+ * {@link #DEFAULT_MAX_INFLATED_BYTES} (2 GiB) unless {@link #read(Path, LongConsumer, long)} is
+ * given another, or the system property {@code hurray.npz.maxInflatedBytes} sets one. The limit
+ * is checked against each entry's declared size <em>before</em> its payload is allocated, so a
+ * zip bomb is refused with a {@link ForeignFormatException} while memory use stays at a few
+ * kilobytes. Stored entries need no limit: their bytes are in the file.
+ *
  * <p><b>Writing.</b> One {@code NAME.npy} entry per tensor in model order, stored (like
  * {@code np.savez}) or deflated (like {@code np.savez_compressed}); file-level metadata is not
  * representable and is dropped (the caller decides whether that is acceptable).
  */
 public final class Npz {
     private static final long DEFLATE_MAX_RATIO = 1032;
+
+    /**
+     * The default bound on the payload bytes of an archive's deflated entries: 2 GiB. Override it
+     * per call ({@link #read(Path, LongConsumer, long)}) or per process (system property
+     * {@code hurray.npz.maxInflatedBytes}, in bytes).
+     */
+    public static final long DEFAULT_MAX_INFLATED_BYTES = 2L << 30;
 
     private Npz() {
     }
@@ -55,7 +70,22 @@ public final class Npz {
      *                                or the zip's CRC fails
      */
     public static ForeignModel read(Path file, LongConsumer progress) throws IOException {
+        return read(file, progress, Long.getLong("hurray.npz.maxInflatedBytes", DEFAULT_MAX_INFLATED_BYTES));
+    }
+
+    /**
+     * Reads an npz archive whose deflated entries may hold at most {@code maxInflatedBytes}
+     * payload bytes in all.
+     *
+     * @param progress called with byte counts as payloads are inflated, or {@code null}
+     * @param maxInflatedBytes the bound on the deflated entries' payload bytes, summed
+     * @throws ForeignFormatException as for {@link #read(Path, LongConsumer)}, and when the
+     *     deflated entries declare more than {@code maxInflatedBytes} (before allocating them)
+     */
+    public static ForeignModel read(Path file, LongConsumer progress, long maxInflatedBytes) throws IOException {
         String what = file.toString();
+        long inflated = 0;
+        long fileSize = java.nio.file.Files.size(file);
         Arena arena = Arena.ofShared();
         try (ZipFile zip = open(file)) {
             List<ForeignTensor> tensors = new ArrayList<>();
@@ -80,6 +110,18 @@ public final class Npz {
                             && total > csize * DEFLATE_MAX_RATIO + 1024) {
                         throw new ForeignFormatException(ewhat + ": claims " + total + " bytes from " + csize
                                 + " compressed bytes, more than deflate can produce");
+                    }
+                    if (e.getMethod() == ZipEntry.STORED && total > fileSize) {
+                        throw new ForeignFormatException(ewhat + ": a stored entry of " + total
+                                + " bytes in an archive of " + fileSize + " bytes");
+                    }
+                    if (e.getMethod() != ZipEntry.STORED) {
+                        inflated += h.payloadBytes();
+                        if (inflated > maxInflatedBytes || inflated < 0) {
+                            throw new ForeignFormatException(ewhat + ": deflated entries declare " + inflated
+                                    + " payload bytes, more than the limit of " + maxInflatedBytes
+                                    + " (a zip bomb? raise it with -Dhurray.npz.maxInflatedBytes=BYTES)");
+                        }
                     }
                     MemorySegment data = Npy.readData(in, h, arena, ewhat, progress);
                     if (e.getCrc() >= 0 && crc.getValue() != e.getCrc()) {

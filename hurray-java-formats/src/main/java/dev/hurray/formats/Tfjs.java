@@ -159,6 +159,14 @@ public final class Tfjs {
             if (!Files.exists(shard)) {
                 throw new ForeignFormatException(what + ": shard '" + ps + "' listed in the manifest is missing");
             }
+            // A symbolic link (the shard itself or a folder on its way) may point anywhere: read
+            // only files whose real path lies inside the manifest's real folder.
+            Path realDir = dir.toRealPath();
+            shard = shard.toRealPath();
+            if (!shard.startsWith(realDir)) {
+                throw new ForeignFormatException(where + ": shard path '" + ps
+                        + "' resolves outside the model folder (through a symbolic link)");
+            }
             if (!Files.isRegularFile(shard)) {
                 throw new ForeignFormatException(what + ": shard '" + ps + "' is not a regular file");
             }
