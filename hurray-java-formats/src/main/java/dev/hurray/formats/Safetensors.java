@@ -31,7 +31,7 @@ import java.util.function.LongConsumer;
  *
  * <p>What the reader checks (each failure is a {@link ForeignFormatException} naming the file):
  * the file holds at least 8 bytes; {@code N} is at most {@link #MAX_HEADER_BYTES} and fits in
- * the file; the header is a JSON object (starting with {@code '{'}) without duplicate keys;
+ * the file; the header is a JSON object (starting with <code>'{'</code>) without duplicate keys;
  * every entry has exactly those three fields with the right JSON types; each dtype has a
  * Hurray element type; shapes are non-negative and their byte size does not overflow and
  * equals {@code end - begin}; sorted by offset, the tensors cover the data region exactly, with
