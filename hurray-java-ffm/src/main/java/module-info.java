@@ -5,5 +5,7 @@
  * {@code --enable-native-access=dev.hurray.ffm,dev.hurray}.
  */
 module dev.hurray.ffm {
+    requires org.slf4j;
+
     exports dev.hurray.ffm to dev.hurray;
 }

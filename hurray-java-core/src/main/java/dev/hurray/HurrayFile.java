@@ -265,7 +265,11 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
 
     // ---------------------------------------------------------------- accessors
 
-    /** The container's size in bytes. @throws IllegalStateException if closed or in use */
+    /**
+     * The container's size in bytes.
+     *
+     * @throws IllegalStateException if closed or in use
+     */
     public long size() throws HurrayException {
         guard.enter();
         try {
@@ -275,7 +279,11 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
         }
     }
 
-    /** The number of tensors. @throws IllegalStateException if closed or in use */
+    /**
+     * The number of tensors.
+     *
+     * @throws IllegalStateException if closed or in use
+     */
     public long count() throws HurrayException {
         guard.enter();
         try {
