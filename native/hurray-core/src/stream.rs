@@ -427,7 +427,7 @@ impl<T: ReadTransport> StreamReader<T> {
         if self.ahead_pos < self.ahead.filled() {
             return Ok(());
         }
-        if self.ahead.len() == 0 {
+        if self.ahead.is_empty() {
             self.ahead = AlignedBuf::new(READ_AHEAD_BYTES as u64, crate::MIN_BUFFER_ALIGNMENT)?;
         }
         self.ahead.clear();

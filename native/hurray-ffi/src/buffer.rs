@@ -88,11 +88,34 @@ pub(crate) enum BufData {
     External { ptr: *mut c_void, release: HurrayReleaseCallback, ctx: *mut c_void },
 }
 
+/// The shared state behind every `HurrayBuffer` handle and buffer-list entry that names one
+/// buffer (held in an `Arc`, so the last handle destroyed frees it).
+///
+/// # Send and Sync
+/// The raw pointers (`External`'s data pointer and release context, the sync payload's handles)
+/// make the compiler treat this type as neither `Send` nor `Sync`. Both are sound, by the C ABI's
+/// thread contract (docs/spec/c-abi.md, "Threads"):
+/// - **Send:** the pointers name memory and callbacks the producer handed over together with
+///   the promise that they stay valid until the release callback runs, and that callback runs on
+///   whichever thread destroys the last sharing handle. Nothing here is tied to the thread that
+///   created it.
+/// - **Sync:** through `&BufferInner` Rust only copies pointer *values* and reads the immutable
+///   `BufferHandle`; it never dereferences the data pointer or the sync handles (the consumer
+///   does, under its own synchronisation), and the release callback runs from `Drop`, which
+///   has exclusive access. Handles sharing one buffer on different threads therefore race on
+///   nothing Rust owns.
 pub(crate) struct BufferInner {
     pub(crate) data: BufData,
     pub(crate) handle: BufferHandle,
     sync: Option<HurraySyncPayload>,
 }
+
+// SAFETY: see "Send and Sync" above: the pointers are owned by the producer's release contract,
+// which allows release on any thread, and nothing in Rust is thread-affine.
+unsafe impl Send for BufferInner {}
+// SAFETY: see "Send and Sync" above: shared access only copies pointer values and reads the
+// immutable handle; mutation (release) happens in Drop with exclusive access.
+unsafe impl Sync for BufferInner {}
 
 impl BufferInner {
     pub(crate) fn owned(buf: PooledBuf, handle: BufferHandle) -> Self {
@@ -175,7 +198,7 @@ pub(crate) fn external(
     if data.is_null() && handle.byte_size() > 0 {
         return Err(FfiError::new(HURRAY_ERR_NULL_POINTER, "data is NULL"));
     }
-    if !data.is_null() && (data as usize) % (handle.alignment() as usize) != 0 {
+    if !data.is_null() && !(data as usize).is_multiple_of(handle.alignment() as usize) {
         return Err(FfiError::new(
             HURRAY_ERR_INVALID_ALIGNMENT,
             format!("data {data:p} is not aligned to the declared {} bytes", handle.alignment()),
@@ -222,16 +245,14 @@ pub unsafe extern "C" fn hurray_buffer_handoff(
                 return mismatch("SYNC_PRODUCER_SYNCED must not carry a sync_handle or consumer_stream");
             }
             (SyncMode::Event, None) => return mismatch("SYNC_EVENT needs a payload with a sync_handle"),
-            (SyncMode::Event, Some(p)) => {
-                if p.sync_handle.is_null() || p.event_release_fn.is_none() || p.sync_handle_device_tag != tag {
-                    return mismatch("SYNC_EVENT needs a non-NULL sync_handle, an event_release_fn and sync_handle_device_tag equal to the buffer's device tag");
-                }
+            (SyncMode::Event, Some(p))
+                if p.sync_handle.is_null() || p.event_release_fn.is_none() || p.sync_handle_device_tag != tag =>
+            {
+                return mismatch("SYNC_EVENT needs a non-NULL sync_handle, an event_release_fn and sync_handle_device_tag equal to the buffer's device tag");
             }
             (SyncMode::ConsumerStream, None) => return mismatch("SYNC_CONSUMER_STREAM needs a consumer_stream"),
-            (SyncMode::ConsumerStream, Some(p)) => {
-                if p.consumer_stream.is_null() || p.consumer_stream_device_tag != tag {
-                    return mismatch("SYNC_CONSUMER_STREAM needs a non-NULL consumer_stream with the buffer's device tag");
-                }
+            (SyncMode::ConsumerStream, Some(p)) if p.consumer_stream.is_null() || p.consumer_stream_device_tag != tag => {
+                return mismatch("SYNC_CONSUMER_STREAM needs a non-NULL consumer_stream with the buffer's device tag");
             }
             _ => {}
         }
