@@ -183,6 +183,8 @@ pub unsafe extern "C" fn hurray_buffer_from_ptr(
             SyncMode::ProducerSynced,
         )?;
         let inner = external(data, handle, release, release_context, None)?;
+        // SAFETY: `out_handle` was checked non-NULL above and is valid for one pointer write (this
+        // function's contract).
         unsafe { handle::emit(out_handle, Arc::new(inner)) };
         Ok(HURRAY_OK)
     })
@@ -237,6 +239,7 @@ pub unsafe extern "C" fn hurray_buffer_handoff(
         let bytes = unsafe { std::slice::from_raw_parts(handle_bytes, BUFFER_HANDLE_BYTES) };
         let mode = SyncMode::from_code(bytes[SYNC_MODE_OFFSET])?;
         let handle = BufferHandle::decode(bytes)?;
+        // SAFETY: `sync` is NULL (not read) or valid for one read (this function's contract).
         let payload = if sync.is_null() { None } else { Some(unsafe { *sync }) };
         let tag = handle.device_tag().code();
         let mismatch = |m: &str| Err(FfiError::new(HURRAY_ERR_SYNC_MODE_MISMATCH, m.to_string()));
@@ -261,6 +264,8 @@ pub unsafe extern "C" fn hurray_buffer_handoff(
             _ => payload,
         };
         let inner = external(data, handle, release, release_context, keep)?;
+        // SAFETY: `out_handle` was checked non-NULL above and is valid for one pointer write (this
+        // function's contract).
         unsafe { handle::emit(out_handle, Arc::new(inner)) };
         Ok(HURRAY_OK)
     })
@@ -279,6 +284,8 @@ pub unsafe extern "C" fn hurray_buffer_sync_payload(
     out: *mut HurraySyncPayload,
 ) -> HurrayStatus {
     guard("hurray_buffer_sync_payload", || {
+        // SAFETY: `buffer` is NULL or a handle this library returned (this function's contract);
+        // NULL and, in debug builds, stale handles are refused.
         let b = unsafe { handle::inner_ref(buffer, "buffer")? };
         let zero = HurraySyncPayload {
             sync_handle: std::ptr::null_mut(),
@@ -288,6 +295,7 @@ pub unsafe extern "C" fn hurray_buffer_sync_payload(
             event_release_context: std::ptr::null_mut(),
             consumer_stream: std::ptr::null_mut(),
         };
+        // SAFETY: `out` is NULL (refused by put) or valid for one write (this function's contract).
         unsafe { handle::put(out, "out", b.sync.unwrap_or(zero))? };
         Ok(HURRAY_OK)
     })
@@ -304,8 +312,12 @@ pub unsafe extern "C" fn hurray_buffer_clone(
     out_handle: *mut *mut HurrayBuffer,
 ) -> HurrayStatus {
     guard("hurray_buffer_clone", || {
+        // SAFETY: `buffer` is NULL or a handle this library returned (this function's contract);
+        // NULL and, in debug builds, stale handles are refused.
         let b = unsafe { handle::inner_ref(buffer, "buffer")? };
         non_null(out_handle, "out_handle")?;
+        // SAFETY: `out_handle` was checked non-NULL above and is valid for one pointer write (this
+        // function's contract).
         unsafe { handle::emit(out_handle, Arc::clone(b)) };
         Ok(HURRAY_OK)
     })
@@ -321,6 +333,8 @@ pub unsafe extern "C" fn hurray_buffer_clone(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_buffer_destroy(buffer: *mut *mut HurrayBuffer) -> HurrayStatus {
     guard("hurray_buffer_destroy", || {
+        // SAFETY: `buffer` is NULL or valid for a read and a write, and `*buffer` NULL or a handle
+        // of this type (this function's contract).
         unsafe { handle::destroy_pp(buffer, "buffer")? };
         Ok(HURRAY_OK)
     })
@@ -330,7 +344,10 @@ pub unsafe extern "C" fn hurray_buffer_destroy(buffer: *mut *mut HurrayBuffer) -
 /// handle → `HURRAY_ERR_USE_AFTER_DESTROY`.
 unsafe fn buffer_get<T>(what: &str, buffer: *const HurrayBuffer, out: *mut T, f: impl FnOnce(&BufferInner) -> T) -> HurrayStatus {
     guard(what, || {
+        // SAFETY: `buffer` is NULL or a handle this library returned (this function's contract);
+        // NULL and, in debug builds, stale handles are refused.
         let b = unsafe { handle::inner_ref(buffer, "buffer")? };
+        // SAFETY: `out` is NULL (refused by put) or valid for one write (this function's contract).
         unsafe { handle::put(out, "out", f(b))? };
         Ok(HURRAY_OK)
     })
@@ -349,6 +366,8 @@ unsafe fn buffer_get<T>(what: &str, buffer: *const HurrayBuffer, out: *mut T, f:
 /// `buffer` a live buffer handle; `out` valid for one write.
 #[no_mangle]
 pub unsafe extern "C" fn hurray_buffer_data_ptr(buffer: *const HurrayBuffer, out: *mut *mut c_void) -> HurrayStatus {
+    // SAFETY: this function's contract is buffer_get's: `buffer` NULL or a live buffer handle,
+    // `out` NULL or valid for one write.
     unsafe { buffer_get("hurray_buffer_data_ptr", buffer, out, |b| b.ptr()) }
 }
 
@@ -360,6 +379,8 @@ pub unsafe extern "C" fn hurray_buffer_data_ptr(buffer: *const HurrayBuffer, out
 /// `buffer` a live buffer handle; `out` valid for one write.
 #[no_mangle]
 pub unsafe extern "C" fn hurray_buffer_byte_size(buffer: *const HurrayBuffer, out: *mut u64) -> HurrayStatus {
+    // SAFETY: this function's contract is buffer_get's: `buffer` NULL or a live buffer handle,
+    // `out` NULL or valid for one write.
     unsafe { buffer_get("hurray_buffer_byte_size", buffer, out, |b| b.handle.byte_size()) }
 }
 
@@ -371,6 +392,8 @@ pub unsafe extern "C" fn hurray_buffer_byte_size(buffer: *const HurrayBuffer, ou
 /// `buffer` a live buffer handle; `out` valid for one write.
 #[no_mangle]
 pub unsafe extern "C" fn hurray_buffer_alignment(buffer: *const HurrayBuffer, out: *mut u32) -> HurrayStatus {
+    // SAFETY: this function's contract is buffer_get's: `buffer` NULL or a live buffer handle,
+    // `out` NULL or valid for one write.
     unsafe { buffer_get("hurray_buffer_alignment", buffer, out, |b| b.handle.alignment() as u32) }
 }
 
@@ -382,6 +405,8 @@ pub unsafe extern "C" fn hurray_buffer_alignment(buffer: *const HurrayBuffer, ou
 /// `buffer` a live buffer handle; `out` valid for one write.
 #[no_mangle]
 pub unsafe extern "C" fn hurray_buffer_device_tag(buffer: *const HurrayBuffer, out: *mut u8) -> HurrayStatus {
+    // SAFETY: this function's contract is buffer_get's: `buffer` NULL or a live buffer handle,
+    // `out` NULL or valid for one write.
     unsafe { buffer_get("hurray_buffer_device_tag", buffer, out, |b| b.handle.device_tag().code()) }
 }
 
@@ -393,5 +418,7 @@ pub unsafe extern "C" fn hurray_buffer_device_tag(buffer: *const HurrayBuffer, o
 /// `buffer` a live buffer handle; `out` valid for one write.
 #[no_mangle]
 pub unsafe extern "C" fn hurray_buffer_sync_mode(buffer: *const HurrayBuffer, out: *mut u8) -> HurrayStatus {
+    // SAFETY: this function's contract is buffer_get's: `buffer` NULL or a live buffer handle,
+    // `out` NULL or valid for one write.
     unsafe { buffer_get("hurray_buffer_sync_mode", buffer, out, |b| b.handle.sync_mode().code()) }
 }
