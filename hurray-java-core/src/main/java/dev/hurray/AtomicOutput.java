@@ -89,11 +89,17 @@ public final class AtomicOutput implements AutoCloseable {
      */
     public static AtomicOutput create(Path target) throws IOException {
         Path abs = target.toAbsolutePath();
+        if (abs.getParent() == null || abs.getFileName() == null) {
+            throw new IOException("not a file path: " + target);
+        }
         if (Files.isDirectory(abs)) {
-            throw new IOException(target + ": is a directory");
+            throw new FileAlreadyExistsException(target.toString(), null, "is a directory");
         }
         if (Files.exists(abs) && !Files.isRegularFile(abs)) {
-            throw new IOException(target + ": exists and is not a regular file (a device, FIFO or socket is never replaced)");
+            // The rename would replace the device, FIFO or socket itself (as root, /dev/null
+            // would become a regular file), so refuse before writing anything.
+            throw new FileAlreadyExistsException(target.toString(), null,
+                    "exists and is not a regular file (a device, FIFO or socket is never replaced)");
         }
         Path tmp = createTemp(abs);
         try {
@@ -108,8 +114,12 @@ public final class AtomicOutput implements AutoCloseable {
 
     private static Path createTemp(Path target) throws IOException {
         Path dir = target.getParent();
+        String base = target.getFileName().toString();
+        if (base.length() > 200) {
+            base = base.substring(0, 200); // room for the suffix within a 255-byte name
+        }
         for (int attempt = 0; ; attempt++) {
-            Path tmp = dir.resolve("." + target.getFileName() + "." + Long.toUnsignedString(RANDOM.nextLong(), 36) + ".tmp");
+            Path tmp = dir.resolve("." + base + "." + Long.toUnsignedString(RANDOM.nextLong(), 36) + ".tmp");
             try {
                 Path created = Files.createFile(tmp);
                 PendingTempFiles.register(created);
@@ -127,6 +137,11 @@ public final class AtomicOutput implements AutoCloseable {
         return target;
     }
 
+    /** The temporary file the bytes go to until {@link #commit()}. */
+    public Path temporaryFile() {
+        return tmp;
+    }
+
     /** The temporary file's channel (open for writing until commit or close). */
     public FileChannel channel() {
         return channel;
@@ -140,8 +155,15 @@ public final class AtomicOutput implements AutoCloseable {
      *     {@link #close()})
      */
     public void commit() throws IOException {
+        commit(true);
+    }
+
+    /** {@link #commit()}, forcing the bytes to disk first only when {@code force}. */
+    void commit(boolean force) throws IOException {
         if (channel.isOpen()) {
-            channel.force(true);
+            if (force) {
+                channel.force(true);
+            }
             channel.close();
         }
         try {
