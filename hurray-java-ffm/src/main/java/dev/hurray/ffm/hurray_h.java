@@ -34,13 +34,17 @@ public final class hurray_h {
     private hurray_h() {
     }
 
+    /** {@code -Dhurray.trace.downcalls=true}: log every downcall, at INFO on {@code dev.hurray.ffm.downcalls}. */
     static final boolean TRACE_DOWNCALLS = Boolean.getBoolean("hurray.trace.downcalls");
+
+    private static final org.slf4j.Logger DOWNCALLS = TRACE_DOWNCALLS
+            ? org.slf4j.LoggerFactory.getLogger("dev.hurray.ffm.downcalls") : null;
 
     static void traceDowncall(String name, Object... args) {
         String traceArgs = java.util.Arrays.stream(args)
-                .map(Object::toString)
+                .map(String::valueOf)
                 .collect(java.util.stream.Collectors.joining(", "));
-        System.out.printf("%s(%s)\n", name, traceArgs);
+        DOWNCALLS.info("{}({})", name, traceArgs);
     }
 
     /** The symbol {@code symbol} of the loaded libhurray; loads it on first use. */
