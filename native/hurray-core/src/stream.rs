@@ -272,9 +272,14 @@ impl<T: ReadTransport> StreamReader<T> {
                 }
                 State::Payload { desc, mut bufs, index } => {
                     if index == bufs.len() {
+                        // Sparse indices and page tables are checked before the tensor is
+                        // handed out (a bad one is a sticky `Corrupt`, like a bad checksum).
+                        let views: Vec<&[u8]> = bufs.iter().map(|b| b.as_slice()).collect();
+                        let checked = crate::layouts::check_contents(&desc, &views);
+                        drop(views);
                         return (
                             State::FrameHeader { buf: [0; FRAME_HEADER_BYTES], got: 0 },
-                            Ok(Some(ReadTensor { descriptor: desc, buffers: bufs })),
+                            checked.map(|()| Some(ReadTensor { descriptor: desc, buffers: bufs })),
                         );
                     }
                     if let Err(e) = self.fill_buf(&mut bufs[index]) {
@@ -503,6 +508,11 @@ impl<T: WriteTransport> StreamWriter<T> {
         self.finished
     }
 
+    /// Marks the writer poisoned: a multi-frame item (a composite) stopped part-way.
+    pub(crate) fn poison(&mut self) {
+        self.poisoned = true;
+    }
+
     /// Writes one tensor: `payloads[i]` is buffer `i` of the descriptor's buffer table and
     /// must be exactly its `byte_size` long.
     ///
@@ -518,6 +528,7 @@ impl<T: WriteTransport> StreamWriter<T> {
     /// As [`write_tensor`](Self::write_tensor), with `encoded == desc.encode()` precomputed.
     pub fn write_encoded(&mut self, desc: &TensorDescriptor, encoded: &[u8], payloads: &[&[u8]]) -> Result<()> {
         self.check_open()?;
+        crate::layouts::check_contents(desc, payloads)?;
         let table = desc.buffers();
         if payloads.len() != table.len() {
             bail!(InvalidArgument, "{} payloads for a descriptor with {} buffers", payloads.len(), table.len());
