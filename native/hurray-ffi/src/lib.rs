@@ -13,6 +13,7 @@
 
 pub mod buffer;
 pub mod buffer_list;
+pub mod composite;
 pub mod constants;
 pub mod context;
 pub mod descriptor;
@@ -20,6 +21,7 @@ pub mod file;
 mod handle;
 pub mod panic;
 pub mod reader;
+pub mod sparse;
 pub mod status;
 pub mod tensor;
 pub mod transport;
@@ -28,6 +30,8 @@ pub mod writer;
 pub use buffer::{HurrayBuffer, HurrayBufferSpec, HurrayReleaseCallback, HurraySyncPayload};
 pub use buffer_list::HurrayBufferList;
 pub use constants::*;
+pub use composite::{HurrayComposite, HurrayCompositeBuilder};
+pub use sparse::{HurrayCompositeMembership, HurrayPaging, HurraySparse};
 pub use context::{HurrayOwnerReleaseFn, HurrayTensorContext};
 pub use descriptor::{hurray_descriptor_decode, HurrayDescriptor, HurrayDescriptorBuilder, HurrayQuantization};
 pub use file::{
