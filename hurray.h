@@ -1708,8 +1708,8 @@ HurrayStatus hurray_descriptor_composite_role(const struct HurrayDescriptor *des
                                               size_t *out_len);
 
 // Writes the dense row-major form of a sparse tensor (`descriptor` COO/CSR/CSC/BSR with
-// its `buffers` in buffer-table order, e.g. from `hurray_tensor_descriptor` and
-// `hurray_tensor_buffers`) into the caller's `out` of `out_len` bytes: exactly the dense byte
+// its `count` payloads in buffer-table order, each at least its declared size; for a read
+// tensor, `hurray_buffer_list_data_ptrs` of `hurray_tensor_buffers` gives the pointers) into the caller's `out` of `out_len` bytes: exactly the dense byte
 // count of the shape is written, zeros where nothing is stored; duplicates of a
 // non-canonical tensor are summed. Indices are checked first.
 //
@@ -1719,14 +1719,15 @@ HurrayStatus hurray_descriptor_composite_role(const struct HurrayDescriptor *des
 // within ABI 4. Thread-safe for distinct outputs.
 //
 // # Safety
-// `descriptor` and `buffers` live; `out` valid for `out_len` writable bytes that do not
-// overlap the buffers.
+// `descriptor` live; `payloads` valid for `count` slices, each readable for its length;
+// `out` valid for `out_len` writable bytes that do not overlap the payloads.
 HurrayStatus hurray_sparse_densify(const struct HurrayDescriptor *descriptor,
-                                   const struct HurrayBufferList *buffers,
+                                   const struct HurrayIoSlice *payloads,
+                                   size_t count,
                                    void *out,
                                    uint64_t out_len);
 
-// Copies a block-paged tensor (`descriptor` with pages and page table in `buffers`) into
+// Copies a block-paged tensor (`descriptor` with its 2 payloads, pages then page table) into
 // the caller's `out` as a contiguous row-major tensor of its logical shape (exactly the
 // dense byte count is written). Every page-table entry is checked first.
 //
@@ -1736,7 +1737,8 @@ HurrayStatus hurray_sparse_densify(const struct HurrayDescriptor *descriptor,
 // # Safety
 // As for `hurray_sparse_densify`.
 HurrayStatus hurray_paged_gather(const struct HurrayDescriptor *descriptor,
-                                 const struct HurrayBufferList *buffers,
+                                 const struct HurrayIoSlice *payloads,
+                                 size_t count,
                                  void *out,
                                  uint64_t out_len);
 

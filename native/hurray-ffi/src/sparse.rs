@@ -8,11 +8,11 @@ use hurray_core::paged::PagingInfo;
 use hurray_core::sparse::{IndexType, SparseInfo};
 use hurray_core::{DeviceTag, TensorDescriptor};
 
-use crate::buffer_list::HurrayBufferList;
 use crate::descriptor::HurrayDescriptor;
 use crate::handle;
 use crate::panic::{guard, non_null, FfiError, FfiResult};
 use crate::status::*;
+use crate::writer::HurrayIoSlice;
 
 /// The sparse block of a COO, CSR, CSC or BSR descriptor (docs/spec/descriptor.md §Sparse
 /// layouts). All zero when the descriptor is not sparse.
@@ -280,35 +280,43 @@ pub unsafe extern "C" fn hurray_descriptor_composite_role(
     })
 }
 
-/// Borrows the payloads of `list` as byte slices, refusing memory the host cannot read.
-unsafe fn host_views<'a>(list: *const HurrayBufferList) -> FfiResult<Vec<&'a [u8]>> {
-    let l = unsafe { handle::inner_ref(list, "buffers")? };
-    let mut out = Vec::with_capacity(l.0.len());
-    for (i, slot) in l.0.iter().enumerate() {
-        let b = slot
-            .as_ref()
-            .and_then(|b| b.shell.inner.as_ref())
-            .ok_or_else(|| {
-                FfiError::new(
-                    HURRAY_ERR_USE_AFTER_DESTROY,
-                    format!("buffer {i} of the list is gone"),
-                )
-            })?;
-        let tag = b.handle.device_tag();
+/// Borrows `count` payload slices, refusing buffers the descriptor places in device memory.
+unsafe fn host_views<'a>(
+    d: &TensorDescriptor,
+    payloads: *const HurrayIoSlice,
+    count: usize,
+) -> FfiResult<Vec<&'a [u8]>> {
+    if count != d.buffers().len() {
+        return Err(FfiError::new(
+            HURRAY_ERR_INVALID_ARGUMENT,
+            format!(
+                "{count} payloads for a descriptor with {} buffers",
+                d.buffers().len()
+            ),
+        ));
+    }
+    let slices: &[HurrayIoSlice] = if count == 0 {
+        &[]
+    } else {
+        non_null(payloads, "payloads")?;
+        unsafe { std::slice::from_raw_parts(payloads, count) }
+    };
+    let mut out = Vec::with_capacity(count);
+    for (i, (s, h)) in slices.iter().zip(d.buffers()).enumerate() {
+        let tag = h.device_tag();
         if !matches!(tag, DeviceTag::Cpu | DeviceTag::CudaHost | DeviceTag::Ipc) {
             return Err(FfiError::new(
                 HURRAY_ERR_INVALID_ARGUMENT,
                 format!("buffer {i} is device memory ({tag:?}): copy it to the host first"),
             ));
         }
-        let len = b.handle.byte_size() as usize;
-        // SAFETY: a live buffer handle points at byte_size readable host bytes (checked tag);
-        // the list keeps it alive for the duration of the call.
-        out.push(if len == 0 {
-            &[][..]
+        if s.len == 0 {
+            out.push(&[][..]);
         } else {
-            unsafe { std::slice::from_raw_parts(b.ptr() as *const u8, len) }
-        });
+            non_null(s.ptr, "payloads[i].ptr")?;
+            // SAFETY: the caller gives s.len readable bytes at s.ptr for the call.
+            out.push(unsafe { std::slice::from_raw_parts(s.ptr, s.len) });
+        }
     }
     Ok(out)
 }
@@ -319,14 +327,15 @@ type IntoCaller = fn(&TensorDescriptor, &[&[u8]], &mut [u8]) -> hurray_core::Res
 unsafe fn into_caller(
     what: &str,
     descriptor: *const HurrayDescriptor,
-    buffers: *const HurrayBufferList,
+    payloads: *const HurrayIoSlice,
+    count: usize,
     out: *mut c_void,
     out_len: u64,
     f: IntoCaller,
 ) -> HurrayStatus {
     guard(what, || {
         let d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
-        let views = unsafe { host_views(buffers)? };
+        let views = unsafe { host_views(d, payloads, count)? };
         let need = d.dense_byte_count();
         if out_len < need {
             return Err(FfiError::new(
@@ -348,8 +357,8 @@ unsafe fn into_caller(
 }
 
 /// Writes the dense row-major form of a sparse tensor (`descriptor` COO/CSR/CSC/BSR with
-/// its `buffers` in buffer-table order, e.g. from `hurray_tensor_descriptor` and
-/// `hurray_tensor_buffers`) into the caller's `out` of `out_len` bytes: exactly the dense byte
+/// its `count` payloads in buffer-table order, each at least its declared size; for a read
+/// tensor, `hurray_buffer_list_data_ptrs` of `hurray_tensor_buffers` gives the pointers) into the caller's `out` of `out_len` bytes: exactly the dense byte
 /// count of the shape is written, zeros where nothing is stored; duplicates of a
 /// non-canonical tensor are summed. Indices are checked first.
 ///
@@ -359,12 +368,13 @@ unsafe fn into_caller(
 /// within ABI 4. Thread-safe for distinct outputs.
 ///
 /// # Safety
-/// `descriptor` and `buffers` live; `out` valid for `out_len` writable bytes that do not
-/// overlap the buffers.
+/// `descriptor` live; `payloads` valid for `count` slices, each readable for its length;
+/// `out` valid for `out_len` writable bytes that do not overlap the payloads.
 #[no_mangle]
 pub unsafe extern "C" fn hurray_sparse_densify(
     descriptor: *const HurrayDescriptor,
-    buffers: *const HurrayBufferList,
+    payloads: *const HurrayIoSlice,
+    count: usize,
     out: *mut c_void,
     out_len: u64,
 ) -> HurrayStatus {
@@ -372,7 +382,8 @@ pub unsafe extern "C" fn hurray_sparse_densify(
         into_caller(
             "hurray_sparse_densify",
             descriptor,
-            buffers,
+            payloads,
+            count,
             out,
             out_len,
             hurray_core::sparse::densify,
@@ -380,7 +391,7 @@ pub unsafe extern "C" fn hurray_sparse_densify(
     }
 }
 
-/// Copies a block-paged tensor (`descriptor` with pages and page table in `buffers`) into
+/// Copies a block-paged tensor (`descriptor` with its 2 payloads, pages then page table) into
 /// the caller's `out` as a contiguous row-major tensor of its logical shape (exactly the
 /// dense byte count is written). Every page-table entry is checked first.
 ///
@@ -392,7 +403,8 @@ pub unsafe extern "C" fn hurray_sparse_densify(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_paged_gather(
     descriptor: *const HurrayDescriptor,
-    buffers: *const HurrayBufferList,
+    payloads: *const HurrayIoSlice,
+    count: usize,
     out: *mut c_void,
     out_len: u64,
 ) -> HurrayStatus {
@@ -400,7 +412,8 @@ pub unsafe extern "C" fn hurray_paged_gather(
         into_caller(
             "hurray_paged_gather",
             descriptor,
-            buffers,
+            payloads,
+            count,
             out,
             out_len,
             hurray_core::paged::gather,

@@ -75,17 +75,38 @@ unsafe fn densified(t: *mut HurrayTensor) -> Vec<f32> {
         let (mut d, mut l) = (null_mut(), null_mut());
         expect(hurray_tensor_descriptor(t, &mut d), HURRAY_OK);
         expect(hurray_tensor_buffers(t, &mut l), HURRAY_OK);
+        let mut n = 0usize;
+        expect(hurray_buffer_list_len(l, &mut n), HURRAY_OK);
+        let mut s = Vec::new();
+        for i in 0..n {
+            let (mut b, mut p, mut len) = (null_mut(), null_mut(), 0u64);
+            expect(hurray_buffer_list_get(l, i, &mut b), HURRAY_OK);
+            expect(
+                hurray_ffi::buffer::hurray_buffer_data_ptr(b, &mut p),
+                HURRAY_OK,
+            );
+            expect(
+                hurray_ffi::buffer::hurray_buffer_byte_size(b, &mut len),
+                HURRAY_OK,
+            );
+            s.push(HurrayIoSlice {
+                ptr: p as *const u8,
+                len: len as usize,
+            });
+        }
         let mut out = vec![0f32; 8];
+        let o = out.as_mut_ptr().cast();
         expect(
-            hurray_sparse_densify(d, l, out.as_mut_ptr().cast(), 31),
+            hurray_sparse_densify(d, s.as_ptr(), n, o, 31),
             HURRAY_ERR_BUFFER_TOO_SMALL,
         );
         expect(
-            hurray_sparse_densify(d, l, out.as_mut_ptr().cast(), 32),
-            HURRAY_OK,
+            hurray_sparse_densify(d, s.as_ptr(), n - 1, o, 32),
+            HURRAY_ERR_INVALID_ARGUMENT,
         );
+        expect(hurray_sparse_densify(d, s.as_ptr(), n, o, 32), HURRAY_OK);
         expect(
-            hurray_paged_gather(d, l, out.as_mut_ptr().cast(), 32),
+            hurray_paged_gather(d, s.as_ptr(), n, o, 32),
             HURRAY_ERR_INVALID_ARGUMENT,
         );
         out

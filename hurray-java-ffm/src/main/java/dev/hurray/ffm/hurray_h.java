@@ -8343,7 +8343,7 @@ public final class hurray_h {
     }
 
     private static final class hurray_sparse_densify {
-        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG);
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_LONG);
         static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_sparse_densify");
         static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
     }
@@ -8352,7 +8352,8 @@ public final class hurray_h {
      * Function descriptor for:
      * {@snippet lang=c :
      * HurrayStatus hurray_sparse_densify(const struct HurrayDescriptor *descriptor,
-     *                                    const struct HurrayBufferList *buffers,
+     *                                    const struct HurrayIoSlice *payloads,
+     *                                    size_t count,
      *                                    void *out,
      *                                    uint64_t out_len)
      * }
@@ -8365,7 +8366,8 @@ public final class hurray_h {
      * Downcall method handle for:
      * {@snippet lang=c :
      * HurrayStatus hurray_sparse_densify(const struct HurrayDescriptor *descriptor,
-     *                                    const struct HurrayBufferList *buffers,
+     *                                    const struct HurrayIoSlice *payloads,
+     *                                    size_t count,
      *                                    void *out,
      *                                    uint64_t out_len)
      * }
@@ -8378,7 +8380,8 @@ public final class hurray_h {
      * Address of:
      * {@snippet lang=c :
      * HurrayStatus hurray_sparse_densify(const struct HurrayDescriptor *descriptor,
-     *                                    const struct HurrayBufferList *buffers,
+     *                                    const struct HurrayIoSlice *payloads,
+     *                                    size_t count,
      *                                    void *out,
      *                                    uint64_t out_len)
      * }
@@ -8389,8 +8392,8 @@ public final class hurray_h {
 
     /**
      * Writes the dense row-major form of a sparse tensor (<code>descriptor</code> COO/CSR/CSC/BSR with
-     * its <code>buffers</code> in buffer-table order, e.g. from <code>hurray_tensor_descriptor</code> and
-     * <code>hurray_tensor_buffers</code>) into the caller's <code>out</code> of <code>out_len</code> bytes: exactly the dense byte
+     * its <code>count</code> payloads in buffer-table order, each at least its declared size; for a read
+     * tensor, <code>hurray_buffer_list_data_ptrs</code> of <code>hurray_tensor_buffers</code> gives the pointers) into the caller's <code>out</code> of <code>out_len</code> bytes: exactly the dense byte
      * count of the shape is written, zeros where nothing is stored; duplicates of a
      * non-canonical tensor are summed. Indices are checked first.
      * <p>
@@ -8400,23 +8403,24 @@ public final class hurray_h {
      * within ABI 4. Thread-safe for distinct outputs.
      * <p>
      * <b>Safety</b><br>
-     * <code>descriptor</code> and <code>buffers</code> live; <code>out</code> valid for <code>out_len</code> writable bytes that do not
-     * overlap the buffers.
+     * <code>descriptor</code> live; <code>payloads</code> valid for <code>count</code> slices, each readable for its length;
+     * <code>out</code> valid for <code>out_len</code> writable bytes that do not overlap the payloads.
      * <p>
      * {@snippet lang=c :
      * HurrayStatus hurray_sparse_densify(const struct HurrayDescriptor *descriptor,
-     *                                    const struct HurrayBufferList *buffers,
+     *                                    const struct HurrayIoSlice *payloads,
+     *                                    size_t count,
      *                                    void *out,
      *                                    uint64_t out_len)
      * }
      */
-    public static int hurray_sparse_densify(MemorySegment descriptor, MemorySegment buffers, MemorySegment out, long out_len) {
+    public static int hurray_sparse_densify(MemorySegment descriptor, MemorySegment payloads, long count, MemorySegment out, long out_len) {
         var mh$ = hurray_sparse_densify.HANDLE;
         try {
             if (TRACE_DOWNCALLS) {
-                traceDowncall("hurray_sparse_densify", descriptor, buffers, out, out_len);
+                traceDowncall("hurray_sparse_densify", descriptor, payloads, count, out, out_len);
             }
-            return (int) mh$.invokeExact(descriptor, buffers, out, out_len);
+            return (int) mh$.invokeExact(descriptor, payloads, count, out, out_len);
         } catch (RuntimeException | Error ex$) {
             throw ex$;
         } catch (Throwable ex$) {
@@ -8425,7 +8429,7 @@ public final class hurray_h {
     }
 
     private static final class hurray_paged_gather {
-        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG);
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_LONG);
         static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_paged_gather");
         static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
     }
@@ -8434,7 +8438,8 @@ public final class hurray_h {
      * Function descriptor for:
      * {@snippet lang=c :
      * HurrayStatus hurray_paged_gather(const struct HurrayDescriptor *descriptor,
-     *                                  const struct HurrayBufferList *buffers,
+     *                                  const struct HurrayIoSlice *payloads,
+     *                                  size_t count,
      *                                  void *out,
      *                                  uint64_t out_len)
      * }
@@ -8447,7 +8452,8 @@ public final class hurray_h {
      * Downcall method handle for:
      * {@snippet lang=c :
      * HurrayStatus hurray_paged_gather(const struct HurrayDescriptor *descriptor,
-     *                                  const struct HurrayBufferList *buffers,
+     *                                  const struct HurrayIoSlice *payloads,
+     *                                  size_t count,
      *                                  void *out,
      *                                  uint64_t out_len)
      * }
@@ -8460,7 +8466,8 @@ public final class hurray_h {
      * Address of:
      * {@snippet lang=c :
      * HurrayStatus hurray_paged_gather(const struct HurrayDescriptor *descriptor,
-     *                                  const struct HurrayBufferList *buffers,
+     *                                  const struct HurrayIoSlice *payloads,
+     *                                  size_t count,
      *                                  void *out,
      *                                  uint64_t out_len)
      * }
@@ -8470,7 +8477,7 @@ public final class hurray_h {
     }
 
     /**
-     * Copies a block-paged tensor (<code>descriptor</code> with pages and page table in <code>buffers</code>) into
+     * Copies a block-paged tensor (<code>descriptor</code> with its 2 payloads, pages then page table) into
      * the caller's <code>out</code> as a contiguous row-major tensor of its logical shape (exactly the
      * dense byte count is written). Every page-table entry is checked first.
      * <p>
@@ -8482,18 +8489,19 @@ public final class hurray_h {
      * <p>
      * {@snippet lang=c :
      * HurrayStatus hurray_paged_gather(const struct HurrayDescriptor *descriptor,
-     *                                  const struct HurrayBufferList *buffers,
+     *                                  const struct HurrayIoSlice *payloads,
+     *                                  size_t count,
      *                                  void *out,
      *                                  uint64_t out_len)
      * }
      */
-    public static int hurray_paged_gather(MemorySegment descriptor, MemorySegment buffers, MemorySegment out, long out_len) {
+    public static int hurray_paged_gather(MemorySegment descriptor, MemorySegment payloads, long count, MemorySegment out, long out_len) {
         var mh$ = hurray_paged_gather.HANDLE;
         try {
             if (TRACE_DOWNCALLS) {
-                traceDowncall("hurray_paged_gather", descriptor, buffers, out, out_len);
+                traceDowncall("hurray_paged_gather", descriptor, payloads, count, out, out_len);
             }
-            return (int) mh$.invokeExact(descriptor, buffers, out, out_len);
+            return (int) mh$.invokeExact(descriptor, payloads, count, out, out_len);
         } catch (RuntimeException | Error ex$) {
             throw ex$;
         } catch (Throwable ex$) {
