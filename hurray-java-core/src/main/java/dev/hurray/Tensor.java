@@ -2,6 +2,7 @@ package dev.hurray;
 
 import dev.hurray.internal.DescriptorFields;
 import dev.hurray.internal.NativeDescriptor;
+import dev.hurray.internal.NativeLayouts;
 import dev.hurray.internal.NativeTensor;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -481,6 +482,60 @@ public final class Tensor implements AutoCloseable {
             throw new IllegalStateException(n + " elements do not fit a Java array");
         }
         return buffers[0].asSlice(descriptor.byteOffset(), n * layout.byteSize());
+    }
+
+    /**
+     * The dense row-major form of a sparse tensor (COO, CSR, CSC or BSR) as a new tensor of the
+     * same element type and shape, in confined host memory the caller owns and closes. Zeros
+     * where nothing is stored; duplicates of a non-canonical tensor are summed (as scipy's
+     * {@code toarray}). The indices are checked by the native library first.
+     *
+     * <p>Ownership: the result is independent of this tensor. Threads: as for any read of
+     * this tensor.
+     *
+     * @throws IllegalStateException if this tensor is closed or its layout is not sparse
+     * @throws HurrayException {@link Status#CORRUPT} for an index out of range or a bad indptr,
+     *     {@link Status#UNSUPPORTED} for summing float16/bfloat16/fp8 duplicates,
+     *     {@link Status#INVALID_ARGUMENT} for buffers in device memory
+     */
+    public Tensor densify() throws HurrayException {
+        if (!descriptor.layout().kind().isSparse()) {
+            throw new IllegalStateException("densify needs a sparse layout, not " + descriptor.layout());
+        }
+        return toDense(true);
+    }
+
+    /**
+     * The contiguous row-major form of a block-paged tensor (pages gathered through the page
+     * table) as a new tensor of the same element type and logical shape; see
+     * {@link #densify()} for ownership.
+     *
+     * @throws IllegalStateException if this tensor is closed or its layout is not paged
+     * @throws HurrayException {@link Status#CORRUPT} for a page-table entry past the page
+     *     buffer, {@link Status#INVALID_ARGUMENT} for device memory
+     */
+    public Tensor gather() throws HurrayException {
+        if (descriptor.layout().kind() != Layout.Kind.PAGED) {
+            throw new IllegalStateException("gather needs a block-paged layout, not " + descriptor.layout());
+        }
+        return toDense(false);
+    }
+
+    private Tensor toDense(boolean sparse) throws HurrayException {
+        TensorDescriptor dense = TensorDescriptor.of(descriptor.elementType(), descriptor.shape());
+        pin();
+        try {
+            Tensor out = allocate(dense);
+            try {
+                NativeLayouts.toDense(descriptor.nativeHandle(), buffers, out.buffers[0], sparse);
+                return out;
+            } catch (HurrayException | RuntimeException | Error e) {
+                out.close();
+                throw e;
+            }
+        } finally {
+            unpin();
+        }
     }
 
     private void requireOpen() {
