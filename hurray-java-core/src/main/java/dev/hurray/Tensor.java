@@ -127,6 +127,27 @@ public final class Tensor implements AutoCloseable {
         }
     }
 
+    /**
+     * A view of a tensor borrowed from a native composite: its buffers are mapped into a new
+     * arena; closing the view closes that arena and destroys nothing (the composite owns the
+     * memory and closes its views before freeing it).
+     */
+    static Tensor fromBorrowed(MemorySegment tensor, TensorScope scope) throws HurrayException {
+        Arena arena = scope == TensorScope.SHARED ? Arena.ofShared() : Arena.ofConfined();
+        try {
+            MemorySegment d = NativeTensor.descriptor(tensor);
+            MemorySegment fields = NativeDescriptor.fields(d);
+            MemorySegment encoded = NativeDescriptor.encodedView(d, fields);
+            DescriptorFields f = NativeDescriptor.read(d, fields);
+            TensorDescriptor desc = TensorDescriptor.fromNative(f, NativeDescriptor.copyOf(encoded));
+            MemorySegment[] bufs = NativeTensor.buffers(tensor, desc.buffers(), arena);
+            return new Tensor(desc, bufs, arena, null, d, scope, null);
+        } catch (HurrayException | RuntimeException | Error e) {
+            arena.close();
+            throw e;
+        }
+    }
+
     // ---------------------------------------------------------------- factories
 
     /**

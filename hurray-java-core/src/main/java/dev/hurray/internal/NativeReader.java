@@ -116,6 +116,29 @@ public final class NativeReader {
     }
 
     /**
+     * Reads the next item ({@code hurray_reader_next_item}): a tensor or a whole composite.
+     *
+     * @return {@code {tensor, null}} or {@code {null, composite}} (owned handles), or
+     *     {@code null} at the end-of-stream marker
+     * @throws HurrayException as {@link #next()}; a {@code TRANSPORT} failure keeps the partial
+     *     composite and the next call resumes
+     */
+    public MemorySegment[] nextItem() throws HurrayException {
+        transport.clearFailure();
+        MemorySegment s = Native.scratch();
+        int rc = hurray_h.hurray_reader_next_item(handle, s, s.asSlice(8));
+        if (rc == Native.OK) {
+            MemorySegment t = s.get(ADDRESS, 0);
+            MemorySegment c = s.get(ADDRESS, 8);
+            return new MemorySegment[] {t.equals(MemorySegment.NULL) ? null : t, c.equals(MemorySegment.NULL) ? null : c};
+        }
+        if (rc == Native.END_OF_STREAM) {
+            return null;
+        }
+        throw Native.error(rc, transport.takeFailure());
+    }
+
+    /**
      * Destroys the native reader (its release callback closes the source), then takes the
      * transport out of the transport table. Idempotent.
      *

@@ -87,6 +87,18 @@ public final class NativeWriter {
         }
     }
 
+    /**
+     * Writes a composite ({@code hurray_writer_write_composite}) from a live builder whose
+     * payloads are live native segments for the duration of the call.
+     */
+    public void writeComposite(MemorySegment builder) throws HurrayException {
+        transport.clearFailure();
+        int rc = hurray_h.hurray_writer_write_composite(handle, builder);
+        if (rc < 0) {
+            throw Native.error(rc, transport.takeFailure());
+        }
+    }
+
     /** Writes the end-of-stream marker ({@code hurray_writer_finish}); idempotent after success. */
     public void finish() throws HurrayException {
         transport.clearFailure();
