@@ -127,6 +127,8 @@ public final class Bridge {
             case ROW_MAJOR -> Layout.ROW_MAJOR;
             case COLUMN_MAJOR -> Layout.COLUMN_MAJOR;
             case STRIDED -> throw new ForeignFormatException(what + ": a strided layout has no counterpart in this format");
+            case COO, CSR, CSC, BSR, PAGED -> throw new ForeignFormatException(what + ": a " + d.layout().kind().formatName()
+                    + " layout has no counterpart in this format (scipy.sparse .npz holds one sparse matrix)");
         };
         if (payloads.size() != 1 || d.buffers().size() != 1) {
             throw new ForeignFormatException(what + ": " + d.buffers().size()
