@@ -105,6 +105,11 @@ class ScipySparseCliTest {
                     assertArrayEquals(want, asDoubles(d), 0.0, file);
                 }
             }
+            CliTest.Result ins = CliTest.run("inspect", "--json", hrry.toString());
+            ins.assertOk();
+            assertTrue(ins.out().contains("\"layout\" : \"" + f.get("format") + "\"")
+                    || ins.out().contains("\"layout\":\"" + f.get("format") + "\""), ins.out());
+            assertTrue(ins.out().contains("\"nnz\""), ins.out());
             // Back to npz: the same arrays, byte for byte.
             Path back = dir.resolve(file + ".back.npz");
             CliTest.run("convert", hrry.toString(), back.toString()).assertOk();
