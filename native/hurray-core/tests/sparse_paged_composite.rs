@@ -871,3 +871,34 @@ fn member_counts_that_lie_either_way_are_corrupt_and_cut_composites_truncated() 
         ErrorKind::Truncated
     );
 }
+
+/// The golden stream shared with the Java tests (src/golden/stream_v2_sparse_composite.hrry):
+/// a CSR tensor, then the nested composite "layer0" of `layer_spec`. Regenerate with
+/// HURRAY_REGEN_GOLDEN=1 after an intended format change.
+#[test]
+fn the_v2_golden_stream_is_what_the_code_writes() {
+    let f = fixture();
+    let mut w = StreamWriter::new(
+        Vec::new(),
+        WriterOptions {
+            payload_checksums: true,
+        },
+    );
+    let refs: Vec<&[u8]> = f.csr.1.iter().map(|b| b.as_slice()).collect();
+    w.write_tensor(&f.csr.0.clone().with_name("csr").unwrap(), &refs)
+        .unwrap();
+    composite::write_composite(&mut w, &layer_spec(&f)).unwrap();
+    w.finish().unwrap();
+    let bytes = w.into_transport();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../src/golden/stream_v2_sparse_composite.hrry");
+    if std::env::var("HURRAY_REGEN_GOLDEN").is_ok_and(|v| v == "1") {
+        std::fs::write(&path, &bytes).unwrap();
+    }
+    let committed = std::fs::read(&path)
+        .expect("committed golden stream (regenerate with HURRAY_REGEN_GOLDEN=1)");
+    assert!(
+        committed == bytes,
+        "src/golden/stream_v2_sparse_composite.hrry differs from what the code writes"
+    );
+}

@@ -100,6 +100,41 @@ class CompositeTest {
         }
     }
 
+    /** The Rust-written golden stream (src/golden/stream_v2_sparse_composite.hrry) reads the same in Java. */
+    @Test
+    void theRustGoldenStreamReadsIdenticallyInJava() throws Exception {
+        Path dir = Path.of("").toAbsolutePath();
+        while (dir != null && !Files.isDirectory(dir.resolve("src/golden"))) {
+            dir = dir.getParent();
+        }
+        byte[] bytes = Files.readAllBytes(dir.resolve("src/golden/stream_v2_sparse_composite.hrry"));
+        try (Reader r = Reader.of(bytes)) {
+            try (Item first = r.nextItem(); Tensor d = first.tensor().orElseThrow().densify()) {
+                assertEquals("csr", first.tensor().orElseThrow().descriptor().name().orElseThrow());
+                assertArrayEquals(new float[] {0, 1.5f, 0, 0, 0, 0, -2, 3}, d.toFloatArray());
+            }
+            try (Item second = r.nextItem()) {
+                Composite c = second.composite().orElseThrow();
+                assertEquals("layer0", c.name().orElseThrow());
+                assertEquals(List.of("weight", "kv", "kv/cache", "kv/scales", "bias"),
+                        c.walk().stream().map(Composite.Node::path).toList());
+                Tensor cache = c.tensor("kv/cache");
+                assertEquals(Layout.Kind.PAGED, cache.descriptor().layout().kind());
+                // Pages of 2 rows x 4 floats, values 0,1,2,…; blocks 0,1,2 in pages 3,1,0; 5 rows.
+                float[] want = new float[20];
+                int[] table = {3, 1, 0};
+                for (int i = 0; i < 20; i++) {
+                    want[i] = table[i / 8] * 8 + i % 8;
+                }
+                try (Tensor g = cache.gather()) {
+                    assertArrayEquals(want, g.toFloatArray());
+                }
+                assertArrayEquals(new float[] {0.5f, 0.25f, 2f, 1f}, c.tensor("bias").toFloatArray());
+            }
+            assertNull(r.nextItem());
+        }
+    }
+
     @Test
     void badCompositesGetClearErrors() throws Exception {
         try (Tensor w = csr(); Writer writer = Writer.of(new ByteArrayOutputStream())) {
