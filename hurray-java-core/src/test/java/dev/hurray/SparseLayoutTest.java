@@ -147,6 +147,27 @@ class SparseLayoutTest {
     }
 
     @Test
+    void layoutsAreSealedValueTypesWithBuilders() {
+        Layout bsr = Layout.sparse(Layout.Kind.BSR).indexType(ElementType.INT64).nnz(3).blockShape(2, 2).build();
+        assertEquals(Layout.bsr(ElementType.INT64, 3, 2, 2, false), bsr);
+        String what = switch (bsr) {
+            case Layout.Dense d -> "dense";
+            case Layout.Strided s -> "strided";
+            case Layout.Coo c -> "coo";
+            case Layout.Csr c -> "csr";
+            case Layout.Csc c -> "csc";
+            case Layout.Bsr b -> "bsr " + b.blockRows() + "x" + b.blockCols();
+            case Layout.Paged p -> "paged";
+        };
+        assertEquals("bsr 2x2", what);
+        Layout.Paged p = Layout.Paged.builder().pageSize(8).blockCount(2).pageCount(3).build();
+        assertEquals(Layout.paged(ElementType.INT32, 8, 2, 3), p);
+        assertThrows(IllegalArgumentException.class, () -> Layout.sparse(Layout.Kind.CSR).blockShape(2, 2).build());
+        assertThrows(IllegalArgumentException.class, () -> Layout.sparse(Layout.Kind.PAGED));
+        assertTrue(Layout.rowMajor() instanceof Layout.Dense d && !d.columnMajor());
+    }
+
+    @Test
     void layoutsCompareByTheirParameters() {
         assertEquals(Layout.bsr(ElementType.INT64, 3, 2, 2, false), Layout.bsr(ElementType.INT64, 3, 2, 2, false));
         assertFalse(Layout.coo(ElementType.INT64, 3, false).equals(Layout.coo(ElementType.INT64, 3, true)));
