@@ -72,8 +72,11 @@ fn le32(v: impl IntoIterator<Item = i32>) -> Vec<u8> {
     v.into_iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
+/// Values, indptr and indices bytes of a CSR matrix, plus its coordinates.
+type CsrParts = (Vec<u8>, Vec<u8>, Vec<u8>, Vec<(i32, i32)>);
+
 /// CSR arrays (values, indptr, indices) of a random n × n matrix with `density` percent.
-fn csr(n: usize, density: u64, rng: &mut Rng) -> (Vec<u8>, Vec<u8>, Vec<u8>, Vec<(i32, i32)>) {
+fn csr(n: usize, density: u64, rng: &mut Rng) -> CsrParts {
     let (mut vals, mut ptr, mut idx, mut coords) = (Vec::new(), vec![0i32], Vec::new(), Vec::new());
     for r in 0..n {
         for c in 0..n {
@@ -183,7 +186,7 @@ fn main() {
     let (mut vals, mut ptr, mut idx) = (Vec::new(), vec![0i32], Vec::new());
     for _ in 0..nb {
         for bc in 0..nb {
-            if rng.next() % 4 == 0 {
+            if rng.next().is_multiple_of(4) {
                 vals.extend(std::iter::repeat_n(1.5f32.to_le_bytes(), br * br).flatten());
                 idx.push(bc as i32);
             }
