@@ -100,23 +100,15 @@ pub fn typed_payload(et: ElementType, n: u64) -> Vec<u8> {
             Int16 => out.extend_from_slice(&((i as i16) * 1234 - 3000).to_le_bytes()),
             Uint16 => out.extend_from_slice(&((i as u16).wrapping_mul(40503)).to_le_bytes()),
             Int32 => out.extend_from_slice(&((i as i32) * -1_000_003 + 17).to_le_bytes()),
-            Uint32 => {
-                out.extend_from_slice(&((i as u32).wrapping_mul(2_654_435_761)).to_le_bytes())
-            }
-            Int64 => {
-                out.extend_from_slice(&((i as i64) * -9_007_199_254_740_993 + 5).to_le_bytes())
-            }
-            Uint64 => out
-                .extend_from_slice(&((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)).to_le_bytes()),
+            Uint32 => out.extend_from_slice(&((i as u32).wrapping_mul(2_654_435_761)).to_le_bytes()),
+            Int64 => out.extend_from_slice(&((i as i64) * -9_007_199_254_740_993 + 5).to_le_bytes()),
+            Uint64 => out.extend_from_slice(&((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)).to_le_bytes()),
             Float16 => {
                 // 1.0, -2.0, 0.5, 0.0, 65504 (max), -smallest subnormal, +inf, 0.333
-                const H: [u16; 8] = [
-                    0x3C00, 0xC000, 0x3800, 0x0000, 0x7BFF, 0x8001, 0x7C00, 0x3555,
-                ];
+                const H: [u16; 8] = [0x3C00, 0xC000, 0x3800, 0x0000, 0x7BFF, 0x8001, 0x7C00, 0x3555];
                 out.extend_from_slice(&H[i % H.len()].to_le_bytes())
             }
-            Bfloat16 => out
-                .extend_from_slice(&(((fi * 1.5 - 2.0) as f32).to_bits() >> 16).to_le_bytes()[..2]),
+            Bfloat16 => out.extend_from_slice(&(((fi * 1.5 - 2.0) as f32).to_bits() >> 16).to_le_bytes()[..2]),
             Float32 => out.extend_from_slice(&((fi * 0.25 - 1.0) as f32).to_le_bytes()),
             Float64 => out.extend_from_slice(&(fi * -1.5 + 1e10).to_le_bytes()),
             Complex64 => {
@@ -132,11 +124,7 @@ pub fn typed_payload(et: ElementType, n: u64) -> Vec<u8> {
             // 1.0, -1.0, 2.0, 0.0, +inf, smallest subnormal
             Float8E5m2 => out.push([0x3C, 0xBC, 0x40, 0x00, 0x7C, 0x01][i % 6]),
             Int4 | Uint4 => {
-                let nib = if et == Int4 {
-                    ((i as i8 % 8) - 4) as u8 & 0x0F
-                } else {
-                    (i as u8 * 5 + 1) & 0x0F
-                };
+                let nib = if et == Int4 { ((i as i8 % 8) - 4) as u8 & 0x0F } else { (i as u8 * 5 + 1) & 0x0F };
                 if i % 2 == 0 {
                     out.push(nib);
                 } else {
@@ -153,10 +141,7 @@ pub fn typed_payload(et: ElementType, n: u64) -> Vec<u8> {
 pub fn dense(et: ElementType, dims: &[u64]) -> Item {
     let desc = TensorDescriptor::dense(et, Shape::new(dims.to_vec()).unwrap()).unwrap();
     let p = typed_payload(et, desc.shape().element_count());
-    Item {
-        desc,
-        payloads: vec![p],
-    }
+    Item { desc, payloads: vec![p] }
 }
 
 fn named(mut item: Item, name: &str) -> Item {
@@ -176,121 +161,48 @@ pub fn golden_items() -> Vec<Item> {
         v.push(named(dense(et, dims), &format!("dtype/{}", et.name())));
     }
     // Rank 0 (one element), unnamed.
-    v.push(Item {
-        desc: TensorDescriptor::dense(Float32, Shape::scalar()).unwrap(),
-        payloads: vec![3.5f32.to_le_bytes().to_vec()],
-    });
+    v.push(Item { desc: TensorDescriptor::dense(Float32, Shape::scalar()).unwrap(), payloads: vec![3.5f32.to_le_bytes().to_vec()] });
     // Zero-size dimensions: zero-byte payloads, one unnamed.
     v.push(dense(Float64, &[3, 0, 2]));
     v.push(named(dense(Int32, &[0]), "zero/int32"));
     // Strided: the transpose of a 2x3 row-major float32 matrix, strides in elements.
     {
         let p = typed_payload(Float32, 6);
-        let d = descriptor(
-            Float32,
-            &[3, 2],
-            0,
-            LayoutDescriptor::Strided(vec![1, 3]),
-            vec![cpu(24)],
-            None,
-        );
-        v.push(Item {
-            desc: d.with_name("strided/transposed").unwrap(),
-            payloads: vec![p],
-        });
+        let d = descriptor(Float32, &[3, 2], 0, LayoutDescriptor::Strided(vec![1, 3]), vec![cpu(24)], None);
+        v.push(Item { desc: d.with_name("strided/transposed").unwrap(), payloads: vec![p] });
     }
     // Strided with a negative stride: a reversed view, element 0 at byte 6 of an 8-byte buffer.
     {
         let p = typed_payload(Int16, 4);
-        let d = descriptor(
-            Int16,
-            &[4],
-            6,
-            LayoutDescriptor::Strided(vec![-1]),
-            vec![cpu(8)],
-            None,
-        );
-        v.push(Item {
-            desc: d.with_name("strided/reversed").unwrap(),
-            payloads: vec![p],
-        });
+        let d = descriptor(Int16, &[4], 6, LayoutDescriptor::Strided(vec![-1]), vec![cpu(8)], None);
+        v.push(Item { desc: d.with_name("strided/reversed").unwrap(), payloads: vec![p] });
     }
     // Column-major.
     {
         let p = typed_payload(Int32, 6);
-        let d = descriptor(
-            Int32,
-            &[2, 3],
-            0,
-            LayoutDescriptor::ColumnMajor,
-            vec![cpu(24)],
-            None,
-        );
-        v.push(Item {
-            desc: d.with_name("column_major/int32").unwrap(),
-            payloads: vec![p],
-        });
+        let d = descriptor(Int32, &[2, 3], 0, LayoutDescriptor::ColumnMajor, vec![cpu(24)], None);
+        v.push(Item { desc: d.with_name("column_major/int32").unwrap(), payloads: vec![p] });
     }
     // A byte offset into a larger buffer.
     {
         let mut p = vec![0xEEu8; 8];
         p.extend_from_slice(&typed_payload(Float32, 2));
         p.extend_from_slice(&[0xEE; 4]);
-        let d = descriptor(
-            Float32,
-            &[2],
-            8,
-            LayoutDescriptor::RowMajor,
-            vec![cpu(20)],
-            None,
-        );
-        v.push(Item {
-            desc: d.with_name("offset/float32").unwrap(),
-            payloads: vec![p],
-        });
+        let d = descriptor(Float32, &[2], 8, LayoutDescriptor::RowMajor, vec![cpu(20)], None);
+        v.push(Item { desc: d.with_name("offset/float32").unwrap(), payloads: vec![p] });
     }
     // Device tags and sync modes other than the defaults (the stream carries bytes; the reader
     // allocates host memory at the declared alignment).
     {
         let p = typed_payload(Uint8, 100);
-        let d = descriptor(
-            Uint8,
-            &[100],
-            0,
-            LayoutDescriptor::RowMajor,
-            vec![handle(100, 4096, DeviceTag::Ipc, SyncMode::ProducerSynced)],
-            None,
-        );
-        v.push(Item {
-            desc: d.with_name("device/ipc_4096").unwrap(),
-            payloads: vec![p],
-        });
+        let d = descriptor(Uint8, &[100], 0, LayoutDescriptor::RowMajor, vec![handle(100, 4096, DeviceTag::Ipc, SyncMode::ProducerSynced)], None);
+        v.push(Item { desc: d.with_name("device/ipc_4096").unwrap(), payloads: vec![p] });
         let p = typed_payload(Float16, 4);
-        let d = descriptor(
-            Float16,
-            &[4],
-            0,
-            LayoutDescriptor::RowMajor,
-            vec![handle(8, 8192, DeviceTag::Cuda, SyncMode::Event)],
-            None,
-        );
-        v.push(Item {
-            desc: d.with_name("device/cuda_event_8192").unwrap(),
-            payloads: vec![p],
-        });
+        let d = descriptor(Float16, &[4], 0, LayoutDescriptor::RowMajor, vec![handle(8, 8192, DeviceTag::Cuda, SyncMode::Event)], None);
+        v.push(Item { desc: d.with_name("device/cuda_event_8192").unwrap(), payloads: vec![p] });
         let p = typed_payload(Bfloat16, 3);
-        let d = descriptor(
-            Bfloat16,
-            &[3],
-            0,
-            LayoutDescriptor::RowMajor,
-            vec![handle(6, 4096, DeviceTag::Rocm, SyncMode::ConsumerStream)],
-            None,
-        );
-        v.push(Item {
-            desc: d.with_name("device/rocm_consumer_stream").unwrap(),
-            payloads: vec![p],
-        });
+        let d = descriptor(Bfloat16, &[3], 0, LayoutDescriptor::RowMajor, vec![handle(6, 4096, DeviceTag::Rocm, SyncMode::ConsumerStream)], None);
+        v.push(Item { desc: d.with_name("device/rocm_consumer_stream").unwrap(), payloads: vec![p] });
     }
     // Named, with metadata (text, binary and empty values).
     {
@@ -310,85 +222,26 @@ pub fn golden_items() -> Vec<Item> {
     v.push(named(dense(Float32, &[1]), "ünïcødé/名前"));
     // Quantization.
     {
-        let q = Quantization::PerTensorAffine {
-            scale: 0.5,
-            bias: -1.0,
-            dequantized: Float32,
-        };
-        let d = descriptor(
-            Uint8,
-            &[4],
-            0,
-            LayoutDescriptor::RowMajor,
-            vec![cpu(4)],
-            Some(q),
-        );
-        v.push(Item {
-            desc: d.with_name("quant/per_tensor_affine").unwrap(),
-            payloads: vec![typed_payload(Uint8, 4)],
-        });
+        let q = Quantization::PerTensorAffine { scale: 0.5, bias: -1.0, dequantized: Float32 };
+        let d = descriptor(Uint8, &[4], 0, LayoutDescriptor::RowMajor, vec![cpu(4)], Some(q));
+        v.push(Item { desc: d.with_name("quant/per_tensor_affine").unwrap(), payloads: vec![typed_payload(Uint8, 4)] });
     }
     {
-        let q = Quantization::PerChannelAffine {
-            axis: 0,
-            dequantized: Float32,
-        };
-        let d = descriptor(
-            Int8,
-            &[2, 3],
-            0,
-            LayoutDescriptor::RowMajor,
-            vec![cpu(6), cpu(8), cpu(8)],
-            Some(q),
-        );
-        let scales: Vec<u8> = [0.25f32, 0.125]
-            .iter()
-            .flat_map(|f| f.to_le_bytes())
-            .collect();
-        let biases: Vec<u8> = [0.0f32, -3.0]
-            .iter()
-            .flat_map(|f| f.to_le_bytes())
-            .collect();
-        v.push(Item {
-            desc: d.with_name("quant/per_channel_affine").unwrap(),
-            payloads: vec![typed_payload(Int8, 6), scales, biases],
-        });
+        let q = Quantization::PerChannelAffine { axis: 0, dequantized: Float32 };
+        let d = descriptor(Int8, &[2, 3], 0, LayoutDescriptor::RowMajor, vec![cpu(6), cpu(8), cpu(8)], Some(q));
+        let scales: Vec<u8> = [0.25f32, 0.125].iter().flat_map(|f| f.to_le_bytes()).collect();
+        let biases: Vec<u8> = [0.0f32, -3.0].iter().flat_map(|f| f.to_le_bytes()).collect();
+        v.push(Item { desc: d.with_name("quant/per_channel_affine").unwrap(), payloads: vec![typed_payload(Int8, 6), scales, biases] });
     }
     {
-        let q = Quantization::Cast {
-            dequantized: Float32,
-        };
-        let d = descriptor(
-            Float16,
-            &[3],
-            0,
-            LayoutDescriptor::RowMajor,
-            vec![cpu(6)],
-            Some(q),
-        );
-        v.push(Item {
-            desc: d.with_name("quant/cast").unwrap(),
-            payloads: vec![typed_payload(Float16, 3)],
-        });
+        let q = Quantization::Cast { dequantized: Float32 };
+        let d = descriptor(Float16, &[3], 0, LayoutDescriptor::RowMajor, vec![cpu(6)], Some(q));
+        v.push(Item { desc: d.with_name("quant/cast").unwrap(), payloads: vec![typed_payload(Float16, 3)] });
     }
     {
-        let q = Quantization::PerTensorAffine {
-            scale: 0.0625,
-            bias: 0.0,
-            dequantized: Float16,
-        };
-        let d = descriptor(
-            Int4,
-            &[5],
-            0,
-            LayoutDescriptor::RowMajor,
-            vec![cpu(3)],
-            Some(q),
-        );
-        v.push(Item {
-            desc: d.with_name("quant/int4_affine").unwrap(),
-            payloads: vec![typed_payload(Int4, 5)],
-        });
+        let q = Quantization::PerTensorAffine { scale: 0.0625, bias: 0.0, dequantized: Float16 };
+        let d = descriptor(Int4, &[5], 0, LayoutDescriptor::RowMajor, vec![cpu(3)], Some(q));
+        v.push(Item { desc: d.with_name("quant/int4_affine").unwrap(), payloads: vec![typed_payload(Int4, 5)] });
     }
     v
 }
@@ -398,43 +251,20 @@ pub fn plain_items() -> Vec<Item> {
     use ElementType::*;
     let mut v = vec![named(dense(Float32, &[2, 2]), "plain/float32")];
     v.push(dense(Uint8, &[0]));
-    let q = Quantization::PerChannelAffine {
-        axis: 1,
-        dequantized: Float64,
-    };
-    let d = descriptor(
-        Uint8,
-        &[3, 2],
-        0,
-        LayoutDescriptor::RowMajor,
-        vec![cpu(6), cpu(8), cpu(8)],
-        Some(q),
-    );
+    let q = Quantization::PerChannelAffine { axis: 1, dequantized: Float64 };
+    let d = descriptor(Uint8, &[3, 2], 0, LayoutDescriptor::RowMajor, vec![cpu(6), cpu(8), cpu(8)], Some(q));
     let scales: Vec<u8> = [2.0f32, 4.0].iter().flat_map(|f| f.to_le_bytes()).collect();
-    let biases: Vec<u8> = [1.0f32, -1.0]
-        .iter()
-        .flat_map(|f| f.to_le_bytes())
-        .collect();
-    v.push(Item {
-        desc: d.with_name("plain/per_channel").unwrap(),
-        payloads: vec![typed_payload(Uint8, 6), scales, biases],
-    });
-    v.push(Item {
-        desc: TensorDescriptor::dense(Int64, Shape::scalar()).unwrap(),
-        payloads: vec![(-42i64).to_le_bytes().to_vec()],
-    });
+    let biases: Vec<u8> = [1.0f32, -1.0].iter().flat_map(|f| f.to_le_bytes()).collect();
+    v.push(Item { desc: d.with_name("plain/per_channel").unwrap(), payloads: vec![typed_payload(Uint8, 6), scales, biases] });
+    v.push(Item { desc: TensorDescriptor::dense(Int64, Shape::scalar()).unwrap(), payloads: vec![(-42i64).to_le_bytes().to_vec()] });
     v
 }
 
 /// A tensor whose payload is large enough (> 64 KiB) for the reader's direct-read path.
 pub fn big_item(bytes: u64) -> Item {
-    let desc =
-        TensorDescriptor::dense(ElementType::Uint8, Shape::new(vec![bytes]).unwrap()).unwrap();
+    let desc = TensorDescriptor::dense(ElementType::Uint8, Shape::new(vec![bytes]).unwrap()).unwrap();
     let mut r = Rng::new(bytes);
-    Item {
-        desc: desc.with_name("big").unwrap(),
-        payloads: vec![r.bytes(bytes as usize)],
-    }
+    Item { desc: desc.with_name("big").unwrap(), payloads: vec![r.bytes(bytes as usize)] }
 }
 
 /// Writes `items` and the end marker into memory through the core writer.
@@ -457,12 +287,7 @@ pub fn read_all<T: ReadTransport>(reader: &mut StreamReader<T>) -> (Tensors, Res
         match reader.next_tensor() {
             Ok(Some(t)) => {
                 for (b, h) in t.buffers.iter().zip(t.descriptor.buffers()) {
-                    assert_eq!(
-                        b.as_ptr() as u64 % h.alignment(),
-                        0,
-                        "buffer not aligned to {}",
-                        h.alignment()
-                    );
+                    assert_eq!(b.as_ptr() as u64 % h.alignment(), 0, "buffer not aligned to {}", h.alignment());
                     assert!(b.is_full());
                 }
                 let bufs = t.buffers.iter().map(|b| b.as_slice().to_vec()).collect();
@@ -502,14 +327,7 @@ pub struct FlakySource {
 
 impl FlakySource {
     pub fn new(bytes: Vec<u8>, chunk: usize) -> Self {
-        FlakySource {
-            bytes,
-            pos: 0,
-            chunk,
-            calls: 0,
-            fail_at: None,
-            failures: 0,
-        }
+        FlakySource { bytes, pos: 0, chunk, calls: 0, fail_at: None, failures: 0 }
     }
 }
 
@@ -542,13 +360,7 @@ pub struct FlakySink {
 
 impl FlakySink {
     pub fn new(chunk: usize) -> Self {
-        FlakySink {
-            bytes: Vec::new(),
-            chunk,
-            calls: 0,
-            fail_at: None,
-            zero_at: None,
-        }
+        FlakySink { bytes: Vec::new(), chunk, calls: 0, fail_at: None, zero_at: None }
     }
 }
 

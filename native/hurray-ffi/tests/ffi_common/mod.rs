@@ -32,33 +32,17 @@ pub struct Mem {
 
 impl Mem {
     pub fn reading(bytes: Vec<u8>, chunk: usize) -> Box<Mem> {
-        Box::new(Mem {
-            bytes,
-            chunk,
-            ..Default::default()
-        })
+        Box::new(Mem { bytes, chunk, ..Default::default() })
     }
     pub fn writing(chunk: usize) -> Box<Mem> {
-        Box::new(Mem {
-            chunk,
-            ..Default::default()
-        })
+        Box::new(Mem { chunk, ..Default::default() })
     }
     fn limit(&self, len: usize) -> usize {
-        if self.chunk == 0 {
-            len
-        } else {
-            len.min(self.chunk)
-        }
+        if self.chunk == 0 { len } else { len.min(self.chunk) }
     }
 }
 
-pub unsafe extern "C" fn mem_read(
-    ctx: *mut c_void,
-    dst: *mut u8,
-    len: usize,
-    out: *mut usize,
-) -> HurrayStatus {
+pub unsafe extern "C" fn mem_read(ctx: *mut c_void, dst: *mut u8, len: usize, out: *mut usize) -> HurrayStatus {
     let m = unsafe { &mut *(ctx as *mut Mem) };
     let call = m.calls;
     m.calls += 1;
@@ -77,12 +61,7 @@ pub unsafe extern "C" fn mem_read(
     HURRAY_OK
 }
 
-pub unsafe extern "C" fn mem_write(
-    ctx: *mut c_void,
-    src: *const u8,
-    len: usize,
-    out: *mut usize,
-) -> HurrayStatus {
+pub unsafe extern "C" fn mem_write(ctx: *mut c_void, src: *const u8, len: usize, out: *mut usize) -> HurrayStatus {
     let m = unsafe { &mut *(ctx as *mut Mem) };
     let call = m.calls;
     m.calls += 1;
@@ -95,8 +74,7 @@ pub unsafe extern "C" fn mem_write(
         return HURRAY_OK;
     }
     let n = m.limit(len);
-    m.bytes
-        .extend_from_slice(unsafe { std::slice::from_raw_parts(src, n) });
+    m.bytes.extend_from_slice(unsafe { std::slice::from_raw_parts(src, n) });
     unsafe { *out = n };
     HURRAY_OK
 }
@@ -121,41 +99,24 @@ pub fn last_error() -> String {
     let mut len = 0usize;
     unsafe { hurray_last_error_message(null_mut(), 0, &mut len) };
     let mut buf = vec![0 as std::ffi::c_char; len + 1];
-    assert_eq!(
-        unsafe { hurray_last_error_message(buf.as_mut_ptr(), buf.len(), &mut len) },
-        HURRAY_OK
-    );
-    unsafe { CStr::from_ptr(buf.as_ptr()) }
-        .to_string_lossy()
-        .into_owned()
+    assert_eq!(unsafe { hurray_last_error_message(buf.as_mut_ptr(), buf.len(), &mut len) }, HURRAY_OK);
+    unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned()
 }
 
 pub fn status_name(s: HurrayStatus) -> String {
-    unsafe { CStr::from_ptr(hurray_ffi::status::hurray_status_name(s)) }
-        .to_string_lossy()
-        .into_owned()
+    unsafe { CStr::from_ptr(hurray_ffi::status::hurray_status_name(s)) }.to_string_lossy().into_owned()
 }
 
 /// Asserts a status, showing names and the last error on failure.
 #[track_caller]
 pub fn expect(s: HurrayStatus, want: HurrayStatus) {
-    assert_eq!(
-        s,
-        want,
-        "got {} ({}), want {}",
-        status_name(s),
-        last_error(),
-        status_name(want)
-    );
+    assert_eq!(s, want, "got {} ({}), want {}", status_name(s), last_error(), status_name(want));
 }
 
 /// An owned descriptor handle decoded from `encoded`.
 pub fn decode(encoded: &[u8]) -> *mut HurrayDescriptor {
     let mut d = null_mut();
-    expect(
-        unsafe { hurray_descriptor_decode(encoded.as_ptr(), encoded.len(), &mut d) },
-        HURRAY_OK,
-    );
+    expect(unsafe { hurray_descriptor_decode(encoded.as_ptr(), encoded.len(), &mut d) }, HURRAY_OK);
     d
 }
 
@@ -163,14 +124,7 @@ pub fn decode(encoded: &[u8]) -> *mut HurrayDescriptor {
 pub fn slices(payloads: &[Vec<u8>]) -> Vec<HurrayIoSlice> {
     payloads
         .iter()
-        .map(|p| HurrayIoSlice {
-            ptr: if p.is_empty() {
-                std::ptr::null()
-            } else {
-                p.as_ptr()
-            },
-            len: p.len(),
-        })
+        .map(|p| HurrayIoSlice { ptr: if p.is_empty() { std::ptr::null() } else { p.as_ptr() }, len: p.len() })
         .collect()
 }
 
@@ -200,21 +154,12 @@ pub unsafe fn copy_out(t: *mut HurrayTensor) -> Back {
         // All data pointers in one call: the same as buffer by buffer (checked below).
         let mut ptrs = vec![null_mut::<c_void>(); len];
         let mut n = usize::MAX;
-        expect(
-            hurray_buffer_list_data_ptrs(list, ptrs.as_mut_ptr(), len, &mut n),
-            HURRAY_OK,
-        );
+        expect(hurray_buffer_list_data_ptrs(list, ptrs.as_mut_ptr(), len, &mut n), HURRAY_OK);
         assert_eq!(n, len);
         if len > 0 {
             let mut short = usize::MAX;
-            expect(
-                hurray_buffer_list_data_ptrs(list, null_mut(), 0, &mut short),
-                HURRAY_ERR_BUFFER_TOO_SMALL,
-            );
-            assert_eq!(
-                short, len,
-                "the length is stored even when the capacity is too small"
-            );
+            expect(hurray_buffer_list_data_ptrs(list, null_mut(), 0, &mut short), HURRAY_ERR_BUFFER_TOO_SMALL);
+            assert_eq!(short, len, "the length is stored even when the capacity is too small");
         }
         let mut buffers = Vec::new();
         for i in 0..len {
@@ -230,21 +175,9 @@ pub unsafe fn copy_out(t: *mut HurrayTensor) -> Back {
             expect(hurray_buffer_sync_mode(b, &mut sync), HURRAY_OK);
             let mut spec = HurrayBufferSpec::default();
             expect(hurray_descriptor_buffer_spec(d, i, &mut spec), HURRAY_OK);
-            assert_eq!(
-                (
-                    spec.byte_size,
-                    spec.alignment,
-                    spec.device_tag,
-                    spec.sync_mode
-                ),
-                (size, align, dev, sync)
-            );
+            assert_eq!((spec.byte_size, spec.alignment, spec.device_tag, spec.sync_mode), (size, align, dev, sync));
             assert!(!data.is_null());
-            assert_eq!(
-                data as usize % align as usize,
-                0,
-                "buffer {i} not aligned to {align}"
-            );
+            assert_eq!(data as usize % align as usize, 0, "buffer {i} not aligned to {align}");
             assert!(align >= 64);
             buffers.push(std::slice::from_raw_parts(data as *const u8, size as usize).to_vec());
         }
@@ -256,10 +189,7 @@ pub unsafe fn copy_out(t: *mut HurrayTensor) -> Back {
 pub fn ffi_write(items: &[(Vec<u8>, Vec<Vec<u8>>)], chunk: usize, checksums: bool) -> Vec<u8> {
     let mut m = Mem::writing(chunk);
     let t = transport(&mut m);
-    let mut opts = HurrayWriterOptions {
-        struct_size: 0,
-        flags: 0,
-    };
+    let mut opts = HurrayWriterOptions { struct_size: 0, flags: 0 };
     unsafe {
         expect(hurray_writer_options_init(&mut opts), HURRAY_OK);
         if checksums {
@@ -270,10 +200,7 @@ pub fn ffi_write(items: &[(Vec<u8>, Vec<Vec<u8>>)], chunk: usize, checksums: boo
         for (enc, payloads) in items {
             let d = decode(enc);
             let s = slices(payloads);
-            expect(
-                hurray_writer_write_tensor(w, d, s.as_ptr(), s.len()),
-                HURRAY_OK,
-            );
+            expect(hurray_writer_write_tensor(w, d, s.as_ptr(), s.len()), HURRAY_OK);
             expect(hurray_descriptor_destroy(d), HURRAY_OK);
         }
         expect(hurray_writer_finish(w), HURRAY_OK);
