@@ -34,6 +34,16 @@ pub(crate) struct EncoderInner {
 }
 
 impl EncoderInner {
+    /// Stages a group of frames as one item (a composite); see `hurray_encoder_encode_composite`.
+    pub(crate) fn encode_group(&mut self, items: &[(&hurray_core::TensorDescriptor, &[u8], &[&[u8]])]) -> hurray_core::Result<()> {
+        self.encoder.encode_group(items)
+    }
+
+    /// Writes the state to a nullable out-pointer.
+    pub(crate) fn put_state(&self, out: *mut HurrayEncoderState) {
+        put_state(out, self.state());
+    }
+
     fn state(&self) -> HurrayEncoderState {
         HurrayEncoderState {
             pending_bytes: self.encoder.pending_bytes(),

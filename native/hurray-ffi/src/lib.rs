@@ -13,6 +13,7 @@
 
 pub mod buffer;
 pub mod buffer_list;
+pub mod composite;
 pub mod constants;
 pub mod context;
 pub mod decoder;
@@ -23,6 +24,7 @@ pub mod file;
 mod handle;
 pub mod panic;
 pub mod reader;
+pub mod sparse;
 pub mod status;
 pub mod tensor;
 pub mod transport;
@@ -31,6 +33,8 @@ pub mod writer;
 pub use buffer::{HurrayBuffer, HurrayBufferSpec, HurrayReleaseCallback, HurraySyncPayload};
 pub use buffer_list::HurrayBufferList;
 pub use constants::*;
+pub use composite::{HurrayComposite, HurrayCompositeBuilder};
+pub use sparse::{HurrayCompositeMembership, HurrayPaging, HurraySparse};
 pub use context::{HurrayOwnerReleaseFn, HurrayTensorContext};
 pub use decoder::{HurrayDecodeResult, HurrayDecodedBuffer, HurrayDecoder, HurrayMetadataView};
 pub use descriptor::{hurray_descriptor_decode, HurrayDescriptor, HurrayDescriptorBuilder, HurrayQuantization};

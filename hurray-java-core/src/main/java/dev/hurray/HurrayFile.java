@@ -391,6 +391,24 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
         }
     }
 
+    /**
+     * Reads the composite stored under {@code name} with all its members (stored under
+     * {@code name/role}, docs/spec/hrryfile.md), their payloads read and indices checked.
+     *
+     * @return a new composite owned by the caller (close it)
+     * @throws HurrayException {@link Status#NOT_FOUND}, {@link Status#INVALID_ARGUMENT} (not a
+     *     top-level composite), {@link Status#CORRUPT} (a member missing or out of place), and
+     *     the failures of reading a tensor
+     */
+    public Composite readComposite(String name) throws HurrayException {
+        guard.enter();
+        try {
+            return Composite.fromNative(reader.readComposite(name.getBytes(java.nio.charset.StandardCharsets.UTF_8)), scope);
+        } finally {
+            guard.exit();
+        }
+    }
+
     /** True if the container holds a tensor named {@code name}. */
     public boolean contains(String name) throws HurrayException {
         return entry(name).isPresent();

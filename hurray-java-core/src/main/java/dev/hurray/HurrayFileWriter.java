@@ -335,6 +335,41 @@ public final class HurrayFileWriter implements AutoCloseable {
     // ---------------------------------------------------------------- metadata, flush, finish
 
     /**
+     * Adds a composite: the head under the builder's name (required), member {@code i} under
+     * {@code name/role_i}, recursively (docs/spec/hrryfile.md). Everything is checked first;
+     * a failure part-way leaves the members already added.
+     *
+     * @throws HurrayException {@link Status#INVALID_ARGUMENT} (no name, a bad role),
+     *     {@link Status#DUPLICATE_NAME}, {@link Status#CORRUPT} (bad indices), and the failures
+     *     of {@link #add(Tensor)}
+     */
+    public void add(Composite.Builder composite) throws HurrayException {
+        java.util.Objects.requireNonNull(composite, "composite");
+        guard.enter();
+        try {
+            java.util.List<Tensor> pinned = new java.util.ArrayList<>();
+            try (java.lang.foreign.Arena a = java.lang.foreign.Arena.ofConfined()) {
+                for (Tensor t : composite.tensors()) {
+                    t.pin();
+                    pinned.add(t);
+                }
+                MemorySegment b = dev.hurray.internal.NativeComposite.builder(composite.toSpec(), a);
+                try {
+                    nativeWriter.addComposite(b);
+                } finally {
+                    dev.hurray.internal.NativeComposite.destroyBuilder(b);
+                }
+            } finally {
+                for (Tensor t : pinned) {
+                    t.unpin();
+                }
+            }
+        } finally {
+            guard.exit();
+        }
+    }
+
+    /**
      * Sets a file-level metadata entry, replacing the key's previous value; the bytes are
      * copied. Readers see the entries sorted by key ({@link HurrayFile#metadata()}).
      *

@@ -173,7 +173,8 @@ final class InspectCommand implements Callable<Integer> {
                     g.writeNumber(d);
                 }
                 g.writeEndArray();
-                g.writeStringField("layout", t.layout());
+                g.writeStringField("layout", SparseInspect.layoutName(t));
+                SparseInspect.write(g, t.descriptor());
                 Quantization q = t.quantization();
                 if (q == null) {
                     g.writeNullField("quantization");

@@ -142,6 +142,17 @@ public final class NativeWriter {
         afterStaging();
     }
 
+    /**
+     * Stages a whole composite from a live native composite builder
+     * ({@code hurray_encoder_encode_composite}: head and members in preorder, payloads copied, so
+     * it is sent or taken back as one item) and sends it unless it may wait for the batch. The
+     * builder's payloads must be live native memory for the duration of the call.
+     */
+    public void writeComposite(MemorySegment builder) throws HurrayException {
+        Native.check(hurray_h.hurray_encoder_encode_composite(handle, builder, state));
+        afterStaging();
+    }
+
     /** Sends whatever is pending and flushes the sink. */
     public void flush() throws HurrayException {
         send(false);
