@@ -228,7 +228,6 @@ public final class Writer implements AutoCloseable {
                     t.unpin();
                 }
             }
-            flush();
         } finally {
             guard.exit();
         }

@@ -164,7 +164,11 @@ public final class NativeDescriptor {
      * @throws HurrayException with the native status and message of the failing rule
      */
     public static Built build(DescriptorFields f) throws HurrayException {
-        if (f.quantization() != null && !(f.quantization() instanceof Quantization.PerTensorAffine
+        Layout.Kind kind = f.layout().kind();
+        boolean plainLayout = kind == Layout.Kind.ROW_MAJOR || kind == Layout.Kind.COLUMN_MAJOR || kind == Layout.Kind.STRIDED;
+        // The one-call spec carries the version-1 fields; sparse and paged layouts and block
+        // quantization go through the builder's own setters.
+        if (!plainLayout || f.quantization() != null && !(f.quantization() instanceof Quantization.PerTensorAffine
                 || f.quantization() instanceof Quantization.PerChannelAffine || f.quantization() instanceof Quantization.Cast)) {
             NativeDescriptor n = buildStepwise(f);
             return new Built(n, n.read());
