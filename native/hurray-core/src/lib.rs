@@ -11,18 +11,21 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod buffer;
+pub mod codec;
 pub mod crc32c;
 mod descriptor;
 mod error;
 pub mod file;
+pub mod lowp;
 pub mod pool;
+pub mod quant;
 mod shape;
 pub mod stream;
 mod types;
 
 pub use buffer::{check_alignment, AlignedBuf, BufferHandle, BUFFER_HANDLE_BYTES, SYNC_MODE_OFFSET};
 pub use descriptor::{
-    CompositeInfo, LayoutDescriptor, PagingInfo, Quantization, SparseInfo, TensorDescriptor,
+    min_version_for, CompositeInfo, LayoutDescriptor, PagingInfo, Quantization, SparseInfo, TensorDescriptor,
     DESCRIPTOR_MAGIC,
 };
 pub use error::{Error, ErrorKind, Result};
@@ -33,6 +36,7 @@ pub use stream::{
     ReadTensor, ReadTransport, ReaderOptions, StreamReader, StreamWriter, WriteTransport,
     WriterOptions,
 };
+pub use quant::{BlockKind, BlockQuant};
 pub use types::{DeviceTag, ElementType, SyncMode};
 
 /// Smallest buffer alignment in bytes; the default for CPU buffers (seed 000).
@@ -55,5 +59,8 @@ pub const MAX_METADATA_KEY_BYTES: usize = 256;
 pub const MAX_METADATA_VALUE_BYTES: usize = 64 * 1024;
 /// Largest encoded descriptor the format allows, in bytes (16 MiB).
 pub const MAX_DESCRIPTOR_BYTES: usize = 16 << 20;
-/// The descriptor encoding version this build writes and reads.
+/// The descriptor encoding version of every descriptor that uses no version-2 feature.
 pub const DESCRIPTOR_VERSION: u16 = 1;
+/// The highest descriptor version this build reads and writes (docs/spec/descriptor.md
+/// §Version policy): version 2 adds the element types 19–25 and quantization kinds 4–9.
+pub const MAX_DESCRIPTOR_VERSION: u16 = 2;

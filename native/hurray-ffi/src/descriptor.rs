@@ -74,6 +74,8 @@ impl HurrayQuantization {
                     Quantization::PerTensorAffine { scale, bias, .. } => (0, scale, bias),
                     Quantization::PerChannelAffine { axis, .. } => (axis, 0.0, 0.0),
                     Quantization::Cast { .. } => (0, 0.0, 0.0),
+                    // Block kinds: the full parameters come from hurray_descriptor_block_quant.
+                    Quantization::Block(b) => (b.axis, 0.0, 0.0),
                 };
                 HurrayQuantization { kind: q.code(), dequantized_type: q.dequantized().code(), reserved: 0, axis, scale, bias }
             }
@@ -92,7 +94,7 @@ impl HurrayQuantization {
             HURRAY_QUANT_PER_TENSOR_AFFINE => Quantization::PerTensorAffine { scale: self.scale, bias: self.bias, dequantized },
             HURRAY_QUANT_PER_CHANNEL_AFFINE => Quantization::PerChannelAffine { axis: self.axis, dequantized },
             HURRAY_QUANT_CAST => Quantization::Cast { dequantized },
-            4..=7 => return Err(FfiError::new(HURRAY_ERR_UNSUPPORTED, "NF4/MXFP quantization is reserved in format version 1")),
+            4..=9 => return Err(FfiError::new(HURRAY_ERR_UNSUPPORTED, "block quantization kinds 4-9 are made with hurray_quantize_plan, not the builder")),
             k => return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("unknown quantization kind {k}"))),
         }))
     }
@@ -701,9 +703,10 @@ pub unsafe extern "C" fn hurray_descriptor_builder_build(builder: *const HurrayD
         } else {
             b.buffers.iter().map(|s| s.to_handle()).collect::<FfiResult<Vec<_>>>()?
         };
+        let q = b.quantization.to_core()?;
+        let version = hurray_core::min_version_for(b.element_type, q.as_ref());
         let mut d = TensorDescriptor::new(
-            hurray_core::DESCRIPTOR_VERSION, 0, b.element_type, shape, b.byte_offset, b.layout.clone(), buffers,
-            b.quantization.to_core()?, None, None, None,
+            version, 0, b.element_type, shape, b.byte_offset, b.layout.clone(), buffers, q, None, None, None,
         )?;
         if let Some(n) = &b.name {
             d = d.with_name(n.clone())?;

@@ -19,6 +19,7 @@ pub mod descriptor;
 pub mod file;
 mod handle;
 pub mod panic;
+pub mod quant;
 pub mod reader;
 pub mod status;
 pub mod tensor;
@@ -37,6 +38,7 @@ pub use file::{
 pub use reader::{
     hurray_reader_destroy, hurray_reader_new, hurray_reader_next_tensor, HurrayReader, HurrayReaderOptions,
 };
+pub use quant::*;
 pub use status::*;
 pub use tensor::{hurray_tensor_buffers, hurray_tensor_descriptor, hurray_tensor_destroy, HurrayTensor};
 pub use transport::{
