@@ -1436,6 +1436,19 @@ HurrayStatus hurray_last_error_message(char *buf, size_t cap, size_t *out_len);
 HurrayStatus hurray_descriptor_block_quant(const struct HurrayDescriptor *descriptor,
                                            struct HurrayBlockQuant *out);
 
+// Gives the descriptor being built a block quantization kind (4–9), replacing any block set
+// with `hurray_descriptor_builder_set_quantization`; NULL removes it again. When no buffer
+// was added, `hurray_descriptor_builder_build` makes the exact table the kind needs.
+// The parameters are checked against the shape at build time.
+//
+// Errors: `NULL_POINTER` (builder), `USE_AFTER_DESTROY`, `INVALID_ARGUMENT` (kind not 4–9,
+// reserved byte), `INVALID_TYPE` (unknown type codes).
+//
+// # Safety
+// `builder` a live builder; `quant` NULL or valid for one read.
+HurrayStatus hurray_descriptor_builder_set_block_quant(struct HurrayDescriptorBuilder *builder,
+                                                       const struct HurrayBlockQuant *quant);
+
 // Stores the descriptor's format version (1, or 2 when it uses a version-2 element type or
 // quantization kind) in `*out`.
 //

@@ -26,7 +26,9 @@ echo "hurray.h: g++ -fsyntax-only ok"
 if ldd "$tmp/socketpair_static" | grep -q libhurray; then
   echo "socketpair_static links libhurray dynamically" >&2; exit 1
 fi
-ldd "$tmp/socketpair_shared" | grep -q "$dist/libhurray.so" || { echo "socketpair_shared does not load $dist/libhurray.so" >&2; exit 1; }
+# Through a file: `ldd | grep -q` can fail under pipefail when grep exits before ldd is done.
+ldd "$tmp/socketpair_shared" > "$tmp/ldd.txt"
+grep -q "$dist/libhurray.so" "$tmp/ldd.txt" || { echo "socketpair_shared does not load $dist/libhurray.so" >&2; exit 1; }
 
 golden="$root/src/golden/stream_v1_checksums.hrry"
 count=$(grep -A6 '"file": "stream_v1_checksums.hrry"' "$root/src/golden/manifest.json" | sed -n 's/.*"tensor_count": \([0-9]*\).*/\1/p')

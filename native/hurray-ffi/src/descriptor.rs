@@ -94,7 +94,7 @@ impl HurrayQuantization {
             HURRAY_QUANT_PER_TENSOR_AFFINE => Quantization::PerTensorAffine { scale: self.scale, bias: self.bias, dequantized },
             HURRAY_QUANT_PER_CHANNEL_AFFINE => Quantization::PerChannelAffine { axis: self.axis, dequantized },
             HURRAY_QUANT_CAST => Quantization::Cast { dequantized },
-            4..=9 => return Err(FfiError::new(HURRAY_ERR_UNSUPPORTED, "block quantization kinds 4-9 are made with hurray_quantize_plan, not the builder")),
+            4..=9 => return Err(FfiError::new(HURRAY_ERR_UNSUPPORTED, "block quantization kinds 4-9 are set with hurray_descriptor_builder_set_block_quant")),
             k => return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("unknown quantization kind {k}"))),
         }))
     }
@@ -492,6 +492,8 @@ pub struct BuilderInner {
     byte_offset: u64,
     buffers: Vec<HurrayBufferSpec>,
     quantization: HurrayQuantization,
+    /// Set by `hurray_descriptor_builder_set_block_quant`; overrides `quantization`.
+    pub(crate) block: Option<hurray_core::BlockQuant>,
     name: Option<String>,
     metadata: Vec<(String, Vec<u8>)>,
 }
@@ -546,6 +548,7 @@ pub unsafe extern "C" fn hurray_descriptor_builder_new(
             byte_offset: 0,
             buffers: Vec::new(),
             quantization: HurrayQuantization::default(),
+            block: None,
             name: None,
             metadata: Vec::new(),
         };
@@ -694,7 +697,15 @@ pub unsafe extern "C" fn hurray_descriptor_builder_build(builder: *const HurrayD
         let b = unsafe { handle::inner_ref(builder, "builder")? };
         non_null(out_descriptor, "out_descriptor")?;
         let shape = Shape::new(b.dims.clone())?;
-        let buffers = if b.buffers.is_empty() && !matches!(b.layout, LayoutDescriptor::Strided(_)) {
+        let buffers = if let (Some(bq), true) = (&b.block, b.buffers.is_empty()) {
+            // Block kinds: the exact table the kind needs (buffer 0 after the byte offset).
+            let mut sizes = bq.buffer_sizes(b.element_type, &shape)?;
+            sizes[0] = sizes[0].checked_add(b.byte_offset).ok_or_else(|| FfiError::new(HURRAY_ERR_INVALID_SHAPE, "byte count overflows u64"))?;
+            sizes
+                .into_iter()
+                .map(|n| hurray_core::BufferHandle::new(n, hurray_core::MIN_BUFFER_ALIGNMENT, hurray_core::DeviceTag::Cpu, hurray_core::SyncMode::ProducerSynced))
+                .collect::<hurray_core::Result<Vec<_>>>()?
+        } else if b.buffers.is_empty() && !matches!(b.layout, LayoutDescriptor::Strided(_)) {
             let bytes = b.element_type.bytes_for(shape.element_count()).ok_or_else(|| {
                 FfiError::new(HURRAY_ERR_INVALID_SHAPE, "byte count overflows u64")
             })?;
@@ -703,7 +714,10 @@ pub unsafe extern "C" fn hurray_descriptor_builder_build(builder: *const HurrayD
         } else {
             b.buffers.iter().map(|s| s.to_handle()).collect::<FfiResult<Vec<_>>>()?
         };
-        let q = b.quantization.to_core()?;
+        let q = match b.block {
+            Some(bq) => Some(Quantization::Block(bq)),
+            None => b.quantization.to_core()?,
+        };
         let version = hurray_core::min_version_for(b.element_type, q.as_ref());
         let mut d = TensorDescriptor::new(
             version, 0, b.element_type, shape, b.byte_offset, b.layout.clone(), buffers, q, None, None, None,

@@ -4,7 +4,7 @@
 
 use hurray_core::{codec, BlockKind, BlockQuant, ElementType, Quantization, Shape};
 
-use crate::descriptor::{DescInner, HurrayDescriptor};
+use crate::descriptor::{DescInner, HurrayDescriptor, HurrayDescriptorBuilder};
 use crate::handle;
 use crate::panic::{guard, non_null, FfiError, FfiResult};
 use crate::status::*;
@@ -90,6 +90,33 @@ pub unsafe extern "C" fn hurray_descriptor_block_quant(descriptor: *const Hurray
             _ => HurrayBlockQuant::default(),
         };
         unsafe { handle::put(out, "out", v)? };
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Gives the descriptor being built a block quantization kind (4–9), replacing any block set
+/// with `hurray_descriptor_builder_set_quantization`; NULL removes it again. When no buffer
+/// was added, `hurray_descriptor_builder_build` makes the exact table the kind needs.
+/// The parameters are checked against the shape at build time.
+///
+/// Errors: `NULL_POINTER` (builder), `USE_AFTER_DESTROY`, `INVALID_ARGUMENT` (kind not 4–9,
+/// reserved byte), `INVALID_TYPE` (unknown type codes).
+///
+/// # Safety
+/// `builder` a live builder; `quant` NULL or valid for one read.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_descriptor_builder_set_block_quant(
+    builder: *mut HurrayDescriptorBuilder,
+    quant: *const HurrayBlockQuant,
+) -> HurrayStatus {
+    guard("hurray_descriptor_builder_set_block_quant", || {
+        let b = unsafe { handle::inner_mut(builder, "builder")? };
+        b.block = if quant.is_null() {
+            None
+        } else {
+            // SAFETY: non-null and valid for one read (caller's contract).
+            Some(unsafe { *quant }.to_core()?)
+        };
         Ok(HURRAY_OK)
     })
 }

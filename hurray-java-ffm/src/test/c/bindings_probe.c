@@ -781,6 +781,12 @@ int main(void) {
   KIND(const struct HurrayDescriptor *);
   KIND(struct HurrayBlockQuant *);
   printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_descriptor_builder_set_block_quant), HurrayStatus (*)(struct HurrayDescriptorBuilder *, const struct HurrayBlockQuant *)), "hurray_descriptor_builder_set_block_quant: signature differs from the AST");
+  printf("func hurray_descriptor_builder_set_block_quant");
+  KIND(HurrayStatus);
+  KIND(struct HurrayDescriptorBuilder *);
+  KIND(const struct HurrayBlockQuant *);
+  printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_descriptor_format_version), HurrayStatus (*)(const struct HurrayDescriptor *, uint16_t *)), "hurray_descriptor_format_version: signature differs from the AST");
   printf("func hurray_descriptor_format_version");
   KIND(HurrayStatus);

@@ -6816,6 +6816,76 @@ public final class hurray_h {
         }
     }
 
+    private static final class hurray_descriptor_builder_set_block_quant {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_builder_set_block_quant");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_builder_set_block_quant(struct HurrayDescriptorBuilder *builder,
+     *                                                        const struct HurrayBlockQuant *quant)
+     * }
+     */
+    public static FunctionDescriptor hurray_descriptor_builder_set_block_quant$descriptor() {
+        return hurray_descriptor_builder_set_block_quant.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_builder_set_block_quant(struct HurrayDescriptorBuilder *builder,
+     *                                                        const struct HurrayBlockQuant *quant)
+     * }
+     */
+    public static MethodHandle hurray_descriptor_builder_set_block_quant$handle() {
+        return hurray_descriptor_builder_set_block_quant.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_builder_set_block_quant(struct HurrayDescriptorBuilder *builder,
+     *                                                        const struct HurrayBlockQuant *quant)
+     * }
+     */
+    public static MemorySegment hurray_descriptor_builder_set_block_quant$address() {
+        return hurray_descriptor_builder_set_block_quant.ADDR;
+    }
+
+    /**
+     * Gives the descriptor being built a block quantization kind (4–9), replacing any block set
+     * with <code>hurray_descriptor_builder_set_quantization</code>; NULL removes it again. When no buffer
+     * was added, <code>hurray_descriptor_builder_build</code> makes the exact table the kind needs.
+     * The parameters are checked against the shape at build time.
+     * <p>
+     * Errors: <code>NULL_POINTER</code> (builder), <code>USE_AFTER_DESTROY</code>, <code>INVALID_ARGUMENT</code> (kind not 4–9,
+     * reserved byte), <code>INVALID_TYPE</code> (unknown type codes).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>builder</code> a live builder; <code>quant</code> NULL or valid for one read.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_builder_set_block_quant(struct HurrayDescriptorBuilder *builder,
+     *                                                        const struct HurrayBlockQuant *quant)
+     * }
+     */
+    public static int hurray_descriptor_builder_set_block_quant(MemorySegment builder, MemorySegment quant) {
+        var mh$ = hurray_descriptor_builder_set_block_quant.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_descriptor_builder_set_block_quant", builder, quant);
+            }
+            return (int) mh$.invokeExact(builder, quant);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static final class hurray_descriptor_format_version {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
         static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_format_version");

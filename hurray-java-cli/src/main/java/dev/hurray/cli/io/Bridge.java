@@ -48,6 +48,9 @@ public final class Bridge {
 
     /** The foreign-model type of {@code e}. */
     public static DType dtype(ElementType e) {
+        if (e.code() >= DType.values().length) {
+            throw new IllegalArgumentException(e + " has no counterpart in the foreign formats yet");
+        }
         DType d = DType.values()[e.code()];
         if (!d.typeName().equals(e.formatName())) {
             throw new IllegalStateException("element type code " + e.code() + " is " + e + " in Hurray but " + d + " here");
@@ -145,6 +148,8 @@ public final class Bridge {
                 case dev.hurray.Quantization.Cast c -> new Quantization.Cast(dtype(c.dequantized()));
                 case dev.hurray.Quantization.PerChannelAffine p -> throw new ForeignFormatException(what
                         + ": per-channel quantization has no counterpart in this format");
+                case dev.hurray.Quantization.BlockScaled b -> throw new ForeignFormatException(what + ": "
+                        + b.kindName() + " quantization has no counterpart in this format (use --dequantize)");
             };
         }
         try {
