@@ -103,7 +103,7 @@ fn decode_small(data: &[u8], w: u32, start: u64, out: &mut [f32], t: &[f32; 256]
                 out[last] = t[(data[byte + pairs] & 15) as usize];
             }
         }
-        6 if start % 4 == 0 => {
+        6 if start.is_multiple_of(4) => {
             // Four 6-bit codes in every three bytes.
             let byte = (start / 4 * 3) as usize;
             let quads = out.len() / 4;
