@@ -303,8 +303,11 @@ fn hand_built_gguf_blocks() {
     }
 }
 
+/// A named quantized tensor with its buffers and the float32 input it came from.
+type Quantized = (String, TensorDescriptor, Vec<Vec<u8>>, Vec<f32>);
+
 /// Every block kind and element format, quantized from the same data.
-fn every_kind() -> Vec<(String, TensorDescriptor, Vec<Vec<u8>>, Vec<f32>)> {
+fn every_kind() -> Vec<Quantized> {
     let shape = Shape::new(vec![4, 64]).unwrap();
     let input: Vec<f32> = (0..256).map(|i| ((i * 7919) % 1000) as f32 / 100.0 - 5.0).collect();
     let mut kinds: Vec<(ElementType, BlockQuant)> = vec![
