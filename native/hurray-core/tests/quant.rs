@@ -466,3 +466,31 @@ fn hostile_parameters_get_clear_errors() {
     assert_eq!(TensorDescriptor::decode(&bytes).unwrap_err().kind(), ErrorKind::Corrupt);
     assert_eq!(BlockKind::from_code(10), None);
 }
+
+/// The committed version-2 golden stream: every block kind of [`every_kind`] plus one dense
+/// tensor of each version-2 element type, payload checksums on. The Java tests quantize the
+/// same input through the Java API and compare byte for byte. Regenerate with
+/// `HURRAY_REGEN_GOLDEN=1 cargo test --offline -p hurray-core --test quant`.
+#[test]
+fn golden_v2_stream_is_what_the_code_writes() {
+    let mut items: Vec<common::Item> =
+        every_kind().into_iter().map(|(_, d, b, _)| common::Item { desc: d, payloads: b }).collect();
+    for et in ElementType::ALL.into_iter().filter(|t| t.min_version() == 2) {
+        let mut it = common::dense(et, &[5]);
+        it.desc = it.desc.with_name(format!("dtype/{}", et.name())).unwrap();
+        items.push(it);
+    }
+    let bytes = common::encode_stream(&items, true);
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../src/golden/stream_v2_quant.hrry");
+    if std::env::var("HURRAY_REGEN_GOLDEN").is_ok_and(|v| v == "1") {
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, &bytes).unwrap();
+        std::fs::rename(&tmp, &path).unwrap();
+    }
+    let committed = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e} (regenerate with HURRAY_REGEN_GOLDEN=1)", path.display()));
+    assert!(committed == bytes, "{} differs from what the code writes", path.display());
+    let (read, end) = common::read_bytes(&committed, 7, ReaderOptions::default());
+    end.unwrap();
+    common::assert_same(&read, &items);
+    assert!(read.iter().all(|(d, _)| d.version() == 2));
+}
