@@ -36,7 +36,21 @@ public enum DType {
     /** OCP FP8 E5M2. */
     FLOAT8_E5M2("float8_e5m2", 8),
     INT4("int4", 4),
-    UINT4("uint4", 4);
+    UINT4("uint4", 4),
+    /** FP8 E4M3 fnuz (descriptor version 2). */
+    FLOAT8_E4M3FNUZ("float8_e4m3fnuz", 8),
+    /** FP8 E5M2 fnuz (descriptor version 2). */
+    FLOAT8_E5M2FNUZ("float8_e5m2fnuz", 8),
+    /** FP8 E3M4 (descriptor version 2). */
+    FLOAT8_E3M4("float8_e3m4", 8),
+    /** OCP FP6 E2M3, 6-bit little-endian bit stream (descriptor version 2). */
+    FLOAT6_E2M3FN("float6_e2m3fn", 6),
+    /** OCP FP6 E3M2, 6-bit little-endian bit stream (descriptor version 2). */
+    FLOAT6_E3M2FN("float6_e3m2fn", 6),
+    /** OCP FP4 E2M1, packed like {@link #INT4} (descriptor version 2). */
+    FLOAT4_E2M1FN("float4_e2m1fn", 4),
+    /** OCP E8M0 scale (descriptor version 2). */
+    FLOAT8_E8M0FNU("float8_e8m0fnu", 8);
 
     private final String typeName;
     private final int bits;
@@ -46,7 +60,7 @@ public enum DType {
         this.bits = bits;
     }
 
-    /** Hurray's wire code of this element type (0–18). */
+    /** Hurray's wire code of this element type (0–25). */
     public int code() {
         return ordinal();
     }
@@ -82,7 +96,7 @@ public enum DType {
     /** Whole bytes per element; throws for the sub-byte types, which have none. */
     public int byteWidth() {
         if (isSubByte()) {
-            throw new IllegalStateException(typeName + " packs two elements per byte");
+            throw new IllegalStateException(typeName + " is a packed sub-byte type");
         }
         return bits / 8;
     }
@@ -105,7 +119,8 @@ public enum DType {
             throw new IllegalArgumentException("negative element count " + elements);
         }
         if (isSubByte()) {
-            return elements / 2 + elements % 2;
+            long rem = (elements % 8) * bits;
+            return Math.addExact((elements / 8) * bits, (rem + 7) / 8);
         }
         return Math.multiplyExact(elements, (long) (bits / 8));
     }

@@ -48,9 +48,6 @@ public final class Bridge {
 
     /** The foreign-model type of {@code e}. */
     public static DType dtype(ElementType e) {
-        if (e.code() >= DType.values().length) {
-            throw new IllegalArgumentException(e + " has no counterpart in the foreign formats yet");
-        }
         DType d = DType.values()[e.code()];
         if (!d.typeName().equals(e.formatName())) {
             throw new IllegalStateException("element type code " + e.code() + " is " + e + " in Hurray but " + d + " here");
