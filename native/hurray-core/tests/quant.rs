@@ -494,3 +494,71 @@ fn golden_v2_stream_is_what_the_code_writes() {
     common::assert_same(&read, &items);
     assert!(read.iter().all(|(d, _)| d.version() == 2));
 }
+
+/// Seeded random parameters, shapes and buffer sizes: construction either succeeds or fails
+/// with an error, and every descriptor that validates dequantizes random bytes of its declared
+/// sizes without panicking (NaN scales aside, which are an error). Mutated encodings decode to
+/// an error or to a descriptor that re-encodes to the same bytes.
+#[test]
+fn random_block_parameters_never_panic() {
+    let mut r = common::Rng::new(0x9e37);
+    let kinds = [BlockKind::Nf4, BlockKind::Mx, BlockKind::Nvfp4, BlockKind::GroupAffine, BlockKind::GgufQ8_0, BlockKind::GgufQ4_0];
+    let mut ok = 0;
+    for _ in 0..8000 {
+        let rank = r.below(4) as usize;
+        let dims: Vec<u64> = (0..rank).map(|_| [0, 1, 2, 3, 4, 16, 32, 64, 96][r.below(9) as usize]).collect();
+        let bq = BlockQuant {
+            kind: kinds[r.below(6) as usize],
+            dequantized: ElementType::ALL[r.below(26) as usize],
+            scale_type: ElementType::ALL[r.below(26) as usize],
+            axis: r.below(4) as u32,
+            block: [0, 1, 2, 3, 16, 32, 64][r.below(7) as usize],
+            block2: [0, 0, 1, 3][r.below(4) as usize],
+        };
+        // Mostly near-valid: an allowed element type, the kind's usual scale type, and buffer
+        // sizes within one byte of what the kind needs; sometimes anything.
+        let sane = r.below(4) != 0;
+        let mut bq = bq;
+        let et = if sane {
+            bq.dequantized = Float32;
+            bq.scale_type = match bq.kind {
+                BlockKind::Nf4 if bq.block2 > 0 => Int8,
+                BlockKind::Nf4 => Float32,
+                BlockKind::Mx => Float8E8m0fnu,
+                BlockKind::Nvfp4 => Float8E4m3fn,
+                BlockKind::GroupAffine => [Float32, Float16, Bfloat16][r.below(3) as usize],
+                _ => Float16,
+            };
+            if bq.kind == BlockKind::Nf4 {
+                bq.axis = 0;
+            }
+            let allowed = bq.allowed_element_types();
+            allowed[r.below(allowed.len() as u64) as usize]
+        } else {
+            ElementType::ALL[r.below(26) as usize]
+        };
+        let shape = Shape::new(dims.clone()).unwrap();
+        let sizes: Vec<u64> = match bq.buffer_sizes(et, &shape) {
+            Ok(v) if sane => v.into_iter().map(|n| (n + r.below(3)).saturating_sub(1)).collect(),
+            _ => (0..1 + r.below(3)).map(|_| r.below(200)).collect(),
+        };
+        let Ok(d) = block_desc(et, dims.clone(), bq, &sizes) else { continue };
+        ok += 1;
+        let bufs: Vec<Vec<u8>> = sizes.iter().map(|&n| r.bytes(n as usize)).collect();
+        let refs: Vec<&[u8]> = bufs.iter().map(|b| b.as_slice()).collect();
+        let mut out = vec![0f32; d.shape().element_count() as usize];
+        if let Err(e) = dequantize(&d, &refs, &mut out) {
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{d:?}: {e}");
+        }
+        let bytes = d.encode().unwrap();
+        for _ in 0..8 {
+            let mut m = bytes.clone();
+            let i = r.below(m.len() as u64) as usize;
+            m[i] ^= 1 << r.below(8);
+            if let Ok(x) = TensorDescriptor::decode(&m) {
+                assert_eq!(x.encode().unwrap(), m);
+            }
+        }
+    }
+    assert!(ok > 250, "only {ok} valid descriptors generated");
+}
