@@ -64,7 +64,8 @@ class PayloadsTest {
         assertThrows(IllegalArgumentException.class,
                 () -> new ForeignTensor("x", DType.UINT8, new long[] {-1}, Layout.ROW_MAJOR, s, null, -1));
         assertEquals(2, DType.INT4.bytesFor(3));
-        assertEquals(DType.values().length, 19);
+        assertEquals(DType.values().length, 26);
+        assertEquals(3, DType.FLOAT6_E2M3FN.bytesFor(4));
         for (DType t : DType.values()) {
             assertEquals(t, DType.byName(t.typeName()).orElseThrow());
         }
