@@ -247,6 +247,11 @@ public sealed interface Quantization {
             return new Mx(axis, 32, ElementType.FLOAT32);
         }
 
+        /** A builder for blocks along {@code axis} (block 32, float32 output). */
+        public static AxisBuilder<Mx> builder(int axis) {
+            return new AxisBuilder<>(axis, 32, (a, b, d) -> new Mx(a, b, d));
+        }
+
         @Override
         public int code() {
             return 5;
@@ -278,6 +283,11 @@ public sealed interface Quantization {
         /** NVFP4 with blocks of 16 along {@code axis}. */
         public static Nvfp4 of(int axis) {
             return new Nvfp4(axis, 16, ElementType.FLOAT32);
+        }
+
+        /** A builder for blocks along {@code axis} (block 16, float32 output). */
+        public static AxisBuilder<Nvfp4> builder(int axis) {
+            return new AxisBuilder<>(axis, 16, (a, b, d) -> new Nvfp4(a, b, d));
         }
 
         @Override
@@ -316,6 +326,14 @@ public sealed interface Quantization {
             return new PerGroup(axis, group, ElementType.FLOAT32, ElementType.FLOAT32);
         }
 
+        /**
+         * A builder for groups along {@code axis} (group 128, float32 output); the scale type
+         * (default float32) is set with {@link AxisBuilder#scaleType}.
+         */
+        public static AxisBuilder<PerGroup> builder(int axis) {
+            return new AxisBuilder<>(axis, 128, null);
+        }
+
         @Override
         public int code() {
             return 7;
@@ -324,6 +342,62 @@ public sealed interface Quantization {
         @Override
         public int block() {
             return group;
+        }
+    }
+
+    /**
+     * Builder for the axis kinds ({@link Mx}, {@link Nvfp4}, {@link PerGroup}); not thread-safe.
+     *
+     * @param <Q> the kind it builds
+     */
+    final class AxisBuilder<Q extends BlockScaled> {
+        private interface Make<Q> {
+            Q make(int axis, int block, ElementType dequantized);
+        }
+
+        private int axis;
+        private int block;
+        private ElementType dequantized = ElementType.FLOAT32;
+        private ElementType scaleType = ElementType.FLOAT32;
+        private final Make<Q> make;
+
+        private AxisBuilder(int axis, int block, Make<Q> make) {
+            this.axis = axis;
+            this.block = block;
+            this.make = make;
+        }
+
+        /** The block axis. */
+        public AxisBuilder<Q> axis(int axis) {
+            this.axis = axis;
+            return this;
+        }
+
+        /** Elements per block (group). */
+        public AxisBuilder<Q> block(int block) {
+            this.block = block;
+            return this;
+        }
+
+        /** The logical element type. */
+        public AxisBuilder<Q> dequantized(ElementType type) {
+            this.dequantized = type;
+            return this;
+        }
+
+        /** {@link PerGroup} only: the type of scales and zero points (float32, float16, bfloat16). */
+        public AxisBuilder<Q> scaleType(ElementType type) {
+            this.scaleType = type;
+            return this;
+        }
+
+        /** @throws IllegalArgumentException for invalid values */
+        @SuppressWarnings("unchecked")
+        public Q build() {
+            if (make == null) {
+                return (Q) new PerGroup(axis, block, scaleType, dequantized);
+            }
+            return make.make(axis, block, dequantized);
         }
     }
 

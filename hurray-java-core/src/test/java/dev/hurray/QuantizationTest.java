@@ -101,6 +101,19 @@ class QuantizationTest {
     }
 
     @Test
+    void buildersMakeTheRecords() {
+        assertEquals(new Quantization.Mx(0, 16, ElementType.FLOAT16), Quantization.Mx.builder(1).axis(0).block(16)
+                .dequantized(ElementType.FLOAT16).build());
+        assertEquals(Quantization.Nvfp4.of(2), Quantization.Nvfp4.builder(2).build());
+        assertEquals(new Quantization.PerGroup(1, 64, ElementType.BFLOAT16, ElementType.FLOAT32),
+                Quantization.PerGroup.builder(1).block(64).scaleType(ElementType.BFLOAT16).build());
+        assertEquals(new Quantization.Nf4(128, ElementType.FLOAT8_E4M3FN, 256, ElementType.FLOAT32),
+                Quantization.Nf4.builder().block(128).doubleQuant(ElementType.FLOAT8_E4M3FN, 256).build());
+        assertThrows(IllegalArgumentException.class, () -> Quantization.Mx.builder(0).block(0).build());
+        assertEquals("q4_0", Quantization.Block.of(Quantization.GgufFormat.Q4_0, 2).kindName());
+    }
+
+    @Test
     void mxfp4FollowsOcp() throws IOException {
         // amax 5 → shared exponent floor(log2 5) − emax(E2M1 = 2) = 0 → E8M0 127; 5 ties to 4.
         float[] in = new float[32];
