@@ -10,7 +10,7 @@
 
 use crate::descriptor::{Quantization, TensorDescriptor};
 use crate::error::{bail, err, Result};
-use crate::lowp::{bf16_to_f32, e8m0_decode, e8m0_encode, f16_to_f32, f32_to_bf16, f32_to_f16, MiniFloat};
+use crate::lowp::{bf16_to_f32, e8m0_decode, e8m0_encode, f16_to_f32, f32_to_bf16, f32_to_f16, rne_f32, MiniFloat, SatEncoder};
 use crate::quant::{BlockKind, BlockQuant, Q4_0_BLOCK_BYTES, Q8_0_BLOCK_BYTES};
 use crate::shape::Shape;
 use crate::types::ElementType;
@@ -512,7 +512,7 @@ pub fn quantize(desc: &TensorDescriptor, input: &[f32], buffers: &mut [&mut [u8]
             for (i, v) in input.iter().enumerate() {
                 let c = (i / inner.max(1)) % len;
                 let s = f32_at(rest[0], c);
-                data[0][off + i] = (v / s).round_ties_even().clamp(-127.0, 127.0) as i8 as u8;
+                data[0][off + i] = rne_f32(v / s).clamp(-127.0, 127.0) as i8 as u8;
             }
             Ok(())
         }
@@ -533,8 +533,9 @@ pub fn quantize(desc: &TensorDescriptor, input: &[f32], buffers: &mut [&mut [u8]
                     let f = MiniFloat::of(et)
                         .ok_or_else(|| err!(Unsupported, "cannot quantize float32 to plain {}", et.name()))?;
                     let w = et.bit_width();
+                    let e = SatEncoder::new(f);
                     for (i, v) in input.iter().enumerate().take(n) {
-                        put_code(data, i as u64, w, f.encode(*v, true));
+                        put_code(data, i as u64, w, e.encode(*v));
                     }
                 }
             }
@@ -607,7 +608,7 @@ fn quantize_block(
                     s2[0][4 * g..4 * g + 4].copy_from_slice(&s.to_le_bytes());
                     for (k, x) in grp.iter_mut().enumerate() {
                         let code = if bq.scale_type == ElementType::Int8 {
-                            (*x / s).round_ties_even().clamp(0.0, 127.0) as i8 as u8
+                            rne_f32(*x / s).clamp(0.0, 127.0) as i8 as u8
                         } else {
                             MiniFloat::E4M3FN.encode(*x / s, true)
                         };
@@ -633,6 +634,7 @@ fn quantize_block(
             let int8 = et == ElementType::Int8;
             let f = MiniFloat::of(et);
             let emax = f.map_or(0, |f| f.emax());
+            let enc = f.map(SatEncoder::new);
             each_block(bq, shape, n, |b, it| {
                 idx.clear();
                 idx.extend(it);
@@ -642,9 +644,9 @@ fn quantize_block(
                 let inv = crate::lowp::pow2(-e);
                 for &i in &idx {
                     let v = (f64::from(input[i]) * inv) as f32;
-                    let code = match f {
-                        Some(f) => f.encode(v, true),
-                        None if int8 => (v * 64.0).round_ties_even().clamp(-128.0, 127.0) as i8 as u8,
+                    let code = match &enc {
+                        Some(e) => e.encode(v),
+                        None if int8 => rne_f32(v * 64.0).clamp(-128.0, 127.0) as i8 as u8,
                         None => 0,
                     };
                     put_code(data, i as u64, w, code);
@@ -652,7 +654,8 @@ fn quantize_block(
             });
         }
         BlockKind::Nvfp4 => {
-            let (e2m1, e4m3) = (MiniFloat::E2M1, MiniFloat::E4M3FN);
+            let (e2m1, e4m3) = (SatEncoder::new(MiniFloat::E2M1), SatEncoder::new(MiniFloat::E4M3FN));
+            let s8t = MiniFloat::E4M3FN.table();
             let amax = input.iter().map(|v| v.abs()).fold(0f32, f32::max);
             let ts = if amax > 0.0 { amax / (6.0 * 448.0) } else { 1.0 };
             params[1][..4].copy_from_slice(&ts.to_le_bytes());
@@ -661,11 +664,11 @@ fn quantize_block(
                 idx.clear();
                 idx.extend(it);
                 let bmax = idx.iter().map(|&i| input[i].abs()).fold(0f32, f32::max);
-                let sc = e4m3.encode(bmax / 6.0 / ts, true);
+                let sc = e4m3.encode(bmax / 6.0 / ts);
                 s8[0][b] = sc;
-                let s = e4m3.decode(sc) * ts;
+                let s = s8t[sc as usize] * ts;
                 for &i in &idx {
-                    let code = if s > 0.0 { e2m1.encode(input[i] / s, true) } else { 0 };
+                    let code = if s > 0.0 { e2m1.encode(input[i] / s) } else { 0 };
                     put_code(data, i as u64, 4, code);
                 }
             });
@@ -690,7 +693,7 @@ fn quantize_block(
                     (lo.abs().max(hi) / qmax, 0.0)
                 } else {
                     let sc = (hi - lo) / (qmax - qmin);
-                    (sc, if sc > 0.0 { (qmin - lo / sc).round_ties_even().clamp(qmin, qmax) } else { 0.0 })
+                    (sc, if sc > 0.0 { rne_f32(qmin - lo / sc).clamp(qmin, qmax) } else { 0.0 })
                 };
                 if sc == 0.0 || !sc.is_finite() {
                     sc = 1.0;
@@ -701,7 +704,7 @@ fn quantize_block(
                 put_param(st, z[0], b, zp);
                 let zp = stored_param(st, zp);
                 for &i in &idx {
-                    let q = (input[i] / sc + zp).round_ties_even().clamp(qmin, qmax) as i32;
+                    let q = rne_f32(input[i] / sc + zp).clamp(qmin, qmax) as i32;
                     put_code(data, i as u64, w, q as u8 & if w == 4 { 15 } else { 255 });
                 }
             });
@@ -713,7 +716,7 @@ fn quantize_block(
                 let d = f16_to_f32(dh);
                 blk[..2].copy_from_slice(&dh.to_le_bytes());
                 for (q, x) in blk[2..].iter_mut().zip(v) {
-                    *q = if d > 0.0 { (x / d).round_ties_even().clamp(-127.0, 127.0) as i8 as u8 } else { 0 };
+                    *q = if d > 0.0 { rne_f32(x / d).clamp(-127.0, 127.0) as i8 as u8 } else { 0 };
                 }
             }
         }
@@ -724,7 +727,7 @@ fn quantize_block(
                 let dh = f32_to_f16(m / -8.0);
                 let d = f16_to_f32(dh);
                 blk[..2].copy_from_slice(&dh.to_le_bytes());
-                let q = |x: f32| if d != 0.0 { ((x / d).round_ties_even() + 8.0).clamp(0.0, 15.0) as u8 } else { 8 };
+                let q = |x: f32| if d != 0.0 { (rne_f32(x / d) + 8.0).clamp(0.0, 15.0) as u8 } else { 8 };
                 for j in 0..16 {
                     blk[2 + j] = q(v[j]) | q(v[j + 16]) << 4;
                 }

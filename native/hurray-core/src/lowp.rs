@@ -144,7 +144,7 @@ impl MiniFloat {
         } else {
             let ex = floor_log2(a).max(emin);
             let q = pow2(m as i32 - ex);
-            (a * q).round_ties_even() / q
+            rne_f64(a * q) / q
         };
         if r > max {
             let code = match self.specials {
@@ -182,6 +182,89 @@ impl MiniFloat {
             *x = self.decode(i as u8);
         }
         t
+    }
+}
+
+/// A saturating encoder for one minifloat format, equal to `MiniFloat::encode(v, true)` but
+/// table-driven: a binary search of |v|'s float32 bit pattern among the rounding boundaries
+/// (midpoints between neighbouring values, exact in float32), so it needs no float64 maths.
+#[derive(Clone, Debug)]
+pub struct SatEncoder {
+    f: MiniFloat,
+    bounds: Vec<u32>,
+    up_on_tie: Vec<bool>,
+    codes: Vec<u8>,
+    sign_bit: u8,
+}
+
+impl SatEncoder {
+    /// Builds the tables (at most 128 entries).
+    pub fn new(f: MiniFloat) -> Self {
+        let mut vals: Vec<(f32, u8)> = (0..(1u32 << (f.bits() - 1)))
+            .map(|c| (f.decode(c as u8), c as u8))
+            .filter(|(v, _)| v.is_finite())
+            .collect();
+        vals.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut bounds = Vec::with_capacity(vals.len());
+        let mut up_on_tie = Vec::with_capacity(vals.len());
+        for w in vals.windows(2) {
+            let mid = ((f64::from(w[0].0) + f64::from(w[1].0)) / 2.0) as f32;
+            bounds.push(mid.to_bits());
+            up_on_tie.push(w[1].1 % 2 == 0);
+        }
+        SatEncoder {
+            f,
+            bounds,
+            up_on_tie,
+            codes: vals.iter().map(|v| v.1).collect(),
+            sign_bit: 1 << (f.bits() - 1),
+        }
+    }
+
+    /// The nearest code to `v`, ties to even, saturating; NaN as `MiniFloat::encode`.
+    #[inline]
+    pub fn encode(&self, v: f32) -> u8 {
+        let bits = v.to_bits();
+        let a = bits & 0x7fff_ffff;
+        if a > 0x7f80_0000 {
+            return self.f.encode(v, true);
+        }
+        let mut i = self.bounds.partition_point(|&b| b < a);
+        if i < self.bounds.len() && self.bounds[i] == a && self.up_on_tie[i] {
+            i += 1;
+        }
+        let code = self.codes[i];
+        if bits >> 31 == 1 && !(code == 0 && self.f.specials == Specials::Fnuz) {
+            code | self.sign_bit
+        } else {
+            code
+        }
+    }
+}
+
+/// Round half to even, for any finite f64 (the magic-number trick: exact for |x| < 2^52, and
+/// larger values are already integers). Baseline x86-64 has no rounding instruction, so
+/// `f64::round_ties_even` is a library call; this is two additions.
+#[inline]
+pub fn rne_f64(x: f64) -> f64 {
+    const M: f64 = 4_503_599_627_370_496.0; // 2^52
+    let a = x.abs();
+    if a < M {
+        ((a + M) - M).copysign(x)
+    } else {
+        x
+    }
+}
+
+/// Round half to even, for any finite f32 (see [`rne_f64`]; 2^23 for f32).
+#[inline]
+pub fn rne_f32(x: f32) -> f32 {
+    const M: f32 = 8_388_608.0; // 2^23
+    let a = x.abs();
+    if a < M {
+        ((a + M) - M).copysign(x)
+    } else {
+        x
     }
 }
 
@@ -290,6 +373,55 @@ pub fn f32_to_bf16(v: f32) -> u16 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn table_encoder_equals_the_arithmetic_one() {
+        let mut x: u64 = 0x1234_5678;
+        for f in [
+            MiniFloat::E4M3FN,
+            MiniFloat::E5M2,
+            MiniFloat::E4M3FNUZ,
+            MiniFloat::E5M2FNUZ,
+            MiniFloat::E3M4,
+            MiniFloat::E2M3,
+            MiniFloat::E3M2,
+            MiniFloat::E2M1,
+        ] {
+            let e = SatEncoder::new(f);
+            // Every value and every midpoint (and its neighbours) of the format, plus random floats.
+            for c in 0..(1u32 << f.bits()) {
+                let v = f.decode(c as u8);
+                for d in [-1i32, 0, 1] {
+                    let w = f32::from_bits(v.to_bits().wrapping_add_signed(d));
+                    assert_eq!(e.encode(w), f.encode(w, true), "{f:?} {w}");
+                }
+            }
+            for &b in &e.bounds {
+                for d in [-1i32, 0, 1] {
+                    let w = f32::from_bits(b.wrapping_add_signed(d));
+                    assert_eq!(e.encode(w), f.encode(w, true), "{f:?} {w}");
+                    assert_eq!(e.encode(-w), f.encode(-w, true), "{f:?} -{w}");
+                }
+            }
+            for _ in 0..200_000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let w = f32::from_bits(x as u32);
+                assert_eq!(e.encode(w), f.encode(w, true), "{f:?} {w}");
+            }
+        }
+    }
+
+    #[test]
+    fn rne_matches_the_library() {
+        for x in [0.5f64, 1.5, 2.5, -0.5, -2.5, 3.49999, 1e300, -7.5, 0.0, -0.0, 4503599627370495.5] {
+            assert_eq!(rne_f64(x).to_bits(), x.round_ties_even().to_bits(), "{x}");
+        }
+        for x in [0.5f32, 1.5, 2.5, -0.5, -2.5, 8388607.5, 1e30, -126.5, 0.0, -0.0] {
+            assert_eq!(rne_f32(x).to_bits(), x.round_ties_even().to_bits(), "{x}");
+        }
+    }
 
     #[test]
     fn f16_exhaustive_round_trip() {

@@ -2,9 +2,7 @@
 //! checked against tables computed here from the OCP / NF4 / GGUF definitions (not by the code
 //! under test), round trips through a stream and an HRRYFILE, and hostile parameters.
 
-#[allow(dead_code)]
 mod common;
-#[allow(dead_code)]
 mod file_support;
 
 use hurray_core::codec::{dequantize, dequantize_to_vec, plan, quantize_to_vec, NF4_CODEBOOK};
