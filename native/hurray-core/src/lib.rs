@@ -13,7 +13,9 @@
 mod buffer;
 pub mod codec;
 pub mod crc32c;
+pub mod decoder;
 mod descriptor;
+pub mod encoder;
 mod error;
 pub mod file;
 pub mod lowp;
@@ -28,6 +30,8 @@ pub use descriptor::{
     min_version_for, CompositeInfo, LayoutDescriptor, PagingInfo, Quantization, SparseInfo, TensorDescriptor,
     DESCRIPTOR_MAGIC,
 };
+pub use decoder::{Decoded, StreamDecoder};
+pub use encoder::{OutSeg, StreamEncoder};
 pub use error::{Error, ErrorKind, Result};
 pub use file::{FileEntry, FileReader, FileReaderOptions, FileWriter, FileWriterOptions, ReadAt};
 pub use pool::{BufferPool, PoolStats, PooledBuf, MAX_POOLED_BUFFERS};

@@ -1,12 +1,12 @@
 package dev.hurray.cli;
 
-import dev.hurray.cli.foreign.Format;
 import dev.hurray.cli.io.Dequantize;
 import dev.hurray.cli.io.Pipeline;
 import dev.hurray.cli.io.Quantize;
 import dev.hurray.cli.io.Sink;
 import dev.hurray.cli.io.Sinks;
 import dev.hurray.cli.io.Source;
+import dev.hurray.formats.Format;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
