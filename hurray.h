@@ -58,6 +58,27 @@
 // Unsigned 4-bit, packed like `HURRAY_DTYPE_INT4`.
 #define HURRAY_DTYPE_UINT4 18
 
+// FP8 E4M3, bias 8, no infinities or negative zero; 0x80 is NaN (descriptor version 2).
+#define HURRAY_DTYPE_FLOAT8_E4M3FNUZ 19
+
+// FP8 E5M2, bias 16, no infinities or negative zero; 0x80 is NaN (descriptor version 2).
+#define HURRAY_DTYPE_FLOAT8_E5M2FNUZ 20
+
+// FP8 E3M4, bias 3, with infinities (descriptor version 2).
+#define HURRAY_DTYPE_FLOAT8_E3M4 21
+
+// OCP FP6 E2M3, 6 bits in a little-endian bit stream (descriptor version 2).
+#define HURRAY_DTYPE_FLOAT6_E2M3FN 22
+
+// OCP FP6 E3M2, 6 bits in a little-endian bit stream (descriptor version 2).
+#define HURRAY_DTYPE_FLOAT6_E3M2FN 23
+
+// OCP FP4 E2M1, packed like `HURRAY_DTYPE_INT4` (descriptor version 2).
+#define HURRAY_DTYPE_FLOAT4_E2M1FN 24
+
+// OCP E8M0 scale, 2^(code - 127), 0xFF NaN (descriptor version 2).
+#define HURRAY_DTYPE_FLOAT8_E8M0FNU 25
+
 // C order (last dimension fastest).
 #define HURRAY_LAYOUT_ROW_MAJOR 0
 
@@ -161,6 +182,24 @@
 
 // Buffer location flag: `crc32c` holds the payload's stored checksum.
 #define HURRAY_FILE_BUFFER_HAS_CRC 1
+
+// NF4: 4-bit NormalFloat codes, an absmax per `block` row-major elements.
+#define HURRAY_QUANT_NF4 4
+
+// OCP MX: an E8M0 scale per `block` elements along `axis`.
+#define HURRAY_QUANT_MX 5
+
+// NVFP4: E2M1 values, an E4M3 scale per `block` along `axis`, a float32 tensor scale.
+#define HURRAY_QUANT_NVFP4 6
+
+// Per-group affine `(q - zero) * scale`, groups of `block` along `axis`.
+#define HURRAY_QUANT_GROUP_AFFINE 7
+
+// GGUF Q8_0 blocks (34 bytes per 32 elements).
+#define HURRAY_QUANT_GGUF_Q8_0 8
+
+// GGUF Q4_0 blocks (18 bytes per 32 elements).
+#define HURRAY_QUANT_GGUF_Q4_0 9
 
 // Reader flag: fail with `HURRAY_ERR_CORRUPT` on a stream written without payload checksums.
 #define HURRAY_READER_REQUIRE_PAYLOAD_CHECKSUMS 1
@@ -600,6 +639,25 @@ typedef struct HurrayFileBufferLocation {
   // Always 0.
   uint32_t reserved;
 } HurrayFileBufferLocation;
+
+// The parameters of a block quantization kind (4–9), as in the 24-byte quantization block
+// of a version-2 descriptor. All-zero (`kind == HURRAY_QUANT_NONE`) means "not a block kind".
+typedef struct HurrayBlockQuant {
+  // `HURRAY_QUANT_NF4` … `HURRAY_QUANT_GGUF_Q4_0`.
+  uint8_t kind;
+  // Logical type after dequantization (`HURRAY_DTYPE_FLOAT32`, `FLOAT16`, `BFLOAT16`, `FLOAT64`).
+  uint8_t dequantized_type;
+  // Element type of the scale buffer (`HURRAY_DTYPE_*`; see docs/spec/descriptor.md).
+  uint8_t scale_type;
+  // Must be 0.
+  uint8_t reserved;
+  // Block axis (0 for NF4; rank − 1 for GGUF).
+  uint32_t axis;
+  // Elements per block or group; never 0.
+  uint32_t block;
+  // NF4 double quantization: absmax values per float32 second-level scale; else 0.
+  uint32_t block2;
+} HurrayBlockQuant;
 
 // A descriptor's composite-membership block (docs/spec/descriptor.md §Composite
 // membership). All zero for a tensor outside any composite.
@@ -1933,6 +1991,94 @@ HurrayStatus hurray_file_buffer_is_zero_copy(const struct HurrayBuffer *buffer, 
 // # Safety
 // `buf` must be valid for `cap` bytes of writes; `out_len` NULL or valid for one write.
 HurrayStatus hurray_last_error_message(char *buf, size_t cap, size_t *out_len);
+
+// Copies the block quantization parameters into `*out`; all zero when the descriptor has no
+// block quantization (then `hurray_descriptor_quantization` describes kinds 1–3).
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `descriptor` a live descriptor; `out` valid for one write.
+HurrayStatus hurray_descriptor_block_quant(const struct HurrayDescriptor *descriptor,
+                                           struct HurrayBlockQuant *out);
+
+// Gives the descriptor being built a block quantization kind (4–9), replacing any block set
+// with `hurray_descriptor_builder_set_quantization`; NULL removes it again. When no buffer
+// was added, `hurray_descriptor_builder_build` makes the exact table the kind needs.
+// The parameters are checked against the shape at build time.
+//
+// Errors: `NULL_POINTER` (builder), `USE_AFTER_DESTROY`, `INVALID_ARGUMENT` (kind not 4–9,
+// reserved byte), `INVALID_TYPE` (unknown type codes).
+//
+// # Safety
+// `builder` a live builder; `quant` NULL or valid for one read.
+HurrayStatus hurray_descriptor_builder_set_block_quant(struct HurrayDescriptorBuilder *builder,
+                                                       const struct HurrayBlockQuant *quant);
+
+// Stores the descriptor's format version (1, or 2 when it uses a version-2 element type or
+// quantization kind) in `*out`.
+//
+// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+//
+// # Safety
+// `descriptor` a live descriptor; `out` valid for one write.
+HurrayStatus hurray_descriptor_format_version(const struct HurrayDescriptor *descriptor,
+                                              uint16_t *out);
+
+// Makes a new owned descriptor for a row-major CPU tensor of `element_type` and `dims`
+// (`rank` entries) quantized as `*quant`, with its buffer table sized exactly (read the
+// sizes with `hurray_descriptor_buffer`). `quant` may be NULL for a plain (cast) tensor.
+// Fill the buffers with `hurray_quantize`. Destroy the result with `hurray_descriptor_destroy`.
+//
+// Errors: `NULL_POINTER` (`out_descriptor`, or `dims` with `rank > 0`), `INVALID_ARGUMENT`
+// (unknown kind, axis ≥ rank, block 0 or not dividing the axis), `INVALID_TYPE`,
+// `INVALID_SHAPE`, `LIMIT_EXCEEDED` (a buffer size overflows).
+//
+// # Safety
+// `dims` valid for `rank` reads; `quant` NULL or valid; `out_descriptor` valid for one write.
+HurrayStatus hurray_quantize_plan(uint8_t element_type,
+                                  const uint64_t *dims,
+                                  size_t rank,
+                                  const struct HurrayBlockQuant *quant,
+                                  struct HurrayDescriptor **out_descriptor);
+
+// Dequantizes a tensor to float32: `buffers[i]` (`buffer_lens[i]` bytes) holds buffer-table
+// entry *i* of `descriptor` (buffer 0 from its start; the byte offset applies). Writes
+// `out_len` floats, which must equal the element count, in storage order. Works for every
+// element type but complex (integers convert numerically, float16/bfloat16/minifloats
+// exactly) and every quantization kind. Runs on the calling thread; no callbacks.
+//
+// Errors: `NULL_POINTER`, `USE_AFTER_DESTROY`, `INVALID_ARGUMENT` (buffer count, `out_len`,
+// an E8M0 scale 0xFF), `BUFFER_TOO_SMALL` (a buffer shorter than the descriptor needs),
+// `UNSUPPORTED` (complex types, strided layouts).
+//
+// # Safety
+// `buffers` and `buffer_lens` valid for `buffer_count` reads, each `buffers[i]` valid for
+// `buffer_lens[i]` reads; `out` valid for `out_len` float writes and not overlapping them.
+HurrayStatus hurray_dequantize(const struct HurrayDescriptor *descriptor,
+                               const uint8_t *const *buffers,
+                               const size_t *buffer_lens,
+                               size_t buffer_count,
+                               float *out,
+                               size_t out_len);
+
+// Quantizes `in_len` float32 values (storage order; must equal the element count) into the
+// caller's buffers for `descriptor` (as `hurray_quantize_plan` makes it): `buffers[i]`
+// receives buffer-table entry *i* and is zeroed first. Rules per kind: docs/spec/descriptor.md
+// §Quantization. Runs on the calling thread; no callbacks.
+//
+// Errors: `NULL_POINTER`, `USE_AFTER_DESTROY`, `INVALID_ARGUMENT` (counts, a non-finite input
+// for a block kind), `BUFFER_TOO_SMALL`, `UNSUPPORTED`.
+//
+// # Safety
+// `input` valid for `in_len` reads; `buffers`/`buffer_lens` valid for `buffer_count` reads,
+// each `buffers[i]` valid for `buffer_lens[i]` writes, none overlapping another or `input`.
+HurrayStatus hurray_quantize(const struct HurrayDescriptor *descriptor,
+                             const float *input,
+                             size_t in_len,
+                             uint8_t *const *buffers,
+                             const size_t *buffer_lens,
+                             size_t buffer_count);
 
 // Fills `*out` with the default reader options.
 //

@@ -3,10 +3,11 @@
 
 use crate::buffer::{BufferHandle, BUFFER_HANDLE_BYTES};
 use crate::error::{bail, err, Error, ErrorKind, Result};
+use crate::quant::{BlockKind, BlockQuant};
 use crate::shape::Shape;
 use crate::types::ElementType;
 use crate::{
-    DESCRIPTOR_VERSION, MAX_BUFFERS, MAX_DESCRIPTOR_BYTES, MAX_METADATA_ENTRIES,
+    DESCRIPTOR_VERSION, MAX_BUFFERS, MAX_DESCRIPTOR_VERSION, MAX_DESCRIPTOR_BYTES, MAX_METADATA_ENTRIES,
     MAX_METADATA_KEY_BYTES, MAX_METADATA_VALUE_BYTES, MAX_NAME_BYTES, MAX_RANK,
 };
 
@@ -88,12 +89,17 @@ pub enum Quantization {
     /// Code 3. Values are stored in a narrower type and converted exactly to `dequantized`
     /// (e.g. tfjs float16 weights of a float32 model). Stored type must be a float type.
     Cast { dequantized: ElementType },
+    /// Codes 4–9 (descriptor version 2): NF4, OCP MX, NVFP4, per-group affine, GGUF Q8_0 and
+    /// Q4_0, with their scales in further buffers (docs/spec/descriptor.md §Block
+    /// quantization kinds; [`BlockQuant`]).
+    Block(BlockQuant),
 }
 
 impl Quantization {
-    /// The wire code (1, 2 or 3; 4 NF4 and 5–7 MXFP4/6/8 are reserved).
+    /// The wire code: 1–3, or 4–9 for the block kinds of version 2.
     pub fn code(&self) -> u8 {
         match self {
+            Quantization::Block(b) => b.kind as u8,
             Quantization::PerTensorAffine { .. } => 1,
             Quantization::PerChannelAffine { .. } => 2,
             Quantization::Cast { .. } => 3,
@@ -106,6 +112,7 @@ impl Quantization {
             Quantization::PerTensorAffine { dequantized, .. }
             | Quantization::PerChannelAffine { dequantized, .. }
             | Quantization::Cast { dequantized } => dequantized,
+            Quantization::Block(b) => b.dequantized,
         }
     }
 }
@@ -149,7 +156,8 @@ pub struct TensorDescriptor {
 impl TensorDescriptor {
     /// Makes and validates a descriptor. Arguments, in the seed's order:
     ///
-    /// 1. `version`: descriptor format version; must be [`DESCRIPTOR_VERSION`] (1).
+    /// 1. `version`: descriptor format version, 1 or [`MAX_DESCRIPTOR_VERSION`] (2); must be
+    ///    at least [`min_version`](Self::min_version) (else `Unsupported`).
     /// 2. `flags`: reserved descriptor flags; must be 0 in version 1.
     /// 3. `element_type`: stored element type.
     /// 4. `shape`: logical shape.
@@ -212,7 +220,7 @@ impl TensorDescriptor {
             crate::SyncMode::ProducerSynced,
         )?;
         Self::new(
-            DESCRIPTOR_VERSION,
+            element_type.min_version(),
             0,
             element_type,
             shape,
@@ -280,13 +288,15 @@ impl TensorDescriptor {
     }
 
     /// The lowest descriptor version that can encode this descriptor: 2 when it uses a
-    /// sparse, paging or composite block, else 1 (docs/spec/descriptor.md §Version policy).
+    /// sparse, paging or composite block, a version-2 element type or a block quantization
+    /// kind, else 1 (docs/spec/descriptor.md §Version policy).
     pub fn required_version(&self) -> u16 {
-        if self.sparse.is_some() || self.paging.is_some() || self.composite.is_some() {
+        let blocks = if self.sparse.is_some() || self.paging.is_some() || self.composite.is_some() {
             crate::DESCRIPTOR_VERSION_2
         } else {
             DESCRIPTOR_VERSION
-        }
+        };
+        blocks.max(min_version_for(self.element_type, self.quantization.as_ref()))
     }
 
     /// Descriptor format version (1, or 2 when a version-2 block is used).
@@ -345,15 +355,25 @@ impl TensorDescriptor {
         self.element_type.bytes_for(self.shape.element_count()).unwrap_or(u64::MAX)
     }
 
+    /// The lowest descriptor version that can carry this descriptor: 2 when it uses a
+    /// version-2 element type or quantization kind, else 1 (docs/spec/descriptor.md §Version
+    /// policy).
+    pub fn min_version(&self) -> u16 {
+        self.required_version()
+    }
+
     fn validate(&self) -> Result<()> {
-        let required = self.required_version();
-        if self.version != DESCRIPTOR_VERSION && self.version != crate::DESCRIPTOR_VERSION_2 {
-            bail!(VersionMismatch, "descriptor version {} (this build reads 1 and 2)", self.version);
+        if !(DESCRIPTOR_VERSION..=MAX_DESCRIPTOR_VERSION).contains(&self.version) {
+            bail!(VersionMismatch, "descriptor version {} (this build reads 1 and {MAX_DESCRIPTOR_VERSION})", self.version);
         }
-        if self.version != required {
+        let need = self.required_version();
+        if self.version < need && self.sparse.is_none() && self.paging.is_none() && self.composite.is_none() {
+            bail!(Unsupported, "a version-{} descriptor cannot use {} (needs version {need})", self.version, self.version2_feature());
+        }
+        if self.version != need {
             bail!(
                 VersionMismatch,
-                "this descriptor must be version {required}, not {} (the lowest version that encodes it)",
+                "this descriptor must be version {need}, not {} (the lowest version that encodes it)",
                 self.version
             );
         }
@@ -379,6 +399,13 @@ impl TensorDescriptor {
         let dense_bytes = et.bytes_for(elements).ok_or_else(|| {
             err!(InvalidShape, "{elements} elements of {} overflow a u64 byte count", et.name())
         })?;
+        if let Some(Quantization::Block(b)) = &self.quantization {
+            b.validate(et, &self.shape, &self.layout, self.byte_offset, &self.buffers)?;
+            if let Some(n) = &self.name {
+                check_name(n)?;
+            }
+            return Ok(());
+        }
         let needed_buffers = match self.quantization {
             Some(Quantization::PerChannelAffine { .. }) => 3,
             _ => 1,
@@ -468,11 +495,15 @@ impl TensorDescriptor {
                         }
                     }
                 }
+                Quantization::Block(_) => unreachable!("validated above"),
                 Quantization::Cast { .. } => {
                     if !matches!(
                         et,
                         ElementType::Float16 | ElementType::Bfloat16 | ElementType::Float8E4m3fn
                             | ElementType::Float8E5m2 | ElementType::Float32
+                            | ElementType::Float8E4m3fnuz | ElementType::Float8E5m2fnuz
+                            | ElementType::Float8E3m4 | ElementType::Float6E2m3fn
+                            | ElementType::Float6E3m2fn | ElementType::Float4E2m1fn
                     ) {
                         bail!(InvalidType, "cast quantization needs a float stored type, not {}", et.name());
                     }
@@ -542,11 +573,21 @@ impl TensorDescriptor {
                 out.extend_from_slice(v);
             }
         }
-        if let Some(q) = &self.quantization {
+        if let Some(Quantization::Block(b)) = &self.quantization {
+            out.push(b.kind as u8);
+            out.push(b.dequantized.code());
+            out.push(b.scale_type.code());
+            out.push(0);
+            out.extend_from_slice(&b.axis.to_le_bytes());
+            out.extend_from_slice(&b.block.to_le_bytes());
+            out.extend_from_slice(&b.block2.to_le_bytes());
+            out.extend_from_slice(&[0; 8]);
+        } else if let Some(q) = &self.quantization {
             let (axis, scale, bias) = match *q {
                 Quantization::PerTensorAffine { scale, bias, .. } => (0u32, scale, bias),
                 Quantization::PerChannelAffine { axis, .. } => (axis, 0.0, 0.0),
                 Quantization::Cast { .. } => (0, 0.0, 0.0),
+                Quantization::Block(_) => unreachable!("encoded above"),
             };
             out.push(q.code());
             out.push(q.dequantized().code());
@@ -586,8 +627,8 @@ impl TensorDescriptor {
         }
         let version = c.u16()?;
         let v2 = version == crate::DESCRIPTOR_VERSION_2;
-        if version != DESCRIPTOR_VERSION && !v2 {
-            bail!(VersionMismatch, "descriptor version {version} (this build reads 1 and 2)");
+        if !(DESCRIPTOR_VERSION..=MAX_DESCRIPTOR_VERSION).contains(&version) {
+            bail!(VersionMismatch, "descriptor version {version} (this build reads 1 and {MAX_DESCRIPTOR_VERSION})");
         }
         let flags = c.u16()?;
         let element_type = ElementType::from_code(c.u8()?)?;
@@ -679,6 +720,28 @@ impl TensorDescriptor {
             let q = c.take(QUANT_BYTES)?;
             let kind = q[0];
             let dq = ElementType::from_code(q[1])?;
+            if let Some(bk) = BlockKind::from_code(kind) {
+                if version < 2 {
+                    bail!(Unsupported, "quantization kind {kind} ({}) needs descriptor version 2", bk.name());
+                }
+                if q[3] != 0 || q[16..24].iter().any(|&x| x != 0) {
+                    bail!(Corrupt, "reserved bytes of the {} quantization block are not zero", bk.name());
+                }
+                let u = |i: usize| u32::from_le_bytes(q[i..i + 4].try_into().unwrap());
+                quantization = Some(Quantization::Block(BlockQuant {
+                    kind: bk,
+                    dequantized: dq,
+                    scale_type: ElementType::from_code(q[2])?,
+                    axis: u(4),
+                    block: u(8),
+                    block2: u(12),
+                }));
+            }
+        }
+        if ext & EXT_QUANT != 0 && quantization.is_none() {
+            let q = &bytes[c.pos - QUANT_BYTES..c.pos];
+            let kind = q[0];
+            let dq = ElementType::from_code(q[1])?;
             if q[2] != 0 || q[3] != 0 {
                 bail!(Corrupt, "reserved quantization bytes are not zero");
             }
@@ -700,7 +763,6 @@ impl TensorDescriptor {
                 1 => Quantization::PerTensorAffine { scale, bias, dequantized: dq },
                 2 => Quantization::PerChannelAffine { axis, dequantized: dq },
                 3 => Quantization::Cast { dequantized: dq },
-                4..=7 => bail!(Unsupported, "quantization kind {kind} (NF4/MXFP) is reserved in version 1"),
                 _ => bail!(Corrupt, "unknown quantization kind {kind}"),
             });
         }
@@ -710,7 +772,9 @@ impl TensorDescriptor {
         if c.pos != bytes.len() {
             bail!(Corrupt, "{} trailing bytes after the descriptor", bytes.len() - c.pos);
         }
-        if v2 && sparse.is_none() && paging.is_none() && composite.is_none() {
+        if v2 && sparse.is_none() && paging.is_none() && composite.is_none()
+            && min_version_for(element_type, quantization.as_ref()) < crate::DESCRIPTOR_VERSION_2
+        {
             bail!(Corrupt, "a version-2 descriptor uses no version-2 block (it must be written as version 1)");
         }
         let mut d = TensorDescriptor::new(
@@ -738,6 +802,25 @@ impl std::fmt::Display for TensorDescriptor {
             write!(f, " {n:?}")?;
         }
         Ok(())
+    }
+}
+
+/// The lowest descriptor version that can carry `element_type` with `quantization`.
+pub fn min_version_for(element_type: ElementType, quantization: Option<&Quantization>) -> u16 {
+    let q = match quantization {
+        Some(Quantization::Block(_)) => 2,
+        Some(q) => q.dequantized().min_version(),
+        None => 1,
+    };
+    q.max(element_type.min_version())
+}
+
+impl TensorDescriptor {
+    fn version2_feature(&self) -> String {
+        match &self.quantization {
+            Some(Quantization::Block(b)) => format!("{} quantization", b.kind.name()),
+            _ => format!("element type {}", self.element_type.name()),
+        }
     }
 }
 

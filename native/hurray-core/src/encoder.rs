@@ -24,6 +24,10 @@ use crate::stream::{
     STREAM_MAGIC, STREAM_VERSION,
 };
 
+/// One frame of a group for [`StreamEncoder::encode_group`]: a descriptor, its encoding and
+/// its payloads.
+pub type GroupEntry<'a> = (&'a TensorDescriptor, &'a [u8], &'a [&'a [u8]]);
+
 /// One piece of pending output, in order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OutSeg {
@@ -161,7 +165,7 @@ impl StreamEncoder {
     /// every payload is copied into the staged output, so the group is sent, or taken back by
     /// [`abort`](Self::abort), as a whole. Each entry is `(descriptor, its encoding, payloads)`.
     /// Errors as [`encode`](Self::encode), checked for every entry before anything is staged.
-    pub fn encode_group(&mut self, items: &[(&TensorDescriptor, &[u8], &[&[u8]])]) -> Result<()> {
+    pub fn encode_group(&mut self, items: &[GroupEntry<'_>]) -> Result<()> {
         self.check_open()?;
         if self.borrowed {
             bail!(InvalidState, "the pending output borrows the previous item's payloads; write it first");

@@ -11,6 +11,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod buffer;
+pub mod codec;
 pub mod composite;
 pub mod crc32c;
 pub mod decoder;
@@ -19,8 +20,10 @@ pub mod encoder;
 mod error;
 pub mod file;
 pub mod layouts;
+pub mod lowp;
 pub mod paged;
 pub mod pool;
+pub mod quant;
 mod shape;
 pub mod sparse;
 pub mod stream;
@@ -28,7 +31,7 @@ mod types;
 
 pub use buffer::{check_alignment, AlignedBuf, BufferHandle, BUFFER_HANDLE_BYTES, SYNC_MODE_OFFSET};
 pub use descriptor::{
-    CompositeInfo, LayoutDescriptor, PagingInfo, Quantization, SparseInfo, TensorDescriptor,
+    min_version_for, CompositeInfo, LayoutDescriptor, PagingInfo, Quantization, SparseInfo, TensorDescriptor,
     DESCRIPTOR_MAGIC,
 };
 pub use decoder::{Decoded, StreamDecoder};
@@ -41,6 +44,7 @@ pub use stream::{
     ReadTensor, ReadTransport, ReaderOptions, StreamReader, StreamWriter, WriteTransport,
     WriterOptions,
 };
+pub use quant::{BlockKind, BlockQuant};
 pub use types::{DeviceTag, ElementType, SyncMode};
 pub use composite::{Composite, CompositeSpec, Item, ItemReader, Member};
 pub use sparse::IndexType;
@@ -65,9 +69,12 @@ pub const MAX_METADATA_KEY_BYTES: usize = 256;
 pub const MAX_METADATA_VALUE_BYTES: usize = 64 * 1024;
 /// Largest encoded descriptor the format allows, in bytes (16 MiB).
 pub const MAX_DESCRIPTOR_BYTES: usize = 16 << 20;
-/// The descriptor encoding version of descriptors that use no version-2 block (and the base
-/// version this build writes and reads).
+/// The descriptor encoding version of every descriptor that uses no version-2 feature (and
+/// the base version this build writes and reads).
 pub const DESCRIPTOR_VERSION: u16 = 1;
-/// The descriptor version of descriptors with a sparse, paging or composite block
+/// The descriptor version of descriptors with a version-2 feature: a sparse, paging or
+/// composite block, an element type 19–25 or a quantization kind 4–9
 /// (docs/spec/descriptor.md §Version policy).
 pub const DESCRIPTOR_VERSION_2: u16 = 2;
+/// The highest descriptor version this build reads and writes.
+pub const MAX_DESCRIPTOR_VERSION: u16 = 2;

@@ -87,6 +87,7 @@ fn tensor_json(index: usize, it: &Item, offsets: Option<&[u64]>) -> String {
                 Quantization::PerTensorAffine { scale, bias, .. } => ("per_tensor_affine", 0, scale, bias),
                 Quantization::PerChannelAffine { axis, .. } => ("per_channel_affine", axis, 0.0, 0.0),
                 Quantization::Cast { .. } => ("cast", 0, 0.0, 0.0),
+                Quantization::Block(b) => (b.kind.name(), b.axis, 0.0, 0.0),
             };
             format!(
                 "{{\"kind\": \"{kind}\", \"kind_code\": {}, \"dequantized\": \"{}\", \"dequantized_code\": {}, \"axis\": {axis}, \"scale\": {scale:?}, \"bias\": {bias:?}}}",
@@ -309,7 +310,7 @@ fn committed_streams_read_back_as_the_corpus() {
     }
     // The corpus covers every element type.
     let items = golden_items();
-    for et in hurray_core::ElementType::ALL {
+    for et in hurray_core::ElementType::ALL.into_iter().filter(|t| t.min_version() == 1) {
         assert!(items.iter().any(|it| it.desc.element_type() == et), "{et:?} missing");
     }
 }

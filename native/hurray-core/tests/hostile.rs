@@ -321,7 +321,10 @@ fn malformed_descriptor_fields_get_clear_errors() {
         d.extend_from_slice(tail);
         TensorDescriptor::decode(&d).unwrap_err().kind()
     };
-    assert_eq!(with(raw_descriptor(19, 0, &[1], 1, 0), &h), ErrorKind::InvalidType);
+    // Codes 19–25 exist from descriptor version 2 on: in a version-1 descriptor they are
+    // UNSUPPORTED; 26 and above are unknown.
+    assert_eq!(with(raw_descriptor(19, 0, &[1], 1, 0), &h), ErrorKind::Unsupported);
+    assert_eq!(with(raw_descriptor(26, 0, &[1], 1, 0), &h), ErrorKind::InvalidType);
     assert_eq!(with(raw_descriptor(255, 0, &[1], 1, 0), &h), ErrorKind::InvalidType);
     for layout in 3..=7 {
         assert_eq!(with(raw_descriptor(5, layout, &[1], 1, 0), &h), ErrorKind::Unsupported);
@@ -371,11 +374,12 @@ fn malformed_descriptor_fields_get_clear_errors() {
         v.extend_from_slice(&0f64.to_le_bytes());
         v
     };
-    for kind in 4..=7 {
+    // Kinds 4–9 are version-2 kinds: UNSUPPORTED in a version-1 descriptor.
+    for kind in 4..=9 {
         assert_eq!(with(raw_descriptor(5, 0, &[1], 1, 4), &quant(kind, 11, 0, 0, 0.0)), ErrorKind::Unsupported);
     }
     assert_eq!(with(raw_descriptor(5, 0, &[1], 1, 4), &quant(0, 11, 0, 0, 0.0)), ErrorKind::Corrupt);
-    assert_eq!(with(raw_descriptor(5, 0, &[1], 1, 4), &quant(9, 11, 0, 0, 0.0)), ErrorKind::Corrupt);
+    assert_eq!(with(raw_descriptor(5, 0, &[1], 1, 4), &quant(10, 11, 0, 0, 0.0)), ErrorKind::Corrupt);
     assert_eq!(with(raw_descriptor(5, 0, &[1], 1, 4), &quant(1, 11, 1, 0, 1.0)), ErrorKind::Corrupt);
     assert_eq!(with(raw_descriptor(5, 0, &[1], 1, 4), &quant(1, 11, 0, 3, 1.0)), ErrorKind::Corrupt);
     assert_eq!(with(raw_descriptor(5, 0, &[1], 1, 4), &quant(3, 11, 0, 0, 1.0)), ErrorKind::Corrupt);
@@ -396,6 +400,10 @@ fn malformed_descriptor_fields_get_clear_errors() {
     bad = d.clone();
     bad[4] = 3; // versions 1 and 2 are read (descriptor.md §Version policy)
     assert_eq!(TensorDescriptor::decode(&bad).unwrap_err().kind(), ErrorKind::VersionMismatch);
+    // Version 2 is read, but a descriptor has one encoding: one that uses no version-2
+    // feature must be written as version 1.
+    bad[4] = 2;
+    assert_eq!(TensorDescriptor::decode(&bad).unwrap_err().kind(), ErrorKind::Corrupt);
     bad = d.clone();
     bad[6] = 1;
     assert_eq!(TensorDescriptor::decode(&bad).unwrap_err().kind(), ErrorKind::InvalidArgument);

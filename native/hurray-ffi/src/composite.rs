@@ -443,7 +443,7 @@ pub unsafe extern "C" fn hurray_encoder_encode_composite(
         let spec = unsafe { b.spec() };
         let flat = spec.flatten()?;
         let encoded = flat.iter().map(|(d, _)| d.encode()).collect::<hurray_core::Result<Vec<_>>>()?;
-        let group: Vec<(&TensorDescriptor, &[u8], &[&[u8]])> =
+        let group: Vec<hurray_core::encoder::GroupEntry<'_>> =
             flat.iter().zip(&encoded).map(|((d, p), enc)| (d, enc.as_slice(), p.as_slice())).collect();
         e.encode_group(&group)?;
         e.put_state(out_state);

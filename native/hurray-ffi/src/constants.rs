@@ -25,6 +25,20 @@ pub const HURRAY_DTYPE_FLOAT8_E5M2: u8 = 16;
 pub const HURRAY_DTYPE_INT4: u8 = 17;
 /// Unsigned 4-bit, packed like `HURRAY_DTYPE_INT4`.
 pub const HURRAY_DTYPE_UINT4: u8 = 18;
+/// FP8 E4M3, bias 8, no infinities or negative zero; 0x80 is NaN (descriptor version 2).
+pub const HURRAY_DTYPE_FLOAT8_E4M3FNUZ: u8 = 19;
+/// FP8 E5M2, bias 16, no infinities or negative zero; 0x80 is NaN (descriptor version 2).
+pub const HURRAY_DTYPE_FLOAT8_E5M2FNUZ: u8 = 20;
+/// FP8 E3M4, bias 3, with infinities (descriptor version 2).
+pub const HURRAY_DTYPE_FLOAT8_E3M4: u8 = 21;
+/// OCP FP6 E2M3, 6 bits in a little-endian bit stream (descriptor version 2).
+pub const HURRAY_DTYPE_FLOAT6_E2M3FN: u8 = 22;
+/// OCP FP6 E3M2, 6 bits in a little-endian bit stream (descriptor version 2).
+pub const HURRAY_DTYPE_FLOAT6_E3M2FN: u8 = 23;
+/// OCP FP4 E2M1, packed like `HURRAY_DTYPE_INT4` (descriptor version 2).
+pub const HURRAY_DTYPE_FLOAT4_E2M1FN: u8 = 24;
+/// OCP E8M0 scale, 2^(code - 127), 0xFF NaN (descriptor version 2).
+pub const HURRAY_DTYPE_FLOAT8_E8M0FNU: u8 = 25;
 
 /// C order (last dimension fastest).
 pub const HURRAY_LAYOUT_ROW_MAJOR: u8 = 0;

@@ -74,6 +74,8 @@ impl HurrayQuantization {
                     Quantization::PerTensorAffine { scale, bias, .. } => (0, scale, bias),
                     Quantization::PerChannelAffine { axis, .. } => (axis, 0.0, 0.0),
                     Quantization::Cast { .. } => (0, 0.0, 0.0),
+                    // Block kinds: the full parameters come from hurray_descriptor_block_quant.
+                    Quantization::Block(b) => (b.axis, 0.0, 0.0),
                 };
                 HurrayQuantization { kind: q.code(), dequantized_type: q.dequantized().code(), reserved: 0, axis, scale, bias }
             }
@@ -92,7 +94,7 @@ impl HurrayQuantization {
             HURRAY_QUANT_PER_TENSOR_AFFINE => Quantization::PerTensorAffine { scale: self.scale, bias: self.bias, dequantized },
             HURRAY_QUANT_PER_CHANNEL_AFFINE => Quantization::PerChannelAffine { axis: self.axis, dequantized },
             HURRAY_QUANT_CAST => Quantization::Cast { dequantized },
-            4..=7 => return Err(FfiError::new(HURRAY_ERR_UNSUPPORTED, "NF4/MXFP quantization is reserved in format version 1")),
+            4..=9 => return Err(FfiError::new(HURRAY_ERR_UNSUPPORTED, "block quantization kinds 4-9 are set with hurray_descriptor_builder_set_block_quant")),
             k => return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("unknown quantization kind {k}"))),
         }))
     }
@@ -531,6 +533,8 @@ pub struct BuilderInner {
     byte_offset: u64,
     buffers: Vec<HurrayBufferSpec>,
     quantization: HurrayQuantization,
+    /// Set by `hurray_descriptor_builder_set_block_quant`; overrides `quantization`.
+    pub(crate) block: Option<hurray_core::BlockQuant>,
     name: Option<String>,
     metadata: Vec<(String, Vec<u8>)>,
     sparse: crate::sparse::HurraySparse,
@@ -587,6 +591,7 @@ pub unsafe extern "C" fn hurray_descriptor_builder_new(
             byte_offset: 0,
             buffers: Vec::new(),
             quantization: HurrayQuantization::default(),
+            block: None,
             name: None,
             metadata: Vec::new(),
             sparse: Default::default(),
@@ -743,7 +748,15 @@ pub unsafe extern "C" fn hurray_descriptor_builder_build(builder: *const HurrayD
         let b = unsafe { handle::inner_ref(builder, "builder")? };
         non_null(out_descriptor, "out_descriptor")?;
         let shape = Shape::new(b.dims.clone())?;
-        let buffers = if b.buffers.is_empty() && !matches!(b.layout, LayoutDescriptor::Strided(_)) {
+        let buffers = if let (Some(bq), true) = (&b.block, b.buffers.is_empty()) {
+            // Block kinds: the exact table the kind needs (buffer 0 after the byte offset).
+            let mut sizes = bq.buffer_sizes(b.element_type, &shape)?;
+            sizes[0] = sizes[0].checked_add(b.byte_offset).ok_or_else(|| FfiError::new(HURRAY_ERR_INVALID_SHAPE, "byte count overflows u64"))?;
+            sizes
+                .into_iter()
+                .map(|n| hurray_core::BufferHandle::new(n, hurray_core::MIN_BUFFER_ALIGNMENT, hurray_core::DeviceTag::Cpu, hurray_core::SyncMode::ProducerSynced))
+                .collect::<hurray_core::Result<Vec<_>>>()?
+        } else if b.buffers.is_empty() && !matches!(b.layout, LayoutDescriptor::Strided(_)) {
             let bytes = b.element_type.bytes_for(shape.element_count()).ok_or_else(|| {
                 FfiError::new(HURRAY_ERR_INVALID_SHAPE, "byte count overflows u64")
             })?;
@@ -754,10 +767,14 @@ pub unsafe extern "C" fn hurray_descriptor_builder_build(builder: *const HurrayD
         };
         let sparse = b.sparse.to_core()?;
         let paging = b.paging.to_core()?;
-        let version = if sparse.is_some() || paging.is_some() { hurray_core::DESCRIPTOR_VERSION_2 } else { hurray_core::DESCRIPTOR_VERSION };
+        let q = match b.block {
+            Some(bq) => Some(Quantization::Block(bq)),
+            None => b.quantization.to_core()?,
+        };
+        let blocks = if sparse.is_some() || paging.is_some() { hurray_core::DESCRIPTOR_VERSION_2 } else { hurray_core::DESCRIPTOR_VERSION };
+        let version = blocks.max(hurray_core::min_version_for(b.element_type, q.as_ref()));
         let mut d = TensorDescriptor::new(
-            version, 0, b.element_type, shape, b.byte_offset, b.layout.clone(), buffers,
-            b.quantization.to_core()?, sparse, paging, None,
+            version, 0, b.element_type, shape, b.byte_offset, b.layout.clone(), buffers, q, sparse, paging, None,
         )?;
         if let Some(n) = &b.name {
             d = d.with_name(n.clone())?;

@@ -35,7 +35,7 @@ pub(crate) struct EncoderInner {
 
 impl EncoderInner {
     /// Stages a group of frames as one item (a composite); see `hurray_encoder_encode_composite`.
-    pub(crate) fn encode_group(&mut self, items: &[(&hurray_core::TensorDescriptor, &[u8], &[&[u8]])]) -> hurray_core::Result<()> {
+    pub(crate) fn encode_group(&mut self, items: &[hurray_core::encoder::GroupEntry<'_>]) -> hurray_core::Result<()> {
         self.encoder.encode_group(items)
     }
 

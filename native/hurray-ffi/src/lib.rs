@@ -23,6 +23,7 @@ pub mod encoder;
 pub mod file;
 mod handle;
 pub mod panic;
+pub mod quant;
 pub mod reader;
 pub mod sparse;
 pub mod status;
@@ -47,6 +48,7 @@ pub use file::{
 pub use reader::{
     hurray_reader_destroy, hurray_reader_new, hurray_reader_next_tensor, HurrayReader, HurrayReaderOptions,
 };
+pub use quant::*;
 pub use status::*;
 pub use tensor::{hurray_tensor_buffers, hurray_tensor_descriptor, hurray_tensor_destroy, HurrayTensor};
 pub use transport::{

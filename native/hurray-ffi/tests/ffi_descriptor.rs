@@ -42,6 +42,7 @@ unsafe fn build(d: &TensorDescriptor) -> *mut HurrayDescriptor {
                 Quantization::PerTensorAffine { scale, bias, .. } => (0, scale, bias),
                 Quantization::PerChannelAffine { axis, .. } => (axis, 0.0, 0.0),
                 Quantization::Cast { .. } => (0, 0.0, 0.0),
+                Quantization::Block(_) => unreachable!("the property corpus has no block kinds"),
             };
             let hq = HurrayQuantization { kind: q.code(), dequantized_type: q.dequantized().code(), reserved: 0, axis, scale, bias };
             expect(hurray_descriptor_builder_set_quantization(b, &hq), HURRAY_OK);
@@ -122,6 +123,7 @@ unsafe fn check_fields(h: *const HurrayDescriptor, d: &TensorDescriptor) {
                     Quantization::PerTensorAffine { scale, bias, .. } => assert_eq!((q.scale, q.bias), (scale, bias)),
                     Quantization::PerChannelAffine { axis, .. } => assert_eq!(q.axis, axis),
                     Quantization::Cast { .. } => {}
+                    Quantization::Block(b) => assert_eq!(q.axis, b.axis),
                 }
             }
         }
@@ -224,7 +226,7 @@ fn the_builder_refuses_what_the_core_refuses() {
     unsafe {
         let mut b = null_mut();
         let dims = [4u64];
-        expect(hurray_descriptor_builder_new(19, dims.as_ptr(), 1, &mut b), HURRAY_ERR_INVALID_TYPE);
+        expect(hurray_descriptor_builder_new(26, dims.as_ptr(), 1, &mut b), HURRAY_ERR_INVALID_TYPE);
         assert!(b.is_null());
         expect(hurray_descriptor_builder_new(HURRAY_DTYPE_INT32, dims.as_ptr(), 1, &mut b), HURRAY_OK);
         // Layouts.
@@ -273,7 +275,7 @@ fn the_builder_refuses_what_the_core_refuses() {
         // Quantization.
         let mut q = HurrayQuantization { kind: 4, dequantized_type: HURRAY_DTYPE_FLOAT32, ..Default::default() };
         expect(hurray_descriptor_builder_set_quantization(b, &q), HURRAY_ERR_UNSUPPORTED);
-        q.kind = 9;
+        q.kind = 10; // 4-9 are block kinds (hurray_descriptor_builder_set_block_quant)
         expect(hurray_descriptor_builder_set_quantization(b, &q), HURRAY_ERR_INVALID_ARGUMENT);
         q = HurrayQuantization { kind: HURRAY_QUANT_PER_TENSOR_AFFINE, dequantized_type: 200, ..Default::default() };
         expect(hurray_descriptor_builder_set_quantization(b, &q), HURRAY_ERR_INVALID_TYPE);

@@ -9,9 +9,14 @@ import dev.hurray.ffm.hurray_h;
  * {@code hurray.h}, docs/spec/descriptor.md §Codes), in code order. Each carries its wire
  * {@link #code()}, its storage {@link #bitWidth()} and its canonical lower-case
  * {@link #formatName()} ({@code float32}, {@code float8_e4m3fn}, …). All values are stored
- * little-endian. The packed 4-bit types ({@link #INT4}, {@link #UINT4}) hold two elements per
- * byte, the element with the lower flattened index in the low nibble; their dense byte count is
- * {@code ceil(elements / 2)}.
+ * little-endian. The packed types ({@link #INT4}, {@link #UINT4}, {@link #FLOAT4_E2M1FN}: 4 bits;
+ * {@link #FLOAT6_E2M3FN}, {@link #FLOAT6_E3M2FN}: 6 bits) form one little-endian bit stream:
+ * element {@code i} occupies bits {@code [w·i, w·i + w)}, bit {@code k} being bit {@code k % 8}
+ * of byte {@code k / 8} (so for 4-bit types the lower index is in the low nibble); padding bits
+ * are zero and the dense byte count is {@code ceil(elements · w / 8)}.
+ *
+ * <p>Codes 19–25 ({@link #FLOAT8_E4M3FNUZ} … {@link #FLOAT8_E8M0FNU}) need descriptor version 2;
+ * the native library picks the version.
  *
  * <p>Immutable and thread-safe.
  */
@@ -53,7 +58,21 @@ public enum ElementType {
     /** {@code int4}: signed 4-bit, two per byte (lower index in the low nibble). */
     INT4(hurray_h.HURRAY_DTYPE_INT4(), 4, "int4"),
     /** {@code uint4}: unsigned 4-bit, packed like {@link #INT4}. */
-    UINT4(hurray_h.HURRAY_DTYPE_UINT4(), 4, "uint4");
+    UINT4(hurray_h.HURRAY_DTYPE_UINT4(), 4, "uint4"),
+    /** {@code float8_e4m3fnuz}: FP8 E4M3, bias 8, no infinities or negative zero; 0x80 is NaN. */
+    FLOAT8_E4M3FNUZ(hurray_h.HURRAY_DTYPE_FLOAT8_E4M3FNUZ(), 8, "float8_e4m3fnuz"),
+    /** {@code float8_e5m2fnuz}: FP8 E5M2, bias 16, no infinities or negative zero; 0x80 is NaN. */
+    FLOAT8_E5M2FNUZ(hurray_h.HURRAY_DTYPE_FLOAT8_E5M2FNUZ(), 8, "float8_e5m2fnuz"),
+    /** {@code float8_e3m4}: FP8 E3M4, bias 3, with infinities. */
+    FLOAT8_E3M4(hurray_h.HURRAY_DTYPE_FLOAT8_E3M4(), 8, "float8_e3m4"),
+    /** {@code float6_e2m3fn}: OCP FP6 E2M3, finite only, 6-bit packed (max 7.5). */
+    FLOAT6_E2M3FN(hurray_h.HURRAY_DTYPE_FLOAT6_E2M3FN(), 6, "float6_e2m3fn"),
+    /** {@code float6_e3m2fn}: OCP FP6 E3M2, finite only, 6-bit packed (max 28). */
+    FLOAT6_E3M2FN(hurray_h.HURRAY_DTYPE_FLOAT6_E3M2FN(), 6, "float6_e3m2fn"),
+    /** {@code float4_e2m1fn}: OCP FP4 E2M1, finite only, packed like {@link #INT4} (max 6). */
+    FLOAT4_E2M1FN(hurray_h.HURRAY_DTYPE_FLOAT4_E2M1FN(), 4, "float4_e2m1fn"),
+    /** {@code float8_e8m0fnu}: OCP E8M0 scale, {@code 2^(code − 127)}; 0xFF is NaN, no zero. */
+    FLOAT8_E8M0FNU(hurray_h.HURRAY_DTYPE_FLOAT8_E8M0FNU(), 8, "float8_e8m0fnu");
 
     private static final ElementType[] BY_CODE = new ElementType[256];
 
@@ -83,7 +102,7 @@ public enum ElementType {
         return bitWidth;
     }
 
-    /** True for the packed 4-bit types, whose elements do not start on byte boundaries. */
+    /** True for the packed 4- and 6-bit types, whose elements do not start on byte boundaries. */
     public boolean isSubByte() {
         return bitWidth < 8;
     }
@@ -94,8 +113,8 @@ public enum ElementType {
     }
 
     /**
-     * Bytes needed to store {@code elements} elements densely ({@code ceil(elements / 2)} for the
-     * packed types).
+     * Bytes needed to store {@code elements} elements densely ({@code ceil(elements · bits / 8)}
+     * for the packed types).
      *
      * @throws IllegalArgumentException if {@code elements} is negative
      * @throws ArithmeticException if the byte count does not fit a {@code long}
@@ -105,7 +124,8 @@ public enum ElementType {
             throw new IllegalArgumentException("negative element count " + elements);
         }
         if (isSubByte()) {
-            return elements / 2 + elements % 2;
+            long rem = (elements % 8) * bitWidth;
+            return Math.addExact((elements / 8) * bitWidth, (rem + 7) / 8);
         }
         return Math.multiplyExact(elements, (long) (bitWidth / 8));
     }

@@ -4,6 +4,7 @@ import dev.hurray.internal.DescriptorFields;
 import dev.hurray.internal.Leaks;
 import dev.hurray.internal.NativeDescriptor;
 import dev.hurray.internal.NativeLayouts;
+import dev.hurray.internal.NativeQuant;
 import dev.hurray.internal.NativeReader;
 import dev.hurray.internal.NativeTensor;
 import java.lang.foreign.Arena;
@@ -486,12 +487,101 @@ public final class Tensor implements AutoCloseable {
     }
 
     /**
-     * The float32 elements, row-major.
+     * The elements as float32, row-major. A plain float32 tensor is copied; every other type
+     * that dequantizes (integers, float16, bfloat16, float64, every FP8/FP6/FP4 and E8M0 type,
+     * and every quantization kind: affine, cast, NF4, MX, NVFP4, per-group, GGUF blocks) is
+     * converted by the native core, as {@link #dequantize()} does.
      *
-     * @throws IllegalStateException for another dtype or layout, or after close
+     * @throws IllegalStateException for a complex type, a layout other than row-major, a
+     *     native dequantization error (its {@link HurrayException} is the cause), more elements
+     *     than a Java array holds, or after close
      */
     public float[] toFloatArray() {
-        return elements(ValueLayout.JAVA_FLOAT_UNALIGNED, ElementType.FLOAT32).toArray(le(ValueLayout.JAVA_FLOAT_UNALIGNED));
+        if (descriptor.elementType() == ElementType.FLOAT32 && descriptor.quantization().isEmpty()) {
+            return elements(ValueLayout.JAVA_FLOAT_UNALIGNED, ElementType.FLOAT32).toArray(le(ValueLayout.JAVA_FLOAT_UNALIGNED));
+        }
+        requireOpen();
+        if (descriptor.layout().kind() != Layout.Kind.ROW_MAJOR) {
+            throw new IllegalStateException("tensor layout is " + descriptor.layout() + "; typed copies are row-major only");
+        }
+        long n = descriptor.elementCount();
+        if (n > MAX_ARRAY) {
+            throw new IllegalStateException(n + " elements do not fit a Java array");
+        }
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment out = a.allocate(ValueLayout.JAVA_FLOAT, Math.max(1, n)).asSlice(0, 4 * n);
+            NativeQuant.dequantize(descriptor.nativeHandle(), buffers, out, n);
+            return out.toArray(ValueLayout.JAVA_FLOAT);
+        } catch (HurrayException e) {
+            throw new IllegalStateException("cannot dequantize " + descriptor + ": " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * A new float32 tensor of the same shape and layout kind (row- or column-major) holding the
+     * dequantized elements, computed by the native core (docs/spec/descriptor.md
+     * §Dequantization): exact for float16, bfloat16 and the minifloats; affine kinds in float64
+     * rounded once; block kinds (NF4, MX, NVFP4, per-group, GGUF) in float32.
+     *
+     * <p>Ownership: the caller owns and closes the result; this tensor stays open. Threads: as
+     * for reading this tensor's buffers.
+     *
+     * @throws HurrayException with the native status: {@link Status#UNSUPPORTED} (complex
+     *     types, strided layouts), {@link Status#INVALID_ARGUMENT} (an E8M0 scale 0xFF, i.e. NaN),
+     *     {@link Status#BUFFER_TOO_SMALL}
+     * @throws IllegalStateException after close
+     */
+    public Tensor dequantize() throws HurrayException {
+        requireOpen();
+        Layout layout = descriptor.layout().kind() == Layout.Kind.COLUMN_MAJOR ? Layout.columnMajor() : Layout.rowMajor();
+        TensorDescriptor d = TensorDescriptor.builder(ElementType.FLOAT32, descriptor.shape()).layout(layout).build();
+        Tensor t = allocate(d);
+        try {
+            NativeQuant.dequantize(descriptor.nativeHandle(), buffers, t.buffers[0], descriptor.elementCount());
+            return t;
+        } catch (HurrayException | RuntimeException e) {
+            t.close();
+            throw e;
+        }
+    }
+
+    /**
+     * Quantizes this float32 row-major tensor into a new tensor of {@code storedType} with
+     * {@code quantization} (or a plain float type when {@code quantization} is null), computed
+     * by the native core: MX per OCP v1.0 §6.3, NF4 as the nearest level of {@code v / absmax},
+     * NVFP4, per-group affine, GGUF Q8_0/Q4_0, symmetric int8 {@link Quantization.PerChannelAffine},
+     * or round-to-nearest-even casts (docs/spec/descriptor.md §Quantization).
+     *
+     * <p>Ownership: the caller owns and closes the result; this tensor stays open.
+     *
+     * @throws HurrayException with the native status: {@link Status#INVALID_TYPE} (stored type
+     *     not allowed for the kind), {@link Status#INVALID_ARGUMENT} (axis ≥ rank, block not
+     *     dividing the axis, non-finite input), {@link Status#UNSUPPORTED}
+     * @throws IllegalStateException if this tensor is not plain float32 row-major, or after close
+     */
+    public Tensor quantize(ElementType storedType, Quantization quantization) throws HurrayException {
+        Objects.requireNonNull(storedType, "storedType");
+        MemorySegment in = elements(ValueLayout.JAVA_FLOAT_UNALIGNED, ElementType.FLOAT32);
+        if (descriptor.quantization().isPresent()) {
+            throw new IllegalStateException("tensor is already quantized");
+        }
+        TensorDescriptor.Builder b = TensorDescriptor.builder(storedType, descriptor.shape());
+        if (quantization instanceof Quantization.PerChannelAffine p) {
+            long channels = p.axis() < descriptor.shape().rank() ? descriptor.shape().dims()[p.axis()] : 0;
+            b.buffer(BufferSpec.cpu(storedType.byteSizeOf(descriptor.elementCount())))
+                    .buffer(BufferSpec.cpu(4 * channels)).buffer(BufferSpec.cpu(4 * channels));
+        }
+        if (quantization != null) {
+            b.quantization(quantization);
+        }
+        Tensor t = allocate(b.build());
+        try {
+            NativeQuant.quantize(t.descriptor.nativeHandle(), in, descriptor.elementCount(), t.buffers);
+            return t;
+        } catch (HurrayException | RuntimeException e) {
+            t.close();
+            throw e;
+        }
     }
 
     /**

@@ -19,7 +19,7 @@ import org.junit.jupiter.api.Test;
 class ValueTypesTest {
     @Test
     void elementTypesCoverEveryCodeOfTheHeader() throws Exception {
-        assertEquals(19, ElementType.values().length);
+        assertEquals(26, ElementType.values().length);
         Set<Integer> codes = new HashSet<>();
         for (Method m : hurray_h.class.getMethods()) {
             if (m.getName().startsWith("HURRAY_DTYPE_") && Modifier.isStatic(m.getModifiers())) {
@@ -29,7 +29,7 @@ class ValueTypesTest {
                 assertEquals(m.getName().substring("HURRAY_DTYPE_".length()), t.name());
             }
         }
-        assertEquals(19, codes.size());
+        assertEquals(26, codes.size());
         for (ElementType t : ElementType.values()) {
             assertSame(t, ElementType.fromFormatName(t.formatName()));
             assertEquals(t.formatName(), t.toString());
@@ -39,9 +39,11 @@ class ValueTypesTest {
         assertEquals(8, ElementType.BOOL.bitWidth());
         assertEquals("float8_e4m3fn", ElementType.FLOAT8_E4M3FN.formatName());
         assertEquals(3, ElementType.INT4.byteSizeOf(5));
+        assertEquals(3, ElementType.FLOAT6_E2M3FN.byteSizeOf(4));
+        assertEquals(4, ElementType.FLOAT6_E3M2FN.byteSizeOf(5));
         assertEquals(80, ElementType.COMPLEX64.byteSizeOf(10));
         assertThrows(ArithmeticException.class, () -> ElementType.FLOAT64.byteSizeOf(Long.MAX_VALUE));
-        assertThrows(IllegalArgumentException.class, () -> ElementType.fromCode(19));
+        assertThrows(IllegalArgumentException.class, () -> ElementType.fromCode(26));
         // The dense byte counts the Java type computes agree with the native builder's default buffer.
         for (ElementType t : ElementType.values()) {
             assertEquals(t.byteSizeOf(7 * 3), TensorDescriptor.of(t, 7, 3).buffers().get(0).byteSize(), t.formatName());

@@ -1,10 +1,12 @@
 package dev.hurray.cli;
 
-import dev.hurray.formats.Format;
+import dev.hurray.cli.io.Dequantize;
 import dev.hurray.cli.io.Pipeline;
+import dev.hurray.cli.io.Quantize;
 import dev.hurray.cli.io.Sink;
 import dev.hurray.cli.io.Sinks;
 import dev.hurray.cli.io.Source;
+import dev.hurray.formats.Format;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
@@ -66,6 +68,14 @@ final class ConvertCommand implements Callable<Integer> {
     @Option(names = "--compress", description = "npz: deflate entries (like np.savez_compressed).")
     boolean compress;
 
+    @Option(names = "--quantize", paramLabel = "KIND[:block=N][:axis=K]",
+            description = {"Quantize float tensors in the native core: nf4, mxfp4, mxfp6_e2m3, mxfp6_e3m2, mxfp8_e4m3,",
+                    "mxfp8_e5m2, mxint8, nvfp4, q8_0, q4_0, int8-per-channel. Defaults: MX blocks of 32 and",
+                    "NVFP4 blocks of 16 along the last axis, NF4 blocks of 64 row-major elements (float32 absmax),",
+                    "GGUF blocks of 32, int8 per-channel along axis 0. Other tensors, and tensors whose shape",
+                    "the blocks do not fit, are copied unchanged. Needs an HRRYFILE or stream output."})
+    String quantize;
+
     @Override
     public Integer call() throws CliException {
         Format inFormat = Inputs.format(in, from);
@@ -95,6 +105,15 @@ final class ConvertCommand implements Callable<Integer> {
             }
             return ExitCode.OK;
         }
+        Quantize.Spec q = null;
+        if (quantize != null) {
+            try {
+                q = Quantize.parse(quantize);
+            } catch (IllegalArgumentException e) {
+                throw new CliException(ExitCode.USAGE, "--quantize: " + e.getMessage());
+            }
+        }
+        Quantize.Spec qs = q;
         PrintWriter err = spec.commandLine().getErr();
         boolean terminal = parent != null && parent.terminal();
         long t0 = System.nanoTime();
@@ -107,7 +126,9 @@ final class ConvertCommand implements Callable<Integer> {
                 throw Errors.writing(e, out);
             }
             try (sink; Progress p = Progress.start(err, "writing", src.totalBytes(), common.quiet, terminal)) {
-                stats = Pipeline.copy(src, sink, dequantize, p);
+                Pipeline.Transform deq = dequantize ? Dequantize::apply : (item, scratch) -> item;
+                stats = Pipeline.copy(src, sink, qs == null ? deq
+                        : (item, scratch) -> Quantize.apply(deq.apply(item, scratch), scratch, qs), p);
             }
         } catch (IOException e) {
             throw Errors.reading(e, in, out);

@@ -37,7 +37,8 @@ import picocli.CommandLine.Spec;
  * <p>JSON shape: {@code {"file", "format", "tensor_count", "total_bytes", "metadata": {…},
  * "tensors": [{"name", "dtype", "shape": […], "layout", "quantization": null |
  * {"kind": "affine", "scale", "bias", "dequantized"} | {"kind": "per-channel-affine", "axis",
- * "dequantized"} | {"kind": "cast", "dequantized"}, "bytes", "offset": N | null}]}}.
+ * "dequantized"} | {"kind": "cast", "dequantized"} | {"kind": "nf4" | "mx" | "nvfp4" | "per-group" |
+ * "q8_0" | "q4_0", "block", "axis", ["block2",] "scale_type", "dequantized"}, "bytes", "offset": N | null}]}}.
  * {@code dtype} is the stored type; {@code bytes} the payload size (all buffers); {@code offset}
  * the byte offset of the payload (buffer 0) in the file (for tfjs: in its group's concatenated
  * shards), null when it has none (npz entries, byte-swapped npy data, streams). Metadata values
@@ -191,6 +192,15 @@ final class InspectCommand implements Callable<Integer> {
                             g.writeNumberField("axis", p.axis());
                         }
                         case Quantization.Cast c -> g.writeStringField("kind", "cast");
+                        case Quantization.BlockScaled b -> {
+                            g.writeStringField("kind", b.kindName());
+                            g.writeNumberField("block", b.block());
+                            g.writeNumberField("axis", b.axis());
+                            if (b.block2() > 0) {
+                                g.writeNumberField("block2", b.block2());
+                            }
+                            g.writeStringField("scale_type", b.scaleType().formatName());
+                        }
                     }
                     g.writeStringField("dequantized", q.dequantized().formatName());
                     g.writeEndObject();

@@ -14,6 +14,7 @@ import dev.hurray.Quantization;
 import dev.hurray.Shape;
 import dev.hurray.Status;
 import dev.hurray.SyncMode;
+import dev.hurray.ffm.HurrayBlockQuant;
 import dev.hurray.ffm.HurrayBufferSpec;
 import dev.hurray.ffm.HurrayDecodedBuffer;
 import dev.hurray.ffm.HurrayMetadataView;
@@ -363,7 +364,16 @@ public final class NativeDescriptor {
                     HurrayBufferSpec.sync_mode(spec, (byte) b.syncMode().code());
                     Native.check(hurray_h.hurray_descriptor_builder_add_buffer(builder, spec));
                 }
-                if (f.quantization() != null) {
+                if (f.quantization() instanceof Quantization.BlockScaled b) {
+                    MemorySegment q = HurrayBlockQuant.allocate(a);
+                    HurrayBlockQuant.kind(q, (byte) b.code());
+                    HurrayBlockQuant.dequantized_type(q, (byte) b.dequantized().code());
+                    HurrayBlockQuant.scale_type(q, (byte) b.scaleType().code());
+                    HurrayBlockQuant.axis(q, b.axis());
+                    HurrayBlockQuant.block(q, b.block());
+                    HurrayBlockQuant.block2(q, b.block2());
+                    Native.check(hurray_h.hurray_descriptor_builder_set_block_quant(builder, q));
+                } else if (f.quantization() != null) {
                     MemorySegment q = HurrayQuantization.allocate(a);
                     toNative(f.quantization(), q);
                     Native.check(hurray_h.hurray_descriptor_builder_set_quantization(builder, q));
@@ -402,6 +412,7 @@ public final class NativeDescriptor {
             case Quantization.Cast c -> {
                 // kind and dequantized type only
             }
+            case Quantization.BlockScaled b -> throw new IllegalStateException("block kinds use HurrayBlockQuant");
         }
     }
 
@@ -573,7 +584,7 @@ public final class NativeDescriptor {
         }
         long byteOffset = HurrayDescriptorFields.byte_offset(f);
         int count = (int) HurrayDescriptorFields.buffer_count(f);
-        Quantization quantization = fromNative(HurrayDescriptorFields.quantization(f));
+        Quantization quantization = fromNative(f, HurrayDescriptorFields.quantization(f));
         String name = null;
         MemorySegment namePtr = HurrayDescriptorFields.name(f);
         if (!namePtr.equals(MemorySegment.NULL)) {
@@ -609,10 +620,35 @@ public final class NativeDescriptor {
                 List.copyOf(buffers), quantization, name, metadata);
     }
 
-    private static Quantization fromNative(MemorySegment s) throws HurrayException {
+    /**
+     * The quantization block of fields {@code f} ({@code s} its {@code HurrayQuantization}). Block
+     * kinds (4–9) carry more than {@code HurrayQuantization} holds: their parameters come from
+     * {@code hurray_descriptor_block_quant} on a descriptor decoded from the encoding in {@code f}
+     * (one extra downcall, only for those kinds).
+     */
+    private static Quantization fromNative(MemorySegment f, MemorySegment s) throws HurrayException {
         int kind = Byte.toUnsignedInt(HurrayQuantization.kind(s));
         if (kind == hurray_h.HURRAY_QUANT_NONE()) {
             return null;
+        }
+        if (kind >= hurray_h.HURRAY_QUANT_NF4() && kind <= hurray_h.HURRAY_QUANT_GGUF_Q4_0()) {
+            try (Arena a = Arena.ofConfined()) {
+                MemorySegment b = HurrayBlockQuant.allocate(a);
+                long len = HurrayDescriptorFields.encoded_len(f);
+                MemorySegment enc = HurrayDescriptorFields.encoded(f).reinterpret(len);
+                MemorySegment slot = a.allocate(ADDRESS);
+                Native.check(hurray_h.hurray_descriptor_decode(enc, len, slot));
+                MemorySegment d = slot.get(ADDRESS, 0);
+                try {
+                    Native.check(hurray_h.hurray_descriptor_block_quant(d, b));
+                } finally {
+                    hurray_h.hurray_descriptor_destroy(d);
+                }
+                return Quantization.ofBlock(kind,
+                        ElementType.fromCode(Byte.toUnsignedInt(HurrayBlockQuant.dequantized_type(b))),
+                        ElementType.fromCode(Byte.toUnsignedInt(HurrayBlockQuant.scale_type(b))),
+                        HurrayBlockQuant.axis(b), HurrayBlockQuant.block(b), HurrayBlockQuant.block2(b));
+            }
         }
         ElementType deq = ElementType.fromCode(Byte.toUnsignedInt(HurrayQuantization.dequantized_type(s)));
         if (kind == hurray_h.HURRAY_QUANT_PER_TENSOR_AFFINE()) {

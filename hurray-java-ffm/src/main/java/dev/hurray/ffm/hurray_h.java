@@ -386,6 +386,76 @@ public final class hurray_h {
         return HURRAY_DTYPE_UINT4;
     }
 
+    private static final int HURRAY_DTYPE_FLOAT8_E4M3FNUZ = 19;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_DTYPE_FLOAT8_E4M3FNUZ 19
+     * }
+     */
+    public static int HURRAY_DTYPE_FLOAT8_E4M3FNUZ() {
+        return HURRAY_DTYPE_FLOAT8_E4M3FNUZ;
+    }
+
+    private static final int HURRAY_DTYPE_FLOAT8_E5M2FNUZ = 20;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_DTYPE_FLOAT8_E5M2FNUZ 20
+     * }
+     */
+    public static int HURRAY_DTYPE_FLOAT8_E5M2FNUZ() {
+        return HURRAY_DTYPE_FLOAT8_E5M2FNUZ;
+    }
+
+    private static final int HURRAY_DTYPE_FLOAT8_E3M4 = 21;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_DTYPE_FLOAT8_E3M4 21
+     * }
+     */
+    public static int HURRAY_DTYPE_FLOAT8_E3M4() {
+        return HURRAY_DTYPE_FLOAT8_E3M4;
+    }
+
+    private static final int HURRAY_DTYPE_FLOAT6_E2M3FN = 22;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_DTYPE_FLOAT6_E2M3FN 22
+     * }
+     */
+    public static int HURRAY_DTYPE_FLOAT6_E2M3FN() {
+        return HURRAY_DTYPE_FLOAT6_E2M3FN;
+    }
+
+    private static final int HURRAY_DTYPE_FLOAT6_E3M2FN = 23;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_DTYPE_FLOAT6_E3M2FN 23
+     * }
+     */
+    public static int HURRAY_DTYPE_FLOAT6_E3M2FN() {
+        return HURRAY_DTYPE_FLOAT6_E3M2FN;
+    }
+
+    private static final int HURRAY_DTYPE_FLOAT4_E2M1FN = 24;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_DTYPE_FLOAT4_E2M1FN 24
+     * }
+     */
+    public static int HURRAY_DTYPE_FLOAT4_E2M1FN() {
+        return HURRAY_DTYPE_FLOAT4_E2M1FN;
+    }
+
+    private static final int HURRAY_DTYPE_FLOAT8_E8M0FNU = 25;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_DTYPE_FLOAT8_E8M0FNU 25
+     * }
+     */
+    public static int HURRAY_DTYPE_FLOAT8_E8M0FNU() {
+        return HURRAY_DTYPE_FLOAT8_E8M0FNU;
+    }
+
     private static final int HURRAY_LAYOUT_ROW_MAJOR = 0;
     /**
      * {@snippet lang=c :
@@ -754,6 +824,66 @@ public final class hurray_h {
         return HURRAY_FILE_BUFFER_HAS_CRC;
     }
 
+    private static final int HURRAY_QUANT_NF4 = 4;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_QUANT_NF4 4
+     * }
+     */
+    public static int HURRAY_QUANT_NF4() {
+        return HURRAY_QUANT_NF4;
+    }
+
+    private static final int HURRAY_QUANT_MX = 5;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_QUANT_MX 5
+     * }
+     */
+    public static int HURRAY_QUANT_MX() {
+        return HURRAY_QUANT_MX;
+    }
+
+    private static final int HURRAY_QUANT_NVFP4 = 6;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_QUANT_NVFP4 6
+     * }
+     */
+    public static int HURRAY_QUANT_NVFP4() {
+        return HURRAY_QUANT_NVFP4;
+    }
+
+    private static final int HURRAY_QUANT_GROUP_AFFINE = 7;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_QUANT_GROUP_AFFINE 7
+     * }
+     */
+    public static int HURRAY_QUANT_GROUP_AFFINE() {
+        return HURRAY_QUANT_GROUP_AFFINE;
+    }
+
+    private static final int HURRAY_QUANT_GGUF_Q8_0 = 8;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_QUANT_GGUF_Q8_0 8
+     * }
+     */
+    public static int HURRAY_QUANT_GGUF_Q8_0() {
+        return HURRAY_QUANT_GGUF_Q8_0;
+    }
+
+    private static final int HURRAY_QUANT_GGUF_Q4_0 = 9;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_QUANT_GGUF_Q4_0 9
+     * }
+     */
+    public static int HURRAY_QUANT_GGUF_Q4_0() {
+        return HURRAY_QUANT_GGUF_Q4_0;
+    }
+
     private static final int HURRAY_READER_REQUIRE_PAYLOAD_CHECKSUMS = 1;
     /**
      * {@snippet lang=c :
@@ -898,8 +1028,6 @@ public final class hurray_h {
 
     private static final int HURRAY_ERR_TRANSPORT = -10;
     /**
-     * A transport callback failed; it moved no bytes, so the call can be retried (a reader
-     * <p>
      * {@snippet lang=c :
      * #define HURRAY_ERR_TRANSPORT -10
      * }
@@ -980,8 +1108,6 @@ public final class hurray_h {
 
     private static final int HURRAY_ERR_INVALID_ALIGNMENT = -18;
     /**
-     * Alignment zero, not a power of two, below the device minimum, too large, or a pointer not
-     * <p>
      * {@snippet lang=c :
      * #define HURRAY_ERR_INVALID_ALIGNMENT -18
      * }
@@ -1012,6 +1138,8 @@ public final class hurray_h {
 
     private static final int HURRAY_ERR_OUT_OF_MEMORY = -21;
     /**
+     * A handle was used after it was destroyed (detected in debug builds).
+     * <p>
      * {@snippet lang=c :
      * #define HURRAY_ERR_OUT_OF_MEMORY -21
      * }
@@ -8933,6 +9061,469 @@ public final class hurray_h {
                 traceDowncall("hurray_last_error_message", buf, cap, out_len);
             }
             return (int) mh$.invokeExact(buf, cap, out_len);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_descriptor_block_quant {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_block_quant");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_block_quant(const struct HurrayDescriptor *descriptor,
+     *                                            struct HurrayBlockQuant *out)
+     * }
+     */
+    public static FunctionDescriptor hurray_descriptor_block_quant$descriptor() {
+        return hurray_descriptor_block_quant.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_block_quant(const struct HurrayDescriptor *descriptor,
+     *                                            struct HurrayBlockQuant *out)
+     * }
+     */
+    public static MethodHandle hurray_descriptor_block_quant$handle() {
+        return hurray_descriptor_block_quant.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_block_quant(const struct HurrayDescriptor *descriptor,
+     *                                            struct HurrayBlockQuant *out)
+     * }
+     */
+    public static MemorySegment hurray_descriptor_block_quant$address() {
+        return hurray_descriptor_block_quant.ADDR;
+    }
+
+    /**
+     * Copies the block quantization parameters into <code>*out</code>; all zero when the descriptor has no
+     * block quantization (then <code>hurray_descriptor_quantization</code> describes kinds 1–3).
+     * <p>
+     * Errors: <code>HURRAY_ERR_NULL_POINTER</code>, <code>HURRAY_ERR_USE_AFTER_DESTROY</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>descriptor</code> a live descriptor; <code>out</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_block_quant(const struct HurrayDescriptor *descriptor,
+     *                                            struct HurrayBlockQuant *out)
+     * }
+     */
+    public static int hurray_descriptor_block_quant(MemorySegment descriptor, MemorySegment out) {
+        var mh$ = hurray_descriptor_block_quant.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_descriptor_block_quant", descriptor, out);
+            }
+            return (int) mh$.invokeExact(descriptor, out);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_descriptor_builder_set_block_quant {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_builder_set_block_quant");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_builder_set_block_quant(struct HurrayDescriptorBuilder *builder,
+     *                                                        const struct HurrayBlockQuant *quant)
+     * }
+     */
+    public static FunctionDescriptor hurray_descriptor_builder_set_block_quant$descriptor() {
+        return hurray_descriptor_builder_set_block_quant.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_builder_set_block_quant(struct HurrayDescriptorBuilder *builder,
+     *                                                        const struct HurrayBlockQuant *quant)
+     * }
+     */
+    public static MethodHandle hurray_descriptor_builder_set_block_quant$handle() {
+        return hurray_descriptor_builder_set_block_quant.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_builder_set_block_quant(struct HurrayDescriptorBuilder *builder,
+     *                                                        const struct HurrayBlockQuant *quant)
+     * }
+     */
+    public static MemorySegment hurray_descriptor_builder_set_block_quant$address() {
+        return hurray_descriptor_builder_set_block_quant.ADDR;
+    }
+
+    /**
+     * Gives the descriptor being built a block quantization kind (4–9), replacing any block set
+     * with <code>hurray_descriptor_builder_set_quantization</code>; NULL removes it again. When no buffer
+     * was added, <code>hurray_descriptor_builder_build</code> makes the exact table the kind needs.
+     * The parameters are checked against the shape at build time.
+     * <p>
+     * Errors: <code>NULL_POINTER</code> (builder), <code>USE_AFTER_DESTROY</code>, <code>INVALID_ARGUMENT</code> (kind not 4–9,
+     * reserved byte), <code>INVALID_TYPE</code> (unknown type codes).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>builder</code> a live builder; <code>quant</code> NULL or valid for one read.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_builder_set_block_quant(struct HurrayDescriptorBuilder *builder,
+     *                                                        const struct HurrayBlockQuant *quant)
+     * }
+     */
+    public static int hurray_descriptor_builder_set_block_quant(MemorySegment builder, MemorySegment quant) {
+        var mh$ = hurray_descriptor_builder_set_block_quant.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_descriptor_builder_set_block_quant", builder, quant);
+            }
+            return (int) mh$.invokeExact(builder, quant);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_descriptor_format_version {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_format_version");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_format_version(const struct HurrayDescriptor *descriptor,
+     *                                               uint16_t *out)
+     * }
+     */
+    public static FunctionDescriptor hurray_descriptor_format_version$descriptor() {
+        return hurray_descriptor_format_version.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_format_version(const struct HurrayDescriptor *descriptor,
+     *                                               uint16_t *out)
+     * }
+     */
+    public static MethodHandle hurray_descriptor_format_version$handle() {
+        return hurray_descriptor_format_version.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_format_version(const struct HurrayDescriptor *descriptor,
+     *                                               uint16_t *out)
+     * }
+     */
+    public static MemorySegment hurray_descriptor_format_version$address() {
+        return hurray_descriptor_format_version.ADDR;
+    }
+
+    /**
+     * Stores the descriptor's format version (1, or 2 when it uses a version-2 element type or
+     * quantization kind) in <code>*out</code>.
+     * <p>
+     * Errors: <code>HURRAY_ERR_NULL_POINTER</code>, <code>HURRAY_ERR_USE_AFTER_DESTROY</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>descriptor</code> a live descriptor; <code>out</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_format_version(const struct HurrayDescriptor *descriptor,
+     *                                               uint16_t *out)
+     * }
+     */
+    public static int hurray_descriptor_format_version(MemorySegment descriptor, MemorySegment out) {
+        var mh$ = hurray_descriptor_format_version.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_descriptor_format_version", descriptor, out);
+            }
+            return (int) mh$.invokeExact(descriptor, out);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_quantize_plan {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_CHAR, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_quantize_plan");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_quantize_plan(uint8_t element_type,
+     *                                   const uint64_t *dims,
+     *                                   size_t rank,
+     *                                   const struct HurrayBlockQuant *quant,
+     *                                   struct HurrayDescriptor **out_descriptor)
+     * }
+     */
+    public static FunctionDescriptor hurray_quantize_plan$descriptor() {
+        return hurray_quantize_plan.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_quantize_plan(uint8_t element_type,
+     *                                   const uint64_t *dims,
+     *                                   size_t rank,
+     *                                   const struct HurrayBlockQuant *quant,
+     *                                   struct HurrayDescriptor **out_descriptor)
+     * }
+     */
+    public static MethodHandle hurray_quantize_plan$handle() {
+        return hurray_quantize_plan.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_quantize_plan(uint8_t element_type,
+     *                                   const uint64_t *dims,
+     *                                   size_t rank,
+     *                                   const struct HurrayBlockQuant *quant,
+     *                                   struct HurrayDescriptor **out_descriptor)
+     * }
+     */
+    public static MemorySegment hurray_quantize_plan$address() {
+        return hurray_quantize_plan.ADDR;
+    }
+
+    /**
+     * Makes a new owned descriptor for a row-major CPU tensor of <code>element_type</code> and <code>dims</code>
+     * (<code>rank</code> entries) quantized as <code>*quant</code>, with its buffer table sized exactly (read the
+     * sizes with <code>hurray_descriptor_buffer</code>). <code>quant</code> may be NULL for a plain (cast) tensor.
+     * Fill the buffers with <code>hurray_quantize</code>. Destroy the result with <code>hurray_descriptor_destroy</code>.
+     * <p>
+     * Errors: <code>NULL_POINTER</code> (<code>out_descriptor</code>, or <code>dims</code> with <code>rank &gt; 0</code>), <code>INVALID_ARGUMENT</code>
+     * (unknown kind, axis ≥ rank, block 0 or not dividing the axis), <code>INVALID_TYPE</code>,
+     * <code>INVALID_SHAPE</code>, <code>LIMIT_EXCEEDED</code> (a buffer size overflows).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>dims</code> valid for <code>rank</code> reads; <code>quant</code> NULL or valid; <code>out_descriptor</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_quantize_plan(uint8_t element_type,
+     *                                   const uint64_t *dims,
+     *                                   size_t rank,
+     *                                   const struct HurrayBlockQuant *quant,
+     *                                   struct HurrayDescriptor **out_descriptor)
+     * }
+     */
+    public static int hurray_quantize_plan(byte element_type, MemorySegment dims, long rank, MemorySegment quant, MemorySegment out_descriptor) {
+        var mh$ = hurray_quantize_plan.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_quantize_plan", element_type, dims, rank, quant, out_descriptor);
+            }
+            return (int) mh$.invokeExact(element_type, dims, rank, quant, out_descriptor);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_dequantize {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_LONG);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_dequantize");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_dequantize(const struct HurrayDescriptor *descriptor,
+     *                                const uint8_t *const *buffers,
+     *                                const size_t *buffer_lens,
+     *                                size_t buffer_count,
+     *                                float *out,
+     *                                size_t out_len)
+     * }
+     */
+    public static FunctionDescriptor hurray_dequantize$descriptor() {
+        return hurray_dequantize.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_dequantize(const struct HurrayDescriptor *descriptor,
+     *                                const uint8_t *const *buffers,
+     *                                const size_t *buffer_lens,
+     *                                size_t buffer_count,
+     *                                float *out,
+     *                                size_t out_len)
+     * }
+     */
+    public static MethodHandle hurray_dequantize$handle() {
+        return hurray_dequantize.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_dequantize(const struct HurrayDescriptor *descriptor,
+     *                                const uint8_t *const *buffers,
+     *                                const size_t *buffer_lens,
+     *                                size_t buffer_count,
+     *                                float *out,
+     *                                size_t out_len)
+     * }
+     */
+    public static MemorySegment hurray_dequantize$address() {
+        return hurray_dequantize.ADDR;
+    }
+
+    /**
+     * Dequantizes a tensor to float32: <code>buffers[i]</code> (<code>buffer_lens[i]</code> bytes) holds buffer-table
+     * entry *i* of <code>descriptor</code> (buffer 0 from its start; the byte offset applies). Writes
+     * <code>out_len</code> floats, which must equal the element count, in storage order. Works for every
+     * element type but complex (integers convert numerically, float16/bfloat16/minifloats
+     * exactly) and every quantization kind. Runs on the calling thread; no callbacks.
+     * <p>
+     * Errors: <code>NULL_POINTER</code>, <code>USE_AFTER_DESTROY</code>, <code>INVALID_ARGUMENT</code> (buffer count, <code>out_len</code>,
+     * an E8M0 scale 0xFF), <code>BUFFER_TOO_SMALL</code> (a buffer shorter than the descriptor needs),
+     * <code>UNSUPPORTED</code> (complex types, strided layouts).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>buffers</code> and <code>buffer_lens</code> valid for <code>buffer_count</code> reads, each <code>buffers[i]</code> valid for
+     * <code>buffer_lens[i]</code> reads; <code>out</code> valid for <code>out_len</code> float writes and not overlapping them.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_dequantize(const struct HurrayDescriptor *descriptor,
+     *                                const uint8_t *const *buffers,
+     *                                const size_t *buffer_lens,
+     *                                size_t buffer_count,
+     *                                float *out,
+     *                                size_t out_len)
+     * }
+     */
+    public static int hurray_dequantize(MemorySegment descriptor, MemorySegment buffers, MemorySegment buffer_lens, long buffer_count, MemorySegment out, long out_len) {
+        var mh$ = hurray_dequantize.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_dequantize", descriptor, buffers, buffer_lens, buffer_count, out, out_len);
+            }
+            return (int) mh$.invokeExact(descriptor, buffers, buffer_lens, buffer_count, out, out_len);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_quantize {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_quantize");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_quantize(const struct HurrayDescriptor *descriptor,
+     *                              const float *input,
+     *                              size_t in_len,
+     *                              uint8_t *const *buffers,
+     *                              const size_t *buffer_lens,
+     *                              size_t buffer_count)
+     * }
+     */
+    public static FunctionDescriptor hurray_quantize$descriptor() {
+        return hurray_quantize.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_quantize(const struct HurrayDescriptor *descriptor,
+     *                              const float *input,
+     *                              size_t in_len,
+     *                              uint8_t *const *buffers,
+     *                              const size_t *buffer_lens,
+     *                              size_t buffer_count)
+     * }
+     */
+    public static MethodHandle hurray_quantize$handle() {
+        return hurray_quantize.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_quantize(const struct HurrayDescriptor *descriptor,
+     *                              const float *input,
+     *                              size_t in_len,
+     *                              uint8_t *const *buffers,
+     *                              const size_t *buffer_lens,
+     *                              size_t buffer_count)
+     * }
+     */
+    public static MemorySegment hurray_quantize$address() {
+        return hurray_quantize.ADDR;
+    }
+
+    /**
+     * Quantizes <code>in_len</code> float32 values (storage order; must equal the element count) into the
+     * caller's buffers for <code>descriptor</code> (as <code>hurray_quantize_plan</code> makes it): <code>buffers[i]</code>
+     * receives buffer-table entry *i* and is zeroed first. Rules per kind: docs/spec/descriptor.md
+     * §Quantization. Runs on the calling thread; no callbacks.
+     * <p>
+     * Errors: <code>NULL_POINTER</code>, <code>USE_AFTER_DESTROY</code>, <code>INVALID_ARGUMENT</code> (counts, a non-finite input
+     * for a block kind), <code>BUFFER_TOO_SMALL</code>, <code>UNSUPPORTED</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>input</code> valid for <code>in_len</code> reads; <code>buffers</code>/<code>buffer_lens</code> valid for <code>buffer_count</code> reads,
+     * each <code>buffers[i]</code> valid for <code>buffer_lens[i]</code> writes, none overlapping another or <code>input</code>.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_quantize(const struct HurrayDescriptor *descriptor,
+     *                              const float *input,
+     *                              size_t in_len,
+     *                              uint8_t *const *buffers,
+     *                              const size_t *buffer_lens,
+     *                              size_t buffer_count)
+     * }
+     */
+    public static int hurray_quantize(MemorySegment descriptor, MemorySegment input, long in_len, MemorySegment buffers, MemorySegment buffer_lens, long buffer_count) {
+        var mh$ = hurray_quantize.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_quantize", descriptor, input, in_len, buffers, buffer_lens, buffer_count);
+            }
+            return (int) mh$.invokeExact(descriptor, input, in_len, buffers, buffer_lens, buffer_count);
         } catch (RuntimeException | Error ex$) {
             throw ex$;
         } catch (Throwable ex$) {

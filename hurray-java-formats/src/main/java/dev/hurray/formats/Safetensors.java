@@ -65,7 +65,13 @@ public final class Safetensors {
             case COMPLEX64 -> "C64";
             case FLOAT8_E4M3FN -> "F8_E4M3";
             case FLOAT8_E5M2 -> "F8_E5M2";
-            case COMPLEX128, INT4, UINT4 -> null;
+            // safetensors 0.8's sub-byte and scale dtypes. Packing is assumed to be Hurray's:
+            // a little-endian bit stream, element 0 in the lowest bits (low nibble for F4).
+            case FLOAT4_E2M1FN -> "F4";
+            case FLOAT6_E2M3FN -> "F6_E2M3";
+            case FLOAT6_E3M2FN -> "F6_E3M2";
+            case FLOAT8_E8M0FNU -> "F8_E8M0";
+            case COMPLEX128, INT4, UINT4, FLOAT8_E4M3FNUZ, FLOAT8_E5M2FNUZ, FLOAT8_E3M4 -> null;
         };
     }
 

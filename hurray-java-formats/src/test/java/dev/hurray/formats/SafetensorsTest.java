@@ -53,6 +53,36 @@ class SafetensorsTest {
     }
 
     @Test
+    void readsTheLowPrecisionDtypesOfSafetensors08() throws IOException {
+        // F4: 4 elements in 2 bytes, element 0 in the low nibble (1.0 = 0x2, -6.0 = 0xF, 0.5 = 0x1, 3.0 = 0x5);
+        // F6_E2M3: 4 elements in 3 bytes (1.0, -1.0, 0.125, -7.5); F8_E8M0: 2^(c-127).
+        int f6 = 0x08 | 0x28 << 6 | 0x01 << 12 | 0x3F << 18;
+        byte[] data = {(byte) 0xF2, 0x51, (byte) f6, (byte) (f6 >> 8), (byte) (f6 >> 16), 127, (byte) 130};
+        String header = "{\"f4\":{\"dtype\":\"F4\",\"shape\":[4],\"data_offsets\":[0,2]},"
+                + "\"f6\":{\"dtype\":\"F6_E2M3\",\"shape\":[4],\"data_offsets\":[2,5]},"
+                + "\"e8\":{\"dtype\":\"F8_E8M0\",\"shape\":[2],\"data_offsets\":[5,7]}}";
+        Path p = write("lowp.safetensors", file(header, data));
+        try (ForeignModel m = Safetensors.read(p)) {
+            assertEquals(ElementType.FLOAT4_E2M1FN, m.tensor("f4").dtype());
+            assertEquals(ElementType.FLOAT6_E2M3FN, m.tensor("f6").dtype());
+            assertEquals(ElementType.FLOAT8_E8M0FNU, m.tensor("e8").dtype());
+        }
+        // The values, through a Hurray tensor of the same bytes (dequantized by the core).
+        try (ForeignModel m = Safetensors.read(p)) {
+            float[][] want = {{1f, -6f, 0.5f, 3f}, {1f, -1f, 0.125f, -7.5f}, {1f, 8f}};
+            String[] names = {"f4", "f6", "e8"};
+            for (int i = 0; i < names.length; i++) {
+                ForeignTensor ft = m.tensor(names[i]);
+                try (dev.hurray.Tensor t = dev.hurray.Tensor.copyOf(Bridge.descriptor(ft), ft.data())) {
+                    assertArrayEquals(want[i], t.toFloatArray(), names[i]);
+                }
+            }
+            assertEquals("F6_E3M2", Safetensors.dtypeName(ElementType.FLOAT6_E3M2FN));
+            assertEquals(null, Safetensors.dtypeName(ElementType.FLOAT8_E4M3FNUZ));
+        }
+    }
+
+    @Test
     void readsAHandBuiltFileExactly() throws IOException {
         byte[] data = new byte[16 + 24 + 1];
         new Random(1).nextBytes(data);
@@ -103,7 +133,7 @@ class SafetensorsTest {
             meta.put("unicode", "\u00e9\u4e2d");
             Path out = tmp.resolve("rt.safetensors");
             Safetensors.write(Models.model(ts, meta), out, null);
-            assertEquals(16, types.size(), "every safetensors dtype with a Hurray type");
+            assertEquals(20, types.size(), "every safetensors dtype with a Hurray type");
 
             // The test's own look at the file: header length, alignment, offsets.
             byte[] all = Files.readAllBytes(out);
@@ -114,7 +144,7 @@ class SafetensorsTest {
             for (ForeignTensor t : ts) {
                 Map<String, Object> e = map(header.get(t.name()));
                 long[] off = longs(e.get("data_offsets"));
-                assertEquals(0, off[0] % Payloads.byteWidth(t.dtype()), t.name() + " offset aligned to its width");
+                assertEquals(0, off[0] % (t.dtype().isSubByte() ? 1 : Payloads.byteWidth(t.dtype())), t.name() + " offset aligned to its width");
                 byte[] stored = Arrays.copyOfRange(all, (int) (8 + hlen + off[0]), (int) (8 + hlen + off[1]));
                 byte[] expect = t.layout() == Layout.Kind.COLUMN_MAJOR
                         ? Models.rowMajorOf(bytes(t.data()), t.shape(), Payloads.byteWidth(t.dtype()))
@@ -182,7 +212,7 @@ class SafetensorsTest {
         "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}               | 4 | invalid JSON",
         "{\"a\":1}                                                                 | 0 | not an object",
         "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},\"a\":{}}     | 4 | invalid JSON",
-        "{\"a\":{\"dtype\":\"F4\",\"shape\":[2],\"data_offsets\":[0,1]}}               | 1 | F4 has no Hurray element type",
+        "{\"a\":{\"dtype\":\"Q4\",\"shape\":[2],\"data_offsets\":[0,1]}}               | 1 | Q4 has no Hurray element type",
         "{\"a\":{\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,4]}}             | 4 | out of range",
         "{\"a\":{\"dtype\":\"F32\",\"shape\":[1.5],\"data_offsets\":[0,4]}}            | 4 | not an integer",
         "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,8]}}              | 4 | run past the 4 data bytes",

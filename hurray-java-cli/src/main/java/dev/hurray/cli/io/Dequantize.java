@@ -4,6 +4,7 @@ import dev.hurray.BufferSpec;
 import dev.hurray.ElementType;
 import dev.hurray.HurrayException;
 import dev.hurray.Quantization;
+import dev.hurray.Tensor;
 import dev.hurray.TensorDescriptor;
 import dev.hurray.formats.ForeignFormatException;
 import dev.hurray.formats.Payloads;
@@ -28,9 +29,8 @@ import java.util.List;
  *   <li>Cast, stored {@code float16 bfloat16 float32} to a wider float type: exact.</li>
  * </ul>
  *
- * Other combinations (per-channel affine, FP8 casts, 64-bit or 16-bit-float targets) are
- * refused with a message. The native library has no dequantization entry point; this is the
- * command's own, limited to what converting to foreign formats needs.
+ * Everything else (per-channel affine, the block-scaled kinds NF4/MX/NVFP4/per-group/GGUF,
+ * FP8/FP6/FP4 casts) is dequantized to float32 by the native core ({@link Tensor#dequantize()}).
  */
 public final class Dequantize {
     private Dequantize() {
@@ -50,8 +50,9 @@ public final class Dequantize {
         }
         Quantization q = d.quantization().get();
         String what = "tensor '" + item.name() + "' (" + d.elementType() + ", " + Entry.describe(q) + ")";
-        if (q instanceof Quantization.PerChannelAffine) {
-            throw new ForeignFormatException(what + ": per-channel dequantization is not supported by this command");
+        if (q instanceof Quantization.PerChannelAffine || q instanceof Quantization.BlockScaled
+                || (q instanceof Quantization.Cast && d.elementType().bitWidth() <= 8)) {
+            return viaCore(item, arena, what);
         }
         if (d.buffers().size() != 1 || d.byteOffset() != 0) {
             throw new ForeignFormatException(what + ": cannot dequantize a tensor with " + d.buffers().size()
@@ -80,6 +81,7 @@ public final class Dequantize {
                 cast(src, d.elementType(), dst, out, n, what);
             }
             case Quantization.PerChannelAffine p -> throw new IllegalStateException("handled above");
+            case Quantization.BlockScaled b -> throw new IllegalStateException("handled above");
         }
         try {
             TensorDescriptor.Builder b = TensorDescriptor.builder(out, d.shape()).layout(d.layout())
@@ -88,6 +90,23 @@ public final class Dequantize {
             d.metadata().forEach(b::metadata);
             return new Item(b.build(), List.of(dst), -1);
         } catch (HurrayException e) {
+            throw new ForeignFormatException(what + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** Float32 values computed by the native core, in a copy allocated in {@code arena}. */
+    private static Item viaCore(Item item, Arena arena, String what) throws ForeignFormatException {
+        TensorDescriptor d = item.descriptor();
+        try (Tensor src = Tensor.copyOf(d, item.payloads().toArray(MemorySegment[]::new));
+                Tensor f = src.dequantize()) {
+            MemorySegment dst = Payloads.allocate(arena, f.buffer(0).byteSize());
+            MemorySegment.copy(f.buffer(0), 0, dst, 0, dst.byteSize());
+            TensorDescriptor.Builder b = TensorDescriptor.builder(ElementType.FLOAT32, d.shape()).layout(f.descriptor().layout())
+                    .buffer(BufferSpec.cpu(dst.byteSize()));
+            d.name().ifPresent(b::name);
+            d.metadata().forEach(b::metadata);
+            return new Item(b.build(), List.of(dst), -1);
+        } catch (HurrayException | IllegalArgumentException e) {
             throw new ForeignFormatException(what + ": " + e.getMessage(), e);
         }
     }

@@ -52,6 +52,8 @@ public record Entry(String name, ElementType elementType, long[] shape, String l
             case Quantization.PerTensorAffine a -> "affine(scale=" + a.scale() + ",bias=" + a.bias() + ")->" + a.dequantized();
             case Quantization.PerChannelAffine p -> "per-channel(axis=" + p.axis() + ")->" + p.dequantized();
             case Quantization.Cast c -> "cast->" + c.dequantized();
+            case Quantization.BlockScaled b -> b.kindName() + "(block=" + b.block() + ",axis=" + b.axis()
+                    + (b.block2() > 0 ? ",block2=" + b.block2() : "") + ",scale=" + b.scaleType() + ")->" + b.dequantized();
         };
     }
 }

@@ -28,6 +28,21 @@ public final class Pipeline {
      * @throws IOException whatever the source threw (bad or unreadable input)
      */
     public static Stats copy(Source source, Sink sink, boolean dequantize, LongConsumer progress) throws IOException {
+        return copy(source, sink, dequantize ? Dequantize::apply : (item, scratch) -> item, progress);
+    }
+
+    /** Changes one tensor on its way from source to sink, in memory from {@code scratch}. */
+    @FunctionalInterface
+    public interface Transform {
+        /** The tensor to write instead of {@code item}. @throws IOException to stop the copy */
+        Item apply(Item item, Arena scratch) throws IOException;
+    }
+
+    /**
+     * As {@link #copy(Source, Sink, boolean, LongConsumer)}, with {@code transform} applied to
+     * each tensor (e.g. {@code --dequantize} then {@code --quantize}).
+     */
+    public static Stats copy(Source source, Sink sink, Transform transform, LongConsumer progress) throws IOException {
         try {
             sink.begin(source.metadata());
         } catch (IOException e) {
@@ -36,7 +51,7 @@ public final class Pipeline {
         long[] counts = new long[2];
         source.forEach(item -> {
             try (Arena scratch = Arena.ofConfined()) {
-                Item it = dequantize ? Dequantize.apply(item, scratch) : item;
+                Item it = transform.apply(item, scratch);
                 try {
                     sink.accept(it);
                 } catch (IOException e) {

@@ -1,0 +1,762 @@
+//! Dequantization (every quantized or low-precision tensor to float32) and quantization
+//! (float32 to every kind), over caller-owned buffers (docs/spec/descriptor.md §Dequantization
+//! and §Quantization).
+//!
+//! Both work on the buffer table of a validated [`TensorDescriptor`]: `buffers[i]` holds the
+//! bytes of table entry *i* (buffer 0 from its start, the descriptor's byte offset applies).
+//! Elements are produced and consumed in storage order (row-major or column-major, as the
+//! layout says); strided layouts are `Unsupported`. Nothing here allocates more than one block
+//! of scratch per call besides the 256-entry decode tables.
+
+use crate::descriptor::{Quantization, TensorDescriptor};
+use crate::error::{bail, err, Result};
+use crate::lowp::{bf16_to_f32, e8m0_decode, e8m0_encode, f16_to_f32, f32_to_bf16, f32_to_f16, rne_f32, MiniFloat, SatEncoder};
+use crate::quant::{BlockKind, BlockQuant, Q4_0_BLOCK_BYTES, Q8_0_BLOCK_BYTES};
+use crate::shape::Shape;
+use crate::types::ElementType;
+use crate::{BufferHandle, DeviceTag, LayoutDescriptor, SyncMode, MIN_BUFFER_ALIGNMENT};
+
+/// The 16 NF4 (4-bit NormalFloat) levels, code 0…15, as bitsandbytes publishes them:
+/// quantiles of N(0, 1) normalised to [−1, 1], with an exact 0 at code 7.
+pub const NF4_CODEBOOK: [f32; 16] = [
+    -1.0, -0.6961928, -0.52507305, -0.3949175, -0.28444138, -0.18477343, -0.091050036, 0.0, 0.0795803, 0.1609302,
+    0.2461123, 0.33791524, 0.44070983, 0.562617, 0.72295684, 1.0,
+];
+
+/// MXINT8 elements are two's-complement int8 with an implied scale of 2^-6 (OCP MX v1.0 §5.4).
+const MXINT8_UNIT: f32 = 1.0 / 64.0;
+
+// ---------------------------------------------------------------------------------------------
+// Element access
+
+/// Reads the `w`-bit code of element `i` from a packed little-endian bit stream.
+#[inline]
+fn code_at(data: &[u8], i: u64, w: u32) -> u8 {
+    let bit = i * u64::from(w);
+    let byte = (bit / 8) as usize;
+    let sh = (bit % 8) as u32;
+    let lo = u16::from(data[byte]);
+    let hi = if sh + w > 8 { u16::from(data[byte + 1]) } else { 0 };
+    (((hi << 8 | lo) >> sh) & ((1 << w) - 1)) as u8
+}
+
+/// ORs the `w`-bit `code` of element `i` into a zeroed packed bit stream.
+#[inline]
+fn put_code(data: &mut [u8], i: u64, w: u32, code: u8) {
+    let bit = i * u64::from(w);
+    let byte = (bit / 8) as usize;
+    let sh = (bit % 8) as u32;
+    let v = (u16::from(code) & ((1 << w) - 1)) << sh;
+    data[byte] |= v as u8;
+    if sh + w > 8 {
+        data[byte + 1] |= (v >> 8) as u8;
+    }
+}
+
+/// The float32 value of every code of a type of at most 8 bits (MXINT8 scaling applied
+/// when `mxint8`).
+fn table(et: ElementType, mxint8: bool) -> Option<[f32; 256]> {
+    use ElementType::*;
+    let mut t = [0f32; 256];
+    if let Some(f) = MiniFloat::of(et) {
+        return Some(f.table());
+    }
+    for (c, x) in t.iter_mut().enumerate() {
+        *x = match et {
+            Bool | Uint8 => c as f32,
+            Int8 if mxint8 => f32::from(c as u8 as i8) * MXINT8_UNIT,
+            Int8 => f32::from(c as u8 as i8),
+            Uint4 => (c & 15) as f32,
+            Int4 => (((c & 15) as i8) << 4 >> 4) as f32,
+            Float8E8m0fnu => e8m0_decode(c as u8),
+            _ => return None,
+        };
+    }
+    Some(t)
+}
+
+/// Decodes elements `start .. start + out.len()` of a packed or byte-sized stream through `t`.
+fn decode_small(data: &[u8], w: u32, start: u64, out: &mut [f32], t: &[f32; 256]) {
+    match w {
+        8 => {
+            let s = start as usize;
+            let len = out.len();
+            for (o, &b) in out.iter_mut().zip(&data[s..s + len]) {
+                *o = t[b as usize];
+            }
+        }
+        4 => {
+            let mut out = out;
+            let mut byte = (start / 2) as usize;
+            if start % 2 == 1 && !out.is_empty() {
+                out[0] = t[(data[byte] >> 4) as usize];
+                out = &mut out[1..];
+                byte += 1;
+            }
+            let pairs = out.len() / 2;
+            for (o, &b) in out.chunks_exact_mut(2).zip(&data[byte..byte + pairs]) {
+                o[0] = t[(b & 15) as usize];
+                o[1] = t[(b >> 4) as usize];
+            }
+            if out.len() % 2 == 1 {
+                let last = out.len() - 1;
+                out[last] = t[(data[byte + pairs] & 15) as usize];
+            }
+        }
+        6 if start.is_multiple_of(4) => {
+            // Four 6-bit codes in every three bytes.
+            let byte = (start / 4 * 3) as usize;
+            let quads = out.len() / 4;
+            let (head, tail) = out.split_at_mut(quads * 4);
+            for (o, b) in head.chunks_exact_mut(4).zip(data[byte..byte + quads * 3].chunks_exact(3)) {
+                let v = u32::from(b[0]) | u32::from(b[1]) << 8 | u32::from(b[2]) << 16;
+                o[0] = t[(v & 63) as usize];
+                o[1] = t[(v >> 6 & 63) as usize];
+                o[2] = t[(v >> 12 & 63) as usize];
+                o[3] = t[(v >> 18) as usize];
+            }
+            let first = start + (quads * 4) as u64;
+            for (k, o) in tail.iter_mut().enumerate() {
+                *o = t[code_at(data, first + k as u64, w) as usize];
+            }
+        }
+        _ => {
+            for (k, o) in out.iter_mut().enumerate() {
+                *o = t[code_at(data, start + k as u64, w) as usize];
+            }
+        }
+    }
+}
+
+/// Decodes elements of any non-complex type to float32 (integers convert numerically).
+fn decode_plain(et: ElementType, data: &[u8], start: u64, out: &mut [f32], t: Option<&[f32; 256]>) -> Result<()> {
+    use ElementType::*;
+    if let Some(t) = t {
+        decode_small(data, et.bit_width(), start, out, t);
+        return Ok(());
+    }
+    let s = start as usize;
+    macro_rules! conv {
+        ($n:expr, $f:expr) => {{
+            let len = out.len();
+            let bytes = &data[s * $n..(s + len) * $n];
+            for (o, c) in out.iter_mut().zip(bytes.chunks_exact($n)) {
+                *o = $f(c.try_into().unwrap());
+            }
+        }};
+    }
+    match et {
+        Int16 => conv!(2, |c| f32::from(i16::from_le_bytes(c))),
+        Uint16 => conv!(2, |c| f32::from(u16::from_le_bytes(c))),
+        Int32 => conv!(4, |c| i32::from_le_bytes(c) as f32),
+        Uint32 => conv!(4, |c| u32::from_le_bytes(c) as f32),
+        Int64 => conv!(8, |c| i64::from_le_bytes(c) as f32),
+        Uint64 => conv!(8, |c| u64::from_le_bytes(c) as f32),
+        Float16 => conv!(2, |c| f16_to_f32(u16::from_le_bytes(c))),
+        Bfloat16 => conv!(2, |c| bf16_to_f32(u16::from_le_bytes(c))),
+        Float32 => conv!(4, f32::from_le_bytes),
+        Float64 => conv!(8, |c| f64::from_le_bytes(c) as f32),
+        _ => bail!(Unsupported, "cannot dequantize {} to float32", et.name()),
+    }
+    Ok(())
+}
+
+/// An integer element as i64 (for affine arithmetic in float64).
+fn int_at(et: ElementType, data: &[u8], i: u64) -> i64 {
+    use ElementType::*;
+    let i = i as usize;
+    let r = |n: usize| &data[i * n..i * n + n];
+    match et {
+        Int4 => i64::from((code_at(data, i as u64, 4) as i8) << 4 >> 4),
+        Uint4 => i64::from(code_at(data, i as u64, 4)),
+        Int8 => i64::from(data[i] as i8),
+        Uint8 => i64::from(data[i]),
+        Int16 => i64::from(i16::from_le_bytes(r(2).try_into().unwrap())),
+        Uint16 => i64::from(u16::from_le_bytes(r(2).try_into().unwrap())),
+        Int32 => i64::from(i32::from_le_bytes(r(4).try_into().unwrap())),
+        Uint32 => i64::from(u32::from_le_bytes(r(4).try_into().unwrap())),
+        _ => 0,
+    }
+}
+
+fn f32_at(b: &[u8], i: usize) -> f32 {
+    f32::from_le_bytes(b[i * 4..i * 4 + 4].try_into().unwrap())
+}
+
+/// A scale or zero point of a 2- or 4-byte float type.
+fn param_at(t: ElementType, b: &[u8], i: usize) -> f32 {
+    match t {
+        ElementType::Float16 => f16_to_f32(u16::from_le_bytes([b[2 * i], b[2 * i + 1]])),
+        ElementType::Bfloat16 => bf16_to_f32(u16::from_le_bytes([b[2 * i], b[2 * i + 1]])),
+        _ => f32_at(b, i),
+    }
+}
+
+fn put_param(t: ElementType, b: &mut [u8], i: usize, v: f32) {
+    match t {
+        ElementType::Float16 => b[2 * i..2 * i + 2].copy_from_slice(&f32_to_f16(v).to_le_bytes()),
+        ElementType::Bfloat16 => b[2 * i..2 * i + 2].copy_from_slice(&f32_to_bf16(v).to_le_bytes()),
+        _ => b[4 * i..4 * i + 4].copy_from_slice(&v.to_le_bytes()),
+    }
+}
+
+/// The value a stored 2- or 4-byte parameter round-trips to.
+fn stored_param(t: ElementType, v: f32) -> f32 {
+    match t {
+        ElementType::Float16 => f16_to_f32(f32_to_f16(v)),
+        ElementType::Bfloat16 => bf16_to_f32(f32_to_bf16(v)),
+        _ => v,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checks shared by both directions
+
+fn check_buffers(desc: &TensorDescriptor, lens: impl Iterator<Item = usize>, count: usize) -> Result<()> {
+    let table = desc.buffers();
+    if count != table.len() {
+        bail!(InvalidArgument, "{count} buffers given for a buffer table of {}", table.len());
+    }
+    let need = match desc.quantization() {
+        Some(Quantization::Block(b)) => {
+            let mut v = b.buffer_sizes(desc.element_type(), desc.shape())?;
+            v[0] += desc.byte_offset();
+            v
+        }
+        _ => {
+            let mut v: Vec<u64> = table.iter().map(|b| b.byte_size()).collect();
+            v[0] = desc.byte_offset() + desc.dense_byte_count();
+            if let Some(Quantization::PerChannelAffine { axis, .. }) = desc.quantization() {
+                let c = desc.shape().dims()[*axis as usize] * 4;
+                v[1] = c;
+                v[2] = c;
+            }
+            v
+        }
+    };
+    for (i, (len, need)) in lens.zip(need).enumerate() {
+        if (len as u64) < need {
+            bail!(BufferTooSmall, "buffer {i} has {len} bytes, the descriptor needs {need}");
+        }
+    }
+    if matches!(desc.layout(), LayoutDescriptor::Strided(_)) {
+        bail!(Unsupported, "strided tensors cannot be (de)quantized; make them dense first");
+    }
+    Ok(())
+}
+
+fn check_len(desc: &TensorDescriptor, len: usize, what: &str) -> Result<usize> {
+    let n = desc.shape().element_count();
+    if n != len as u64 {
+        bail!(InvalidArgument, "{what} holds {len} float32 values, the tensor has {n} elements");
+    }
+    Ok(len)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dequantization
+
+/// Dequantizes the tensor described by `desc` to float32, writing `out` in storage order.
+///
+/// `buffers` holds one slice per buffer-table entry, each at least as long as the descriptor
+/// needs (buffer 0 counting the byte offset). Any element type except `complex64`,
+/// `complex128` converts (integers numerically; float16, bfloat16 and every minifloat
+/// exactly). Quantization kinds: per-tensor and per-channel affine are evaluated in float64
+/// and rounded once to float32; cast is the exact conversion; the block kinds follow
+/// docs/spec/descriptor.md §Block quantization kinds, in float32.
+///
+/// Errors: `InvalidArgument` (buffer count, `out.len()` ≠ element count, a NaN E8M0 scale
+/// `0xFF`), `BufferTooSmall` (a slice shorter than the descriptor needs), `Unsupported`
+/// (complex types, strided layouts). Never panics on any input that passes these checks.
+pub fn dequantize(desc: &TensorDescriptor, buffers: &[&[u8]], out: &mut [f32]) -> Result<()> {
+    check_buffers(desc, buffers.iter().map(|b| b.len()), buffers.len())?;
+    let n = check_len(desc, out.len(), "the output")? as u64;
+    let et = desc.element_type();
+    let off = desc.byte_offset() as usize;
+    let data = &buffers[0][off..];
+    match desc.quantization() {
+        None | Some(Quantization::Cast { .. }) => decode_plain(et, data, 0, out, table(et, false).as_ref()),
+        Some(Quantization::PerTensorAffine { scale, bias, .. }) => {
+            for (i, o) in out.iter_mut().enumerate() {
+                *o = (int_at(et, data, i as u64) as f64 * scale + bias) as f32;
+            }
+            Ok(())
+        }
+        Some(Quantization::PerChannelAffine { axis, .. }) => {
+            let (s, b) = (buffers[1], buffers[2]);
+            let dims = desc.shape().dims();
+            let a = *axis as usize;
+            // Storage order decides which index varies fastest.
+            let inner: u64 = if *desc.layout() == LayoutDescriptor::ColumnMajor {
+                dims[..a].iter().product()
+            } else {
+                dims[a + 1..].iter().product()
+            };
+            let len = dims[a];
+            for (i, o) in out.iter_mut().enumerate() {
+                let c = ((i as u64 / inner.max(1)) % len) as usize;
+                let q = int_at(et, data, i as u64) as f64;
+                *o = (q * f64::from(f32_at(s, c)) + f64::from(f32_at(b, c))) as f32;
+            }
+            Ok(())
+        }
+        Some(Quantization::Block(bq)) => dequantize_block(bq, et, desc.shape(), data, buffers, out, n),
+    }
+}
+
+/// Runs `post(chunk, block)` over every block of an axis-blocked tensor whose raw element
+/// values are already in `out` (or are decoded per block by `decode` when blocks are
+/// contiguous).
+fn for_blocks(
+    bq: &BlockQuant,
+    shape: &Shape,
+    out: &mut [f32],
+    mut decode: impl FnMut(u64, &mut [f32]),
+    mut post: impl FnMut(&mut [f32], usize),
+) {
+    let block = bq.block as usize;
+    let (outer, a, inner) = if bq.kind == BlockKind::Nf4 {
+        (1, out.len() as u64, 1)
+    } else {
+        bq.geometry(shape)
+    };
+    if inner == 1 {
+        for (b, chunk) in out.chunks_mut(block).enumerate() {
+            decode((b * block) as u64, chunk);
+            post(chunk, b);
+        }
+        return;
+    }
+    decode(0, out);
+    let (a, inner) = (a as usize, inner as usize);
+    let ab = a / block;
+    for o in 0..outer as usize {
+        for k in 0..a {
+            let row = &mut out[(o * a + k) * inner..(o * a + k + 1) * inner];
+            let base = (o * ab + k / block) * inner;
+            for (i, x) in row.iter_mut().enumerate() {
+                post(std::slice::from_mut(x), base + i);
+            }
+        }
+    }
+}
+
+fn scale_chunk(chunk: &mut [f32], s: f32) {
+    for x in chunk {
+        *x *= s;
+    }
+}
+
+fn dequantize_block(
+    bq: &BlockQuant,
+    et: ElementType,
+    shape: &Shape,
+    data: &[u8],
+    buffers: &[&[u8]],
+    out: &mut [f32],
+    n: u64,
+) -> Result<()> {
+    let w = et.bit_width();
+    match bq.kind {
+        BlockKind::Nf4 => {
+            let mut t = [0f32; 256];
+            t[..16].copy_from_slice(&NF4_CODEBOOK);
+            let (s1, s2) = (buffers[1], buffers.get(2).copied().unwrap_or(&[]));
+            let dq = if bq.block2 == 0 { None } else { table(bq.scale_type, false) };
+            let b2 = bq.block2.max(1) as usize;
+            for_blocks(bq, shape, out, |st, c| decode_small(data, 4, st, c, &t), |c, b| {
+                let absmax = match &dq {
+                    None => f32_at(s1, b),
+                    Some(dt) => dt[s1[b] as usize] * f32_at(s2, b / b2),
+                };
+                scale_chunk(c, absmax);
+            });
+        }
+        BlockKind::Mx => {
+            let scales = &buffers[1][..bq.block_count(shape) as usize];
+            if let Some(b) = scales.iter().position(|&s| s == 0xFF) {
+                bail!(InvalidArgument, "E8M0 scale of block {b} is 0xFF (NaN)");
+            }
+            let t = table(et, true).ok_or_else(|| err!(InvalidType, "MX cannot store {}", et.name()))?;
+            for_blocks(bq, shape, out, |st, c| decode_small(data, w, st, c, &t), |c, b| {
+                scale_chunk(c, e8m0_decode(scales[b]))
+            });
+        }
+        BlockKind::Nvfp4 => {
+            let t = MiniFloat::E2M1.table();
+            let s8 = MiniFloat::E4M3FN.table();
+            let scales = buffers[1];
+            let ts = f32_at(buffers[2], 0);
+            for_blocks(bq, shape, out, |st, c| decode_small(data, 4, st, c, &t), |c, b| {
+                let s = s8[scales[b] as usize];
+                for x in c {
+                    *x = (*x * s) * ts;
+                }
+            });
+        }
+        BlockKind::GroupAffine => {
+            let t = table(et, false).ok_or_else(|| err!(InvalidType, "group affine cannot store {}", et.name()))?;
+            let (s, z, st) = (buffers[1], buffers[2], bq.scale_type);
+            for_blocks(bq, shape, out, |i, c| decode_small(data, w, i, c, &t), |c, b| {
+                let (sc, zp) = (param_at(st, s, b), param_at(st, z, b));
+                for x in c {
+                    *x = (*x - zp) * sc;
+                }
+            });
+        }
+        BlockKind::GgufQ8_0 => {
+            let blocks = data.chunks_exact(Q8_0_BLOCK_BYTES as usize).take((n / 32) as usize);
+            for (o, blk) in out.chunks_exact_mut(32).zip(blocks) {
+                let d = f16_to_f32(u16::from_le_bytes([blk[0], blk[1]]));
+                for (x, &q) in o.iter_mut().zip(&blk[2..]) {
+                    *x = f32::from(q as i8) * d;
+                }
+            }
+        }
+        BlockKind::GgufQ4_0 => {
+            let blocks = data.chunks_exact(Q4_0_BLOCK_BYTES as usize).take((n / 32) as usize);
+            for (o, blk) in out.chunks_exact_mut(32).zip(blocks) {
+                let d = f16_to_f32(u16::from_le_bytes([blk[0], blk[1]]));
+                let (lo, hi) = o.split_at_mut(16);
+                for ((l, h), &q) in lo.iter_mut().zip(hi.iter_mut()).zip(&blk[2..]) {
+                    *l = (i32::from(q & 15) - 8) as f32 * d;
+                    *h = (i32::from(q >> 4) - 8) as f32 * d;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Quantization
+
+/// A row-major CPU descriptor for `element_type[shape]` with `quantization`, its buffer table
+/// sized exactly (64-byte alignment), at the lowest descriptor version that carries it.
+/// [`quantize`] fills buffers of these sizes.
+///
+/// Errors: every validation error of the quantization kind (see [`BlockQuant::buffer_sizes`])
+/// and of [`TensorDescriptor::new`].
+pub fn plan(element_type: ElementType, shape: Shape, quantization: Option<Quantization>) -> Result<TensorDescriptor> {
+    let mk = |n: u64| BufferHandle::new(n, MIN_BUFFER_ALIGNMENT, DeviceTag::Cpu, SyncMode::ProducerSynced);
+    let n = shape.element_count();
+    let sizes = match &quantization {
+        Some(Quantization::Block(b)) => b.buffer_sizes(element_type, &shape)?,
+        Some(Quantization::PerChannelAffine { axis, .. }) => {
+            let d = *shape
+                .dims()
+                .get(*axis as usize)
+                .ok_or_else(|| err!(InvalidArgument, "axis {axis} out of range for rank {}", shape.rank()))?;
+            let p = d.checked_mul(4).ok_or_else(|| err!(LimitExceeded, "parameter bytes overflow"))?;
+            vec![element_type.bytes_for(n).ok_or_else(|| err!(InvalidShape, "byte count overflows"))?, p, p]
+        }
+        _ => vec![element_type.bytes_for(n).ok_or_else(|| err!(InvalidShape, "byte count overflows"))?],
+    };
+    let buffers = sizes.into_iter().map(mk).collect::<Result<Vec<_>>>()?;
+    let version = crate::min_version_for(element_type, quantization.as_ref());
+    TensorDescriptor::new(
+        version,
+        0,
+        element_type,
+        shape,
+        0,
+        LayoutDescriptor::RowMajor,
+        buffers,
+        quantization,
+        None,
+        None,
+        None,
+    )
+}
+
+/// Quantizes `input` (float32, storage order, one value per element) into `buffers`, which
+/// must match `desc`'s buffer table (as [`plan`] makes it). Buffers are zeroed first, so
+/// padding bits are zero.
+///
+/// Supported: every block kind; per-channel affine with an `int8` stored type (symmetric:
+/// `scale[c] = amax_c / 127`, bias 0); and plain or cast descriptors of a float element type
+/// (round to nearest even; minifloats saturate). Rules per kind are in docs/spec/descriptor.md
+/// §Quantization. Errors: `InvalidArgument` (length or buffer count mismatch, a non-finite
+/// input for a kind that cannot carry it), `BufferTooSmall`, `Unsupported` (other
+/// combinations).
+pub fn quantize(desc: &TensorDescriptor, input: &[f32], buffers: &mut [&mut [u8]]) -> Result<()> {
+    check_buffers(desc, buffers.iter().map(|b| b.len()), buffers.len())?;
+    let n = check_len(desc, input.len(), "the input")?;
+    for b in buffers.iter_mut() {
+        b.fill(0);
+    }
+    let et = desc.element_type();
+    let off = desc.byte_offset() as usize;
+    match desc.quantization() {
+        Some(Quantization::Block(bq)) => {
+            if input.iter().any(|v| !v.is_finite()) {
+                bail!(InvalidArgument, "{} quantization needs finite inputs", bq.kind.name());
+            }
+            quantize_block(bq, et, desc.shape(), input, buffers, off)
+        }
+        Some(Quantization::PerChannelAffine { axis, .. }) if et == ElementType::Int8 => {
+            let dims = desc.shape().dims();
+            let a = *axis as usize;
+            let inner: usize = dims[a + 1..].iter().product::<u64>() as usize;
+            let len = dims[a] as usize;
+            let mut amax = vec![0f32; len];
+            for (i, v) in input.iter().enumerate() {
+                let c = (i / inner.max(1)) % len;
+                amax[c] = amax[c].max(v.abs());
+            }
+            let (data, rest) = buffers.split_at_mut(1);
+            for (c, m) in amax.iter().enumerate() {
+                let s = if *m > 0.0 && m.is_finite() { m / 127.0 } else { 1.0 };
+                rest[0][4 * c..4 * c + 4].copy_from_slice(&s.to_le_bytes());
+            }
+            for (i, v) in input.iter().enumerate() {
+                let c = (i / inner.max(1)) % len;
+                let s = f32_at(rest[0], c);
+                data[0][off + i] = rne_f32(v / s).clamp(-127.0, 127.0) as i8 as u8;
+            }
+            Ok(())
+        }
+        None | Some(Quantization::Cast { .. }) => {
+            let data = &mut buffers[0][off..];
+            match et {
+                ElementType::Float32 => {
+                    for (c, v) in data.chunks_exact_mut(4).zip(input) {
+                        c.copy_from_slice(&v.to_le_bytes());
+                    }
+                }
+                ElementType::Float16 | ElementType::Bfloat16 => {
+                    for (i, v) in input.iter().enumerate() {
+                        put_param(et, data, i, *v);
+                    }
+                }
+                _ => {
+                    let f = MiniFloat::of(et)
+                        .ok_or_else(|| err!(Unsupported, "cannot quantize float32 to plain {}", et.name()))?;
+                    let w = et.bit_width();
+                    let e = SatEncoder::new(f);
+                    for (i, v) in input.iter().enumerate().take(n) {
+                        put_code(data, i as u64, w, e.encode(*v));
+                    }
+                }
+            }
+            Ok(())
+        }
+        Some(q) => bail!(Unsupported, "quantizing to kind {} with {} is not supported", q.code(), et.name()),
+    }
+}
+
+/// Visits every block: `f(block index, element indices)`.
+fn each_block(bq: &BlockQuant, shape: &Shape, n: usize, mut f: impl FnMut(usize, &mut dyn Iterator<Item = usize>)) {
+    let block = bq.block as usize;
+    let (a, inner) = if bq.kind == BlockKind::Nf4 {
+        (n, 1)
+    } else {
+        let (_, a, i) = bq.geometry(shape);
+        (a as usize, i as usize)
+    };
+    if inner == 1 {
+        for (b, start) in (0..n).step_by(block.max(1)).enumerate() {
+            f(b, &mut (start..(start + block).min(n)));
+        }
+        return;
+    }
+    let ab = a / block;
+    for b in 0..n / block {
+        let (o, kb, i) = (b / (ab * inner), (b / inner) % ab, b % inner);
+        let first = (o * a + kb * block) * inner + i;
+        f(b, &mut (0..block).map(move |k| first + k * inner));
+    }
+}
+
+/// OCP MX v1.0 §6.3: X = 2^(floor(log2(amax)) − emax_elem), clamped to the E8M0 range.
+fn mx_shared_exp(amax: f32, emax_elem: i32) -> i32 {
+    if amax == 0.0 {
+        return -127;
+    }
+    crate::lowp::floor_log2(f64::from(amax)) - emax_elem
+}
+
+fn quantize_block(
+    bq: &BlockQuant,
+    et: ElementType,
+    shape: &Shape,
+    input: &[f32],
+    buffers: &mut [&mut [u8]],
+    off: usize,
+) -> Result<()> {
+    let n = input.len();
+    let w = et.bit_width();
+    let (data, params) = buffers.split_at_mut(1);
+    let data = &mut data[0][off..];
+    let mut idx: Vec<usize> = Vec::with_capacity(bq.block as usize);
+    match bq.kind {
+        BlockKind::Nf4 => {
+            let mids: [f32; 15] = std::array::from_fn(|i| (NF4_CODEBOOK[i] + NF4_CODEBOOK[i + 1]) / 2.0);
+            let nb = n.div_ceil(bq.block as usize);
+            let mut absmax = vec![0f32; nb];
+            each_block(bq, shape, n, |b, it| absmax[b] = it.map(|i| input[i].abs()).fold(0.0, f32::max));
+            // Double quantization replaces each absmax with its stored approximation first,
+            // so the codes are chosen against the scale a reader will use.
+            if bq.block2 > 0 {
+                let (s1, s2) = params.split_at_mut(1);
+                let b2 = bq.block2 as usize;
+                let dq = table(bq.scale_type, false).unwrap_or([0.0; 256]);
+                for (g, grp) in absmax.chunks_mut(b2).enumerate() {
+                    let m = grp.iter().copied().fold(0f32, f32::max);
+                    let top = if bq.scale_type == ElementType::Int8 { 127.0 } else { 448.0 };
+                    let s = if m > 0.0 { m / top } else { 1.0 };
+                    s2[0][4 * g..4 * g + 4].copy_from_slice(&s.to_le_bytes());
+                    for (k, x) in grp.iter_mut().enumerate() {
+                        let code = if bq.scale_type == ElementType::Int8 {
+                            rne_f32(*x / s).clamp(0.0, 127.0) as i8 as u8
+                        } else {
+                            MiniFloat::E4M3FN.encode(*x / s, true)
+                        };
+                        s1[0][g * b2 + k] = code;
+                        *x = dq[code as usize] * s;
+                    }
+                }
+            } else {
+                for (b, m) in absmax.iter().enumerate() {
+                    params[0][4 * b..4 * b + 4].copy_from_slice(&m.to_le_bytes());
+                }
+            }
+            each_block(bq, shape, n, |b, it| {
+                let m = absmax[b];
+                for i in it {
+                    let x = if m > 0.0 { input[i] / m } else { 0.0 };
+                    let code = mids.iter().filter(|&&t| x > t).count() as u8;
+                    put_code(data, i as u64, 4, code);
+                }
+            });
+        }
+        BlockKind::Mx => {
+            let int8 = et == ElementType::Int8;
+            let f = MiniFloat::of(et);
+            let emax = f.map_or(0, |f| f.emax());
+            let enc = f.map(SatEncoder::new);
+            each_block(bq, shape, n, |b, it| {
+                idx.clear();
+                idx.extend(it);
+                let amax = idx.iter().map(|&i| input[i].abs()).fold(0f32, f32::max);
+                let e = mx_shared_exp(amax, emax).clamp(-127, 127);
+                params[0][b] = e8m0_encode(e);
+                let inv = crate::lowp::pow2(-e);
+                for &i in &idx {
+                    let v = (f64::from(input[i]) * inv) as f32;
+                    let code = match &enc {
+                        Some(e) => e.encode(v),
+                        None if int8 => rne_f32(v * 64.0).clamp(-128.0, 127.0) as i8 as u8,
+                        None => 0,
+                    };
+                    put_code(data, i as u64, w, code);
+                }
+            });
+        }
+        BlockKind::Nvfp4 => {
+            let (e2m1, e4m3) = (SatEncoder::new(MiniFloat::E2M1), SatEncoder::new(MiniFloat::E4M3FN));
+            let s8t = MiniFloat::E4M3FN.table();
+            let amax = input.iter().map(|v| v.abs()).fold(0f32, f32::max);
+            let ts = if amax > 0.0 { amax / (6.0 * 448.0) } else { 1.0 };
+            params[1][..4].copy_from_slice(&ts.to_le_bytes());
+            let (s8, _) = params.split_at_mut(1);
+            each_block(bq, shape, n, |b, it| {
+                idx.clear();
+                idx.extend(it);
+                let bmax = idx.iter().map(|&i| input[i].abs()).fold(0f32, f32::max);
+                let sc = e4m3.encode(bmax / 6.0 / ts);
+                s8[0][b] = sc;
+                let s = s8t[sc as usize] * ts;
+                for &i in &idx {
+                    let code = if s > 0.0 { e2m1.encode(input[i] / s) } else { 0 };
+                    put_code(data, i as u64, 4, code);
+                }
+            });
+        }
+        BlockKind::GroupAffine => {
+            let (qmin, qmax) = match et {
+                ElementType::Int4 => (-8.0f32, 7.0f32),
+                ElementType::Uint4 => (0.0, 15.0),
+                ElementType::Int8 => (-128.0, 127.0),
+                _ => (0.0, 255.0),
+            };
+            let signed = qmin < 0.0;
+            let st = bq.scale_type;
+            let (s, z) = params.split_at_mut(1);
+            each_block(bq, shape, n, |b, it| {
+                idx.clear();
+                idx.extend(it);
+                let (lo, hi) = idx.iter().fold((0f32, 0f32), |(l, h), &i| (l.min(input[i]), h.max(input[i])));
+                // Signed types: symmetric (zero point 0); unsigned: asymmetric with an integer
+                // zero point, so 0.0 is always exact.
+                let (mut sc, zp) = if signed {
+                    (lo.abs().max(hi) / qmax, 0.0)
+                } else {
+                    let sc = (hi - lo) / (qmax - qmin);
+                    (sc, if sc > 0.0 { rne_f32(qmin - lo / sc).clamp(qmin, qmax) } else { 0.0 })
+                };
+                if sc == 0.0 || !sc.is_finite() {
+                    sc = 1.0;
+                }
+                let sc = stored_param(st, sc);
+                let sc = if sc == 0.0 { 1.0 } else { sc };
+                put_param(st, s[0], b, sc);
+                put_param(st, z[0], b, zp);
+                let zp = stored_param(st, zp);
+                for &i in &idx {
+                    let q = rne_f32(input[i] / sc + zp).clamp(qmin, qmax) as i32;
+                    put_code(data, i as u64, w, q as u8 & if w == 4 { 15 } else { 255 });
+                }
+            });
+        }
+        BlockKind::GgufQ8_0 => {
+            for (blk, v) in data.chunks_exact_mut(Q8_0_BLOCK_BYTES as usize).zip(input.chunks_exact(32)) {
+                let amax = v.iter().map(|x| x.abs()).fold(0f32, f32::max);
+                let dh = f32_to_f16(amax / 127.0);
+                let d = f16_to_f32(dh);
+                blk[..2].copy_from_slice(&dh.to_le_bytes());
+                for (q, x) in blk[2..].iter_mut().zip(v) {
+                    *q = if d > 0.0 { rne_f32(x / d).clamp(-127.0, 127.0) as i8 as u8 } else { 0 };
+                }
+            }
+        }
+        BlockKind::GgufQ4_0 => {
+            for (blk, v) in data.chunks_exact_mut(Q4_0_BLOCK_BYTES as usize).zip(input.chunks_exact(32)) {
+                // llama.cpp's rule: the element of largest magnitude maps to −8.
+                let m = v.iter().copied().fold(0f32, |a, x| if x.abs() > a.abs() { x } else { a });
+                let dh = f32_to_f16(m / -8.0);
+                let d = f16_to_f32(dh);
+                blk[..2].copy_from_slice(&dh.to_le_bytes());
+                let q = |x: f32| if d != 0.0 { (rne_f32(x / d) + 8.0).clamp(0.0, 15.0) as u8 } else { 8 };
+                for j in 0..16 {
+                    blk[2 + j] = q(v[j]) | q(v[j + 16]) << 4;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// [`plan`] then [`quantize`] into freshly allocated buffers.
+pub fn quantize_to_vec(
+    element_type: ElementType,
+    shape: Shape,
+    quantization: Option<Quantization>,
+    input: &[f32],
+) -> Result<(TensorDescriptor, Vec<Vec<u8>>)> {
+    let desc = plan(element_type, shape, quantization)?;
+    let mut bufs: Vec<Vec<u8>> = desc.buffers().iter().map(|b| vec![0u8; b.byte_size() as usize]).collect();
+    let mut refs: Vec<&mut [u8]> = bufs.iter_mut().map(|b| b.as_mut_slice()).collect();
+    quantize(&desc, input, &mut refs)?;
+    Ok((desc, bufs))
+}
+
+/// [`dequantize`] into a fresh vector.
+pub fn dequantize_to_vec(desc: &TensorDescriptor, buffers: &[&[u8]]) -> Result<Vec<f32>> {
+    let n = usize::try_from(desc.shape().element_count())
+        .map_err(|_| err!(LimitExceeded, "element count does not fit this platform"))?;
+    check_buffers(desc, buffers.iter().map(|b| b.len()), buffers.len())?;
+    let mut out = vec![0f32; n];
+    dequantize(desc, buffers, &mut out)?;
+    Ok(out)
+}

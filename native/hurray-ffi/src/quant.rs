@@ -1,0 +1,279 @@
+//! Block quantization, dequantization and quantization over caller-owned buffers
+//! (docs/spec/c-abi.md §Quantization; docs/spec/descriptor.md §Block quantization kinds).
+//! Additions within C ABI version 4.
+
+use hurray_core::{codec, BlockKind, BlockQuant, ElementType, Quantization, Shape};
+
+use crate::descriptor::{DescInner, HurrayDescriptor, HurrayDescriptorBuilder};
+use crate::handle;
+use crate::panic::{guard, non_null, FfiError, FfiResult};
+use crate::status::*;
+
+/// NF4: 4-bit NormalFloat codes, an absmax per `block` row-major elements.
+pub const HURRAY_QUANT_NF4: u8 = 4;
+/// OCP MX: an E8M0 scale per `block` elements along `axis`.
+pub const HURRAY_QUANT_MX: u8 = 5;
+/// NVFP4: E2M1 values, an E4M3 scale per `block` along `axis`, a float32 tensor scale.
+pub const HURRAY_QUANT_NVFP4: u8 = 6;
+/// Per-group affine `(q - zero) * scale`, groups of `block` along `axis`.
+pub const HURRAY_QUANT_GROUP_AFFINE: u8 = 7;
+/// GGUF Q8_0 blocks (34 bytes per 32 elements).
+pub const HURRAY_QUANT_GGUF_Q8_0: u8 = 8;
+/// GGUF Q4_0 blocks (18 bytes per 32 elements).
+pub const HURRAY_QUANT_GGUF_Q4_0: u8 = 9;
+
+/// The parameters of a block quantization kind (4–9), as in the 24-byte quantization block
+/// of a version-2 descriptor. All-zero (`kind == HURRAY_QUANT_NONE`) means "not a block kind".
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HurrayBlockQuant {
+    /// `HURRAY_QUANT_NF4` … `HURRAY_QUANT_GGUF_Q4_0`.
+    pub kind: u8,
+    /// Logical type after dequantization (`HURRAY_DTYPE_FLOAT32`, `FLOAT16`, `BFLOAT16`, `FLOAT64`).
+    pub dequantized_type: u8,
+    /// Element type of the scale buffer (`HURRAY_DTYPE_*`; see docs/spec/descriptor.md).
+    pub scale_type: u8,
+    /// Must be 0.
+    pub reserved: u8,
+    /// Block axis (0 for NF4; rank − 1 for GGUF).
+    pub axis: u32,
+    /// Elements per block or group; never 0.
+    pub block: u32,
+    /// NF4 double quantization: absmax values per float32 second-level scale; else 0.
+    pub block2: u32,
+}
+
+impl HurrayBlockQuant {
+    fn from_core(b: &BlockQuant) -> Self {
+        HurrayBlockQuant {
+            kind: b.kind as u8,
+            dequantized_type: b.dequantized.code(),
+            scale_type: b.scale_type.code(),
+            reserved: 0,
+            axis: b.axis,
+            block: b.block,
+            block2: b.block2,
+        }
+    }
+
+    fn to_core(self) -> FfiResult<BlockQuant> {
+        if self.reserved != 0 {
+            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "HurrayBlockQuant.reserved must be 0"));
+        }
+        let kind = BlockKind::from_code(self.kind).ok_or_else(|| {
+            FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("{} is not a block quantization kind (4-9)", self.kind))
+        })?;
+        Ok(BlockQuant {
+            kind,
+            dequantized: ElementType::from_code(self.dequantized_type)?,
+            scale_type: ElementType::from_code(self.scale_type)?,
+            axis: self.axis,
+            block: self.block,
+            block2: self.block2,
+        })
+    }
+}
+
+/// Copies the block quantization parameters into `*out`; all zero when the descriptor has no
+/// block quantization (then `hurray_descriptor_quantization` describes kinds 1–3).
+///
+/// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+///
+/// # Safety
+/// `descriptor` a live descriptor; `out` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_descriptor_block_quant(descriptor: *const HurrayDescriptor, out: *mut HurrayBlockQuant) -> HurrayStatus {
+    guard("hurray_descriptor_block_quant", || {
+        let d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
+        let v = match d.quantization() {
+            Some(Quantization::Block(b)) => HurrayBlockQuant::from_core(b),
+            _ => HurrayBlockQuant::default(),
+        };
+        unsafe { handle::put(out, "out", v)? };
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Gives the descriptor being built a block quantization kind (4–9), replacing any block set
+/// with `hurray_descriptor_builder_set_quantization`; NULL removes it again. When no buffer
+/// was added, `hurray_descriptor_builder_build` makes the exact table the kind needs.
+/// The parameters are checked against the shape at build time.
+///
+/// Errors: `NULL_POINTER` (builder), `USE_AFTER_DESTROY`, `INVALID_ARGUMENT` (kind not 4–9,
+/// reserved byte), `INVALID_TYPE` (unknown type codes).
+///
+/// # Safety
+/// `builder` a live builder; `quant` NULL or valid for one read.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_descriptor_builder_set_block_quant(
+    builder: *mut HurrayDescriptorBuilder,
+    quant: *const HurrayBlockQuant,
+) -> HurrayStatus {
+    guard("hurray_descriptor_builder_set_block_quant", || {
+        let b = unsafe { handle::inner_mut(builder, "builder")? };
+        b.block = if quant.is_null() {
+            None
+        } else {
+            // SAFETY: non-null and valid for one read (caller's contract).
+            Some(unsafe { *quant }.to_core()?)
+        };
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Stores the descriptor's format version (1, or 2 when it uses a version-2 element type or
+/// quantization kind) in `*out`.
+///
+/// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
+///
+/// # Safety
+/// `descriptor` a live descriptor; `out` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_descriptor_format_version(descriptor: *const HurrayDescriptor, out: *mut u16) -> HurrayStatus {
+    guard("hurray_descriptor_format_version", || {
+        let d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
+        unsafe { handle::put(out, "out", d.version())? };
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Makes a new owned descriptor for a row-major CPU tensor of `element_type` and `dims`
+/// (`rank` entries) quantized as `*quant`, with its buffer table sized exactly (read the
+/// sizes with `hurray_descriptor_buffer`). `quant` may be NULL for a plain (cast) tensor.
+/// Fill the buffers with `hurray_quantize`. Destroy the result with `hurray_descriptor_destroy`.
+///
+/// Errors: `NULL_POINTER` (`out_descriptor`, or `dims` with `rank > 0`), `INVALID_ARGUMENT`
+/// (unknown kind, axis ≥ rank, block 0 or not dividing the axis), `INVALID_TYPE`,
+/// `INVALID_SHAPE`, `LIMIT_EXCEEDED` (a buffer size overflows).
+///
+/// # Safety
+/// `dims` valid for `rank` reads; `quant` NULL or valid; `out_descriptor` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_quantize_plan(
+    element_type: u8,
+    dims: *const u64,
+    rank: usize,
+    quant: *const HurrayBlockQuant,
+    out_descriptor: *mut *mut HurrayDescriptor,
+) -> HurrayStatus {
+    guard("hurray_quantize_plan", || {
+        non_null(out_descriptor, "out_descriptor")?;
+        if rank > hurray_core::MAX_RANK {
+            return Err(FfiError::new(HURRAY_ERR_INVALID_SHAPE, format!("rank {rank} exceeds {}", hurray_core::MAX_RANK)));
+        }
+        let dims = if rank == 0 {
+            Vec::new()
+        } else {
+            non_null(dims, "dims")?;
+            // SAFETY: non-null and valid for `rank` reads by the caller's contract.
+            unsafe { std::slice::from_raw_parts(dims, rank) }.to_vec()
+        };
+        let q = if quant.is_null() {
+            None
+        } else {
+            // SAFETY: non-null and valid by the caller's contract.
+            Some(Quantization::Block(unsafe { *quant }.to_core()?))
+        };
+        let d = codec::plan(ElementType::from_code(element_type)?, Shape::new(dims)?, q)?;
+        unsafe { handle::emit(out_descriptor, DescInner::new(d)?) };
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Borrows `count` caller buffers as slices; a NULL pointer is allowed only with length 0.
+unsafe fn slices<'a>(ptrs: *const *const u8, lens: *const usize, count: usize) -> FfiResult<Vec<&'a [u8]>> {
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    non_null(ptrs, "buffers")?;
+    non_null(lens, "buffer_lens")?;
+    // SAFETY: both arrays are valid for `count` reads by the caller's contract.
+    let (p, l) = unsafe { (std::slice::from_raw_parts(ptrs, count), std::slice::from_raw_parts(lens, count)) };
+    p.iter()
+        .zip(l)
+        .map(|(&p, &l)| {
+            if l == 0 {
+                Ok(&[][..])
+            } else {
+                non_null(p, "buffers[i]")?;
+                // SAFETY: valid for `l` reads, not written during the call (caller's contract).
+                Ok(unsafe { std::slice::from_raw_parts(p, l) })
+            }
+        })
+        .collect()
+}
+
+/// Dequantizes a tensor to float32: `buffers[i]` (`buffer_lens[i]` bytes) holds buffer-table
+/// entry *i* of `descriptor` (buffer 0 from its start; the byte offset applies). Writes
+/// `out_len` floats, which must equal the element count, in storage order. Works for every
+/// element type but complex (integers convert numerically, float16/bfloat16/minifloats
+/// exactly) and every quantization kind. Runs on the calling thread; no callbacks.
+///
+/// Errors: `NULL_POINTER`, `USE_AFTER_DESTROY`, `INVALID_ARGUMENT` (buffer count, `out_len`,
+/// an E8M0 scale 0xFF), `BUFFER_TOO_SMALL` (a buffer shorter than the descriptor needs),
+/// `UNSUPPORTED` (complex types, strided layouts).
+///
+/// # Safety
+/// `buffers` and `buffer_lens` valid for `buffer_count` reads, each `buffers[i]` valid for
+/// `buffer_lens[i]` reads; `out` valid for `out_len` float writes and not overlapping them.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_dequantize(
+    descriptor: *const HurrayDescriptor,
+    buffers: *const *const u8,
+    buffer_lens: *const usize,
+    buffer_count: usize,
+    out: *mut f32,
+    out_len: usize,
+) -> HurrayStatus {
+    guard("hurray_dequantize", || {
+        let d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
+        let bufs = unsafe { slices(buffers, buffer_lens, buffer_count)? };
+        let out = if out_len == 0 {
+            &mut [][..]
+        } else {
+            non_null(out, "out")?;
+            // SAFETY: valid for `out_len` writes and not aliased (caller's contract).
+            unsafe { std::slice::from_raw_parts_mut(out, out_len) }
+        };
+        codec::dequantize(d, &bufs, out)?;
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Quantizes `in_len` float32 values (storage order; must equal the element count) into the
+/// caller's buffers for `descriptor` (as `hurray_quantize_plan` makes it): `buffers[i]`
+/// receives buffer-table entry *i* and is zeroed first. Rules per kind: docs/spec/descriptor.md
+/// §Quantization. Runs on the calling thread; no callbacks.
+///
+/// Errors: `NULL_POINTER`, `USE_AFTER_DESTROY`, `INVALID_ARGUMENT` (counts, a non-finite input
+/// for a block kind), `BUFFER_TOO_SMALL`, `UNSUPPORTED`.
+///
+/// # Safety
+/// `input` valid for `in_len` reads; `buffers`/`buffer_lens` valid for `buffer_count` reads,
+/// each `buffers[i]` valid for `buffer_lens[i]` writes, none overlapping another or `input`.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_quantize(
+    descriptor: *const HurrayDescriptor,
+    input: *const f32,
+    in_len: usize,
+    buffers: *const *mut u8,
+    buffer_lens: *const usize,
+    buffer_count: usize,
+) -> HurrayStatus {
+    guard("hurray_quantize", || {
+        let d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
+        let input = if in_len == 0 {
+            &[][..]
+        } else {
+            non_null(input, "input")?;
+            // SAFETY: valid for `in_len` reads (caller's contract).
+            unsafe { std::slice::from_raw_parts(input, in_len) }
+        };
+        let ro = unsafe { slices(buffers.cast(), buffer_lens, buffer_count)? };
+        // SAFETY: the caller grants write access to each buffer, and they do not overlap.
+        let mut rw: Vec<&mut [u8]> =
+            ro.into_iter().map(|s| unsafe { std::slice::from_raw_parts_mut(s.as_ptr().cast_mut(), s.len()) }).collect();
+        codec::quantize(d, input, &mut rw)?;
+        Ok(HURRAY_OK)
+    })
+}
