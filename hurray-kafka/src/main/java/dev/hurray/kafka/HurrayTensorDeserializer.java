@@ -54,8 +54,9 @@ import org.apache.kafka.common.serialization.Deserializer;
  *
  * <h2>Errors and limits</h2>
  * A record that is not a Hurray stream ({@code INVALID_MAGIC}), is truncated ({@code TRUNCATED}),
- * damaged ({@code CORRUPT}), holds more than one tensor ({@code CORRUPT}), or names a
- * claim-check file that is gone ({@code NOT_FOUND}: at once, never waiting), in another store
+ * damaged ({@code CORRUPT}), holds more than one tensor ({@code CORRUPT}), is a claim-check
+ * reference while no store is configured ({@code UNSUPPORTED}), or names a claim-check file
+ * that is gone ({@code NOT_FOUND}: at once, never waiting), in another store
  * ({@code INVALID_ARGUMENT}) or whose bytes do not match the reference ({@code CORRUPT}) raises a
  * {@link TensorSerializationException} carrying the Hurray status; nothing else escapes except
  * {@link SerializationException}. The reader's limits are set from the record's size: a
@@ -156,7 +157,7 @@ public class HurrayTensorDeserializer implements Deserializer<Tensor> {
 
     private Tensor resolve(ClaimCheckReference ref) throws HurrayException {
         if (store == null) {
-            throw new HurrayException(Status.INVALID_STATE, "the record is a claim-check reference to " + ref
+            throw new HurrayException(Status.UNSUPPORTED, "the record is a claim-check reference to " + ref
                     + " but this consumer has no claim-check store (set " + HurrayKafkaConfig.CLAIM_CHECK_DIR + ")", null);
         }
         if (!store.uri().equals(ref.store())) {

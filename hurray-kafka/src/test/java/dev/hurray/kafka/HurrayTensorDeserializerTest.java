@@ -196,7 +196,7 @@ class HurrayTensorDeserializerTest {
         assertEquals(Status.NOT_FOUND, e.status());
         assertTrue(e.getMessage().contains("gone"), e.getMessage());
         // No store on the consumer, or another store: refused, never resolved elsewhere.
-        assertEquals(Status.INVALID_STATE, status(() -> de.deserialize("t", ref)));
+        assertEquals(Status.UNSUPPORTED, status(() -> de.deserialize("t", ref)));
         // Without a store, the producer refuses a tensor over the threshold.
         HurrayTensorSerializer noStore = new HurrayTensorSerializer(Map.of(HurrayKafkaConfig.CLAIM_CHECK_THRESHOLD, "1024"));
         try (Tensor t = Tensor.of(v, 4096)) {
