@@ -41,10 +41,12 @@ import org.apache.kafka.common.serialization.Serializer;
  *
  * <h2>Threads</h2>
  * {@code send} runs the serializer on the calling thread, so a {@link dev.hurray.TensorScope#CONFINED
- * confined} tensor must be sent from the thread that made it (else a
- * {@link TensorSerializationException}-free {@link SerializationException} wrapping
- * {@link WrongThreadException}). The serializer keeps no per-record state and may be called by
- * many threads at once (as a shared producer does).
+ * confined} tensor must be sent from the thread that made it (else a plain
+ * {@link SerializationException} wrapping {@link WrongThreadException}). The serializer may be
+ * called by many threads at once (as a shared producer is): each calling thread gets its own
+ * long-lived native writer, which encodes that thread's records one after the other (a new
+ * writer per record would cost several times the encoding of a small tensor); they are freed by
+ * {@link #close()}.
  *
  * <h2>Errors</h2>
  * {@link SerializationException}: a {@link TensorSerializationException} (with the Hurray status)
@@ -56,6 +58,11 @@ public class HurrayTensorSerializer implements Serializer<Tensor> {
     private boolean closeAfter;
     private long threshold = HurrayKafkaConfig.DEFAULT_CLAIM_CHECK_THRESHOLD;
     private ClaimCheckStore store;
+    /** One long-lived writer per producing thread (see {@link RecordEncoder}); all of them, to close. */
+    private final ThreadLocal<RecordEncoder> encoders = new ThreadLocal<>();
+    private final java.util.Queue<RecordEncoder> allEncoders = new java.util.concurrent.ConcurrentLinkedQueue<>();
+    /** False once the long-lived writer's output could not be split into records: then a writer per record. */
+    private volatile boolean fastPath = true;
 
     /** A serializer with the defaults; Kafka then calls {@link #configure}. */
     public HurrayTensorSerializer() {
@@ -116,7 +123,7 @@ public class HurrayTensorSerializer implements Serializer<Tensor> {
                 value = Records.encode(ref, d.name().orElse(null), writerOptions);
                 claimUri = ref.store().resolve(ref.file()).toString();
             } else {
-                value = Records.encode(tensor, writerOptions);
+                value = encode(tensor);
             }
             if (headers != null && this.headers) {
                 TensorHeaders.add(headers, d, claimUri);
@@ -136,6 +143,31 @@ public class HurrayTensorSerializer implements Serializer<Tensor> {
         }
     }
 
+    private byte[] encode(Tensor tensor) throws HurrayException {
+        if (!fastPath) {
+            return Records.encode(tensor, writerOptions);
+        }
+        RecordEncoder enc = encoders.get();
+        if (enc == null) {
+            enc = RecordEncoder.create(writerOptions);
+            if (enc == null) {
+                fastPath = false;
+                return Records.encode(tensor, writerOptions);
+            }
+            encoders.set(enc);
+            allEncoders.add(enc);
+        }
+        try {
+            return enc.encode(tensor);
+        } catch (HurrayException | RuntimeException e) {
+            // The writer may be poisoned: start afresh on the next record.
+            encoders.remove();
+            allEncoders.remove(enc);
+            enc.close();
+            throw e;
+        }
+    }
+
     private ClaimCheckReference claimCheck(String topic, Tensor tensor) throws IOException {
         String name = tensor.descriptor().name().orElse("tensor");
         long crc = Records.crc32c(tensor);
@@ -149,9 +181,12 @@ public class HurrayTensorSerializer implements Serializer<Tensor> {
                 + TensorHeaders.shapeText(d.shape().dims());
     }
 
-    /** Closes the claim-check store. */
+    /** Frees the per-thread writers and closes the claim-check store. */
     @Override
     public void close() {
+        for (RecordEncoder enc; (enc = allEncoders.poll()) != null; ) {
+            enc.close();
+        }
         if (store != null) {
             try {
                 store.close();
