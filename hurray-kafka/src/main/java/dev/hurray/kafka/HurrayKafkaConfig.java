@@ -133,8 +133,12 @@ public final class HurrayKafkaConfig {
         }
         Object dir = configs.get(CLAIM_CHECK_DIR);
         if (dir != null) {
-            Path p = dir instanceof Path path ? path : Path.of(dir.toString().trim());
-            return new SharedDirectoryStore(p);
+            try {
+                Path p = dir instanceof Path path ? path : Path.of(dir.toString().trim());
+                return new SharedDirectoryStore(p);
+            } catch (java.io.UncheckedIOException | java.nio.file.InvalidPathException e) {
+                throw new ConfigException(CLAIM_CHECK_DIR, dir, e.getMessage());
+            }
         }
         return null;
     }

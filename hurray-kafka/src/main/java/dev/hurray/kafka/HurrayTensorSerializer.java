@@ -138,7 +138,7 @@ public class HurrayTensorSerializer implements Serializer<Tensor> {
             throw new SerializationException("cannot encode a tensor for " + topic + ": " + e.getMessage(), e);
         } finally {
             if (closeAfter) {
-                tensor.close();
+                closeQuietly(tensor);
             }
         }
     }
@@ -174,6 +174,15 @@ public class HurrayTensorSerializer implements Serializer<Tensor> {
         long size = Records.payloadBytes(tensor);
         String file = store.put(topic, name, tensor);
         return new ClaimCheckReference(store.uri(), file, name, size, crc);
+    }
+
+    /** Closes after encoding; a failure to close (wrong thread) must not hide the encoding's outcome. */
+    private static void closeQuietly(Tensor tensor) {
+        try {
+            tensor.close();
+        } catch (RuntimeException e) {
+            // The tensor stays open: it was not this thread's to close (see the class comment).
+        }
     }
 
     static String describe(TensorDescriptor d) {

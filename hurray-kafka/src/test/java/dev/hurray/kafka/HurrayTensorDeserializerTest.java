@@ -213,6 +213,12 @@ class HurrayTensorDeserializerTest {
     }
 
     @Test
+    void aMissingStoreDirectoryIsAConfigError(@TempDir Path dir) {
+        assertThrows(org.apache.kafka.common.config.ConfigException.class, () -> new HurrayTensorSerializer(
+                Map.of(HurrayKafkaConfig.CLAIM_CHECK_DIR, dir.resolve("absent").toString())));
+    }
+
+    @Test
     void headerShapeParsingIsBounded() {
         assertEquals(Optional.empty(), TensorHeaders.parseShape("[1,-2]"));
         assertEquals(Optional.empty(), TensorHeaders.parseShape("1,2"));
