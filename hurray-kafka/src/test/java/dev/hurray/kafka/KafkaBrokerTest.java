@@ -314,6 +314,49 @@ class KafkaBrokerTest {
     }
 
     @Test
+    void abortedTransactionsAreInvisibleToReadCommittedConsumersAndOrphanOnlyTheirFiles() throws Exception {
+        createTopic("tx", 1);
+        Path dir = Files.createDirectory(store.resolve("tx-claim-check"));
+        Map<String, Object> cfg = Map.of(HurrayKafkaConfig.CLAIM_CHECK_DIR, dir.toString(),
+                HurrayKafkaConfig.CLAIM_CHECK_THRESHOLD, 4096);
+        Map<String, Object> pp = new HashMap<>(producerProps(cfg));
+        pp.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "hurray-tx");
+        try (KafkaProducer<String, Tensor> producer = new KafkaProducer<>(pp);
+             Tensor small = Tensor.of(new float[] {1, 2}, 2);
+             Tensor big = Tensor.of(new float[2048], 2048)) {
+            producer.initTransactions();
+            producer.beginTransaction();
+            producer.send(new ProducerRecord<>("tx", "aborted-small", small));
+            producer.send(new ProducerRecord<>("tx", "aborted-big", big));
+            producer.flush();
+            producer.abortTransaction();
+            producer.beginTransaction();
+            producer.send(new ProducerRecord<>("tx", "kept", small));
+            producer.send(new ProducerRecord<>("tx", "kept-big", big));
+            producer.commitTransaction();
+        }
+        List<String> keys = new ArrayList<>();
+        try (KafkaConsumer<String, Tensor> consumer = new KafkaConsumer<>(consumerProps("group-tx",
+                Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed", HurrayKafkaConfig.CLAIM_CHECK_DIR, dir.toString())))) {
+            consumer.subscribe(List.of("tx"));
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (keys.size() < 2 && System.nanoTime() < deadline) {
+                for (ConsumerRecord<String, Tensor> r : consumer.poll(Duration.ofMillis(200))) {
+                    try (Tensor t = r.value()) {
+                        keys.add(r.key());
+                        assertEquals(r.key().endsWith("big") ? 2048 : 2, t.descriptor().shape().dim(0));
+                    }
+                }
+            }
+        }
+        assertEquals(List.of("kept", "kept-big"), keys);
+        // The aborted big tensor's file stays behind, named by no committed record (retention deletes it).
+        try (Stream<Path> s = Files.list(dir)) {
+            assertEquals(2, s.filter(p -> p.toString().endsWith(".hrry")).count());
+        }
+    }
+
+    @Test
     void kafkaStreamsMapsTensorsThroughTheSerde() throws Exception {
         createTopic("st-in", 1);
         createTopic("st-out", 1);
