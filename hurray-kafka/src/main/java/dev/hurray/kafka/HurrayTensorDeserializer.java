@@ -148,6 +148,11 @@ public class HurrayTensorDeserializer implements Deserializer<Tensor> {
             return result;
         } catch (HurrayException e) {
             throw new TensorSerializationException("record of " + size + " bytes from " + topic + " is not a valid Hurray tensor", e);
+        } catch (SerializationException e) {
+            throw e;
+        } catch (RuntimeException e) {
+            // Nothing but SerializationException may reach the consumer's poll loop.
+            throw new SerializationException("decoding a record of " + size + " bytes from " + topic + " failed: " + e, e);
         } finally {
             if (t != null) {
                 t.close();

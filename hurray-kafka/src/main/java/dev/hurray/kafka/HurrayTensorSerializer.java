@@ -134,7 +134,10 @@ public class HurrayTensorSerializer implements Serializer<Tensor> {
         } catch (IOException e) {
             throw new TensorSerializationException("cannot put " + describe(tensor.descriptor()) + " into the claim-check store "
                     + store.uri(), new HurrayException(Status.TRANSPORT, e.getMessage(), e));
-        } catch (IllegalStateException | WrongThreadException e) {
+        } catch (SerializationException e) {
+            throw e;
+        } catch (RuntimeException e) {
+            // A closed tensor (IllegalStateException), another thread's (WrongThreadException), …
             throw new SerializationException("cannot encode a tensor for " + topic + ": " + e.getMessage(), e);
         } finally {
             if (closeAfter) {
