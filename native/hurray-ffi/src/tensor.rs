@@ -112,3 +112,23 @@ pub unsafe extern "C" fn hurray_tensor_destroy(tensor: *mut *mut HurrayTensor) -
         Ok(HURRAY_OK)
     })
 }
+
+impl TensorInner {
+    /// The descriptor half.
+    pub(crate) fn desc_inner(&self) -> Option<&DescInner> {
+        self.descriptor.as_ref().and_then(|d| d.shell.inner.as_ref())
+    }
+
+    /// Each buffer's data pointer and spec, in buffer-table order, appended to `out`.
+    pub(crate) fn buffer_views(&self, out: &mut Vec<crate::decoder::HurrayDecodedBuffer>) {
+        let Some(list) = self.buffers.as_ref().and_then(|l| l.shell.inner.as_ref()) else { return };
+        for slot in &list.0 {
+            if let Some(b) = slot.as_ref().and_then(|b| b.shell.inner.as_ref()) {
+                out.push(crate::decoder::HurrayDecodedBuffer {
+                    data: b.ptr(),
+                    spec: crate::buffer::HurrayBufferSpec::from_handle(&b.handle),
+                });
+            }
+        }
+    }
+}

@@ -1,7 +1,7 @@
 package dev.hurray;
 
 import dev.hurray.internal.NativeWriter;
-import dev.hurray.internal.WriteTransport;
+import dev.hurray.internal.Sink;
 import java.io.Closeable;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -51,19 +51,20 @@ import java.util.Objects;
  */
 public final class Writer implements AutoCloseable {
     private final NativeWriter nativeWriter;
-    private final WriteTransport.Memory memory;
+    private final Sink.Memory memory;
     private final HandleGuard guard = new HandleGuard("writer");
     private boolean finished;
 
-    private Writer(NativeWriter nativeWriter, WriteTransport.Memory memory) {
+    private Writer(NativeWriter nativeWriter, Sink.Memory memory) {
         this.nativeWriter = nativeWriter;
         this.memory = memory;
+        nativeWriter.watch(this, "Writer");
     }
 
-    private static Writer open(WriteTransport transport, WriterOptions options) throws HurrayException {
+    private static Writer open(Sink transport, WriterOptions options) throws HurrayException {
         Objects.requireNonNull(options, "options");
-        return new Writer(NativeWriter.open(transport, options.payloadChecksums()),
-                transport instanceof WriteTransport.Memory m ? m : null);
+        return new Writer(NativeWriter.open(transport, options.payloadChecksums(), options.batchBytes()),
+                transport instanceof Sink.Memory m ? m : null);
     }
 
     /** A writer to {@code out} with default options; see {@link #of(OutputStream, WriterOptions)}. */
@@ -76,7 +77,7 @@ public final class Writer implements AutoCloseable {
      * after each tensor and at finish. {@link #close()} closes the stream.
      */
     public static Writer of(OutputStream out, WriterOptions options) throws HurrayException {
-        return open(WriteTransport.of(out, out), options);
+        return open(Sink.of(out, out), options);
     }
 
     /** A writer to {@code channel} with default options; see {@link #of(WritableByteChannel, WriterOptions)}. */
@@ -92,7 +93,7 @@ public final class Writer implements AutoCloseable {
      */
     public static Writer of(WritableByteChannel channel, WriterOptions options) throws HurrayException {
         requireBlocking(channel);
-        return open(WriteTransport.of(channel, channel), options);
+        return open(Sink.of(channel, channel), options);
     }
 
     /** A writer to {@code socket} with default options; see {@link #of(Socket, WriterOptions)}. */
@@ -119,9 +120,9 @@ public final class Writer implements AutoCloseable {
         SocketChannel ch = socket.getChannel();
         if (ch != null) {
             requireBlocking(ch);
-            return open(WriteTransport.of(ch, shutdown), options);
+            return open(Sink.of(ch, shutdown), options);
         }
-        return open(WriteTransport.of(socket.getOutputStream(), shutdown), options);
+        return open(Sink.of(socket.getOutputStream(), shutdown), options);
     }
 
     /** A writer into a growable heap buffer, with default options; read it with {@link #toByteArray()}. */
@@ -131,7 +132,7 @@ public final class Writer implements AutoCloseable {
 
     /** A writer into a growable heap buffer (at most 2 GiB); read it with {@link #toByteArray()}. */
     public static Writer toMemory(WriterOptions options) throws HurrayException {
-        return open(WriteTransport.toMemory(), options);
+        return open(Sink.toMemory(), options);
     }
 
     private static void requireBlocking(Object channel) {
@@ -160,9 +161,14 @@ public final class Writer implements AutoCloseable {
             tensor.pin();
             try {
                 MemorySegment[] bufs = tensor.rawBuffers();
-                for (int i = 0; i < bufs.length; i++) {
-                    requireUsable(bufs[i], i);
+                if (tensor.borrowsMemory()) {
+                    // The caller's segments: their arena may be closed by its owner at any time.
+                    for (int i = 0; i < bufs.length; i++) {
+                        requireUsable(bufs[i], i);
+                    }
                 }
+                // Memory the tensor owns cannot be freed while it is pinned, so any thread may
+                // write it (the writer reads it by address).
                 MemorySegment d = tensor.nativeDescriptor();
                 if (d == null) {
                     d = tensor.descriptor().nativeHandle();
@@ -171,7 +177,6 @@ public final class Writer implements AutoCloseable {
             } finally {
                 tensor.unpin();
             }
-            flush();
         } finally {
             guard.exit();
         }
@@ -219,7 +224,6 @@ public final class Writer implements AutoCloseable {
                     copies.close();
                 }
             }
-            flush();
         } finally {
             guard.exit();
         }
@@ -236,11 +240,21 @@ public final class Writer implements AutoCloseable {
         }
     }
 
-    private void flush() throws HurrayException {
+    /**
+     * Sends the tensors a batching writer ({@link WriterOptions#batchBytes()} above 0) still
+     * holds, and flushes the sink (an {@code OutputStream}'s {@code flush()}). A no-op for
+     * bytes already sent.
+     *
+     * @throws HurrayException {@link Status#TRANSPORT} with the sink's exception as cause; if
+     *     part of the pending bytes had left, the writer is poisoned (the message says so)
+     * @throws IllegalStateException if the writer is closed or in use by another thread
+     */
+    public void flush() throws HurrayException {
+        guard.enter();
         try {
-            nativeWriter.transport().flush();
-        } catch (IOException | RuntimeException e) {
-            throw new HurrayException(Status.TRANSPORT, "flushing the sink failed", e);
+            nativeWriter.flush();
+        } finally {
+            guard.exit();
         }
     }
 
@@ -256,7 +270,6 @@ public final class Writer implements AutoCloseable {
             if (!finished) {
                 nativeWriter.finish();
                 finished = true;
-                flush();
             }
         } finally {
             guard.exit();
@@ -296,7 +309,6 @@ public final class Writer implements AutoCloseable {
             try {
                 nativeWriter.finish();
                 finished = true;
-                flush();
             } catch (HurrayException e) {
                 if (e.status() != Status.POISONED) {
                     failure = e;
