@@ -40,9 +40,11 @@ import org.apache.kafka.common.serialization.Serializer;
  * {@code KafkaProducer.send}, so the caller may close the tensor as soon as {@code send} returns.
  *
  * <h2>Threads</h2>
- * {@code send} runs the serializer on the calling thread, so a {@link dev.hurray.TensorScope#CONFINED
- * confined} tensor must be sent from the thread that made it (else a plain
- * {@link SerializationException} wrapping {@link WrongThreadException}). The serializer may be
+ * {@code send} runs the serializer on the calling thread; which tensors that thread may encode is
+ * {@link dev.hurray.Writer#write(Tensor)}'s rule (a tensor over borrowed memory must be
+ * accessible from it, else a plain {@link SerializationException} wrapping
+ * {@link WrongThreadException}; a closed tensor is one wrapping {@link IllegalStateException}).
+ * The serializer may be
  * called by many threads at once (as a shared producer is): each calling thread gets its own
  * long-lived native writer, which encodes that thread's records one after the other (a new
  * writer per record would cost several times the encoding of a small tensor); they are freed by

@@ -28,6 +28,12 @@ class HurrayTensorDeserializerTest {
     private final HurrayTensorSerializer ser = new HurrayTensorSerializer(Map.of());
     private final HurrayTensorDeserializer de = new HurrayTensorDeserializer(Map.of());
 
+    @org.junit.jupiter.api.AfterEach
+    void close() {
+        ser.close();
+        de.close();
+    }
+
     private static float[] floats(int n, long seed) {
         Random r = new Random(seed);
         float[] v = new float[n];
@@ -61,8 +67,8 @@ class HurrayTensorDeserializerTest {
     @Test
     void payloadChecksumsAreOptionalAndCanBeRequired() {
         HurrayTensorDeserializer strict = new HurrayTensorDeserializer(Map.of(HurrayKafkaConfig.REQUIRE_PAYLOAD_CHECKSUMS, "true"));
-        HurrayTensorSerializer withCrc = new HurrayTensorSerializer(Map.of(HurrayKafkaConfig.PAYLOAD_CHECKSUMS, true));
-        try (Tensor t = Tensor.of(new int[] {1, 2, 3, 4, 5, 6}, 2, 3)) {
+        try (HurrayTensorSerializer withCrc = new HurrayTensorSerializer(Map.of(HurrayKafkaConfig.PAYLOAD_CHECKSUMS, true));
+             Tensor t = Tensor.of(new int[] {1, 2, 3, 4, 5, 6}, 2, 3)) {
             byte[] plain = ser.serialize("t", t);
             byte[] crc = withCrc.serialize("t", t);
             assertTrue(crc.length > plain.length);
@@ -164,8 +170,13 @@ class HurrayTensorDeserializerTest {
     void claimCheckRoundTripAndMissingFile(@TempDir Path dir) throws IOException {
         Map<String, Object> cfg = Map.of(HurrayKafkaConfig.CLAIM_CHECK_DIR, dir.toString(),
                 HurrayKafkaConfig.CLAIM_CHECK_THRESHOLD, 1024);
-        HurrayTensorSerializer s = new HurrayTensorSerializer(cfg);
-        HurrayTensorDeserializer d = new HurrayTensorDeserializer(cfg);
+        try (HurrayTensorSerializer s = new HurrayTensorSerializer(cfg);
+             HurrayTensorDeserializer d = new HurrayTensorDeserializer(cfg)) {
+            claimCheck(dir, s, d);
+        }
+    }
+
+    private void claimCheck(Path dir, HurrayTensorSerializer s, HurrayTensorDeserializer d) throws IOException {
         float[] v = floats(4096, 4);
         RecordHeaders h = new RecordHeaders();
         byte[] ref;
@@ -198,8 +209,8 @@ class HurrayTensorDeserializerTest {
         // No store on the consumer, or another store: refused, never resolved elsewhere.
         assertEquals(Status.UNSUPPORTED, status(() -> de.deserialize("t", ref)));
         // Without a store, the producer refuses a tensor over the threshold.
-        HurrayTensorSerializer noStore = new HurrayTensorSerializer(Map.of(HurrayKafkaConfig.CLAIM_CHECK_THRESHOLD, "1024"));
-        try (Tensor t = Tensor.of(v, 4096)) {
+        try (HurrayTensorSerializer noStore = new HurrayTensorSerializer(Map.of(HurrayKafkaConfig.CLAIM_CHECK_THRESHOLD, "1024"));
+             Tensor t = Tensor.of(v, 4096)) {
             assertEquals(Status.LIMIT_EXCEEDED, status(() -> noStore.serialize("t", t)));
         }
     }

@@ -279,8 +279,8 @@ class KafkaBrokerTest {
         String topic = "bad";
         createTopic(topic, 1);
         byte[] good;
-        try (Tensor t = Tensor.of(new float[] {4, 5, 6}, 3)) {
-            good = new HurrayTensorSerializer(Map.of()).serialize(topic, t);
+        try (HurrayTensorSerializer ser = new HurrayTensorSerializer(Map.of()); Tensor t = Tensor.of(new float[] {4, 5, 6}, 3)) {
+            good = ser.serialize(topic, t);
         }
         byte[] corrupt = good.clone();
         corrupt[45] ^= 0x10;   // inside the descriptor: its CRC32C no longer matches
@@ -367,8 +367,10 @@ class KafkaBrokerTest {
         props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100);
         props.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
         Map<String, Object> serdeCfg = Map.of(HurrayKafkaConfig.CLOSE_AFTER_SERIALIZE, true);
+        HurrayTensorSerde inSerde = new HurrayTensorSerde(serdeCfg);
+        HurrayTensorSerde outSerde = new HurrayTensorSerde(serdeCfg);
         StreamsBuilder builder = new StreamsBuilder();
-        builder.stream("st-in", Consumed.with(Serdes.String(), new HurrayTensorSerde(serdeCfg)))
+        builder.stream("st-in", Consumed.with(Serdes.String(), inSerde))
                 .mapValues(t -> {
                     try (t) {
                         float[] v = t.toFloatArray();
@@ -378,9 +380,9 @@ class KafkaBrokerTest {
                         return Tensor.of(v, t.descriptor().shape().dims());
                     }
                 })
-                .to("st-out", Produced.with(Serdes.String(), new HurrayTensorSerde(serdeCfg)));
+                .to("st-out", Produced.with(Serdes.String(), outSerde));
         int n = 20;
-        try (KafkaStreams streams = new KafkaStreams(builder.build(), props)) {
+        try (inSerde; outSerde; KafkaStreams streams = new KafkaStreams(builder.build(), props)) {
             streams.start();
             try (KafkaProducer<String, Tensor> producer = new KafkaProducer<>(producerProps(Map.of()))) {
                 for (int i = 0; i < n; i++) {
