@@ -1190,6 +1190,21 @@ HurrayStatus hurray_encoder_encode(struct HurrayEncoder *encoder,
                                    size_t count,
                                    struct HurrayEncoderState *out_state);
 
+// As `hurray_encoder_encode`, with the descriptor given as its encoding (`len` bytes at
+// `descriptor`, docs/spec/descriptor.md), which is decoded and validated first: a binding
+// that keeps descriptors as bytes needs no descriptor handle per tensor. Errors as
+// `hurray_encoder_encode`, plus the decoder's (`INVALID_MAGIC`, `CORRUPT`, validation
+// statuses). Added in ABI 4 (additive).
+//
+// # Safety
+// As `hurray_encoder_encode`; `descriptor` valid for `len` reads.
+HurrayStatus hurray_encoder_encode_encoded(struct HurrayEncoder *encoder,
+                                           const uint8_t *descriptor,
+                                           size_t len,
+                                           const struct HurrayIoSlice *payloads,
+                                           size_t count,
+                                           struct HurrayEncoderState *out_state);
+
 // Stages the end-of-stream marker (and the stream header if nothing was staged); idempotent.
 // Writes the pending output's state to `*out_state` (may be NULL). Errors: `POISONED`,
 // `INVALID_STATE` (output borrowing payloads is pending). Added in ABI 4 (additive).
@@ -1237,6 +1252,15 @@ HurrayStatus hurray_encoder_consume(struct HurrayEncoder *encoder,
 HurrayStatus hurray_encoder_abort(struct HurrayEncoder *encoder,
                                   uint32_t take_back_last,
                                   struct HurrayEncoderState *out_state);
+
+// Sets the largest payload the encoder copies into its staged output (default and maximum
+// 65536 bytes); larger payloads are borrowed (see `hurray_encoder_encode`). For callers that
+// send an item's pieces with one gathering write (`writev`), a smaller value saves copying
+// mid-sized payloads. The bytes on the wire do not change. Added in ABI 4 (additive).
+//
+// # Safety
+// `encoder` live.
+HurrayStatus hurray_encoder_set_coalesce_bytes(struct HurrayEncoder *encoder, size_t bytes);
 
 // Destroys an encoder (pending output is dropped, not sent) and writes NULL to `*encoder`;
 // NULL or `*encoder == NULL` is a no-op. Added in ABI 4 (additive).

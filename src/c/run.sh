@@ -28,6 +28,13 @@ if ldd "$tmp/socketpair_static" | grep libhurray >/dev/null; then
 fi
 ldd "$tmp/socketpair_shared" | grep "$dist/libhurray.so" >/dev/null || { echo "socketpair_shared does not load $dist/libhurray.so" >&2; exit 1; }
 
+"$CC" "${cflags[@]}" -o "$tmp/sans_io_static" "$here/sans_io_test.c" "$root/native/target/dist/libhurray.a" "${static_libs[@]}"
+"$CC" "${cflags[@]}" -o "$tmp/sans_io_shared" "$here/sans_io_test.c" -L"$dist" -lhurray -Wl,-rpath,"$dist" -lpthread
+for t in sans_io_static sans_io_shared; do
+  echo "== $t"
+  "$tmp/$t"
+done
+
 golden="$root/src/golden/stream_v1_checksums.hrry"
 count=$(grep -A6 '"file": "stream_v1_checksums.hrry"' "$root/src/golden/manifest.json" | sed -n 's/.*"tensor_count": \([0-9]*\).*/\1/p')
 for t in socketpair_static socketpair_shared; do

@@ -162,7 +162,7 @@ impl StreamDecoder {
         if matches!(self.state, State::Ended | State::Failed(_)) || buffered > 0 {
             return Ok(&mut []);
         }
-        if self.ahead.len() == 0 {
+        if self.ahead.is_empty() {
             self.ahead = AlignedBuf::new(READ_AHEAD_BYTES as u64, crate::MIN_BUFFER_ALIGNMENT)?;
         }
         self.ahead.clear();

@@ -387,7 +387,7 @@ impl TensorDescriptor {
                     if axis >= rank {
                         bail!(InvalidArgument, "quantization axis {axis} out of range for rank {rank}");
                     }
-                    let need = self.shape.dims()[axis].checked_mul(4).unwrap_or(u64::MAX);
+                    let need = self.shape.dims()[axis].saturating_mul(4);
                     for i in 1..3 {
                         if self.buffers[i].byte_size() < need {
                             bail!(BufferTooSmall, "buffer {i} needs {need} bytes of float32 per-channel parameters");

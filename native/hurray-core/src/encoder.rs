@@ -84,6 +84,8 @@ pub struct StreamEncoder {
     pending: u64,
     borrowed: bool,
     mark: Option<Mark>,
+    /// Payloads up to this many bytes are copied into the staged output; larger ones borrowed.
+    coalesce: usize,
 }
 
 impl StreamEncoder {
@@ -102,7 +104,16 @@ impl StreamEncoder {
             pending: 0,
             borrowed: false,
             mark: None,
+            coalesce: COALESCE_BYTES,
         }
+    }
+
+    /// Sets the largest payload copied into the staged output (default and maximum
+    /// [`COALESCE_BYTES`]); larger payloads are borrowed. A caller that sends pieces with one
+    /// gathering write per item gains nothing from copying mid-sized payloads, and saves the
+    /// copy. Takes effect from the next item. The bytes on the wire do not change.
+    pub fn set_coalesce_bytes(&mut self, bytes: usize) {
+        self.coalesce = bytes.min(COALESCE_BYTES);
     }
 
     /// Stages one tensor: `payloads[i]` is buffer `i` of the descriptor's buffer table and must
@@ -139,7 +150,7 @@ impl StreamEncoder {
         self.staged.extend_from_slice(encoded);
         let item_start = start;
         for (i, p) in payloads.iter().enumerate() {
-            if p.len() <= COALESCE_BYTES && self.staged.len() - item_start + p.len() <= 2 * COALESCE_BYTES {
+            if p.len() <= self.coalesce && self.staged.len() - item_start + p.len() <= 2 * COALESCE_BYTES {
                 self.staged.extend_from_slice(p);
             } else {
                 self.push_staged(start);

@@ -181,7 +181,7 @@ fn a_failure_before_any_byte_takes_the_item_back_and_after_one_poisons() {
 
 #[test]
 fn encoder_misuse_is_refused() {
-    let items = vec![big_item(200 * 1024), dense_item_small()];
+    let items = [big_item(200 * 1024), dense_item_small()];
     let mut e = StreamEncoder::new(WriterOptions::default());
     let big = &items[0];
     e.encode(&big.desc, &big.desc.encode().unwrap(), &big.slices()).unwrap();
@@ -198,4 +198,24 @@ fn encoder_misuse_is_refused() {
     assert_eq!(e.pending_bytes(), 0);
     e.finish().unwrap();
     assert_eq!(e.encode(&small.desc, &small.desc.encode().unwrap(), &small.slices()).unwrap_err().kind(), ErrorKind::InvalidState);
+}
+
+#[test]
+fn a_lower_coalesce_limit_borrows_more_and_keeps_the_bytes() {
+    let items = corpus();
+    let mut e = StreamEncoder::new(WriterOptions::default());
+    e.set_coalesce_bytes(16);
+    let mut wire = Vec::new();
+    let mut borrowed = 0;
+    for it in &items {
+        e.encode(&it.desc, &it.desc.encode().unwrap(), &it.slices()).unwrap();
+        if e.borrows_payloads() {
+            borrowed += 1;
+        }
+        drain(&mut e, &it.slices(), &mut wire);
+    }
+    e.finish().unwrap();
+    drain(&mut e, &[], &mut wire);
+    assert!(borrowed > 5, "{borrowed} items borrowed");
+    assert_eq!(wire, encode_stream(&items, false));
 }

@@ -115,6 +115,53 @@ pub unsafe extern "C" fn hurray_encoder_encode(
     })
 }
 
+/// As `hurray_encoder_encode`, with the descriptor given as its encoding (`len` bytes at
+/// `descriptor`, docs/spec/descriptor.md), which is decoded and validated first: a binding
+/// that keeps descriptors as bytes needs no descriptor handle per tensor. Errors as
+/// `hurray_encoder_encode`, plus the decoder's (`INVALID_MAGIC`, `CORRUPT`, validation
+/// statuses). Added in ABI 4 (additive).
+///
+/// # Safety
+/// As `hurray_encoder_encode`; `descriptor` valid for `len` reads.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_encoder_encode_encoded(
+    encoder: *mut HurrayEncoder,
+    descriptor: *const u8,
+    len: usize,
+    payloads: *const HurrayIoSlice,
+    count: usize,
+    out_state: *mut HurrayEncoderState,
+) -> HurrayStatus {
+    guard("hurray_encoder_encode_encoded", || {
+        let e = unsafe { handle::inner_mut(encoder, "encoder")? };
+        non_null(descriptor, "descriptor")?;
+        if count > MAX_PAYLOADS {
+            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("{count} payloads; a tensor has at most {MAX_PAYLOADS} buffers")));
+        }
+        if len > hurray_core::MAX_DESCRIPTOR_BYTES {
+            return Err(FfiError::new(HURRAY_ERR_LIMIT_EXCEEDED, format!("a descriptor of {len} bytes exceeds {}", hurray_core::MAX_DESCRIPTOR_BYTES)));
+        }
+        // SAFETY: the caller passes `len` readable bytes (bounded above).
+        let bytes = unsafe { std::slice::from_raw_parts(descriptor, len) };
+        let desc = hurray_core::TensorDescriptor::decode(bytes)?;
+        let slices: &[HurrayIoSlice] = if count == 0 {
+            &[]
+        } else {
+            non_null(payloads, "payloads")?;
+            // SAFETY: the caller passes `count` readable slices (count bounded above).
+            unsafe { std::slice::from_raw_parts(payloads, count) }
+        };
+        let parts = payload_parts(slices)?;
+        e.encoder.encode(&desc, bytes, &parts)?;
+        e.borrowed.clear();
+        if e.encoder.borrows_payloads() {
+            e.borrowed.extend_from_slice(slices);
+        }
+        put_state(out_state, e.state());
+        Ok(HURRAY_OK)
+    })
+}
+
 /// The payload ranges as byte slices.
 fn payload_parts(slices: &[HurrayIoSlice]) -> FfiResult<Vec<&[u8]>> {
     let mut parts: Vec<&[u8]> = Vec::with_capacity(slices.len());
@@ -233,6 +280,21 @@ pub unsafe extern "C" fn hurray_encoder_abort(encoder: *mut HurrayEncoder, take_
         if poisoned {
             return Err(FfiError::new(HURRAY_ERR_POISONED, "sending failed after part of the pending output left; the encoder is poisoned"));
         }
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Sets the largest payload the encoder copies into its staged output (default and maximum
+/// 65536 bytes); larger payloads are borrowed (see `hurray_encoder_encode`). For callers that
+/// send an item's pieces with one gathering write (`writev`), a smaller value saves copying
+/// mid-sized payloads. The bytes on the wire do not change. Added in ABI 4 (additive).
+///
+/// # Safety
+/// `encoder` live.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_encoder_set_coalesce_bytes(encoder: *mut HurrayEncoder, bytes: usize) -> HurrayStatus {
+    guard("hurray_encoder_set_coalesce_bytes", || {
+        unsafe { handle::inner_mut(encoder, "encoder")? }.encoder.set_coalesce_bytes(bytes);
         Ok(HURRAY_OK)
     })
 }

@@ -284,6 +284,8 @@ fn null_cases(f: &Fixture) -> Vec<Case<'_>> {
             ("hurray_descriptor_with_name", Box::new(move || hurray_descriptor_with_name(d, null(), 0, null_mut()))),
             ("hurray_descriptor_with_name", Box::new(move || hurray_descriptor_with_name(d, null(), 3, pp.cast()))),
             ("hurray_descriptor_new", Box::new(move || hurray_ffi::descriptor_spec::hurray_descriptor_new(null(), pp.cast()))),
+            ("hurray_encoder_encode_encoded", Box::new(move || hurray_ffi::encoder::hurray_encoder_encode_encoded(null_mut(), hb, 16, null(), 0, null_mut()))),
+            ("hurray_encoder_set_coalesce_bytes", Box::new(move || hurray_ffi::encoder::hurray_encoder_set_coalesce_bytes(null_mut(), 0))),
             ("hurray_decoder_new", Box::new(move || hurray_ffi::decoder::hurray_decoder_new(null(), 0, null_mut()))),
             ("hurray_decoder_next", Box::new(move || hurray_ffi::decoder::hurray_decoder_next(null_mut(), 0, 0, &mut std::mem::zeroed()))),
             ("hurray_decoder_set_buffer_pool_bytes", Box::new(move || hurray_ffi::decoder::hurray_decoder_set_buffer_pool_bytes(null_mut(), 0))),

@@ -297,3 +297,37 @@ fn descriptor_new_equals_the_builder_and_reports_the_failing_step() {
         expect(hurray_descriptor_new(&spec, null_mut()), HURRAY_ERR_NULL_POINTER);
     }
 }
+
+#[test]
+fn encode_encoded_equals_encode_and_refuses_bad_bytes() {
+    let items = corpus();
+    let want = encode_stream(&items, false);
+    let mut wire = Vec::new();
+    unsafe {
+        let mut e = null_mut();
+        expect(hurray_encoder_new(null(), &mut e), HURRAY_OK);
+        let mut st = HurrayEncoderState::default();
+        for it in &items {
+            let enc = it.desc.encode().unwrap();
+            let s = slices(&it.payloads);
+            expect(hurray_encoder_encode_encoded(e, enc.as_ptr(), enc.len(), s.as_ptr(), s.len(), &mut st), HURRAY_OK);
+            drain(e, usize::MAX, &mut wire);
+        }
+        expect(hurray_encoder_finish(e, &mut st), HURRAY_OK);
+        drain(e, usize::MAX, &mut wire);
+        assert_eq!(wire, want);
+        let mut e2 = null_mut();
+        expect(hurray_encoder_new(null(), &mut e2), HURRAY_OK);
+        let garbage = [0u8; 40];
+        expect(hurray_encoder_encode_encoded(e2, garbage.as_ptr(), garbage.len(), null(), 0, &mut st), HURRAY_ERR_INVALID_MAGIC);
+        let mut enc = items[0].desc.encode().unwrap();
+        enc.push(0);
+        let s = slices(&items[0].payloads);
+        expect(hurray_encoder_encode_encoded(e2, enc.as_ptr(), enc.len(), s.as_ptr(), s.len(), &mut st), HURRAY_ERR_CORRUPT);
+        let mut n = usize::MAX;
+        expect(hurray_encoder_output(e2, null_mut(), 0, &mut n), HURRAY_OK);
+        assert_eq!(n, 0, "nothing staged by the failed calls");
+        expect(hurray_encoder_destroy(&mut e), HURRAY_OK);
+        expect(hurray_encoder_destroy(&mut e2), HURRAY_OK);
+    }
+}

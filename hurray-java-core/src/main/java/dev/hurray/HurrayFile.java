@@ -274,7 +274,11 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
 
     // ---------------------------------------------------------------- accessors
 
-    /** The container's size in bytes. @throws IllegalStateException if closed or in use */
+    /**
+     * The container's size in bytes.
+     *
+     * @throws IllegalStateException if closed or in use
+     */
     public long size() throws HurrayException {
         guard.enter();
         try {
@@ -284,7 +288,11 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
         }
     }
 
-    /** The number of tensors. @throws IllegalStateException if closed or in use */
+    /**
+     * The number of tensors.
+     *
+     * @throws IllegalStateException if closed or in use
+     */
     public long count() throws HurrayException {
         guard.enter();
         try {

@@ -62,6 +62,15 @@ import java.util.stream.StreamSupport;
  * thread while a read is blocked is refused with {@link IllegalStateException}; close the
  * underlying source instead (the blocked read then fails with {@link Status#TRANSPORT}). The
  * tensors' thread rules follow {@link ReaderOptions#tensorScope()}.
+ *
+ * <h2>Virtual threads and cost</h2>
+ * No Java code runs inside a native call: the native decoder ({@code hurray_decoder_next},
+ * docs/spec/c-abi.md §Decoders and encoders) returns either a tensor or the memory region the
+ * next bytes must go to, and the reader fills that region from the source in Java. A virtual
+ * thread blocked on the source therefore unmounts from its carrier, and interrupting it closes
+ * an interruptible channel and fails the read with {@link Status#TRANSPORT}. A tensor whose
+ * bytes are already buffered costs one native call, which also returns its descriptor fields
+ * and buffer addresses.
  */
 public final class Reader implements AutoCloseable, Iterable<Tensor> {
     private final NativeReader nativeReader;

@@ -463,12 +463,20 @@ public final class Tensor implements AutoCloseable {
         return buffers[index];
     }
 
-    /** The float32 elements, row-major. @throws IllegalStateException for another dtype or layout, or after close */
+    /**
+     * The float32 elements, row-major.
+     *
+     * @throws IllegalStateException for another dtype or layout, or after close
+     */
     public float[] toFloatArray() {
         return elements(ValueLayout.JAVA_FLOAT_UNALIGNED, ElementType.FLOAT32).toArray(le(ValueLayout.JAVA_FLOAT_UNALIGNED));
     }
 
-    /** The float64 elements, row-major. @throws IllegalStateException for another dtype or layout, or after close */
+    /**
+     * The float64 elements, row-major.
+     *
+     * @throws IllegalStateException for another dtype or layout, or after close
+     */
     public double[] toDoubleArray() {
         return elements(ValueLayout.JAVA_DOUBLE_UNALIGNED, ElementType.FLOAT64).toArray(le(ValueLayout.JAVA_DOUBLE_UNALIGNED));
     }

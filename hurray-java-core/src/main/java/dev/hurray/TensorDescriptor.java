@@ -127,6 +127,11 @@ public final class TensorDescriptor {
         return nativeDescriptor.hasEncoding(encodedView);
     }
 
+    /** The native twin (handle and/or encoding); for the writer. */
+    NativeDescriptor nativeTwin() {
+        return nativeDescriptor;
+    }
+
     /** The native descriptor handle (owned, cached); for the reader and writer. */
     MemorySegment nativeHandle() throws HurrayException {
         return nativeDescriptor.handle();

@@ -1,5 +1,6 @@
 package dev.hurray;
 
+import dev.hurray.internal.NativeDescriptor;
 import dev.hurray.internal.NativeWriter;
 import dev.hurray.internal.Sink;
 import java.io.Closeable;
@@ -30,8 +31,12 @@ import java.util.Objects;
  * and memory ({@link #toMemory()}, read back with {@link #toByteArray()}).
  *
  * <h2>Semantics</h2>
- * A tensor is entirely handed to the sink when {@link #write(Tensor)} returns; nothing is
- * retained after the call. {@link #finish()} writes the end-of-stream marker, and
+ * By default a tensor is entirely handed to the sink when {@link #write(Tensor)} returns;
+ * nothing is retained after the call. With {@link WriterOptions#batchBytes()} above 0, small
+ * tensors are copied into the writer's native staging buffer and sent together once that many
+ * bytes are pending, on {@link #flush()}, or on {@link #close()} (a tensor with a payload over
+ * 64 KiB is always sent before {@code write} returns); the payloads are never referenced after
+ * {@code write} returns either way. {@link #finish()} writes the end-of-stream marker, and
  * {@link #close()} does so if it was not done, then closes the sink (a socket is only shut down
  * for output).
  *
@@ -47,7 +52,11 @@ import java.util.Objects;
  * <h2>Threads</h2>
  * One writer, one thread at a time: a concurrent call, a call from inside the writer's own
  * sink, or a close during a call on another thread fails with {@link IllegalStateException}.
- * A writer may be made on one thread and used or closed on another.
+ * A writer may be made on one thread and used or closed on another, and it may write a tensor
+ * made on another thread if the tensor owns its memory ({@link Tensor#of}, {@link
+ * Tensor#allocate}, read tensors): it is read by address while pinned against closing.
+ * No Java code runs inside a native call (the native encoder stages bytes; the writer sends
+ * them), so a virtual thread blocked on the sink unmounts from its carrier.
  */
 public final class Writer implements AutoCloseable {
     private final NativeWriter nativeWriter;
@@ -170,10 +179,11 @@ public final class Writer implements AutoCloseable {
                 // Memory the tensor owns cannot be freed while it is pinned, so any thread may
                 // write it (the writer reads it by address).
                 MemorySegment d = tensor.nativeDescriptor();
-                if (d == null) {
-                    d = tensor.descriptor().nativeHandle();
+                if (d != null) {
+                    nativeWriter.write(d, bufs);
+                } else {
+                    write(tensor.descriptor().nativeTwin(), bufs);
                 }
-                nativeWriter.write(d, bufs);
             } finally {
                 tensor.unpin();
             }
@@ -218,7 +228,7 @@ public final class Writer implements AutoCloseable {
                         bufs[i] = c;
                     }
                 }
-                nativeWriter.write(descriptor.nativeHandle(), bufs);
+                write(descriptor.nativeTwin(), bufs);
             } finally {
                 if (copies != null) {
                     copies.close();
@@ -226,6 +236,16 @@ public final class Writer implements AutoCloseable {
             }
         } finally {
             guard.exit();
+        }
+    }
+
+    /** Writes with the descriptor's handle if it has one, else with its encoding (no handle made). */
+    private void write(NativeDescriptor d, MemorySegment[] bufs) throws HurrayException {
+        MemorySegment h = d.handleIfPresent();
+        if (h != null) {
+            nativeWriter.write(h, bufs);
+        } else {
+            nativeWriter.writeEncoded(d.encodedBytes(), bufs);
         }
     }
 

@@ -246,21 +246,53 @@ public final class NativeDescriptor {
         }
         MemorySegment slot = Native.scratch();
         Native.check(hurray_h.hurray_descriptor_new(spec, slot));
-        NativeDescriptor n = new NativeDescriptor(own(slot.get(ADDRESS, 0)), null);
+        MemorySegment raw = slot.get(ADDRESS, 0);
         List<BufferSpec> table = buffers;
         if (buffers.isEmpty()) {
             MemorySegment s = Native.scratch();
-            Native.check(hurray_h.hurray_descriptor_buffer_spec(n.handle, 0, s));
+            int rc = hurray_h.hurray_descriptor_buffer_spec(raw, 0, s);
+            if (rc < 0) {
+                destroyQuietly(raw);
+                throw Native.error(rc, null);
+            }
             table = List.of(new BufferSpec(HurrayBufferSpec.byte_size(s), HurrayBufferSpec.alignment(s),
                     DeviceTag.fromCode(Byte.toUnsignedInt(HurrayBufferSpec.device_tag(s))),
                     SyncMode.fromCode(Byte.toUnsignedInt(HurrayBufferSpec.sync_mode(s)))));
         }
+        NativeDescriptor n = takeEncoding(raw);
         Map<String, byte[]> metadata = keys.length == 0 ? Collections.emptyMap() : new LinkedHashMap<>();
         for (Map.Entry<String, byte[]> e : f.metadata().entrySet()) {
             metadata.put(e.getKey(), e.getValue().clone());
         }
         return new Built(n, new DescriptorFields(f.elementType(), f.shape(), f.layout(), f.byteOffset(), table,
                 f.quantization(), f.name(), metadata));
+    }
+
+    /**
+     * Copies the encoding of a new owned descriptor into a Java array and destroys the native
+     * descriptor at once: a descriptor made per tensor then costs no native handle, automatic
+     * arena or cleaner. The handle is decoded again only if something needs one
+     * ({@link #handle()}); the stream writer takes the bytes.
+     */
+    private static NativeDescriptor takeEncoding(MemorySegment raw) throws HurrayException {
+        try {
+            MemorySegment s = Native.scratch();
+            Native.check(hurray_h.hurray_descriptor_encoded(raw, s, s.asSlice(8)));
+            byte[] bytes = s.get(ADDRESS, 0).reinterpret(s.get(JAVA_LONG, 8)).toArray(JAVA_BYTE);
+            return new NativeDescriptor(null, bytes);
+        } finally {
+            destroyQuietly(raw);
+        }
+    }
+
+    /** The native handle if one was made (owned, cached), else null; never decodes. */
+    public MemorySegment handleIfPresent() {
+        return handle;
+    }
+
+    /** The stored encoding (not a copy: callers must not change it), or null for a handle-only twin. */
+    public byte[] encodedBytes() {
+        return encoded;
     }
 
     /** Copies {@code bytes} to {@code area} at {@code at}; returns the offset after them. */
@@ -363,12 +395,12 @@ public final class NativeDescriptor {
             MemorySegment name = s.asSlice(NAME_OFFSET, NAME_BYTES);
             MemorySegment.copy(utf8, 0, name, JAVA_BYTE, 0, utf8.length);
             Native.check(hurray_h.hurray_descriptor_with_name(h, name, utf8.length, s));
-            return new NativeDescriptor(own(s.get(ADDRESS, 0)), null);
+            return takeEncoding(s.get(ADDRESS, 0));
         }
         try (Arena a = Arena.ofConfined()) {
             MemorySegment name = a.allocateFrom(JAVA_BYTE, utf8);
             Native.check(hurray_h.hurray_descriptor_with_name(h, name, utf8.length, s));
-            return new NativeDescriptor(own(s.get(ADDRESS, 0)), null);
+            return takeEncoding(s.get(ADDRESS, 0));
         }
     }
 

@@ -1,6 +1,7 @@
 package dev.hurray.internal;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import dev.hurray.HurrayException;
@@ -33,6 +34,8 @@ import java.lang.foreign.MemorySegment;
 public final class NativeWriter {
     /** Most payloads one tensor can have (the format's buffer-table limit). */
     public static final int MAX_PAYLOADS = 64;
+    /** Largest payload copied into the staging buffer when the sink gathers (16 KiB). */
+    private static final long GATHER_COALESCE_BYTES = 16 * 1024;
     /** Pieces listed per {@code hurray_encoder_output} call. */
     private static final int MAX_PIECES = 2 * MAX_PAYLOADS + 2;
 
@@ -42,6 +45,7 @@ public final class NativeWriter {
     private final MemorySegment pieces;
     private final MemorySegment state;
     private final MemorySegment count;
+    private MemorySegment descriptorScratch;
     private MemorySegment handle;
     private Leaks.Resource resource;
 
@@ -52,6 +56,7 @@ public final class NativeWriter {
         this.pieces = HurrayIoSlice.allocateArray(MAX_PIECES, auto);
         this.state = HurrayEncoderState.allocate(auto);
         this.count = auto.allocate(JAVA_LONG);
+        this.descriptorScratch = auto.allocate(4096, 8);
         this.handle = handle;
     }
 
@@ -70,6 +75,11 @@ public final class NativeWriter {
             MemorySegment slot = arena.allocate(ADDRESS);
             Native.check(hurray_h.hurray_encoder_new(opts, slot));
             MemorySegment h = slot.get(ADDRESS, 0);
+            if (sink.gathers()) {
+                // Pieces leave in one gathering write, so copying mid-sized payloads into the
+                // staging buffer would only cost a memcpy.
+                Native.check(hurray_h.hurray_encoder_set_coalesce_bytes(h, GATHER_COALESCE_BYTES));
+            }
             Native.debug("hurray: encoder {} created", h);
             return new NativeWriter(sink, batchBytes, Arena.ofAuto(), h);
         }
@@ -92,19 +102,44 @@ public final class NativeWriter {
      *     retried, unless the message says the writer is poisoned); {@link Status#POISONED}
      */
     public void write(MemorySegment descriptor, MemorySegment[] payloads) throws HurrayException {
+        fillSlices(payloads);
+        Native.check(hurray_h.hurray_encoder_encode(handle, descriptor, slices, payloads.length, state));
+        afterStaging();
+    }
+
+    private void fillSlices(MemorySegment[] payloads) {
         for (int i = 0; i < payloads.length; i++) {
             long len = payloads[i].byteSize();
             long at = i * HurrayIoSlice.sizeof();
             slices.set(JAVA_LONG, at + HurrayIoSlice.ptr$offset(), len == 0 ? 0 : payloads[i].address());
             slices.set(JAVA_LONG, at + HurrayIoSlice.len$offset(), len);
         }
-        Native.check(hurray_h.hurray_encoder_encode(handle, descriptor, slices, payloads.length, state));
+    }
+
+    /** Sends the pending output unless it may wait for the batch. */
+    private void afterStaging() throws HurrayException {
         if (HurrayEncoderState.borrows_payloads(state) != 0 || HurrayEncoderState.pending_bytes(state) >= batchBytes) {
             send(true);
             if (batchBytes == 0) {
                 flushSink();
             }
         }
+    }
+
+    /**
+     * As {@link #write(MemorySegment, MemorySegment[])}, for a descriptor that Java holds as
+     * its encoding only ({@code hurray_encoder_encode_encoded}: decoded and validated natively,
+     * no descriptor handle needed). The bytes pass through a scratch area owned by this writer.
+     */
+    public void writeEncoded(byte[] encoded, MemorySegment[] payloads) throws HurrayException {
+        if (encoded.length > descriptorScratch.byteSize()) {
+            descriptorScratch = Arena.ofAuto().allocate(Math.max(encoded.length, 2 * descriptorScratch.byteSize()), 8);
+        }
+        MemorySegment.copy(encoded, 0, descriptorScratch, JAVA_BYTE, 0, encoded.length);
+        fillSlices(payloads);
+        Native.check(hurray_h.hurray_encoder_encode_encoded(handle, descriptorScratch, encoded.length, slices,
+                payloads.length, state));
+        afterStaging();
     }
 
     /** Sends whatever is pending and flushes the sink. */
@@ -129,6 +164,10 @@ public final class NativeWriter {
             Native.check(hurray_h.hurray_encoder_output(handle, pieces, MAX_PIECES, count));
             long n = count.get(JAVA_LONG, 0);
             long sent = 0;
+            if (n > 1 && sink.gathers()) {
+                sendGathered((int) n, takeBackLast);
+                continue;
+            }
             for (int i = 0; i < n; i++) {
                 MemorySegment p = HurrayIoSlice.asSlice(pieces, i);
                 MemorySegment bytes = HurrayIoSlice.ptr(p).reinterpret(HurrayIoSlice.len(p));
@@ -152,6 +191,34 @@ public final class NativeWriter {
             }
             Native.check(hurray_h.hurray_encoder_consume(handle, sent, state));
         }
+    }
+
+    /** Sends {@code n} listed pieces with gathering writes (one system call when the socket takes them all). */
+    private void sendGathered(int n, boolean takeBackLast) throws HurrayException {
+        java.nio.ByteBuffer[] ranges = new java.nio.ByteBuffer[n];
+        long total = 0;
+        for (int i = 0; i < n; i++) {
+            MemorySegment p = HurrayIoSlice.asSlice(pieces, i);
+            long len = HurrayIoSlice.len(p);
+            ranges[i] = HurrayIoSlice.ptr(p).reinterpret(len).asByteBuffer();
+            total += len;
+        }
+        long sent = 0;
+        while (sent < total) {
+            long k;
+            try {
+                k = sink.write(ranges);
+            } catch (VirtualMachineError e) {
+                throw e;
+            } catch (Throwable e) {
+                throw abort(sent, takeBackLast, new HurrayException(Status.TRANSPORT, "writing to the sink failed", e));
+            }
+            if (k <= 0) {
+                throw abort(sent, takeBackLast, new HurrayException(Status.SINK_CLOSED, "the sink accepted 0 bytes: it is closed", null));
+            }
+            sent += k;
+        }
+        Native.check(hurray_h.hurray_encoder_consume(handle, sent, state));
     }
 
     private HurrayException abort(long sent, boolean takeBackLast, HurrayException failure) {

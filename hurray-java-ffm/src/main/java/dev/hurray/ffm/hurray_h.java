@@ -34,13 +34,17 @@ public final class hurray_h {
     private hurray_h() {
     }
 
+    /** {@code -Dhurray.trace.downcalls=true}: log every downcall, at INFO on {@code dev.hurray.ffm.downcalls}. */
     static final boolean TRACE_DOWNCALLS = Boolean.getBoolean("hurray.trace.downcalls");
+
+    private static final org.slf4j.Logger DOWNCALLS = TRACE_DOWNCALLS
+            ? org.slf4j.LoggerFactory.getLogger("dev.hurray.ffm.downcalls") : null;
 
     static void traceDowncall(String name, Object... args) {
         String traceArgs = java.util.Arrays.stream(args)
-                .map(Object::toString)
+                .map(String::valueOf)
                 .collect(java.util.stream.Collectors.joining(", "));
-        System.out.printf("%s(%s)\n", name, traceArgs);
+        DOWNCALLS.info("{}({})", name, traceArgs);
     }
 
     /** The symbol {@code symbol} of the loaded libhurray; loads it on first use. */
@@ -4807,6 +4811,90 @@ public final class hurray_h {
         }
     }
 
+    private static final class hurray_encoder_encode_encoded {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_encoder_encode_encoded");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_encode_encoded(struct HurrayEncoder *encoder,
+     *                                            const uint8_t *descriptor,
+     *                                            size_t len,
+     *                                            const struct HurrayIoSlice *payloads,
+     *                                            size_t count,
+     *                                            struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static FunctionDescriptor hurray_encoder_encode_encoded$descriptor() {
+        return hurray_encoder_encode_encoded.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_encode_encoded(struct HurrayEncoder *encoder,
+     *                                            const uint8_t *descriptor,
+     *                                            size_t len,
+     *                                            const struct HurrayIoSlice *payloads,
+     *                                            size_t count,
+     *                                            struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static MethodHandle hurray_encoder_encode_encoded$handle() {
+        return hurray_encoder_encode_encoded.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_encode_encoded(struct HurrayEncoder *encoder,
+     *                                            const uint8_t *descriptor,
+     *                                            size_t len,
+     *                                            const struct HurrayIoSlice *payloads,
+     *                                            size_t count,
+     *                                            struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static MemorySegment hurray_encoder_encode_encoded$address() {
+        return hurray_encoder_encode_encoded.ADDR;
+    }
+
+    /**
+     * As <code>hurray_encoder_encode</code>, with the descriptor given as its encoding (<code>len</code> bytes at
+     * <code>descriptor</code>, docs/spec/descriptor.md), which is decoded and validated first: a binding
+     * that keeps descriptors as bytes needs no descriptor handle per tensor. Errors as
+     * <code>hurray_encoder_encode</code>, plus the decoder's (<code>INVALID_MAGIC</code>, <code>CORRUPT</code>, validation
+     * statuses). Added in ABI 4 (additive).
+     * <p>
+     * <b>Safety</b><br>
+     * As <code>hurray_encoder_encode</code>; <code>descriptor</code> valid for <code>len</code> reads.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_encode_encoded(struct HurrayEncoder *encoder,
+     *                                            const uint8_t *descriptor,
+     *                                            size_t len,
+     *                                            const struct HurrayIoSlice *payloads,
+     *                                            size_t count,
+     *                                            struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static int hurray_encoder_encode_encoded(MemorySegment encoder, MemorySegment descriptor, long len, MemorySegment payloads, long count, MemorySegment out_state) {
+        var mh$ = hurray_encoder_encode_encoded.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_encoder_encode_encoded", encoder, descriptor, len, payloads, count, out_state);
+            }
+            return (int) mh$.invokeExact(encoder, descriptor, len, payloads, count, out_state);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static final class hurray_encoder_finish {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
         static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_encoder_finish");
@@ -5088,6 +5176,69 @@ public final class hurray_h {
                 traceDowncall("hurray_encoder_abort", encoder, take_back_last, out_state);
             }
             return (int) mh$.invokeExact(encoder, take_back_last, out_state);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_encoder_set_coalesce_bytes {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_encoder_set_coalesce_bytes");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_set_coalesce_bytes(struct HurrayEncoder *encoder, size_t bytes)
+     * }
+     */
+    public static FunctionDescriptor hurray_encoder_set_coalesce_bytes$descriptor() {
+        return hurray_encoder_set_coalesce_bytes.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_set_coalesce_bytes(struct HurrayEncoder *encoder, size_t bytes)
+     * }
+     */
+    public static MethodHandle hurray_encoder_set_coalesce_bytes$handle() {
+        return hurray_encoder_set_coalesce_bytes.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_set_coalesce_bytes(struct HurrayEncoder *encoder, size_t bytes)
+     * }
+     */
+    public static MemorySegment hurray_encoder_set_coalesce_bytes$address() {
+        return hurray_encoder_set_coalesce_bytes.ADDR;
+    }
+
+    /**
+     * Sets the largest payload the encoder copies into its staged output (default and maximum
+     * 65536 bytes); larger payloads are borrowed (see <code>hurray_encoder_encode</code>). For callers that
+     * send an item's pieces with one gathering write (<code>writev</code>), a smaller value saves copying
+     * mid-sized payloads. The bytes on the wire do not change. Added in ABI 4 (additive).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>encoder</code> live.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_set_coalesce_bytes(struct HurrayEncoder *encoder, size_t bytes)
+     * }
+     */
+    public static int hurray_encoder_set_coalesce_bytes(MemorySegment encoder, long bytes) {
+        var mh$ = hurray_encoder_set_coalesce_bytes.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_encoder_set_coalesce_bytes", encoder, bytes);
+            }
+            return (int) mh$.invokeExact(encoder, bytes);
         } catch (RuntimeException | Error ex$) {
             throw ex$;
         } catch (Throwable ex$) {

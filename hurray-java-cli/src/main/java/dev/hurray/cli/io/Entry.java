@@ -3,7 +3,7 @@ package dev.hurray.cli.io;
 import dev.hurray.ElementType;
 import dev.hurray.Quantization;
 import dev.hurray.TensorDescriptor;
-import dev.hurray.cli.foreign.ForeignTensor;
+import dev.hurray.formats.ForeignTensor;
 import java.util.Arrays;
 
 /**
@@ -29,8 +29,8 @@ public record Entry(String name, ElementType elementType, long[] shape, String l
 
     /** From a foreign-format tensor (no native call: works for any rank). */
     public static Entry of(ForeignTensor t) {
-        return new Entry(t.name(), Bridge.elementType(t.dtype()), t.shape(), t.layout().label(),
-                Bridge.quantization(t.quantization().orElse(null)), t.byteSize(), t.sourceOffset(), 0);
+        return new Entry(t.name(), t.dtype(), t.shape(), t.layout().formatName(),
+                t.quantization().orElse(null), t.byteSize(), t.sourceOffset(), 0);
     }
 
     /** {@code [2, 3]}. */
