@@ -20,6 +20,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
 import picocli.CommandLine.ParentCommand;
 import picocli.CommandLine.Spec;
 
@@ -51,9 +52,16 @@ final class RecvCommand implements Callable<Integer> {
     @Mixin
     CommonOptions common;
 
-    @Option(names = "--listen", paramLabel = "PORT", required = true,
-            description = "TCP port to listen on (0 picks a free one).")
-    int port;
+    @Parameters(index = "0", arity = "0..1", paramLabel = "kafka://HOST:PORT/TOPIC",
+            description = "Read one 'hurray send' transfer from this Kafka topic instead of listening.")
+    String from;
+
+    @Mixin
+    KafkaTransport.Options kafka;
+
+    @Option(names = "--listen", paramLabel = "PORT",
+            description = "TCP port to listen on (0 picks a free one); required unless reading from Kafka.")
+    Integer port;
 
     @Option(names = "--bind", paramLabel = "ADDRESS", defaultValue = "127.0.0.1",
             description = "Address to listen on (default: ${DEFAULT-VALUE}; 0.0.0.0 for every interface).")
@@ -83,7 +91,16 @@ final class RecvCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws CliException {
-        if (port < 0 || port > 65535) {
+        if (from != null && !KafkaTransport.isKafka(from)) {
+            throw new CliException(ExitCode.USAGE, "expected kafka://HOST:PORT/TOPIC, got '" + from + "'");
+        }
+        if (from == null && port == null) {
+            throw new CliException(ExitCode.USAGE, "give --listen PORT, or a kafka://HOST:PORT/TOPIC to read from");
+        }
+        if (from != null && port != null) {
+            throw new CliException(ExitCode.USAGE, "--listen and kafka:// exclude each other");
+        }
+        if (from == null && (port < 0 || port > 65535)) {
             throw new CliException(ExitCode.USAGE, "--listen: port " + port + " is not in 0-65535");
         }
         if (timeout < 0) {
@@ -107,6 +124,9 @@ final class RecvCommand implements Callable<Integer> {
         }
         PrintWriter err = spec.commandLine().getErr();
         boolean terminal = parent != null && parent.terminal();
+        if (from != null) {
+            return recvFromKafka(format, err, terminal);
+        }
         Sink sink;
         try {
             sink = Sinks.file(out, format, compress, dequantize, null, this::warn);
@@ -146,6 +166,35 @@ final class RecvCommand implements Callable<Integer> {
             if (!common.quiet) {
                 spec.commandLine().getOut().println("received " + Units.count(stats.tensors(), "tensor") + " ("
                         + Units.bytes(stats.bytes()) + ") from " + peer + " in " + Units.seconds(dt) + ", "
+                        + Units.rate(stats.bytes(), dt) + " -> " + out + " [" + format + "]");
+            }
+        } catch (IOException e) {
+            throw Errors.writing(e, out);
+        }
+        return ExitCode.OK;
+    }
+
+    private int recvFromKafka(Format format, PrintWriter err, boolean terminal) throws CliException {
+        KafkaTransport.Target t = KafkaTransport.parse(from);
+        Sink sink;
+        try {
+            sink = Sinks.file(out, format, compress, dequantize, null, this::warn);
+        } catch (IOException e) {
+            throw Errors.writing(e, out);
+        }
+        try (sink) {
+            long t0 = System.nanoTime();
+            Pipeline.Stats stats;
+            try (KafkaTransport.KafkaSource src = new KafkaTransport.KafkaSource(t, kafka, KafkaTransport.seconds(idleTimeout));
+                 Progress p = Progress.start(err, "receiving", 0, common.quiet, terminal)) {
+                stats = Pipeline.copy(src, sink, dequantize, p);
+            } catch (IOException e) {
+                throw Errors.reading(e, t, out);
+            }
+            long dt = System.nanoTime() - t0;
+            if (!common.quiet) {
+                spec.commandLine().getOut().println("received " + Units.count(stats.tensors(), "tensor") + " ("
+                        + Units.bytes(stats.bytes()) + ") from " + t + " in " + Units.seconds(dt) + ", "
                         + Units.rate(stats.bytes(), dt) + " -> " + out + " [" + format + "]");
             }
         } catch (IOException e) {

@@ -37,9 +37,15 @@ final class SendCommand implements Callable<Integer> {
     @Mixin
     CommonOptions common;
 
-    @Parameters(index = "0", paramLabel = "HOST:PORT", converter = HostPort.Converter.class,
-            description = "Where a 'hurray recv' listens.")
+    @Parameters(index = "0", paramLabel = "HOST:PORT|kafka://HOST:PORT/TOPIC",
+            description = "Where a 'hurray recv' listens, or a Kafka topic (one record per tensor).")
+    String to;
+
+    /** {@link #to} as HOST:PORT (not kafka://). */
     HostPort target;
+
+    @Mixin
+    KafkaTransport.Options kafka;
 
     @Parameters(index = "1", paramLabel = "FILE", description = "File whose tensors to send.")
     Path file;
@@ -59,6 +65,15 @@ final class SendCommand implements Callable<Integer> {
     public Integer call() throws CliException {
         if (connectTimeout < 0) {
             throw new CliException(ExitCode.USAGE, "--connect-timeout must not be negative");
+        }
+        if (KafkaTransport.isKafka(to)) {
+            KafkaTransport.Target t = KafkaTransport.parse(to);
+            return sendToKafka(t, Inputs.format(file, from));
+        }
+        try {
+            target = HostPort.parse(to);
+        } catch (IllegalArgumentException e) {
+            throw new CliException(ExitCode.USAGE, "HOST:PORT: " + e.getMessage());
         }
         Format format = Inputs.format(file, from);
         PrintWriter err = spec.commandLine().getErr();
@@ -81,6 +96,28 @@ final class SendCommand implements Callable<Integer> {
             }
         } catch (IOException e) {
             throw Errors.reading(e, file, target);
+        }
+        return ExitCode.OK;
+    }
+
+    private int sendToKafka(KafkaTransport.Target t, Format format) throws CliException {
+        PrintWriter err = spec.commandLine().getErr();
+        boolean terminal = parent != null && parent.terminal();
+        try (Source src = Inputs.open(file, format, dequantize, null)) {
+            long t0 = System.nanoTime();
+            Pipeline.Stats stats;
+            try (KafkaTransport.KafkaSink sink = new KafkaTransport.KafkaSink(t, kafka, KafkaTransport.seconds(connectTimeout));
+                 Progress p = Progress.start(err, "sending", src.totalBytes(), common.quiet, terminal)) {
+                stats = Pipeline.copy(src, sink, dequantize, p);
+            }
+            long dt = System.nanoTime() - t0;
+            if (!common.quiet) {
+                spec.commandLine().getOut().println("sent " + Units.count(stats.tensors(), "tensor") + " ("
+                        + Units.bytes(stats.bytes()) + ") from " + file + " [" + format + "] to " + t + " in "
+                        + Units.seconds(dt) + ", " + Units.rate(stats.bytes(), dt));
+            }
+        } catch (IOException e) {
+            throw Errors.reading(e, file, t);
         }
         return ExitCode.OK;
     }

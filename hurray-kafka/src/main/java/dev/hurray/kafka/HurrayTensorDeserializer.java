@@ -1,0 +1,218 @@
+package dev.hurray.kafka;
+
+import dev.hurray.FileReaderOptions;
+import dev.hurray.HurrayException;
+import dev.hurray.HurrayFile;
+import dev.hurray.Reader;
+import dev.hurray.ReaderOptions;
+import dev.hurray.Status;
+import dev.hurray.Tensor;
+import dev.hurray.TensorScope;
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.file.NoSuchFileException;
+import java.util.Map;
+import org.apache.kafka.common.errors.SerializationException;
+import org.apache.kafka.common.header.Headers;
+import org.apache.kafka.common.serialization.Deserializer;
+
+/**
+ * Kafka {@link Deserializer} of {@link Tensor}s written by {@link HurrayTensorSerializer}: one
+ * Hurray stream holding one tensor per record, or a claim-check reference, which it resolves.
+ *
+ * <pre>{@code
+ * props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, HurrayTensorDeserializer.class);
+ * try (var consumer = new KafkaConsumer<String, Tensor>(props)) {
+ *     consumer.subscribe(List.of("embeddings"));
+ *     for (ConsumerRecord<String, Tensor> r : consumer.poll(Duration.ofSeconds(1))) {
+ *         try (Tensor t = r.value()) {
+ *             float[] v = t.toFloatArray();
+ *         }
+ *     }
+ * }
+ * }</pre>
+ *
+ * <h2>Copies</h2>
+ * The consumer calls {@link #deserialize(String, Headers, ByteBuffer)} with a view of the fetched
+ * batch (no {@code byte[]} per record); the native reader reads the record through that view and
+ * copies the payload once, into the tensor's own native memory at its declared alignment, which
+ * the tensor needs because Kafka reuses the fetch buffer after {@code poll}. That is the only
+ * copy. Callers of the {@code byte[]} variants (Kafka Streams) have had the record copied into a
+ * {@code byte[]} by Kafka first. A claim-check tensor is not copied: it points into the memory
+ * map of its file.
+ *
+ * <h2>Ownership</h2>
+ * Each tensor returned is the caller's, who must close it (a tensor that is never closed keeps
+ * its native memory, and for a claim-check its file mapping, until the JVM exits).
+ *
+ * <h2>Threads</h2>
+ * The tensor's {@link TensorScope} is {@link HurrayKafkaConfig#TENSOR_SCOPE}: CONFINED by
+ * default, so only the thread that called {@code poll} may use and close it; set SHARED to hand
+ * records to other threads. The deserializer keeps no per-record state and may be called by many
+ * threads at once.
+ *
+ * <h2>Errors and limits</h2>
+ * A record that is not a Hurray stream ({@code INVALID_MAGIC}), is truncated ({@code TRUNCATED}),
+ * damaged ({@code CORRUPT}), holds more than one tensor ({@code CORRUPT}), is a claim-check
+ * reference while no store is configured ({@code UNSUPPORTED}), or names a claim-check file
+ * that is gone ({@code NOT_FOUND}: at once, never waiting), in another store
+ * ({@code INVALID_ARGUMENT}) or whose bytes do not match the reference ({@code CORRUPT}) raises a
+ * {@link TensorSerializationException} carrying the Hurray status; nothing else escapes except
+ * {@link SerializationException}. The reader's limits are set from the record's size: a
+ * descriptor or payload cannot claim more memory than the record holds bytes, so a hostile
+ * record cannot make the consumer allocate more than its own size. A claim-check tensor is mapped,
+ * not allocated, and bounded by {@link HurrayKafkaConfig#MAX_CLAIM_CHECK_BYTES}.
+ *
+ * <p>An empty stream (header and end-of-stream marker only; {@code hurray send} marks the end of a
+ * transfer with one) and a null record value (a tombstone) both deserialize to {@code null}.
+ */
+public class HurrayTensorDeserializer implements Deserializer<Tensor> {
+    private static final long DEFAULT_MAX_DESCRIPTOR = ReaderOptions.defaults().maxDescriptorBytes();
+
+    private ReaderOptions readerOptions = ReaderOptions.defaults().withBufferPoolBytes(0);
+    private FileReaderOptions fileOptions = FileReaderOptions.defaults();
+    private long maxClaimCheck = 64L << 30;
+    private ClaimCheckStore store;
+
+    /** A deserializer with the defaults; Kafka then calls {@link #configure}. */
+    public HurrayTensorDeserializer() {
+    }
+
+    /** A deserializer configured with {@code configs} (see {@link HurrayKafkaConfig}). */
+    public HurrayTensorDeserializer(Map<String, ?> configs) {
+        configure(configs, false);
+    }
+
+    @Override
+    public void configure(Map<String, ?> configs, boolean isKey) {
+        TensorScope scope = HurrayKafkaConfig.scope(configs);
+        readerOptions = ReaderOptions.defaults().withBufferPoolBytes(0).withTensorScope(scope)
+                .withRequirePayloadChecksums(HurrayKafkaConfig.bool(configs, HurrayKafkaConfig.REQUIRE_PAYLOAD_CHECKSUMS, false));
+        maxClaimCheck = HurrayKafkaConfig.longValue(configs, HurrayKafkaConfig.MAX_CLAIM_CHECK_BYTES, 64L << 30);
+        fileOptions = FileReaderOptions.defaults().withTensorScope(scope);
+        store = HurrayKafkaConfig.store(configs);
+    }
+
+    /** The claim-check store, or null. */
+    public ClaimCheckStore store() {
+        return store;
+    }
+
+    @Override
+    public Tensor deserialize(String topic, byte[] data) {
+        return data == null ? null : deserialize(topic, null, ByteBuffer.wrap(data));
+    }
+
+    @Override
+    public Tensor deserialize(String topic, Headers headers, byte[] data) {
+        return data == null ? null : deserialize(topic, headers, ByteBuffer.wrap(data));
+    }
+
+    /**
+     * Decodes a record value without copying it into a {@code byte[]} (see the class comment).
+     * The buffer's position and limit are not changed.
+     *
+     * @return the tensor (the caller closes it), or null for a null value or an empty stream
+     * @throws SerializationException see the class comment
+     */
+    @Override
+    public Tensor deserialize(String topic, Headers headers, ByteBuffer data) {
+        if (data == null) {
+            return null;
+        }
+        int size = data.remaining();
+        // The record's size bounds what it can make us allocate (the reader checks before allocating).
+        ReaderOptions opts = readerOptions.withMaxTensorBytes(size).withMaxDescriptorBytes(Math.min(DEFAULT_MAX_DESCRIPTOR, size));
+        Tensor t = null;
+        try {
+            try (Reader r = Reader.of(MemorySegment.ofBuffer(data), opts)) {
+                t = r.read();
+                if (t == null) {
+                    return null;
+                }
+                Tensor extra = r.read();
+                if (extra != null) {
+                    extra.close();
+                    throw new HurrayException(Status.CORRUPT, "the record holds more than one tensor", null);
+                }
+            }
+            if (Records.isReference(t.descriptor())) {
+                ClaimCheckReference ref = Records.reference(t.descriptor());
+                t.close();
+                t = null;
+                return resolve(ref);
+            }
+            Tensor result = t;
+            t = null;
+            return result;
+        } catch (HurrayException e) {
+            throw new TensorSerializationException("record of " + size + " bytes from " + topic + " is not a valid Hurray tensor", e);
+        } catch (SerializationException e) {
+            throw e;
+        } catch (RuntimeException e) {
+            // Nothing but SerializationException may reach the consumer's poll loop.
+            throw new SerializationException("decoding a record of " + size + " bytes from " + topic + " failed: " + e, e);
+        } finally {
+            if (t != null) {
+                t.close();
+            }
+        }
+    }
+
+    private Tensor resolve(ClaimCheckReference ref) throws HurrayException {
+        if (store == null) {
+            throw new HurrayException(Status.UNSUPPORTED, "the record is a claim-check reference to " + ref
+                    + " but this consumer has no claim-check store (set " + HurrayKafkaConfig.CLAIM_CHECK_DIR + ")", null);
+        }
+        if (!store.uri().equals(ref.store())) {
+            throw new HurrayException(Status.INVALID_ARGUMENT, "the claim-check reference " + ref
+                    + " names another store than this consumer's " + store.uri(), null);
+        }
+        if (ref.size() > maxClaimCheck) {
+            throw new HurrayException(Status.LIMIT_EXCEEDED, "the claim-check reference " + ref + " names more than "
+                    + HurrayKafkaConfig.MAX_CLAIM_CHECK_BYTES + "=" + maxClaimCheck + " bytes", null);
+        }
+        HurrayFile file;
+        try {
+            file = store.open(ref, fileOptions);
+        } catch (NoSuchFileException e) {
+            throw new HurrayException(Status.NOT_FOUND, "the claim-check file of " + ref + " is gone (deleted by the "
+                    + "store's retention before this record was read, or never written)", e);
+        } catch (HurrayException e) {
+            throw e;
+        } catch (IllegalArgumentException e) {
+            throw new HurrayException(Status.INVALID_ARGUMENT, e.getMessage(), e);
+        } catch (IOException e) {
+            throw new HurrayException(Status.TRANSPORT, "cannot open the claim-check file of " + ref + ": " + e, e);
+        }
+        Tensor t = null;
+        try (file) {
+            t = file.read(ref.tensor());
+            long size = Records.payloadBytes(t);
+            if (size != ref.size() || Records.crc32c(t) != ref.crc32c()) {
+                throw new HurrayException(Status.CORRUPT, "the claim-check file of " + ref + " holds " + size
+                        + " bytes that do not match the reference's size and CRC32C", null);
+            }
+            Tensor result = t;
+            t = null;
+            return result;
+        } finally {
+            if (t != null) {
+                t.close();
+            }
+        }
+    }
+
+    /** Closes the claim-check store. */
+    @Override
+    public void close() {
+        if (store != null) {
+            try {
+                store.close();
+            } catch (IOException e) {
+                throw new SerializationException("closing the claim-check store failed", e);
+            }
+        }
+    }
+}

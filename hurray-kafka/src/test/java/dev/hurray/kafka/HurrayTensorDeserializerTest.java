@@ -1,0 +1,251 @@
+package dev.hurray.kafka;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.hurray.ElementType;
+import dev.hurray.Status;
+import dev.hurray.Tensor;
+import dev.hurray.Writer;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Random;
+import org.apache.kafka.common.errors.SerializationException;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Round trips and hostile records without a broker (the broker tests are in {@link KafkaBrokerTest}). */
+class HurrayTensorDeserializerTest {
+    private final HurrayTensorSerializer ser = new HurrayTensorSerializer(Map.of());
+    private final HurrayTensorDeserializer de = new HurrayTensorDeserializer(Map.of());
+
+    @org.junit.jupiter.api.AfterEach
+    void close() {
+        ser.close();
+        de.close();
+    }
+
+    private static float[] floats(int n, long seed) {
+        Random r = new Random(seed);
+        float[] v = new float[n];
+        for (int i = 0; i < n; i++) {
+            v[i] = r.nextFloat() * 2 - 1;
+        }
+        return v;
+    }
+
+    @Test
+    void roundTripsThroughAByteBufferViewAndSetsHeaders() {
+        float[] v = floats(768, 1);
+        RecordHeaders h = new RecordHeaders();
+        byte[] value;
+        try (Tensor t = Tensor.of(v, 768)) {
+            value = ser.serialize("emb", h, t);
+        }
+        assertEquals(Optional.of(ElementType.FLOAT32), TensorHeaders.dtype(h));
+        assertArrayEquals(new long[] {768}, TensorHeaders.shape(h).orElseThrow());
+        // A view into a larger buffer, as the consumer passes it: position and limit matter.
+        ByteBuffer batch = ByteBuffer.allocate(value.length + 20);
+        batch.position(7);
+        batch.put(value);
+        batch.position(7).limit(7 + value.length);
+        try (Tensor t = de.deserialize("emb", h, batch)) {
+            assertArrayEquals(v, t.toFloatArray());
+        }
+        assertEquals(7, batch.position());
+    }
+
+    @Test
+    void payloadChecksumsAreOptionalAndCanBeRequired() {
+        HurrayTensorDeserializer strict = new HurrayTensorDeserializer(Map.of(HurrayKafkaConfig.REQUIRE_PAYLOAD_CHECKSUMS, "true"));
+        try (HurrayTensorSerializer withCrc = new HurrayTensorSerializer(Map.of(HurrayKafkaConfig.PAYLOAD_CHECKSUMS, true));
+             Tensor t = Tensor.of(new int[] {1, 2, 3, 4, 5, 6}, 2, 3)) {
+            byte[] plain = ser.serialize("t", t);
+            byte[] crc = withCrc.serialize("t", t);
+            assertTrue(crc.length > plain.length);
+            try (Tensor back = strict.deserialize("t", crc)) {
+                assertArrayEquals(new int[] {1, 2, 3, 4, 5, 6}, back.toIntArray());
+            }
+            assertEquals(Status.CORRUPT, status(() -> strict.deserialize("t", plain)));
+        }
+    }
+
+    @Test
+    void nullAndEmptyStreamsAreNull() throws IOException {
+        assertNull(de.deserialize("t", (byte[]) null));
+        assertNull(ser.serialize("t", null));
+        byte[] empty;
+        try (Writer w = Writer.toMemory()) {
+            w.finish();
+            empty = w.toByteArray();
+        }
+        assertNull(de.deserialize("t", empty));
+    }
+
+    @Test
+    void badRecordsRaiseSerializationExceptionWithTheHurrayStatus() throws IOException {
+        byte[] good;
+        try (Tensor t = Tensor.of(floats(768, 2), 768)) {
+            good = ser.serialize("t", t);
+        }
+        assertEquals(Status.INVALID_MAGIC, status(() -> de.deserialize("t", "{\"not\":\"hurray\"}".getBytes())));
+        assertEquals(Status.TRUNCATED, status(() -> de.deserialize("t", new byte[0])));
+        for (int cut : new int[] {1, 8, 40, good.length / 2, good.length - 1}) {
+            Status s = status(() -> de.deserialize("t", Arrays.copyOf(good, cut)));
+            // LIMIT_EXCEEDED: a descriptor (or payload) declared longer than the whole record.
+            assertTrue(s == Status.TRUNCATED || s == Status.LIMIT_EXCEEDED, cut + ": " + s);
+        }
+        // Flip a bit outside the payload (stream header, frame, descriptor, end marker; 24 bytes
+        // each for frame and end marker, docs/spec/stream.md): a CRC or a structural check catches it.
+        Random r = new Random(3);
+        int beforePayload = good.length - 768 * 4 - 24;
+        for (int i = 0; i < 300; i++) {
+            byte[] bad = good.clone();
+            int at = r.nextInt(beforePayload + 24);
+            at = at < beforePayload ? at : good.length - 24 + (at - beforePayload);
+            bad[at] ^= (byte) (1 << r.nextInt(8));
+            Status s = status(() -> {
+                Tensor t = de.deserialize("t", bad);
+                if (t != null) {
+                    t.close();
+                }
+            });
+            int where = at;
+            assertTrue(s != null && s.isError(), "flip at " + where + " went unnoticed");
+        }
+        // Two tensors in one record.
+        byte[] two;
+        try (Writer w = Writer.toMemory(); Tensor a = Tensor.of(new float[] {1}, 1)) {
+            w.write(a);
+            w.write(a);
+            w.finish();
+            two = w.toByteArray();
+        }
+        assertEquals(Status.CORRUPT, status(() -> de.deserialize("t", two)));
+    }
+
+    @Test
+    void aRecordCannotClaimMoreMemoryThanItsSize() throws IOException {
+        // A valid descriptor of a 4 GiB tensor with no payload behind it: refused before allocating.
+        byte[] header;
+        try (Tensor t = Tensor.of(new float[] {1}, 1)) {
+            header = ser.serialize("t", t);
+        }
+        dev.hurray.TensorDescriptor huge = dev.hurray.TensorDescriptor.of(ElementType.FLOAT32, 1L << 30);
+        byte[] desc = huge.encode();
+        // Replace the small descriptor: stream header, then the item as the writer frames it.
+        byte[] small = dev.hurray.TensorDescriptor.of(ElementType.FLOAT32, 1).encode();
+        int at = indexOf(header, small);
+        assertTrue(at > 0);
+        byte[] forged = new byte[at + desc.length + 4];
+        System.arraycopy(header, 0, forged, 0, at);
+        System.arraycopy(desc, 0, forged, at, desc.length);
+        Status s = status(() -> de.deserialize("t", forged));
+        assertTrue(s == Status.LIMIT_EXCEEDED || s == Status.CORRUPT || s == Status.TRUNCATED, String.valueOf(s));
+    }
+
+    private static int indexOf(byte[] hay, byte[] needle) {
+        outer:
+        for (int i = 0; i + needle.length <= hay.length; i++) {
+            for (int j = 0; j < needle.length; j++) {
+                if (hay[i + j] != needle[j]) {
+                    continue outer;
+                }
+            }
+            return i;
+        }
+        return -1;
+    }
+
+    @Test
+    void claimCheckRoundTripAndMissingFile(@TempDir Path dir) throws IOException {
+        Map<String, Object> cfg = Map.of(HurrayKafkaConfig.CLAIM_CHECK_DIR, dir.toString(),
+                HurrayKafkaConfig.CLAIM_CHECK_THRESHOLD, 1024);
+        try (HurrayTensorSerializer s = new HurrayTensorSerializer(cfg);
+             HurrayTensorDeserializer d = new HurrayTensorDeserializer(cfg)) {
+            claimCheck(dir, s, d);
+        }
+    }
+
+    private void claimCheck(Path dir, HurrayTensorSerializer s, HurrayTensorDeserializer d) throws IOException {
+        float[] v = floats(4096, 4);
+        RecordHeaders h = new RecordHeaders();
+        byte[] ref;
+        try (Tensor t = Tensor.of(v, 64, 64)) {
+            ref = s.serialize("big topic/1", h, t);
+        }
+        assertTrue(ref.length < 1024, ref.length + " bytes");
+        assertTrue(TensorHeaders.isClaimCheck(h));
+        assertArrayEquals(new long[] {64, 64}, TensorHeaders.shape(h).orElseThrow());
+        try (Tensor back = d.deserialize("big topic/1", h, ref)) {
+            assertArrayEquals(v, back.toFloatArray());
+        }
+        // Damaged file: the CRC32C in the reference catches it (the file's own checks are not needed).
+        Path file;
+        try (var files = Files.list(dir)) {
+            file = files.filter(p -> p.toString().endsWith(".hrry")).findFirst().orElseThrow();
+        }
+        byte[] bytes = Files.readAllBytes(file);
+        byte[] pattern = new byte[16];
+        ByteBuffer.wrap(pattern).order(java.nio.ByteOrder.LITTLE_ENDIAN).asFloatBuffer().put(v, 0, 4);
+        int at = indexOf(bytes, pattern);
+        assertTrue(at > 0);
+        bytes[at + 100] ^= 1;
+        Files.write(file, bytes);
+        assertEquals(Status.CORRUPT, status(() -> d.deserialize("t", ref)));
+        Files.delete(file);
+        TensorSerializationException e = assertThrows(TensorSerializationException.class, () -> d.deserialize("t", ref));
+        assertEquals(Status.NOT_FOUND, e.status());
+        assertTrue(e.getMessage().contains("gone"), e.getMessage());
+        // No store on the consumer, or another store: refused, never resolved elsewhere.
+        assertEquals(Status.UNSUPPORTED, status(() -> de.deserialize("t", ref)));
+        // Without a store, the producer refuses a tensor over the threshold.
+        try (HurrayTensorSerializer noStore = new HurrayTensorSerializer(Map.of(HurrayKafkaConfig.CLAIM_CHECK_THRESHOLD, "1024"));
+             Tensor t = Tensor.of(v, 4096)) {
+            assertEquals(Status.LIMIT_EXCEEDED, status(() -> noStore.serialize("t", t)));
+        }
+    }
+
+    @Test
+    void storeRefusesKeysOutsideItsDirectory(@TempDir Path dir) {
+        SharedDirectoryStore store = new SharedDirectoryStore(dir);
+        for (String key : new String[] {"../x.hrry", "/etc/passwd", "..", "a/b", ""}) {
+            assertThrows(IllegalArgumentException.class, () -> store.path(key), key);
+        }
+    }
+
+    @Test
+    void aMissingStoreDirectoryIsAConfigError(@TempDir Path dir) {
+        assertThrows(org.apache.kafka.common.config.ConfigException.class, () -> new HurrayTensorSerializer(
+                Map.of(HurrayKafkaConfig.CLAIM_CHECK_DIR, dir.resolve("absent").toString())));
+    }
+
+    @Test
+    void headerShapeParsingIsBounded() {
+        assertEquals(Optional.empty(), TensorHeaders.parseShape("[1,-2]"));
+        assertEquals(Optional.empty(), TensorHeaders.parseShape("1,2"));
+        assertEquals(Optional.empty(), TensorHeaders.parseShape("[x]"));
+        assertArrayEquals(new long[0], TensorHeaders.parseShape("[]").orElseThrow());
+    }
+
+    /** The status of the TensorSerializationException {@code r} throws, or null if it throws none. */
+    static Status status(Runnable r) {
+        try {
+            r.run();
+            return null;
+        } catch (TensorSerializationException e) {
+            return e.status();
+        } catch (SerializationException e) {
+            throw new AssertionError("a SerializationException without a Hurray status", e);
+        }
+    }
+}
