@@ -20,7 +20,9 @@ mod shape;
 pub mod stream;
 mod types;
 
-pub use buffer::{check_alignment, AlignedBuf, BufferHandle, BUFFER_HANDLE_BYTES, SYNC_MODE_OFFSET};
+pub use buffer::{
+    check_alignment, AlignedBuf, BufferHandle, BUFFER_HANDLE_BYTES, GROW_MIN_BYTES, SYNC_MODE_OFFSET,
+};
 pub use descriptor::{
     CompositeInfo, LayoutDescriptor, PagingInfo, Quantization, SparseInfo, TensorDescriptor,
     DESCRIPTOR_MAGIC,

@@ -7,7 +7,7 @@
 
 use std::mem::MaybeUninit;
 
-use crate::buffer::AlignedBuf;
+use crate::buffer::{AlignedBuf, GROW_MIN_BYTES};
 use crate::pool::{BufferPool, PooledBuf};
 use crate::crc32c::{crc32c, Crc32c};
 use crate::descriptor::TensorDescriptor;
@@ -32,6 +32,11 @@ pub const FLAG_PAYLOAD_CRC: u16 = 1;
 /// Reads at most this many bytes ahead into the reader's own buffer; larger payload reads go
 /// straight into the tensor's allocation.
 pub const READ_AHEAD_BYTES: usize = 64 * 1024;
+/// Bytes of a tensor's buffers the reader allocates before their bytes arrive; beyond this a
+/// buffer's allocation starts at [`GROW_MIN_BYTES`] (or what is left of this budget, if more)
+/// and doubles as its bytes arrive (docs/spec/stream.md §Limits), so a short input declaring a
+/// huge tensor costs at most this much memory, and a real one at most twice its bytes.
+pub const EAGER_RESERVE_BYTES: usize = 64 << 20;
 /// Payloads up to this size are copied next to the frame header so an item is one write call.
 pub const COALESCE_BYTES: usize = 64 * 1024;
 
@@ -88,9 +93,10 @@ pub struct ReaderOptions {
     pub max_descriptor_bytes: u64,
     /// Largest accepted rank (default and maximum [`MAX_RANK`]).
     pub max_rank: u32,
-    /// Largest accepted sum of one tensor's buffer sizes, in bytes (default 64 GiB). Buffers
-    /// are reserved, not touched, before their bytes arrive, so resident memory grows only
-    /// with bytes actually received.
+    /// Largest accepted sum of one tensor's buffer sizes, in bytes (default 64 GiB). Memory
+    /// follows the bytes received, not the declared size: the first
+    /// [`EAGER_RESERVE_BYTES`] of a tensor's buffers are allocated (not touched) up front, the
+    /// rest grows by doubling as bytes arrive.
     pub max_tensor_bytes: u64,
     /// Fail with `Corrupt` on a stream written without payload checksums.
     pub require_payload_checksums: bool,
@@ -363,12 +369,17 @@ impl<T: ReadTransport> StreamReader<T> {
         if total > self.opts.max_tensor_bytes {
             bail!(LimitExceeded, "tensor of {total} bytes exceeds the limit of {}", self.opts.max_tensor_bytes);
         }
+        let mut eager = EAGER_RESERVE_BYTES;
         let bufs = desc
             .buffers()
             .iter()
-            .map(|h| match &self.pool {
-                Some(p) => p.take(h.byte_size(), h.alignment()),
-                None => AlignedBuf::new(h.byte_size(), h.alignment()).map(PooledBuf::unpooled),
+            .map(|h| {
+                let initial = eager.max(GROW_MIN_BYTES);
+                eager = eager.saturating_sub(h.byte_size().min(usize::MAX as u64) as usize);
+                match &self.pool {
+                    Some(p) => p.take_growable(h.byte_size(), h.alignment(), initial),
+                    None => AlignedBuf::growable(h.byte_size(), h.alignment(), initial).map(PooledBuf::unpooled),
+                }
             })
             .collect::<Result<Vec<_>>>()?;
         Ok((desc, bufs))
@@ -403,6 +414,7 @@ impl<T: ReadTransport> StreamReader<T> {
     /// straight from the transport into the allocation (no intermediate copy).
     fn fill_buf(&mut self, b: &mut AlignedBuf) -> Result<()> {
         while !b.is_full() {
+            b.grow_if_full()?;
             let buffered = self.ahead.filled() - self.ahead_pos;
             if buffered == 0 && b.len() - b.filled() >= READ_AHEAD_BYTES {
                 let dst = b.spare_mut();
