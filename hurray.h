@@ -1477,8 +1477,8 @@ HurrayStatus hurray_writer_new(const struct HurrayTransport *transport,
 // the descriptor's buffer table and must be exactly its byte size; `count` must equal the
 // buffer count. The tensor is entirely on the wire when this returns `HURRAY_OK`.
 //
-// Errors: `NULL_POINTER`, `INVALID_ARGUMENT` (count mismatch, payload too long),
-// `BUFFER_TOO_SMALL` (payload too short), `INVALID_STATE` (after finish), `POISONED`,
+// Errors: `NULL_POINTER`, `INVALID_ARGUMENT` (count above 64 or not the buffer count, a
+// payload too long or longer than the address space), `BUFFER_TOO_SMALL` (payload too short), `INVALID_STATE` (after finish), `POISONED`,
 // `TRANSPORT` / `SINK_CLOSED`: if no byte of the item was written the call can be retried,
 // otherwise the writer is now poisoned.
 //

@@ -20,6 +20,7 @@ pub mod file;
 mod handle;
 pub mod panic;
 pub mod reader;
+mod slices;
 pub mod status;
 pub mod tensor;
 pub mod transport;
