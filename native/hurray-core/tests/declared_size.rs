@@ -88,7 +88,7 @@ fn frame(d: &[u8], payload: &[u8]) -> Vec<u8> {
     let mut f = FRAME_TENSOR.to_vec();
     f.extend_from_slice(&0u32.to_le_bytes());
     f.extend_from_slice(&(d.len() as u64).to_le_bytes());
-    f.extend_from_slice(&crc32c(&d).to_le_bytes());
+    f.extend_from_slice(&crc32c(d).to_le_bytes());
     let c = crc32c(&f);
     f.extend_from_slice(&c.to_le_bytes());
     s.extend(f);
@@ -136,7 +136,7 @@ fn buffers_beyond_the_eager_budget_grow_and_read_back_exactly() {
     let a = (EAGER_RESERVE_BYTES - 100 * 1024) as u64;
     let b = (3 << 20) + 13;
     let mut rng = Rng::new(8);
-    let payloads = vec![rng.bytes(a as usize), rng.bytes(b as usize)];
+    let payloads = [rng.bytes(a as usize), rng.bytes(b as usize)];
     let s = raw_stream(&[a, b, 64], &[payloads.concat(), vec![5; 64]].concat());
     let mut s = s;
     s.extend_from_slice(&end_marker());
