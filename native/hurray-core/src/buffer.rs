@@ -65,6 +65,13 @@ impl BufferHandle {
         self.sync_mode
     }
 
+    /// This handle with another sync mode (all else equal). Readers use it to describe host
+    /// memory they filled themselves, which is [`SyncMode::ProducerSynced`] whatever the wire
+    /// declared (docs/spec/c-abi.md §Buffer handoff and sync modes).
+    pub fn with_sync_mode(self, sync_mode: SyncMode) -> Self {
+        BufferHandle { sync_mode, ..self }
+    }
+
     /// The 16-byte binary descriptor: byte_size u64, alignment u32, device_tag u8, sync_mode u8
     /// (offset 13), two reserved zero bytes. Little-endian.
     pub fn encode(&self) -> [u8; BUFFER_HANDLE_BYTES] {
