@@ -56,6 +56,10 @@ public abstract class ReadTransport extends Transport {
     /** The {@code HurrayTransportReadFn} upcall: never throws. */
     final int upcall(MemorySegment ctx, MemorySegment dst, long len, MemorySegment outFilled) {
         try {
+            if (deadFailure() != null) {
+                outFilled.reinterpret(8).set(JAVA_LONG, 0, 0L);
+                return Native.ERR_TRANSPORT;
+            }
             long n = read(dst.reinterpret(len));
             outFilled.reinterpret(8).set(JAVA_LONG, 0, n);
             return Native.OK;
