@@ -137,6 +137,11 @@
 // Buffer location flag: `crc32c` holds the payload's stored checksum.
 #define HURRAY_FILE_BUFFER_HAS_CRC 1
 
+// `hurray_name_check` flag: also require a portable relative path (non-empty `/`-separated
+// segments, none `.` or `..`, no `\`, `:`, control character or leading `/`), for a name about
+// to become an archive member or file name.
+#define HURRAY_NAME_PATH 1
+
 // Reader flag: fail with `HURRAY_ERR_CORRUPT` on a stream written without payload checksums.
 #define HURRAY_READER_REQUIRE_PAYLOAD_CHECKSUMS 1
 
@@ -1356,6 +1361,19 @@ HurrayStatus hurray_file_entry_destroy(struct HurrayFileEntry **entry);
 // # Safety
 // `buffer` live; `out` valid for one write.
 HurrayStatus hurray_file_buffer_is_zero_copy(const struct HurrayBuffer *buffer, bool *out);
+
+// Checks `len` bytes at `name` (no NUL terminator needed) against the tensor-name rule: at most
+// 4096 bytes of UTF-8 without NUL; with `HURRAY_NAME_PATH` in `flags`, also a portable relative
+// path. Returns `HURRAY_OK` when it holds. Added in ABI 4 (additive, docs/spec/c-abi.md): look
+// it up by name on older libraries.
+//
+// Errors: `INVALID_ARGUMENT` (not UTF-8, a NUL, not a portable path, unknown flag bits; the
+// last-error message names the reason), `LIMIT_EXCEEDED` (too long), `NULL_POINTER` (`name`
+// NULL with `len` > 0). Thread-safe.
+//
+// # Safety
+// `name` valid for `len` bytes (may be NULL when `len` is 0).
+HurrayStatus hurray_name_check(const uint8_t *name, size_t len, uint32_t flags);
 
 // Copies this thread's last error message into `buf` (at most `cap` bytes including the
 // terminating NUL; truncated if longer) and stores the full message length, in bytes without

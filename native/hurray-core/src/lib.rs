@@ -15,6 +15,7 @@ pub mod crc32c;
 mod descriptor;
 mod error;
 pub mod file;
+pub mod names;
 pub mod pool;
 mod shape;
 pub mod stream;

@@ -18,6 +18,7 @@ pub mod context;
 pub mod descriptor;
 pub mod file;
 mod handle;
+pub mod names;
 pub mod panic;
 pub mod reader;
 mod slices;

@@ -50,3 +50,19 @@ fn descriptor_decode_refuses_a_length_beyond_the_address_space() {
     expect(s, HURRAY_ERR_INVALID_ARGUMENT);
     assert!(d.is_null());
 }
+
+#[test]
+fn name_check_applies_the_core_rule() {
+    use hurray_ffi::names::{hurray_name_check, HURRAY_NAME_PATH};
+    let check = |n: &[u8], flags| unsafe { hurray_name_check(n.as_ptr(), n.len(), flags) };
+    expect(check(b"layer.0/weight", HURRAY_NAME_PATH), HURRAY_OK);
+    expect(check(b"../x", 0), HURRAY_OK);
+    expect(check(b"../x", HURRAY_NAME_PATH), HURRAY_ERR_INVALID_ARGUMENT);
+    expect(check(b"a\0b", 0), HURRAY_ERR_INVALID_ARGUMENT);
+    expect(check(b"\xff", 0), HURRAY_ERR_INVALID_ARGUMENT);
+    expect(check(&[b'x'; 4097], 0), HURRAY_ERR_LIMIT_EXCEEDED);
+    expect(check(b"x", 2), HURRAY_ERR_INVALID_ARGUMENT);
+    expect(unsafe { hurray_name_check(std::ptr::null(), 0, 0) }, HURRAY_OK);
+    expect(unsafe { hurray_name_check(std::ptr::null(), 1, 0) }, HURRAY_ERR_NULL_POINTER);
+    expect(unsafe { hurray_name_check(NonNull::<u8>::dangling().as_ptr(), usize::MAX, 0) }, HURRAY_ERR_LIMIT_EXCEEDED);
+}
