@@ -20,10 +20,10 @@ import java.util.Objects;
  * native handle moved no bytes, so a reader resumes mid-tensor and a writer that had not yet put
  * a byte of the item on the wire writes it whole. It is retryable unless the source or sink
  * itself is dead, which the cause tells ({@link #isRetryableCause}): a connection reset, broken
- * pipe or closed socket ({@link java.net.SocketException}), a closed or interrupted channel
- * ({@link java.nio.channels.ClosedChannelException}), or anything that is not an
- * {@code IOException} (a bug or an {@code Error} in the source) is fatal; a timeout
- * ({@link java.io.InterruptedIOException}) and other {@code IOException}s are retryable. A
+ * pipe or closed socket ({@link java.net.SocketException}) or a closed or interrupted channel
+ * ({@link java.nio.channels.ClosedChannelException}) is fatal; a timeout
+ * ({@link java.io.InterruptedIOException}), other {@code IOException}s and whatever else the
+ * source or sink threw are retryable. A
  * reader or writer whose transport failed fatally reports that same failure again on every
  * later call, whether it reads a socket's stream or its channel, instead of a misleading
  * {@code TRUNCATED} or a retryable status. A write that fails after the item's first byte
@@ -93,14 +93,16 @@ public class HurrayException extends IOException {
      * {@link java.nio.channels.ClosedChannelException} (closed, asynchronously closed or
      * interrupted channel), an {@link java.io.EOFException}, an {@code IOException} whose
      * message says the connection was reset or the pipe broken (NIO reports some of these
-     * as plain {@code IOException}s), and any non-{@code IOException}; {@code true} for
-     * other {@code IOException}s, including timeouts.
+     * as plain {@code IOException}s): the connection is gone. {@code true} for other
+     * {@code IOException}s, including timeouts, and for anything else a source or sink threw
+     * ({@code RuntimeException}, {@code Error}): it moved nothing and said so, so the handle
+     * can resume once the source or sink works again.
      *
      * @param t what the source or sink threw (not null)
      */
     public static boolean isRetryableCause(Throwable t) {
         if (!(t instanceof IOException)) {
-            return false;
+            return true;
         }
         if (t instanceof java.net.SocketException
                 || t instanceof java.nio.channels.ClosedChannelException

@@ -175,8 +175,9 @@ class TransportResetTest {
         assertFalse(HurrayException.isRetryableCause(new ClosedChannelException()));
         assertFalse(HurrayException.isRetryableCause(new EOFException()));
         assertFalse(HurrayException.isRetryableCause(new IOException("Broken pipe")));
-        assertFalse(HurrayException.isRetryableCause(new IllegalStateException("bug")));
-        assertFalse(HurrayException.isRetryableCause(new OutOfMemoryError()));
+        // Anything else a source threw moved nothing: the handle resumes once it works again.
+        assertTrue(HurrayException.isRetryableCause(new IllegalStateException("bug")));
+        assertTrue(HurrayException.isRetryableCause(new OutOfMemoryError()));
         assertTrue(HurrayException.isRetryableCause(new SocketTimeoutException("Read timed out")));
         assertTrue(HurrayException.isRetryableCause(new IOException("try again")));
         assertTrue(new HurrayException(Status.TRANSPORT, "", new IOException("x")).isRetryable());
