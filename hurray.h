@@ -108,6 +108,10 @@
 // Size in bytes of a binary buffer handle; `sync_mode` is its byte 13.
 #define HURRAY_BUFFER_HANDLE_BYTES 16
 
+// `hurray_decoder_next` flag: the input ended (after the `filled` bytes, if any). The next
+// result is the end marker if the stream was complete, else `HURRAY_ERR_TRUNCATED`.
+#define HURRAY_DECODE_END_OF_INPUT 1
+
 // No quantization.
 #define HURRAY_QUANT_NONE 0
 
@@ -157,6 +161,10 @@ typedef struct HurrayBuffer HurrayBuffer;
 // The list owns every buffer pushed into it.
 typedef struct HurrayBufferList HurrayBufferList;
 
+// Decodes a stream from bytes the caller pushes in, with no transport and no callbacks.
+// Owned; one thread at a time (any thread, one after another).
+typedef struct HurrayDecoder HurrayDecoder;
+
 // A validated tensor descriptor. Owned when made by `hurray_descriptor_decode`,
 // `hurray_descriptor_clone` or `hurray_descriptor_builder_build` (destroy it with
 // `hurray_descriptor_destroy`); borrowed when obtained from `hurray_tensor_descriptor`.
@@ -165,6 +173,10 @@ typedef struct HurrayDescriptor HurrayDescriptor;
 // Accumulates the fields of a new descriptor; `hurray_descriptor_builder_build` validates
 // them. Owned; destroy with `hurray_descriptor_builder_destroy`.
 typedef struct HurrayDescriptorBuilder HurrayDescriptorBuilder;
+
+// Encodes a stream into bytes the caller sends, with no transport and no callbacks. Owned;
+// one thread at a time (any thread, one after another).
+typedef struct HurrayEncoder HurrayEncoder;
 
 // An index entry: a tensor's position in name order, its name, its descriptor and where its
 // payloads are — everything but the payload bytes. Owned by the caller (destroy with
@@ -231,6 +243,23 @@ typedef struct HurraySyncPayload {
 // Releases the producer's owner object. Invoked exactly once, during
 // `hurray_tensor_context_destroy`.
 typedef void (*HurrayOwnerReleaseFn)(void *owner);
+
+// Reader limits (docs/spec/stream.md §Limits). Initialise with `hurray_reader_options_init`,
+// then change fields. A NULL options pointer means the defaults.
+typedef struct HurrayReaderOptions {
+  // `sizeof(HurrayReaderOptions)` as the caller compiled it (forward compatibility).
+  uint32_t struct_size;
+  // Largest accepted rank (default and maximum 32).
+  uint32_t max_rank;
+  // Largest accepted encoded descriptor in bytes (default 1 MiB, maximum 16 MiB).
+  uint64_t max_descriptor_bytes;
+  // Largest accepted sum of one tensor's buffer sizes in bytes (default 64 GiB).
+  uint64_t max_tensor_bytes;
+  // `HURRAY_READER_*` flags.
+  uint32_t flags;
+  // Must be 0.
+  uint32_t reserved;
+} HurrayReaderOptions;
 
 // Quantization block as a plain struct (docs/spec/descriptor.md §Quantization).
 // `kind` is `HURRAY_QUANT_NONE` (all other fields 0) or one of `HURRAY_QUANT_*`.
@@ -308,6 +337,116 @@ typedef struct HurrayBufferSpec {
   uint16_t reserved;
 } HurrayBufferSpec;
 
+// One buffer of a decoded tensor: its data pointer (owned by the tensor) and its spec.
+typedef struct HurrayDecodedBuffer {
+  // First byte of the buffer (aligned to `spec.alignment`); NULL never (an empty buffer
+  // still has an aligned address). Valid until the tensor is destroyed.
+  void *data;
+  // Size, alignment, device tag and sync mode.
+  struct HurrayBufferSpec spec;
+} HurrayDecodedBuffer;
+
+// One metadata entry of a decoded tensor, borrowed from the tensor's descriptor.
+typedef struct HurrayMetadataView {
+  // Key: `key_len` bytes of UTF-8 (no NUL).
+  const uint8_t *key;
+  // Length of `key` in bytes.
+  size_t key_len;
+  // Value: `value_len` opaque bytes (NULL when empty).
+  const uint8_t *value;
+  // Length of `value` in bytes.
+  size_t value_len;
+} HurrayMetadataView;
+
+// What `hurray_decoder_next` produced. Which fields are set depends on the returned status.
+typedef struct HurrayDecodeResult {
+  // `HURRAY_OK`: the new tensor, owned by the caller (destroy it with
+  // `hurray_tensor_destroy`); otherwise NULL.
+  struct HurrayTensor *tensor;
+  // `HURRAY_NEED_INPUT`: where to write the next input bytes (at most `input_len`), owned
+  // by the decoder; valid until the next call on the decoder. Otherwise NULL.
+  uint8_t *input;
+  // `HURRAY_NEED_INPUT`: room at `input` in bytes (≥ 1). Otherwise 0.
+  size_t input_len;
+  // `HURRAY_OK`: the tensor's descriptor fields, as `hurray_descriptor_fields` gives them;
+  // pointers borrow from the tensor (valid until it is destroyed). Otherwise zeroed.
+  struct HurrayDescriptorFields fields;
+  // `HURRAY_OK`: `fields.buffer_count` entries, in buffer-table order. Owned by the
+  // decoder: valid until the next call on the decoder (copy what you keep); the data
+  // pointers inside stay valid until the tensor is destroyed.
+  const struct HurrayDecodedBuffer *buffers;
+  // `HURRAY_OK`: `fields.metadata_count` entries, in order. Owned by the decoder like
+  // `buffers`; the key and value bytes stay valid until the tensor is destroyed.
+  const struct HurrayMetadataView *metadata;
+} HurrayDecodeResult;
+
+// Every field of a new descriptor, for `hurray_descriptor_new`. Pointers are borrowed for the
+// call only.
+typedef struct HurrayDescriptorSpec {
+  // Stored element type (`HURRAY_DTYPE_*`).
+  uint8_t element_type;
+  // Layout code (`HURRAY_LAYOUT_ROW_MAJOR`, `_COLUMN_MAJOR` or `_STRIDED`).
+  uint8_t layout;
+  // Must be 0.
+  uint16_t reserved;
+  // Must be 0.
+  uint32_t reserved2;
+  // Number of dimensions (0 for a scalar, at most 32).
+  size_t rank;
+  // `rank` dimensions in elements, outermost first (NULL when `rank` is 0).
+  const uint64_t *dims;
+  // `stride_count` strides in elements (NULL when `stride_count` is 0).
+  const int64_t *strides;
+  // Entries in `strides`: `rank` when `layout` is strided, else 0.
+  size_t stride_count;
+  // Offset of element 0 in buffer 0, in bytes.
+  uint64_t byte_offset;
+  // Entries in `buffers`; 0 gives one CPU buffer of exactly the needed size at 64-byte
+  // alignment (not for strided layouts), as the builder does.
+  size_t buffer_count;
+  // The buffer table (NULL when `buffer_count` is 0).
+  const struct HurrayBufferSpec *buffers;
+  // The name as `name_len` bytes of UTF-8 without NUL; NULL for an unnamed descriptor (a
+  // non-NULL pointer with `name_len` 0 is the empty name).
+  const uint8_t *name;
+  // Length of `name` in bytes.
+  size_t name_len;
+  // Entries in `metadata`.
+  size_t metadata_count;
+  // Metadata entries in order (NULL when `metadata_count` is 0); keys unique.
+  const struct HurrayMetadataView *metadata;
+  // Quantization (`kind == HURRAY_QUANT_NONE` for none).
+  struct HurrayQuantization quantization;
+} HurrayDescriptorSpec;
+
+// Writer settings. Initialise with `hurray_writer_options_init`; NULL means defaults.
+typedef struct HurrayWriterOptions {
+  // `sizeof(HurrayWriterOptions)` as the caller compiled it.
+  uint32_t struct_size;
+  // `HURRAY_WRITER_*` flags.
+  uint32_t flags;
+} HurrayWriterOptions;
+
+// A borrowed byte range: `len` bytes at `ptr` (`ptr` may be NULL when `len` is 0).
+typedef struct HurrayIoSlice {
+  // First byte.
+  const uint8_t *ptr;
+  // Length in bytes.
+  size_t len;
+} HurrayIoSlice;
+
+// The encoder's pending output, as `hurray_encoder_encode` and `hurray_encoder_finish`
+// report it.
+typedef struct HurrayEncoderState {
+  // Bytes staged and not yet consumed.
+  uint64_t pending_bytes;
+  // Pieces of pending output (`hurray_encoder_output` lists them).
+  uint32_t pending_pieces;
+  // 1 while the pending output points into the last item's payloads: send it all and
+  // consume it before those payloads may change or be freed, and before the next item.
+  uint32_t borrows_payloads;
+} HurrayEncoderState;
+
 // Container writer settings. Initialise with `hurray_file_writer_options_init`, then change
 // fields; a NULL options pointer means the defaults.
 typedef struct HurrayFileWriterOptions {
@@ -362,14 +501,6 @@ typedef struct HurrayTransport {
   HurrayTransportSizeFn size;
 } HurrayTransport;
 
-// A borrowed byte range: `len` bytes at `ptr` (`ptr` may be NULL when `len` is 0).
-typedef struct HurrayIoSlice {
-  // First byte.
-  const uint8_t *ptr;
-  // Length in bytes.
-  size_t len;
-} HurrayIoSlice;
-
 // Container reader settings and limits. Initialise with `hurray_file_reader_options_init`,
 // then change fields; a NULL options pointer means the defaults.
 typedef struct HurrayFileReaderOptions {
@@ -406,36 +537,15 @@ typedef struct HurrayFileBufferLocation {
   uint32_t reserved;
 } HurrayFileBufferLocation;
 
-// Reader limits (docs/spec/stream.md §Limits). Initialise with `hurray_reader_options_init`,
-// then change fields. A NULL options pointer means the defaults.
-typedef struct HurrayReaderOptions {
-  // `sizeof(HurrayReaderOptions)` as the caller compiled it (forward compatibility).
-  uint32_t struct_size;
-  // Largest accepted rank (default and maximum 32).
-  uint32_t max_rank;
-  // Largest accepted encoded descriptor in bytes (default 1 MiB, maximum 16 MiB).
-  uint64_t max_descriptor_bytes;
-  // Largest accepted sum of one tensor's buffer sizes in bytes (default 64 GiB).
-  uint64_t max_tensor_bytes;
-  // `HURRAY_READER_*` flags.
-  uint32_t flags;
-  // Must be 0.
-  uint32_t reserved;
-} HurrayReaderOptions;
-
-// Writer settings. Initialise with `hurray_writer_options_init`; NULL means defaults.
-typedef struct HurrayWriterOptions {
-  // `sizeof(HurrayWriterOptions)` as the caller compiled it.
-  uint32_t struct_size;
-  // `HURRAY_WRITER_*` flags.
-  uint32_t flags;
-} HurrayWriterOptions;
-
 // Success.
 #define HURRAY_OK 0
 
 // The stream's end-of-stream marker was read at an item boundary. Positive: not an error.
 #define HURRAY_END_OF_STREAM 1
+
+// Not an error: a decoder (`hurray_decoder_next`) needs more input before it can go on.
+// Added in ABI 4 (additive); only the decoder functions return it.
+#define HURRAY_NEED_INPUT 2
 
 // A magic number did not match.
 #define HURRAY_ERR_INVALID_MAGIC -1
@@ -724,6 +834,62 @@ HurrayStatus hurray_tensor_context_descriptor(const struct HurrayTensorContext *
 // `ctx` NULL or valid for read and write.
 HurrayStatus hurray_tensor_context_destroy(struct HurrayTensorContext **ctx);
 
+// Makes a decoder with the given limits (`options` NULL: the defaults of
+// `hurray_reader_options_init`) and a buffer pool of `buffer_pool_bytes` (0: none; see
+// `hurray_reader_set_buffer_pool_bytes`). Writes the owned decoder to `*out_decoder`
+// (destroy it with `hurray_decoder_destroy`).
+//
+// Added in ABI 4 (additive). Errors: `NULL_POINTER`, `INVALID_ARGUMENT` (options).
+//
+// # Safety
+// `options` NULL or valid for reads; `out_decoder` valid for one write.
+HurrayStatus hurray_decoder_new(const struct HurrayReaderOptions *options,
+                                uint64_t buffer_pool_bytes,
+                                struct HurrayDecoder **out_decoder);
+
+// Advances the decoder: takes the `filled` bytes the caller wrote at the last `input` (0 if
+// none), notes the end of input if `flags` has `HURRAY_DECODE_END_OF_INPUT`, and decodes as
+// far as the bytes allow. One call per tensor when input is buffered; a tensor's payload
+// larger than 64 KiB is asked for in place (its `input` points into the tensor's own
+// allocation), so no byte is copied twice.
+//
+// Returns, filling `*out` (all other fields zero or NULL):
+// - `HURRAY_OK`: a tensor (`tensor`, `fields`, `buffers`, `metadata`);
+// - `HURRAY_NEED_INPUT` (positive): write up to `input_len` bytes at `input`, then call
+//   again with their count as `filled` (or with `HURRAY_DECODE_END_OF_INPUT` when the source
+//   ended). Blocking for those bytes happens in the caller, outside this library;
+// - `HURRAY_END_OF_STREAM`: the end marker was decoded (and on every call after).
+//
+// Errors (sticky): `TRUNCATED` (input ended inside an item or before the end marker),
+// `CORRUPT`, `INVALID_MAGIC`, `VERSION_MISMATCH`, `UNSUPPORTED`, `LIMIT_EXCEEDED`, descriptor
+// validation errors, `OUT_OF_MEMORY`; `INVALID_ARGUMENT` (not sticky, nothing taken) when
+// `filled` exceeds the room last offered. `NULL_POINTER`, `USE_AFTER_DESTROY`.
+//
+// Added in ABI 4 (additive).
+//
+// # Safety
+// `decoder` live and not used concurrently; `out` valid for one write; the `filled` bytes
+// were written at the last `input`.
+HurrayStatus hurray_decoder_next(struct HurrayDecoder *decoder,
+                                 size_t filled,
+                                 uint32_t flags,
+                                 struct HurrayDecodeResult *out);
+
+// Sets the cap of the decoder's buffer pool in bytes (0 removes the pool), as
+// `hurray_reader_set_buffer_pool_bytes` does for a reader. Added in ABI 4 (additive).
+//
+// # Safety
+// `decoder` live, not used concurrently.
+HurrayStatus hurray_decoder_set_buffer_pool_bytes(struct HurrayDecoder *decoder,
+                                                  uint64_t max_bytes);
+
+// Destroys a decoder and writes NULL to `*decoder`; NULL or `*decoder == NULL` is a no-op.
+// Tensors already decoded stay valid. Added in ABI 4 (additive).
+//
+// # Safety
+// `decoder` NULL or valid for read and write.
+HurrayStatus hurray_decoder_destroy(struct HurrayDecoder **decoder);
+
 // Decodes and validates `len` bytes of an encoded descriptor (docs/spec/descriptor.md) into
 // a new owned handle. The bytes are copied; the caller keeps them.
 //
@@ -752,6 +918,20 @@ HurrayStatus hurray_descriptor_destroy(struct HurrayDescriptor *descriptor);
 // `descriptor` a live descriptor; `out_descriptor` valid for one write.
 HurrayStatus hurray_descriptor_clone(const struct HurrayDescriptor *descriptor,
                                      struct HurrayDescriptor **out_descriptor);
+
+// Makes an owned copy of a (possibly borrowed) descriptor with its name replaced by `len`
+// bytes of UTF-8 at `name` (no NUL; at most 4096 bytes; `len` 0 gives the empty name). The
+// cheap way to send many tensors that differ only in name: one call, no builder.
+//
+// Added in ABI 4 (additive). Errors: `NULL_POINTER` (`descriptor`, `out_descriptor`, `name`
+// with `len > 0`), `INVALID_ARGUMENT` (not UTF-8, contains NUL), `LIMIT_EXCEEDED` (too long).
+//
+// # Safety
+// `descriptor` live; `name` valid for `len` reads; `out_descriptor` valid for one write.
+HurrayStatus hurray_descriptor_with_name(const struct HurrayDescriptor *descriptor,
+                                         const uint8_t *name,
+                                         size_t len,
+                                         struct HurrayDescriptor **out_descriptor);
 
 // Borrows the descriptor's encoding: `*out_bytes` points at `*out_len` bytes owned by the
 // descriptor, valid until it is destroyed. Copy them to keep them longer.
@@ -968,6 +1148,122 @@ HurrayStatus hurray_descriptor_builder_build(const struct HurrayDescriptorBuilde
 // # Safety
 // `builder` NULL or valid for read and write.
 HurrayStatus hurray_descriptor_builder_destroy(struct HurrayDescriptorBuilder **builder);
+
+// Makes, validates and encodes a descriptor from `*spec` in one call; writes the owned
+// descriptor to `*out_descriptor` (destroy it with `hurray_descriptor_destroy`). The same
+// rules and errors as the `hurray_descriptor_builder_*` calls it stands for (the message names
+// the builder step that failed): `INVALID_TYPE`, `INVALID_SHAPE`, `INVALID_LAYOUT`,
+// `INVALID_ALIGNMENT`, `BUFFER_TOO_SMALL`, `INVALID_ARGUMENT`, `DUPLICATE_NAME`,
+// `LIMIT_EXCEEDED`, `UNSUPPORTED`, `NULL_POINTER`.
+//
+// Added in ABI 4 (additive).
+//
+// # Safety
+// `spec` valid for reads and every pointer in it valid for its count; `out_descriptor` valid
+// for one write.
+HurrayStatus hurray_descriptor_new(const struct HurrayDescriptorSpec *spec,
+                                   struct HurrayDescriptor **out_descriptor);
+
+// Makes an encoder (`options` NULL: defaults) and writes it to `*out_encoder` (destroy it with
+// `hurray_encoder_destroy`). Nothing is staged until the first item or `hurray_encoder_finish`.
+// Added in ABI 4 (additive). Errors: `NULL_POINTER`, `INVALID_ARGUMENT` (options).
+//
+// # Safety
+// `options` NULL or valid for reads; `out_encoder` valid for one write.
+HurrayStatus hurray_encoder_new(const struct HurrayWriterOptions *options,
+                                struct HurrayEncoder **out_encoder);
+
+// Stages one tensor: the stream header before the first item, the frame, the descriptor,
+// payloads of up to 64 KiB copied, and checksums; larger payloads are referenced, not copied.
+// `payloads[i]` is buffer `i` of the descriptor's buffer table, exactly its byte size.
+// Writes the pending output's state to `*out_state` (may be NULL). Items that borrow no
+// payload may stay pending and leave together with later ones.
+//
+// Errors (nothing staged): `INVALID_ARGUMENT` (payload count differs from the buffer count, a
+// payload is too long, more than 64 payloads), `BUFFER_TOO_SMALL`, `INVALID_STATE` (after
+// finish, or while output borrowing the previous item's payloads is pending), `POISONED`,
+// `NULL_POINTER`, `USE_AFTER_DESTROY`.
+//
+// Added in ABI 4 (additive).
+//
+// # Safety
+// `encoder` and `descriptor` live; `payloads` valid for `count` reads, each range readable
+// and unchanged until the output borrowing it was consumed (or the item taken back).
+HurrayStatus hurray_encoder_encode(struct HurrayEncoder *encoder,
+                                   const struct HurrayDescriptor *descriptor,
+                                   const struct HurrayIoSlice *payloads,
+                                   size_t count,
+                                   struct HurrayEncoderState *out_state);
+
+// As `hurray_encoder_encode`, with the descriptor given as its encoding (`len` bytes at
+// `descriptor`, docs/spec/descriptor.md), which is decoded and validated first: a binding
+// that keeps descriptors as bytes needs no descriptor handle per tensor. Errors as
+// `hurray_encoder_encode`, plus the decoder's (`INVALID_MAGIC`, `CORRUPT`, validation
+// statuses). Added in ABI 4 (additive).
+//
+// # Safety
+// As `hurray_encoder_encode`; `descriptor` valid for `len` reads.
+HurrayStatus hurray_encoder_encode_encoded(struct HurrayEncoder *encoder,
+                                           const uint8_t *descriptor,
+                                           size_t len,
+                                           const struct HurrayIoSlice *payloads,
+                                           size_t count,
+                                           struct HurrayEncoderState *out_state);
+
+// Stages the end-of-stream marker (and the stream header if nothing was staged); idempotent.
+// Writes the pending output's state to `*out_state` (may be NULL). Errors: `POISONED`,
+// `INVALID_STATE` (output borrowing payloads is pending). Added in ABI 4 (additive).
+//
+// # Safety
+// `encoder` live.
+HurrayStatus hurray_encoder_finish(struct HurrayEncoder *encoder,
+                                   struct HurrayEncoderState *out_state);
+
+// Lists the pending output, in order, as up to `capacity` ranges in `out` (the first starts
+// after the bytes already consumed); `*out_count` receives the number written. Ranges point
+// into the encoder (valid until the next call that stages, consumes or aborts) or into the
+// last item's payloads. Send them in order, then report the count with
+// `hurray_encoder_consume`. Fewer than all pieces are listed when `capacity` is smaller; list
+// again after consuming. Added in ABI 4 (additive).
+//
+// Errors: `NULL_POINTER` (`out` with `capacity > 0`, `out_count`), `USE_AFTER_DESTROY`.
+//
+// # Safety
+// `encoder` live; `out` valid for `capacity` writes; `out_count` valid for one write.
+HurrayStatus hurray_encoder_output(const struct HurrayEncoder *encoder,
+                                   struct HurrayIoSlice *out,
+                                   size_t capacity,
+                                   size_t *out_count);
+
+// Records that the first `n` bytes of the pending output were sent. When nothing is pending
+// any more, the encoder stops borrowing payloads. Writes the new state to `*out_state` (may
+// be NULL). Errors: `INVALID_ARGUMENT` (`n` exceeds the pending bytes; nothing recorded).
+// Added in ABI 4 (additive).
+//
+// # Safety
+// `encoder` live.
+HurrayStatus hurray_encoder_consume(struct HurrayEncoder *encoder,
+                                    uint64_t n,
+                                    struct HurrayEncoderState *out_state);
+
+// Reports that sending the pending output failed (transport rule 4). If part of it had been
+// consumed, the stream on the wire is cut inside an item: the encoder is poisoned and this
+// returns `HURRAY_ERR_POISONED`. Otherwise it returns `HURRAY_OK`, and with `take_back_last`
+// non-zero the last staged item (or end marker) is taken back, so that the caller can stage
+// it again later; earlier pending items stay pending. Added in ABI 4 (additive).
+//
+// # Safety
+// `encoder` live.
+HurrayStatus hurray_encoder_abort(struct HurrayEncoder *encoder,
+                                  uint32_t take_back_last,
+                                  struct HurrayEncoderState *out_state);
+
+// Destroys an encoder (pending output is dropped, not sent) and writes NULL to `*encoder`;
+// NULL or `*encoder == NULL` is a no-op. Added in ABI 4 (additive).
+//
+// # Safety
+// `encoder` NULL or valid for read and write.
+HurrayStatus hurray_encoder_destroy(struct HurrayEncoder **encoder);
 
 // Fills `*out` with the default container writer options.
 //

@@ -23,10 +23,17 @@ echo "hurray.h: g++ -fsyntax-only ok"
 
 "$CC" "${cflags[@]}" -o "$tmp/socketpair_static" "${sources[@]}" "$dist/libhurray.a" "${static_libs[@]}"
 "$CC" "${cflags[@]}" -o "$tmp/socketpair_shared" "${sources[@]}" -L"$dist" -lhurray -Wl,-rpath,"$dist" -lpthread
-if ldd "$tmp/socketpair_static" | grep -q libhurray; then
+if ldd "$tmp/socketpair_static" | grep libhurray >/dev/null; then
   echo "socketpair_static links libhurray dynamically" >&2; exit 1
 fi
-ldd "$tmp/socketpair_shared" | grep -q "$dist/libhurray.so" || { echo "socketpair_shared does not load $dist/libhurray.so" >&2; exit 1; }
+ldd "$tmp/socketpair_shared" | grep "$dist/libhurray.so" >/dev/null || { echo "socketpair_shared does not load $dist/libhurray.so" >&2; exit 1; }
+
+"$CC" "${cflags[@]}" -o "$tmp/sans_io_static" "$here/sans_io_test.c" "$root/native/target/dist/libhurray.a" "${static_libs[@]}"
+"$CC" "${cflags[@]}" -o "$tmp/sans_io_shared" "$here/sans_io_test.c" -L"$dist" -lhurray -Wl,-rpath,"$dist" -lpthread
+for t in sans_io_static sans_io_shared; do
+  echo "== $t"
+  "$tmp/$t"
+done
 
 golden="$root/src/golden/stream_v1_checksums.hrry"
 count=$(grep -A6 '"file": "stream_v1_checksums.hrry"' "$root/src/golden/manifest.json" | sed -n 's/.*"tensor_count": \([0-9]*\).*/\1/p')

@@ -12,7 +12,9 @@
 
 mod buffer;
 pub mod crc32c;
+pub mod decoder;
 mod descriptor;
+pub mod encoder;
 mod error;
 pub mod file;
 pub mod names;
@@ -28,6 +30,8 @@ pub use descriptor::{
     CompositeInfo, LayoutDescriptor, PagingInfo, Quantization, SparseInfo, TensorDescriptor,
     DESCRIPTOR_MAGIC,
 };
+pub use decoder::{Decoded, StreamDecoder};
+pub use encoder::{OutSeg, StreamEncoder};
 pub use error::{Error, ErrorKind, Result};
 pub use file::{FileEntry, FileReader, FileReaderOptions, FileWriter, FileWriterOptions, ReadAt};
 pub use pool::{BufferPool, PoolStats, PooledBuf, MAX_POOLED_BUFFERS};

@@ -15,7 +15,10 @@ pub mod buffer;
 pub mod buffer_list;
 pub mod constants;
 pub mod context;
+pub mod decoder;
 pub mod descriptor;
+pub mod descriptor_spec;
+pub mod encoder;
 pub mod file;
 mod handle;
 pub mod names;
@@ -31,7 +34,10 @@ pub use buffer::{HurrayBuffer, HurrayBufferSpec, HurrayReleaseCallback, HurraySy
 pub use buffer_list::HurrayBufferList;
 pub use constants::*;
 pub use context::{HurrayOwnerReleaseFn, HurrayTensorContext};
+pub use decoder::{HurrayDecodeResult, HurrayDecodedBuffer, HurrayDecoder, HurrayMetadataView};
 pub use descriptor::{hurray_descriptor_decode, HurrayDescriptor, HurrayDescriptorBuilder, HurrayQuantization};
+pub use descriptor_spec::{hurray_descriptor_new, HurrayDescriptorSpec};
+pub use encoder::{HurrayEncoder, HurrayEncoderState};
 pub use file::{
     HurrayFileBufferLocation, HurrayFileEntry, HurrayFileReader, HurrayFileReaderOptions, HurrayFileWriter,
     HurrayFileWriterOptions,

@@ -31,6 +31,11 @@ thread_local! {
     static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
+/// This thread's last error message (a copy).
+pub(crate) fn last_error_message() -> String {
+    LAST_ERROR.with(|e| e.borrow().clone())
+}
+
 pub(crate) fn set_last_error(msg: &str) {
     LAST_ERROR.with(|e| {
         let mut e = e.borrow_mut();

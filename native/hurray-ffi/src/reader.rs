@@ -31,7 +31,7 @@ pub struct HurrayReaderOptions {
 pub const HURRAY_READER_REQUIRE_PAYLOAD_CHECKSUMS: u32 = 1;
 
 impl HurrayReaderOptions {
-    fn defaults() -> Self {
+    pub(crate) fn defaults() -> Self {
         let d = ReaderOptions::default();
         HurrayReaderOptions {
             struct_size: std::mem::size_of::<HurrayReaderOptions>() as u32,
@@ -43,7 +43,7 @@ impl HurrayReaderOptions {
         }
     }
 
-    fn to_core(self) -> FfiResult<ReaderOptions> {
+    pub(crate) fn to_core(self) -> FfiResult<ReaderOptions> {
         if (self.struct_size as usize) < std::mem::size_of::<HurrayReaderOptions>() {
             return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "options.struct_size is smaller than this ABI's HurrayReaderOptions"));
         }

@@ -12,6 +12,9 @@ pub type HurrayStatus = i32;
 pub const HURRAY_OK: HurrayStatus = 0;
 /// The stream's end-of-stream marker was read at an item boundary. Positive: not an error.
 pub const HURRAY_END_OF_STREAM: HurrayStatus = 1;
+/// Not an error: a decoder (`hurray_decoder_next`) needs more input before it can go on.
+/// Added in ABI 4 (additive); only the decoder functions return it.
+pub const HURRAY_NEED_INPUT: HurrayStatus = 2;
 /// A magic number did not match.
 pub const HURRAY_ERR_INVALID_MAGIC: HurrayStatus = -1;
 /// A version field names a version this build does not read.
@@ -97,6 +100,7 @@ pub extern "C" fn hurray_status_name(status: HurrayStatus) -> *const c_char {
     let s: &'static [u8] = match status {
         HURRAY_OK => b"HURRAY_OK\0",
         HURRAY_END_OF_STREAM => b"HURRAY_END_OF_STREAM\0",
+        HURRAY_NEED_INPUT => b"HURRAY_NEED_INPUT\0",
         HURRAY_ERR_INVALID_MAGIC => b"HURRAY_ERR_INVALID_MAGIC\0",
         HURRAY_ERR_VERSION_MISMATCH => b"HURRAY_ERR_VERSION_MISMATCH\0",
         HURRAY_ERR_INVALID_LAYOUT => b"HURRAY_ERR_INVALID_LAYOUT\0",

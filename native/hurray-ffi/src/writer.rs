@@ -33,10 +33,10 @@ pub struct HurrayWriterOptions {
 pub const HURRAY_WRITER_PAYLOAD_CHECKSUMS: u32 = 1;
 
 impl HurrayWriterOptions {
-    fn defaults() -> Self {
+    pub(crate) fn defaults() -> Self {
         HurrayWriterOptions { struct_size: std::mem::size_of::<HurrayWriterOptions>() as u32, flags: 0 }
     }
-    fn to_core(self) -> FfiResult<WriterOptions> {
+    pub(crate) fn to_core(self) -> FfiResult<WriterOptions> {
         if (self.struct_size as usize) < std::mem::size_of::<HurrayWriterOptions>() {
             return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "options.struct_size is smaller than this ABI's HurrayWriterOptions"));
         }

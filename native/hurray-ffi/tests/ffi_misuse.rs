@@ -281,6 +281,20 @@ fn null_cases(f: &Fixture) -> Vec<Case<'_>> {
             ("hurray_writer_write_tensor", Box::new(move || hurray_writer_write_tensor(w, d, null(), 1))),
             ("hurray_writer_write_tensor", Box::new(move || hurray_writer_write_tensor(w, d, slice_null.as_ptr(), 1))),
             ("hurray_writer_finish", Box::new(move || hurray_writer_finish(null_mut()))),
+            ("hurray_descriptor_with_name", Box::new(move || hurray_descriptor_with_name(null(), null(), 0, pp.cast()))),
+            ("hurray_descriptor_with_name", Box::new(move || hurray_descriptor_with_name(d, null(), 0, null_mut()))),
+            ("hurray_descriptor_with_name", Box::new(move || hurray_descriptor_with_name(d, null(), 3, pp.cast()))),
+            ("hurray_descriptor_new", Box::new(move || hurray_ffi::descriptor_spec::hurray_descriptor_new(null(), pp.cast()))),
+            ("hurray_encoder_encode_encoded", Box::new(move || hurray_ffi::encoder::hurray_encoder_encode_encoded(null_mut(), hb, 16, null(), 0, null_mut()))),
+            ("hurray_decoder_new", Box::new(move || hurray_ffi::decoder::hurray_decoder_new(null(), 0, null_mut()))),
+            ("hurray_decoder_next", Box::new(move || hurray_ffi::decoder::hurray_decoder_next(null_mut(), 0, 0, &mut std::mem::zeroed()))),
+            ("hurray_decoder_set_buffer_pool_bytes", Box::new(move || hurray_ffi::decoder::hurray_decoder_set_buffer_pool_bytes(null_mut(), 0))),
+            ("hurray_encoder_new", Box::new(move || hurray_ffi::encoder::hurray_encoder_new(null(), null_mut()))),
+            ("hurray_encoder_encode", Box::new(move || hurray_ffi::encoder::hurray_encoder_encode(null_mut(), d, null(), 0, null_mut()))),
+            ("hurray_encoder_finish", Box::new(move || hurray_ffi::encoder::hurray_encoder_finish(null_mut(), null_mut()))),
+            ("hurray_encoder_output", Box::new(move || hurray_ffi::encoder::hurray_encoder_output(null(), null_mut(), 0, usp))),
+            ("hurray_encoder_consume", Box::new(move || hurray_ffi::encoder::hurray_encoder_consume(null_mut(), 0, null_mut()))),
+            ("hurray_encoder_abort", Box::new(move || hurray_ffi::encoder::hurray_encoder_abort(null_mut(), 0, null_mut()))),
         ]
     }
 }
@@ -297,6 +311,8 @@ const DESTROYS: &[&str] = &[
     "hurray_reader_destroy",
     "hurray_tensor_destroy",
     "hurray_writer_destroy",
+    "hurray_decoder_destroy",
+    "hurray_encoder_destroy",
 ];
 
 fn header_functions() -> BTreeSet<String> {
@@ -773,6 +789,7 @@ fn every_status_has_its_name_and_sign() {
     let all: &[(HurrayStatus, &str)] = &[
         (HURRAY_OK, "HURRAY_OK"),
         (HURRAY_END_OF_STREAM, "HURRAY_END_OF_STREAM"),
+        (HURRAY_NEED_INPUT, "HURRAY_NEED_INPUT"),
         (HURRAY_ERR_INVALID_MAGIC, "HURRAY_ERR_INVALID_MAGIC"),
         (HURRAY_ERR_VERSION_MISMATCH, "HURRAY_ERR_VERSION_MISMATCH"),
         (HURRAY_ERR_INVALID_LAYOUT, "HURRAY_ERR_INVALID_LAYOUT"),
@@ -808,7 +825,7 @@ fn every_status_has_its_name_and_sign() {
     const { assert!(HURRAY_END_OF_STREAM > 0) };
     // The seed's fixed values.
     assert_eq!((HURRAY_ERR_INVALID_MAGIC, HURRAY_ERR_NULL_POINTER, HURRAY_ERR_INTERNAL_PANIC), (-1, -6, -7));
-    for unknown in [2, 100, -25, -1000, i32::MIN, i32::MAX] {
+    for unknown in [3, 100, -25, -1000, i32::MIN, i32::MAX] {
         assert_eq!(status_name(unknown), "HURRAY_UNKNOWN_STATUS");
     }
     assert!(!hurray_status_name(-3).is_null());
@@ -818,7 +835,7 @@ fn every_status_has_its_name_and_sign() {
         .lines()
         .filter_map(|l| l.strip_prefix("#define "))
         .filter_map(|l| l.split_whitespace().next())
-        .filter(|n| *n == "HURRAY_OK" || *n == "HURRAY_END_OF_STREAM" || n.starts_with("HURRAY_ERR_"))
+        .filter(|n| *n == "HURRAY_OK" || *n == "HURRAY_END_OF_STREAM" || *n == "HURRAY_NEED_INPUT" || n.starts_with("HURRAY_ERR_"))
         .collect();
     let named: BTreeSet<&str> = all.iter().map(|(_, n)| *n).collect();
     assert_eq!(defined, named);

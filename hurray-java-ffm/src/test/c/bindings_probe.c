@@ -30,6 +30,16 @@ int main(void) {
     printf("field HurraySyncPayload event_release_context %zu %zu %d\n", offsetof(HurraySyncPayload, event_release_context), sizeof s_.event_release_context, (int) __builtin_classify_type(s_.event_release_context));
     printf("field HurraySyncPayload consumer_stream %zu %zu %d\n", offsetof(HurraySyncPayload, consumer_stream), sizeof s_.consumer_stream, (int) __builtin_classify_type(s_.consumer_stream));
   }
+  printf("struct HurrayReaderOptions %zu %zu\n", sizeof(HurrayReaderOptions), _Alignof(HurrayReaderOptions));
+  {
+    HurrayReaderOptions s_; memset(&s_, 0, sizeof s_);
+    printf("field HurrayReaderOptions struct_size %zu %zu %d\n", offsetof(HurrayReaderOptions, struct_size), sizeof s_.struct_size, (int) __builtin_classify_type(s_.struct_size));
+    printf("field HurrayReaderOptions max_rank %zu %zu %d\n", offsetof(HurrayReaderOptions, max_rank), sizeof s_.max_rank, (int) __builtin_classify_type(s_.max_rank));
+    printf("field HurrayReaderOptions max_descriptor_bytes %zu %zu %d\n", offsetof(HurrayReaderOptions, max_descriptor_bytes), sizeof s_.max_descriptor_bytes, (int) __builtin_classify_type(s_.max_descriptor_bytes));
+    printf("field HurrayReaderOptions max_tensor_bytes %zu %zu %d\n", offsetof(HurrayReaderOptions, max_tensor_bytes), sizeof s_.max_tensor_bytes, (int) __builtin_classify_type(s_.max_tensor_bytes));
+    printf("field HurrayReaderOptions flags %zu %zu %d\n", offsetof(HurrayReaderOptions, flags), sizeof s_.flags, (int) __builtin_classify_type(s_.flags));
+    printf("field HurrayReaderOptions reserved %zu %zu %d\n", offsetof(HurrayReaderOptions, reserved), sizeof s_.reserved, (int) __builtin_classify_type(s_.reserved));
+  }
   printf("struct HurrayQuantization %zu %zu\n", sizeof(HurrayQuantization), _Alignof(HurrayQuantization));
   {
     HurrayQuantization s_; memset(&s_, 0, sizeof s_);
@@ -69,6 +79,69 @@ int main(void) {
     printf("field HurrayBufferSpec sync_mode %zu %zu %d\n", offsetof(HurrayBufferSpec, sync_mode), sizeof s_.sync_mode, (int) __builtin_classify_type(s_.sync_mode));
     printf("field HurrayBufferSpec reserved %zu %zu %d\n", offsetof(HurrayBufferSpec, reserved), sizeof s_.reserved, (int) __builtin_classify_type(s_.reserved));
   }
+  printf("struct HurrayDecodedBuffer %zu %zu\n", sizeof(HurrayDecodedBuffer), _Alignof(HurrayDecodedBuffer));
+  {
+    HurrayDecodedBuffer s_; memset(&s_, 0, sizeof s_);
+    printf("field HurrayDecodedBuffer data %zu %zu %d\n", offsetof(HurrayDecodedBuffer, data), sizeof s_.data, (int) __builtin_classify_type(s_.data));
+    printf("field HurrayDecodedBuffer spec %zu %zu %d\n", offsetof(HurrayDecodedBuffer, spec), sizeof s_.spec, (int) __builtin_classify_type(s_.spec));
+  }
+  printf("struct HurrayMetadataView %zu %zu\n", sizeof(HurrayMetadataView), _Alignof(HurrayMetadataView));
+  {
+    HurrayMetadataView s_; memset(&s_, 0, sizeof s_);
+    printf("field HurrayMetadataView key %zu %zu %d\n", offsetof(HurrayMetadataView, key), sizeof s_.key, (int) __builtin_classify_type(s_.key));
+    printf("field HurrayMetadataView key_len %zu %zu %d\n", offsetof(HurrayMetadataView, key_len), sizeof s_.key_len, (int) __builtin_classify_type(s_.key_len));
+    printf("field HurrayMetadataView value %zu %zu %d\n", offsetof(HurrayMetadataView, value), sizeof s_.value, (int) __builtin_classify_type(s_.value));
+    printf("field HurrayMetadataView value_len %zu %zu %d\n", offsetof(HurrayMetadataView, value_len), sizeof s_.value_len, (int) __builtin_classify_type(s_.value_len));
+  }
+  printf("struct HurrayDecodeResult %zu %zu\n", sizeof(HurrayDecodeResult), _Alignof(HurrayDecodeResult));
+  {
+    HurrayDecodeResult s_; memset(&s_, 0, sizeof s_);
+    printf("field HurrayDecodeResult tensor %zu %zu %d\n", offsetof(HurrayDecodeResult, tensor), sizeof s_.tensor, (int) __builtin_classify_type(s_.tensor));
+    printf("field HurrayDecodeResult input %zu %zu %d\n", offsetof(HurrayDecodeResult, input), sizeof s_.input, (int) __builtin_classify_type(s_.input));
+    printf("field HurrayDecodeResult input_len %zu %zu %d\n", offsetof(HurrayDecodeResult, input_len), sizeof s_.input_len, (int) __builtin_classify_type(s_.input_len));
+    printf("field HurrayDecodeResult fields %zu %zu %d\n", offsetof(HurrayDecodeResult, fields), sizeof s_.fields, (int) __builtin_classify_type(s_.fields));
+    printf("field HurrayDecodeResult buffers %zu %zu %d\n", offsetof(HurrayDecodeResult, buffers), sizeof s_.buffers, (int) __builtin_classify_type(s_.buffers));
+    printf("field HurrayDecodeResult metadata %zu %zu %d\n", offsetof(HurrayDecodeResult, metadata), sizeof s_.metadata, (int) __builtin_classify_type(s_.metadata));
+  }
+  printf("struct HurrayDescriptorSpec %zu %zu\n", sizeof(HurrayDescriptorSpec), _Alignof(HurrayDescriptorSpec));
+  {
+    HurrayDescriptorSpec s_; memset(&s_, 0, sizeof s_);
+    printf("field HurrayDescriptorSpec element_type %zu %zu %d\n", offsetof(HurrayDescriptorSpec, element_type), sizeof s_.element_type, (int) __builtin_classify_type(s_.element_type));
+    printf("field HurrayDescriptorSpec layout %zu %zu %d\n", offsetof(HurrayDescriptorSpec, layout), sizeof s_.layout, (int) __builtin_classify_type(s_.layout));
+    printf("field HurrayDescriptorSpec reserved %zu %zu %d\n", offsetof(HurrayDescriptorSpec, reserved), sizeof s_.reserved, (int) __builtin_classify_type(s_.reserved));
+    printf("field HurrayDescriptorSpec reserved2 %zu %zu %d\n", offsetof(HurrayDescriptorSpec, reserved2), sizeof s_.reserved2, (int) __builtin_classify_type(s_.reserved2));
+    printf("field HurrayDescriptorSpec rank %zu %zu %d\n", offsetof(HurrayDescriptorSpec, rank), sizeof s_.rank, (int) __builtin_classify_type(s_.rank));
+    printf("field HurrayDescriptorSpec dims %zu %zu %d\n", offsetof(HurrayDescriptorSpec, dims), sizeof s_.dims, (int) __builtin_classify_type(s_.dims));
+    printf("field HurrayDescriptorSpec strides %zu %zu %d\n", offsetof(HurrayDescriptorSpec, strides), sizeof s_.strides, (int) __builtin_classify_type(s_.strides));
+    printf("field HurrayDescriptorSpec stride_count %zu %zu %d\n", offsetof(HurrayDescriptorSpec, stride_count), sizeof s_.stride_count, (int) __builtin_classify_type(s_.stride_count));
+    printf("field HurrayDescriptorSpec byte_offset %zu %zu %d\n", offsetof(HurrayDescriptorSpec, byte_offset), sizeof s_.byte_offset, (int) __builtin_classify_type(s_.byte_offset));
+    printf("field HurrayDescriptorSpec buffer_count %zu %zu %d\n", offsetof(HurrayDescriptorSpec, buffer_count), sizeof s_.buffer_count, (int) __builtin_classify_type(s_.buffer_count));
+    printf("field HurrayDescriptorSpec buffers %zu %zu %d\n", offsetof(HurrayDescriptorSpec, buffers), sizeof s_.buffers, (int) __builtin_classify_type(s_.buffers));
+    printf("field HurrayDescriptorSpec name %zu %zu %d\n", offsetof(HurrayDescriptorSpec, name), sizeof s_.name, (int) __builtin_classify_type(s_.name));
+    printf("field HurrayDescriptorSpec name_len %zu %zu %d\n", offsetof(HurrayDescriptorSpec, name_len), sizeof s_.name_len, (int) __builtin_classify_type(s_.name_len));
+    printf("field HurrayDescriptorSpec metadata_count %zu %zu %d\n", offsetof(HurrayDescriptorSpec, metadata_count), sizeof s_.metadata_count, (int) __builtin_classify_type(s_.metadata_count));
+    printf("field HurrayDescriptorSpec metadata %zu %zu %d\n", offsetof(HurrayDescriptorSpec, metadata), sizeof s_.metadata, (int) __builtin_classify_type(s_.metadata));
+    printf("field HurrayDescriptorSpec quantization %zu %zu %d\n", offsetof(HurrayDescriptorSpec, quantization), sizeof s_.quantization, (int) __builtin_classify_type(s_.quantization));
+  }
+  printf("struct HurrayWriterOptions %zu %zu\n", sizeof(HurrayWriterOptions), _Alignof(HurrayWriterOptions));
+  {
+    HurrayWriterOptions s_; memset(&s_, 0, sizeof s_);
+    printf("field HurrayWriterOptions struct_size %zu %zu %d\n", offsetof(HurrayWriterOptions, struct_size), sizeof s_.struct_size, (int) __builtin_classify_type(s_.struct_size));
+    printf("field HurrayWriterOptions flags %zu %zu %d\n", offsetof(HurrayWriterOptions, flags), sizeof s_.flags, (int) __builtin_classify_type(s_.flags));
+  }
+  printf("struct HurrayIoSlice %zu %zu\n", sizeof(HurrayIoSlice), _Alignof(HurrayIoSlice));
+  {
+    HurrayIoSlice s_; memset(&s_, 0, sizeof s_);
+    printf("field HurrayIoSlice ptr %zu %zu %d\n", offsetof(HurrayIoSlice, ptr), sizeof s_.ptr, (int) __builtin_classify_type(s_.ptr));
+    printf("field HurrayIoSlice len %zu %zu %d\n", offsetof(HurrayIoSlice, len), sizeof s_.len, (int) __builtin_classify_type(s_.len));
+  }
+  printf("struct HurrayEncoderState %zu %zu\n", sizeof(HurrayEncoderState), _Alignof(HurrayEncoderState));
+  {
+    HurrayEncoderState s_; memset(&s_, 0, sizeof s_);
+    printf("field HurrayEncoderState pending_bytes %zu %zu %d\n", offsetof(HurrayEncoderState, pending_bytes), sizeof s_.pending_bytes, (int) __builtin_classify_type(s_.pending_bytes));
+    printf("field HurrayEncoderState pending_pieces %zu %zu %d\n", offsetof(HurrayEncoderState, pending_pieces), sizeof s_.pending_pieces, (int) __builtin_classify_type(s_.pending_pieces));
+    printf("field HurrayEncoderState borrows_payloads %zu %zu %d\n", offsetof(HurrayEncoderState, borrows_payloads), sizeof s_.borrows_payloads, (int) __builtin_classify_type(s_.borrows_payloads));
+  }
   printf("struct HurrayFileWriterOptions %zu %zu\n", sizeof(HurrayFileWriterOptions), _Alignof(HurrayFileWriterOptions));
   {
     HurrayFileWriterOptions s_; memset(&s_, 0, sizeof s_);
@@ -85,12 +158,6 @@ int main(void) {
     printf("field HurrayTransport release %zu %zu %d\n", offsetof(HurrayTransport, release), sizeof s_.release, (int) __builtin_classify_type(s_.release));
     printf("field HurrayTransport read_at %zu %zu %d\n", offsetof(HurrayTransport, read_at), sizeof s_.read_at, (int) __builtin_classify_type(s_.read_at));
     printf("field HurrayTransport size %zu %zu %d\n", offsetof(HurrayTransport, size), sizeof s_.size, (int) __builtin_classify_type(s_.size));
-  }
-  printf("struct HurrayIoSlice %zu %zu\n", sizeof(HurrayIoSlice), _Alignof(HurrayIoSlice));
-  {
-    HurrayIoSlice s_; memset(&s_, 0, sizeof s_);
-    printf("field HurrayIoSlice ptr %zu %zu %d\n", offsetof(HurrayIoSlice, ptr), sizeof s_.ptr, (int) __builtin_classify_type(s_.ptr));
-    printf("field HurrayIoSlice len %zu %zu %d\n", offsetof(HurrayIoSlice, len), sizeof s_.len, (int) __builtin_classify_type(s_.len));
   }
   printf("struct HurrayFileReaderOptions %zu %zu\n", sizeof(HurrayFileReaderOptions), _Alignof(HurrayFileReaderOptions));
   {
@@ -112,22 +179,6 @@ int main(void) {
     printf("field HurrayFileBufferLocation crc32c %zu %zu %d\n", offsetof(HurrayFileBufferLocation, crc32c), sizeof s_.crc32c, (int) __builtin_classify_type(s_.crc32c));
     printf("field HurrayFileBufferLocation flags %zu %zu %d\n", offsetof(HurrayFileBufferLocation, flags), sizeof s_.flags, (int) __builtin_classify_type(s_.flags));
     printf("field HurrayFileBufferLocation reserved %zu %zu %d\n", offsetof(HurrayFileBufferLocation, reserved), sizeof s_.reserved, (int) __builtin_classify_type(s_.reserved));
-  }
-  printf("struct HurrayReaderOptions %zu %zu\n", sizeof(HurrayReaderOptions), _Alignof(HurrayReaderOptions));
-  {
-    HurrayReaderOptions s_; memset(&s_, 0, sizeof s_);
-    printf("field HurrayReaderOptions struct_size %zu %zu %d\n", offsetof(HurrayReaderOptions, struct_size), sizeof s_.struct_size, (int) __builtin_classify_type(s_.struct_size));
-    printf("field HurrayReaderOptions max_rank %zu %zu %d\n", offsetof(HurrayReaderOptions, max_rank), sizeof s_.max_rank, (int) __builtin_classify_type(s_.max_rank));
-    printf("field HurrayReaderOptions max_descriptor_bytes %zu %zu %d\n", offsetof(HurrayReaderOptions, max_descriptor_bytes), sizeof s_.max_descriptor_bytes, (int) __builtin_classify_type(s_.max_descriptor_bytes));
-    printf("field HurrayReaderOptions max_tensor_bytes %zu %zu %d\n", offsetof(HurrayReaderOptions, max_tensor_bytes), sizeof s_.max_tensor_bytes, (int) __builtin_classify_type(s_.max_tensor_bytes));
-    printf("field HurrayReaderOptions flags %zu %zu %d\n", offsetof(HurrayReaderOptions, flags), sizeof s_.flags, (int) __builtin_classify_type(s_.flags));
-    printf("field HurrayReaderOptions reserved %zu %zu %d\n", offsetof(HurrayReaderOptions, reserved), sizeof s_.reserved, (int) __builtin_classify_type(s_.reserved));
-  }
-  printf("struct HurrayWriterOptions %zu %zu\n", sizeof(HurrayWriterOptions), _Alignof(HurrayWriterOptions));
-  {
-    HurrayWriterOptions s_; memset(&s_, 0, sizeof s_);
-    printf("field HurrayWriterOptions struct_size %zu %zu %d\n", offsetof(HurrayWriterOptions, struct_size), sizeof s_.struct_size, (int) __builtin_classify_type(s_.struct_size));
-    printf("field HurrayWriterOptions flags %zu %zu %d\n", offsetof(HurrayWriterOptions, flags), sizeof s_.flags, (int) __builtin_classify_type(s_.flags));
   }
   printf("const HURRAY_C_ABI_VERSION %lld %zu %d\n", (long long) (HURRAY_C_ABI_VERSION), sizeof(HURRAY_C_ABI_VERSION), (int) __builtin_classify_type(HURRAY_C_ABI_VERSION));
   printf("const HURRAY_DTYPE_BOOL %lld %zu %d\n", (long long) (HURRAY_DTYPE_BOOL), sizeof(HURRAY_DTYPE_BOOL), (int) __builtin_classify_type(HURRAY_DTYPE_BOOL));
@@ -168,6 +219,7 @@ int main(void) {
   printf("const HURRAY_MAX_BUFFER_ALIGNMENT %lld %zu %d\n", (long long) (HURRAY_MAX_BUFFER_ALIGNMENT), sizeof(HURRAY_MAX_BUFFER_ALIGNMENT), (int) __builtin_classify_type(HURRAY_MAX_BUFFER_ALIGNMENT));
   printf("const HURRAY_MAX_RANK %lld %zu %d\n", (long long) (HURRAY_MAX_RANK), sizeof(HURRAY_MAX_RANK), (int) __builtin_classify_type(HURRAY_MAX_RANK));
   printf("const HURRAY_BUFFER_HANDLE_BYTES %lld %zu %d\n", (long long) (HURRAY_BUFFER_HANDLE_BYTES), sizeof(HURRAY_BUFFER_HANDLE_BYTES), (int) __builtin_classify_type(HURRAY_BUFFER_HANDLE_BYTES));
+  printf("const HURRAY_DECODE_END_OF_INPUT %lld %zu %d\n", (long long) (HURRAY_DECODE_END_OF_INPUT), sizeof(HURRAY_DECODE_END_OF_INPUT), (int) __builtin_classify_type(HURRAY_DECODE_END_OF_INPUT));
   printf("const HURRAY_QUANT_NONE %lld %zu %d\n", (long long) (HURRAY_QUANT_NONE), sizeof(HURRAY_QUANT_NONE), (int) __builtin_classify_type(HURRAY_QUANT_NONE));
   printf("const HURRAY_QUANT_PER_TENSOR_AFFINE %lld %zu %d\n", (long long) (HURRAY_QUANT_PER_TENSOR_AFFINE), sizeof(HURRAY_QUANT_PER_TENSOR_AFFINE), (int) __builtin_classify_type(HURRAY_QUANT_PER_TENSOR_AFFINE));
   printf("const HURRAY_QUANT_PER_CHANNEL_AFFINE %lld %zu %d\n", (long long) (HURRAY_QUANT_PER_CHANNEL_AFFINE), sizeof(HURRAY_QUANT_PER_CHANNEL_AFFINE), (int) __builtin_classify_type(HURRAY_QUANT_PER_CHANNEL_AFFINE));
@@ -182,6 +234,7 @@ int main(void) {
   printf("const HURRAY_WRITER_PAYLOAD_CHECKSUMS %lld %zu %d\n", (long long) (HURRAY_WRITER_PAYLOAD_CHECKSUMS), sizeof(HURRAY_WRITER_PAYLOAD_CHECKSUMS), (int) __builtin_classify_type(HURRAY_WRITER_PAYLOAD_CHECKSUMS));
   printf("const HURRAY_OK %lld %zu %d\n", (long long) (HURRAY_OK), sizeof(HURRAY_OK), (int) __builtin_classify_type(HURRAY_OK));
   printf("const HURRAY_END_OF_STREAM %lld %zu %d\n", (long long) (HURRAY_END_OF_STREAM), sizeof(HURRAY_END_OF_STREAM), (int) __builtin_classify_type(HURRAY_END_OF_STREAM));
+  printf("const HURRAY_NEED_INPUT %lld %zu %d\n", (long long) (HURRAY_NEED_INPUT), sizeof(HURRAY_NEED_INPUT), (int) __builtin_classify_type(HURRAY_NEED_INPUT));
   printf("const HURRAY_ERR_INVALID_MAGIC %lld %zu %d\n", (long long) (HURRAY_ERR_INVALID_MAGIC), sizeof(HURRAY_ERR_INVALID_MAGIC), (int) __builtin_classify_type(HURRAY_ERR_INVALID_MAGIC));
   printf("const HURRAY_ERR_VERSION_MISMATCH %lld %zu %d\n", (long long) (HURRAY_ERR_VERSION_MISMATCH), sizeof(HURRAY_ERR_VERSION_MISMATCH), (int) __builtin_classify_type(HURRAY_ERR_VERSION_MISMATCH));
   printf("const HURRAY_ERR_INVALID_LAYOUT %lld %zu %d\n", (long long) (HURRAY_ERR_INVALID_LAYOUT), sizeof(HURRAY_ERR_INVALID_LAYOUT), (int) __builtin_classify_type(HURRAY_ERR_INVALID_LAYOUT));
@@ -343,6 +396,32 @@ int main(void) {
   KIND(HurrayStatus);
   KIND(struct HurrayTensorContext **);
   printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_decoder_new), HurrayStatus (*)(const struct HurrayReaderOptions *, uint64_t, struct HurrayDecoder **)), "hurray_decoder_new: signature differs from the AST");
+  printf("func hurray_decoder_new");
+  KIND(HurrayStatus);
+  KIND(const struct HurrayReaderOptions *);
+  KIND(uint64_t);
+  KIND(struct HurrayDecoder **);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_decoder_next), HurrayStatus (*)(struct HurrayDecoder *, size_t, uint32_t, struct HurrayDecodeResult *)), "hurray_decoder_next: signature differs from the AST");
+  printf("func hurray_decoder_next");
+  KIND(HurrayStatus);
+  KIND(struct HurrayDecoder *);
+  KIND(size_t);
+  KIND(uint32_t);
+  KIND(struct HurrayDecodeResult *);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_decoder_set_buffer_pool_bytes), HurrayStatus (*)(struct HurrayDecoder *, uint64_t)), "hurray_decoder_set_buffer_pool_bytes: signature differs from the AST");
+  printf("func hurray_decoder_set_buffer_pool_bytes");
+  KIND(HurrayStatus);
+  KIND(struct HurrayDecoder *);
+  KIND(uint64_t);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_decoder_destroy), HurrayStatus (*)(struct HurrayDecoder **)), "hurray_decoder_destroy: signature differs from the AST");
+  printf("func hurray_decoder_destroy");
+  KIND(HurrayStatus);
+  KIND(struct HurrayDecoder **);
+  printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_descriptor_decode), HurrayStatus (*)(const uint8_t *, size_t, struct HurrayDescriptor **)), "hurray_descriptor_decode: signature differs from the AST");
   printf("func hurray_descriptor_decode");
   KIND(HurrayStatus);
@@ -359,6 +438,14 @@ int main(void) {
   printf("func hurray_descriptor_clone");
   KIND(HurrayStatus);
   KIND(const struct HurrayDescriptor *);
+  KIND(struct HurrayDescriptor **);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_descriptor_with_name), HurrayStatus (*)(const struct HurrayDescriptor *, const uint8_t *, size_t, struct HurrayDescriptor **)), "hurray_descriptor_with_name: signature differs from the AST");
+  printf("func hurray_descriptor_with_name");
+  KIND(HurrayStatus);
+  KIND(const struct HurrayDescriptor *);
+  KIND(const uint8_t *);
+  KIND(size_t);
   KIND(struct HurrayDescriptor **);
   printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_descriptor_encoded), HurrayStatus (*)(const struct HurrayDescriptor *, const uint8_t **, size_t *)), "hurray_descriptor_encoded: signature differs from the AST");
@@ -518,6 +605,70 @@ int main(void) {
   printf("func hurray_descriptor_builder_destroy");
   KIND(HurrayStatus);
   KIND(struct HurrayDescriptorBuilder **);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_descriptor_new), HurrayStatus (*)(const struct HurrayDescriptorSpec *, struct HurrayDescriptor **)), "hurray_descriptor_new: signature differs from the AST");
+  printf("func hurray_descriptor_new");
+  KIND(HurrayStatus);
+  KIND(const struct HurrayDescriptorSpec *);
+  KIND(struct HurrayDescriptor **);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_encoder_new), HurrayStatus (*)(const struct HurrayWriterOptions *, struct HurrayEncoder **)), "hurray_encoder_new: signature differs from the AST");
+  printf("func hurray_encoder_new");
+  KIND(HurrayStatus);
+  KIND(const struct HurrayWriterOptions *);
+  KIND(struct HurrayEncoder **);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_encoder_encode), HurrayStatus (*)(struct HurrayEncoder *, const struct HurrayDescriptor *, const struct HurrayIoSlice *, size_t, struct HurrayEncoderState *)), "hurray_encoder_encode: signature differs from the AST");
+  printf("func hurray_encoder_encode");
+  KIND(HurrayStatus);
+  KIND(struct HurrayEncoder *);
+  KIND(const struct HurrayDescriptor *);
+  KIND(const struct HurrayIoSlice *);
+  KIND(size_t);
+  KIND(struct HurrayEncoderState *);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_encoder_encode_encoded), HurrayStatus (*)(struct HurrayEncoder *, const uint8_t *, size_t, const struct HurrayIoSlice *, size_t, struct HurrayEncoderState *)), "hurray_encoder_encode_encoded: signature differs from the AST");
+  printf("func hurray_encoder_encode_encoded");
+  KIND(HurrayStatus);
+  KIND(struct HurrayEncoder *);
+  KIND(const uint8_t *);
+  KIND(size_t);
+  KIND(const struct HurrayIoSlice *);
+  KIND(size_t);
+  KIND(struct HurrayEncoderState *);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_encoder_finish), HurrayStatus (*)(struct HurrayEncoder *, struct HurrayEncoderState *)), "hurray_encoder_finish: signature differs from the AST");
+  printf("func hurray_encoder_finish");
+  KIND(HurrayStatus);
+  KIND(struct HurrayEncoder *);
+  KIND(struct HurrayEncoderState *);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_encoder_output), HurrayStatus (*)(const struct HurrayEncoder *, struct HurrayIoSlice *, size_t, size_t *)), "hurray_encoder_output: signature differs from the AST");
+  printf("func hurray_encoder_output");
+  KIND(HurrayStatus);
+  KIND(const struct HurrayEncoder *);
+  KIND(struct HurrayIoSlice *);
+  KIND(size_t);
+  KIND(size_t *);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_encoder_consume), HurrayStatus (*)(struct HurrayEncoder *, uint64_t, struct HurrayEncoderState *)), "hurray_encoder_consume: signature differs from the AST");
+  printf("func hurray_encoder_consume");
+  KIND(HurrayStatus);
+  KIND(struct HurrayEncoder *);
+  KIND(uint64_t);
+  KIND(struct HurrayEncoderState *);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_encoder_abort), HurrayStatus (*)(struct HurrayEncoder *, uint32_t, struct HurrayEncoderState *)), "hurray_encoder_abort: signature differs from the AST");
+  printf("func hurray_encoder_abort");
+  KIND(HurrayStatus);
+  KIND(struct HurrayEncoder *);
+  KIND(uint32_t);
+  KIND(struct HurrayEncoderState *);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_encoder_destroy), HurrayStatus (*)(struct HurrayEncoder **)), "hurray_encoder_destroy: signature differs from the AST");
+  printf("func hurray_encoder_destroy");
+  KIND(HurrayStatus);
+  KIND(struct HurrayEncoder **);
   printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_file_writer_options_init), HurrayStatus (*)(struct HurrayFileWriterOptions *)), "hurray_file_writer_options_init: signature differs from the AST");
   printf("func hurray_file_writer_options_init");

@@ -135,11 +135,20 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
         }
     }
 
+    /**
+     * Entries already looked up by name (immutable values; at most {@link #ENTRY_CACHE_MAX}), so
+     * that repeated lookups cost a hash probe instead of a native search and a new entry.
+     * Guarded by {@link #guard} (one thread at a time).
+     */
+    private final java.util.HashMap<String, FileEntry> entryCache = new java.util.HashMap<>();
+    private static final int ENTRY_CACHE_MAX = 1 << 16;
+
     private HurrayFile(NativeFileReader reader, Mapping mapping, TensorScope scope, String source) {
         this.reader = reader;
         this.mapping = mapping;
         this.scope = scope;
         this.source = source;
+        reader.watch(this, mapping == null ? null : mapping::release);
     }
 
     // ---------------------------------------------------------------- opening
@@ -356,8 +365,19 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
         Objects.requireNonNull(name, "name");
         guard.enter();
         try {
+            FileEntry cached = entryCache.get(name);
+            if (cached != null) {
+                return Optional.of(cached);
+            }
             MemorySegment h = reader.find(name.getBytes(StandardCharsets.UTF_8));
-            return h == null ? Optional.empty() : Optional.of(toEntry(h));
+            if (h == null) {
+                return Optional.empty();
+            }
+            FileEntry e = toEntry(h);
+            if (entryCache.size() < ENTRY_CACHE_MAX) {
+                entryCache.put(name, e);
+            }
+            return Optional.of(e);
         } finally {
             guard.exit();
         }
@@ -444,6 +464,10 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
         Objects.requireNonNull(name, "name");
         guard.enter();
         try {
+            FileEntry cached = entryCache.get(name);
+            if (cached != null) {
+                return readLocked(cached.handle(), cached.descriptor());
+            }
             MemorySegment h = reader.find(name.getBytes(StandardCharsets.UTF_8));
             if (h == null) {
                 throw new HurrayException(Status.NOT_FOUND, "no tensor named \"" + name + "\" in " + source, null);

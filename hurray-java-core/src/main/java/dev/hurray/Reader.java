@@ -1,7 +1,7 @@
 package dev.hurray;
 
 import dev.hurray.internal.NativeReader;
-import dev.hurray.internal.ReadTransport;
+import dev.hurray.internal.Source;
 import java.io.Closeable;
 import java.io.IOException;
 import java.io.InputStream;
@@ -62,6 +62,15 @@ import java.util.stream.StreamSupport;
  * thread while a read is blocked is refused with {@link IllegalStateException}; close the
  * underlying source instead (the blocked read then fails with {@link Status#TRANSPORT}). The
  * tensors' thread rules follow {@link ReaderOptions#tensorScope()}.
+ *
+ * <h2>Virtual threads and cost</h2>
+ * No Java code runs inside a native call: the native decoder ({@code hurray_decoder_next},
+ * docs/spec/c-abi.md §Decoders and encoders) returns either a tensor or the memory region the
+ * next bytes must go to, and the reader fills that region from the source in Java. A virtual
+ * thread blocked on the source therefore unmounts from its carrier, and interrupting it closes
+ * an interruptible channel and fails the read with {@link Status#TRANSPORT}. A tensor whose
+ * bytes are already buffered costs one native call, which also returns its descriptor fields
+ * and buffer addresses.
  */
 public final class Reader implements AutoCloseable, Iterable<Tensor> {
     private final NativeReader nativeReader;
@@ -74,9 +83,10 @@ public final class Reader implements AutoCloseable, Iterable<Tensor> {
     private Reader(NativeReader nativeReader, TensorScope scope) {
         this.nativeReader = nativeReader;
         this.scope = scope;
+        nativeReader.watch(this, "Reader");
     }
 
-    private static Reader open(ReadTransport transport, ReaderOptions options) throws HurrayException {
+    private static Reader open(Source transport, ReaderOptions options) throws HurrayException {
         Objects.requireNonNull(options, "options");
         NativeReader r = NativeReader.open(transport, options.maxRank(), options.maxDescriptorBytes(),
                 options.maxTensorBytes(), options.requirePayloadChecksums(), options.bufferPoolBytes());
@@ -95,7 +105,7 @@ public final class Reader implements AutoCloseable, Iterable<Tensor> {
      * @throws HurrayException {@link Status#INVALID_ARGUMENT} for options the library refuses
      */
     public static Reader of(InputStream in, ReaderOptions options) throws HurrayException {
-        return open(ReadTransport.of(in, in), options);
+        return open(Source.of(in, in), options);
     }
 
     /** A reader of {@code channel} with default options; see {@link #of(ReadableByteChannel, ReaderOptions)}. */
@@ -114,7 +124,7 @@ public final class Reader implements AutoCloseable, Iterable<Tensor> {
      */
     public static Reader of(ReadableByteChannel channel, ReaderOptions options) throws HurrayException {
         requireBlocking(channel);
-        return open(ReadTransport.of(channel, channel), options);
+        return open(Source.of(channel, channel), options);
     }
 
     /** A reader of {@code socket} with default options; see {@link #of(Socket, ReaderOptions)}. */
@@ -141,9 +151,9 @@ public final class Reader implements AutoCloseable, Iterable<Tensor> {
         SocketChannel ch = socket.getChannel();
         if (ch != null) {
             requireBlocking(ch);
-            return open(ReadTransport.of(ch, shutdown), options);
+            return open(Source.of(ch, shutdown), options);
         }
-        return open(ReadTransport.of(socket.getInputStream(), shutdown), options);
+        return open(Source.of(socket.getInputStream(), shutdown), options);
     }
 
     /** A reader of the bytes of {@code segment} with default options. */
@@ -157,7 +167,7 @@ public final class Reader implements AutoCloseable, Iterable<Tensor> {
      * thread, until the reader is closed.
      */
     public static Reader of(MemorySegment segment, ReaderOptions options) throws HurrayException {
-        return open(ReadTransport.of(segment), options);
+        return open(Source.of(segment), options);
     }
 
     /** A reader of {@code bytes} with default options. */
@@ -167,7 +177,7 @@ public final class Reader implements AutoCloseable, Iterable<Tensor> {
 
     /** A reader of an array's bytes; the array is not copied and must not change while reading. */
     public static Reader of(byte[] bytes, ReaderOptions options) throws HurrayException {
-        return open(ReadTransport.of(MemorySegment.ofArray(bytes)), options);
+        return open(Source.of(MemorySegment.ofArray(bytes)), options);
     }
 
     private static void requireBlocking(Object channel) {
@@ -194,12 +204,11 @@ public final class Reader implements AutoCloseable, Iterable<Tensor> {
             if (ended) {
                 return null;
             }
-            MemorySegment t = nativeReader.next();
-            if (t == null) {
+            if (!nativeReader.next()) {
                 ended = true;
                 return null;
             }
-            Tensor tensor = Tensor.fromNative(t, scope, previous);
+            Tensor tensor = Tensor.fromDecoded(nativeReader, scope, previous);
             previous = tensor.descriptor();
             return tensor;
         } finally {

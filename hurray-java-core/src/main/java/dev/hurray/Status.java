@@ -14,6 +14,8 @@ public enum Status {
     OK(hurray_h.HURRAY_OK(), "HURRAY_OK"),
     /** {@code HURRAY_END_OF_STREAM}: the end-of-stream marker was read at an item boundary (not an error). */
     END_OF_STREAM(hurray_h.HURRAY_END_OF_STREAM(), "HURRAY_END_OF_STREAM"),
+    /** {@code HURRAY_NEED_INPUT}: a decoder needs more input before it can go on (not an error; only the C decoder returns it). */
+    NEED_INPUT(hurray_h.HURRAY_NEED_INPUT(), "HURRAY_NEED_INPUT"),
     /** A magic number did not match (not a Hurray stream). */
     INVALID_MAGIC(hurray_h.HURRAY_ERR_INVALID_MAGIC(), "HURRAY_ERR_INVALID_MAGIC"),
     /** A version field names a version this build does not read. */

@@ -1,7 +1,9 @@
 package dev.hurray;
 
 import dev.hurray.internal.DescriptorFields;
+import dev.hurray.internal.Leaks;
 import dev.hurray.internal.NativeDescriptor;
+import dev.hurray.internal.NativeReader;
 import dev.hurray.internal.NativeTensor;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -57,6 +59,8 @@ public final class Tensor implements AutoCloseable {
     private final Runnable onClose;
     /** CLOSED, CLOSING, or the number of writes in progress (0 = open and idle). */
     private final AtomicInteger state = new AtomicInteger();
+    /** Frees the native tensor (and runs onClose) on close, or from the cleaner if leaked; null for Java-owned memory. */
+    private Leaks.Resource resource;
 
     private Tensor(TensorDescriptor descriptor, MemorySegment[] buffers, Arena arena,
             MemorySegment nativeTensor, MemorySegment nativeDescriptor, TensorScope scope) {
@@ -115,7 +119,7 @@ public final class Tensor implements AutoCloseable {
                     bufs[i] = bufs[i].asReadOnly();
                 }
             }
-            return new Tensor(desc, bufs, arena, tensor, d, scope, onClose);
+            return new Tensor(desc, bufs, arena, tensor, d, scope, onClose).tracked();
         } catch (HurrayException | RuntimeException | Error e) {
             arena.close();
             NativeTensor.destroy(tensor);
@@ -124,6 +128,51 @@ public final class Tensor implements AutoCloseable {
             }
             throw e;
         }
+    }
+
+    /**
+     * Takes ownership of the tensor a reader's decoder just returned: its descriptor, fields
+     * and buffer pointers come with the result, so this makes no downcall. On failure the
+     * native tensor is destroyed.
+     *
+     * @param previous the descriptor of the reader's previous tensor, or null: shared when the
+     *     new tensor's encoded descriptor is byte-identical
+     */
+    static Tensor fromDecoded(NativeReader reader, TensorScope scope, TensorDescriptor previous) throws HurrayException {
+        MemorySegment tensor = reader.tensor();
+        Arena arena = scope == TensorScope.SHARED ? Arena.ofShared() : Arena.ofConfined();
+        try {
+            MemorySegment encoded = reader.encodedView();
+            TensorDescriptor desc;
+            if (previous != null && previous.hasEncoding(encoded)) {
+                desc = previous;
+            } else {
+                desc = TensorDescriptor.fromNative(reader.readFields(), NativeDescriptor.copyOf(encoded));
+            }
+            return new Tensor(desc, reader.buffers(arena), arena, tensor, null, scope).tracked();
+        } catch (HurrayException | RuntimeException | Error e) {
+            arena.close();
+            NativeTensor.destroy(tensor);
+            throw e;
+        }
+    }
+
+    /**
+     * Registers the native tensor with the leak cleaner. The cleaner watches the scope of the
+     * buffer segments (not this object), so memory is freed only once neither the tensor nor
+     * any segment taken from it is reachable.
+     */
+    private Tensor tracked() {
+        MemorySegment t = nativeTensor;
+        Runnable after = onClose;
+        MemorySegment.Scope watched = MemorySegment.NULL.reinterpret(arena, null).scope();
+        resource = Leaks.track(watched, "Tensor", () -> {
+            NativeTensor.destroy(t);
+            if (after != null) {
+                after.run();
+            }
+        });
+        return this;
     }
 
     // ---------------------------------------------------------------- factories
@@ -509,13 +558,151 @@ public final class Tensor implements AutoCloseable {
     }
 
     /** The raw buffer segments (for the writer, between pin and unpin). */
+    /** True for {@link #wrap} tensors, whose memory belongs to the caller's arena. */
+    boolean borrowsMemory() {
+        return arena == null;
+    }
+
     MemorySegment[] rawBuffers() {
         return buffers;
     }
 
     /** The borrowed native descriptor of a tensor read from a stream, or null. Valid while open. */
-    MemorySegment nativeDescriptor() {
+    /**
+     * The native descriptor to write this tensor with: its own (borrowed) one for a tensor read
+     * from a stream or file, else null (the writer then uses the descriptor's cached handle).
+     */
+    MemorySegment nativeDescriptor() throws HurrayException {
+        if (nativeDescriptor == null && nativeTensor != null) {
+            return NativeTensor.descriptor(nativeTensor);
+        }
         return nativeDescriptor;
+    }
+
+    // ---------------------------------------------------------------- interop (issue 11)
+    // Additions for zero-copy interop: rank-0 factories, java.nio views, the keep-alive share,
+    // and a factory for tensors over memory whose release is someone else's (ExternalBuffer,
+    // DLPack import). Kept in one block so that merges with other edits of this class are easy.
+
+    /**
+     * A rank-0 (scalar) float32 tensor: shape {@code []}, one element, as
+     * {@code TensorDescriptor.of(ElementType.FLOAT32)} describes. Note that {@code
+     * Tensor.of(new float[] {x})} is rank 1 (shape {@code [1]}): {@code of} always takes the shape
+     * from its {@code shape} argument or, when none is given, makes one dimension of the data's
+     * length.
+     */
+    public static Tensor scalar(float value) {
+        Tensor t = allocate(TensorDescriptor.of(ElementType.FLOAT32));
+        t.buffers[0].set(le(ValueLayout.JAVA_FLOAT), 0, value);
+        return t;
+    }
+
+    /** A rank-0 float64 tensor; see {@link #scalar(float)}. */
+    public static Tensor scalar(double value) {
+        Tensor t = allocate(TensorDescriptor.of(ElementType.FLOAT64));
+        t.buffers[0].set(le(ValueLayout.JAVA_DOUBLE), 0, value);
+        return t;
+    }
+
+    /** A rank-0 int32 tensor; see {@link #scalar(float)}. */
+    public static Tensor scalar(int value) {
+        Tensor t = allocate(TensorDescriptor.of(ElementType.INT32));
+        t.buffers[0].set(le(ValueLayout.JAVA_INT), 0, value);
+        return t;
+    }
+
+    /** A rank-0 int64 tensor; see {@link #scalar(float)}. */
+    public static Tensor scalar(long value) {
+        Tensor t = allocate(TensorDescriptor.of(ElementType.INT64));
+        t.buffers[0].set(le(ValueLayout.JAVA_LONG), 0, value);
+        return t;
+    }
+
+    /**
+     * A keep-alive for handing this tensor's memory to another library without copying (ONNX
+     * Runtime, a DLPack consumer, native code). While any share is open, {@link #close()} is
+     * refused with {@link IllegalStateException} and the tensor stays open, so its memory is never
+     * freed or given back to a reader's buffer pool (where the next tensor read would reuse it)
+     * while the other library may still read it. Close the share when the other library is done
+     * (for ONNX Runtime: after closing the {@code OnnxTensor} and the results of every run that
+     * used it); then close the tensor. Shares may be opened and closed from any thread.
+     *
+     * @throws IllegalStateException if the tensor is closed
+     */
+    public TensorShare share() {
+        return new TensorShare(this);
+    }
+
+    /**
+     * Buffer 0, whole, as a little-endian {@link java.nio.ByteBuffer} aliasing the tensor's memory
+     * (read-only for read-only buffers, such as those of {@link HurrayFile#map}); valid until the
+     * tensor is closed. For handing the memory to another library, take a {@link #share()}.
+     *
+     * @throws IllegalStateException after close, or above 2 GiB
+     */
+    public java.nio.ByteBuffer asByteBuffer() {
+        requireOpen();
+        return TensorViews.bytes(descriptor, buffers[0]);
+    }
+
+    /**
+     * The float32 elements (row-major, from the byte offset) as a {@link java.nio.FloatBuffer}
+     * aliasing the tensor's memory; valid until the tensor is closed. Java access through the
+     * view fails after close, but a library that kept the address (ONNX Runtime, native code)
+     * cannot be stopped: hand such libraries the views of a {@link #share()}, which keeps the
+     * memory theirs until the share is closed.
+     *
+     * @throws IllegalStateException for another dtype or layout, after close, or above 2 GiB
+     */
+    public java.nio.FloatBuffer asFloatBuffer() {
+        requireOpen();
+        return TensorViews.elements(descriptor, buffers[0], 4, ElementType.FLOAT32).asFloatBuffer();
+    }
+
+    /** As {@link #asFloatBuffer()} for float64. */
+    public java.nio.DoubleBuffer asDoubleBuffer() {
+        requireOpen();
+        return TensorViews.elements(descriptor, buffers[0], 8, ElementType.FLOAT64).asDoubleBuffer();
+    }
+
+    /** As {@link #asFloatBuffer()} for int32 and uint32 (raw bits). */
+    public java.nio.IntBuffer asIntBuffer() {
+        requireOpen();
+        return TensorViews.elements(descriptor, buffers[0], 4, ElementType.INT32, ElementType.UINT32).asIntBuffer();
+    }
+
+    /** As {@link #asFloatBuffer()} for int64 and uint64 (raw bits). */
+    public java.nio.LongBuffer asLongBuffer() {
+        requireOpen();
+        return TensorViews.elements(descriptor, buffers[0], 8, ElementType.INT64, ElementType.UINT64).asLongBuffer();
+    }
+
+    /** As {@link #asFloatBuffer()} for the 16-bit types (int16, uint16, float16, bfloat16; raw bits). */
+    public java.nio.ShortBuffer asShortBuffer() {
+        requireOpen();
+        return TensorViews.elements(descriptor, buffers[0], 2, ElementType.INT16, ElementType.UINT16,
+                ElementType.FLOAT16, ElementType.BFLOAT16).asShortBuffer();
+    }
+
+    /**
+     * A tensor over memory released by {@code onClose}: {@code raw[i]} (global-scope segments
+     * of at least buffer {@code i}'s size and aligned for it, as {@link #wrap} checks) are
+     * reinterpreted onto a new arena of {@code scope}, so that the views die when the tensor
+     * closes, before {@code onClose} runs (exactly once, on the closing thread). If this method
+     * throws, {@code onClose} has not run and the caller cleans up.
+     */
+    static Tensor adoptViews(TensorDescriptor descriptor, MemorySegment[] raw, TensorScope scope, Runnable onClose) {
+        Tensor checked = wrap(descriptor, raw);
+        Arena arena = scope == TensorScope.SHARED ? Arena.ofShared() : Arena.ofConfined();
+        MemorySegment[] views = new MemorySegment[raw.length];
+        for (int i = 0; i < raw.length; i++) {
+            MemorySegment b = checked.buffers[i];
+            views[i] = MemorySegment.ofAddress(b.address()).reinterpret(b.byteSize(), arena, null);
+            if (b.isReadOnly()) {
+                views[i] = views[i].asReadOnly();
+            }
+        }
+        return new Tensor(descriptor, views, arena, null, null, scope, onClose);
     }
 
     // ---------------------------------------------------------------- close
@@ -536,7 +723,8 @@ public final class Tensor implements AutoCloseable {
                 return;
             }
             if (s > 0) {
-                throw new IllegalStateException("the tensor is being written; close it after the write returns");
+                throw new IllegalStateException("the tensor is being written or shared (Tensor.share()); "
+                        + "close it after the write returns and every share is closed");
             }
             if (state.compareAndSet(0, CLOSING)) {
                 break;
@@ -551,11 +739,15 @@ public final class Tensor implements AutoCloseable {
             throw e;
         }
         state.set(CLOSED);
-        if (nativeTensor != null) {
-            NativeTensor.destroy(nativeTensor);
-        }
-        if (onClose != null) {
-            onClose.run();
+        if (resource != null) {
+            resource.close();
+        } else {
+            if (nativeTensor != null) {
+                NativeTensor.destroy(nativeTensor);
+            }
+            if (onClose != null) {
+                onClose.run();
+            }
         }
     }
 

@@ -127,9 +127,35 @@ public final class TensorDescriptor {
         return nativeDescriptor.hasEncoding(encodedView);
     }
 
+    /** The native twin (handle and/or encoding); for the writer. */
+    NativeDescriptor nativeTwin() {
+        return nativeDescriptor;
+    }
+
     /** The native descriptor handle (owned, cached); for the reader and writer. */
     MemorySegment nativeHandle() throws HurrayException {
         return nativeDescriptor.handle();
+    }
+
+    /**
+     * This descriptor with another name: everything else is kept (no builder, one native call).
+     * The cheap way to send many tensors that differ only in name, such as embeddings: build a
+     * template once, then {@code template.withName(id)} per tensor.
+     *
+     * @param name the new name: UTF-8 without NUL, at most 4096 bytes ("" is the empty name)
+     * @throws IllegalArgumentException for a name the format refuses (the native
+     *     {@link HurrayException} is the cause)
+     */
+    public TensorDescriptor withName(String name) {
+        Objects.requireNonNull(name, "name");
+        try {
+            NativeDescriptor n = nativeDescriptor.withName(name.getBytes(StandardCharsets.UTF_8));
+            DescriptorFields f = fields;
+            return new TensorDescriptor(new DescriptorFields(f.elementType(), f.shape(), f.layout(), f.byteOffset(),
+                    f.buffers(), f.quantization(), name, f.metadata()), n);
+        } catch (HurrayException e) {
+            throw new IllegalArgumentException("name " + name + ": " + e.getMessage(), e);
+        }
     }
 
     /** The stored element type. */
@@ -386,8 +412,8 @@ public final class TensorDescriptor {
         public TensorDescriptor build() throws HurrayException {
             DescriptorFields f = new DescriptorFields(elementType, shape, layout, byteOffset,
                     List.copyOf(buffers), quantization, name, metadata);
-            NativeDescriptor n = NativeDescriptor.build(f);
-            return new TensorDescriptor(n.read(), n);
+            NativeDescriptor.Built b = NativeDescriptor.build(f);
+            return new TensorDescriptor(b.fields(), b.descriptor());
         }
     }
 }

@@ -1,7 +1,8 @@
 package dev.hurray;
 
+import dev.hurray.internal.NativeDescriptor;
 import dev.hurray.internal.NativeWriter;
-import dev.hurray.internal.WriteTransport;
+import dev.hurray.internal.Sink;
 import java.io.Closeable;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -30,8 +31,12 @@ import java.util.Objects;
  * and memory ({@link #toMemory()}, read back with {@link #toByteArray()}).
  *
  * <h2>Semantics</h2>
- * A tensor is entirely handed to the sink when {@link #write(Tensor)} returns; nothing is
- * retained after the call. {@link #finish()} writes the end-of-stream marker, and
+ * By default a tensor is entirely handed to the sink when {@link #write(Tensor)} returns;
+ * nothing is retained after the call. With {@link WriterOptions#batchBytes()} above 0, small
+ * tensors are copied into the writer's native staging buffer and sent together once that many
+ * bytes are pending, on {@link #flush()}, or on {@link #close()} (a tensor with a payload over
+ * 64 KiB is always sent before {@code write} returns); the payloads are never referenced after
+ * {@code write} returns either way. {@link #finish()} writes the end-of-stream marker, and
  * {@link #close()} does so if it was not done, then closes the sink (a socket is only shut down
  * for output).
  *
@@ -47,23 +52,28 @@ import java.util.Objects;
  * <h2>Threads</h2>
  * One writer, one thread at a time: a concurrent call, a call from inside the writer's own
  * sink, or a close during a call on another thread fails with {@link IllegalStateException}.
- * A writer may be made on one thread and used or closed on another.
+ * A writer may be made on one thread and used or closed on another, and it may write a tensor
+ * made on another thread if the tensor owns its memory ({@link Tensor#of}, {@link
+ * Tensor#allocate}, read tensors): it is read by address while pinned against closing.
+ * No Java code runs inside a native call (the native encoder stages bytes; the writer sends
+ * them), so a virtual thread blocked on the sink unmounts from its carrier.
  */
 public final class Writer implements AutoCloseable {
     private final NativeWriter nativeWriter;
-    private final WriteTransport.Memory memory;
+    private final Sink.Memory memory;
     private final HandleGuard guard = new HandleGuard("writer");
     private boolean finished;
 
-    private Writer(NativeWriter nativeWriter, WriteTransport.Memory memory) {
+    private Writer(NativeWriter nativeWriter, Sink.Memory memory) {
         this.nativeWriter = nativeWriter;
         this.memory = memory;
+        nativeWriter.watch(this, "Writer");
     }
 
-    private static Writer open(WriteTransport transport, WriterOptions options) throws HurrayException {
+    private static Writer open(Sink transport, WriterOptions options) throws HurrayException {
         Objects.requireNonNull(options, "options");
-        return new Writer(NativeWriter.open(transport, options.payloadChecksums()),
-                transport instanceof WriteTransport.Memory m ? m : null);
+        return new Writer(NativeWriter.open(transport, options.payloadChecksums(), options.batchBytes()),
+                transport instanceof Sink.Memory m ? m : null);
     }
 
     /** A writer to {@code out} with default options; see {@link #of(OutputStream, WriterOptions)}. */
@@ -76,7 +86,7 @@ public final class Writer implements AutoCloseable {
      * after each tensor and at finish. {@link #close()} closes the stream.
      */
     public static Writer of(OutputStream out, WriterOptions options) throws HurrayException {
-        return open(WriteTransport.of(out, out), options);
+        return open(Sink.of(out, out), options);
     }
 
     /** A writer to {@code channel} with default options; see {@link #of(WritableByteChannel, WriterOptions)}. */
@@ -92,7 +102,7 @@ public final class Writer implements AutoCloseable {
      */
     public static Writer of(WritableByteChannel channel, WriterOptions options) throws HurrayException {
         requireBlocking(channel);
-        return open(WriteTransport.of(channel, channel), options);
+        return open(Sink.of(channel, channel), options);
     }
 
     /** A writer to {@code socket} with default options; see {@link #of(Socket, WriterOptions)}. */
@@ -119,9 +129,9 @@ public final class Writer implements AutoCloseable {
         SocketChannel ch = socket.getChannel();
         if (ch != null) {
             requireBlocking(ch);
-            return open(WriteTransport.of(ch, shutdown), options);
+            return open(Sink.of(ch, shutdown), options);
         }
-        return open(WriteTransport.of(socket.getOutputStream(), shutdown), options);
+        return open(Sink.of(socket.getOutputStream(), shutdown), options);
     }
 
     /** A writer into a growable heap buffer, with default options; read it with {@link #toByteArray()}. */
@@ -131,7 +141,7 @@ public final class Writer implements AutoCloseable {
 
     /** A writer into a growable heap buffer (at most 2 GiB); read it with {@link #toByteArray()}. */
     public static Writer toMemory(WriterOptions options) throws HurrayException {
-        return open(WriteTransport.toMemory(), options);
+        return open(Sink.toMemory(), options);
     }
 
     private static void requireBlocking(Object channel) {
@@ -160,18 +170,23 @@ public final class Writer implements AutoCloseable {
             tensor.pin();
             try {
                 MemorySegment[] bufs = tensor.rawBuffers();
-                for (int i = 0; i < bufs.length; i++) {
-                    requireUsable(bufs[i], i);
+                if (tensor.borrowsMemory()) {
+                    // The caller's segments: their arena may be closed by its owner at any time.
+                    for (int i = 0; i < bufs.length; i++) {
+                        requireUsable(bufs[i], i);
+                    }
                 }
+                // Memory the tensor owns cannot be freed while it is pinned, so any thread may
+                // write it (the writer reads it by address).
                 MemorySegment d = tensor.nativeDescriptor();
-                if (d == null) {
-                    d = tensor.descriptor().nativeHandle();
+                if (d != null) {
+                    nativeWriter.write(d, bufs);
+                } else {
+                    write(tensor.descriptor().nativeTwin(), bufs);
                 }
-                nativeWriter.write(d, bufs);
             } finally {
                 tensor.unpin();
             }
-            flush();
         } finally {
             guard.exit();
         }
@@ -213,15 +228,24 @@ public final class Writer implements AutoCloseable {
                         bufs[i] = c;
                     }
                 }
-                nativeWriter.write(descriptor.nativeHandle(), bufs);
+                write(descriptor.nativeTwin(), bufs);
             } finally {
                 if (copies != null) {
                     copies.close();
                 }
             }
-            flush();
         } finally {
             guard.exit();
+        }
+    }
+
+    /** Writes with the descriptor's handle if it has one, else with its encoding (no handle made). */
+    private void write(NativeDescriptor d, MemorySegment[] bufs) throws HurrayException {
+        MemorySegment h = d.handleIfPresent();
+        if (h != null) {
+            nativeWriter.write(h, bufs);
+        } else {
+            nativeWriter.writeEncoded(d.encodedBytes(), bufs);
         }
     }
 
@@ -236,11 +260,21 @@ public final class Writer implements AutoCloseable {
         }
     }
 
-    private void flush() throws HurrayException {
+    /**
+     * Sends the tensors a batching writer ({@link WriterOptions#batchBytes()} above 0) still
+     * holds, and flushes the sink (an {@code OutputStream}'s {@code flush()}). A no-op for
+     * bytes already sent.
+     *
+     * @throws HurrayException {@link Status#TRANSPORT} with the sink's exception as cause; if
+     *     part of the pending bytes had left, the writer is poisoned (the message says so)
+     * @throws IllegalStateException if the writer is closed or in use by another thread
+     */
+    public void flush() throws HurrayException {
+        guard.enter();
         try {
-            nativeWriter.transport().flush();
-        } catch (IOException | RuntimeException e) {
-            throw new HurrayException(Status.TRANSPORT, "flushing the sink failed", e);
+            nativeWriter.flush();
+        } finally {
+            guard.exit();
         }
     }
 
@@ -256,7 +290,6 @@ public final class Writer implements AutoCloseable {
             if (!finished) {
                 nativeWriter.finish();
                 finished = true;
-                flush();
             }
         } finally {
             guard.exit();
@@ -296,7 +329,6 @@ public final class Writer implements AutoCloseable {
             try {
                 nativeWriter.finish();
                 finished = true;
-                flush();
             } catch (HurrayException e) {
                 if (e.status() != Status.POISONED) {
                     failure = e;

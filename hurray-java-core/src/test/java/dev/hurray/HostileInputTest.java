@@ -130,7 +130,7 @@ class HostileInputTest {
             HurrayException e = assertThrows(HurrayException.class, r::read);
             assertEquals(Status.TRUNCATED, e.status());
             assertEquals(Status.TRUNCATED.value(), e.code());
-            assertTrue(e.nativeMessage().startsWith("hurray_reader_next_tensor"), e.nativeMessage());
+            assertTrue(e.nativeMessage().startsWith("hurray_decoder_next"), e.nativeMessage());
             assertTrue(e.getMessage().startsWith("TRUNCATED: "), e.getMessage());
         }
     }

@@ -446,4 +446,31 @@ class HurrayFileTest {
         assertEquals(Status.INVALID_ALIGNMENT, e.status());
         assertFalse(Files.list(dir).anyMatch(p -> p.getFileName().toString().startsWith(".bad.hrry")), "no temp file left");
     }
+
+    @Test
+    void lookupsByNameAreCachedAndMissesAreNot() throws IOException {
+        Path path = dir.resolve("cache.hrry");
+        try (HurrayFileWriter w = HurrayFile.create(path)) {
+            for (int i = 0; i < 50; i++) {
+                try (Tensor t = Tensor.of(new float[] {i})) {
+                    w.add("t" + i, t);
+                }
+            }
+            w.finish();
+        }
+        for (boolean mapped : new boolean[] {false, true}) {
+            try (HurrayFile f = mapped ? HurrayFile.map(path) : HurrayFile.open(path)) {
+                FileEntry a = f.entry("t7").orElseThrow();
+                assertSame(a, f.entry("t7").orElseThrow(), "the second lookup is served from the cache");
+                assertEquals("t7", a.name());
+                assertTrue(f.entry("nope").isEmpty());
+                assertTrue(f.entry("nope").isEmpty());
+                assertTrue(f.contains("t8"));
+                try (Tensor t = f.read("t7")) {
+                    assertArrayEquals(new float[] {7}, t.toFloatArray());
+                }
+                assertEquals(Status.NOT_FOUND, assertThrows(HurrayException.class, () -> f.read("nope")).status());
+            }
+        }
+    }
 }

@@ -118,4 +118,28 @@ class TensorDescriptorTest {
             assertEquals(d, TensorDescriptor.decode(d.encode()));
         }
     }
+
+    @Test
+    void withNameReplacesOnlyTheName() throws HurrayException {
+        TensorDescriptor t = TensorDescriptor.builder(ElementType.FLOAT32, 768).name("template")
+                .metadata("source", "bench").build();
+        TensorDescriptor r = t.withName("emb-17");
+        assertEquals("emb-17", r.name().orElseThrow());
+        assertEquals(t.shape(), r.shape());
+        assertEquals(t.buffers(), r.buffers());
+        assertArrayEquals(t.metadata().get("source"), r.metadata().get("source"));
+        // Exactly what the builder makes with that name, byte for byte.
+        TensorDescriptor b = TensorDescriptor.builder(ElementType.FLOAT32, 768).name("emb-17")
+                .metadata("source", "bench").build();
+        assertArrayEquals(b.encode(), r.encode());
+        assertEquals(b, r);
+        // Long names take the slow path; bad names are refused with the native status.
+        String longName = "n".repeat(3000);
+        assertEquals(longName, t.withName(longName).name().orElseThrow());
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> t.withName("a\0b"));
+        assertEquals(Status.INVALID_ARGUMENT, ((HurrayException) e.getCause()).status());
+        e = assertThrows(IllegalArgumentException.class, () -> t.withName("x".repeat(4097)));
+        assertEquals(Status.LIMIT_EXCEEDED, ((HurrayException) e.getCause()).status());
+        assertEquals("template", t.name().orElseThrow());
+    }
 }

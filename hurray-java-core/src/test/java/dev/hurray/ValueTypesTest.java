@@ -125,7 +125,8 @@ class ValueTypesTest {
         for (Method m : hurray_h.class.getMethods()) {
             String n = m.getName();
             if (Modifier.isStatic(m.getModifiers()) && m.getParameterCount() == 0
-                    && (n.startsWith("HURRAY_ERR_") || n.equals("HURRAY_OK") || n.equals("HURRAY_END_OF_STREAM"))) {
+                    && (n.startsWith("HURRAY_ERR_") || n.equals("HURRAY_OK") || n.equals("HURRAY_END_OF_STREAM")
+                        || n.equals("HURRAY_NEED_INPUT"))) {
                 constants++;
                 Status s = Status.fromValue((int) m.invoke(null));
                 assertEquals(n, s.constantName());

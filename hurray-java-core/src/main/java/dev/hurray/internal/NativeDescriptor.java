@@ -14,7 +14,10 @@ import dev.hurray.Shape;
 import dev.hurray.Status;
 import dev.hurray.SyncMode;
 import dev.hurray.ffm.HurrayBufferSpec;
+import dev.hurray.ffm.HurrayDecodedBuffer;
+import dev.hurray.ffm.HurrayMetadataView;
 import dev.hurray.ffm.HurrayDescriptorFields;
+import dev.hurray.ffm.HurrayDescriptorSpec;
 import dev.hurray.ffm.HurrayQuantization;
 import dev.hurray.ffm.hurray_h;
 import java.lang.foreign.Arena;
@@ -141,13 +144,174 @@ public final class NativeDescriptor {
         return s.get(ADDRESS, 0).reinterpret(s.get(JAVA_LONG, 8)).toArray(JAVA_BYTE);
     }
 
+    /** Bytes of the per-thread area {@link #build} lays a {@code HurrayDescriptorSpec} out in. */
+    private static final long BUILD_AREA_BYTES = 16 * 1024;
+    private static final ThreadLocal<MemorySegment> BUILD_AREA =
+            ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(BUILD_AREA_BYTES, 64));
+
+    /**
+     * Builds, validates and encodes a descriptor with one {@code hurray_descriptor_new} call
+     * (the builder's rules, one downcall instead of one per field), and returns it with the
+     * fields it was built from (buffer 0 read back when the native library chose the default
+     * buffer). The spec is laid out in a per-thread area (an arena for descriptors whose
+     * dimensions, names and metadata exceed 16 KiB).
+     *
+     * @throws HurrayException with the native status and message of the failing rule
+     */
+    public static Built build(DescriptorFields f) throws HurrayException {
+        if (f.quantization() != null && !(f.quantization() instanceof Quantization.PerTensorAffine
+                || f.quantization() instanceof Quantization.PerChannelAffine || f.quantization() instanceof Quantization.Cast)) {
+            NativeDescriptor n = buildStepwise(f);
+            return new Built(n, n.read());
+        }
+        byte[] name = f.name() == null ? null : f.name().getBytes(StandardCharsets.UTF_8);
+        int entries = f.metadata().size();
+        byte[][] keys = new byte[entries][];
+        byte[][] values = new byte[entries][];
+        long need = HurrayDescriptorSpec.sizeof() + 8L * f.shape().rank() + 8L * f.layout().strides().length + HurrayBufferSpec.sizeof() * f.buffers().size()
+                + HurrayMetadataView.sizeof() * entries + (name == null ? 0 : name.length) + 64;
+        int i = 0;
+        for (Map.Entry<String, byte[]> e : f.metadata().entrySet()) {
+            keys[i] = e.getKey().getBytes(StandardCharsets.UTF_8);
+            values[i] = e.getValue();
+            need += keys[i].length + values[i].length;
+            i++;
+        }
+        if (need <= BUILD_AREA_BYTES) {
+            return build(f, name, keys, values, BUILD_AREA.get());
+        }
+        try (Arena a = Arena.ofConfined()) {
+            return build(f, name, keys, values, a.allocate(need, 64));
+        }
+    }
+
+    private static Built build(DescriptorFields f, byte[] name, byte[][] keys, byte[][] values, MemorySegment area)
+            throws HurrayException {
+        MemorySegment spec = area.asSlice(0, HurrayDescriptorSpec.sizeof());
+        spec.fill((byte) 0);
+        long at = HurrayDescriptorSpec.sizeof();
+        HurrayDescriptorSpec.element_type(spec, (byte) f.elementType().code());
+        HurrayDescriptorSpec.layout(spec, (byte) f.layout().kind().code());
+        long[] dims = f.shape().dims();
+        HurrayDescriptorSpec.rank(spec, dims.length);
+        if (dims.length > 0) {
+            MemorySegment.copy(dims, 0, area, JAVA_LONG, at, dims.length);
+            HurrayDescriptorSpec.dims(spec, area.asSlice(at));
+            at += 8L * dims.length;
+        }
+        long[] strides = f.layout().strides();
+        if (strides.length > 0) {
+            MemorySegment.copy(strides, 0, area, JAVA_LONG, at, strides.length);
+            HurrayDescriptorSpec.strides(spec, area.asSlice(at));
+            HurrayDescriptorSpec.stride_count(spec, strides.length);
+            at += 8L * strides.length;
+        }
+        HurrayDescriptorSpec.byte_offset(spec, f.byteOffset());
+        List<BufferSpec> buffers = f.buffers();
+        if (!buffers.isEmpty()) {
+            HurrayDescriptorSpec.buffer_count(spec, buffers.size());
+            HurrayDescriptorSpec.buffers(spec, area.asSlice(at));
+            for (BufferSpec b : buffers) {
+                MemorySegment s = area.asSlice(at, HurrayBufferSpec.sizeof());
+                HurrayBufferSpec.byte_size(s, b.byteSize());
+                HurrayBufferSpec.alignment(s, b.alignment());
+                HurrayBufferSpec.device_tag(s, (byte) b.deviceTag().code());
+                HurrayBufferSpec.sync_mode(s, (byte) b.syncMode().code());
+                HurrayBufferSpec.reserved(s, (short) 0);
+                at += HurrayBufferSpec.sizeof();
+            }
+        }
+        if (f.quantization() != null) {
+            toNative(f.quantization(), HurrayDescriptorSpec.quantization(spec));
+        }
+        long views = at;
+        at += HurrayMetadataView.sizeof() * keys.length;
+        if (keys.length > 0) {
+            HurrayDescriptorSpec.metadata_count(spec, keys.length);
+            HurrayDescriptorSpec.metadata(spec, area.asSlice(views));
+        }
+        for (int i = 0; i < keys.length; i++) {
+            MemorySegment v = area.asSlice(views + i * HurrayMetadataView.sizeof(), HurrayMetadataView.sizeof());
+            at = put(area, at, keys[i]);
+            HurrayMetadataView.key(v, area.asSlice(at - keys[i].length));
+            HurrayMetadataView.key_len(v, keys[i].length);
+            at = put(area, at, values[i]);
+            HurrayMetadataView.value(v, area.asSlice(at - values[i].length));
+            HurrayMetadataView.value_len(v, values[i].length);
+        }
+        if (name != null) {
+            at = put(area, at, name);
+            HurrayDescriptorSpec.name(spec, area.asSlice(at - name.length));
+            HurrayDescriptorSpec.name_len(spec, name.length);
+        }
+        MemorySegment slot = Native.scratch();
+        Native.check(hurray_h.hurray_descriptor_new(spec, slot));
+        MemorySegment raw = slot.get(ADDRESS, 0);
+        List<BufferSpec> table = buffers;
+        if (buffers.isEmpty()) {
+            MemorySegment s = Native.scratch();
+            int rc = hurray_h.hurray_descriptor_buffer_spec(raw, 0, s);
+            if (rc < 0) {
+                destroyQuietly(raw);
+                throw Native.error(rc, null);
+            }
+            table = List.of(new BufferSpec(HurrayBufferSpec.byte_size(s), HurrayBufferSpec.alignment(s),
+                    DeviceTag.fromCode(Byte.toUnsignedInt(HurrayBufferSpec.device_tag(s))),
+                    SyncMode.fromCode(Byte.toUnsignedInt(HurrayBufferSpec.sync_mode(s)))));
+        }
+        NativeDescriptor n = takeEncoding(raw);
+        Map<String, byte[]> metadata = keys.length == 0 ? Collections.emptyMap() : new LinkedHashMap<>();
+        for (Map.Entry<String, byte[]> e : f.metadata().entrySet()) {
+            metadata.put(e.getKey(), e.getValue().clone());
+        }
+        return new Built(n, new DescriptorFields(f.elementType(), f.shape(), f.layout(), f.byteOffset(), table,
+                f.quantization(), f.name(), metadata));
+    }
+
+    /**
+     * Copies the encoding of a new owned descriptor into a Java array and destroys the native
+     * descriptor at once: a descriptor made per tensor then costs no native handle, automatic
+     * arena or cleaner. The handle is decoded again only if something needs one
+     * ({@link #handle()}); the stream writer takes the bytes.
+     */
+    private static NativeDescriptor takeEncoding(MemorySegment raw) throws HurrayException {
+        try {
+            MemorySegment s = Native.scratch();
+            Native.check(hurray_h.hurray_descriptor_encoded(raw, s, s.asSlice(8)));
+            byte[] bytes = s.get(ADDRESS, 0).reinterpret(s.get(JAVA_LONG, 8)).toArray(JAVA_BYTE);
+            return new NativeDescriptor(null, bytes);
+        } finally {
+            destroyQuietly(raw);
+        }
+    }
+
+    /** The native handle if one was made (owned, cached), else null; never decodes. */
+    public MemorySegment handleIfPresent() {
+        return handle;
+    }
+
+    /** The stored encoding (not a copy: callers must not change it), or null for a handle-only twin. */
+    public byte[] encodedBytes() {
+        return encoded;
+    }
+
+    /** Copies {@code bytes} to {@code area} at {@code at}; returns the offset after them. */
+    private static long put(MemorySegment area, long at, byte[] bytes) {
+        MemorySegment.copy(bytes, 0, area, JAVA_BYTE, at, bytes.length);
+        return at + bytes.length;
+    }
+
+    /** A descriptor {@link #build} made and the fields it holds. */
+    public record Built(NativeDescriptor descriptor, DescriptorFields fields) {
+    }
+
     /**
      * Builds a descriptor through the native builder ({@code hurray_descriptor_builder_*}),
      * which validates every field; the result owns the new handle.
      *
      * @throws HurrayException with the native status and message of the first failing call
      */
-    public static NativeDescriptor build(DescriptorFields f) throws HurrayException {
+    public static NativeDescriptor buildStepwise(DescriptorFields f) throws HurrayException {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment slot = a.allocate(ADDRESS);
             long[] dims = f.shape().dims();
@@ -216,6 +380,34 @@ public final class NativeDescriptor {
         }
     }
 
+    /**
+     * A renamed copy ({@code hurray_descriptor_with_name}): one downcall, no builder. Names up
+     * to 256 UTF-8 bytes pass through the thread's scratch area, longer ones through a
+     * short-lived arena.
+     *
+     * @throws HurrayException {@link Status#INVALID_ARGUMENT} (a NUL in the name),
+     *     {@link Status#LIMIT_EXCEEDED} (over 4096 bytes)
+     */
+    public NativeDescriptor withName(byte[] utf8) throws HurrayException {
+        MemorySegment h = handle();
+        MemorySegment s = Native.scratch();
+        if (utf8.length <= NAME_BYTES) {
+            MemorySegment name = s.asSlice(NAME_OFFSET, NAME_BYTES);
+            MemorySegment.copy(utf8, 0, name, JAVA_BYTE, 0, utf8.length);
+            Native.check(hurray_h.hurray_descriptor_with_name(h, name, utf8.length, s));
+            return takeEncoding(s.get(ADDRESS, 0));
+        }
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment name = a.allocateFrom(JAVA_BYTE, utf8);
+            Native.check(hurray_h.hurray_descriptor_with_name(h, name, utf8.length, s));
+            return takeEncoding(s.get(ADDRESS, 0));
+        }
+    }
+
+    /** Where {@link #withName} puts short names in the scratch area, and how many bytes fit. */
+    private static final long NAME_OFFSET = 768;
+    private static final int NAME_BYTES = 256;
+
     /** Reads the fields of this descriptor from its native handle. */
     public DescriptorFields read() throws HurrayException {
         return read(handle());
@@ -240,6 +432,38 @@ public final class NativeDescriptor {
      */
     public static DescriptorFields read(MemorySegment d, MemorySegment f) throws HurrayException {
         MemorySegment s = Native.scratch();
+        return read(f, i -> {
+            Native.check(hurray_h.hurray_descriptor_buffer_spec(d, i, s));
+            return s;
+        }, i -> {
+            Native.check(hurray_h.hurray_descriptor_metadata_get(d, i, s, s.asSlice(8), s.asSlice(16), s.asSlice(24)));
+            return s;
+        });
+    }
+
+    /**
+     * Reads the fields of a tensor a decoder returned, with no downcall: {@code f} is its
+     * {@code HurrayDescriptorFields}, {@code buffers} its {@code HurrayDecodedBuffer} table and
+     * {@code metadata} its {@code HurrayMetadataView} table (the metadata view's layout is the
+     * four out-values {@code hurray_descriptor_metadata_get} writes: key, key length, value,
+     * value length).
+     */
+    public static DescriptorFields readDecoded(MemorySegment f, MemorySegment buffers, MemorySegment metadata)
+            throws HurrayException {
+        long specOffset = HurrayDecodedBuffer.spec$offset();
+        long stride = HurrayDecodedBuffer.sizeof();
+        long mdStride = HurrayMetadataView.sizeof();
+        return read(f, i -> buffers.asSlice(i * stride + specOffset, HurrayBufferSpec.sizeof()),
+                i -> metadata.asSlice(i * mdStride, mdStride));
+    }
+
+    /** Reads buffer-table entry {@code i} as a {@code HurrayBufferSpec}, or metadata entry {@code i} as four words. */
+    @FunctionalInterface
+    private interface Entry {
+        MemorySegment at(int i) throws HurrayException;
+    }
+
+    private static DescriptorFields read(MemorySegment f, Entry bufferAt, Entry metadataAt) throws HurrayException {
         int typeCode = Byte.toUnsignedInt(HurrayDescriptorFields.element_type(f));
         int rank = (int) HurrayDescriptorFields.rank(f);
         long[] dims = new long[rank];
@@ -276,7 +500,7 @@ public final class NativeDescriptor {
         int entries = (int) HurrayDescriptorFields.metadata_count(f);
         List<BufferSpec> buffers = new ArrayList<>(count);
         for (int i = 0; i < count; i++) {
-            Native.check(hurray_h.hurray_descriptor_buffer_spec(d, i, s));
+            MemorySegment s = bufferAt.at(i);
             long size = HurrayBufferSpec.byte_size(s);
             if (size < 0) {
                 throw tooLarge("buffer " + i + " declares " + Long.toUnsignedString(size) + " bytes");
@@ -287,7 +511,7 @@ public final class NativeDescriptor {
         }
         Map<String, byte[]> metadata = entries == 0 ? Collections.emptyMap() : new LinkedHashMap<>();
         for (int i = 0; i < entries; i++) {
-            Native.check(hurray_h.hurray_descriptor_metadata_get(d, i, s, s.asSlice(8), s.asSlice(16), s.asSlice(24)));
+            MemorySegment s = metadataAt.at(i);
             String key = new String(s.get(ADDRESS, 0).reinterpret(s.get(JAVA_LONG, 8)).toArray(JAVA_BYTE), StandardCharsets.UTF_8);
             byte[] value = s.get(ADDRESS, 16).reinterpret(s.get(JAVA_LONG, 24)).toArray(JAVA_BYTE);
             metadata.put(key, value);

@@ -54,6 +54,7 @@ public final class NativeFileReader {
     private final MemorySegment out;
     private final MemorySegment nameBuf;
     private MemorySegment handle;
+    private Leaks.Resource resource;
 
     private NativeFileReader(ReadAtTransport transport, MemorySegment area, MemorySegment handle) {
         this.transport = transport;
@@ -346,6 +347,9 @@ public final class NativeFileReader {
         }
         MemorySegment h = handle;
         handle = null;
+        if (resource != null) {
+            resource.disarm();
+        }
         out.set(ADDRESS, 0, h);
         int rc = hurray_h.hurray_file_reader_destroy(out);
         if (transport != null) {
@@ -359,5 +363,28 @@ public final class NativeFileReader {
         if (t != null) {
             throw new HurrayException(Status.TRANSPORT, "closing the source failed", t);
         }
+    }
+
+    /**
+     * Lets the leak cleaner destroy the native reader (and free its transport slot) once
+     * {@code owner} (the public file) is unreachable without having been closed; {@code also}
+     * runs after that (releasing a mapping), or is null. See {@link Leaks}.
+     */
+    public void watch(Object owner, Runnable also) {
+        MemorySegment h = handle;
+        Transport t = transport;
+        resource = Leaks.track(owner, "HurrayFile", () -> {
+            try (Arena a = Arena.ofConfined()) {
+                MemorySegment slot = a.allocate(ADDRESS);
+                slot.set(ADDRESS, 0, h);
+                hurray_h.hurray_file_reader_destroy(slot);
+            }
+            if (t != null) {
+                t.unregister();
+            }
+            if (also != null) {
+                also.run();
+            }
+        });
     }
 }

@@ -4,83 +4,81 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 
 import dev.hurray.HurrayException;
 import dev.hurray.Status;
+import dev.hurray.ffm.HurrayBufferSpec;
+import dev.hurray.ffm.HurrayDecodeResult;
+import dev.hurray.ffm.HurrayDecodedBuffer;
+import dev.hurray.ffm.HurrayDescriptorFields;
+import dev.hurray.ffm.HurrayMetadataView;
 import dev.hurray.ffm.HurrayReaderOptions;
-import dev.hurray.ffm.HurrayTransport;
 import dev.hurray.ffm.hurray_h;
+import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
 /**
- * A native stream reader ({@code HurrayReader*}) over a {@link ReadTransport}.
+ * A native stream decoder ({@code HurrayDecoder*}, docs/spec/c-abi.md §Decoders and encoders)
+ * fed from a {@link Source}.
  *
- * <p><b>Memory.</b> The upcall stubs are process-wide (see {@link Transport}); the transport is
- * entered in the transport table at creation and leaves it right after
- * {@code hurray_reader_destroy}, so the native reader can reach it exactly as long as it lives.
- * The transport struct and options are copied by {@code hurray_reader_new} and live in a
- * confined arena closed before {@link #open} returns; the one out-pointer slot used by every
- * call is in an automatic arena (freed by the garbage collector with this object), so that a
- * reader made on one thread can be used (one thread at a time) and closed on another without
- * the cost of a shared arena. Nothing is allocated per call.
+ * <p><b>No upcalls.</b> {@link #next()} calls {@code hurray_decoder_next}, which decodes from
+ * the bytes it holds; when it needs more it returns {@code HURRAY_NEED_INPUT} with the region
+ * to fill (its read-ahead, or the rest of a large payload in the tensor's own allocation), and
+ * this class fills it with {@link Source#read} in Java, outside any native frame. So a virtual
+ * thread blocked on the source unmounts from its carrier, a source that throws cannot unwind
+ * through native code, and a small tensor costs one downcall: the result carries the tensor,
+ * its descriptor fields, buffer pointers and metadata.
  *
- * <p>Not thread-safe: the public {@code Reader} serialises access.
+ * <p><b>Memory.</b> The result struct lives in an automatic arena owned by this object; nothing
+ * is allocated per call. Not thread-safe: the public {@code Reader} serialises access; any
+ * thread may use it, one at a time.
  */
 public final class NativeReader {
-    private final ReadTransport transport;
-    private final MemorySegment slot;
-    private MemorySegment handle;
+    private static final int NEED_INPUT = hurray_h.HURRAY_NEED_INPUT();
+    private static final int END_OF_INPUT = hurray_h.HURRAY_DECODE_END_OF_INPUT();
 
-    private NativeReader(ReadTransport transport, MemorySegment slot, MemorySegment handle) {
-        this.transport = transport;
-        this.slot = slot;
+    private final Source source;
+    private final MemorySegment result;
+    private MemorySegment handle;
+    private Leaks.Resource resource;
+    /** Bytes the source put at the last input region, not yet reported to the decoder. */
+    private long filled;
+    private boolean inputEnded;
+    /** The source's first fatal failure (a reset connection), reported on every later read. */
+    private Throwable dead;
+
+    private NativeReader(Source source, MemorySegment result, MemorySegment handle) {
+        this.source = source;
+        this.result = result;
         this.handle = handle;
     }
 
     /**
-     * Makes a native reader over {@code transport}. On failure nothing is kept and the source is
-     * not closed.
+     * Makes a native decoder reading {@code source}. On failure nothing is kept and the source
+     * is not closed.
      *
      * @param maxRank largest accepted rank
      * @param maxDescriptorBytes largest accepted encoded descriptor, bytes
      * @param maxTensorBytes largest accepted sum of a tensor's buffer sizes, bytes
      * @param requirePayloadChecksums fail streams written without payload checksums
-     * @param bufferPoolBytes cap in bytes of the reader's buffer pool
-     *     ({@code hurray_reader_set_buffer_pool_bytes}); 0 for none
+     * @param bufferPoolBytes cap in bytes of the decoder's buffer pool; 0 for none
      * @throws HurrayException {@link Status#INVALID_ARGUMENT} for options the library refuses
      */
-    public static NativeReader open(ReadTransport transport, int maxRank, long maxDescriptorBytes,
+    public static NativeReader open(Source source, int maxRank, long maxDescriptorBytes,
             long maxTensorBytes, boolean requirePayloadChecksums, long bufferPoolBytes) throws HurrayException {
-        MemorySegment slot = Arena.ofAuto().allocate(ADDRESS);
-        MemorySegment h;
+        Arena auto = Arena.ofAuto();
+        MemorySegment result = HurrayDecodeResult.allocate(auto);
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment t = HurrayTransport.allocate(arena);
-            HurrayTransport.ctx(t, transport.register());
-            HurrayTransport.read(t, ReadTransport.READ_STUB);
-            HurrayTransport.release(t, Transport.RELEASE_STUB);
             MemorySegment opts = HurrayReaderOptions.allocate(arena);
             Native.check(hurray_h.hurray_reader_options_init(opts));
             HurrayReaderOptions.max_rank(opts, maxRank);
             HurrayReaderOptions.max_descriptor_bytes(opts, maxDescriptorBytes);
             HurrayReaderOptions.max_tensor_bytes(opts, maxTensorBytes);
             HurrayReaderOptions.flags(opts, requirePayloadChecksums ? hurray_h.HURRAY_READER_REQUIRE_PAYLOAD_CHECKSUMS() : 0);
-            Native.check(hurray_h.hurray_reader_new(t, opts, slot));
-            h = slot.get(ADDRESS, 0);
-        } catch (HurrayException | RuntimeException | Error e) {
-            transport.unregister();
-            throw e;
+            MemorySegment slot = arena.allocate(ADDRESS);
+            Native.check(hurray_h.hurray_decoder_new(opts, bufferPoolBytes, slot));
+            MemorySegment h = slot.get(ADDRESS, 0);
+            Native.debug("hurray: decoder {} created", h);
+            return new NativeReader(source, result, h);
         }
-        if (bufferPoolBytes > 0) {
-            int rc = hurray_h.hurray_reader_set_buffer_pool_bytes(h, bufferPoolBytes);
-            if (rc < 0) {
-                HurrayException e = Native.error(rc, null);
-                // Destroy the reader without closing the source (the failure contract above).
-                transport.forgetSource();
-                hurray_h.hurray_reader_destroy(slot);
-                transport.unregister();
-                throw e;
-            }
-        }
-        Native.debug("hurray: reader {} created", h);
-        return new NativeReader(transport, slot, h);
     }
 
     /** The default reader options of the native library: {max_rank, max_descriptor_bytes, max_tensor_bytes}. */
@@ -97,27 +95,96 @@ public final class NativeReader {
     }
 
     /**
-     * Reads the next tensor ({@code hurray_reader_next_tensor}).
+     * Decodes the next tensor, reading the source (in Java) as often as the decoder asks.
      *
-     * @return a new owned {@code HurrayTensor*}, or {@code null} at the end-of-stream marker
-     * @throws HurrayException for a failure; {@link Status#TRANSPORT} carries the source's
-     *     exception as its cause and can be retried (the reader resumes mid-tensor)
+     * @return true with a tensor described by {@link #tensor()},
+     *     {@link #encodedView()}, {@link #readFields()} and {@link #buffers(Arena)} until the next call; false at
+     *     the end-of-stream marker
+     * @throws HurrayException for a failure. {@link Status#TRANSPORT} carries the source's
+     *     exception as its cause; nothing was consumed, so calling again resumes mid-tensor
      */
-    public MemorySegment next() throws HurrayException {
-        transport.clearFailure();
-        int rc = hurray_h.hurray_reader_next_tensor(handle, slot);
-        if (rc == Native.OK) {
-            return slot.get(ADDRESS, 0);
+    public boolean next() throws HurrayException {
+        while (true) {
+            long f = filled;
+            filled = 0;
+            int rc = hurray_h.hurray_decoder_next(handle, f, inputEnded ? END_OF_INPUT : 0, result);
+            if (rc == Native.OK) {
+                return true;
+            }
+            if (rc == NEED_INPUT) {
+                MemorySegment dst = HurrayDecodeResult.input(result).reinterpret(HurrayDecodeResult.input_len(result));
+                int n;
+                if (dead != null) {
+                    // A dead connection reports its failure again, never a later end of input.
+                    throw new HurrayException(Status.TRANSPORT, "reading the source failed", dead);
+                }
+                try {
+                    n = source.read(dst);
+                } catch (VirtualMachineError e) {
+                    throw e;
+                } catch (Throwable e) {
+                    // Whatever the source threw (checked, unchecked or an Error of its own) is the
+                    // cause; nothing was consumed, so the next call resumes here, unless the
+                    // connection itself is gone (HurrayException.isRetryableCause).
+                    if (!HurrayException.isRetryableCause(e)) {
+                        dead = e;
+                    }
+                    throw new HurrayException(Status.TRANSPORT, "reading the source failed", e);
+                }
+                if (n < 0) {
+                    inputEnded = true;
+                } else {
+                    filled = n;
+                }
+                continue;
+            }
+            if (rc == Native.END_OF_STREAM) {
+                return false;
+            }
+            throw Native.error(rc, null);
         }
-        if (rc == Native.END_OF_STREAM) {
-            return null;
-        }
-        throw Native.error(rc, transport.takeFailure());
+    }
+
+    /** The decoded tensor ({@code HurrayTensor*}), now owned by the caller (destroy it). */
+    public MemorySegment tensor() {
+        return HurrayDecodeResult.tensor(result);
+    }
+
+    /** The decoded tensor's encoded descriptor, as a view valid while the tensor lives. */
+    public MemorySegment encodedView() {
+        MemorySegment f = HurrayDecodeResult.fields(result);
+        return HurrayDescriptorFields.encoded(f).reinterpret(HurrayDescriptorFields.encoded_len(f));
+    }
+
+    /** The decoded tensor's descriptor fields, read from the result with no downcall. */
+    public DescriptorFields readFields() throws HurrayException {
+        MemorySegment f = HurrayDecodeResult.fields(result);
+        long buffers = HurrayDescriptorFields.buffer_count(f);
+        long entries = HurrayDescriptorFields.metadata_count(f);
+        return NativeDescriptor.readDecoded(f,
+                HurrayDecodeResult.buffers(result).reinterpret(buffers * HurrayDecodedBuffer.sizeof()),
+                HurrayDecodeResult.metadata(result).reinterpret(entries * HurrayMetadataView.sizeof()));
     }
 
     /**
-     * Destroys the native reader (its release callback closes the source), then takes the
-     * transport out of the transport table. Idempotent.
+     * The decoded tensor's buffers, in buffer-table order, as segments of their byte sizes
+     * bound to {@code arena}, so that closing the arena ends access to them.
+     */
+    public MemorySegment[] buffers(Arena arena) {
+        int count = (int) HurrayDescriptorFields.buffer_count(HurrayDecodeResult.fields(result));
+        MemorySegment table = HurrayDecodeResult.buffers(result).reinterpret(count * HurrayDecodedBuffer.sizeof());
+        MemorySegment[] out = new MemorySegment[count];
+        for (int i = 0; i < count; i++) {
+            MemorySegment b = HurrayDecodedBuffer.asSlice(table, i);
+            long size = HurrayBufferSpec.byte_size(HurrayDecodedBuffer.spec(b));
+            out[i] = HurrayDecodedBuffer.data(b).reinterpret(size, arena, null);
+        }
+        return out;
+    }
+
+    /**
+     * Destroys the native decoder, then closes the source. Idempotent. Tensors already read
+     * stay valid.
      *
      * @throws HurrayException {@link Status#TRANSPORT} if closing the source threw (the cause)
      */
@@ -127,16 +194,33 @@ public final class NativeReader {
         }
         MemorySegment h = handle;
         handle = null;
-        slot.set(ADDRESS, 0, h);
-        int rc = hurray_h.hurray_reader_destroy(slot);
-        transport.unregister();
-        Native.debug("hurray: reader {} destroyed", h);
-        if (rc < 0) {
-            throw Native.error(rc, null);
+        if (resource != null) {
+            resource.close();
+        } else {
+            destroy(h);
         }
-        Throwable t = transport.closeFailure();
-        if (t != null) {
-            throw new HurrayException(Status.TRANSPORT, "closing the source failed", t);
+        Native.debug("hurray: decoder {} destroyed", h);
+        try {
+            source.close();
+        } catch (IOException | RuntimeException e) {
+            throw new HurrayException(Status.TRANSPORT, "closing the source failed", e);
+        }
+    }
+
+    /**
+     * Lets the leak cleaner destroy the native decoder once {@code owner} (the public handle)
+     * is unreachable without having been closed (see {@link Leaks}).
+     */
+    public void watch(Object owner, String what) {
+        MemorySegment h = handle;
+        resource = Leaks.track(owner, what, () -> destroy(h));
+    }
+
+    private static void destroy(MemorySegment h) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment slot = a.allocate(ADDRESS);
+            slot.set(ADDRESS, 0, h);
+            hurray_h.hurray_decoder_destroy(slot);
         }
     }
 }

@@ -122,7 +122,7 @@ public abstract class ReadAtTransport extends Transport {
         return new ReadAtTransport(onClose) {
             @Override
             protected long readAt(long offset, MemorySegment dst) throws IOException {
-                long want = Math.min(dst.byteSize(), ReadTransport.MAX_CHANNEL_TRANSFER);
+                long want = Math.min(dst.byteSize(), Source.MAX_CHANNEL_TRANSFER);
                 if (want == 0) {
                     return 0;
                 }

@@ -81,7 +81,7 @@ public abstract class WriteTransport extends Transport {
         return new WriteTransport(onClose) {
             @Override
             protected long write(MemorySegment src) throws IOException {
-                ByteBuffer bb = src.asSlice(0, Math.min(src.byteSize(), ReadTransport.MAX_CHANNEL_TRANSFER)).asByteBuffer();
+                ByteBuffer bb = src.asSlice(0, Math.min(src.byteSize(), Source.MAX_CHANNEL_TRANSFER)).asByteBuffer();
                 while (true) {
                     int n = channel.write(bb);
                     if (n > 0) {
@@ -99,7 +99,7 @@ public abstract class WriteTransport extends Transport {
     /** An {@code OutputStream} written through one reusable 64 KiB chunk; flushed after each item. */
     public static WriteTransport of(OutputStream out, Closeable onClose) {
         Objects.requireNonNull(out, "out");
-        byte[] chunk = new byte[ReadTransport.CHUNK_BYTES];
+        byte[] chunk = new byte[Source.CHUNK_BYTES];
         return new WriteTransport(onClose) {
             @Override
             protected long write(MemorySegment src) throws IOException {
@@ -114,48 +114,5 @@ public abstract class WriteTransport extends Transport {
                 out.flush();
             }
         };
-    }
-
-    /** A growable heap buffer (at most {@link #MEMORY_LIMIT} bytes). */
-    public static Memory toMemory() {
-        return new Memory();
-    }
-
-    /** Largest memory sink, in bytes (a Java array's limit). */
-    public static final int MEMORY_LIMIT = Integer.MAX_VALUE - 8;
-
-    /** The memory sink: bytes accumulate in a heap array; {@link #toByteArray()} copies them. */
-    public static final class Memory extends WriteTransport {
-        private byte[] buf = new byte[1024];
-        private int size;
-
-        Memory() {
-            super(null);
-        }
-
-        @Override
-        protected long write(MemorySegment src) throws IOException {
-            long room = MEMORY_LIMIT - (long) size;
-            if (room <= 0) {
-                throw new IOException("the in-memory sink is full (" + MEMORY_LIMIT + " bytes)");
-            }
-            int n = (int) Math.min(src.byteSize(), room);
-            if (size + n > buf.length) {
-                buf = Arrays.copyOf(buf, (int) Math.min(MEMORY_LIMIT, Math.max((long) size + n, 2L * buf.length)));
-            }
-            MemorySegment.copy(src, ValueLayout.JAVA_BYTE, 0, buf, size, n);
-            size += n;
-            return n;
-        }
-
-        /** A copy of the bytes written so far. */
-        public byte[] toByteArray() {
-            return Arrays.copyOf(buf, size);
-        }
-
-        /** Number of bytes written so far. */
-        public int size() {
-            return size;
-        }
     }
 }

@@ -574,6 +574,18 @@ public final class hurray_h {
         return HURRAY_BUFFER_HANDLE_BYTES;
     }
 
+    private static final int HURRAY_DECODE_END_OF_INPUT = 1;
+    /**
+     * <code>hurray_decoder_next</code> flag: the input ended (after the <code>filled</code> bytes, if any). The next
+     * <p>
+     * {@snippet lang=c :
+     * #define HURRAY_DECODE_END_OF_INPUT 1
+     * }
+     */
+    public static int HURRAY_DECODE_END_OF_INPUT() {
+        return HURRAY_DECODE_END_OF_INPUT;
+    }
+
     private static final int HURRAY_QUANT_NONE = 0;
     /**
      * {@snippet lang=c :
@@ -719,6 +731,18 @@ public final class hurray_h {
      */
     public static int HURRAY_END_OF_STREAM() {
         return HURRAY_END_OF_STREAM;
+    }
+
+    private static final int HURRAY_NEED_INPUT = 2;
+    /**
+     * Not an error: a decoder (<code>hurray_decoder_next</code>) needs more input before it can go on.
+     * <p>
+     * {@snippet lang=c :
+     * #define HURRAY_NEED_INPUT 2
+     * }
+     */
+    public static int HURRAY_NEED_INPUT() {
+        return HURRAY_NEED_INPUT;
     }
 
     private static final int HURRAY_ERR_INVALID_MAGIC = -1;
@@ -2386,6 +2410,296 @@ public final class hurray_h {
         }
     }
 
+    private static final class hurray_decoder_new {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_decoder_new");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_new(const struct HurrayReaderOptions *options,
+     *                                 uint64_t buffer_pool_bytes,
+     *                                 struct HurrayDecoder **out_decoder)
+     * }
+     */
+    public static FunctionDescriptor hurray_decoder_new$descriptor() {
+        return hurray_decoder_new.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_new(const struct HurrayReaderOptions *options,
+     *                                 uint64_t buffer_pool_bytes,
+     *                                 struct HurrayDecoder **out_decoder)
+     * }
+     */
+    public static MethodHandle hurray_decoder_new$handle() {
+        return hurray_decoder_new.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_new(const struct HurrayReaderOptions *options,
+     *                                 uint64_t buffer_pool_bytes,
+     *                                 struct HurrayDecoder **out_decoder)
+     * }
+     */
+    public static MemorySegment hurray_decoder_new$address() {
+        return hurray_decoder_new.ADDR;
+    }
+
+    /**
+     * Makes a decoder with the given limits (<code>options</code> NULL: the defaults of
+     * <code>hurray_reader_options_init</code>) and a buffer pool of <code>buffer_pool_bytes</code> (0: none; see
+     * <code>hurray_reader_set_buffer_pool_bytes</code>). Writes the owned decoder to <code>*out_decoder</code>
+     * (destroy it with <code>hurray_decoder_destroy</code>).
+     * <p>
+     * Added in ABI 4 (additive). Errors: <code>NULL_POINTER</code>, <code>INVALID_ARGUMENT</code> (options).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>options</code> NULL or valid for reads; <code>out_decoder</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_new(const struct HurrayReaderOptions *options,
+     *                                 uint64_t buffer_pool_bytes,
+     *                                 struct HurrayDecoder **out_decoder)
+     * }
+     */
+    public static int hurray_decoder_new(MemorySegment options, long buffer_pool_bytes, MemorySegment out_decoder) {
+        var mh$ = hurray_decoder_new.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_decoder_new", options, buffer_pool_bytes, out_decoder);
+            }
+            return (int) mh$.invokeExact(options, buffer_pool_bytes, out_decoder);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_decoder_next {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_INT, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_decoder_next");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_next(struct HurrayDecoder *decoder,
+     *                                  size_t filled,
+     *                                  uint32_t flags,
+     *                                  struct HurrayDecodeResult *out)
+     * }
+     */
+    public static FunctionDescriptor hurray_decoder_next$descriptor() {
+        return hurray_decoder_next.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_next(struct HurrayDecoder *decoder,
+     *                                  size_t filled,
+     *                                  uint32_t flags,
+     *                                  struct HurrayDecodeResult *out)
+     * }
+     */
+    public static MethodHandle hurray_decoder_next$handle() {
+        return hurray_decoder_next.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_next(struct HurrayDecoder *decoder,
+     *                                  size_t filled,
+     *                                  uint32_t flags,
+     *                                  struct HurrayDecodeResult *out)
+     * }
+     */
+    public static MemorySegment hurray_decoder_next$address() {
+        return hurray_decoder_next.ADDR;
+    }
+
+    /**
+     * Advances the decoder: takes the <code>filled</code> bytes the caller wrote at the last <code>input</code> (0 if
+     * none), notes the end of input if <code>flags</code> has <code>HURRAY_DECODE_END_OF_INPUT</code>, and decodes as
+     * far as the bytes allow. One call per tensor when input is buffered; a tensor's payload
+     * larger than 64 KiB is asked for in place (its <code>input</code> points into the tensor's own
+     * allocation), so no byte is copied twice.
+     * <p>
+     * Returns, filling <code>*out</code> (all other fields zero or NULL):
+     * - <code>HURRAY_OK</code>: a tensor (<code>tensor</code>, <code>fields</code>, <code>buffers</code>, <code>metadata</code>);
+     * - <code>HURRAY_NEED_INPUT</code> (positive): write up to <code>input_len</code> bytes at <code>input</code>, then call
+     *   again with their count as <code>filled</code> (or with <code>HURRAY_DECODE_END_OF_INPUT</code> when the source
+     *   ended). Blocking for those bytes happens in the caller, outside this library;
+     * - <code>HURRAY_END_OF_STREAM</code>: the end marker was decoded (and on every call after).
+     * <p>
+     * Errors (sticky): <code>TRUNCATED</code> (input ended inside an item or before the end marker),
+     * <code>CORRUPT</code>, <code>INVALID_MAGIC</code>, <code>VERSION_MISMATCH</code>, <code>UNSUPPORTED</code>, <code>LIMIT_EXCEEDED</code>, descriptor
+     * validation errors, <code>OUT_OF_MEMORY</code>; <code>INVALID_ARGUMENT</code> (not sticky, nothing taken) when
+     * <code>filled</code> exceeds the room last offered. <code>NULL_POINTER</code>, <code>USE_AFTER_DESTROY</code>.
+     * <p>
+     * Added in ABI 4 (additive).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>decoder</code> live and not used concurrently; <code>out</code> valid for one write; the <code>filled</code> bytes
+     * were written at the last <code>input</code>.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_next(struct HurrayDecoder *decoder,
+     *                                  size_t filled,
+     *                                  uint32_t flags,
+     *                                  struct HurrayDecodeResult *out)
+     * }
+     */
+    public static int hurray_decoder_next(MemorySegment decoder, long filled, int flags, MemorySegment out) {
+        var mh$ = hurray_decoder_next.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_decoder_next", decoder, filled, flags, out);
+            }
+            return (int) mh$.invokeExact(decoder, filled, flags, out);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_decoder_set_buffer_pool_bytes {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_decoder_set_buffer_pool_bytes");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_set_buffer_pool_bytes(struct HurrayDecoder *decoder,
+     *                                                   uint64_t max_bytes)
+     * }
+     */
+    public static FunctionDescriptor hurray_decoder_set_buffer_pool_bytes$descriptor() {
+        return hurray_decoder_set_buffer_pool_bytes.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_set_buffer_pool_bytes(struct HurrayDecoder *decoder,
+     *                                                   uint64_t max_bytes)
+     * }
+     */
+    public static MethodHandle hurray_decoder_set_buffer_pool_bytes$handle() {
+        return hurray_decoder_set_buffer_pool_bytes.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_set_buffer_pool_bytes(struct HurrayDecoder *decoder,
+     *                                                   uint64_t max_bytes)
+     * }
+     */
+    public static MemorySegment hurray_decoder_set_buffer_pool_bytes$address() {
+        return hurray_decoder_set_buffer_pool_bytes.ADDR;
+    }
+
+    /**
+     * Sets the cap of the decoder's buffer pool in bytes (0 removes the pool), as
+     * <code>hurray_reader_set_buffer_pool_bytes</code> does for a reader. Added in ABI 4 (additive).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>decoder</code> live, not used concurrently.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_set_buffer_pool_bytes(struct HurrayDecoder *decoder,
+     *                                                   uint64_t max_bytes)
+     * }
+     */
+    public static int hurray_decoder_set_buffer_pool_bytes(MemorySegment decoder, long max_bytes) {
+        var mh$ = hurray_decoder_set_buffer_pool_bytes.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_decoder_set_buffer_pool_bytes", decoder, max_bytes);
+            }
+            return (int) mh$.invokeExact(decoder, max_bytes);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_decoder_destroy {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_decoder_destroy");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_destroy(struct HurrayDecoder **decoder)
+     * }
+     */
+    public static FunctionDescriptor hurray_decoder_destroy$descriptor() {
+        return hurray_decoder_destroy.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_destroy(struct HurrayDecoder **decoder)
+     * }
+     */
+    public static MethodHandle hurray_decoder_destroy$handle() {
+        return hurray_decoder_destroy.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_destroy(struct HurrayDecoder **decoder)
+     * }
+     */
+    public static MemorySegment hurray_decoder_destroy$address() {
+        return hurray_decoder_destroy.ADDR;
+    }
+
+    /**
+     * Destroys a decoder and writes NULL to <code>*decoder</code>; NULL or <code>*decoder == NULL</code> is a no-op.
+     * Tensors already decoded stay valid. Added in ABI 4 (additive).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>decoder</code> NULL or valid for read and write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_destroy(struct HurrayDecoder **decoder)
+     * }
+     */
+    public static int hurray_decoder_destroy(MemorySegment decoder) {
+        var mh$ = hurray_decoder_destroy.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_decoder_destroy", decoder);
+            }
+            return (int) mh$.invokeExact(decoder);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static final class hurray_descriptor_decode {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
         static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_decode");
@@ -2579,6 +2893,83 @@ public final class hurray_h {
                 traceDowncall("hurray_descriptor_clone", descriptor, out_descriptor);
             }
             return (int) mh$.invokeExact(descriptor, out_descriptor);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_descriptor_with_name {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_with_name");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_with_name(const struct HurrayDescriptor *descriptor,
+     *                                          const uint8_t *name,
+     *                                          size_t len,
+     *                                          struct HurrayDescriptor **out_descriptor)
+     * }
+     */
+    public static FunctionDescriptor hurray_descriptor_with_name$descriptor() {
+        return hurray_descriptor_with_name.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_with_name(const struct HurrayDescriptor *descriptor,
+     *                                          const uint8_t *name,
+     *                                          size_t len,
+     *                                          struct HurrayDescriptor **out_descriptor)
+     * }
+     */
+    public static MethodHandle hurray_descriptor_with_name$handle() {
+        return hurray_descriptor_with_name.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_with_name(const struct HurrayDescriptor *descriptor,
+     *                                          const uint8_t *name,
+     *                                          size_t len,
+     *                                          struct HurrayDescriptor **out_descriptor)
+     * }
+     */
+    public static MemorySegment hurray_descriptor_with_name$address() {
+        return hurray_descriptor_with_name.ADDR;
+    }
+
+    /**
+     * Makes an owned copy of a (possibly borrowed) descriptor with its name replaced by <code>len</code>
+     * bytes of UTF-8 at <code>name</code> (no NUL; at most 4096 bytes; <code>len</code> 0 gives the empty name). The
+     * cheap way to send many tensors that differ only in name: one call, no builder.
+     * <p>
+     * Added in ABI 4 (additive). Errors: <code>NULL_POINTER</code> (<code>descriptor</code>, <code>out_descriptor</code>, <code>name</code>
+     * with <code>len &gt; 0</code>), <code>INVALID_ARGUMENT</code> (not UTF-8, contains NUL), <code>LIMIT_EXCEEDED</code> (too long).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>descriptor</code> live; <code>name</code> valid for <code>len</code> reads; <code>out_descriptor</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_with_name(const struct HurrayDescriptor *descriptor,
+     *                                          const uint8_t *name,
+     *                                          size_t len,
+     *                                          struct HurrayDescriptor **out_descriptor)
+     * }
+     */
+    public static int hurray_descriptor_with_name(MemorySegment descriptor, MemorySegment name, long len, MemorySegment out_descriptor) {
+        var mh$ = hurray_descriptor_with_name.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_descriptor_with_name", descriptor, name, len, out_descriptor);
+            }
+            return (int) mh$.invokeExact(descriptor, name, len, out_descriptor);
         } catch (RuntimeException | Error ex$) {
             throw ex$;
         } catch (Throwable ex$) {
@@ -4196,6 +4587,665 @@ public final class hurray_h {
                 traceDowncall("hurray_descriptor_builder_destroy", builder);
             }
             return (int) mh$.invokeExact(builder);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_descriptor_new {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_new");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_new(const struct HurrayDescriptorSpec *spec,
+     *                                    struct HurrayDescriptor **out_descriptor)
+     * }
+     */
+    public static FunctionDescriptor hurray_descriptor_new$descriptor() {
+        return hurray_descriptor_new.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_new(const struct HurrayDescriptorSpec *spec,
+     *                                    struct HurrayDescriptor **out_descriptor)
+     * }
+     */
+    public static MethodHandle hurray_descriptor_new$handle() {
+        return hurray_descriptor_new.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_new(const struct HurrayDescriptorSpec *spec,
+     *                                    struct HurrayDescriptor **out_descriptor)
+     * }
+     */
+    public static MemorySegment hurray_descriptor_new$address() {
+        return hurray_descriptor_new.ADDR;
+    }
+
+    /**
+     * Makes, validates and encodes a descriptor from <code>*spec</code> in one call; writes the owned
+     * descriptor to <code>*out_descriptor</code> (destroy it with <code>hurray_descriptor_destroy</code>). The same
+     * rules and errors as the <code>hurray_descriptor_builder_*</code> calls it stands for (the message names
+     * the builder step that failed): <code>INVALID_TYPE</code>, <code>INVALID_SHAPE</code>, <code>INVALID_LAYOUT</code>,
+     * <code>INVALID_ALIGNMENT</code>, <code>BUFFER_TOO_SMALL</code>, <code>INVALID_ARGUMENT</code>, <code>DUPLICATE_NAME</code>,
+     * <code>LIMIT_EXCEEDED</code>, <code>UNSUPPORTED</code>, <code>NULL_POINTER</code>.
+     * <p>
+     * Added in ABI 4 (additive).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>spec</code> valid for reads and every pointer in it valid for its count; <code>out_descriptor</code> valid
+     * for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_new(const struct HurrayDescriptorSpec *spec,
+     *                                    struct HurrayDescriptor **out_descriptor)
+     * }
+     */
+    public static int hurray_descriptor_new(MemorySegment spec, MemorySegment out_descriptor) {
+        var mh$ = hurray_descriptor_new.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_descriptor_new", spec, out_descriptor);
+            }
+            return (int) mh$.invokeExact(spec, out_descriptor);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_encoder_new {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_encoder_new");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_new(const struct HurrayWriterOptions *options,
+     *                                 struct HurrayEncoder **out_encoder)
+     * }
+     */
+    public static FunctionDescriptor hurray_encoder_new$descriptor() {
+        return hurray_encoder_new.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_new(const struct HurrayWriterOptions *options,
+     *                                 struct HurrayEncoder **out_encoder)
+     * }
+     */
+    public static MethodHandle hurray_encoder_new$handle() {
+        return hurray_encoder_new.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_new(const struct HurrayWriterOptions *options,
+     *                                 struct HurrayEncoder **out_encoder)
+     * }
+     */
+    public static MemorySegment hurray_encoder_new$address() {
+        return hurray_encoder_new.ADDR;
+    }
+
+    /**
+     * Makes an encoder (<code>options</code> NULL: defaults) and writes it to <code>*out_encoder</code> (destroy it with
+     * <code>hurray_encoder_destroy</code>). Nothing is staged until the first item or <code>hurray_encoder_finish</code>.
+     * Added in ABI 4 (additive). Errors: <code>NULL_POINTER</code>, <code>INVALID_ARGUMENT</code> (options).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>options</code> NULL or valid for reads; <code>out_encoder</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_new(const struct HurrayWriterOptions *options,
+     *                                 struct HurrayEncoder **out_encoder)
+     * }
+     */
+    public static int hurray_encoder_new(MemorySegment options, MemorySegment out_encoder) {
+        var mh$ = hurray_encoder_new.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_encoder_new", options, out_encoder);
+            }
+            return (int) mh$.invokeExact(options, out_encoder);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_encoder_encode {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_encoder_encode");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_encode(struct HurrayEncoder *encoder,
+     *                                    const struct HurrayDescriptor *descriptor,
+     *                                    const struct HurrayIoSlice *payloads,
+     *                                    size_t count,
+     *                                    struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static FunctionDescriptor hurray_encoder_encode$descriptor() {
+        return hurray_encoder_encode.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_encode(struct HurrayEncoder *encoder,
+     *                                    const struct HurrayDescriptor *descriptor,
+     *                                    const struct HurrayIoSlice *payloads,
+     *                                    size_t count,
+     *                                    struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static MethodHandle hurray_encoder_encode$handle() {
+        return hurray_encoder_encode.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_encode(struct HurrayEncoder *encoder,
+     *                                    const struct HurrayDescriptor *descriptor,
+     *                                    const struct HurrayIoSlice *payloads,
+     *                                    size_t count,
+     *                                    struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static MemorySegment hurray_encoder_encode$address() {
+        return hurray_encoder_encode.ADDR;
+    }
+
+    /**
+     * Stages one tensor: the stream header before the first item, the frame, the descriptor,
+     * payloads of up to 64 KiB copied, and checksums; larger payloads are referenced, not copied.
+     * <code>payloads[i]</code> is buffer <code>i</code> of the descriptor's buffer table, exactly its byte size.
+     * Writes the pending output's state to <code>*out_state</code> (may be NULL). Items that borrow no
+     * payload may stay pending and leave together with later ones.
+     * <p>
+     * Errors (nothing staged): <code>INVALID_ARGUMENT</code> (payload count differs from the buffer count, a
+     * payload is too long, more than 64 payloads), <code>BUFFER_TOO_SMALL</code>, <code>INVALID_STATE</code> (after
+     * finish, or while output borrowing the previous item's payloads is pending), <code>POISONED</code>,
+     * <code>NULL_POINTER</code>, <code>USE_AFTER_DESTROY</code>.
+     * <p>
+     * Added in ABI 4 (additive).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>encoder</code> and <code>descriptor</code> live; <code>payloads</code> valid for <code>count</code> reads, each range readable
+     * and unchanged until the output borrowing it was consumed (or the item taken back).
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_encode(struct HurrayEncoder *encoder,
+     *                                    const struct HurrayDescriptor *descriptor,
+     *                                    const struct HurrayIoSlice *payloads,
+     *                                    size_t count,
+     *                                    struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static int hurray_encoder_encode(MemorySegment encoder, MemorySegment descriptor, MemorySegment payloads, long count, MemorySegment out_state) {
+        var mh$ = hurray_encoder_encode.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_encoder_encode", encoder, descriptor, payloads, count, out_state);
+            }
+            return (int) mh$.invokeExact(encoder, descriptor, payloads, count, out_state);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_encoder_encode_encoded {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_encoder_encode_encoded");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_encode_encoded(struct HurrayEncoder *encoder,
+     *                                            const uint8_t *descriptor,
+     *                                            size_t len,
+     *                                            const struct HurrayIoSlice *payloads,
+     *                                            size_t count,
+     *                                            struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static FunctionDescriptor hurray_encoder_encode_encoded$descriptor() {
+        return hurray_encoder_encode_encoded.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_encode_encoded(struct HurrayEncoder *encoder,
+     *                                            const uint8_t *descriptor,
+     *                                            size_t len,
+     *                                            const struct HurrayIoSlice *payloads,
+     *                                            size_t count,
+     *                                            struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static MethodHandle hurray_encoder_encode_encoded$handle() {
+        return hurray_encoder_encode_encoded.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_encode_encoded(struct HurrayEncoder *encoder,
+     *                                            const uint8_t *descriptor,
+     *                                            size_t len,
+     *                                            const struct HurrayIoSlice *payloads,
+     *                                            size_t count,
+     *                                            struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static MemorySegment hurray_encoder_encode_encoded$address() {
+        return hurray_encoder_encode_encoded.ADDR;
+    }
+
+    /**
+     * As <code>hurray_encoder_encode</code>, with the descriptor given as its encoding (<code>len</code> bytes at
+     * <code>descriptor</code>, docs/spec/descriptor.md), which is decoded and validated first: a binding
+     * that keeps descriptors as bytes needs no descriptor handle per tensor. Errors as
+     * <code>hurray_encoder_encode</code>, plus the decoder's (<code>INVALID_MAGIC</code>, <code>CORRUPT</code>, validation
+     * statuses). Added in ABI 4 (additive).
+     * <p>
+     * <b>Safety</b><br>
+     * As <code>hurray_encoder_encode</code>; <code>descriptor</code> valid for <code>len</code> reads.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_encode_encoded(struct HurrayEncoder *encoder,
+     *                                            const uint8_t *descriptor,
+     *                                            size_t len,
+     *                                            const struct HurrayIoSlice *payloads,
+     *                                            size_t count,
+     *                                            struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static int hurray_encoder_encode_encoded(MemorySegment encoder, MemorySegment descriptor, long len, MemorySegment payloads, long count, MemorySegment out_state) {
+        var mh$ = hurray_encoder_encode_encoded.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_encoder_encode_encoded", encoder, descriptor, len, payloads, count, out_state);
+            }
+            return (int) mh$.invokeExact(encoder, descriptor, len, payloads, count, out_state);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_encoder_finish {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_encoder_finish");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_finish(struct HurrayEncoder *encoder,
+     *                                    struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static FunctionDescriptor hurray_encoder_finish$descriptor() {
+        return hurray_encoder_finish.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_finish(struct HurrayEncoder *encoder,
+     *                                    struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static MethodHandle hurray_encoder_finish$handle() {
+        return hurray_encoder_finish.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_finish(struct HurrayEncoder *encoder,
+     *                                    struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static MemorySegment hurray_encoder_finish$address() {
+        return hurray_encoder_finish.ADDR;
+    }
+
+    /**
+     * Stages the end-of-stream marker (and the stream header if nothing was staged); idempotent.
+     * Writes the pending output's state to <code>*out_state</code> (may be NULL). Errors: <code>POISONED</code>,
+     * <code>INVALID_STATE</code> (output borrowing payloads is pending). Added in ABI 4 (additive).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>encoder</code> live.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_finish(struct HurrayEncoder *encoder,
+     *                                    struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static int hurray_encoder_finish(MemorySegment encoder, MemorySegment out_state) {
+        var mh$ = hurray_encoder_finish.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_encoder_finish", encoder, out_state);
+            }
+            return (int) mh$.invokeExact(encoder, out_state);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_encoder_output {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_encoder_output");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_output(const struct HurrayEncoder *encoder,
+     *                                    struct HurrayIoSlice *out,
+     *                                    size_t capacity,
+     *                                    size_t *out_count)
+     * }
+     */
+    public static FunctionDescriptor hurray_encoder_output$descriptor() {
+        return hurray_encoder_output.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_output(const struct HurrayEncoder *encoder,
+     *                                    struct HurrayIoSlice *out,
+     *                                    size_t capacity,
+     *                                    size_t *out_count)
+     * }
+     */
+    public static MethodHandle hurray_encoder_output$handle() {
+        return hurray_encoder_output.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_output(const struct HurrayEncoder *encoder,
+     *                                    struct HurrayIoSlice *out,
+     *                                    size_t capacity,
+     *                                    size_t *out_count)
+     * }
+     */
+    public static MemorySegment hurray_encoder_output$address() {
+        return hurray_encoder_output.ADDR;
+    }
+
+    /**
+     * Lists the pending output, in order, as up to <code>capacity</code> ranges in <code>out</code> (the first starts
+     * after the bytes already consumed); <code>*out_count</code> receives the number written. Ranges point
+     * into the encoder (valid until the next call that stages, consumes or aborts) or into the
+     * last item's payloads. Send them in order, then report the count with
+     * <code>hurray_encoder_consume</code>. Fewer than all pieces are listed when <code>capacity</code> is smaller; list
+     * again after consuming. Added in ABI 4 (additive).
+     * <p>
+     * Errors: <code>NULL_POINTER</code> (<code>out</code> with <code>capacity &gt; 0</code>, <code>out_count</code>), <code>USE_AFTER_DESTROY</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>encoder</code> live; <code>out</code> valid for <code>capacity</code> writes; <code>out_count</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_output(const struct HurrayEncoder *encoder,
+     *                                    struct HurrayIoSlice *out,
+     *                                    size_t capacity,
+     *                                    size_t *out_count)
+     * }
+     */
+    public static int hurray_encoder_output(MemorySegment encoder, MemorySegment out, long capacity, MemorySegment out_count) {
+        var mh$ = hurray_encoder_output.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_encoder_output", encoder, out, capacity, out_count);
+            }
+            return (int) mh$.invokeExact(encoder, out, capacity, out_count);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_encoder_consume {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_encoder_consume");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_consume(struct HurrayEncoder *encoder,
+     *                                     uint64_t n,
+     *                                     struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static FunctionDescriptor hurray_encoder_consume$descriptor() {
+        return hurray_encoder_consume.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_consume(struct HurrayEncoder *encoder,
+     *                                     uint64_t n,
+     *                                     struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static MethodHandle hurray_encoder_consume$handle() {
+        return hurray_encoder_consume.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_consume(struct HurrayEncoder *encoder,
+     *                                     uint64_t n,
+     *                                     struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static MemorySegment hurray_encoder_consume$address() {
+        return hurray_encoder_consume.ADDR;
+    }
+
+    /**
+     * Records that the first <code>n</code> bytes of the pending output were sent. When nothing is pending
+     * any more, the encoder stops borrowing payloads. Writes the new state to <code>*out_state</code> (may
+     * be NULL). Errors: <code>INVALID_ARGUMENT</code> (<code>n</code> exceeds the pending bytes; nothing recorded).
+     * Added in ABI 4 (additive).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>encoder</code> live.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_consume(struct HurrayEncoder *encoder,
+     *                                     uint64_t n,
+     *                                     struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static int hurray_encoder_consume(MemorySegment encoder, long n, MemorySegment out_state) {
+        var mh$ = hurray_encoder_consume.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_encoder_consume", encoder, n, out_state);
+            }
+            return (int) mh$.invokeExact(encoder, n, out_state);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_encoder_abort {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_INT, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_encoder_abort");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_abort(struct HurrayEncoder *encoder,
+     *                                   uint32_t take_back_last,
+     *                                   struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static FunctionDescriptor hurray_encoder_abort$descriptor() {
+        return hurray_encoder_abort.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_abort(struct HurrayEncoder *encoder,
+     *                                   uint32_t take_back_last,
+     *                                   struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static MethodHandle hurray_encoder_abort$handle() {
+        return hurray_encoder_abort.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_abort(struct HurrayEncoder *encoder,
+     *                                   uint32_t take_back_last,
+     *                                   struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static MemorySegment hurray_encoder_abort$address() {
+        return hurray_encoder_abort.ADDR;
+    }
+
+    /**
+     * Reports that sending the pending output failed (transport rule 4). If part of it had been
+     * consumed, the stream on the wire is cut inside an item: the encoder is poisoned and this
+     * returns <code>HURRAY_ERR_POISONED</code>. Otherwise it returns <code>HURRAY_OK</code>, and with <code>take_back_last</code>
+     * non-zero the last staged item (or end marker) is taken back, so that the caller can stage
+     * it again later; earlier pending items stay pending. Added in ABI 4 (additive).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>encoder</code> live.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_abort(struct HurrayEncoder *encoder,
+     *                                   uint32_t take_back_last,
+     *                                   struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static int hurray_encoder_abort(MemorySegment encoder, int take_back_last, MemorySegment out_state) {
+        var mh$ = hurray_encoder_abort.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_encoder_abort", encoder, take_back_last, out_state);
+            }
+            return (int) mh$.invokeExact(encoder, take_back_last, out_state);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_encoder_destroy {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_encoder_destroy");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_destroy(struct HurrayEncoder **encoder)
+     * }
+     */
+    public static FunctionDescriptor hurray_encoder_destroy$descriptor() {
+        return hurray_encoder_destroy.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_destroy(struct HurrayEncoder **encoder)
+     * }
+     */
+    public static MethodHandle hurray_encoder_destroy$handle() {
+        return hurray_encoder_destroy.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_destroy(struct HurrayEncoder **encoder)
+     * }
+     */
+    public static MemorySegment hurray_encoder_destroy$address() {
+        return hurray_encoder_destroy.ADDR;
+    }
+
+    /**
+     * Destroys an encoder (pending output is dropped, not sent) and writes NULL to <code>*encoder</code>;
+     * NULL or <code>*encoder == NULL</code> is a no-op. Added in ABI 4 (additive).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>encoder</code> NULL or valid for read and write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_destroy(struct HurrayEncoder **encoder)
+     * }
+     */
+    public static int hurray_encoder_destroy(MemorySegment encoder) {
+        var mh$ = hurray_encoder_destroy.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_encoder_destroy", encoder);
+            }
+            return (int) mh$.invokeExact(encoder);
         } catch (RuntimeException | Error ex$) {
             throw ex$;
         } catch (Throwable ex$) {

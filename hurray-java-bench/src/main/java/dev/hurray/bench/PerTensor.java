@@ -1,0 +1,95 @@
+package dev.hurray.bench;
+
+import dev.hurray.ElementType;
+import dev.hurray.Reader;
+import dev.hurray.Tensor;
+import dev.hurray.TensorDescriptor;
+import dev.hurray.Writer;
+import dev.hurray.WriterOptions;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
+import java.util.Locale;
+
+/**
+ * Per-tensor cost of the Java API, warm, in memory (no socket): named float32[768] tensors
+ * with one metadata entry. Compare with the native core's floor printed by
+ * {@code cargo run --release --offline -p hurray-core --example pertensor_bench} in the same
+ * run ({@code pertensor.sh} runs both); the difference is the Java overhead.
+ *
+ * <pre>java ... dev.hurray.bench.PerTensor [N=100000] [ROUNDS=7]</pre>
+ *
+ * Rows: a descriptor made with the builder; renamed from a template ({@code withName}); a
+ * write of a tensor whose descriptor is renamed per tensor (batched writer into memory); a
+ * read plus close of such a tensor, looking at its name.
+ */
+public final class PerTensor {
+    private static final java.lang.management.ThreadMXBean MX = java.lang.management.ManagementFactory.getThreadMXBean();
+
+    private PerTensor() {
+    }
+
+    /**
+     * This thread's CPU time in ns: on a shared, loaded machine wall time mostly measures the
+     * scheduler, CPU time the work (GC and JIT threads are not counted).
+     */
+    private static long cpu() {
+        return MX.getCurrentThreadCpuTime();
+    }
+
+    public static void main(String[] args) throws Exception {
+        Locale.setDefault(Locale.ROOT);
+        int n = args.length > 0 ? Integer.parseInt(args[0]) : 100_000;
+        int rounds = args.length > 1 ? Integer.parseInt(args[1]) : 7;
+        TensorDescriptor template = TensorDescriptor.builder(ElementType.FLOAT32, 768).name("emb")
+                .metadata("source", "bench").build();
+        double[][] us = new double[4][rounds];
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment payload = arena.allocate(768 * 4, 64);
+            for (int r = -2; r < rounds; r++) {
+                long t0 = cpu();
+                for (int i = 0; i < n; i++) {
+                    TensorDescriptor.builder(ElementType.FLOAT32, 768).name("emb-" + i).metadata("source", "bench").build();
+                }
+                long t1 = cpu();
+                for (int i = 0; i < n; i++) {
+                    template.withName("emb-" + i);
+                }
+                long t2 = cpu();
+                Writer w = Writer.toMemory(WriterOptions.defaults().withBatchBytes(WriterOptions.DEFAULT_BATCH_BYTES));
+                long t3 = cpu();
+                for (int i = 0; i < n; i++) {
+                    w.write(template.withName("emb-" + i), payload);
+                }
+                w.close();
+                long t4 = cpu();
+                byte[] bytes = w.toByteArray();
+                long t5 = cpu();
+                long names = 0;
+                try (Reader rd = Reader.of(bytes)) {
+                    for (Tensor t : rd) {
+                        names += t.descriptor().name().orElseThrow().length();
+                        t.close();
+                    }
+                }
+                long t6 = cpu();
+                if (names == 0) {
+                    throw new AssertionError();
+                }
+                if (r >= 0) {
+                    us[0][r] = (t1 - t0) / 1e3 / n;
+                    us[1][r] = (t2 - t1) / 1e3 / n;
+                    us[2][r] = (t4 - t3) / 1e3 / n;
+                    us[3][r] = (t6 - t5) / 1e3 / n;
+                }
+            }
+        }
+        String[] rows = {"descriptor by builder", "descriptor by withName", "write (withName + write, batched, to memory)",
+            "read + name + close (from memory)"};
+        System.out.printf("| Java API, %d named float32[768] (median of %d) | µs of CPU per tensor |%n|---|---|%n", n, rounds);
+        for (int k = 0; k < rows.length; k++) {
+            Arrays.sort(us[k]);
+            System.out.printf("| %s | %.3f |%n", rows[k], us[k][rounds / 2]);
+        }
+    }
+}

@@ -1,0 +1,441 @@
+//! The stream reader's state machine without a transport: a push-fed ("sans-I/O") decoder
+//! (docs/spec/stream.md §Decoding without a transport).
+//!
+//! The caller asks [`StreamDecoder::poll`] for the next item. When the decoder needs bytes it
+//! answers [`Decoded::NeedInput`]; the caller then writes up to
+//! [`input_buffer`](StreamDecoder::input_buffer)`().len()` bytes into the front of that buffer,
+//! from wherever it likes and however long it takes, and reports the count with
+//! [`commit`](StreamDecoder::commit) (`0` = the input ended). The buffer is either the decoder's
+//! 64 KiB read-ahead or, for the rest of a large payload, the tensor's own aligned allocation,
+//! so payload bytes still land in place with no intermediate copy.
+//!
+//! Because the decoder never calls out, a caller on a runtime with cheap blocking (a Java
+//! virtual thread, an async task) does its blocking I/O outside any native frame. The callback
+//! reader [`StreamReader`](crate::StreamReader) is this decoder plus a transport loop, so both
+//! share one implementation of the format.
+
+use std::mem::MaybeUninit;
+
+use crate::buffer::{AlignedBuf, GROW_MIN_BYTES};
+use crate::crc32c::crc32c;
+use crate::descriptor::TensorDescriptor;
+use crate::error::{bail, err, Error, Result};
+use crate::pool::{BufferPool, PooledBuf};
+use crate::stream::{
+    ReadTensor, ReaderOptions, EAGER_RESERVE_BYTES, FLAG_PAYLOAD_CRC, FRAME_END, FRAME_HEADER_BYTES, FRAME_TENSOR, READ_AHEAD_BYTES,
+    STREAM_HEADER_BYTES, STREAM_MAGIC, STREAM_VERSION,
+};
+use crate::{MAX_DESCRIPTOR_BYTES, MAX_RANK};
+
+/// What [`StreamDecoder::poll`] produced.
+#[derive(Debug)]
+pub enum Decoded {
+    /// A complete tensor, owned by the caller.
+    Tensor(ReadTensor),
+    /// The end-of-stream marker (returned again on every later poll).
+    End,
+    /// More input is needed: fill [`StreamDecoder::input_buffer`] and call
+    /// [`StreamDecoder::commit`].
+    NeedInput,
+}
+
+enum State {
+    StreamHeader { buf: [u8; STREAM_HEADER_BYTES], got: usize },
+    FrameHeader { buf: [u8; FRAME_HEADER_BYTES], got: usize },
+    /// `buf` grows as bytes arrive, so a declared length costs memory only once the input
+    /// backs it up.
+    Descriptor { buf: Vec<u8>, want: usize, crc: u32 },
+    Payload { desc: TensorDescriptor, bufs: Vec<PooledBuf>, index: usize },
+    PayloadCrc { desc: TensorDescriptor, bufs: Vec<PooledBuf>, index: usize, buf: [u8; 4], got: usize },
+    Ended,
+    Failed(Error),
+}
+
+/// Where the bytes of the last [`StreamDecoder::input_buffer`] call go.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Target {
+    ReadAhead,
+    Payload,
+}
+
+/// Decodes a stream from bytes the caller pushes in. One handle, one thread at a time (it is
+/// `Send`: it may move between threads between calls).
+pub struct StreamDecoder {
+    opts: ReaderOptions,
+    state: State,
+    payload_crc: bool,
+    ahead: AlignedBuf,
+    ahead_pos: usize,
+    pool: Option<BufferPool>,
+    input_ended: bool,
+    target: Target,
+}
+
+/// Outcome of trying to complete a piece from buffered bytes.
+enum Fill {
+    Done,
+    NeedInput,
+}
+
+impl StreamDecoder {
+    /// A decoder with the given limits. Errors: `InvalidArgument` for options above the format
+    /// limits (descriptor bytes over 16 MiB, rank over [`MAX_RANK`]).
+    pub fn new(opts: ReaderOptions) -> Result<Self> {
+        if opts.max_descriptor_bytes > MAX_DESCRIPTOR_BYTES as u64 {
+            bail!(InvalidArgument, "max_descriptor_bytes {} exceeds the format maximum {MAX_DESCRIPTOR_BYTES}", opts.max_descriptor_bytes);
+        }
+        if opts.max_rank as usize > MAX_RANK {
+            bail!(InvalidArgument, "max_rank {} exceeds the format maximum {MAX_RANK}", opts.max_rank);
+        }
+        Ok(StreamDecoder {
+            opts,
+            state: State::StreamHeader { buf: [0; STREAM_HEADER_BYTES], got: 0 },
+            payload_crc: false,
+            ahead: AlignedBuf::new(0, crate::MIN_BUFFER_ALIGNMENT)?,
+            ahead_pos: 0,
+            pool: (opts.pool_bytes > 0).then(|| BufferPool::new(opts.pool_bytes)),
+            input_ended: false,
+            target: Target::ReadAhead,
+        })
+    }
+
+    /// Sets the pool buffer allocations come from (`None`: a new allocation per buffer); see
+    /// [`StreamReader::set_buffer_pool`](crate::StreamReader::set_buffer_pool).
+    pub fn set_buffer_pool(&mut self, pool: Option<BufferPool>) {
+        self.pool = pool;
+    }
+
+    /// Sets the pool's cap in bytes (0 drops the pool); see
+    /// [`StreamReader::set_buffer_pool_bytes`](crate::StreamReader::set_buffer_pool_bytes).
+    pub fn set_buffer_pool_bytes(&mut self, max_bytes: u64) {
+        match (&self.pool, max_bytes) {
+            (_, 0) => self.pool = None,
+            (Some(p), m) => p.set_max_bytes(m),
+            (None, m) => self.pool = Some(BufferPool::new(m)),
+        }
+    }
+
+    /// The decoder's pool, if it has one.
+    pub fn buffer_pool(&self) -> Option<&BufferPool> {
+        self.pool.as_ref()
+    }
+
+    /// Bytes received but not yet decoded (at most 64 KiB: the read-ahead).
+    pub fn buffered(&self) -> usize {
+        self.ahead.filled() - self.ahead_pos
+    }
+
+    /// Decodes as far as the buffered bytes allow.
+    ///
+    /// Returns a tensor, the end marker (`End`, then `End` forever), or `NeedInput`. Errors:
+    /// `Truncated` (the input ended inside an item or before the end marker), `Corrupt`,
+    /// `InvalidMagic`, `VersionMismatch`, `Unsupported`, `LimitExceeded`, descriptor validation
+    /// errors, `OutOfMemory`. Every error is sticky: later polls return it again.
+    pub fn poll(&mut self) -> Result<Decoded> {
+        let state = std::mem::replace(&mut self.state, State::Ended);
+        let (state, out) = self.step(state);
+        self.state = match &out {
+            Err(e) => State::Failed(e.clone()),
+            Ok(_) => state,
+        };
+        out
+    }
+
+    /// Where the next input bytes go, after a `NeedInput`: write up to `len()` bytes to the
+    /// front and report the count with [`commit`](Self::commit). Inside a payload whose
+    /// remaining part is at least the read-ahead size, this is the tensor's own allocation;
+    /// otherwise the read-ahead buffer. The slice is empty in a state that needs no input (the
+    /// stream ended, the decoder failed, or unread bytes are buffered).
+    pub fn input_buffer(&mut self) -> Result<&mut [MaybeUninit<u8>]> {
+        let buffered = self.buffered();
+        let direct = buffered == 0
+            && matches!(&self.state, State::Payload { bufs, index, .. }
+                if bufs.get(*index).is_some_and(|b| b.len() - b.filled() >= READ_AHEAD_BYTES));
+        if direct {
+            self.target = Target::Payload;
+            let State::Payload { bufs, index, .. } = &mut self.state else {
+                return Ok(&mut []);
+            };
+            let b = &mut bufs[*index];
+            b.grow_if_full()?;
+            return Ok(b.spare_mut());
+        }
+        self.target = Target::ReadAhead;
+        if matches!(self.state, State::Ended | State::Failed(_)) || buffered > 0 {
+            return Ok(&mut []);
+        }
+        if self.ahead.is_empty() {
+            self.ahead = AlignedBuf::new(READ_AHEAD_BYTES as u64, crate::MIN_BUFFER_ALIGNMENT)?;
+        }
+        self.ahead.clear();
+        self.ahead_pos = 0;
+        Ok(self.ahead.spare_mut())
+    }
+
+    /// Reports that `n` bytes were written to the front of the last
+    /// [`input_buffer`](Self::input_buffer); `0` means the input ended (the next poll then
+    /// fails with `Truncated` unless the end marker was already decoded). Errors:
+    /// `InvalidArgument` if `n` exceeds the buffer's length (nothing is taken).
+    pub fn commit(&mut self, n: usize) -> Result<()> {
+        if n == 0 {
+            self.input_ended = true;
+            return Ok(());
+        }
+        match self.target {
+            Target::Payload => {
+                if let State::Payload { bufs, index, .. } = &mut self.state {
+                    if let Some(b) = bufs.get_mut(*index) {
+                        // What input_buffer offered: a growing allocation may offer less than
+                        // the rest of the buffer.
+                        let room = b.spare_mut().len();
+                        if n > room {
+                            bail!(InvalidArgument, "{n} bytes committed, more than the {room} offered");
+                        }
+                        b.advance(n);
+                        return Ok(());
+                    }
+                }
+                bail!(InvalidState, "commit without a preceding input_buffer");
+            }
+            Target::ReadAhead => {
+                let room = self.ahead.len() - self.ahead.filled();
+                if n > room {
+                    bail!(InvalidArgument, "{n} bytes committed, more than the {room} offered");
+                }
+                self.ahead.advance(n);
+                Ok(())
+            }
+        }
+    }
+
+    fn step(&mut self, mut state: State) -> (State, Result<Decoded>) {
+        loop {
+            state = match state {
+                State::Ended => return (State::Ended, Ok(Decoded::End)),
+                State::Failed(e) => return (State::Failed(e.clone()), Err(e)),
+                State::StreamHeader { mut buf, mut got } => {
+                    if let Fill::NeedInput = self.fill(&mut buf, &mut got) {
+                        if !self.input_ended {
+                            return (State::StreamHeader { buf, got }, Ok(Decoded::NeedInput));
+                        }
+                        let e = if got == 0 {
+                            err!(Truncated, "input is empty: it ended before the stream header")
+                        } else {
+                            err!(Truncated, "input ended inside the {STREAM_HEADER_BYTES}-byte stream header after {got} bytes")
+                        };
+                        return (State::StreamHeader { buf, got }, Err(e));
+                    }
+                    if let Err(e) = self.check_stream_header(&buf) {
+                        return (State::StreamHeader { buf, got }, Err(e));
+                    }
+                    State::FrameHeader { buf: [0; FRAME_HEADER_BYTES], got: 0 }
+                }
+                State::FrameHeader { mut buf, mut got } => {
+                    if let Fill::NeedInput = self.fill(&mut buf, &mut got) {
+                        if !self.input_ended {
+                            return (State::FrameHeader { buf, got }, Ok(Decoded::NeedInput));
+                        }
+                        let e = if got == 0 {
+                            err!(Truncated, "input ended before the end-of-stream marker")
+                        } else {
+                            mid_item()
+                        };
+                        return (State::FrameHeader { buf, got }, Err(e));
+                    }
+                    match self.check_frame_header(&buf) {
+                        Err(e) => return (State::FrameHeader { buf, got }, Err(e)),
+                        Ok(None) => return (State::Ended, Ok(Decoded::End)),
+                        Ok(Some((len, crc))) => State::Descriptor { buf: Vec::new(), want: len, crc },
+                    }
+                }
+                State::Descriptor { mut buf, want, crc } => {
+                    if let Fill::NeedInput = self.fill_vec(&mut buf, want) {
+                        return self.need(State::Descriptor { buf, want, crc });
+                    }
+                    match self.start_payloads(&buf, crc) {
+                        Err(e) => return (State::Descriptor { buf, want, crc }, Err(e)),
+                        Ok((desc, bufs)) => State::Payload { desc, bufs, index: 0 },
+                    }
+                }
+                State::Payload { desc, mut bufs, index } => {
+                    if index == bufs.len() {
+                        return (
+                            State::FrameHeader { buf: [0; FRAME_HEADER_BYTES], got: 0 },
+                            Ok(Decoded::Tensor(ReadTensor { descriptor: desc, buffers: bufs })),
+                        );
+                    }
+                    match self.fill_buf(&mut bufs[index]) {
+                        Err(e) => return (State::Payload { desc, bufs, index }, Err(e)),
+                        Ok(Fill::NeedInput) => return self.need(State::Payload { desc, bufs, index }),
+                        Ok(Fill::Done) => {}
+                    }
+                    if self.payload_crc {
+                        State::PayloadCrc { desc, bufs, index, buf: [0; 4], got: 0 }
+                    } else {
+                        State::Payload { desc, bufs, index: index + 1 }
+                    }
+                }
+                State::PayloadCrc { desc, bufs, index, mut buf, mut got } => {
+                    if let Fill::NeedInput = self.fill(&mut buf, &mut got) {
+                        return self.need(State::PayloadCrc { desc, bufs, index, buf, got });
+                    }
+                    let want = u32::from_le_bytes(buf);
+                    let have = crc32c(bufs[index].as_slice());
+                    if want != have {
+                        let e = err!(Corrupt, "payload {index} checksum mismatch (stored {want:#010x}, computed {have:#010x})");
+                        return (State::PayloadCrc { desc, bufs, index, buf, got }, Err(e));
+                    }
+                    State::Payload { desc, bufs, index: index + 1 }
+                }
+            }
+        }
+    }
+
+    /// `NeedInput` inside an item, or `Truncated` once the input ended.
+    fn need(&self, state: State) -> (State, Result<Decoded>) {
+        if self.input_ended {
+            (state, Err(mid_item()))
+        } else {
+            (state, Ok(Decoded::NeedInput))
+        }
+    }
+
+    fn check_stream_header(&mut self, b: &[u8; STREAM_HEADER_BYTES]) -> Result<()> {
+        if b[0..8] != STREAM_MAGIC {
+            bail!(InvalidMagic, "not a Hurray stream (bad magic)");
+        }
+        let stored = u32::from_le_bytes(b[12..16].try_into().unwrap());
+        if crc32c(&b[0..12]) != stored {
+            bail!(Corrupt, "stream header checksum mismatch");
+        }
+        let version = u16::from_le_bytes([b[8], b[9]]);
+        if version != STREAM_VERSION {
+            bail!(VersionMismatch, "stream version {version} (this build reads {STREAM_VERSION})");
+        }
+        let flags = u16::from_le_bytes([b[10], b[11]]);
+        if flags & !FLAG_PAYLOAD_CRC != 0 {
+            bail!(Unsupported, "unknown stream flags {flags:#06x}");
+        }
+        self.payload_crc = flags & FLAG_PAYLOAD_CRC != 0;
+        if self.opts.require_payload_checksums && !self.payload_crc {
+            bail!(Corrupt, "stream carries no payload checksums and the reader requires them");
+        }
+        Ok(())
+    }
+
+    /// `Ok(None)` for the end marker, else (descriptor length, descriptor CRC).
+    fn check_frame_header(&self, b: &[u8; FRAME_HEADER_BYTES]) -> Result<Option<(usize, u32)>> {
+        let stored = u32::from_le_bytes(b[20..24].try_into().unwrap());
+        if crc32c(&b[0..20]) != stored {
+            bail!(Corrupt, "frame header checksum mismatch");
+        }
+        if b[4..8] != [0; 4] {
+            bail!(Unsupported, "unknown frame flags");
+        }
+        let len = u64::from_le_bytes(b[8..16].try_into().unwrap());
+        let dcrc = u32::from_le_bytes(b[16..20].try_into().unwrap());
+        if b[0..4] == FRAME_END {
+            if len != 0 || dcrc != 0 {
+                bail!(Corrupt, "end-of-stream marker with a body");
+            }
+            return Ok(None);
+        }
+        if b[0..4] != FRAME_TENSOR {
+            bail!(Corrupt, "unknown frame kind {:?}", &b[0..4]);
+        }
+        if len > self.opts.max_descriptor_bytes {
+            bail!(LimitExceeded, "descriptor of {len} bytes exceeds the limit of {}", self.opts.max_descriptor_bytes);
+        }
+        Ok(Some((len as usize, dcrc)))
+    }
+
+    fn start_payloads(&self, bytes: &[u8], crc: u32) -> Result<(TensorDescriptor, Vec<PooledBuf>)> {
+        if crc32c(bytes) != crc {
+            bail!(Corrupt, "descriptor checksum mismatch");
+        }
+        let desc = TensorDescriptor::decode(bytes)?;
+        if desc.shape().rank() > self.opts.max_rank as usize {
+            bail!(LimitExceeded, "rank {} exceeds the limit of {}", desc.shape().rank(), self.opts.max_rank);
+        }
+        let total = desc.total_buffer_bytes();
+        if total > self.opts.max_tensor_bytes {
+            bail!(LimitExceeded, "tensor of {total} bytes exceeds the limit of {}", self.opts.max_tensor_bytes);
+        }
+        // The first EAGER_RESERVE_BYTES of the buffers are allocated now; the rest grow as
+        // their bytes arrive (docs/spec/stream.md §Limits), so a declared size costs memory
+        // only once the input backs it up.
+        let mut eager = EAGER_RESERVE_BYTES;
+        let bufs = desc
+            .buffers()
+            .iter()
+            .map(|h| {
+                let initial = eager.max(GROW_MIN_BYTES);
+                eager = eager.saturating_sub(h.byte_size().min(usize::MAX as u64) as usize);
+                match &self.pool {
+                    Some(p) => p.take_growable(h.byte_size(), h.alignment(), initial),
+                    None => AlignedBuf::growable(h.byte_size(), h.alignment(), initial).map(PooledBuf::unpooled),
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok((desc, bufs))
+    }
+
+    /// Fills `buf[got..]` from buffered bytes, keeping progress in `got`.
+    fn fill(&mut self, buf: &mut [u8], got: &mut usize) -> Fill {
+        let avail = &self.ahead.as_slice()[self.ahead_pos..];
+        let n = avail.len().min(buf.len() - *got);
+        buf[*got..*got + n].copy_from_slice(&avail[..n]);
+        self.ahead_pos += n;
+        *got += n;
+        if *got == buf.len() {
+            Fill::Done
+        } else {
+            Fill::NeedInput
+        }
+    }
+
+    /// Appends buffered bytes to `buf` until it holds `want`; capacity grows with the bytes
+    /// received.
+    fn fill_vec(&mut self, buf: &mut Vec<u8>, want: usize) -> Fill {
+        let avail = &self.ahead.as_slice()[self.ahead_pos..];
+        let n = avail.len().min(want - buf.len());
+        buf.extend_from_slice(&avail[..n]);
+        self.ahead_pos += n;
+        if buf.len() == want {
+            Fill::Done
+        } else {
+            Fill::NeedInput
+        }
+    }
+
+    /// Moves buffered bytes into a payload allocation (large remainders arrive in place through
+    /// [`input_buffer`](Self::input_buffer)).
+    /// A growing allocation takes the buffered bytes in steps, growing between them.
+    fn fill_buf(&mut self, b: &mut AlignedBuf) -> Result<Fill> {
+        loop {
+            b.grow_if_full()?;
+            let avail = &self.ahead.as_slice()[self.ahead_pos..];
+            let spare = b.spare_mut();
+            let n = avail.len().min(spare.len());
+            spare[..n].write_copy_of_slice(&avail[..n]);
+            b.advance(n);
+            self.ahead_pos += n;
+            if b.is_full() {
+                return Ok(Fill::Done);
+            }
+            if self.ahead_pos == self.ahead.filled() {
+                return Ok(Fill::NeedInput);
+            }
+        }
+    }
+}
+
+fn mid_item() -> Error {
+    err!(Truncated, "input ended in the middle of an item")
+}
+
+impl std::fmt::Debug for StreamDecoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamDecoder").field("buffered", &self.buffered()).field("input_ended", &self.input_ended).finish()
+    }
+}

@@ -1,0 +1,201 @@
+//! The transport-free decoder and encoder (docs/spec/stream.md §Decoding and encoding without a
+//! transport): the decoder fed in arbitrary pieces gives what the callback reader gives; the
+//! encoder batches small items, borrows large payloads, takes back an item none of whose bytes
+//! left, and poisons after a partial write.
+
+mod common;
+
+use common::*;
+use hurray_core::{Decoded, ErrorKind, OutSeg, ReaderOptions, StreamDecoder, StreamEncoder, TensorDescriptor, WriterOptions};
+
+type Tensors = Vec<(TensorDescriptor, Vec<Vec<u8>>)>;
+
+fn corpus() -> Vec<Item> {
+    let mut v = golden_items();
+    v.extend(plain_items());
+    v.push(big_item(300 * 1024));
+    v.push(dense_item_small());
+    v
+}
+
+fn dense_item_small() -> Item {
+    dense(hurray_core::ElementType::Float32, &[3])
+}
+
+/// Feeds `bytes` to a decoder, at most `piece(i)` bytes per commit.
+fn decode(bytes: &[u8], mut piece: impl FnMut(usize) -> usize) -> (Tensors, hurray_core::Result<()>, usize) {
+    let mut d = StreamDecoder::new(ReaderOptions::default()).unwrap();
+    let mut out = Vec::new();
+    let mut pos = 0;
+    let mut commits = 0;
+    loop {
+        match d.poll() {
+            Ok(Decoded::Tensor(t)) => {
+                out.push((t.descriptor, t.buffers.iter().map(|b| b.as_slice().to_vec()).collect()));
+            }
+            Ok(Decoded::End) => return (out, Ok(()), commits),
+            Ok(Decoded::NeedInput) => {
+                let dst = d.input_buffer().unwrap();
+                assert!(!dst.is_empty(), "NeedInput with nowhere to put input");
+                let n = dst.len().min(bytes.len() - pos).min(piece(commits).max(1));
+                dst[..n].write_copy_of_slice(&bytes[pos..pos + n]);
+                pos += n;
+                commits += 1;
+                d.commit(n).unwrap();
+            }
+            Err(e) => return (out, Err(e), commits),
+        }
+    }
+}
+
+#[test]
+fn the_decoder_fed_in_any_pieces_reads_what_was_written() {
+    let items = corpus();
+    for crc in [false, true] {
+        let bytes = encode_stream(&items, crc);
+        let mut rng = Rng::new(7);
+        for max in [1usize, 3, 24, 1000, 70_000, usize::MAX] {
+            let (read, end, _) = decode(&bytes, |_| 1 + rng.below(max.min(1 << 20) as u64) as usize);
+            end.unwrap();
+            assert_same(&read, &items);
+        }
+    }
+}
+
+#[test]
+fn a_large_payload_arrives_in_place_with_few_commits() {
+    let items = vec![big_item(8 << 20)];
+    let bytes = encode_stream(&items, false);
+    let (read, end, commits) = decode(&bytes, |_| usize::MAX);
+    end.unwrap();
+    assert_same(&read, &items);
+    // One commit fills the read-ahead, one the rest of the payload in place, one the end marker.
+    assert!(commits <= 3, "{commits} commits for one 8 MiB tensor");
+}
+
+#[test]
+fn input_ending_inside_an_item_is_truncated_and_sticky() {
+    let items = corpus();
+    let bytes = encode_stream(&items, false);
+    for cut in [0, 5, 16, 16 + 10, 200, bytes.len() / 2, bytes.len() - 24, bytes.len() - 1] {
+        let mut d = StreamDecoder::new(ReaderOptions::default()).unwrap();
+        let mut pos = 0;
+        let err = loop {
+            match d.poll() {
+                Ok(Decoded::NeedInput) => {
+                    let dst = d.input_buffer().unwrap();
+                    let n = dst.len().min(cut - pos);
+                    dst[..n].write_copy_of_slice(&bytes[pos..pos + n]);
+                    pos += n;
+                    d.commit(n).unwrap();
+                }
+                Ok(_) => {}
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(err.kind(), ErrorKind::Truncated, "cut {cut}");
+        assert_eq!(d.poll().unwrap_err(), err, "sticky at cut {cut}");
+        assert!(d.input_buffer().unwrap().is_empty());
+    }
+}
+
+#[test]
+fn committing_more_than_offered_is_refused_and_takes_nothing() {
+    let mut d = StreamDecoder::new(ReaderOptions::default()).unwrap();
+    assert!(matches!(d.poll().unwrap(), Decoded::NeedInput));
+    let len = d.input_buffer().unwrap().len();
+    assert_eq!(d.commit(len + 1).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(d.buffered(), 0);
+}
+
+/// Drains the encoder's whole pending output into `wire`.
+fn drain(e: &mut StreamEncoder, payloads: &[&[u8]], wire: &mut Vec<u8>) {
+    while e.pending_bytes() > 0 {
+        let seg = e.segments()[0];
+        let off = e.offset();
+        let bytes = match seg {
+            OutSeg::Staged { start, end } => e.staged()[start + off..end].to_vec(),
+            OutSeg::Borrowed { index, .. } => payloads[index][off..].to_vec(),
+        };
+        let n = bytes.len().min(777);
+        wire.extend_from_slice(&bytes[..n]);
+        e.consume(n as u64).unwrap();
+    }
+}
+
+#[test]
+fn small_items_batch_and_large_payloads_are_borrowed() {
+    let items = corpus();
+    for crc in [false, true] {
+        let mut e = StreamEncoder::new(WriterOptions { payload_checksums: crc });
+        let mut wire = Vec::new();
+        let mut batched = 0;
+        for it in &items {
+            e.encode(&it.desc, &it.desc.encode().unwrap(), &it.slices()).unwrap();
+            if e.borrows_payloads() {
+                assert!(e.segments().iter().any(|s| matches!(s, OutSeg::Borrowed { .. })));
+                drain(&mut e, &it.slices(), &mut wire);
+            } else {
+                batched += 1;
+            }
+        }
+        e.finish().unwrap();
+        drain(&mut e, &[], &mut wire);
+        assert!(e.is_done());
+        assert!(batched > 1);
+        // The same bytes as the callback writer's.
+        assert_eq!(wire, encode_stream(&items, crc));
+    }
+}
+
+#[test]
+fn a_failure_before_any_byte_takes_the_item_back_and_after_one_poisons() {
+    let items = corpus();
+    let a = &items[0];
+    let b = &items[1];
+    let mut e = StreamEncoder::new(WriterOptions::default());
+    e.encode(&a.desc, &a.desc.encode().unwrap(), &a.slices()).unwrap();
+    let after_a = e.pending_bytes();
+    e.encode(&b.desc, &b.desc.encode().unwrap(), &b.slices()).unwrap();
+    // Two small items leave as one piece.
+    assert_eq!(e.segments().len(), 1);
+    // Nothing left: b is taken back, a stays pending.
+    assert!(!e.abort(true));
+    assert_eq!(e.pending_bytes(), after_a);
+    assert_eq!(e.segments().iter().map(|s| s.len() as u64).sum::<u64>(), after_a);
+    e.encode(&b.desc, &b.desc.encode().unwrap(), &b.slices()).unwrap();
+    e.finish().unwrap();
+    let mut wire = Vec::new();
+    drain(&mut e, &[], &mut wire);
+    assert_eq!(wire, encode_stream(&items[..2], false));
+
+    // Part of the pending output left: poisoned, and everything after is refused.
+    let mut e = StreamEncoder::new(WriterOptions::default());
+    e.encode(&a.desc, &a.desc.encode().unwrap(), &a.slices()).unwrap();
+    e.consume(5).unwrap();
+    assert!(e.abort(true));
+    assert!(e.is_poisoned());
+    assert_eq!(e.encode(&a.desc, &a.desc.encode().unwrap(), &a.slices()).unwrap_err().kind(), ErrorKind::Poisoned);
+    assert_eq!(e.finish().unwrap_err().kind(), ErrorKind::Poisoned);
+}
+
+#[test]
+fn encoder_misuse_is_refused() {
+    let items = [big_item(200 * 1024), dense_item_small()];
+    let mut e = StreamEncoder::new(WriterOptions::default());
+    let big = &items[0];
+    e.encode(&big.desc, &big.desc.encode().unwrap(), &big.slices()).unwrap();
+    assert!(e.borrows_payloads());
+    // The next item must wait until the borrowed output was written.
+    let small = &items[1];
+    assert_eq!(e.encode(&small.desc, &small.desc.encode().unwrap(), &small.slices()).unwrap_err().kind(), ErrorKind::InvalidState);
+    assert_eq!(e.finish().unwrap_err().kind(), ErrorKind::InvalidState);
+    assert_eq!(e.consume(e.pending_bytes() + 1).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    // Wrong payload sizes stage nothing.
+    let mut e = StreamEncoder::new(WriterOptions::default());
+    assert_eq!(e.encode(&small.desc, &small.desc.encode().unwrap(), &[&[0u8; 3]]).unwrap_err().kind(), ErrorKind::BufferTooSmall);
+    assert_eq!(e.encode(&small.desc, &small.desc.encode().unwrap(), &[]).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(e.pending_bytes(), 0);
+    e.finish().unwrap();
+    assert_eq!(e.encode(&small.desc, &small.desc.encode().unwrap(), &small.slices()).unwrap_err().kind(), ErrorKind::InvalidState);
+}

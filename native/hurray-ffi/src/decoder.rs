@@ -1,0 +1,254 @@
+//! Stream decoders: the reader without a transport (docs/spec/c-abi.md §Decoders and
+//! encoders). The caller pushes bytes in where the decoder says and gets each tensor, with its
+//! descriptor fields and buffer pointers, from one call.
+
+use std::ffi::c_void;
+
+use hurray_core::{Decoded, StreamDecoder};
+
+use crate::buffer::HurrayBufferSpec;
+use crate::descriptor::{fields_of, HurrayDescriptorFields};
+use crate::handle::{self, opaque_handle};
+use crate::panic::{guard, non_null, FfiError};
+use crate::reader::HurrayReaderOptions;
+use crate::status::*;
+use crate::tensor::{HurrayTensor, TensorInner};
+
+/// `hurray_decoder_next` flag: the input ended (after the `filled` bytes, if any). The next
+/// result is the end marker if the stream was complete, else `HURRAY_ERR_TRUNCATED`.
+pub const HURRAY_DECODE_END_OF_INPUT: u32 = 1;
+
+/// One buffer of a decoded tensor: its data pointer (owned by the tensor) and its spec.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct HurrayDecodedBuffer {
+    /// First byte of the buffer (aligned to `spec.alignment`); NULL never (an empty buffer
+    /// still has an aligned address). Valid until the tensor is destroyed.
+    pub data: *mut c_void,
+    /// Size, alignment, device tag and sync mode.
+    pub spec: HurrayBufferSpec,
+}
+
+/// One metadata entry of a decoded tensor, borrowed from the tensor's descriptor.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct HurrayMetadataView {
+    /// Key: `key_len` bytes of UTF-8 (no NUL).
+    pub key: *const u8,
+    /// Length of `key` in bytes.
+    pub key_len: usize,
+    /// Value: `value_len` opaque bytes (NULL when empty).
+    pub value: *const u8,
+    /// Length of `value` in bytes.
+    pub value_len: usize,
+}
+
+/// What `hurray_decoder_next` produced. Which fields are set depends on the returned status.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct HurrayDecodeResult {
+    /// `HURRAY_OK`: the new tensor, owned by the caller (destroy it with
+    /// `hurray_tensor_destroy`); otherwise NULL.
+    pub tensor: *mut HurrayTensor,
+    /// `HURRAY_NEED_INPUT`: where to write the next input bytes (at most `input_len`), owned
+    /// by the decoder; valid until the next call on the decoder. Otherwise NULL.
+    pub input: *mut u8,
+    /// `HURRAY_NEED_INPUT`: room at `input` in bytes (≥ 1). Otherwise 0.
+    pub input_len: usize,
+    /// `HURRAY_OK`: the tensor's descriptor fields, as `hurray_descriptor_fields` gives them;
+    /// pointers borrow from the tensor (valid until it is destroyed). Otherwise zeroed.
+    pub fields: HurrayDescriptorFields,
+    /// `HURRAY_OK`: `fields.buffer_count` entries, in buffer-table order. Owned by the
+    /// decoder: valid until the next call on the decoder (copy what you keep); the data
+    /// pointers inside stay valid until the tensor is destroyed.
+    pub buffers: *const HurrayDecodedBuffer,
+    /// `HURRAY_OK`: `fields.metadata_count` entries, in order. Owned by the decoder like
+    /// `buffers`; the key and value bytes stay valid until the tensor is destroyed.
+    pub metadata: *const HurrayMetadataView,
+}
+
+pub(crate) struct DecoderInner {
+    decoder: StreamDecoder,
+    buffers: Vec<HurrayDecodedBuffer>,
+    metadata: Vec<HurrayMetadataView>,
+}
+
+/// Decodes a stream from bytes the caller pushes in, with no transport and no callbacks.
+/// Owned; one thread at a time (any thread, one after another).
+pub struct HurrayDecoder {
+    pub(crate) shell: crate::handle::Shell<DecoderInner>,
+}
+opaque_handle!(HurrayDecoder, DecoderInner, 0x4855_5252_4443_3031);
+
+/// Makes a decoder with the given limits (`options` NULL: the defaults of
+/// `hurray_reader_options_init`) and a buffer pool of `buffer_pool_bytes` (0: none; see
+/// `hurray_reader_set_buffer_pool_bytes`). Writes the owned decoder to `*out_decoder`
+/// (destroy it with `hurray_decoder_destroy`).
+///
+/// Added in ABI 4 (additive). Errors: `NULL_POINTER`, `INVALID_ARGUMENT` (options).
+///
+/// # Safety
+/// `options` NULL or valid for reads; `out_decoder` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_decoder_new(
+    options: *const HurrayReaderOptions,
+    buffer_pool_bytes: u64,
+    out_decoder: *mut *mut HurrayDecoder,
+) -> HurrayStatus {
+    guard("hurray_decoder_new", || {
+        non_null(out_decoder, "out_decoder")?;
+        let opts = if options.is_null() { HurrayReaderOptions::defaults() } else { unsafe { *options } };
+        let mut core = opts.to_core()?;
+        core.pool_bytes = buffer_pool_bytes;
+        let decoder = StreamDecoder::new(core)?;
+        unsafe { handle::emit(out_decoder, DecoderInner { decoder, buffers: Vec::new(), metadata: Vec::new() }) };
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Advances the decoder: takes the `filled` bytes the caller wrote at the last `input` (0 if
+/// none), notes the end of input if `flags` has `HURRAY_DECODE_END_OF_INPUT`, and decodes as
+/// far as the bytes allow. One call per tensor when input is buffered; a tensor's payload
+/// larger than 64 KiB is asked for in place (its `input` points into the tensor's own
+/// allocation), so no byte is copied twice.
+///
+/// Returns, filling `*out` (all other fields zero or NULL):
+/// - `HURRAY_OK`: a tensor (`tensor`, `fields`, `buffers`, `metadata`);
+/// - `HURRAY_NEED_INPUT` (positive): write up to `input_len` bytes at `input`, then call
+///   again with their count as `filled` (or with `HURRAY_DECODE_END_OF_INPUT` when the source
+///   ended). Blocking for those bytes happens in the caller, outside this library;
+/// - `HURRAY_END_OF_STREAM`: the end marker was decoded (and on every call after).
+///
+/// Errors (sticky): `TRUNCATED` (input ended inside an item or before the end marker),
+/// `CORRUPT`, `INVALID_MAGIC`, `VERSION_MISMATCH`, `UNSUPPORTED`, `LIMIT_EXCEEDED`, descriptor
+/// validation errors, `OUT_OF_MEMORY`; `INVALID_ARGUMENT` (not sticky, nothing taken) when
+/// `filled` exceeds the room last offered. `NULL_POINTER`, `USE_AFTER_DESTROY`.
+///
+/// Added in ABI 4 (additive).
+///
+/// # Safety
+/// `decoder` live and not used concurrently; `out` valid for one write; the `filled` bytes
+/// were written at the last `input`.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_decoder_next(
+    decoder: *mut HurrayDecoder,
+    filled: usize,
+    flags: u32,
+    out: *mut HurrayDecodeResult,
+) -> HurrayStatus {
+    guard("hurray_decoder_next", || {
+        non_null(out, "out")?;
+        unsafe { out.write(empty_result()) };
+        let d = unsafe { handle::inner_mut(decoder, "decoder")? };
+        if flags & !HURRAY_DECODE_END_OF_INPUT != 0 {
+            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("unknown decode flags {flags:#x}")));
+        }
+        if filled > 0 {
+            d.decoder.commit(filled)?;
+        }
+        if flags & HURRAY_DECODE_END_OF_INPUT != 0 {
+            d.decoder.commit(0)?;
+        }
+        match d.decoder.poll()? {
+            Decoded::End => Ok(HURRAY_END_OF_STREAM),
+            Decoded::NeedInput => {
+                let dst = d.decoder.input_buffer()?;
+                if dst.is_empty() {
+                    return Err(FfiError::new(HURRAY_ERR_INTERNAL_PANIC, "the decoder needs input but offered no room"));
+                }
+                let r = HurrayDecodeResult { input: dst.as_mut_ptr().cast(), input_len: dst.len(), ..empty_result() };
+                unsafe { out.write(r) };
+                Ok(HURRAY_NEED_INPUT)
+            }
+            Decoded::Tensor(t) => {
+                let inner = TensorInner::from_read(t)?;
+                let desc = inner.desc_inner().ok_or_else(|| FfiError::new(HURRAY_ERR_INTERNAL_PANIC, "tensor without descriptor"))?;
+                let fields = fields_of(desc);
+                d.metadata.clear();
+                for (k, v) in desc.desc.metadata() {
+                    d.metadata.push(HurrayMetadataView {
+                        key: k.as_ptr(),
+                        key_len: k.len(),
+                        value: if v.is_empty() { std::ptr::null() } else { v.as_ptr() },
+                        value_len: v.len(),
+                    });
+                }
+                d.buffers.clear();
+                inner.buffer_views(&mut d.buffers);
+                let r = HurrayDecodeResult {
+                    tensor: std::ptr::null_mut(),
+                    input: std::ptr::null_mut(),
+                    input_len: 0,
+                    fields,
+                    buffers: d.buffers.as_ptr(),
+                    metadata: d.metadata.as_ptr(),
+                };
+                unsafe {
+                    out.write(r);
+                    // The tensor's heap parts do not move when its handle is boxed, so the
+                    // borrowed pointers above stay valid.
+                    handle::emit(std::ptr::addr_of_mut!((*out).tensor), inner);
+                }
+                Ok(HURRAY_OK)
+            }
+        }
+    })
+}
+
+/// Sets the cap of the decoder's buffer pool in bytes (0 removes the pool), as
+/// `hurray_reader_set_buffer_pool_bytes` does for a reader. Added in ABI 4 (additive).
+///
+/// # Safety
+/// `decoder` live, not used concurrently.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_decoder_set_buffer_pool_bytes(decoder: *mut HurrayDecoder, max_bytes: u64) -> HurrayStatus {
+    guard("hurray_decoder_set_buffer_pool_bytes", || {
+        unsafe { handle::inner_mut(decoder, "decoder")? }.decoder.set_buffer_pool_bytes(max_bytes);
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Destroys a decoder and writes NULL to `*decoder`; NULL or `*decoder == NULL` is a no-op.
+/// Tensors already decoded stay valid. Added in ABI 4 (additive).
+///
+/// # Safety
+/// `decoder` NULL or valid for read and write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_decoder_destroy(decoder: *mut *mut HurrayDecoder) -> HurrayStatus {
+    guard("hurray_decoder_destroy", || {
+        unsafe { handle::destroy_pp(decoder, "decoder")? };
+        Ok(HURRAY_OK)
+    })
+}
+
+fn empty_result() -> HurrayDecodeResult {
+    HurrayDecodeResult {
+        tensor: std::ptr::null_mut(),
+        input: std::ptr::null_mut(),
+        input_len: 0,
+        fields: zeroed_fields(),
+        buffers: std::ptr::null(),
+        metadata: std::ptr::null(),
+    }
+}
+
+fn zeroed_fields() -> HurrayDescriptorFields {
+    HurrayDescriptorFields {
+        element_type: 0,
+        layout: 0,
+        reserved: 0,
+        reserved2: 0,
+        rank: 0,
+        dims: std::ptr::null(),
+        strides: std::ptr::null(),
+        byte_offset: 0,
+        element_count: 0,
+        buffer_count: 0,
+        metadata_count: 0,
+        name: std::ptr::null(),
+        name_len: 0,
+        encoded: std::ptr::null(),
+        encoded_len: 0,
+        quantization: Default::default(),
+    }
+}

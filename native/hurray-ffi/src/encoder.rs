@@ -1,0 +1,305 @@
+//! Stream encoders: the writer without a transport (docs/spec/c-abi.md §Decoders and
+//! encoders). The encoder stages items and hands out the bytes to send; the caller sends them
+//! however it likes and reports what left.
+
+use hurray_core::{OutSeg, StreamEncoder};
+
+use crate::descriptor::HurrayDescriptor;
+use crate::handle::{self, opaque_handle};
+use crate::panic::{guard, non_null, FfiError, FfiResult};
+use crate::status::*;
+use crate::writer::{HurrayIoSlice, HurrayWriterOptions};
+
+/// Most payloads one tensor can have (the format's buffer-table limit).
+const MAX_PAYLOADS: usize = hurray_core::MAX_BUFFERS;
+
+/// The encoder's pending output, as `hurray_encoder_encode` and `hurray_encoder_finish`
+/// report it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HurrayEncoderState {
+    /// Bytes staged and not yet consumed.
+    pub pending_bytes: u64,
+    /// Pieces of pending output (`hurray_encoder_output` lists them).
+    pub pending_pieces: u32,
+    /// 1 while the pending output points into the last item's payloads: send it all and
+    /// consume it before those payloads may change or be freed, and before the next item.
+    pub borrows_payloads: u32,
+}
+
+pub(crate) struct EncoderInner {
+    encoder: StreamEncoder,
+    /// The last item's payload ranges, which `OutSeg::Borrowed` pieces index.
+    borrowed: Vec<HurrayIoSlice>,
+}
+
+impl EncoderInner {
+    fn state(&self) -> HurrayEncoderState {
+        HurrayEncoderState {
+            pending_bytes: self.encoder.pending_bytes(),
+            pending_pieces: self.encoder.segments().len() as u32,
+            borrows_payloads: self.encoder.borrows_payloads() as u32,
+        }
+    }
+}
+
+/// Encodes a stream into bytes the caller sends, with no transport and no callbacks. Owned;
+/// one thread at a time (any thread, one after another).
+pub struct HurrayEncoder {
+    pub(crate) shell: crate::handle::Shell<EncoderInner>,
+}
+opaque_handle!(HurrayEncoder, EncoderInner, 0x4855_5252_454E_3031);
+
+/// Makes an encoder (`options` NULL: defaults) and writes it to `*out_encoder` (destroy it with
+/// `hurray_encoder_destroy`). Nothing is staged until the first item or `hurray_encoder_finish`.
+/// Added in ABI 4 (additive). Errors: `NULL_POINTER`, `INVALID_ARGUMENT` (options).
+///
+/// # Safety
+/// `options` NULL or valid for reads; `out_encoder` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_encoder_new(options: *const HurrayWriterOptions, out_encoder: *mut *mut HurrayEncoder) -> HurrayStatus {
+    guard("hurray_encoder_new", || {
+        non_null(out_encoder, "out_encoder")?;
+        let opts = if options.is_null() { HurrayWriterOptions::defaults() } else { unsafe { *options } };
+        let encoder = StreamEncoder::new(opts.to_core()?);
+        unsafe { handle::emit(out_encoder, EncoderInner { encoder, borrowed: Vec::new() }) };
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Stages one tensor: the stream header before the first item, the frame, the descriptor,
+/// payloads of up to 64 KiB copied, and checksums; larger payloads are referenced, not copied.
+/// `payloads[i]` is buffer `i` of the descriptor's buffer table, exactly its byte size.
+/// Writes the pending output's state to `*out_state` (may be NULL). Items that borrow no
+/// payload may stay pending and leave together with later ones.
+///
+/// Errors (nothing staged): `INVALID_ARGUMENT` (payload count differs from the buffer count, a
+/// payload is too long, more than 64 payloads), `BUFFER_TOO_SMALL`, `INVALID_STATE` (after
+/// finish, or while output borrowing the previous item's payloads is pending), `POISONED`,
+/// `NULL_POINTER`, `USE_AFTER_DESTROY`.
+///
+/// Added in ABI 4 (additive).
+///
+/// # Safety
+/// `encoder` and `descriptor` live; `payloads` valid for `count` reads, each range readable
+/// and unchanged until the output borrowing it was consumed (or the item taken back).
+#[no_mangle]
+pub unsafe extern "C" fn hurray_encoder_encode(
+    encoder: *mut HurrayEncoder,
+    descriptor: *const HurrayDescriptor,
+    payloads: *const HurrayIoSlice,
+    count: usize,
+    out_state: *mut HurrayEncoderState,
+) -> HurrayStatus {
+    guard("hurray_encoder_encode", || {
+        let e = unsafe { handle::inner_mut(encoder, "encoder")? };
+        let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
+        if count > MAX_PAYLOADS {
+            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("{count} payloads; a tensor has at most {MAX_PAYLOADS} buffers")));
+        }
+        let slices: &[HurrayIoSlice] = if count == 0 {
+            &[]
+        } else {
+            non_null(payloads, "payloads")?;
+            // SAFETY: the caller passes `count` readable slices (count bounded above).
+            unsafe { std::slice::from_raw_parts(payloads, count) }
+        };
+        let parts = payload_parts(slices)?;
+        e.encoder.encode(&d.desc, &d.encoded, &parts)?;
+        e.borrowed.clear();
+        if e.encoder.borrows_payloads() {
+            e.borrowed.extend_from_slice(slices);
+        }
+        put_state(out_state, e.state());
+        Ok(HURRAY_OK)
+    })
+}
+
+/// As `hurray_encoder_encode`, with the descriptor given as its encoding (`len` bytes at
+/// `descriptor`, docs/spec/descriptor.md), which is decoded and validated first: a binding
+/// that keeps descriptors as bytes needs no descriptor handle per tensor. Errors as
+/// `hurray_encoder_encode`, plus the decoder's (`INVALID_MAGIC`, `CORRUPT`, validation
+/// statuses). Added in ABI 4 (additive).
+///
+/// # Safety
+/// As `hurray_encoder_encode`; `descriptor` valid for `len` reads.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_encoder_encode_encoded(
+    encoder: *mut HurrayEncoder,
+    descriptor: *const u8,
+    len: usize,
+    payloads: *const HurrayIoSlice,
+    count: usize,
+    out_state: *mut HurrayEncoderState,
+) -> HurrayStatus {
+    guard("hurray_encoder_encode_encoded", || {
+        let e = unsafe { handle::inner_mut(encoder, "encoder")? };
+        non_null(descriptor, "descriptor")?;
+        if count > MAX_PAYLOADS {
+            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("{count} payloads; a tensor has at most {MAX_PAYLOADS} buffers")));
+        }
+        if len > hurray_core::MAX_DESCRIPTOR_BYTES {
+            return Err(FfiError::new(HURRAY_ERR_LIMIT_EXCEEDED, format!("a descriptor of {len} bytes exceeds {}", hurray_core::MAX_DESCRIPTOR_BYTES)));
+        }
+        // SAFETY: the caller passes `len` readable bytes (bounded above).
+        let bytes = unsafe { std::slice::from_raw_parts(descriptor, len) };
+        let desc = hurray_core::TensorDescriptor::decode(bytes)?;
+        let slices: &[HurrayIoSlice] = if count == 0 {
+            &[]
+        } else {
+            non_null(payloads, "payloads")?;
+            // SAFETY: the caller passes `count` readable slices (count bounded above).
+            unsafe { std::slice::from_raw_parts(payloads, count) }
+        };
+        let parts = payload_parts(slices)?;
+        e.encoder.encode(&desc, bytes, &parts)?;
+        e.borrowed.clear();
+        if e.encoder.borrows_payloads() {
+            e.borrowed.extend_from_slice(slices);
+        }
+        put_state(out_state, e.state());
+        Ok(HURRAY_OK)
+    })
+}
+
+/// The payload ranges as byte slices.
+fn payload_parts(slices: &[HurrayIoSlice]) -> FfiResult<Vec<&[u8]>> {
+    let mut parts: Vec<&[u8]> = Vec::with_capacity(slices.len());
+    for (i, s) in slices.iter().enumerate() {
+        if s.len == 0 {
+            parts.push(&[]);
+        } else {
+            if s.ptr.is_null() {
+                non_null(s.ptr, &format!("payloads[{i}].ptr"))?;
+            }
+            // SAFETY: the caller guarantees `len` readable bytes at `ptr`.
+            parts.push(unsafe { std::slice::from_raw_parts(s.ptr, s.len) });
+        }
+    }
+    Ok(parts)
+}
+
+/// Stages the end-of-stream marker (and the stream header if nothing was staged); idempotent.
+/// Writes the pending output's state to `*out_state` (may be NULL). Errors: `POISONED`,
+/// `INVALID_STATE` (output borrowing payloads is pending). Added in ABI 4 (additive).
+///
+/// # Safety
+/// `encoder` live.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_encoder_finish(encoder: *mut HurrayEncoder, out_state: *mut HurrayEncoderState) -> HurrayStatus {
+    guard("hurray_encoder_finish", || {
+        let e = unsafe { handle::inner_mut(encoder, "encoder")? };
+        e.encoder.finish()?;
+        put_state(out_state, e.state());
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Lists the pending output, in order, as up to `capacity` ranges in `out` (the first starts
+/// after the bytes already consumed); `*out_count` receives the number written. Ranges point
+/// into the encoder (valid until the next call that stages, consumes or aborts) or into the
+/// last item's payloads. Send them in order, then report the count with
+/// `hurray_encoder_consume`. Fewer than all pieces are listed when `capacity` is smaller; list
+/// again after consuming. Added in ABI 4 (additive).
+///
+/// Errors: `NULL_POINTER` (`out` with `capacity > 0`, `out_count`), `USE_AFTER_DESTROY`.
+///
+/// # Safety
+/// `encoder` live; `out` valid for `capacity` writes; `out_count` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_encoder_output(
+    encoder: *const HurrayEncoder,
+    out: *mut HurrayIoSlice,
+    capacity: usize,
+    out_count: *mut usize,
+) -> HurrayStatus {
+    guard("hurray_encoder_output", || {
+        let e = unsafe { handle::inner_ref(encoder, "encoder")? };
+        non_null(out_count, "out_count")?;
+        let segs = e.encoder.segments();
+        let n = segs.len().min(capacity);
+        if n > 0 {
+            non_null(out, "out")?;
+        }
+        let staged = e.encoder.staged();
+        for (i, seg) in segs[..n].iter().enumerate() {
+            let skip = if i == 0 { e.encoder.offset() } else { 0 };
+            let slice = match *seg {
+                OutSeg::Staged { start, end } => HurrayIoSlice { ptr: staged[start + skip..end].as_ptr(), len: end - start - skip },
+                OutSeg::Borrowed { index, len } => {
+                    let b = e.borrowed.get(index).ok_or_else(|| FfiError::new(HURRAY_ERR_INTERNAL_PANIC, "borrowed payload missing"))?;
+                    // SAFETY: `skip < len` bytes into a payload range the caller vouched for.
+                    HurrayIoSlice { ptr: unsafe { b.ptr.add(skip) }, len: len - skip }
+                }
+            };
+            // SAFETY: `i < n ≤ capacity` slots of `out` are writable.
+            unsafe { out.add(i).write(slice) };
+        }
+        unsafe { *out_count = n };
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Records that the first `n` bytes of the pending output were sent. When nothing is pending
+/// any more, the encoder stops borrowing payloads. Writes the new state to `*out_state` (may
+/// be NULL). Errors: `INVALID_ARGUMENT` (`n` exceeds the pending bytes; nothing recorded).
+/// Added in ABI 4 (additive).
+///
+/// # Safety
+/// `encoder` live.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_encoder_consume(encoder: *mut HurrayEncoder, n: u64, out_state: *mut HurrayEncoderState) -> HurrayStatus {
+    guard("hurray_encoder_consume", || {
+        let e = unsafe { handle::inner_mut(encoder, "encoder")? };
+        e.encoder.consume(n)?;
+        if !e.encoder.borrows_payloads() {
+            e.borrowed.clear();
+        }
+        put_state(out_state, e.state());
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Reports that sending the pending output failed (transport rule 4). If part of it had been
+/// consumed, the stream on the wire is cut inside an item: the encoder is poisoned and this
+/// returns `HURRAY_ERR_POISONED`. Otherwise it returns `HURRAY_OK`, and with `take_back_last`
+/// non-zero the last staged item (or end marker) is taken back, so that the caller can stage
+/// it again later; earlier pending items stay pending. Added in ABI 4 (additive).
+///
+/// # Safety
+/// `encoder` live.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_encoder_abort(encoder: *mut HurrayEncoder, take_back_last: u32, out_state: *mut HurrayEncoderState) -> HurrayStatus {
+    guard("hurray_encoder_abort", || {
+        let e = unsafe { handle::inner_mut(encoder, "encoder")? };
+        let poisoned = e.encoder.abort(take_back_last != 0);
+        if !e.encoder.borrows_payloads() {
+            e.borrowed.clear();
+        }
+        put_state(out_state, e.state());
+        if poisoned {
+            return Err(FfiError::new(HURRAY_ERR_POISONED, "sending failed after part of the pending output left; the encoder is poisoned"));
+        }
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Destroys an encoder (pending output is dropped, not sent) and writes NULL to `*encoder`;
+/// NULL or `*encoder == NULL` is a no-op. Added in ABI 4 (additive).
+///
+/// # Safety
+/// `encoder` NULL or valid for read and write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_encoder_destroy(encoder: *mut *mut HurrayEncoder) -> HurrayStatus {
+    guard("hurray_encoder_destroy", || {
+        unsafe { handle::destroy_pp(encoder, "encoder")? };
+        Ok(HURRAY_OK)
+    })
+}
+
+fn put_state(out: *mut HurrayEncoderState, s: HurrayEncoderState) {
+    if !out.is_null() {
+        // SAFETY: a non-NULL out-pointer is valid for one write (documented on every caller).
+        unsafe { out.write(s) };
+    }
+}

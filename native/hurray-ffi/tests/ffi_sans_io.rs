@@ -1,0 +1,333 @@
+//! The decoder and encoder through the C ABI (docs/spec/c-abi.md §Decoders and encoders):
+//! one call per tensor, fields and buffer pointers in the result, input asked for in place,
+//! batching, borrowing, take-back and poisoning, and misuse.
+
+#[path = "../../hurray-core/tests/common/mod.rs"]
+mod common;
+mod ffi_common;
+
+use std::ptr::{null, null_mut};
+
+use common::*;
+use ffi_common::*;
+use hurray_ffi::decoder::*;
+use hurray_ffi::descriptor::*;
+use hurray_ffi::encoder::*;
+use hurray_ffi::writer::*;
+use hurray_ffi::*;
+
+fn corpus() -> Vec<Item> {
+    let mut v = golden_items();
+    v.extend(plain_items());
+    v.push(big_item(300 * 1024));
+    v
+}
+
+/// Encodes `items` through `hurray_encoder_*`, sending at most `chunk` bytes per "write",
+/// draining only when the encoder borrows payloads or at the end (so small items batch).
+fn ffi_encode(items: &[Item], chunk: usize, checksums: bool) -> Vec<u8> {
+    let mut wire = Vec::new();
+    unsafe {
+        let mut opts = HurrayWriterOptions { struct_size: 0, flags: 0 };
+        expect(hurray_writer_options_init(&mut opts), HURRAY_OK);
+        if checksums {
+            opts.flags |= HURRAY_WRITER_PAYLOAD_CHECKSUMS;
+        }
+        let mut e = null_mut();
+        expect(hurray_encoder_new(&opts, &mut e), HURRAY_OK);
+        let mut st = HurrayEncoderState::default();
+        for it in items {
+            let d = decode(&it.desc.encode().unwrap());
+            let s = slices(&it.payloads);
+            expect(hurray_encoder_encode(e, d, s.as_ptr(), s.len(), &mut st), HURRAY_OK);
+            expect(hurray_descriptor_destroy(d), HURRAY_OK);
+            if st.borrows_payloads != 0 {
+                drain(e, chunk, &mut wire);
+            }
+        }
+        expect(hurray_encoder_finish(e, &mut st), HURRAY_OK);
+        assert!(st.pending_bytes > 0);
+        drain(e, chunk, &mut wire);
+        expect(hurray_encoder_destroy(&mut e), HURRAY_OK);
+        assert!(e.is_null());
+    }
+    wire
+}
+
+unsafe fn drain(e: *mut HurrayEncoder, chunk: usize, wire: &mut Vec<u8>) {
+    let mut st = HurrayEncoderState::default();
+    loop {
+        let mut pieces = [HurrayIoSlice { ptr: null(), len: 0 }; 4];
+        let mut n = usize::MAX;
+        expect(unsafe { hurray_encoder_output(e, pieces.as_mut_ptr(), pieces.len(), &mut n) }, HURRAY_OK);
+        if n == 0 {
+            return;
+        }
+        let p = pieces[0];
+        let take = p.len.min(chunk);
+        wire.extend_from_slice(unsafe { std::slice::from_raw_parts(p.ptr, take) });
+        expect(unsafe { hurray_encoder_consume(e, take as u64, &mut st) }, HURRAY_OK);
+    }
+}
+
+/// Decodes `bytes` through `hurray_decoder_*`, pushing at most `chunk` bytes per call; checks
+/// the result's fields and buffer views against the tensor's own accessors.
+fn ffi_decode(bytes: &[u8], chunk: usize) -> (Vec<Back>, HurrayStatus, usize) {
+    let mut out = Vec::new();
+    let mut calls = 0;
+    unsafe {
+        let mut d = null_mut();
+        expect(hurray_decoder_new(null(), 1 << 20, &mut d), HURRAY_OK);
+        let mut pos = 0;
+        let mut filled = 0;
+        let mut flags = 0;
+        let end = loop {
+            let mut r = std::mem::zeroed::<HurrayDecodeResult>();
+            let s = hurray_decoder_next(d, filled, flags, &mut r);
+            calls += 1;
+            filled = 0;
+            match s {
+                HURRAY_OK => {
+                    assert!(!r.tensor.is_null());
+                    let back = copy_out(r.tensor);
+                    assert_eq!(std::slice::from_raw_parts(r.fields.encoded, r.fields.encoded_len), &back.encoded[..]);
+                    let bufs = std::slice::from_raw_parts(r.buffers, r.fields.buffer_count);
+                    for (b, want) in bufs.iter().zip(&back.buffers) {
+                        assert_eq!(b.spec.byte_size as usize, want.len());
+                        assert_eq!(b.data as usize % b.spec.alignment as usize, 0);
+                        assert_eq!(std::slice::from_raw_parts(b.data as *const u8, want.len()), &want[..]);
+                    }
+                    let mut td = null_mut();
+                    expect(hurray_tensor_descriptor(r.tensor, &mut td), HURRAY_OK);
+                    let md = std::slice::from_raw_parts(r.metadata, r.fields.metadata_count);
+                    for (i, m) in md.iter().enumerate() {
+                        let (mut k, mut kl, mut v, mut vl) = (null(), 0, null(), 0);
+                        expect(hurray_descriptor_metadata_get(td, i, &mut k, &mut kl, &mut v, &mut vl), HURRAY_OK);
+                        assert_eq!((m.key, m.key_len, m.value_len), (k, kl, vl));
+                    }
+                    let mut t = r.tensor;
+                    expect(hurray_tensor_destroy(&mut t), HURRAY_OK);
+                    out.push(back);
+                }
+                HURRAY_NEED_INPUT => {
+                    assert!(r.tensor.is_null() && !r.input.is_null() && r.input_len > 0);
+                    let n = r.input_len.min(chunk).min(bytes.len() - pos);
+                    if n == 0 {
+                        flags = HURRAY_DECODE_END_OF_INPUT;
+                    } else {
+                        std::ptr::copy_nonoverlapping(bytes[pos..].as_ptr(), r.input, n);
+                        pos += n;
+                        filled = n;
+                    }
+                }
+                other => {
+                    assert!(r.tensor.is_null());
+                    break other;
+                }
+            }
+        };
+        expect(hurray_decoder_destroy(&mut d), HURRAY_OK);
+        assert!(d.is_null());
+        (out, end, calls)
+    }
+}
+
+fn assert_back(back: &[Back], items: &[Item]) {
+    assert_eq!(back.len(), items.len());
+    for (i, (b, it)) in back.iter().zip(items).enumerate() {
+        assert_eq!(b.encoded, it.desc.encode().unwrap(), "descriptor {i}");
+        assert_eq!(b.buffers, it.payloads, "payloads {i}");
+    }
+}
+
+#[test]
+fn encoder_output_equals_the_writers_and_the_decoder_reads_it_in_any_chunking() {
+    let items = corpus();
+    for checksums in [false, true] {
+        let want = encode_stream(&items, checksums);
+        for chunk in [1, 7, 4096, usize::MAX] {
+            assert_eq!(ffi_encode(&items, chunk, checksums), want, "chunk {chunk}");
+        }
+        for chunk in [1, 13, 1000, usize::MAX] {
+            let (back, end, _) = ffi_decode(&want, chunk);
+            expect(end, HURRAY_END_OF_STREAM);
+            assert_back(&back, &items);
+        }
+    }
+}
+
+#[test]
+fn small_tensors_cost_about_one_call_each() {
+    let items: Vec<Item> = (0..1000).map(|_| dense(hurray_core::ElementType::Float32, &[256])).collect();
+    let bytes = encode_stream(&items, false);
+    let (back, end, calls) = ffi_decode(&bytes, usize::MAX);
+    expect(end, HURRAY_END_OF_STREAM);
+    assert_eq!(back.len(), 1000);
+    // 1000 tensor results + one input request per 64 KiB of stream + the end.
+    let refills = bytes.len() / (64 * 1024) + 2;
+    assert!(calls <= 1000 + 2 * refills + 1, "{calls} calls for 1000 tensors");
+}
+
+#[test]
+fn truncated_input_is_sticky_and_misuse_is_refused() {
+    let items = corpus();
+    let bytes = encode_stream(&items, false);
+    let (_, end, _) = ffi_decode(&bytes[..bytes.len() - 1], usize::MAX);
+    expect(end, HURRAY_ERR_TRUNCATED);
+    unsafe {
+        let mut d = null_mut();
+        expect(hurray_decoder_new(null(), 0, &mut d), HURRAY_OK);
+        let mut r = std::mem::zeroed::<HurrayDecodeResult>();
+        expect(hurray_decoder_next(d, 0, 0, &mut r), HURRAY_NEED_INPUT);
+        // More than offered: refused, nothing taken, the decoder still usable.
+        expect(hurray_decoder_next(d, r.input_len + 1, 0, &mut r), HURRAY_ERR_INVALID_ARGUMENT);
+        expect(hurray_decoder_next(d, 0, 0x80, &mut r), HURRAY_ERR_INVALID_ARGUMENT);
+        expect(hurray_decoder_next(d, 0, 0, null_mut()), HURRAY_ERR_NULL_POINTER);
+        expect(hurray_decoder_next(null_mut(), 0, 0, &mut r), HURRAY_ERR_NULL_POINTER);
+        // Garbage: a clear, sticky error.
+        expect(hurray_decoder_next(d, 0, 0, &mut r), HURRAY_NEED_INPUT);
+        std::ptr::write_bytes(r.input, b'x', 16);
+        expect(hurray_decoder_next(d, 16, 0, &mut r), HURRAY_ERR_INVALID_MAGIC);
+        expect(hurray_decoder_next(d, 0, 0, &mut r), HURRAY_ERR_INVALID_MAGIC);
+        expect(hurray_decoder_destroy(&mut d), HURRAY_OK);
+        expect(hurray_decoder_destroy(&mut d), HURRAY_OK);
+        expect(hurray_decoder_destroy(null_mut()), HURRAY_OK);
+    }
+}
+
+#[test]
+fn a_failed_send_takes_the_item_back_or_poisons() {
+    let items = corpus();
+    unsafe {
+        let mut e = null_mut();
+        expect(hurray_encoder_new(null(), &mut e), HURRAY_OK);
+        let d0 = decode(&items[0].desc.encode().unwrap());
+        let s0 = slices(&items[0].payloads);
+        let mut st = HurrayEncoderState::default();
+        expect(hurray_encoder_encode(e, d0, s0.as_ptr(), s0.len(), &mut st), HURRAY_OK);
+        // Nothing sent: the item is taken back and can be staged again.
+        expect(hurray_encoder_abort(e, 1, &mut st), HURRAY_OK);
+        assert_eq!(st.pending_bytes, 0);
+        expect(hurray_encoder_encode(e, d0, s0.as_ptr(), s0.len(), &mut st), HURRAY_OK);
+        // Part sent: poisoned.
+        expect(hurray_encoder_consume(e, 3, &mut st), HURRAY_OK);
+        expect(hurray_encoder_consume(e, st.pending_bytes + 1, null_mut()), HURRAY_ERR_INVALID_ARGUMENT);
+        expect(hurray_encoder_abort(e, 1, &mut st), HURRAY_ERR_POISONED);
+        expect(hurray_encoder_encode(e, d0, s0.as_ptr(), s0.len(), &mut st), HURRAY_ERR_POISONED);
+        expect(hurray_encoder_finish(e, &mut st), HURRAY_ERR_POISONED);
+        expect(hurray_encoder_encode(e, d0, s0.as_ptr(), 65, &mut st), HURRAY_ERR_INVALID_ARGUMENT);
+        expect(hurray_encoder_destroy(&mut e), HURRAY_OK);
+        expect(hurray_descriptor_destroy(d0), HURRAY_OK);
+    }
+}
+
+#[test]
+fn with_name_renames_and_validates() {
+    let mut it = dense(hurray_core::ElementType::Float32, &[4]);
+    it.desc = it.desc.with_name("old").unwrap().with_metadata("k", "v").unwrap();
+    let d = decode(&it.desc.encode().unwrap());
+    unsafe {
+        let mut r = null_mut();
+        expect(hurray_descriptor_with_name(d, b"new-name".as_ptr(), 8, &mut r), HURRAY_OK);
+        let want = it.desc.clone().with_name("new-name").unwrap().encode().unwrap();
+        let (mut p, mut n) = (null(), 0usize);
+        expect(hurray_descriptor_encoded(r, &mut p, &mut n), HURRAY_OK);
+        assert_eq!(std::slice::from_raw_parts(p, n), &want[..]);
+        expect(hurray_descriptor_destroy(r), HURRAY_OK);
+        let mut r = null_mut();
+        expect(hurray_descriptor_with_name(d, b"a\0b".as_ptr(), 3, &mut r), HURRAY_ERR_INVALID_ARGUMENT);
+        expect(hurray_descriptor_with_name(d, [0xffu8, 0xfe].as_ptr(), 2, &mut r), HURRAY_ERR_INVALID_ARGUMENT);
+        let long = vec![b'x'; 4097];
+        expect(hurray_descriptor_with_name(d, long.as_ptr(), long.len(), &mut r), HURRAY_ERR_LIMIT_EXCEEDED);
+        assert!(r.is_null());
+        expect(hurray_descriptor_destroy(d), HURRAY_OK);
+    }
+}
+
+#[test]
+fn descriptor_new_equals_the_builder_and_reports_the_failing_step() {
+    use hurray_ffi::decoder::HurrayMetadataView;
+    use hurray_ffi::descriptor_spec::*;
+    let mut it = dense(hurray_core::ElementType::Float32, &[2, 3]);
+    it.desc = it.desc.with_name("w").unwrap().with_metadata("k", "v").unwrap();
+    let dims = [2u64, 3];
+    let md = [HurrayMetadataView { key: b"k".as_ptr(), key_len: 1, value: b"v".as_ptr(), value_len: 1 }];
+    let spec = HurrayDescriptorSpec {
+        element_type: hurray_core::ElementType::Float32.code(),
+        layout: 0,
+        reserved: 0,
+        reserved2: 0,
+        rank: 2,
+        dims: dims.as_ptr(),
+        strides: null(),
+        stride_count: 0,
+        byte_offset: 0,
+        buffer_count: 0,
+        buffers: null(),
+        name: b"w".as_ptr(),
+        name_len: 1,
+        metadata_count: 1,
+        metadata: md.as_ptr(),
+        quantization: HurrayQuantization::default(),
+    };
+    unsafe {
+        let mut d = null_mut();
+        expect(hurray_descriptor_new(&spec, &mut d), HURRAY_OK);
+        let (mut p, mut n) = (null(), 0usize);
+        expect(hurray_descriptor_encoded(d, &mut p, &mut n), HURRAY_OK);
+        assert_eq!(std::slice::from_raw_parts(p, n), &it.desc.encode().unwrap()[..]);
+        expect(hurray_descriptor_destroy(d), HURRAY_OK);
+        // A duplicate metadata key fails in the metadata step, with its message.
+        let md2 = [md[0], md[0]];
+        let bad = HurrayDescriptorSpec { metadata_count: 2, metadata: md2.as_ptr(), ..spec };
+        let mut d = null_mut();
+        expect(hurray_descriptor_new(&bad, &mut d), HURRAY_ERR_DUPLICATE_NAME);
+        assert!(d.is_null());
+        assert!(last_error().contains("metadata"), "{}", last_error());
+        let bad = HurrayDescriptorSpec { element_type: 200, ..spec };
+        expect(hurray_descriptor_new(&bad, &mut d), HURRAY_ERR_INVALID_TYPE);
+        let strides = [1i64];
+        let bad = HurrayDescriptorSpec { layout: 2, strides: strides.as_ptr(), stride_count: 1, ..spec };
+        expect(hurray_descriptor_new(&bad, &mut d), HURRAY_ERR_INVALID_LAYOUT);
+        let bad = HurrayDescriptorSpec { reserved: 1, ..spec };
+        expect(hurray_descriptor_new(&bad, &mut d), HURRAY_ERR_INVALID_ARGUMENT);
+        let bad = HurrayDescriptorSpec { buffer_count: 1, ..spec };
+        expect(hurray_descriptor_new(&bad, &mut d), HURRAY_ERR_NULL_POINTER);
+        expect(hurray_descriptor_new(null(), &mut d), HURRAY_ERR_NULL_POINTER);
+        expect(hurray_descriptor_new(&spec, null_mut()), HURRAY_ERR_NULL_POINTER);
+    }
+}
+
+#[test]
+fn encode_encoded_equals_encode_and_refuses_bad_bytes() {
+    let items = corpus();
+    let want = encode_stream(&items, false);
+    let mut wire = Vec::new();
+    unsafe {
+        let mut e = null_mut();
+        expect(hurray_encoder_new(null(), &mut e), HURRAY_OK);
+        let mut st = HurrayEncoderState::default();
+        for it in &items {
+            let enc = it.desc.encode().unwrap();
+            let s = slices(&it.payloads);
+            expect(hurray_encoder_encode_encoded(e, enc.as_ptr(), enc.len(), s.as_ptr(), s.len(), &mut st), HURRAY_OK);
+            drain(e, usize::MAX, &mut wire);
+        }
+        expect(hurray_encoder_finish(e, &mut st), HURRAY_OK);
+        drain(e, usize::MAX, &mut wire);
+        assert_eq!(wire, want);
+        let mut e2 = null_mut();
+        expect(hurray_encoder_new(null(), &mut e2), HURRAY_OK);
+        let garbage = [0u8; 40];
+        expect(hurray_encoder_encode_encoded(e2, garbage.as_ptr(), garbage.len(), null(), 0, &mut st), HURRAY_ERR_INVALID_MAGIC);
+        let mut enc = items[0].desc.encode().unwrap();
+        enc.push(0);
+        let s = slices(&items[0].payloads);
+        expect(hurray_encoder_encode_encoded(e2, enc.as_ptr(), enc.len(), s.as_ptr(), s.len(), &mut st), HURRAY_ERR_CORRUPT);
+        let mut n = usize::MAX;
+        expect(hurray_encoder_output(e2, null_mut(), 0, &mut n), HURRAY_OK);
+        assert_eq!(n, 0, "nothing staged by the failed calls");
+        expect(hurray_encoder_destroy(&mut e), HURRAY_OK);
+        expect(hurray_encoder_destroy(&mut e2), HURRAY_OK);
+    }
+}
