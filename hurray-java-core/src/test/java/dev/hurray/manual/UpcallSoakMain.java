@@ -57,10 +57,16 @@ public final class UpcallSoakMain {
     }
 
     /** What a soak did. */
-    public record Result(long exceptions, long roundTrips, long rssWarmKiB, long rssEndKiB) {
-        /** Resident-set growth from warm to end, in KiB. */
+    public record Result(long exceptions, long roundTrips, long rssWarmKiB, long rssEndKiB,
+            long mallocWarmKiB, long mallocEndKiB) {
+        /** Growth of the resident set less the committed heap, from warm to end, in KiB. */
         public long growthKiB() {
             return rssEndKiB - rssWarmKiB;
+        }
+
+        /** Growth of the C heap in use (glibc {@code mallinfo2}), from warm to end, in KiB. */
+        public long mallocGrowthKiB() {
+            return mallocEndKiB - mallocWarmKiB;
         }
     }
 
@@ -70,9 +76,10 @@ public final class UpcallSoakMain {
         long seconds = args.length > 2 ? Long.parseLong(args[2]) : 120;
         long t0 = System.nanoTime();
         Result r = run(exceptions, threads, seconds);
-        System.out.printf("upcall exceptions: %d, parallel round trips: %d (%d threads, %d s), RSS warm %d KiB, "
-                + "end %d KiB, growth %d KiB, %.1f s%n", r.exceptions(), r.roundTrips(), threads, seconds,
-                r.rssWarmKiB(), r.rssEndKiB(), r.growthKiB(), (System.nanoTime() - t0) / 1e9);
+        System.out.printf("upcall exceptions: %d, parallel round trips: %d (%d threads, %d s), RSS-heap warm %d KiB, "
+                + "end %d KiB, growth %d KiB; C heap in use warm %d KiB, end %d KiB, growth %d KiB; %.1f s%n",
+                r.exceptions(), r.roundTrips(), threads, seconds, r.rssWarmKiB(), r.rssEndKiB(), r.growthKiB(),
+                r.mallocWarmKiB(), r.mallocEndKiB(), r.mallocGrowthKiB(), (System.nanoTime() - t0) / 1e9);
     }
 
     /** Runs both phases; see the class comment. */
@@ -87,10 +94,12 @@ public final class UpcallSoakMain {
             long done = failures(warm, stream, file);
             long trips = parallel(threads, Math.max(1, seconds / 4), dir);
             long rssWarm = rssKiB() - heapCommittedKiB();
+            long mallocWarm = mallocInUseKiB();
             done += failures(exceptions - warm, stream, file);
             trips += parallel(threads, seconds, dir);
             long rssEnd = rssKiB() - heapCommittedKiB();
-            return new Result(done, trips, rssWarm, rssEnd);
+            long mallocEnd = mallocInUseKiB();
+            return new Result(done, trips, rssWarm, rssEnd, mallocWarm, mallocEnd);
         } finally {
             try (var s = Files.list(dir)) {
                 for (Path p : s.toList()) {
@@ -469,6 +478,33 @@ public final class UpcallSoakMain {
             throw new IllegalStateException("a parallel handle failed", failures.get(0));
         }
         return trips.get();
+    }
+
+    /**
+     * Bytes of the C heap in use, in KiB: glibc's {@code mallinfo2()} {@code uordblks +
+     * hblkhd} (small and mmap'd chunks), which is where the native library's allocations live
+     * (it uses the system allocator); 0 where {@code mallinfo2} is missing. Unlike the resident
+     * set it does not move when the JVM touches heap pages.
+     */
+    static long mallocInUseKiB() {
+        java.lang.foreign.Linker linker = java.lang.foreign.Linker.nativeLinker();
+        var f = linker.defaultLookup().find("mallinfo2");
+        if (f.isEmpty()) {
+            return 0;
+        }
+        java.lang.foreign.StructLayout info = java.lang.foreign.MemoryLayout.structLayout(
+                java.util.stream.IntStream.range(0, 10).mapToObj(i -> java.lang.foreign.ValueLayout.JAVA_LONG.withName("f" + i))
+                        .toArray(java.lang.foreign.MemoryLayout[]::new));
+        var h = linker.downcallHandle(f.get(), java.lang.foreign.FunctionDescriptor.of(info));
+        try (java.lang.foreign.Arena a = java.lang.foreign.Arena.ofConfined()) {
+            java.lang.foreign.MemorySegment r = (java.lang.foreign.MemorySegment) h.invokeExact(
+                    (java.lang.foreign.SegmentAllocator) a);
+            long hblkhd = r.get(java.lang.foreign.ValueLayout.JAVA_LONG, 4 * 8);
+            long uordblks = r.get(java.lang.foreign.ValueLayout.JAVA_LONG, 7 * 8);
+            return (hblkhd + uordblks) / 1024;
+        } catch (Throwable t) {
+            return 0;
+        }
     }
 
     /** The committed Java heap in KiB (taken out of the resident set: it is not native memory). */
