@@ -67,6 +67,27 @@
 // Explicit strides in elements.
 #define HURRAY_LAYOUT_STRIDED 2
 
+// Sparse coordinate list: values, then indices `[rank, nnz]` (descriptor version 2).
+#define HURRAY_LAYOUT_COO 3
+
+// Compressed sparse rows: values, indptr, column indices.
+#define HURRAY_LAYOUT_CSR 4
+
+// Compressed sparse columns: values, indptr, row indices.
+#define HURRAY_LAYOUT_CSC 5
+
+// Block sparse rows: blocks of values, block indptr, block column indices.
+#define HURRAY_LAYOUT_BSR 6
+
+// Block-paged (KV cache): pages, then the page table.
+#define HURRAY_LAYOUT_PAGED 7
+
+// Deepest composite nesting (a top-level head is depth 0).
+#define HURRAY_MAX_COMPOSITE_DEPTH 16
+
+// Most members one composite head lists.
+#define HURRAY_MAX_COMPOSITE_MEMBERS 1024
+
 #define HURRAY_DEVICE_CPU 0
 
 #define HURRAY_DEVICE_CUDA 1
@@ -161,6 +182,18 @@ typedef struct HurrayBuffer HurrayBuffer;
 // The list owns every buffer pushed into it.
 typedef struct HurrayBufferList HurrayBufferList;
 
+// An assembled composite: a head descriptor (its name, metadata and member roles) and its
+// members in order, each a tensor or a nested composite. Owned by the caller that received
+// it (destroy with `hurray_composite_destroy`, which frees every member); member handles
+// are borrowed from it. One thread at a time.
+typedef struct HurrayComposite HurrayComposite;
+
+// Collects a composite to write: members in order, each with a role, a tensor (descriptor +
+// borrowed payloads) or a nested builder. Owned; destroy with
+// `hurray_composite_builder_destroy`. Payloads are borrowed, not copied: keep them alive and
+// unchanged until the builder is written or destroyed.
+typedef struct HurrayCompositeBuilder HurrayCompositeBuilder;
+
 // Decodes a stream from bytes the caller pushes in, with no transport and no callbacks.
 // Owned; one thread at a time (any thread, one after another).
 typedef struct HurrayDecoder HurrayDecoder;
@@ -239,6 +272,26 @@ typedef struct HurraySyncPayload {
   // The consumer's stream (`SYNC_CONSUMER_STREAM`).
   void *consumer_stream;
 } HurraySyncPayload;
+
+// A borrowed byte range: `len` bytes at `ptr` (`ptr` may be NULL when `len` is 0).
+typedef struct HurrayIoSlice {
+  // First byte.
+  const uint8_t *ptr;
+  // Length in bytes.
+  size_t len;
+} HurrayIoSlice;
+
+// The encoder's pending output, as `hurray_encoder_encode` and `hurray_encoder_finish`
+// report it.
+typedef struct HurrayEncoderState {
+  // Bytes staged and not yet consumed.
+  uint64_t pending_bytes;
+  // Pieces of pending output (`hurray_encoder_output` lists them).
+  uint32_t pending_pieces;
+  // 1 while the pending output points into the last item's payloads: send it all and
+  // consume it before those payloads may change or be freed, and before the next item.
+  uint32_t borrows_payloads;
+} HurrayEncoderState;
 
 // Releases the producer's owner object. Invoked exactly once, during
 // `hurray_tensor_context_destroy`.
@@ -380,6 +433,42 @@ typedef struct HurrayDecodeResult {
   const struct HurrayMetadataView *metadata;
 } HurrayDecodeResult;
 
+// The sparse block of a COO, CSR, CSC or BSR descriptor (docs/spec/descriptor.md §Sparse
+// layouts). All zero when the descriptor is not sparse.
+typedef struct HurraySparse {
+  // `HURRAY_DTYPE_INT32` or `HURRAY_DTYPE_INT64`; 0 when not sparse.
+  uint8_t index_type;
+  // 1 when indices are promised sorted without duplicates (checked on read), else 0.
+  uint8_t canonical;
+  // Must be 0.
+  uint16_t reserved0;
+  // BSR block rows; 0 for the other layouts.
+  uint32_t block_rows;
+  // BSR block columns; 0 for the other layouts.
+  uint32_t block_cols;
+  // Must be 0.
+  uint32_t reserved1;
+  // Stored entries (BSR: stored blocks).
+  uint64_t nnz;
+} HurraySparse;
+
+// The paging block of a block-paged descriptor (docs/spec/descriptor.md §Block-paged
+// layout). All zero when the descriptor is not paged.
+typedef struct HurrayPaging {
+  // `HURRAY_DTYPE_INT32` or `HURRAY_DTYPE_INT64` (page-table entries); 0 when not paged.
+  uint8_t index_type;
+  // Must be 0.
+  uint8_t reserved0;
+  // Must be 0.
+  uint16_t reserved1;
+  // Rows of dimension 0 per page (≥ 1).
+  uint32_t page_size;
+  // Page-table entries: `ceil(dims[0] / page_size)`.
+  uint64_t block_count;
+  // Pages in buffer 0.
+  uint64_t page_count;
+} HurrayPaging;
+
 // Every field of a new descriptor, for `hurray_descriptor_new`. Pointers are borrowed for the
 // call only.
 typedef struct HurrayDescriptorSpec {
@@ -426,26 +515,6 @@ typedef struct HurrayWriterOptions {
   // `HURRAY_WRITER_*` flags.
   uint32_t flags;
 } HurrayWriterOptions;
-
-// A borrowed byte range: `len` bytes at `ptr` (`ptr` may be NULL when `len` is 0).
-typedef struct HurrayIoSlice {
-  // First byte.
-  const uint8_t *ptr;
-  // Length in bytes.
-  size_t len;
-} HurrayIoSlice;
-
-// The encoder's pending output, as `hurray_encoder_encode` and `hurray_encoder_finish`
-// report it.
-typedef struct HurrayEncoderState {
-  // Bytes staged and not yet consumed.
-  uint64_t pending_bytes;
-  // Pieces of pending output (`hurray_encoder_output` lists them).
-  uint32_t pending_pieces;
-  // 1 while the pending output points into the last item's payloads: send it all and
-  // consume it before those payloads may change or be freed, and before the next item.
-  uint32_t borrows_payloads;
-} HurrayEncoderState;
 
 // Container writer settings. Initialise with `hurray_file_writer_options_init`, then change
 // fields; a NULL options pointer means the defaults.
@@ -536,6 +605,21 @@ typedef struct HurrayFileBufferLocation {
   // Always 0.
   uint32_t reserved;
 } HurrayFileBufferLocation;
+
+// A descriptor's composite-membership block (docs/spec/descriptor.md §Composite
+// membership). All zero for a tensor outside any composite.
+typedef struct HurrayCompositeMembership {
+  // 1 when the descriptor has the block, else 0.
+  uint8_t present;
+  // Must be 0.
+  uint8_t reserved;
+  // Nesting depth: 0 for a top-level head, parent + 1 for a member.
+  uint16_t depth;
+  // Position in the parent (0 at depth 0).
+  uint32_t index;
+  // Members this head lists; 0 for a plain member.
+  uint32_t member_count;
+} HurrayCompositeMembership;
 
 // Success.
 #define HURRAY_OK 0
@@ -796,6 +880,148 @@ HurrayStatus hurray_buffer_list_data_ptrs(const struct HurrayBufferList *list,
 // `list` NULL or valid for read and write; `*list` NULL or a list handle.
 HurrayStatus hurray_buffer_list_destroy(struct HurrayBufferList **list);
 
+// Reads the next item of the stream (the assembled view): a tensor into `*out_tensor`, or a
+// whole composite, members included, into `*out_composite`; the other is set to NULL. Both
+// are NULL with `HURRAY_END_OF_STREAM`. Do not interleave with `hurray_reader_next_tensor`
+// while a composite is partly read.
+//
+// Errors (both outputs NULL): `TRANSPORT` (resumable: the partial composite is kept and the
+// next call goes on), `TRUNCATED` (the stream ends inside a composite), `CORRUPT` (a member
+// count that disagrees with the members that follow, either way), `LIMIT_EXCEEDED`
+// (nesting deeper than `HURRAY_MAX_COMPOSITE_DEPTH`, more than 65,536 descriptors), and
+// every error of `hurray_reader_next_tensor`. Added within ABI 4.
+//
+// # Safety
+// `reader` live; `out_tensor` and `out_composite` valid for one write each.
+HurrayStatus hurray_reader_next_item(struct HurrayReader *reader,
+                                     struct HurrayTensor **out_tensor,
+                                     struct HurrayComposite **out_composite);
+
+// Borrows the head descriptor (name via `hurray_descriptor_name`, roles via
+// `hurray_descriptor_composite_role`): valid until the composite is destroyed.
+//
+// # Safety
+// `composite` live; `out_descriptor` valid for one write.
+HurrayStatus hurray_composite_head(const struct HurrayComposite *composite,
+                                   struct HurrayDescriptor **out_descriptor);
+
+// Stores the number of direct members (≥ 1) in `*out`.
+//
+// # Safety
+// `composite` live; `out` valid for one write.
+HurrayStatus hurray_composite_member_count(const struct HurrayComposite *composite, size_t *out);
+
+// Borrows direct member `index`: its role (`*out_role`, `*out_role_len` UTF-8 bytes, not
+// NUL-terminated) and either a tensor (`*out_tensor`) or a nested composite
+// (`*out_composite`), the other NULL. Walking members recursively gives the tree in
+// preorder. All borrows are valid until the root composite is destroyed; never destroy them.
+// Errors: `INVALID_ARGUMENT` (`index` ≥ member count), `NULL_POINTER`, `USE_AFTER_DESTROY`.
+//
+// # Safety
+// `composite` live; every out pointer valid for one write.
+HurrayStatus hurray_composite_member(const struct HurrayComposite *composite,
+                                     size_t index,
+                                     const uint8_t **out_role,
+                                     size_t *out_role_len,
+                                     struct HurrayTensor **out_tensor,
+                                     struct HurrayComposite **out_composite);
+
+// Destroys a composite with all its members and writes NULL to `*composite`. NULL or
+// `*composite == NULL` is a no-op; a borrowed (nested) composite is refused.
+//
+// # Safety
+// `composite` NULL or valid for read and write.
+HurrayStatus hurray_composite_destroy(struct HurrayComposite **composite);
+
+// Starts a composite named `name[0..name_len]` (UTF-8; `name_len == 0` for none: a name is
+// required in a container, optional on a stream; a nested composite's name is ignored).
+//
+// # Safety
+// `name` valid for `name_len` bytes; `out_builder` valid for one write.
+HurrayStatus hurray_composite_builder_new(const uint8_t *name,
+                                          size_t name_len,
+                                          struct HurrayCompositeBuilder **out_builder);
+
+// Appends a tensor member with `role` (1..=256 UTF-8 bytes, no NUL or `/`, unique in this
+// composite; checked when written). The descriptor is copied; the `count` payloads are
+// borrowed until the builder is written or destroyed.
+//
+// # Safety
+// `builder` and `descriptor` live; `role` valid for `role_len` bytes; `payloads` valid for
+// `count` slices that stay valid as documented.
+HurrayStatus hurray_composite_builder_add_tensor(struct HurrayCompositeBuilder *builder,
+                                                 const uint8_t *role,
+                                                 size_t role_len,
+                                                 const struct HurrayDescriptor *descriptor,
+                                                 const struct HurrayIoSlice *payloads,
+                                                 size_t count);
+
+// Appends a nested composite member with `role`, taking ownership of `*child` (NULL is then
+// written through `child`).
+//
+// # Safety
+// `builder` live; `child` valid for read and write, `*child` a live builder other than
+// `builder`.
+HurrayStatus hurray_composite_builder_add_composite(struct HurrayCompositeBuilder *builder,
+                                                    const uint8_t *role,
+                                                    size_t role_len,
+                                                    struct HurrayCompositeBuilder **child);
+
+// Destroys a builder and writes NULL to `*builder`; NULL or `*builder == NULL` is a no-op.
+//
+// # Safety
+// `builder` NULL or valid for read and write.
+HurrayStatus hurray_composite_builder_destroy(struct HurrayCompositeBuilder **builder);
+
+// Writes a composite to a stream: its head, then every member in preorder, each an
+// ordinary tensor frame (a reader's flat view sees them one by one). Everything (roles,
+// descriptors, payload lengths, sparse indices) is checked before the first byte, so only
+// the transport can stop it part-way; the writer is then poisoned.
+//
+// Errors: `INVALID_ARGUMENT` (roles, payload counts), `DUPLICATE_NAME` (a role twice),
+// `LIMIT_EXCEEDED` (depth, member count), `CORRUPT` (bad indices), and those of
+// `hurray_writer_write_tensor`. Added within ABI 4.
+//
+// # Safety
+// `writer` and `builder` live; the builder's payloads valid.
+HurrayStatus hurray_writer_write_composite(struct HurrayWriter *writer,
+                                           const struct HurrayCompositeBuilder *builder);
+
+// Stages a whole composite in an encoder (docs/spec/c-abi.md §Decoders and encoders): its
+// head and members in preorder, every payload copied, so it is sent, or taken back by
+// `hurray_encoder_abort`, as one item. Writes the pending output's state to `*out_state`
+// (may be NULL). Errors: those of `hurray_writer_write_composite` (nothing staged) and of
+// `hurray_encoder_encode`. Added in ABI 4 (additive).
+//
+// # Safety
+// `encoder` and `builder` live; the builder's payloads valid for the call.
+HurrayStatus hurray_encoder_encode_composite(struct HurrayEncoder *encoder,
+                                             const struct HurrayCompositeBuilder *builder,
+                                             struct HurrayEncoderState *out_state);
+
+// Adds a composite to a container: the head under the builder's name (required), member
+// *i* under `name/role_i`, recursively. Errors: `INVALID_ARGUMENT` (no name), those of
+// `hurray_writer_write_composite` and `hurray_file_writer_add_tensor`. A failure part-way
+// leaves the members already added. Added within ABI 4.
+//
+// # Safety
+// `writer` and `builder` live; the builder's payloads valid.
+HurrayStatus hurray_file_writer_add_composite(struct HurrayFileWriter *writer,
+                                              const struct HurrayCompositeBuilder *builder);
+
+// Reads the composite stored under `name[0..name_len]` with all its members into
+// `*out_composite` (owned; destroy with `hurray_composite_destroy`). Member payloads are
+// read (copied) and sparse indices checked. Errors: `NOT_FOUND`, `INVALID_ARGUMENT` (not a
+// top-level composite), `CORRUPT` (a member missing or out of place), and those of
+// `hurray_file_reader_read_tensor`. Added within ABI 4.
+//
+// # Safety
+// `reader` live; `name` valid for `name_len` bytes; `out_composite` valid for one write.
+HurrayStatus hurray_file_reader_read_composite(struct HurrayFileReader *reader,
+                                               const uint8_t *name,
+                                               size_t name_len,
+                                               struct HurrayComposite **out_composite);
+
 // Makes a context holding a copy of `descriptor_bytes[0..descriptor_len]` (validated as a
 // descriptor when non-empty; empty is allowed), the producer's `abi_version`, and an opaque
 // `owner` released by `owner_release` exactly once at destroy (not if this call fails).
@@ -889,6 +1115,23 @@ HurrayStatus hurray_decoder_set_buffer_pool_bytes(struct HurrayDecoder *decoder,
 // # Safety
 // `decoder` NULL or valid for read and write.
 HurrayStatus hurray_decoder_destroy(struct HurrayDecoder **decoder);
+
+// As `hurray_decoder_next`, in the assembled view (docs/spec/stream.md §Composite tensors): a
+// plain tensor comes back in `*out` as there; a composite is read to its last member and
+// comes back whole in `*out_composite` (`*out` then holds no tensor; destroy the composite
+// with `hurray_composite_destroy`). `HURRAY_NEED_INPUT` may come in the middle of a
+// composite: the part read so far is kept. Do not mix with `hurray_decoder_next` while a
+// composite is partly read. Errors as `hurray_decoder_next`, plus `TRUNCATED` (the stream
+// ends inside a composite), `CORRUPT` (a member count that disagrees with the members that
+// follow) and `LIMIT_EXCEEDED` (nesting or size). Added in ABI 4 (additive).
+//
+// # Safety
+// As `hurray_decoder_next`; `out_composite` valid for one write.
+HurrayStatus hurray_decoder_next_item(struct HurrayDecoder *decoder,
+                                      size_t filled,
+                                      uint32_t flags,
+                                      struct HurrayDecodeResult *out,
+                                      struct HurrayComposite **out_composite);
 
 // Decodes and validates `len` bytes of an encoded descriptor (docs/spec/descriptor.md) into
 // a new owned handle. The bytes are copied; the caller keeps them.
@@ -1143,6 +1386,24 @@ HurrayStatus hurray_descriptor_builder_add_metadata(struct HurrayDescriptorBuild
 HurrayStatus hurray_descriptor_builder_build(const struct HurrayDescriptorBuilder *builder,
                                              struct HurrayDescriptor **out_descriptor);
 
+// Sets the sparse block of a COO/CSR/CSC/BSR descriptor (set the layout too, and add the
+// buffers in the order docs/spec/descriptor.md §Sparse layouts gives). `index_type == 0`
+// removes it. Checked at build time. Added within ABI 4.
+//
+// # Safety
+// `builder` live; `sparse` valid for one read.
+HurrayStatus hurray_descriptor_builder_set_sparse(struct HurrayDescriptorBuilder *builder,
+                                                  const struct HurraySparse *sparse);
+
+// Sets the paging block of a block-paged descriptor (layout `HURRAY_LAYOUT_PAGED`; buffers:
+// pages, then the page table). `index_type == 0` removes it. Checked at build time. Added
+// within ABI 4.
+//
+// # Safety
+// `builder` live; `paging` valid for one read.
+HurrayStatus hurray_descriptor_builder_set_paging(struct HurrayDescriptorBuilder *builder,
+                                                  const struct HurrayPaging *paging);
+
 // Destroys a builder and writes NULL to `*builder`; NULL or `*builder == NULL` is a no-op.
 //
 // # Safety
@@ -1257,6 +1518,15 @@ HurrayStatus hurray_encoder_consume(struct HurrayEncoder *encoder,
 HurrayStatus hurray_encoder_abort(struct HurrayEncoder *encoder,
                                   uint32_t take_back_last,
                                   struct HurrayEncoderState *out_state);
+
+// Sets the largest payload the encoder copies into its staged output (default and maximum
+// 65536 bytes); larger payloads are borrowed (see `hurray_encoder_encode`). For callers that
+// send an item's pieces with one gathering write (`writev`), a smaller value saves copying
+// mid-sized payloads. The bytes on the wire do not change. Added in ABI 4 (additive).
+//
+// # Safety
+// `encoder` live.
+HurrayStatus hurray_encoder_set_coalesce_bytes(struct HurrayEncoder *encoder, size_t bytes);
 
 // Destroys an encoder (pending output is dropped, not sent) and writes NULL to `*encoder`;
 // NULL or `*encoder == NULL` is a no-op. Added in ABI 4 (additive).
@@ -1744,6 +2014,85 @@ HurrayStatus hurray_reader_set_buffer_pool_bytes(struct HurrayReader *reader, ui
 // # Safety
 // `reader` NULL or valid for read and write.
 HurrayStatus hurray_reader_destroy(struct HurrayReader **reader);
+
+// Stores the descriptor's version (1, or 2 when it has a sparse, paging or composite block)
+// in `*out`. Errors: `NULL_POINTER`, `USE_AFTER_DESTROY`. Added within ABI 4.
+//
+// # Safety
+// `descriptor` a live descriptor; `out` valid for one write.
+HurrayStatus hurray_descriptor_version(const struct HurrayDescriptor *descriptor, uint16_t *out);
+
+// Stores the sparse block in `*out` (all zero unless the layout is COO, CSR, CSC or BSR).
+// Errors: `NULL_POINTER`, `USE_AFTER_DESTROY`. Added within ABI 4.
+//
+// # Safety
+// `descriptor` a live descriptor; `out` valid for one write.
+HurrayStatus hurray_descriptor_sparse(const struct HurrayDescriptor *descriptor,
+                                      struct HurraySparse *out);
+
+// Stores the paging block in `*out` (all zero unless the layout is block-paged).
+// Errors: `NULL_POINTER`, `USE_AFTER_DESTROY`. Added within ABI 4.
+//
+// # Safety
+// `descriptor` a live descriptor; `out` valid for one write.
+HurrayStatus hurray_descriptor_paging(const struct HurrayDescriptor *descriptor,
+                                      struct HurrayPaging *out);
+
+// Stores the composite-membership block in `*out` (all zero when absent). A head has
+// `member_count > 0`, no buffers, and is followed on a stream by its members in preorder.
+// Errors: `NULL_POINTER`, `USE_AFTER_DESTROY`. Added within ABI 4.
+//
+// # Safety
+// `descriptor` a live descriptor; `out` valid for one write.
+HurrayStatus hurray_descriptor_composite(const struct HurrayDescriptor *descriptor,
+                                         struct HurrayCompositeMembership *out);
+
+// Borrows the role of member `index` of a composite head: `*out_bytes` points at `*out_len`
+// UTF-8 bytes (not NUL-terminated), valid while the descriptor lives. Errors:
+// `INVALID_ARGUMENT` (not a head, or `index` ≥ member count), `NULL_POINTER`,
+// `USE_AFTER_DESTROY`. Added within ABI 4.
+//
+// # Safety
+// `descriptor` a live descriptor; `out_bytes` and `out_len` valid for one write.
+HurrayStatus hurray_descriptor_composite_role(const struct HurrayDescriptor *descriptor,
+                                              uint32_t index,
+                                              const uint8_t **out_bytes,
+                                              size_t *out_len);
+
+// Writes the dense row-major form of a sparse tensor (`descriptor` COO/CSR/CSC/BSR with
+// its `count` payloads in buffer-table order, each at least its declared size; for a read
+// tensor, `hurray_buffer_list_data_ptrs` of `hurray_tensor_buffers` gives the pointers) into the caller's `out` of `out_len` bytes: exactly the dense byte
+// count of the shape is written, zeros where nothing is stored; duplicates of a
+// non-canonical tensor are summed. Indices are checked first.
+//
+// Errors: `INVALID_ARGUMENT` (not sparse, or a buffer in device memory),
+// `BUFFER_TOO_SMALL` (`out_len`), `CORRUPT` (an index out of range, a bad indptr),
+// `UNSUPPORTED` (summing duplicates of float16/bfloat16/fp8), `NULL_POINTER`. Added
+// within ABI 4. Thread-safe for distinct outputs.
+//
+// # Safety
+// `descriptor` live; `payloads` valid for `count` slices, each readable for its length;
+// `out` valid for `out_len` writable bytes that do not overlap the payloads.
+HurrayStatus hurray_sparse_densify(const struct HurrayDescriptor *descriptor,
+                                   const struct HurrayIoSlice *payloads,
+                                   size_t count,
+                                   void *out,
+                                   uint64_t out_len);
+
+// Copies a block-paged tensor (`descriptor` with its 2 payloads, pages then page table) into
+// the caller's `out` as a contiguous row-major tensor of its logical shape (exactly the
+// dense byte count is written). Every page-table entry is checked first.
+//
+// Errors: `INVALID_ARGUMENT` (not paged, or device memory), `BUFFER_TOO_SMALL`,
+// `CORRUPT` (an entry past the page buffer), `NULL_POINTER`. Added within ABI 4.
+//
+// # Safety
+// As for `hurray_sparse_densify`.
+HurrayStatus hurray_paged_gather(const struct HurrayDescriptor *descriptor,
+                                 const struct HurrayIoSlice *payloads,
+                                 size_t count,
+                                 void *out,
+                                 uint64_t out_len);
 
 // The constant's name for a status (e.g. `"HURRAY_ERR_TRUNCATED"`), or `"HURRAY_UNKNOWN_STATUS"`.
 // Returns a static NUL-terminated string: never NULL, never freed. Thread-safe.

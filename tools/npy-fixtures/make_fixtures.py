@@ -2,7 +2,7 @@
 """Writes the npy/npz test fixtures of hurray-java-cli and a manifest of what NumPy sees in them.
 
 Run with Debian's python3-numpy:  /usr/bin/python3 tools/npy-fixtures/make_fixtures.py [OUT_DIR]
-(default OUT_DIR: hurray-java-cli/src/test/resources/npy). Deterministic: a fixed seed, and
+(default OUT_DIR: hurray-java-formats/src/test/resources/npy). Deterministic: a fixed seed, and
 values drawn as raw bit patterns (so floats include NaNs with payloads, infinities, -0.0 and
 subnormals), which is what a bit-exact reader has to get right.
 

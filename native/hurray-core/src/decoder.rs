@@ -28,6 +28,8 @@ use crate::stream::{
 use crate::{MAX_DESCRIPTOR_BYTES, MAX_RANK};
 
 /// What [`StreamDecoder::poll`] produced.
+// The tensor is moved out once per poll; boxing it would add an allocation per tensor.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Decoded {
     /// A complete tensor, owned by the caller.
@@ -259,6 +261,14 @@ impl StreamDecoder {
                 }
                 State::Payload { desc, mut bufs, index } => {
                     if index == bufs.len() {
+                        // Sparse indices and page tables are checked before the tensor is
+                        // handed out (a bad one is a sticky `Corrupt`, like a bad checksum).
+                        let views: Vec<&[u8]> = bufs.iter().map(|b| b.as_slice()).collect();
+                        let checked = crate::layouts::check_contents(&desc, &views);
+                        drop(views);
+                        if let Err(e) = checked {
+                            return (State::Payload { desc, bufs, index }, Err(e));
+                        }
                         return (
                             State::FrameHeader { buf: [0; FRAME_HEADER_BYTES], got: 0 },
                             Ok(Decoded::Tensor(ReadTensor { descriptor: desc, buffers: bufs })),

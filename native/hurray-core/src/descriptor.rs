@@ -13,8 +13,10 @@ use crate::{
 /// Magic at the start of every encoded descriptor.
 pub const DESCRIPTOR_MAGIC: [u8; 4] = *b"HRDS";
 
-/// How elements map onto buffer 0. Wire codes: 0 row-major, 1 column-major, 2 strided;
-/// 3–7 are reserved for COO, CSR, CSC, BSR and block-paged and decode as `Unsupported`.
+/// How elements map onto the buffers. Wire codes: 0 row-major, 1 column-major, 2 strided
+/// (version 1); 3 COO, 4 CSR, 5 CSC, 6 BSR, 7 block-paged (version 2, parameters in the
+/// descriptor's [`SparseInfo`] / [`PagingInfo`] block; a version-1 descriptor with codes 3–7
+/// decodes as `Unsupported`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum LayoutDescriptor {
     /// C order: the last dimension varies fastest.
@@ -23,6 +25,18 @@ pub enum LayoutDescriptor {
     ColumnMajor,
     /// Explicit strides, in elements (not bytes), one per dimension; may be negative or zero.
     Strided(Vec<i64>),
+    /// Sparse coordinate list (docs/spec/descriptor.md §Sparse layouts): buffer 0 values,
+    /// buffer 1 indices as *rank* arrays of nnz each (dimension-major, `[rank, nnz]`).
+    Coo,
+    /// Compressed sparse rows (rank 2): values, indptr (`rows + 1`), column indices.
+    Csr,
+    /// Compressed sparse columns (rank 2): values, indptr (`cols + 1`), row indices.
+    Csc,
+    /// Block sparse rows (rank 2): values as nnz blocks, block indptr, block column indices.
+    Bsr,
+    /// Block-paged (KV cache): buffer 0 pages, buffer 1 the page table
+    /// (docs/spec/descriptor.md §Block-paged layout).
+    BlockPaged,
 }
 
 impl LayoutDescriptor {
@@ -32,16 +46,31 @@ impl LayoutDescriptor {
             LayoutDescriptor::RowMajor => 0,
             LayoutDescriptor::ColumnMajor => 1,
             LayoutDescriptor::Strided(_) => 2,
+            LayoutDescriptor::Coo => 3,
+            LayoutDescriptor::Csr => 4,
+            LayoutDescriptor::Csc => 5,
+            LayoutDescriptor::Bsr => 6,
+            LayoutDescriptor::BlockPaged => 7,
         }
     }
 
-    /// `row-major`, `column-major` or `strided`.
+    /// `row-major`, `column-major`, `strided`, `coo`, `csr`, `csc`, `bsr` or `paged`.
     pub fn name(&self) -> &'static str {
         match self {
             LayoutDescriptor::RowMajor => "row-major",
             LayoutDescriptor::ColumnMajor => "column-major",
             LayoutDescriptor::Strided(_) => "strided",
+            LayoutDescriptor::Coo => "coo",
+            LayoutDescriptor::Csr => "csr",
+            LayoutDescriptor::Csc => "csc",
+            LayoutDescriptor::Bsr => "bsr",
+            LayoutDescriptor::BlockPaged => "paged",
         }
+    }
+
+    /// True for COO, CSR, CSC and BSR.
+    pub fn is_sparse(&self) -> bool {
+        matches!(self, LayoutDescriptor::Coo | LayoutDescriptor::Csr | LayoutDescriptor::Csc | LayoutDescriptor::Bsr)
     }
 }
 
@@ -81,18 +110,9 @@ impl Quantization {
     }
 }
 
-/// Sparse-layout extension block. Reserved: no sparse layout is defined in format version 1,
-/// so this type has no values and `Option<SparseInfo>` is always `None`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum SparseInfo {}
-
-/// Block-paged extension block. Reserved in format version 1 (no values).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum PagingInfo {}
-
-/// Composite-membership extension block. Reserved in format version 1 (no values).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum CompositeInfo {}
+pub use crate::composite::CompositeInfo;
+pub use crate::paged::PagingInfo;
+pub use crate::sparse::SparseInfo;
 
 const EXT_NAME: u32 = 1 << 0;
 const EXT_METADATA: u32 = 1 << 1;
@@ -101,6 +121,8 @@ const EXT_SPARSE: u32 = 1 << 3;
 const EXT_PAGING: u32 = 1 << 4;
 const EXT_COMPOSITE: u32 = 1 << 5;
 const EXT_KNOWN: u32 = EXT_NAME | EXT_METADATA | EXT_QUANT;
+/// Extension bits a version-2 descriptor may also set (sparse, paging, composite).
+const EXT_KNOWN_V2: u32 = EXT_KNOWN | EXT_SPARSE | EXT_PAGING | EXT_COMPOSITE;
 const FIXED_BYTES: usize = 24;
 const QUANT_BYTES: usize = 24;
 
@@ -119,6 +141,9 @@ pub struct TensorDescriptor {
     quantization: Option<Quantization>,
     name: Option<String>,
     metadata: Vec<(String, Vec<u8>)>,
+    sparse: Option<SparseInfo>,
+    paging: Option<PagingInfo>,
+    composite: Option<CompositeInfo>,
 }
 
 impl TensorDescriptor {
@@ -133,8 +158,11 @@ impl TensorDescriptor {
     /// 7. `buffers`: the buffer table; buffer 0 holds the elements (1 buffer for a plain dense
     ///    tensor, 3 with per-channel quantization).
     /// 8. `quantization`: optional quantization block.
-    /// 9. `sparse`, 10. `paging`, 11. `composite`: extension blocks reserved for later format
-    ///    versions (their types have no values yet, so pass `None`).
+    /// 9. `sparse`: the sparse block, present exactly for the COO/CSR/CSC/BSR layouts.
+    /// 10. `paging`: the paging block, present exactly for the block-paged layout.
+    /// 11. `composite`: composite membership (a head lists its members; a member says where
+    ///     it sits). Any of 9–11 makes this a version-2 descriptor, so `version` must then be
+    ///     [`DESCRIPTOR_VERSION_2`](crate::DESCRIPTOR_VERSION_2); without them it must be 1.
     ///
     /// Errors: `VersionMismatch`, `InvalidArgument` (flags), `InvalidLayout` (strides vs rank,
     /// strided sub-byte types, wrong buffer count), `InvalidShape` (byte count overflow),
@@ -153,16 +181,6 @@ impl TensorDescriptor {
         paging: Option<PagingInfo>,
         composite: Option<CompositeInfo>,
     ) -> Result<Self> {
-        // The reserved blocks have no values, so these matches are exhaustive on `None`.
-        if let Some(s) = sparse {
-            match s {}
-        }
-        if let Some(p) = paging {
-            match p {}
-        }
-        if let Some(c) = composite {
-            match c {}
-        }
         let d = TensorDescriptor {
             version,
             flags,
@@ -174,6 +192,9 @@ impl TensorDescriptor {
             quantization,
             name: None,
             metadata: Vec::new(),
+            sparse,
+            paging,
+            composite,
         };
         d.validate()?;
         Ok(d)
@@ -231,7 +252,44 @@ impl TensorDescriptor {
         Ok(self)
     }
 
-    /// Descriptor format version (1).
+    /// Returns this descriptor with its composite-membership block replaced (`None` removes
+    /// it), the version adjusted to the lowest one that can encode the result, revalidated.
+    /// Writers of composites use it to stamp members with their position.
+    pub fn with_composite(mut self, composite: Option<CompositeInfo>) -> Result<Self> {
+        self.composite = composite;
+        self.version = self.required_version();
+        self.validate()?;
+        Ok(self)
+    }
+
+    /// Sparse block (COO/CSR/CSC/BSR), if any.
+    pub fn sparse(&self) -> Option<&SparseInfo> {
+        self.sparse.as_ref()
+    }
+    /// Paging block (block-paged layout), if any.
+    pub fn paging(&self) -> Option<&PagingInfo> {
+        self.paging.as_ref()
+    }
+    /// Composite-membership block, if any.
+    pub fn composite(&self) -> Option<&CompositeInfo> {
+        self.composite.as_ref()
+    }
+    /// True for a composite head: a buffer-less descriptor whose members follow it.
+    pub fn is_composite_head(&self) -> bool {
+        self.composite.as_ref().is_some_and(|c| c.member_count() > 0)
+    }
+
+    /// The lowest descriptor version that can encode this descriptor: 2 when it uses a
+    /// sparse, paging or composite block, else 1 (docs/spec/descriptor.md §Version policy).
+    pub fn required_version(&self) -> u16 {
+        if self.sparse.is_some() || self.paging.is_some() || self.composite.is_some() {
+            crate::DESCRIPTOR_VERSION_2
+        } else {
+            DESCRIPTOR_VERSION
+        }
+    }
+
+    /// Descriptor format version (1, or 2 when a version-2 block is used).
     pub fn version(&self) -> u16 {
         self.version
     }
@@ -288,8 +346,16 @@ impl TensorDescriptor {
     }
 
     fn validate(&self) -> Result<()> {
-        if self.version != DESCRIPTOR_VERSION {
-            bail!(VersionMismatch, "descriptor version {} (this build reads {DESCRIPTOR_VERSION})", self.version);
+        let required = self.required_version();
+        if self.version != DESCRIPTOR_VERSION && self.version != crate::DESCRIPTOR_VERSION_2 {
+            bail!(VersionMismatch, "descriptor version {} (this build reads 1 and 2)", self.version);
+        }
+        if self.version != required {
+            bail!(
+                VersionMismatch,
+                "this descriptor must be version {required}, not {} (the lowest version that encodes it)",
+                self.version
+            );
         }
         if self.flags != 0 {
             bail!(InvalidArgument, "descriptor flags {:#06x} are reserved and must be 0", self.flags);
@@ -301,6 +367,12 @@ impl TensorDescriptor {
             .iter()
             .try_fold(0u64, |acc, b| acc.checked_add(b.byte_size()))
             .ok_or_else(|| err!(LimitExceeded, "total buffer bytes overflow u64"))?;
+        if let Some(n) = &self.name {
+            check_name(n)?;
+        }
+        if crate::layouts::validate_extended(self)? {
+            return Ok(());
+        }
         let rank = self.shape.rank();
         let elements = self.shape.element_count();
         let et = self.element_type;
@@ -359,6 +431,8 @@ impl TensorDescriptor {
                     }
                 }
             }
+            // Handled by `layouts::validate_extended`, which returned above.
+            _ => bail!(InvalidLayout, "layout {} needs its extension block", self.layout.name()),
         }
         if let Some(q) = &self.quantization {
             let dq = q.dequantized();
@@ -387,7 +461,7 @@ impl TensorDescriptor {
                     if axis >= rank {
                         bail!(InvalidArgument, "quantization axis {axis} out of range for rank {rank}");
                     }
-                    let need = self.shape.dims()[axis].checked_mul(4).unwrap_or(u64::MAX);
+                    let need = self.shape.dims()[axis].saturating_mul(4);
                     for i in 1..3 {
                         if self.buffers[i].byte_size() < need {
                             bail!(BufferTooSmall, "buffer {i} needs {need} bytes of float32 per-channel parameters");
@@ -424,6 +498,15 @@ impl TensorDescriptor {
         }
         if self.quantization.is_some() {
             ext |= EXT_QUANT;
+        }
+        if self.sparse.is_some() {
+            ext |= EXT_SPARSE;
+        }
+        if self.paging.is_some() {
+            ext |= EXT_PAGING;
+        }
+        if self.composite.is_some() {
+            ext |= EXT_COMPOSITE;
         }
         let mut out = Vec::with_capacity(FIXED_BYTES + rank * 16 + self.buffers.len() * BUFFER_HANDLE_BYTES + 64);
         out.extend_from_slice(&DESCRIPTOR_MAGIC);
@@ -472,6 +555,15 @@ impl TensorDescriptor {
             out.extend_from_slice(&scale.to_le_bytes());
             out.extend_from_slice(&bias.to_le_bytes());
         }
+        if let Some(s) = &self.sparse {
+            s.encode(&mut out);
+        }
+        if let Some(p) = &self.paging {
+            p.encode(&mut out);
+        }
+        if let Some(c) = &self.composite {
+            c.encode(&mut out);
+        }
         if out.len() > MAX_DESCRIPTOR_BYTES {
             bail!(LimitExceeded, "encoded descriptor is {} bytes, over {MAX_DESCRIPTOR_BYTES}", out.len());
         }
@@ -493,8 +585,9 @@ impl TensorDescriptor {
             bail!(InvalidMagic, "descriptor does not start with \"HRDS\"");
         }
         let version = c.u16()?;
-        if version != DESCRIPTOR_VERSION {
-            bail!(VersionMismatch, "descriptor version {version} (this build reads {DESCRIPTOR_VERSION})");
+        let v2 = version == crate::DESCRIPTOR_VERSION_2;
+        if version != DESCRIPTOR_VERSION && !v2 {
+            bail!(VersionMismatch, "descriptor version {version} (this build reads 1 and 2)");
         }
         let flags = c.u16()?;
         let element_type = ElementType::from_code(c.u8()?)?;
@@ -503,7 +596,7 @@ impl TensorDescriptor {
         let nbuf = c.u8()? as usize;
         let ext = c.u32()?;
         let byte_offset = c.u64()?;
-        if layout_code > 2 {
+        if layout_code > 2 && !(v2 && layout_code <= 7) {
             if layout_code <= 7 {
                 bail!(Unsupported, "layout code {layout_code} (sparse/paged) is reserved in version 1");
             }
@@ -515,11 +608,11 @@ impl TensorDescriptor {
         if nbuf > MAX_BUFFERS {
             bail!(LimitExceeded, "{nbuf} buffers exceed the maximum {MAX_BUFFERS}");
         }
-        if ext & (EXT_SPARSE | EXT_PAGING | EXT_COMPOSITE) != 0 {
-            bail!(Unsupported, "sparse, paging and composite extension blocks are reserved in version 1");
+        if !v2 && ext & (EXT_SPARSE | EXT_PAGING | EXT_COMPOSITE) != 0 {
+            bail!(Unsupported, "sparse, paging and composite extension blocks need descriptor version 2");
         }
-        if ext & !EXT_KNOWN != 0 {
-            bail!(Unsupported, "unknown extension bits {:#x}", ext & !EXT_KNOWN);
+        if ext & !EXT_KNOWN_V2 != 0 {
+            bail!(Unsupported, "unknown extension bits {:#x}", ext & !EXT_KNOWN_V2);
         }
         let mut dims = Vec::with_capacity(rank);
         for _ in 0..rank {
@@ -529,6 +622,11 @@ impl TensorDescriptor {
         let layout = match layout_code {
             0 => LayoutDescriptor::RowMajor,
             1 => LayoutDescriptor::ColumnMajor,
+            3 => LayoutDescriptor::Coo,
+            4 => LayoutDescriptor::Csr,
+            5 => LayoutDescriptor::Csc,
+            6 => LayoutDescriptor::Bsr,
+            7 => LayoutDescriptor::BlockPaged,
             _ => {
                 let mut s = Vec::with_capacity(rank);
                 for _ in 0..rank {
@@ -606,12 +704,18 @@ impl TensorDescriptor {
                 _ => bail!(Corrupt, "unknown quantization kind {kind}"),
             });
         }
+        let sparse = if ext & EXT_SPARSE != 0 { Some(SparseInfo::decode(&mut c)?) } else { None };
+        let paging = if ext & EXT_PAGING != 0 { Some(PagingInfo::decode(&mut c)?) } else { None };
+        let composite = if ext & EXT_COMPOSITE != 0 { Some(CompositeInfo::decode(&mut c)?) } else { None };
         if c.pos != bytes.len() {
             bail!(Corrupt, "{} trailing bytes after the descriptor", bytes.len() - c.pos);
         }
+        if v2 && sparse.is_none() && paging.is_none() && composite.is_none() {
+            bail!(Corrupt, "a version-2 descriptor uses no version-2 block (it must be written as version 1)");
+        }
         let mut d = TensorDescriptor::new(
-            version, flags, element_type, shape, byte_offset, layout, buffers, quantization, None,
-            None, None,
+            version, flags, element_type, shape, byte_offset, layout, buffers, quantization, sparse,
+            paging, composite,
         )?;
         d.name = name;
         d.metadata = metadata;

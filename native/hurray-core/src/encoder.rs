@@ -84,6 +84,8 @@ pub struct StreamEncoder {
     pending: u64,
     borrowed: bool,
     mark: Option<Mark>,
+    /// Payloads up to this many bytes are copied into the staged output; larger ones borrowed.
+    coalesce: usize,
 }
 
 impl StreamEncoder {
@@ -102,7 +104,16 @@ impl StreamEncoder {
             pending: 0,
             borrowed: false,
             mark: None,
+            coalesce: COALESCE_BYTES,
         }
+    }
+
+    /// Sets the largest payload copied into the staged output (default and maximum
+    /// [`COALESCE_BYTES`]); larger payloads are borrowed. A caller that sends pieces with one
+    /// gathering write per item gains nothing from copying mid-sized payloads, and saves the
+    /// copy. Takes effect from the next item. The bytes on the wire do not change.
+    pub fn set_coalesce_bytes(&mut self, bytes: usize) {
+        self.coalesce = bytes.min(COALESCE_BYTES);
     }
 
     /// Stages one tensor: `payloads[i]` is buffer `i` of the descriptor's buffer table and must
@@ -117,19 +128,9 @@ impl StreamEncoder {
         if self.borrowed {
             bail!(InvalidState, "the pending output borrows the previous item's payloads; write it first");
         }
-        let table = desc.buffers();
-        if payloads.len() != table.len() {
-            bail!(InvalidArgument, "{} payloads for a descriptor with {} buffers", payloads.len(), table.len());
-        }
-        for (i, (p, h)) in payloads.iter().zip(table).enumerate() {
-            let want = h.byte_size();
-            if (p.len() as u64) < want {
-                bail!(BufferTooSmall, "payload {i} has {} bytes, the descriptor declares {want}", p.len());
-            }
-            if p.len() as u64 > want {
-                bail!(InvalidArgument, "payload {i} has {} bytes, the descriptor declares {want}", p.len());
-            }
-        }
+        check_payloads(desc, payloads)?;
+        // Sparse indices and page tables are checked before anything is staged.
+        crate::layouts::check_contents(desc, payloads)?;
         self.set_mark();
         let mut start = self.staged.len();
         if !self.header_staged {
@@ -139,7 +140,7 @@ impl StreamEncoder {
         self.staged.extend_from_slice(encoded);
         let item_start = start;
         for (i, p) in payloads.iter().enumerate() {
-            if p.len() <= COALESCE_BYTES && self.staged.len() - item_start + p.len() <= 2 * COALESCE_BYTES {
+            if p.len() <= self.coalesce && self.staged.len() - item_start + p.len() <= 2 * COALESCE_BYTES {
                 self.staged.extend_from_slice(p);
             } else {
                 self.push_staged(start);
@@ -150,6 +151,39 @@ impl StreamEncoder {
             }
             if self.opts.payload_checksums {
                 self.staged.extend_from_slice(&crc32c(p).to_le_bytes());
+            }
+        }
+        self.push_staged(start);
+        Ok(())
+    }
+
+    /// Stages several frames as one item (a composite: its head and members in preorder):
+    /// every payload is copied into the staged output, so the group is sent, or taken back by
+    /// [`abort`](Self::abort), as a whole. Each entry is `(descriptor, its encoding, payloads)`.
+    /// Errors as [`encode`](Self::encode), checked for every entry before anything is staged.
+    pub fn encode_group(&mut self, items: &[(&TensorDescriptor, &[u8], &[&[u8]])]) -> Result<()> {
+        self.check_open()?;
+        if self.borrowed {
+            bail!(InvalidState, "the pending output borrows the previous item's payloads; write it first");
+        }
+        for (desc, _, payloads) in items {
+            check_payloads(desc, payloads)?;
+            crate::layouts::check_contents(desc, payloads)?;
+        }
+        self.set_mark();
+        let start = self.staged.len();
+        if !self.header_staged {
+            self.push_stream_header();
+        }
+        for (desc, encoded, payloads) in items {
+            push_frame_header(&mut self.staged, FRAME_TENSOR, encoded.len() as u64, crc32c(encoded));
+            self.staged.extend_from_slice(encoded);
+            let _ = desc;
+            for p in payloads.iter() {
+                self.staged.extend_from_slice(p);
+                if self.opts.payload_checksums {
+                    self.staged.extend_from_slice(&crc32c(p).to_le_bytes());
+                }
             }
         }
         self.push_staged(start);
@@ -266,6 +300,11 @@ impl StreamEncoder {
         false
     }
 
+    /// Marks the encoder poisoned: a multi-frame item (a composite) stopped part-way.
+    pub(crate) fn poison(&mut self) {
+        self.poisoned = true;
+    }
+
     /// True once a failed write cut the output inside an item.
     pub fn is_poisoned(&self) -> bool {
         self.poisoned
@@ -338,6 +377,24 @@ impl StreamEncoder {
         self.staged.extend_from_slice(&h);
         self.header_staged = true;
     }
+}
+
+/// One payload per buffer-table entry, each exactly its declared size.
+fn check_payloads(desc: &TensorDescriptor, payloads: &[&[u8]]) -> Result<()> {
+    let table = desc.buffers();
+    if payloads.len() != table.len() {
+        bail!(InvalidArgument, "{} payloads for a descriptor with {} buffers", payloads.len(), table.len());
+    }
+    for (i, (p, h)) in payloads.iter().zip(table).enumerate() {
+        let want = h.byte_size();
+        if (p.len() as u64) < want {
+            bail!(BufferTooSmall, "payload {i} has {} bytes, the descriptor declares {want}", p.len());
+        }
+        if p.len() as u64 > want {
+            bail!(InvalidArgument, "payload {i} has {} bytes, the descriptor declares {want}", p.len());
+        }
+    }
+    Ok(())
 }
 
 fn push_frame_header(out: &mut Vec<u8>, kind: [u8; 4], len: u64, dcrc: u32) {

@@ -11,15 +11,19 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod buffer;
+pub mod composite;
 pub mod crc32c;
 pub mod decoder;
 mod descriptor;
 pub mod encoder;
 mod error;
 pub mod file;
+pub mod layouts;
 pub mod names;
+pub mod paged;
 pub mod pool;
 mod shape;
+pub mod sparse;
 pub mod stream;
 mod types;
 
@@ -41,6 +45,8 @@ pub use stream::{
     WriterOptions,
 };
 pub use types::{DeviceTag, ElementType, SyncMode};
+pub use composite::{Composite, CompositeSpec, Item, ItemReader, Member};
+pub use sparse::IndexType;
 
 /// Smallest buffer alignment in bytes; the default for CPU buffers (seed 000).
 pub const MIN_BUFFER_ALIGNMENT: u64 = 64;
@@ -62,5 +68,9 @@ pub const MAX_METADATA_KEY_BYTES: usize = 256;
 pub const MAX_METADATA_VALUE_BYTES: usize = 64 * 1024;
 /// Largest encoded descriptor the format allows, in bytes (16 MiB).
 pub const MAX_DESCRIPTOR_BYTES: usize = 16 << 20;
-/// The descriptor encoding version this build writes and reads.
+/// The descriptor encoding version of descriptors that use no version-2 block (and the base
+/// version this build writes and reads).
 pub const DESCRIPTOR_VERSION: u16 = 1;
+/// The descriptor version of descriptors with a sparse, paging or composite block
+/// (docs/spec/descriptor.md §Version policy).
+pub const DESCRIPTOR_VERSION_2: u16 = 2;

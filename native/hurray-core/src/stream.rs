@@ -252,6 +252,11 @@ impl<T: WriteTransport> StreamWriter<T> {
         self.encoder.is_done()
     }
 
+    /// Marks the writer poisoned: a multi-frame item (a composite) stopped part-way.
+    pub(crate) fn poison(&mut self) {
+        self.encoder.poison();
+    }
+
     /// Writes one tensor: `payloads[i]` is buffer `i` of the descriptor's buffer table and
     /// must be exactly its `byte_size` long.
     ///

@@ -185,7 +185,7 @@ fn named_items(items: Vec<Item>) -> Vec<Item> {
         .enumerate()
         .map(|(i, mut it)| {
             if it.desc.name().is_none() {
-                it.desc = it.desc.with_name(&format!("unnamed/{i}")).unwrap();
+                it.desc = it.desc.with_name(format!("unnamed/{i}")).unwrap();
             }
             it
         })

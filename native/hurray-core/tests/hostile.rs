@@ -394,7 +394,7 @@ fn malformed_descriptor_fields_get_clear_errors() {
     bad[0] = b'X';
     assert_eq!(TensorDescriptor::decode(&bad).unwrap_err().kind(), ErrorKind::InvalidMagic);
     bad = d.clone();
-    bad[4] = 2;
+    bad[4] = 3; // versions 1 and 2 are read (descriptor.md §Version policy)
     assert_eq!(TensorDescriptor::decode(&bad).unwrap_err().kind(), ErrorKind::VersionMismatch);
     bad = d.clone();
     bad[6] = 1;

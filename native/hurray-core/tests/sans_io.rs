@@ -199,3 +199,23 @@ fn encoder_misuse_is_refused() {
     e.finish().unwrap();
     assert_eq!(e.encode(&small.desc, &small.desc.encode().unwrap(), &small.slices()).unwrap_err().kind(), ErrorKind::InvalidState);
 }
+
+#[test]
+fn a_lower_coalesce_limit_borrows_more_and_keeps_the_bytes() {
+    let items = corpus();
+    let mut e = StreamEncoder::new(WriterOptions::default());
+    e.set_coalesce_bytes(16);
+    let mut wire = Vec::new();
+    let mut borrowed = 0;
+    for it in &items {
+        e.encode(&it.desc, &it.desc.encode().unwrap(), &it.slices()).unwrap();
+        if e.borrows_payloads() {
+            borrowed += 1;
+        }
+        drain(&mut e, &it.slices(), &mut wire);
+    }
+    e.finish().unwrap();
+    drain(&mut e, &[], &mut wire);
+    assert!(borrowed > 5, "{borrowed} items borrowed");
+    assert_eq!(wire, encode_stream(&items, false));
+}

@@ -98,11 +98,34 @@ pub(crate) fn read_handle(declared: BufferHandle) -> BufferHandle {
     declared.with_sync_mode(SyncMode::ProducerSynced)
 }
 
+/// The shared state behind every `HurrayBuffer` handle and buffer-list entry that names one
+/// buffer (held in an `Arc`, so the last handle destroyed frees it).
+///
+/// # Send and Sync
+/// The raw pointers (`External`'s data pointer and release context, the sync payload's handles)
+/// make the compiler treat this type as neither `Send` nor `Sync`. Both are sound, by the C ABI's
+/// thread contract (docs/spec/c-abi.md, "Threads"):
+/// - **Send:** the pointers name memory and callbacks the producer handed over together with
+///   the promise that they stay valid until the release callback runs, and that callback runs on
+///   whichever thread destroys the last sharing handle. Nothing here is tied to the thread that
+///   created it.
+/// - **Sync:** through `&BufferInner` Rust only copies pointer *values* and reads the immutable
+///   `BufferHandle`; it never dereferences the data pointer or the sync handles (the consumer
+///   does, under its own synchronisation), and the release callback runs from `Drop`, which
+///   has exclusive access. Handles sharing one buffer on different threads therefore race on
+///   nothing Rust owns.
 pub(crate) struct BufferInner {
     pub(crate) data: BufData,
     pub(crate) handle: BufferHandle,
     sync: Option<HurraySyncPayload>,
 }
+
+// SAFETY: see "Send and Sync" above: the pointers are owned by the producer's release contract,
+// which allows release on any thread, and nothing in Rust is thread-affine.
+unsafe impl Send for BufferInner {}
+// SAFETY: see "Send and Sync" above: shared access only copies pointer values and reads the
+// immutable handle; mutation (release) happens in Drop with exclusive access.
+unsafe impl Sync for BufferInner {}
 
 impl BufferInner {
     /// A buffer a reader filled. `declared` is the wire's buffer-table entry; the buffer
@@ -172,6 +195,8 @@ pub unsafe extern "C" fn hurray_buffer_from_ptr(
             SyncMode::ProducerSynced,
         )?;
         let inner = external(data, handle, release, release_context, None)?;
+        // SAFETY: `out_handle` was checked non-NULL above and is valid for one pointer write (this
+        // function's contract).
         unsafe { handle::emit(out_handle, Arc::new(inner)) };
         Ok(HURRAY_OK)
     })
@@ -187,7 +212,7 @@ pub(crate) fn external(
     if data.is_null() && handle.byte_size() > 0 {
         return Err(FfiError::new(HURRAY_ERR_NULL_POINTER, "data is NULL"));
     }
-    if !data.is_null() && (data as usize) % (handle.alignment() as usize) != 0 {
+    if !data.is_null() && !(data as usize).is_multiple_of(handle.alignment() as usize) {
         return Err(FfiError::new(
             HURRAY_ERR_INVALID_ALIGNMENT,
             format!("data {data:p} is not aligned to the declared {} bytes", handle.alignment()),
@@ -226,6 +251,7 @@ pub unsafe extern "C" fn hurray_buffer_handoff(
         let bytes = unsafe { std::slice::from_raw_parts(handle_bytes, BUFFER_HANDLE_BYTES) };
         let mode = SyncMode::from_code(bytes[SYNC_MODE_OFFSET])?;
         let handle = BufferHandle::decode(bytes)?;
+        // SAFETY: `sync` is NULL (not read) or valid for one read (this function's contract).
         let payload = if sync.is_null() { None } else { Some(unsafe { *sync }) };
         let tag = handle.device_tag().code();
         let mismatch = |m: &str| Err(FfiError::new(HURRAY_ERR_SYNC_MODE_MISMATCH, m.to_string()));
@@ -234,16 +260,14 @@ pub unsafe extern "C" fn hurray_buffer_handoff(
                 return mismatch("SYNC_PRODUCER_SYNCED must not carry a sync_handle or consumer_stream");
             }
             (SyncMode::Event, None) => return mismatch("SYNC_EVENT needs a payload with a sync_handle"),
-            (SyncMode::Event, Some(p)) => {
-                if p.sync_handle.is_null() || p.event_release_fn.is_none() || p.sync_handle_device_tag != tag {
-                    return mismatch("SYNC_EVENT needs a non-NULL sync_handle, an event_release_fn and sync_handle_device_tag equal to the buffer's device tag");
-                }
+            (SyncMode::Event, Some(p))
+                if p.sync_handle.is_null() || p.event_release_fn.is_none() || p.sync_handle_device_tag != tag =>
+            {
+                return mismatch("SYNC_EVENT needs a non-NULL sync_handle, an event_release_fn and sync_handle_device_tag equal to the buffer's device tag");
             }
             (SyncMode::ConsumerStream, None) => return mismatch("SYNC_CONSUMER_STREAM needs a consumer_stream"),
-            (SyncMode::ConsumerStream, Some(p)) => {
-                if p.consumer_stream.is_null() || p.consumer_stream_device_tag != tag {
-                    return mismatch("SYNC_CONSUMER_STREAM needs a non-NULL consumer_stream with the buffer's device tag");
-                }
+            (SyncMode::ConsumerStream, Some(p)) if p.consumer_stream.is_null() || p.consumer_stream_device_tag != tag => {
+                return mismatch("SYNC_CONSUMER_STREAM needs a non-NULL consumer_stream with the buffer's device tag");
             }
             _ => {}
         }
@@ -252,6 +276,8 @@ pub unsafe extern "C" fn hurray_buffer_handoff(
             _ => payload,
         };
         let inner = external(data, handle, release, release_context, keep)?;
+        // SAFETY: `out_handle` was checked non-NULL above and is valid for one pointer write (this
+        // function's contract).
         unsafe { handle::emit(out_handle, Arc::new(inner)) };
         Ok(HURRAY_OK)
     })
@@ -270,6 +296,8 @@ pub unsafe extern "C" fn hurray_buffer_sync_payload(
     out: *mut HurraySyncPayload,
 ) -> HurrayStatus {
     guard("hurray_buffer_sync_payload", || {
+        // SAFETY: `buffer` is NULL or a handle this library returned (this function's contract);
+        // NULL and, in debug builds, stale handles are refused.
         let b = unsafe { handle::inner_ref(buffer, "buffer")? };
         let zero = HurraySyncPayload {
             sync_handle: std::ptr::null_mut(),
@@ -279,6 +307,7 @@ pub unsafe extern "C" fn hurray_buffer_sync_payload(
             event_release_context: std::ptr::null_mut(),
             consumer_stream: std::ptr::null_mut(),
         };
+        // SAFETY: `out` is NULL (refused by put) or valid for one write (this function's contract).
         unsafe { handle::put(out, "out", b.sync.unwrap_or(zero))? };
         Ok(HURRAY_OK)
     })
@@ -295,8 +324,12 @@ pub unsafe extern "C" fn hurray_buffer_clone(
     out_handle: *mut *mut HurrayBuffer,
 ) -> HurrayStatus {
     guard("hurray_buffer_clone", || {
+        // SAFETY: `buffer` is NULL or a handle this library returned (this function's contract);
+        // NULL and, in debug builds, stale handles are refused.
         let b = unsafe { handle::inner_ref(buffer, "buffer")? };
         non_null(out_handle, "out_handle")?;
+        // SAFETY: `out_handle` was checked non-NULL above and is valid for one pointer write (this
+        // function's contract).
         unsafe { handle::emit(out_handle, Arc::clone(b)) };
         Ok(HURRAY_OK)
     })
@@ -312,6 +345,8 @@ pub unsafe extern "C" fn hurray_buffer_clone(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_buffer_destroy(buffer: *mut *mut HurrayBuffer) -> HurrayStatus {
     guard("hurray_buffer_destroy", || {
+        // SAFETY: `buffer` is NULL or valid for a read and a write, and `*buffer` NULL or a handle
+        // of this type (this function's contract).
         unsafe { handle::destroy_pp(buffer, "buffer")? };
         Ok(HURRAY_OK)
     })
@@ -321,7 +356,10 @@ pub unsafe extern "C" fn hurray_buffer_destroy(buffer: *mut *mut HurrayBuffer) -
 /// handle → `HURRAY_ERR_USE_AFTER_DESTROY`.
 unsafe fn buffer_get<T>(what: &str, buffer: *const HurrayBuffer, out: *mut T, f: impl FnOnce(&BufferInner) -> T) -> HurrayStatus {
     guard(what, || {
+        // SAFETY: `buffer` is NULL or a handle this library returned (this function's contract);
+        // NULL and, in debug builds, stale handles are refused.
         let b = unsafe { handle::inner_ref(buffer, "buffer")? };
+        // SAFETY: `out` is NULL (refused by put) or valid for one write (this function's contract).
         unsafe { handle::put(out, "out", f(b))? };
         Ok(HURRAY_OK)
     })
@@ -340,6 +378,8 @@ unsafe fn buffer_get<T>(what: &str, buffer: *const HurrayBuffer, out: *mut T, f:
 /// `buffer` a live buffer handle; `out` valid for one write.
 #[no_mangle]
 pub unsafe extern "C" fn hurray_buffer_data_ptr(buffer: *const HurrayBuffer, out: *mut *mut c_void) -> HurrayStatus {
+    // SAFETY: this function's contract is buffer_get's: `buffer` NULL or a live buffer handle,
+    // `out` NULL or valid for one write.
     unsafe { buffer_get("hurray_buffer_data_ptr", buffer, out, |b| b.ptr()) }
 }
 
@@ -351,6 +391,8 @@ pub unsafe extern "C" fn hurray_buffer_data_ptr(buffer: *const HurrayBuffer, out
 /// `buffer` a live buffer handle; `out` valid for one write.
 #[no_mangle]
 pub unsafe extern "C" fn hurray_buffer_byte_size(buffer: *const HurrayBuffer, out: *mut u64) -> HurrayStatus {
+    // SAFETY: this function's contract is buffer_get's: `buffer` NULL or a live buffer handle,
+    // `out` NULL or valid for one write.
     unsafe { buffer_get("hurray_buffer_byte_size", buffer, out, |b| b.handle.byte_size()) }
 }
 
@@ -362,6 +404,8 @@ pub unsafe extern "C" fn hurray_buffer_byte_size(buffer: *const HurrayBuffer, ou
 /// `buffer` a live buffer handle; `out` valid for one write.
 #[no_mangle]
 pub unsafe extern "C" fn hurray_buffer_alignment(buffer: *const HurrayBuffer, out: *mut u32) -> HurrayStatus {
+    // SAFETY: this function's contract is buffer_get's: `buffer` NULL or a live buffer handle,
+    // `out` NULL or valid for one write.
     unsafe { buffer_get("hurray_buffer_alignment", buffer, out, |b| b.handle.alignment() as u32) }
 }
 
@@ -373,6 +417,8 @@ pub unsafe extern "C" fn hurray_buffer_alignment(buffer: *const HurrayBuffer, ou
 /// `buffer` a live buffer handle; `out` valid for one write.
 #[no_mangle]
 pub unsafe extern "C" fn hurray_buffer_device_tag(buffer: *const HurrayBuffer, out: *mut u8) -> HurrayStatus {
+    // SAFETY: this function's contract is buffer_get's: `buffer` NULL or a live buffer handle,
+    // `out` NULL or valid for one write.
     unsafe { buffer_get("hurray_buffer_device_tag", buffer, out, |b| b.handle.device_tag().code()) }
 }
 
@@ -384,5 +430,7 @@ pub unsafe extern "C" fn hurray_buffer_device_tag(buffer: *const HurrayBuffer, o
 /// `buffer` a live buffer handle; `out` valid for one write.
 #[no_mangle]
 pub unsafe extern "C" fn hurray_buffer_sync_mode(buffer: *const HurrayBuffer, out: *mut u8) -> HurrayStatus {
+    // SAFETY: this function's contract is buffer_get's: `buffer` NULL or a live buffer handle,
+    // `out` NULL or valid for one write.
     unsafe { buffer_get("hurray_buffer_sync_mode", buffer, out, |b| b.handle.sync_mode().code()) }
 }

@@ -37,6 +37,8 @@ opaque_handle!(HurrayBufferList, ListInner, 0x4855_5252_424C_3031);
 pub unsafe extern "C" fn hurray_buffer_list_create(out_list: *mut *mut HurrayBufferList) -> HurrayStatus {
     guard("hurray_buffer_list_create", || {
         non_null(out_list, "out_list")?;
+        // SAFETY: `out_list` was checked non-NULL above and is valid for one pointer write (this
+        // function's contract).
         unsafe { handle::emit(out_list, ListInner(Vec::new())) };
         Ok(HURRAY_OK)
     })
@@ -54,7 +56,11 @@ pub unsafe extern "C" fn hurray_buffer_list_create(out_list: *mut *mut HurrayBuf
 #[no_mangle]
 pub unsafe extern "C" fn hurray_buffer_list_push(list: *mut HurrayBufferList, buffer: *mut HurrayBuffer) -> HurrayStatus {
     guard("hurray_buffer_list_push", || {
+        // SAFETY: `list` is NULL or a handle this library returned, used by one thread at a time
+        // (this function's contract).
         let l = unsafe { handle::inner_mut(list, "list")? };
+        // SAFETY: `buffer` is NULL or a handle this library returned (this function's contract);
+        // NULL and, in debug builds, stale handles are refused.
         let b = unsafe { handle::live(buffer, "buffer")? };
         if handle::is_borrowed(b) {
             return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "buffer is borrowed (it belongs to a list or tensor)"));
@@ -76,7 +82,11 @@ pub unsafe extern "C" fn hurray_buffer_list_push(list: *mut HurrayBufferList, bu
 #[no_mangle]
 pub unsafe extern "C" fn hurray_buffer_list_len(list: *const HurrayBufferList, out_len: *mut usize) -> HurrayStatus {
     guard("hurray_buffer_list_len", || {
+        // SAFETY: `list` is NULL or a handle this library returned (this function's contract); NULL
+        // and, in debug builds, stale handles are refused.
         let l = unsafe { handle::inner_ref(list, "list")? };
+        // SAFETY: `out_len` is NULL (refused by put) or valid for one write (this function's
+        // contract).
         unsafe { handle::put(out_len, "out_len", l.0.len())? };
         Ok(HURRAY_OK)
     })
@@ -94,12 +104,16 @@ pub unsafe extern "C" fn hurray_buffer_list_get(
     out_buffer: *mut *mut HurrayBuffer,
 ) -> HurrayStatus {
     guard("hurray_buffer_list_get", || {
+        // SAFETY: `list` is NULL or a handle this library returned (this function's contract); NULL
+        // and, in debug builds, stale handles are refused.
         let l = unsafe { handle::inner_ref(list, "list")? };
         non_null(out_buffer, "out_buffer")?;
         let b = l.0.get(index).and_then(|s| s.as_ref()).ok_or_else(|| {
             FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("index {index} out of range for a list of {}", l.0.len()))
         })?;
         let p: *const HurrayBuffer = &**b;
+        // SAFETY: `out_buffer` was checked non-NULL above and is valid for one pointer write
+        // (this function's contract); the pointer is borrowed from the list, as documented.
         unsafe { *out_buffer = p as *mut HurrayBuffer };
         Ok(HURRAY_OK)
     })
@@ -124,9 +138,12 @@ pub unsafe extern "C" fn hurray_buffer_list_data_ptrs(
     out_len: *mut usize,
 ) -> HurrayStatus {
     guard("hurray_buffer_list_data_ptrs", || {
+        // SAFETY: `list` is NULL or a handle this library returned (this function's contract); NULL
+        // and, in debug builds, stale handles are refused.
         let l = unsafe { handle::inner_ref(list, "list")? };
         non_null(out_len, "out_len")?;
         let n = l.0.len();
+        // SAFETY: `out_len` was checked non-NULL above and is valid for one write (contract).
         unsafe { *out_len = n };
         if capacity < n {
             return Err(FfiError::new(HURRAY_ERR_BUFFER_TOO_SMALL, format!("capacity {capacity} for a list of {n} buffers")));
@@ -136,7 +153,10 @@ pub unsafe extern "C" fn hurray_buffer_list_data_ptrs(
         }
         for (i, slot) in l.0.iter().enumerate() {
             let b = slot.as_ref().ok_or_else(|| FfiError::new(HURRAY_ERR_USE_AFTER_DESTROY, "a buffer of the list is gone"))?;
+            // SAFETY: `b` is a buffer handle this list holds (boxed, live while it is in the list).
             let inner = unsafe { handle::inner_ref::<HurrayBuffer>(&**b, "buffer")? };
+            // SAFETY: i < len <= capacity (checked above), and `out_data` is valid for `capacity`
+            // pointer writes (this function's contract).
             unsafe { *out_data.add(i) = inner.ptr() };
         }
         Ok(HURRAY_OK)
@@ -152,6 +172,8 @@ pub unsafe extern "C" fn hurray_buffer_list_data_ptrs(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_buffer_list_destroy(list: *mut *mut HurrayBufferList) -> HurrayStatus {
     guard("hurray_buffer_list_destroy", || {
+        // SAFETY: `list` is NULL or valid for a read and a write, and `*list` NULL or a handle of
+        // this type (this function's contract).
         unsafe { handle::destroy_pp(list, "list")? };
         Ok(HURRAY_OK)
     })

@@ -32,6 +32,20 @@ pub const HURRAY_LAYOUT_ROW_MAJOR: u8 = 0;
 pub const HURRAY_LAYOUT_COLUMN_MAJOR: u8 = 1;
 /// Explicit strides in elements.
 pub const HURRAY_LAYOUT_STRIDED: u8 = 2;
+/// Sparse coordinate list: values, then indices `[rank, nnz]` (descriptor version 2).
+pub const HURRAY_LAYOUT_COO: u8 = 3;
+/// Compressed sparse rows: values, indptr, column indices.
+pub const HURRAY_LAYOUT_CSR: u8 = 4;
+/// Compressed sparse columns: values, indptr, row indices.
+pub const HURRAY_LAYOUT_CSC: u8 = 5;
+/// Block sparse rows: blocks of values, block indptr, block column indices.
+pub const HURRAY_LAYOUT_BSR: u8 = 6;
+/// Block-paged (KV cache): pages, then the page table.
+pub const HURRAY_LAYOUT_PAGED: u8 = 7;
+/// Deepest composite nesting (a top-level head is depth 0).
+pub const HURRAY_MAX_COMPOSITE_DEPTH: u32 = 16;
+/// Most members one composite head lists.
+pub const HURRAY_MAX_COMPOSITE_MEMBERS: u32 = 1024;
 
 pub const HURRAY_DEVICE_CPU: u8 = 0;
 pub const HURRAY_DEVICE_CUDA: u8 = 1;

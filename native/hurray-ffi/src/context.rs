@@ -66,10 +66,14 @@ pub unsafe extern "C" fn hurray_tensor_context_new(
             if descriptor_len > hurray_core::MAX_DESCRIPTOR_BYTES as u64 {
                 return Err(crate::panic::FfiError::new(HURRAY_ERR_LIMIT_EXCEEDED, "descriptor longer than 16 MiB"));
             }
+            // SAFETY: `descriptor_bytes` is non-NULL (checked) and valid for `descriptor_len` bytes
+            // (this function's contract); the length was bounded to 16 MiB above, so it fits a usize.
             let s = unsafe { std::slice::from_raw_parts(descriptor_bytes, descriptor_len as usize) };
             TensorDescriptor::decode(s)?;
             s.to_vec()
         };
+        // SAFETY: `out_ctx` was checked non-NULL above and is valid for one pointer write (this
+        // function's contract).
         unsafe { handle::emit(out_ctx, ContextInner { abi_version, bytes, owner, owner_release }) };
         Ok(HURRAY_OK)
     })
@@ -82,7 +86,10 @@ pub unsafe extern "C" fn hurray_tensor_context_new(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_tensor_context_abi_version(ctx: *const HurrayTensorContext, out: *mut u32) -> HurrayStatus {
     guard("hurray_tensor_context_abi_version", || {
+        // SAFETY: `ctx` is NULL or a handle this library returned (this function's contract); NULL
+        // and, in debug builds, stale handles are refused.
         let c = unsafe { handle::inner_ref(ctx, "ctx")? };
+        // SAFETY: `out` is NULL (refused by put) or valid for one write (this function's contract).
         unsafe { handle::put(out, "out", c.abi_version)? };
         Ok(HURRAY_OK)
     })
@@ -100,9 +107,13 @@ pub unsafe extern "C" fn hurray_tensor_context_descriptor(
     out_len: *mut u64,
 ) -> HurrayStatus {
     guard("hurray_tensor_context_descriptor", || {
+        // SAFETY: `ctx` is NULL or a handle this library returned (this function's contract); NULL
+        // and, in debug builds, stale handles are refused.
         let c = unsafe { handle::inner_ref(ctx, "ctx")? };
         non_null(out_bytes, "out_bytes")?;
         non_null(out_len, "out_len")?;
+// SAFETY: both out-pointers were checked non-NULL above and are valid for one write each
+// (this function's contract).
         unsafe {
             *out_bytes = if c.bytes.is_empty() { std::ptr::null() } else { c.bytes.as_ptr() };
             *out_len = c.bytes.len() as u64;
@@ -119,6 +130,8 @@ pub unsafe extern "C" fn hurray_tensor_context_descriptor(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_tensor_context_destroy(ctx: *mut *mut HurrayTensorContext) -> HurrayStatus {
     guard("hurray_tensor_context_destroy", || {
+        // SAFETY: `ctx` is NULL or valid for a read and a write, and `*ctx` NULL or a handle of
+        // this type (this function's contract).
         unsafe { handle::destroy_pp(ctx, "ctx")? };
         Ok(HURRAY_OK)
     })

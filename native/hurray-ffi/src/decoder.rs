@@ -9,7 +9,7 @@ use hurray_core::{Decoded, StreamDecoder};
 use crate::buffer::HurrayBufferSpec;
 use crate::descriptor::{fields_of, HurrayDescriptorFields};
 use crate::handle::{self, opaque_handle};
-use crate::panic::{guard, non_null, FfiError};
+use crate::panic::{guard, non_null, FfiError, FfiResult};
 use crate::reader::HurrayReaderOptions;
 use crate::status::*;
 use crate::tensor::{HurrayTensor, TensorInner};
@@ -69,6 +69,7 @@ pub struct HurrayDecodeResult {
 
 pub(crate) struct DecoderInner {
     decoder: StreamDecoder,
+    items: hurray_core::ItemReader,
     buffers: Vec<HurrayDecodedBuffer>,
     metadata: Vec<HurrayMetadataView>,
 }
@@ -101,7 +102,7 @@ pub unsafe extern "C" fn hurray_decoder_new(
         let mut core = opts.to_core()?;
         core.pool_bytes = buffer_pool_bytes;
         let decoder = StreamDecoder::new(core)?;
-        unsafe { handle::emit(out_decoder, DecoderInner { decoder, buffers: Vec::new(), metadata: Vec::new() }) };
+        unsafe { handle::emit(out_decoder, DecoderInner { decoder, items: hurray_core::ItemReader::new(), buffers: Vec::new(), metadata: Vec::new() }) };
         Ok(HURRAY_OK)
     })
 }
@@ -161,34 +162,7 @@ pub unsafe extern "C" fn hurray_decoder_next(
                 Ok(HURRAY_NEED_INPUT)
             }
             Decoded::Tensor(t) => {
-                let inner = TensorInner::from_read(t)?;
-                let desc = inner.desc_inner().ok_or_else(|| FfiError::new(HURRAY_ERR_INTERNAL_PANIC, "tensor without descriptor"))?;
-                let fields = fields_of(desc);
-                d.metadata.clear();
-                for (k, v) in desc.desc.metadata() {
-                    d.metadata.push(HurrayMetadataView {
-                        key: k.as_ptr(),
-                        key_len: k.len(),
-                        value: if v.is_empty() { std::ptr::null() } else { v.as_ptr() },
-                        value_len: v.len(),
-                    });
-                }
-                d.buffers.clear();
-                inner.buffer_views(&mut d.buffers);
-                let r = HurrayDecodeResult {
-                    tensor: std::ptr::null_mut(),
-                    input: std::ptr::null_mut(),
-                    input_len: 0,
-                    fields,
-                    buffers: d.buffers.as_ptr(),
-                    metadata: d.metadata.as_ptr(),
-                };
-                unsafe {
-                    out.write(r);
-                    // The tensor's heap parts do not move when its handle is boxed, so the
-                    // borrowed pointers above stay valid.
-                    handle::emit(std::ptr::addr_of_mut!((*out).tensor), inner);
-                }
+                unsafe { emit_tensor(d, t, out)? };
                 Ok(HURRAY_OK)
             }
         }
@@ -218,6 +192,109 @@ pub unsafe extern "C" fn hurray_decoder_destroy(decoder: *mut *mut HurrayDecoder
     guard("hurray_decoder_destroy", || {
         unsafe { handle::destroy_pp(decoder, "decoder")? };
         Ok(HURRAY_OK)
+    })
+}
+
+/// Fills `*out` with a decoded tensor: the owned handle, its fields, buffer views and metadata.
+///
+/// # Safety
+/// `out` valid for one write.
+unsafe fn emit_tensor(d: &mut DecoderInner, t: hurray_core::ReadTensor, out: *mut HurrayDecodeResult) -> FfiResult<()> {
+    let inner = TensorInner::from_read(t)?;
+    let desc = inner.desc_inner().ok_or_else(|| FfiError::new(HURRAY_ERR_INTERNAL_PANIC, "tensor without descriptor"))?;
+    let fields = fields_of(desc);
+    d.metadata.clear();
+    for (k, v) in desc.desc.metadata() {
+        d.metadata.push(HurrayMetadataView {
+            key: k.as_ptr(),
+            key_len: k.len(),
+            value: if v.is_empty() { std::ptr::null() } else { v.as_ptr() },
+            value_len: v.len(),
+        });
+    }
+    d.buffers.clear();
+    inner.buffer_views(&mut d.buffers);
+    let r = HurrayDecodeResult {
+        tensor: std::ptr::null_mut(),
+        input: std::ptr::null_mut(),
+        input_len: 0,
+        fields,
+        buffers: d.buffers.as_ptr(),
+        metadata: d.metadata.as_ptr(),
+    };
+    unsafe {
+        out.write(r);
+        // The tensor's heap parts do not move when its handle is boxed, so the borrowed
+        // pointers above stay valid.
+        handle::emit(std::ptr::addr_of_mut!((*out).tensor), inner);
+    }
+    Ok(())
+}
+
+/// As `hurray_decoder_next`, in the assembled view (docs/spec/stream.md §Composite tensors): a
+/// plain tensor comes back in `*out` as there; a composite is read to its last member and
+/// comes back whole in `*out_composite` (`*out` then holds no tensor; destroy the composite
+/// with `hurray_composite_destroy`). `HURRAY_NEED_INPUT` may come in the middle of a
+/// composite: the part read so far is kept. Do not mix with `hurray_decoder_next` while a
+/// composite is partly read. Errors as `hurray_decoder_next`, plus `TRUNCATED` (the stream
+/// ends inside a composite), `CORRUPT` (a member count that disagrees with the members that
+/// follow) and `LIMIT_EXCEEDED` (nesting or size). Added in ABI 4 (additive).
+///
+/// # Safety
+/// As `hurray_decoder_next`; `out_composite` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_decoder_next_item(
+    decoder: *mut HurrayDecoder,
+    filled: usize,
+    flags: u32,
+    out: *mut HurrayDecodeResult,
+    out_composite: *mut *mut crate::composite::HurrayComposite,
+) -> HurrayStatus {
+    guard("hurray_decoder_next_item", || {
+        non_null(out, "out")?;
+        non_null(out_composite, "out_composite")?;
+        unsafe {
+            out.write(empty_result());
+            *out_composite = std::ptr::null_mut();
+        }
+        let d = unsafe { handle::inner_mut(decoder, "decoder")? };
+        if flags & !HURRAY_DECODE_END_OF_INPUT != 0 {
+            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("unknown decode flags {flags:#x}")));
+        }
+        if filled > 0 {
+            d.decoder.commit(filled)?;
+        }
+        if flags & HURRAY_DECODE_END_OF_INPUT != 0 {
+            d.decoder.commit(0)?;
+        }
+        loop {
+            match d.decoder.poll()? {
+                Decoded::End => {
+                    d.items.end_of_stream()?;
+                    return Ok(HURRAY_END_OF_STREAM);
+                }
+                Decoded::NeedInput => {
+                    let dst = d.decoder.input_buffer()?;
+                    if dst.is_empty() {
+                        return Err(FfiError::new(HURRAY_ERR_INTERNAL_PANIC, "the decoder needs input but offered no room"));
+                    }
+                    let r = HurrayDecodeResult { input: dst.as_mut_ptr().cast(), input_len: dst.len(), ..empty_result() };
+                    unsafe { out.write(r) };
+                    return Ok(HURRAY_NEED_INPUT);
+                }
+                Decoded::Tensor(t) => match d.items.push_tensor(t)? {
+                    None => continue,
+                    Some(hurray_core::Item::Tensor(t)) => {
+                        unsafe { emit_tensor(d, t, out)? };
+                        return Ok(HURRAY_OK);
+                    }
+                    Some(hurray_core::Item::Composite(c)) => {
+                        unsafe { crate::composite::emit_composite(out_composite, c)? };
+                        return Ok(HURRAY_OK);
+                    }
+                },
+            }
+        }
     })
 }
 

@@ -529,6 +529,8 @@ pub struct BuilderInner {
     quantization: HurrayQuantization,
     name: Option<String>,
     metadata: Vec<(String, Vec<u8>)>,
+    sparse: crate::sparse::HurraySparse,
+    paging: crate::sparse::HurrayPaging,
 }
 
 /// Accumulates the fields of a new descriptor; `hurray_descriptor_builder_build` validates
@@ -583,6 +585,8 @@ pub unsafe extern "C" fn hurray_descriptor_builder_new(
             quantization: HurrayQuantization::default(),
             name: None,
             metadata: Vec::new(),
+            sparse: Default::default(),
+            paging: Default::default(),
         };
         unsafe { handle::emit(out_builder, b) };
         Ok(HURRAY_OK)
@@ -618,7 +622,13 @@ pub unsafe extern "C" fn hurray_descriptor_builder_set_layout(
                 };
                 LayoutDescriptor::Strided(s)
             }
-            3..=7 => return Err(FfiError::new(HURRAY_ERR_UNSUPPORTED, "sparse and paged layouts are reserved in format version 1")),
+            3..=7 if count != 0 => return Err(FfiError::new(HURRAY_ERR_INVALID_LAYOUT, "strides are only for HURRAY_LAYOUT_STRIDED")),
+            // Their parameters come from hurray_descriptor_builder_set_sparse / _set_paging.
+            3 => LayoutDescriptor::Coo,
+            4 => LayoutDescriptor::Csr,
+            5 => LayoutDescriptor::Csc,
+            6 => LayoutDescriptor::Bsr,
+            7 => LayoutDescriptor::BlockPaged,
             _ => return Err(FfiError::new(HURRAY_ERR_INVALID_LAYOUT, format!("unknown layout code {layout}"))),
         };
         Ok(HURRAY_OK)
@@ -738,9 +748,12 @@ pub unsafe extern "C" fn hurray_descriptor_builder_build(builder: *const HurrayD
         } else {
             b.buffers.iter().map(|s| s.to_handle()).collect::<FfiResult<Vec<_>>>()?
         };
+        let sparse = b.sparse.to_core()?;
+        let paging = b.paging.to_core()?;
+        let version = if sparse.is_some() || paging.is_some() { hurray_core::DESCRIPTOR_VERSION_2 } else { hurray_core::DESCRIPTOR_VERSION };
         let mut d = TensorDescriptor::new(
-            hurray_core::DESCRIPTOR_VERSION, 0, b.element_type, shape, b.byte_offset, b.layout.clone(), buffers,
-            b.quantization.to_core()?, None, None, None,
+            version, 0, b.element_type, shape, b.byte_offset, b.layout.clone(), buffers,
+            b.quantization.to_core()?, sparse, paging, None,
         )?;
         if let Some(n) = &b.name {
             d = d.with_name(n.clone())?;
@@ -749,6 +762,38 @@ pub unsafe extern "C" fn hurray_descriptor_builder_build(builder: *const HurrayD
             d = d.with_metadata(k.clone(), v.clone())?;
         }
         unsafe { handle::emit(out_descriptor, DescInner::new(d)?) };
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Sets the sparse block of a COO/CSR/CSC/BSR descriptor (set the layout too, and add the
+/// buffers in the order docs/spec/descriptor.md §Sparse layouts gives). `index_type == 0`
+/// removes it. Checked at build time. Added within ABI 4.
+///
+/// # Safety
+/// `builder` live; `sparse` valid for one read.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_descriptor_builder_set_sparse(builder: *mut HurrayDescriptorBuilder, sparse: *const crate::sparse::HurraySparse) -> HurrayStatus {
+    guard("hurray_descriptor_builder_set_sparse", || {
+        let b = unsafe { handle::inner_mut(builder, "builder")? };
+        non_null(sparse, "sparse")?;
+        b.sparse = unsafe { *sparse };
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Sets the paging block of a block-paged descriptor (layout `HURRAY_LAYOUT_PAGED`; buffers:
+/// pages, then the page table). `index_type == 0` removes it. Checked at build time. Added
+/// within ABI 4.
+///
+/// # Safety
+/// `builder` live; `paging` valid for one read.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_descriptor_builder_set_paging(builder: *mut HurrayDescriptorBuilder, paging: *const crate::sparse::HurrayPaging) -> HurrayStatus {
+    guard("hurray_descriptor_builder_set_paging", || {
+        let b = unsafe { handle::inner_mut(builder, "builder")? };
+        non_null(paging, "paging")?;
+        b.paging = unsafe { *paging };
         Ok(HURRAY_OK)
     })
 }

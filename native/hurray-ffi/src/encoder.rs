@@ -34,6 +34,16 @@ pub(crate) struct EncoderInner {
 }
 
 impl EncoderInner {
+    /// Stages a group of frames as one item (a composite); see `hurray_encoder_encode_composite`.
+    pub(crate) fn encode_group(&mut self, items: &[(&hurray_core::TensorDescriptor, &[u8], &[&[u8]])]) -> hurray_core::Result<()> {
+        self.encoder.encode_group(items)
+    }
+
+    /// Writes the state to a nullable out-pointer.
+    pub(crate) fn put_state(&self, out: *mut HurrayEncoderState) {
+        put_state(out, self.state());
+    }
+
     fn state(&self) -> HurrayEncoderState {
         HurrayEncoderState {
             pending_bytes: self.encoder.pending_bytes(),
@@ -280,6 +290,21 @@ pub unsafe extern "C" fn hurray_encoder_abort(encoder: *mut HurrayEncoder, take_
         if poisoned {
             return Err(FfiError::new(HURRAY_ERR_POISONED, "sending failed after part of the pending output left; the encoder is poisoned"));
         }
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Sets the largest payload the encoder copies into its staged output (default and maximum
+/// 65536 bytes); larger payloads are borrowed (see `hurray_encoder_encode`). For callers that
+/// send an item's pieces with one gathering write (`writev`), a smaller value saves copying
+/// mid-sized payloads. The bytes on the wire do not change. Added in ABI 4 (additive).
+///
+/// # Safety
+/// `encoder` live.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_encoder_set_coalesce_bytes(encoder: *mut HurrayEncoder, bytes: usize) -> HurrayStatus {
+    guard("hurray_encoder_set_coalesce_bytes", || {
+        unsafe { handle::inner_mut(encoder, "encoder")? }.encoder.set_coalesce_bytes(bytes);
         Ok(HURRAY_OK)
     })
 }

@@ -13,6 +13,7 @@
 
 pub mod buffer;
 pub mod buffer_list;
+pub mod composite;
 pub mod constants;
 pub mod context;
 pub mod decoder;
@@ -25,6 +26,7 @@ pub mod names;
 pub mod panic;
 pub mod reader;
 mod slices;
+pub mod sparse;
 pub mod status;
 pub mod tensor;
 pub mod transport;
@@ -33,6 +35,8 @@ pub mod writer;
 pub use buffer::{HurrayBuffer, HurrayBufferSpec, HurrayReleaseCallback, HurraySyncPayload};
 pub use buffer_list::HurrayBufferList;
 pub use constants::*;
+pub use composite::{HurrayComposite, HurrayCompositeBuilder};
+pub use sparse::{HurrayCompositeMembership, HurrayPaging, HurraySparse};
 pub use context::{HurrayOwnerReleaseFn, HurrayTensorContext};
 pub use decoder::{HurrayDecodeResult, HurrayDecodedBuffer, HurrayDecoder, HurrayMetadataView};
 pub use descriptor::{hurray_descriptor_decode, HurrayDescriptor, HurrayDescriptorBuilder, HurrayQuantization};

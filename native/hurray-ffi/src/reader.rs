@@ -65,9 +65,29 @@ impl HurrayReaderOptions {
 /// Reads a stream tensor by tensor through a transport's `read`. Owned; one thread at a
 /// time; never call it from inside its own transport callbacks.
 pub struct HurrayReader {
-    pub(crate) shell: crate::handle::Shell<StreamReader<Owned>>,
+    pub(crate) shell: crate::handle::Shell<ReaderState>,
 }
-opaque_handle!(HurrayReader, StreamReader<Owned>, 0x4855_5252_5244_3031);
+opaque_handle!(HurrayReader, ReaderState, 0x4855_5252_5244_3031);
+
+/// A stream reader plus the partly assembled composite of `hurray_reader_next_item`
+/// (composite.rs); derefs to the stream reader so the flat view is unchanged.
+pub(crate) struct ReaderState {
+    pub(crate) stream: StreamReader<Owned>,
+    pub(crate) items: hurray_core::ItemReader,
+}
+
+impl std::ops::Deref for ReaderState {
+    type Target = StreamReader<Owned>;
+    fn deref(&self) -> &Self::Target {
+        &self.stream
+    }
+}
+
+impl std::ops::DerefMut for ReaderState {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.stream
+    }
+}
 
 /// Fills `*out` with the default reader options.
 ///
@@ -110,7 +130,7 @@ pub unsafe extern "C" fn hurray_reader_new(
         probe.release = None;
         drop(StreamReader::new(Owned(probe), opts)?);
         let r = StreamReader::new(Owned(t), opts)?;
-        unsafe { handle::emit(out_reader, r) };
+        unsafe { handle::emit(out_reader, ReaderState { stream: r, items: hurray_core::ItemReader::new() }) };
         Ok(HURRAY_OK)
     })
 }

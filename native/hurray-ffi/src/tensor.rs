@@ -73,9 +73,13 @@ pub unsafe extern "C" fn hurray_tensor_descriptor(
     out_descriptor: *mut *mut HurrayDescriptor,
 ) -> HurrayStatus {
     guard("hurray_tensor_descriptor", || {
+        // SAFETY: `tensor` is NULL or a handle this library returned (this function's contract);
+        // NULL and, in debug builds, stale handles are refused.
         let t = unsafe { handle::inner_ref(tensor, "tensor")? };
         non_null(out_descriptor, "out_descriptor")?;
         let p: *const HurrayDescriptor = &**t.descriptor.as_ref().expect("live tensor");
+        // SAFETY: `out_descriptor` was checked non-NULL above and is valid for one pointer write
+        // (this function's contract); the descriptor is borrowed from the tensor, as documented.
         unsafe { *out_descriptor = p as *mut HurrayDescriptor };
         Ok(HURRAY_OK)
     })
@@ -92,9 +96,13 @@ pub unsafe extern "C" fn hurray_tensor_buffers(
     out_buffers: *mut *mut HurrayBufferList,
 ) -> HurrayStatus {
     guard("hurray_tensor_buffers", || {
+        // SAFETY: `tensor` is NULL or a handle this library returned (this function's contract);
+        // NULL and, in debug builds, stale handles are refused.
         let t = unsafe { handle::inner_ref(tensor, "tensor")? };
         non_null(out_buffers, "out_buffers")?;
         let p: *const HurrayBufferList = &**t.buffers.as_ref().expect("live tensor");
+        // SAFETY: `out_buffers` was checked non-NULL above and is valid for one pointer write
+        // (this function's contract); the list is borrowed from the tensor, as documented.
         unsafe { *out_buffers = p as *mut HurrayBufferList };
         Ok(HURRAY_OK)
     })
@@ -108,6 +116,8 @@ pub unsafe extern "C" fn hurray_tensor_buffers(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_tensor_destroy(tensor: *mut *mut HurrayTensor) -> HurrayStatus {
     guard("hurray_tensor_destroy", || {
+        // SAFETY: `tensor` is NULL or valid for a read and a write, and `*tensor` NULL or a handle
+        // of this type (this function's contract).
         unsafe { handle::destroy_pp(tensor, "tensor")? };
         Ok(HURRAY_OK)
     })

@@ -231,9 +231,15 @@ fn the_builder_refuses_what_the_core_refuses() {
         expect(hurray_descriptor_builder_set_layout(b, HURRAY_LAYOUT_ROW_MAJOR, dims.as_ptr() as *const i64, 1), HURRAY_ERR_INVALID_LAYOUT);
         let two = [1i64, 1];
         expect(hurray_descriptor_builder_set_layout(b, HURRAY_LAYOUT_STRIDED, two.as_ptr(), 2), HURRAY_ERR_INVALID_LAYOUT);
+        // Sparse and paged layouts (descriptor version 2) take no strides; without their
+        // block (hurray_descriptor_builder_set_sparse / _set_paging) the build refuses them.
         for code in 3..=7u8 {
-            expect(hurray_descriptor_builder_set_layout(b, code, null(), 0), HURRAY_ERR_UNSUPPORTED);
+            expect(hurray_descriptor_builder_set_layout(b, code, two.as_ptr(), 2), HURRAY_ERR_INVALID_LAYOUT);
+            expect(hurray_descriptor_builder_set_layout(b, code, null(), 0), HURRAY_OK);
+            let mut out = null_mut();
+            expect(hurray_descriptor_builder_build(b, &mut out), HURRAY_ERR_INVALID_LAYOUT);
         }
+        expect(hurray_descriptor_builder_set_layout(b, HURRAY_LAYOUT_ROW_MAJOR, null(), 0), HURRAY_OK);
         expect(hurray_descriptor_builder_set_layout(b, 8, null(), 0), HURRAY_ERR_INVALID_LAYOUT);
         // Names.
         let nul = b"a\0b";

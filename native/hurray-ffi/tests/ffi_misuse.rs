@@ -18,10 +18,12 @@ use ffi_common::*;
 use hurray_core::{DeviceTag, ElementType, LayoutDescriptor, SyncMode};
 use hurray_ffi::buffer::*;
 use hurray_ffi::buffer_list::*;
+use hurray_ffi::composite::*;
 use hurray_ffi::context::*;
 use hurray_ffi::descriptor::*;
 use hurray_ffi::panic::hurray_last_error_message;
 use hurray_ffi::reader::*;
+use hurray_ffi::sparse::*;
 use hurray_ffi::status::hurray_status_name;
 use hurray_ffi::tensor::*;
 use hurray_ffi::writer::*;
@@ -286,6 +288,10 @@ fn null_cases(f: &Fixture) -> Vec<Case<'_>> {
             ("hurray_descriptor_with_name", Box::new(move || hurray_descriptor_with_name(d, null(), 3, pp.cast()))),
             ("hurray_descriptor_new", Box::new(move || hurray_ffi::descriptor_spec::hurray_descriptor_new(null(), pp.cast()))),
             ("hurray_encoder_encode_encoded", Box::new(move || hurray_ffi::encoder::hurray_encoder_encode_encoded(null_mut(), hb, 16, null(), 0, null_mut()))),
+            ("hurray_encoder_set_coalesce_bytes", Box::new(move || hurray_ffi::encoder::hurray_encoder_set_coalesce_bytes(null_mut(), 0))),
+            ("hurray_decoder_next_item", Box::new(move || hurray_ffi::decoder::hurray_decoder_next_item(null_mut(), 0, 0, &mut std::mem::zeroed(), leak(null_mut())))),
+            ("hurray_decoder_next_item", Box::new(move || hurray_ffi::decoder::hurray_decoder_next_item(null_mut(), 0, 0, &mut std::mem::zeroed(), null_mut()))),
+            ("hurray_encoder_encode_composite", Box::new(move || hurray_ffi::composite::hurray_encoder_encode_composite(null_mut(), null(), null_mut()))),
             ("hurray_decoder_new", Box::new(move || hurray_ffi::decoder::hurray_decoder_new(null(), 0, null_mut()))),
             ("hurray_decoder_next", Box::new(move || hurray_ffi::decoder::hurray_decoder_next(null_mut(), 0, 0, &mut std::mem::zeroed()))),
             ("hurray_decoder_set_buffer_pool_bytes", Box::new(move || hurray_ffi::decoder::hurray_decoder_set_buffer_pool_bytes(null_mut(), 0))),
@@ -295,6 +301,40 @@ fn null_cases(f: &Fixture) -> Vec<Case<'_>> {
             ("hurray_encoder_output", Box::new(move || hurray_ffi::encoder::hurray_encoder_output(null(), null_mut(), 0, usp))),
             ("hurray_encoder_consume", Box::new(move || hurray_ffi::encoder::hurray_encoder_consume(null_mut(), 0, null_mut()))),
             ("hurray_encoder_abort", Box::new(move || hurray_ffi::encoder::hurray_encoder_abort(null_mut(), 0, null_mut()))),
+            // Sparse, paged and composite surface (src/sparse.rs, src/composite.rs).
+            ("hurray_descriptor_version", Box::new(move || hurray_descriptor_version(null(), leak(0u16)))),
+            ("hurray_descriptor_version", Box::new(move || hurray_descriptor_version(d, null_mut()))),
+            ("hurray_descriptor_sparse", Box::new(move || hurray_descriptor_sparse(null(), leak(HurraySparse::default())))),
+            ("hurray_descriptor_sparse", Box::new(move || hurray_descriptor_sparse(d, null_mut()))),
+            ("hurray_descriptor_paging", Box::new(move || hurray_descriptor_paging(null(), leak(HurrayPaging::default())))),
+            ("hurray_descriptor_paging", Box::new(move || hurray_descriptor_paging(d, null_mut()))),
+            ("hurray_descriptor_composite", Box::new(move || hurray_descriptor_composite(null(), leak(HurrayCompositeMembership::default())))),
+            ("hurray_descriptor_composite", Box::new(move || hurray_descriptor_composite(d, null_mut()))),
+            ("hurray_descriptor_composite_role", Box::new(move || hurray_descriptor_composite_role(null(), 0, bpp, usp))),
+            ("hurray_descriptor_composite_role", Box::new(move || hurray_descriptor_composite_role(d, 0, null_mut(), usp))),
+            ("hurray_descriptor_composite_role", Box::new(move || hurray_descriptor_composite_role(d, 0, bpp, null_mut()))),
+            ("hurray_descriptor_builder_set_sparse", Box::new(move || hurray_descriptor_builder_set_sparse(null_mut(), leak(HurraySparse::default())))),
+            ("hurray_descriptor_builder_set_sparse", Box::new(move || hurray_descriptor_builder_set_sparse(bld, null()))),
+            ("hurray_descriptor_builder_set_paging", Box::new(move || hurray_descriptor_builder_set_paging(null_mut(), leak(HurrayPaging::default())))),
+            ("hurray_descriptor_builder_set_paging", Box::new(move || hurray_descriptor_builder_set_paging(bld, null()))),
+            ("hurray_sparse_densify", Box::new(move || hurray_sparse_densify(null(), slice_ok.as_ptr(), 1, data, 8))),
+            ("hurray_sparse_densify", Box::new(move || hurray_sparse_densify(td, null(), 1, data, 8))),
+            ("hurray_sparse_densify", Box::new(move || hurray_sparse_densify(td, slice_null.as_ptr(), 1, data, 8))),
+            ("hurray_sparse_densify", Box::new(move || hurray_sparse_densify(td, slice_ok.as_ptr(), 1, null_mut(), 8))),
+            ("hurray_paged_gather", Box::new(move || hurray_paged_gather(null(), slice_ok.as_ptr(), 1, data, 8))),
+            ("hurray_paged_gather", Box::new(move || hurray_paged_gather(td, null(), 1, data, 8))),
+            ("hurray_reader_next_item", Box::new(move || hurray_reader_next_item(null_mut(), leak(null_mut()), leak(null_mut())))),
+            ("hurray_reader_next_item", Box::new(move || hurray_reader_next_item(r, null_mut(), leak(null_mut())))),
+            ("hurray_reader_next_item", Box::new(move || hurray_reader_next_item(r, leak(null_mut()), null_mut()))),
+            ("hurray_composite_head", Box::new(move || hurray_composite_head(null(), leak(null_mut())))),
+            ("hurray_composite_member_count", Box::new(move || hurray_composite_member_count(null(), usp))),
+            ("hurray_composite_member", Box::new(move || hurray_composite_member(null(), 0, bpp, usp, leak(null_mut()), leak(null_mut())))),
+            ("hurray_composite_builder_new", Box::new(move || hurray_composite_builder_new(null(), 0, null_mut()))),
+            ("hurray_composite_builder_new", Box::new(move || hurray_composite_builder_new(null(), 3, leak(null_mut())))),
+            ("hurray_composite_builder_add_tensor", Box::new(move || hurray_composite_builder_add_tensor(null_mut(), bpp as *const u8, 0, d, null(), 0))),
+            ("hurray_composite_builder_add_composite", Box::new(move || hurray_composite_builder_add_composite(null_mut(), null(), 0, null_mut()))),
+            ("hurray_writer_write_composite", Box::new(move || hurray_writer_write_composite(null_mut(), null()))),
+            ("hurray_writer_write_composite", Box::new(move || hurray_writer_write_composite(w, null()))),
         ]
     }
 }
@@ -313,7 +353,14 @@ const DESTROYS: &[&str] = &[
     "hurray_writer_destroy",
     "hurray_decoder_destroy",
     "hurray_encoder_destroy",
+    "hurray_composite_destroy",
+    "hurray_composite_builder_destroy",
 ];
+
+/// A leaked out-slot for a NULL case (the case fails before writing it).
+fn leak<T>(v: T) -> *mut T {
+    Box::leak(Box::new(v))
+}
 
 fn header_functions() -> BTreeSet<String> {
     let h = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../hurray.h")).unwrap();
@@ -376,6 +423,10 @@ fn destroy_of_null_is_a_no_op() {
         expect(hurray_tensor_destroy(&mut null_mut()), HURRAY_OK);
         expect(hurray_writer_destroy(null_mut()), HURRAY_OK);
         expect(hurray_writer_destroy(&mut null_mut()), HURRAY_OK);
+        expect(hurray_composite_destroy(null_mut()), HURRAY_OK);
+        expect(hurray_composite_destroy(&mut null_mut()), HURRAY_OK);
+        expect(hurray_composite_builder_destroy(null_mut()), HURRAY_OK);
+        expect(hurray_composite_builder_destroy(&mut null_mut()), HURRAY_OK);
     }
     for d in DESTROYS {
         assert!(header_functions().contains(*d), "{d}");

@@ -157,7 +157,7 @@ fn file_reader_reuses_destroyed_tensors_memory() {
     let its = items(3, 50_000);
     let mut w = FileWriter::new(Vec::new(), FileWriterOptions::default()).unwrap();
     for (i, it) in its.iter().enumerate() {
-        let d = it.desc.clone().with_name(&format!("t{i}")).unwrap();
+        let d = it.desc.clone().with_name(format!("t{i}")).unwrap();
         w.add_tensor(&d, &it.slices()).unwrap();
     }
     w.finish().unwrap();

@@ -9,6 +9,7 @@ use hurray_core::{BufferHandle, DeviceTag, ElementType, LayoutDescriptor, Shape,
 use hurray_ffi::buffer::{hurray_buffer_alignment, hurray_buffer_byte_size, hurray_buffer_data_ptr};
 use hurray_ffi::buffer_list::{hurray_buffer_list_get, hurray_buffer_list_len};
 use hurray_ffi::descriptor::{hurray_descriptor_buffer_count, hurray_descriptor_destroy, hurray_descriptor_name};
+use hurray_ffi::composite::*;
 use hurray_ffi::file::*;
 use hurray_ffi::panic::hurray_last_error_message;
 use hurray_ffi::*;
@@ -681,6 +682,10 @@ fn null_pointers_destroy_rules_and_stale_handles() {
             ("hurray_file_reader_find", hurray_file_reader_find(null_mut(), k.as_ptr(), 4, &mut tmp_e)),
             ("hurray_file_reader_find", hurray_file_reader_find(r, null(), 4, &mut tmp_e)),
             ("hurray_file_reader_find", hurray_file_reader_find(r, k.as_ptr(), 4, null_mut())),
+            ("hurray_file_reader_read_composite", hurray_file_reader_read_composite(null_mut(), k.as_ptr(), 4, &mut null_mut())),
+            ("hurray_file_reader_read_composite", hurray_file_reader_read_composite(r, null(), 4, &mut null_mut())),
+            ("hurray_file_reader_read_composite", hurray_file_reader_read_composite(r, k.as_ptr(), 4, null_mut())),
+            ("hurray_file_writer_add_composite", hurray_file_writer_add_composite(null_mut(), null())),
             ("hurray_file_reader_read_tensor", hurray_file_reader_read_tensor(null_mut(), e, &mut tmp_t)),
             ("hurray_file_reader_read_tensor", hurray_file_reader_read_tensor(r, null(), &mut tmp_t)),
             ("hurray_file_reader_read_tensor", hurray_file_reader_read_tensor(r, e, null_mut())),

@@ -30,6 +30,19 @@ int main(void) {
     printf("field HurraySyncPayload event_release_context %zu %zu %d\n", offsetof(HurraySyncPayload, event_release_context), sizeof s_.event_release_context, (int) __builtin_classify_type(s_.event_release_context));
     printf("field HurraySyncPayload consumer_stream %zu %zu %d\n", offsetof(HurraySyncPayload, consumer_stream), sizeof s_.consumer_stream, (int) __builtin_classify_type(s_.consumer_stream));
   }
+  printf("struct HurrayIoSlice %zu %zu\n", sizeof(HurrayIoSlice), _Alignof(HurrayIoSlice));
+  {
+    HurrayIoSlice s_; memset(&s_, 0, sizeof s_);
+    printf("field HurrayIoSlice ptr %zu %zu %d\n", offsetof(HurrayIoSlice, ptr), sizeof s_.ptr, (int) __builtin_classify_type(s_.ptr));
+    printf("field HurrayIoSlice len %zu %zu %d\n", offsetof(HurrayIoSlice, len), sizeof s_.len, (int) __builtin_classify_type(s_.len));
+  }
+  printf("struct HurrayEncoderState %zu %zu\n", sizeof(HurrayEncoderState), _Alignof(HurrayEncoderState));
+  {
+    HurrayEncoderState s_; memset(&s_, 0, sizeof s_);
+    printf("field HurrayEncoderState pending_bytes %zu %zu %d\n", offsetof(HurrayEncoderState, pending_bytes), sizeof s_.pending_bytes, (int) __builtin_classify_type(s_.pending_bytes));
+    printf("field HurrayEncoderState pending_pieces %zu %zu %d\n", offsetof(HurrayEncoderState, pending_pieces), sizeof s_.pending_pieces, (int) __builtin_classify_type(s_.pending_pieces));
+    printf("field HurrayEncoderState borrows_payloads %zu %zu %d\n", offsetof(HurrayEncoderState, borrows_payloads), sizeof s_.borrows_payloads, (int) __builtin_classify_type(s_.borrows_payloads));
+  }
   printf("struct HurrayReaderOptions %zu %zu\n", sizeof(HurrayReaderOptions), _Alignof(HurrayReaderOptions));
   {
     HurrayReaderOptions s_; memset(&s_, 0, sizeof s_);
@@ -103,6 +116,27 @@ int main(void) {
     printf("field HurrayDecodeResult buffers %zu %zu %d\n", offsetof(HurrayDecodeResult, buffers), sizeof s_.buffers, (int) __builtin_classify_type(s_.buffers));
     printf("field HurrayDecodeResult metadata %zu %zu %d\n", offsetof(HurrayDecodeResult, metadata), sizeof s_.metadata, (int) __builtin_classify_type(s_.metadata));
   }
+  printf("struct HurraySparse %zu %zu\n", sizeof(HurraySparse), _Alignof(HurraySparse));
+  {
+    HurraySparse s_; memset(&s_, 0, sizeof s_);
+    printf("field HurraySparse index_type %zu %zu %d\n", offsetof(HurraySparse, index_type), sizeof s_.index_type, (int) __builtin_classify_type(s_.index_type));
+    printf("field HurraySparse canonical %zu %zu %d\n", offsetof(HurraySparse, canonical), sizeof s_.canonical, (int) __builtin_classify_type(s_.canonical));
+    printf("field HurraySparse reserved0 %zu %zu %d\n", offsetof(HurraySparse, reserved0), sizeof s_.reserved0, (int) __builtin_classify_type(s_.reserved0));
+    printf("field HurraySparse block_rows %zu %zu %d\n", offsetof(HurraySparse, block_rows), sizeof s_.block_rows, (int) __builtin_classify_type(s_.block_rows));
+    printf("field HurraySparse block_cols %zu %zu %d\n", offsetof(HurraySparse, block_cols), sizeof s_.block_cols, (int) __builtin_classify_type(s_.block_cols));
+    printf("field HurraySparse reserved1 %zu %zu %d\n", offsetof(HurraySparse, reserved1), sizeof s_.reserved1, (int) __builtin_classify_type(s_.reserved1));
+    printf("field HurraySparse nnz %zu %zu %d\n", offsetof(HurraySparse, nnz), sizeof s_.nnz, (int) __builtin_classify_type(s_.nnz));
+  }
+  printf("struct HurrayPaging %zu %zu\n", sizeof(HurrayPaging), _Alignof(HurrayPaging));
+  {
+    HurrayPaging s_; memset(&s_, 0, sizeof s_);
+    printf("field HurrayPaging index_type %zu %zu %d\n", offsetof(HurrayPaging, index_type), sizeof s_.index_type, (int) __builtin_classify_type(s_.index_type));
+    printf("field HurrayPaging reserved0 %zu %zu %d\n", offsetof(HurrayPaging, reserved0), sizeof s_.reserved0, (int) __builtin_classify_type(s_.reserved0));
+    printf("field HurrayPaging reserved1 %zu %zu %d\n", offsetof(HurrayPaging, reserved1), sizeof s_.reserved1, (int) __builtin_classify_type(s_.reserved1));
+    printf("field HurrayPaging page_size %zu %zu %d\n", offsetof(HurrayPaging, page_size), sizeof s_.page_size, (int) __builtin_classify_type(s_.page_size));
+    printf("field HurrayPaging block_count %zu %zu %d\n", offsetof(HurrayPaging, block_count), sizeof s_.block_count, (int) __builtin_classify_type(s_.block_count));
+    printf("field HurrayPaging page_count %zu %zu %d\n", offsetof(HurrayPaging, page_count), sizeof s_.page_count, (int) __builtin_classify_type(s_.page_count));
+  }
   printf("struct HurrayDescriptorSpec %zu %zu\n", sizeof(HurrayDescriptorSpec), _Alignof(HurrayDescriptorSpec));
   {
     HurrayDescriptorSpec s_; memset(&s_, 0, sizeof s_);
@@ -128,19 +162,6 @@ int main(void) {
     HurrayWriterOptions s_; memset(&s_, 0, sizeof s_);
     printf("field HurrayWriterOptions struct_size %zu %zu %d\n", offsetof(HurrayWriterOptions, struct_size), sizeof s_.struct_size, (int) __builtin_classify_type(s_.struct_size));
     printf("field HurrayWriterOptions flags %zu %zu %d\n", offsetof(HurrayWriterOptions, flags), sizeof s_.flags, (int) __builtin_classify_type(s_.flags));
-  }
-  printf("struct HurrayIoSlice %zu %zu\n", sizeof(HurrayIoSlice), _Alignof(HurrayIoSlice));
-  {
-    HurrayIoSlice s_; memset(&s_, 0, sizeof s_);
-    printf("field HurrayIoSlice ptr %zu %zu %d\n", offsetof(HurrayIoSlice, ptr), sizeof s_.ptr, (int) __builtin_classify_type(s_.ptr));
-    printf("field HurrayIoSlice len %zu %zu %d\n", offsetof(HurrayIoSlice, len), sizeof s_.len, (int) __builtin_classify_type(s_.len));
-  }
-  printf("struct HurrayEncoderState %zu %zu\n", sizeof(HurrayEncoderState), _Alignof(HurrayEncoderState));
-  {
-    HurrayEncoderState s_; memset(&s_, 0, sizeof s_);
-    printf("field HurrayEncoderState pending_bytes %zu %zu %d\n", offsetof(HurrayEncoderState, pending_bytes), sizeof s_.pending_bytes, (int) __builtin_classify_type(s_.pending_bytes));
-    printf("field HurrayEncoderState pending_pieces %zu %zu %d\n", offsetof(HurrayEncoderState, pending_pieces), sizeof s_.pending_pieces, (int) __builtin_classify_type(s_.pending_pieces));
-    printf("field HurrayEncoderState borrows_payloads %zu %zu %d\n", offsetof(HurrayEncoderState, borrows_payloads), sizeof s_.borrows_payloads, (int) __builtin_classify_type(s_.borrows_payloads));
   }
   printf("struct HurrayFileWriterOptions %zu %zu\n", sizeof(HurrayFileWriterOptions), _Alignof(HurrayFileWriterOptions));
   {
@@ -180,6 +201,15 @@ int main(void) {
     printf("field HurrayFileBufferLocation flags %zu %zu %d\n", offsetof(HurrayFileBufferLocation, flags), sizeof s_.flags, (int) __builtin_classify_type(s_.flags));
     printf("field HurrayFileBufferLocation reserved %zu %zu %d\n", offsetof(HurrayFileBufferLocation, reserved), sizeof s_.reserved, (int) __builtin_classify_type(s_.reserved));
   }
+  printf("struct HurrayCompositeMembership %zu %zu\n", sizeof(HurrayCompositeMembership), _Alignof(HurrayCompositeMembership));
+  {
+    HurrayCompositeMembership s_; memset(&s_, 0, sizeof s_);
+    printf("field HurrayCompositeMembership present %zu %zu %d\n", offsetof(HurrayCompositeMembership, present), sizeof s_.present, (int) __builtin_classify_type(s_.present));
+    printf("field HurrayCompositeMembership reserved %zu %zu %d\n", offsetof(HurrayCompositeMembership, reserved), sizeof s_.reserved, (int) __builtin_classify_type(s_.reserved));
+    printf("field HurrayCompositeMembership depth %zu %zu %d\n", offsetof(HurrayCompositeMembership, depth), sizeof s_.depth, (int) __builtin_classify_type(s_.depth));
+    printf("field HurrayCompositeMembership index %zu %zu %d\n", offsetof(HurrayCompositeMembership, index), sizeof s_.index, (int) __builtin_classify_type(s_.index));
+    printf("field HurrayCompositeMembership member_count %zu %zu %d\n", offsetof(HurrayCompositeMembership, member_count), sizeof s_.member_count, (int) __builtin_classify_type(s_.member_count));
+  }
   printf("const HURRAY_C_ABI_VERSION %lld %zu %d\n", (long long) (HURRAY_C_ABI_VERSION), sizeof(HURRAY_C_ABI_VERSION), (int) __builtin_classify_type(HURRAY_C_ABI_VERSION));
   printf("const HURRAY_DTYPE_BOOL %lld %zu %d\n", (long long) (HURRAY_DTYPE_BOOL), sizeof(HURRAY_DTYPE_BOOL), (int) __builtin_classify_type(HURRAY_DTYPE_BOOL));
   printf("const HURRAY_DTYPE_INT8 %lld %zu %d\n", (long long) (HURRAY_DTYPE_INT8), sizeof(HURRAY_DTYPE_INT8), (int) __builtin_classify_type(HURRAY_DTYPE_INT8));
@@ -203,6 +233,13 @@ int main(void) {
   printf("const HURRAY_LAYOUT_ROW_MAJOR %lld %zu %d\n", (long long) (HURRAY_LAYOUT_ROW_MAJOR), sizeof(HURRAY_LAYOUT_ROW_MAJOR), (int) __builtin_classify_type(HURRAY_LAYOUT_ROW_MAJOR));
   printf("const HURRAY_LAYOUT_COLUMN_MAJOR %lld %zu %d\n", (long long) (HURRAY_LAYOUT_COLUMN_MAJOR), sizeof(HURRAY_LAYOUT_COLUMN_MAJOR), (int) __builtin_classify_type(HURRAY_LAYOUT_COLUMN_MAJOR));
   printf("const HURRAY_LAYOUT_STRIDED %lld %zu %d\n", (long long) (HURRAY_LAYOUT_STRIDED), sizeof(HURRAY_LAYOUT_STRIDED), (int) __builtin_classify_type(HURRAY_LAYOUT_STRIDED));
+  printf("const HURRAY_LAYOUT_COO %lld %zu %d\n", (long long) (HURRAY_LAYOUT_COO), sizeof(HURRAY_LAYOUT_COO), (int) __builtin_classify_type(HURRAY_LAYOUT_COO));
+  printf("const HURRAY_LAYOUT_CSR %lld %zu %d\n", (long long) (HURRAY_LAYOUT_CSR), sizeof(HURRAY_LAYOUT_CSR), (int) __builtin_classify_type(HURRAY_LAYOUT_CSR));
+  printf("const HURRAY_LAYOUT_CSC %lld %zu %d\n", (long long) (HURRAY_LAYOUT_CSC), sizeof(HURRAY_LAYOUT_CSC), (int) __builtin_classify_type(HURRAY_LAYOUT_CSC));
+  printf("const HURRAY_LAYOUT_BSR %lld %zu %d\n", (long long) (HURRAY_LAYOUT_BSR), sizeof(HURRAY_LAYOUT_BSR), (int) __builtin_classify_type(HURRAY_LAYOUT_BSR));
+  printf("const HURRAY_LAYOUT_PAGED %lld %zu %d\n", (long long) (HURRAY_LAYOUT_PAGED), sizeof(HURRAY_LAYOUT_PAGED), (int) __builtin_classify_type(HURRAY_LAYOUT_PAGED));
+  printf("const HURRAY_MAX_COMPOSITE_DEPTH %lld %zu %d\n", (long long) (HURRAY_MAX_COMPOSITE_DEPTH), sizeof(HURRAY_MAX_COMPOSITE_DEPTH), (int) __builtin_classify_type(HURRAY_MAX_COMPOSITE_DEPTH));
+  printf("const HURRAY_MAX_COMPOSITE_MEMBERS %lld %zu %d\n", (long long) (HURRAY_MAX_COMPOSITE_MEMBERS), sizeof(HURRAY_MAX_COMPOSITE_MEMBERS), (int) __builtin_classify_type(HURRAY_MAX_COMPOSITE_MEMBERS));
   printf("const HURRAY_DEVICE_CPU %lld %zu %d\n", (long long) (HURRAY_DEVICE_CPU), sizeof(HURRAY_DEVICE_CPU), (int) __builtin_classify_type(HURRAY_DEVICE_CPU));
   printf("const HURRAY_DEVICE_CUDA %lld %zu %d\n", (long long) (HURRAY_DEVICE_CUDA), sizeof(HURRAY_DEVICE_CUDA), (int) __builtin_classify_type(HURRAY_DEVICE_CUDA));
   printf("const HURRAY_DEVICE_CUDA_HOST %lld %zu %d\n", (long long) (HURRAY_DEVICE_CUDA_HOST), sizeof(HURRAY_DEVICE_CUDA_HOST), (int) __builtin_classify_type(HURRAY_DEVICE_CUDA_HOST));
@@ -368,6 +405,97 @@ int main(void) {
   KIND(HurrayStatus);
   KIND(struct HurrayBufferList **);
   printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_reader_next_item), HurrayStatus (*)(struct HurrayReader *, struct HurrayTensor **, struct HurrayComposite **)), "hurray_reader_next_item: signature differs from the AST");
+  printf("func hurray_reader_next_item");
+  KIND(HurrayStatus);
+  KIND(struct HurrayReader *);
+  KIND(struct HurrayTensor **);
+  KIND(struct HurrayComposite **);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_composite_head), HurrayStatus (*)(const struct HurrayComposite *, struct HurrayDescriptor **)), "hurray_composite_head: signature differs from the AST");
+  printf("func hurray_composite_head");
+  KIND(HurrayStatus);
+  KIND(const struct HurrayComposite *);
+  KIND(struct HurrayDescriptor **);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_composite_member_count), HurrayStatus (*)(const struct HurrayComposite *, size_t *)), "hurray_composite_member_count: signature differs from the AST");
+  printf("func hurray_composite_member_count");
+  KIND(HurrayStatus);
+  KIND(const struct HurrayComposite *);
+  KIND(size_t *);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_composite_member), HurrayStatus (*)(const struct HurrayComposite *, size_t, const uint8_t **, size_t *, struct HurrayTensor **, struct HurrayComposite **)), "hurray_composite_member: signature differs from the AST");
+  printf("func hurray_composite_member");
+  KIND(HurrayStatus);
+  KIND(const struct HurrayComposite *);
+  KIND(size_t);
+  KIND(const uint8_t **);
+  KIND(size_t *);
+  KIND(struct HurrayTensor **);
+  KIND(struct HurrayComposite **);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_composite_destroy), HurrayStatus (*)(struct HurrayComposite **)), "hurray_composite_destroy: signature differs from the AST");
+  printf("func hurray_composite_destroy");
+  KIND(HurrayStatus);
+  KIND(struct HurrayComposite **);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_composite_builder_new), HurrayStatus (*)(const uint8_t *, size_t, struct HurrayCompositeBuilder **)), "hurray_composite_builder_new: signature differs from the AST");
+  printf("func hurray_composite_builder_new");
+  KIND(HurrayStatus);
+  KIND(const uint8_t *);
+  KIND(size_t);
+  KIND(struct HurrayCompositeBuilder **);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_composite_builder_add_tensor), HurrayStatus (*)(struct HurrayCompositeBuilder *, const uint8_t *, size_t, const struct HurrayDescriptor *, const struct HurrayIoSlice *, size_t)), "hurray_composite_builder_add_tensor: signature differs from the AST");
+  printf("func hurray_composite_builder_add_tensor");
+  KIND(HurrayStatus);
+  KIND(struct HurrayCompositeBuilder *);
+  KIND(const uint8_t *);
+  KIND(size_t);
+  KIND(const struct HurrayDescriptor *);
+  KIND(const struct HurrayIoSlice *);
+  KIND(size_t);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_composite_builder_add_composite), HurrayStatus (*)(struct HurrayCompositeBuilder *, const uint8_t *, size_t, struct HurrayCompositeBuilder **)), "hurray_composite_builder_add_composite: signature differs from the AST");
+  printf("func hurray_composite_builder_add_composite");
+  KIND(HurrayStatus);
+  KIND(struct HurrayCompositeBuilder *);
+  KIND(const uint8_t *);
+  KIND(size_t);
+  KIND(struct HurrayCompositeBuilder **);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_composite_builder_destroy), HurrayStatus (*)(struct HurrayCompositeBuilder **)), "hurray_composite_builder_destroy: signature differs from the AST");
+  printf("func hurray_composite_builder_destroy");
+  KIND(HurrayStatus);
+  KIND(struct HurrayCompositeBuilder **);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_writer_write_composite), HurrayStatus (*)(struct HurrayWriter *, const struct HurrayCompositeBuilder *)), "hurray_writer_write_composite: signature differs from the AST");
+  printf("func hurray_writer_write_composite");
+  KIND(HurrayStatus);
+  KIND(struct HurrayWriter *);
+  KIND(const struct HurrayCompositeBuilder *);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_encoder_encode_composite), HurrayStatus (*)(struct HurrayEncoder *, const struct HurrayCompositeBuilder *, struct HurrayEncoderState *)), "hurray_encoder_encode_composite: signature differs from the AST");
+  printf("func hurray_encoder_encode_composite");
+  KIND(HurrayStatus);
+  KIND(struct HurrayEncoder *);
+  KIND(const struct HurrayCompositeBuilder *);
+  KIND(struct HurrayEncoderState *);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_file_writer_add_composite), HurrayStatus (*)(struct HurrayFileWriter *, const struct HurrayCompositeBuilder *)), "hurray_file_writer_add_composite: signature differs from the AST");
+  printf("func hurray_file_writer_add_composite");
+  KIND(HurrayStatus);
+  KIND(struct HurrayFileWriter *);
+  KIND(const struct HurrayCompositeBuilder *);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_file_reader_read_composite), HurrayStatus (*)(struct HurrayFileReader *, const uint8_t *, size_t, struct HurrayComposite **)), "hurray_file_reader_read_composite: signature differs from the AST");
+  printf("func hurray_file_reader_read_composite");
+  KIND(HurrayStatus);
+  KIND(struct HurrayFileReader *);
+  KIND(const uint8_t *);
+  KIND(size_t);
+  KIND(struct HurrayComposite **);
+  printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_tensor_context_new), HurrayStatus (*)(uint32_t, const uint8_t *, uint64_t, void *, HurrayOwnerReleaseFn, struct HurrayTensorContext **)), "hurray_tensor_context_new: signature differs from the AST");
   printf("func hurray_tensor_context_new");
   KIND(HurrayStatus);
@@ -421,6 +549,15 @@ int main(void) {
   printf("func hurray_decoder_destroy");
   KIND(HurrayStatus);
   KIND(struct HurrayDecoder **);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_decoder_next_item), HurrayStatus (*)(struct HurrayDecoder *, size_t, uint32_t, struct HurrayDecodeResult *, struct HurrayComposite **)), "hurray_decoder_next_item: signature differs from the AST");
+  printf("func hurray_decoder_next_item");
+  KIND(HurrayStatus);
+  KIND(struct HurrayDecoder *);
+  KIND(size_t);
+  KIND(uint32_t);
+  KIND(struct HurrayDecodeResult *);
+  KIND(struct HurrayComposite **);
   printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_descriptor_decode), HurrayStatus (*)(const uint8_t *, size_t, struct HurrayDescriptor **)), "hurray_descriptor_decode: signature differs from the AST");
   printf("func hurray_descriptor_decode");
@@ -601,6 +738,18 @@ int main(void) {
   KIND(const struct HurrayDescriptorBuilder *);
   KIND(struct HurrayDescriptor **);
   printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_descriptor_builder_set_sparse), HurrayStatus (*)(struct HurrayDescriptorBuilder *, const struct HurraySparse *)), "hurray_descriptor_builder_set_sparse: signature differs from the AST");
+  printf("func hurray_descriptor_builder_set_sparse");
+  KIND(HurrayStatus);
+  KIND(struct HurrayDescriptorBuilder *);
+  KIND(const struct HurraySparse *);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_descriptor_builder_set_paging), HurrayStatus (*)(struct HurrayDescriptorBuilder *, const struct HurrayPaging *)), "hurray_descriptor_builder_set_paging: signature differs from the AST");
+  printf("func hurray_descriptor_builder_set_paging");
+  KIND(HurrayStatus);
+  KIND(struct HurrayDescriptorBuilder *);
+  KIND(const struct HurrayPaging *);
+  printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_descriptor_builder_destroy), HurrayStatus (*)(struct HurrayDescriptorBuilder **)), "hurray_descriptor_builder_destroy: signature differs from the AST");
   printf("func hurray_descriptor_builder_destroy");
   KIND(HurrayStatus);
@@ -664,6 +813,12 @@ int main(void) {
   KIND(struct HurrayEncoder *);
   KIND(uint32_t);
   KIND(struct HurrayEncoderState *);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_encoder_set_coalesce_bytes), HurrayStatus (*)(struct HurrayEncoder *, size_t)), "hurray_encoder_set_coalesce_bytes: signature differs from the AST");
+  printf("func hurray_encoder_set_coalesce_bytes");
+  KIND(HurrayStatus);
+  KIND(struct HurrayEncoder *);
+  KIND(size_t);
   printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_encoder_destroy), HurrayStatus (*)(struct HurrayEncoder **)), "hurray_encoder_destroy: signature differs from the AST");
   printf("func hurray_encoder_destroy");
@@ -938,6 +1093,56 @@ int main(void) {
   printf("func hurray_reader_destroy");
   KIND(HurrayStatus);
   KIND(struct HurrayReader **);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_descriptor_version), HurrayStatus (*)(const struct HurrayDescriptor *, uint16_t *)), "hurray_descriptor_version: signature differs from the AST");
+  printf("func hurray_descriptor_version");
+  KIND(HurrayStatus);
+  KIND(const struct HurrayDescriptor *);
+  KIND(uint16_t *);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_descriptor_sparse), HurrayStatus (*)(const struct HurrayDescriptor *, struct HurraySparse *)), "hurray_descriptor_sparse: signature differs from the AST");
+  printf("func hurray_descriptor_sparse");
+  KIND(HurrayStatus);
+  KIND(const struct HurrayDescriptor *);
+  KIND(struct HurraySparse *);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_descriptor_paging), HurrayStatus (*)(const struct HurrayDescriptor *, struct HurrayPaging *)), "hurray_descriptor_paging: signature differs from the AST");
+  printf("func hurray_descriptor_paging");
+  KIND(HurrayStatus);
+  KIND(const struct HurrayDescriptor *);
+  KIND(struct HurrayPaging *);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_descriptor_composite), HurrayStatus (*)(const struct HurrayDescriptor *, struct HurrayCompositeMembership *)), "hurray_descriptor_composite: signature differs from the AST");
+  printf("func hurray_descriptor_composite");
+  KIND(HurrayStatus);
+  KIND(const struct HurrayDescriptor *);
+  KIND(struct HurrayCompositeMembership *);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_descriptor_composite_role), HurrayStatus (*)(const struct HurrayDescriptor *, uint32_t, const uint8_t **, size_t *)), "hurray_descriptor_composite_role: signature differs from the AST");
+  printf("func hurray_descriptor_composite_role");
+  KIND(HurrayStatus);
+  KIND(const struct HurrayDescriptor *);
+  KIND(uint32_t);
+  KIND(const uint8_t **);
+  KIND(size_t *);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_sparse_densify), HurrayStatus (*)(const struct HurrayDescriptor *, const struct HurrayIoSlice *, size_t, void *, uint64_t)), "hurray_sparse_densify: signature differs from the AST");
+  printf("func hurray_sparse_densify");
+  KIND(HurrayStatus);
+  KIND(const struct HurrayDescriptor *);
+  KIND(const struct HurrayIoSlice *);
+  KIND(size_t);
+  KIND(void *);
+  KIND(uint64_t);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_paged_gather), HurrayStatus (*)(const struct HurrayDescriptor *, const struct HurrayIoSlice *, size_t, void *, uint64_t)), "hurray_paged_gather: signature differs from the AST");
+  printf("func hurray_paged_gather");
+  KIND(HurrayStatus);
+  KIND(const struct HurrayDescriptor *);
+  KIND(const struct HurrayIoSlice *);
+  KIND(size_t);
+  KIND(void *);
+  KIND(uint64_t);
   printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_status_name), const char * (*)(HurrayStatus)), "hurray_status_name: signature differs from the AST");
   printf("func hurray_status_name");

@@ -456,6 +456,9 @@ impl<R: ReadAt> FileReader<R> {
             }
             buffers.push(b);
         }
+        let views: Vec<&[u8]> = buffers.iter().map(|b| b.as_slice()).collect();
+        crate::layouts::check_contents(&entry.descriptor, &views)?;
+        drop(views);
         Ok(ReadTensor { descriptor: entry.descriptor.clone(), buffers })
     }
 
@@ -730,6 +733,9 @@ impl<'a> FileReader<Span<'a>> {
                 buffers.push(SpanBuffer::Copied(AlignedBuf::from_slice(s, h.alignment())?));
             }
         }
+        let views: Vec<&[u8]> = buffers.iter().map(|b| b.as_slice()).collect();
+        crate::layouts::check_contents(&entry.descriptor, &views)?;
+        drop(views);
         Ok(SpanTensor { descriptor: entry.descriptor.clone(), buffers })
     }
 }

@@ -191,6 +191,7 @@ impl<T: WriteTransport> FileWriter<T> {
                 bail!(InvalidArgument, "payload {i} of {name:?} has {} bytes, the descriptor declares {want}", p.len());
             }
         }
+        crate::layouts::check_contents(desc, payloads)?;
         if encoded.len() > MAX_DESCRIPTOR_BYTES {
             bail!(LimitExceeded, "descriptor of {} bytes exceeds {MAX_DESCRIPTOR_BYTES}", encoded.len());
         }

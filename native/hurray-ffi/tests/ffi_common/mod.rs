@@ -162,13 +162,13 @@ pub unsafe fn copy_out(t: *mut HurrayTensor) -> Back {
             assert_eq!(short, len, "the length is stored even when the capacity is too small");
         }
         let mut buffers = Vec::new();
-        for i in 0..len {
+        for (i, &want) in ptrs.iter().enumerate() {
             let mut b = null_mut();
             expect(hurray_buffer_list_get(list, i, &mut b), HURRAY_OK);
             let mut data: *mut c_void = null_mut();
             let (mut size, mut align, mut dev, mut sync) = (0u64, 0u32, 0u8, 0u8);
             expect(hurray_buffer_data_ptr(b, &mut data), HURRAY_OK);
-            assert_eq!(ptrs[i], data, "hurray_buffer_list_data_ptrs entry {i}");
+            assert_eq!(want, data, "hurray_buffer_list_data_ptrs entry {i}");
             expect(hurray_buffer_byte_size(b, &mut size), HURRAY_OK);
             expect(hurray_buffer_alignment(b, &mut align), HURRAY_OK);
             expect(hurray_buffer_device_tag(b, &mut dev), HURRAY_OK);

@@ -21,7 +21,11 @@ final class HandleGuard {
         this.what = what;
     }
 
-    /** Starts a call. @throws IllegalStateException if closed or busy */
+    /**
+     * Starts a call.
+     *
+     * @throws IllegalStateException if closed or busy
+     */
     void enter() {
         int s = state.compareAndExchange(IDLE, BUSY);
         if (s != IDLE) {

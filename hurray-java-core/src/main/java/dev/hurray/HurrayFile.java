@@ -274,7 +274,11 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
 
     // ---------------------------------------------------------------- accessors
 
-    /** The container's size in bytes. @throws IllegalStateException if closed or in use */
+    /**
+     * The container's size in bytes.
+     *
+     * @throws IllegalStateException if closed or in use
+     */
     public long size() throws HurrayException {
         guard.enter();
         try {
@@ -284,7 +288,11 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
         }
     }
 
-    /** The number of tensors. @throws IllegalStateException if closed or in use */
+    /**
+     * The number of tensors.
+     *
+     * @throws IllegalStateException if closed or in use
+     */
     public long count() throws HurrayException {
         guard.enter();
         try {
@@ -378,6 +386,24 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
                 entryCache.put(name, e);
             }
             return Optional.of(e);
+        } finally {
+            guard.exit();
+        }
+    }
+
+    /**
+     * Reads the composite stored under {@code name} with all its members (stored under
+     * {@code name/role}, docs/spec/hrryfile.md), their payloads read and indices checked.
+     *
+     * @return a new composite owned by the caller (close it)
+     * @throws HurrayException {@link Status#NOT_FOUND}, {@link Status#INVALID_ARGUMENT} (not a
+     *     top-level composite), {@link Status#CORRUPT} (a member missing or out of place), and
+     *     the failures of reading a tensor
+     */
+    public Composite readComposite(String name) throws HurrayException {
+        guard.enter();
+        try {
+            return Composite.fromNative(reader.readComposite(name.getBytes(java.nio.charset.StandardCharsets.UTF_8)), scope);
         } finally {
             guard.exit();
         }

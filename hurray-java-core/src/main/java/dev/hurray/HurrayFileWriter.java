@@ -1,6 +1,5 @@
 package dev.hurray;
 
-import dev.hurray.internal.PendingTempFiles;
 import dev.hurray.internal.NativeFileWriter;
 import dev.hurray.internal.NativeWriter;
 import dev.hurray.internal.WriteTransport;
@@ -8,17 +7,11 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.channels.FileChannel;
 import java.nio.channels.SelectableChannel;
 import java.nio.channels.WritableByteChannel;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.FileAlreadyExistsException;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.StandardOpenOption;
 import java.util.Objects;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.UnaryOperator;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -97,10 +90,9 @@ public final class HurrayFileWriter implements AutoCloseable {
 
     private final NativeFileWriter nativeWriter;
     private final HandleGuard guard = new HandleGuard("file writer");
-    /** For create(): the target, the temporary file and its channel; all null otherwise. */
+    /** For create(): the target and the atomic output behind it; both null otherwise. */
     private final Path target;
-    private final Path temp;
-    private final FileChannel fileChannel;
+    private final AtomicOutput output;
     private final boolean syncOnFinish;
     private volatile ProgressListener listener;
     private boolean finished;
@@ -108,12 +100,10 @@ public final class HurrayFileWriter implements AutoCloseable {
     private long fileSize = -1;
     private long tensors;
 
-    private HurrayFileWriter(NativeFileWriter nativeWriter, Path target, Path temp, FileChannel fileChannel,
-            boolean syncOnFinish) {
+    private HurrayFileWriter(NativeFileWriter nativeWriter, Path target, AtomicOutput output, boolean syncOnFinish) {
         this.nativeWriter = nativeWriter;
         this.target = target;
-        this.temp = temp;
-        this.fileChannel = fileChannel;
+        this.output = output;
         this.syncOnFinish = syncOnFinish;
     }
 
@@ -162,7 +152,7 @@ public final class HurrayFileWriter implements AutoCloseable {
     private static HurrayFileWriter open(WriteTransport transport, FileWriterOptions options) throws HurrayException {
         Objects.requireNonNull(options, "options");
         NativeFileWriter w = NativeFileWriter.open(transport, options.payloadChecksums(), options.minPayloadAlignment());
-        return new HurrayFileWriter(w, null, null, null, false);
+        return new HurrayFileWriter(w, null, null, false);
     }
 
     /**
@@ -180,43 +170,18 @@ public final class HurrayFileWriter implements AutoCloseable {
         if (dir == null || target.getFileName() == null) {
             throw new IOException("not a file path: " + path);
         }
-        if (Files.isDirectory(target)) {
-            throw new FileAlreadyExistsException(target.toString(), null, "is a directory");
-        }
-        if (Files.exists(target) && !Files.isRegularFile(target)) {
-            // The rename on finish() would replace the device, FIFO or socket itself (as root,
-            // /dev/null would become a regular file), so refuse before writing anything.
-            throw new FileAlreadyExistsException(target.toString(), null,
-                    "exists and is not a regular file (a device, FIFO or socket is never replaced)");
-        }
-        String base = target.getFileName().toString();
-        if (base.length() > 200) {
-            base = base.substring(0, 200);
-        }
-        FileChannel ch = null;
-        Path temp = null;
-        for (int attempt = 0; ch == null; attempt++) {
-            temp = dir.resolve("." + base + "." + Long.toHexString(ThreadLocalRandom.current().nextLong()) + ".tmp");
-            try {
-                ch = FileChannel.open(temp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
-            } catch (FileAlreadyExistsException e) {
-                if (attempt >= 8) {
-                    throw e;
-                }
-            }
-        }
-        PendingTempFiles.register(temp);
+        // The temporary file, its shutdown-hook registration, the refusal of directories and
+        // devices and the final rename: one mechanism for every output of the library.
+        AtomicOutput out = AtomicOutput.create(target);
         try {
-            WritableByteChannel sink = wrap == null ? ch : wrap.apply(ch);
+            WritableByteChannel sink = wrap == null ? out.channel() : wrap.apply(out.channel());
             NativeFileWriter w = NativeFileWriter.open(WriteTransport.of(sink, sink), options.payloadChecksums(),
                     options.minPayloadAlignment());
-            LOG.debug("hurray: writing {} through {}", target, temp);
-            return new HurrayFileWriter(w, target, temp, ch, options.syncOnFinish());
+            LOG.debug("hurray: writing {} through {}", target, out.temporaryFile());
+            return new HurrayFileWriter(w, target, out, options.syncOnFinish());
         } catch (IOException | RuntimeException | Error e) {
             try {
-                ch.close();
-                Files.deleteIfExists(temp);
-                PendingTempFiles.unregister(temp);
+                out.close();
             } catch (IOException suppressed) {
                 e.addSuppressed(suppressed);
             }
@@ -370,6 +335,41 @@ public final class HurrayFileWriter implements AutoCloseable {
     // ---------------------------------------------------------------- metadata, flush, finish
 
     /**
+     * Adds a composite: the head under the builder's name (required), member {@code i} under
+     * {@code name/role_i}, recursively (docs/spec/hrryfile.md). Everything is checked first;
+     * a failure part-way leaves the members already added.
+     *
+     * @throws HurrayException {@link Status#INVALID_ARGUMENT} (no name, a bad role),
+     *     {@link Status#DUPLICATE_NAME}, {@link Status#CORRUPT} (bad indices), and the failures
+     *     of {@link #add(Tensor)}
+     */
+    public void add(Composite.Builder composite) throws HurrayException {
+        java.util.Objects.requireNonNull(composite, "composite");
+        guard.enter();
+        try {
+            java.util.List<Tensor> pinned = new java.util.ArrayList<>();
+            try (java.lang.foreign.Arena a = java.lang.foreign.Arena.ofConfined()) {
+                for (Tensor t : composite.tensors()) {
+                    t.pin();
+                    pinned.add(t);
+                }
+                MemorySegment b = dev.hurray.internal.NativeComposite.builder(composite.toSpec(), a);
+                try {
+                    nativeWriter.addComposite(b);
+                } finally {
+                    dev.hurray.internal.NativeComposite.destroyBuilder(b);
+                }
+            } finally {
+                for (Tensor t : pinned) {
+                    t.unpin();
+                }
+            }
+        } finally {
+            guard.exit();
+        }
+    }
+
+    /**
      * Sets a file-level metadata entry, replacing the key's previous value; the bytes are
      * copied. Readers see the entries sorted by key ({@link HurrayFile#metadata()}).
      *
@@ -442,7 +442,7 @@ public final class HurrayFileWriter implements AutoCloseable {
             }
             long size = nativeWriter.finish();
             nativeWriter.transport().flush();
-            if (temp != null) {
+            if (output != null) {
                 commit();
             }
             finished = true;
@@ -459,12 +459,11 @@ public final class HurrayFileWriter implements AutoCloseable {
     private void commit() throws IOException {
         try {
             if (syncOnFinish) {
-                fileChannel.force(true);
+                output.channel().force(true);
             }
             nativeWriter.close();
-            Files.move(temp, target, StandardCopyOption.ATOMIC_MOVE);
+            output.commit(false);
             committed = true;
-            PendingTempFiles.unregister(temp);
             LOG.debug("hurray: committed {}", target);
         } catch (IOException | RuntimeException | Error e) {
             try {
@@ -473,8 +472,7 @@ public final class HurrayFileWriter implements AutoCloseable {
                 e.addSuppressed(suppressed);
             }
             try {
-                Files.deleteIfExists(temp);
-                PendingTempFiles.unregister(temp);
+                output.close();
             } catch (IOException suppressed) {
                 e.addSuppressed(suppressed);
             }
@@ -537,13 +535,9 @@ public final class HurrayFileWriter implements AutoCloseable {
         } catch (HurrayException e) {
             failure = e;
         }
-        if (temp != null && !committed) {
+        if (output != null && !committed) {
             try {
-                if (fileChannel.isOpen()) {
-                    fileChannel.close();
-                }
-                Files.deleteIfExists(temp);
-                PendingTempFiles.unregister(temp);
+                output.close();
             } catch (IOException e) {
                 if (failure == null) {
                     failure = e;

@@ -217,6 +217,37 @@ public final class Reader implements AutoCloseable, Iterable<Tensor> {
     }
 
     /**
+     * Reads the next item of the assembled view: a tensor, or a whole composite with its
+     * members (docs/spec/stream.md §Composites). {@link #read()} is the flat view of the same
+     * stream (a head arrives as a tensor without buffers, then each member); do not mix the
+     * two inside one composite.
+     *
+     * @return a new item owned by the caller (close it), or {@code null} at the end of stream
+     * @throws HurrayException as {@link #read()}, plus {@link Status#CORRUPT} (a member count
+     *     that disagrees with the members that follow), {@link Status#TRUNCATED} (the stream
+     *     ends inside a composite), {@link Status#LIMIT_EXCEEDED} (nesting deeper than 16); a
+     *     {@link Status#TRANSPORT} failure keeps the partial composite and calling again resumes
+     * @throws IllegalStateException if the reader is closed or in use by another thread
+     */
+    public Item nextItem() throws HurrayException {
+        guard.enter();
+        try {
+            if (ended) {
+                return null;
+            }
+            MemorySegment[] it = nativeReader.nextItem();
+            if (it == null) {
+                ended = true;
+                return null;
+            }
+            return it[0] != null ? new Item(Tensor.fromNative(it[0], scope, null), null)
+                    : new Item(null, Composite.fromNative(it[1], scope));
+        } finally {
+            guard.exit();
+        }
+    }
+
+    /**
      * A single-pass iterator over the remaining tensors. {@code hasNext()} reads ahead one
      * tensor; a failure is thrown from {@code hasNext()}/{@code next()} as an
      * {@link UncheckedIOException} whose cause is the {@link HurrayException}, and calling

@@ -3,6 +3,7 @@ package dev.hurray;
 import dev.hurray.internal.DescriptorFields;
 import dev.hurray.internal.Leaks;
 import dev.hurray.internal.NativeDescriptor;
+import dev.hurray.internal.NativeLayouts;
 import dev.hurray.internal.NativeReader;
 import dev.hurray.internal.NativeTensor;
 import java.lang.foreign.Arena;
@@ -153,6 +154,27 @@ public final class Tensor implements AutoCloseable {
         } catch (HurrayException | RuntimeException | Error e) {
             arena.close();
             NativeTensor.destroy(tensor);
+            throw e;
+        }
+    }
+
+    /**
+     * A view of a tensor borrowed from a native composite: its buffers are mapped into a new
+     * arena; closing the view closes that arena and destroys nothing (the composite owns the
+     * memory and closes its views before freeing it).
+     */
+    static Tensor fromBorrowed(MemorySegment tensor, TensorScope scope) throws HurrayException {
+        Arena arena = scope == TensorScope.SHARED ? Arena.ofShared() : Arena.ofConfined();
+        try {
+            MemorySegment d = NativeTensor.descriptor(tensor);
+            MemorySegment fields = NativeDescriptor.fields(d);
+            MemorySegment encoded = NativeDescriptor.encodedView(d, fields);
+            DescriptorFields f = NativeDescriptor.read(d, fields);
+            TensorDescriptor desc = TensorDescriptor.fromNative(f, NativeDescriptor.copyOf(encoded));
+            MemorySegment[] bufs = NativeTensor.buffers(tensor, desc.buffers(), arena);
+            return new Tensor(desc, bufs, arena, null, d, scope, null);
+        } catch (HurrayException | RuntimeException | Error e) {
+            arena.close();
             throw e;
         }
     }
@@ -463,12 +485,20 @@ public final class Tensor implements AutoCloseable {
         return buffers[index];
     }
 
-    /** The float32 elements, row-major. @throws IllegalStateException for another dtype or layout, or after close */
+    /**
+     * The float32 elements, row-major.
+     *
+     * @throws IllegalStateException for another dtype or layout, or after close
+     */
     public float[] toFloatArray() {
         return elements(ValueLayout.JAVA_FLOAT_UNALIGNED, ElementType.FLOAT32).toArray(le(ValueLayout.JAVA_FLOAT_UNALIGNED));
     }
 
-    /** The float64 elements, row-major. @throws IllegalStateException for another dtype or layout, or after close */
+    /**
+     * The float64 elements, row-major.
+     *
+     * @throws IllegalStateException for another dtype or layout, or after close
+     */
     public double[] toDoubleArray() {
         return elements(ValueLayout.JAVA_DOUBLE_UNALIGNED, ElementType.FLOAT64).toArray(le(ValueLayout.JAVA_DOUBLE_UNALIGNED));
     }
@@ -530,6 +560,60 @@ public final class Tensor implements AutoCloseable {
             throw new IllegalStateException(n + " elements do not fit a Java array");
         }
         return buffers[0].asSlice(descriptor.byteOffset(), n * layout.byteSize());
+    }
+
+    /**
+     * The dense row-major form of a sparse tensor (COO, CSR, CSC or BSR) as a new tensor of the
+     * same element type and shape, in confined host memory the caller owns and closes. Zeros
+     * where nothing is stored; duplicates of a non-canonical tensor are summed (as scipy's
+     * {@code toarray}). The indices are checked by the native library first.
+     *
+     * <p>Ownership: the result is independent of this tensor. Threads: as for any read of
+     * this tensor.
+     *
+     * @throws IllegalStateException if this tensor is closed or its layout is not sparse
+     * @throws HurrayException {@link Status#CORRUPT} for an index out of range or a bad indptr,
+     *     {@link Status#UNSUPPORTED} for summing float16/bfloat16/fp8 duplicates,
+     *     {@link Status#INVALID_ARGUMENT} for buffers in device memory
+     */
+    public Tensor densify() throws HurrayException {
+        if (!descriptor.layout().kind().isSparse()) {
+            throw new IllegalStateException("densify needs a sparse layout, not " + descriptor.layout());
+        }
+        return toDense(true);
+    }
+
+    /**
+     * The contiguous row-major form of a block-paged tensor (pages gathered through the page
+     * table) as a new tensor of the same element type and logical shape; see
+     * {@link #densify()} for ownership.
+     *
+     * @throws IllegalStateException if this tensor is closed or its layout is not paged
+     * @throws HurrayException {@link Status#CORRUPT} for a page-table entry past the page
+     *     buffer, {@link Status#INVALID_ARGUMENT} for device memory
+     */
+    public Tensor gather() throws HurrayException {
+        if (descriptor.layout().kind() != Layout.Kind.PAGED) {
+            throw new IllegalStateException("gather needs a block-paged layout, not " + descriptor.layout());
+        }
+        return toDense(false);
+    }
+
+    private Tensor toDense(boolean sparse) throws HurrayException {
+        TensorDescriptor dense = TensorDescriptor.of(descriptor.elementType(), descriptor.shape());
+        pin();
+        try {
+            Tensor out = allocate(dense);
+            try {
+                NativeLayouts.toDense(descriptor.nativeHandle(), buffers, out.buffers[0], sparse);
+                return out;
+            } catch (HurrayException | RuntimeException | Error e) {
+                out.close();
+                throw e;
+            }
+        } finally {
+            unpin();
+        }
     }
 
     private void requireOpen() {

@@ -158,6 +158,16 @@ public final class TensorDescriptor {
         }
     }
 
+    /**
+     * The composite membership (descriptor version 2): present on a composite head and on each
+     * of its members, empty on a tensor outside any composite.
+     *
+     * @throws HurrayException if the native descriptor cannot be read
+     */
+    public Optional<CompositeMembership> compositeMembership() throws HurrayException {
+        return Optional.ofNullable(NativeDescriptor.membership(nativeHandle()));
+    }
+
     /** The stored element type. */
     public ElementType elementType() {
         return fields.elementType();

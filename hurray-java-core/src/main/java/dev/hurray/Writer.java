@@ -193,6 +193,47 @@ public final class Writer implements AutoCloseable {
     }
 
     /**
+     * Writes a composite: its head, then every member in preorder, each an ordinary tensor
+     * frame (docs/spec/stream.md §Composites). Everything (roles, payloads, sparse indices) is
+     * checked before the first byte; a transport failure after it poisons the writer.
+     *
+     * @throws HurrayException {@link Status#INVALID_ARGUMENT} (a bad role),
+     *     {@link Status#DUPLICATE_NAME} (a role twice), {@link Status#CORRUPT} (bad indices),
+     *     {@link Status#LIMIT_EXCEEDED} (deeper than 16, more than 1024 members), and the
+     *     failures of {@link #write(Tensor)}
+     * @throws IllegalStateException if a tensor or the writer is closed, or the writer is in use
+     */
+    public void write(Composite.Builder composite) throws HurrayException {
+        Objects.requireNonNull(composite, "composite");
+        guard.enter();
+        try {
+            java.util.List<Tensor> pinned = new java.util.ArrayList<>();
+            try (java.lang.foreign.Arena a = java.lang.foreign.Arena.ofConfined()) {
+                for (Tensor t : composite.tensors()) {
+                    t.pin();
+                    pinned.add(t);
+                    MemorySegment[] bufs = t.rawBuffers();
+                    for (int i = 0; i < bufs.length; i++) {
+                        requireUsable(bufs[i], i);
+                    }
+                }
+                MemorySegment b = dev.hurray.internal.NativeComposite.builder(composite.toSpec(), a);
+                try {
+                    nativeWriter.writeComposite(b);
+                } finally {
+                    dev.hurray.internal.NativeComposite.destroyBuilder(b);
+                }
+            } finally {
+                for (Tensor t : pinned) {
+                    t.unpin();
+                }
+            }
+        } finally {
+            guard.exit();
+        }
+    }
+
+    /**
      * Writes one tensor from a descriptor and its payloads: {@code payloads[i]} is buffer
      * {@code i} of the descriptor's buffer table and must be exactly its byte size. Native
      * segments are written in place (they must stay alive, and must not be closed by another

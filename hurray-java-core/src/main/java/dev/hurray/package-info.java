@@ -45,8 +45,16 @@
  *
  * <h2>Running</h2>
  * The JVM needs {@code --enable-native-access=ALL-UNNAMED} (class path) or
- * {@code --enable-native-access=dev.hurray.ffm,dev.hurray} (module path; this jar's
- * {@code Automatic-Module-Name} is {@code dev.hurray}); {@code libhurray.so} travels in
- * the {@code hurray-java-ffm} jar and {@code -Dhurray.library.path=...} points at another build.
+ * {@code --enable-native-access=dev.hurray.ffm,dev.hurray} (module path; this jar is module
+ * {@code dev.hurray}); the native library travels in the {@code hurray-java-ffm} jar (under
+ * {@code META-INF/native/OS-ARCH/}) and {@code -Dhurray.library.path=...} points at another
+ * build. Loading it logs one INFO line (SLF4J) with its origin and C ABI version;
+ * {@code -Dhurray.trace.downcalls=true} logs every native call at INFO on logger
+ * {@code dev.hurray.ffm.downcalls}.
+ *
+ * <h2>This documentation</h2>
+ * Built with the jar: {@code ./mvnw -B -ntp -q package -DskipTests -pl hurray-java-core -am}
+ * writes {@code hurray-java-core/target/hurray-java-core-VERSION-javadoc.jar} and the HTML
+ * under {@code hurray-java-core/target/reports/apidocs/}.
  */
 package dev.hurray;

@@ -167,4 +167,35 @@ class BatchingWriterTest {
         assertArrayEquals(new Object[] {true, 0L},
                 new Object[] {new WriterOptions(true).payloadChecksums(), new WriterOptions(true).batchBytes()});
     }
+
+    @Test
+    void midSizedPayloadsOverAGatheringChannelRoundTrip() throws Exception {
+        java.nio.channels.Pipe pipe = java.nio.channels.Pipe.open();
+        Thread sender = Thread.ofVirtual().start(() -> {
+            try (Writer w = Writer.of(pipe.sink(), WriterOptions.defaults().withBatchBytes(WriterOptions.DEFAULT_BATCH_BYTES))) {
+                for (int i = 0; i < 50; i++) {
+                    float[] v = new float[(i % 3 == 0) ? 5000 : 100]; // 20 KB payloads are borrowed, small ones batched
+                    v[0] = i;
+                    v[v.length - 1] = -i;
+                    try (Tensor t = Tensor.of(v)) {
+                        w.write(t);
+                    }
+                }
+            } catch (IOException e) {
+                throw new RuntimeException(e);
+            }
+        });
+        try (Reader r = Reader.of(pipe.source())) {
+            for (int i = 0; i < 50; i++) {
+                try (Tensor t = r.read()) {
+                    float[] v = t.toFloatArray();
+                    assertEquals((i % 3 == 0) ? 5000 : 100, v.length);
+                    assertEquals(i, v[0]);
+                    assertEquals(-i, v[v.length - 1]);
+                }
+            }
+            assertNull(r.read());
+        }
+        sender.join();
+    }
 }

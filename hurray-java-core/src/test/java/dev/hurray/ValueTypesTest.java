@@ -82,7 +82,10 @@ class ValueTypesTest {
         assertNotEquals(Layout.strided(1, 2), Layout.strided(2, 1));
         assertArrayEquals(new long[0], Layout.rowMajor().strides());
         assertEquals(hurray_h.HURRAY_LAYOUT_STRIDED(), Layout.Kind.STRIDED.code());
-        assertThrows(IllegalArgumentException.class, () -> Layout.Kind.fromCode(3));
+        // Codes 3-7 are the sparse and paged layouts of descriptor version 2; 8 is unknown.
+        assertEquals(Layout.Kind.CSR, Layout.Kind.fromCode(hurray_h.HURRAY_LAYOUT_CSR()));
+        assertEquals(Layout.Kind.PAGED, Layout.Kind.fromCode(7));
+        assertThrows(IllegalArgumentException.class, () -> Layout.Kind.fromCode(8));
     }
 
     @Test

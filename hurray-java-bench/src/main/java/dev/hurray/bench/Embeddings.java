@@ -63,7 +63,8 @@ public final class Embeddings {
                 PAYLOAD = DIM * 4;
                 warm(Integer.parseInt(args[2]), args.length > 3 ? Integer.parseInt(args[3]) : 7);
             }
-            default -> throw new IllegalArgumentException("send|recv|warm|small");
+            case "vt" -> threads(Integer.parseInt(args[1]), args.length > 2 ? Integer.parseInt(args[2]) : 7);
+            default -> throw new IllegalArgumentException("send|recv|warm|small|vt");
         }
     }
 
@@ -241,22 +242,50 @@ public final class Embeddings {
     }
 
     private static long once(int n, String impl) throws Exception {
+        return once(n, impl, false);
+    }
+
+    /** One transfer; with {@code virtual}, sender and receiver run on virtual threads. */
+    private static long once(int n, String impl, boolean virtual) throws Exception {
         try (ServerSocketChannel server = ServerSocketChannel.open()) {
             server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
-            Thread sender = Thread.ofPlatform().start(() -> {
+            Thread.Builder b = virtual ? Thread.ofVirtual() : Thread.ofPlatform();
+            Thread sender = b.start(() -> {
                 try (SocketChannel ch = SocketChannel.open(server.getLocalAddress())) {
                     sendOn(ch, n, impl);
                 } catch (IOException e) {
                     throw new RuntimeException(e);
                 }
             });
-            long ns;
-            try (SocketChannel ch = server.accept()) {
-                ns = recvOn(ch, n, impl);
-            }
+            long[] ns = new long[1];
+            Thread receiver = b.start(() -> {
+                try (SocketChannel ch = server.accept()) {
+                    ns[0] = recvOn(ch, n, impl);
+                } catch (IOException e) {
+                    throw new RuntimeException(e);
+                }
+            });
             sender.join();
-            return ns;
+            receiver.join();
+            return ns[0];
         }
+    }
+
+    /** Hurray (batched, renamed descriptors) on platform threads against virtual threads, interleaved. */
+    static void threads(int n, int rounds) throws Exception {
+        double[][] ms = new double[2][rounds];
+        for (int w = 0; w < 2; w++) {
+            once(n, "hurray-rename", false);
+            once(n, "hurray-rename", true);
+        }
+        for (int r = 0; r < rounds; r++) {
+            ms[0][r] = once(n, "hurray-rename", false) / 1e6;
+            ms[1][r] = once(n, "hurray-rename", true) / 1e6;
+        }
+        double p = median(ms[0]);
+        double v = median(ms[1]);
+        System.out.printf("| threads | %d named float32[%d], one connection (median of %d) | vs platform |%n|---|---|---|%n", n, DIM, rounds);
+        System.out.printf("| platform | %.1f ms | 1.00× |%n| virtual | %.1f ms | %.2f× |%n", p, v, p / v);
     }
 
     private static double median(double[] v) {

@@ -1,6 +1,6 @@
 package dev.hurray.cli;
 
-import dev.hurray.cli.foreign.Format;
+import dev.hurray.formats.Format;
 import dev.hurray.cli.io.Pipeline;
 import dev.hurray.cli.io.Sink;
 import dev.hurray.cli.io.Sinks;
@@ -59,6 +59,10 @@ final class ConvertCommand implements Callable<Integer> {
                     + "instead of keeping the quantization.")
     boolean dequantize;
 
+    @Option(names = "--densify",
+            description = "scipy.sparse input: write the dense matrix instead of keeping the sparse layout.")
+    boolean densify;
+
     @Option(names = "--compress", description = "npz: deflate entries (like np.savez_compressed).")
     boolean compress;
 
@@ -78,6 +82,18 @@ final class ConvertCommand implements Callable<Integer> {
         }
         if (!outFormat.writable()) {
             throw new CliException(ExitCode.USAGE, outFormat + " can be read but not written");
+        }
+        if (SparseConvert.applies(in, inFormat, outFormat)) {
+            try {
+                SparseConvert.run(in, inFormat, out, outFormat, densify);
+            } catch (IOException e) {
+                throw Errors.reading(e, in, out);
+            }
+            if (!common.quiet) {
+                spec.commandLine().getOut().println("converted 1 sparse tensor " + in + " [" + inFormat + "] -> " + out
+                        + " [" + outFormat + "]" + (densify ? " (densified)" : ""));
+            }
+            return ExitCode.OK;
         }
         PrintWriter err = spec.commandLine().getErr();
         boolean terminal = parent != null && parent.terminal();

@@ -4,7 +4,7 @@ import dev.hurray.FileEntry;
 import dev.hurray.Reader;
 import dev.hurray.Tensor;
 import dev.hurray.TensorDescriptor;
-import dev.hurray.cli.foreign.Format;
+import dev.hurray.formats.Format;
 import dev.hurray.cli.io.HrryFileSink;
 import dev.hurray.cli.io.HrryFileSource;
 import dev.hurray.cli.io.Pipeline;

@@ -2,7 +2,7 @@ package dev.hurray.cli;
 
 import dev.hurray.HurrayException;
 import dev.hurray.Status;
-import dev.hurray.cli.foreign.ForeignFormatException;
+import dev.hurray.formats.ForeignFormatException;
 import dev.hurray.cli.io.WriteFailure;
 import java.io.IOException;
 import java.net.ConnectException;

@@ -1,6 +1,6 @@
 package dev.hurray.cli;
 
-import dev.hurray.cli.foreign.Format;
+import dev.hurray.formats.Format;
 import picocli.CommandLine.ITypeConverter;
 import picocli.CommandLine.TypeConversionException;
 

@@ -1,10 +1,10 @@
 package dev.hurray.cli;
 
 import dev.hurray.Reader;
-import dev.hurray.cli.foreign.ForeignFormatException;
-import dev.hurray.cli.foreign.ForeignFormats;
-import dev.hurray.cli.foreign.ForeignModel;
-import dev.hurray.cli.foreign.Format;
+import dev.hurray.formats.ForeignFormatException;
+import dev.hurray.formats.ForeignFormats;
+import dev.hurray.formats.ForeignModel;
+import dev.hurray.formats.Format;
 import dev.hurray.cli.io.ForeignSource;
 import dev.hurray.cli.io.HrryFileSource;
 import dev.hurray.cli.io.Source;

@@ -4,8 +4,8 @@ import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.util.DefaultPrettyPrinter;
 import dev.hurray.Quantization;
 import dev.hurray.Reader;
-import dev.hurray.cli.foreign.Format;
-import dev.hurray.cli.foreign.Json;
+import dev.hurray.formats.Format;
+import dev.hurray.formats.Json;
 import dev.hurray.cli.io.Entry;
 import dev.hurray.cli.io.Source;
 import dev.hurray.cli.io.StreamSource;
@@ -116,6 +116,9 @@ final class InspectCommand implements Callable<Integer> {
         return n;
     }
 
+    /** Longest metadata value the table prints whole, in characters. */
+    static final int MAX_TABLE_VALUE = 160;
+
     /** A metadata value as text when it is UTF-8, else {@code hex:…}. */
     static String text(byte[] value) {
         try {
@@ -131,7 +134,11 @@ final class InspectCommand implements Callable<Integer> {
         out.println(in + ": " + format + ", " + Units.count(entries.size(), "tensor") + ", " + Units.bytes(total)
                 + " (" + total + " bytes)");
         for (Map.Entry<String, byte[]> e : metadata.entrySet()) {
-            out.println("  " + e.getKey() + " = " + Errors.oneLine(text(e.getValue())));
+            String v = Errors.oneLine(text(e.getValue()));
+            if (v.length() > MAX_TABLE_VALUE) { // GGUF vocabularies run to megabytes
+                v = v.substring(0, MAX_TABLE_VALUE) + "… (" + e.getValue().length + " bytes; --json prints it whole)";
+            }
+            out.println("  " + e.getKey() + " = " + v);
         }
         List<String[]> rows = new ArrayList<>();
         rows.add(new String[] {"NAME", "DTYPE", "SHAPE", "LAYOUT", "QUANTIZATION", "BYTES", "OFFSET"});
@@ -166,7 +173,8 @@ final class InspectCommand implements Callable<Integer> {
                     g.writeNumber(d);
                 }
                 g.writeEndArray();
-                g.writeStringField("layout", t.layout());
+                g.writeStringField("layout", SparseInspect.layoutName(t));
+                SparseInspect.write(g, t.descriptor());
                 Quantization q = t.quantization();
                 if (q == null) {
                     g.writeNullField("quantization");

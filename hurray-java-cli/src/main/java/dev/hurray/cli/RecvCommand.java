@@ -1,7 +1,7 @@
 package dev.hurray.cli;
 
 import dev.hurray.Reader;
-import dev.hurray.cli.foreign.Format;
+import dev.hurray.formats.Format;
 import dev.hurray.cli.io.Pipeline;
 import dev.hurray.cli.io.Sink;
 import dev.hurray.cli.io.Sinks;

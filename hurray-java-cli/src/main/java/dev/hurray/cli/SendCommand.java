@@ -1,6 +1,6 @@
 package dev.hurray.cli;
 
-import dev.hurray.cli.foreign.Format;
+import dev.hurray.formats.Format;
 import dev.hurray.cli.io.Pipeline;
 import dev.hurray.cli.io.Source;
 import dev.hurray.cli.io.StreamSink;

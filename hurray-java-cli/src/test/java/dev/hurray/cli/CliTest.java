@@ -5,13 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.hurray.cli.foreign.DType;
-import dev.hurray.cli.foreign.ForeignModel;
-import dev.hurray.cli.foreign.ForeignTensor;
-import dev.hurray.cli.foreign.Json;
-import dev.hurray.cli.foreign.Npz;
-import dev.hurray.cli.foreign.Safetensors;
-import dev.hurray.cli.foreign.TestSupport;
+import dev.hurray.formats.ForeignModel;
+import dev.hurray.formats.ForeignTensor;
+import dev.hurray.formats.Json;
+import dev.hurray.formats.Npz;
+import dev.hurray.formats.Safetensors;
+import dev.hurray.formats.TestSupport;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
@@ -160,7 +159,7 @@ class CliTest {
                 assertArrayEquals(t.shape(), u.shape());
                 // The Fortran-order array came back row-major: same values, C order.
                 try (var arena = java.lang.foreign.Arena.ofConfined()) {
-                    byte[] rowMajor = TestSupport.bytes(dev.hurray.cli.foreign.Payloads.toRowMajor(t, arena).data());
+                    byte[] rowMajor = TestSupport.bytes(dev.hurray.formats.Payloads.toRowMajor(t, arena).data());
                     assertArrayEquals(rowMajor, TestSupport.bytes(u.data()), t.name());
                     assertArrayEquals(rowMajor, TestSupport.bytes(c.tensor(t.name()).data()), t.name());
                 }
@@ -194,7 +193,7 @@ class CliTest {
         r.assertOk();
         try (ForeignModel m = Safetensors.read(st)) {
             assertEquals(19, m.tensors().size());
-            assertTrue(m.tensors().stream().allMatch(t -> t.dtype() == DType.FLOAT32));
+            assertTrue(m.tensors().stream().allMatch(t -> t.dtype() == dev.hurray.ElementType.FLOAT32));
             ForeignTensor f = m.tensor("conv0/filters");
             byte q0 = Files.readAllBytes(tmp.resolve("tiny_face_detector_model.bin"))[0];
             float expect = (float) (Byte.toUnsignedInt(q0) * 0.009007044399485869 + -1.2069439495311063);
@@ -348,7 +347,7 @@ class CliTest {
     @Test
     void metadataLossIsWarnedAbout() throws IOException {
         Path st = tmp.resolve("m.safetensors");
-        Files.write(st, dev.hurray.cli.foreign.SafetensorsTestAccess.file(
+        Files.write(st, dev.hurray.formats.SafetensorsTestAccess.file(
                 "{\"__metadata__\":{\"format\":\"pt\"},\"a\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[0,2]}}",
                 new byte[] {1, 2}));
         Result r = run("convert", s(st), s(tmp.resolve("m.npz")));

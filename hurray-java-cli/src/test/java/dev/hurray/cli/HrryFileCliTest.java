@@ -1,9 +1,9 @@
 package dev.hurray.cli;
 
 import static dev.hurray.cli.CliTest.run;
-import static dev.hurray.cli.foreign.TestSupport.list;
-import static dev.hurray.cli.foreign.TestSupport.longs;
-import static dev.hurray.cli.foreign.TestSupport.map;
+import static dev.hurray.formats.TestSupport.list;
+import static dev.hurray.formats.TestSupport.longs;
+import static dev.hurray.formats.TestSupport.map;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -20,15 +20,15 @@ import dev.hurray.Quantization;
 import dev.hurray.Tensor;
 import dev.hurray.TensorDescriptor;
 import dev.hurray.cli.CliTest.Result;
-import dev.hurray.cli.foreign.ForeignModel;
-import dev.hurray.cli.foreign.ForeignTensor;
-import dev.hurray.cli.foreign.Json;
-import dev.hurray.cli.foreign.Npy;
-import dev.hurray.cli.foreign.Npz;
-import dev.hurray.cli.foreign.Safetensors;
-import dev.hurray.cli.foreign.SafetensorsTestAccess;
-import dev.hurray.cli.foreign.TestSupport;
-import dev.hurray.cli.foreign.TfjsReference;
+import dev.hurray.formats.ForeignModel;
+import dev.hurray.formats.ForeignTensor;
+import dev.hurray.formats.Json;
+import dev.hurray.formats.Npy;
+import dev.hurray.formats.Npz;
+import dev.hurray.formats.Safetensors;
+import dev.hurray.formats.SafetensorsTestAccess;
+import dev.hurray.formats.TestSupport;
+import dev.hurray.formats.TfjsReference;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -179,7 +179,7 @@ class HrryFileCliTest {
             assertEquals(ref.size(), m.tensors().size());
             for (TfjsReference.Weight w : ref.values()) {
                 ForeignTensor t = m.tensor(w.name());
-                assertEquals(w.dtype(), t.dtype().typeName(), w.name());
+                assertEquals(w.dtype(), t.dtype().formatName(), w.name());
                 assertArrayEquals(w.shape(), t.shape(), w.name());
                 assertArrayEquals(w.values(), bytes(t.data()), w.name() + " values vs the test's decode");
             }
@@ -247,7 +247,7 @@ class HrryFileCliTest {
         }
         try (ForeignModel m = Npy.read(npy, "x")) {
             ForeignTensor t = m.tensors().get(0);
-            assertEquals(e.get("layout"), t.layout().label());
+            assertEquals(e.get("layout"), t.layout().formatName());
             assertEquals(e.get("storage_hex"), TestSupport.hex(t.data()));
         }
         Path st = tmp.resolve(stem + ".safetensors");

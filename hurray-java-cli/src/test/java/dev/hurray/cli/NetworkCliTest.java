@@ -7,10 +7,10 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.hurray.cli.CliTest.Result;
-import dev.hurray.cli.foreign.ForeignModel;
-import dev.hurray.cli.foreign.ForeignTensor;
-import dev.hurray.cli.foreign.Npz;
-import dev.hurray.cli.foreign.TestSupport;
+import dev.hurray.formats.ForeignModel;
+import dev.hurray.formats.ForeignTensor;
+import dev.hurray.formats.Npz;
+import dev.hurray.formats.TestSupport;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.io.PrintWriter;
@@ -295,7 +295,7 @@ class NetworkCliTest {
     @Test
     void catShowsFileMetadataCarriedByTheStream() throws IOException {
         Path st = tmp.resolve("m.safetensors");
-        Files.write(st, dev.hurray.cli.foreign.SafetensorsTestAccess.file(
+        Files.write(st, dev.hurray.formats.SafetensorsTestAccess.file(
                 "{\"__metadata__\":{\"format\":\"pt\"},\"a\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[0,2]}}",
                 new byte[] {1, 2}));
         Path hrrys = tmp.resolve("m.hrrys");

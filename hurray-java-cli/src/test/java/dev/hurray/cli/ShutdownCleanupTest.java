@@ -1,12 +1,7 @@
 package dev.hurray.cli;
 
+import dev.hurray.AtomicOutput;
 import dev.hurray.internal.PendingTempFiles;
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertTrue;
-
-import dev.hurray.cli.foreign.AtomicFile;
-import dev.hurray.cli.io.AtomicOutput;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
@@ -19,12 +14,15 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Temporary outputs ({@code .NAME.RANDOM.tmp}) do not outlive a process ended by SIGTERM: a
  * child JVM ({@link Victim}) starts two real {@code hurray recv} commands (an HRRYFILE output,
  * whose temporary file is {@code HurrayFile.create}'s, and a stream output, the CLI's
- * {@link AtomicOutput}) and an {@link AtomicFile} write that blocks half way; once all three
+ * {@link AtomicOutput}) and an {@link AtomicOutput#write} write that blocks half way; once all three
  * temporary files exist the test sends SIGTERM ({@link Process#destroy()}) and checks that the
  * directory is empty afterwards. Plus the registry's bookkeeping, in-process.
  */
@@ -81,7 +79,7 @@ class ShutdownCleanupTest {
         assertFalse(PendingTempFiles.isRegistered(pending), "closed without commit: deleted and unregistered");
         assertFalse(Files.exists(pending));
         Path[] seen = new Path[1];
-        AtomicFile.write(tmp.resolve("c.bin"), ch -> {
+        AtomicOutput.write(tmp.resolve("c.bin"), ch -> {
             seen[0] = temporaries(tmp).getFirst();
             assertTrue(PendingTempFiles.isRegistered(seen[0]));
         });
@@ -124,7 +122,7 @@ class ShutdownCleanupTest {
                         "--out", dir.resolve(out).toString()}, sink, new PrintWriter(System.err, true), false));
             }
             CountDownLatch never = new CountDownLatch(1);
-            AtomicFile.write(dir.resolve("c.npy"), ch -> {
+            AtomicOutput.write(dir.resolve("c.npy"), ch -> {
                 try {
                     never.await();
                 } catch (InterruptedException e) {

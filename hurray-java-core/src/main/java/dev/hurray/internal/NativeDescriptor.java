@@ -5,6 +5,7 @@ import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import dev.hurray.BufferSpec;
+import dev.hurray.CompositeMembership;
 import dev.hurray.DeviceTag;
 import dev.hurray.ElementType;
 import dev.hurray.HurrayException;
@@ -18,7 +19,11 @@ import dev.hurray.ffm.HurrayDecodedBuffer;
 import dev.hurray.ffm.HurrayMetadataView;
 import dev.hurray.ffm.HurrayDescriptorFields;
 import dev.hurray.ffm.HurrayDescriptorSpec;
+import dev.hurray.ffm.HurrayCompositeMembership;
+import dev.hurray.ffm.HurrayDescriptorFields;
+import dev.hurray.ffm.HurrayPaging;
 import dev.hurray.ffm.HurrayQuantization;
+import dev.hurray.ffm.HurraySparse;
 import dev.hurray.ffm.hurray_h;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -159,7 +164,11 @@ public final class NativeDescriptor {
      * @throws HurrayException with the native status and message of the failing rule
      */
     public static Built build(DescriptorFields f) throws HurrayException {
-        if (f.quantization() != null && !(f.quantization() instanceof Quantization.PerTensorAffine
+        Layout.Kind kind = f.layout().kind();
+        boolean plainLayout = kind == Layout.Kind.ROW_MAJOR || kind == Layout.Kind.COLUMN_MAJOR || kind == Layout.Kind.STRIDED;
+        // The one-call spec carries the version-1 fields; sparse and paged layouts and block
+        // quantization go through the builder's own setters.
+        if (!plainLayout || f.quantization() != null && !(f.quantization() instanceof Quantization.PerTensorAffine
                 || f.quantization() instanceof Quantization.PerChannelAffine || f.quantization() instanceof Quantization.Cast)) {
             NativeDescriptor n = buildStepwise(f);
             return new Built(n, n.read());
@@ -323,6 +332,22 @@ public final class NativeDescriptor {
                 long[] strides = layout.strides();
                 MemorySegment strideSeg = strides.length == 0 ? MemorySegment.NULL : a.allocateFrom(JAVA_LONG, strides);
                 Native.check(hurray_h.hurray_descriptor_builder_set_layout(builder, (byte) layout.kind().code(), strideSeg, strides.length));
+                if (layout.kind().isSparse()) {
+                    MemorySegment sp = HurraySparse.allocate(a);
+                    HurraySparse.index_type(sp, (byte) layout.indexType().orElseThrow().code());
+                    HurraySparse.canonical(sp, (byte) (layout.isCanonical() ? 1 : 0));
+                    HurraySparse.block_rows(sp, layout.blockShape()[0]);
+                    HurraySparse.block_cols(sp, layout.blockShape()[1]);
+                    HurraySparse.nnz(sp, layout.nnz());
+                    Native.check(hurray_h.hurray_descriptor_builder_set_sparse(builder, sp));
+                } else if (layout.kind() == Layout.Kind.PAGED) {
+                    MemorySegment pg = HurrayPaging.allocate(a);
+                    HurrayPaging.index_type(pg, (byte) layout.indexType().orElseThrow().code());
+                    HurrayPaging.page_size(pg, layout.pageSize());
+                    HurrayPaging.block_count(pg, layout.blockCount());
+                    HurrayPaging.page_count(pg, layout.pageCount());
+                    Native.check(hurray_h.hurray_descriptor_builder_set_paging(builder, pg));
+                }
                 if (f.byteOffset() != 0) {
                     Native.check(hurray_h.hurray_descriptor_builder_set_byte_offset(builder, f.byteOffset()));
                 }
@@ -408,6 +433,31 @@ public final class NativeDescriptor {
     private static final long NAME_OFFSET = 768;
     private static final int NAME_BYTES = 256;
 
+    /**
+     * The composite membership of a live descriptor ({@code hurray_descriptor_composite} and
+     * {@code hurray_descriptor_composite_role}), or null when it has none.
+     */
+    public static CompositeMembership membership(MemorySegment d) throws HurrayException {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment m = HurrayCompositeMembership.allocate(a);
+            Native.check(hurray_h.hurray_descriptor_composite(d, m));
+            if (HurrayCompositeMembership.present(m) == 0) {
+                return null;
+            }
+            int count = HurrayCompositeMembership.member_count(m);
+            List<String> roles = new ArrayList<>(count);
+            MemorySegment p = a.allocate(ADDRESS);
+            MemorySegment len = a.allocate(JAVA_LONG);
+            for (int i = 0; i < count; i++) {
+                Native.check(hurray_h.hurray_descriptor_composite_role(d, i, p, len));
+                roles.add(new String(p.get(ADDRESS, 0).reinterpret(len.get(JAVA_LONG, 0)).toArray(JAVA_BYTE),
+                        StandardCharsets.UTF_8));
+            }
+            return new CompositeMembership(Short.toUnsignedInt(HurrayCompositeMembership.depth(m)),
+                    Integer.toUnsignedLong(HurrayCompositeMembership.index(m)), roles);
+        }
+    }
+
     /** Reads the fields of this descriptor from its native handle. */
     public DescriptorFields read() throws HurrayException {
         return read(handle());
@@ -432,7 +482,7 @@ public final class NativeDescriptor {
      */
     public static DescriptorFields read(MemorySegment d, MemorySegment f) throws HurrayException {
         MemorySegment s = Native.scratch();
-        return read(f, i -> {
+        return read(f, () -> d, i -> {
             Native.check(hurray_h.hurray_descriptor_buffer_spec(d, i, s));
             return s;
         }, i -> {
@@ -448,12 +498,12 @@ public final class NativeDescriptor {
      * four out-values {@code hurray_descriptor_metadata_get} writes: key, key length, value,
      * value length).
      */
-    public static DescriptorFields readDecoded(MemorySegment f, MemorySegment buffers, MemorySegment metadata)
-            throws HurrayException {
+    public static DescriptorFields readDecoded(MemorySegment f, MemorySegment buffers, MemorySegment metadata,
+            MemorySegment tensor) throws HurrayException {
         long specOffset = HurrayDecodedBuffer.spec$offset();
         long stride = HurrayDecodedBuffer.sizeof();
         long mdStride = HurrayMetadataView.sizeof();
-        return read(f, i -> buffers.asSlice(i * stride + specOffset, HurrayBufferSpec.sizeof()),
+        return read(f, () -> NativeTensor.descriptor(tensor), i -> buffers.asSlice(i * stride + specOffset, HurrayBufferSpec.sizeof()),
                 i -> metadata.asSlice(i * mdStride, mdStride));
     }
 
@@ -463,7 +513,13 @@ public final class NativeDescriptor {
         MemorySegment at(int i) throws HurrayException;
     }
 
-    private static DescriptorFields read(MemorySegment f, Entry bufferAt, Entry metadataAt) throws HurrayException {
+    /** The descriptor handle, fetched only for the fields the fixed struct lacks (sparse and paged layouts). */
+    @FunctionalInterface
+    private interface Handle {
+        MemorySegment get() throws HurrayException;
+    }
+
+    private static DescriptorFields read(MemorySegment f, Handle handle, Entry bufferAt, Entry metadataAt) throws HurrayException {
         int typeCode = Byte.toUnsignedInt(HurrayDescriptorFields.element_type(f));
         int rank = (int) HurrayDescriptorFields.rank(f);
         long[] dims = new long[rank];
@@ -485,6 +541,33 @@ public final class NativeDescriptor {
                 }
             }
             layout = Layout.strided(strides);
+        } else if (kind.isSparse()) {
+            // HurraySparse (24 bytes) in the scratch area, below the fields slot.
+            MemorySegment s = Native.scratch();
+            Native.check(hurray_h.hurray_descriptor_sparse(handle.get(), s));
+            ElementType it = ElementType.fromCode(Byte.toUnsignedInt(HurraySparse.index_type(s)));
+            boolean canonical = HurraySparse.canonical(s) == 1;
+            long nnz = HurraySparse.nnz(s);
+            if (nnz < 0) {
+                throw tooLarge("nnz " + Long.toUnsignedString(nnz));
+            }
+            layout = switch (kind) {
+                case COO -> Layout.coo(it, nnz, canonical);
+                case CSR -> Layout.csr(it, nnz, canonical);
+                case CSC -> Layout.csc(it, nnz, canonical);
+                default -> Layout.bsr(it, nnz, HurraySparse.block_rows(s), HurraySparse.block_cols(s), canonical);
+            };
+        } else if (kind == Layout.Kind.PAGED) {
+            MemorySegment s = Native.scratch();
+            Native.check(hurray_h.hurray_descriptor_paging(handle.get(), s));
+            long blocks = HurrayPaging.block_count(s);
+            long pages = HurrayPaging.page_count(s);
+            if (blocks < 0 || pages < 0) {
+                throw tooLarge("page table of " + Long.toUnsignedString(blocks) + " entries, "
+                        + Long.toUnsignedString(pages) + " pages");
+            }
+            layout = Layout.paged(ElementType.fromCode(Byte.toUnsignedInt(HurrayPaging.index_type(s))),
+                    HurrayPaging.page_size(s), blocks, pages);
         } else {
             layout = kind == Layout.Kind.ROW_MAJOR ? Layout.rowMajor() : Layout.columnMajor();
         }

@@ -273,6 +273,20 @@ public final class NativeFileReader {
     }
 
     /**
+     * Reads the composite stored under {@code name} ({@code hurray_file_reader_read_composite}):
+     * an owned {@code HurrayComposite*}.
+     */
+    public MemorySegment readComposite(byte[] name) throws HurrayException {
+        MemorySegment h = live();
+        clear();
+        try (java.lang.foreign.Arena a = java.lang.foreign.Arena.ofConfined()) {
+            MemorySegment n = name.length == 0 ? MemorySegment.NULL : a.allocateFrom(java.lang.foreign.ValueLayout.JAVA_BYTE, name);
+            call(hurray_h.hurray_file_reader_read_composite(h, n, name.length, out));
+        }
+        return out.get(ADDRESS, 0);
+    }
+
+    /**
      * Reads payload {@code buffer} of {@code entry} into {@code dst}
      * ({@code hurray_file_reader_read_buffer_into}).
      *

@@ -121,6 +121,16 @@ public final class NativeFileWriter {
         call(hurray_h.hurray_file_writer_add_tensor(h, descriptor, slices, payloads.length));
     }
 
+    /**
+     * Adds a composite ({@code hurray_file_writer_add_composite}): the head under the builder's
+     * name, members under {@code name/role}.
+     */
+    public void addComposite(MemorySegment builder) throws HurrayException {
+        MemorySegment h = live();
+        transport.clearFailure();
+        call(hurray_h.hurray_file_writer_add_composite(h, builder));
+    }
+
     /** Sets a file-level metadata entry ({@code hurray_file_writer_set_metadata}); both are copied. */
     public void setMetadata(byte[] key, byte[] value) throws HurrayException {
         MemorySegment h = live();

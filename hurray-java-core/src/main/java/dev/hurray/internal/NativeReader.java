@@ -37,6 +37,7 @@ public final class NativeReader {
 
     private final Source source;
     private final MemorySegment result;
+    private final MemorySegment compositeSlot;
     private MemorySegment handle;
     private Leaks.Resource resource;
     /** Bytes the source put at the last input region, not yet reported to the decoder. */
@@ -48,6 +49,7 @@ public final class NativeReader {
     private NativeReader(Source source, MemorySegment result, MemorySegment handle) {
         this.source = source;
         this.result = result;
+        this.compositeSlot = Arena.ofAuto().allocate(ADDRESS);
         this.handle = handle;
     }
 
@@ -112,36 +114,71 @@ public final class NativeReader {
                 return true;
             }
             if (rc == NEED_INPUT) {
-                MemorySegment dst = HurrayDecodeResult.input(result).reinterpret(HurrayDecodeResult.input_len(result));
-                int n;
-                if (dead != null) {
-                    // A dead connection reports its failure again, never a later end of input.
-                    throw new HurrayException(Status.TRANSPORT, "reading the source failed", dead);
-                }
-                try {
-                    n = source.read(dst);
-                } catch (VirtualMachineError e) {
-                    throw e;
-                } catch (Throwable e) {
-                    // Whatever the source threw (checked, unchecked or an Error of its own) is the
-                    // cause; nothing was consumed, so the next call resumes here, unless the
-                    // connection itself is gone (HurrayException.isRetryableCause).
-                    if (!HurrayException.isRetryableCause(e)) {
-                        dead = e;
-                    }
-                    throw new HurrayException(Status.TRANSPORT, "reading the source failed", e);
-                }
-                if (n < 0) {
-                    inputEnded = true;
-                } else {
-                    filled = n;
-                }
+                fill();
                 continue;
             }
             if (rc == Native.END_OF_STREAM) {
                 return false;
             }
             throw Native.error(rc, null);
+        }
+    }
+
+    /**
+     * Reads the next item in the assembled view ({@code hurray_decoder_next_item}): a tensor,
+     * or a whole composite read to its last member. Like {@link #next()}, the source is read in
+     * Java whenever the decoder needs bytes; a {@code TRANSPORT} failure keeps the partial
+     * composite and the next call resumes.
+     *
+     * @return {@code {tensor, null}} or {@code {null, composite}} (owned {@code HurrayTensor*}
+     *     or {@code HurrayComposite*}), or {@code null} at the end-of-stream marker
+     */
+    public MemorySegment[] nextItem() throws HurrayException {
+        while (true) {
+            long f = filled;
+            filled = 0;
+            int rc = hurray_h.hurray_decoder_next_item(handle, f, inputEnded ? END_OF_INPUT : 0, result, compositeSlot);
+            if (rc == Native.OK) {
+                MemorySegment t = HurrayDecodeResult.tensor(result);
+                MemorySegment c = compositeSlot.get(ADDRESS, 0);
+                return new MemorySegment[] {t.equals(MemorySegment.NULL) ? null : t, c.equals(MemorySegment.NULL) ? null : c};
+            }
+            if (rc == NEED_INPUT) {
+                fill();
+                continue;
+            }
+            if (rc == Native.END_OF_STREAM) {
+                return null;
+            }
+            throw Native.error(rc, null);
+        }
+    }
+
+    /** Fills the input region the decoder named from the source (in Java, outside any native frame). */
+    private void fill() throws HurrayException {
+        MemorySegment dst = HurrayDecodeResult.input(result).reinterpret(HurrayDecodeResult.input_len(result));
+        int n;
+        if (dead != null) {
+            // A dead connection reports its failure again, never a later end of input.
+            throw new HurrayException(Status.TRANSPORT, "reading the source failed", dead);
+        }
+        try {
+            n = source.read(dst);
+        } catch (VirtualMachineError e) {
+            throw e;
+        } catch (Throwable e) {
+            // Whatever the source threw (checked, unchecked or an Error of its own) is the
+            // cause; nothing was consumed, so the next call resumes here, unless the
+            // connection itself is gone (HurrayException.isRetryableCause).
+            if (!HurrayException.isRetryableCause(e)) {
+                dead = e;
+            }
+            throw new HurrayException(Status.TRANSPORT, "reading the source failed", e);
+        }
+        if (n < 0) {
+            inputEnded = true;
+        } else {
+            filled = n;
         }
     }
 
@@ -163,7 +200,8 @@ public final class NativeReader {
         long entries = HurrayDescriptorFields.metadata_count(f);
         return NativeDescriptor.readDecoded(f,
                 HurrayDecodeResult.buffers(result).reinterpret(buffers * HurrayDecodedBuffer.sizeof()),
-                HurrayDecodeResult.metadata(result).reinterpret(entries * HurrayMetadataView.sizeof()));
+                HurrayDecodeResult.metadata(result).reinterpret(entries * HurrayMetadataView.sizeof()),
+                HurrayDecodeResult.tensor(result));
     }
 
     /**

@@ -34,6 +34,8 @@ import java.lang.foreign.MemorySegment;
 public final class NativeWriter {
     /** Most payloads one tensor can have (the format's buffer-table limit). */
     public static final int MAX_PAYLOADS = 64;
+    /** Largest payload copied into the staging buffer when the sink gathers (16 KiB). */
+    private static final long GATHER_COALESCE_BYTES = 16 * 1024;
     /** Pieces listed per {@code hurray_encoder_output} call. */
     private static final int MAX_PIECES = 2 * MAX_PAYLOADS + 2;
 
@@ -75,6 +77,11 @@ public final class NativeWriter {
             MemorySegment slot = arena.allocate(ADDRESS);
             Native.check(hurray_h.hurray_encoder_new(opts, slot));
             MemorySegment h = slot.get(ADDRESS, 0);
+            if (sink.gathers()) {
+                // Pieces leave in one gathering write, so copying mid-sized payloads into the
+                // staging buffer would only cost a memcpy.
+                Native.check(hurray_h.hurray_encoder_set_coalesce_bytes(h, GATHER_COALESCE_BYTES));
+            }
             Native.debug("hurray: encoder {} created", h);
             return new NativeWriter(sink, batchBytes, Arena.ofAuto(), h);
         }
@@ -137,6 +144,17 @@ public final class NativeWriter {
         afterStaging();
     }
 
+    /**
+     * Stages a whole composite from a live native composite builder
+     * ({@code hurray_encoder_encode_composite}: head and members in preorder, payloads copied, so
+     * it is sent or taken back as one item) and sends it unless it may wait for the batch. The
+     * builder's payloads must be live native memory for the duration of the call.
+     */
+    public void writeComposite(MemorySegment builder) throws HurrayException {
+        Native.check(hurray_h.hurray_encoder_encode_composite(handle, builder, state));
+        afterStaging();
+    }
+
     /** Sends whatever is pending and flushes the sink. */
     public void flush() throws HurrayException {
         send(false);
@@ -159,6 +177,10 @@ public final class NativeWriter {
             Native.check(hurray_h.hurray_encoder_output(handle, pieces, MAX_PIECES, count));
             long n = count.get(JAVA_LONG, 0);
             long sent = 0;
+            if (n > 1 && sink.gathers()) {
+                sendGathered((int) n, takeBackLast);
+                continue;
+            }
             for (int i = 0; i < n; i++) {
                 MemorySegment p = HurrayIoSlice.asSlice(pieces, i);
                 MemorySegment bytes = HurrayIoSlice.ptr(p).reinterpret(HurrayIoSlice.len(p));
@@ -189,6 +211,34 @@ public final class NativeWriter {
             }
             Native.check(hurray_h.hurray_encoder_consume(handle, sent, state));
         }
+    }
+
+    /** Sends {@code n} listed pieces with gathering writes (one system call when the socket takes them all). */
+    private void sendGathered(int n, boolean takeBackLast) throws HurrayException {
+        java.nio.ByteBuffer[] ranges = new java.nio.ByteBuffer[n];
+        long total = 0;
+        for (int i = 0; i < n; i++) {
+            MemorySegment p = HurrayIoSlice.asSlice(pieces, i);
+            long len = HurrayIoSlice.len(p);
+            ranges[i] = HurrayIoSlice.ptr(p).reinterpret(len).asByteBuffer();
+            total += len;
+        }
+        long sent = 0;
+        while (sent < total) {
+            long k;
+            try {
+                k = sink.write(ranges);
+            } catch (VirtualMachineError e) {
+                throw e;
+            } catch (Throwable e) {
+                throw abort(sent, takeBackLast, new HurrayException(Status.TRANSPORT, "writing to the sink failed", e));
+            }
+            if (k <= 0) {
+                throw abort(sent, takeBackLast, new HurrayException(Status.SINK_CLOSED, "the sink accepted 0 bytes: it is closed", null));
+            }
+            sent += k;
+        }
+        Native.check(hurray_h.hurray_encoder_consume(handle, sent, state));
     }
 
     private HurrayException abort(long sent, boolean takeBackLast, HurrayException failure) {

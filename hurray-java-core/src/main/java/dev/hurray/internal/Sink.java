@@ -6,6 +6,7 @@ import java.io.OutputStream;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
+import java.nio.channels.GatheringByteChannel;
 import java.nio.channels.SelectableChannel;
 import java.nio.channels.WritableByteChannel;
 import java.util.Arrays;
@@ -37,6 +38,26 @@ public abstract class Sink {
      */
     protected abstract long write(MemorySegment src) throws IOException;
 
+    /**
+     * True if {@link #write(ByteBuffer[])} sends several ranges in one call (a gathering
+     * channel): the writer then lets the native encoder borrow payloads from 16 KiB up instead
+     * of copying them, and sends an item's pieces together.
+     */
+    protected boolean gathers() {
+        return false;
+    }
+
+    /**
+     * Writes from several ranges in order, taking at least one byte (only called when
+     * {@link #gathers()}).
+     *
+     * @return bytes taken, ≥ 1
+     * @throws IOException to fail having taken nothing in this call
+     */
+    protected long write(ByteBuffer[] ranges) throws IOException {
+        throw new UnsupportedOperationException();
+    }
+
     /** Pushes buffered bytes to their destination (after an item, or on {@code flush()}). */
     public void flush() throws IOException {
     }
@@ -55,6 +76,26 @@ public abstract class Sink {
     public static Sink of(WritableByteChannel channel, Closeable onClose) {
         Objects.requireNonNull(channel, "channel");
         return new Sink(onClose) {
+            @Override
+            protected boolean gathers() {
+                return channel instanceof GatheringByteChannel;
+            }
+
+            @Override
+            protected long write(ByteBuffer[] ranges) throws IOException {
+                GatheringByteChannel g = (GatheringByteChannel) channel;
+                while (true) {
+                    long n = g.write(ranges);
+                    if (n > 0) {
+                        return n;
+                    }
+                    if (channel instanceof SelectableChannel sc && !sc.isBlocking()) {
+                        throw new IOException("the channel was switched to non-blocking mode; Hurray writers need a blocking channel");
+                    }
+                    Thread.onSpinWait();
+                }
+            }
+
             @Override
             protected long write(MemorySegment src) throws IOException {
                 ByteBuffer bb = src.asSlice(0, Math.min(src.byteSize(), Source.MAX_CHANNEL_TRANSFER)).asByteBuffer();

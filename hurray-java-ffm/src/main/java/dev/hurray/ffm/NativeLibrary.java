@@ -23,9 +23,15 @@ import java.util.Locale;
  *   <li>the system property {@value #LIBRARY_PATH_PROPERTY}, if set and not empty: the path of
  *       a {@code libhurray.so} (any platform the JVM runs on);</li>
  *   <li>the environment variable {@value #LIBRARY_PATH_ENV}, likewise;</li>
- *   <li>the copy inside this jar, at {@code META-INF/native/<platform>/libhurray.so}; only
- *       {@code linux-x86_64} is packed. It is copied to a temporary file, loaded, and the file
- *       is deleted right away (Linux keeps the mapping).</li>
+ *   <li>the copy inside this jar, at {@code META-INF/native/<platform>/<file>}, where
+ *       {@code <platform>} is {@link #platform(String, String)} ({@code linux-x86_64},
+ *       {@code linux-aarch64}, {@code macos-aarch64}, {@code macos-x86_64},
+ *       {@code windows-x86_64}, …) and {@code <file>} is
+ *       {@code System.mapLibraryName("hurray")} ({@code libhurray.so}, {@code libhurray.dylib},
+ *       {@code hurray.dll}). A jar carries the library of the platform it was built on
+ *       (native/build.sh and the POMs use the same mapping). It is copied to a temporary file,
+ *       loaded, and the file is deleted right away (the mapping outlives the name on Linux and
+ *       macOS).</li>
  * </ol>
  * The library is loaded once per class loader, into the global arena (it is never unloaded),
  * on the first call of {@link #load()}, {@link #lookup()} or any {@link hurray_h} function.
@@ -61,6 +67,8 @@ public final class NativeLibrary {
     public static final String MODULE_NAME = "dev.hurray.ffm";
 
     static final String RESOURCE_DIR = "META-INF/native/";
+    /** The library's base name, for {@code System.mapLibraryName}. */
+    static final String LIBRARY_NAME = "hurray";
 
     private static final Object LOCK = new Object();
     private static volatile Loaded loaded;
@@ -153,6 +161,8 @@ public final class NativeLibrary {
         }
         int version = callAbiVersion(lookup, src.origin());
         checkAbiVersion(version, hurray_h.HURRAY_C_ABI_VERSION(), src.origin());
+        org.slf4j.LoggerFactory.getLogger(NativeLibrary.class).info("libhurray loaded from {} (C ABI version {})",
+                src.origin(), version);
         return new Loaded(lookup, src.origin(), version);
     }
 
@@ -174,8 +184,7 @@ public final class NativeLibrary {
         if (env != null && !env.isBlank()) {
             return explicit(env.strip(), LIBRARY_PATH_ENV + "=" + env.strip());
         }
-        String platform = platform(osName, osArch);
-        String resource = RESOURCE_DIR + platform + "/libhurray.so";
+        String resource = resource(platform(osName, osArch), System.mapLibraryName(LIBRARY_NAME));
         return new Source(null, resource, "jar resource " + resource);
     }
 
@@ -189,19 +198,46 @@ public final class NativeLibrary {
     }
 
     /**
-     * The platform folder name for the jar resource ({@code linux-x86_64}).
+     * The jar resource of the library for a platform folder and a file name.
      *
-     * @throws UnsatisfiedLinkError for platforms the jar carries no library for
+     * @param platform a {@link #platform(String, String)} value
+     * @param fileName {@code System.mapLibraryName("hurray")} on that platform
+     */
+    static String resource(String platform, String fileName) {
+        return RESOURCE_DIR + platform + "/" + fileName;
+    }
+
+    /**
+     * The platform folder name for the jar resource: {@code OS-ARCH}, where OS is
+     * {@code linux}, {@code macos}, {@code windows} or {@code freebsd} (from {@code os.name}) and
+     * ARCH is {@code x86_64} ({@code amd64}, {@code x86_64}), {@code aarch64} ({@code aarch64},
+     * {@code arm64}), {@code riscv64} or {@code ppc64le} (from {@code os.arch}). native/build.sh
+     * and the POMs ({@code hurray.native.platform}) use the same names.
+     *
+     * @throws UnsatisfiedLinkError for an operating system or architecture outside that table
      */
     static String platform(String osName, String osArch) {
         String os = osName == null ? "" : osName.toLowerCase(Locale.ROOT);
         String arch = osArch == null ? "" : osArch.toLowerCase(Locale.ROOT);
-        if (os.startsWith("linux") && (arch.equals("amd64") || arch.equals("x86_64"))) {
-            return "linux-x86_64";
+        String o = os.startsWith("linux") ? "linux"
+                : os.startsWith("mac") || os.startsWith("darwin") ? "macos"
+                : os.startsWith("windows") ? "windows"
+                : os.startsWith("freebsd") ? "freebsd"
+                : null;
+        String a = switch (arch) {
+            case "amd64", "x86_64", "x86-64" -> "x86_64";
+            case "aarch64", "arm64" -> "aarch64";
+            case "riscv64" -> "riscv64";
+            case "ppc64le" -> "ppc64le";
+            default -> null;
+        };
+        if (o == null || a == null) {
+            throw new UnsatisfiedLinkError("hurray-java-ffm knows no native library folder for " + osName + "/" + osArch
+                    + " (it maps linux, macos, windows and freebsd on x86_64, aarch64, riscv64 and ppc64le). Build native/ "
+                    + "for this platform and pass its library with -D" + LIBRARY_PATH_PROPERTY
+                    + "=/path/to/libhurray (or set " + LIBRARY_PATH_ENV + ").");
         }
-        throw new UnsatisfiedLinkError("hurray-java-ffm carries libhurray only for linux-x86_64, but this JVM runs on "
-                + osName + "/" + osArch + ". Build native/ for this platform and pass its library with -D"
-                + LIBRARY_PATH_PROPERTY + "=/path/to/libhurray (or set " + LIBRARY_PATH_ENV + ").");
+        return o + "-" + a;
     }
 
     private static SymbolLookup loadFile(Path file, String origin) {
@@ -218,8 +254,9 @@ public final class NativeLibrary {
                 : cl.getResourceAsStream(src.resource())) {
             if (in == null) {
                 throw new UnsatisfiedLinkError("libhurray not found: no " + src.resource()
-                        + " on the class path (is hurray-java-ffm's jar complete?). Set -D" + LIBRARY_PATH_PROPERTY
-                        + "=/path/to/libhurray.so to use a library built from native/.");
+                        + " on the class path (this hurray-java-ffm jar was built for another platform, or is incomplete)."
+                        + " Build native/ here (native/build.sh) and set -D" + LIBRARY_PATH_PROPERTY
+                        + "=/path/to/" + System.mapLibraryName(LIBRARY_NAME) + ".");
             }
             Path tmp = Files.createTempFile("libhurray-", ".so");
             try {

@@ -34,13 +34,17 @@ public final class hurray_h {
     private hurray_h() {
     }
 
+    /** {@code -Dhurray.trace.downcalls=true}: log every downcall, at INFO on {@code dev.hurray.ffm.downcalls}. */
     static final boolean TRACE_DOWNCALLS = Boolean.getBoolean("hurray.trace.downcalls");
+
+    private static final org.slf4j.Logger DOWNCALLS = TRACE_DOWNCALLS
+            ? org.slf4j.LoggerFactory.getLogger("dev.hurray.ffm.downcalls") : null;
 
     static void traceDowncall(String name, Object... args) {
         String traceArgs = java.util.Arrays.stream(args)
-                .map(Object::toString)
+                .map(String::valueOf)
                 .collect(java.util.stream.Collectors.joining(", "));
-        System.out.printf("%s(%s)\n", name, traceArgs);
+        DOWNCALLS.info("{}({})", name, traceArgs);
     }
 
     /** The symbol {@code symbol} of the loaded libhurray; loads it on first use. */
@@ -412,9 +416,79 @@ public final class hurray_h {
         return HURRAY_LAYOUT_STRIDED;
     }
 
+    private static final int HURRAY_LAYOUT_COO = 3;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_LAYOUT_COO 3
+     * }
+     */
+    public static int HURRAY_LAYOUT_COO() {
+        return HURRAY_LAYOUT_COO;
+    }
+
+    private static final int HURRAY_LAYOUT_CSR = 4;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_LAYOUT_CSR 4
+     * }
+     */
+    public static int HURRAY_LAYOUT_CSR() {
+        return HURRAY_LAYOUT_CSR;
+    }
+
+    private static final int HURRAY_LAYOUT_CSC = 5;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_LAYOUT_CSC 5
+     * }
+     */
+    public static int HURRAY_LAYOUT_CSC() {
+        return HURRAY_LAYOUT_CSC;
+    }
+
+    private static final int HURRAY_LAYOUT_BSR = 6;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_LAYOUT_BSR 6
+     * }
+     */
+    public static int HURRAY_LAYOUT_BSR() {
+        return HURRAY_LAYOUT_BSR;
+    }
+
+    private static final int HURRAY_LAYOUT_PAGED = 7;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_LAYOUT_PAGED 7
+     * }
+     */
+    public static int HURRAY_LAYOUT_PAGED() {
+        return HURRAY_LAYOUT_PAGED;
+    }
+
+    private static final int HURRAY_MAX_COMPOSITE_DEPTH = 16;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_MAX_COMPOSITE_DEPTH 16
+     * }
+     */
+    public static int HURRAY_MAX_COMPOSITE_DEPTH() {
+        return HURRAY_MAX_COMPOSITE_DEPTH;
+    }
+
+    private static final int HURRAY_MAX_COMPOSITE_MEMBERS = 1024;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_MAX_COMPOSITE_MEMBERS 1024
+     * }
+     */
+    public static int HURRAY_MAX_COMPOSITE_MEMBERS() {
+        return HURRAY_MAX_COMPOSITE_MEMBERS;
+    }
+
     private static final int HURRAY_DEVICE_CPU = 0;
     /**
-     * Explicit strides in elements.
+     * Most members one composite head lists.
      * <p>
      * {@snippet lang=c :
      * #define HURRAY_DEVICE_CPU 0
@@ -2132,6 +2206,925 @@ public final class hurray_h {
         }
     }
 
+    private static final class hurray_reader_next_item {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_reader_next_item");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_reader_next_item(struct HurrayReader *reader,
+     *                                      struct HurrayTensor **out_tensor,
+     *                                      struct HurrayComposite **out_composite)
+     * }
+     */
+    public static FunctionDescriptor hurray_reader_next_item$descriptor() {
+        return hurray_reader_next_item.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_reader_next_item(struct HurrayReader *reader,
+     *                                      struct HurrayTensor **out_tensor,
+     *                                      struct HurrayComposite **out_composite)
+     * }
+     */
+    public static MethodHandle hurray_reader_next_item$handle() {
+        return hurray_reader_next_item.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_reader_next_item(struct HurrayReader *reader,
+     *                                      struct HurrayTensor **out_tensor,
+     *                                      struct HurrayComposite **out_composite)
+     * }
+     */
+    public static MemorySegment hurray_reader_next_item$address() {
+        return hurray_reader_next_item.ADDR;
+    }
+
+    /**
+     * Reads the next item of the stream (the assembled view): a tensor into <code>*out_tensor</code>, or a
+     * whole composite, members included, into <code>*out_composite</code>; the other is set to NULL. Both
+     * are NULL with <code>HURRAY_END_OF_STREAM</code>. Do not interleave with <code>hurray_reader_next_tensor</code>
+     * while a composite is partly read.
+     * <p>
+     * Errors (both outputs NULL): <code>TRANSPORT</code> (resumable: the partial composite is kept and the
+     * next call goes on), <code>TRUNCATED</code> (the stream ends inside a composite), <code>CORRUPT</code> (a member
+     * count that disagrees with the members that follow, either way), <code>LIMIT_EXCEEDED</code>
+     * (nesting deeper than <code>HURRAY_MAX_COMPOSITE_DEPTH</code>, more than 65,536 descriptors), and
+     * every error of <code>hurray_reader_next_tensor</code>. Added within ABI 4.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>reader</code> live; <code>out_tensor</code> and <code>out_composite</code> valid for one write each.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_reader_next_item(struct HurrayReader *reader,
+     *                                      struct HurrayTensor **out_tensor,
+     *                                      struct HurrayComposite **out_composite)
+     * }
+     */
+    public static int hurray_reader_next_item(MemorySegment reader, MemorySegment out_tensor, MemorySegment out_composite) {
+        var mh$ = hurray_reader_next_item.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_reader_next_item", reader, out_tensor, out_composite);
+            }
+            return (int) mh$.invokeExact(reader, out_tensor, out_composite);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_composite_head {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_composite_head");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_composite_head(const struct HurrayComposite *composite,
+     *                                    struct HurrayDescriptor **out_descriptor)
+     * }
+     */
+    public static FunctionDescriptor hurray_composite_head$descriptor() {
+        return hurray_composite_head.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_composite_head(const struct HurrayComposite *composite,
+     *                                    struct HurrayDescriptor **out_descriptor)
+     * }
+     */
+    public static MethodHandle hurray_composite_head$handle() {
+        return hurray_composite_head.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_composite_head(const struct HurrayComposite *composite,
+     *                                    struct HurrayDescriptor **out_descriptor)
+     * }
+     */
+    public static MemorySegment hurray_composite_head$address() {
+        return hurray_composite_head.ADDR;
+    }
+
+    /**
+     * Borrows the head descriptor (name via <code>hurray_descriptor_name</code>, roles via
+     * <code>hurray_descriptor_composite_role</code>): valid until the composite is destroyed.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>composite</code> live; <code>out_descriptor</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_composite_head(const struct HurrayComposite *composite,
+     *                                    struct HurrayDescriptor **out_descriptor)
+     * }
+     */
+    public static int hurray_composite_head(MemorySegment composite, MemorySegment out_descriptor) {
+        var mh$ = hurray_composite_head.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_composite_head", composite, out_descriptor);
+            }
+            return (int) mh$.invokeExact(composite, out_descriptor);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_composite_member_count {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_composite_member_count");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_composite_member_count(const struct HurrayComposite *composite, size_t *out)
+     * }
+     */
+    public static FunctionDescriptor hurray_composite_member_count$descriptor() {
+        return hurray_composite_member_count.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_composite_member_count(const struct HurrayComposite *composite, size_t *out)
+     * }
+     */
+    public static MethodHandle hurray_composite_member_count$handle() {
+        return hurray_composite_member_count.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_composite_member_count(const struct HurrayComposite *composite, size_t *out)
+     * }
+     */
+    public static MemorySegment hurray_composite_member_count$address() {
+        return hurray_composite_member_count.ADDR;
+    }
+
+    /**
+     * Stores the number of direct members (≥ 1) in <code>*out</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>composite</code> live; <code>out</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_composite_member_count(const struct HurrayComposite *composite, size_t *out)
+     * }
+     */
+    public static int hurray_composite_member_count(MemorySegment composite, MemorySegment out) {
+        var mh$ = hurray_composite_member_count.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_composite_member_count", composite, out);
+            }
+            return (int) mh$.invokeExact(composite, out);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_composite_member {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_composite_member");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_composite_member(const struct HurrayComposite *composite,
+     *                                      size_t index,
+     *                                      const uint8_t **out_role,
+     *                                      size_t *out_role_len,
+     *                                      struct HurrayTensor **out_tensor,
+     *                                      struct HurrayComposite **out_composite)
+     * }
+     */
+    public static FunctionDescriptor hurray_composite_member$descriptor() {
+        return hurray_composite_member.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_composite_member(const struct HurrayComposite *composite,
+     *                                      size_t index,
+     *                                      const uint8_t **out_role,
+     *                                      size_t *out_role_len,
+     *                                      struct HurrayTensor **out_tensor,
+     *                                      struct HurrayComposite **out_composite)
+     * }
+     */
+    public static MethodHandle hurray_composite_member$handle() {
+        return hurray_composite_member.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_composite_member(const struct HurrayComposite *composite,
+     *                                      size_t index,
+     *                                      const uint8_t **out_role,
+     *                                      size_t *out_role_len,
+     *                                      struct HurrayTensor **out_tensor,
+     *                                      struct HurrayComposite **out_composite)
+     * }
+     */
+    public static MemorySegment hurray_composite_member$address() {
+        return hurray_composite_member.ADDR;
+    }
+
+    /**
+     * Borrows direct member <code>index</code>: its role (<code>*out_role</code>, <code>*out_role_len</code> UTF-8 bytes, not
+     * NUL-terminated) and either a tensor (<code>*out_tensor</code>) or a nested composite
+     * (<code>*out_composite</code>), the other NULL. Walking members recursively gives the tree in
+     * preorder. All borrows are valid until the root composite is destroyed; never destroy them.
+     * Errors: <code>INVALID_ARGUMENT</code> (<code>index</code> ≥ member count), <code>NULL_POINTER</code>, <code>USE_AFTER_DESTROY</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>composite</code> live; every out pointer valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_composite_member(const struct HurrayComposite *composite,
+     *                                      size_t index,
+     *                                      const uint8_t **out_role,
+     *                                      size_t *out_role_len,
+     *                                      struct HurrayTensor **out_tensor,
+     *                                      struct HurrayComposite **out_composite)
+     * }
+     */
+    public static int hurray_composite_member(MemorySegment composite, long index, MemorySegment out_role, MemorySegment out_role_len, MemorySegment out_tensor, MemorySegment out_composite) {
+        var mh$ = hurray_composite_member.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_composite_member", composite, index, out_role, out_role_len, out_tensor, out_composite);
+            }
+            return (int) mh$.invokeExact(composite, index, out_role, out_role_len, out_tensor, out_composite);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_composite_destroy {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_composite_destroy");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_composite_destroy(struct HurrayComposite **composite)
+     * }
+     */
+    public static FunctionDescriptor hurray_composite_destroy$descriptor() {
+        return hurray_composite_destroy.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_composite_destroy(struct HurrayComposite **composite)
+     * }
+     */
+    public static MethodHandle hurray_composite_destroy$handle() {
+        return hurray_composite_destroy.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_composite_destroy(struct HurrayComposite **composite)
+     * }
+     */
+    public static MemorySegment hurray_composite_destroy$address() {
+        return hurray_composite_destroy.ADDR;
+    }
+
+    /**
+     * Destroys a composite with all its members and writes NULL to <code>*composite</code>. NULL or
+     * <code>*composite == NULL</code> is a no-op; a borrowed (nested) composite is refused.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>composite</code> NULL or valid for read and write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_composite_destroy(struct HurrayComposite **composite)
+     * }
+     */
+    public static int hurray_composite_destroy(MemorySegment composite) {
+        var mh$ = hurray_composite_destroy.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_composite_destroy", composite);
+            }
+            return (int) mh$.invokeExact(composite);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_composite_builder_new {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_composite_builder_new");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_composite_builder_new(const uint8_t *name,
+     *                                           size_t name_len,
+     *                                           struct HurrayCompositeBuilder **out_builder)
+     * }
+     */
+    public static FunctionDescriptor hurray_composite_builder_new$descriptor() {
+        return hurray_composite_builder_new.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_composite_builder_new(const uint8_t *name,
+     *                                           size_t name_len,
+     *                                           struct HurrayCompositeBuilder **out_builder)
+     * }
+     */
+    public static MethodHandle hurray_composite_builder_new$handle() {
+        return hurray_composite_builder_new.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_composite_builder_new(const uint8_t *name,
+     *                                           size_t name_len,
+     *                                           struct HurrayCompositeBuilder **out_builder)
+     * }
+     */
+    public static MemorySegment hurray_composite_builder_new$address() {
+        return hurray_composite_builder_new.ADDR;
+    }
+
+    /**
+     * Starts a composite named <code>name[0..name_len]</code> (UTF-8; <code>name_len == 0</code> for none: a name is
+     * required in a container, optional on a stream; a nested composite's name is ignored).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>name</code> valid for <code>name_len</code> bytes; <code>out_builder</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_composite_builder_new(const uint8_t *name,
+     *                                           size_t name_len,
+     *                                           struct HurrayCompositeBuilder **out_builder)
+     * }
+     */
+    public static int hurray_composite_builder_new(MemorySegment name, long name_len, MemorySegment out_builder) {
+        var mh$ = hurray_composite_builder_new.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_composite_builder_new", name, name_len, out_builder);
+            }
+            return (int) mh$.invokeExact(name, name_len, out_builder);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_composite_builder_add_tensor {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_composite_builder_add_tensor");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_composite_builder_add_tensor(struct HurrayCompositeBuilder *builder,
+     *                                                  const uint8_t *role,
+     *                                                  size_t role_len,
+     *                                                  const struct HurrayDescriptor *descriptor,
+     *                                                  const struct HurrayIoSlice *payloads,
+     *                                                  size_t count)
+     * }
+     */
+    public static FunctionDescriptor hurray_composite_builder_add_tensor$descriptor() {
+        return hurray_composite_builder_add_tensor.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_composite_builder_add_tensor(struct HurrayCompositeBuilder *builder,
+     *                                                  const uint8_t *role,
+     *                                                  size_t role_len,
+     *                                                  const struct HurrayDescriptor *descriptor,
+     *                                                  const struct HurrayIoSlice *payloads,
+     *                                                  size_t count)
+     * }
+     */
+    public static MethodHandle hurray_composite_builder_add_tensor$handle() {
+        return hurray_composite_builder_add_tensor.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_composite_builder_add_tensor(struct HurrayCompositeBuilder *builder,
+     *                                                  const uint8_t *role,
+     *                                                  size_t role_len,
+     *                                                  const struct HurrayDescriptor *descriptor,
+     *                                                  const struct HurrayIoSlice *payloads,
+     *                                                  size_t count)
+     * }
+     */
+    public static MemorySegment hurray_composite_builder_add_tensor$address() {
+        return hurray_composite_builder_add_tensor.ADDR;
+    }
+
+    /**
+     * Appends a tensor member with <code>role</code> (1..=256 UTF-8 bytes, no NUL or <code>/</code>, unique in this
+     * composite; checked when written). The descriptor is copied; the <code>count</code> payloads are
+     * borrowed until the builder is written or destroyed.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>builder</code> and <code>descriptor</code> live; <code>role</code> valid for <code>role_len</code> bytes; <code>payloads</code> valid for
+     * <code>count</code> slices that stay valid as documented.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_composite_builder_add_tensor(struct HurrayCompositeBuilder *builder,
+     *                                                  const uint8_t *role,
+     *                                                  size_t role_len,
+     *                                                  const struct HurrayDescriptor *descriptor,
+     *                                                  const struct HurrayIoSlice *payloads,
+     *                                                  size_t count)
+     * }
+     */
+    public static int hurray_composite_builder_add_tensor(MemorySegment builder, MemorySegment role, long role_len, MemorySegment descriptor, MemorySegment payloads, long count) {
+        var mh$ = hurray_composite_builder_add_tensor.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_composite_builder_add_tensor", builder, role, role_len, descriptor, payloads, count);
+            }
+            return (int) mh$.invokeExact(builder, role, role_len, descriptor, payloads, count);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_composite_builder_add_composite {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_composite_builder_add_composite");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_composite_builder_add_composite(struct HurrayCompositeBuilder *builder,
+     *                                                     const uint8_t *role,
+     *                                                     size_t role_len,
+     *                                                     struct HurrayCompositeBuilder **child)
+     * }
+     */
+    public static FunctionDescriptor hurray_composite_builder_add_composite$descriptor() {
+        return hurray_composite_builder_add_composite.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_composite_builder_add_composite(struct HurrayCompositeBuilder *builder,
+     *                                                     const uint8_t *role,
+     *                                                     size_t role_len,
+     *                                                     struct HurrayCompositeBuilder **child)
+     * }
+     */
+    public static MethodHandle hurray_composite_builder_add_composite$handle() {
+        return hurray_composite_builder_add_composite.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_composite_builder_add_composite(struct HurrayCompositeBuilder *builder,
+     *                                                     const uint8_t *role,
+     *                                                     size_t role_len,
+     *                                                     struct HurrayCompositeBuilder **child)
+     * }
+     */
+    public static MemorySegment hurray_composite_builder_add_composite$address() {
+        return hurray_composite_builder_add_composite.ADDR;
+    }
+
+    /**
+     * Appends a nested composite member with <code>role</code>, taking ownership of <code>*child</code> (NULL is then
+     * written through <code>child</code>).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>builder</code> live; <code>child</code> valid for read and write, <code>*child</code> a live builder other than
+     * <code>builder</code>.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_composite_builder_add_composite(struct HurrayCompositeBuilder *builder,
+     *                                                     const uint8_t *role,
+     *                                                     size_t role_len,
+     *                                                     struct HurrayCompositeBuilder **child)
+     * }
+     */
+    public static int hurray_composite_builder_add_composite(MemorySegment builder, MemorySegment role, long role_len, MemorySegment child) {
+        var mh$ = hurray_composite_builder_add_composite.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_composite_builder_add_composite", builder, role, role_len, child);
+            }
+            return (int) mh$.invokeExact(builder, role, role_len, child);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_composite_builder_destroy {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_composite_builder_destroy");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_composite_builder_destroy(struct HurrayCompositeBuilder **builder)
+     * }
+     */
+    public static FunctionDescriptor hurray_composite_builder_destroy$descriptor() {
+        return hurray_composite_builder_destroy.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_composite_builder_destroy(struct HurrayCompositeBuilder **builder)
+     * }
+     */
+    public static MethodHandle hurray_composite_builder_destroy$handle() {
+        return hurray_composite_builder_destroy.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_composite_builder_destroy(struct HurrayCompositeBuilder **builder)
+     * }
+     */
+    public static MemorySegment hurray_composite_builder_destroy$address() {
+        return hurray_composite_builder_destroy.ADDR;
+    }
+
+    /**
+     * Destroys a builder and writes NULL to <code>*builder</code>; NULL or <code>*builder == NULL</code> is a no-op.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>builder</code> NULL or valid for read and write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_composite_builder_destroy(struct HurrayCompositeBuilder **builder)
+     * }
+     */
+    public static int hurray_composite_builder_destroy(MemorySegment builder) {
+        var mh$ = hurray_composite_builder_destroy.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_composite_builder_destroy", builder);
+            }
+            return (int) mh$.invokeExact(builder);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_writer_write_composite {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_writer_write_composite");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_writer_write_composite(struct HurrayWriter *writer,
+     *                                            const struct HurrayCompositeBuilder *builder)
+     * }
+     */
+    public static FunctionDescriptor hurray_writer_write_composite$descriptor() {
+        return hurray_writer_write_composite.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_writer_write_composite(struct HurrayWriter *writer,
+     *                                            const struct HurrayCompositeBuilder *builder)
+     * }
+     */
+    public static MethodHandle hurray_writer_write_composite$handle() {
+        return hurray_writer_write_composite.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_writer_write_composite(struct HurrayWriter *writer,
+     *                                            const struct HurrayCompositeBuilder *builder)
+     * }
+     */
+    public static MemorySegment hurray_writer_write_composite$address() {
+        return hurray_writer_write_composite.ADDR;
+    }
+
+    /**
+     * Writes a composite to a stream: its head, then every member in preorder, each an
+     * ordinary tensor frame (a reader's flat view sees them one by one). Everything (roles,
+     * descriptors, payload lengths, sparse indices) is checked before the first byte, so only
+     * the transport can stop it part-way; the writer is then poisoned.
+     * <p>
+     * Errors: <code>INVALID_ARGUMENT</code> (roles, payload counts), <code>DUPLICATE_NAME</code> (a role twice),
+     * <code>LIMIT_EXCEEDED</code> (depth, member count), <code>CORRUPT</code> (bad indices), and those of
+     * <code>hurray_writer_write_tensor</code>. Added within ABI 4.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>writer</code> and <code>builder</code> live; the builder's payloads valid.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_writer_write_composite(struct HurrayWriter *writer,
+     *                                            const struct HurrayCompositeBuilder *builder)
+     * }
+     */
+    public static int hurray_writer_write_composite(MemorySegment writer, MemorySegment builder) {
+        var mh$ = hurray_writer_write_composite.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_writer_write_composite", writer, builder);
+            }
+            return (int) mh$.invokeExact(writer, builder);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_encoder_encode_composite {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_encoder_encode_composite");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_encode_composite(struct HurrayEncoder *encoder,
+     *                                              const struct HurrayCompositeBuilder *builder,
+     *                                              struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static FunctionDescriptor hurray_encoder_encode_composite$descriptor() {
+        return hurray_encoder_encode_composite.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_encode_composite(struct HurrayEncoder *encoder,
+     *                                              const struct HurrayCompositeBuilder *builder,
+     *                                              struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static MethodHandle hurray_encoder_encode_composite$handle() {
+        return hurray_encoder_encode_composite.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_encode_composite(struct HurrayEncoder *encoder,
+     *                                              const struct HurrayCompositeBuilder *builder,
+     *                                              struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static MemorySegment hurray_encoder_encode_composite$address() {
+        return hurray_encoder_encode_composite.ADDR;
+    }
+
+    /**
+     * Stages a whole composite in an encoder (docs/spec/c-abi.md §Decoders and encoders): its
+     * head and members in preorder, every payload copied, so it is sent, or taken back by
+     * <code>hurray_encoder_abort</code>, as one item. Writes the pending output's state to <code>*out_state</code>
+     * (may be NULL). Errors: those of <code>hurray_writer_write_composite</code> (nothing staged) and of
+     * <code>hurray_encoder_encode</code>. Added in ABI 4 (additive).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>encoder</code> and <code>builder</code> live; the builder's payloads valid for the call.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_encode_composite(struct HurrayEncoder *encoder,
+     *                                              const struct HurrayCompositeBuilder *builder,
+     *                                              struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static int hurray_encoder_encode_composite(MemorySegment encoder, MemorySegment builder, MemorySegment out_state) {
+        var mh$ = hurray_encoder_encode_composite.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_encoder_encode_composite", encoder, builder, out_state);
+            }
+            return (int) mh$.invokeExact(encoder, builder, out_state);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_writer_add_composite {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_writer_add_composite");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_add_composite(struct HurrayFileWriter *writer,
+     *                                               const struct HurrayCompositeBuilder *builder)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_writer_add_composite$descriptor() {
+        return hurray_file_writer_add_composite.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_add_composite(struct HurrayFileWriter *writer,
+     *                                               const struct HurrayCompositeBuilder *builder)
+     * }
+     */
+    public static MethodHandle hurray_file_writer_add_composite$handle() {
+        return hurray_file_writer_add_composite.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_add_composite(struct HurrayFileWriter *writer,
+     *                                               const struct HurrayCompositeBuilder *builder)
+     * }
+     */
+    public static MemorySegment hurray_file_writer_add_composite$address() {
+        return hurray_file_writer_add_composite.ADDR;
+    }
+
+    /**
+     * Adds a composite to a container: the head under the builder's name (required), member
+     * *i* under <code>name/role_i</code>, recursively. Errors: <code>INVALID_ARGUMENT</code> (no name), those of
+     * <code>hurray_writer_write_composite</code> and <code>hurray_file_writer_add_tensor</code>. A failure part-way
+     * leaves the members already added. Added within ABI 4.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>writer</code> and <code>builder</code> live; the builder's payloads valid.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_writer_add_composite(struct HurrayFileWriter *writer,
+     *                                               const struct HurrayCompositeBuilder *builder)
+     * }
+     */
+    public static int hurray_file_writer_add_composite(MemorySegment writer, MemorySegment builder) {
+        var mh$ = hurray_file_writer_add_composite.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_writer_add_composite", writer, builder);
+            }
+            return (int) mh$.invokeExact(writer, builder);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_reader_read_composite {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_read_composite");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_read_composite(struct HurrayFileReader *reader,
+     *                                                const uint8_t *name,
+     *                                                size_t name_len,
+     *                                                struct HurrayComposite **out_composite)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_reader_read_composite$descriptor() {
+        return hurray_file_reader_read_composite.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_read_composite(struct HurrayFileReader *reader,
+     *                                                const uint8_t *name,
+     *                                                size_t name_len,
+     *                                                struct HurrayComposite **out_composite)
+     * }
+     */
+    public static MethodHandle hurray_file_reader_read_composite$handle() {
+        return hurray_file_reader_read_composite.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_read_composite(struct HurrayFileReader *reader,
+     *                                                const uint8_t *name,
+     *                                                size_t name_len,
+     *                                                struct HurrayComposite **out_composite)
+     * }
+     */
+    public static MemorySegment hurray_file_reader_read_composite$address() {
+        return hurray_file_reader_read_composite.ADDR;
+    }
+
+    /**
+     * Reads the composite stored under <code>name[0..name_len]</code> with all its members into
+     * <code>*out_composite</code> (owned; destroy with <code>hurray_composite_destroy</code>). Member payloads are
+     * read (copied) and sparse indices checked. Errors: <code>NOT_FOUND</code>, <code>INVALID_ARGUMENT</code> (not a
+     * top-level composite), <code>CORRUPT</code> (a member missing or out of place), and those of
+     * <code>hurray_file_reader_read_tensor</code>. Added within ABI 4.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>reader</code> live; <code>name</code> valid for <code>name_len</code> bytes; <code>out_composite</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_read_composite(struct HurrayFileReader *reader,
+     *                                                const uint8_t *name,
+     *                                                size_t name_len,
+     *                                                struct HurrayComposite **out_composite)
+     * }
+     */
+    public static int hurray_file_reader_read_composite(MemorySegment reader, MemorySegment name, long name_len, MemorySegment out_composite) {
+        var mh$ = hurray_file_reader_read_composite.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_reader_read_composite", reader, name, name_len, out_composite);
+            }
+            return (int) mh$.invokeExact(reader, name, name_len, out_composite);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static final class hurray_tensor_context_new {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
         static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_tensor_context_new");
@@ -2693,6 +3686,89 @@ public final class hurray_h {
                 traceDowncall("hurray_decoder_destroy", decoder);
             }
             return (int) mh$.invokeExact(decoder);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_decoder_next_item {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_decoder_next_item");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_next_item(struct HurrayDecoder *decoder,
+     *                                       size_t filled,
+     *                                       uint32_t flags,
+     *                                       struct HurrayDecodeResult *out,
+     *                                       struct HurrayComposite **out_composite)
+     * }
+     */
+    public static FunctionDescriptor hurray_decoder_next_item$descriptor() {
+        return hurray_decoder_next_item.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_next_item(struct HurrayDecoder *decoder,
+     *                                       size_t filled,
+     *                                       uint32_t flags,
+     *                                       struct HurrayDecodeResult *out,
+     *                                       struct HurrayComposite **out_composite)
+     * }
+     */
+    public static MethodHandle hurray_decoder_next_item$handle() {
+        return hurray_decoder_next_item.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_next_item(struct HurrayDecoder *decoder,
+     *                                       size_t filled,
+     *                                       uint32_t flags,
+     *                                       struct HurrayDecodeResult *out,
+     *                                       struct HurrayComposite **out_composite)
+     * }
+     */
+    public static MemorySegment hurray_decoder_next_item$address() {
+        return hurray_decoder_next_item.ADDR;
+    }
+
+    /**
+     * As <code>hurray_decoder_next</code>, in the assembled view (docs/spec/stream.md §Composite tensors): a
+     * plain tensor comes back in <code>*out</code> as there; a composite is read to its last member and
+     * comes back whole in <code>*out_composite</code> (<code>*out</code> then holds no tensor; destroy the composite
+     * with <code>hurray_composite_destroy</code>). <code>HURRAY_NEED_INPUT</code> may come in the middle of a
+     * composite: the part read so far is kept. Do not mix with <code>hurray_decoder_next</code> while a
+     * composite is partly read. Errors as <code>hurray_decoder_next</code>, plus <code>TRUNCATED</code> (the stream
+     * ends inside a composite), <code>CORRUPT</code> (a member count that disagrees with the members that
+     * follow) and <code>LIMIT_EXCEEDED</code> (nesting or size). Added in ABI 4 (additive).
+     * <p>
+     * <b>Safety</b><br>
+     * As <code>hurray_decoder_next</code>; <code>out_composite</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_next_item(struct HurrayDecoder *decoder,
+     *                                       size_t filled,
+     *                                       uint32_t flags,
+     *                                       struct HurrayDecodeResult *out,
+     *                                       struct HurrayComposite **out_composite)
+     * }
+     */
+    public static int hurray_decoder_next_item(MemorySegment decoder, long filled, int flags, MemorySegment out, MemorySegment out_composite) {
+        var mh$ = hurray_decoder_next_item.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_decoder_next_item", decoder, filled, flags, out, out_composite);
+            }
+            return (int) mh$.invokeExact(decoder, filled, flags, out, out_composite);
         } catch (RuntimeException | Error ex$) {
             throw ex$;
         } catch (Throwable ex$) {
@@ -4534,6 +5610,138 @@ public final class hurray_h {
         }
     }
 
+    private static final class hurray_descriptor_builder_set_sparse {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_builder_set_sparse");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_builder_set_sparse(struct HurrayDescriptorBuilder *builder,
+     *                                                   const struct HurraySparse *sparse)
+     * }
+     */
+    public static FunctionDescriptor hurray_descriptor_builder_set_sparse$descriptor() {
+        return hurray_descriptor_builder_set_sparse.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_builder_set_sparse(struct HurrayDescriptorBuilder *builder,
+     *                                                   const struct HurraySparse *sparse)
+     * }
+     */
+    public static MethodHandle hurray_descriptor_builder_set_sparse$handle() {
+        return hurray_descriptor_builder_set_sparse.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_builder_set_sparse(struct HurrayDescriptorBuilder *builder,
+     *                                                   const struct HurraySparse *sparse)
+     * }
+     */
+    public static MemorySegment hurray_descriptor_builder_set_sparse$address() {
+        return hurray_descriptor_builder_set_sparse.ADDR;
+    }
+
+    /**
+     * Sets the sparse block of a COO/CSR/CSC/BSR descriptor (set the layout too, and add the
+     * buffers in the order docs/spec/descriptor.md §Sparse layouts gives). <code>index_type == 0</code>
+     * removes it. Checked at build time. Added within ABI 4.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>builder</code> live; <code>sparse</code> valid for one read.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_builder_set_sparse(struct HurrayDescriptorBuilder *builder,
+     *                                                   const struct HurraySparse *sparse)
+     * }
+     */
+    public static int hurray_descriptor_builder_set_sparse(MemorySegment builder, MemorySegment sparse) {
+        var mh$ = hurray_descriptor_builder_set_sparse.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_descriptor_builder_set_sparse", builder, sparse);
+            }
+            return (int) mh$.invokeExact(builder, sparse);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_descriptor_builder_set_paging {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_builder_set_paging");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_builder_set_paging(struct HurrayDescriptorBuilder *builder,
+     *                                                   const struct HurrayPaging *paging)
+     * }
+     */
+    public static FunctionDescriptor hurray_descriptor_builder_set_paging$descriptor() {
+        return hurray_descriptor_builder_set_paging.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_builder_set_paging(struct HurrayDescriptorBuilder *builder,
+     *                                                   const struct HurrayPaging *paging)
+     * }
+     */
+    public static MethodHandle hurray_descriptor_builder_set_paging$handle() {
+        return hurray_descriptor_builder_set_paging.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_builder_set_paging(struct HurrayDescriptorBuilder *builder,
+     *                                                   const struct HurrayPaging *paging)
+     * }
+     */
+    public static MemorySegment hurray_descriptor_builder_set_paging$address() {
+        return hurray_descriptor_builder_set_paging.ADDR;
+    }
+
+    /**
+     * Sets the paging block of a block-paged descriptor (layout <code>HURRAY_LAYOUT_PAGED</code>; buffers:
+     * pages, then the page table). <code>index_type == 0</code> removes it. Checked at build time. Added
+     * within ABI 4.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>builder</code> live; <code>paging</code> valid for one read.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_builder_set_paging(struct HurrayDescriptorBuilder *builder,
+     *                                                   const struct HurrayPaging *paging)
+     * }
+     */
+    public static int hurray_descriptor_builder_set_paging(MemorySegment builder, MemorySegment paging) {
+        var mh$ = hurray_descriptor_builder_set_paging.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_descriptor_builder_set_paging", builder, paging);
+            }
+            return (int) mh$.invokeExact(builder, paging);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static final class hurray_descriptor_builder_destroy {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
         static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_builder_destroy");
@@ -5185,6 +6393,69 @@ public final class hurray_h {
                 traceDowncall("hurray_encoder_abort", encoder, take_back_last, out_state);
             }
             return (int) mh$.invokeExact(encoder, take_back_last, out_state);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_encoder_set_coalesce_bytes {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_encoder_set_coalesce_bytes");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_set_coalesce_bytes(struct HurrayEncoder *encoder, size_t bytes)
+     * }
+     */
+    public static FunctionDescriptor hurray_encoder_set_coalesce_bytes$descriptor() {
+        return hurray_encoder_set_coalesce_bytes.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_set_coalesce_bytes(struct HurrayEncoder *encoder, size_t bytes)
+     * }
+     */
+    public static MethodHandle hurray_encoder_set_coalesce_bytes$handle() {
+        return hurray_encoder_set_coalesce_bytes.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_set_coalesce_bytes(struct HurrayEncoder *encoder, size_t bytes)
+     * }
+     */
+    public static MemorySegment hurray_encoder_set_coalesce_bytes$address() {
+        return hurray_encoder_set_coalesce_bytes.ADDR;
+    }
+
+    /**
+     * Sets the largest payload the encoder copies into its staged output (default and maximum
+     * 65536 bytes); larger payloads are borrowed (see <code>hurray_encoder_encode</code>). For callers that
+     * send an item's pieces with one gathering write (<code>writev</code>), a smaller value saves copying
+     * mid-sized payloads. The bytes on the wire do not change. Added in ABI 4 (additive).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>encoder</code> live.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_set_coalesce_bytes(struct HurrayEncoder *encoder, size_t bytes)
+     * }
+     */
+    public static int hurray_encoder_set_coalesce_bytes(MemorySegment encoder, long bytes) {
+        var mh$ = hurray_encoder_set_coalesce_bytes.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_encoder_set_coalesce_bytes", encoder, bytes);
+            }
+            return (int) mh$.invokeExact(encoder, bytes);
         } catch (RuntimeException | Error ex$) {
             throw ex$;
         } catch (Throwable ex$) {
@@ -8084,6 +9355,505 @@ public final class hurray_h {
                 traceDowncall("hurray_reader_destroy", reader);
             }
             return (int) mh$.invokeExact(reader);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_descriptor_version {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_version");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_version(const struct HurrayDescriptor *descriptor, uint16_t *out)
+     * }
+     */
+    public static FunctionDescriptor hurray_descriptor_version$descriptor() {
+        return hurray_descriptor_version.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_version(const struct HurrayDescriptor *descriptor, uint16_t *out)
+     * }
+     */
+    public static MethodHandle hurray_descriptor_version$handle() {
+        return hurray_descriptor_version.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_version(const struct HurrayDescriptor *descriptor, uint16_t *out)
+     * }
+     */
+    public static MemorySegment hurray_descriptor_version$address() {
+        return hurray_descriptor_version.ADDR;
+    }
+
+    /**
+     * Stores the descriptor's version (1, or 2 when it has a sparse, paging or composite block)
+     * in <code>*out</code>. Errors: <code>NULL_POINTER</code>, <code>USE_AFTER_DESTROY</code>. Added within ABI 4.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>descriptor</code> a live descriptor; <code>out</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_version(const struct HurrayDescriptor *descriptor, uint16_t *out)
+     * }
+     */
+    public static int hurray_descriptor_version(MemorySegment descriptor, MemorySegment out) {
+        var mh$ = hurray_descriptor_version.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_descriptor_version", descriptor, out);
+            }
+            return (int) mh$.invokeExact(descriptor, out);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_descriptor_sparse {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_sparse");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_sparse(const struct HurrayDescriptor *descriptor,
+     *                                       struct HurraySparse *out)
+     * }
+     */
+    public static FunctionDescriptor hurray_descriptor_sparse$descriptor() {
+        return hurray_descriptor_sparse.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_sparse(const struct HurrayDescriptor *descriptor,
+     *                                       struct HurraySparse *out)
+     * }
+     */
+    public static MethodHandle hurray_descriptor_sparse$handle() {
+        return hurray_descriptor_sparse.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_sparse(const struct HurrayDescriptor *descriptor,
+     *                                       struct HurraySparse *out)
+     * }
+     */
+    public static MemorySegment hurray_descriptor_sparse$address() {
+        return hurray_descriptor_sparse.ADDR;
+    }
+
+    /**
+     * Stores the sparse block in <code>*out</code> (all zero unless the layout is COO, CSR, CSC or BSR).
+     * Errors: <code>NULL_POINTER</code>, <code>USE_AFTER_DESTROY</code>. Added within ABI 4.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>descriptor</code> a live descriptor; <code>out</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_sparse(const struct HurrayDescriptor *descriptor,
+     *                                       struct HurraySparse *out)
+     * }
+     */
+    public static int hurray_descriptor_sparse(MemorySegment descriptor, MemorySegment out) {
+        var mh$ = hurray_descriptor_sparse.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_descriptor_sparse", descriptor, out);
+            }
+            return (int) mh$.invokeExact(descriptor, out);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_descriptor_paging {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_paging");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_paging(const struct HurrayDescriptor *descriptor,
+     *                                       struct HurrayPaging *out)
+     * }
+     */
+    public static FunctionDescriptor hurray_descriptor_paging$descriptor() {
+        return hurray_descriptor_paging.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_paging(const struct HurrayDescriptor *descriptor,
+     *                                       struct HurrayPaging *out)
+     * }
+     */
+    public static MethodHandle hurray_descriptor_paging$handle() {
+        return hurray_descriptor_paging.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_paging(const struct HurrayDescriptor *descriptor,
+     *                                       struct HurrayPaging *out)
+     * }
+     */
+    public static MemorySegment hurray_descriptor_paging$address() {
+        return hurray_descriptor_paging.ADDR;
+    }
+
+    /**
+     * Stores the paging block in <code>*out</code> (all zero unless the layout is block-paged).
+     * Errors: <code>NULL_POINTER</code>, <code>USE_AFTER_DESTROY</code>. Added within ABI 4.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>descriptor</code> a live descriptor; <code>out</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_paging(const struct HurrayDescriptor *descriptor,
+     *                                       struct HurrayPaging *out)
+     * }
+     */
+    public static int hurray_descriptor_paging(MemorySegment descriptor, MemorySegment out) {
+        var mh$ = hurray_descriptor_paging.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_descriptor_paging", descriptor, out);
+            }
+            return (int) mh$.invokeExact(descriptor, out);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_descriptor_composite {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_composite");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_composite(const struct HurrayDescriptor *descriptor,
+     *                                          struct HurrayCompositeMembership *out)
+     * }
+     */
+    public static FunctionDescriptor hurray_descriptor_composite$descriptor() {
+        return hurray_descriptor_composite.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_composite(const struct HurrayDescriptor *descriptor,
+     *                                          struct HurrayCompositeMembership *out)
+     * }
+     */
+    public static MethodHandle hurray_descriptor_composite$handle() {
+        return hurray_descriptor_composite.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_composite(const struct HurrayDescriptor *descriptor,
+     *                                          struct HurrayCompositeMembership *out)
+     * }
+     */
+    public static MemorySegment hurray_descriptor_composite$address() {
+        return hurray_descriptor_composite.ADDR;
+    }
+
+    /**
+     * Stores the composite-membership block in <code>*out</code> (all zero when absent). A head has
+     * <code>member_count &gt; 0</code>, no buffers, and is followed on a stream by its members in preorder.
+     * Errors: <code>NULL_POINTER</code>, <code>USE_AFTER_DESTROY</code>. Added within ABI 4.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>descriptor</code> a live descriptor; <code>out</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_composite(const struct HurrayDescriptor *descriptor,
+     *                                          struct HurrayCompositeMembership *out)
+     * }
+     */
+    public static int hurray_descriptor_composite(MemorySegment descriptor, MemorySegment out) {
+        var mh$ = hurray_descriptor_composite.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_descriptor_composite", descriptor, out);
+            }
+            return (int) mh$.invokeExact(descriptor, out);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_descriptor_composite_role {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_composite_role");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_composite_role(const struct HurrayDescriptor *descriptor,
+     *                                               uint32_t index,
+     *                                               const uint8_t **out_bytes,
+     *                                               size_t *out_len)
+     * }
+     */
+    public static FunctionDescriptor hurray_descriptor_composite_role$descriptor() {
+        return hurray_descriptor_composite_role.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_composite_role(const struct HurrayDescriptor *descriptor,
+     *                                               uint32_t index,
+     *                                               const uint8_t **out_bytes,
+     *                                               size_t *out_len)
+     * }
+     */
+    public static MethodHandle hurray_descriptor_composite_role$handle() {
+        return hurray_descriptor_composite_role.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_composite_role(const struct HurrayDescriptor *descriptor,
+     *                                               uint32_t index,
+     *                                               const uint8_t **out_bytes,
+     *                                               size_t *out_len)
+     * }
+     */
+    public static MemorySegment hurray_descriptor_composite_role$address() {
+        return hurray_descriptor_composite_role.ADDR;
+    }
+
+    /**
+     * Borrows the role of member <code>index</code> of a composite head: <code>*out_bytes</code> points at <code>*out_len</code>
+     * UTF-8 bytes (not NUL-terminated), valid while the descriptor lives. Errors:
+     * <code>INVALID_ARGUMENT</code> (not a head, or <code>index</code> ≥ member count), <code>NULL_POINTER</code>,
+     * <code>USE_AFTER_DESTROY</code>. Added within ABI 4.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>descriptor</code> a live descriptor; <code>out_bytes</code> and <code>out_len</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_composite_role(const struct HurrayDescriptor *descriptor,
+     *                                               uint32_t index,
+     *                                               const uint8_t **out_bytes,
+     *                                               size_t *out_len)
+     * }
+     */
+    public static int hurray_descriptor_composite_role(MemorySegment descriptor, int index, MemorySegment out_bytes, MemorySegment out_len) {
+        var mh$ = hurray_descriptor_composite_role.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_descriptor_composite_role", descriptor, index, out_bytes, out_len);
+            }
+            return (int) mh$.invokeExact(descriptor, index, out_bytes, out_len);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_sparse_densify {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_LONG);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_sparse_densify");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_sparse_densify(const struct HurrayDescriptor *descriptor,
+     *                                    const struct HurrayIoSlice *payloads,
+     *                                    size_t count,
+     *                                    void *out,
+     *                                    uint64_t out_len)
+     * }
+     */
+    public static FunctionDescriptor hurray_sparse_densify$descriptor() {
+        return hurray_sparse_densify.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_sparse_densify(const struct HurrayDescriptor *descriptor,
+     *                                    const struct HurrayIoSlice *payloads,
+     *                                    size_t count,
+     *                                    void *out,
+     *                                    uint64_t out_len)
+     * }
+     */
+    public static MethodHandle hurray_sparse_densify$handle() {
+        return hurray_sparse_densify.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_sparse_densify(const struct HurrayDescriptor *descriptor,
+     *                                    const struct HurrayIoSlice *payloads,
+     *                                    size_t count,
+     *                                    void *out,
+     *                                    uint64_t out_len)
+     * }
+     */
+    public static MemorySegment hurray_sparse_densify$address() {
+        return hurray_sparse_densify.ADDR;
+    }
+
+    /**
+     * Writes the dense row-major form of a sparse tensor (<code>descriptor</code> COO/CSR/CSC/BSR with
+     * its <code>count</code> payloads in buffer-table order, each at least its declared size; for a read
+     * tensor, <code>hurray_buffer_list_data_ptrs</code> of <code>hurray_tensor_buffers</code> gives the pointers) into the caller's <code>out</code> of <code>out_len</code> bytes: exactly the dense byte
+     * count of the shape is written, zeros where nothing is stored; duplicates of a
+     * non-canonical tensor are summed. Indices are checked first.
+     * <p>
+     * Errors: <code>INVALID_ARGUMENT</code> (not sparse, or a buffer in device memory),
+     * <code>BUFFER_TOO_SMALL</code> (<code>out_len</code>), <code>CORRUPT</code> (an index out of range, a bad indptr),
+     * <code>UNSUPPORTED</code> (summing duplicates of float16/bfloat16/fp8), <code>NULL_POINTER</code>. Added
+     * within ABI 4. Thread-safe for distinct outputs.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>descriptor</code> live; <code>payloads</code> valid for <code>count</code> slices, each readable for its length;
+     * <code>out</code> valid for <code>out_len</code> writable bytes that do not overlap the payloads.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_sparse_densify(const struct HurrayDescriptor *descriptor,
+     *                                    const struct HurrayIoSlice *payloads,
+     *                                    size_t count,
+     *                                    void *out,
+     *                                    uint64_t out_len)
+     * }
+     */
+    public static int hurray_sparse_densify(MemorySegment descriptor, MemorySegment payloads, long count, MemorySegment out, long out_len) {
+        var mh$ = hurray_sparse_densify.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_sparse_densify", descriptor, payloads, count, out, out_len);
+            }
+            return (int) mh$.invokeExact(descriptor, payloads, count, out, out_len);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_paged_gather {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_LONG);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_paged_gather");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_paged_gather(const struct HurrayDescriptor *descriptor,
+     *                                  const struct HurrayIoSlice *payloads,
+     *                                  size_t count,
+     *                                  void *out,
+     *                                  uint64_t out_len)
+     * }
+     */
+    public static FunctionDescriptor hurray_paged_gather$descriptor() {
+        return hurray_paged_gather.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_paged_gather(const struct HurrayDescriptor *descriptor,
+     *                                  const struct HurrayIoSlice *payloads,
+     *                                  size_t count,
+     *                                  void *out,
+     *                                  uint64_t out_len)
+     * }
+     */
+    public static MethodHandle hurray_paged_gather$handle() {
+        return hurray_paged_gather.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_paged_gather(const struct HurrayDescriptor *descriptor,
+     *                                  const struct HurrayIoSlice *payloads,
+     *                                  size_t count,
+     *                                  void *out,
+     *                                  uint64_t out_len)
+     * }
+     */
+    public static MemorySegment hurray_paged_gather$address() {
+        return hurray_paged_gather.ADDR;
+    }
+
+    /**
+     * Copies a block-paged tensor (<code>descriptor</code> with its 2 payloads, pages then page table) into
+     * the caller's <code>out</code> as a contiguous row-major tensor of its logical shape (exactly the
+     * dense byte count is written). Every page-table entry is checked first.
+     * <p>
+     * Errors: <code>INVALID_ARGUMENT</code> (not paged, or device memory), <code>BUFFER_TOO_SMALL</code>,
+     * <code>CORRUPT</code> (an entry past the page buffer), <code>NULL_POINTER</code>. Added within ABI 4.
+     * <p>
+     * <b>Safety</b><br>
+     * As for <code>hurray_sparse_densify</code>.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_paged_gather(const struct HurrayDescriptor *descriptor,
+     *                                  const struct HurrayIoSlice *payloads,
+     *                                  size_t count,
+     *                                  void *out,
+     *                                  uint64_t out_len)
+     * }
+     */
+    public static int hurray_paged_gather(MemorySegment descriptor, MemorySegment payloads, long count, MemorySegment out, long out_len) {
+        var mh$ = hurray_paged_gather.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_paged_gather", descriptor, payloads, count, out, out_len);
+            }
+            return (int) mh$.invokeExact(descriptor, payloads, count, out, out_len);
         } catch (RuntimeException | Error ex$) {
             throw ex$;
         } catch (Throwable ex$) {

@@ -11,6 +11,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -54,7 +55,7 @@ class NativeLibraryTest {
 
         s = NativeLibrary.resolve("", " ", "Linux", "amd64");
         assertNull(s.file());
-        assertEquals("META-INF/native/linux-x86_64/libhurray.so", s.resource());
+        assertEquals("META-INF/native/linux-x86_64/" + System.mapLibraryName("hurray"), s.resource());
     }
 
     @Test
@@ -69,11 +70,45 @@ class NativeLibraryTest {
     @Test
     void unsupportedPlatformIsNamed() {
         UnsatisfiedLinkError e = assertThrows(UnsatisfiedLinkError.class,
-                () -> NativeLibrary.resolve(null, null, "Mac OS X", "aarch64"));
-        assertTrue(e.getMessage().contains("Mac OS X/aarch64"), e.getMessage());
-        assertTrue(e.getMessage().contains("linux-x86_64"), e.getMessage());
+                () -> NativeLibrary.resolve(null, null, "SunOS", "sparcv9"));
+        assertTrue(e.getMessage().contains("SunOS/sparcv9"), e.getMessage());
         assertTrue(e.getMessage().contains("hurray.library.path"), e.getMessage());
-        assertEquals("linux-x86_64", NativeLibrary.platform("Linux", "x86_64"));
+        assertThrows(UnsatisfiedLinkError.class, () -> NativeLibrary.platform("Linux", "s390x"));
+        assertThrows(UnsatisfiedLinkError.class, () -> NativeLibrary.platform(null, null));
+    }
+
+    /** os.name/os.arch values the JDKs report, and the folder each maps to (native/build.sh's names). */
+    @Test
+    void platformsMapToOneFolderEach() {
+        String[][] table = {
+            {"Linux", "amd64", "linux-x86_64"}, {"Linux", "x86_64", "linux-x86_64"},
+            {"Linux", "aarch64", "linux-aarch64"}, {"Linux", "riscv64", "linux-riscv64"},
+            {"Linux", "ppc64le", "linux-ppc64le"},
+            {"Mac OS X", "aarch64", "macos-aarch64"}, {"Mac OS X", "x86_64", "macos-x86_64"},
+            {"Darwin", "arm64", "macos-aarch64"},
+            {"Windows 11", "amd64", "windows-x86_64"}, {"Windows Server 2022", "aarch64", "windows-aarch64"},
+            {"FreeBSD", "amd64", "freebsd-x86_64"},
+        };
+        for (String[] r : table) {
+            assertEquals(r[2], NativeLibrary.platform(r[0], r[1]), r[0] + "/" + r[1]);
+        }
+        assertEquals("META-INF/native/macos-aarch64/libhurray.dylib", NativeLibrary.resource("macos-aarch64", "libhurray.dylib"));
+        // The running JVM's own mapping is the one the build packed (hurray.native.platform/lib).
+        String here = NativeLibrary.platform(System.getProperty("os.name"), System.getProperty("os.arch"));
+        assertTrue(getClass().getClassLoader().getResource(NativeLibrary.resource(here, System.mapLibraryName("hurray"))) != null,
+                "the jar resource for " + here);
+    }
+
+    /** native/build.sh stages the library under the same folder and file name the loader looks for. */
+    @Test
+    void buildScriptUsesTheLoadersMapping() throws Exception {
+        Path script = Path.of("../native/build.sh");
+        Assumptions.assumeTrue(Files.isRegularFile(script), "no native/build.sh next to this module");
+        Process p = new ProcessBuilder("bash", script.toString(), "--print-platform").redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes()).strip();
+        assertTrue(p.waitFor(30, TimeUnit.SECONDS));
+        assertEquals(NativeLibrary.platform(System.getProperty("os.name"), System.getProperty("os.arch"))
+                + " " + System.mapLibraryName("hurray"), out);
     }
 
     @Test

@@ -3,7 +3,7 @@ package dev.hurray.cli.io;
 import dev.hurray.ElementType;
 import dev.hurray.Quantization;
 import dev.hurray.TensorDescriptor;
-import dev.hurray.cli.foreign.ForeignTensor;
+import dev.hurray.formats.ForeignTensor;
 import java.util.Arrays;
 
 /**
@@ -17,20 +17,22 @@ import java.util.Arrays;
  * @param bytes the payload size in bytes (all buffers)
  * @param offset byte offset of buffer 0 in the file, or -1 when it has none
  * @param metadataKeys number of per-tensor metadata entries
+ * @param descriptor the Hurray descriptor (sparse/paged parameters, composite membership), or
+ *     {@code null} for a foreign tensor
  */
 public record Entry(String name, ElementType elementType, long[] shape, String layout, Quantization quantization,
-                    long bytes, long offset, int metadataKeys) {
+                    long bytes, long offset, int metadataKeys, TensorDescriptor descriptor) {
 
     /** From a Hurray descriptor. */
     public static Entry of(TensorDescriptor d, long offset) {
         return new Entry(d.name().orElse(""), d.elementType(), d.shape().dims(), d.layout().toString(),
-                d.quantization().orElse(null), d.totalBufferBytes(), offset, d.metadata().size());
+                d.quantization().orElse(null), d.totalBufferBytes(), offset, d.metadata().size(), d);
     }
 
     /** From a foreign-format tensor (no native call: works for any rank). */
     public static Entry of(ForeignTensor t) {
-        return new Entry(t.name(), Bridge.elementType(t.dtype()), t.shape(), t.layout().label(),
-                Bridge.quantization(t.quantization().orElse(null)), t.byteSize(), t.sourceOffset(), 0);
+        return new Entry(t.name(), t.dtype(), t.shape(), t.layout().formatName(),
+                t.quantization().orElse(null), t.byteSize(), t.sourceOffset(), 0, null);
     }
 
     /** {@code [2, 3]}. */

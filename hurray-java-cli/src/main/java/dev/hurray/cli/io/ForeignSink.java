@@ -1,11 +1,11 @@
 package dev.hurray.cli.io;
 
-import dev.hurray.cli.foreign.ForeignFormatException;
-import dev.hurray.cli.foreign.ForeignFormats;
-import dev.hurray.cli.foreign.ForeignModel;
-import dev.hurray.cli.foreign.ForeignTensor;
-import dev.hurray.cli.foreign.Format;
-import dev.hurray.cli.foreign.Payloads;
+import dev.hurray.formats.ForeignFormatException;
+import dev.hurray.formats.ForeignFormats;
+import dev.hurray.formats.ForeignModel;
+import dev.hurray.formats.ForeignTensor;
+import dev.hurray.formats.Format;
+import dev.hurray.formats.Payloads;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -107,7 +107,11 @@ public final class ForeignSink implements Sink {
                 copies.add(c);
             }
         }
-        tensors.add(Bridge.foreign(item.descriptor(), copies, -1));
+        if (copies.size() != 1) {
+            throw new ForeignFormatException("tensor '" + item.name() + "': " + copies.size()
+                    + " buffers; " + format + " holds one dense buffer per tensor");
+        }
+        tensors.add(ForeignTensor.of(item.descriptor(), copies.get(0)));
     }
 
     @Override

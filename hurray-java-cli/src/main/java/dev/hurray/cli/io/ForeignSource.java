@@ -1,8 +1,9 @@
 package dev.hurray.cli.io;
 
-import dev.hurray.cli.foreign.ForeignModel;
-import dev.hurray.cli.foreign.ForeignTensor;
-import dev.hurray.cli.foreign.Format;
+import dev.hurray.formats.ForeignModel;
+import dev.hurray.formats.ForeignTensor;
+import dev.hurray.formats.Format;
+import dev.hurray.Tensor;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -16,7 +17,7 @@ import java.util.Optional;
 
 /**
  * A foreign file (safetensors, npy, npz, tfjs) as a {@link Source}: its tensors in file order,
- * each with a descriptor built by {@link Bridge#descriptor}; payloads that are not 64-byte
+ * each with a descriptor built by {@link ForeignTensor#descriptor()}; payloads that are not 64-byte
  * aligned native memory (most slices of a safetensors or npy mapping) are copied, one tensor
  * at a time, into memory freed after the tensor was handed on.
  */
@@ -71,9 +72,8 @@ public final class ForeignSource implements Source {
     @Override
     public void forEach(Action action) throws IOException {
         for (ForeignTensor t : model.tensors()) {
-            try (Arena scratch = Arena.ofConfined()) {
-                MemorySegment data = Bridge.aligned(t.data(), scratch);
-                action.accept(new Item(Bridge.descriptor(t), List.of(data), t.sourceOffset()));
+            try (Arena scratch = Arena.ofConfined(); Tensor h = t.toTensor(scratch)) {
+                action.accept(new Item(h.descriptor(), List.of(h.buffer(0)), t.sourceOffset()));
             }
         }
     }

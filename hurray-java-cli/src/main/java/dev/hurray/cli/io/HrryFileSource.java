@@ -4,7 +4,7 @@ import dev.hurray.FileEntry;
 import dev.hurray.FileReaderOptions;
 import dev.hurray.HurrayFile;
 import dev.hurray.Tensor;
-import dev.hurray.cli.foreign.Format;
+import dev.hurray.formats.Format;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;

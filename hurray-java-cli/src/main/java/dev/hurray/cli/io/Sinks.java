@@ -1,6 +1,6 @@
 package dev.hurray.cli.io;
 
-import dev.hurray.cli.foreign.Format;
+import dev.hurray.formats.Format;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.function.Consumer;

@@ -1,6 +1,6 @@
 package dev.hurray.cli.io;
 
-import dev.hurray.cli.foreign.Format;
+import dev.hurray.formats.Format;
 import java.io.IOException;
 import java.util.List;
 import java.util.Map;
@@ -43,7 +43,7 @@ public interface Source extends AutoCloseable {
      * Reads every tensor in order and hands it to {@code action}.
      *
      * @throws IOException a {@link dev.hurray.HurrayException} or
-     *     {@link dev.hurray.cli.foreign.ForeignFormatException} for bad input, another
+     *     {@link dev.hurray.formats.ForeignFormatException} for bad input, another
      *     {@code IOException} for failed reads, or whatever {@code action} threw
      */
     void forEach(Action action) throws IOException;

@@ -3,7 +3,7 @@ package dev.hurray.cli.io;
 import dev.hurray.ElementType;
 import dev.hurray.HurrayException;
 import dev.hurray.TensorDescriptor;
-import dev.hurray.cli.foreign.ForeignFormatException;
+import dev.hurray.formats.ForeignFormatException;
 import java.util.Map;
 
 /**

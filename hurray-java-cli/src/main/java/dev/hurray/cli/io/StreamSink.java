@@ -1,8 +1,9 @@
 package dev.hurray.cli.io;
 
+import dev.hurray.AtomicOutput;
 import dev.hurray.Writer;
 import dev.hurray.WriterOptions;
-import dev.hurray.cli.foreign.ForeignFormatException;
+import dev.hurray.formats.ForeignFormatException;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.WritableByteChannel;

@@ -2,7 +2,7 @@ package dev.hurray.cli.io;
 
 import dev.hurray.Reader;
 import dev.hurray.Tensor;
-import dev.hurray.cli.foreign.Format;
+import dev.hurray.formats.Format;
 import java.io.IOException;
 import java.util.Collections;
 import java.util.List;

@@ -9,7 +9,7 @@ import dev.hurray.BufferSpec;
 import dev.hurray.ElementType;
 import dev.hurray.Quantization;
 import dev.hurray.TensorDescriptor;
-import dev.hurray.cli.foreign.ForeignFormatException;
+import dev.hurray.formats.ForeignFormatException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;

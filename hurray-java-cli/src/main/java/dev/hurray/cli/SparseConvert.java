@@ -1,0 +1,120 @@
+package dev.hurray.cli;
+
+import dev.hurray.HurrayFile;
+import dev.hurray.HurrayFileWriter;
+import dev.hurray.Reader;
+import dev.hurray.Tensor;
+import dev.hurray.Writer;
+import dev.hurray.formats.Format;
+import dev.hurray.formats.ScipySparse;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.Iterator;
+
+/**
+ * The scipy.sparse paths of {@code hurray convert}: a {@code save_npz} archive to HRRYFILE, a
+ * stream or another save_npz archive (the layout is kept), or to a dense tensor with
+ * {@code --densify}; and a single sparse tensor in HRRYFILE or a stream back to save_npz.
+ * Everything else goes through the general pipeline.
+ */
+final class SparseConvert {
+    private SparseConvert() {}
+
+    /** True when these formats and files take a sparse path. */
+    static boolean applies(Path in, Format inFormat, Format outFormat) {
+        if (inFormat == Format.NPZ && ScipySparse.isSparseNpz(in)) {
+            return true;
+        }
+        return outFormat == Format.NPZ && (inFormat == Format.HRRYFILE || inFormat == Format.STREAM) && singleSparse(in, inFormat);
+    }
+
+    private static boolean singleSparse(Path in, Format f) {
+        try (Tensor t = single(in, f)) {
+            return t != null && t.descriptor().layout().kind().isSparse();
+        } catch (IOException | RuntimeException e) {
+            return false;
+        }
+    }
+
+    /** The only tensor of a container or stream, or null when there are several or none. */
+    private static Tensor single(Path in, Format f) throws IOException {
+        if (f == Format.HRRYFILE) {
+            try (HurrayFile h = HurrayFile.open(in)) {
+                if (h.count() != 1) {
+                    return null;
+                }
+                return h.read(h.entries().get(0));
+            }
+        }
+        try (Reader r = Reader.of(Files.newInputStream(in))) {
+            Iterator<Tensor> it = r.iterator();
+            if (!it.hasNext()) {
+                return null;
+            }
+            Tensor t = it.next();
+            if (it.hasNext()) {
+                t.close();
+                it.next().close();
+                return null;
+            }
+            return t;
+        }
+    }
+
+    /**
+     * Converts; returns the number of tensors written (1).
+     *
+     * @throws CliException for a target that cannot hold the result
+     */
+    static int run(Path in, Format inFormat, Path out, Format outFormat, boolean densify) throws IOException, CliException {
+        Tensor t = inFormat == Format.NPZ ? ScipySparse.read(in) : single(in, inFormat);
+        try (Tensor src = t; Tensor result = densify ? src.densify() : null) {
+            Tensor w = result != null ? result : src;
+            switch (outFormat) {
+                case HRRYFILE -> atomically(out, o -> {
+                    try (HurrayFileWriter fw = HurrayFileWriter.of(o)) {
+                        fw.add(name(src), w);
+                        fw.finish();
+                    }
+                });
+                case STREAM -> atomically(out, o -> {
+                    try (Writer wr = Writer.of(o)) {
+                        wr.write(w);
+                    }
+                });
+                case NPZ -> {
+                    if (result != null) {
+                        throw new CliException(ExitCode.USAGE, "--densify to npz: write .npy (one dense array) instead");
+                    }
+                    ScipySparse.write(w, out);
+                }
+                default -> throw new CliException(ExitCode.USAGE, "a scipy.sparse matrix can be written to .hrry, "
+                        + ".hrrys or .npz (keeping its layout), or densified with --densify to .hrry/.hrrys");
+            }
+        }
+        return 1;
+    }
+
+    private static String name(Tensor t) {
+        return t.descriptor().name().filter(n -> !n.isEmpty()).orElse("matrix");
+    }
+
+    private interface Body {
+        void write(OutputStream o) throws IOException;
+    }
+
+    private static void atomically(Path out, Body body) throws IOException {
+        Path tmp = Files.createTempFile(out.toAbsolutePath().getParent(), ".hurray-", ".tmp");
+        try {
+            try (OutputStream o = Files.newOutputStream(tmp)) {
+                body.write(o);
+            }
+            Files.move(tmp, out, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        } finally {
+            Files.deleteIfExists(tmp);
+        }
+    }
+}

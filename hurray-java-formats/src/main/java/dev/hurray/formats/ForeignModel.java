@@ -1,0 +1,218 @@
+package dev.hurray.formats;
+
+import dev.hurray.FileEntry;
+import dev.hurray.HurrayException;
+import dev.hurray.HurrayFile;
+import dev.hurray.HurrayFileWriter;
+import dev.hurray.Reader;
+import dev.hurray.Tensor;
+import dev.hurray.Writer;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+
+/**
+ * The tensors of one foreign file, in file order, plus its file-level string metadata
+ * (safetensors {@code __metadata__}; tfjs {@code format}/{@code generatedBy}/{@code convertedBy}).
+ *
+ * <p><b>Ownership.</b> The model owns the arena its payloads live in (file mappings and copies);
+ * {@link #close()} unmaps and frees them all, after which every payload segment throws
+ * {@link IllegalStateException} on access. Closing twice is a no-op. The arena is shared, so
+ * payloads may be read from any thread while the model is open; closing while another thread
+ * reads fails that read, never the JVM.
+ */
+public final class ForeignModel implements AutoCloseable {
+    private final List<ForeignTensor> tensors;
+    private final Map<String, String> metadata;
+    private final Arena arena;
+    private boolean closed;
+
+    /**
+     * @param tensors  tensors in file order; names must be unique
+     * @param metadata file-level metadata (copied, order kept)
+     * @param arena    the arena that owns every payload, or {@code null} when the caller keeps
+     *                 ownership of the payloads (e.g. segments from an arena it closes itself)
+     * @throws IllegalArgumentException on a duplicate tensor name
+     */
+    public ForeignModel(List<ForeignTensor> tensors, Map<String, String> metadata, Arena arena) {
+        this.tensors = List.copyOf(tensors);
+        this.metadata = Collections.unmodifiableMap(new LinkedHashMap<>(Objects.requireNonNull(metadata)));
+        this.arena = arena;
+        Set<String> seen = new HashSet<>();
+        for (ForeignTensor t : this.tensors) {
+            if (!seen.add(t.name())) {
+                throw new IllegalArgumentException("duplicate tensor name '" + t.name() + "'");
+            }
+        }
+    }
+
+    /** Tensors in file order. */
+    public List<ForeignTensor> tensors() {
+        return tensors;
+    }
+
+    /** File-level metadata, in file order. */
+    public Map<String, String> metadata() {
+        return metadata;
+    }
+
+    /** The tensor named {@code name}, or {@code null}. */
+    public ForeignTensor tensor(String name) {
+        for (ForeignTensor t : tensors) {
+            if (t.name().equals(name)) {
+                return t;
+            }
+        }
+        return null;
+    }
+
+    /** Sum of the payload sizes in bytes. */
+    public long totalBytes() {
+        long n = 0;
+        for (ForeignTensor t : tensors) {
+            n += t.byteSize();
+        }
+        return n;
+    }
+
+    // ---------------------------------------------------------------- Hurray containers and streams
+
+    /**
+     * Adds this model to an HRRYFILE being written: its file metadata (UTF-8 values) and each
+     * tensor, in model order, under its name ({@link ForeignTensor#toTensor(Arena)}; payloads
+     * that are not 64-byte aligned are copied one at a time into memory freed right after).
+     * The caller finishes the file.
+     *
+     * @return the number of tensors added
+     * @throws ForeignFormatException if a tensor cannot be a Hurray tensor
+     * @throws HurrayException as {@link HurrayFileWriter#add(Tensor)} and
+     *     {@link HurrayFileWriter#metadata(String, String)} throw (limits, a closed writer)
+     */
+    public long writeTo(HurrayFileWriter writer) throws IOException {
+        for (Map.Entry<String, String> e : metadata.entrySet()) {
+            writer.metadata(e.getKey(), e.getValue());
+        }
+        for (ForeignTensor t : tensors) {
+            try (Arena scratch = Arena.ofConfined(); Tensor h = t.toTensor(scratch)) {
+                writer.add(h);
+            }
+        }
+        return tensors.size();
+    }
+
+    /**
+     * Writes this model as the HRRYFILE {@code target}, atomically ({@link HurrayFile#create(Path)}).
+     *
+     * @throws IOException as {@link #writeTo(HurrayFileWriter)} and {@link HurrayFileWriter#finish()} throw
+     */
+    public void toHurrayFile(Path target) throws IOException {
+        try (HurrayFileWriter w = HurrayFile.create(target)) {
+            writeTo(w);
+            w.finish();
+        }
+    }
+
+    /**
+     * Writes each tensor, in model order, to a Hurray stream. File metadata does not travel: a
+     * stream carries tensors only (each tensor's own descriptor metadata does).
+     *
+     * @return the number of tensors written
+     * @throws ForeignFormatException if a tensor cannot be a Hurray tensor
+     * @throws IOException as {@link Writer#write(Tensor)} throws
+     */
+    public long writeTo(Writer writer) throws IOException {
+        for (ForeignTensor t : tensors) {
+            try (Arena scratch = Arena.ofConfined(); Tensor h = t.toTensor(scratch)) {
+                writer.write(h);
+            }
+        }
+        return tensors.size();
+    }
+
+    /**
+     * Reads an HRRYFILE as a model a foreign format can be written from: every tensor (in
+     * payload order) copied into memory the model owns, and the file metadata whose values are
+     * UTF-8 text.
+     *
+     * @throws ForeignFormatException if a tensor has no foreign counterpart (no name, strided,
+     *     several buffers) or a metadata value is not UTF-8 text
+     * @throws HurrayException as the file's reads throw
+     */
+    public static ForeignModel of(HurrayFile file) throws IOException {
+        Arena arena = Arena.ofShared();
+        try {
+            List<ForeignTensor> ts = new ArrayList<>();
+            List<FileEntry> entries = new ArrayList<>(file.entries());
+            entries.sort(java.util.Comparator.comparingLong(e -> e.buffers().isEmpty() ? 0 : e.buffers().get(0).offset()));
+            for (FileEntry e : entries) {
+                try (Tensor t = file.read(e)) {
+                    ts.add(copy(t, arena));
+                }
+            }
+            Map<String, String> meta = new LinkedHashMap<>();
+            for (Map.Entry<String, byte[]> e : file.metadata().entrySet()) {
+                try {
+                    meta.put(e.getKey(), StandardCharsets.UTF_8.newDecoder()
+                            .decode(java.nio.ByteBuffer.wrap(e.getValue())).toString());
+                } catch (java.nio.charset.CharacterCodingException notText) {
+                    throw new ForeignFormatException("file metadata '" + e.getKey() + "' is not UTF-8 text");
+                }
+            }
+            return new ForeignModel(ts, meta, arena);
+        } catch (Throwable t) {
+            arena.close();
+            throw t;
+        }
+    }
+
+    /**
+     * Reads every tensor of a Hurray stream into a model, copying each payload into memory the
+     * model owns (the stream's tensors are closed as they are copied).
+     *
+     * @throws ForeignFormatException if a tensor has no foreign counterpart
+     * @throws IOException as the reader throws
+     */
+    public static ForeignModel of(Reader reader) throws IOException {
+        Arena arena = Arena.ofShared();
+        try {
+            List<ForeignTensor> ts = new ArrayList<>();
+            for (Tensor t : reader) {
+                try (t) {
+                    ts.add(copy(t, arena));
+                }
+            }
+            return new ForeignModel(ts, Map.of(), arena);
+        } catch (Throwable t) {
+            arena.close();
+            throw t;
+        }
+    }
+
+    private static ForeignTensor copy(Tensor t, Arena arena) throws ForeignFormatException {
+        ForeignTensor view = ForeignTensor.of(t);
+        MemorySegment c = Payloads.allocate(arena, view.byteSize());
+        MemorySegment.copy(view.data(), 0, c, 0, view.byteSize());
+        return new ForeignTensor(view.name(), view.dtype(), view.shape(), view.layout(), c,
+                view.quantization().orElse(null), -1);
+    }
+
+    @Override
+    public void close() {
+        if (!closed) {
+            closed = true;
+            if (arena != null) {
+                arena.close();
+            }
+        }
+    }
+}

@@ -1,0 +1,232 @@
+package dev.hurray.formats;
+
+import dev.hurray.ElementType;
+import dev.hurray.Layout;
+import dev.hurray.Quantization;
+import dev.hurray.Tensor;
+import dev.hurray.TensorDescriptor;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+
+/**
+ * One tensor read from (or to be written to) a foreign format: name, element type, shape,
+ * element order, payload and optional quantization.
+ *
+ * <p><b>Payload.</b> {@link #data()} holds exactly {@code dtype.byteSizeOf(elementCount())}
+ * bytes of the stored values, little-endian, dense, in {@link #layout()} order. Its size is a
+ * {@code long}: payloads over 2 GiB are fine. The segment is either a slice of a read-only file
+ * mapping (safetensors, little-endian npy) or memory allocated 64-byte aligned (tfjs tensors,
+ * which start at arbitrary offsets in their shards; byte-swapped npy; npz entries). It is owned
+ * by the {@link ForeignModel}'s arena: it stays valid until that model is closed, and touching it
+ * afterwards throws {@link IllegalStateException}. A mapped payload is read-only.
+ *
+ * <p><b>Hurray types.</b> The element type, the layout kind (row- or column-major only) and the
+ * quantization are Hurray's own ({@link ElementType}, {@link Layout.Kind}, {@link Quantization}).
+ * {@link #descriptor()} gives the Hurray {@link TensorDescriptor} (one dense CPU buffer at
+ * 64-byte alignment, named after the tensor) and {@link #toTensor(Arena)} a Hurray
+ * {@link Tensor} over the payload; {@link #of(TensorDescriptor, MemorySegment)} goes the other
+ * way.
+ *
+ * <p><b>Quantization.</b> When present, {@link #dtype()} is the <em>stored</em> type and
+ * {@link Quantization#dequantized()} the logical one (e.g. uint8 stored, float32 logical).
+ *
+ * <p>Instances are immutable (the shape is copied in and out) and may be shared between
+ * threads; the payload's thread rules are those of the owning model's arena (shared).
+ */
+public final class ForeignTensor {
+    private final String name;
+    private final ElementType dtype;
+    private final long[] shape;
+    private final Layout.Kind layout;
+    private final MemorySegment data;
+    private final Quantization quantization;
+    private final long sourceOffset;
+
+    /**
+     * @param name         tensor name, non-empty
+     * @param dtype        stored element type
+     * @param shape        dimensions, each {@code >= 0}; empty for a scalar (rank 0)
+     * @param layout       element order of {@code data}
+     * @param data         payload, exactly {@code dtype.byteSizeOf(product(shape))} bytes
+     * @param quantization how stored values map to logical ones, or {@code null}
+     * @param sourceOffset byte offset of the payload in the source file, or {@code -1} when it
+     *                     has none (compressed, computed, or built in memory)
+     * @throws IllegalArgumentException on a negative dimension, an element count or byte size
+     *                                  that overflows {@code long}, or a payload of the wrong size
+     */
+    public ForeignTensor(String name, ElementType dtype, long[] shape, Layout.Kind layout, MemorySegment data,
+                         Quantization quantization, long sourceOffset) {
+        this.name = Objects.requireNonNull(name, "name");
+        this.dtype = Objects.requireNonNull(dtype, "dtype");
+        this.shape = Objects.requireNonNull(shape, "shape").clone();
+        this.layout = Objects.requireNonNull(layout, "layout");
+        this.data = Objects.requireNonNull(data, "data");
+        this.quantization = quantization;
+        this.sourceOffset = sourceOffset;
+        if (layout == Layout.Kind.STRIDED) {
+            throw new IllegalArgumentException("tensor '" + name + "': foreign formats hold row- or column-major data only");
+        }
+        if (name.isEmpty()) {
+            throw new IllegalArgumentException("tensor name is empty");
+        }
+        try {
+            // The core's one rule for names (docs/spec/descriptor.md §Names), so inspect,
+            // verify and convert refuse the same foreign names.
+            dev.hurray.TensorNames.check(name);
+        } catch (dev.hurray.HurrayException e) {
+            throw new IllegalArgumentException("tensor name \"" + printable(name) + "\": " + e.nativeMessage());
+        }
+        long bytes;
+        try {
+            bytes = dtype.byteSizeOf(elementCount(this.shape));
+        } catch (ArithmeticException e) {
+            throw new IllegalArgumentException("tensor '" + name + "': size of shape "
+                    + Arrays.toString(shape) + " overflows");
+        }
+        if (data.byteSize() != bytes) {
+            throw new IllegalArgumentException("tensor '" + name + "': payload is " + data.byteSize()
+                    + " bytes, " + dtype + Arrays.toString(shape) + " needs " + bytes);
+        }
+    }
+
+    /**
+     * Product of {@code shape}'s dimensions (1 for rank 0).
+     *
+     * @throws IllegalArgumentException on a negative dimension
+     * @throws ArithmeticException      on {@code long} overflow
+     */
+    public static long elementCount(long[] shape) {
+        long n = 1;
+        for (long d : shape) {
+            if (d < 0) {
+                throw new IllegalArgumentException("negative dimension " + d);
+            }
+            n = Math.multiplyExact(n, d);
+        }
+        return n;
+    }
+
+    public String name() {
+        return name;
+    }
+
+    /** The stored element type. */
+    public ElementType dtype() {
+        return dtype;
+    }
+
+    /** A copy of the shape. */
+    public long[] shape() {
+        return shape.clone();
+    }
+
+    public int rank() {
+        return shape.length;
+    }
+
+    public long elementCount() {
+        return elementCount(shape);
+    }
+
+    public Layout.Kind layout() {
+        return layout;
+    }
+
+    /** The payload; see the class documentation for ownership and byte order. */
+    public MemorySegment data() {
+        return data;
+    }
+
+    /** Payload size in bytes. */
+    public long byteSize() {
+        return data.byteSize();
+    }
+
+    public Optional<Quantization> quantization() {
+        return Optional.ofNullable(quantization);
+    }
+
+    /** Byte offset of the payload in the source file, or {@code -1} when it has none. */
+    public long sourceOffset() {
+        return sourceOffset;
+    }
+
+    /**
+     * The Hurray descriptor of this tensor: element type, shape, layout, quantization and name,
+     * one dense CPU buffer of {@link #byteSize()} bytes at 64-byte alignment. Built by the native
+     * library on each call (cheap; cache it if you call it in a loop).
+     *
+     * @throws ForeignFormatException if Hurray cannot describe the tensor (rank above 32, or a
+     *     field the format rules refuse; the message says which)
+     */
+    public TensorDescriptor descriptor() throws ForeignFormatException {
+        return Bridge.descriptor(this);
+    }
+
+    /**
+     * This tensor as a Hurray {@link Tensor}. Zero copy when the payload is native memory at a
+     * 64-byte aligned address (tfjs, npz and byte-swapped npy payloads always are; a mapped
+     * safetensors or npy payload is when its file offset is); otherwise the payload is copied
+     * into memory allocated from {@code scratch}.
+     *
+     * <p>Ownership: the tensor borrows its memory from this tensor's model (or from
+     * {@code scratch}); close it before the model or {@code scratch}, and do not use it after
+     * either is closed. Closing the returned tensor frees nothing.
+     *
+     * @param scratch arena for the aligned copy when one is needed
+     * @throws ForeignFormatException as for {@link #descriptor()}
+     */
+    public Tensor toTensor(Arena scratch) throws ForeignFormatException {
+        return Tensor.wrap(Bridge.aligned(data, scratch), descriptor());
+    }
+
+    /**
+     * The foreign-format view of a Hurray tensor: one dense buffer at byte offset 0, row- or
+     * column-major, named. The payload is used as is (not copied): it stays owned by whoever
+     * owns {@code payload}.
+     *
+     * @param descriptor a named, single-buffer, dense descriptor
+     * @param payload    its buffer 0
+     * @throws ForeignFormatException naming what a foreign format cannot express (no name, a
+     *     strided layout, several buffers, a byte offset or padding)
+     */
+    public static ForeignTensor of(TensorDescriptor descriptor, MemorySegment payload) throws ForeignFormatException {
+        return Bridge.foreign(descriptor, List.of(payload), -1);
+    }
+
+    /**
+     * {@link #of(TensorDescriptor, MemorySegment)} for a Hurray tensor's descriptor and buffer 0;
+     * the payload stays owned by {@code tensor}.
+     */
+    public static ForeignTensor of(Tensor tensor) throws ForeignFormatException {
+        return Bridge.foreign(tensor.descriptor(), List.copyOf(tensor.buffers()), -1);
+    }
+
+    /** Shape as {@code [2, 3]} ({@code []} for a scalar). */
+    public String shapeString() {
+        return Arrays.toString(shape);
+    }
+
+    @Override
+    public String toString() {
+        return name + ": " + dtype + shapeString() + " " + layout
+                + (quantization == null ? "" : " " + Payloads.describe(quantization));
+    }
+
+    /** {@code name} with control characters as {@code \\uXXXX}, for one-line messages. */
+    static String printable(String name) {
+        StringBuilder b = new StringBuilder(name.length());
+        name.codePoints().forEach(c -> {
+            if (c < 0x20 || c == 0x7f) {
+                b.append(String.format("\\u%04x", c));
+            } else {
+                b.appendCodePoint(c);
+            }
+        });
+        return b.toString();
+    }
+}

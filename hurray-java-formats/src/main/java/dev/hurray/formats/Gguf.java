@@ -1,0 +1,621 @@
+package dev.hurray.formats;
+
+import dev.hurray.AtomicOutput;
+import dev.hurray.ElementType;
+import dev.hurray.Layout;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.function.LongConsumer;
+
+/**
+ * GGUF, the llama.cpp / ggml model file (versions 2 and 3, little-endian): read its header,
+ * typed metadata and tensor infos, map its tensors to Hurray tensors, and write the files whose
+ * types Hurray can express.
+ *
+ * <p><b>Layout</b> (all integers little-endian): magic {@code GGUF}; {@code uint32} version;
+ * {@code uint64} tensor count; {@code uint64} metadata count; the metadata (key string,
+ * {@code uint32} value type, value); the tensor infos (name string, {@code uint32} rank,
+ * {@code uint64} dimensions with the fastest-varying first, {@code uint32} ggml type,
+ * {@code uint64} offset into the data section); padding to the alignment
+ * ({@code general.alignment}, default 32); the data section. A string is a {@code uint64} byte
+ * length and UTF-8 bytes; an array is a {@code uint32} element type, a {@code uint64} count and
+ * the elements. Version 1 (32-bit counts) and big-endian files are refused.
+ *
+ * <p><b>Mapping to Hurray.</b> A GGUF dimension list {@code [ne0, ne1, …]} (ne0 contiguous) is
+ * the row-major shape {@code [… , ne1, ne0]}. The plain ggml types map to element types
+ * ({@code F32} float32, {@code F16} float16, {@code BF16} bfloat16, {@code F64} float64,
+ * {@code I8}…{@code I64} int8…int64). The block-quantized types ({@code Q4_0}, {@code Q8_0},
+ * the k-quants, …; {@link GgmlType#isBlock()}) are carried as <b>raw bytes</b> until Hurray's
+ * block-scale quantization kinds land: a {@code uint8} tensor of shape
+ * {@code […, ne1, rowBytes]} (one row of blocks per last index), with the ggml type recorded in
+ * the model metadata under {@code gguf.tensor_type.NAME} (e.g. {@code q8_0}). Metadata values
+ * become strings in {@link ForeignModel#metadata()}: strings as they are, numbers in decimal,
+ * booleans as {@code true}/{@code false}, arrays as JSON arrays.
+ *
+ * <p><b>Hostile input.</b> Every length and count is checked against the bytes that remain
+ * before anything is allocated for it; array nesting is bounded (depth 4), ranks by 32, and
+ * each tensor's data must lie inside the data section at an aligned offset.
+ *
+ * <p><b>Ownership and threads.</b> {@link #read} maps the file read-only; tensor payloads are
+ * slices of the mapping (zero copy), owned by the returned model's shared arena, valid until it is
+ * closed and readable from any thread until then. The file must not be truncated meanwhile.
+ */
+public final class Gguf {
+    /** {@code GGUF} as a little-endian {@code uint32}. */
+    private static final int MAGIC = 0x46554747;
+    private static final int DEFAULT_ALIGNMENT = 32;
+    private static final int MAX_ARRAY_DEPTH = 4;
+    private static final int MAX_RANK = 32;
+    private static final ValueLayout.OfInt U32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfLong U64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+
+    private Gguf() {
+    }
+
+    /** GGUF metadata value types, with their wire codes. */
+    public enum ValueType {
+        UINT8(0, 1), INT8(1, 1), UINT16(2, 2), INT16(3, 2), UINT32(4, 4), INT32(5, 4), FLOAT32(6, 4), BOOL(7, 1),
+        STRING(8, 8), ARRAY(9, 12), UINT64(10, 8), INT64(11, 8), FLOAT64(12, 8);
+
+        private final int code;
+        private final int minBytes;
+
+        ValueType(int code, int minBytes) {
+            this.code = code;
+            this.minBytes = minBytes;
+        }
+
+        /** The wire code. */
+        public int code() {
+            return code;
+        }
+
+        static ValueType of(int code) {
+            for (ValueType t : values()) {
+                if (t.code == code) {
+                    return t;
+                }
+            }
+            return null;
+        }
+    }
+
+    /**
+     * A metadata value: its type and its Java value. Integers of up to 32 bits are
+     * {@link Long}s (unsigned ones zero-extended), {@code UINT64}/{@code INT64} are {@link Long}s
+     * (a {@code UINT64} above {@code Long.MAX_VALUE} is negative: read it with
+     * {@link Long#toUnsignedString(long)}), floats are {@link Double}, {@code BOOL} is
+     * {@link Boolean}, {@code STRING} is {@link String}, and an {@code ARRAY} is an unmodifiable
+     * {@link List} of values of {@code elementType}.
+     *
+     * @param type        the value's type
+     * @param elementType for an array, its elements' type; else {@code null}
+     * @param value       the value, as above
+     */
+    public record Value(ValueType type, ValueType elementType, Object value) {
+        public Value {
+            Objects.requireNonNull(type, "type");
+            Objects.requireNonNull(value, "value");
+        }
+
+        /** The value as metadata text: the string itself, a decimal number, or a JSON array. */
+        public String text() {
+            StringBuilder sb = new StringBuilder();
+            appendText(sb, type, elementType, value, false);
+            return sb.toString();
+        }
+
+        private static void appendText(StringBuilder sb, ValueType t, ValueType et, Object v, boolean quote) {
+            switch (t) {
+                case STRING -> {
+                    if (quote) {
+                        Json.quote(sb, (String) v);
+                    } else {
+                        sb.append((String) v);
+                    }
+                }
+                case UINT64 -> sb.append(Long.toUnsignedString((Long) v));
+                case ARRAY -> {
+                    sb.append('[');
+                    boolean first = true;
+                    for (Object o : (List<?>) v) {
+                        if (!first) {
+                            sb.append(',');
+                        }
+                        first = false;
+                        if (o instanceof Value inner) {
+                            appendText(sb, inner.type(), inner.elementType(), inner.value(), true);
+                        } else {
+                            appendText(sb, et, null, o, true);
+                        }
+                    }
+                    sb.append(']');
+                }
+                default -> sb.append(v);
+            }
+        }
+    }
+
+    /**
+     * ggml tensor types GGUF files use, with their wire codes, block sizes (elements per block)
+     * and bytes per block. Plain types have blocks of one element.
+     */
+    public enum GgmlType {
+        F32(0, 1, 4, ElementType.FLOAT32), F16(1, 1, 2, ElementType.FLOAT16),
+        Q4_0(2, 32, 18, null), Q4_1(3, 32, 20, null), Q5_0(6, 32, 22, null), Q5_1(7, 32, 24, null),
+        Q8_0(8, 32, 34, null), Q8_1(9, 32, 36, null),
+        Q2_K(10, 256, 84, null), Q3_K(11, 256, 110, null), Q4_K(12, 256, 144, null), Q5_K(13, 256, 176, null),
+        Q6_K(14, 256, 210, null), Q8_K(15, 256, 292, null),
+        I8(24, 1, 1, ElementType.INT8), I16(25, 1, 2, ElementType.INT16), I32(26, 1, 4, ElementType.INT32),
+        I64(27, 1, 8, ElementType.INT64), F64(28, 1, 8, ElementType.FLOAT64), BF16(30, 1, 2, ElementType.BFLOAT16);
+
+        private final int code;
+        private final int blockElements;
+        private final int blockBytes;
+        private final ElementType elementType;
+
+        GgmlType(int code, int blockElements, int blockBytes, ElementType elementType) {
+            this.code = code;
+            this.blockElements = blockElements;
+            this.blockBytes = blockBytes;
+            this.elementType = elementType;
+        }
+
+        /** The wire code ({@code ggml_type}). */
+        public int code() {
+            return code;
+        }
+
+        /** Elements per block (1 for plain types). */
+        public int blockElements() {
+            return blockElements;
+        }
+
+        /** Bytes per block. */
+        public int blockBytes() {
+            return blockBytes;
+        }
+
+        /** True for block-quantized types, carried as raw bytes (see the class documentation). */
+        public boolean isBlock() {
+            return elementType == null;
+        }
+
+        /** The Hurray element type of a plain type, or {@code null} for a block type. */
+        public ElementType elementType() {
+            return elementType;
+        }
+
+        /** The ggml type with wire code {@code code}, or {@code null} if this reader does not know it. */
+        public static GgmlType of(int code) {
+            for (GgmlType t : values()) {
+                if (t.code == code) {
+                    return t;
+                }
+            }
+            return null;
+        }
+
+        /** The plain ggml type of a Hurray element type, or {@code null} if GGUF has none. */
+        public static GgmlType of(ElementType e) {
+            for (GgmlType t : values()) {
+                if (t.elementType == e) {
+                    return t;
+                }
+            }
+            return null;
+        }
+    }
+
+    /**
+     * One tensor info of the header.
+     *
+     * @param name   tensor name
+     * @param dims   GGUF dimensions, fastest-varying first ({@code ne0, ne1, …})
+     * @param type   ggml type
+     * @param offset byte offset of the data from the start of the data section
+     * @param bytes  byte size of the data
+     */
+    public record TensorInfo(String name, long[] dims, GgmlType type, long offset, long bytes) {
+        public TensorInfo {
+            dims = dims.clone();
+        }
+
+        @Override
+        public long[] dims() {
+            return dims.clone();
+        }
+
+        /** The row-major Hurray shape: the dimensions reversed. */
+        public long[] shape() {
+            long[] s = new long[dims.length];
+            for (int i = 0; i < dims.length; i++) {
+                s[i] = dims[dims.length - 1 - i];
+            }
+            return s;
+        }
+    }
+
+    /**
+     * A parsed GGUF header.
+     *
+     * @param version     2 or 3
+     * @param metadata    the metadata in file order
+     * @param tensors     the tensor infos in file order
+     * @param alignment   the data alignment ({@code general.alignment}, default 32)
+     * @param dataOffset  the data section's byte offset in the file
+     */
+    public record Header(int version, Map<String, Value> metadata, List<TensorInfo> tensors, int alignment,
+                         long dataOffset) {
+    }
+
+    /**
+     * Reads the header of a GGUF file (no tensor data is touched).
+     *
+     * @throws ForeignFormatException if the file is not GGUF v2/v3 little-endian, or any length,
+     *     count, type or offset is invalid
+     */
+    public static Header readHeader(Path file) throws IOException {
+        try (Arena arena = Arena.ofConfined(); FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
+            MemorySegment map = Payloads.mapReadOnly(ch, ch.size(), arena);
+            return parse(map, file.toString());
+        }
+    }
+
+    /**
+     * Reads a GGUF file as a model: the tensors (zero-copy slices of a read-only mapping) and the
+     * metadata as text, as the class documentation describes.
+     *
+     * @throws ForeignFormatException as for {@link #readHeader(Path)}
+     */
+    public static ForeignModel read(Path file) throws IOException {
+        String what = file.toString();
+        Arena arena = Arena.ofShared();
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
+            MemorySegment map = Payloads.mapReadOnly(ch, ch.size(), arena);
+            Header h = parse(map, what);
+            Map<String, String> meta = new LinkedHashMap<>();
+            for (Map.Entry<String, Value> e : h.metadata().entrySet()) {
+                meta.put(e.getKey(), e.getValue().text());
+            }
+            List<ForeignTensor> tensors = new ArrayList<>();
+            for (TensorInfo t : h.tensors()) {
+                MemorySegment data = map.asSlice(h.dataOffset() + t.offset(), t.bytes());
+                long[] shape = t.shape();
+                ElementType et = t.type().elementType();
+                if (t.type().isBlock()) {
+                    meta.put("gguf.tensor_type." + t.name(), t.type().name().toLowerCase(java.util.Locale.ROOT));
+                    shape[shape.length - 1] = t.dims()[0] / t.type().blockElements() * t.type().blockBytes();
+                    et = ElementType.UINT8;
+                }
+                tensors.add(new ForeignTensor(t.name(), et, shape, Layout.Kind.ROW_MAJOR, data, null,
+                        h.dataOffset() + t.offset()));
+            }
+            try {
+                return new ForeignModel(tensors, meta, arena);
+            } catch (IllegalArgumentException dup) {
+                throw new ForeignFormatException(what + ": " + dup.getMessage());
+            }
+        } catch (Throwable t) {
+            arena.close();
+            throw t;
+        }
+    }
+
+    /**
+     * Writes {@code model} as a GGUF v3 file, atomically ({@link AtomicOutput}): its metadata as
+     * {@code STRING} values (plus {@code general.alignment} = 32), its tensors in model order
+     * with the dimensions reversed. Column-major tensors are reordered to row-major.
+     *
+     * @throws ForeignFormatException for a quantized tensor, an element type GGUF has no plain
+     *     type for (unsigned integers, complex, FP8, 4-bit, bool), or a rank above 4 (ggml's)
+     */
+    public static void write(ForeignModel model, Path target, LongConsumer progress) throws IOException {
+        List<ForeignTensor> ts = new ArrayList<>();
+        try (Arena scratch = Arena.ofConfined()) {
+            for (ForeignTensor t : model.tensors()) {
+                if (t.quantization().isPresent()) {
+                    throw new ForeignFormatException("tensor '" + t.name() + "' is quantized ("
+                            + Payloads.describe(t.quantization().get()) + "); GGUF cannot record this quantization");
+                }
+                if (GgmlType.of(t.dtype()) == null) {
+                    throw new ForeignFormatException("tensor '" + t.name() + "': GGUF has no type for " + t.dtype());
+                }
+                if (t.rank() > 4) {
+                    throw new ForeignFormatException("tensor '" + t.name() + "': rank " + t.rank() + ", GGUF holds at most 4");
+                }
+                ts.add(Payloads.toRowMajor(t, scratch));
+            }
+            Map<String, String> meta = new LinkedHashMap<>(model.metadata());
+            meta.remove("general.alignment");
+            ByteBuffer head = header(ts, meta);
+            AtomicOutput.write(target, out -> {
+                while (head.hasRemaining()) {
+                    out.write(head);
+                }
+                long pos = head.limit();
+                for (ForeignTensor t : ts) {
+                    pos = pad(out, pos);
+                    Payloads.writeFully(t.data(), out, progress);
+                    pos += t.byteSize();
+                }
+            });
+        }
+    }
+
+    private static long pad(FileChannel out, long pos) throws IOException {
+        int n = (int) ((DEFAULT_ALIGNMENT - pos % DEFAULT_ALIGNMENT) % DEFAULT_ALIGNMENT);
+        ByteBuffer z = ByteBuffer.allocate(n);
+        while (z.hasRemaining()) {
+            out.write(z);
+        }
+        return pos + n;
+    }
+
+    private static ByteBuffer header(List<ForeignTensor> ts, Map<String, String> meta) {
+        java.io.ByteArrayOutputStream b = new java.io.ByteArrayOutputStream();
+        ByteBuffer bb = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN);
+        writeInt(b, bb, MAGIC);
+        writeInt(b, bb, 3);
+        writeLong(b, bb, ts.size());
+        writeLong(b, bb, meta.size() + 1);
+        writeString(b, bb, "general.alignment");
+        writeInt(b, bb, ValueType.UINT32.code());
+        writeInt(b, bb, DEFAULT_ALIGNMENT);
+        for (Map.Entry<String, String> e : meta.entrySet()) {
+            writeString(b, bb, e.getKey());
+            writeInt(b, bb, ValueType.STRING.code());
+            writeString(b, bb, e.getValue());
+        }
+        long offset = 0;
+        for (ForeignTensor t : ts) {
+            writeString(b, bb, t.name());
+            long[] shape = t.shape();
+            writeInt(b, bb, shape.length);
+            for (int i = shape.length - 1; i >= 0; i--) {
+                writeLong(b, bb, shape[i]);
+            }
+            writeInt(b, bb, GgmlType.of(t.dtype()).code());
+            offset = (offset + DEFAULT_ALIGNMENT - 1) / DEFAULT_ALIGNMENT * DEFAULT_ALIGNMENT;
+            writeLong(b, bb, offset);
+            offset += t.byteSize();
+        }
+        while (b.size() % DEFAULT_ALIGNMENT != 0) {
+            b.write(0);
+        }
+        return ByteBuffer.wrap(b.toByteArray());
+    }
+
+    private static void writeInt(java.io.ByteArrayOutputStream b, ByteBuffer bb, int v) {
+        b.write(bb.clear().putInt(v).array(), 0, 4);
+    }
+
+    private static void writeLong(java.io.ByteArrayOutputStream b, ByteBuffer bb, long v) {
+        b.write(bb.clear().putLong(v).array(), 0, 8);
+    }
+
+    private static void writeString(java.io.ByteArrayOutputStream b, ByteBuffer bb, String s) {
+        byte[] u = s.getBytes(StandardCharsets.UTF_8);
+        writeLong(b, bb, u.length);
+        b.writeBytes(u);
+    }
+
+    // ------------------------------------------------------------------ parsing
+
+    private static final class Cursor {
+        final MemorySegment seg;
+        final String what;
+        long pos;
+
+        Cursor(MemorySegment seg, String what) {
+            this.seg = seg;
+            this.what = what;
+        }
+
+        long remaining() {
+            return seg.byteSize() - pos;
+        }
+
+        void need(long n, String field) throws ForeignFormatException {
+            if (n < 0 || n > remaining()) {
+                throw new ForeignFormatException(what + ": truncated GGUF: " + field + " needs " + Long.toUnsignedString(n)
+                        + " bytes at offset " + pos + ", " + remaining() + " remain");
+            }
+        }
+
+        int u8(String f) throws ForeignFormatException {
+            need(1, f);
+            return seg.get(ValueLayout.JAVA_BYTE, pos++) & 0xFF;
+        }
+
+        int u32(String f) throws ForeignFormatException {
+            need(4, f);
+            int v = seg.get(U32, pos);
+            pos += 4;
+            return v;
+        }
+
+        long u64(String f) throws ForeignFormatException {
+            need(8, f);
+            long v = seg.get(U64, pos);
+            pos += 8;
+            return v;
+        }
+
+        String string(String f) throws ForeignFormatException {
+            long n = u64(f + " length");
+            need(n, f);
+            if (n > Integer.MAX_VALUE - 16) {
+                throw new ForeignFormatException(what + ": " + f + " of " + n + " bytes is too long");
+            }
+            byte[] b = seg.asSlice(pos, n).toArray(ValueLayout.JAVA_BYTE);
+            pos += n;
+            try {
+                return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                        .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(b)).toString();
+            } catch (CharacterCodingException e) {
+                throw new ForeignFormatException(what + ": " + f + " is not UTF-8");
+            }
+        }
+    }
+
+    static Header parse(MemorySegment seg, String what) throws ForeignFormatException {
+        Cursor c = new Cursor(seg, what);
+        if (seg.byteSize() < 24 || seg.get(U32, 0) != MAGIC) {
+            throw new ForeignFormatException(what + ": not a GGUF file (no GGUF magic)");
+        }
+        c.pos = 4;
+        int version = c.u32("version");
+        if (version != 2 && version != 3) {
+            if (Integer.reverseBytes(version) == 2 || Integer.reverseBytes(version) == 3) {
+                throw new ForeignFormatException(what + ": a big-endian GGUF file; only little-endian is read");
+            }
+            throw new ForeignFormatException(what + ": GGUF version " + Integer.toUnsignedString(version)
+                    + " (versions 2 and 3 are read)");
+        }
+        long tensorCount = c.u64("tensor count");
+        long kvCount = c.u64("metadata count");
+        // Each metadata entry takes at least 8+4+1 bytes, each tensor info at least 8+4+4+8.
+        if (Long.compareUnsigned(kvCount, c.remaining() / 13) > 0 || Long.compareUnsigned(tensorCount, c.remaining() / 24) > 0) {
+            throw new ForeignFormatException(what + ": GGUF declares " + Long.toUnsignedString(kvCount) + " metadata entries and "
+                    + Long.toUnsignedString(tensorCount) + " tensors, more than its " + seg.byteSize() + " bytes can hold");
+        }
+        Map<String, Value> meta = new LinkedHashMap<>();
+        for (long i = 0; i < kvCount; i++) {
+            String key = c.string("metadata key " + i);
+            int tc = c.u32("type of " + key);
+            ValueType t = ValueType.of(tc);
+            if (t == null) {
+                throw new ForeignFormatException(what + ": metadata '" + key + "' has unknown value type " + Integer.toUnsignedString(tc));
+            }
+            if (meta.put(key, value(c, t, key, 0)) != null) {
+                throw new ForeignFormatException(what + ": duplicate metadata key '" + key + "'");
+            }
+        }
+        int alignment = DEFAULT_ALIGNMENT;
+        Value al = meta.get("general.alignment");
+        if (al != null) {
+            if (al.type() != ValueType.UINT32 || (Long) al.value() == 0 || Long.bitCount((Long) al.value()) != 1
+                    || (Long) al.value() > 1 << 20) {
+                throw new ForeignFormatException(what + ": general.alignment must be a uint32 power of two, is " + al.text());
+            }
+            alignment = (int) (long) (Long) al.value();
+        }
+        List<TensorInfo> infos = new ArrayList<>();
+        java.util.Set<String> names = new java.util.HashSet<>();
+        for (long i = 0; i < tensorCount; i++) {
+            String name = c.string("tensor name " + i);
+            if (!names.add(name)) {
+                throw new ForeignFormatException(what + ": duplicate tensor name '" + name + "'");
+            }
+            int rank = c.u32("rank of " + name);
+            if (rank < 1 || rank > MAX_RANK) {
+                throw new ForeignFormatException(what + ": tensor '" + name + "' has rank " + Integer.toUnsignedString(rank));
+            }
+            long[] dims = new long[rank];
+            long count = 1;
+            for (int d = 0; d < rank; d++) {
+                dims[d] = c.u64("dimension of " + name);
+                if (dims[d] < 0) {
+                    throw new ForeignFormatException(what + ": tensor '" + name + "' has dimension " + Long.toUnsignedString(dims[d]));
+                }
+                try {
+                    count = Math.multiplyExact(count, dims[d]);
+                } catch (ArithmeticException e) {
+                    throw new ForeignFormatException(what + ": tensor '" + name + "': element count overflows");
+                }
+            }
+            int tc = c.u32("type of " + name);
+            GgmlType type = GgmlType.of(tc);
+            if (type == null) {
+                throw new ForeignFormatException(what + ": tensor '" + name + "' has ggml type " + Integer.toUnsignedString(tc)
+                        + ", which this reader does not know");
+            }
+            if (dims[0] % type.blockElements() != 0) {
+                throw new ForeignFormatException(what + ": tensor '" + name + "': " + type + " needs ne0 to be a multiple of "
+                        + type.blockElements() + ", it is " + dims[0]);
+            }
+            long bytes;
+            try {
+                bytes = Math.multiplyExact(count / type.blockElements(), (long) type.blockBytes());
+            } catch (ArithmeticException e) {
+                throw new ForeignFormatException(what + ": tensor '" + name + "': byte size overflows");
+            }
+            long offset = c.u64("offset of " + name);
+            if (offset < 0 || offset % alignment != 0) {
+                throw new ForeignFormatException(what + ": tensor '" + name + "' offset " + Long.toUnsignedString(offset)
+                        + " is not a multiple of the alignment " + alignment);
+            }
+            infos.add(new TensorInfo(name, dims, type, offset, bytes));
+        }
+        long dataOffset = (c.pos + alignment - 1) / alignment * alignment;
+        long dataBytes = tensorCount == 0 ? 0 : seg.byteSize() - dataOffset;
+        for (TensorInfo t : infos) {
+            if (dataBytes < 0 || t.offset() > dataBytes || t.bytes() > dataBytes - t.offset()) {
+                throw new ForeignFormatException(what + ": tensor '" + t.name() + "' (" + t.bytes() + " bytes at data offset "
+                        + t.offset() + ") runs past the end of the file");
+            }
+        }
+        return new Header(version, Collections.unmodifiableMap(meta), List.copyOf(infos), alignment, dataOffset);
+    }
+
+    private static Value value(Cursor c, ValueType t, String key, int depth) throws ForeignFormatException {
+        return switch (t) {
+            case UINT8 -> new Value(t, null, (long) c.u8(key));
+            case INT8 -> new Value(t, null, (long) (byte) c.u8(key));
+            case UINT16 -> new Value(t, null, (long) (c.u8(key) | c.u8(key) << 8));
+            case INT16 -> new Value(t, null, (long) (short) (c.u8(key) | c.u8(key) << 8));
+            case UINT32 -> new Value(t, null, Integer.toUnsignedLong(c.u32(key)));
+            case INT32 -> new Value(t, null, (long) c.u32(key));
+            case FLOAT32 -> new Value(t, null, (double) Float.intBitsToFloat(c.u32(key)));
+            case BOOL -> {
+                int b = c.u8(key);
+                if (b > 1) {
+                    throw new ForeignFormatException(c.what + ": metadata '" + key + "': bool value " + b);
+                }
+                yield new Value(t, null, b == 1);
+            }
+            case STRING -> new Value(t, null, c.string("metadata '" + key + "'"));
+            case UINT64, INT64 -> new Value(t, null, c.u64(key));
+            case FLOAT64 -> new Value(t, null, Double.longBitsToDouble(c.u64(key)));
+            case ARRAY -> {
+                if (depth >= MAX_ARRAY_DEPTH) {
+                    throw new ForeignFormatException(c.what + ": metadata '" + key + "': arrays nested deeper than " + MAX_ARRAY_DEPTH);
+                }
+                int ec = c.u32(key + " element type");
+                ValueType et = ValueType.of(ec);
+                if (et == null) {
+                    throw new ForeignFormatException(c.what + ": metadata '" + key + "' has unknown array element type "
+                            + Integer.toUnsignedString(ec));
+                }
+                long n = c.u64(key + " length");
+                if (Long.compareUnsigned(n, c.remaining() / et.minBytes) > 0) {
+                    throw new ForeignFormatException(c.what + ": metadata '" + key + "' declares " + Long.toUnsignedString(n)
+                            + " elements, more than the " + c.remaining() + " remaining bytes can hold");
+                }
+                List<Object> l = new ArrayList<>((int) n);
+                for (long i = 0; i < n; i++) {
+                    Value v = value(c, et, key, depth + 1);
+                    l.add(et == ValueType.ARRAY ? v : v.value());
+                }
+                yield new Value(t, et, Collections.unmodifiableList(l));
+            }
+        };
+    }
+}

@@ -1,0 +1,218 @@
+package dev.hurray.formats;
+
+import dev.hurray.AtomicOutput;
+import dev.hurray.Layout;
+import java.io.BufferedOutputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.channels.Channels;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Enumeration;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.function.LongConsumer;
+import java.util.zip.CRC32;
+import java.util.zip.CheckedInputStream;
+import java.util.zip.ZipEntry;
+import java.util.zip.ZipException;
+import java.util.zip.ZipFile;
+import java.util.zip.ZipOutputStream;
+
+/**
+ * NumPy {@code .npz} archives: a zip of {@code NAME.npy} entries ({@code np.savez} stores them,
+ * {@code np.savez_compressed} deflates them), through {@code java.util.zip} (zip64 included).
+ *
+ * <p><b>Reading.</b> Entries come in central-directory order; each must be a regular entry
+ * named {@code *.npy} holding a valid npy file ({@link Npy}), and its tensor is named after the
+ * entry without {@code .npy}. Before any payload is allocated, its size (from the npy header)
+ * is checked against the entry's declared uncompressed size and, for deflated entries, against
+ * what its compressed size can expand to (deflate cannot exceed about 1032:1), so a small
+ * hostile archive cannot make the reader allocate gigabytes. Payloads are inflated into
+ * 64-byte aligned memory owned by the returned model; the zip's CRC is verified as each entry
+ * is read to its end.
+ *
+ * <p><b>Limits.</b> Deflate really can expand about 1000:1, so a 10 MB archive of zeros can hold
+ * 10 GB. The payload bytes of an archive's deflated entries are therefore bounded by a limit,
+ * {@link #DEFAULT_MAX_INFLATED_BYTES} (2 GiB) unless {@link #read(Path, LongConsumer, long)} is
+ * given another, or the system property {@code hurray.npz.maxInflatedBytes} sets one. The limit
+ * is checked against each entry's declared size <em>before</em> its payload is allocated, so a
+ * zip bomb is refused with a {@link ForeignFormatException} while memory use stays at a few
+ * kilobytes. Stored entries need no limit: their bytes are in the file.
+ *
+ * <p><b>Writing.</b> One {@code NAME.npy} entry per tensor in model order, stored (like
+ * {@code np.savez}) or deflated (like {@code np.savez_compressed}); file-level metadata is not
+ * representable and is dropped (the caller decides whether that is acceptable).
+ */
+public final class Npz {
+    private static final long DEFLATE_MAX_RATIO = 1032;
+
+    /**
+     * The default bound on the payload bytes of an archive's deflated entries: 2 GiB. Override it
+     * per call ({@link #read(Path, LongConsumer, long)}) or per process (system property
+     * {@code hurray.npz.maxInflatedBytes}, in bytes).
+     */
+    public static final long DEFAULT_MAX_INFLATED_BYTES = 2L << 30;
+
+    private Npz() {
+    }
+
+    /**
+     * Reads an npz archive.
+     *
+     * @param progress called with byte counts as payloads are inflated, or {@code null}
+     * @throws ForeignFormatException if the file is not a zip, an entry is not a valid npy
+     *                                file, sizes disagree, an entry runs past the archive's end,
+     *                                or the zip's CRC fails
+     */
+    public static ForeignModel read(Path file, LongConsumer progress) throws IOException {
+        return read(file, progress, Long.getLong("hurray.npz.maxInflatedBytes", DEFAULT_MAX_INFLATED_BYTES));
+    }
+
+    /**
+     * Reads an npz archive whose deflated entries may hold at most {@code maxInflatedBytes}
+     * payload bytes in all.
+     *
+     * @param progress called with byte counts as payloads are inflated, or {@code null}
+     * @param maxInflatedBytes the bound on the deflated entries' payload bytes, summed
+     * @throws ForeignFormatException as for {@link #read(Path, LongConsumer)}, and when the
+     *     deflated entries declare more than {@code maxInflatedBytes} (before allocating them)
+     */
+    public static ForeignModel read(Path file, LongConsumer progress, long maxInflatedBytes) throws IOException {
+        String what = file.toString();
+        long inflated = 0;
+        long fileSize = java.nio.file.Files.size(file);
+        Arena arena = Arena.ofShared();
+        try (ZipFile zip = open(file)) {
+            List<ForeignTensor> tensors = new ArrayList<>();
+            Enumeration<? extends ZipEntry> en = zip.entries();
+            while (en.hasMoreElements()) {
+                ZipEntry e = en.nextElement();
+                String ewhat = what + "!" + e.getName();
+                if (e.isDirectory() || !e.getName().endsWith(".npy") || e.getName().length() == 4) {
+                    throw new ForeignFormatException(ewhat + ": npz entries must be NAME.npy files");
+                }
+                String name = e.getName().substring(0, e.getName().length() - 4);
+                CRC32 crc = new CRC32();
+                try (InputStream in = new CheckedInputStream(zip.getInputStream(e), crc)) {
+                    Npy.Header h = Npy.readHeader(in, ewhat);
+                    long total = h.headerBytes() + h.payloadBytes();
+                    if (e.getSize() >= 0 && e.getSize() != total) {
+                        throw new ForeignFormatException(ewhat + ": entry holds " + e.getSize() + " bytes, its npy header says "
+                                + total);
+                    }
+                    long csize = e.getCompressedSize();
+                    if (e.getMethod() == ZipEntry.DEFLATED && csize >= 0
+                            && total > csize * DEFLATE_MAX_RATIO + 1024) {
+                        throw new ForeignFormatException(ewhat + ": claims " + total + " bytes from " + csize
+                                + " compressed bytes, more than deflate can produce");
+                    }
+                    if (e.getMethod() == ZipEntry.STORED && total > fileSize) {
+                        throw new ForeignFormatException(ewhat + ": a stored entry of " + total
+                                + " bytes in an archive of " + fileSize + " bytes");
+                    }
+                    if (e.getMethod() != ZipEntry.STORED) {
+                        inflated += h.payloadBytes();
+                        if (inflated > maxInflatedBytes || inflated < 0) {
+                            throw new ForeignFormatException(ewhat + ": deflated entries declare " + inflated
+                                    + " payload bytes, more than the limit of " + maxInflatedBytes
+                                    + " (a zip bomb? raise it with -Dhurray.npz.maxInflatedBytes=BYTES)");
+                        }
+                    }
+                    MemorySegment data = Npy.readData(in, h, arena, ewhat, progress);
+                    if (e.getCrc() >= 0 && crc.getValue() != e.getCrc()) {
+                        throw new ForeignFormatException(ewhat + ": CRC mismatch (corrupt archive)");
+                    }
+                    tensors.add(new ForeignTensor(name, h.dtype(), h.shape(),
+                            h.fortran() ? Layout.Kind.COLUMN_MAJOR : Layout.Kind.ROW_MAJOR, data, null, -1));
+                } catch (ZipException ze) {
+                    throw new ForeignFormatException(ewhat + ": corrupt zip entry: " + ze.getMessage(), ze);
+                } catch (EOFException eof) {
+                    // java.util.zip reports an entry that runs past the end of the archive (a
+                    // local header offset or compressed size that lies) as a bare EOFException.
+                    throw new ForeignFormatException(ewhat + ": truncated or corrupt zip entry"
+                            + (eof.getMessage() == null ? "" : ": " + eof.getMessage()), eof);
+                }
+            }
+            try {
+                return new ForeignModel(tensors, new LinkedHashMap<>(), arena);
+            } catch (IllegalArgumentException dup) {
+                throw new ForeignFormatException(what + ": " + dup.getMessage());
+            }
+        } catch (Throwable t) {
+            arena.close();
+            throw t;
+        }
+    }
+
+    private static ZipFile open(Path file) throws IOException {
+        try {
+            return new ZipFile(file.toFile());
+        } catch (ZipException e) {
+            throw new ForeignFormatException(file + ": not an npz (zip) file: " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Writes {@code model} as an npz archive, atomically ({@link AtomicOutput}).
+     *
+     * @param compress deflate entries ({@code np.savez_compressed}) instead of storing them
+     * @throws ForeignFormatException if a tensor cannot be written as npy ({@link Npy#header})
+     */
+    public static void write(ForeignModel model, Path target, boolean compress, LongConsumer progress)
+            throws IOException {
+        List<byte[]> headers = new ArrayList<>();
+        for (ForeignTensor t : model.tensors()) {
+            try {
+                // A name becomes a zip member name here: never write "../x" or "/x" verbatim.
+                dev.hurray.TensorNames.checkPath(t.name());
+            } catch (dev.hurray.HurrayException e) {
+                throw new ForeignFormatException("tensor name cannot be an npz member name: " + e.nativeMessage());
+            }
+            headers.add(Npy.header(t));
+        }
+        AtomicOutput.write(target, ch -> {
+            OutputStream raw = new BufferedOutputStream(Channels.newOutputStream(ch), 1 << 16);
+            ZipOutputStream zip = new ZipOutputStream(raw);
+            for (int i = 0; i < headers.size(); i++) {
+                ForeignTensor t = model.tensors().get(i);
+                byte[] h = headers.get(i);
+                ZipEntry e = new ZipEntry(t.name() + ".npy");
+                e.setTime(315532800000L + 86400000L); // fixed (1980-01-02) so output is reproducible
+                if (compress) {
+                    e.setMethod(ZipEntry.DEFLATED);
+                } else {
+                    long size = h.length + t.byteSize();
+                    CRC32 crc = new CRC32();
+                    crc.update(h);
+                    long c = crc32Continue(crc, t.data());
+                    e.setMethod(ZipEntry.STORED);
+                    e.setSize(size);
+                    e.setCompressedSize(size);
+                    e.setCrc(c);
+                }
+                zip.putNextEntry(e);
+                zip.write(h);
+                Payloads.writeFully(t.data(), zip, progress);
+                zip.closeEntry();
+            }
+            zip.finish();
+            zip.flush();
+        });
+    }
+
+    private static long crc32Continue(CRC32 crc, MemorySegment seg) {
+        long pos = 0;
+        long size = seg.byteSize();
+        while (pos < size) {
+            long n = Math.min(Payloads.CHUNK, size - pos);
+            crc.update(seg.asSlice(pos, n).asByteBuffer());
+            pos += n;
+        }
+        return crc.getValue();
+    }
+}

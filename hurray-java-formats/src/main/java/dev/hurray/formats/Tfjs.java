@@ -1,0 +1,376 @@
+package dev.hurray.formats;
+
+import dev.hurray.ElementType;
+import dev.hurray.Layout;
+import dev.hurray.Quantization;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.math.BigInteger;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.LongConsumer;
+
+/**
+ * TensorFlow.js weights: a {@code *weights_manifest.json} (a JSON array of groups) or a
+ * {@code model.json} whose {@code weightsManifest} holds that array, plus the binary shard
+ * files each group lists in {@code paths}.
+ *
+ * <p><b>Layout</b> (as tfjs-core's {@code io_utils.decodeWeights} reads it): a group's shards
+ * are concatenated in order, and its weights follow one another in that byte stream with no
+ * alignment or padding. A weight's stored size is {@code product(shape)} times the width of its
+ * stored type: the quantization dtype ({@code uint8} 1, {@code uint16} 2, {@code float16} 2)
+ * when it has a {@code quantization} entry, else its {@code dtype} ({@code float32} 4,
+ * {@code int32} 4, {@code bool} 1, {@code complex64} 8). {@code string} weights (variable
+ * length) are rejected.
+ *
+ * <p><b>Quantization</b> is kept, not applied: {@code uint8}/{@code uint16} with
+ * {@code scale}/{@code min} becomes {@link Quantization.PerTensorAffine} (stored uint8/uint16,
+ * {@code bias = min}, dequantized type = the weight's {@code dtype}, float32 or int32), and
+ * {@code float16} becomes {@link Quantization.Cast} (stored float16, logical float32). With
+ * {@code dequantize}, values are computed instead, exactly as tfjs-core 4.22 does (see
+ * {@link #dequantizeFloat32} and {@link #dequantizeInt32}).
+ *
+ * <p><b>Checks.</b> Shard paths must be relative and stay inside the manifest's directory;
+ * every listed shard must exist; each group's shards must hold exactly the bytes its weights
+ * need (nothing is allocated before this is checked); names must be unique; shapes must be
+ * non-negative integers. Every payload is copied into 64-byte aligned memory owned by the
+ * returned model (tfjs weights start at arbitrary byte offsets, e.g. odd ones after a uint8
+ * weight of odd size).
+ *
+ * <p>{@link ForeignTensor#sourceOffset()} is the weight's byte offset in its group's
+ * concatenated shards (the offset in the {@code .bin} file when the group has one shard).
+ */
+public final class Tfjs {
+    /** Largest manifest or model.json accepted, in bytes. */
+    public static final long MAX_JSON_BYTES = 256L << 20;
+    private static final int MAX_RANK = 64;
+
+    private Tfjs() {
+    }
+
+    /**
+     * Reads tfjs weights.
+     *
+     * @param manifest   a {@code *weights_manifest.json} or a {@code model.json}
+     * @param dequantize compute dequantized float32/int32 values instead of keeping quantization
+     * @param progress   called with byte counts as shards are copied, or {@code null}
+     * @throws ForeignFormatException on an invalid manifest, a missing or short shard, or an
+     *                                unsupported dtype or quantization
+     */
+    public static ForeignModel read(Path manifest, boolean dequantize, LongConsumer progress) throws IOException {
+        String what = manifest.toString();
+        byte[] bytes;
+        try (java.io.InputStream in = Files.newInputStream(manifest)) {
+            bytes = in.readNBytes((int) MAX_JSON_BYTES + 1); // bounded even for a device or a FIFO
+        }
+        if (bytes.length > MAX_JSON_BYTES) {
+            throw new ForeignFormatException(what + ": more than " + MAX_JSON_BYTES + " bytes, the limit for a tfjs manifest");
+        }
+        Object root = Json.parse(bytes, 0, bytes.length, what);
+        Map<String, String> metadata = new LinkedHashMap<>();
+        List<?> groups;
+        if (root instanceof List<?> l) {
+            groups = l;
+        } else if (root instanceof Map<?, ?> m) {
+            if (!(m.get("weightsManifest") instanceof List<?> l)) {
+                throw new ForeignFormatException(what + ": not tfjs weights: a JSON object without a weightsManifest array");
+            }
+            groups = l;
+            for (String k : List.of("format", "generatedBy", "convertedBy")) {
+                if (m.get(k) instanceof String s) {
+                    metadata.put("tfjs." + k, s);
+                }
+            }
+        } else {
+            throw new ForeignFormatException(what + ": not tfjs weights: JSON " + Json.typeOf(root)
+                    + " is neither a manifest array nor a model.json object");
+        }
+        Path dir = manifest.toAbsolutePath().getParent();
+        List<Group> parsed = new ArrayList<>();
+        for (int g = 0; g < groups.size(); g++) {
+            parsed.add(group(groups.get(g), g, dir, what));
+        }
+        Arena arena = Arena.ofShared();
+        try {
+            List<ForeignTensor> tensors = new ArrayList<>();
+            java.util.Set<String> names = new java.util.HashSet<>();
+            for (Group g : parsed) {
+                for (Weight w : g.weights) {
+                    if (!names.add(w.name)) {
+                        throw new ForeignFormatException(what + ": weight '" + w.name + "' appears twice");
+                    }
+                }
+                copyGroup(g, arena, dequantize, tensors, what, progress);
+            }
+            return new ForeignModel(tensors, metadata, arena);
+        } catch (Throwable t) {
+            arena.close();
+            throw t;
+        }
+    }
+
+    private record Weight(String name, long[] shape, String dtype, ElementType stored, Quantization quant, long bytes) {
+    }
+
+    private record Group(int index, List<Path> shards, List<Long> shardSizes, List<Weight> weights) {
+    }
+
+    private static Group group(Object o, int index, Path dir, String what) throws IOException {
+        String where = what + ": weightsManifest[" + index + "]";
+        if (!(o instanceof Map<?, ?> m)) {
+            throw new ForeignFormatException(where + " is a JSON " + Json.typeOf(o) + ", not an object");
+        }
+        if (!(m.get("paths") instanceof List<?> pl)) {
+            throw new ForeignFormatException(where + ": paths is missing or not an array");
+        }
+        if (!(m.get("weights") instanceof List<?> wl)) {
+            throw new ForeignFormatException(where + ": weights is missing or not an array");
+        }
+        List<Path> shards = new ArrayList<>();
+        List<Long> sizes = new ArrayList<>();
+        long have = 0;
+        for (Object p : pl) {
+            if (!(p instanceof String ps) || ps.isEmpty()) {
+                throw new ForeignFormatException(where + ": a shard path is not a non-empty string");
+            }
+            Path rel;
+            try {
+                rel = Path.of(ps);
+            } catch (java.nio.file.InvalidPathException e) {
+                throw new ForeignFormatException(where + ": shard path '" + ps + "' is not a valid path");
+            }
+            if (rel.isAbsolute() || ps.startsWith("/") || ps.contains("\\")) {
+                throw new ForeignFormatException(where + ": shard path '" + ps + "' is absolute");
+            }
+            for (Path part : rel) {
+                if (part.toString().equals("..")) {
+                    throw new ForeignFormatException(where + ": shard path '" + ps + "' leaves the manifest's directory");
+                }
+            }
+            Path shard = dir.resolve(rel);
+            if (!Files.exists(shard)) {
+                throw new ForeignFormatException(what + ": shard '" + ps + "' listed in the manifest is missing");
+            }
+            // A symbolic link (the shard itself or a folder on its way) may point anywhere: read
+            // only files whose real path lies inside the manifest's real folder.
+            Path realDir = dir.toRealPath();
+            shard = shard.toRealPath();
+            if (!shard.startsWith(realDir)) {
+                throw new ForeignFormatException(where + ": shard path '" + ps
+                        + "' resolves outside the model folder (through a symbolic link)");
+            }
+            if (!Files.isRegularFile(shard)) {
+                throw new ForeignFormatException(what + ": shard '" + ps + "' is not a regular file");
+            }
+            long sz = Files.size(shard);
+            shards.add(shard);
+            sizes.add(sz);
+            have += sz;
+        }
+        List<Weight> weights = new ArrayList<>();
+        long need = 0;
+        for (int i = 0; i < wl.size(); i++) {
+            Weight w = weight(wl.get(i), where + ".weights[" + i + "]");
+            weights.add(w);
+            try {
+                need = Math.addExact(need, w.bytes);
+            } catch (ArithmeticException e) {
+                throw new ForeignFormatException(where + ": the weights' total size overflows");
+            }
+        }
+        if (need != have) {
+            throw new ForeignFormatException(what + ": weightsManifest[" + index + "] weights need " + need
+                    + " bytes but its shards hold " + have + (have < need ? " (truncated shard?)" : " (trailing bytes)"));
+        }
+        return new Group(index, shards, sizes, weights);
+    }
+
+    private static Weight weight(Object o, String where) throws ForeignFormatException {
+        if (!(o instanceof Map<?, ?> m)) {
+            throw new ForeignFormatException(where + " is a JSON " + Json.typeOf(o) + ", not an object");
+        }
+        if (!(m.get("name") instanceof String name) || name.isEmpty()) {
+            throw new ForeignFormatException(where + ": name is missing or not a non-empty string");
+        }
+        where = where + " '" + name + "'";
+        if (!(m.get("shape") instanceof List<?> sl)) {
+            throw new ForeignFormatException(where + ": shape is missing or not an array");
+        }
+        if (sl.size() > MAX_RANK) {
+            throw new ForeignFormatException(where + ": rank " + sl.size() + " exceeds " + MAX_RANK);
+        }
+        long[] shape = new long[sl.size()];
+        for (int i = 0; i < shape.length; i++) {
+            if (!(sl.get(i) instanceof BigInteger b) || b.signum() < 0 || b.bitLength() > 63) {
+                throw new ForeignFormatException(where + ": shape[" + i + "] = " + sl.get(i)
+                        + " is not a non-negative integer");
+            }
+            shape[i] = b.longValue();
+        }
+        if (!(m.get("dtype") instanceof String dtype)) {
+            throw new ForeignFormatException(where + ": dtype is missing or not a string");
+        }
+        ElementType logical = switch (dtype) {
+            case "float32" -> ElementType.FLOAT32;
+            case "int32" -> ElementType.INT32;
+            case "bool" -> ElementType.BOOL;
+            case "complex64" -> ElementType.COMPLEX64;
+            case "string" -> throw new ForeignFormatException(where + ": tfjs string tensors are not supported");
+            default -> throw new ForeignFormatException(where + ": unsupported tfjs dtype '" + dtype + "'");
+        };
+        ElementType stored = logical;
+        Quantization quant = null;
+        Object qo = m.get("quantization");
+        if (qo != null) {
+            if (!(qo instanceof Map<?, ?> q)) {
+                throw new ForeignFormatException(where + ": quantization is not an object");
+            }
+            if (!(q.get("dtype") instanceof String qd)) {
+                throw new ForeignFormatException(where + ": quantization dtype is missing or not a string");
+            }
+            if (q.get("original_dtype") instanceof String od && !od.equals(dtype)) {
+                throw new ForeignFormatException(where + ": quantization original_dtype '" + od
+                        + "' differs from the weight's dtype '" + dtype + "'");
+            }
+            switch (qd) {
+                case "uint8", "uint16" -> {
+                    Double scale = Json.number(q.get("scale"));
+                    Double min = Json.number(q.get("min"));
+                    if (scale == null || min == null) {
+                        throw new ForeignFormatException(where + ": " + qd + " quantization needs numeric scale and min");
+                    }
+                    if (!Double.isFinite(scale) || !Double.isFinite(min)) {
+                        throw new ForeignFormatException(where + ": quantization scale/min are not finite");
+                    }
+                    if (logical != ElementType.FLOAT32 && logical != ElementType.INT32) {
+                        throw new ForeignFormatException(where + ": " + qd + " quantization of a " + dtype
+                                + " weight is not supported (tfjs allows float32 and int32)");
+                    }
+                    stored = qd.equals("uint8") ? ElementType.UINT8 : ElementType.UINT16;
+                    quant = new Quantization.PerTensorAffine(scale, min, logical);
+                }
+                case "float16" -> {
+                    if (logical != ElementType.FLOAT32) {
+                        throw new ForeignFormatException(where + ": float16 quantization of a " + dtype
+                                + " weight is not supported (tfjs allows float32 only)");
+                    }
+                    stored = ElementType.FLOAT16;
+                    quant = new Quantization.Cast(ElementType.FLOAT32);
+                }
+                default -> throw new ForeignFormatException(where + ": unknown quantization dtype '" + qd
+                        + "' (tfjs knows uint8, uint16 and float16)");
+            }
+        }
+        long bytes;
+        try {
+            bytes = stored.byteSizeOf(ForeignTensor.elementCount(shape));
+        } catch (ArithmeticException e) {
+            throw new ForeignFormatException(where + ": the byte size of its shape overflows");
+        }
+        return new Weight(name, shape, dtype, stored, quant, bytes);
+    }
+
+    private static void copyGroup(Group g, Arena arena, boolean dequantize, List<ForeignTensor> out, String what,
+                                  LongConsumer progress) throws IOException {
+        try (Arena maps = Arena.ofConfined()) {
+            List<MemorySegment> shards = new ArrayList<>();
+            for (int i = 0; i < g.shards.size(); i++) {
+                try (FileChannel ch = FileChannel.open(g.shards.get(i), StandardOpenOption.READ)) {
+                    long sz = ch.size();
+                    if (sz != g.shardSizes.get(i)) {
+                        throw new ForeignFormatException(what + ": shard " + g.shards.get(i).getFileName()
+                                + " changed size while being read");
+                    }
+                    shards.add(Payloads.mapReadOnly(ch, sz, maps));
+                }
+            }
+            long offset = 0;
+            int shard = 0;
+            long inShard = 0;
+            for (Weight w : g.weights) {
+                MemorySegment stored = Payloads.allocate(arena, w.bytes);
+                long done = 0;
+                while (done < w.bytes) {
+                    while (inShard == shards.get(shard).byteSize()) {
+                        shard++;
+                        inShard = 0;
+                    }
+                    long n = Math.min(w.bytes - done, shards.get(shard).byteSize() - inShard);
+                    MemorySegment.copy(shards.get(shard), inShard, stored, done, n);
+                    done += n;
+                    inShard += n;
+                    if (progress != null) {
+                        progress.accept(n);
+                    }
+                }
+                ForeignTensor t;
+                if (dequantize && w.quant != null) {
+                    t = new ForeignTensor(w.name, w.quant.dequantized(), w.shape, Layout.Kind.ROW_MAJOR,
+                            dequantize(stored, w.stored, w.quant, arena), null, offset);
+                } else {
+                    t = new ForeignTensor(w.name, w.stored, w.shape, Layout.Kind.ROW_MAJOR, stored, w.quant, offset);
+                }
+                out.add(t);
+                offset += w.bytes;
+            }
+        }
+    }
+
+    /**
+     * tfjs-core's float32 dequantization of one stored value: {@code q * scale + min}
+     * evaluated in double precision (JavaScript numbers) and rounded once to float32 when tfjs
+     * stores it in a {@code Float32Array}.
+     */
+    public static float dequantizeFloat32(int q, double scale, double min) {
+        return (float) (q * scale + min);
+    }
+
+    /**
+     * tfjs-core's int32 dequantization of one stored value:
+     * {@code Math.round(q * scale + min)} in double precision (JavaScript's {@code Math.round}:
+     * halves round towards positive infinity), then stored in an {@code Int32Array}
+     * (ECMAScript ToInt32: modulo 2^32, NaN and infinities to 0).
+     */
+    public static int dequantizeInt32(int q, double scale, double min) {
+        double x = q * scale + min;
+        if (!Double.isFinite(x)) {
+            return 0;
+        }
+        double r = Math.floor(x);
+        if (x - r >= 0.5) {
+            r += 1;
+        }
+        double m = r % 4294967296.0; // exact: fmod of integers representable in double
+        return (int) (long) m;
+    }
+
+    private static MemorySegment dequantize(MemorySegment stored, ElementType storedType, Quantization q, Arena arena) {
+        long n = Payloads.byteWidth(storedType) == 1 ? stored.byteSize() : stored.byteSize() / 2;
+        MemorySegment out = Payloads.allocate(arena, Math.multiplyExact(n, 4L));
+        for (long i = 0; i < n; i++) {
+            if (q instanceof Quantization.Cast) {
+                short h = stored.get(Payloads.LE_SHORT, i * 2);
+                out.set(Payloads.LE_FLOAT, i * 4, Float.float16ToFloat(h));
+                continue;
+            }
+            Quantization.PerTensorAffine a = (Quantization.PerTensorAffine) q;
+            int v = storedType == ElementType.UINT8
+                    ? Byte.toUnsignedInt(stored.get(ValueLayout.JAVA_BYTE, i))
+                    : Short.toUnsignedInt(stored.get(Payloads.LE_SHORT, i * 2));
+            if (a.dequantized() == ElementType.INT32) {
+                out.set(Payloads.LE_INT, i * 4, dequantizeInt32(v, a.scale(), a.bias()));
+            } else {
+                out.set(Payloads.LE_FLOAT, i * 4, dequantizeFloat32(v, a.scale(), a.bias()));
+            }
+        }
+        return out;
+    }
+}

@@ -1,0 +1,51 @@
+package dev.hurray.formats;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+class FormatTest {
+    @TempDir
+    Path tmp;
+
+    private Path file(String name, byte[] content) throws IOException {
+        Path p = tmp.resolve(name);
+        Files.write(p, content);
+        return p;
+    }
+
+    @Test
+    void contentWinsOverName() throws IOException {
+        Path npyNamedSafetensors = file("a.safetensors", NpyTest.npy(1, "{}", new byte[0]));
+        assertEquals(Format.NPY, Format.detect(npyNamedSafetensors));
+        Path st = file("weights", SafetensorsTest.file("{}", new byte[0]));
+        assertEquals(Format.SAFETENSORS, Format.detect(st));
+        assertEquals(Format.NPZ, Format.detect(file("x", new byte[] {'P', 'K', 3, 4, 0})));
+        assertEquals(Format.HRRYFILE, Format.detect(file("y", "HRRYFILE\0\1".getBytes(StandardCharsets.US_ASCII))));
+        assertEquals(Format.STREAM, Format.detect(file("z", "HRRYSTRM\0\1".getBytes(StandardCharsets.US_ASCII))));
+        assertEquals(Format.TFJS, Format.detect(file("m", "\n  [ {".getBytes(StandardCharsets.US_ASCII))));
+    }
+
+    @Test
+    void nameDecidesWhenContentDoesNot() throws IOException {
+        assertEquals(Format.SAFETENSORS, Format.detect(file("junk.safetensors", new byte[] {1, 2, 3})));
+        assertEquals(Format.TFJS, Format.detect(file("model.json", new byte[0])));
+        assertEquals(Format.HRRYFILE, Format.detect(file("a.hrry", new byte[0])));
+        ForeignFormatException e = assertThrows(ForeignFormatException.class,
+                () -> Format.detect(file("mystery", new byte[] {1, 2, 3})));
+        assertEquals(true, e.getMessage().contains("unrecognised format"));
+    }
+
+    @Test
+    void namesParse() {
+        assertEquals(Format.HRRYFILE, Format.parse("HRRYFILE"));
+        assertEquals(Format.HRRYFILE, Format.parse("hrry"));
+        assertEquals(Format.NPZ, Format.parse("NPZ"));
+        assertThrows(IllegalArgumentException.class, () -> Format.parse("onnx"));
+    }
+}
