@@ -183,6 +183,11 @@
 // Buffer location flag: `crc32c` holds the payload's stored checksum.
 #define HURRAY_FILE_BUFFER_HAS_CRC 1
 
+// `hurray_name_check` flag: also require a portable relative path (non-empty `/`-separated
+// segments, none `.` or `..`, no `\`, `:`, control character or leading `/`), for a name about
+// to become an archive member or file name.
+#define HURRAY_NAME_PATH 1
+
 // NF4: 4-bit NormalFloat codes, an absmax per `block` row-major elements.
 #define HURRAY_QUANT_NF4 4
 
@@ -1981,6 +1986,19 @@ HurrayStatus hurray_file_entry_destroy(struct HurrayFileEntry **entry);
 // `buffer` live; `out` valid for one write.
 HurrayStatus hurray_file_buffer_is_zero_copy(const struct HurrayBuffer *buffer, bool *out);
 
+// Checks `len` bytes at `name` (no NUL terminator needed) against the tensor-name rule: at most
+// 4096 bytes of UTF-8 without NUL; with `HURRAY_NAME_PATH` in `flags`, also a portable relative
+// path. Returns `HURRAY_OK` when it holds. Added in ABI 4 (additive, docs/spec/c-abi.md): look
+// it up by name on older libraries.
+//
+// Errors: `INVALID_ARGUMENT` (not UTF-8, a NUL, not a portable path, unknown flag bits; the
+// last-error message names the reason), `LIMIT_EXCEEDED` (too long), `NULL_POINTER` (`name`
+// NULL with `len` > 0). Thread-safe.
+//
+// # Safety
+// `name` valid for `len` bytes (may be NULL when `len` is 0).
+HurrayStatus hurray_name_check(const uint8_t *name, size_t len, uint32_t flags);
+
 // Copies this thread's last error message into `buf` (at most `cap` bytes including the
 // terminating NUL; truncated if longer) and stores the full message length, in bytes without
 // the NUL, in `*out_len` (if not NULL). The message describes the most recent failing call
@@ -2268,8 +2286,8 @@ HurrayStatus hurray_writer_new(const struct HurrayTransport *transport,
 // the descriptor's buffer table and must be exactly its byte size; `count` must equal the
 // buffer count. The tensor is entirely on the wire when this returns `HURRAY_OK`.
 //
-// Errors: `NULL_POINTER`, `INVALID_ARGUMENT` (count mismatch, payload too long),
-// `BUFFER_TOO_SMALL` (payload too short), `INVALID_STATE` (after finish), `POISONED`,
+// Errors: `NULL_POINTER`, `INVALID_ARGUMENT` (count above 64 or not the buffer count, a
+// payload too long or longer than the address space), `BUFFER_TOO_SMALL` (payload too short), `INVALID_STATE` (after finish), `POISONED`,
 // `TRANSPORT` / `SINK_CLOSED`: if no byte of the item was written the call can be retried,
 // otherwise the writer is now poisoned.
 //

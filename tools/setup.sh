@@ -10,6 +10,10 @@ command -v cbindgen >/dev/null || need+=(cbindgen)          # hurray.h drift che
 command -v clang >/dev/null || need+=(clang)                # Java bindings drift check (AST)
 command -v gcc >/dev/null || need+=(gcc)                    # C tests, binding layout probe
 /usr/bin/python3 -c 'import numpy' 2>/dev/null || need+=(python3-numpy)  # npy fixture script
+command -v clang-14 >/dev/null || need+=(clang-14)          # fuzz targets (native/fuzz)
+ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 \
+  || need+=(libclang-rt-14-dev)                             # libFuzzer + sanitizer runtimes
+command -v valgrind >/dev/null || need+=(valgrind)          # src/c/sanitize.sh memcheck
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}"
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"

@@ -9,6 +9,9 @@ use crate::error::{bail, err, Result};
 use crate::types::{DeviceTag, SyncMode};
 use crate::{MAX_BUFFER_ALIGNMENT, MIN_BUFFER_ALIGNMENT};
 
+/// Smallest step by which a [growable](AlignedBuf::growable) buffer grows, in bytes.
+pub const GROW_MIN_BYTES: usize = 64 * 1024;
+
 /// Encoded size of a buffer handle in bytes.
 pub const BUFFER_HANDLE_BYTES: usize = 16;
 
@@ -62,6 +65,13 @@ impl BufferHandle {
         self.sync_mode
     }
 
+    /// This handle with another sync mode (all else equal). Readers use it to describe host
+    /// memory they filled themselves, which is [`SyncMode::ProducerSynced`] whatever the wire
+    /// declared (docs/spec/c-abi.md §Buffer handoff and sync modes).
+    pub fn with_sync_mode(self, sync_mode: SyncMode) -> Self {
+        BufferHandle { sync_mode, ..self }
+    }
+
     /// The 16-byte binary descriptor: byte_size u64, alignment u32, device_tag u8, sync_mode u8
     /// (offset 13), two reserved zero bytes. Little-endian.
     pub fn encode(&self) -> [u8; BUFFER_HANDLE_BYTES] {
@@ -113,8 +123,10 @@ pub fn check_alignment(alignment: u64, device_tag: DeviceTag) -> Result<()> {
 /// An owned, aligned heap allocation filled front to back. Bytes `[0, filled)` are initialised;
 /// the rest are not and can only be reached as `MaybeUninit`. The allocation may be larger
 /// than the buffer (`capacity() >= len()`) when a [`BufferPool`](crate::BufferPool) reuses it
-/// for a shorter payload; only `[0, len)` is ever reachable. This is the only `unsafe` in the
-/// core.
+/// for a shorter payload; only `[0, len)` is ever reachable. A stream reader's buffer may also
+/// start smaller than its length (`capacity() < len()`, see [`AlignedBuf::growable`]) and grow
+/// as its bytes arrive, so a declared size costs memory only once the input backs it up. This
+/// is the only `unsafe` in the core.
 pub struct AlignedBuf {
     ptr: NonNull<u8>,
     len: usize,
@@ -157,6 +169,57 @@ impl AlignedBuf {
         Ok(AlignedBuf { ptr, len, cap: len, align, filled: 0 })
     }
 
+    /// A buffer of `len` bytes aligned to `align` whose allocation starts at
+    /// `min(len, initial)` bytes and grows (see [`grow_if_full`](Self::grow_if_full)) as it is
+    /// filled. The address of the bytes may change when it grows, never after it is full.
+    ///
+    /// Errors: as [`new`](Self::new) (`len` is checked against the address space up front).
+    pub fn growable(len: u64, align: u64, initial: usize) -> Result<Self> {
+        let first = len.min(initial as u64);
+        let mut b = Self::new(first, align)?;
+        if len > first {
+            b.len = usize::try_from(len)
+                .ok()
+                .filter(|&l| l <= isize::MAX as usize - b.align)
+                .ok_or_else(|| err!(LimitExceeded, "{len} bytes do not fit in the address space"))?;
+        }
+        Ok(b)
+    }
+
+    /// When every allocated byte is filled but the buffer is not full, enlarges the
+    /// allocation to `min(len, max(2 × capacity, 64 KiB))`, keeping the filled prefix. A no-op
+    /// otherwise. So the allocation is never more than twice the bytes filled plus 64 KiB.
+    ///
+    /// Errors: `OutOfMemory` when the allocator refuses (the buffer is unchanged).
+    pub fn grow_if_full(&mut self) -> Result<()> {
+        if self.filled < self.cap.min(self.len) || self.filled == self.len {
+            return Ok(());
+        }
+        let new_cap = self.len.min(self.cap.saturating_mul(2).max(GROW_MIN_BYTES));
+        let raw = if self.cap == 0 {
+            let layout = Layout::from_size_align(new_cap, self.align)
+                .map_err(|_| err!(InvalidAlignment, "bad layout {new_cap}/{}", self.align))?;
+            // SAFETY: layout has non-zero size (new_cap > filled == cap == 0).
+            unsafe { alloc::alloc(layout) }
+        } else {
+            // SAFETY: ptr was allocated with exactly this layout (cap, align); new_cap > cap is
+            // non-zero and, as it is at most len, fits isize once rounded up to align (checked
+            // in `growable`).
+            unsafe {
+                alloc::realloc(
+                    self.ptr.as_ptr(),
+                    Layout::from_size_align_unchecked(self.cap, self.align),
+                    new_cap,
+                )
+            }
+        };
+        self.ptr = NonNull::new(raw).ok_or_else(|| {
+            err!(OutOfMemory, "could not grow a buffer to {new_cap} bytes ({} of {} received)", self.filled, self.len)
+        })?;
+        self.cap = new_cap;
+        Ok(())
+    }
+
     /// Copies `bytes` into a new buffer aligned to `align`.
     pub fn from_slice(bytes: &[u8], align: u64) -> Result<Self> {
         let mut b = Self::new(bytes.len() as u64, align)?;
@@ -195,13 +258,14 @@ impl AlignedBuf {
         self.filled == self.len
     }
 
-    /// The not-yet-filled tail.
+    /// The not-yet-filled tail of the allocation (shorter than `len() - filled()` while a
+    /// [growable](Self::growable) buffer has not grown to its length).
     pub fn spare_mut(&mut self) -> &mut [MaybeUninit<u8>] {
-        // SAFETY: [filled, len) lies inside the allocation; MaybeUninit needs no init.
+        // SAFETY: [filled, min(len, cap)) lies inside the allocation; MaybeUninit needs no init.
         unsafe {
             std::slice::from_raw_parts_mut(
                 self.ptr.as_ptr().add(self.filled) as *mut MaybeUninit<u8>,
-                self.len - self.filled,
+                self.len.min(self.cap) - self.filled,
             )
         }
     }
@@ -209,7 +273,7 @@ impl AlignedBuf {
     /// Marks `n` more bytes of the spare tail as initialised. Only the crate may call it,
     /// right after those bytes were written through [`spare_mut`](Self::spare_mut).
     pub(crate) fn advance(&mut self, n: usize) {
-        assert!(n <= self.len - self.filled, "advance past the end");
+        assert!(n <= self.len.min(self.cap) - self.filled, "advance past the end");
         self.filled += n;
     }
 
@@ -246,7 +310,7 @@ impl AlignedBuf {
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
         if self.cap != 0 {
-            // SAFETY: allocated in `new` with exactly this layout (`cap` never changes).
+            // SAFETY: allocated in `new`/`grow_if_full` with exactly this layout.
             unsafe {
                 alloc::dealloc(
                     self.ptr.as_ptr(),
@@ -305,5 +369,37 @@ mod tests {
         let e = AlignedBuf::new(0, 64).unwrap();
         assert_eq!(e.as_ptr() as usize % 64, 0);
         assert_eq!(AlignedBuf::new(u64::MAX, 64).unwrap_err().kind(), ErrorKind::LimitExceeded);
+    }
+
+    #[test]
+    fn growable_buffers_grow_with_their_bytes_keeping_prefix_and_alignment() {
+        for align in [64u64, 4096] {
+            let mut b = AlignedBuf::growable(1_000_000, align, 10).unwrap();
+            assert_eq!((b.len(), b.capacity()), (1_000_000, 10));
+            let mut want = Vec::new();
+            let mut i = 0usize;
+            while !b.is_full() {
+                b.grow_if_full().unwrap();
+                assert_eq!(b.as_ptr() as usize % align as usize, 0);
+                assert!(b.capacity() <= 2 * b.filled() + GROW_MIN_BYTES.max(10));
+                let spare = b.spare_mut();
+                let n = spare.len().min(3001);
+                let bytes: Vec<u8> = (0..n).map(|k| (i + k) as u8).collect();
+                spare[..n].write_copy_of_slice(&bytes);
+                b.advance(n);
+                want.extend_from_slice(&bytes);
+                i += 1;
+            }
+            assert_eq!(b.as_slice(), &want[..]);
+            assert_eq!(b.capacity(), 1_000_000);
+            b.grow_if_full().unwrap(); // full: a no-op
+            assert_eq!(b.capacity(), 1_000_000);
+        }
+        // Starting from nothing, and a length the address space cannot hold.
+        let mut z = AlignedBuf::growable(5, 64, 0).unwrap();
+        assert_eq!(z.spare_mut().len(), 0);
+        z.grow_if_full().unwrap();
+        assert_eq!((z.capacity(), z.spare_mut().len()), (5, 5));
+        assert_eq!(AlignedBuf::growable(u64::MAX, 64, 10).unwrap_err().kind(), ErrorKind::LimitExceeded);
     }
 }

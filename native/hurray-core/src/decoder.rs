@@ -16,13 +16,13 @@
 
 use std::mem::MaybeUninit;
 
-use crate::buffer::AlignedBuf;
+use crate::buffer::{AlignedBuf, GROW_MIN_BYTES};
 use crate::crc32c::crc32c;
 use crate::descriptor::TensorDescriptor;
 use crate::error::{bail, err, Error, Result};
 use crate::pool::{BufferPool, PooledBuf};
 use crate::stream::{
-    ReadTensor, ReaderOptions, FLAG_PAYLOAD_CRC, FRAME_END, FRAME_HEADER_BYTES, FRAME_TENSOR, READ_AHEAD_BYTES,
+    ReadTensor, ReaderOptions, EAGER_RESERVE_BYTES, FLAG_PAYLOAD_CRC, FRAME_END, FRAME_HEADER_BYTES, FRAME_TENSOR, READ_AHEAD_BYTES,
     STREAM_HEADER_BYTES, STREAM_MAGIC, STREAM_VERSION,
 };
 use crate::{MAX_DESCRIPTOR_BYTES, MAX_RANK};
@@ -158,7 +158,9 @@ impl StreamDecoder {
             let State::Payload { bufs, index, .. } = &mut self.state else {
                 return Ok(&mut []);
             };
-            return Ok(bufs[*index].spare_mut());
+            let b = &mut bufs[*index];
+            b.grow_if_full()?;
+            return Ok(b.spare_mut());
         }
         self.target = Target::ReadAhead;
         if matches!(self.state, State::Ended | State::Failed(_)) || buffered > 0 {
@@ -185,7 +187,9 @@ impl StreamDecoder {
             Target::Payload => {
                 if let State::Payload { bufs, index, .. } = &mut self.state {
                     if let Some(b) = bufs.get_mut(*index) {
-                        let room = b.len() - b.filled();
+                        // What input_buffer offered: a growing allocation may offer less than
+                        // the rest of the buffer.
+                        let room = b.spare_mut().len();
                         if n > room {
                             bail!(InvalidArgument, "{n} bytes committed, more than the {room} offered");
                         }
@@ -270,8 +274,10 @@ impl StreamDecoder {
                             Ok(Decoded::Tensor(ReadTensor { descriptor: desc, buffers: bufs })),
                         );
                     }
-                    if let Fill::NeedInput = self.fill_buf(&mut bufs[index]) {
-                        return self.need(State::Payload { desc, bufs, index });
+                    match self.fill_buf(&mut bufs[index]) {
+                        Err(e) => return (State::Payload { desc, bufs, index }, Err(e)),
+                        Ok(Fill::NeedInput) => return self.need(State::Payload { desc, bufs, index }),
+                        Ok(Fill::Done) => {}
                     }
                     if self.payload_crc {
                         State::PayloadCrc { desc, bufs, index, buf: [0; 4], got: 0 }
@@ -365,12 +371,20 @@ impl StreamDecoder {
         if total > self.opts.max_tensor_bytes {
             bail!(LimitExceeded, "tensor of {total} bytes exceeds the limit of {}", self.opts.max_tensor_bytes);
         }
+        // The first EAGER_RESERVE_BYTES of the buffers are allocated now; the rest grow as
+        // their bytes arrive (docs/spec/stream.md §Limits), so a declared size costs memory
+        // only once the input backs it up.
+        let mut eager = EAGER_RESERVE_BYTES;
         let bufs = desc
             .buffers()
             .iter()
-            .map(|h| match &self.pool {
-                Some(p) => p.take(h.byte_size(), h.alignment()),
-                None => AlignedBuf::new(h.byte_size(), h.alignment()).map(PooledBuf::unpooled),
+            .map(|h| {
+                let initial = eager.max(GROW_MIN_BYTES);
+                eager = eager.saturating_sub(h.byte_size().min(usize::MAX as u64) as usize);
+                match &self.pool {
+                    Some(p) => p.take_growable(h.byte_size(), h.alignment(), initial),
+                    None => AlignedBuf::growable(h.byte_size(), h.alignment(), initial).map(PooledBuf::unpooled),
+                }
             })
             .collect::<Result<Vec<_>>>()?;
         Ok((desc, bufs))
@@ -406,17 +420,22 @@ impl StreamDecoder {
 
     /// Moves buffered bytes into a payload allocation (large remainders arrive in place through
     /// [`input_buffer`](Self::input_buffer)).
-    fn fill_buf(&mut self, b: &mut AlignedBuf) -> Fill {
-        let avail = &self.ahead.as_slice()[self.ahead_pos..];
-        let spare = b.spare_mut();
-        let n = avail.len().min(spare.len());
-        spare[..n].write_copy_of_slice(&avail[..n]);
-        b.advance(n);
-        self.ahead_pos += n;
-        if b.is_full() {
-            Fill::Done
-        } else {
-            Fill::NeedInput
+    /// A growing allocation takes the buffered bytes in steps, growing between them.
+    fn fill_buf(&mut self, b: &mut AlignedBuf) -> Result<Fill> {
+        loop {
+            b.grow_if_full()?;
+            let avail = &self.ahead.as_slice()[self.ahead_pos..];
+            let spare = b.spare_mut();
+            let n = avail.len().min(spare.len());
+            spare[..n].write_copy_of_slice(&avail[..n]);
+            b.advance(n);
+            self.ahead_pos += n;
+            if b.is_full() {
+                return Ok(Fill::Done);
+            }
+            if self.ahead_pos == self.ahead.filled() {
+                return Ok(Fill::NeedInput);
+            }
         }
     }
 }

@@ -824,15 +824,7 @@ impl TensorDescriptor {
     }
 }
 
-fn check_name(name: &str) -> Result<()> {
-    if name.len() > MAX_NAME_BYTES {
-        bail!(LimitExceeded, "name of {} bytes exceeds {MAX_NAME_BYTES}", name.len());
-    }
-    if name.contains('\0') {
-        bail!(InvalidArgument, "name contains a NUL byte");
-    }
-    Ok(())
-}
+use crate::names::check_name;
 
 fn check_metadata_entry(key: &str, value: &[u8]) -> Result<()> {
     if key.is_empty() || key.len() > MAX_METADATA_KEY_BYTES || key.contains('\0') {

@@ -21,6 +21,7 @@ mod error;
 pub mod file;
 pub mod layouts;
 pub mod lowp;
+pub mod names;
 pub mod paged;
 pub mod pool;
 pub mod quant;
@@ -29,7 +30,9 @@ pub mod sparse;
 pub mod stream;
 mod types;
 
-pub use buffer::{check_alignment, AlignedBuf, BufferHandle, BUFFER_HANDLE_BYTES, SYNC_MODE_OFFSET};
+pub use buffer::{
+    check_alignment, AlignedBuf, BufferHandle, BUFFER_HANDLE_BYTES, GROW_MIN_BYTES, SYNC_MODE_OFFSET,
+};
 pub use descriptor::{
     min_version_for, CompositeInfo, LayoutDescriptor, PagingInfo, Quantization, SparseInfo, TensorDescriptor,
     DESCRIPTOR_MAGIC,

@@ -111,6 +111,16 @@ impl BufferPool {
     /// are uninitialised until written, as for a new allocation. A zero-byte buffer allocates
     /// nothing and never enters the pool.
     pub fn take(&self, len: u64, align: u64) -> Result<PooledBuf> {
+        self.take_inner(len, align, None)
+    }
+
+    /// As [`take`](Self::take), but on a miss the new allocation is
+    /// [growable](AlignedBuf::growable) from `initial` bytes: it grows as the buffer is filled.
+    pub fn take_growable(&self, len: u64, align: u64, initial: usize) -> Result<PooledBuf> {
+        self.take_inner(len, align, Some(initial))
+    }
+
+    fn take_inner(&self, len: u64, align: u64, initial: Option<usize>) -> Result<PooledBuf> {
         if len == 0 {
             return Ok(PooledBuf::unpooled(AlignedBuf::new(0, align)?));
         }
@@ -137,7 +147,10 @@ impl BufferPool {
                 b.reset(len as usize);
                 b
             }
-            None => AlignedBuf::new(len, align)?,
+            None => match initial {
+                Some(initial) => AlignedBuf::growable(len, align, initial)?,
+                None => AlignedBuf::new(len, align)?,
+            },
         };
         Ok(PooledBuf { buf: Some(buf), home: Arc::downgrade(&self.shared) })
     }

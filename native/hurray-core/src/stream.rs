@@ -32,6 +32,11 @@ pub const FLAG_PAYLOAD_CRC: u16 = 1;
 /// Reads at most this many bytes ahead into the reader's own buffer; larger payload reads go
 /// straight into the tensor's allocation.
 pub const READ_AHEAD_BYTES: usize = 64 * 1024;
+/// Bytes of a tensor's buffers the reader allocates before their bytes arrive; beyond this a
+/// buffer's allocation starts at [`GROW_MIN_BYTES`](crate::GROW_MIN_BYTES) (or what is left of this budget, if more)
+/// and doubles as its bytes arrive (docs/spec/stream.md §Limits), so a short input declaring a
+/// huge tensor costs at most this much memory, and a real one at most twice its bytes.
+pub const EAGER_RESERVE_BYTES: usize = 64 << 20;
 /// Payloads up to this size are copied next to the frame header so an item is one write call.
 pub const COALESCE_BYTES: usize = 64 * 1024;
 
@@ -88,9 +93,10 @@ pub struct ReaderOptions {
     pub max_descriptor_bytes: u64,
     /// Largest accepted rank (default and maximum [`MAX_RANK`]).
     pub max_rank: u32,
-    /// Largest accepted sum of one tensor's buffer sizes, in bytes (default 64 GiB). Buffers
-    /// are reserved, not touched, before their bytes arrive, so resident memory grows only
-    /// with bytes actually received.
+    /// Largest accepted sum of one tensor's buffer sizes, in bytes (default 64 GiB). Memory
+    /// follows the bytes received, not the declared size: the first
+    /// [`EAGER_RESERVE_BYTES`] of a tensor's buffers are allocated (not touched) up front, the
+    /// rest grows by doubling as bytes arrive.
     pub max_tensor_bytes: u64,
     /// Fail with `Corrupt` on a stream written without payload checksums.
     pub require_payload_checksums: bool,

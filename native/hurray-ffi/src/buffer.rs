@@ -88,6 +88,16 @@ pub(crate) enum BufData {
     External { ptr: *mut c_void, release: HurrayReleaseCallback, ctx: *mut c_void },
 }
 
+/// The handle of a buffer a reader hands out for the buffer-table entry `declared`. The bytes
+/// are in host memory the reader wrote (or in a region the caller mapped) and no event or stream
+/// travels with them, so the only mode whose payload the reader can honour is
+/// `SYNC_PRODUCER_SYNCED` (seed 003 "ABI Cross-Check": `SYNC_EVENT` and `SYNC_CONSUMER_STREAM`
+/// need a payload). The declared mode stays visible in the tensor's descriptor
+/// (`hurray_descriptor_buffer_spec`); docs/spec/c-abi.md §Buffer handoff and sync modes.
+pub(crate) fn read_handle(declared: BufferHandle) -> BufferHandle {
+    declared.with_sync_mode(SyncMode::ProducerSynced)
+}
+
 /// The shared state behind every `HurrayBuffer` handle and buffer-list entry that names one
 /// buffer (held in an `Arc`, so the last handle destroyed frees it).
 ///
@@ -118,8 +128,10 @@ unsafe impl Send for BufferInner {}
 unsafe impl Sync for BufferInner {}
 
 impl BufferInner {
-    pub(crate) fn owned(buf: PooledBuf, handle: BufferHandle) -> Self {
-        BufferInner { data: BufData::Owned(buf), handle, sync: None }
+    /// A buffer a reader filled. `declared` is the wire's buffer-table entry; the buffer
+    /// itself is `SYNC_PRODUCER_SYNCED` (see [`read_handle`]).
+    pub(crate) fn owned(buf: PooledBuf, declared: BufferHandle) -> Self {
+        BufferInner { data: BufData::Owned(buf), handle: read_handle(declared), sync: None }
     }
 
     pub(crate) fn ptr(&self) -> *mut c_void {

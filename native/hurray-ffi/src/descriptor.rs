@@ -118,12 +118,8 @@ pub unsafe extern "C" fn hurray_descriptor_decode(
 ) -> HurrayStatus {
     guard("hurray_descriptor_decode", || {
         non_null(out_descriptor, "out_descriptor")?;
-        let slice = if len == 0 {
-            &[][..]
-        } else {
-            non_null(bytes, "bytes")?;
-            unsafe { std::slice::from_raw_parts(bytes, len) }
-        };
+        // SAFETY: the caller guarantees `bytes` is valid for `len` bytes.
+        let slice = unsafe { crate::slices::slice_arg(bytes, len, "bytes")? };
         let d = DescInner::new(TensorDescriptor::decode(slice)?)?;
         unsafe { handle::emit(out_descriptor, d) };
         Ok(HURRAY_OK)
@@ -552,8 +548,8 @@ unsafe fn bytes_arg<'a>(p: *const u8, len: usize, name: &str) -> FfiResult<&'a [
     if len == 0 {
         return Ok(&[]);
     }
-    non_null(p, name)?;
-    Ok(unsafe { std::slice::from_raw_parts(p, len) })
+    // SAFETY: the caller guarantees `p` is valid for `len` bytes.
+    unsafe { crate::slices::slice_arg(p, len, name) }
 }
 
 fn utf8(b: &[u8], name: &str) -> FfiResult<String> {

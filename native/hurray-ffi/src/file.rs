@@ -718,7 +718,9 @@ pub unsafe extern "C" fn hurray_file_reader_read_tensor(
 
 fn span_buffer(b: SpanBuffer<'static>, h: BufferHandle) -> FfiResult<BufferInner> {
     match b {
-        SpanBuffer::Borrowed(s) => buffer::external(s.as_ptr() as *mut c_void, h, None, std::ptr::null_mut(), None),
+        SpanBuffer::Borrowed(s) => {
+            buffer::external(s.as_ptr() as *mut c_void, buffer::read_handle(h), None, std::ptr::null_mut(), None)
+        }
         SpanBuffer::Copied(a) => Ok(BufferInner::owned(a.into(), h)),
     }
 }

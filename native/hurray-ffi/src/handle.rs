@@ -2,7 +2,8 @@
 //!
 //! Every opaque handle is a `Box`-owned shell `{ magic, borrowed, inner }`. Destroying a handle
 //! drops `inner` and writes a dead sentinel into `magic`. Release builds then free the shell;
-//! debug builds keep it (a deliberate, documented leak of a few bytes) so a later use or a
+//! debug builds keep it (a deliberate, documented leak of a few bytes; the `free-destroyed-shells`
+//! feature turns it off for fuzzing) so a later use or a
 //! second destroy through a stale pointer reliably reports `HURRAY_ERR_USE_AFTER_DESTROY`
 //! (seed 003 "Opaque Handles"). Handles handed out as borrows (a tensor's descriptor and
 //! buffer list, a list's buffers) are marked `borrowed` and refuse to be destroyed.
@@ -11,6 +12,10 @@ use crate::panic::{FfiError, FfiResult};
 use crate::status::*;
 
 pub(crate) const DEAD: u64 = 0xDEAD_DEAD_DEAD_DEAD;
+
+/// Whether destroying a handle frees its shell: always in release builds; in debug builds only
+/// with the `free-destroyed-shells` feature (fuzzing under LeakSanitizer, native/fuzz).
+const FREE_SHELLS: bool = cfg!(any(not(debug_assertions), feature = "free-destroyed-shells"));
 
 /// An opaque handle type.
 pub(crate) trait Handle: Sized {
@@ -134,7 +139,7 @@ pub(crate) unsafe fn destroy<T: Handle>(p: *mut T, arg: &str) -> FfiResult<()> {
     let inner = h.shell_mut().inner.take();
     h.shell_mut().magic = DEAD;
     drop(inner);
-    if cfg!(not(debug_assertions)) {
+    if FREE_SHELLS {
         // SAFETY: p came from Box::into_raw in `emit` and is not borrowed.
         drop(unsafe { Box::from_raw(p) });
     }
@@ -179,7 +184,7 @@ pub(crate) fn retire<T: Handle>(b: Box<T>) {
     let inner = h.shell_mut().inner.take();
     h.shell_mut().magic = DEAD;
     drop(inner);
-    if cfg!(not(debug_assertions)) {
+    if FREE_SHELLS {
         // SAFETY: from Box::into_raw above.
         drop(unsafe { Box::from_raw(p) });
     }

@@ -129,14 +129,19 @@ impl TensorInner {
         self.descriptor.as_ref().and_then(|d| d.shell.inner.as_ref())
     }
 
-    /// Each buffer's data pointer and spec, in buffer-table order, appended to `out`.
+    /// Each buffer's data pointer and spec, in buffer-table order, appended to `out`. The spec
+    /// is the descriptor's buffer-table entry as declared (sync mode included), so it agrees
+    /// with the descriptor; the buffer handle itself says `SYNC_PRODUCER_SYNCED`
+    /// (docs/spec/c-abi.md §Buffer handoff and sync modes).
     pub(crate) fn buffer_views(&self, out: &mut Vec<crate::decoder::HurrayDecodedBuffer>) {
         let Some(list) = self.buffers.as_ref().and_then(|l| l.shell.inner.as_ref()) else { return };
-        for slot in &list.0 {
+        let declared = self.desc_inner().map(|d| d.desc.buffers());
+        for (i, slot) in list.0.iter().enumerate() {
             if let Some(b) = slot.as_ref().and_then(|b| b.shell.inner.as_ref()) {
+                let h = declared.and_then(|t| t.get(i)).unwrap_or(&b.handle);
                 out.push(crate::decoder::HurrayDecodedBuffer {
                     data: b.ptr(),
-                    spec: crate::buffer::HurrayBufferSpec::from_handle(&b.handle),
+                    spec: crate::buffer::HurrayBufferSpec::from_handle(h),
                 });
             }
         }

@@ -5,6 +5,7 @@ use hurray_core::{StreamWriter, WriterOptions};
 use crate::descriptor::HurrayDescriptor;
 use crate::handle::{self, opaque_handle};
 use crate::panic::{guard, non_null, FfiError, FfiResult};
+use crate::slices::slice_arg;
 use crate::status::*;
 use crate::transport::{HurrayTransport, Owned};
 
@@ -97,8 +98,8 @@ pub unsafe extern "C" fn hurray_writer_new(
 /// the descriptor's buffer table and must be exactly its byte size; `count` must equal the
 /// buffer count. The tensor is entirely on the wire when this returns `HURRAY_OK`.
 ///
-/// Errors: `NULL_POINTER`, `INVALID_ARGUMENT` (count mismatch, payload too long),
-/// `BUFFER_TOO_SMALL` (payload too short), `INVALID_STATE` (after finish), `POISONED`,
+/// Errors: `NULL_POINTER`, `INVALID_ARGUMENT` (count above 64 or not the buffer count, a
+/// payload too long or longer than the address space), `BUFFER_TOO_SMALL` (payload too short), `INVALID_STATE` (after finish), `POISONED`,
 /// `TRANSPORT` / `SINK_CLOSED`: if no byte of the item was written the call can be retried,
 /// otherwise the writer is now poisoned.
 ///
@@ -115,19 +116,22 @@ pub unsafe extern "C" fn hurray_writer_write_tensor(
     guard("hurray_writer_write_tensor", || {
         let w = unsafe { handle::inner_mut(writer, "writer")? };
         let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
-        let slices: &[HurrayIoSlice] = if count == 0 { &[] } else {
-            non_null(payloads, "payloads")?;
-            unsafe { std::slice::from_raw_parts(payloads, count) }
-        };
+        // Bound `count` before building any slice from it (as the file writer does).
+        if count > hurray_core::MAX_BUFFERS {
+            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("{count} payloads: a tensor has at most {} buffers", hurray_core::MAX_BUFFERS)));
+        }
+        // SAFETY: the caller guarantees `payloads` is valid for `count` slices.
+        let slices: &[HurrayIoSlice] = unsafe { slice_arg(payloads, count, "payloads")? };
         let mut parts: Vec<&[u8]> = Vec::with_capacity(count);
         for (i, s) in slices.iter().enumerate() {
             if s.len == 0 {
                 parts.push(&[]);
+            } else if s.ptr.is_null() || s.len > isize::MAX as usize {
+                // The message is formatted only on failure (this loop runs per tensor).
+                // SAFETY: refused below without building a slice.
+                parts.push(unsafe { slice_arg(s.ptr, s.len, &format!("payloads[{i}].ptr"))? });
             } else {
-                if s.ptr.is_null() {
-                    // The message is formatted only on failure (this loop runs per tensor).
-                    non_null(s.ptr, &format!("payloads[{i}].ptr"))?;
-                }
+                // SAFETY: non-null, length fits isize; the caller guarantees validity.
                 parts.push(unsafe { std::slice::from_raw_parts(s.ptr, s.len) });
             }
         }

@@ -280,6 +280,7 @@ fn null_cases(f: &Fixture) -> Vec<Case<'_>> {
             ("hurray_buffer_list_data_ptrs", Box::new(move || hurray_buffer_list_data_ptrs(null(), [null_mut(); 1].as_mut_ptr(), 1, &mut 0))),
             ("hurray_buffer_list_data_ptrs", Box::new(move || hurray_buffer_list_data_ptrs(tl, null_mut(), 1, &mut 0))),
             ("hurray_buffer_list_data_ptrs", Box::new(move || hurray_buffer_list_data_ptrs(tl, [null_mut(); 1].as_mut_ptr(), 1, null_mut()))),
+            ("hurray_name_check", Box::new(move || hurray_ffi::names::hurray_name_check(null(), 1, 0))),
             ("hurray_tensor_descriptor", Box::new(move || hurray_tensor_descriptor(null(), &mut null_mut()))),
             ("hurray_tensor_descriptor", Box::new(move || hurray_tensor_descriptor(ten, null_mut()))),
             ("hurray_tensor_buffers", Box::new(move || hurray_tensor_buffers(null(), &mut null_mut()))),

@@ -284,6 +284,7 @@ int main(void) {
   printf("const HURRAY_FILE_READER_SKIP_PAYLOAD_CHECKS %lld %zu %d\n", (long long) (HURRAY_FILE_READER_SKIP_PAYLOAD_CHECKS), sizeof(HURRAY_FILE_READER_SKIP_PAYLOAD_CHECKS), (int) __builtin_classify_type(HURRAY_FILE_READER_SKIP_PAYLOAD_CHECKS));
   printf("const HURRAY_FILE_READER_VERIFY_AT_OPEN %lld %zu %d\n", (long long) (HURRAY_FILE_READER_VERIFY_AT_OPEN), sizeof(HURRAY_FILE_READER_VERIFY_AT_OPEN), (int) __builtin_classify_type(HURRAY_FILE_READER_VERIFY_AT_OPEN));
   printf("const HURRAY_FILE_BUFFER_HAS_CRC %lld %zu %d\n", (long long) (HURRAY_FILE_BUFFER_HAS_CRC), sizeof(HURRAY_FILE_BUFFER_HAS_CRC), (int) __builtin_classify_type(HURRAY_FILE_BUFFER_HAS_CRC));
+  printf("const HURRAY_NAME_PATH %lld %zu %d\n", (long long) (HURRAY_NAME_PATH), sizeof(HURRAY_NAME_PATH), (int) __builtin_classify_type(HURRAY_NAME_PATH));
   printf("const HURRAY_QUANT_NF4 %lld %zu %d\n", (long long) (HURRAY_QUANT_NF4), sizeof(HURRAY_QUANT_NF4), (int) __builtin_classify_type(HURRAY_QUANT_NF4));
   printf("const HURRAY_QUANT_MX %lld %zu %d\n", (long long) (HURRAY_QUANT_MX), sizeof(HURRAY_QUANT_MX), (int) __builtin_classify_type(HURRAY_QUANT_MX));
   printf("const HURRAY_QUANT_NVFP4 %lld %zu %d\n", (long long) (HURRAY_QUANT_NVFP4), sizeof(HURRAY_QUANT_NVFP4), (int) __builtin_classify_type(HURRAY_QUANT_NVFP4));
@@ -1073,6 +1074,13 @@ int main(void) {
   KIND(HurrayStatus);
   KIND(const struct HurrayBuffer *);
   KIND(_Bool *);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_name_check), HurrayStatus (*)(const uint8_t *, size_t, uint32_t)), "hurray_name_check: signature differs from the AST");
+  printf("func hurray_name_check");
+  KIND(HurrayStatus);
+  KIND(const uint8_t *);
+  KIND(size_t);
+  KIND(uint32_t);
   printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_last_error_message), HurrayStatus (*)(char *, size_t, size_t *)), "hurray_last_error_message: signature differs from the AST");
   printf("func hurray_last_error_message");

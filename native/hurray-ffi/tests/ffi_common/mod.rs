@@ -175,7 +175,13 @@ pub unsafe fn copy_out(t: *mut HurrayTensor) -> Back {
             expect(hurray_buffer_sync_mode(b, &mut sync), HURRAY_OK);
             let mut spec = HurrayBufferSpec::default();
             expect(hurray_descriptor_buffer_spec(d, i, &mut spec), HURRAY_OK);
-            assert_eq!((spec.byte_size, spec.alignment, spec.device_tag, spec.sync_mode), (size, align, dev, sync));
+            assert_eq!((spec.byte_size, spec.alignment, spec.device_tag), (size, align, dev));
+            // A reader's buffer is host memory it filled: PRODUCER_SYNCED whatever the wire
+            // declared (that stays in the descriptor's spec), with no sync payload.
+            assert_eq!(sync, HURRAY_SYNC_PRODUCER_SYNCED, "buffer {i} declared sync mode {}", spec.sync_mode);
+            let mut payload = HurraySyncPayload { sync_handle: std::ptr::dangling_mut::<c_void>(), ..std::mem::zeroed() };
+            expect(hurray_buffer_sync_payload(b, &mut payload), HURRAY_OK);
+            assert!(payload.sync_handle.is_null() && payload.consumer_stream.is_null() && payload.event_release_fn.is_none());
             assert!(!data.is_null());
             assert_eq!(data as usize % align as usize, 0, "buffer {i} not aligned to {align}");
             assert!(align >= 64);

@@ -42,9 +42,26 @@ public final class BufferList extends AbstractList<MemorySegment> implements Ran
         return segments.length;
     }
 
-    /** The buffer-table entry describing buffer {@code index}. */
+    /**
+     * The buffer-table entry describing buffer {@code index}, as the producer declared it
+     * (its {@link BufferSpec#syncMode()} is the declared mode; see {@link #syncMode(int)}).
+     */
     public BufferSpec spec(int index) {
         return tensor.descriptor().buffers().get(index);
+    }
+
+    /**
+     * How buffer {@code index}'s bytes are synchronised as handed to you: always
+     * {@link SyncMode#PRODUCER_SYNCED}. A segment here is host memory that a reader (or your
+     * own code) finished writing before you got it, and no event or consumer stream travels
+     * with it; the mode the producer declared for its device writes stays readable through
+     * {@code spec(index).syncMode()} (docs/spec/c-abi.md, "Buffer handoff and sync modes").
+     *
+     * @throws IndexOutOfBoundsException for a bad index
+     */
+    public SyncMode syncMode(int index) {
+        java.util.Objects.checkIndex(index, segments.length);
+        return SyncMode.PRODUCER_SYNCED;
     }
 
     /** Sum of the buffers' sizes in bytes. */

@@ -165,6 +165,9 @@ class GoldenVectorsTest {
             assertEquals(num(b, "device_tag"), spec.deviceTag().code(), where);
             assertEquals(((String) b.get("sync_mode")).toUpperCase(Locale.ROOT), spec.syncMode().name(), where);
             assertEquals(num(b, "sync_mode_code"), spec.syncMode().code(), where);
+            // A reader's buffer is host memory it filled: PRODUCER_SYNCED, whatever was declared.
+            assertEquals(SyncMode.PRODUCER_SYNCED, t.buffers().syncMode(i), where);
+            assertEquals(spec, t.buffers().spec(i), where);
             MemorySegment seg = t.buffer(i);
             assertEquals(0, seg.address() % spec.alignment(), where + " pointer alignment");
             byte[] bytes = seg.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);

@@ -43,6 +43,8 @@ public final class NativeReader {
     /** Bytes the source put at the last input region, not yet reported to the decoder. */
     private long filled;
     private boolean inputEnded;
+    /** The source's first fatal failure (a reset connection), reported on every later read. */
+    private Throwable dead;
 
     private NativeReader(Source source, MemorySegment result, MemorySegment handle) {
         this.source = source;
@@ -156,13 +158,21 @@ public final class NativeReader {
     private void fill() throws HurrayException {
         MemorySegment dst = HurrayDecodeResult.input(result).reinterpret(HurrayDecodeResult.input_len(result));
         int n;
+        if (dead != null) {
+            // A dead connection reports its failure again, never a later end of input.
+            throw new HurrayException(Status.TRANSPORT, "reading the source failed", dead);
+        }
         try {
             n = source.read(dst);
         } catch (VirtualMachineError e) {
             throw e;
         } catch (Throwable e) {
             // Whatever the source threw (checked, unchecked or an Error of its own) is the
-            // cause; nothing was consumed, so the next call resumes here.
+            // cause; nothing was consumed, so the next call resumes here, unless the
+            // connection itself is gone (HurrayException.isRetryableCause).
+            if (!HurrayException.isRetryableCause(e)) {
+                dead = e;
+            }
             throw new HurrayException(Status.TRANSPORT, "reading the source failed", e);
         }
         if (n < 0) {

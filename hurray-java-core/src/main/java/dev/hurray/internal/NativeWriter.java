@@ -40,6 +40,8 @@ public final class NativeWriter {
     private static final int MAX_PIECES = 2 * MAX_PAYLOADS + 2;
 
     private final Sink sink;
+    /** The sink's first fatal failure (a reset connection), reported on every later write. */
+    private Throwable dead;
     private final long batchBytes;
     private final MemorySegment slices;
     private final MemorySegment pieces;
@@ -185,11 +187,18 @@ public final class NativeWriter {
                 long off = 0;
                 while (off < bytes.byteSize()) {
                     long k;
+                    if (dead != null) {
+                        // A dead connection reports its failure again (HurrayException.isRetryableCause).
+                        throw abort(sent, takeBackLast, new HurrayException(Status.TRANSPORT, "writing to the sink failed", dead));
+                    }
                     try {
                         k = sink.write(bytes.asSlice(off));
                     } catch (VirtualMachineError e) {
                         throw e;
                     } catch (Throwable e) {
+                        if (!HurrayException.isRetryableCause(e)) {
+                            dead = e;
+                        }
                         throw abort(sent, takeBackLast, new HurrayException(Status.TRANSPORT, "writing to the sink failed", e));
                     }
                     if (k <= 0) {

@@ -38,6 +38,8 @@ public abstract class Transport {
 
     private final Closeable onClose;
     private Throwable failure;
+    /** The first failure that makes the source or sink unusable (never cleared). */
+    private Throwable dead;
     private Throwable closeFailure;
     private boolean released;
     /** The native ctx: slot + 1 while registered (never 0, which is NULL), else 0. */
@@ -108,11 +110,27 @@ public abstract class Transport {
         }
     }
 
-    /** Records the first failure of the current downcall. */
+    /** Records the first failure of the current downcall; a fatal one is kept for {@link #deadFailure()}. */
     final void record(Throwable t) {
         if (failure == null) {
             failure = t;
         }
+        if (dead == null && !dev.hurray.HurrayException.isRetryableCause(t)) {
+            dead = t;
+        }
+    }
+
+    /**
+     * The fatal failure of an earlier upcall (see {@link dev.hurray.HurrayException#isRetryableCause}),
+     * recorded again for the current downcall; null if the source or sink is still usable.
+     * Upcalls call it first and fail at once when it is not null, so a dead connection keeps
+     * reporting its reset instead of, say, a later end of input (TRUNCATED) on a channel.
+     */
+    final Throwable deadFailure() {
+        if (dead != null) {
+            record(dead);
+        }
+        return dead;
     }
 
     /** Clears any stale failure before a downcall. */

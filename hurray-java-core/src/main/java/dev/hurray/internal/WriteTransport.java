@@ -57,6 +57,10 @@ public abstract class WriteTransport extends Transport {
     /** The {@code HurrayTransportWriteFn} upcall: never throws. */
     final int upcall(MemorySegment ctx, MemorySegment src, long len, MemorySegment outWritten) {
         try {
+            if (deadFailure() != null) {
+                outWritten.reinterpret(8).set(JAVA_LONG, 0, 0L);
+                return Native.ERR_TRANSPORT;
+            }
             long n = write(src.reinterpret(len));
             outWritten.reinterpret(8).set(JAVA_LONG, 0, n);
             return Native.OK;

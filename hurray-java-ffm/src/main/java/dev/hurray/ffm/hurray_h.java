@@ -824,6 +824,19 @@ public final class hurray_h {
         return HURRAY_FILE_BUFFER_HAS_CRC;
     }
 
+    private static final int HURRAY_NAME_PATH = 1;
+    /**
+     * <code>hurray_name_check</code> flag: also require a portable relative path (non-empty <code>/</code>-separated
+     * segments, none <code>.</code> or <code>..</code>, no <code>\</code>, <code>:</code>, control character or leading <code>/</code>), for a name about
+     * <p>
+     * {@snippet lang=c :
+     * #define HURRAY_NAME_PATH 1
+     * }
+     */
+    public static int HURRAY_NAME_PATH() {
+        return HURRAY_NAME_PATH;
+    }
+
     private static final int HURRAY_QUANT_NF4 = 4;
     /**
      * {@snippet lang=c :
@@ -9003,6 +9016,73 @@ public final class hurray_h {
         }
     }
 
+    private static final class hurray_name_check {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_INT);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_name_check");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_name_check(const uint8_t *name, size_t len, uint32_t flags)
+     * }
+     */
+    public static FunctionDescriptor hurray_name_check$descriptor() {
+        return hurray_name_check.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_name_check(const uint8_t *name, size_t len, uint32_t flags)
+     * }
+     */
+    public static MethodHandle hurray_name_check$handle() {
+        return hurray_name_check.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_name_check(const uint8_t *name, size_t len, uint32_t flags)
+     * }
+     */
+    public static MemorySegment hurray_name_check$address() {
+        return hurray_name_check.ADDR;
+    }
+
+    /**
+     * Checks <code>len</code> bytes at <code>name</code> (no NUL terminator needed) against the tensor-name rule: at most
+     * 4096 bytes of UTF-8 without NUL; with <code>HURRAY_NAME_PATH</code> in <code>flags</code>, also a portable relative
+     * path. Returns <code>HURRAY_OK</code> when it holds. Added in ABI 4 (additive, docs/spec/c-abi.md): look
+     * it up by name on older libraries.
+     * <p>
+     * Errors: <code>INVALID_ARGUMENT</code> (not UTF-8, a NUL, not a portable path, unknown flag bits; the
+     * last-error message names the reason), <code>LIMIT_EXCEEDED</code> (too long), <code>NULL_POINTER</code> (<code>name</code>
+     * NULL with <code>len</code> &gt; 0). Thread-safe.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>name</code> valid for <code>len</code> bytes (may be NULL when <code>len</code> is 0).
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_name_check(const uint8_t *name, size_t len, uint32_t flags)
+     * }
+     */
+    public static int hurray_name_check(MemorySegment name, long len, int flags) {
+        var mh$ = hurray_name_check.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_name_check", name, len, flags);
+            }
+            return (int) mh$.invokeExact(name, len, flags);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static final class hurray_last_error_message {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
         static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_last_error_message");
@@ -10800,8 +10880,8 @@ public final class hurray_h {
      * the descriptor's buffer table and must be exactly its byte size; <code>count</code> must equal the
      * buffer count. The tensor is entirely on the wire when this returns <code>HURRAY_OK</code>.
      * <p>
-     * Errors: <code>NULL_POINTER</code>, <code>INVALID_ARGUMENT</code> (count mismatch, payload too long),
-     * <code>BUFFER_TOO_SMALL</code> (payload too short), <code>INVALID_STATE</code> (after finish), <code>POISONED</code>,
+     * Errors: <code>NULL_POINTER</code>, <code>INVALID_ARGUMENT</code> (count above 64 or not the buffer count, a
+     * payload too long or longer than the address space), <code>BUFFER_TOO_SMALL</code> (payload too short), <code>INVALID_STATE</code> (after finish), <code>POISONED</code>,
      * <code>TRANSPORT</code> / <code>SINK_CLOSED</code>: if no byte of the item was written the call can be retried,
      * otherwise the writer is now poisoned.
      * <p>

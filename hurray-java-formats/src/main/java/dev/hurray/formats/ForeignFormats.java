@@ -19,14 +19,23 @@ public final class ForeignFormats {
      */
     public static ForeignModel read(Path file, Format format, boolean dequantize, LongConsumer progress)
             throws IOException {
-        return switch (format) {
-            case SAFETENSORS -> Safetensors.read(file);
-            case NPY -> Npy.read(file, stem(file, ".npy"));
-            case NPZ -> Npz.read(file, progress);
-            case TFJS -> Tfjs.read(file, dequantize, progress);
-            case GGUF -> Gguf.read(file);
-            case HRRYFILE, STREAM -> throw new IllegalArgumentException(format + " is not a foreign format");
-        };
+        if (format == Format.HRRYFILE || format == Format.STREAM) {
+            throw new IllegalArgumentException(format + " is not a foreign format");
+        }
+        try {
+            return switch (format) {
+                case SAFETENSORS -> Safetensors.read(file);
+                case NPY -> Npy.read(file, stem(file, ".npy"));
+                case NPZ -> Npz.read(file, progress);
+                case TFJS -> Tfjs.read(file, dequantize, progress);
+                case GGUF -> Gguf.read(file);
+                case HRRYFILE, STREAM -> throw new AssertionError(format);
+            };
+        } catch (IllegalArgumentException e) {
+            // A tensor the file describes that Hurray refuses (e.g. a name against the name
+            // rule, docs/spec/descriptor.md §Names) is bad input, exit 2, not an internal error.
+            throw new ForeignFormatException(file + ": " + e.getMessage(), e);
+        }
     }
 
     /**

@@ -73,6 +73,13 @@ public final class ForeignTensor {
         if (name.isEmpty()) {
             throw new IllegalArgumentException("tensor name is empty");
         }
+        try {
+            // The core's one rule for names (docs/spec/descriptor.md §Names), so inspect,
+            // verify and convert refuse the same foreign names.
+            dev.hurray.TensorNames.check(name);
+        } catch (dev.hurray.HurrayException e) {
+            throw new IllegalArgumentException("tensor name \"" + printable(name) + "\": " + e.nativeMessage());
+        }
         long bytes;
         try {
             bytes = dtype.byteSizeOf(elementCount(this.shape));
@@ -208,5 +215,18 @@ public final class ForeignTensor {
     public String toString() {
         return name + ": " + dtype + shapeString() + " " + layout
                 + (quantization == null ? "" : " " + Payloads.describe(quantization));
+    }
+
+    /** {@code name} with control characters as {@code \\uXXXX}, for one-line messages. */
+    static String printable(String name) {
+        StringBuilder b = new StringBuilder(name.length());
+        name.codePoints().forEach(c -> {
+            if (c < 0x20 || c == 0x7f) {
+                b.append(String.format("\\u%04x", c));
+            } else {
+                b.appendCodePoint(c);
+            }
+        });
+        return b.toString();
     }
 }

@@ -39,7 +39,7 @@ import java.util.function.LongConsumer;
  * Little-endian data is not copied (a slice of a read-only mapping). Object ({@code O}),
  * structured, string, datetime and other dtypes are rejected with a message naming the dtype.
  * A file must end exactly where the array's bytes end. Fortran-order arrays stay
- * column-major: their bytes are kept as they are and the tensor says {@link Layout#COLUMN_MAJOR}.
+ * column-major: their bytes are kept as they are and the tensor says {@link Layout.Kind#COLUMN_MAJOR}.
  *
  * <p><b>Writing.</b> Produces the same bytes NumPy's {@code np.save} produces (version 1.0
  * unless the header needs 2.0; descr byte order {@code <}, or {@code |} for one-byte types;

@@ -167,6 +167,12 @@ public final class Npz {
             throws IOException {
         List<byte[]> headers = new ArrayList<>();
         for (ForeignTensor t : model.tensors()) {
+            try {
+                // A name becomes a zip member name here: never write "../x" or "/x" verbatim.
+                dev.hurray.TensorNames.checkPath(t.name());
+            } catch (dev.hurray.HurrayException e) {
+                throw new ForeignFormatException("tensor name cannot be an npz member name: " + e.nativeMessage());
+            }
             headers.add(Npy.header(t));
         }
         AtomicOutput.write(target, ch -> {

@@ -1,0 +1,135 @@
+package dev.hurray.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.zip.CRC32C;
+import java.util.zip.ZipEntry;
+import java.util.zip.ZipOutputStream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Hostile inputs found by the reliability review (docs/reliability.md) get exit 2 and one line
+ * from every command: a stream declaring far more than it carries, and tensor names against
+ * the one name rule (docs/spec/descriptor.md §Names).
+ */
+class HostileInputCliTest {
+    @TempDir
+    Path dir;
+
+    private static byte[] le(int bytes, long v) {
+        ByteBuffer b = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(v);
+        byte[] out = new byte[bytes];
+        System.arraycopy(b.array(), 0, out, 0, bytes);
+        return out;
+    }
+
+    private static int crc(byte[] b) {
+        CRC32C c = new CRC32C();
+        c.update(b);
+        return (int) c.getValue();
+    }
+
+    /** A 152-byte stream whose one tensor declares {@code declared} bytes of uint8 payload. */
+    static byte[] tinyStreamDeclaring(long declared) throws IOException {
+        ByteArrayOutputStream d = new ByteArrayOutputStream();
+        d.write("HRDS".getBytes(StandardCharsets.US_ASCII));
+        d.write(le(2, 1));
+        d.write(le(2, 0));
+        d.write(new byte[] {5, 0, 1, 1}); // uint8, row-major, rank 1, one buffer
+        d.write(le(4, 0));
+        d.write(le(8, 0));
+        d.write(le(8, declared)); // dims[0]
+        d.write(le(8, declared)); // buffer byte_size
+        d.write(le(4, 64));
+        d.write(new byte[] {0, 0, 0, 0});
+        byte[] desc = d.toByteArray();
+        ByteArrayOutputStream s = new ByteArrayOutputStream();
+        byte[] h = new byte[12];
+        System.arraycopy("HRRYSTRM".getBytes(StandardCharsets.US_ASCII), 0, h, 0, 8);
+        h[8] = 1;
+        s.write(h);
+        s.write(le(4, crc(h)));
+        ByteArrayOutputStream f = new ByteArrayOutputStream();
+        f.write("HRTN".getBytes(StandardCharsets.US_ASCII));
+        f.write(le(4, 0));
+        f.write(le(8, desc.length));
+        f.write(le(4, crc(desc)));
+        byte[] frame = f.toByteArray();
+        s.write(frame);
+        s.write(le(4, crc(frame)));
+        s.write(desc);
+        while (s.size() < 152) {
+            s.write(7);
+        }
+        return s.toByteArray();
+    }
+
+    @Test
+    void aTinyStreamDeclaring60GiBIsBadInputNotAnIoError() throws IOException {
+        Path p = dir.resolve("huge.hrrys");
+        byte[] bytes = tinyStreamDeclaring(60L << 30);
+        assertEquals(152, bytes.length);
+        Files.write(p, bytes);
+        CliTest.run("inspect", p.toString()).assertError(ExitCode.BAD_INPUT, "TRUNCATED");
+        CliTest.run("convert", p.toString(), dir.resolve("out.hrry").toString()).assertError(ExitCode.BAD_INPUT, "TRUNCATED");
+        assertFalse(Files.exists(dir.resolve("out.hrry")));
+    }
+
+    @Test
+    void aNameWithNulIsRefusedAlikeByInspectVerifyAndConvert() throws IOException {
+        String header = "{\"a\\u0000b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
+        byte[] h = header.getBytes(StandardCharsets.UTF_8);
+        ByteArrayOutputStream f = new ByteArrayOutputStream();
+        f.write(le(8, h.length));
+        f.write(h);
+        f.write(new byte[8]);
+        Path p = dir.resolve("nul.safetensors");
+        Files.write(p, f.toByteArray());
+        CliTest.run("inspect", p.toString()).assertError(ExitCode.BAD_INPUT, "NUL");
+        CliTest.run("convert", p.toString(), dir.resolve("o.hrry").toString()).assertError(ExitCode.BAD_INPUT, "NUL");
+        CliTest.Result v = CliTest.run("verify", p.toString());
+        assertTrue(v.code() != ExitCode.OK && v.err().contains("NUL"), v.err());
+    }
+
+    @Test
+    void anNpzMemberNameThatIsNotAPortablePathIsNeverWrittenBack() throws IOException {
+        Path in = dir.resolve("slip.npz");
+        try (ZipOutputStream z = new ZipOutputStream(Files.newOutputStream(in))) {
+            z.putNextEntry(new ZipEntry("../x.npy"));
+            byte[] npyHeader = "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }".getBytes(StandardCharsets.US_ASCII);
+            int total = 10 + npyHeader.length + 1;
+            int pad = (64 - total % 64) % 64;
+            ByteArrayOutputStream npy = new ByteArrayOutputStream();
+            npy.write(new byte[] {(byte) 0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0});
+            npy.write(le(2, npyHeader.length + pad + 1));
+            npy.write(npyHeader);
+            for (int i = 0; i < pad; i++) {
+                npy.write(' ');
+            }
+            npy.write('\n');
+            npy.write(new byte[4]);
+            z.write(npy.toByteArray());
+            z.closeEntry();
+        }
+        // Reading keeps the name (inside Hurray it is an opaque key) ...
+        CliTest.run("inspect", in.toString()).assertOk();
+        Path hrry = dir.resolve("slip.hrry");
+        CliTest.run("convert", in.toString(), hrry.toString()).assertOk();
+        // ... but writing it as a zip member name is refused, from either source.
+        for (Path src : new Path[] {in, hrry}) {
+            Path out = dir.resolve("out.npz");
+            CliTest.run("convert", src.toString(), out.toString()).assertError(ExitCode.BAD_INPUT, "\"..\" path segment");
+            assertFalse(Files.exists(out), "nothing written from " + src);
+        }
+    }
+}
