@@ -195,7 +195,8 @@ public final class Reader implements AutoCloseable, Iterable<Tensor> {
      * @return a new tensor owned by the caller (close it), or {@code null} once the
      *     end-of-stream marker was read (and on every call after)
      * @throws HurrayException on failure; with {@link Status#TRANSPORT} the cause is the source's
-     *     exception and calling again resumes mid-tensor
+     *     exception, and if {@link HurrayException#isRetryable()} calling again resumes
+     *     mid-tensor (a dead connection is not retryable: every later call reports it again)
      * @throws IllegalStateException if the reader is closed or in use by another thread
      */
     public Tensor read() throws HurrayException {
