@@ -29,6 +29,48 @@ public final class PerTensor {
     private PerTensor() {
     }
 
+    /** Median CPU µs of {@code HurrayFile.entry(name)} over a 1,000-tensor file, names already looked up once. */
+    private static double entryLookup(int rounds) throws Exception {
+        java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("hurray-bench");
+        java.nio.file.Path path = dir.resolve("entries.hrry");
+        try (dev.hurray.HurrayFileWriter w = dev.hurray.HurrayFile.create(path); Tensor t = Tensor.of(new float[16])) {
+            for (int i = 0; i < 1000; i++) {
+                w.add("layer" + i + "/weight", t);
+            }
+            w.finish();
+        }
+        String[] names = new String[1000];
+        for (int i = 0; i < names.length; i++) {
+            names[i] = "layer" + ((i * 7919) % 1000) + "/weight";
+        }
+        double[] us = new double[rounds];
+        try (dev.hurray.HurrayFile f = dev.hurray.HurrayFile.open(path)) {
+            for (String n : names) {
+                f.entry(n).orElseThrow();
+            }
+            int reps = 200_000;
+            for (int r = -2; r < rounds; r++) {
+                long t0 = cpu();
+                long sum = 0;
+                for (int i = 0; i < reps; i++) {
+                    sum += f.entry(names[i % names.length]).orElseThrow().index();
+                }
+                long t1 = cpu();
+                if (sum < 0) {
+                    throw new AssertionError();
+                }
+                if (r >= 0) {
+                    us[r] = (t1 - t0) / 1e3 / reps;
+                }
+            }
+        } finally {
+            java.nio.file.Files.deleteIfExists(path);
+            java.nio.file.Files.deleteIfExists(dir);
+        }
+        Arrays.sort(us);
+        return us[rounds / 2];
+    }
+
     /**
      * This thread's CPU time in ns: on a shared, loaded machine wall time mostly measures the
      * scheduler, CPU time the work (GC and JIT threads are not counted).
@@ -84,6 +126,7 @@ public final class PerTensor {
                 }
             }
         }
+        double entryUs = entryLookup(rounds);
         String[] rows = {"descriptor by builder", "descriptor by withName", "write (withName + write, batched, to memory)",
             "read + name + close (from memory)"};
         System.out.printf("| Java API, %d named float32[768] (median of %d) | µs of CPU per tensor |%n|---|---|%n", n, rounds);
@@ -91,5 +134,6 @@ public final class PerTensor {
             Arrays.sort(us[k]);
             System.out.printf("| %s | %.3f |%n", rows[k], us[k][rounds / 2]);
         }
+        System.out.printf("| HurrayFile.entry(name), warm (1,000-tensor file, index in memory) | %.3f |%n", entryUs);
     }
 }
