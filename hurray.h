@@ -12,7 +12,8 @@
 #include <stdint.h>
 #include <stdbool.h>
 
-// The C ABI version this library implements (seed 003 "C ABI Version").
+// The C ABI version this library implements (docs/spec/c-abi.md §Version and compatibility
+// policy).
 #define HURRAY_C_ABI_VERSION 4
 
 // `bool`, one byte per element (0 or 1).
@@ -289,14 +290,15 @@ typedef int32_t HurrayStatus;
 typedef void (*HurrayReleaseCallback)(void *buffer, void *context);
 
 // Releases a device event handle (`SYNC_EVENT` handoff). The consumer calls it exactly once,
-// after issuing its stream-waits (seed 003); Hurray never calls it. Must be safe to call
-// from any thread.
+// after issuing its stream-waits (docs/spec/c-abi.md §Buffer handoff and sync modes); Hurray
+// never calls it. Must be safe to call from any thread.
 typedef void (*HurrayEventReleaseFn)(void *sync_handle, void *context);
 
-// Per-mode handoff payload (seed 003 "Per-Mode Payloads"). All fields zero/NULL for
-// `SYNC_PRODUCER_SYNCED`; `sync_handle`, `sync_handle_device_tag`, `event_release_fn` (and
-// its context) for `SYNC_EVENT`; `consumer_stream` and `consumer_stream_device_tag` for
-// `SYNC_CONSUMER_STREAM`. Handles are opaque and never dereferenced by Hurray.
+// Per-mode handoff payload (docs/spec/c-abi.md §Buffer handoff and sync modes). All fields
+// zero/NULL for `SYNC_PRODUCER_SYNCED`; `sync_handle`, `sync_handle_device_tag`,
+// `event_release_fn` (and its context) for `SYNC_EVENT`; `consumer_stream` and
+// `consumer_stream_device_tag` for `SYNC_CONSUMER_STREAM`. Handles are opaque and never
+// dereferenced by Hurray.
 typedef struct HurraySyncPayload {
   // Event recorded on the producer's writing stream(s) (`SYNC_EVENT`).
   void *sync_handle;
@@ -588,7 +590,8 @@ typedef HurrayStatus (*HurrayTransportReadAtFn)(void *ctx, uint64_t offset, uint
 // Stores the total size in bytes of the addressed input in `*out_size` (file containers).
 typedef HurrayStatus (*HurrayTransportSizeFn)(void *ctx, uint64_t *out_size);
 
-// A caller's byte source and/or sink: a context pointer and callbacks (seed 000). A stream
+// A caller's byte source and/or sink: a context pointer and callbacks (docs/spec/c-abi.md
+// §Transports). A stream
 // reader needs `read`, a stream writer `write`, a file reader `read_at` and `size`; the rest
 // may be NULL. Handles copy the struct; `ctx` is borrowed unless `release` is set, in which
 // case the handle that takes it calls `release(ctx)` exactly once when it is destroyed (not
@@ -772,8 +775,8 @@ extern "C" {
 // any function whose contract changed later. Never fails; thread-safe.
 uint32_t hurray_c_abi_version(void);
 
-// Wraps caller-owned memory without copying (seed 003 "Buffer Release Callbacks"). `data`
-// must stay valid and unmodified by the caller until `release(data, release_context)` is
+// Wraps caller-owned memory without copying (docs/spec/c-abi.md §Buffers and buffer lists).
+// `data` must stay valid and unmodified by the caller until `release(data, release_context)` is
 // called (exactly once, when the last handle sharing it is destroyed; never if this call
 // fails). `release` may be NULL (the caller manages the memory; then it must outlive every
 // handle). The sync mode is `SYNC_PRODUCER_SYNCED`.
@@ -793,9 +796,9 @@ HurrayStatus hurray_buffer_from_ptr(void *data,
                                     struct HurrayBuffer **out_handle);
 
 // Hands off a producer's buffer described by its 16-byte binary buffer handle, cross-checking
-// the `sync_mode` byte at offset 13 against `sync` (seed 003 "ABI Cross-Check"): reserved or
-// invalid modes give `HURRAY_ERR_INVALID_SYNC_MODE`; a payload that does not match the mode
-// (a handle or stream for `SYNC_PRODUCER_SYNCED`; a missing event, release function or a
+// the `sync_mode` byte at offset 13 against `sync` (docs/spec/c-abi.md §Buffer handoff and sync
+// modes): reserved or invalid modes give `HURRAY_ERR_INVALID_SYNC_MODE`; a payload that does
+// not match the mode (a handle or stream for `SYNC_PRODUCER_SYNCED`; a missing event, release function or a
 // device-tag mismatch for `SYNC_EVENT`; a missing stream or device-tag mismatch for
 // `SYNC_CONSUMER_STREAM`) gives `HURRAY_ERR_SYNC_MODE_MISMATCH`, and no handle is returned.
 // `sync` may be NULL for `SYNC_PRODUCER_SYNCED`. Ownership of `data` as for
@@ -1095,7 +1098,8 @@ HurrayStatus hurray_tensor_context_new(uint32_t abi_version,
                                        HurrayOwnerReleaseFn owner_release,
                                        struct HurrayTensorContext **out_ctx);
 
-// Stores the producer's ABI version. Consumers call this first (seed 003).
+// Stores the producer's ABI version. Consumers call this first (docs/spec/c-abi.md §Tensor
+// context).
 //
 // # Safety
 // `ctx` live; `out` valid for one write.
@@ -1205,9 +1209,9 @@ HurrayStatus hurray_descriptor_decode(const uint8_t *bytes,
                                       size_t len,
                                       struct HurrayDescriptor **out_descriptor);
 
-// Destroys an owned descriptor (by value, as in the seed). NULL is a no-op. A borrowed
-// descriptor (from `hurray_tensor_descriptor`) is refused with `INVALID_ARGUMENT`; a second
-// destroy is reported as `USE_AFTER_DESTROY` in debug builds.
+// Destroys an owned descriptor (by value, docs/spec/c-abi.md §Handles and ownership). NULL is a
+// no-op. A borrowed descriptor (from `hurray_tensor_descriptor`) is refused with
+// `INVALID_ARGUMENT`; a second destroy is reported as `USE_AFTER_DESTROY` in debug builds.
 //
 // # Safety
 // `descriptor` NULL or a descriptor handle.

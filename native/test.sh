@@ -4,6 +4,7 @@
 #   2. hurray.h drift check (cbindgen)
 #   3. C examples compiled with gcc against hurray.h and run (src/c/run.sh, src/c/file/run.sh)
 #   4. cargo clippy --all-targets -D warnings (when clippy is installed)
+#   5. the repository cites only itself (tools/check-standalone.sh)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -19,4 +20,5 @@ if cargo clippy --version >/dev/null 2>&1; then
 else
   echo "native tests: cargo clippy not installed; lint step skipped" >&2
 fi
+"$root/tools/check-standalone.sh"
 echo "native tests: all passed"

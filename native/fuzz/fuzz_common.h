@@ -38,8 +38,8 @@ static inline void digest_u64(Digest *d, uint64_t v) { digest_bytes(d, &v, sizeo
 
 /* An in-memory source. `plan` (may be empty) drives each call: byte k of the plan decides call
  * k's transfer size (1 + byte*chunk_scale) and, when the byte's low 3 bits are 0 and `faults` is
- * set, a HURRAY_ERR_TRANSPORT failure having moved nothing (seed 000 rule 3). Past the plan,
- * transfers are unlimited and nothing fails. */
+ * set, a HURRAY_ERR_TRANSPORT failure having moved nothing (docs/spec/stream.md §Transport rules,
+ * rule 3). Past the plan, transfers are unlimited and nothing fails. */
 typedef struct {
     const uint8_t *bytes;
     size_t len, pos;

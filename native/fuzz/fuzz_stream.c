@@ -1,11 +1,11 @@
 /* Stream reader (docs/spec/stream.md) under adversarial chunking and injected transport
- * failures. Input: byte 0 = plan length L (mod 64), L plan bytes (fuzz_common.h: per-call
- * transfer sizes and HURRAY_ERR_TRANSPORT failures), then the stream bytes.
- * Oracle: a run that retries every TRANSPORT failure and takes whatever short counts the plan
- * gives reads exactly the same tensors (descriptor encodings and buffer bytes, digested) and
- * ends with exactly the same status as a run that gets the whole input in one call and never
- * fails (seed 000 rules 1 and 3: short counts are normal; a failed call moved nothing and the
- * reader resumes). Each reader buffer is PRODUCER_SYNCED and aligned as declared. */
+ * failures. Input: byte 0 = plan length L (mod 64), L plan bytes (fuzz_common.h: per-call transfer
+ * sizes and HURRAY_ERR_TRANSPORT failures), then the stream bytes. Oracle: a run that retries every
+ * TRANSPORT failure and takes whatever short counts the plan gives reads exactly the same tensors
+ * (descriptor encodings and buffer bytes, digested) and ends with exactly the same status as a run
+ * that gets the whole input in one call and never fails (docs/spec/stream.md §Transport rules,
+ * rules 1 and 3: short counts are normal; a failed call moved nothing and the reader resumes). Each
+ * reader buffer is PRODUCER_SYNCED and aligned as declared. */
 #include "fuzz_common.h"
 
 typedef struct {

@@ -1,5 +1,6 @@
 /*
- * Runs the C writer and seed 000's C reader over a real socketpair(2):
+ * Runs the C writer and the C reader (docs/spec/c-abi.md §Reading and writing a stream) over
+ * a real socketpair(2):
  *   1. a writer process sends EXPECTED; the reader checks every tensor and the clean end;
  *   2. a writer thread is cut mid-item (its transport fails): the writer is poisoned and
  *      the reader sees HURRAY_ERR_TRUNCATED after the complete tensors;

@@ -1,6 +1,6 @@
 /*
- * Seed 000's C reader loop ("Reading a stream"), checking every tensor against EXPECTED:
- * descriptor fields, payload bytes, and the alignment of every buffer.
+ * The C reader loop of docs/spec/c-abi.md §Reading and writing a stream, checking every tensor
+ * against EXPECTED: descriptor fields, payload bytes, and the alignment of every buffer.
  */
 #define _DEFAULT_SOURCE
 #include <errno.h>
@@ -11,7 +11,7 @@
 
 #include "expected.h"
 
-/* Seed 000's sock_read (retrying EINTR). */
+/* A recv(2) transport (docs/spec/c-abi.md §Transports), retrying EINTR. */
 static HurrayStatus sock_read(void *ctx, uint8_t *dst, size_t len, size_t *out_filled) {
     ssize_t n;
     do {
@@ -114,9 +114,10 @@ static void check_tensor(size_t t, HurrayDescriptor *descriptor, HurrayBufferLis
     }
 }
 
-/* Reads tensors until the end marker or an error (seed 000's loop). Returns the number of
- * tensors read; *final_status is HURRAY_END_OF_STREAM or the error. With `check` set the fd
- * is a socket and every tensor must match EXPECTED; without, any fd and any tensors. */
+/* Reads tensors until the end marker or an error (the loop of docs/spec/c-abi.md §Reading and
+ * writing a stream). Returns the number of tensors read; *final_status is HURRAY_END_OF_STREAM
+ * or the error. With `check` set the fd is a socket and every tensor must match EXPECTED;
+ * without, any fd and any tensors. */
 static size_t read_stream(int fd, HurrayStatus *final_status, int check) {
     HurrayTransport transport = {0};
     transport.ctx = &fd;

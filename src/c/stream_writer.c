@@ -1,5 +1,5 @@
 /*
- * The C writer matching seed 000's reader: originates every descriptor with the
+ * The C writer matching stream_reader.c: originates every descriptor with the
  * hurray_descriptor_builder_* encode surface and writes EXPECTED over a socket.
  */
 #define _DEFAULT_SOURCE
@@ -16,8 +16,8 @@ typedef struct sock_ctx {
     size_t limit; /* fail (moving nothing) once this many bytes went out; 0: no limit */
 } sock_ctx;
 
-/* Seed 000's sock_write, plus MSG_NOSIGNAL (a closed peer is an error, not SIGPIPE) and an
- * optional byte limit used to cut the stream mid-item. */
+/* A send(2) transport (docs/spec/c-abi.md §Transports), plus MSG_NOSIGNAL (a closed peer is an
+ * error, not SIGPIPE) and an optional byte limit used to cut the stream mid-item. */
 static HurrayStatus sock_write(void *ctx, const uint8_t *src, size_t len, size_t *out) {
     sock_ctx *c = ctx;
     if (c->limit != 0) {

@@ -15,8 +15,8 @@ pub const GROW_MIN_BYTES: usize = 64 * 1024;
 /// Encoded size of a buffer handle in bytes.
 pub const BUFFER_HANDLE_BYTES: usize = 16;
 
-/// Byte offset of the `sync_mode` byte inside the encoded buffer handle (seed 003, "ABI
-/// Cross-Check", step 1).
+/// Byte offset of the `sync_mode` byte inside the encoded buffer handle (docs/spec/descriptor.md
+/// §Buffer handle; the handoff cross-check reads it there).
 pub const SYNC_MODE_OFFSET: usize = 13;
 
 /// Describes one buffer of a tensor: how many bytes, at what alignment, on which device, and

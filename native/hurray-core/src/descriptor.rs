@@ -154,7 +154,8 @@ pub struct TensorDescriptor {
 }
 
 impl TensorDescriptor {
-    /// Makes and validates a descriptor. Arguments, in the seed's order:
+    /// Makes and validates a descriptor. Arguments, in the order of docs/spec/descriptor.md §The
+    /// Rust constructor:
     ///
     /// 1. `version`: descriptor format version, 1 or [`MAX_DESCRIPTOR_VERSION`] (2); must be
     ///    at least [`min_version`](Self::min_version) (else `Unsupported`).

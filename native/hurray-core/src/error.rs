@@ -19,7 +19,8 @@ pub enum ErrorKind {
     BufferTooSmall,
     /// A sync_mode value in the reserved range 0x03–0xFE, or 0xFF.
     InvalidSyncMode,
-    /// The handoff payload does not match the declared sync_mode (seed 003).
+    /// The handoff payload does not match the declared sync_mode (docs/spec/c-abi.md §Buffer
+    /// handoff and sync modes).
     SyncModeMismatch,
     /// A transport callback reported failure (it moved no bytes).
     Transport,

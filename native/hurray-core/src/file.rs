@@ -1,12 +1,12 @@
 //! HRRYFILE, the random-access container (docs/spec/hrryfile.md).
 //!
-//! A container is addressed rather than consumed (seed 000): a [`FileWriter`] appends tensors
-//! one by one through a sequential [`WriteTransport`](crate::WriteTransport) (so it can write
-//! into a pipe or socket), and a [`FileReader`] asks a [`ReadAt`] source for absolute ranges.
-//! Every payload sits at an offset aligned to its buffer's alignment, so a memory map can use
-//! it in place ([`FileReader::span_tensor`]). Opening reads at most three ranges whatever the
-//! tensor count; finding a tensor by name is a binary search over a fixed-size, name-sorted
-//! entry table (O(log n) reads).
+//! A container is addressed rather than consumed (docs/spec/hrryfile.md): a [`FileWriter`] appends
+//! tensors one by one through a sequential [`WriteTransport`](crate::WriteTransport) (so it can
+//! write into a pipe or socket), and a [`FileReader`] asks a [`ReadAt`] source for absolute ranges.
+//! Every payload sits at an offset aligned to its buffer's alignment, so a memory map can use it in
+//! place ([`FileReader::span_tensor`]). Opening reads at most three ranges whatever the tensor
+//! count; finding a tensor by name is a binary search over a fixed-size, name-sorted entry table
+//! (O(log n) reads).
 //!
 //! Layout, in file order: header (16 bytes) · payloads (aligned, zero padding between) ·
 //! index (entry table, then records) · metadata block · trailer (72 bytes).

@@ -5,8 +5,8 @@
 //! reader/writer state machines, and the buffer pool readers reuse allocations from. The C ABI lives in `hurray-ffi`; this crate has no FFI glue
 //! and no `unsafe` outside [`AlignedBuf`].
 //!
-//! Normative sources: the seeds "Streaming from C" (000) and "C FFI Layer Requirements" (003);
-//! the byte layouts are specified in `docs/spec/` of the repository.
+//! The normative specification, byte layouts included, is `docs/spec/` of the repository
+//! (stream.md, descriptor.md, hrryfile.md, c-abi.md).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -52,9 +52,10 @@ pub use types::{DeviceTag, ElementType, SyncMode};
 pub use composite::{Composite, CompositeSpec, Item, ItemReader, Member};
 pub use sparse::IndexType;
 
-/// Smallest buffer alignment in bytes; the default for CPU buffers (seed 000).
+/// Smallest buffer alignment in bytes; the default for CPU buffers (docs/spec/descriptor.md
+/// §Device tags).
 pub const MIN_BUFFER_ALIGNMENT: u64 = 64;
-/// Smallest alignment of GPU and IPC buffers, in bytes (seed 000).
+/// Smallest alignment of GPU and IPC buffers, in bytes (docs/spec/descriptor.md §Device tags).
 pub const DEVICE_BUFFER_ALIGNMENT: u64 = 4096;
 /// Largest supported buffer alignment, in bytes (2 MiB, a huge page).
 pub const MAX_BUFFER_ALIGNMENT: u64 = 1 << 21;

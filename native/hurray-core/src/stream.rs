@@ -1,9 +1,9 @@
 //! The stream format's reader and writer state machines (docs/spec/stream.md).
 //!
-//! Both sides keep seed 000's four transport rules: short counts are normal; `0` from read is
-//! end of input and `0` from write is a closed sink; a failing transport call moved no bytes,
-//! so the reader resumes exactly where it stopped; a write that fails after an item's first
-//! byte poisons the writer.
+//! Both sides keep the four transport rules (docs/spec/stream.md §Transport rules): short counts
+//! are normal; `0` from read is end of input and `0` from write is a closed sink; a failing
+//! transport call moved no bytes, so the reader resumes exactly where it stopped; a write that
+//! fails after an item's first byte poisons the writer.
 
 use std::mem::MaybeUninit;
 
@@ -40,16 +40,17 @@ pub const EAGER_RESERVE_BYTES: usize = 64 << 20;
 /// Payloads up to this size are copied next to the frame header so an item is one write call.
 pub const COALESCE_BYTES: usize = 64 * 1024;
 
-/// A byte source (seed 000's `read`). Return `Ok(n)` after writing `n` initialised bytes to
-/// the front of `dst` (`0` = end of input, fewer than `dst.len()` is normal); return `Err`
-/// having moved no bytes.
+/// A byte source (the transport's `read`, docs/spec/stream.md §Transport rules). Return `Ok(n)`
+/// after writing `n` initialised bytes to the front of `dst` (`0` = end of input, fewer than
+/// `dst.len()` is normal); return `Err` having moved no bytes.
 pub trait ReadTransport {
     /// Reads up to `dst.len()` bytes.
     fn read(&mut self, dst: &mut [MaybeUninit<u8>]) -> Result<usize>;
 }
 
-/// A byte sink (seed 000's `write`). Return `Ok(n)` after taking the first `n` bytes of `src`
-/// (`0` = the sink is closed); return `Err` having taken none.
+/// A byte sink (the transport's `write`, docs/spec/stream.md §Transport rules). Return `Ok(n)`
+/// after taking the first `n` bytes of `src` (`0` = the sink is closed); return `Err` having taken
+/// none.
 pub trait WriteTransport {
     /// Writes up to `src.len()` bytes.
     fn write(&mut self, src: &[u8]) -> Result<usize>;

@@ -259,9 +259,9 @@ impl DeviceTag {
     }
 }
 
-/// How the producer synchronised its device writes before handoff (seed 003, "Buffer Handoff
-/// Synchronisation"). Wire codes 0x03–0xFE are reserved and 0xFF is invalid: both are rejected
-/// with `InvalidSyncMode`.
+/// How the producer synchronised its device writes before handoff (docs/spec/descriptor.md §Sync
+/// modes, docs/spec/c-abi.md §Buffer handoff and sync modes). Wire codes 0x03–0xFE are reserved and
+/// 0xFF is invalid: both are rejected with `InvalidSyncMode`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 #[repr(u8)]
 pub enum SyncMode {

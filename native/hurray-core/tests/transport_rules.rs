@@ -1,4 +1,4 @@
-//! Seed 000's four transport rules, through the core reader and writer (docs/spec/stream.md
+//! The four transport rules, through the core reader and writer (docs/spec/stream.md
 //! §Transport rules): short counts at every chunk size, resumption after a failed read at every
 //! call index, retry of a write that failed before the item's first byte, poisoning after it,
 //! 0 from read (truncated) and 0 from write (sink closed).

@@ -1,5 +1,5 @@
 //! Buffer handles: owned memory the reader filled, or a caller's memory with a release
-//! callback (seed 003 "Buffer Release Callbacks", "Buffer Handoff Synchronisation").
+//! callback (docs/spec/c-abi.md §Buffers and buffer lists, §Buffer handoff and sync modes).
 
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -16,14 +16,15 @@ use crate::status::*;
 pub type HurrayReleaseCallback = Option<unsafe extern "C" fn(buffer: *mut c_void, context: *mut c_void)>;
 
 /// Releases a device event handle (`SYNC_EVENT` handoff). The consumer calls it exactly once,
-/// after issuing its stream-waits (seed 003); Hurray never calls it. Must be safe to call
-/// from any thread.
+/// after issuing its stream-waits (docs/spec/c-abi.md §Buffer handoff and sync modes); Hurray
+/// never calls it. Must be safe to call from any thread.
 pub type HurrayEventReleaseFn = Option<unsafe extern "C" fn(sync_handle: *mut c_void, context: *mut c_void)>;
 
-/// Per-mode handoff payload (seed 003 "Per-Mode Payloads"). All fields zero/NULL for
-/// `SYNC_PRODUCER_SYNCED`; `sync_handle`, `sync_handle_device_tag`, `event_release_fn` (and
-/// its context) for `SYNC_EVENT`; `consumer_stream` and `consumer_stream_device_tag` for
-/// `SYNC_CONSUMER_STREAM`. Handles are opaque and never dereferenced by Hurray.
+/// Per-mode handoff payload (docs/spec/c-abi.md §Buffer handoff and sync modes). All fields
+/// zero/NULL for `SYNC_PRODUCER_SYNCED`; `sync_handle`, `sync_handle_device_tag`,
+/// `event_release_fn` (and its context) for `SYNC_EVENT`; `consumer_stream` and
+/// `consumer_stream_device_tag` for `SYNC_CONSUMER_STREAM`. Handles are opaque and never
+/// dereferenced by Hurray.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct HurraySyncPayload {
@@ -91,8 +92,8 @@ pub(crate) enum BufData {
 /// The handle of a buffer a reader hands out for the buffer-table entry `declared`. The bytes
 /// are in host memory the reader wrote (or in a region the caller mapped) and no event or stream
 /// travels with them, so the only mode whose payload the reader can honour is
-/// `SYNC_PRODUCER_SYNCED` (seed 003 "ABI Cross-Check": `SYNC_EVENT` and `SYNC_CONSUMER_STREAM`
-/// need a payload). The declared mode stays visible in the tensor's descriptor
+/// `SYNC_PRODUCER_SYNCED` (the handoff cross-check: `SYNC_EVENT` and `SYNC_CONSUMER_STREAM` need
+/// a payload). The declared mode stays visible in the tensor's descriptor
 /// (`hurray_descriptor_buffer_spec`); docs/spec/c-abi.md §Buffer handoff and sync modes.
 pub(crate) fn read_handle(declared: BufferHandle) -> BufferHandle {
     declared.with_sync_mode(SyncMode::ProducerSynced)
@@ -150,7 +151,7 @@ impl Drop for BufferInner {
                 unsafe { f(*ptr, *ctx) };
             }
         }
-        // The event of a SYNC_EVENT handoff is not released here: seed 003 makes the consumer
+        // The event of a SYNC_EVENT handoff is not released here: the spec makes the consumer
         // call `event_release_fn` exactly once after its stream-waits, and Hurray cannot know
         // whether it did, so releasing it here could release it twice.
     }
@@ -164,8 +165,8 @@ pub struct HurrayBuffer {
 }
 opaque_handle!(HurrayBuffer, Arc<BufferInner>, 0x4855_5252_4246_3031);
 
-/// Wraps caller-owned memory without copying (seed 003 "Buffer Release Callbacks"). `data`
-/// must stay valid and unmodified by the caller until `release(data, release_context)` is
+/// Wraps caller-owned memory without copying (docs/spec/c-abi.md §Buffers and buffer lists).
+/// `data` must stay valid and unmodified by the caller until `release(data, release_context)` is
 /// called (exactly once, when the last handle sharing it is destroyed; never if this call
 /// fails). `release` may be NULL (the caller manages the memory; then it must outlive every
 /// handle). The sync mode is `SYNC_PRODUCER_SYNCED`.
@@ -222,9 +223,9 @@ pub(crate) fn external(
 }
 
 /// Hands off a producer's buffer described by its 16-byte binary buffer handle, cross-checking
-/// the `sync_mode` byte at offset 13 against `sync` (seed 003 "ABI Cross-Check"): reserved or
-/// invalid modes give `HURRAY_ERR_INVALID_SYNC_MODE`; a payload that does not match the mode
-/// (a handle or stream for `SYNC_PRODUCER_SYNCED`; a missing event, release function or a
+/// the `sync_mode` byte at offset 13 against `sync` (docs/spec/c-abi.md §Buffer handoff and sync
+/// modes): reserved or invalid modes give `HURRAY_ERR_INVALID_SYNC_MODE`; a payload that does
+/// not match the mode (a handle or stream for `SYNC_PRODUCER_SYNCED`; a missing event, release function or a
 /// device-tag mismatch for `SYNC_EVENT`; a missing stream or device-tag mismatch for
 /// `SYNC_CONSUMER_STREAM`) gives `HURRAY_ERR_SYNC_MODE_MISMATCH`, and no handle is returned.
 /// `sync` may be NULL for `SYNC_PRODUCER_SYNCED`. Ownership of `data` as for

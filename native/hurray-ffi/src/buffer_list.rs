@@ -1,5 +1,5 @@
 //! Buffer lists: the carrier that makes all of a tensor's buffers travel together
-//! (seed 003 "Buffer Lists", ADR-030).
+//! (docs/spec/c-abi.md §Buffers and buffer lists).
 
 use std::ffi::c_void;
 
@@ -9,7 +9,7 @@ use crate::panic::{guard, non_null, FfiError};
 use crate::status::*;
 
 /// The list's slots. Dropping it destroys every owned handle exactly once, nulling each slot
-/// as it goes (seed 003).
+/// as it goes (docs/spec/c-abi.md §Buffers and buffer lists).
 pub struct ListInner(pub(crate) Vec<Option<Box<HurrayBuffer>>>);
 
 impl Drop for ListInner {

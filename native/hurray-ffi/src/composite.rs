@@ -1,4 +1,4 @@
-//! Composite tensors in the C ABI (seed 000 "Beyond a flat stream"): the assembled view
+//! Composite tensors in the C ABI (beyond the flat stream view): the assembled view
 //! `hurray_reader_next_item`, `hurray_writer_write_composite`, composites in containers by
 //! name, and the `HurrayComposite` handle with accessors for its members and their tree.
 //! docs/spec/c-abi.md §Sparse, paged and composite tensors. Added within ABI 4.

@@ -1,5 +1,5 @@
 //! Tensor contexts: the encoded descriptor and ABI version that travel beside a buffer list
-//! in a native-protocol capsule (seed 003 "Tensor Context", ADR-034).
+//! in a native-protocol capsule (docs/spec/c-abi.md §Tensor context).
 
 use std::ffi::c_void;
 
@@ -79,7 +79,8 @@ pub unsafe extern "C" fn hurray_tensor_context_new(
     })
 }
 
-/// Stores the producer's ABI version. Consumers call this first (seed 003).
+/// Stores the producer's ABI version. Consumers call this first (docs/spec/c-abi.md §Tensor
+/// context).
 ///
 /// # Safety
 /// `ctx` live; `out` valid for one write.

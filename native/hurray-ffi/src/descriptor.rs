@@ -1,5 +1,5 @@
 //! Descriptor handles: decode, read fields off, encode, and originate descriptors from C
-//! (the encode surface seed 000 lists as "not here yet"; docs/spec/c-abi.md §Descriptors).
+//! (the encode surface; docs/spec/c-abi.md §Descriptors: reading and building).
 
 use std::ffi::c_char;
 
@@ -126,9 +126,9 @@ pub unsafe extern "C" fn hurray_descriptor_decode(
     })
 }
 
-/// Destroys an owned descriptor (by value, as in the seed). NULL is a no-op. A borrowed
-/// descriptor (from `hurray_tensor_descriptor`) is refused with `INVALID_ARGUMENT`; a second
-/// destroy is reported as `USE_AFTER_DESTROY` in debug builds.
+/// Destroys an owned descriptor (by value, docs/spec/c-abi.md §Handles and ownership). NULL is a
+/// no-op. A borrowed descriptor (from `hurray_tensor_descriptor`) is refused with
+/// `INVALID_ARGUMENT`; a second destroy is reported as `USE_AFTER_DESTROY` in debug builds.
 ///
 /// # Safety
 /// `descriptor` NULL or a descriptor handle.

@@ -5,7 +5,7 @@
 //! debug builds keep it (a deliberate, documented leak of a few bytes; the `free-destroyed-shells`
 //! feature turns it off for fuzzing) so a later use or a
 //! second destroy through a stale pointer reliably reports `HURRAY_ERR_USE_AFTER_DESTROY`
-//! (seed 003 "Opaque Handles"). Handles handed out as borrows (a tensor's descriptor and
+//! (docs/spec/c-abi.md §Debug sentinels). Handles handed out as borrows (a tensor's descriptor and
 //! buffer list, a list's buffers) are marked `borrowed` and refuse to be destroyed.
 
 use crate::panic::{FfiError, FfiResult};
@@ -147,7 +147,8 @@ pub(crate) unsafe fn destroy<T: Handle>(p: *mut T, arg: &str) -> FfiResult<()> {
 }
 
 /// Destroys through a pointer to the caller's handle variable and writes NULL through it, so
-/// a repeated destroy of the same variable is a no-op (seed 003 "Buffer Lists").
+/// a repeated destroy of the same variable is a no-op (docs/spec/c-abi.md §Handles and
+/// ownership).
 ///
 /// # Safety
 /// `pp` is NULL or valid for a read and a write; `*pp` as for [`destroy`].

@@ -1,5 +1,5 @@
 //! The one panic boundary every `extern "C"` body runs behind, and the thread-local
-//! last-error slot (seed 003 "Panic Safety", "Error Handling").
+//! last-error slot (docs/spec/c-abi.md §Errors and panics).
 
 use std::cell::RefCell;
 use std::ffi::c_char;

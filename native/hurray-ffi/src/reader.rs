@@ -1,4 +1,4 @@
-//! Stream readers (seed 000 "Reading a stream").
+//! Stream readers (docs/spec/c-abi.md §Reading and writing a stream).
 
 use hurray_core::{ReaderOptions, StreamReader};
 

@@ -1,4 +1,5 @@
-//! Status codes (seed 003 "Error Handling", extended for the stream path; docs/spec/c-abi.md).
+//! Status codes (docs/spec/c-abi.md §Status codes: the original -1 to -7, extended for the
+//! stream path).
 
 use std::ffi::c_char;
 

@@ -1,4 +1,5 @@
-//! Tensors: a descriptor plus its buffers in one handle (seed 000 "Reading a stream").
+//! Tensors: a descriptor plus its buffers in one handle (docs/spec/c-abi.md §Reading and
+//! writing a stream).
 
 use std::sync::Arc;
 

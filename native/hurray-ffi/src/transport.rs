@@ -1,4 +1,4 @@
-//! The transport vtable (seed 000 "Streaming from C") and its adapters to the core's traits.
+//! The transport vtable (docs/spec/c-abi.md §Transports) and its adapters to the core's traits.
 
 use std::ffi::c_void;
 use std::mem::MaybeUninit;
@@ -29,7 +29,8 @@ pub type HurrayTransportReadAtFn = Option<
 /// Stores the total size in bytes of the addressed input in `*out_size` (file containers).
 pub type HurrayTransportSizeFn = Option<unsafe extern "C" fn(ctx: *mut c_void, out_size: *mut u64) -> HurrayStatus>;
 
-/// A caller's byte source and/or sink: a context pointer and callbacks (seed 000). A stream
+/// A caller's byte source and/or sink: a context pointer and callbacks (docs/spec/c-abi.md
+/// §Transports). A stream
 /// reader needs `read`, a stream writer `write`, a file reader `read_at` and `size`; the rest
 /// may be NULL. Handles copy the struct; `ctx` is borrowed unless `release` is set, in which
 /// case the handle that takes it calls `release(ctx)` exactly once when it is destroyed (not

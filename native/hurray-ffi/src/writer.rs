@@ -1,4 +1,4 @@
-//! Stream writers (seed 000 "Writing a stream").
+//! Stream writers (docs/spec/c-abi.md §Reading and writing a stream).
 
 use hurray_core::{StreamWriter, WriterOptions};
 

@@ -1,6 +1,6 @@
-//! The descriptor surface of the C ABI: the builder (the encode surface seed 000 lists as "not
-//! here yet") reproduces every golden descriptor byte for byte, the accessors read every field
-//! back, and the builder refuses what the core refuses.
+//! The descriptor surface of the C ABI: the builder (the encode surface of docs/spec/c-abi.md
+//! §Descriptors: reading and building) reproduces every golden descriptor byte for byte, the
+//! accessors read every field back, and the builder refuses what the core refuses.
 
 #[path = "../../hurray-core/tests/common/mod.rs"]
 mod common;

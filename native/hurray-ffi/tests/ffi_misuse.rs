@@ -1,8 +1,9 @@
-//! API misuse through the C ABI (seed 003): NULL for every required pointer of every function
-//! (the list of functions is read from hurray.h, so a new function without a case fails here),
-//! destroy(NULL) no-ops, use after destroy in debug builds, borrowed handles refusing destroy,
-//! release callbacks called exactly once, the sync-mode cross-check of buffer handoff, the
-//! last-error accessor, status names, and the C constants against hurray-core.
+//! API misuse through the C ABI (docs/spec/c-abi.md §Conventions, §Handles and ownership): NULL for
+//! every required pointer of every function (the list of functions is read from hurray.h, so a new
+//! function without a case fails here), destroy(NULL) no-ops, use after destroy in debug builds,
+//! borrowed handles refusing destroy, release callbacks called exactly once, the sync-mode
+//! cross-check of buffer handoff, the last-error accessor, status names, and the C constants
+//! against hurray-core.
 
 #[path = "../../hurray-core/tests/common/mod.rs"]
 mod common;
@@ -885,7 +886,7 @@ fn every_status_has_its_name_and_sign() {
     }
     assert_eq!(HURRAY_OK, 0);
     const { assert!(HURRAY_END_OF_STREAM > 0) };
-    // The seed's fixed values.
+    // The original codes, fixed (docs/spec/c-abi.md §Status codes).
     assert_eq!((HURRAY_ERR_INVALID_MAGIC, HURRAY_ERR_NULL_POINTER, HURRAY_ERR_INTERNAL_PANIC), (-1, -6, -7));
     for unknown in [3, 100, -25, -1000, i32::MIN, i32::MAX] {
         assert_eq!(status_name(unknown), "HURRAY_UNKNOWN_STATUS");

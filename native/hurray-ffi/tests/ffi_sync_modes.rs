@@ -126,7 +126,8 @@ fn file_reader_buffers_are_producer_synced_through_read_at_and_span() {
 
 #[test]
 fn a_handoff_still_cross_checks_the_declared_mode() {
-    // The rule above is the reader's; a producer's handoff keeps seed 003's cross-check.
+    // The rule above is the reader's; a producer's handoff keeps the cross-check of
+    // docs/spec/c-abi.md §Buffer handoff and sync modes.
     let h = handle(
         64,
         64,

@@ -1,6 +1,7 @@
-//! Seed 000's transport rules through the C ABI, with `extern "C"` callbacks: every chunk size
-//! 1..=64 both ways, resumption after a failed read at every call index, retry before the
-//! first byte, poisoning after it, TRUNCATED and SINK_CLOSED, and transport release counts.
+//! The transport rules (docs/spec/stream.md §Transport rules) through the C ABI, with `extern "C"`
+//! callbacks: every chunk size 1..=64 both ways, resumption after a failed read at every call
+//! index, retry before the first byte, poisoning after it, TRUNCATED and SINK_CLOSED, and transport
+//! release counts.
 
 #[path = "../../hurray-core/tests/common/mod.rs"]
 mod common;

@@ -1,6 +1,7 @@
-//! The Rust tab of seed 000 ("Streaming from C", "The same stream, in Rust and in Python"),
-//! verbatim: its items at module level and its statements inside one test function. Nothing
-//! else is changed, so the seed's `use` paths are part of what this test proves.
+//! A Rust binding's round trip through the C entry points (docs/spec/c-abi.md §From Rust), kept
+//! as the original example was written: its items at module level and its statements inside one
+//! test function. Nothing else is changed, so its `use` paths (the public paths that section
+//! lists) are part of what this test proves.
 #![allow(unused_must_use, clippy::all)]
 
 use std::ffi::c_void;

@@ -18,7 +18,8 @@ use crate::error::{bail, err, Error, ErrorKind, Result};
 use crate::stream::ReadTensor;
 use crate::{MAX_DESCRIPTOR_BYTES, MAX_NAME_BYTES, MIN_BUFFER_ALIGNMENT};
 
-/// An addressed byte source (seed 000's `read_at` and `size`).
+/// An addressed byte source (the transport's `read_at` and `size`, docs/spec/c-abi.md
+/// §Transports).
 pub trait ReadAt {
     /// Total size of the input in bytes. Called once, when a reader opens.
     fn size(&mut self) -> Result<u64>;

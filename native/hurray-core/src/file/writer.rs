@@ -61,12 +61,12 @@ enum State {
 /// up to [`WRITE_STAGING_BYTES`] of staged bytes (more while padding to a large alignment, and
 /// the whole index during finish).
 ///
-/// Failure rules (seed 000's transport rules): a failing `write` moved no bytes, so the writer
-/// knows exactly what reached the transport. Bytes it owns (header, padding, small payloads,
-/// index) stay staged and go out on the next call. A tensor whose bytes had not started
-/// reaching the transport when the failure happened is not added and the call can be retried;
-/// once any of its bytes went out, the writer is poisoned (the caller's payload slices are not
-/// retained, so the rest cannot be sent later). A failing `finish` can be retried.
+/// Failure rules (docs/spec/stream.md §Transport rules): a failing `write` moved no bytes, so the
+/// writer knows exactly what reached the transport. Bytes it owns (header, padding, small payloads,
+/// index) stay staged and go out on the next call. A tensor whose bytes had not started reaching
+/// the transport when the failure happened is not added and the call can be retried; once any of
+/// its bytes went out, the writer is poisoned (the caller's payload slices are not retained, so the
+/// rest cannot be sent later). A failing `finish` can be retried.
 pub struct FileWriter<T: WriteTransport> {
     transport: T,
     opts: FileWriterOptions,

@@ -6,7 +6,8 @@ import java.util.RandomAccess;
 
 /**
  * A tensor's buffers in buffer-table order (element {@code i} is buffer {@code i} of the
- * descriptor; seed 003 "Buffer Lists"), as a read-only {@code List<MemorySegment>}.
+ * descriptor; docs/spec/c-abi.md §Buffers and buffer lists), as a read-only
+ * {@code List<MemorySegment>}.
  *
  * <p>The segments are <em>borrowed</em> from the {@link Tensor}: they stay valid until the tensor
  * is closed and then throw {@link IllegalStateException} on access. Closing this view releases

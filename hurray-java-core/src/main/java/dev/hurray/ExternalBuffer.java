@@ -9,8 +9,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * One owned reference to a native buffer ({@code HurrayBuffer*}) over memory the caller owns,
- * made without copying (docs/spec/c-abi.md "Buffers and buffer lists"; seed 003 "Buffer Release
- * Callbacks").
+ * made without copying (docs/spec/c-abi.md "Buffers and buffer lists").
  *
  * <h2>Ownership and the release action</h2>
  * {@link #wrap} and {@link #handoff} take a release action: a {@link Runnable} (for example

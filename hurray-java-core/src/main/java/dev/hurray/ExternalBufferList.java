@@ -5,8 +5,8 @@ import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
- * A native buffer list ({@code HurrayBufferList*}; seed 003 "Buffer Lists") built from
- * {@link ExternalBuffer}s, for handing a tensor's memory to native code (with a
+ * A native buffer list ({@code HurrayBufferList*}; docs/spec/c-abi.md §Buffers and buffer lists)
+ * built from {@link ExternalBuffer}s, for handing a tensor's memory to native code (with a
  * {@link TensorContext} that says what the bytes are). The list holds its own reference to each
  * buffer; {@link #close()} drops them, running each release action whose last reference that was.
  *

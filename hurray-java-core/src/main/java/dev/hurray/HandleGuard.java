@@ -3,10 +3,11 @@ package dev.hurray;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * Enforces "one handle, one thread at a time" (seed 000) for a {@link Reader} or {@link Writer}:
- * a call that finds the handle busy on another thread, a call from inside the handle's own
- * transport callback (seed 000 rule 4), and a close while a call is in progress are refused
- * with {@link IllegalStateException} instead of racing on the native handle.
+ * Enforces "one handle, one thread at a time" (docs/spec/c-abi.md §Threads) for a {@link Reader}
+ * or {@link Writer}: a call that finds the handle busy on another thread, a call from inside the
+ * handle's own transport callback (docs/spec/stream.md §Transport rules, rule 4), and a close
+ * while a call is in progress are refused with {@link IllegalStateException} instead of racing
+ * on the native handle.
  */
 final class HandleGuard {
     private static final int IDLE = 0;

@@ -97,8 +97,8 @@ import java.util.stream.StreamSupport;
  * {@link IOException} ({@link java.nio.file.NoSuchFileException}).
  *
  * <h2>Threads</h2>
- * One file, one thread at a time (seed 000): a call while another thread is inside the file
- * fails with {@link IllegalStateException}. Tensors follow
+ * One file, one thread at a time (docs/spec/c-abi.md §Threads): a call while another thread is
+ * inside the file fails with {@link IllegalStateException}. Tensors follow
  * {@link FileReaderOptions#tensorScope()}; a mapped file's tensors may be closed from any
  * thread their scope allows, and the last close unmaps.
  */

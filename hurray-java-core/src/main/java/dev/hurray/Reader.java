@@ -21,7 +21,7 @@ import java.util.stream.StreamSupport;
 
 /**
  * Reads a Hurray stream tensor by tensor through the native reader ({@code hurray_reader_*};
- * docs/spec/stream.md, seed 000 "Reading a stream").
+ * docs/spec/stream.md, docs/spec/c-abi.md §Reading and writing a stream).
  *
  * <pre>{@code
  * try (Reader reader = Reader.of(socket)) {
@@ -51,17 +51,19 @@ import java.util.stream.StreamSupport;
  * <h2>Errors and resumption</h2>
  * Every failure is a {@link HurrayException}. When the source throws, the status is
  * {@link Status#TRANSPORT} and the cause is the source's exception; nothing was consumed, so
- * calling {@link #read()} again resumes mid-tensor exactly where it stopped (seed 000 rule 3).
+ * calling {@link #read()} again resumes mid-tensor exactly where it stopped (docs/spec/stream.md
+ * §Transport rules, rule 3).
  * Input ending inside an item or before the end-of-stream marker is {@link Status#TRUNCATED};
  * damaged bytes are {@link Status#CORRUPT} or {@link Status#INVALID_MAGIC}; these are sticky.
  *
  * <h2>Threads</h2>
- * One reader, one thread at a time (seed 000): a call while another thread is inside the reader
- * fails with {@link IllegalStateException}, as does calling the reader from its own source. A
- * reader may be made on one thread and used or closed on another. {@link #close()} from another
- * thread while a read is blocked is refused with {@link IllegalStateException}; close the
- * underlying source instead (the blocked read then fails with {@link Status#TRANSPORT}). The
- * tensors' thread rules follow {@link ReaderOptions#tensorScope()}.
+ * One reader, one thread at a time (docs/spec/c-abi.md §Threads): a call while another thread
+ * is inside the reader fails with {@link IllegalStateException}, as does calling the reader from
+ * its own source. A reader may be made on one thread and used or closed on another.
+ * {@link #close()} from another thread while a read is blocked is refused with
+ * {@link IllegalStateException}; close the underlying source instead (the blocked read then fails
+ * with {@link Status#TRANSPORT}). The tensors' thread rules follow
+ * {@link ReaderOptions#tensorScope()}.
  *
  * <h2>Virtual threads and cost</h2>
  * No Java code runs inside a native call: the native decoder ({@code hurray_decoder_next},

@@ -3,7 +3,7 @@ package dev.hurray;
 import dev.hurray.ffm.hurray_h;
 
 /**
- * Every {@code HurrayStatus} the native library returns (seed 003 "Error Handling";
+ * Every {@code HurrayStatus} the native library returns (docs/spec/c-abi.md §Status codes;
  * {@code hurray.h}): 0 is success, positive values are non-error outcomes, negative values are
  * errors. A failing call surfaces as a {@link HurrayException} carrying one of the negative
  * values; {@link #UNKNOWN} stands for a code this build of the Java API does not know (a newer

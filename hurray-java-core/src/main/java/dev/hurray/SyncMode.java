@@ -3,8 +3,9 @@ package dev.hurray;
 import dev.hurray.ffm.hurray_h;
 
 /**
- * How the producer synchronised its device writes before handing a buffer off (seed 003,
- * "Buffer Handoff Synchronisation"); byte 13 of the 16-byte binary buffer handle.
+ * How the producer synchronised its device writes before handing a buffer off
+ * (docs/spec/descriptor.md §Sync modes, docs/spec/c-abi.md §Buffer handoff and sync modes);
+ * byte 13 of the 16-byte binary buffer handle.
  *
  * <p>Wire codes 0x03–0xFE are reserved and 0xFF is invalid: {@link #fromCode} rejects them, as
  * the native library does with {@link Status#INVALID_SYNC_MODE}. Host memory written by Java is

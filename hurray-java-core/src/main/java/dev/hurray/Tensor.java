@@ -16,8 +16,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * A tensor: a {@link TensorDescriptor} plus the buffers it describes, as native
- * {@link MemorySegment}s (seed 000 "HurrayTensor exists because a tensor is a descriptor plus
- * its buffers").
+ * {@link MemorySegment}s, in one object so that bytes never travel without their description
+ * (docs/spec/c-abi.md §Reading and writing a stream).
  *
  * <h2>Lifetime</h2>
  * A tensor owns one arena for its buffer segments. {@link #close()} closes that arena first, so

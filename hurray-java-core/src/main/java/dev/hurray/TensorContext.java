@@ -8,10 +8,10 @@ import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
- * A tensor context ({@code HurrayTensorContext*}; docs/spec/c-abi.md "Tensor context", seed 003
- * "Tensor Context"): a copy of an encoded descriptor, the producer's C ABI version, and an
- * opaque owner kept alive for the context's lifetime. With an {@link ExternalBufferList} it
- * says what a list's bytes are when a tensor crosses to native code.
+ * A tensor context ({@code HurrayTensorContext*}; docs/spec/c-abi.md "Tensor context"): a copy
+ * of an encoded descriptor, the producer's C ABI version, and an opaque owner kept alive for the
+ * context's lifetime. With an {@link ExternalBufferList} it says what a list's bytes are when a
+ * tensor crosses to native code.
  *
  * <h2>Ownership</h2>
  * The owner is released <b>exactly once</b>, when the native context is destroyed: by
@@ -24,8 +24,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *
  * <h2>Consumers</h2>
  * Read {@link #abiVersion()} first and compare it with {@link #ABI_VERSION} before reading the
- * descriptor (seed 003). {@link #adopt(MemorySegment)} takes ownership of a context native code
- * made.
+ * descriptor (docs/spec/c-abi.md §Tensor context). {@link #adopt(MemorySegment)} takes
+ * ownership of a context native code made.
  *
  * <h2>Threads</h2>
  * Accessors may run on any thread while the context is open; do not race them with

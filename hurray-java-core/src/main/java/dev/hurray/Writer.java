@@ -16,7 +16,7 @@ import java.util.Objects;
 
 /**
  * Writes a Hurray stream through the native writer ({@code hurray_writer_*}; docs/spec/stream.md,
- * seed 000 "Writing a stream").
+ * docs/spec/c-abi.md §Reading and writing a stream).
  *
  * <pre>{@code
  * try (Writer writer = Writer.of(socket); Tensor t = Tensor.of(new float[] {1, 2, 3, 4, 5, 6}, 2, 3)) {

@@ -38,7 +38,7 @@
  * owned by the caller and outlive the reader. Descriptors need no closing.
  *
  * <h2>Threads</h2>
- * One reader or writer, one thread at a time (seed 000); misuse is refused with
+ * One reader or writer, one thread at a time (docs/spec/c-abi.md §Threads); misuse is refused with
  * {@link java.lang.IllegalStateException}. Tensors are confined to the thread that read or made
  * them unless {@link dev.hurray.TensorScope#SHARED} is chosen. Descriptors and the value types
  * are immutable and thread-safe.

@@ -270,7 +270,8 @@ class HurrayFileErrorsTest {
             ch.onRead = null;
             release.countDown();
             assertEquals("a", lookup.get(10, TimeUnit.SECONDS));
-            // A channel calling back into its own file is refused too (seed 000 rule 4).
+            // A channel calling back into its own file is refused too (docs/spec/stream.md
+            // §Transport rules, rule 4).
             IllegalStateException[] reentry = new IllegalStateException[1];
             ch.onRead = () -> reentry[0] = assertThrows(IllegalStateException.class, f::count);
             assertEquals("b", f.entry("b").orElseThrow().name());

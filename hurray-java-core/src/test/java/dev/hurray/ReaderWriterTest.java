@@ -105,7 +105,10 @@ class ReaderWriterTest {
         }
     }
 
-    /** A channel read that returns 0 is asked again, never taken as end of input (seed 000 rule 2). */
+    /**
+     * A channel read that returns 0 is asked again, never taken as end of input
+     * (docs/spec/stream.md §Transport rules, rule 2).
+     */
     @Test
     void zeroByteChannelReadsAreNotEndOfInput() throws IOException {
         ByteBuffer src = ByteBuffer.wrap(wireOf(4, 5, 6));

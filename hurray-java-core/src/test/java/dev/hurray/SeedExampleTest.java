@@ -8,8 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import org.junit.jupiter.api.Test;
 
 /**
- * The Python example of seed 000 ("The same stream, in Rust and in Python") re-expressed in Java:
- * a 64-element uint8 tensor written to memory, read back by iteration, and compared.
+ * The round trip of docs/spec/c-abi.md §From Rust, re-expressed in Java: a 64-element uint8 tensor
+ * written to memory, read back by iteration, and compared.
  */
 class SeedExampleTest {
     @Test
@@ -33,7 +33,8 @@ class SeedExampleTest {
                     assertEquals(Shape.of(64), received.descriptor().shape());
                     assertEquals(ElementType.UINT8, received.descriptor().elementType());
                     assertArrayEquals(arange, received.toByteArray());
-                    // The declared alignment survives the trip (seed 000 "What a buffer points at").
+                    // The declared alignment survives the trip (docs/spec/c-abi.md §Reading and
+                    // writing a stream).
                     assertEquals(0, received.buffer(0).address() % 64);
                     seen++;
                 }

@@ -14,10 +14,10 @@ import java.util.Objects;
 
 /**
  * A random-access byte source behind a native container reader's {@code read_at} and
- * {@code size} callbacks (seed 000: "HRRYFILE is addressed rather than consumed";
- * docs/spec/hrryfile.md §4). Implementations move at most {@code dst.byteSize()} bytes read at
- * an absolute offset and return the count (fewer is normal; 0 only at or past the end); they
- * throw to report a failure having moved nothing, which the upcall turns into
+ * {@code size} callbacks (a container is addressed rather than consumed: docs/spec/c-abi.md
+ * §Transports, docs/spec/hrryfile.md §4). Implementations move at most {@code dst.byteSize()} bytes
+ * read at an absolute offset and return the count (fewer is normal; 0 only at or past the end);
+ * they throw to report a failure having moved nothing, which the upcall turns into
  * {@code HURRAY_ERR_TRANSPORT} with the exception recorded for the Java caller.
  */
 public abstract class ReadAtTransport extends Transport {

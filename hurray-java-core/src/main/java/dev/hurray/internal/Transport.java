@@ -7,15 +7,15 @@ import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 
 /**
- * The Java side of a native transport vtable (seed 000 "Streaming from C"): the object the
+ * The Java side of a native transport vtable (docs/spec/c-abi.md §Transports): the object the
  * upcall stubs of one reader or writer call into.
  *
  * <p><b>Upcalls never throw.</b> Every upcall catches {@link Throwable}, records it here, stores
  * 0 in the native out-count, and returns {@code HURRAY_ERR_TRANSPORT} having moved no bytes
- * (seed 000 rule 3). The Java caller of the downcall that triggered the upcall then takes the
- * recorded exception with {@link #takeFailure()} and throws it as the cause of a
- * {@link dev.hurray.HurrayException}. Recording and taking happen on the same thread (upcalls
- * run on the thread that made the downcall), and a handle is used by one thread at a time.
+ * (docs/spec/stream.md §Transport rules, rule 3). The Java caller of the downcall that triggered
+ * the upcall then takes the recorded exception with {@link #takeFailure()} and throws it as the
+ * cause of a {@link dev.hurray.HurrayException}. Recording and taking happen on the same thread
+ * (upcalls run on the thread that made the downcall), and a handle is used by one thread at a time.
  *
  * <p><b>Upcall stubs.</b> The stubs ({@code read}, {@code write}, {@code release}) are made once
  * per process, in the global arena, and shared by every reader and writer: making a stub

@@ -11,8 +11,8 @@ import java.lang.invoke.MethodHandle;
 
 /**
  * Releases a device event handle (<code>SYNC_EVENT</code> handoff). The consumer calls it exactly once,
- * after issuing its stream-waits (seed 003); Hurray never calls it. Must be safe to call
- * from any thread.
+ * after issuing its stream-waits (docs/spec/c-abi.md §Buffer handoff and sync modes); Hurray
+ * never calls it. Must be safe to call from any thread.
  * <p>
  * {@snippet lang=c :
  * typedef void (*HurrayEventReleaseFn)(void *sync_handle, void *context)

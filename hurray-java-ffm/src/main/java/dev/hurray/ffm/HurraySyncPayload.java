@@ -14,10 +14,11 @@ import java.lang.foreign.ValueLayout;
 import java.util.function.Consumer;
 
 /**
- * Per-mode handoff payload (seed 003 "Per-Mode Payloads"). All fields zero/NULL for
- * <code>SYNC_PRODUCER_SYNCED</code>; <code>sync_handle</code>, <code>sync_handle_device_tag</code>, <code>event_release_fn</code> (and
- * its context) for <code>SYNC_EVENT</code>; <code>consumer_stream</code> and <code>consumer_stream_device_tag</code> for
- * <code>SYNC_CONSUMER_STREAM</code>. Handles are opaque and never dereferenced by Hurray.
+ * Per-mode handoff payload (docs/spec/c-abi.md §Buffer handoff and sync modes). All fields
+ * zero/NULL for <code>SYNC_PRODUCER_SYNCED</code>; <code>sync_handle</code>, <code>sync_handle_device_tag</code>,
+ * <code>event_release_fn</code> (and its context) for <code>SYNC_EVENT</code>; <code>consumer_stream</code> and
+ * <code>consumer_stream_device_tag</code> for <code>SYNC_CONSUMER_STREAM</code>. Handles are opaque and never
+ * dereferenced by Hurray.
  * <p>
  * {@snippet lang=c :
  * typedef struct HurraySyncPayload {

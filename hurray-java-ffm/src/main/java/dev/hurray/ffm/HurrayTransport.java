@@ -13,7 +13,8 @@ import java.lang.foreign.SegmentAllocator;
 import java.util.function.Consumer;
 
 /**
- * A caller's byte source and/or sink: a context pointer and callbacks (seed 000). A stream
+ * A caller's byte source and/or sink: a context pointer and callbacks (docs/spec/c-abi.md
+ * §Transports). A stream
  * reader needs <code>read</code>, a stream writer <code>write</code>, a file reader <code>read_at</code> and <code>size</code>; the rest
  * may be NULL. Handles copy the struct; <code>ctx</code> is borrowed unless <code>release</code> is set, in which
  * case the handle that takes it calls <code>release(ctx)</code> exactly once when it is destroyed (not

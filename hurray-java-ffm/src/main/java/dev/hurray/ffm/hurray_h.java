@@ -184,6 +184,8 @@ public final class hurray_h {
 
     private static final int HURRAY_C_ABI_VERSION = 4;
     /**
+     * The C ABI version this library implements (docs/spec/c-abi.md §Version and compatibility
+     * <p>
      * {@snippet lang=c :
      * #define HURRAY_C_ABI_VERSION 4
      * }
@@ -1305,8 +1307,8 @@ public final class hurray_h {
     }
 
     /**
-     * Wraps caller-owned memory without copying (seed 003 "Buffer Release Callbacks"). <code>data</code>
-     * must stay valid and unmodified by the caller until <code>release(data, release_context)</code> is
+     * Wraps caller-owned memory without copying (docs/spec/c-abi.md §Buffers and buffer lists).
+     * <code>data</code> must stay valid and unmodified by the caller until <code>release(data, release_context)</code> is
      * called (exactly once, when the last handle sharing it is destroyed; never if this call
      * fails). <code>release</code> may be NULL (the caller manages the memory; then it must outlive every
      * handle). The sync mode is <code>SYNC_PRODUCER_SYNCED</code>.
@@ -1395,9 +1397,9 @@ public final class hurray_h {
 
     /**
      * Hands off a producer's buffer described by its 16-byte binary buffer handle, cross-checking
-     * the <code>sync_mode</code> byte at offset 13 against <code>sync</code> (seed 003 "ABI Cross-Check"): reserved or
-     * invalid modes give <code>HURRAY_ERR_INVALID_SYNC_MODE</code>; a payload that does not match the mode
-     * (a handle or stream for <code>SYNC_PRODUCER_SYNCED</code>; a missing event, release function or a
+     * the <code>sync_mode</code> byte at offset 13 against <code>sync</code> (docs/spec/c-abi.md §Buffer handoff and sync
+     * modes): reserved or invalid modes give <code>HURRAY_ERR_INVALID_SYNC_MODE</code>; a payload that does
+     * not match the mode (a handle or stream for <code>SYNC_PRODUCER_SYNCED</code>; a missing event, release function or a
      * device-tag mismatch for <code>SYNC_EVENT</code>; a missing stream or device-tag mismatch for
      * <code>SYNC_CONSUMER_STREAM</code>) gives <code>HURRAY_ERR_SYNC_MODE_MISMATCH</code>, and no handle is returned.
      * <code>sync</code> may be NULL for <code>SYNC_PRODUCER_SYNCED</code>. Ownership of <code>data</code> as for
@@ -3377,7 +3379,8 @@ public final class hurray_h {
     }
 
     /**
-     * Stores the producer's ABI version. Consumers call this first (seed 003).
+     * Stores the producer's ABI version. Consumers call this first (docs/spec/c-abi.md §Tensor
+     * context).
      * <p>
      * <b>Safety</b><br>
      * <code>ctx</code> live; <code>out</code> valid for one write.
@@ -4015,9 +4018,9 @@ public final class hurray_h {
     }
 
     /**
-     * Destroys an owned descriptor (by value, as in the seed). NULL is a no-op. A borrowed
-     * descriptor (from <code>hurray_tensor_descriptor</code>) is refused with <code>INVALID_ARGUMENT</code>; a second
-     * destroy is reported as <code>USE_AFTER_DESTROY</code> in debug builds.
+     * Destroys an owned descriptor (by value, docs/spec/c-abi.md §Handles and ownership). NULL is a
+     * no-op. A borrowed descriptor (from <code>hurray_tensor_descriptor</code>) is refused with
+     * <code>INVALID_ARGUMENT</code>; a second destroy is reported as <code>USE_AFTER_DESTROY</code> in debug builds.
      * <p>
      * <b>Safety</b><br>
      * <code>descriptor</code> NULL or a descriptor handle.
