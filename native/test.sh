@@ -3,7 +3,7 @@
 #   1. cargo test (Rust unit, property and C-ABI tests; debug build, so handle sentinels are on)
 #   2. hurray.h drift check (cbindgen)
 #   3. C examples compiled with gcc against hurray.h and run (src/c/run.sh, src/c/file/run.sh)
-#   4. cargo clippy --all-targets -D warnings (when clippy is installed)
+#   4. cargo fmt --check and cargo clippy --all-targets -D warnings (when installed)
 #   5. the repository cites only itself (tools/check-standalone.sh)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -15,6 +15,11 @@ cargo test --offline --locked --workspace
 for t in "$root"/src/c/run.sh "$root"/src/c/file/run.sh; do
   [ -x "$t" ] && "$t"
 done
+if cargo fmt --version >/dev/null 2>&1; then
+  cargo fmt --all --check || { echo "native tests: run 'cd native && cargo fmt --all'" >&2; exit 1; }
+else
+  echo "native tests: rustfmt not installed; format check skipped" >&2
+fi
 if cargo clippy --version >/dev/null 2>&1; then
   cargo clippy --offline --locked --all-targets -- -D warnings
 else

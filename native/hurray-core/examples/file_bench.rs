@@ -74,7 +74,10 @@ fn micros(d: Duration) -> f64 {
 
 fn open_times(dir: &Path) {
     println!("== open time (median; read_at calls counted at open)");
-    println!("{:>9} {:>12} {:>7} {:>14} {:>16} {:>14}", "tensors", "file bytes", "calls", "open µs", "open+find µs", "span open µs");
+    println!(
+        "{:>9} {:>12} {:>7} {:>14} {:>16} {:>14}",
+        "tensors", "file bytes", "calls", "open µs", "open+find µs", "span open µs"
+    );
     for &(n, reps) in &[(1u64, 2000usize), (1000, 500), (100_000, 100)] {
         let path = dir.join(format!("open-{n}.hrry"));
         let size = write_container(&path, n, 16);

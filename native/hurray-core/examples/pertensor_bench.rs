@@ -15,7 +15,9 @@
 
 use std::hint::black_box;
 
-use hurray_core::{Decoded, ElementType, OutSeg, ReaderOptions, Shape, StreamDecoder, StreamEncoder, TensorDescriptor, WriterOptions};
+use hurray_core::{
+    Decoded, ElementType, OutSeg, ReaderOptions, Shape, StreamDecoder, StreamEncoder, TensorDescriptor, WriterOptions,
+};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

@@ -12,7 +12,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use hurray_core::codec::{dequantize, quantize, plan};
+use hurray_core::codec::{dequantize, plan, quantize};
 use hurray_core::{BlockQuant, ElementType, Quantization, Shape};
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -50,7 +50,10 @@ fn main() {
         dst.copy_from_slice(black_box(&src));
         black_box(&dst);
     });
-    println!("tensor [{rows}, {cols}] float32, {:.0} MiB of output; one thread; median of {reps}", out_bytes / (1 << 20) as f64);
+    println!(
+        "tensor [{rows}, {cols}] float32, {:.0} MiB of output; one thread; median of {reps}",
+        out_bytes / (1 << 20) as f64
+    );
     println!("memcpy of the output size: {:.2} GB/s", out_bytes / memcpy / 1e9);
     println!();
     println!("| kind | stored | dequantize GB/s (output) | × memcpy | quantize GB/s (input) |");
@@ -65,7 +68,11 @@ fn main() {
         ("MXFP6 E2M3", ElementType::Float6E2m3fn, Quantization::Block(BlockQuant::mx(1, 32))),
         ("MXINT8", ElementType::Int8, Quantization::Block(BlockQuant::mx(1, 32))),
         ("NVFP4", ElementType::Float4E2m1fn, Quantization::Block(BlockQuant::nvfp4(1, 16))),
-        ("int4 per-group 128", ElementType::Int4, Quantization::Block(BlockQuant::group_affine(1, 128, ElementType::Float16))),
+        (
+            "int4 per-group 128",
+            ElementType::Int4,
+            Quantization::Block(BlockQuant::group_affine(1, 128, ElementType::Float16)),
+        ),
         ("MXFP4 along axis 0", ElementType::Float4E2m1fn, Quantization::Block(BlockQuant::mx(0, 32))),
     ];
     for (label, et, q) in kinds {

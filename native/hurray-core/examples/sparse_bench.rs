@@ -25,8 +25,7 @@ use std::time::Instant;
 use hurray_core::paged::{self, PagingInfo};
 use hurray_core::sparse::{self, IndexType, SparseInfo};
 use hurray_core::{
-    BufferHandle, DeviceTag, ElementType, LayoutDescriptor, Shape, SyncMode, TensorDescriptor,
-    DESCRIPTOR_VERSION_2,
+    BufferHandle, DeviceTag, ElementType, LayoutDescriptor, Shape, SyncMode, TensorDescriptor, DESCRIPTOR_VERSION_2,
 };
 
 const WARMUP: usize = 3;
@@ -117,26 +116,15 @@ fn bench(name: &str, runs: usize, out_bytes: usize, mut f: impl FnMut(&mut [u8])
     }
     let (mf, mm, r) = (median(&mut t_f), median(&mut t_m), median(&mut ratio));
     let gb = |t: f64| out_bytes as f64 / t / 1e9;
-    println!(
-        "{name:<34} {:>8.2} GB/s   memcpy {:>8.2} GB/s   time/memcpy {:>6.2}x",
-        gb(mf),
-        gb(mm),
-        r
-    );
+    println!("{name:<34} {:>8.2} GB/s   memcpy {:>8.2} GB/s   time/memcpy {:>6.2}x", gb(mf), gb(mm), r);
 }
 
 fn main() {
-    let runs: usize = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(15);
+    let runs: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(15);
     let mut rng = Rng(0x5eed_cafe);
     let n = 2048usize;
     let out_bytes = n * n * 4;
-    println!(
-        "output {} MiB per call, {runs} runs, medians",
-        out_bytes >> 20
-    );
+    println!("output {} MiB per call, {runs} runs, medians", out_bytes >> 20);
 
     for density in [10u64, 50] {
         let (v, p, i, coords) = csr(n, density, &mut rng);
@@ -150,12 +138,9 @@ fn main() {
             &bufs,
         );
         let views: Vec<&[u8]> = bufs.iter().map(|b| b.as_slice()).collect();
-        bench(
-            &format!("densify CSR {density}% (nnz {nnz})"),
-            runs,
-            out_bytes,
-            |o| sparse::densify(&d, &views, o).unwrap(),
-        );
+        bench(&format!("densify CSR {density}% (nnz {nnz})"), runs, out_bytes, |o| {
+            sparse::densify(&d, &views, o).unwrap()
+        });
         if density == 10 {
             let mut idx = le32(coords.iter().map(|c| c.0));
             idx.extend(le32(coords.iter().map(|c| c.1)));
@@ -169,14 +154,8 @@ fn main() {
                     None,
                     &coo,
                 );
-                let label = if canonical {
-                    "densify COO 10% canonical"
-                } else {
-                    "densify COO 10% summing"
-                };
-                bench(label, runs, out_bytes, |o| {
-                    sparse::densify(&d, &cv, o).unwrap()
-                });
+                let label = if canonical { "densify COO 10% canonical" } else { "densify COO 10% summing" };
+                bench(label, runs, out_bytes, |o| sparse::densify(&d, &cv, o).unwrap());
             }
         }
     }
@@ -203,9 +182,7 @@ fn main() {
         &bufs,
     );
     let views: Vec<&[u8]> = bufs.iter().map(|b| b.as_slice()).collect();
-    bench("densify BSR 16x16, 25% of blocks", runs, out_bytes, |o| {
-        sparse::densify(&d, &views, o).unwrap()
-    });
+    bench("densify BSR 16x16, 25% of blocks", runs, out_bytes, |o| sparse::densify(&d, &views, o).unwrap());
 
     // Paged KV cache: 4096 tokens × 8 × 128 float32 = 16 MiB, pages of 16 tokens, shuffled.
     let (tokens, ps, row) = (4096usize, 16usize, 8 * 128usize);
@@ -220,19 +197,9 @@ fn main() {
         &[tokens as u64, 8, 128],
         LayoutDescriptor::BlockPaged,
         None,
-        Some(PagingInfo::new(
-            IndexType::Int32,
-            ps as u32,
-            blocks as u64,
-            blocks as u64,
-        )),
+        Some(PagingInfo::new(IndexType::Int32, ps as u32, blocks as u64, blocks as u64)),
         &bufs,
     );
     let views: Vec<&[u8]> = bufs.iter().map(|b| b.as_slice()).collect();
-    bench(
-        "gather paged 4096x8x128, page 16",
-        runs,
-        tokens * row * 4,
-        |o| paged::gather(&d, &views, o).unwrap(),
-    );
+    bench("gather paged 4096x8x128, page 16", runs, tokens * row * 4, |o| paged::gather(&d, &views, o).unwrap());
 }

@@ -28,7 +28,9 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use hurray_core::stream::SliceSource;
-use hurray_core::{BufferPool, ElementType, ReaderOptions, Shape, StreamReader, StreamWriter, TensorDescriptor, WriterOptions};
+use hurray_core::{
+    BufferPool, ElementType, ReaderOptions, Shape, StreamReader, StreamWriter, TensorDescriptor, WriterOptions,
+};
 
 const WARMUP: usize = 3;
 
@@ -64,7 +66,10 @@ fn measure_pair(runs: usize, mut base: impl FnMut(), mut path: impl FnMut()) -> 
         tp.push(p);
         ratio.push(b / p);
     }
-    (median(&mut tb), median(&mut tp), median(&mut ratio), { faults.sort(); faults[runs / 2] })
+    (median(&mut tb), median(&mut tp), median(&mut ratio), {
+        faults.sort();
+        faults[runs / 2]
+    })
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -85,7 +90,8 @@ fn main() {
     let TENSOR_BYTES = mib << 20;
     let total = tensors * TENSOR_BYTES;
 
-    let desc = TensorDescriptor::dense(ElementType::Float32, Shape::new(vec![(TENSOR_BYTES / 4) as u64]).unwrap()).unwrap();
+    let desc =
+        TensorDescriptor::dense(ElementType::Float32, Shape::new(vec![(TENSOR_BYTES / 4) as u64]).unwrap()).unwrap();
     let encoded = desc.encode().unwrap();
     let payload: Vec<u8> = (0..TENSOR_BYTES).map(|i| (i * 131 + 7) as u8).collect();
 

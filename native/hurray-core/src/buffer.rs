@@ -35,12 +35,7 @@ impl BufferHandle {
     /// Errors: `InvalidAlignment` unless `alignment` is a power of two in
     /// `[device_tag.min_alignment(), MAX_BUFFER_ALIGNMENT]` (64 for CPU, 4096 for GPU and IPC
     /// tags, at most 2 MiB).
-    pub fn new(
-        byte_size: u64,
-        alignment: u64,
-        device_tag: DeviceTag,
-        sync_mode: SyncMode,
-    ) -> Result<Self> {
+    pub fn new(byte_size: u64, alignment: u64, device_tag: DeviceTag, sync_mode: SyncMode) -> Result<Self> {
         check_alignment(alignment, device_tag)?;
         Ok(BufferHandle { byte_size, alignment, device_tag, sync_mode })
     }
@@ -160,12 +155,12 @@ impl AlignedBuf {
             let ptr = NonNull::new(align as *mut u8).expect("align is non-zero");
             return Ok(AlignedBuf { ptr, len: 0, cap: 0, align, filled: 0 });
         }
-        let layout = Layout::from_size_align(len, align)
-            .map_err(|_| err!(InvalidAlignment, "bad layout {len}/{align}"))?;
+        let layout =
+            Layout::from_size_align(len, align).map_err(|_| err!(InvalidAlignment, "bad layout {len}/{align}"))?;
         // SAFETY: layout has non-zero size.
         let raw = unsafe { alloc::alloc(layout) };
-        let ptr = NonNull::new(raw)
-            .ok_or_else(|| err!(OutOfMemory, "could not allocate {len} bytes aligned to {align}"))?;
+        let ptr =
+            NonNull::new(raw).ok_or_else(|| err!(OutOfMemory, "could not allocate {len} bytes aligned to {align}"))?;
         Ok(AlignedBuf { ptr, len, cap: len, align, filled: 0 })
     }
 
@@ -206,11 +201,7 @@ impl AlignedBuf {
             // non-zero and, as it is at most len, fits isize once rounded up to align (checked
             // in `growable`).
             unsafe {
-                alloc::realloc(
-                    self.ptr.as_ptr(),
-                    Layout::from_size_align_unchecked(self.cap, self.align),
-                    new_cap,
-                )
+                alloc::realloc(self.ptr.as_ptr(), Layout::from_size_align_unchecked(self.cap, self.align), new_cap)
             }
         };
         self.ptr = NonNull::new(raw).ok_or_else(|| {
@@ -311,12 +302,7 @@ impl Drop for AlignedBuf {
     fn drop(&mut self) {
         if self.cap != 0 {
             // SAFETY: allocated in `new`/`grow_if_full` with exactly this layout.
-            unsafe {
-                alloc::dealloc(
-                    self.ptr.as_ptr(),
-                    Layout::from_size_align_unchecked(self.cap, self.align),
-                )
-            }
+            unsafe { alloc::dealloc(self.ptr.as_ptr(), Layout::from_size_align_unchecked(self.cap, self.align)) }
         }
     }
 }
@@ -352,9 +338,7 @@ mod tests {
 
     #[test]
     fn reserved_sync_mode_rejected_on_decode() {
-        let mut b = BufferHandle::new(1, 64, DeviceTag::Cpu, SyncMode::ProducerSynced)
-            .unwrap()
-            .encode();
+        let mut b = BufferHandle::new(1, 64, DeviceTag::Cpu, SyncMode::ProducerSynced).unwrap().encode();
         b[SYNC_MODE_OFFSET] = 0x03;
         assert_eq!(BufferHandle::decode(&b).unwrap_err().kind(), ErrorKind::InvalidSyncMode);
     }

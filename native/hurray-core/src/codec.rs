@@ -10,7 +10,9 @@
 
 use crate::descriptor::{Quantization, TensorDescriptor};
 use crate::error::{bail, err, Result};
-use crate::lowp::{bf16_to_f32, e8m0_decode, e8m0_encode, f16_to_f32, f32_to_bf16, f32_to_f16, rne_f32, MiniFloat, SatEncoder};
+use crate::lowp::{
+    bf16_to_f32, e8m0_decode, e8m0_encode, f16_to_f32, f32_to_bf16, f32_to_f16, rne_f32, MiniFloat, SatEncoder,
+};
 use crate::quant::{BlockKind, BlockQuant, Q4_0_BLOCK_BYTES, Q8_0_BLOCK_BYTES};
 use crate::shape::Shape;
 use crate::types::ElementType;
@@ -19,8 +21,22 @@ use crate::{BufferHandle, DeviceTag, LayoutDescriptor, SyncMode, MIN_BUFFER_ALIG
 /// The 16 NF4 (4-bit NormalFloat) levels, code 0…15, as bitsandbytes publishes them:
 /// quantiles of N(0, 1) normalised to [−1, 1], with an exact 0 at code 7.
 pub const NF4_CODEBOOK: [f32; 16] = [
-    -1.0, -0.6961928, -0.52507305, -0.3949175, -0.28444138, -0.18477343, -0.091050036, 0.0, 0.0795803, 0.1609302,
-    0.2461123, 0.33791524, 0.44070983, 0.562617, 0.72295684, 1.0,
+    -1.0,
+    -0.6961928,
+    -0.52507305,
+    -0.3949175,
+    -0.28444138,
+    -0.18477343,
+    -0.091050036,
+    0.0,
+    0.0795803,
+    0.1609302,
+    0.2461123,
+    0.33791524,
+    0.44070983,
+    0.562617,
+    0.72295684,
+    1.0,
 ];
 
 /// MXINT8 elements are two's-complement int8 with an implied scale of 2^-6 (OCP MX v1.0 §5.4).
@@ -315,11 +331,7 @@ fn for_blocks(
     mut post: impl FnMut(&mut [f32], usize),
 ) {
     let block = bq.block as usize;
-    let (outer, a, inner) = if bq.kind == BlockKind::Nf4 {
-        (1, out.len() as u64, 1)
-    } else {
-        bq.geometry(shape)
-    };
+    let (outer, a, inner) = if bq.kind == BlockKind::Nf4 { (1, out.len() as u64, 1) } else { bq.geometry(shape) };
     if inner == 1 {
         for (b, chunk) in out.chunks_mut(block).enumerate() {
             decode((b * block) as u64, chunk);
@@ -364,13 +376,19 @@ fn dequantize_block(
             let (s1, s2) = (buffers[1], buffers.get(2).copied().unwrap_or(&[]));
             let dq = if bq.block2 == 0 { None } else { table(bq.scale_type, false) };
             let b2 = bq.block2.max(1) as usize;
-            for_blocks(bq, shape, out, |st, c| decode_small(data, 4, st, c, &t), |c, b| {
-                let absmax = match &dq {
-                    None => f32_at(s1, b),
-                    Some(dt) => dt[s1[b] as usize] * f32_at(s2, b / b2),
-                };
-                scale_chunk(c, absmax);
-            });
+            for_blocks(
+                bq,
+                shape,
+                out,
+                |st, c| decode_small(data, 4, st, c, &t),
+                |c, b| {
+                    let absmax = match &dq {
+                        None => f32_at(s1, b),
+                        Some(dt) => dt[s1[b] as usize] * f32_at(s2, b / b2),
+                    };
+                    scale_chunk(c, absmax);
+                },
+            );
         }
         BlockKind::Mx => {
             let scales = &buffers[1][..bq.block_count(shape) as usize];
@@ -378,31 +396,47 @@ fn dequantize_block(
                 bail!(InvalidArgument, "E8M0 scale of block {b} is 0xFF (NaN)");
             }
             let t = table(et, true).ok_or_else(|| err!(InvalidType, "MX cannot store {}", et.name()))?;
-            for_blocks(bq, shape, out, |st, c| decode_small(data, w, st, c, &t), |c, b| {
-                scale_chunk(c, e8m0_decode(scales[b]))
-            });
+            for_blocks(
+                bq,
+                shape,
+                out,
+                |st, c| decode_small(data, w, st, c, &t),
+                |c, b| scale_chunk(c, e8m0_decode(scales[b])),
+            );
         }
         BlockKind::Nvfp4 => {
             let t = MiniFloat::E2M1.table();
             let s8 = MiniFloat::E4M3FN.table();
             let scales = buffers[1];
             let ts = f32_at(buffers[2], 0);
-            for_blocks(bq, shape, out, |st, c| decode_small(data, 4, st, c, &t), |c, b| {
-                let s = s8[scales[b] as usize];
-                for x in c {
-                    *x = (*x * s) * ts;
-                }
-            });
+            for_blocks(
+                bq,
+                shape,
+                out,
+                |st, c| decode_small(data, 4, st, c, &t),
+                |c, b| {
+                    let s = s8[scales[b] as usize];
+                    for x in c {
+                        *x = (*x * s) * ts;
+                    }
+                },
+            );
         }
         BlockKind::GroupAffine => {
             let t = table(et, false).ok_or_else(|| err!(InvalidType, "group affine cannot store {}", et.name()))?;
             let (s, z, st) = (buffers[1], buffers[2], bq.scale_type);
-            for_blocks(bq, shape, out, |i, c| decode_small(data, w, i, c, &t), |c, b| {
-                let (sc, zp) = (param_at(st, s, b), param_at(st, z, b));
-                for x in c {
-                    *x = (*x - zp) * sc;
-                }
-            });
+            for_blocks(
+                bq,
+                shape,
+                out,
+                |i, c| decode_small(data, w, i, c, &t),
+                |c, b| {
+                    let (sc, zp) = (param_at(st, s, b), param_at(st, z, b));
+                    for x in c {
+                        *x = (*x - zp) * sc;
+                    }
+                },
+            );
         }
         BlockKind::GgufQ8_0 => {
             let blocks = data.chunks_exact(Q8_0_BLOCK_BYTES as usize).take((n / 32) as usize);

@@ -48,21 +48,13 @@ impl CompositeInfo {
         if roles.is_empty() {
             bail!(InvalidArgument, "a composite has at least one member");
         }
-        let c = CompositeInfo {
-            depth: 0,
-            index: 0,
-            roles,
-        };
+        let c = CompositeInfo { depth: 0, index: 0, roles };
         c.validate()?;
         Ok(c)
     }
     /// A plain member at `depth` (≥ 1), position `index` in its parent.
     pub fn member(depth: u16, index: u32) -> Self {
-        CompositeInfo {
-            depth,
-            index,
-            roles: Vec::new(),
-        }
+        CompositeInfo { depth, index, roles: Vec::new() }
     }
     /// This block moved to `depth` and `index` (used when nesting a head inside a parent).
     pub fn at(mut self, depth: u16, index: u32) -> Self {
@@ -89,37 +81,20 @@ impl CompositeInfo {
 
     pub(crate) fn validate(&self) -> Result<()> {
         if self.depth > MAX_COMPOSITE_DEPTH {
-            bail!(
-                LimitExceeded,
-                "composite nesting depth {} exceeds the maximum {MAX_COMPOSITE_DEPTH}",
-                self.depth
-            );
+            bail!(LimitExceeded, "composite nesting depth {} exceeds the maximum {MAX_COMPOSITE_DEPTH}", self.depth);
         }
         if self.depth == 0 && (self.index != 0 || self.roles.is_empty()) {
-            bail!(
-                Corrupt,
-                "a depth-0 composite block must be a head at index 0"
-            );
+            bail!(Corrupt, "a depth-0 composite block must be a head at index 0");
         }
         if self.roles.len() > MAX_COMPOSITE_MEMBERS as usize {
-            bail!(
-                LimitExceeded,
-                "{} members exceed the maximum {MAX_COMPOSITE_MEMBERS}",
-                self.roles.len()
-            );
+            bail!(LimitExceeded, "{} members exceed the maximum {MAX_COMPOSITE_MEMBERS}", self.roles.len());
         }
         if !self.roles.is_empty() && self.depth == MAX_COMPOSITE_DEPTH {
-            bail!(
-                LimitExceeded,
-                "a head at depth {MAX_COMPOSITE_DEPTH} would nest its members too deep"
-            );
+            bail!(LimitExceeded, "a head at depth {MAX_COMPOSITE_DEPTH} would nest its members too deep");
         }
         for (i, r) in self.roles.iter().enumerate() {
             if r.is_empty() || r.len() > MAX_ROLE_BYTES || r.contains('\0') || r.contains('/') {
-                bail!(
-                    InvalidArgument,
-                    "role {r:?} must be 1..={MAX_ROLE_BYTES} bytes without NUL or '/'"
-                );
+                bail!(InvalidArgument, "role {r:?} must be 1..={MAX_ROLE_BYTES} bytes without NUL or '/'");
             }
             if self.roles[..i].contains(r) {
                 bail!(DuplicateName, "role {r:?} appears twice in one composite");
@@ -146,24 +121,15 @@ impl CompositeInfo {
         let depth = u16::from_le_bytes(b[4..6].try_into().unwrap());
         let index = u32::from_le_bytes(b[8..12].try_into().unwrap());
         if b[6..8] != [0; 2] || b[12..16] != [0; 4] {
-            bail!(
-                Corrupt,
-                "reserved bytes of the composite block are not zero"
-            );
+            bail!(Corrupt, "reserved bytes of the composite block are not zero");
         }
         if count > MAX_COMPOSITE_MEMBERS {
-            bail!(
-                LimitExceeded,
-                "{count} members exceed the maximum {MAX_COMPOSITE_MEMBERS}"
-            );
+            bail!(LimitExceeded, "{count} members exceed the maximum {MAX_COMPOSITE_MEMBERS}");
         }
         // Each role takes at least 3 bytes: never size by a count the input cannot back.
         let left = c.b.len() - c.pos;
         if count as usize * 3 > left {
-            bail!(
-                Corrupt,
-                "composite block lists {count} roles but only {left} bytes remain"
-            );
+            bail!(Corrupt, "composite block lists {count} roles but only {left} bytes remain");
         }
         let mut roles = Vec::with_capacity(count as usize);
         for _ in 0..count {
@@ -173,11 +139,7 @@ impl CompositeInfo {
             }
             roles.push(c.utf8(n)?);
         }
-        let ci = CompositeInfo {
-            depth,
-            index,
-            roles,
-        };
+        let ci = CompositeInfo { depth, index, roles };
         ci.validate()?;
         Ok(ci)
     }
@@ -195,10 +157,7 @@ pub(crate) fn validate_head(d: &TensorDescriptor) -> Result<()> {
         || d.sparse().is_some()
         || d.paging().is_some()
     {
-        bail!(
-            InvalidLayout,
-            "a composite head is a buffer-less rank-0 descriptor with element code 0 and layout 0"
-        );
+        bail!(InvalidLayout, "a composite head is a buffer-less rank-0 descriptor with element code 0 and layout 0");
     }
     Ok(())
 }
@@ -304,36 +263,18 @@ impl Composite {
     }
     /// The direct member with `role`.
     pub fn get(&self, role: &str) -> Option<&Item> {
-        self.roles()
-            .iter()
-            .position(|r| r == role)
-            .map(|i| &self.members[i])
+        self.roles().iter().position(|r| r == role).map(|i| &self.members[i])
     }
     /// The whole tree in preorder, this composite first.
     pub fn walk(&self) -> Vec<Node<'_>> {
-        let mut out = vec![Node {
-            depth: 0,
-            parent: None,
-            role: "",
-            item: NodeRef::Composite(self),
-        }];
+        let mut out = vec![Node { depth: 0, parent: None, role: "", item: NodeRef::Composite(self) }];
         fn rec<'a>(c: &'a Composite, me: usize, depth: usize, out: &mut Vec<Node<'a>>) {
             for (role, m) in c.roles().iter().zip(&c.members) {
                 let at = out.len();
                 match m {
-                    Item::Tensor(t) => out.push(Node {
-                        depth,
-                        parent: Some(me),
-                        role,
-                        item: NodeRef::Tensor(t),
-                    }),
+                    Item::Tensor(t) => out.push(Node { depth, parent: Some(me), role, item: NodeRef::Tensor(t) }),
                     Item::Composite(k) => {
-                        out.push(Node {
-                            depth,
-                            parent: Some(me),
-                            role,
-                            item: NodeRef::Composite(k),
-                        });
+                        out.push(Node { depth, parent: Some(me), role, item: NodeRef::Composite(k) });
                         rec(k, at, depth + 1, out);
                     }
                 }
@@ -441,10 +382,7 @@ impl ItemReader {
 
     fn push(&mut self, t: ReadTensor) -> Result<Option<Item>> {
         let open = self.stack.len();
-        let (depth, index) = t
-            .descriptor
-            .composite()
-            .map_or((0, 0), |c| (c.depth() as usize, c.index() as usize));
+        let (depth, index) = t.descriptor.composite().map_or((0, 0), |c| (c.depth() as usize, c.index() as usize));
         if let Some(top) = self.stack.last() {
             let have = top.members.len();
             if depth < open {
@@ -466,16 +404,10 @@ impl ItemReader {
         }
         self.tensors += 1;
         if self.tensors > MAX_COMPOSITE_TENSORS {
-            bail!(
-                LimitExceeded,
-                "a composite item holds more than {MAX_COMPOSITE_TENSORS} descriptors"
-            );
+            bail!(LimitExceeded, "a composite item holds more than {MAX_COMPOSITE_TENSORS} descriptors");
         }
         if t.descriptor.is_composite_head() {
-            self.stack.push(Composite {
-                head: t.descriptor,
-                members: Vec::new(),
-            });
+            self.stack.push(Composite { head: t.descriptor, members: Vec::new() });
             return Ok(None);
         }
         let mut item = Item::Tensor(t);
@@ -523,13 +455,7 @@ impl<'a> CompositeSpec<'a> {
         Ok(out)
     }
 
-    fn flatten_into(
-        &self,
-        depth: u16,
-        index: u32,
-        path: Option<&str>,
-        out: &mut Vec<FlatTensor<'a>>,
-    ) -> Result<()> {
+    fn flatten_into(&self, depth: u16, index: u32, path: Option<&str>, out: &mut Vec<FlatTensor<'a>>) -> Result<()> {
         let roles: Vec<String> = self.members.iter().map(|(r, _)| r.clone()).collect();
         let info = CompositeInfo::head(roles)?.at(depth, index);
         info.validate()?;
@@ -541,32 +467,22 @@ impl<'a> CompositeSpec<'a> {
         out.push((head, Vec::new()));
         for (i, (role, m)) in self.members.iter().enumerate() {
             if out.len() >= MAX_COMPOSITE_TENSORS {
-                bail!(
-                    LimitExceeded,
-                    "a composite item holds more than {MAX_COMPOSITE_TENSORS} descriptors"
-                );
+                bail!(LimitExceeded, "a composite item holds more than {MAX_COMPOSITE_TENSORS} descriptors");
             }
             let child = path.map(|p| format!("{p}/{role}"));
             match m {
                 Member::Tensor(d, payloads) => {
                     if d.is_composite_head() {
-                        bail!(
-                            InvalidArgument,
-                            "member {role:?} is a composite head: pass it as Member::Composite"
-                        );
+                        bail!(InvalidArgument, "member {role:?} is a composite head: pass it as Member::Composite");
                     }
                     crate::layouts::check_contents(d, payloads)?;
-                    let mut d = (*d)
-                        .clone()
-                        .with_composite(Some(CompositeInfo::member(depth + 1, i as u32)))?;
+                    let mut d = (*d).clone().with_composite(Some(CompositeInfo::member(depth + 1, i as u32)))?;
                     if let Some(c) = &child {
                         d = d.with_name(c.clone())?;
                     }
                     out.push((d, payloads.clone()));
                 }
-                Member::Composite(spec) => {
-                    spec.flatten_into(depth + 1, i as u32, child.as_deref(), out)?
-                }
+                Member::Composite(spec) => spec.flatten_into(depth + 1, i as u32, child.as_deref(), out)?,
             }
         }
         Ok(())
@@ -577,10 +493,7 @@ impl<'a> CompositeSpec<'a> {
 /// validated first, so only a transport failure can stop it part-way; the writer is then
 /// poisoned (a partial composite is on the wire). Errors: those of [`CompositeSpec::flatten`]
 /// and of [`StreamWriter::write_tensor`].
-pub fn write_composite<T: WriteTransport>(
-    w: &mut StreamWriter<T>,
-    spec: &CompositeSpec<'_>,
-) -> Result<()> {
+pub fn write_composite<T: WriteTransport>(w: &mut StreamWriter<T>, spec: &CompositeSpec<'_>) -> Result<()> {
     let flat = spec.flatten()?;
     for (i, (d, p)) in flat.iter().enumerate() {
         if let Err(e) = w.write_tensor(d, p) {
@@ -588,10 +501,7 @@ pub fn write_composite<T: WriteTransport>(
                 w.poison();
                 return Err(Error::new(
                     e.kind(),
-                    format!(
-                        "{} after part of a composite was written; the writer is poisoned",
-                        e.message()
-                    ),
+                    format!("{} after part of a composite was written; the writer is poisoned", e.message()),
                 ));
             }
             return Err(e);
@@ -603,16 +513,10 @@ pub fn write_composite<T: WriteTransport>(
 /// Adds a composite to a container: the head under `spec.name` (required), member *i* under
 /// `name/role_i`, recursively. Errors: `InvalidArgument` (no name), those of `flatten` and
 /// `add_tensor`. A failure part-way leaves the members already added in the container.
-pub fn add_composite<T: WriteTransport>(
-    w: &mut FileWriter<T>,
-    spec: &CompositeSpec<'_>,
-) -> Result<()> {
+pub fn add_composite<T: WriteTransport>(w: &mut FileWriter<T>, spec: &CompositeSpec<'_>) -> Result<()> {
     let name = match spec.name.as_deref() {
         Some(n) if !n.is_empty() => n,
-        _ => bail!(
-            InvalidArgument,
-            "a composite in a container needs a non-empty name"
-        ),
+        _ => bail!(InvalidArgument, "a composite in a container needs a non-empty name"),
     };
     let mut flat = Vec::new();
     spec.flatten_into(0, 0, Some(name), &mut flat)?;
@@ -626,12 +530,8 @@ pub fn add_composite<T: WriteTransport>(
 /// Errors: `NotFound`, `InvalidArgument` (the entry is not a composite head), `Corrupt`
 /// (a member missing or out of place), `LimitExceeded`, and those of `read_tensor`.
 pub fn read_composite<R: ReadAt>(r: &mut FileReader<R>, name: &str) -> Result<Composite> {
-    let e = r
-        .find(name.as_bytes())?
-        .ok_or_else(|| err!(NotFound, "no tensor named {name:?}"))?;
-    if !e.descriptor().is_composite_head()
-        || e.descriptor().composite().is_some_and(|c| c.depth() != 0)
-    {
+    let e = r.find(name.as_bytes())?.ok_or_else(|| err!(NotFound, "no tensor named {name:?}"))?;
+    if !e.descriptor().is_composite_head() || e.descriptor().composite().is_some_and(|c| c.depth() != 0) {
         bail!(InvalidArgument, "{name:?} is not a top-level composite");
     }
     let mut count = 1;
@@ -649,32 +549,18 @@ fn read_members<R: ReadAt>(
     for (i, role) in info.roles().iter().enumerate() {
         *count += 1;
         if *count > MAX_COMPOSITE_TENSORS {
-            bail!(
-                LimitExceeded,
-                "composite {path:?} holds more than {MAX_COMPOSITE_TENSORS} descriptors"
-            );
+            bail!(LimitExceeded, "composite {path:?} holds more than {MAX_COMPOSITE_TENSORS} descriptors");
         }
         let child = format!("{path}/{role}");
         let e = r
             .find(child.as_bytes())?
             .ok_or_else(|| err!(Corrupt, "member {child:?} of composite {path:?} is missing"))?;
-        let ok = e
-            .descriptor()
-            .composite()
-            .is_some_and(|c| c.depth() == info.depth() + 1 && c.index() as usize == i);
+        let ok = e.descriptor().composite().is_some_and(|c| c.depth() == info.depth() + 1 && c.index() as usize == i);
         if !ok {
-            bail!(
-                Corrupt,
-                "entry {child:?} is not member {i} of composite {path:?}"
-            );
+            bail!(Corrupt, "entry {child:?} is not member {i} of composite {path:?}");
         }
         if e.descriptor().is_composite_head() {
-            members.push(Item::Composite(read_members(
-                r,
-                e.descriptor().clone(),
-                &child,
-                count,
-            )?));
+            members.push(Item::Composite(read_members(r, e.descriptor().clone(), &child, count)?));
         } else {
             members.push(Item::Tensor(r.read_tensor(&e)?));
         }

@@ -22,8 +22,8 @@ use crate::descriptor::TensorDescriptor;
 use crate::error::{bail, err, Error, Result};
 use crate::pool::{BufferPool, PooledBuf};
 use crate::stream::{
-    ReadTensor, ReaderOptions, EAGER_RESERVE_BYTES, FLAG_PAYLOAD_CRC, FRAME_END, FRAME_HEADER_BYTES, FRAME_TENSOR, READ_AHEAD_BYTES,
-    STREAM_HEADER_BYTES, STREAM_MAGIC, STREAM_VERSION,
+    ReadTensor, ReaderOptions, EAGER_RESERVE_BYTES, FLAG_PAYLOAD_CRC, FRAME_END, FRAME_HEADER_BYTES, FRAME_TENSOR,
+    READ_AHEAD_BYTES, STREAM_HEADER_BYTES, STREAM_MAGIC, STREAM_VERSION,
 };
 use crate::{MAX_DESCRIPTOR_BYTES, MAX_RANK};
 
@@ -42,13 +42,33 @@ pub enum Decoded {
 }
 
 enum State {
-    StreamHeader { buf: [u8; STREAM_HEADER_BYTES], got: usize },
-    FrameHeader { buf: [u8; FRAME_HEADER_BYTES], got: usize },
+    StreamHeader {
+        buf: [u8; STREAM_HEADER_BYTES],
+        got: usize,
+    },
+    FrameHeader {
+        buf: [u8; FRAME_HEADER_BYTES],
+        got: usize,
+    },
     /// `buf` grows as bytes arrive, so a declared length costs memory only once the input
     /// backs it up.
-    Descriptor { buf: Vec<u8>, want: usize, crc: u32 },
-    Payload { desc: TensorDescriptor, bufs: Vec<PooledBuf>, index: usize },
-    PayloadCrc { desc: TensorDescriptor, bufs: Vec<PooledBuf>, index: usize, buf: [u8; 4], got: usize },
+    Descriptor {
+        buf: Vec<u8>,
+        want: usize,
+        crc: u32,
+    },
+    Payload {
+        desc: TensorDescriptor,
+        bufs: Vec<PooledBuf>,
+        index: usize,
+    },
+    PayloadCrc {
+        desc: TensorDescriptor,
+        bufs: Vec<PooledBuf>,
+        index: usize,
+        buf: [u8; 4],
+        got: usize,
+    },
     Ended,
     Failed(Error),
 }
@@ -84,7 +104,11 @@ impl StreamDecoder {
     /// limits (descriptor bytes over 16 MiB, rank over [`MAX_RANK`]).
     pub fn new(opts: ReaderOptions) -> Result<Self> {
         if opts.max_descriptor_bytes > MAX_DESCRIPTOR_BYTES as u64 {
-            bail!(InvalidArgument, "max_descriptor_bytes {} exceeds the format maximum {MAX_DESCRIPTOR_BYTES}", opts.max_descriptor_bytes);
+            bail!(
+                InvalidArgument,
+                "max_descriptor_bytes {} exceeds the format maximum {MAX_DESCRIPTOR_BYTES}",
+                opts.max_descriptor_bytes
+            );
         }
         if opts.max_rank as usize > MAX_RANK {
             bail!(InvalidArgument, "max_rank {} exceeds the format maximum {MAX_RANK}", opts.max_rank);
@@ -223,7 +247,10 @@ impl StreamDecoder {
                         let e = if got == 0 {
                             err!(Truncated, "input is empty: it ended before the stream header")
                         } else {
-                            err!(Truncated, "input ended inside the {STREAM_HEADER_BYTES}-byte stream header after {got} bytes")
+                            err!(
+                                Truncated,
+                                "input ended inside the {STREAM_HEADER_BYTES}-byte stream header after {got} bytes"
+                            )
                         };
                         return (State::StreamHeader { buf, got }, Err(e));
                     }
@@ -292,7 +319,10 @@ impl StreamDecoder {
                     let want = u32::from_le_bytes(buf);
                     let have = crc32c(bufs[index].as_slice());
                     if want != have {
-                        let e = err!(Corrupt, "payload {index} checksum mismatch (stored {want:#010x}, computed {have:#010x})");
+                        let e = err!(
+                            Corrupt,
+                            "payload {index} checksum mismatch (stored {want:#010x}, computed {have:#010x})"
+                        );
                         return (State::PayloadCrc { desc, bufs, index, buf, got }, Err(e));
                     }
                     State::Payload { desc, bufs, index: index + 1 }
@@ -446,6 +476,9 @@ fn mid_item() -> Error {
 
 impl std::fmt::Debug for StreamDecoder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StreamDecoder").field("buffered", &self.buffered()).field("input_ended", &self.input_ended).finish()
+        f.debug_struct("StreamDecoder")
+            .field("buffered", &self.buffered())
+            .field("input_ended", &self.input_ended)
+            .finish()
     }
 }

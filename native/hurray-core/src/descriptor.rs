@@ -7,7 +7,7 @@ use crate::quant::{BlockKind, BlockQuant};
 use crate::shape::Shape;
 use crate::types::ElementType;
 use crate::{
-    DESCRIPTOR_VERSION, MAX_BUFFERS, MAX_DESCRIPTOR_VERSION, MAX_DESCRIPTOR_BYTES, MAX_METADATA_ENTRIES,
+    DESCRIPTOR_VERSION, MAX_BUFFERS, MAX_DESCRIPTOR_BYTES, MAX_DESCRIPTOR_VERSION, MAX_METADATA_ENTRIES,
     MAX_METADATA_KEY_BYTES, MAX_METADATA_VALUE_BYTES, MAX_NAME_BYTES, MAX_RANK,
 };
 
@@ -365,11 +365,20 @@ impl TensorDescriptor {
 
     fn validate(&self) -> Result<()> {
         if !(DESCRIPTOR_VERSION..=MAX_DESCRIPTOR_VERSION).contains(&self.version) {
-            bail!(VersionMismatch, "descriptor version {} (this build reads 1 and {MAX_DESCRIPTOR_VERSION})", self.version);
+            bail!(
+                VersionMismatch,
+                "descriptor version {} (this build reads 1 and {MAX_DESCRIPTOR_VERSION})",
+                self.version
+            );
         }
         let need = self.required_version();
         if self.version < need && self.sparse.is_none() && self.paging.is_none() && self.composite.is_none() {
-            bail!(Unsupported, "a version-{} descriptor cannot use {} (needs version {need})", self.version, self.version2_feature());
+            bail!(
+                Unsupported,
+                "a version-{} descriptor cannot use {} (needs version {need})",
+                self.version,
+                self.version2_feature()
+            );
         }
         if self.version != need {
             bail!(
@@ -397,9 +406,9 @@ impl TensorDescriptor {
         let rank = self.shape.rank();
         let elements = self.shape.element_count();
         let et = self.element_type;
-        let dense_bytes = et.bytes_for(elements).ok_or_else(|| {
-            err!(InvalidShape, "{elements} elements of {} overflow a u64 byte count", et.name())
-        })?;
+        let dense_bytes = et
+            .bytes_for(elements)
+            .ok_or_else(|| err!(InvalidShape, "{elements} elements of {} overflow a u64 byte count", et.name()))?;
         if let Some(Quantization::Block(b)) = &self.quantization {
             b.validate(et, &self.shape, &self.layout, self.byte_offset, &self.buffers)?;
             if let Some(n) = &self.name {
@@ -412,11 +421,7 @@ impl TensorDescriptor {
             _ => 1,
         };
         if self.buffers.len() != needed_buffers {
-            bail!(
-                InvalidLayout,
-                "this tensor needs {needed_buffers} buffer(s), the table has {}",
-                self.buffers.len()
-            );
+            bail!(InvalidLayout, "this tensor needs {needed_buffers} buffer(s), the table has {}", self.buffers.len());
         }
         let data = self.buffers[0].byte_size();
         match &self.layout {
@@ -469,8 +474,14 @@ impl TensorDescriptor {
             }
             let is_int = matches!(
                 et,
-                ElementType::Int4 | ElementType::Uint4 | ElementType::Int8 | ElementType::Uint8
-                    | ElementType::Int16 | ElementType::Uint16 | ElementType::Int32 | ElementType::Uint32
+                ElementType::Int4
+                    | ElementType::Uint4
+                    | ElementType::Int8
+                    | ElementType::Uint8
+                    | ElementType::Int16
+                    | ElementType::Uint16
+                    | ElementType::Int32
+                    | ElementType::Uint32
             );
             match q {
                 Quantization::PerTensorAffine { scale, bias, .. } => {
@@ -500,11 +511,17 @@ impl TensorDescriptor {
                 Quantization::Cast { .. } => {
                     if !matches!(
                         et,
-                        ElementType::Float16 | ElementType::Bfloat16 | ElementType::Float8E4m3fn
-                            | ElementType::Float8E5m2 | ElementType::Float32
-                            | ElementType::Float8E4m3fnuz | ElementType::Float8E5m2fnuz
-                            | ElementType::Float8E3m4 | ElementType::Float6E2m3fn
-                            | ElementType::Float6E3m2fn | ElementType::Float4E2m1fn
+                        ElementType::Float16
+                            | ElementType::Bfloat16
+                            | ElementType::Float8E4m3fn
+                            | ElementType::Float8E5m2
+                            | ElementType::Float32
+                            | ElementType::Float8E4m3fnuz
+                            | ElementType::Float8E5m2fnuz
+                            | ElementType::Float8E3m4
+                            | ElementType::Float6E2m3fn
+                            | ElementType::Float6E3m2fn
+                            | ElementType::Float4E2m1fn
                     ) {
                         bail!(InvalidType, "cast quantization needs a float stored type, not {}", et.name());
                     }
@@ -773,14 +790,26 @@ impl TensorDescriptor {
         if c.pos != bytes.len() {
             bail!(Corrupt, "{} trailing bytes after the descriptor", bytes.len() - c.pos);
         }
-        if v2 && sparse.is_none() && paging.is_none() && composite.is_none()
+        if v2
+            && sparse.is_none()
+            && paging.is_none()
+            && composite.is_none()
             && min_version_for(element_type, quantization.as_ref()) < crate::DESCRIPTOR_VERSION_2
         {
             bail!(Corrupt, "a version-2 descriptor uses no version-2 block (it must be written as version 1)");
         }
         let mut d = TensorDescriptor::new(
-            version, flags, element_type, shape, byte_offset, layout, buffers, quantization, sparse,
-            paging, composite,
+            version,
+            flags,
+            element_type,
+            shape,
+            byte_offset,
+            layout,
+            buffers,
+            quantization,
+            sparse,
+            paging,
+            composite,
         )?;
         d.name = name;
         d.metadata = metadata;
@@ -846,7 +875,10 @@ pub(crate) struct Cursor<'a> {
 impl<'a> Cursor<'a> {
     pub(crate) fn take(&mut self, n: usize) -> Result<&'a [u8]> {
         let end = self.pos.checked_add(n).filter(|&e| e <= self.b.len()).ok_or_else(|| {
-            Error::new(ErrorKind::Corrupt, format!("needs {n} bytes at offset {}, only {} left", self.pos, self.b.len() - self.pos))
+            Error::new(
+                ErrorKind::Corrupt,
+                format!("needs {n} bytes at offset {}, only {} left", self.pos, self.b.len() - self.pos),
+            )
         })?;
         let s = &self.b[self.pos..end];
         self.pos = end;

@@ -13,21 +13,12 @@ pub(crate) fn validate_extended(d: &TensorDescriptor) -> Result<bool> {
             InvalidLayout,
             "layout {} {} a sparse block",
             layout.name(),
-            if layout.is_sparse() {
-                "needs"
-            } else {
-                "cannot have"
-            }
+            if layout.is_sparse() { "needs" } else { "cannot have" }
         );
     }
     let paged = *layout == LayoutDescriptor::BlockPaged;
     if paged != d.paging().is_some() {
-        bail!(
-            InvalidLayout,
-            "layout {} {} a paging block",
-            layout.name(),
-            if paged { "needs" } else { "cannot have" }
-        );
+        bail!(InvalidLayout, "layout {} {} a paging block", layout.name(), if paged { "needs" } else { "cannot have" });
     }
     if let Some(c) = d.composite() {
         c.validate()?;

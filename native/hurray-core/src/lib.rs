@@ -30,27 +30,22 @@ pub mod sparse;
 pub mod stream;
 mod types;
 
-pub use buffer::{
-    check_alignment, AlignedBuf, BufferHandle, BUFFER_HANDLE_BYTES, GROW_MIN_BYTES, SYNC_MODE_OFFSET,
-};
+pub use buffer::{check_alignment, AlignedBuf, BufferHandle, BUFFER_HANDLE_BYTES, GROW_MIN_BYTES, SYNC_MODE_OFFSET};
+pub use composite::{Composite, CompositeSpec, Item, ItemReader, Member};
+pub use decoder::{Decoded, StreamDecoder};
 pub use descriptor::{
     min_version_for, CompositeInfo, LayoutDescriptor, PagingInfo, Quantization, SparseInfo, TensorDescriptor,
     DESCRIPTOR_MAGIC,
 };
-pub use decoder::{Decoded, StreamDecoder};
 pub use encoder::{OutSeg, StreamEncoder};
 pub use error::{Error, ErrorKind, Result};
 pub use file::{FileEntry, FileReader, FileReaderOptions, FileWriter, FileWriterOptions, ReadAt};
 pub use pool::{BufferPool, PoolStats, PooledBuf, MAX_POOLED_BUFFERS};
-pub use shape::Shape;
-pub use stream::{
-    ReadTensor, ReadTransport, ReaderOptions, StreamReader, StreamWriter, WriteTransport,
-    WriterOptions,
-};
 pub use quant::{BlockKind, BlockQuant};
-pub use types::{DeviceTag, ElementType, SyncMode};
-pub use composite::{Composite, CompositeSpec, Item, ItemReader, Member};
+pub use shape::Shape;
 pub use sparse::IndexType;
+pub use stream::{ReadTensor, ReadTransport, ReaderOptions, StreamReader, StreamWriter, WriteTransport, WriterOptions};
+pub use types::{DeviceTag, ElementType, SyncMode};
 
 /// Smallest buffer alignment in bytes; the default for CPU buffers (docs/spec/descriptor.md
 /// §Device tags).

@@ -212,13 +212,7 @@ impl SatEncoder {
             bounds.push(mid.to_bits());
             up_on_tie.push(w[1].1 % 2 == 0);
         }
-        SatEncoder {
-            f,
-            bounds,
-            up_on_tie,
-            codes: vals.iter().map(|v| v.1).collect(),
-            sign_bit: 1 << (f.bits() - 1),
-        }
+        SatEncoder { f, bounds, up_on_tie, codes: vals.iter().map(|v| v.1).collect(), sign_bit: 1 << (f.bits() - 1) }
     }
 
     /// The nearest code to `v`, ties to even, saturating; NaN as `MiniFloat::encode`.

@@ -18,11 +18,7 @@ use crate::MAX_NAME_BYTES;
 /// Errors: `LimitExceeded` (too long), `InvalidArgument` (NUL, with its byte offset).
 pub fn check_name(name: &str) -> Result<()> {
     if name.len() > MAX_NAME_BYTES {
-        bail!(
-            LimitExceeded,
-            "name of {} bytes exceeds {MAX_NAME_BYTES}",
-            name.len()
-        );
+        bail!(LimitExceeded, "name of {} bytes exceeds {MAX_NAME_BYTES}", name.len());
     }
     if let Some(at) = name.bytes().position(|b| b == 0) {
         bail!(InvalidArgument, "name contains a NUL byte (at byte {at})");
@@ -42,14 +38,8 @@ pub fn check_path_name(name: &str) -> Result<()> {
     if name.is_empty() {
         bail!(InvalidArgument, "an empty name is not a path");
     }
-    if let Some(c) = name
-        .chars()
-        .find(|&c| c == '\\' || c == ':' || c.is_ascii_control())
-    {
-        bail!(
-            InvalidArgument,
-            "name {name:?} contains {c:?}, which is not portable in a path"
-        );
+    if let Some(c) = name.chars().find(|&c| c == '\\' || c == ':' || c.is_ascii_control()) {
+        bail!(InvalidArgument, "name {name:?} contains {c:?}, which is not portable in a path");
     }
     if name.starts_with('/') {
         bail!(InvalidArgument, "name {name:?} is an absolute path");
@@ -74,41 +64,20 @@ mod tests {
         for ok in ["", "w", "layer.0/weight", "ünï/cödé", "..x", "x..", "a.b/c"] {
             check_name(ok).unwrap();
         }
-        assert_eq!(
-            check_name("a\0b").unwrap_err().kind(),
-            ErrorKind::InvalidArgument
-        );
-        assert_eq!(
-            check_name(&"x".repeat(MAX_NAME_BYTES + 1))
-                .unwrap_err()
-                .kind(),
-            ErrorKind::LimitExceeded
-        );
+        assert_eq!(check_name("a\0b").unwrap_err().kind(), ErrorKind::InvalidArgument);
+        assert_eq!(check_name(&"x".repeat(MAX_NAME_BYTES + 1)).unwrap_err().kind(), ErrorKind::LimitExceeded);
         check_name(&"x".repeat(MAX_NAME_BYTES)).unwrap();
     }
 
     #[test]
     fn path_names() {
-        for ok in [
-            "w",
-            "layer.0/weight",
-            "ünï/cödé",
-            "..x",
-            "x..",
-            "a.b/c",
-            "a b",
-        ] {
+        for ok in ["w", "layer.0/weight", "ünï/cödé", "..x", "x..", "a.b/c", "a b"] {
             check_path_name(ok).unwrap_or_else(|e| panic!("{ok:?}: {e}"));
         }
-        for bad in [
-            "", "../x", "x/..", "a/../b", "./x", "/etc/x", "a//b", "a/", "C:x", "a\\b", "a\nb",
-            "a\u{7f}", "a\0",
-        ] {
-            assert_eq!(
-                check_path_name(bad).unwrap_err().kind(),
-                ErrorKind::InvalidArgument,
-                "{bad:?}"
-            );
+        for bad in
+            ["", "../x", "x/..", "a/../b", "./x", "/etc/x", "a//b", "a/", "C:x", "a\\b", "a\nb", "a\u{7f}", "a\0"]
+        {
+            assert_eq!(check_path_name(bad).unwrap_err().kind(), ErrorKind::InvalidArgument, "{bad:?}");
         }
     }
 }

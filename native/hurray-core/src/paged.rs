@@ -26,12 +26,7 @@ impl PagingInfo {
     /// A paging block: `page_size` rows of dimension 0 per page (≥ 1), `block_count`
     /// page-table entries of `index_type`, `page_count` pages in buffer 0.
     pub fn new(index_type: IndexType, page_size: u32, block_count: u64, page_count: u64) -> Self {
-        PagingInfo {
-            index_type,
-            page_size,
-            block_count,
-            page_count,
-        }
+        PagingInfo { index_type, page_size, block_count, page_count }
     }
     /// Index type of the page table.
     pub fn index_type(&self) -> IndexType {
@@ -75,9 +70,7 @@ impl PagingInfo {
 
 /// Bytes of one row (one index along dimension 0).
 fn row_bytes(d: &TensorDescriptor) -> Option<u64> {
-    let inner: u64 = d.shape().dims()[1..]
-        .iter()
-        .try_fold(1u64, |a, &x| a.checked_mul(x))?;
+    let inner: u64 = d.shape().dims()[1..].iter().try_fold(1u64, |a, &x| a.checked_mul(x))?;
     inner.checked_mul(u64::from(d.element_type().bit_width() / 8))
 }
 
@@ -91,17 +84,10 @@ pub(crate) fn validate_descriptor(d: &TensorDescriptor, p: &PagingInfo) -> Resul
         bail!(InvalidLayout, "packed {} cannot be block-paged", et.name());
     }
     if d.quantization().is_some() {
-        bail!(
-            InvalidLayout,
-            "a block-paged tensor cannot carry a quantization block in version 2"
-        );
+        bail!(InvalidLayout, "a block-paged tensor cannot carry a quantization block in version 2");
     }
     if d.byte_offset() != 0 {
-        bail!(
-            InvalidLayout,
-            "a block-paged tensor has byte offset 0, not {}",
-            d.byte_offset()
-        );
+        bail!(InvalidLayout, "a block-paged tensor has byte offset 0, not {}", d.byte_offset());
     }
     if p.page_size == 0 {
         bail!(InvalidLayout, "page size 0");
@@ -125,11 +111,7 @@ pub(crate) fn validate_descriptor(d: &TensorDescriptor, p: &PagingInfo) -> Resul
         );
     }
     if d.buffers().len() != 2 {
-        bail!(
-            InvalidLayout,
-            "a block-paged tensor has 2 buffers, the table has {}",
-            d.buffers().len()
-        );
+        bail!(InvalidLayout, "a block-paged tensor has 2 buffers, the table has {}", d.buffers().len());
     }
     let page_bytes = row_bytes(d)
         .and_then(|r| r.checked_mul(u64::from(p.page_size)))
@@ -138,28 +120,20 @@ pub(crate) fn validate_descriptor(d: &TensorDescriptor, p: &PagingInfo) -> Resul
         .checked_mul(p.page_count)
         .ok_or_else(|| err!(LimitExceeded, "page buffer byte count overflows u64"))?;
     expect_size(d, 0, pages, "pages")?;
-    let table = p
-        .block_count
-        .checked_mul(p.index_type.bytes())
-        .ok_or_else(|| err!(LimitExceeded, "page table overflows"))?;
+    let table =
+        p.block_count.checked_mul(p.index_type.bytes()).ok_or_else(|| err!(LimitExceeded, "page table overflows"))?;
     expect_size(d, 1, table, "page table")
 }
 
 /// Checks that every page-table entry names a page inside buffer 0. Errors: `Corrupt`
 /// naming the first bad entry; `BufferTooSmall` for a short payload.
 pub fn check_contents(d: &TensorDescriptor, bufs: &[&[u8]]) -> Result<()> {
-    let p = d
-        .paging()
-        .ok_or_else(|| err!(InvalidArgument, "not a block-paged tensor"))?;
+    let p = d.paging().ok_or_else(|| err!(InvalidArgument, "not a block-paged tensor"))?;
     check_payload_lengths(d, bufs)?;
     for b in 0..p.block_count as usize {
         let e = read_index(bufs[1], p.index_type, b);
         if e < 0 || e as u64 >= p.page_count {
-            bail!(
-                Corrupt,
-                "page-table entry {b} = {e} points outside the {} pages of the page buffer",
-                p.page_count
-            );
+            bail!(Corrupt, "page-table entry {b} = {e} points outside the {} pages of the page buffer", p.page_count);
         }
     }
     Ok(())
@@ -169,20 +143,12 @@ pub fn check_contents(d: &TensorDescriptor, bufs: &[&[u8]]) -> Result<()> {
 /// shape (at least the dense byte count; exactly that many bytes are written). The page
 /// table is checked first. Errors: `InvalidArgument` (not paged), `BufferTooSmall`, `Corrupt`.
 pub fn gather(d: &TensorDescriptor, bufs: &[&[u8]], out: &mut [u8]) -> Result<()> {
-    let p = d.paging().ok_or_else(|| {
-        err!(
-            InvalidArgument,
-            "gather needs a block-paged tensor, not {}",
-            d.layout().name()
-        )
-    })?;
+    let p = d
+        .paging()
+        .ok_or_else(|| err!(InvalidArgument, "gather needs a block-paged tensor, not {}", d.layout().name()))?;
     let dense = d.dense_byte_count();
     if (out.len() as u64) < dense {
-        bail!(
-            BufferTooSmall,
-            "gather needs {dense} output bytes, got {}",
-            out.len()
-        );
+        bail!(BufferTooSmall, "gather needs {dense} output bytes, got {}", out.len());
     }
     check_contents(d, bufs)?;
     // Both fit memory: the pages and the output exist.

@@ -169,7 +169,8 @@ impl Free {
         let mut best: Option<(usize, usize)> = None;
         for (i, b) in self.bufs.iter().enumerate() {
             let cap = b.capacity() as u64;
-            if b.align() as u64 == align && cap >= len && cap - len < len && best.is_none_or(|(_, c)| b.capacity() < c) {
+            if b.align() as u64 == align && cap >= len && cap - len < len && best.is_none_or(|(_, c)| b.capacity() < c)
+            {
                 best = Some((i, b.capacity()));
             }
         }

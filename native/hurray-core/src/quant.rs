@@ -233,7 +233,12 @@ impl BlockQuant {
         }
         let len = shape.dims()[self.axis as usize];
         if !len.is_multiple_of(block) {
-            bail!(InvalidArgument, "{} block size {block} does not divide dimension {} of length {len}", self.kind.name(), self.axis);
+            bail!(
+                InvalidArgument,
+                "{} block size {block} does not divide dimension {} of length {len}",
+                self.kind.name(),
+                self.axis
+            );
         }
         let nb = n / block;
         let scale_bytes = |t: ElementType| t.bytes_for(nb).ok_or_else(overflow);

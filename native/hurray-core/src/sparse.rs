@@ -68,9 +68,7 @@ impl IndexType {
 #[inline]
 pub(crate) fn read_index(buf: &[u8], it: IndexType, i: usize) -> i64 {
     match it {
-        IndexType::Int32 => i64::from(i32::from_le_bytes(
-            buf[i * 4..i * 4 + 4].try_into().unwrap(),
-        )),
+        IndexType::Int32 => i64::from(i32::from_le_bytes(buf[i * 4..i * 4 + 4].try_into().unwrap())),
         IndexType::Int64 => i64::from_le_bytes(buf[i * 8..i * 8 + 8].try_into().unwrap()),
     }
 }
@@ -91,29 +89,11 @@ impl SparseInfo {
     /// row-major order; CSR/CSC: indices strictly increasing within each row/column); a
     /// reader checks the promise.
     pub fn new(index_type: IndexType, nnz: u64, canonical: bool) -> Self {
-        SparseInfo {
-            index_type,
-            canonical,
-            block_rows: 0,
-            block_cols: 0,
-            nnz,
-        }
+        SparseInfo { index_type, canonical, block_rows: 0, block_cols: 0, nnz }
     }
     /// A BSR block: `nnz_blocks` stored blocks of `block_rows × block_cols` values.
-    pub fn bsr(
-        index_type: IndexType,
-        nnz_blocks: u64,
-        block_rows: u32,
-        block_cols: u32,
-        canonical: bool,
-    ) -> Self {
-        SparseInfo {
-            index_type,
-            canonical,
-            block_rows,
-            block_cols,
-            nnz: nnz_blocks,
-        }
+    pub fn bsr(index_type: IndexType, nnz_blocks: u64, block_rows: u32, block_cols: u32, canonical: bool) -> Self {
+        SparseInfo { index_type, canonical, block_rows, block_cols, nnz: nnz_blocks }
     }
     /// Index type of the index buffers.
     pub fn index_type(&self) -> IndexType {
@@ -159,24 +139,17 @@ impl SparseInfo {
 }
 
 fn mul(a: u64, b: u64, what: &str) -> Result<u64> {
-    a.checked_mul(b)
-        .ok_or_else(|| err!(LimitExceeded, "{what} overflows a u64 byte count"))
+    a.checked_mul(b).ok_or_else(|| err!(LimitExceeded, "{what} overflows a u64 byte count"))
 }
 
 /// Checks that buffer `i` is exactly `want` bytes.
 pub(crate) fn expect_size(d: &TensorDescriptor, i: usize, want: u64, what: &str) -> Result<()> {
     let have = d.buffers()[i].byte_size();
     if have < want {
-        bail!(
-            BufferTooSmall,
-            "buffer {i} ({what}) holds {have} bytes, the layout needs {want}"
-        );
+        bail!(BufferTooSmall, "buffer {i} ({what}) holds {have} bytes, the layout needs {want}");
     }
     if have > want {
-        bail!(
-            InvalidLayout,
-            "buffer {i} ({what}) holds {have} bytes, the layout needs exactly {want}"
-        );
+        bail!(InvalidLayout, "buffer {i} ({what}) holds {have} bytes, the layout needs exactly {want}");
     }
     Ok(())
 }
@@ -186,10 +159,7 @@ fn compressed_dims(d: &TensorDescriptor, s: &SparseInfo) -> (u64, u64) {
     let dims = d.shape().dims();
     match d.layout() {
         LayoutDescriptor::Csc => (dims[1], dims[0]),
-        LayoutDescriptor::Bsr => (
-            dims[0] / u64::from(s.block_rows),
-            dims[1] / u64::from(s.block_cols),
-        ),
+        LayoutDescriptor::Bsr => (dims[0] / u64::from(s.block_rows), dims[1] / u64::from(s.block_cols)),
         _ => (dims[0], dims[1]),
     }
 }
@@ -204,52 +174,28 @@ pub(crate) fn validate_descriptor(d: &TensorDescriptor, s: &SparseInfo) -> Resul
         bail!(InvalidLayout, "packed {} cannot be sparse", et.name());
     }
     if d.quantization().is_some() {
-        bail!(
-            InvalidLayout,
-            "a sparse tensor cannot carry a quantization block in version 2"
-        );
+        bail!(InvalidLayout, "a sparse tensor cannot carry a quantization block in version 2");
     }
     if d.byte_offset() != 0 {
-        bail!(
-            InvalidLayout,
-            "a sparse tensor has byte offset 0, not {}",
-            d.byte_offset()
-        );
+        bail!(InvalidLayout, "a sparse tensor has byte offset 0, not {}", d.byte_offset());
     }
     let bsr = *layout == LayoutDescriptor::Bsr;
-    if bsr != (s.block_rows != 0 || s.block_cols != 0)
-        || (bsr && (s.block_rows == 0 || s.block_cols == 0))
-    {
-        bail!(
-            InvalidLayout,
-            "block shape {:?} with layout {}",
-            s.block_shape(),
-            layout.name()
-        );
+    if bsr != (s.block_rows != 0 || s.block_cols != 0) || (bsr && (s.block_rows == 0 || s.block_cols == 0)) {
+        bail!(InvalidLayout, "block shape {:?} with layout {}", s.block_shape(), layout.name());
     }
     if *layout == LayoutDescriptor::Coo {
         if rank == 0 {
             bail!(InvalidLayout, "a COO tensor has rank at least 1");
         }
     } else if rank != 2 {
-        bail!(
-            InvalidLayout,
-            "a {} tensor has rank 2, not {rank}",
-            layout.name()
-        );
+        bail!(InvalidLayout, "a {} tensor has rank 2, not {rank}", layout.name());
     }
     let esize = u64::from(et.bit_width() / 8);
     let isize = s.index_type.bytes();
     let nnz = s.nnz;
     let block_elems = if bsr {
-        if !dims[0].is_multiple_of(u64::from(s.block_rows))
-            || !dims[1].is_multiple_of(u64::from(s.block_cols))
-        {
-            bail!(
-                InvalidLayout,
-                "shape {dims:?} is not a multiple of block shape {:?}",
-                s.block_shape()
-            );
+        if !dims[0].is_multiple_of(u64::from(s.block_rows)) || !dims[1].is_multiple_of(u64::from(s.block_cols)) {
+            bail!(InvalidLayout, "shape {dims:?} is not a multiple of block shape {:?}", s.block_shape());
         }
         u64::from(s.block_rows) * u64::from(s.block_cols)
     } else {
@@ -258,49 +204,21 @@ pub(crate) fn validate_descriptor(d: &TensorDescriptor, s: &SparseInfo) -> Resul
     // A canonical tensor stores each position at most once.
     let positions = d.shape().element_count() / block_elems;
     if s.canonical && nnz > positions {
-        bail!(
-            Corrupt,
-            "canonical nnz {nnz} exceeds the {positions} positions of the shape"
-        );
+        bail!(Corrupt, "canonical nnz {nnz} exceeds the {positions} positions of the shape");
     }
     if nnz > s.index_type.max_value() {
-        bail!(
-            LimitExceeded,
-            "nnz {nnz} does not fit {} indices",
-            s.index_type.name()
-        );
+        bail!(LimitExceeded, "nnz {nnz} does not fit {} indices", s.index_type.name());
     }
-    let want = if *layout == LayoutDescriptor::Coo {
-        2
-    } else {
-        3
-    };
+    let want = if *layout == LayoutDescriptor::Coo { 2 } else { 3 };
     if d.buffers().len() != want {
-        bail!(
-            InvalidLayout,
-            "a {} tensor has {want} buffers, the table has {}",
-            layout.name(),
-            d.buffers().len()
-        );
+        bail!(InvalidLayout, "a {} tensor has {want} buffers, the table has {}", layout.name(), d.buffers().len());
     }
-    expect_size(
-        d,
-        0,
-        mul(mul(nnz, block_elems, "nnz")?, esize, "nnz")?,
-        "values",
-    )?;
+    expect_size(d, 0, mul(mul(nnz, block_elems, "nnz")?, esize, "nnz")?, "values")?;
     if *layout == LayoutDescriptor::Coo {
-        expect_size(
-            d,
-            1,
-            mul(mul(nnz, rank as u64, "nnz")?, isize, "nnz")?,
-            "indices",
-        )?;
+        expect_size(d, 1, mul(mul(nnz, rank as u64, "nnz")?, isize, "nnz")?, "indices")?;
     } else {
         let (outer, _) = compressed_dims(d, s);
-        let ptrs = outer
-            .checked_add(1)
-            .ok_or_else(|| err!(LimitExceeded, "indptr length overflows"))?;
+        let ptrs = outer.checked_add(1).ok_or_else(|| err!(LimitExceeded, "indptr length overflows"))?;
         expect_size(d, 1, mul(ptrs, isize, "indptr")?, "indptr")?;
         expect_size(d, 2, mul(nnz, isize, "nnz")?, "indices")?;
     }
@@ -312,9 +230,7 @@ pub(crate) fn validate_descriptor(d: &TensorDescriptor, s: &SparseInfo) -> Resul
 /// payloads in buffer-table order. Errors: `Corrupt` naming the first offending position,
 /// `BufferTooSmall` if a payload is shorter than declared.
 pub fn check_contents(d: &TensorDescriptor, bufs: &[&[u8]]) -> Result<()> {
-    let s = d
-        .sparse()
-        .ok_or_else(|| err!(InvalidArgument, "not a sparse tensor"))?;
+    let s = d.sparse().ok_or_else(|| err!(InvalidArgument, "not a sparse tensor"))?;
     check_payload_lengths(d, bufs)?;
     let it = s.index_type;
     let nnz = s.nnz as usize; // fits: the buffers of this size exist in memory
@@ -326,10 +242,7 @@ pub fn check_contents(d: &TensorDescriptor, bufs: &[&[u8]]) -> Result<()> {
             for j in 0..nnz {
                 let v = read_index(idx, it, k * nnz + j);
                 if v < 0 || v as u64 >= dim {
-                    bail!(
-                        Corrupt,
-                        "COO index {v} of entry {j} in dimension {k} is outside 0..{dim}"
-                    );
+                    bail!(Corrupt, "COO index {v} of entry {j} in dimension {k} is outside 0..{dim}");
                 }
             }
         }
@@ -337,14 +250,17 @@ pub fn check_contents(d: &TensorDescriptor, bufs: &[&[u8]]) -> Result<()> {
             for j in 1..nnz {
                 let mut ord = std::cmp::Ordering::Equal;
                 for k in 0..rank {
-                    ord =
-                        read_index(idx, it, k * nnz + j - 1).cmp(&read_index(idx, it, k * nnz + j));
+                    ord = read_index(idx, it, k * nnz + j - 1).cmp(&read_index(idx, it, k * nnz + j));
                     if ord != std::cmp::Ordering::Equal {
                         break;
                     }
                 }
                 if ord != std::cmp::Ordering::Less {
-                    bail!(Corrupt, "COO entry {j} is not after entry {} although the tensor is marked canonical", j - 1);
+                    bail!(
+                        Corrupt,
+                        "COO entry {j} is not after entry {} although the tensor is marked canonical",
+                        j - 1
+                    );
                 }
             }
         }
@@ -372,7 +288,10 @@ pub fn check_contents(d: &TensorDescriptor, bufs: &[&[u8]]) -> Result<()> {
                 bail!(Corrupt, "index {c} of entry {j} is outside 0..{inner}");
             }
             if s.canonical && c <= last {
-                bail!(Corrupt, "indices of row/column {r} are not strictly increasing although the tensor is marked canonical");
+                bail!(
+                    Corrupt,
+                    "indices of row/column {r} are not strictly increasing although the tensor is marked canonical"
+                );
             }
             last = c;
         }
@@ -386,21 +305,11 @@ pub fn check_contents(d: &TensorDescriptor, bufs: &[&[u8]]) -> Result<()> {
 
 pub(crate) fn check_payload_lengths(d: &TensorDescriptor, bufs: &[&[u8]]) -> Result<()> {
     if bufs.len() != d.buffers().len() {
-        bail!(
-            InvalidArgument,
-            "{} payloads for {} buffers",
-            bufs.len(),
-            d.buffers().len()
-        );
+        bail!(InvalidArgument, "{} payloads for {} buffers", bufs.len(), d.buffers().len());
     }
     for (i, (b, h)) in bufs.iter().zip(d.buffers()).enumerate() {
         if (b.len() as u64) < h.byte_size() {
-            bail!(
-                BufferTooSmall,
-                "payload {i} has {} bytes, the descriptor declares {}",
-                b.len(),
-                h.byte_size()
-            );
+            bail!(BufferTooSmall, "payload {i} has {} bytes, the descriptor declares {}", b.len(), h.byte_size());
         }
     }
     Ok(())
@@ -466,28 +375,15 @@ fn accumulate(et: ElementType, dst: &mut [u8], src: &[u8]) {
 /// never a write out of bounds. Errors: `InvalidArgument` (not sparse), `BufferTooSmall`
 /// (`out` or a payload too short), `Corrupt`, `Unsupported`.
 pub fn densify(d: &TensorDescriptor, bufs: &[&[u8]], out: &mut [u8]) -> Result<()> {
-    let s = d.sparse().ok_or_else(|| {
-        err!(
-            InvalidArgument,
-            "densify needs a sparse tensor, not {}",
-            d.layout().name()
-        )
-    })?;
+    let s =
+        d.sparse().ok_or_else(|| err!(InvalidArgument, "densify needs a sparse tensor, not {}", d.layout().name()))?;
     let et = d.element_type();
     let dense = d.dense_byte_count();
     if (out.len() as u64) < dense {
-        bail!(
-            BufferTooSmall,
-            "densify needs {dense} output bytes, got {}",
-            out.len()
-        );
+        bail!(BufferTooSmall, "densify needs {dense} output bytes, got {}", out.len());
     }
     if !s.canonical && !summable(et) {
-        bail!(
-            Unsupported,
-            "densify of a non-canonical {} tensor would have to sum duplicates",
-            et.name()
-        );
+        bail!(Unsupported, "densify of a non-canonical {} tensor would have to sum duplicates", et.name());
     }
     check_contents(d, bufs)?;
     let out = &mut out[..dense as usize];
@@ -523,10 +419,7 @@ pub fn densify(d: &TensorDescriptor, bufs: &[&[u8]], out: &mut [u8]) -> Result<(
             let csr = *d.layout() == LayoutDescriptor::Csr;
             let (outer, _) = compressed_dims(d, s);
             for r in 0..outer as usize {
-                let (a, b) = (
-                    read_index(ptr, it, r) as usize,
-                    read_index(ptr, it, r + 1) as usize,
-                );
+                let (a, b) = (read_index(ptr, it, r) as usize, read_index(ptr, it, r + 1) as usize);
                 for j in a..b {
                     let c = read_index(idx, it, j) as usize;
                     let pos = if csr { r * cols + c } else { c * cols + r };
@@ -540,10 +433,7 @@ pub fn densify(d: &TensorDescriptor, bufs: &[&[u8]], out: &mut [u8]) -> Result<(
             let (br, bc) = (s.block_rows as usize, s.block_cols as usize);
             let (outer, _) = compressed_dims(d, s);
             for r in 0..outer as usize {
-                let (a, b) = (
-                    read_index(ptr, it, r) as usize,
-                    read_index(ptr, it, r + 1) as usize,
-                );
+                let (a, b) = (read_index(ptr, it, r) as usize, read_index(ptr, it, r + 1) as usize);
                 for j in a..b {
                     let c = read_index(idx, it, j) as usize;
                     let block = &vals[j * br * bc * es..(j + 1) * br * bc * es];

@@ -8,8 +8,8 @@
 use std::mem::MaybeUninit;
 
 use crate::decoder::{Decoded, StreamDecoder};
-use crate::encoder::{OutSeg, StreamEncoder};
 use crate::descriptor::TensorDescriptor;
+use crate::encoder::{OutSeg, StreamEncoder};
 use crate::error::{bail, Error, ErrorKind, Result};
 use crate::pool::{BufferPool, PooledBuf};
 use crate::MAX_RANK;
@@ -304,7 +304,10 @@ impl<T: WriteTransport> StreamWriter<T> {
                 }
                 Err(e) => {
                     if self.encoder.abort(true) {
-                        return Err(Error::new(e.kind(), format!("{} after {sent} bytes of the item; the writer is poisoned", e.message())));
+                        return Err(Error::new(
+                            e.kind(),
+                            format!("{} after {sent} bytes of the item; the writer is poisoned", e.message()),
+                        ));
                     }
                     return Err(e);
                 }

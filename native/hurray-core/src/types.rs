@@ -147,8 +147,8 @@ impl ElementType {
         match self {
             Int4 | Uint4 | Float4E2m1fn => 4,
             Float6E2m3fn | Float6E3m2fn => 6,
-            Bool | Int8 | Uint8 | Float8E4m3fn | Float8E5m2 | Float8E4m3fnuz | Float8E5m2fnuz
-            | Float8E3m4 | Float8E8m0fnu => 8,
+            Bool | Int8 | Uint8 | Float8E4m3fn | Float8E5m2 | Float8E4m3fnuz | Float8E5m2fnuz | Float8E3m4
+            | Float8E8m0fnu => 8,
             Int16 | Uint16 | Float16 | Bfloat16 => 16,
             Int32 | Uint32 | Float32 => 32,
             Int64 | Uint64 | Float64 | Complex64 => 64,
@@ -324,10 +324,7 @@ mod tests {
     fn sync_mode_ranges() {
         assert_eq!(SyncMode::from_code(2).unwrap(), SyncMode::ConsumerStream);
         for c in 3..=255u8 {
-            assert_eq!(
-                SyncMode::from_code(c).unwrap_err().kind(),
-                crate::ErrorKind::InvalidSyncMode
-            );
+            assert_eq!(SyncMode::from_code(c).unwrap_err().kind(), crate::ErrorKind::InvalidSyncMode);
         }
     }
 }

@@ -11,8 +11,8 @@ use common::*;
 use hurray_core::crc32c::crc32c;
 use hurray_core::stream::{EAGER_RESERVE_BYTES, FRAME_TENSOR, STREAM_MAGIC};
 use hurray_core::{
-    BufferHandle, DeviceTag, ElementType, ErrorKind, LayoutDescriptor, Quantization, ReaderOptions,
-    SyncMode, GROW_MIN_BYTES,
+    BufferHandle, DeviceTag, ElementType, ErrorKind, LayoutDescriptor, Quantization, ReaderOptions, SyncMode,
+    GROW_MIN_BYTES,
 };
 
 struct Peak;
@@ -68,19 +68,11 @@ fn raw_stream(buffers: &[u64], payload: &[u8]) -> Vec<u8> {
 }
 
 fn encoded(buffers: &[u64]) -> Vec<u8> {
-    let handles = buffers
-        .iter()
-        .map(|&b| BufferHandle::new(b, 64, DeviceTag::Cpu, SyncMode::ProducerSynced).unwrap())
-        .collect();
-    let q = (buffers.len() > 1).then_some(Quantization::PerChannelAffine {
-        axis: 0,
-        dequantized: ElementType::Float32,
-    });
-    let et = if q.is_some() {
-        ElementType::Int8
-    } else {
-        ElementType::Uint8
-    };
+    let handles =
+        buffers.iter().map(|&b| BufferHandle::new(b, 64, DeviceTag::Cpu, SyncMode::ProducerSynced).unwrap()).collect();
+    let q =
+        (buffers.len() > 1).then_some(Quantization::PerChannelAffine { axis: 0, dequantized: ElementType::Float32 });
+    let et = if q.is_some() { ElementType::Int8 } else { ElementType::Uint8 };
     let desc = descriptor(et, &[2], 0, LayoutDescriptor::RowMajor, handles, q);
     desc.encode().unwrap()
 }
@@ -120,10 +112,7 @@ fn a_declared_size_the_allocator_cannot_reserve_is_still_plain_truncation() {
     // 2^46 bytes (64 TiB): reserving it up front fails (OutOfMemory) on any machine; the
     // input ends long before, which is what must be reported.
     let s = raw_stream(&[1 << 46], &[1; 100]);
-    let opts = ReaderOptions {
-        max_tensor_bytes: u64::MAX,
-        ..Default::default()
-    };
+    let opts = ReaderOptions { max_tensor_bytes: u64::MAX, ..Default::default() };
     let (_, end) = read_bytes(&s, 7, opts);
     assert_eq!(end.unwrap_err().kind(), ErrorKind::Truncated);
 }
@@ -134,10 +123,7 @@ fn many_huge_buffers_share_one_eager_budget() {
     let s = raw_stream(&[20 << 30; 3], &[0; 1000]);
     let ((_, end), peak) = peak_during(|| read_bytes(&s, usize::MAX, ReaderOptions::default()));
     assert_eq!(end.unwrap_err().kind(), ErrorKind::Truncated);
-    assert!(
-        peak <= EAGER_RESERVE_BYTES + 3 * GROW_MIN_BYTES + (1 << 20),
-        "peak {peak} bytes"
-    );
+    assert!(peak <= EAGER_RESERVE_BYTES + 3 * GROW_MIN_BYTES + (1 << 20), "peak {peak} bytes");
 }
 
 #[test]
@@ -154,10 +140,7 @@ fn buffers_beyond_the_eager_budget_grow_and_read_back_exactly() {
     s.extend_from_slice(&end_marker());
     for chunk in [4097, usize::MAX] {
         for pool in [0, 1 << 30] {
-            let opts = ReaderOptions {
-                pool_bytes: pool,
-                ..Default::default()
-            };
+            let opts = ReaderOptions { pool_bytes: pool, ..Default::default() };
             let (got, end) = read_bytes(&s, chunk, opts);
             end.unwrap();
             assert_eq!(got.len(), 1);

@@ -14,8 +14,15 @@ fn seed() -> u64 {
     std::env::var("HURRAY_PROPTEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5EED_0001)
 }
 
-const DEVICES: [DeviceTag; 7] =
-    [DeviceTag::Cpu, DeviceTag::Cuda, DeviceTag::CudaHost, DeviceTag::Rocm, DeviceTag::Metal, DeviceTag::Vulkan, DeviceTag::Ipc];
+const DEVICES: [DeviceTag; 7] = [
+    DeviceTag::Cpu,
+    DeviceTag::Cuda,
+    DeviceTag::CudaHost,
+    DeviceTag::Rocm,
+    DeviceTag::Metal,
+    DeviceTag::Vulkan,
+    DeviceTag::Ipc,
+];
 const SYNCS: [SyncMode; 3] = [SyncMode::ProducerSynced, SyncMode::Event, SyncMode::ConsumerStream];
 
 fn random_handle(r: &mut Rng, min_size: u64) -> BufferHandle {
@@ -77,9 +84,14 @@ fn random_descriptor(r: &mut Rng) -> TensorDescriptor {
                     let (mut lo, mut hi) = (0i128, 0i128);
                     for (&d, &s) in dims.iter().zip(&strides) {
                         let reach = i128::from(d - 1) * i128::from(s);
-                        if reach < 0 { lo += reach } else { hi += reach }
+                        if reach < 0 {
+                            lo += reach
+                        } else {
+                            hi += reach
+                        }
                     }
-                    byte_offset = byte_offset.saturating_add(u64::try_from(-lo * i128::from(esize)).unwrap_or(u64::MAX));
+                    byte_offset =
+                        byte_offset.saturating_add(u64::try_from(-lo * i128::from(esize)).unwrap_or(u64::MAX));
                     u64::try_from(i128::from(byte_offset) + (hi + 1) * i128::from(esize)).ok()
                 };
                 (LayoutDescriptor::Strided(strides), need)
@@ -100,7 +112,9 @@ fn random_descriptor(r: &mut Rng) -> TensorDescriptor {
                 bias: r.below(1000) as f64 - 500.25,
                 dequantized: dq,
             }),
-            1 if is_int && !dims.is_empty() => Some(Quantization::PerChannelAffine { axis: r.below(dims.len() as u64) as u32, dequantized: dq }),
+            1 if is_int && !dims.is_empty() => {
+                Some(Quantization::PerChannelAffine { axis: r.below(dims.len() as u64) as u32, dequantized: dq })
+            }
             2 if is_float => Some(Quantization::Cast { dequantized: dq }),
             _ => None,
         };
@@ -110,7 +124,8 @@ fn random_descriptor(r: &mut Rng) -> TensorDescriptor {
             buffers.push(random_handle(r, p));
             buffers.push(random_handle(r, p));
         }
-        let Ok(mut d) = TensorDescriptor::new(1, 0, et, shape, byte_offset, layout, buffers, quant, None, None, None) else {
+        let Ok(mut d) = TensorDescriptor::new(1, 0, et, shape, byte_offset, layout, buffers, quant, None, None, None)
+        else {
             continue;
         };
         if r.chance(2) {
@@ -119,7 +134,12 @@ fn random_descriptor(r: &mut Rng) -> TensorDescriptor {
         }
         for i in 0..r.below(5) {
             let key = format!("k{i}{}", random_string(r, 8));
-            let value = if r.chance(40) { vec![7u8; 64 * 1024] } else { let n = r.below(50) as usize; r.bytes(n) };
+            let value = if r.chance(40) {
+                vec![7u8; 64 * 1024]
+            } else {
+                let n = r.below(50) as usize;
+                r.bytes(n)
+            };
             d = d.with_metadata(key, value).unwrap();
         }
         return d;

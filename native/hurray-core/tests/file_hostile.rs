@@ -558,7 +558,8 @@ fn padding_flipped(bytes: &[u8], at: u64) {
         // Gaps are read in bounded chunks, never allocated whole.
         assert!(largest <= 128 * 1024, "verify allocated {largest} bytes");
     }
-    let mut s = FileReader::open_span(bytes, FileReaderOptions { verify_payloads: true, ..Default::default() }).unwrap();
+    let mut s =
+        FileReader::open_span(bytes, FileReaderOptions { verify_payloads: true, ..Default::default() }).unwrap();
     for i in 0..s.entry_count() {
         let e = s.entry(i).unwrap();
         s.span_tensor(&e).unwrap();
@@ -583,7 +584,10 @@ fn non_zero_padding_is_found_by_verify_only() {
     let first = payloads[0].0;
     let (last_off, last_len) = payloads[payloads.len() - 1];
     let between = payloads[0].0 + payloads[0].1;
-    assert!(first > 16 && between < payloads[1].0 && last_off + last_len < index_offset, "the base file has every kind of gap");
+    assert!(
+        first > 16 && between < payloads[1].0 && last_off + last_len < index_offset,
+        "the base file has every kind of gap"
+    );
     // After the header, between two payloads, at the end of a gap, and just before the index.
     for at in [16, first - 1, between, payloads[1].0 - 1, last_off + last_len, index_offset - 1] {
         let mut bytes = c.bytes.clone();

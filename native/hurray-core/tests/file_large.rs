@@ -92,7 +92,8 @@ fn tensor_beyond_4_gib_in_a_sparse_file() {
     let tail = (loc.offset as usize) & !4095;
     file.read_exact_at(&mut region[tail..], tail as u64).unwrap();
     let region = &backing[skew..skew + size as usize];
-    let mut s = FileReader::open_span(region, FileReaderOptions { verify_payloads: true, ..Default::default() }).unwrap();
+    let mut s =
+        FileReader::open_span(region, FileReaderOptions { verify_payloads: true, ..Default::default() }).unwrap();
     let e = s.find(b"zz.beyond").unwrap().unwrap();
     let t = s.span_tensor(&e).unwrap();
     let b = &t.buffers[0];

@@ -179,7 +179,8 @@ fn span_reader_borrows_aligned_payloads_and_copies_otherwise() {
     let region = &backing[skew..skew + bytes.len()];
     let lo = region.as_ptr() as usize;
     let hi = lo + region.len();
-    let mut r = FileReader::open_span(region, FileReaderOptions { verify_payloads: true, ..Default::default() }).unwrap();
+    let mut r =
+        FileReader::open_span(region, FileReaderOptions { verify_payloads: true, ..Default::default() }).unwrap();
     check_all(&mut r, &s);
     for (d, payloads) in &s {
         let e = r.find(d.name().unwrap().as_bytes()).unwrap().unwrap();
@@ -229,7 +230,9 @@ fn payload_checksum_mismatch_and_checksums_off() {
     let mut r = FileReader::open(VecSource::new(bytes.clone()), FileReaderOptions::default()).unwrap();
     let e = r.find(b"weights/f32").unwrap().unwrap();
     assert_eq!(r.read_tensor(&e).unwrap_err().kind(), ErrorKind::Corrupt);
-    let mut r = FileReader::open(VecSource::new(bytes), FileReaderOptions { verify_payloads: false, ..Default::default() }).unwrap();
+    let mut r =
+        FileReader::open(VecSource::new(bytes), FileReaderOptions { verify_payloads: false, ..Default::default() })
+            .unwrap();
     assert!(r.read_tensor(&e).is_err(), "an entry of another reader is refused");
     let e = r.find(b"weights/f32").unwrap().unwrap();
     assert!(r.read_tensor(&e).is_ok());
@@ -251,8 +254,11 @@ fn min_payload_alignment_places_payloads_on_pages() {
             assert_eq!(b.offset % 4096, 0);
         }
     }
-    assert!(FileWriter::new(VecSink::new(), FileWriterOptions { min_payload_alignment: 100, ..Default::default() }).is_err());
-    assert!(FileWriter::new(VecSink::new(), FileWriterOptions { min_payload_alignment: 32, ..Default::default() }).is_err());
+    assert!(FileWriter::new(VecSink::new(), FileWriterOptions { min_payload_alignment: 100, ..Default::default() })
+        .is_err());
+    assert!(
+        FileWriter::new(VecSink::new(), FileWriterOptions { min_payload_alignment: 32, ..Default::default() }).is_err()
+    );
 }
 
 #[test]
@@ -285,7 +291,10 @@ fn writer_rejects_bad_tensors_without_writing() {
     w.set_metadata("k", b"new").unwrap();
     assert_eq!(w.tensor_count(), 1);
     w.finish().unwrap();
-    assert_eq!(w.add_tensor(&named("y", ElementType::Uint8, vec![1]), &[&[0]]).unwrap_err().kind(), ErrorKind::InvalidState);
+    assert_eq!(
+        w.add_tensor(&named("y", ElementType::Uint8, vec![1]), &[&[0]]).unwrap_err().kind(),
+        ErrorKind::InvalidState
+    );
     assert_eq!(w.set_metadata("k", b"").unwrap_err().kind(), ErrorKind::InvalidState);
     let bytes = w.into_transport().bytes;
     let mut r = FileReader::open(VecSource::new(bytes), FileReaderOptions::default()).unwrap();

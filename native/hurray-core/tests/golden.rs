@@ -72,9 +72,22 @@ fn tensor_json(index: usize, it: &Item, offsets: Option<&[u64]>) -> String {
     write!(o, "        {{\n          \"index\": {index},\n").unwrap();
     let name = d.name().map(json_str).unwrap_or_else(|| "null".into());
     writeln!(o, "          \"name\": {name},").unwrap();
-    write!(o, "          \"dtype\": \"{}\",\n          \"dtype_code\": {},\n", d.element_type().name(), d.element_type().code()).unwrap();
-    write!(o, "          \"shape\": [{}],\n          \"element_count\": {},\n", dims.join(", "), d.shape().element_count()).unwrap();
-    write!(o, "          \"layout\": \"{}\",\n          \"layout_code\": {},\n", d.layout().name(), d.layout().code()).unwrap();
+    write!(
+        o,
+        "          \"dtype\": \"{}\",\n          \"dtype_code\": {},\n",
+        d.element_type().name(),
+        d.element_type().code()
+    )
+    .unwrap();
+    write!(
+        o,
+        "          \"shape\": [{}],\n          \"element_count\": {},\n",
+        dims.join(", "),
+        d.shape().element_count()
+    )
+    .unwrap();
+    write!(o, "          \"layout\": \"{}\",\n          \"layout_code\": {},\n", d.layout().name(), d.layout().code())
+        .unwrap();
     let strides = match d.layout() {
         LayoutDescriptor::Strided(s) => format!("[{}]", s.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")),
         _ => "null".into(),
@@ -133,8 +146,19 @@ fn tensor_json(index: usize, it: &Item, offsets: Option<&[u64]>) -> String {
 
 fn stream_json(file: &str, bytes: &[u8], checksums: bool, items: &[Item]) -> String {
     let mut o = String::new();
-    write!(o, "    {{\n      \"file\": \"{file}\",\n      \"bytes\": {},\n      \"crc32c\": \"{:08x}\",\n", bytes.len(), crc32c(bytes)).unwrap();
-    write!(o, "      \"payload_checksums\": {checksums},\n      \"tensor_count\": {},\n      \"tensors\": [", items.len()).unwrap();
+    write!(
+        o,
+        "    {{\n      \"file\": \"{file}\",\n      \"bytes\": {},\n      \"crc32c\": \"{:08x}\",\n",
+        bytes.len(),
+        crc32c(bytes)
+    )
+    .unwrap();
+    write!(
+        o,
+        "      \"payload_checksums\": {checksums},\n      \"tensor_count\": {},\n      \"tensors\": [",
+        items.len()
+    )
+    .unwrap();
     let ts: Vec<String> = items.iter().enumerate().map(|(i, it)| tensor_json(i, it, None)).collect();
     if ts.is_empty() {
         o.push_str("]\n    }");
@@ -205,7 +229,12 @@ fn golden_containers() -> Vec<Container> {
         ("ünïcødé", "名前".as_bytes().to_vec()),
     ];
     let specs = [
-        (CONTAINER, named_items(golden_items()), meta, FileWriterOptions { payload_checksums: true, min_payload_alignment: 64 }),
+        (
+            CONTAINER,
+            named_items(golden_items()),
+            meta,
+            FileWriterOptions { payload_checksums: true, min_payload_alignment: 64 },
+        ),
         (
             CONTAINER_PAGED,
             named_items(plain_items()),
@@ -241,11 +270,24 @@ fn by_name(items: &[Item]) -> Vec<&Item> {
 fn container_json(c: &Container) -> String {
     let mut r = FileReader::open(Span::new(&c.bytes), FileReaderOptions::default()).unwrap();
     let mut o = String::new();
-    write!(o, "    {{\n      \"file\": \"{}\",\n      \"bytes\": {},\n      \"crc32c\": \"{:08x}\",\n", c.file, c.bytes.len(), crc32c(&c.bytes)).unwrap();
-    write!(o, "      \"container_version\": 1,\n      \"payload_checksums\": {},\n      \"min_payload_alignment\": {},\n", c.opts.payload_checksums, c.opts.min_payload_alignment).unwrap();
+    write!(
+        o,
+        "    {{\n      \"file\": \"{}\",\n      \"bytes\": {},\n      \"crc32c\": \"{:08x}\",\n",
+        c.file,
+        c.bytes.len(),
+        crc32c(&c.bytes)
+    )
+    .unwrap();
+    write!(
+        o,
+        "      \"container_version\": 1,\n      \"payload_checksums\": {},\n      \"min_payload_alignment\": {},\n",
+        c.opts.payload_checksums, c.opts.min_payload_alignment
+    )
+    .unwrap();
     let mut md: Vec<&(&str, Vec<u8>)> = c.metadata.iter().collect();
     md.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-    let md: Vec<String> = md.iter().map(|(k, v)| format!("{{\"key\": {}, \"value_hex\": \"{}\"}}", json_str(k), hex(v))).collect();
+    let md: Vec<String> =
+        md.iter().map(|(k, v)| format!("{{\"key\": {}, \"value_hex\": \"{}\"}}", json_str(k), hex(v))).collect();
     writeln!(o, "      \"metadata\": [{}],", md.join(", ")).unwrap();
     write!(o, "      \"tensor_count\": {},\n      \"tensors\": [\n", c.items.len()).unwrap();
     let ts: Vec<String> = by_name(&c.items)
@@ -323,7 +365,9 @@ fn committed_containers_read_back_as_the_corpus() {
         let want = by_name(&c.items);
         // Through read_at (payload checksums checked when stored) and over a span.
         let mut io = FileReader::open(Span::new(&bytes), FileReaderOptions::default()).unwrap();
-        let mut span = FileReader::open_span(&bytes, FileReaderOptions { verify_payloads: true, ..FileReaderOptions::default() }).unwrap();
+        let mut span =
+            FileReader::open_span(&bytes, FileReaderOptions { verify_payloads: true, ..FileReaderOptions::default() })
+                .unwrap();
         io.verify().unwrap();
         assert_eq!(io.entry_count(), want.len() as u64);
         for (i, it) in want.iter().enumerate() {

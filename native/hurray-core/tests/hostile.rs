@@ -11,9 +11,8 @@ use common::*;
 use hurray_core::crc32c::crc32c;
 use hurray_core::stream::{SliceSource, FRAME_END, FRAME_HEADER_BYTES, FRAME_TENSOR, STREAM_MAGIC};
 use hurray_core::{
-    AlignedBuf, BufferHandle, DeviceTag, ElementType, ErrorKind, LayoutDescriptor, ReaderOptions, Shape,
-    StreamReader, StreamWriter, SyncMode, TensorDescriptor, WriterOptions, BUFFER_HANDLE_BYTES, MAX_RANK,
-    SYNC_MODE_OFFSET,
+    AlignedBuf, BufferHandle, DeviceTag, ElementType, ErrorKind, LayoutDescriptor, ReaderOptions, Shape, StreamReader,
+    StreamWriter, SyncMode, TensorDescriptor, WriterOptions, BUFFER_HANDLE_BYTES, MAX_RANK, SYNC_MODE_OFFSET,
 };
 
 struct Counting;
@@ -123,9 +122,24 @@ fn shape_product_overflowing_u64_is_invalid_shape() {
 fn element_count_times_element_size_overflowing_is_invalid_shape() {
     // 2^62 elements fit in u64; 2^62 * 8 bytes do not.
     let shape = Shape::new(vec![1 << 31, 1 << 31]).unwrap();
-    assert_eq!(TensorDescriptor::dense(ElementType::Float64, shape.clone()).unwrap_err().kind(), ErrorKind::InvalidShape);
-    let e = TensorDescriptor::new(1, 0, ElementType::Complex128, shape, 0, LayoutDescriptor::RowMajor, vec![cpu(u64::MAX)], None, None, None, None)
-        .unwrap_err();
+    assert_eq!(
+        TensorDescriptor::dense(ElementType::Float64, shape.clone()).unwrap_err().kind(),
+        ErrorKind::InvalidShape
+    );
+    let e = TensorDescriptor::new(
+        1,
+        0,
+        ElementType::Complex128,
+        shape,
+        0,
+        LayoutDescriptor::RowMajor,
+        vec![cpu(u64::MAX)],
+        None,
+        None,
+        None,
+        None,
+    )
+    .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidShape);
     let mut d = raw_descriptor(ElementType::Float32.code(), 0, &[u64::MAX / 2], 1, 0);
     d.extend_from_slice(&raw_handle(u64::MAX, 64, 0, 0));
@@ -147,7 +161,11 @@ fn bad_alignments_are_invalid_alignment() {
     }
     // The binary handle holds alignment as u32: 2^63 cannot be encoded; 2^31 is the top bit.
     for a in [0u32, 3, 1 << 30, 1 << 31, u32::MAX] {
-        assert_eq!(BufferHandle::decode(&raw_handle(1, a, 0, 0)).unwrap_err().kind(), ErrorKind::InvalidAlignment, "{a}");
+        assert_eq!(
+            BufferHandle::decode(&raw_handle(1, a, 0, 0)).unwrap_err().kind(),
+            ErrorKind::InvalidAlignment,
+            "{a}"
+        );
         let mut d = raw_descriptor(ElementType::Uint8.code(), 0, &[1], 1, 0);
         d.extend_from_slice(&raw_handle(1, a, 0, 0));
         assert_eq!(TensorDescriptor::decode(&d).unwrap_err().kind(), ErrorKind::InvalidAlignment);
@@ -233,7 +251,8 @@ fn a_huge_declared_tensor_is_refused_before_allocating() {
     }
     // The sum of several buffers counts.
     let q = hurray_core::Quantization::PerChannelAffine { axis: 0, dequantized: ElementType::Float32 };
-    let desc = descriptor(ElementType::Int8, &[2], 0, LayoutDescriptor::RowMajor, vec![cpu(600), cpu(600), cpu(600)], Some(q));
+    let desc =
+        descriptor(ElementType::Int8, &[2], 0, LayoutDescriptor::RowMajor, vec![cpu(600), cpu(600), cpu(600)], Some(q));
     let bytes = one_frame(&desc.encode().unwrap(), &[]);
     let opts = ReaderOptions { max_tensor_bytes: 1799, ..Default::default() };
     assert_eq!(first_error(&bytes, opts).kind(), ErrorKind::LimitExceeded);
@@ -291,8 +310,20 @@ fn malformed_stream_and_frame_headers_get_distinct_errors() {
     };
     assert_eq!(case(&|b| b[0] = b'X'), ErrorKind::InvalidMagic);
     assert_eq!(case(&|b| b[12] ^= 1), ErrorKind::Corrupt);
-    assert_eq!(case(&|b| { b[8] = 2; fix_header_crc(b) }), ErrorKind::VersionMismatch);
-    assert_eq!(case(&|b| { b[10] = 0x82; fix_header_crc(b) }), ErrorKind::Unsupported);
+    assert_eq!(
+        case(&|b| {
+            b[8] = 2;
+            fix_header_crc(b)
+        }),
+        ErrorKind::VersionMismatch
+    );
+    assert_eq!(
+        case(&|b| {
+            b[10] = 0x82;
+            fix_header_crc(b)
+        }),
+        ErrorKind::Unsupported
+    );
     // Frame: flags, kind, end marker with a body, descriptor checksum.
     let frame = |kind: [u8; 4], flags: u32, len: u64, dcrc: u32| {
         let mut s = stream_header(0);
@@ -421,19 +452,46 @@ fn malformed_descriptor_fields_get_clear_errors() {
 fn layouts_reaching_outside_buffer_0_are_refused() {
     let f32s = ElementType::Float32;
     let new = |dims: &[u64], off: u64, layout: LayoutDescriptor, size: u64| {
-        TensorDescriptor::new(1, 0, f32s, Shape::new(dims.to_vec()).unwrap(), off, layout, vec![cpu(size)], None, None, None, None)
+        TensorDescriptor::new(
+            1,
+            0,
+            f32s,
+            Shape::new(dims.to_vec()).unwrap(),
+            off,
+            layout,
+            vec![cpu(size)],
+            None,
+            None,
+            None,
+            None,
+        )
     };
     assert_eq!(new(&[2, 3], 0, LayoutDescriptor::RowMajor, 23).unwrap_err().kind(), ErrorKind::BufferTooSmall);
     assert_eq!(new(&[2, 3], 4, LayoutDescriptor::ColumnMajor, 24).unwrap_err().kind(), ErrorKind::BufferTooSmall);
     assert_eq!(new(&[2, 3], u64::MAX, LayoutDescriptor::RowMajor, 24).unwrap_err().kind(), ErrorKind::BufferTooSmall);
     assert_eq!(new(&[4], 0, LayoutDescriptor::Strided(vec![-1]), 16).unwrap_err().kind(), ErrorKind::BufferTooSmall);
     assert_eq!(new(&[4], 12, LayoutDescriptor::Strided(vec![-1]), 16).unwrap().byte_offset(), 12);
-    assert_eq!(new(&[4], 0, LayoutDescriptor::Strided(vec![i64::MAX]), u64::MAX).unwrap_err().kind(), ErrorKind::BufferTooSmall);
+    assert_eq!(
+        new(&[4], 0, LayoutDescriptor::Strided(vec![i64::MAX]), u64::MAX).unwrap_err().kind(),
+        ErrorKind::BufferTooSmall
+    );
     assert_eq!(new(&[4], 0, LayoutDescriptor::Strided(vec![1, 1]), 16).unwrap_err().kind(), ErrorKind::InvalidLayout);
     // Zero-size and broadcast (stride 0) views are fine.
     assert!(new(&[0, 5], 0, LayoutDescriptor::Strided(vec![i64::MIN, i64::MAX]), 0).is_ok());
     assert!(new(&[1000], 0, LayoutDescriptor::Strided(vec![0]), 4).is_ok());
-    let e = TensorDescriptor::new(1, 0, ElementType::Int4, Shape::new(vec![2]).unwrap(), 0, LayoutDescriptor::Strided(vec![1]), vec![cpu(1)], None, None, None, None);
+    let e = TensorDescriptor::new(
+        1,
+        0,
+        ElementType::Int4,
+        Shape::new(vec![2]).unwrap(),
+        0,
+        LayoutDescriptor::Strided(vec![1]),
+        vec![cpu(1)],
+        None,
+        None,
+        None,
+        None,
+    );
     assert_eq!(e.unwrap_err().kind(), ErrorKind::InvalidLayout);
 }
 

@@ -142,7 +142,9 @@ fn nf4_codebook_and_quantization() {
     let want: Vec<f32> = published.iter().map(|&x| x as f32).collect();
     // One block of 64: absmax 2.0; every element is the nearest level × absmax.
     let input: Vec<f32> = (0..64).map(|i| (i as f32 - 31.5) / 15.75).collect();
-    let (d, bufs) = quantize_to_vec(Uint4, Shape::new(vec![64]).unwrap(), Some(Quantization::Block(BlockQuant::nf4(64))), &input).unwrap();
+    let (d, bufs) =
+        quantize_to_vec(Uint4, Shape::new(vec![64]).unwrap(), Some(Quantization::Block(BlockQuant::nf4(64))), &input)
+            .unwrap();
     assert_eq!(d.version(), 2);
     assert_eq!(bufs[1], 2.0f32.to_le_bytes());
     let out = dequantize_to_vec(&d, &bufs.iter().map(|b| b.as_slice()).collect::<Vec<_>>()).unwrap();
@@ -175,8 +177,13 @@ fn mx_quantization_follows_ocp_6_3() {
     // saturates to 448 → 896.
     let mut input = vec![1.0f32; 32];
     input[5] = 1000.0;
-    let (d, bufs) =
-        quantize_to_vec(Float8E4m3fn, Shape::new(vec![32]).unwrap(), Some(Quantization::Block(BlockQuant::mx(0, 32))), &input).unwrap();
+    let (d, bufs) = quantize_to_vec(
+        Float8E4m3fn,
+        Shape::new(vec![32]).unwrap(),
+        Some(Quantization::Block(BlockQuant::mx(0, 32))),
+        &input,
+    )
+    .unwrap();
     assert_eq!(bufs[1], [128]);
     let out = dequantize_to_vec(&d, &[&bufs[0], &bufs[1]]).unwrap();
     assert_eq!(out[5], 896.0);
@@ -186,15 +193,21 @@ fn mx_quantization_follows_ocp_6_3() {
     input[0] = 3.0;
     input[1] = -0.5;
     let (d, bufs) =
-        quantize_to_vec(Int8, Shape::new(vec![32]).unwrap(), Some(Quantization::Block(BlockQuant::mx(0, 32))), &input).unwrap();
+        quantize_to_vec(Int8, Shape::new(vec![32]).unwrap(), Some(Quantization::Block(BlockQuant::mx(0, 32))), &input)
+            .unwrap();
     assert_eq!(bufs[1], [128]);
     assert_eq!(bufs[0][0] as i8, 96);
     assert_eq!(bufs[0][1] as i8, -16);
     let out = dequantize_to_vec(&d, &[&bufs[0], &bufs[1]]).unwrap();
     assert_eq!(&out[..2], &[3.0, -0.5]);
     // An all-zero block gets the smallest scale and zero elements.
-    let (_, bufs) =
-        quantize_to_vec(Float6E3m2fn, Shape::new(vec![32]).unwrap(), Some(Quantization::Block(BlockQuant::mx(0, 32))), &[0.0; 32]).unwrap();
+    let (_, bufs) = quantize_to_vec(
+        Float6E3m2fn,
+        Shape::new(vec![32]).unwrap(),
+        Some(Quantization::Block(BlockQuant::mx(0, 32))),
+        &[0.0; 32],
+    )
+    .unwrap();
     assert_eq!(bufs[1], [0]);
     assert!(bufs[0].iter().all(|&b| b == 0));
 }
@@ -203,8 +216,13 @@ fn mx_quantization_follows_ocp_6_3() {
 fn mx_along_a_leading_axis_uses_the_right_scales() {
     // Shape [64, 3], blocks along axis 0: scale (k, i) covers rows 32k..32k+32 of column i.
     let input: Vec<f32> = (0..192).map(|i| ((i % 3) as f32 + 1.0) * if i / 3 < 32 { 1.0 } else { 16.0 }).collect();
-    let (d, bufs) =
-        quantize_to_vec(Float8E5m2, Shape::new(vec![64, 3]).unwrap(), Some(Quantization::Block(BlockQuant::mx(0, 32))), &input).unwrap();
+    let (d, bufs) = quantize_to_vec(
+        Float8E5m2,
+        Shape::new(vec![64, 3]).unwrap(),
+        Some(Quantization::Block(BlockQuant::mx(0, 32))),
+        &input,
+    )
+    .unwrap();
     assert_eq!(bufs[1].len(), 6);
     // amax per (k, i): (i + 1) · 16^k; X = 2^(floor(log2 amax) − 15).
     for k in 0..2 {
@@ -258,7 +276,9 @@ fn group_affine_formula() {
         assert!((x - y).abs() < 1e-6, "{i}");
     }
     // Hand-built int8 groups with float16 scales: (q − z) · s.
-    let d = plan(Int8, Shape::new(vec![4]).unwrap(), Some(Quantization::Block(BlockQuant::group_affine(0, 2, Float16)))).unwrap();
+    let d =
+        plan(Int8, Shape::new(vec![4]).unwrap(), Some(Quantization::Block(BlockQuant::group_affine(0, 2, Float16))))
+            .unwrap();
     let data = [10u8, (-6i8) as u8, 0, 127];
     let scales = [0x3800u16.to_le_bytes(), 0x4000u16.to_le_bytes()].concat(); // 0.5, 2.0
     let zeros = [0x4000u16.to_le_bytes(), 0x0000u16.to_le_bytes()].concat(); // 2.0, 0.0
@@ -271,7 +291,8 @@ fn hand_built_gguf_blocks() {
     // Q8_0: d = 0.5 (f16 0x3800), q = 0, 1, −1, …
     let mut blk = vec![0x00u8, 0x38];
     blk.extend((0..32).map(|i| (i as i8 - 16) as u8));
-    let d = plan(Int8, Shape::new(vec![1, 32]).unwrap(), Some(Quantization::Block(BlockQuant::gguf(false, 2)))).unwrap();
+    let d =
+        plan(Int8, Shape::new(vec![1, 32]).unwrap(), Some(Quantization::Block(BlockQuant::gguf(false, 2)))).unwrap();
     assert_eq!(d.buffers()[0].byte_size(), 34);
     let out = dequantize_to_vec(&d, &[&blk]).unwrap();
     let want: Vec<f32> = (0..32).map(|i| (i as f32 - 16.0) * 0.5).collect();
@@ -290,8 +311,13 @@ fn hand_built_gguf_blocks() {
     let input: Vec<f32> = (0..64).map(|i| (i as f32 * 0.37).sin() * 3.0).collect();
     for four in [false, true] {
         let et = if four { Uint4 } else { Int8 };
-        let (d, bufs) =
-            quantize_to_vec(et, Shape::new(vec![2, 32]).unwrap(), Some(Quantization::Block(BlockQuant::gguf(four, 2))), &input).unwrap();
+        let (d, bufs) = quantize_to_vec(
+            et,
+            Shape::new(vec![2, 32]).unwrap(),
+            Some(Quantization::Block(BlockQuant::gguf(four, 2))),
+            &input,
+        )
+        .unwrap();
         let out = dequantize_to_vec(&d, &[&bufs[0]]).unwrap();
         // Q4_0 maps the largest magnitude to −8, so the opposite end may clip by one step.
         let tol = if four { 3.0 / 8.0 + 1e-3 } else { 3.0 / 127.0 * 0.5 + 1e-3 };
@@ -363,7 +389,18 @@ fn every_kind_round_trips_through_a_stream_and_a_container() {
 
 #[test]
 fn plain_low_precision_types_dequantize() {
-    for et in [Float16, Bfloat16, Float8E4m3fn, Float8E5m2, Float8E4m3fnuz, Float8E5m2fnuz, Float8E3m4, Float6E2m3fn, Float6E3m2fn, Float4E2m1fn] {
+    for et in [
+        Float16,
+        Bfloat16,
+        Float8E4m3fn,
+        Float8E5m2,
+        Float8E4m3fnuz,
+        Float8E5m2fnuz,
+        Float8E3m4,
+        Float6E2m3fn,
+        Float6E3m2fn,
+        Float4E2m1fn,
+    ] {
         let input = [0.5f32, -1.0, 1.5, 2.0, 0.0, -0.5, 3.0];
         let (d, bufs) = quantize_to_vec(et, Shape::new(vec![7]).unwrap(), None, &input).unwrap();
         assert_eq!(d.version(), et.min_version());
@@ -396,8 +433,21 @@ fn version_one_cannot_carry_version_two_features() {
 }
 
 fn block_desc(et: ElementType, dims: Vec<u64>, bq: BlockQuant, sizes: &[u64]) -> hurray_core::Result<TensorDescriptor> {
-    let bufs = sizes.iter().map(|&n| BufferHandle::new(n, 64, DeviceTag::Cpu, SyncMode::ProducerSynced).unwrap()).collect();
-    TensorDescriptor::new(2, 0, et, Shape::new(dims).unwrap(), 0, LayoutDescriptor::RowMajor, bufs, Some(Quantization::Block(bq)), None, None, None)
+    let bufs =
+        sizes.iter().map(|&n| BufferHandle::new(n, 64, DeviceTag::Cpu, SyncMode::ProducerSynced).unwrap()).collect();
+    TensorDescriptor::new(
+        2,
+        0,
+        et,
+        Shape::new(dims).unwrap(),
+        0,
+        LayoutDescriptor::RowMajor,
+        bufs,
+        Some(Quantization::Block(bq)),
+        None,
+        None,
+        None,
+    )
 }
 
 #[test]
@@ -428,16 +478,37 @@ fn hostile_parameters_get_clear_errors() {
     assert_eq!(block_desc(Float4E2m1fn, vec![2, 64], mx, &[64]).unwrap_err().kind(), ErrorKind::InvalidLayout);
     // GGUF: block must be 32 along the last axis; blocks are whole.
     assert!(block_desc(Int8, vec![2, 64], BlockQuant::gguf(false, 2), &[136]).is_ok());
-    assert_eq!(block_desc(Int8, vec![2, 64], BlockQuant::gguf(false, 2), &[135]).unwrap_err().kind(), ErrorKind::BufferTooSmall);
-    assert_eq!(block_desc(Int8, vec![2, 64], BlockQuant::gguf(false, 1), &[136]).unwrap_err().kind(), ErrorKind::InvalidArgument);
-    assert_eq!(block_desc(Int8, vec![2, 48], BlockQuant::gguf(false, 2), &[102]).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(
+        block_desc(Int8, vec![2, 64], BlockQuant::gguf(false, 2), &[135]).unwrap_err().kind(),
+        ErrorKind::BufferTooSmall
+    );
+    assert_eq!(
+        block_desc(Int8, vec![2, 64], BlockQuant::gguf(false, 1), &[136]).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    assert_eq!(
+        block_desc(Int8, vec![2, 48], BlockQuant::gguf(false, 2), &[102]).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
     // NF4: odd block, nonzero axis, double quantization with a float32 absmax type.
-    assert_eq!(block_desc(Uint4, vec![10], BlockQuant::nf4(3), &[5, 16]).unwrap_err().kind(), ErrorKind::InvalidArgument);
-    assert_eq!(block_desc(Uint4, vec![10], BlockQuant { axis: 1, ..BlockQuant::nf4(2) }, &[5, 20]).unwrap_err().kind(), ErrorKind::InvalidArgument);
-    assert_eq!(block_desc(Uint4, vec![10], BlockQuant::nf4_double(2, Float32, 2), &[5, 5, 12]).unwrap_err().kind(), ErrorKind::InvalidType);
+    assert_eq!(
+        block_desc(Uint4, vec![10], BlockQuant::nf4(3), &[5, 16]).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    assert_eq!(
+        block_desc(Uint4, vec![10], BlockQuant { axis: 1, ..BlockQuant::nf4(2) }, &[5, 20]).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    assert_eq!(
+        block_desc(Uint4, vec![10], BlockQuant::nf4_double(2, Float32, 2), &[5, 5, 12]).unwrap_err().kind(),
+        ErrorKind::InvalidType
+    );
     // NF4 partial last block: 10 elements in blocks of 4 → 3 absmax.
     block_desc(Uint4, vec![10], BlockQuant::nf4(4), &[5, 12]).unwrap();
-    assert_eq!(block_desc(Uint4, vec![10], BlockQuant::nf4(4), &[5, 11]).unwrap_err().kind(), ErrorKind::BufferTooSmall);
+    assert_eq!(
+        block_desc(Uint4, vec![10], BlockQuant::nf4(4), &[5, 11]).unwrap_err().kind(),
+        ErrorKind::BufferTooSmall
+    );
     // A group count whose parameter bytes overflow u64.
     let e = block_desc(Int8, vec![1 << 62], BlockQuant::group_affine(0, 1, Float32), &[1 << 62, 0, 0]).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::LimitExceeded);
@@ -452,9 +523,17 @@ fn hostile_parameters_get_clear_errors() {
     // Caller slices shorter than the descriptor, wrong counts, wrong output length.
     assert_eq!(dequantize(&d, &[&[0u8; 64], &[127; 3]], &mut out).unwrap_err().kind(), ErrorKind::BufferTooSmall);
     assert_eq!(dequantize(&d, &[&[0u8; 64]], &mut out).unwrap_err().kind(), ErrorKind::InvalidArgument);
-    assert_eq!(dequantize(&d, &[&[0u8; 64], &[127; 4]], &mut out[..127]).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(
+        dequantize(&d, &[&[0u8; 64], &[127; 4]], &mut out[..127]).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
     // Non-finite inputs cannot be block-quantized.
-    let e = quantize_to_vec(Float4E2m1fn, Shape::new(vec![32]).unwrap(), Some(Quantization::Block(BlockQuant::mx(0, 32))), &[f32::NAN; 32]);
+    let e = quantize_to_vec(
+        Float4E2m1fn,
+        Shape::new(vec![32]).unwrap(),
+        Some(Quantization::Block(BlockQuant::mx(0, 32))),
+        &[f32::NAN; 32],
+    );
     assert_eq!(e.unwrap_err().kind(), ErrorKind::InvalidArgument);
     // Version-2 block fields: reserved bytes must be zero.
     let d = plan(Uint4, Shape::new(vec![64]).unwrap(), Some(Quantization::Block(BlockQuant::nf4(64)))).unwrap();
@@ -485,7 +564,8 @@ fn golden_v2_stream_is_what_the_code_writes() {
         std::fs::write(&tmp, &bytes).unwrap();
         std::fs::rename(&tmp, &path).unwrap();
     }
-    let committed = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e} (regenerate with HURRAY_REGEN_GOLDEN=1)", path.display()));
+    let committed = std::fs::read(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (regenerate with HURRAY_REGEN_GOLDEN=1)", path.display()));
     assert!(committed == bytes, "{} differs from what the code writes", path.display());
     let (read, end) = common::read_bytes(&committed, 7, ReaderOptions::default());
     end.unwrap();
@@ -500,7 +580,14 @@ fn golden_v2_stream_is_what_the_code_writes() {
 #[test]
 fn random_block_parameters_never_panic() {
     let mut r = common::Rng::new(0x9e37);
-    let kinds = [BlockKind::Nf4, BlockKind::Mx, BlockKind::Nvfp4, BlockKind::GroupAffine, BlockKind::GgufQ8_0, BlockKind::GgufQ4_0];
+    let kinds = [
+        BlockKind::Nf4,
+        BlockKind::Mx,
+        BlockKind::Nvfp4,
+        BlockKind::GroupAffine,
+        BlockKind::GgufQ8_0,
+        BlockKind::GgufQ4_0,
+    ];
     let mut ok = 0;
     for _ in 0..8000 {
         let rank = r.below(4) as usize;

@@ -6,7 +6,9 @@
 mod common;
 
 use common::*;
-use hurray_core::{Decoded, ErrorKind, OutSeg, ReaderOptions, StreamDecoder, StreamEncoder, TensorDescriptor, WriterOptions};
+use hurray_core::{
+    Decoded, ErrorKind, OutSeg, ReaderOptions, StreamDecoder, StreamEncoder, TensorDescriptor, WriterOptions,
+};
 
 type Tensors = Vec<(TensorDescriptor, Vec<Vec<u8>>)>;
 
@@ -188,16 +190,28 @@ fn encoder_misuse_is_refused() {
     assert!(e.borrows_payloads());
     // The next item must wait until the borrowed output was written.
     let small = &items[1];
-    assert_eq!(e.encode(&small.desc, &small.desc.encode().unwrap(), &small.slices()).unwrap_err().kind(), ErrorKind::InvalidState);
+    assert_eq!(
+        e.encode(&small.desc, &small.desc.encode().unwrap(), &small.slices()).unwrap_err().kind(),
+        ErrorKind::InvalidState
+    );
     assert_eq!(e.finish().unwrap_err().kind(), ErrorKind::InvalidState);
     assert_eq!(e.consume(e.pending_bytes() + 1).unwrap_err().kind(), ErrorKind::InvalidArgument);
     // Wrong payload sizes stage nothing.
     let mut e = StreamEncoder::new(WriterOptions::default());
-    assert_eq!(e.encode(&small.desc, &small.desc.encode().unwrap(), &[&[0u8; 3]]).unwrap_err().kind(), ErrorKind::BufferTooSmall);
-    assert_eq!(e.encode(&small.desc, &small.desc.encode().unwrap(), &[]).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(
+        e.encode(&small.desc, &small.desc.encode().unwrap(), &[&[0u8; 3]]).unwrap_err().kind(),
+        ErrorKind::BufferTooSmall
+    );
+    assert_eq!(
+        e.encode(&small.desc, &small.desc.encode().unwrap(), &[]).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
     assert_eq!(e.pending_bytes(), 0);
     e.finish().unwrap();
-    assert_eq!(e.encode(&small.desc, &small.desc.encode().unwrap(), &small.slices()).unwrap_err().kind(), ErrorKind::InvalidState);
+    assert_eq!(
+        e.encode(&small.desc, &small.desc.encode().unwrap(), &small.slices()).unwrap_err().kind(),
+        ErrorKind::InvalidState
+    );
 }
 
 #[test]

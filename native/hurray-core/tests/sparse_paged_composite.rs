@@ -8,9 +8,9 @@ use hurray_core::paged::{self, PagingInfo};
 use hurray_core::sparse::{self, IndexType, SparseInfo};
 use hurray_core::stream::{ReadTransport, SliceSource};
 use hurray_core::{
-    BufferHandle, DeviceTag, ElementType, ErrorKind, FileReader, FileReaderOptions, FileWriter,
-    FileWriterOptions, LayoutDescriptor, ReaderOptions, Shape, StreamReader, StreamWriter,
-    SyncMode, TensorDescriptor, WriterOptions, DESCRIPTOR_VERSION_2,
+    BufferHandle, DeviceTag, ElementType, ErrorKind, FileReader, FileReaderOptions, FileWriter, FileWriterOptions,
+    LayoutDescriptor, ReaderOptions, Shape, StreamReader, StreamWriter, SyncMode, TensorDescriptor, WriterOptions,
+    DESCRIPTOR_VERSION_2,
 };
 
 fn cpu(n: usize) -> BufferHandle {
@@ -27,9 +27,7 @@ fn f32s(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 fn to_f32(b: &[u8]) -> Vec<f32> {
-    b.chunks_exact(4)
-        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-        .collect()
+    b.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
 }
 
 fn sparse_desc(
@@ -70,15 +68,7 @@ impl Rng {
 
 /// A random dense matrix with about a third of its entries non-zero.
 fn random_dense(rng: &mut Rng, rows: usize, cols: usize) -> Vec<f32> {
-    (0..rows * cols)
-        .map(|_| {
-            if rng.below(3) == 0 {
-                (rng.below(1000) as f32) - 500.0
-            } else {
-                0.0
-            }
-        })
-        .collect()
+    (0..rows * cols).map(|_| if rng.below(3) == 0 { (rng.below(1000) as f32) - 500.0 } else { 0.0 }).collect()
 }
 
 /// CSR arrays of a dense row-major matrix, computed independently of the library.
@@ -106,10 +96,7 @@ fn densify(d: &TensorDescriptor, bufs: &[&[u8]]) -> hurray_core::Result<Vec<u8>>
 fn csr_csc_coo_bsr_densify_to_the_matrix_they_came_from() {
     let mut rng = Rng(0x5eed);
     for _ in 0..20 {
-        let (rows, cols) = (
-            2 * (1 + rng.below(6) as usize),
-            2 * (1 + rng.below(6) as usize),
-        );
+        let (rows, cols) = (2 * (1 + rng.below(6) as usize), 2 * (1 + rng.below(6) as usize));
         let dense = random_dense(&mut rng, rows, cols);
         let dims = [rows as u64, cols as u64];
         // CSR
@@ -126,9 +113,7 @@ fn csr_csc_coo_bsr_densify_to_the_matrix_they_came_from() {
         .unwrap();
         assert_eq!(to_f32(&densify(&d, &bufs).unwrap()), dense);
         // CSC = CSR of the transpose
-        let t: Vec<f32> = (0..cols * rows)
-            .map(|k| dense[(k % rows) * cols + k / rows])
-            .collect();
+        let t: Vec<f32> = (0..cols * rows).map(|k| dense[(k % rows) * cols + k / rows]).collect();
         let (v, p, i) = to_csr(&t, cols, rows);
         let (vb, pb, ib) = (
             f32s(&v),
@@ -153,11 +138,7 @@ fn csr_csc_coo_bsr_densify_to_the_matrix_they_came_from() {
             .collect();
         let mut ix: Vec<i32> = nz.iter().map(|&(r, _)| r as i32).collect();
         ix.extend(nz.iter().map(|&(_, c)| c as i32));
-        let vb = f32s(
-            &nz.iter()
-                .map(|&(r, c)| dense[r * cols + c])
-                .collect::<Vec<_>>(),
-        );
+        let vb = f32s(&nz.iter().map(|&(r, c)| dense[r * cols + c]).collect::<Vec<_>>());
         let ib = i32s(&ix);
         let bufs: [&[u8]; 2] = [&vb, &ib];
         let d = sparse_desc(
@@ -179,21 +160,14 @@ fn csr_csc_coo_bsr_densify_to_the_matrix_they_came_from() {
                 &bufs,
             )
             .unwrap();
-            assert_eq!(
-                hurray_core::layouts::check_contents(&d, &bufs)
-                    .unwrap_err()
-                    .kind(),
-                ErrorKind::Corrupt
-            );
+            assert_eq!(hurray_core::layouts::check_contents(&d, &bufs).unwrap_err().kind(), ErrorKind::Corrupt);
         }
         // BSR with 2x2 blocks: every block that has a non-zero is stored.
         let (br, bc) = (2usize, 2usize);
         let (mut vals, mut ptr, mut idx) = (Vec::new(), vec![0i32], Vec::new());
         for bi in 0..rows / br {
             for bj in 0..cols / bc {
-                let blk: Vec<f32> = (0..br * bc)
-                    .map(|k| dense[(bi * br + k / bc) * cols + bj * bc + k % bc])
-                    .collect();
+                let blk: Vec<f32> = (0..br * bc).map(|k| dense[(bi * br + k / bc) * cols + bj * bc + k % bc]).collect();
                 if blk.iter().any(|&x| x != 0.0) {
                     vals.extend(blk);
                     idx.push(bj as i32);
@@ -211,11 +185,7 @@ fn csr_csc_coo_bsr_densify_to_the_matrix_they_came_from() {
             &bufs,
         )
         .unwrap();
-        assert_eq!(
-            d.encode().unwrap()[4],
-            2,
-            "sparse descriptors are version 2"
-        );
+        assert_eq!(d.encode().unwrap()[4], 2, "sparse descriptors are version 2");
         assert_eq!(to_f32(&densify(&d, &bufs).unwrap()), dense);
     }
 }
@@ -235,10 +205,7 @@ fn non_canonical_duplicates_are_summed_like_scipy() {
     )
     .unwrap();
     let out = densify(&d, &bufs).unwrap();
-    let got: Vec<i32> = out
-        .chunks_exact(4)
-        .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
-        .collect();
+    let got: Vec<i32> = out.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect();
     let mut want = vec![0i32; 12];
     want[3] = 7; // (0,1,0)
     want[6 + 2] = 3; // (1,0,2): 5 + -2
@@ -252,23 +219,13 @@ fn non_canonical_duplicates_are_summed_like_scipy() {
         &[&vals[..6], &idx],
     )
     .unwrap();
-    assert_eq!(
-        densify(&d, &[&vals[..6], &idx]).unwrap_err().kind(),
-        ErrorKind::Unsupported
-    );
+    assert_eq!(densify(&d, &[&vals[..6], &idx]).unwrap_err().kind(), ErrorKind::Unsupported);
 }
 
-fn paged_desc(
-    dims: &[u64],
-    page_size: u32,
-    pages: usize,
-    table: &[i32],
-) -> (TensorDescriptor, Vec<u8>, Vec<u8>) {
+fn paged_desc(dims: &[u64], page_size: u32, pages: usize, table: &[i32]) -> (TensorDescriptor, Vec<u8>, Vec<u8>) {
     let row: u64 = dims[1..].iter().product();
     let page_bytes = (row * u64::from(page_size)) as usize * 4;
-    let data: Vec<u8> = (0..pages * page_bytes / 4)
-        .flat_map(|k| (k as f32).to_le_bytes())
-        .collect();
+    let data: Vec<u8> = (0..pages * page_bytes / 4).flat_map(|k| (k as f32).to_le_bytes()).collect();
     let tb = i32s(table);
     let d = TensorDescriptor::new(
         DESCRIPTOR_VERSION_2,
@@ -280,12 +237,7 @@ fn paged_desc(
         vec![cpu(data.len()), cpu(tb.len())],
         None,
         None,
-        Some(PagingInfo::new(
-            IndexType::Int32,
-            page_size,
-            table.len() as u64,
-            pages as u64,
-        )),
+        Some(PagingInfo::new(IndexType::Int32, page_size, table.len() as u64, pages as u64)),
         None,
     )
     .unwrap();
@@ -312,16 +264,9 @@ fn paged_gather_follows_the_page_table() {
     let (d, data, tb) = paged_desc(&[7, 2, 3], 3, 5, &[4, 5, 2]);
     let e = paged::gather(&d, &[&data, &tb], &mut out).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Corrupt);
-    assert!(
-        e.message().contains("page-table entry 1"),
-        "{}",
-        e.message()
-    );
+    assert!(e.message().contains("page-table entry 1"), "{}", e.message());
     let (_, _, tb) = paged_desc(&[7, 2, 3], 3, 5, &[4, -1, 2]);
-    assert_eq!(
-        paged::check_contents(&d, &[&data, &tb]).unwrap_err().kind(),
-        ErrorKind::Corrupt
-    );
+    assert_eq!(paged::check_contents(&d, &[&data, &tb]).unwrap_err().kind(), ErrorKind::Corrupt);
 }
 
 struct Fixture {
@@ -346,12 +291,7 @@ fn fixture() -> Fixture {
     .unwrap();
     let (pd, pdata, ptb) = paged_desc(&[5, 4], 2, 4, &[3, 1, 0]);
     let sd = TensorDescriptor::dense(ElementType::Float32, Shape::new(vec![4]).unwrap()).unwrap();
-    Fixture {
-        dense,
-        csr: (d, bufs),
-        paged: (pd, vec![pdata, ptb]),
-        scales: (sd, vec![f32s(&[0.5, 0.25, 2.0, 1.0])]),
-    }
+    Fixture { dense, csr: (d, bufs), paged: (pd, vec![pdata, ptb]), scales: (sd, vec![f32s(&[0.5, 0.25, 2.0, 1.0])]) }
 }
 
 /// A model layer: a sparse weight, a nested KV cache composite (pages + a plain tensor), scales.
@@ -369,32 +309,23 @@ fn layer_spec(f: &Fixture) -> CompositeSpec<'_> {
                     name: None,
                     members: vec![
                         ("cache".into(), Member::Tensor(&f.paged.0, refs(&f.paged.1))),
-                        (
-                            "scales".into(),
-                            Member::Tensor(&f.scales.0, refs(&f.scales.1)),
-                        ),
+                        ("scales".into(), Member::Tensor(&f.scales.0, refs(&f.scales.1))),
                     ],
                 }),
             ),
-            (
-                "bias".into(),
-                Member::Tensor(&f.scales.0, refs(&f.scales.1)),
-            ),
+            ("bias".into(), Member::Tensor(&f.scales.0, refs(&f.scales.1))),
         ],
     }
 }
 
 fn check_layer(c: &composite::Composite, f: &Fixture) {
     assert_eq!(c.roles(), ["weight", "kv", "bias"]);
-    let Item::Tensor(w) = c.get("weight").unwrap() else {
-        panic!("weight is a tensor")
-    };
+    let Item::Tensor(w) = c.get("weight").unwrap() else { panic!("weight is a tensor") };
     assert_eq!(w.descriptor.layout(), &LayoutDescriptor::Csr);
     let views: Vec<&[u8]> = w.buffers.iter().map(|b| b.as_slice()).collect();
     assert_eq!(to_f32(&densify(&w.descriptor, &views).unwrap()), f.dense);
     let walk = c.walk();
-    let roles: Vec<(usize, &str, Option<usize>)> =
-        walk.iter().map(|n| (n.depth, n.role, n.parent)).collect();
+    let roles: Vec<(usize, &str, Option<usize>)> = walk.iter().map(|n| (n.depth, n.role, n.parent)).collect();
     assert_eq!(
         roles,
         [
@@ -406,9 +337,7 @@ fn check_layer(c: &composite::Composite, f: &Fixture) {
             (1, "bias", Some(0))
         ]
     );
-    let NodeRef::Tensor(cache) = walk[3].item else {
-        panic!("cache is a tensor")
-    };
+    let NodeRef::Tensor(cache) = walk[3].item else { panic!("cache is a tensor") };
     assert_eq!(cache.descriptor.paging().unwrap().page_size(), 2);
     let views: Vec<&[u8]> = cache.buffers.iter().map(|b| b.as_slice()).collect();
     let mut out = vec![0u8; cache.descriptor.dense_byte_count() as usize];
@@ -426,25 +355,16 @@ fn nested_composite_round_trips_through_a_stream_in_both_views() {
     let mut w = StreamWriter::new(Vec::new(), WriterOptions::default());
     w.write_tensor(&f.scales.0, &[&f.scales.1[0]]).unwrap();
     composite::write_composite(&mut w, &layer_spec(&f)).unwrap();
-    w.write_tensor(
-        &f.csr.0,
-        &f.csr.1.iter().map(|b| b.as_slice()).collect::<Vec<_>>(),
-    )
-    .unwrap();
+    w.write_tensor(&f.csr.0, &f.csr.1.iter().map(|b| b.as_slice()).collect::<Vec<_>>()).unwrap();
     w.finish().unwrap();
     let bytes = w.into_transport();
 
     // Flat view: the head is a buffer-less tensor, then the members in preorder.
-    let mut r =
-        StreamReader::new(SliceSource::new(&bytes, 4096), ReaderOptions::default()).unwrap();
+    let mut r = StreamReader::new(SliceSource::new(&bytes, 4096), ReaderOptions::default()).unwrap();
     let mut flat = Vec::new();
     while let Some(t) = r.next_tensor().unwrap() {
         let c = t.descriptor.composite();
-        flat.push((
-            t.descriptor.layout().name(),
-            t.buffers.len(),
-            c.map(|c| (c.depth(), c.index(), c.member_count())),
-        ));
+        flat.push((t.descriptor.layout().name(), t.buffers.len(), c.map(|c| (c.depth(), c.index(), c.member_count()))));
     }
     assert_eq!(
         flat,
@@ -461,22 +381,13 @@ fn nested_composite_round_trips_through_a_stream_in_both_views() {
     );
 
     // Item view.
-    let mut r =
-        StreamReader::new(SliceSource::new(&bytes, 4096), ReaderOptions::default()).unwrap();
+    let mut r = StreamReader::new(SliceSource::new(&bytes, 4096), ReaderOptions::default()).unwrap();
     let mut items = ItemReader::new();
-    assert!(matches!(
-        items.next_item(&mut r).unwrap(),
-        Some(Item::Tensor(_))
-    ));
-    let Some(Item::Composite(c)) = items.next_item(&mut r).unwrap() else {
-        panic!("a composite")
-    };
+    assert!(matches!(items.next_item(&mut r).unwrap(), Some(Item::Tensor(_))));
+    let Some(Item::Composite(c)) = items.next_item(&mut r).unwrap() else { panic!("a composite") };
     assert_eq!(c.name(), Some("layer0"));
     check_layer(&c, &f);
-    assert!(matches!(
-        items.next_item(&mut r).unwrap(),
-        Some(Item::Tensor(_))
-    ));
+    assert!(matches!(items.next_item(&mut r).unwrap(), Some(Item::Tensor(_))));
     assert!(items.next_item(&mut r).unwrap().is_none());
 }
 
@@ -485,10 +396,8 @@ fn composite_round_trips_through_a_container_by_name() {
     let f = fixture();
     let mut w = FileWriter::new(Vec::new(), FileWriterOptions::default()).unwrap();
     composite::add_composite(&mut w, &layer_spec(&f)).unwrap();
-    let plain = TensorDescriptor::dense(ElementType::Uint8, Shape::new(vec![3]).unwrap())
-        .unwrap()
-        .with_name("zzz")
-        .unwrap();
+    let plain =
+        TensorDescriptor::dense(ElementType::Uint8, Shape::new(vec![3]).unwrap()).unwrap().with_name("zzz").unwrap();
     w.add_tensor(&plain, &[&[1, 2, 3]]).unwrap();
     w.finish().unwrap();
     let bytes = w.into_transport();
@@ -496,22 +405,9 @@ fn composite_round_trips_through_a_container_by_name() {
     let c = composite::read_composite(&mut r, "layer0").unwrap();
     check_layer(&c, &f);
     assert!(r.find(b"layer0/kv/cache").unwrap().is_some());
-    assert_eq!(
-        composite::read_composite(&mut r, "nope")
-            .unwrap_err()
-            .kind(),
-        ErrorKind::NotFound
-    );
-    assert_eq!(
-        composite::read_composite(&mut r, "zzz").unwrap_err().kind(),
-        ErrorKind::InvalidArgument
-    );
-    assert_eq!(
-        composite::read_composite(&mut r, "layer0/kv")
-            .unwrap_err()
-            .kind(),
-        ErrorKind::InvalidArgument
-    );
+    assert_eq!(composite::read_composite(&mut r, "nope").unwrap_err().kind(), ErrorKind::NotFound);
+    assert_eq!(composite::read_composite(&mut r, "zzz").unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(composite::read_composite(&mut r, "layer0/kv").unwrap_err().kind(), ErrorKind::InvalidArgument);
 }
 
 #[test]
@@ -523,18 +419,12 @@ fn sparse_descriptors_round_trip_their_encoding() {
         // The same bytes labelled version 1 use a reserved layout there.
         let mut v1 = e.clone();
         v1[4] = 1;
-        assert_eq!(
-            TensorDescriptor::decode(&v1).unwrap_err().kind(),
-            ErrorKind::Unsupported
-        );
+        assert_eq!(TensorDescriptor::decode(&v1).unwrap_err().kind(), ErrorKind::Unsupported);
     }
     // A version-2 descriptor without a version-2 block has a version-1 encoding instead.
     let mut e = f.scales.0.encode().unwrap();
     e[4] = 2;
-    assert_eq!(
-        TensorDescriptor::decode(&e).unwrap_err().kind(),
-        ErrorKind::Corrupt
-    );
+    assert_eq!(TensorDescriptor::decode(&e).unwrap_err().kind(), ErrorKind::Corrupt);
     // Version 1 passed for a sparse tensor is refused by the constructor.
     let refs: Vec<&[u8]> = f.csr.1.iter().map(|b| b.as_slice()).collect();
     let e = TensorDescriptor::new(
@@ -579,28 +469,14 @@ fn hostile_sparse_inputs_get_clear_errors() {
     assert_eq!(k, ErrorKind::Corrupt);
     assert!(m.contains("decreases"), "{m}");
     // indptr not starting at 0, not ending at nnz.
-    assert!(msg(csr(&[1, 1, 2], &[0, 1], 2, 2).unwrap_err())
-        .1
-        .contains("starts at 1"));
-    assert!(msg(csr(&[0, 1, 1], &[0, 1], 2, 2).unwrap_err())
-        .1
-        .contains("ends at 1"));
+    assert!(msg(csr(&[1, 1, 2], &[0, 1], 2, 2).unwrap_err()).1.contains("starts at 1"));
+    assert!(msg(csr(&[0, 1, 1], &[0, 1], 2, 2).unwrap_err()).1.contains("ends at 1"));
     // nnz disagreeing between buffers: the values buffer has 3 entries, nnz says 2.
-    assert_eq!(
-        csr(&[0, 1, 2], &[2, 0], 2, 3).unwrap_err().kind(),
-        ErrorKind::InvalidLayout
-    );
-    assert_eq!(
-        csr(&[0, 1, 2], &[2, 0], 2, 1).unwrap_err().kind(),
-        ErrorKind::BufferTooSmall
-    );
+    assert_eq!(csr(&[0, 1, 2], &[2, 0], 2, 3).unwrap_err().kind(), ErrorKind::InvalidLayout);
+    assert_eq!(csr(&[0, 1, 2], &[2, 0], 2, 1).unwrap_err().kind(), ErrorKind::BufferTooSmall);
     // Unsorted indices in a row promised canonical; duplicates too.
-    assert!(msg(csr(&[0, 2, 2], &[2, 0], 2, 2).unwrap_err())
-        .1
-        .contains("strictly increasing"));
-    assert!(msg(csr(&[0, 2, 2], &[1, 1], 2, 2).unwrap_err())
-        .1
-        .contains("strictly increasing"));
+    assert!(msg(csr(&[0, 2, 2], &[2, 0], 2, 2).unwrap_err()).1.contains("strictly increasing"));
+    assert!(msg(csr(&[0, 2, 2], &[1, 1], 2, 2).unwrap_err()).1.contains("strictly increasing"));
     // nnz overflowing: as many values as a u64 cannot count bytes of.
     let d = TensorDescriptor::new(
         DESCRIPTOR_VERSION_2,
@@ -705,8 +581,7 @@ fn a_bad_index_on_the_wire_is_refused_before_the_tensor_is_handed_out() {
     let pat = i32s(&[1, 2, 3]);
     let at = bytes.windows(12).position(|x| x == pat.as_slice()).unwrap();
     bytes[at..at + 4].copy_from_slice(&9i32.to_le_bytes());
-    let mut r =
-        StreamReader::new(SliceSource::new(&bytes, 4096), ReaderOptions::default()).unwrap();
+    let mut r = StreamReader::new(SliceSource::new(&bytes, 4096), ReaderOptions::default()).unwrap();
     let e = r.next_tensor().unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Corrupt);
     assert!(e.message().contains("outside 0..4"), "{}", e.message());
@@ -715,12 +590,7 @@ fn a_bad_index_on_the_wire_is_refused_before_the_tensor_is_handed_out() {
     // A writer refuses to put the bad tensor on the wire at all.
     let bad = i32s(&[9, 2, 3]);
     let mut w = StreamWriter::new(Vec::new(), WriterOptions::default());
-    assert_eq!(
-        w.write_tensor(&f.csr.0, &[refs[0], refs[1], &bad])
-            .unwrap_err()
-            .kind(),
-        ErrorKind::Corrupt
-    );
+    assert_eq!(w.write_tensor(&f.csr.0, &[refs[0], refs[1], &bad]).unwrap_err().kind(), ErrorKind::Corrupt);
     assert!(!w.is_poisoned());
 }
 
@@ -771,17 +641,9 @@ fn stream_header() -> Vec<u8> {
 
 #[test]
 fn a_million_deep_composite_stops_at_the_depth_limit() {
-    let head = composite::head_descriptor(None, vec!["x".into()])
-        .unwrap()
-        .encode()
-        .unwrap();
+    let head = composite::head_descriptor(None, vec!["x".into()]).unwrap().encode().unwrap();
     assert_eq!(head.len(), 24 + 16 + 3);
-    let mut deep = Deep {
-        head,
-        next: 0,
-        pending: stream_header(),
-        served: 0,
-    };
+    let mut deep = Deep { head, next: 0, pending: stream_header(), served: 0 };
     deep.pending.extend(frame(&deep.head.clone()));
     deep.next = 1;
     let mut r = StreamReader::new(deep, ReaderOptions::default()).unwrap();
@@ -789,10 +651,7 @@ fn a_million_deep_composite_stops_at_the_depth_limit() {
     let e = items.next_item(&mut r).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::LimitExceeded, "{}", e.message());
     assert!(e.message().contains("depth"), "{}", e.message());
-    assert!(
-        r.transport().served < 100_000,
-        "read only what the limit allows"
-    );
+    assert!(r.transport().served < 100_000, "read only what the limit allows");
 }
 
 fn write_frames(frames: &[Vec<u8>]) -> Vec<u8> {
@@ -809,31 +668,19 @@ fn write_frames(frames: &[Vec<u8>]) -> Vec<u8> {
 
 #[test]
 fn member_counts_that_lie_either_way_are_corrupt_and_cut_composites_truncated() {
-    let two = composite::head_descriptor(None, vec!["a".into(), "b".into()])
-        .unwrap()
-        .encode()
-        .unwrap();
-    let one = composite::head_descriptor(None, vec!["a".into()])
-        .unwrap()
-        .encode()
-        .unwrap();
+    let two = composite::head_descriptor(None, vec!["a".into(), "b".into()]).unwrap().encode().unwrap();
+    let one = composite::head_descriptor(None, vec!["a".into()]).unwrap().encode().unwrap();
     // Members are empty bool tensors (one zero-length buffer), stamped with depth and index.
     let leaf_at = |depth: u16, index: u32| {
         let t = TensorDescriptor::dense(ElementType::Bool, Shape::new(vec![0]).unwrap()).unwrap();
-        t.with_composite(Some(composite::CompositeInfo::member(depth, index)))
-            .unwrap()
-            .encode()
-            .unwrap()
+        t.with_composite(Some(composite::CompositeInfo::member(depth, index))).unwrap().encode().unwrap()
     };
     let leaf = |depth: u16| leaf_at(depth, 0);
     // Count says 2, one member follows, then a top-level tensor: too few arrived.
     let s = write_frames(&[
         two.clone(),
         leaf(1),
-        TensorDescriptor::dense(ElementType::Bool, Shape::new(vec![0]).unwrap())
-            .unwrap()
-            .encode()
-            .unwrap(),
+        TensorDescriptor::dense(ElementType::Bool, Shape::new(vec![0]).unwrap()).unwrap().encode().unwrap(),
     ]);
     let run = |s: &[u8]| {
         let mut r = StreamReader::new(SliceSource::new(s, 4096), ReaderOptions::default()).unwrap();
@@ -841,35 +688,21 @@ fn member_counts_that_lie_either_way_are_corrupt_and_cut_composites_truncated() 
     };
     let e = run(&s).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Corrupt);
-    assert!(
-        e.message().contains("declares 2 members but only 1"),
-        "{}",
-        e.message()
-    );
+    assert!(e.message().contains("declares 2 members but only 1"), "{}", e.message());
     // Count says 1, two members follow: the second arrives outside any composite.
     let s2 = write_frames(&[one.clone(), leaf(1), leaf_at(1, 1)]);
     let mut r = StreamReader::new(SliceSource::new(&s2, 4096), ReaderOptions::default()).unwrap();
     let mut items = ItemReader::new();
-    assert!(matches!(
-        items.next_item(&mut r).unwrap(),
-        Some(Item::Composite(_))
-    ));
+    assert!(matches!(items.next_item(&mut r).unwrap(), Some(Item::Composite(_))));
     let e = items.next_item(&mut r).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Corrupt);
-    assert!(
-        e.message().contains("outside any composite"),
-        "{}",
-        e.message()
-    );
+    assert!(e.message().contains("outside any composite"), "{}", e.message());
     // Cut mid-member: the stream ends (end marker) after the head.
     let s = write_frames(&[two.clone(), leaf(1)]);
     assert_eq!(run(&s).unwrap_err().kind(), ErrorKind::Truncated);
     // Cut mid-member: the input stops inside a member's bytes.
     let s = write_frames(&[two, leaf(1), leaf(1)]);
-    assert_eq!(
-        run(&s[..s.len() - 30]).unwrap_err().kind(),
-        ErrorKind::Truncated
-    );
+    assert_eq!(run(&s[..s.len() - 30]).unwrap_err().kind(), ErrorKind::Truncated);
 }
 
 /// The golden stream shared with the Java tests (src/golden/stream_v2_sparse_composite.hrry):
@@ -878,27 +711,17 @@ fn member_counts_that_lie_either_way_are_corrupt_and_cut_composites_truncated() 
 #[test]
 fn the_v2_golden_stream_is_what_the_code_writes() {
     let f = fixture();
-    let mut w = StreamWriter::new(
-        Vec::new(),
-        WriterOptions {
-            payload_checksums: true,
-        },
-    );
+    let mut w = StreamWriter::new(Vec::new(), WriterOptions { payload_checksums: true });
     let refs: Vec<&[u8]> = f.csr.1.iter().map(|b| b.as_slice()).collect();
-    w.write_tensor(&f.csr.0.clone().with_name("csr").unwrap(), &refs)
-        .unwrap();
+    w.write_tensor(&f.csr.0.clone().with_name("csr").unwrap(), &refs).unwrap();
     composite::write_composite(&mut w, &layer_spec(&f)).unwrap();
     w.finish().unwrap();
     let bytes = w.into_transport();
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../src/golden/stream_v2_sparse_composite.hrry");
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../src/golden/stream_v2_sparse_composite.hrry");
     if std::env::var("HURRAY_REGEN_GOLDEN").is_ok_and(|v| v == "1") {
         std::fs::write(&path, &bytes).unwrap();
     }
-    let committed = std::fs::read(&path)
-        .expect("committed golden stream (regenerate with HURRAY_REGEN_GOLDEN=1)");
-    assert!(
-        committed == bytes,
-        "src/golden/stream_v2_sparse_composite.hrry differs from what the code writes"
-    );
+    let committed = std::fs::read(&path).expect("committed golden stream (regenerate with HURRAY_REGEN_GOLDEN=1)");
+    assert!(committed == bytes, "src/golden/stream_v2_sparse_composite.hrry differs from what the code writes");
 }

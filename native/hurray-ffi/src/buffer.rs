@@ -86,7 +86,11 @@ impl HurrayBufferSpec {
 pub(crate) enum BufData {
     /// Memory a reader filled; dropping it returns the allocation to the reader's pool, if any.
     Owned(PooledBuf),
-    External { ptr: *mut c_void, release: HurrayReleaseCallback, ctx: *mut c_void },
+    External {
+        ptr: *mut c_void,
+        release: HurrayReleaseCallback,
+        ctx: *mut c_void,
+    },
 }
 
 /// The handle of a buffer a reader hands out for the buffer-table entry `declared`. The bytes
@@ -267,7 +271,9 @@ pub unsafe extern "C" fn hurray_buffer_handoff(
                 return mismatch("SYNC_EVENT needs a non-NULL sync_handle, an event_release_fn and sync_handle_device_tag equal to the buffer's device tag");
             }
             (SyncMode::ConsumerStream, None) => return mismatch("SYNC_CONSUMER_STREAM needs a consumer_stream"),
-            (SyncMode::ConsumerStream, Some(p)) if p.consumer_stream.is_null() || p.consumer_stream_device_tag != tag => {
+            (SyncMode::ConsumerStream, Some(p))
+                if p.consumer_stream.is_null() || p.consumer_stream_device_tag != tag =>
+            {
                 return mismatch("SYNC_CONSUMER_STREAM needs a non-NULL consumer_stream with the buffer's device tag");
             }
             _ => {}
@@ -355,7 +361,12 @@ pub unsafe extern "C" fn hurray_buffer_destroy(buffer: *mut *mut HurrayBuffer) -
 
 /// The shared body of the buffer field getters: NULL → `HURRAY_ERR_NULL_POINTER`, dead
 /// handle → `HURRAY_ERR_USE_AFTER_DESTROY`.
-unsafe fn buffer_get<T>(what: &str, buffer: *const HurrayBuffer, out: *mut T, f: impl FnOnce(&BufferInner) -> T) -> HurrayStatus {
+unsafe fn buffer_get<T>(
+    what: &str,
+    buffer: *const HurrayBuffer,
+    out: *mut T,
+    f: impl FnOnce(&BufferInner) -> T,
+) -> HurrayStatus {
     guard(what, || {
         // SAFETY: `buffer` is NULL or a handle this library returned (this function's contract);
         // NULL and, in debug builds, stale handles are refused.

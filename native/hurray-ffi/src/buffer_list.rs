@@ -54,7 +54,10 @@ pub unsafe extern "C" fn hurray_buffer_list_create(out_list: *mut *mut HurrayBuf
 /// # Safety
 /// `list` a live list; `buffer` an owned buffer handle.
 #[no_mangle]
-pub unsafe extern "C" fn hurray_buffer_list_push(list: *mut HurrayBufferList, buffer: *mut HurrayBuffer) -> HurrayStatus {
+pub unsafe extern "C" fn hurray_buffer_list_push(
+    list: *mut HurrayBufferList,
+    buffer: *mut HurrayBuffer,
+) -> HurrayStatus {
     guard("hurray_buffer_list_push", || {
         // SAFETY: `list` is NULL or a handle this library returned, used by one thread at a time
         // (this function's contract).
@@ -63,7 +66,10 @@ pub unsafe extern "C" fn hurray_buffer_list_push(list: *mut HurrayBufferList, bu
         // NULL and, in debug builds, stale handles are refused.
         let b = unsafe { handle::live(buffer, "buffer")? };
         if handle::is_borrowed(b) {
-            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "buffer is borrowed (it belongs to a list or tensor)"));
+            return Err(FfiError::new(
+                HURRAY_ERR_INVALID_ARGUMENT,
+                "buffer is borrowed (it belongs to a list or tensor)",
+            ));
         }
         if l.0.len() >= hurray_core::MAX_BUFFERS {
             return Err(FfiError::new(HURRAY_ERR_LIMIT_EXCEEDED, "a list holds at most 64 buffers"));
@@ -109,7 +115,10 @@ pub unsafe extern "C" fn hurray_buffer_list_get(
         let l = unsafe { handle::inner_ref(list, "list")? };
         non_null(out_buffer, "out_buffer")?;
         let b = l.0.get(index).and_then(|s| s.as_ref()).ok_or_else(|| {
-            FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("index {index} out of range for a list of {}", l.0.len()))
+            FfiError::new(
+                HURRAY_ERR_INVALID_ARGUMENT,
+                format!("index {index} out of range for a list of {}", l.0.len()),
+            )
         })?;
         let p: *const HurrayBuffer = &**b;
         // SAFETY: `out_buffer` was checked non-NULL above and is valid for one pointer write
@@ -146,13 +155,18 @@ pub unsafe extern "C" fn hurray_buffer_list_data_ptrs(
         // SAFETY: `out_len` was checked non-NULL above and is valid for one write (contract).
         unsafe { *out_len = n };
         if capacity < n {
-            return Err(FfiError::new(HURRAY_ERR_BUFFER_TOO_SMALL, format!("capacity {capacity} for a list of {n} buffers")));
+            return Err(FfiError::new(
+                HURRAY_ERR_BUFFER_TOO_SMALL,
+                format!("capacity {capacity} for a list of {n} buffers"),
+            ));
         }
         if n > 0 {
             non_null(out_data, "out_data")?;
         }
         for (i, slot) in l.0.iter().enumerate() {
-            let b = slot.as_ref().ok_or_else(|| FfiError::new(HURRAY_ERR_USE_AFTER_DESTROY, "a buffer of the list is gone"))?;
+            let b = slot
+                .as_ref()
+                .ok_or_else(|| FfiError::new(HURRAY_ERR_USE_AFTER_DESTROY, "a buffer of the list is gone"))?;
             // SAFETY: `b` is a buffer handle this list holds (boxed, live while it is in the list).
             let inner = unsafe { handle::inner_ref::<HurrayBuffer>(&**b, "buffer")? };
             // SAFETY: i < len <= capacity (checked above), and `out_data` is valid for `capacity`
@@ -178,4 +192,3 @@ pub unsafe extern "C" fn hurray_buffer_list_destroy(list: *mut *mut HurrayBuffer
         Ok(HURRAY_OK)
     })
 }
-

@@ -45,19 +45,11 @@ impl CompositeInner {
     fn from_core(c: Composite) -> FfiResult<Self> {
         let head = c.head().clone();
         let roles = c.roles().to_vec();
-        let mut out = CompositeInner {
-            head: None,
-            roles,
-            members: Vec::with_capacity(c.len()),
-        };
+        let mut out = CompositeInner { head: None, roles, members: Vec::with_capacity(c.len()) };
         for m in c.into_members() {
             out.members.push(match m {
-                Item::Tensor(t) => {
-                    Slot::Tensor(Box::new(handle::new_borrowed(TensorInner::from_read(t)?)))
-                }
-                Item::Composite(k) => Slot::Composite(Box::new(handle::new_borrowed(
-                    CompositeInner::from_core(k)?,
-                ))),
+                Item::Tensor(t) => Slot::Tensor(Box::new(handle::new_borrowed(TensorInner::from_read(t)?))),
+                Item::Composite(k) => Slot::Composite(Box::new(handle::new_borrowed(CompositeInner::from_core(k)?))),
             });
         }
         out.head = Some(Box::new(handle::new_borrowed(DescInner::new(head)?)));
@@ -179,19 +171,13 @@ pub unsafe extern "C" fn hurray_composite_member(
 ) -> HurrayStatus {
     guard("hurray_composite_member", || {
         let c = unsafe { handle::inner_ref(composite, "composite")? };
-        for (p, n) in [
-            (out_role as *const u8, "out_role"),
-            (out_role_len as *const u8, "out_role_len"),
-        ] {
+        for (p, n) in [(out_role as *const u8, "out_role"), (out_role_len as *const u8, "out_role_len")] {
             non_null(p, n)?;
         }
         non_null(out_tensor, "out_tensor")?;
         non_null(out_composite, "out_composite")?;
         let m = c.members.get(index).ok_or_else(|| {
-            FfiError::new(
-                HURRAY_ERR_INVALID_ARGUMENT,
-                format!("member {index} of a composite of {}", c.members.len()),
-            )
+            FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("member {index} of a composite of {}", c.members.len()))
         })?;
         let role = &c.roles[index];
         unsafe {
@@ -201,9 +187,7 @@ pub unsafe extern "C" fn hurray_composite_member(
             *out_composite = std::ptr::null_mut();
             match m {
                 Slot::Tensor(t) => *out_tensor = &**t as *const HurrayTensor as *mut HurrayTensor,
-                Slot::Composite(k) => {
-                    *out_composite = &**k as *const HurrayComposite as *mut HurrayComposite
-                }
+                Slot::Composite(k) => *out_composite = &**k as *const HurrayComposite as *mut HurrayComposite,
             }
         }
         Ok(HURRAY_OK)
@@ -216,9 +200,7 @@ pub unsafe extern "C" fn hurray_composite_member(
 /// # Safety
 /// `composite` NULL or valid for read and write.
 #[no_mangle]
-pub unsafe extern "C" fn hurray_composite_destroy(
-    composite: *mut *mut HurrayComposite,
-) -> HurrayStatus {
+pub unsafe extern "C" fn hurray_composite_destroy(composite: *mut *mut HurrayComposite) -> HurrayStatus {
     guard("hurray_composite_destroy", || {
         unsafe { handle::destroy_pp(composite, "composite")? };
         Ok(HURRAY_OK)
@@ -300,10 +282,7 @@ pub unsafe extern "C" fn hurray_composite_builder_new(
     guard("hurray_composite_builder_new", || {
         non_null(out_builder, "out_builder")?;
         let n = utf8_arg(name, name_len, "name")?;
-        let b = BuilderInner {
-            name: if n.is_empty() { None } else { Some(n) },
-            members: Vec::new(),
-        };
+        let b = BuilderInner { name: if n.is_empty() { None } else { Some(n) }, members: Vec::new() };
         unsafe { handle::emit(out_builder, b) };
         Ok(HURRAY_OK)
     })
@@ -340,8 +319,7 @@ pub unsafe extern "C" fn hurray_composite_builder_add_tensor(
                 non_null(s.ptr, &format!("payloads[{i}].ptr"))?;
             }
         }
-        b.members
-            .push((r, BMember::Tensor(Box::new(d.desc.clone()), slices)));
+        b.members.push((r, BMember::Tensor(Box::new(d.desc.clone()), slices)));
         Ok(HURRAY_OK)
     })
 }
@@ -363,21 +341,12 @@ pub unsafe extern "C" fn hurray_composite_builder_add_composite(
         non_null(child, "child")?;
         let c = unsafe { *child };
         if std::ptr::eq(c, builder) {
-            return Err(FfiError::new(
-                HURRAY_ERR_INVALID_ARGUMENT,
-                "a composite cannot contain itself",
-            ));
+            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "a composite cannot contain itself"));
         }
         let r = utf8_arg(role, role_len, "role")?;
         unsafe { handle::inner_mut(builder, "builder")? };
         let inner = unsafe { handle::inner_mut(c, "child")? };
-        let taken = std::mem::replace(
-            inner,
-            BuilderInner {
-                name: None,
-                members: Vec::new(),
-            },
-        );
+        let taken = std::mem::replace(inner, BuilderInner { name: None, members: Vec::new() });
         unsafe { handle::destroy_pp(child, "child")? };
         let b = unsafe { handle::inner_mut(builder, "builder")? };
         b.members.push((r, BMember::Composite(Box::new(taken))));
@@ -390,9 +359,7 @@ pub unsafe extern "C" fn hurray_composite_builder_add_composite(
 /// # Safety
 /// `builder` NULL or valid for read and write.
 #[no_mangle]
-pub unsafe extern "C" fn hurray_composite_builder_destroy(
-    builder: *mut *mut HurrayCompositeBuilder,
-) -> HurrayStatus {
+pub unsafe extern "C" fn hurray_composite_builder_destroy(builder: *mut *mut HurrayCompositeBuilder) -> HurrayStatus {
     guard("hurray_composite_builder_destroy", || {
         unsafe { handle::destroy_pp(builder, "builder")? };
         Ok(HURRAY_OK)

@@ -85,7 +85,10 @@ pub unsafe extern "C" fn hurray_tensor_context_new(
 /// # Safety
 /// `ctx` live; `out` valid for one write.
 #[no_mangle]
-pub unsafe extern "C" fn hurray_tensor_context_abi_version(ctx: *const HurrayTensorContext, out: *mut u32) -> HurrayStatus {
+pub unsafe extern "C" fn hurray_tensor_context_abi_version(
+    ctx: *const HurrayTensorContext,
+    out: *mut u32,
+) -> HurrayStatus {
     guard("hurray_tensor_context_abi_version", || {
         // SAFETY: `ctx` is NULL or a handle this library returned (this function's contract); NULL
         // and, in debug builds, stale handles are refused.
@@ -113,8 +116,8 @@ pub unsafe extern "C" fn hurray_tensor_context_descriptor(
         let c = unsafe { handle::inner_ref(ctx, "ctx")? };
         non_null(out_bytes, "out_bytes")?;
         non_null(out_len, "out_len")?;
-// SAFETY: both out-pointers were checked non-NULL above and are valid for one write each
-// (this function's contract).
+        // SAFETY: both out-pointers were checked non-NULL above and are valid for one write each
+        // (this function's contract).
         unsafe {
             *out_bytes = if c.bytes.is_empty() { std::ptr::null() } else { c.bytes.as_ptr() };
             *out_len = c.bytes.len() as u64;

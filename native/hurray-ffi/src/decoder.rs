@@ -102,7 +102,17 @@ pub unsafe extern "C" fn hurray_decoder_new(
         let mut core = opts.to_core()?;
         core.pool_bytes = buffer_pool_bytes;
         let decoder = StreamDecoder::new(core)?;
-        unsafe { handle::emit(out_decoder, DecoderInner { decoder, items: hurray_core::ItemReader::new(), buffers: Vec::new(), metadata: Vec::new() }) };
+        unsafe {
+            handle::emit(
+                out_decoder,
+                DecoderInner {
+                    decoder,
+                    items: hurray_core::ItemReader::new(),
+                    buffers: Vec::new(),
+                    metadata: Vec::new(),
+                },
+            )
+        };
         Ok(HURRAY_OK)
     })
 }
@@ -155,7 +165,10 @@ pub unsafe extern "C" fn hurray_decoder_next(
             Decoded::NeedInput => {
                 let dst = d.decoder.input_buffer()?;
                 if dst.is_empty() {
-                    return Err(FfiError::new(HURRAY_ERR_INTERNAL_PANIC, "the decoder needs input but offered no room"));
+                    return Err(FfiError::new(
+                        HURRAY_ERR_INTERNAL_PANIC,
+                        "the decoder needs input but offered no room",
+                    ));
                 }
                 let r = HurrayDecodeResult { input: dst.as_mut_ptr().cast(), input_len: dst.len(), ..empty_result() };
                 unsafe { out.write(r) };
@@ -175,7 +188,10 @@ pub unsafe extern "C" fn hurray_decoder_next(
 /// # Safety
 /// `decoder` live, not used concurrently.
 #[no_mangle]
-pub unsafe extern "C" fn hurray_decoder_set_buffer_pool_bytes(decoder: *mut HurrayDecoder, max_bytes: u64) -> HurrayStatus {
+pub unsafe extern "C" fn hurray_decoder_set_buffer_pool_bytes(
+    decoder: *mut HurrayDecoder,
+    max_bytes: u64,
+) -> HurrayStatus {
     guard("hurray_decoder_set_buffer_pool_bytes", || {
         unsafe { handle::inner_mut(decoder, "decoder")? }.decoder.set_buffer_pool_bytes(max_bytes);
         Ok(HURRAY_OK)
@@ -201,7 +217,8 @@ pub unsafe extern "C" fn hurray_decoder_destroy(decoder: *mut *mut HurrayDecoder
 /// `out` valid for one write.
 unsafe fn emit_tensor(d: &mut DecoderInner, t: hurray_core::ReadTensor, out: *mut HurrayDecodeResult) -> FfiResult<()> {
     let inner = TensorInner::from_read(t)?;
-    let desc = inner.desc_inner().ok_or_else(|| FfiError::new(HURRAY_ERR_INTERNAL_PANIC, "tensor without descriptor"))?;
+    let desc =
+        inner.desc_inner().ok_or_else(|| FfiError::new(HURRAY_ERR_INTERNAL_PANIC, "tensor without descriptor"))?;
     let fields = fields_of(desc);
     d.metadata.clear();
     for (k, v) in desc.desc.metadata() {
@@ -276,9 +293,13 @@ pub unsafe extern "C" fn hurray_decoder_next_item(
                 Decoded::NeedInput => {
                     let dst = d.decoder.input_buffer()?;
                     if dst.is_empty() {
-                        return Err(FfiError::new(HURRAY_ERR_INTERNAL_PANIC, "the decoder needs input but offered no room"));
+                        return Err(FfiError::new(
+                            HURRAY_ERR_INTERNAL_PANIC,
+                            "the decoder needs input but offered no room",
+                        ));
                     }
-                    let r = HurrayDecodeResult { input: dst.as_mut_ptr().cast(), input_len: dst.len(), ..empty_result() };
+                    let r =
+                        HurrayDecodeResult { input: dst.as_mut_ptr().cast(), input_len: dst.len(), ..empty_result() };
                     unsafe { out.write(r) };
                     return Ok(HURRAY_NEED_INPUT);
                 }

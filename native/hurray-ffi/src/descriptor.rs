@@ -77,7 +77,14 @@ impl HurrayQuantization {
                     // Block kinds: the full parameters come from hurray_descriptor_block_quant.
                     Quantization::Block(b) => (b.axis, 0.0, 0.0),
                 };
-                HurrayQuantization { kind: q.code(), dequantized_type: q.dequantized().code(), reserved: 0, axis, scale, bias }
+                HurrayQuantization {
+                    kind: q.code(),
+                    dequantized_type: q.dequantized().code(),
+                    reserved: 0,
+                    axis,
+                    scale,
+                    bias,
+                }
             }
         }
     }
@@ -91,10 +98,17 @@ impl HurrayQuantization {
         }
         let dequantized = ElementType::from_code(self.dequantized_type)?;
         Ok(Some(match self.kind {
-            HURRAY_QUANT_PER_TENSOR_AFFINE => Quantization::PerTensorAffine { scale: self.scale, bias: self.bias, dequantized },
+            HURRAY_QUANT_PER_TENSOR_AFFINE => {
+                Quantization::PerTensorAffine { scale: self.scale, bias: self.bias, dequantized }
+            }
             HURRAY_QUANT_PER_CHANNEL_AFFINE => Quantization::PerChannelAffine { axis: self.axis, dequantized },
             HURRAY_QUANT_CAST => Quantization::Cast { dequantized },
-            4..=9 => return Err(FfiError::new(HURRAY_ERR_UNSUPPORTED, "block quantization kinds 4-9 are set with hurray_descriptor_builder_set_block_quant")),
+            4..=9 => {
+                return Err(FfiError::new(
+                    HURRAY_ERR_UNSUPPORTED,
+                    "block quantization kinds 4-9 are set with hurray_descriptor_builder_set_block_quant",
+                ))
+            }
             k => return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("unknown quantization kind {k}"))),
         }))
     }
@@ -184,9 +198,13 @@ pub unsafe extern "C" fn hurray_descriptor_with_name(
             unsafe { std::slice::from_raw_parts(name, len) }
         };
         if len > hurray_core::MAX_NAME_BYTES {
-            return Err(FfiError::new(HURRAY_ERR_LIMIT_EXCEEDED, format!("a name of {len} bytes exceeds {}", hurray_core::MAX_NAME_BYTES)));
+            return Err(FfiError::new(
+                HURRAY_ERR_LIMIT_EXCEEDED,
+                format!("a name of {len} bytes exceeds {}", hurray_core::MAX_NAME_BYTES),
+            ));
         }
-        let name = std::str::from_utf8(bytes).map_err(|_| FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "the name is not UTF-8"))?;
+        let name = std::str::from_utf8(bytes)
+            .map_err(|_| FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "the name is not UTF-8"))?;
         let renamed = d.desc.clone().with_name(name)?;
         unsafe { handle::emit(out_descriptor, DescInner::new(renamed)?) };
         Ok(HURRAY_OK)
@@ -241,7 +259,10 @@ unsafe fn desc_get<T>(
 /// # Safety
 /// `descriptor` a live descriptor; `out` valid for one write.
 #[no_mangle]
-pub unsafe extern "C" fn hurray_descriptor_element_type(descriptor: *const HurrayDescriptor, out: *mut u8) -> HurrayStatus {
+pub unsafe extern "C" fn hurray_descriptor_element_type(
+    descriptor: *const HurrayDescriptor,
+    out: *mut u8,
+) -> HurrayStatus {
     unsafe { desc_get("hurray_descriptor_element_type", descriptor, out, |d| d.element_type().code()) }
 }
 
@@ -264,8 +285,19 @@ pub unsafe extern "C" fn hurray_descriptor_rank(descriptor: *const HurrayDescrip
 /// # Safety
 /// `descriptor` a live descriptor; `out` valid for one write.
 #[no_mangle]
-pub unsafe extern "C" fn hurray_descriptor_dims(descriptor: *const HurrayDescriptor, out: *mut *const u64) -> HurrayStatus {
-    unsafe { desc_get("hurray_descriptor_dims", descriptor, out, |d| if d.shape().rank() == 0 { std::ptr::null() } else { d.shape().dims().as_ptr() }) }
+pub unsafe extern "C" fn hurray_descriptor_dims(
+    descriptor: *const HurrayDescriptor,
+    out: *mut *const u64,
+) -> HurrayStatus {
+    unsafe {
+        desc_get("hurray_descriptor_dims", descriptor, out, |d| {
+            if d.shape().rank() == 0 {
+                std::ptr::null()
+            } else {
+                d.shape().dims().as_ptr()
+            }
+        })
+    }
 }
 
 /// Stores the layout code (`HURRAY_LAYOUT_*`) in `*out`.
@@ -287,8 +319,16 @@ pub unsafe extern "C" fn hurray_descriptor_layout(descriptor: *const HurrayDescr
 /// # Safety
 /// `descriptor` a live descriptor; `out` valid for one write.
 #[no_mangle]
-pub unsafe extern "C" fn hurray_descriptor_strides(descriptor: *const HurrayDescriptor, out: *mut *const i64) -> HurrayStatus {
-    unsafe { desc_get("hurray_descriptor_strides", descriptor, out, |d| match d.strides() { Some(s) if !s.is_empty() => s.as_ptr(), _ => std::ptr::null() }) }
+pub unsafe extern "C" fn hurray_descriptor_strides(
+    descriptor: *const HurrayDescriptor,
+    out: *mut *const i64,
+) -> HurrayStatus {
+    unsafe {
+        desc_get("hurray_descriptor_strides", descriptor, out, |d| match d.strides() {
+            Some(s) if !s.is_empty() => s.as_ptr(),
+            _ => std::ptr::null(),
+        })
+    }
 }
 
 /// Stores the offset of element 0 in buffer 0, in bytes, in `*out`.
@@ -298,7 +338,10 @@ pub unsafe extern "C" fn hurray_descriptor_strides(descriptor: *const HurrayDesc
 /// # Safety
 /// `descriptor` a live descriptor; `out` valid for one write.
 #[no_mangle]
-pub unsafe extern "C" fn hurray_descriptor_byte_offset(descriptor: *const HurrayDescriptor, out: *mut u64) -> HurrayStatus {
+pub unsafe extern "C" fn hurray_descriptor_byte_offset(
+    descriptor: *const HurrayDescriptor,
+    out: *mut u64,
+) -> HurrayStatus {
     unsafe { desc_get("hurray_descriptor_byte_offset", descriptor, out, |d| d.byte_offset()) }
 }
 
@@ -309,7 +352,10 @@ pub unsafe extern "C" fn hurray_descriptor_byte_offset(descriptor: *const Hurray
 /// # Safety
 /// `descriptor` a live descriptor; `out` valid for one write.
 #[no_mangle]
-pub unsafe extern "C" fn hurray_descriptor_element_count(descriptor: *const HurrayDescriptor, out: *mut u64) -> HurrayStatus {
+pub unsafe extern "C" fn hurray_descriptor_element_count(
+    descriptor: *const HurrayDescriptor,
+    out: *mut u64,
+) -> HurrayStatus {
     unsafe { desc_get("hurray_descriptor_element_count", descriptor, out, |d| d.shape().element_count()) }
 }
 
@@ -320,7 +366,10 @@ pub unsafe extern "C" fn hurray_descriptor_element_count(descriptor: *const Hurr
 /// # Safety
 /// `descriptor` a live descriptor; `out` valid for one write.
 #[no_mangle]
-pub unsafe extern "C" fn hurray_descriptor_buffer_count(descriptor: *const HurrayDescriptor, out: *mut usize) -> HurrayStatus {
+pub unsafe extern "C" fn hurray_descriptor_buffer_count(
+    descriptor: *const HurrayDescriptor,
+    out: *mut usize,
+) -> HurrayStatus {
     unsafe { desc_get("hurray_descriptor_buffer_count", descriptor, out, |d| d.buffers().len()) }
 }
 
@@ -331,8 +380,13 @@ pub unsafe extern "C" fn hurray_descriptor_buffer_count(descriptor: *const Hurra
 /// # Safety
 /// `descriptor` a live descriptor; `out` valid for one write.
 #[no_mangle]
-pub unsafe extern "C" fn hurray_descriptor_quantization(descriptor: *const HurrayDescriptor, out: *mut HurrayQuantization) -> HurrayStatus {
-    unsafe { desc_get("hurray_descriptor_quantization", descriptor, out, |d| HurrayQuantization::from_core(d.quantization())) }
+pub unsafe extern "C" fn hurray_descriptor_quantization(
+    descriptor: *const HurrayDescriptor,
+    out: *mut HurrayQuantization,
+) -> HurrayStatus {
+    unsafe {
+        desc_get("hurray_descriptor_quantization", descriptor, out, |d| HurrayQuantization::from_core(d.quantization()))
+    }
 }
 
 /// Stores the number of key/value metadata entries in `*out`.
@@ -342,7 +396,10 @@ pub unsafe extern "C" fn hurray_descriptor_quantization(descriptor: *const Hurra
 /// # Safety
 /// `descriptor` a live descriptor; `out` valid for one write.
 #[no_mangle]
-pub unsafe extern "C" fn hurray_descriptor_metadata_count(descriptor: *const HurrayDescriptor, out: *mut usize) -> HurrayStatus {
+pub unsafe extern "C" fn hurray_descriptor_metadata_count(
+    descriptor: *const HurrayDescriptor,
+    out: *mut usize,
+) -> HurrayStatus {
     unsafe { desc_get("hurray_descriptor_metadata_count", descriptor, out, |d| d.metadata().len()) }
 }
 
@@ -460,7 +517,10 @@ pub(crate) fn fields_of(inner: &DescInner) -> HurrayDescriptorFields {
 /// # Safety
 /// `descriptor` a live descriptor; `out` valid for one write.
 #[no_mangle]
-pub unsafe extern "C" fn hurray_descriptor_fields(descriptor: *const HurrayDescriptor, out: *mut HurrayDescriptorFields) -> HurrayStatus {
+pub unsafe extern "C" fn hurray_descriptor_fields(
+    descriptor: *const HurrayDescriptor,
+    out: *mut HurrayDescriptorFields,
+) -> HurrayStatus {
     guard("hurray_descriptor_fields", || {
         let inner = unsafe { handle::inner_ref(descriptor, "descriptor")? };
         let fields = fields_of(inner);
@@ -481,9 +541,10 @@ pub unsafe extern "C" fn hurray_descriptor_buffer_spec(
 ) -> HurrayStatus {
     guard("hurray_descriptor_buffer_spec", || {
         let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
-        let h = d.desc.buffers().get(index).ok_or_else(|| {
-            FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("buffer index {index} out of range"))
-        })?;
+        let h =
+            d.desc.buffers().get(index).ok_or_else(|| {
+                FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("buffer index {index} out of range"))
+            })?;
         unsafe { handle::put(out, "out", HurrayBufferSpec::from_handle(h))? };
         Ok(HURRAY_OK)
     })
@@ -505,7 +566,12 @@ pub unsafe extern "C" fn hurray_descriptor_metadata_get(
 ) -> HurrayStatus {
     guard("hurray_descriptor_metadata_get", || {
         let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
-        for (p, n) in [(out_key as *const (), "out_key"), (out_key_len as *const (), "out_key_len"), (out_value as *const (), "out_value"), (out_value_len as *const (), "out_value_len")] {
+        for (p, n) in [
+            (out_key as *const (), "out_key"),
+            (out_key_len as *const (), "out_key_len"),
+            (out_value as *const (), "out_value"),
+            (out_value_len as *const (), "out_value_len"),
+        ] {
             non_null(p, n)?;
         }
         let (k, v) = d.desc.metadata().get(index).ok_or_else(|| {
@@ -553,7 +619,8 @@ unsafe fn bytes_arg<'a>(p: *const u8, len: usize, name: &str) -> FfiResult<&'a [
 }
 
 fn utf8(b: &[u8], name: &str) -> FfiResult<String> {
-    String::from_utf8(b.to_vec()).map_err(|_| FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("{name} is not UTF-8")))
+    String::from_utf8(b.to_vec())
+        .map_err(|_| FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("{name} is not UTF-8")))
 }
 
 /// Starts a row-major descriptor of `element_type` (`HURRAY_DTYPE_*`) and shape
@@ -573,9 +640,14 @@ pub unsafe extern "C" fn hurray_descriptor_builder_new(
         non_null(out_builder, "out_builder")?;
         let et = ElementType::from_code(element_type)?;
         if rank > hurray_core::MAX_RANK {
-            return Err(FfiError::new(HURRAY_ERR_INVALID_SHAPE, format!("rank {rank} exceeds {}", hurray_core::MAX_RANK)));
+            return Err(FfiError::new(
+                HURRAY_ERR_INVALID_SHAPE,
+                format!("rank {rank} exceeds {}", hurray_core::MAX_RANK),
+            ));
         }
-        let d = if rank == 0 { Vec::new() } else {
+        let d = if rank == 0 {
+            Vec::new()
+        } else {
             non_null(dims, "dims")?;
             unsafe { std::slice::from_raw_parts(dims, rank) }.to_vec()
         };
@@ -614,20 +686,29 @@ pub unsafe extern "C" fn hurray_descriptor_builder_set_layout(
     guard("hurray_descriptor_builder_set_layout", || {
         let b = unsafe { handle::inner_mut(builder, "builder")? };
         b.layout = match layout {
-            0 | 1 if count != 0 => return Err(FfiError::new(HURRAY_ERR_INVALID_LAYOUT, "strides are only for HURRAY_LAYOUT_STRIDED")),
+            0 | 1 if count != 0 => {
+                return Err(FfiError::new(HURRAY_ERR_INVALID_LAYOUT, "strides are only for HURRAY_LAYOUT_STRIDED"))
+            }
             0 => LayoutDescriptor::RowMajor,
             1 => LayoutDescriptor::ColumnMajor,
             2 => {
                 if count != b.dims.len() {
-                    return Err(FfiError::new(HURRAY_ERR_INVALID_LAYOUT, format!("{count} strides for rank {}", b.dims.len())));
+                    return Err(FfiError::new(
+                        HURRAY_ERR_INVALID_LAYOUT,
+                        format!("{count} strides for rank {}", b.dims.len()),
+                    ));
                 }
-                let s = if count == 0 { Vec::new() } else {
+                let s = if count == 0 {
+                    Vec::new()
+                } else {
                     non_null(strides, "strides")?;
                     unsafe { std::slice::from_raw_parts(strides, count) }.to_vec()
                 };
                 LayoutDescriptor::Strided(s)
             }
-            3..=7 if count != 0 => return Err(FfiError::new(HURRAY_ERR_INVALID_LAYOUT, "strides are only for HURRAY_LAYOUT_STRIDED")),
+            3..=7 if count != 0 => {
+                return Err(FfiError::new(HURRAY_ERR_INVALID_LAYOUT, "strides are only for HURRAY_LAYOUT_STRIDED"))
+            }
             // Their parameters come from hurray_descriptor_builder_set_sparse / _set_paging.
             3 => LayoutDescriptor::Coo,
             4 => LayoutDescriptor::Csr,
@@ -645,7 +726,10 @@ pub unsafe extern "C" fn hurray_descriptor_builder_set_layout(
 /// # Safety
 /// `builder` live.
 #[no_mangle]
-pub unsafe extern "C" fn hurray_descriptor_builder_set_byte_offset(builder: *mut HurrayDescriptorBuilder, byte_offset: u64) -> HurrayStatus {
+pub unsafe extern "C" fn hurray_descriptor_builder_set_byte_offset(
+    builder: *mut HurrayDescriptorBuilder,
+    byte_offset: u64,
+) -> HurrayStatus {
     guard("hurray_descriptor_builder_set_byte_offset", || {
         unsafe { handle::inner_mut(builder, "builder")? }.byte_offset = byte_offset;
         Ok(HURRAY_OK)
@@ -657,7 +741,11 @@ pub unsafe extern "C" fn hurray_descriptor_builder_set_byte_offset(builder: *mut
 /// # Safety
 /// `builder` live; `name` valid for `len` bytes.
 #[no_mangle]
-pub unsafe extern "C" fn hurray_descriptor_builder_set_name(builder: *mut HurrayDescriptorBuilder, name: *const c_char, len: usize) -> HurrayStatus {
+pub unsafe extern "C" fn hurray_descriptor_builder_set_name(
+    builder: *mut HurrayDescriptorBuilder,
+    name: *const c_char,
+    len: usize,
+) -> HurrayStatus {
     guard("hurray_descriptor_builder_set_name", || {
         let b = unsafe { handle::inner_mut(builder, "builder")? };
         let s = utf8(unsafe { bytes_arg(name as *const u8, len, "name")? }, "name")?;
@@ -675,7 +763,10 @@ pub unsafe extern "C" fn hurray_descriptor_builder_set_name(builder: *mut Hurray
 /// # Safety
 /// `builder` live; `spec` valid.
 #[no_mangle]
-pub unsafe extern "C" fn hurray_descriptor_builder_add_buffer(builder: *mut HurrayDescriptorBuilder, spec: *const HurrayBufferSpec) -> HurrayStatus {
+pub unsafe extern "C" fn hurray_descriptor_builder_add_buffer(
+    builder: *mut HurrayDescriptorBuilder,
+    spec: *const HurrayBufferSpec,
+) -> HurrayStatus {
     guard("hurray_descriptor_builder_add_buffer", || {
         let b = unsafe { handle::inner_mut(builder, "builder")? };
         non_null(spec, "spec")?;
@@ -694,7 +785,10 @@ pub unsafe extern "C" fn hurray_descriptor_builder_add_buffer(builder: *mut Hurr
 /// # Safety
 /// `builder` live; `quantization` valid.
 #[no_mangle]
-pub unsafe extern "C" fn hurray_descriptor_builder_set_quantization(builder: *mut HurrayDescriptorBuilder, quantization: *const HurrayQuantization) -> HurrayStatus {
+pub unsafe extern "C" fn hurray_descriptor_builder_set_quantization(
+    builder: *mut HurrayDescriptorBuilder,
+    quantization: *const HurrayQuantization,
+) -> HurrayStatus {
     guard("hurray_descriptor_builder_set_quantization", || {
         let b = unsafe { handle::inner_mut(builder, "builder")? };
         non_null(quantization, "quantization")?;
@@ -739,7 +833,10 @@ pub unsafe extern "C" fn hurray_descriptor_builder_add_metadata(
 /// # Safety
 /// `builder` live; `out_descriptor` valid for one write.
 #[no_mangle]
-pub unsafe extern "C" fn hurray_descriptor_builder_build(builder: *const HurrayDescriptorBuilder, out_descriptor: *mut *mut HurrayDescriptor) -> HurrayStatus {
+pub unsafe extern "C" fn hurray_descriptor_builder_build(
+    builder: *const HurrayDescriptorBuilder,
+    out_descriptor: *mut *mut HurrayDescriptor,
+) -> HurrayStatus {
     guard("hurray_descriptor_builder_build", || {
         let b = unsafe { handle::inner_ref(builder, "builder")? };
         non_null(out_descriptor, "out_descriptor")?;
@@ -747,17 +844,34 @@ pub unsafe extern "C" fn hurray_descriptor_builder_build(builder: *const HurrayD
         let buffers = if let (Some(bq), true) = (&b.block, b.buffers.is_empty()) {
             // Block kinds: the exact table the kind needs (buffer 0 after the byte offset).
             let mut sizes = bq.buffer_sizes(b.element_type, &shape)?;
-            sizes[0] = sizes[0].checked_add(b.byte_offset).ok_or_else(|| FfiError::new(HURRAY_ERR_INVALID_SHAPE, "byte count overflows u64"))?;
+            sizes[0] = sizes[0]
+                .checked_add(b.byte_offset)
+                .ok_or_else(|| FfiError::new(HURRAY_ERR_INVALID_SHAPE, "byte count overflows u64"))?;
             sizes
                 .into_iter()
-                .map(|n| hurray_core::BufferHandle::new(n, hurray_core::MIN_BUFFER_ALIGNMENT, hurray_core::DeviceTag::Cpu, hurray_core::SyncMode::ProducerSynced))
+                .map(|n| {
+                    hurray_core::BufferHandle::new(
+                        n,
+                        hurray_core::MIN_BUFFER_ALIGNMENT,
+                        hurray_core::DeviceTag::Cpu,
+                        hurray_core::SyncMode::ProducerSynced,
+                    )
+                })
                 .collect::<hurray_core::Result<Vec<_>>>()?
         } else if b.buffers.is_empty() && !matches!(b.layout, LayoutDescriptor::Strided(_)) {
-            let bytes = b.element_type.bytes_for(shape.element_count()).ok_or_else(|| {
-                FfiError::new(HURRAY_ERR_INVALID_SHAPE, "byte count overflows u64")
-            })?;
-            let bytes = bytes.checked_add(b.byte_offset).ok_or_else(|| FfiError::new(HURRAY_ERR_INVALID_SHAPE, "byte count overflows u64"))?;
-            vec![hurray_core::BufferHandle::new(bytes, hurray_core::MIN_BUFFER_ALIGNMENT, hurray_core::DeviceTag::Cpu, hurray_core::SyncMode::ProducerSynced)?]
+            let bytes = b
+                .element_type
+                .bytes_for(shape.element_count())
+                .ok_or_else(|| FfiError::new(HURRAY_ERR_INVALID_SHAPE, "byte count overflows u64"))?;
+            let bytes = bytes
+                .checked_add(b.byte_offset)
+                .ok_or_else(|| FfiError::new(HURRAY_ERR_INVALID_SHAPE, "byte count overflows u64"))?;
+            vec![hurray_core::BufferHandle::new(
+                bytes,
+                hurray_core::MIN_BUFFER_ALIGNMENT,
+                hurray_core::DeviceTag::Cpu,
+                hurray_core::SyncMode::ProducerSynced,
+            )?]
         } else {
             b.buffers.iter().map(|s| s.to_handle()).collect::<FfiResult<Vec<_>>>()?
         };
@@ -767,10 +881,24 @@ pub unsafe extern "C" fn hurray_descriptor_builder_build(builder: *const HurrayD
             Some(bq) => Some(Quantization::Block(bq)),
             None => b.quantization.to_core()?,
         };
-        let blocks = if sparse.is_some() || paging.is_some() { hurray_core::DESCRIPTOR_VERSION_2 } else { hurray_core::DESCRIPTOR_VERSION };
+        let blocks = if sparse.is_some() || paging.is_some() {
+            hurray_core::DESCRIPTOR_VERSION_2
+        } else {
+            hurray_core::DESCRIPTOR_VERSION
+        };
         let version = blocks.max(hurray_core::min_version_for(b.element_type, q.as_ref()));
         let mut d = TensorDescriptor::new(
-            version, 0, b.element_type, shape, b.byte_offset, b.layout.clone(), buffers, q, sparse, paging, None,
+            version,
+            0,
+            b.element_type,
+            shape,
+            b.byte_offset,
+            b.layout.clone(),
+            buffers,
+            q,
+            sparse,
+            paging,
+            None,
         )?;
         if let Some(n) = &b.name {
             d = d.with_name(n.clone())?;
@@ -790,7 +918,10 @@ pub unsafe extern "C" fn hurray_descriptor_builder_build(builder: *const HurrayD
 /// # Safety
 /// `builder` live; `sparse` valid for one read.
 #[no_mangle]
-pub unsafe extern "C" fn hurray_descriptor_builder_set_sparse(builder: *mut HurrayDescriptorBuilder, sparse: *const crate::sparse::HurraySparse) -> HurrayStatus {
+pub unsafe extern "C" fn hurray_descriptor_builder_set_sparse(
+    builder: *mut HurrayDescriptorBuilder,
+    sparse: *const crate::sparse::HurraySparse,
+) -> HurrayStatus {
     guard("hurray_descriptor_builder_set_sparse", || {
         let b = unsafe { handle::inner_mut(builder, "builder")? };
         non_null(sparse, "sparse")?;
@@ -806,7 +937,10 @@ pub unsafe extern "C" fn hurray_descriptor_builder_set_sparse(builder: *mut Hurr
 /// # Safety
 /// `builder` live; `paging` valid for one read.
 #[no_mangle]
-pub unsafe extern "C" fn hurray_descriptor_builder_set_paging(builder: *mut HurrayDescriptorBuilder, paging: *const crate::sparse::HurrayPaging) -> HurrayStatus {
+pub unsafe extern "C" fn hurray_descriptor_builder_set_paging(
+    builder: *mut HurrayDescriptorBuilder,
+    paging: *const crate::sparse::HurrayPaging,
+) -> HurrayStatus {
     guard("hurray_descriptor_builder_set_paging", || {
         let b = unsafe { handle::inner_mut(builder, "builder")? };
         non_null(paging, "paging")?;

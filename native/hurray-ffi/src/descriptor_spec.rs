@@ -64,7 +64,10 @@ pub struct HurrayDescriptorSpec {
 /// `spec` valid for reads and every pointer in it valid for its count; `out_descriptor` valid
 /// for one write.
 #[no_mangle]
-pub unsafe extern "C" fn hurray_descriptor_new(spec: *const HurrayDescriptorSpec, out_descriptor: *mut *mut HurrayDescriptor) -> HurrayStatus {
+pub unsafe extern "C" fn hurray_descriptor_new(
+    spec: *const HurrayDescriptorSpec,
+    out_descriptor: *mut *mut HurrayDescriptor,
+) -> HurrayStatus {
     guard("hurray_descriptor_new", || {
         non_null(spec, "spec")?;
         non_null(out_descriptor, "out_descriptor")?;
@@ -88,7 +91,11 @@ pub unsafe extern "C" fn hurray_descriptor_new(spec: *const HurrayDescriptorSpec
 ///
 /// # Safety
 /// As `hurray_descriptor_new`; `b` a live builder.
-unsafe fn fill_and_build(b: *mut HurrayDescriptorBuilder, s: &HurrayDescriptorSpec, out: *mut *mut HurrayDescriptor) -> FfiResult<()> {
+unsafe fn fill_and_build(
+    b: *mut HurrayDescriptorBuilder,
+    s: &HurrayDescriptorSpec,
+    out: *mut *mut HurrayDescriptor,
+) -> FfiResult<()> {
     unsafe {
         step(hurray_descriptor_builder_set_layout(b, s.layout, s.strides, s.stride_count))?;
         if s.byte_offset != 0 {

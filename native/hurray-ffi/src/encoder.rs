@@ -67,7 +67,10 @@ opaque_handle!(HurrayEncoder, EncoderInner, 0x4855_5252_454E_3031);
 /// # Safety
 /// `options` NULL or valid for reads; `out_encoder` valid for one write.
 #[no_mangle]
-pub unsafe extern "C" fn hurray_encoder_new(options: *const HurrayWriterOptions, out_encoder: *mut *mut HurrayEncoder) -> HurrayStatus {
+pub unsafe extern "C" fn hurray_encoder_new(
+    options: *const HurrayWriterOptions,
+    out_encoder: *mut *mut HurrayEncoder,
+) -> HurrayStatus {
     guard("hurray_encoder_new", || {
         non_null(out_encoder, "out_encoder")?;
         let opts = if options.is_null() { HurrayWriterOptions::defaults() } else { unsafe { *options } };
@@ -105,7 +108,10 @@ pub unsafe extern "C" fn hurray_encoder_encode(
         let e = unsafe { handle::inner_mut(encoder, "encoder")? };
         let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
         if count > MAX_PAYLOADS {
-            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("{count} payloads; a tensor has at most {MAX_PAYLOADS} buffers")));
+            return Err(FfiError::new(
+                HURRAY_ERR_INVALID_ARGUMENT,
+                format!("{count} payloads; a tensor has at most {MAX_PAYLOADS} buffers"),
+            ));
         }
         let slices: &[HurrayIoSlice] = if count == 0 {
             &[]
@@ -146,10 +152,16 @@ pub unsafe extern "C" fn hurray_encoder_encode_encoded(
         let e = unsafe { handle::inner_mut(encoder, "encoder")? };
         non_null(descriptor, "descriptor")?;
         if count > MAX_PAYLOADS {
-            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("{count} payloads; a tensor has at most {MAX_PAYLOADS} buffers")));
+            return Err(FfiError::new(
+                HURRAY_ERR_INVALID_ARGUMENT,
+                format!("{count} payloads; a tensor has at most {MAX_PAYLOADS} buffers"),
+            ));
         }
         if len > hurray_core::MAX_DESCRIPTOR_BYTES {
-            return Err(FfiError::new(HURRAY_ERR_LIMIT_EXCEEDED, format!("a descriptor of {len} bytes exceeds {}", hurray_core::MAX_DESCRIPTOR_BYTES)));
+            return Err(FfiError::new(
+                HURRAY_ERR_LIMIT_EXCEEDED,
+                format!("a descriptor of {len} bytes exceeds {}", hurray_core::MAX_DESCRIPTOR_BYTES),
+            ));
         }
         // SAFETY: the caller passes `len` readable bytes (bounded above).
         let bytes = unsafe { std::slice::from_raw_parts(descriptor, len) };
@@ -196,7 +208,10 @@ fn payload_parts(slices: &[HurrayIoSlice]) -> FfiResult<Vec<&[u8]>> {
 /// # Safety
 /// `encoder` live.
 #[no_mangle]
-pub unsafe extern "C" fn hurray_encoder_finish(encoder: *mut HurrayEncoder, out_state: *mut HurrayEncoderState) -> HurrayStatus {
+pub unsafe extern "C" fn hurray_encoder_finish(
+    encoder: *mut HurrayEncoder,
+    out_state: *mut HurrayEncoderState,
+) -> HurrayStatus {
     guard("hurray_encoder_finish", || {
         let e = unsafe { handle::inner_mut(encoder, "encoder")? };
         e.encoder.finish()?;
@@ -235,9 +250,14 @@ pub unsafe extern "C" fn hurray_encoder_output(
         for (i, seg) in segs[..n].iter().enumerate() {
             let skip = if i == 0 { e.encoder.offset() } else { 0 };
             let slice = match *seg {
-                OutSeg::Staged { start, end } => HurrayIoSlice { ptr: staged[start + skip..end].as_ptr(), len: end - start - skip },
+                OutSeg::Staged { start, end } => {
+                    HurrayIoSlice { ptr: staged[start + skip..end].as_ptr(), len: end - start - skip }
+                }
                 OutSeg::Borrowed { index, len } => {
-                    let b = e.borrowed.get(index).ok_or_else(|| FfiError::new(HURRAY_ERR_INTERNAL_PANIC, "borrowed payload missing"))?;
+                    let b = e
+                        .borrowed
+                        .get(index)
+                        .ok_or_else(|| FfiError::new(HURRAY_ERR_INTERNAL_PANIC, "borrowed payload missing"))?;
                     // SAFETY: `skip < len` bytes into a payload range the caller vouched for.
                     HurrayIoSlice { ptr: unsafe { b.ptr.add(skip) }, len: len - skip }
                 }
@@ -258,7 +278,11 @@ pub unsafe extern "C" fn hurray_encoder_output(
 /// # Safety
 /// `encoder` live.
 #[no_mangle]
-pub unsafe extern "C" fn hurray_encoder_consume(encoder: *mut HurrayEncoder, n: u64, out_state: *mut HurrayEncoderState) -> HurrayStatus {
+pub unsafe extern "C" fn hurray_encoder_consume(
+    encoder: *mut HurrayEncoder,
+    n: u64,
+    out_state: *mut HurrayEncoderState,
+) -> HurrayStatus {
     guard("hurray_encoder_consume", || {
         let e = unsafe { handle::inner_mut(encoder, "encoder")? };
         e.encoder.consume(n)?;
@@ -279,7 +303,11 @@ pub unsafe extern "C" fn hurray_encoder_consume(encoder: *mut HurrayEncoder, n: 
 /// # Safety
 /// `encoder` live.
 #[no_mangle]
-pub unsafe extern "C" fn hurray_encoder_abort(encoder: *mut HurrayEncoder, take_back_last: u32, out_state: *mut HurrayEncoderState) -> HurrayStatus {
+pub unsafe extern "C" fn hurray_encoder_abort(
+    encoder: *mut HurrayEncoder,
+    take_back_last: u32,
+    out_state: *mut HurrayEncoderState,
+) -> HurrayStatus {
     guard("hurray_encoder_abort", || {
         let e = unsafe { handle::inner_mut(encoder, "encoder")? };
         let poisoned = e.encoder.abort(take_back_last != 0);
@@ -288,7 +316,10 @@ pub unsafe extern "C" fn hurray_encoder_abort(encoder: *mut HurrayEncoder, take_
         }
         put_state(out_state, e.state());
         if poisoned {
-            return Err(FfiError::new(HURRAY_ERR_POISONED, "sending failed after part of the pending output left; the encoder is poisoned"));
+            return Err(FfiError::new(
+                HURRAY_ERR_POISONED,
+                "sending failed after part of the pending output left; the encoder is poisoned",
+            ));
         }
         Ok(HURRAY_OK)
     })

@@ -40,10 +40,9 @@ unsafe fn bytes_arg<'a>(p: *const u8, len: u64, name: &str) -> FfiResult<&'a [u8
         return Ok(&[]);
     }
     non_null(p, name)?;
-    let len = usize::try_from(len)
-        .ok()
-        .filter(|&l| l <= isize::MAX as usize)
-        .ok_or_else(|| FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("{name}: length does not fit the address space")))?;
+    let len = usize::try_from(len).ok().filter(|&l| l <= isize::MAX as usize).ok_or_else(|| {
+        FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("{name}: length does not fit the address space"))
+    })?;
     // SAFETY: the caller guarantees `p` is valid for `len` bytes.
     Ok(unsafe { std::slice::from_raw_parts(p, len) })
 }
@@ -83,7 +82,10 @@ impl HurrayFileWriterOptions {
 
     fn to_core(self) -> FfiResult<FileWriterOptions> {
         if (self.struct_size as usize) < std::mem::size_of::<HurrayFileWriterOptions>() {
-            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "options.struct_size is smaller than this ABI's HurrayFileWriterOptions"));
+            return Err(FfiError::new(
+                HURRAY_ERR_INVALID_ARGUMENT,
+                "options.struct_size is smaller than this ABI's HurrayFileWriterOptions",
+            ));
         }
         if self.flags & !HURRAY_FILE_WRITER_NO_PAYLOAD_CHECKSUMS != 0 {
             return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "unknown file writer option flags"));
@@ -175,7 +177,10 @@ pub unsafe extern "C" fn hurray_file_writer_add_tensor(
         let w = unsafe { handle::inner_mut(writer, "writer")? };
         let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
         if count > hurray_core::MAX_BUFFERS as u64 {
-            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("{count} payloads: a tensor has at most {} buffers", hurray_core::MAX_BUFFERS)));
+            return Err(FfiError::new(
+                HURRAY_ERR_INVALID_ARGUMENT,
+                format!("{count} payloads: a tensor has at most {} buffers", hurray_core::MAX_BUFFERS),
+            ));
         }
         let slices: &[HurrayIoSlice] = if count == 0 {
             &[]
@@ -243,7 +248,10 @@ pub unsafe extern "C" fn hurray_file_writer_flush(writer: *mut HurrayFileWriter)
 /// # Safety
 /// `writer` live; `out_file_size` NULL or valid for one write.
 #[no_mangle]
-pub unsafe extern "C" fn hurray_file_writer_finish(writer: *mut HurrayFileWriter, out_file_size: *mut u64) -> HurrayStatus {
+pub unsafe extern "C" fn hurray_file_writer_finish(
+    writer: *mut HurrayFileWriter,
+    out_file_size: *mut u64,
+) -> HurrayStatus {
     guard("hurray_file_writer_finish", || {
         let size = unsafe { handle::inner_mut(writer, "writer")? }.finish()?;
         if !out_file_size.is_null() {
@@ -259,7 +267,10 @@ pub unsafe extern "C" fn hurray_file_writer_finish(writer: *mut HurrayFileWriter
 /// # Safety
 /// `writer` live; `out` valid for one write.
 #[no_mangle]
-pub unsafe extern "C" fn hurray_file_writer_bytes_written(writer: *const HurrayFileWriter, out: *mut u64) -> HurrayStatus {
+pub unsafe extern "C" fn hurray_file_writer_bytes_written(
+    writer: *const HurrayFileWriter,
+    out: *mut u64,
+) -> HurrayStatus {
     guard("hurray_file_writer_bytes_written", || {
         let w = unsafe { handle::inner_ref(writer, "writer")? };
         unsafe { handle::put(out, "out", w.bytes_written())? };
@@ -272,7 +283,10 @@ pub unsafe extern "C" fn hurray_file_writer_bytes_written(writer: *const HurrayF
 /// # Safety
 /// `writer` live; `out` valid for one write.
 #[no_mangle]
-pub unsafe extern "C" fn hurray_file_writer_tensor_count(writer: *const HurrayFileWriter, out: *mut u64) -> HurrayStatus {
+pub unsafe extern "C" fn hurray_file_writer_tensor_count(
+    writer: *const HurrayFileWriter,
+    out: *mut u64,
+) -> HurrayStatus {
     guard("hurray_file_writer_tensor_count", || {
         let w = unsafe { handle::inner_ref(writer, "writer")? };
         unsafe { handle::put(out, "out", w.tensor_count())? };
@@ -345,16 +359,24 @@ impl HurrayFileReaderOptions {
 
     fn to_core(self, span: bool) -> FfiResult<FileReaderOptions> {
         if (self.struct_size as usize) < std::mem::size_of::<HurrayFileReaderOptions>() {
-            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "options.struct_size is smaller than this ABI's HurrayFileReaderOptions"));
+            return Err(FfiError::new(
+                HURRAY_ERR_INVALID_ARGUMENT,
+                "options.struct_size is smaller than this ABI's HurrayFileReaderOptions",
+            ));
         }
-        let known = HURRAY_FILE_READER_VERIFY_PAYLOADS | HURRAY_FILE_READER_SKIP_PAYLOAD_CHECKS | HURRAY_FILE_READER_VERIFY_AT_OPEN;
+        let known = HURRAY_FILE_READER_VERIFY_PAYLOADS
+            | HURRAY_FILE_READER_SKIP_PAYLOAD_CHECKS
+            | HURRAY_FILE_READER_VERIFY_AT_OPEN;
         if self.flags & !known != 0 {
             return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "unknown file reader option flags"));
         }
         let verify = self.flags & HURRAY_FILE_READER_VERIFY_PAYLOADS != 0;
         let skip = self.flags & HURRAY_FILE_READER_SKIP_PAYLOAD_CHECKS != 0;
         if verify && skip {
-            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "VERIFY_PAYLOADS and SKIP_PAYLOAD_CHECKS exclude each other"));
+            return Err(FfiError::new(
+                HURRAY_ERR_INVALID_ARGUMENT,
+                "VERIFY_PAYLOADS and SKIP_PAYLOAD_CHECKS exclude each other",
+            ));
         }
         Ok(FileReaderOptions {
             eager_index_bytes: self.eager_index_bytes,
@@ -482,7 +504,10 @@ pub unsafe extern "C" fn hurray_file_reader_open(
         non_null(out_reader, "out_reader")?;
         let t = unsafe { *transport };
         if t.read_at.is_none() || t.size.is_none() {
-            return Err(FfiError::new(HURRAY_ERR_NULL_POINTER, "transport->read_at or transport->size is NULL (a container reader needs both)"));
+            return Err(FfiError::new(
+                HURRAY_ERR_NULL_POINTER,
+                "transport->read_at or transport->size is NULL (a container reader needs both)",
+            ));
         }
         let opts = if options.is_null() { HurrayFileReaderOptions::defaults() } else { unsafe { *options } };
         let opts = opts.to_core(false)?;
@@ -571,7 +596,10 @@ pub unsafe extern "C" fn hurray_file_reader_count(reader: *const HurrayFileReade
 /// # Safety
 /// `reader` live; `out` valid for one write.
 #[no_mangle]
-pub unsafe extern "C" fn hurray_file_reader_read_at_calls(reader: *const HurrayFileReader, out: *mut u64) -> HurrayStatus {
+pub unsafe extern "C" fn hurray_file_reader_read_at_calls(
+    reader: *const HurrayFileReader,
+    out: *mut u64,
+) -> HurrayStatus {
     guard("hurray_file_reader_read_at_calls", || {
         let inner = unsafe { handle::inner_ref(reader, "reader")? };
         let v = with_reader!(inner, |r| r.read_calls());
@@ -604,7 +632,10 @@ pub unsafe extern "C" fn hurray_file_reader_name(
         let name = with_reader!(inner, |r| r.name_at(index))?;
         unsafe { *out_len = name.len() as u64 };
         if (cap as u128) < name.len() as u128 {
-            return Err(FfiError::new(HURRAY_ERR_BUFFER_TOO_SMALL, format!("name of {} bytes, buffer of {cap}", name.len())));
+            return Err(FfiError::new(
+                HURRAY_ERR_BUFFER_TOO_SMALL,
+                format!("name of {} bytes, buffer of {cap}", name.len()),
+            ));
         }
         if !name.is_empty() {
             non_null(buf, "buf")?;
@@ -667,7 +698,9 @@ pub unsafe extern "C" fn hurray_file_reader_find(
                 unsafe { handle::emit(out_entry, EntryInner::new(e)?) };
                 Ok(HURRAY_OK)
             }
-            None => Err(FfiError::new(HURRAY_ERR_NOT_FOUND, format!("no tensor named {:?}", String::from_utf8_lossy(n)))),
+            None => {
+                Err(FfiError::new(HURRAY_ERR_NOT_FOUND, format!("no tensor named {:?}", String::from_utf8_lossy(n))))
+            }
         }
     })
 }
@@ -739,7 +772,10 @@ fn span_buffer(b: SpanBuffer<'static>, h: BufferHandle) -> FfiResult<BufferInner
 /// # Safety
 /// `reader` live (not in use by another thread).
 #[no_mangle]
-pub unsafe extern "C" fn hurray_file_reader_set_buffer_pool_bytes(reader: *mut HurrayFileReader, max_bytes: u64) -> HurrayStatus {
+pub unsafe extern "C" fn hurray_file_reader_set_buffer_pool_bytes(
+    reader: *mut HurrayFileReader,
+    max_bytes: u64,
+) -> HurrayStatus {
     guard("hurray_file_reader_set_buffer_pool_bytes", || {
         let inner = unsafe { handle::inner_mut(reader, "reader")? };
         with_reader!(inner, |r| r.set_buffer_pool_bytes(max_bytes));
@@ -774,7 +810,10 @@ pub unsafe extern "C" fn hurray_file_reader_read_buffer_into(
         let b = usize::try_from(buffer).unwrap_or(usize::MAX);
         let need = e.core.buffers().get(b).map(|l| l.length).unwrap_or(0);
         if capacity < need {
-            return Err(FfiError::new(HURRAY_ERR_BUFFER_TOO_SMALL, format!("destination of {capacity} bytes for a payload of {need}")));
+            return Err(FfiError::new(
+                HURRAY_ERR_BUFFER_TOO_SMALL,
+                format!("destination of {capacity} bytes for a payload of {need}"),
+            ));
         }
         let cap = usize::try_from(need)
             .map_err(|_| FfiError::new(HURRAY_ERR_LIMIT_EXCEEDED, "payload does not fit the address space"))?;
@@ -808,7 +847,10 @@ pub unsafe extern "C" fn hurray_file_reader_read_buffer_into(
 /// # Safety
 /// `reader` live; `out` valid for one write.
 #[no_mangle]
-pub unsafe extern "C" fn hurray_file_reader_metadata_count(reader: *mut HurrayFileReader, out: *mut u64) -> HurrayStatus {
+pub unsafe extern "C" fn hurray_file_reader_metadata_count(
+    reader: *mut HurrayFileReader,
+    out: *mut u64,
+) -> HurrayStatus {
     guard("hurray_file_reader_metadata_count", || {
         let inner = unsafe { handle::inner_mut(reader, "reader")? };
         non_null(out, "out")?;
@@ -848,7 +890,10 @@ pub unsafe extern "C" fn hurray_file_reader_metadata_get(
         }
         let md = with_reader!(inner, |r| r.metadata()?);
         let (k, v) = usize::try_from(index).ok().and_then(|i| md.get(i)).ok_or_else(|| {
-            FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("metadata index {index} out of range for {} entries", md.len()))
+            FfiError::new(
+                HURRAY_ERR_INVALID_ARGUMENT,
+                format!("metadata index {index} out of range for {} entries", md.len()),
+            )
         })?;
         unsafe {
             *out_key = k.as_ptr();
@@ -879,9 +924,9 @@ pub unsafe extern "C" fn hurray_file_reader_metadata_find(
         non_null(out_value_len, "out_value_len")?;
         let k = unsafe { bytes_arg(key, key_len, "key")? };
         let md = with_reader!(inner, |r| r.metadata()?);
-        let i = md
-            .binary_search_by(|(x, _)| x.as_bytes().cmp(k))
-            .map_err(|_| FfiError::new(HURRAY_ERR_NOT_FOUND, format!("no metadata key {:?}", String::from_utf8_lossy(k))))?;
+        let i = md.binary_search_by(|(x, _)| x.as_bytes().cmp(k)).map_err(|_| {
+            FfiError::new(HURRAY_ERR_NOT_FOUND, format!("no metadata key {:?}", String::from_utf8_lossy(k)))
+        })?;
         let v = &md[i].1;
         unsafe {
             *out_value = v.as_ptr();
@@ -1035,7 +1080,10 @@ pub unsafe extern "C" fn hurray_file_entry_buffer(
         let e = unsafe { handle::inner_ref(entry, "entry")? };
         let i = usize::try_from(buffer).unwrap_or(usize::MAX);
         let (loc, h) = e.core.buffers().get(i).zip(e.core.descriptor().buffers().get(i)).ok_or_else(|| {
-            FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("buffer index {buffer} out of range for {} buffers", e.core.buffers().len()))
+            FfiError::new(
+                HURRAY_ERR_INVALID_ARGUMENT,
+                format!("buffer index {buffer} out of range for {} buffers", e.core.buffers().len()),
+            )
         })?;
         let v = HurrayFileBufferLocation {
             offset: loc.offset,

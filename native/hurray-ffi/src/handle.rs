@@ -158,9 +158,9 @@ pub(crate) unsafe fn destroy_pp<T: Handle>(pp: *mut *mut T, arg: &str) -> FfiRes
     }
     // SAFETY: pp valid per contract.
     let p = unsafe { *pp };
-// SAFETY: `*pp` is NULL or a handle of type T (this function's contract).
+    // SAFETY: `*pp` is NULL or a handle of type T (this function's contract).
     unsafe { destroy(p, arg)? };
-// SAFETY: `pp` is non-NULL (checked) and valid for a write (this function's contract).
+    // SAFETY: `pp` is non-NULL (checked) and valid for a write (this function's contract).
     unsafe { *pp = std::ptr::null_mut() };
     Ok(())
 }

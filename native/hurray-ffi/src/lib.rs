@@ -35,9 +35,8 @@ pub mod writer;
 
 pub use buffer::{HurrayBuffer, HurrayBufferSpec, HurrayReleaseCallback, HurraySyncPayload};
 pub use buffer_list::HurrayBufferList;
-pub use constants::*;
 pub use composite::{HurrayComposite, HurrayCompositeBuilder};
-pub use sparse::{HurrayCompositeMembership, HurrayPaging, HurraySparse};
+pub use constants::*;
 pub use context::{HurrayOwnerReleaseFn, HurrayTensorContext};
 pub use decoder::{HurrayDecodeResult, HurrayDecodedBuffer, HurrayDecoder, HurrayMetadataView};
 pub use descriptor::{hurray_descriptor_decode, HurrayDescriptor, HurrayDescriptorBuilder, HurrayQuantization};
@@ -47,15 +46,16 @@ pub use file::{
     HurrayFileBufferLocation, HurrayFileEntry, HurrayFileReader, HurrayFileReaderOptions, HurrayFileWriter,
     HurrayFileWriterOptions,
 };
+pub use quant::*;
 pub use reader::{
     hurray_reader_destroy, hurray_reader_new, hurray_reader_next_tensor, HurrayReader, HurrayReaderOptions,
 };
-pub use quant::*;
+pub use sparse::{HurrayCompositeMembership, HurrayPaging, HurraySparse};
 pub use status::*;
 pub use tensor::{hurray_tensor_buffers, hurray_tensor_descriptor, hurray_tensor_destroy, HurrayTensor};
 pub use transport::{
-    HurrayTransport, HurrayTransportReadAtFn, HurrayTransportReadFn, HurrayTransportReleaseFn,
-    HurrayTransportSizeFn, HurrayTransportWriteFn,
+    HurrayTransport, HurrayTransportReadAtFn, HurrayTransportReadFn, HurrayTransportReleaseFn, HurrayTransportSizeFn,
+    HurrayTransportWriteFn,
 };
 pub use writer::{
     hurray_writer_destroy, hurray_writer_new, hurray_writer_write_tensor, HurrayIoSlice, HurrayWriter,

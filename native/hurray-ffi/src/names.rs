@@ -23,35 +23,21 @@ pub const HURRAY_NAME_PATH: u32 = 1;
 /// # Safety
 /// `name` valid for `len` bytes (may be NULL when `len` is 0).
 #[no_mangle]
-pub unsafe extern "C" fn hurray_name_check(
-    name: *const u8,
-    len: usize,
-    flags: u32,
-) -> HurrayStatus {
+pub unsafe extern "C" fn hurray_name_check(name: *const u8, len: usize, flags: u32) -> HurrayStatus {
     guard("hurray_name_check", || {
         if flags & !HURRAY_NAME_PATH != 0 {
-            return Err(FfiError::new(
-                HURRAY_ERR_INVALID_ARGUMENT,
-                format!("unknown flags {flags:#x}"),
-            ));
+            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("unknown flags {flags:#x}")));
         }
         if len > hurray_core::MAX_NAME_BYTES {
             return Err(FfiError::new(
                 HURRAY_ERR_LIMIT_EXCEEDED,
-                format!(
-                    "name of {len} bytes exceeds {}",
-                    hurray_core::MAX_NAME_BYTES
-                ),
+                format!("name of {len} bytes exceeds {}", hurray_core::MAX_NAME_BYTES),
             ));
         }
         // SAFETY: the caller guarantees `name` is valid for `len` bytes.
         let bytes = unsafe { slice_arg(name, len, "name")? };
-        let s = std::str::from_utf8(bytes).map_err(|e| {
-            FfiError::new(
-                HURRAY_ERR_INVALID_ARGUMENT,
-                format!("name is not UTF-8 ({e})"),
-            )
-        })?;
+        let s = std::str::from_utf8(bytes)
+            .map_err(|e| FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("name is not UTF-8 ({e})")))?;
         if flags & HURRAY_NAME_PATH != 0 {
             hurray_core::names::check_path_name(s)?;
         } else {

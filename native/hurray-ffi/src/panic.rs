@@ -84,11 +84,7 @@ pub(crate) fn non_null<T>(p: *const T, name: &str) -> FfiResult<()> {
 /// # Safety
 /// `buf` must be valid for `cap` bytes of writes; `out_len` NULL or valid for one write.
 #[no_mangle]
-pub unsafe extern "C" fn hurray_last_error_message(
-    buf: *mut c_char,
-    cap: usize,
-    out_len: *mut usize,
-) -> HurrayStatus {
+pub unsafe extern "C" fn hurray_last_error_message(buf: *mut c_char, cap: usize, out_len: *mut usize) -> HurrayStatus {
     let r = catch_unwind(AssertUnwindSafe(|| {
         LAST_ERROR.with(|e| {
             let e = e.borrow();

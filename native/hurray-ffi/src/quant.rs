@@ -82,7 +82,10 @@ impl HurrayBlockQuant {
 /// # Safety
 /// `descriptor` a live descriptor; `out` valid for one write.
 #[no_mangle]
-pub unsafe extern "C" fn hurray_descriptor_block_quant(descriptor: *const HurrayDescriptor, out: *mut HurrayBlockQuant) -> HurrayStatus {
+pub unsafe extern "C" fn hurray_descriptor_block_quant(
+    descriptor: *const HurrayDescriptor,
+    out: *mut HurrayBlockQuant,
+) -> HurrayStatus {
     guard("hurray_descriptor_block_quant", || {
         let d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
         let v = match d.quantization() {
@@ -129,7 +132,10 @@ pub unsafe extern "C" fn hurray_descriptor_builder_set_block_quant(
 /// # Safety
 /// `descriptor` a live descriptor; `out` valid for one write.
 #[no_mangle]
-pub unsafe extern "C" fn hurray_descriptor_format_version(descriptor: *const HurrayDescriptor, out: *mut u16) -> HurrayStatus {
+pub unsafe extern "C" fn hurray_descriptor_format_version(
+    descriptor: *const HurrayDescriptor,
+    out: *mut u16,
+) -> HurrayStatus {
     guard("hurray_descriptor_format_version", || {
         let d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
         unsafe { handle::put(out, "out", d.version())? };
@@ -159,7 +165,10 @@ pub unsafe extern "C" fn hurray_quantize_plan(
     guard("hurray_quantize_plan", || {
         non_null(out_descriptor, "out_descriptor")?;
         if rank > hurray_core::MAX_RANK {
-            return Err(FfiError::new(HURRAY_ERR_INVALID_SHAPE, format!("rank {rank} exceeds {}", hurray_core::MAX_RANK)));
+            return Err(FfiError::new(
+                HURRAY_ERR_INVALID_SHAPE,
+                format!("rank {rank} exceeds {}", hurray_core::MAX_RANK),
+            ));
         }
         let dims = if rank == 0 {
             Vec::new()

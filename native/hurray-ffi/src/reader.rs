@@ -45,7 +45,10 @@ impl HurrayReaderOptions {
 
     pub(crate) fn to_core(self) -> FfiResult<ReaderOptions> {
         if (self.struct_size as usize) < std::mem::size_of::<HurrayReaderOptions>() {
-            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "options.struct_size is smaller than this ABI's HurrayReaderOptions"));
+            return Err(FfiError::new(
+                HURRAY_ERR_INVALID_ARGUMENT,
+                "options.struct_size is smaller than this ABI's HurrayReaderOptions",
+            ));
         }
         if self.flags & !HURRAY_READER_REQUIRE_PAYLOAD_CHECKSUMS != 0 || self.reserved != 0 {
             return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "unknown reader option flags"));
@@ -187,7 +190,10 @@ pub unsafe extern "C" fn hurray_reader_next_tensor(
 /// # Safety
 /// `reader` a live reader (not in use by another thread).
 #[no_mangle]
-pub unsafe extern "C" fn hurray_reader_set_buffer_pool_bytes(reader: *mut HurrayReader, max_bytes: u64) -> HurrayStatus {
+pub unsafe extern "C" fn hurray_reader_set_buffer_pool_bytes(
+    reader: *mut HurrayReader,
+    max_bytes: u64,
+) -> HurrayStatus {
     guard("hurray_reader_set_buffer_pool_bytes", || {
         let r = unsafe { handle::inner_mut(reader, "reader")? };
         r.set_buffer_pool_bytes(max_bytes);

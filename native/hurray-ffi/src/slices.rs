@@ -16,9 +16,7 @@ pub(crate) unsafe fn slice_arg<'a, T>(p: *const T, count: usize, name: &str) -> 
         return Ok(&[]);
     }
     non_null(p, name)?;
-    let fits = count
-        .checked_mul(size_of::<T>().max(1))
-        .is_some_and(|b| b <= isize::MAX as usize);
+    let fits = count.checked_mul(size_of::<T>().max(1)).is_some_and(|b| b <= isize::MAX as usize);
     if !fits {
         return Err(FfiError::new(
             HURRAY_ERR_INVALID_ARGUMENT,

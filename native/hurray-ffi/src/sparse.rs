@@ -127,26 +127,15 @@ impl HurrayPaging {
             return Ok(None);
         }
         if self.reserved0 != 0 || self.reserved1 != 0 {
-            return Err(FfiError::new(
-                HURRAY_ERR_INVALID_ARGUMENT,
-                "HurrayPaging reserved fields must be 0",
-            ));
+            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "HurrayPaging reserved fields must be 0"));
         }
-        Ok(Some(PagingInfo::new(
-            index_type(self.index_type)?,
-            self.page_size,
-            self.block_count,
-            self.page_count,
-        )))
+        Ok(Some(PagingInfo::new(index_type(self.index_type)?, self.page_size, self.block_count, self.page_count)))
     }
 }
 
 fn index_type(code: u8) -> FfiResult<IndexType> {
     IndexType::from_code(code).map_err(|_| {
-        FfiError::new(
-            HURRAY_ERR_INVALID_ARGUMENT,
-            format!("index type {code} (only HURRAY_DTYPE_INT32 or _INT64)"),
-        )
+        FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("index type {code} (only HURRAY_DTYPE_INT32 or _INT64)"))
     })
 }
 
@@ -169,15 +158,8 @@ unsafe fn get<T>(
 /// # Safety
 /// `descriptor` a live descriptor; `out` valid for one write.
 #[no_mangle]
-pub unsafe extern "C" fn hurray_descriptor_version(
-    descriptor: *const HurrayDescriptor,
-    out: *mut u16,
-) -> HurrayStatus {
-    unsafe {
-        get("hurray_descriptor_version", descriptor, out, |d| {
-            d.version()
-        })
-    }
+pub unsafe extern "C" fn hurray_descriptor_version(descriptor: *const HurrayDescriptor, out: *mut u16) -> HurrayStatus {
+    unsafe { get("hurray_descriptor_version", descriptor, out, |d| d.version()) }
 }
 
 /// Stores the sparse block in `*out` (all zero unless the layout is COO, CSR, CSC or BSR).
@@ -190,11 +172,7 @@ pub unsafe extern "C" fn hurray_descriptor_sparse(
     descriptor: *const HurrayDescriptor,
     out: *mut HurraySparse,
 ) -> HurrayStatus {
-    unsafe {
-        get("hurray_descriptor_sparse", descriptor, out, |d| {
-            HurraySparse::from_core(d.sparse())
-        })
-    }
+    unsafe { get("hurray_descriptor_sparse", descriptor, out, |d| HurraySparse::from_core(d.sparse())) }
 }
 
 /// Stores the paging block in `*out` (all zero unless the layout is block-paged).
@@ -207,11 +185,7 @@ pub unsafe extern "C" fn hurray_descriptor_paging(
     descriptor: *const HurrayDescriptor,
     out: *mut HurrayPaging,
 ) -> HurrayStatus {
-    unsafe {
-        get("hurray_descriptor_paging", descriptor, out, |d| {
-            HurrayPaging::from_core(d.paging())
-        })
-    }
+    unsafe { get("hurray_descriptor_paging", descriptor, out, |d| HurrayPaging::from_core(d.paging())) }
 }
 
 /// Stores the composite-membership block in `*out` (all zero when absent). A head has
@@ -226,21 +200,16 @@ pub unsafe extern "C" fn hurray_descriptor_composite(
     out: *mut HurrayCompositeMembership,
 ) -> HurrayStatus {
     unsafe {
-        get(
-            "hurray_descriptor_composite",
-            descriptor,
-            out,
-            |d| match d.composite() {
-                None => HurrayCompositeMembership::default(),
-                Some(c) => HurrayCompositeMembership {
-                    present: 1,
-                    reserved: 0,
-                    depth: c.depth(),
-                    index: c.index(),
-                    member_count: c.member_count(),
-                },
+        get("hurray_descriptor_composite", descriptor, out, |d| match d.composite() {
+            None => HurrayCompositeMembership::default(),
+            Some(c) => HurrayCompositeMembership {
+                present: 1,
+                reserved: 0,
+                depth: c.depth(),
+                index: c.index(),
+                member_count: c.member_count(),
             },
-        )
+        })
     }
 }
 
@@ -266,10 +235,7 @@ pub unsafe extern "C" fn hurray_descriptor_composite_role(
         let r = roles.get(index as usize).ok_or_else(|| {
             FfiError::new(
                 HURRAY_ERR_INVALID_ARGUMENT,
-                format!(
-                    "member {index} of a descriptor listing {} members",
-                    roles.len()
-                ),
+                format!("member {index} of a descriptor listing {} members", roles.len()),
             )
         })?;
         unsafe {
@@ -289,10 +255,7 @@ unsafe fn host_views<'a>(
     if count != d.buffers().len() {
         return Err(FfiError::new(
             HURRAY_ERR_INVALID_ARGUMENT,
-            format!(
-                "{count} payloads for a descriptor with {} buffers",
-                d.buffers().len()
-            ),
+            format!("{count} payloads for a descriptor with {} buffers", d.buffers().len()),
         ));
     }
     let slices: &[HurrayIoSlice] = if count == 0 {
@@ -379,15 +342,7 @@ pub unsafe extern "C" fn hurray_sparse_densify(
     out_len: u64,
 ) -> HurrayStatus {
     unsafe {
-        into_caller(
-            "hurray_sparse_densify",
-            descriptor,
-            payloads,
-            count,
-            out,
-            out_len,
-            hurray_core::sparse::densify,
-        )
+        into_caller("hurray_sparse_densify", descriptor, payloads, count, out, out_len, hurray_core::sparse::densify)
     }
 }
 
@@ -408,15 +363,5 @@ pub unsafe extern "C" fn hurray_paged_gather(
     out: *mut c_void,
     out_len: u64,
 ) -> HurrayStatus {
-    unsafe {
-        into_caller(
-            "hurray_paged_gather",
-            descriptor,
-            payloads,
-            count,
-            out,
-            out_len,
-            hurray_core::paged::gather,
-        )
-    }
+    unsafe { into_caller("hurray_paged_gather", descriptor, payloads, count, out, out_len, hurray_core::paged::gather) }
 }

@@ -46,10 +46,8 @@ impl TensorInner {
     /// A tensor from a descriptor and ready buffers in buffer-table order (the container span
     /// reader's zero-copy buffers).
     pub(crate) fn from_parts(descriptor: hurray_core::TensorDescriptor, buffers: Vec<BufferInner>) -> FfiResult<Self> {
-        let slots = buffers
-            .into_iter()
-            .map(|b| Some(Box::new(handle::new_borrowed::<HurrayBuffer>(Arc::new(b)))))
-            .collect();
+        let slots =
+            buffers.into_iter().map(|b| Some(Box::new(handle::new_borrowed::<HurrayBuffer>(Arc::new(b))))).collect();
         Ok(TensorInner {
             descriptor: Some(Box::new(handle::new_borrowed(DescInner::new(descriptor)?))),
             buffers: Some(Box::new(handle::new_borrowed(ListInner(slots)))),

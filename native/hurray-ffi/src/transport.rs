@@ -10,21 +10,25 @@ use crate::status::{HurrayStatus, HURRAY_OK};
 /// Reads up to `len` bytes into `dst`; stores the count moved in `*out_filled` (0 = end of
 /// input; fewer than `len` is normal). On failure returns a negative status having moved
 /// nothing. `dst` is borrowed for the call only. May block.
-pub type HurrayTransportReadFn = Option<
-    unsafe extern "C" fn(ctx: *mut c_void, dst: *mut u8, len: usize, out_filled: *mut usize) -> HurrayStatus,
->;
+pub type HurrayTransportReadFn =
+    Option<unsafe extern "C" fn(ctx: *mut c_void, dst: *mut u8, len: usize, out_filled: *mut usize) -> HurrayStatus>;
 /// Writes up to `len` bytes from `src`; stores the count taken in `*out_written` (0 = the sink
 /// is closed; a short write is normal). On failure returns a negative status having taken
 /// nothing. `src` is borrowed for the call only. May block.
-pub type HurrayTransportWriteFn = Option<
-    unsafe extern "C" fn(ctx: *mut c_void, src: *const u8, len: usize, out_written: *mut usize) -> HurrayStatus,
->;
+pub type HurrayTransportWriteFn =
+    Option<unsafe extern "C" fn(ctx: *mut c_void, src: *const u8, len: usize, out_written: *mut usize) -> HurrayStatus>;
 /// Frees `ctx`. Called exactly once, when the handle that took the transport is destroyed.
 pub type HurrayTransportReleaseFn = Option<unsafe extern "C" fn(ctx: *mut c_void)>;
 /// Reads up to `len` bytes at absolute byte `offset` into `dst` (file containers); stores the
 /// count in `*out_filled` (0 only at or past the end). Short counts are normal.
 pub type HurrayTransportReadAtFn = Option<
-    unsafe extern "C" fn(ctx: *mut c_void, offset: u64, dst: *mut u8, len: usize, out_filled: *mut usize) -> HurrayStatus,
+    unsafe extern "C" fn(
+        ctx: *mut c_void,
+        offset: u64,
+        dst: *mut u8,
+        len: usize,
+        out_filled: *mut usize,
+    ) -> HurrayStatus,
 >;
 /// Stores the total size in bytes of the addressed input in `*out_size` (file containers).
 pub type HurrayTransportSizeFn = Option<unsafe extern "C" fn(ctx: *mut c_void, out_size: *mut u64) -> HurrayStatus>;
@@ -55,14 +59,7 @@ pub struct HurrayTransport {
 
 impl Default for HurrayTransport {
     fn default() -> Self {
-        HurrayTransport {
-            ctx: std::ptr::null_mut(),
-            read: None,
-            write: None,
-            release: None,
-            read_at: None,
-            size: None,
-        }
+        HurrayTransport { ctx: std::ptr::null_mut(), read: None, write: None, release: None, read_at: None, size: None }
     }
 }
 

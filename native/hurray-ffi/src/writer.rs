@@ -38,7 +38,10 @@ impl HurrayWriterOptions {
     }
     pub(crate) fn to_core(self) -> FfiResult<WriterOptions> {
         if (self.struct_size as usize) < std::mem::size_of::<HurrayWriterOptions>() {
-            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "options.struct_size is smaller than this ABI's HurrayWriterOptions"));
+            return Err(FfiError::new(
+                HURRAY_ERR_INVALID_ARGUMENT,
+                "options.struct_size is smaller than this ABI's HurrayWriterOptions",
+            ));
         }
         if self.flags & !HURRAY_WRITER_PAYLOAD_CHECKSUMS != 0 {
             return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "unknown writer option flags"));
@@ -118,7 +121,10 @@ pub unsafe extern "C" fn hurray_writer_write_tensor(
         let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
         // Bound `count` before building any slice from it (as the file writer does).
         if count > hurray_core::MAX_BUFFERS {
-            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("{count} payloads: a tensor has at most {} buffers", hurray_core::MAX_BUFFERS)));
+            return Err(FfiError::new(
+                HURRAY_ERR_INVALID_ARGUMENT,
+                format!("{count} payloads: a tensor has at most {} buffers", hurray_core::MAX_BUFFERS),
+            ));
         }
         // SAFETY: the caller guarantees `payloads` is valid for `count` slices.
         let slices: &[HurrayIoSlice] = unsafe { slice_arg(payloads, count, "payloads")? };

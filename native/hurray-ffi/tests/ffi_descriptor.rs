@@ -23,7 +23,9 @@ unsafe fn build(d: &TensorDescriptor) -> *mut HurrayDescriptor {
         let mut b = null_mut();
         expect(hurray_descriptor_builder_new(d.element_type().code(), dims.as_ptr(), dims.len(), &mut b), HURRAY_OK);
         match d.layout() {
-            LayoutDescriptor::Strided(s) => expect(hurray_descriptor_builder_set_layout(b, HURRAY_LAYOUT_STRIDED, s.as_ptr(), s.len()), HURRAY_OK),
+            LayoutDescriptor::Strided(s) => {
+                expect(hurray_descriptor_builder_set_layout(b, HURRAY_LAYOUT_STRIDED, s.as_ptr(), s.len()), HURRAY_OK)
+            }
             l => expect(hurray_descriptor_builder_set_layout(b, l.code(), null(), 0), HURRAY_OK),
         }
         expect(hurray_descriptor_builder_set_byte_offset(b, d.byte_offset()), HURRAY_OK);
@@ -44,7 +46,14 @@ unsafe fn build(d: &TensorDescriptor) -> *mut HurrayDescriptor {
                 Quantization::Cast { .. } => (0, 0.0, 0.0),
                 Quantization::Block(_) => unreachable!("the property corpus has no block kinds"),
             };
-            let hq = HurrayQuantization { kind: q.code(), dequantized_type: q.dequantized().code(), reserved: 0, axis, scale, bias };
+            let hq = HurrayQuantization {
+                kind: q.code(),
+                dequantized_type: q.dequantized().code(),
+                reserved: 0,
+                axis,
+                scale,
+                bias,
+            };
             expect(hurray_descriptor_builder_set_quantization(b, &hq), HURRAY_OK);
         }
         if let Some(n) = d.name() {
@@ -230,9 +239,15 @@ fn the_builder_refuses_what_the_core_refuses() {
         assert!(b.is_null());
         expect(hurray_descriptor_builder_new(HURRAY_DTYPE_INT32, dims.as_ptr(), 1, &mut b), HURRAY_OK);
         // Layouts.
-        expect(hurray_descriptor_builder_set_layout(b, HURRAY_LAYOUT_ROW_MAJOR, dims.as_ptr() as *const i64, 1), HURRAY_ERR_INVALID_LAYOUT);
+        expect(
+            hurray_descriptor_builder_set_layout(b, HURRAY_LAYOUT_ROW_MAJOR, dims.as_ptr() as *const i64, 1),
+            HURRAY_ERR_INVALID_LAYOUT,
+        );
         let two = [1i64, 1];
-        expect(hurray_descriptor_builder_set_layout(b, HURRAY_LAYOUT_STRIDED, two.as_ptr(), 2), HURRAY_ERR_INVALID_LAYOUT);
+        expect(
+            hurray_descriptor_builder_set_layout(b, HURRAY_LAYOUT_STRIDED, two.as_ptr(), 2),
+            HURRAY_ERR_INVALID_LAYOUT,
+        );
         // Sparse and paged layouts (descriptor version 2) take no strides; without their
         // block (hurray_descriptor_builder_set_sparse / _set_paging) the build refuses them.
         for code in 3..=7u8 {
@@ -247,9 +262,15 @@ fn the_builder_refuses_what_the_core_refuses() {
         let nul = b"a\0b";
         expect(hurray_descriptor_builder_set_name(b, nul.as_ptr() as *const c_char, 3), HURRAY_ERR_INVALID_ARGUMENT);
         let bad_utf8 = [0xFFu8, 0xFE];
-        expect(hurray_descriptor_builder_set_name(b, bad_utf8.as_ptr() as *const c_char, 2), HURRAY_ERR_INVALID_ARGUMENT);
+        expect(
+            hurray_descriptor_builder_set_name(b, bad_utf8.as_ptr() as *const c_char, 2),
+            HURRAY_ERR_INVALID_ARGUMENT,
+        );
         let long = vec![b'x'; 4097];
-        expect(hurray_descriptor_builder_set_name(b, long.as_ptr() as *const c_char, long.len()), HURRAY_ERR_INVALID_ARGUMENT);
+        expect(
+            hurray_descriptor_builder_set_name(b, long.as_ptr() as *const c_char, long.len()),
+            HURRAY_ERR_INVALID_ARGUMENT,
+        );
         expect(hurray_descriptor_builder_set_name(b, long.as_ptr() as *const c_char, 4096), HURRAY_OK);
         // Buffers.
         for (align, dev, sync, reserved, want) in [
@@ -271,7 +292,10 @@ fn the_builder_refuses_what_the_core_refuses() {
         expect(hurray_descriptor_builder_add_metadata(b, b"k".as_ptr(), 1, null(), 0), HURRAY_ERR_DUPLICATE_NAME);
         expect(hurray_descriptor_builder_add_metadata(b, null(), 0, null(), 0), HURRAY_ERR_INVALID_ARGUMENT);
         let big = vec![0u8; 64 * 1024 + 1];
-        expect(hurray_descriptor_builder_add_metadata(b, b"v".as_ptr(), 1, big.as_ptr(), big.len()), HURRAY_ERR_LIMIT_EXCEEDED);
+        expect(
+            hurray_descriptor_builder_add_metadata(b, b"v".as_ptr(), 1, big.as_ptr(), big.len()),
+            HURRAY_ERR_LIMIT_EXCEEDED,
+        );
         // Quantization.
         let mut q = HurrayQuantization { kind: 4, dequantized_type: HURRAY_DTYPE_FLOAT32, ..Default::default() };
         expect(hurray_descriptor_builder_set_quantization(b, &q), HURRAY_ERR_UNSUPPORTED);
@@ -279,7 +303,11 @@ fn the_builder_refuses_what_the_core_refuses() {
         expect(hurray_descriptor_builder_set_quantization(b, &q), HURRAY_ERR_INVALID_ARGUMENT);
         q = HurrayQuantization { kind: HURRAY_QUANT_PER_TENSOR_AFFINE, dequantized_type: 200, ..Default::default() };
         expect(hurray_descriptor_builder_set_quantization(b, &q), HURRAY_ERR_INVALID_TYPE);
-        q = HurrayQuantization { kind: HURRAY_QUANT_CAST, dequantized_type: HURRAY_DTYPE_FLOAT32, ..Default::default() };
+        q = HurrayQuantization {
+            kind: HURRAY_QUANT_CAST,
+            dequantized_type: HURRAY_DTYPE_FLOAT32,
+            ..Default::default()
+        };
         expect(hurray_descriptor_builder_set_quantization(b, &q), HURRAY_OK);
         // Cast needs a float stored type: refused at build, which leaves *out NULL.
         let mut d = null_mut();

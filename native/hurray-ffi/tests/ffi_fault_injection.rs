@@ -65,12 +65,7 @@ fn no_leak<R>(what: &str, f: impl FnOnce() -> R) -> R {
     let before = ALIGNED_LIVE.load(Ordering::SeqCst);
     let r = f();
     let after = ALIGNED_LIVE.load(Ordering::SeqCst);
-    assert_eq!(
-        after,
-        before,
-        "{what}: {} aligned bytes still live",
-        after - before
-    );
+    assert_eq!(after, before, "{what}: {} aligned bytes still live", after - before);
     r
 }
 
@@ -81,34 +76,21 @@ fn golden(name: &str) -> Vec<u8> {
 #[test]
 fn stream_reads_fail_at_every_call_and_resume_to_identical_output() {
     let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    for file in [
-        "stream_v1_checksums.hrry",
-        "stream_v1_plain.hrry",
-        "stream_v1_empty.hrry",
-    ] {
+    for file in ["stream_v1_checksums.hrry", "stream_v1_plain.hrry", "stream_v1_empty.hrry"] {
         let wire = golden(file);
         for chunk in [4096, 61, 7] {
             let (clean, end, _, m) = no_leak(file, || ffi_read(Mem::reading(wire.clone(), chunk)));
             assert_eq!(end, HURRAY_END_OF_STREAM);
             let total = m.calls;
-            eprintln!(
-                "fault injection: {file}, {chunk}-byte reads: {total} runs, each failing one call"
-            );
+            eprintln!("fault injection: {file}, {chunk}-byte reads: {total} runs, each failing one call");
             for k in 0..total {
                 let mut m = Mem::reading(wire.clone(), chunk);
                 m.fail_at = Some(k);
                 let (back, end, failures, _) = no_leak(file, || ffi_read(m));
-                assert_eq!(
-                    (end, failures),
-                    (HURRAY_END_OF_STREAM, 1),
-                    "{file} chunk {chunk} call {k}"
-                );
+                assert_eq!((end, failures), (HURRAY_END_OF_STREAM, 1), "{file} chunk {chunk} call {k}");
                 assert!(back.len() == clean.len(), "{file} call {k}");
                 for (a, b) in back.iter().zip(&clean) {
-                    assert!(
-                        a.encoded == b.encoded && a.buffers == b.buffers,
-                        "{file} chunk {chunk} call {k}"
-                    );
+                    assert!(a.encoded == b.encoded && a.buffers == b.buffers, "{file} chunk {chunk} call {k}");
                 }
             }
         }
@@ -123,13 +105,7 @@ struct AtSource {
     released: usize,
 }
 
-unsafe extern "C" fn at_read(
-    ctx: *mut c_void,
-    offset: u64,
-    dst: *mut u8,
-    len: usize,
-    out: *mut usize,
-) -> HurrayStatus {
+unsafe extern "C" fn at_read(ctx: *mut c_void, offset: u64, dst: *mut u8, len: usize, out: *mut usize) -> HurrayStatus {
     let s = unsafe { &mut *(ctx as *mut AtSource) };
     let call = s.calls;
     s.calls += 1;
@@ -202,37 +178,21 @@ fn container_reads_fail_at_every_call_and_resume_to_identical_output() {
     for file in ["file_v1.hrryfile", "file_v1_paged.hrryfile"] {
         let bytes = golden(file);
         for chunk in [usize::MAX, 1000] {
-            let mut src = AtSource {
-                bytes: bytes.clone(),
-                chunk,
-                calls: 0,
-                fail_at: None,
-                released: 0,
-            };
+            let mut src = AtSource { bytes: bytes.clone(), chunk, calls: 0, fail_at: None, released: 0 };
             let (clean, _) = no_leak(file, || read_container(&mut src));
             assert_eq!(src.released, 1);
             assert!(!clean.is_empty());
-            eprintln!("fault injection: {file}, read_at of at most {chunk} bytes: {} runs, each failing one call", src.calls);
+            eprintln!(
+                "fault injection: {file}, read_at of at most {chunk} bytes: {} runs, each failing one call",
+                src.calls
+            );
             for k in 0..src.calls {
-                let mut s = AtSource {
-                    bytes: bytes.clone(),
-                    chunk,
-                    calls: 0,
-                    fail_at: Some(k),
-                    released: 0,
-                };
+                let mut s = AtSource { bytes: bytes.clone(), chunk, calls: 0, fail_at: Some(k), released: 0 };
                 let (back, failures) = no_leak(file, || read_container(&mut s));
-                assert_eq!(
-                    (failures, s.released),
-                    (1, 1),
-                    "{file} chunk {chunk} call {k}"
-                );
+                assert_eq!((failures, s.released), (1, 1), "{file} chunk {chunk} call {k}");
                 assert_eq!(back.len(), clean.len());
                 for (a, b) in back.iter().zip(&clean) {
-                    assert!(
-                        a.encoded == b.encoded && a.buffers == b.buffers,
-                        "{file} chunk {chunk} call {k}"
-                    );
+                    assert!(a.encoded == b.encoded && a.buffers == b.buffers, "{file} chunk {chunk} call {k}");
                 }
             }
         }
@@ -242,11 +202,7 @@ fn container_reads_fail_at_every_call_and_resume_to_identical_output() {
 /// Writes `items` with a sink failing at call `fail_at`: retried when nothing of the item went
 /// out, else the writer must be poisoned. Returns the bytes, items completed, and whether it
 /// was poisoned.
-fn write_failing(
-    items: &[(Vec<u8>, Vec<Vec<u8>>)],
-    chunk: usize,
-    fail_at: Option<usize>,
-) -> (Vec<u8>, usize, bool) {
+fn write_failing(items: &[(Vec<u8>, Vec<Vec<u8>>)], chunk: usize, fail_at: Option<usize>) -> (Vec<u8>, usize, bool) {
     let mut m = Mem::writing(chunk);
     m.fail_at = fail_at;
     let t = transport(&mut m);
@@ -270,10 +226,7 @@ fn write_failing(
                     continue; // nothing of the item went out: the same call again
                 }
                 poisoned = true;
-                expect(
-                    hurray_writer_write_tensor(w, d, s.as_ptr(), s.len()),
-                    HURRAY_ERR_POISONED,
-                );
+                expect(hurray_writer_write_tensor(w, d, s.as_ptr(), s.len()), HURRAY_ERR_POISONED);
                 expect(hurray_writer_finish(w), HURRAY_ERR_POISONED);
                 break;
             }
@@ -307,8 +260,7 @@ fn stream_writes_fail_at_every_call_and_retry_or_poison() {
     let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let (items, end, _, _) = ffi_read(Mem::reading(golden("stream_v1_checksums.hrry"), 0));
     assert_eq!(end, HURRAY_END_OF_STREAM);
-    let items: Vec<(Vec<u8>, Vec<Vec<u8>>)> =
-        items.into_iter().map(|b| (b.encoded, b.buffers)).collect();
+    let items: Vec<(Vec<u8>, Vec<Vec<u8>>)> = items.into_iter().map(|b| (b.encoded, b.buffers)).collect();
     for chunk in [0usize, 100] {
         let (clean, done, poisoned) = no_leak("clean write", || write_failing(&items, chunk, None));
         assert!(!poisoned && done == items.len());
@@ -322,10 +274,7 @@ fn stream_writes_fail_at_every_call_and_retry_or_poison() {
                 for (enc, payloads) in &items {
                     let d = decode(enc);
                     let s = slices(payloads);
-                    expect(
-                        hurray_writer_write_tensor(w, d, s.as_ptr(), s.len()),
-                        HURRAY_OK,
-                    );
+                    expect(hurray_writer_write_tensor(w, d, s.as_ptr(), s.len()), HURRAY_OK);
                     expect(hurray_descriptor_destroy(d), HURRAY_OK);
                 }
                 expect(hurray_writer_finish(w), HURRAY_OK);
@@ -335,23 +284,15 @@ fn stream_writes_fail_at_every_call_and_retry_or_poison() {
         };
         let (mut retried, mut poisonings) = (0, 0);
         for k in 0..calls {
-            let (bytes, done, poisoned) =
-                no_leak("failing write", || write_failing(&items, chunk, Some(k)));
+            let (bytes, done, poisoned) = no_leak("failing write", || write_failing(&items, chunk, Some(k)));
             if poisoned {
                 poisonings += 1;
                 let (back, end, _, _) = ffi_read(Mem::reading(bytes, 0));
                 assert!(end < 0, "call {k}: a poisoned stream must not end cleanly");
-                assert_eq!(
-                    back.len(),
-                    done,
-                    "call {k}: exactly the items completed before"
-                );
+                assert_eq!(back.len(), done, "call {k}: exactly the items completed before");
             } else {
                 retried += 1;
-                assert!(
-                    done == items.len() && bytes == clean,
-                    "call {k}: a retried write changes nothing"
-                );
+                assert!(done == items.len() && bytes == clean, "call {k}: a retried write changes nothing");
             }
         }
         eprintln!("fault injection: writer, chunk {chunk}: {calls} runs ({retried} retried, {poisonings} poisoned)");

@@ -124,7 +124,10 @@ fn bad_alignments_through_buffer_from_ptr() {
     let data = page.0.as_mut_ptr() as *mut c_void;
     for align in [0u32, 3, 32, 1 << 30, 1 << 31, u32::MAX] {
         let mut b = null_mut();
-        expect(unsafe { hurray_buffer_from_ptr(data, 16, align, HURRAY_DEVICE_CPU, None, null_mut(), &mut b) }, HURRAY_ERR_INVALID_ALIGNMENT);
+        expect(
+            unsafe { hurray_buffer_from_ptr(data, 16, align, HURRAY_DEVICE_CPU, None, null_mut(), &mut b) },
+            HURRAY_ERR_INVALID_ALIGNMENT,
+        );
         assert!(b.is_null());
     }
     let mut b = null_mut();
@@ -180,7 +183,8 @@ fn a_bit_flipped_in_any_byte_of_the_golden_stream_is_detected_through_the_c_abi(
         b[i] ^= 1 << (i % 8);
         let s = ffi_first_error(b);
         assert!(
-            [HURRAY_ERR_CORRUPT, HURRAY_ERR_INVALID_MAGIC, HURRAY_ERR_VERSION_MISMATCH, HURRAY_ERR_UNSUPPORTED].contains(&s),
+            [HURRAY_ERR_CORRUPT, HURRAY_ERR_INVALID_MAGIC, HURRAY_ERR_VERSION_MISMATCH, HURRAY_ERR_UNSUPPORTED]
+                .contains(&s),
             "byte {i}: {}",
             status_name(s)
         );

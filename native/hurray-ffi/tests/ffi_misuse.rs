@@ -84,9 +84,23 @@ impl Fixture {
             let dims = [2u64, 3];
             expect(hurray_descriptor_builder_new(HURRAY_DTYPE_FLOAT32, dims.as_ptr(), 2, &mut f.builder), HURRAY_OK);
             expect(hurray_buffer_list_create(&mut f.list), HURRAY_OK);
-            expect(hurray_buffer_from_ptr(f.backing.0.as_mut_ptr() as *mut c_void, 64, 64, 0, None, null_mut(), &mut f.buffer), HURRAY_OK);
+            expect(
+                hurray_buffer_from_ptr(
+                    f.backing.0.as_mut_ptr() as *mut c_void,
+                    64,
+                    64,
+                    0,
+                    None,
+                    null_mut(),
+                    &mut f.buffer,
+                ),
+                HURRAY_OK,
+            );
             let enc = item.desc.encode().unwrap();
-            expect(hurray_tensor_context_new(4, enc.as_ptr(), enc.len() as u64, null_mut(), None, &mut f.ctx), HURRAY_OK);
+            expect(
+                hurray_tensor_context_new(4, enc.as_ptr(), enc.len() as u64, null_mut(), None, &mut f.ctx),
+                HURRAY_OK,
+            );
         }
         f
     }
@@ -136,7 +150,7 @@ fn null_cases(f: &Fixture) -> Vec<Case<'_>> {
     let no_read = HurrayTransport { read: None, ..t };
     let no_write = HurrayTransport { write: None, ..t };
     std::mem::forget(m); // the transports are never taken (every case fails first)
-    // Out-slots and inputs the cases point at: leaked, so they outlive the returned closures.
+                         // Out-slots and inputs the cases point at: leaked, so they outlive the returned closures.
     let o: &'static mut Slots = Box::leak(Box::new(Slots {
         handle: hurray_core::BufferHandle::new(64, 64, DeviceTag::Cpu, SyncMode::ProducerSynced).unwrap().encode(),
         one: [1],
@@ -162,7 +176,8 @@ fn null_cases(f: &Fixture) -> Vec<Case<'_>> {
     let (b, d, td, l, tl, tb) = (f.buffer, f.desc, f.tdesc, f.list, f.tlist, f.tbuf);
     let (bld, ctx, r, w, ten) = (f.builder, f.ctx, f.reader, f.writer, f.tensor);
     let pp = &mut o.p as *mut _;
-    let (u8p, u32p, u64p, usp) = (&mut o.u8o as *mut _, &mut o.u32o as *mut _, &mut o.u64o as *mut _, &mut o.us as *mut _);
+    let (u8p, u32p, u64p, usp) =
+        (&mut o.u8o as *mut _, &mut o.u32o as *mut _, &mut o.u64o as *mut _, &mut o.us as *mut _);
     let (cpp, bpp, dpp, ipp) = (&mut o.cp as *mut _, &mut o.bp as *mut _, &mut o.dp as *mut _, &mut o.ip as *mut _);
     let (qp, specp, spp) = (&mut o.q as *mut _, &mut o.spec as *mut _, &mut o.sp as *mut _);
     let (rop, wop) = (&o.ro as *const _, &o.wo as *const _);
@@ -171,11 +186,27 @@ fn null_cases(f: &Fixture) -> Vec<Case<'_>> {
     let data = f.backing.0.as_ptr() as *mut c_void;
     unsafe {
         vec![
-            ("hurray_buffer_from_ptr", Box::new(move || hurray_buffer_from_ptr(data, 8, 64, 0, None, null_mut(), null_mut())) as Box<dyn Fn() -> HurrayStatus>),
-            ("hurray_buffer_from_ptr", Box::new(move || hurray_buffer_from_ptr(null_mut(), 8, 64, 0, None, null_mut(), &mut null_mut()))),
-            ("hurray_buffer_handoff", Box::new(move || hurray_buffer_handoff(null(), data, null(), None, null_mut(), &mut null_mut()))),
-            ("hurray_buffer_handoff", Box::new(move || hurray_buffer_handoff(hb, data, null(), None, null_mut(), null_mut()))),
-            ("hurray_buffer_handoff", Box::new(move || hurray_buffer_handoff(hb, null_mut(), null(), None, null_mut(), &mut null_mut()))),
+            (
+                "hurray_buffer_from_ptr",
+                Box::new(move || hurray_buffer_from_ptr(data, 8, 64, 0, None, null_mut(), null_mut()))
+                    as Box<dyn Fn() -> HurrayStatus>,
+            ),
+            (
+                "hurray_buffer_from_ptr",
+                Box::new(move || hurray_buffer_from_ptr(null_mut(), 8, 64, 0, None, null_mut(), &mut null_mut())),
+            ),
+            (
+                "hurray_buffer_handoff",
+                Box::new(move || hurray_buffer_handoff(null(), data, null(), None, null_mut(), &mut null_mut())),
+            ),
+            (
+                "hurray_buffer_handoff",
+                Box::new(move || hurray_buffer_handoff(hb, data, null(), None, null_mut(), null_mut())),
+            ),
+            (
+                "hurray_buffer_handoff",
+                Box::new(move || hurray_buffer_handoff(hb, null_mut(), null(), None, null_mut(), &mut null_mut())),
+            ),
             ("hurray_buffer_sync_payload", Box::new(move || hurray_buffer_sync_payload(null(), spp))),
             ("hurray_buffer_sync_payload", Box::new(move || hurray_buffer_sync_payload(b, null_mut()))),
             ("hurray_buffer_clone", Box::new(move || hurray_buffer_clone(null(), &mut null_mut()))),
@@ -197,24 +228,56 @@ fn null_cases(f: &Fixture) -> Vec<Case<'_>> {
             ("hurray_buffer_list_len", Box::new(move || hurray_buffer_list_len(tl, null_mut()))),
             ("hurray_buffer_list_get", Box::new(move || hurray_buffer_list_get(null(), 0, &mut null_mut()))),
             ("hurray_buffer_list_get", Box::new(move || hurray_buffer_list_get(tl, 0, null_mut()))),
-            ("hurray_tensor_context_new", Box::new(move || hurray_tensor_context_new(4, null(), 8, null_mut(), None, &mut null_mut()))),
-            ("hurray_tensor_context_new", Box::new(move || hurray_tensor_context_new(4, null(), 0, null_mut(), None, null_mut()))),
+            (
+                "hurray_tensor_context_new",
+                Box::new(move || hurray_tensor_context_new(4, null(), 8, null_mut(), None, &mut null_mut())),
+            ),
+            (
+                "hurray_tensor_context_new",
+                Box::new(move || hurray_tensor_context_new(4, null(), 0, null_mut(), None, null_mut())),
+            ),
             ("hurray_tensor_context_abi_version", Box::new(move || hurray_tensor_context_abi_version(null(), u32p))),
             ("hurray_tensor_context_abi_version", Box::new(move || hurray_tensor_context_abi_version(ctx, null_mut()))),
-            ("hurray_descriptor_block_quant", Box::new(move || hurray_descriptor_block_quant(null(), Box::leak(Box::new(HurrayBlockQuant::default()))))),
+            (
+                "hurray_descriptor_block_quant",
+                Box::new(move || {
+                    hurray_descriptor_block_quant(null(), Box::leak(Box::new(HurrayBlockQuant::default())))
+                }),
+            ),
             ("hurray_descriptor_block_quant", Box::new(move || hurray_descriptor_block_quant(d, null_mut()))),
-            ("hurray_descriptor_format_version", Box::new(move || hurray_descriptor_format_version(null(), Box::leak(Box::new(0u16))))),
+            (
+                "hurray_descriptor_format_version",
+                Box::new(move || hurray_descriptor_format_version(null(), Box::leak(Box::new(0u16)))),
+            ),
             ("hurray_descriptor_format_version", Box::new(move || hurray_descriptor_format_version(d, null_mut()))),
-            ("hurray_descriptor_builder_set_block_quant", Box::new(move || hurray_descriptor_builder_set_block_quant(null_mut(), null()))),
-            ("hurray_quantize_plan", Box::new(move || hurray_quantize_plan(HURRAY_DTYPE_FLOAT32, one, 1, null(), null_mut()))),
-            ("hurray_quantize_plan", Box::new(move || hurray_quantize_plan(HURRAY_DTYPE_FLOAT32, null(), 1, null(), &mut null_mut()))),
+            (
+                "hurray_descriptor_builder_set_block_quant",
+                Box::new(move || hurray_descriptor_builder_set_block_quant(null_mut(), null())),
+            ),
+            (
+                "hurray_quantize_plan",
+                Box::new(move || hurray_quantize_plan(HURRAY_DTYPE_FLOAT32, one, 1, null(), null_mut())),
+            ),
+            (
+                "hurray_quantize_plan",
+                Box::new(move || hurray_quantize_plan(HURRAY_DTYPE_FLOAT32, null(), 1, null(), &mut null_mut())),
+            ),
             ("hurray_dequantize", Box::new(move || hurray_dequantize(null(), null(), null(), 0, null_mut(), 0))),
-            ("hurray_dequantize", Box::new(move || hurray_dequantize(d, null(), Box::leak(Box::new(8usize)), 1, null_mut(), 0))),
+            (
+                "hurray_dequantize",
+                Box::new(move || hurray_dequantize(d, null(), Box::leak(Box::new(8usize)), 1, null_mut(), 0)),
+            ),
             ("hurray_quantize", Box::new(move || hurray_quantize(null(), null(), 0, null(), null(), 0))),
             ("hurray_quantize", Box::new(move || hurray_quantize(d, null(), 2, null(), null(), 0))),
             ("hurray_tensor_context_descriptor", Box::new(move || hurray_tensor_context_descriptor(null(), bpp, u64p))),
-            ("hurray_tensor_context_descriptor", Box::new(move || hurray_tensor_context_descriptor(ctx, null_mut(), u64p))),
-            ("hurray_tensor_context_descriptor", Box::new(move || hurray_tensor_context_descriptor(ctx, bpp, null_mut()))),
+            (
+                "hurray_tensor_context_descriptor",
+                Box::new(move || hurray_tensor_context_descriptor(ctx, null_mut(), u64p)),
+            ),
+            (
+                "hurray_tensor_context_descriptor",
+                Box::new(move || hurray_tensor_context_descriptor(ctx, bpp, null_mut())),
+            ),
             ("hurray_descriptor_decode", Box::new(move || hurray_descriptor_decode(null(), 8, &mut null_mut()))),
             ("hurray_descriptor_decode", Box::new(move || hurray_descriptor_decode(hb, 16, null_mut()))),
             ("hurray_descriptor_clone", Box::new(move || hurray_descriptor_clone(null(), &mut null_mut()))),
@@ -247,26 +310,86 @@ fn null_cases(f: &Fixture) -> Vec<Case<'_>> {
             ("hurray_descriptor_name", Box::new(move || hurray_descriptor_name(d, cpp, null_mut()))),
             ("hurray_descriptor_buffer_spec", Box::new(move || hurray_descriptor_buffer_spec(null(), 0, specp))),
             ("hurray_descriptor_buffer_spec", Box::new(move || hurray_descriptor_buffer_spec(d, 0, null_mut()))),
-            ("hurray_descriptor_metadata_get", Box::new(move || hurray_descriptor_metadata_get(null(), 0, bpp, usp, bpp, usp))),
-            ("hurray_descriptor_metadata_get", Box::new(move || hurray_descriptor_metadata_get(d, 0, null_mut(), usp, bpp, usp))),
-            ("hurray_descriptor_metadata_get", Box::new(move || hurray_descriptor_metadata_get(d, 0, bpp, null_mut(), bpp, usp))),
-            ("hurray_descriptor_metadata_get", Box::new(move || hurray_descriptor_metadata_get(d, 0, bpp, usp, null_mut(), usp))),
-            ("hurray_descriptor_metadata_get", Box::new(move || hurray_descriptor_metadata_get(d, 0, bpp, usp, bpp, null_mut()))),
-            ("hurray_descriptor_builder_new", Box::new(move || hurray_descriptor_builder_new(HURRAY_DTYPE_INT8, null(), 1, &mut null_mut()))),
-            ("hurray_descriptor_builder_new", Box::new(move || hurray_descriptor_builder_new(HURRAY_DTYPE_INT8, one, 1, null_mut()))),
-            ("hurray_descriptor_builder_set_layout", Box::new(move || hurray_descriptor_builder_set_layout(null_mut(), HURRAY_LAYOUT_ROW_MAJOR, null(), 0))),
-            ("hurray_descriptor_builder_set_layout", Box::new(move || hurray_descriptor_builder_set_layout(bld, HURRAY_LAYOUT_STRIDED, null(), 2))),
-            ("hurray_descriptor_builder_set_byte_offset", Box::new(move || hurray_descriptor_builder_set_byte_offset(null_mut(), 0))),
-            ("hurray_descriptor_builder_set_name", Box::new(move || hurray_descriptor_builder_set_name(null_mut(), c"n".as_ptr(), 1))),
-            ("hurray_descriptor_builder_set_name", Box::new(move || hurray_descriptor_builder_set_name(bld, null(), 1))),
-            ("hurray_descriptor_builder_add_buffer", Box::new(move || hurray_descriptor_builder_add_buffer(null_mut(), &spec))),
-            ("hurray_descriptor_builder_add_buffer", Box::new(move || hurray_descriptor_builder_add_buffer(bld, null()))),
-            ("hurray_descriptor_builder_set_quantization", Box::new(move || hurray_descriptor_builder_set_quantization(null_mut(), &q))),
-            ("hurray_descriptor_builder_set_quantization", Box::new(move || hurray_descriptor_builder_set_quantization(bld, null()))),
-            ("hurray_descriptor_builder_add_metadata", Box::new(move || hurray_descriptor_builder_add_metadata(null_mut(), b"k".as_ptr(), 1, null(), 0))),
-            ("hurray_descriptor_builder_add_metadata", Box::new(move || hurray_descriptor_builder_add_metadata(bld, null(), 1, null(), 0))),
-            ("hurray_descriptor_builder_add_metadata", Box::new(move || hurray_descriptor_builder_add_metadata(bld, b"k".as_ptr(), 1, null(), 1))),
-            ("hurray_descriptor_builder_build", Box::new(move || hurray_descriptor_builder_build(null(), &mut null_mut()))),
+            (
+                "hurray_descriptor_metadata_get",
+                Box::new(move || hurray_descriptor_metadata_get(null(), 0, bpp, usp, bpp, usp)),
+            ),
+            (
+                "hurray_descriptor_metadata_get",
+                Box::new(move || hurray_descriptor_metadata_get(d, 0, null_mut(), usp, bpp, usp)),
+            ),
+            (
+                "hurray_descriptor_metadata_get",
+                Box::new(move || hurray_descriptor_metadata_get(d, 0, bpp, null_mut(), bpp, usp)),
+            ),
+            (
+                "hurray_descriptor_metadata_get",
+                Box::new(move || hurray_descriptor_metadata_get(d, 0, bpp, usp, null_mut(), usp)),
+            ),
+            (
+                "hurray_descriptor_metadata_get",
+                Box::new(move || hurray_descriptor_metadata_get(d, 0, bpp, usp, bpp, null_mut())),
+            ),
+            (
+                "hurray_descriptor_builder_new",
+                Box::new(move || hurray_descriptor_builder_new(HURRAY_DTYPE_INT8, null(), 1, &mut null_mut())),
+            ),
+            (
+                "hurray_descriptor_builder_new",
+                Box::new(move || hurray_descriptor_builder_new(HURRAY_DTYPE_INT8, one, 1, null_mut())),
+            ),
+            (
+                "hurray_descriptor_builder_set_layout",
+                Box::new(move || hurray_descriptor_builder_set_layout(null_mut(), HURRAY_LAYOUT_ROW_MAJOR, null(), 0)),
+            ),
+            (
+                "hurray_descriptor_builder_set_layout",
+                Box::new(move || hurray_descriptor_builder_set_layout(bld, HURRAY_LAYOUT_STRIDED, null(), 2)),
+            ),
+            (
+                "hurray_descriptor_builder_set_byte_offset",
+                Box::new(move || hurray_descriptor_builder_set_byte_offset(null_mut(), 0)),
+            ),
+            (
+                "hurray_descriptor_builder_set_name",
+                Box::new(move || hurray_descriptor_builder_set_name(null_mut(), c"n".as_ptr(), 1)),
+            ),
+            (
+                "hurray_descriptor_builder_set_name",
+                Box::new(move || hurray_descriptor_builder_set_name(bld, null(), 1)),
+            ),
+            (
+                "hurray_descriptor_builder_add_buffer",
+                Box::new(move || hurray_descriptor_builder_add_buffer(null_mut(), &spec)),
+            ),
+            (
+                "hurray_descriptor_builder_add_buffer",
+                Box::new(move || hurray_descriptor_builder_add_buffer(bld, null())),
+            ),
+            (
+                "hurray_descriptor_builder_set_quantization",
+                Box::new(move || hurray_descriptor_builder_set_quantization(null_mut(), &q)),
+            ),
+            (
+                "hurray_descriptor_builder_set_quantization",
+                Box::new(move || hurray_descriptor_builder_set_quantization(bld, null())),
+            ),
+            (
+                "hurray_descriptor_builder_add_metadata",
+                Box::new(move || hurray_descriptor_builder_add_metadata(null_mut(), b"k".as_ptr(), 1, null(), 0)),
+            ),
+            (
+                "hurray_descriptor_builder_add_metadata",
+                Box::new(move || hurray_descriptor_builder_add_metadata(bld, null(), 1, null(), 0)),
+            ),
+            (
+                "hurray_descriptor_builder_add_metadata",
+                Box::new(move || hurray_descriptor_builder_add_metadata(bld, b"k".as_ptr(), 1, null(), 1)),
+            ),
+            (
+                "hurray_descriptor_builder_build",
+                Box::new(move || hurray_descriptor_builder_build(null(), &mut null_mut())),
+            ),
             ("hurray_descriptor_builder_build", Box::new(move || hurray_descriptor_builder_build(bld, null_mut()))),
             ("hurray_last_error_message", Box::new(move || hurray_last_error_message(null_mut(), 8, null_mut()))),
             ("hurray_reader_options_init", Box::new(move || hurray_reader_options_init(null_mut()))),
@@ -275,12 +398,21 @@ fn null_cases(f: &Fixture) -> Vec<Case<'_>> {
             ("hurray_reader_new", Box::new(move || hurray_reader_new(&no_read, null(), &mut null_mut()))),
             ("hurray_reader_next_tensor", Box::new(move || hurray_reader_next_tensor(null_mut(), &mut null_mut()))),
             ("hurray_reader_next_tensor", Box::new(move || hurray_reader_next_tensor(r, null_mut()))),
-            ("hurray_reader_set_buffer_pool_bytes", Box::new(move || hurray_reader_set_buffer_pool_bytes(null_mut(), 1 << 20))),
+            (
+                "hurray_reader_set_buffer_pool_bytes",
+                Box::new(move || hurray_reader_set_buffer_pool_bytes(null_mut(), 1 << 20)),
+            ),
             ("hurray_descriptor_fields", Box::new(move || hurray_descriptor_fields(null(), &mut std::mem::zeroed()))),
             ("hurray_descriptor_fields", Box::new(move || hurray_descriptor_fields(d, null_mut()))),
-            ("hurray_buffer_list_data_ptrs", Box::new(move || hurray_buffer_list_data_ptrs(null(), [null_mut(); 1].as_mut_ptr(), 1, &mut 0))),
+            (
+                "hurray_buffer_list_data_ptrs",
+                Box::new(move || hurray_buffer_list_data_ptrs(null(), [null_mut(); 1].as_mut_ptr(), 1, &mut 0)),
+            ),
             ("hurray_buffer_list_data_ptrs", Box::new(move || hurray_buffer_list_data_ptrs(tl, null_mut(), 1, &mut 0))),
-            ("hurray_buffer_list_data_ptrs", Box::new(move || hurray_buffer_list_data_ptrs(tl, [null_mut(); 1].as_mut_ptr(), 1, null_mut()))),
+            (
+                "hurray_buffer_list_data_ptrs",
+                Box::new(move || hurray_buffer_list_data_ptrs(tl, [null_mut(); 1].as_mut_ptr(), 1, null_mut())),
+            ),
             ("hurray_name_check", Box::new(move || hurray_ffi::names::hurray_name_check(null(), 1, 0))),
             ("hurray_tensor_descriptor", Box::new(move || hurray_tensor_descriptor(null(), &mut null_mut()))),
             ("hurray_tensor_descriptor", Box::new(move || hurray_tensor_descriptor(ten, null_mut()))),
@@ -290,61 +422,168 @@ fn null_cases(f: &Fixture) -> Vec<Case<'_>> {
             ("hurray_writer_new", Box::new(move || hurray_writer_new(null(), wop, &mut null_mut()))),
             ("hurray_writer_new", Box::new(move || hurray_writer_new(&t, null(), null_mut()))),
             ("hurray_writer_new", Box::new(move || hurray_writer_new(&no_write, null(), &mut null_mut()))),
-            ("hurray_writer_write_tensor", Box::new(move || hurray_writer_write_tensor(null_mut(), d, slice_ok.as_ptr(), 1))),
-            ("hurray_writer_write_tensor", Box::new(move || hurray_writer_write_tensor(w, null(), slice_ok.as_ptr(), 1))),
+            (
+                "hurray_writer_write_tensor",
+                Box::new(move || hurray_writer_write_tensor(null_mut(), d, slice_ok.as_ptr(), 1)),
+            ),
+            (
+                "hurray_writer_write_tensor",
+                Box::new(move || hurray_writer_write_tensor(w, null(), slice_ok.as_ptr(), 1)),
+            ),
             ("hurray_writer_write_tensor", Box::new(move || hurray_writer_write_tensor(w, d, null(), 1))),
             ("hurray_writer_write_tensor", Box::new(move || hurray_writer_write_tensor(w, d, slice_null.as_ptr(), 1))),
             ("hurray_writer_finish", Box::new(move || hurray_writer_finish(null_mut()))),
-            ("hurray_descriptor_with_name", Box::new(move || hurray_descriptor_with_name(null(), null(), 0, pp.cast()))),
+            (
+                "hurray_descriptor_with_name",
+                Box::new(move || hurray_descriptor_with_name(null(), null(), 0, pp.cast())),
+            ),
             ("hurray_descriptor_with_name", Box::new(move || hurray_descriptor_with_name(d, null(), 0, null_mut()))),
             ("hurray_descriptor_with_name", Box::new(move || hurray_descriptor_with_name(d, null(), 3, pp.cast()))),
-            ("hurray_descriptor_new", Box::new(move || hurray_ffi::descriptor_spec::hurray_descriptor_new(null(), pp.cast()))),
-            ("hurray_encoder_encode_encoded", Box::new(move || hurray_ffi::encoder::hurray_encoder_encode_encoded(null_mut(), hb, 16, null(), 0, null_mut()))),
-            ("hurray_encoder_set_coalesce_bytes", Box::new(move || hurray_ffi::encoder::hurray_encoder_set_coalesce_bytes(null_mut(), 0))),
-            ("hurray_decoder_next_item", Box::new(move || hurray_ffi::decoder::hurray_decoder_next_item(null_mut(), 0, 0, &mut std::mem::zeroed(), leak(null_mut())))),
-            ("hurray_decoder_next_item", Box::new(move || hurray_ffi::decoder::hurray_decoder_next_item(null_mut(), 0, 0, &mut std::mem::zeroed(), null_mut()))),
-            ("hurray_encoder_encode_composite", Box::new(move || hurray_ffi::composite::hurray_encoder_encode_composite(null_mut(), null(), null_mut()))),
+            (
+                "hurray_descriptor_new",
+                Box::new(move || hurray_ffi::descriptor_spec::hurray_descriptor_new(null(), pp.cast())),
+            ),
+            (
+                "hurray_encoder_encode_encoded",
+                Box::new(move || {
+                    hurray_ffi::encoder::hurray_encoder_encode_encoded(null_mut(), hb, 16, null(), 0, null_mut())
+                }),
+            ),
+            (
+                "hurray_encoder_set_coalesce_bytes",
+                Box::new(move || hurray_ffi::encoder::hurray_encoder_set_coalesce_bytes(null_mut(), 0)),
+            ),
+            (
+                "hurray_decoder_next_item",
+                Box::new(move || {
+                    hurray_ffi::decoder::hurray_decoder_next_item(
+                        null_mut(),
+                        0,
+                        0,
+                        &mut std::mem::zeroed(),
+                        leak(null_mut()),
+                    )
+                }),
+            ),
+            (
+                "hurray_decoder_next_item",
+                Box::new(move || {
+                    hurray_ffi::decoder::hurray_decoder_next_item(null_mut(), 0, 0, &mut std::mem::zeroed(), null_mut())
+                }),
+            ),
+            (
+                "hurray_encoder_encode_composite",
+                Box::new(move || {
+                    hurray_ffi::composite::hurray_encoder_encode_composite(null_mut(), null(), null_mut())
+                }),
+            ),
             ("hurray_decoder_new", Box::new(move || hurray_ffi::decoder::hurray_decoder_new(null(), 0, null_mut()))),
-            ("hurray_decoder_next", Box::new(move || hurray_ffi::decoder::hurray_decoder_next(null_mut(), 0, 0, &mut std::mem::zeroed()))),
-            ("hurray_decoder_set_buffer_pool_bytes", Box::new(move || hurray_ffi::decoder::hurray_decoder_set_buffer_pool_bytes(null_mut(), 0))),
+            (
+                "hurray_decoder_next",
+                Box::new(move || hurray_ffi::decoder::hurray_decoder_next(null_mut(), 0, 0, &mut std::mem::zeroed())),
+            ),
+            (
+                "hurray_decoder_set_buffer_pool_bytes",
+                Box::new(move || hurray_ffi::decoder::hurray_decoder_set_buffer_pool_bytes(null_mut(), 0)),
+            ),
             ("hurray_encoder_new", Box::new(move || hurray_ffi::encoder::hurray_encoder_new(null(), null_mut()))),
-            ("hurray_encoder_encode", Box::new(move || hurray_ffi::encoder::hurray_encoder_encode(null_mut(), d, null(), 0, null_mut()))),
-            ("hurray_encoder_finish", Box::new(move || hurray_ffi::encoder::hurray_encoder_finish(null_mut(), null_mut()))),
-            ("hurray_encoder_output", Box::new(move || hurray_ffi::encoder::hurray_encoder_output(null(), null_mut(), 0, usp))),
-            ("hurray_encoder_consume", Box::new(move || hurray_ffi::encoder::hurray_encoder_consume(null_mut(), 0, null_mut()))),
-            ("hurray_encoder_abort", Box::new(move || hurray_ffi::encoder::hurray_encoder_abort(null_mut(), 0, null_mut()))),
+            (
+                "hurray_encoder_encode",
+                Box::new(move || hurray_ffi::encoder::hurray_encoder_encode(null_mut(), d, null(), 0, null_mut())),
+            ),
+            (
+                "hurray_encoder_finish",
+                Box::new(move || hurray_ffi::encoder::hurray_encoder_finish(null_mut(), null_mut())),
+            ),
+            (
+                "hurray_encoder_output",
+                Box::new(move || hurray_ffi::encoder::hurray_encoder_output(null(), null_mut(), 0, usp)),
+            ),
+            (
+                "hurray_encoder_consume",
+                Box::new(move || hurray_ffi::encoder::hurray_encoder_consume(null_mut(), 0, null_mut())),
+            ),
+            (
+                "hurray_encoder_abort",
+                Box::new(move || hurray_ffi::encoder::hurray_encoder_abort(null_mut(), 0, null_mut())),
+            ),
             // Sparse, paged and composite surface (src/sparse.rs, src/composite.rs).
             ("hurray_descriptor_version", Box::new(move || hurray_descriptor_version(null(), leak(0u16)))),
             ("hurray_descriptor_version", Box::new(move || hurray_descriptor_version(d, null_mut()))),
-            ("hurray_descriptor_sparse", Box::new(move || hurray_descriptor_sparse(null(), leak(HurraySparse::default())))),
+            (
+                "hurray_descriptor_sparse",
+                Box::new(move || hurray_descriptor_sparse(null(), leak(HurraySparse::default()))),
+            ),
             ("hurray_descriptor_sparse", Box::new(move || hurray_descriptor_sparse(d, null_mut()))),
-            ("hurray_descriptor_paging", Box::new(move || hurray_descriptor_paging(null(), leak(HurrayPaging::default())))),
+            (
+                "hurray_descriptor_paging",
+                Box::new(move || hurray_descriptor_paging(null(), leak(HurrayPaging::default()))),
+            ),
             ("hurray_descriptor_paging", Box::new(move || hurray_descriptor_paging(d, null_mut()))),
-            ("hurray_descriptor_composite", Box::new(move || hurray_descriptor_composite(null(), leak(HurrayCompositeMembership::default())))),
+            (
+                "hurray_descriptor_composite",
+                Box::new(move || hurray_descriptor_composite(null(), leak(HurrayCompositeMembership::default()))),
+            ),
             ("hurray_descriptor_composite", Box::new(move || hurray_descriptor_composite(d, null_mut()))),
-            ("hurray_descriptor_composite_role", Box::new(move || hurray_descriptor_composite_role(null(), 0, bpp, usp))),
-            ("hurray_descriptor_composite_role", Box::new(move || hurray_descriptor_composite_role(d, 0, null_mut(), usp))),
-            ("hurray_descriptor_composite_role", Box::new(move || hurray_descriptor_composite_role(d, 0, bpp, null_mut()))),
-            ("hurray_descriptor_builder_set_sparse", Box::new(move || hurray_descriptor_builder_set_sparse(null_mut(), leak(HurraySparse::default())))),
-            ("hurray_descriptor_builder_set_sparse", Box::new(move || hurray_descriptor_builder_set_sparse(bld, null()))),
-            ("hurray_descriptor_builder_set_paging", Box::new(move || hurray_descriptor_builder_set_paging(null_mut(), leak(HurrayPaging::default())))),
-            ("hurray_descriptor_builder_set_paging", Box::new(move || hurray_descriptor_builder_set_paging(bld, null()))),
+            (
+                "hurray_descriptor_composite_role",
+                Box::new(move || hurray_descriptor_composite_role(null(), 0, bpp, usp)),
+            ),
+            (
+                "hurray_descriptor_composite_role",
+                Box::new(move || hurray_descriptor_composite_role(d, 0, null_mut(), usp)),
+            ),
+            (
+                "hurray_descriptor_composite_role",
+                Box::new(move || hurray_descriptor_composite_role(d, 0, bpp, null_mut())),
+            ),
+            (
+                "hurray_descriptor_builder_set_sparse",
+                Box::new(move || hurray_descriptor_builder_set_sparse(null_mut(), leak(HurraySparse::default()))),
+            ),
+            (
+                "hurray_descriptor_builder_set_sparse",
+                Box::new(move || hurray_descriptor_builder_set_sparse(bld, null())),
+            ),
+            (
+                "hurray_descriptor_builder_set_paging",
+                Box::new(move || hurray_descriptor_builder_set_paging(null_mut(), leak(HurrayPaging::default()))),
+            ),
+            (
+                "hurray_descriptor_builder_set_paging",
+                Box::new(move || hurray_descriptor_builder_set_paging(bld, null())),
+            ),
             ("hurray_sparse_densify", Box::new(move || hurray_sparse_densify(null(), slice_ok.as_ptr(), 1, data, 8))),
             ("hurray_sparse_densify", Box::new(move || hurray_sparse_densify(td, null(), 1, data, 8))),
             ("hurray_sparse_densify", Box::new(move || hurray_sparse_densify(td, slice_null.as_ptr(), 1, data, 8))),
             ("hurray_sparse_densify", Box::new(move || hurray_sparse_densify(td, slice_ok.as_ptr(), 1, null_mut(), 8))),
             ("hurray_paged_gather", Box::new(move || hurray_paged_gather(null(), slice_ok.as_ptr(), 1, data, 8))),
             ("hurray_paged_gather", Box::new(move || hurray_paged_gather(td, null(), 1, data, 8))),
-            ("hurray_reader_next_item", Box::new(move || hurray_reader_next_item(null_mut(), leak(null_mut()), leak(null_mut())))),
+            (
+                "hurray_reader_next_item",
+                Box::new(move || hurray_reader_next_item(null_mut(), leak(null_mut()), leak(null_mut()))),
+            ),
             ("hurray_reader_next_item", Box::new(move || hurray_reader_next_item(r, null_mut(), leak(null_mut())))),
             ("hurray_reader_next_item", Box::new(move || hurray_reader_next_item(r, leak(null_mut()), null_mut()))),
             ("hurray_composite_head", Box::new(move || hurray_composite_head(null(), leak(null_mut())))),
             ("hurray_composite_member_count", Box::new(move || hurray_composite_member_count(null(), usp))),
-            ("hurray_composite_member", Box::new(move || hurray_composite_member(null(), 0, bpp, usp, leak(null_mut()), leak(null_mut())))),
+            (
+                "hurray_composite_member",
+                Box::new(move || hurray_composite_member(null(), 0, bpp, usp, leak(null_mut()), leak(null_mut()))),
+            ),
             ("hurray_composite_builder_new", Box::new(move || hurray_composite_builder_new(null(), 0, null_mut()))),
-            ("hurray_composite_builder_new", Box::new(move || hurray_composite_builder_new(null(), 3, leak(null_mut())))),
-            ("hurray_composite_builder_add_tensor", Box::new(move || hurray_composite_builder_add_tensor(null_mut(), bpp as *const u8, 0, d, null(), 0))),
-            ("hurray_composite_builder_add_composite", Box::new(move || hurray_composite_builder_add_composite(null_mut(), null(), 0, null_mut()))),
+            (
+                "hurray_composite_builder_new",
+                Box::new(move || hurray_composite_builder_new(null(), 3, leak(null_mut()))),
+            ),
+            (
+                "hurray_composite_builder_add_tensor",
+                Box::new(move || hurray_composite_builder_add_tensor(null_mut(), bpp as *const u8, 0, d, null(), 0)),
+            ),
+            (
+                "hurray_composite_builder_add_composite",
+                Box::new(move || hurray_composite_builder_add_composite(null_mut(), null(), 0, null_mut())),
+            ),
             ("hurray_writer_write_composite", Box::new(move || hurray_writer_write_composite(null_mut(), null()))),
             ("hurray_writer_write_composite", Box::new(move || hurray_writer_write_composite(w, null()))),
         ]
@@ -408,7 +647,9 @@ fn null_for_every_required_pointer_is_null_pointer() {
     // Every function in hurray.h has a case (the container surface has its own tests).
     let missing: Vec<String> = header_functions()
         .into_iter()
-        .filter(|n| !covered.contains(n) && !NO_REQUIRED_POINTER.contains(&n.as_str()) && !DESTROYS.contains(&n.as_str()))
+        .filter(|n| {
+            !covered.contains(n) && !NO_REQUIRED_POINTER.contains(&n.as_str()) && !DESTROYS.contains(&n.as_str())
+        })
         .filter(|n| !n.starts_with("hurray_file"))
         .collect();
     assert!(missing.is_empty(), "functions without a NULL case: {missing:?}");
@@ -569,7 +810,10 @@ fn buffer_release_runs_exactly_once_when_the_last_sharing_handle_goes() {
     unsafe {
         // Plain: destroy → released once.
         let mut b = null_mut();
-        expect(hurray_buffer_from_ptr(data, 4096, 4096, HURRAY_DEVICE_CPU, Some(count_buffer_release), ctx, &mut b), HURRAY_OK);
+        expect(
+            hurray_buffer_from_ptr(data, 4096, 4096, HURRAY_DEVICE_CPU, Some(count_buffer_release), ctx, &mut b),
+            HURRAY_OK,
+        );
         let mut p = null_mut();
         expect(hurray_buffer_data_ptr(b, &mut p), HURRAY_OK);
         assert_eq!(p, data, "zero copy: the handle points at the caller's memory");
@@ -577,7 +821,10 @@ fn buffer_release_runs_exactly_once_when_the_last_sharing_handle_goes() {
         expect(hurray_buffer_destroy(&mut b), HURRAY_OK);
         assert_eq!(released(), 1);
         // Cloned: only the last of the two handles releases.
-        expect(hurray_buffer_from_ptr(data, 4096, 64, HURRAY_DEVICE_CPU, Some(count_buffer_release), ctx, &mut b), HURRAY_OK);
+        expect(
+            hurray_buffer_from_ptr(data, 4096, 64, HURRAY_DEVICE_CPU, Some(count_buffer_release), ctx, &mut b),
+            HURRAY_OK,
+        );
         let mut c = null_mut();
         expect(hurray_buffer_clone(b, &mut c), HURRAY_OK);
         expect(hurray_buffer_destroy(&mut b), HURRAY_OK);
@@ -589,7 +836,10 @@ fn buffer_release_runs_exactly_once_when_the_last_sharing_handle_goes() {
         // In a list, with a clone of the list's (borrowed) element outliving the list.
         let mut l = null_mut();
         expect(hurray_buffer_list_create(&mut l), HURRAY_OK);
-        expect(hurray_buffer_from_ptr(data, 4096, 64, HURRAY_DEVICE_CPU, Some(count_buffer_release), ctx, &mut b), HURRAY_OK);
+        expect(
+            hurray_buffer_from_ptr(data, 4096, 64, HURRAY_DEVICE_CPU, Some(count_buffer_release), ctx, &mut b),
+            HURRAY_OK,
+        );
         expect(hurray_buffer_list_push(l, b), HURRAY_OK);
         expect(hurray_buffer_clone(b, &mut c), HURRAY_OK);
         expect(hurray_buffer_list_destroy(&mut l), HURRAY_OK);
@@ -600,18 +850,30 @@ fn buffer_release_runs_exactly_once_when_the_last_sharing_handle_goes() {
         // A list destroys every owned buffer once.
         expect(hurray_buffer_list_create(&mut l), HURRAY_OK);
         for _ in 0..5 {
-            expect(hurray_buffer_from_ptr(data, 16, 64, HURRAY_DEVICE_CPU, Some(count_buffer_release), ctx, &mut b), HURRAY_OK);
+            expect(
+                hurray_buffer_from_ptr(data, 16, 64, HURRAY_DEVICE_CPU, Some(count_buffer_release), ctx, &mut b),
+                HURRAY_OK,
+            );
             expect(hurray_buffer_list_push(l, b), HURRAY_OK);
         }
         expect(hurray_buffer_list_destroy(&mut l), HURRAY_OK);
         assert_eq!(released(), 8);
         // Failures release nothing: misaligned data, bad alignment, unknown device.
         let odd = (data as usize + 8) as *mut c_void;
-        expect(hurray_buffer_from_ptr(odd, 16, 64, 0, Some(count_buffer_release), ctx, &mut b), HURRAY_ERR_INVALID_ALIGNMENT);
-        expect(hurray_buffer_from_ptr(data, 16, 48, 0, Some(count_buffer_release), ctx, &mut b), HURRAY_ERR_INVALID_ALIGNMENT);
+        expect(
+            hurray_buffer_from_ptr(odd, 16, 64, 0, Some(count_buffer_release), ctx, &mut b),
+            HURRAY_ERR_INVALID_ALIGNMENT,
+        );
+        expect(
+            hurray_buffer_from_ptr(data, 16, 48, 0, Some(count_buffer_release), ctx, &mut b),
+            HURRAY_ERR_INVALID_ALIGNMENT,
+        );
         expect(hurray_buffer_from_ptr(data, 16, 64, 0, Some(count_buffer_release), ctx, &mut b), HURRAY_OK);
         expect(hurray_buffer_destroy(&mut b), HURRAY_OK);
-        expect(hurray_buffer_from_ptr(data, 16, 4096, 99, Some(count_buffer_release), ctx, &mut b), HURRAY_ERR_INVALID_ARGUMENT);
+        expect(
+            hurray_buffer_from_ptr(data, 16, 4096, 99, Some(count_buffer_release), ctx, &mut b),
+            HURRAY_ERR_INVALID_ARGUMENT,
+        );
         assert_eq!(released(), 9);
         // A list is capped at 64 buffers; the refused buffer stays the caller's.
         expect(hurray_buffer_list_create(&mut l), HURRAY_OK);
@@ -629,7 +891,13 @@ fn buffer_release_runs_exactly_once_when_the_last_sharing_handle_goes() {
     page.0[0] = 0;
 }
 
-fn payload(handle: *mut c_void, handle_tag: u8, release: bool, stream: *mut c_void, stream_tag: u8) -> HurraySyncPayload {
+fn payload(
+    handle: *mut c_void,
+    handle_tag: u8,
+    release: bool,
+    stream: *mut c_void,
+    stream_tag: u8,
+) -> HurraySyncPayload {
     HurraySyncPayload {
         sync_handle: handle,
         sync_handle_device_tag: handle_tag,
@@ -659,7 +927,14 @@ fn buffer_handoff_cross_checks_the_sync_mode_byte() {
     let handoff = |h: &[u8; 16], p: Option<&HurraySyncPayload>| {
         let mut out = null_mut();
         let s = unsafe {
-            hurray_buffer_handoff(h.as_ptr(), data, p.map_or(null(), |p| p as *const _), Some(count_buffer_release), ctx, &mut out)
+            hurray_buffer_handoff(
+                h.as_ptr(),
+                data,
+                p.map_or(null(), |p| p as *const _),
+                Some(count_buffer_release),
+                ctx,
+                &mut out,
+            )
         };
         if s == HURRAY_OK {
             let mut mode = 0u8;
@@ -675,7 +950,9 @@ fn buffer_handoff_cross_checks_the_sync_mode_byte() {
                 } else if mode == HURRAY_SYNC_CONSUMER_STREAM {
                     assert_eq!(got.consumer_stream, st);
                 } else {
-                    assert!(got.sync_handle.is_null() && got.consumer_stream.is_null() && got.event_release_fn.is_none());
+                    assert!(
+                        got.sync_handle.is_null() && got.consumer_stream.is_null() && got.event_release_fn.is_none()
+                    );
                 }
                 expect(hurray_buffer_destroy(&mut out), HURRAY_OK);
             }
@@ -734,7 +1011,10 @@ fn tensor_context_owner_release_runs_exactly_once() {
     let enc = dense(ElementType::Int16, &[3]).desc.encode().unwrap();
     unsafe {
         let mut c = null_mut();
-        expect(hurray_tensor_context_new(4, enc.as_ptr(), enc.len() as u64, owner, Some(count_owner_release), &mut c), HURRAY_OK);
+        expect(
+            hurray_tensor_context_new(4, enc.as_ptr(), enc.len() as u64, owner, Some(count_owner_release), &mut c),
+            HURRAY_OK,
+        );
         let mut v = 0u32;
         expect(hurray_tensor_context_abi_version(c, &mut v), HURRAY_OK);
         assert_eq!(v, 4);
@@ -755,9 +1035,18 @@ fn tensor_context_owner_release_runs_exactly_once() {
         expect(hurray_tensor_context_destroy(&mut c), HURRAY_OK);
         assert_eq!(OWNER_RELEASES.load(Ordering::SeqCst), 2);
         // Failures release nothing.
-        expect(hurray_tensor_context_new(0, enc.as_ptr(), enc.len() as u64, owner, Some(count_owner_release), &mut c), HURRAY_ERR_INVALID_ARGUMENT);
-        expect(hurray_tensor_context_new(4, enc.as_ptr(), enc.len() as u64 - 1, owner, Some(count_owner_release), &mut c), HURRAY_ERR_CORRUPT);
-        expect(hurray_tensor_context_new(4, enc.as_ptr(), (16 << 20) + 1, owner, Some(count_owner_release), &mut c), HURRAY_ERR_LIMIT_EXCEEDED);
+        expect(
+            hurray_tensor_context_new(0, enc.as_ptr(), enc.len() as u64, owner, Some(count_owner_release), &mut c),
+            HURRAY_ERR_INVALID_ARGUMENT,
+        );
+        expect(
+            hurray_tensor_context_new(4, enc.as_ptr(), enc.len() as u64 - 1, owner, Some(count_owner_release), &mut c),
+            HURRAY_ERR_CORRUPT,
+        );
+        expect(
+            hurray_tensor_context_new(4, enc.as_ptr(), (16 << 20) + 1, owner, Some(count_owner_release), &mut c),
+            HURRAY_ERR_LIMIT_EXCEEDED,
+        );
         assert!(c.is_null());
         assert_eq!(OWNER_RELEASES.load(Ordering::SeqCst), 2);
     }
@@ -898,7 +1187,12 @@ fn every_status_has_its_name_and_sign() {
         .lines()
         .filter_map(|l| l.strip_prefix("#define "))
         .filter_map(|l| l.split_whitespace().next())
-        .filter(|n| *n == "HURRAY_OK" || *n == "HURRAY_END_OF_STREAM" || *n == "HURRAY_NEED_INPUT" || n.starts_with("HURRAY_ERR_"))
+        .filter(|n| {
+            *n == "HURRAY_OK"
+                || *n == "HURRAY_END_OF_STREAM"
+                || *n == "HURRAY_NEED_INPUT"
+                || n.starts_with("HURRAY_ERR_")
+        })
         .collect();
     let named: BTreeSet<&str> = all.iter().map(|(_, n)| *n).collect();
     assert_eq!(defined, named);
@@ -907,10 +1201,24 @@ fn every_status_has_its_name_and_sign() {
 #[test]
 fn c_constants_equal_the_core_discriminants() {
     let dtypes = [
-        HURRAY_DTYPE_BOOL, HURRAY_DTYPE_INT8, HURRAY_DTYPE_INT16, HURRAY_DTYPE_INT32, HURRAY_DTYPE_INT64,
-        HURRAY_DTYPE_UINT8, HURRAY_DTYPE_UINT16, HURRAY_DTYPE_UINT32, HURRAY_DTYPE_UINT64, HURRAY_DTYPE_FLOAT16,
-        HURRAY_DTYPE_BFLOAT16, HURRAY_DTYPE_FLOAT32, HURRAY_DTYPE_FLOAT64, HURRAY_DTYPE_COMPLEX64,
-        HURRAY_DTYPE_COMPLEX128, HURRAY_DTYPE_FLOAT8_E4M3FN, HURRAY_DTYPE_FLOAT8_E5M2, HURRAY_DTYPE_INT4,
+        HURRAY_DTYPE_BOOL,
+        HURRAY_DTYPE_INT8,
+        HURRAY_DTYPE_INT16,
+        HURRAY_DTYPE_INT32,
+        HURRAY_DTYPE_INT64,
+        HURRAY_DTYPE_UINT8,
+        HURRAY_DTYPE_UINT16,
+        HURRAY_DTYPE_UINT32,
+        HURRAY_DTYPE_UINT64,
+        HURRAY_DTYPE_FLOAT16,
+        HURRAY_DTYPE_BFLOAT16,
+        HURRAY_DTYPE_FLOAT32,
+        HURRAY_DTYPE_FLOAT64,
+        HURRAY_DTYPE_COMPLEX64,
+        HURRAY_DTYPE_COMPLEX128,
+        HURRAY_DTYPE_FLOAT8_E4M3FN,
+        HURRAY_DTYPE_FLOAT8_E5M2,
+        HURRAY_DTYPE_INT4,
         HURRAY_DTYPE_UINT4,
     ];
     for (c, et) in dtypes.iter().zip(ElementType::ALL) {
@@ -945,8 +1253,14 @@ fn c_constants_equal_the_core_discriminants() {
     assert_eq!(HURRAY_SYNC_INVALID, 0xFF);
     assert!(SyncMode::from_code(HURRAY_SYNC_INVALID).is_err());
     let q = |q: hurray_core::Quantization| q.code();
-    assert_eq!(HURRAY_QUANT_PER_TENSOR_AFFINE, q(hurray_core::Quantization::PerTensorAffine { scale: 1.0, bias: 0.0, dequantized: ElementType::Float32 }));
-    assert_eq!(HURRAY_QUANT_PER_CHANNEL_AFFINE, q(hurray_core::Quantization::PerChannelAffine { axis: 0, dequantized: ElementType::Float32 }));
+    assert_eq!(
+        HURRAY_QUANT_PER_TENSOR_AFFINE,
+        q(hurray_core::Quantization::PerTensorAffine { scale: 1.0, bias: 0.0, dequantized: ElementType::Float32 })
+    );
+    assert_eq!(
+        HURRAY_QUANT_PER_CHANNEL_AFFINE,
+        q(hurray_core::Quantization::PerChannelAffine { axis: 0, dequantized: ElementType::Float32 })
+    );
     assert_eq!(HURRAY_QUANT_CAST, q(hurray_core::Quantization::Cast { dequantized: ElementType::Float32 }));
     assert_eq!(HURRAY_QUANT_NONE, 0);
     assert_eq!(u64::from(HURRAY_MIN_BUFFER_ALIGNMENT), hurray_core::MIN_BUFFER_ALIGNMENT);

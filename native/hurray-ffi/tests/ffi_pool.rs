@@ -134,7 +134,13 @@ struct Region {
     bytes: Vec<u8>,
 }
 
-unsafe extern "C" fn region_read_at(ctx: *mut c_void, offset: u64, dst: *mut u8, len: usize, out: *mut usize) -> HurrayStatus {
+unsafe extern "C" fn region_read_at(
+    ctx: *mut c_void,
+    offset: u64,
+    dst: *mut u8,
+    len: usize,
+    out: *mut usize,
+) -> HurrayStatus {
     let r = unsafe { &*(ctx as *const Region) };
     let at = (offset as usize).min(r.bytes.len());
     let n = len.min(r.bytes.len() - at);

@@ -7,7 +7,9 @@ use std::ptr;
 
 fn plan(dtype: u8, dims: &[u64], q: Option<&HurrayBlockQuant>) -> (i32, *mut HurrayDescriptor) {
     let mut d = ptr::null_mut();
-    let st = unsafe { hurray_quantize_plan(dtype, dims.as_ptr(), dims.len(), q.map_or(ptr::null(), |q| q as *const _), &mut d) };
+    let st = unsafe {
+        hurray_quantize_plan(dtype, dims.as_ptr(), dims.len(), q.map_or(ptr::null(), |q| q as *const _), &mut d)
+    };
     (st, d)
 }
 
@@ -52,12 +54,24 @@ fn plan_quantize_dequantize_through_the_c_abi() {
     }
     // Misuse: short scale buffer, wrong output length, NaN scale, NULL pointers.
     let short = [64usize, 3];
-    assert_eq!(unsafe { hurray_dequantize(d, cptrs.as_ptr(), short.as_ptr(), 2, out.as_mut_ptr(), 128) }, HURRAY_ERR_BUFFER_TOO_SMALL);
-    assert_eq!(unsafe { hurray_dequantize(d, cptrs.as_ptr(), lens.as_ptr(), 2, out.as_mut_ptr(), 127) }, HURRAY_ERR_INVALID_ARGUMENT);
+    assert_eq!(
+        unsafe { hurray_dequantize(d, cptrs.as_ptr(), short.as_ptr(), 2, out.as_mut_ptr(), 128) },
+        HURRAY_ERR_BUFFER_TOO_SMALL
+    );
+    assert_eq!(
+        unsafe { hurray_dequantize(d, cptrs.as_ptr(), lens.as_ptr(), 2, out.as_mut_ptr(), 127) },
+        HURRAY_ERR_INVALID_ARGUMENT
+    );
     b1[0] = 0xFF;
     let cptrs = [b0.as_ptr(), b1.as_ptr()];
-    assert_eq!(unsafe { hurray_dequantize(d, cptrs.as_ptr(), lens.as_ptr(), 2, out.as_mut_ptr(), 128) }, HURRAY_ERR_INVALID_ARGUMENT);
-    assert_eq!(unsafe { hurray_dequantize(d, ptr::null(), lens.as_ptr(), 2, out.as_mut_ptr(), 128) }, HURRAY_ERR_NULL_POINTER);
+    assert_eq!(
+        unsafe { hurray_dequantize(d, cptrs.as_ptr(), lens.as_ptr(), 2, out.as_mut_ptr(), 128) },
+        HURRAY_ERR_INVALID_ARGUMENT
+    );
+    assert_eq!(
+        unsafe { hurray_dequantize(d, ptr::null(), lens.as_ptr(), 2, out.as_mut_ptr(), 128) },
+        HURRAY_ERR_NULL_POINTER
+    );
     assert_eq!(unsafe { hurray_descriptor_block_quant(d, ptr::null_mut()) }, HURRAY_ERR_NULL_POINTER);
     assert_eq!(unsafe { hurray_descriptor_destroy(d) }, HURRAY_OK);
 }
@@ -68,10 +82,19 @@ fn plan_refuses_bad_parameters() {
     assert_eq!(plan(HURRAY_DTYPE_FLOAT4_E2M1FN, &[2, 64], Some(&mx(1, 0))).0, HURRAY_ERR_INVALID_ARGUMENT);
     assert_eq!(plan(HURRAY_DTYPE_FLOAT4_E2M1FN, &[2, 48], Some(&mx(1, 32))).0, HURRAY_ERR_INVALID_ARGUMENT);
     assert_eq!(plan(HURRAY_DTYPE_FLOAT32, &[2, 64], Some(&mx(1, 32))).0, HURRAY_ERR_INVALID_TYPE);
-    assert_eq!(plan(HURRAY_DTYPE_FLOAT4_E2M1FN, &[2, 64], Some(&HurrayBlockQuant { kind: 3, ..mx(1, 32) })).0, HURRAY_ERR_INVALID_ARGUMENT);
-    assert_eq!(plan(HURRAY_DTYPE_FLOAT4_E2M1FN, &[2, 64], Some(&HurrayBlockQuant { reserved: 1, ..mx(1, 32) })).0, HURRAY_ERR_INVALID_ARGUMENT);
+    assert_eq!(
+        plan(HURRAY_DTYPE_FLOAT4_E2M1FN, &[2, 64], Some(&HurrayBlockQuant { kind: 3, ..mx(1, 32) })).0,
+        HURRAY_ERR_INVALID_ARGUMENT
+    );
+    assert_eq!(
+        plan(HURRAY_DTYPE_FLOAT4_E2M1FN, &[2, 64], Some(&HurrayBlockQuant { reserved: 1, ..mx(1, 32) })).0,
+        HURRAY_ERR_INVALID_ARGUMENT
+    );
     let mut d = ptr::null_mut();
-    assert_eq!(unsafe { hurray_quantize_plan(HURRAY_DTYPE_FLOAT32, ptr::null(), 1, ptr::null(), &mut d) }, HURRAY_ERR_NULL_POINTER);
+    assert_eq!(
+        unsafe { hurray_quantize_plan(HURRAY_DTYPE_FLOAT32, ptr::null(), 1, ptr::null(), &mut d) },
+        HURRAY_ERR_NULL_POINTER
+    );
 }
 
 #[test]

@@ -319,11 +319,17 @@ fn encode_encoded_equals_encode_and_refuses_bad_bytes() {
         let mut e2 = null_mut();
         expect(hurray_encoder_new(null(), &mut e2), HURRAY_OK);
         let garbage = [0u8; 40];
-        expect(hurray_encoder_encode_encoded(e2, garbage.as_ptr(), garbage.len(), null(), 0, &mut st), HURRAY_ERR_INVALID_MAGIC);
+        expect(
+            hurray_encoder_encode_encoded(e2, garbage.as_ptr(), garbage.len(), null(), 0, &mut st),
+            HURRAY_ERR_INVALID_MAGIC,
+        );
         let mut enc = items[0].desc.encode().unwrap();
         enc.push(0);
         let s = slices(&items[0].payloads);
-        expect(hurray_encoder_encode_encoded(e2, enc.as_ptr(), enc.len(), s.as_ptr(), s.len(), &mut st), HURRAY_ERR_CORRUPT);
+        expect(
+            hurray_encoder_encode_encoded(e2, enc.as_ptr(), enc.len(), s.as_ptr(), s.len(), &mut st),
+            HURRAY_ERR_CORRUPT,
+        );
         let mut n = usize::MAX;
         expect(hurray_encoder_output(e2, null_mut(), 0, &mut n), HURRAY_OK);
         assert_eq!(n, 0, "nothing staged by the failed calls");

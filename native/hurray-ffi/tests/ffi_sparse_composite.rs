@@ -29,29 +29,15 @@ fn csr_parts() -> (Vec<Vec<u8>>, Vec<f32>) {
     let vals = le(&[1.5f32, -2.0, 3.0], f32::to_le_bytes);
     let ptr = le(&[0i32, 1, 3], i32::to_le_bytes);
     let idx = le(&[1i32, 2, 3], i32::to_le_bytes);
-    (
-        vec![vals, ptr, idx],
-        vec![0.0, 1.5, 0.0, 0.0, 0.0, 0.0, -2.0, 3.0],
-    )
+    (vec![vals, ptr, idx], vec![0.0, 1.5, 0.0, 0.0, 0.0, 0.0, -2.0, 3.0])
 }
 
 unsafe fn csr_descriptor(parts: &[Vec<u8>]) -> *mut HurrayDescriptor {
     unsafe {
         let mut b = null_mut();
-        expect(
-            hurray_descriptor_builder_new(HURRAY_DTYPE_FLOAT32, [2u64, 4].as_ptr(), 2, &mut b),
-            HURRAY_OK,
-        );
-        expect(
-            hurray_descriptor_builder_set_layout(b, HURRAY_LAYOUT_CSR, null(), 0),
-            HURRAY_OK,
-        );
-        let sp = HurraySparse {
-            index_type: HURRAY_DTYPE_INT32,
-            canonical: 1,
-            nnz: 3,
-            ..Default::default()
-        };
+        expect(hurray_descriptor_builder_new(HURRAY_DTYPE_FLOAT32, [2u64, 4].as_ptr(), 2, &mut b), HURRAY_OK);
+        expect(hurray_descriptor_builder_set_layout(b, HURRAY_LAYOUT_CSR, null(), 0), HURRAY_OK);
+        let sp = HurraySparse { index_type: HURRAY_DTYPE_INT32, canonical: 1, nnz: 3, ..Default::default() };
         expect(hurray_descriptor_builder_set_sparse(b, &sp), HURRAY_OK);
         for p in parts {
             let spec = hurray_ffi::HurrayBufferSpec {
@@ -81,53 +67,25 @@ unsafe fn densified(t: *mut HurrayTensor) -> Vec<f32> {
         for i in 0..n {
             let (mut b, mut p, mut len) = (null_mut(), null_mut(), 0u64);
             expect(hurray_buffer_list_get(l, i, &mut b), HURRAY_OK);
-            expect(
-                hurray_ffi::buffer::hurray_buffer_data_ptr(b, &mut p),
-                HURRAY_OK,
-            );
-            expect(
-                hurray_ffi::buffer::hurray_buffer_byte_size(b, &mut len),
-                HURRAY_OK,
-            );
-            s.push(HurrayIoSlice {
-                ptr: p as *const u8,
-                len: len as usize,
-            });
+            expect(hurray_ffi::buffer::hurray_buffer_data_ptr(b, &mut p), HURRAY_OK);
+            expect(hurray_ffi::buffer::hurray_buffer_byte_size(b, &mut len), HURRAY_OK);
+            s.push(HurrayIoSlice { ptr: p as *const u8, len: len as usize });
         }
         let mut out = vec![0f32; 8];
         let o = out.as_mut_ptr().cast();
-        expect(
-            hurray_sparse_densify(d, s.as_ptr(), n, o, 31),
-            HURRAY_ERR_BUFFER_TOO_SMALL,
-        );
-        expect(
-            hurray_sparse_densify(d, s.as_ptr(), n - 1, o, 32),
-            HURRAY_ERR_INVALID_ARGUMENT,
-        );
+        expect(hurray_sparse_densify(d, s.as_ptr(), n, o, 31), HURRAY_ERR_BUFFER_TOO_SMALL);
+        expect(hurray_sparse_densify(d, s.as_ptr(), n - 1, o, 32), HURRAY_ERR_INVALID_ARGUMENT);
         expect(hurray_sparse_densify(d, s.as_ptr(), n, o, 32), HURRAY_OK);
-        expect(
-            hurray_paged_gather(d, s.as_ptr(), n, o, 32),
-            HURRAY_ERR_INVALID_ARGUMENT,
-        );
+        expect(hurray_paged_gather(d, s.as_ptr(), n, o, 32), HURRAY_ERR_INVALID_ARGUMENT);
         out
     }
 }
 
-unsafe fn role(
-    c: *const HurrayComposite,
-    i: usize,
-) -> (String, *mut HurrayTensor, *mut HurrayComposite) {
+unsafe fn role(c: *const HurrayComposite, i: usize) -> (String, *mut HurrayTensor, *mut HurrayComposite) {
     unsafe {
         let (mut rp, mut rl, mut t, mut k) = (null(), 0usize, null_mut(), null_mut());
-        expect(
-            hurray_composite_member(c, i, &mut rp, &mut rl, &mut t, &mut k),
-            HURRAY_OK,
-        );
-        (
-            String::from_utf8(std::slice::from_raw_parts(rp, rl).to_vec()).unwrap(),
-            t,
-            k,
-        )
+        expect(hurray_composite_member(c, i, &mut rp, &mut rl, &mut t, &mut k), HURRAY_OK);
+        (String::from_utf8(std::slice::from_raw_parts(rp, rl).to_vec()).unwrap(), t, k)
     }
 }
 
@@ -152,10 +110,7 @@ unsafe fn check_composite(c: *mut HurrayComposite, dense: &[f32]) {
         expect(hurray_tensor_descriptor(t0, &mut td), HURRAY_OK);
         let mut sp = HurraySparse::default();
         expect(hurray_descriptor_sparse(td, &mut sp), HURRAY_OK);
-        assert_eq!(
-            (sp.index_type, sp.canonical, sp.nnz),
-            (HURRAY_DTYPE_INT32, 1, 3)
-        );
+        assert_eq!((sp.index_type, sp.canonical, sp.nnz), (HURRAY_DTYPE_INT32, 1, 3));
         let mut t0b = t0;
         expect(hurray_tensor_destroy(&mut t0b), HURRAY_ERR_INVALID_ARGUMENT); // borrowed
         let (r1, t1, k1) = role(c, 1);
@@ -165,15 +120,9 @@ unsafe fn check_composite(c: *mut HurrayComposite, dense: &[f32]) {
         assert_eq!(r10, "again");
         assert_eq!(densified(t10), dense);
         let (mut rp, mut rl) = (null(), 0usize);
-        expect(
-            hurray_descriptor_composite_role(head, 1, &mut rp, &mut rl),
-            HURRAY_OK,
-        );
+        expect(hurray_descriptor_composite_role(head, 1, &mut rp, &mut rl), HURRAY_OK);
         assert_eq!(std::slice::from_raw_parts(rp, rl), b"inner");
-        expect(
-            hurray_descriptor_composite_role(head, 2, &mut rp, &mut rl),
-            HURRAY_ERR_INVALID_ARGUMENT,
-        );
+        expect(hurray_descriptor_composite_role(head, 2, &mut rp, &mut rl), HURRAY_ERR_INVALID_ARGUMENT);
     }
 }
 
@@ -181,33 +130,11 @@ unsafe fn check_composite(c: *mut HurrayComposite, dense: &[f32]) {
 unsafe fn builder(d: *const HurrayDescriptor, s: &[HurrayIoSlice]) -> *mut HurrayCompositeBuilder {
     unsafe {
         let (mut b, mut inner) = (null_mut(), null_mut());
-        expect(
-            hurray_composite_builder_new(b"layer".as_ptr(), 5, &mut b),
-            HURRAY_OK,
-        );
-        expect(
-            hurray_composite_builder_add_tensor(b, b"weight".as_ptr(), 6, d, s.as_ptr(), s.len()),
-            HURRAY_OK,
-        );
-        expect(
-            hurray_composite_builder_new(null(), 0, &mut inner),
-            HURRAY_OK,
-        );
-        expect(
-            hurray_composite_builder_add_tensor(
-                inner,
-                b"again".as_ptr(),
-                5,
-                d,
-                s.as_ptr(),
-                s.len(),
-            ),
-            HURRAY_OK,
-        );
-        expect(
-            hurray_composite_builder_add_composite(b, b"inner".as_ptr(), 5, &mut inner),
-            HURRAY_OK,
-        );
+        expect(hurray_composite_builder_new(b"layer".as_ptr(), 5, &mut b), HURRAY_OK);
+        expect(hurray_composite_builder_add_tensor(b, b"weight".as_ptr(), 6, d, s.as_ptr(), s.len()), HURRAY_OK);
+        expect(hurray_composite_builder_new(null(), 0, &mut inner), HURRAY_OK);
+        expect(hurray_composite_builder_add_tensor(inner, b"again".as_ptr(), 5, d, s.as_ptr(), s.len()), HURRAY_OK);
+        expect(hurray_composite_builder_add_composite(b, b"inner".as_ptr(), 5, &mut inner), HURRAY_OK);
         assert!(inner.is_null());
         b
     }
@@ -224,10 +151,7 @@ fn a_composite_round_trips_through_the_c_abi_in_both_views() {
         let t = transport(&mut m);
         let mut w = null_mut();
         expect(hurray_writer_new(&t, null(), &mut w), HURRAY_OK);
-        expect(
-            hurray_writer_write_tensor(w, d, s.as_ptr(), s.len()),
-            HURRAY_OK,
-        );
+        expect(hurray_writer_write_tensor(w, d, s.as_ptr(), s.len()), HURRAY_OK);
         expect(hurray_writer_write_composite(w, b), HURRAY_OK);
         expect(hurray_writer_finish(w), HURRAY_OK);
         expect(hurray_writer_destroy(&mut w), HURRAY_OK);
@@ -271,10 +195,7 @@ fn a_composite_round_trips_through_the_c_abi_in_both_views() {
         check_composite(c, &dense);
         expect(hurray_composite_destroy(&mut c), HURRAY_OK);
         assert!(c.is_null());
-        expect(
-            hurray_reader_next_item(r, &mut t, &mut c),
-            HURRAY_END_OF_STREAM,
-        );
+        expect(hurray_reader_next_item(r, &mut t, &mut c), HURRAY_END_OF_STREAM);
         expect(hurray_reader_destroy(&mut r), HURRAY_OK);
         expect(hurray_descriptor_destroy(d), HURRAY_OK);
     }
@@ -297,25 +218,13 @@ fn a_composite_is_found_by_name_in_a_container_through_the_c_abi() {
         expect(hurray_composite_builder_destroy(&mut b), HURRAY_OK);
         let bytes = std::mem::take(&mut m.bytes);
         let mut r = null_mut();
-        expect(
-            hurray_file_reader_open_span(bytes.as_ptr().cast(), bytes.len() as u64, null(), &mut r),
-            HURRAY_OK,
-        );
+        expect(hurray_file_reader_open_span(bytes.as_ptr().cast(), bytes.len() as u64, null(), &mut r), HURRAY_OK);
         let mut c = null_mut();
-        expect(
-            hurray_file_reader_read_composite(r, b"layer".as_ptr(), 5, &mut c),
-            HURRAY_OK,
-        );
+        expect(hurray_file_reader_read_composite(r, b"layer".as_ptr(), 5, &mut c), HURRAY_OK);
         check_composite(c, &dense);
         expect(hurray_composite_destroy(&mut c), HURRAY_OK);
-        expect(
-            hurray_file_reader_read_composite(r, b"layer/weight".as_ptr(), 12, &mut c),
-            HURRAY_ERR_INVALID_ARGUMENT,
-        );
-        expect(
-            hurray_file_reader_read_composite(r, b"nope".as_ptr(), 4, &mut c),
-            HURRAY_ERR_NOT_FOUND,
-        );
+        expect(hurray_file_reader_read_composite(r, b"layer/weight".as_ptr(), 12, &mut c), HURRAY_ERR_INVALID_ARGUMENT);
+        expect(hurray_file_reader_read_composite(r, b"nope".as_ptr(), 4, &mut c), HURRAY_ERR_NOT_FOUND);
         assert!(c.is_null());
         expect(hurray_file_reader_destroy(&mut r), HURRAY_OK);
         expect(hurray_descriptor_destroy(d), HURRAY_OK);
@@ -333,45 +242,23 @@ fn hostile_sparse_tensors_are_refused_through_the_c_abi() {
         let t = transport(&mut m);
         let mut w = null_mut();
         expect(hurray_writer_new(&t, null(), &mut w), HURRAY_OK);
-        expect(
-            hurray_writer_write_tensor(w, d, s.as_ptr(), s.len()),
-            HURRAY_ERR_CORRUPT,
-        );
+        expect(hurray_writer_write_tensor(w, d, s.as_ptr(), s.len()), HURRAY_ERR_CORRUPT);
         assert!(last_error().contains("outside 0..4"), "{}", last_error());
         let mut b = null_mut();
         expect(hurray_composite_builder_new(null(), 0, &mut b), HURRAY_OK);
-        expect(
-            hurray_composite_builder_add_tensor(b, b"w".as_ptr(), 1, d, s.as_ptr(), s.len()),
-            HURRAY_OK,
-        );
-        expect(
-            hurray_composite_builder_add_tensor(b, b"w".as_ptr(), 1, d, s.as_ptr(), s.len()),
-            HURRAY_OK,
-        );
+        expect(hurray_composite_builder_add_tensor(b, b"w".as_ptr(), 1, d, s.as_ptr(), s.len()), HURRAY_OK);
+        expect(hurray_composite_builder_add_tensor(b, b"w".as_ptr(), 1, d, s.as_ptr(), s.len()), HURRAY_OK);
         // Everything is checked before the first byte: the duplicate role, then the index.
-        expect(
-            hurray_writer_write_composite(w, b),
-            HURRAY_ERR_DUPLICATE_NAME,
-        );
+        expect(hurray_writer_write_composite(w, b), HURRAY_ERR_DUPLICATE_NAME);
         expect(hurray_composite_builder_destroy(&mut b), HURRAY_OK);
         expect(hurray_writer_destroy(&mut w), HURRAY_OK);
         // A sparse block with a non-integer index type is refused at build time.
         let mut bl = null_mut();
-        expect(
-            hurray_descriptor_builder_new(HURRAY_DTYPE_FLOAT32, [2u64, 4].as_ptr(), 2, &mut bl),
-            HURRAY_OK,
-        );
-        let sp = HurraySparse {
-            index_type: HURRAY_DTYPE_FLOAT32,
-            nnz: 3,
-            ..Default::default()
-        };
+        expect(hurray_descriptor_builder_new(HURRAY_DTYPE_FLOAT32, [2u64, 4].as_ptr(), 2, &mut bl), HURRAY_OK);
+        let sp = HurraySparse { index_type: HURRAY_DTYPE_FLOAT32, nnz: 3, ..Default::default() };
         expect(hurray_descriptor_builder_set_sparse(bl, &sp), HURRAY_OK);
         let mut out = null_mut();
-        expect(
-            hurray_descriptor_builder_build(bl, &mut out),
-            HURRAY_ERR_INVALID_ARGUMENT,
-        );
+        expect(hurray_descriptor_builder_build(bl, &mut out), HURRAY_ERR_INVALID_ARGUMENT);
         expect(hurray_descriptor_builder_destroy(&mut bl), HURRAY_OK);
         expect(hurray_descriptor_destroy(d), HURRAY_OK);
     }

@@ -23,10 +23,7 @@ use hurray_ffi::*;
 unsafe fn check(t: *mut HurrayTensor) -> Vec<u8> {
     let back = unsafe { copy_out(t) }; // asserts PRODUCER_SYNCED and an empty payload per buffer
     let desc = hurray_core::TensorDescriptor::decode(&back.encoded).unwrap();
-    desc.buffers()
-        .iter()
-        .map(|h| h.sync_mode().code())
-        .collect()
+    desc.buffers().iter().map(|h| h.sync_mode().code()).collect()
 }
 
 #[test]
@@ -51,10 +48,7 @@ fn stream_reader_buffers_are_producer_synced_whatever_the_wire_declared() {
         expect(hurray_reader_destroy(&mut r), HURRAY_OK);
     }
     for mode in [HURRAY_SYNC_EVENT, HURRAY_SYNC_CONSUMER_STREAM] {
-        assert!(
-            declared.contains(&mode),
-            "the golden stream declares mode {mode}"
-        );
+        assert!(declared.contains(&mode), "the golden stream declares mode {mode}");
     }
 }
 
@@ -87,12 +81,7 @@ fn file_reader_buffers_are_producer_synced_through_read_at_and_span() {
             let mut r = null_mut();
             if span {
                 expect(
-                    hurray_file_reader_open_span(
-                        bytes.as_ptr() as *const c_void,
-                        bytes.len() as u64,
-                        null(),
-                        &mut r,
-                    ),
+                    hurray_file_reader_open_span(bytes.as_ptr() as *const c_void, bytes.len() as u64, null(), &mut r),
                     HURRAY_OK,
                 );
             } else {
@@ -128,24 +117,11 @@ fn file_reader_buffers_are_producer_synced_through_read_at_and_span() {
 fn a_handoff_still_cross_checks_the_declared_mode() {
     // The rule above is the reader's; a producer's handoff keeps the cross-check of
     // docs/spec/c-abi.md §Buffer handoff and sync modes.
-    let h = handle(
-        64,
-        64,
-        hurray_core::DeviceTag::Cpu,
-        hurray_core::SyncMode::Event,
-    )
-    .encode();
+    let h = handle(64, 64, hurray_core::DeviceTag::Cpu, hurray_core::SyncMode::Event).encode();
     let mut data = [0u8; 128];
     let mut out = null_mut();
     let s = unsafe {
-        hurray_buffer_handoff(
-            h.as_ptr(),
-            data.as_mut_ptr() as *mut c_void,
-            null(),
-            None,
-            null_mut(),
-            &mut out,
-        )
+        hurray_buffer_handoff(h.as_ptr(), data.as_mut_ptr() as *mut c_void, null(), None, null_mut(), &mut out)
     };
     expect(s, HURRAY_ERR_SYNC_MODE_MISMATCH);
     assert!(out.is_null());

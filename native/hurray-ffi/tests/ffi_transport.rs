@@ -216,13 +216,26 @@ fn reader_options_limits_apply_through_the_c_abi() {
     use hurray_ffi::reader::*;
     let items = vec![dense(hurray_core::ElementType::Float32, &[4, 4])];
     let wire = encode_stream(&items, false);
-    let mut opts = HurrayReaderOptions { struct_size: 0, max_rank: 0, max_descriptor_bytes: 0, max_tensor_bytes: 0, flags: 0, reserved: 0 };
+    let mut opts = HurrayReaderOptions {
+        struct_size: 0,
+        max_rank: 0,
+        max_descriptor_bytes: 0,
+        max_tensor_bytes: 0,
+        flags: 0,
+        reserved: 0,
+    };
     unsafe {
         expect(hurray_reader_options_init(&mut opts), HURRAY_OK);
         assert_eq!(opts.struct_size as usize, std::mem::size_of::<HurrayReaderOptions>());
-        assert_eq!((opts.max_rank, opts.max_descriptor_bytes, opts.max_tensor_bytes, opts.flags), (32, 1 << 20, 64 << 30, 0));
+        assert_eq!(
+            (opts.max_rank, opts.max_descriptor_bytes, opts.max_tensor_bytes, opts.flags),
+            (32, 1 << 20, 64 << 30, 0)
+        );
         for (edit, want) in [
-            (&(|o: &mut HurrayReaderOptions| o.max_tensor_bytes = 63) as &dyn Fn(&mut HurrayReaderOptions), HURRAY_ERR_LIMIT_EXCEEDED),
+            (
+                &(|o: &mut HurrayReaderOptions| o.max_tensor_bytes = 63) as &dyn Fn(&mut HurrayReaderOptions),
+                HURRAY_ERR_LIMIT_EXCEEDED,
+            ),
             (&|o: &mut HurrayReaderOptions| o.max_rank = 1, HURRAY_ERR_LIMIT_EXCEEDED),
             (&|o: &mut HurrayReaderOptions| o.max_descriptor_bytes = 10, HURRAY_ERR_LIMIT_EXCEEDED),
             (&|o: &mut HurrayReaderOptions| o.flags = HURRAY_READER_REQUIRE_PAYLOAD_CHECKSUMS, HURRAY_ERR_CORRUPT),

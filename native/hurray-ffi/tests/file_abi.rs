@@ -8,8 +8,8 @@ use std::ptr::{null, null_mut};
 use hurray_core::{BufferHandle, DeviceTag, ElementType, LayoutDescriptor, Shape, SyncMode, TensorDescriptor};
 use hurray_ffi::buffer::{hurray_buffer_alignment, hurray_buffer_byte_size, hurray_buffer_data_ptr};
 use hurray_ffi::buffer_list::{hurray_buffer_list_get, hurray_buffer_list_len};
-use hurray_ffi::descriptor::{hurray_descriptor_buffer_count, hurray_descriptor_destroy, hurray_descriptor_name};
 use hurray_ffi::composite::*;
+use hurray_ffi::descriptor::{hurray_descriptor_buffer_count, hurray_descriptor_destroy, hurray_descriptor_name};
 use hurray_ffi::file::*;
 use hurray_ffi::panic::hurray_last_error_message;
 use hurray_ffi::*;
@@ -49,7 +49,13 @@ impl Source {
     }
 }
 
-unsafe extern "C" fn src_read_at(ctx: *mut c_void, offset: u64, dst: *mut u8, len: usize, out: *mut usize) -> HurrayStatus {
+unsafe extern "C" fn src_read_at(
+    ctx: *mut c_void,
+    offset: u64,
+    dst: *mut u8,
+    len: usize,
+    out: *mut usize,
+) -> HurrayStatus {
     let s = unsafe { &mut *(ctx as *mut Source) };
     if s.fail_next > 0 {
         s.fail_next -= 1;
@@ -136,8 +142,16 @@ struct Sample {
 fn samples() -> Vec<Sample> {
     vec![
         Sample { name: "layer.1.bias", desc: named("layer.1.bias", 40, 64, DeviceTag::Cpu), payload: pattern(40, 1) },
-        Sample { name: "embedding", desc: named("embedding", 100_000, 4096, DeviceTag::Cpu), payload: pattern(100_000, 2) },
-        Sample { name: "layer.0.weight", desc: named("layer.0.weight", 3000, 128, DeviceTag::Cpu), payload: pattern(3000, 3) },
+        Sample {
+            name: "embedding",
+            desc: named("embedding", 100_000, 4096, DeviceTag::Cpu),
+            payload: pattern(100_000, 2),
+        },
+        Sample {
+            name: "layer.0.weight",
+            desc: named("layer.0.weight", 3000, 128, DeviceTag::Cpu),
+            payload: pattern(3000, 3),
+        },
         Sample { name: "empty", desc: named("empty", 0, 64, DeviceTag::Cpu), payload: vec![] },
     ]
 }
@@ -175,7 +189,10 @@ fn write_container(chunk: usize) -> Vec<u8> {
         hurray_file_writer_tensor_count(w, &mut count);
         assert_eq!(count, 4);
         let (k, v) = ("tokenizer", b"{\"bos\": 1}");
-        assert_eq!(hurray_file_writer_set_metadata(w, k.as_ptr(), k.len() as u64, v.as_ptr(), v.len() as u64), HURRAY_OK);
+        assert_eq!(
+            hurray_file_writer_set_metadata(w, k.as_ptr(), k.len() as u64, v.as_ptr(), v.len() as u64),
+            HURRAY_OK
+        );
         let k = "arch";
         assert_eq!(hurray_file_writer_set_metadata(w, k.as_ptr(), 4, b"x".as_ptr(), 1), HURRAY_OK);
         assert_eq!(hurray_file_writer_set_metadata(w, k.as_ptr(), 4, b"llama".as_ptr(), 5), HURRAY_OK);
@@ -345,7 +362,10 @@ fn round_trip_through_the_c_abi() {
         assert_eq!(hurray_file_reader_metadata_get(r, 0, &mut k, &mut kl, &mut v, &mut vl), HURRAY_OK);
         assert_eq!(std::slice::from_raw_parts(k, kl as usize), b"arch");
         assert_eq!(std::slice::from_raw_parts(v, vl as usize), b"llama");
-        assert_eq!(hurray_file_reader_metadata_get(r, 2, &mut k, &mut kl, &mut v, &mut vl), HURRAY_ERR_INVALID_ARGUMENT);
+        assert_eq!(
+            hurray_file_reader_metadata_get(r, 2, &mut k, &mut kl, &mut v, &mut vl),
+            HURRAY_ERR_INVALID_ARGUMENT
+        );
         assert_eq!(hurray_file_reader_metadata_find(r, b"tokenizer".as_ptr(), 9, &mut v, &mut vl), HURRAY_OK);
         assert_eq!(std::slice::from_raw_parts(v, vl as usize), b"{\"bos\": 1}");
         assert_eq!(hurray_file_reader_metadata_find(r, b"x".as_ptr(), 1, &mut v, &mut vl), HURRAY_ERR_NOT_FOUND);
@@ -369,7 +389,10 @@ fn span_reader_hands_out_the_region_in_place() {
     let (lo, hi) = (region.as_ptr() as usize, region.as_ptr() as usize + region.len());
     unsafe {
         let mut r: *mut HurrayFileReader = null_mut();
-        assert_eq!(hurray_file_reader_open_span(region.as_ptr() as *const c_void, region.len() as u64, null(), &mut r), HURRAY_OK);
+        assert_eq!(
+            hurray_file_reader_open_span(region.as_ptr() as *const c_void, region.len() as u64, null(), &mut r),
+            HURRAY_OK
+        );
         let mut tensors = Vec::new();
         for s in samples() {
             let mut e = null_mut();
@@ -399,7 +422,10 @@ fn span_reader_hands_out_the_region_in_place() {
         let mut opts = std::mem::zeroed::<HurrayFileReaderOptions>();
         hurray_file_reader_options_init(&mut opts);
         opts.flags = HURRAY_FILE_READER_VERIFY_PAYLOADS;
-        assert_eq!(hurray_file_reader_open_span(region.as_ptr() as *const c_void, region.len() as u64, &opts, &mut r), HURRAY_OK);
+        assert_eq!(
+            hurray_file_reader_open_span(region.as_ptr() as *const c_void, region.len() as u64, &opts, &mut r),
+            HURRAY_OK
+        );
         let mut e = null_mut();
         assert_eq!(hurray_file_reader_find(r, b"embedding".as_ptr(), 9, &mut e), HURRAY_OK);
         let mut t = null_mut();
@@ -473,8 +499,14 @@ fn failures_are_clear_and_retryable() {
         let mut bad = bytes.clone();
         let n = bad.len();
         bad[n - 72] = b'x';
-        assert_eq!(hurray_file_reader_open_span(bad.as_ptr() as *const c_void, n as u64, null(), &mut r2), HURRAY_ERR_INVALID_MAGIC);
-        assert_eq!(hurray_file_reader_open_span(bad.as_ptr() as *const c_void, 40, null(), &mut r2), HURRAY_ERR_TRUNCATED);
+        assert_eq!(
+            hurray_file_reader_open_span(bad.as_ptr() as *const c_void, n as u64, null(), &mut r2),
+            HURRAY_ERR_INVALID_MAGIC
+        );
+        assert_eq!(
+            hurray_file_reader_open_span(bad.as_ptr() as *const c_void, 40, null(), &mut r2),
+            HURRAY_ERR_TRUNCATED
+        );
     }
 }
 
@@ -529,13 +561,25 @@ fn writer_rules_through_the_c_abi() {
 
         // After finish, adding is an invalid state.
         let mut sink2 = Sink { bytes: Vec::new(), chunk: usize::MAX, released: 0 };
-        let t2 = HurrayTransport { ctx: &mut sink2 as *mut Sink as *mut c_void, write: Some(sink_write), ..HurrayTransport::default() };
+        let t2 = HurrayTransport {
+            ctx: &mut sink2 as *mut Sink as *mut c_void,
+            write: Some(sink_write),
+            ..HurrayTransport::default()
+        };
         assert_eq!(hurray_file_writer_new(&t2, null(), &mut w), HURRAY_OK);
         assert_eq!(hurray_file_writer_finish(w, null_mut()), HURRAY_OK);
         assert_eq!(hurray_file_writer_add_tensor(w, d, &s, 1), HURRAY_ERR_INVALID_STATE);
         hurray_file_writer_destroy(&mut w);
         hurray_descriptor_destroy(d);
-        assert_eq!(hurray_file_reader_open_span(sink2.bytes.as_ptr() as *const c_void, sink2.bytes.len() as u64, null(), &mut r), HURRAY_OK);
+        assert_eq!(
+            hurray_file_reader_open_span(
+                sink2.bytes.as_ptr() as *const c_void,
+                sink2.bytes.len() as u64,
+                null(),
+                &mut r
+            ),
+            HURRAY_OK
+        );
         let mut c = 9u64;
         hurray_file_reader_count(r, &mut c);
         assert_eq!(c, 0);
@@ -550,7 +594,11 @@ fn writer_rules_through_the_c_abi() {
 fn lazy_index_read_counts_through_the_c_abi() {
     const N: u64 = 20_000;
     let mut sink = Sink { bytes: Vec::new(), chunk: usize::MAX, released: 0 };
-    let t = HurrayTransport { ctx: &mut sink as *mut Sink as *mut c_void, write: Some(sink_write), ..HurrayTransport::default() };
+    let t = HurrayTransport {
+        ctx: &mut sink as *mut Sink as *mut c_void,
+        write: Some(sink_write),
+        ..HurrayTransport::default()
+    };
     unsafe {
         let mut w = null_mut();
         assert_eq!(hurray_file_writer_new(&t, null(), &mut w), HURRAY_OK);
@@ -616,7 +664,11 @@ fn null_pointers_destroy_rules_and_stale_handles() {
     let mut src = Source::new(bytes.clone());
     let t = source_transport(&mut src);
     let mut sink = Sink { bytes: Vec::new(), chunk: usize::MAX, released: 0 };
-    let wt = HurrayTransport { ctx: &mut sink as *mut Sink as *mut c_void, write: Some(sink_write), ..HurrayTransport::default() };
+    let wt = HurrayTransport {
+        ctx: &mut sink as *mut Sink as *mut c_void,
+        write: Some(sink_write),
+        ..HurrayTransport::default()
+    };
     unsafe {
         let mut r: *mut HurrayFileReader = null_mut();
         assert_eq!(hurray_file_reader_open(&t, null(), &mut r), HURRAY_OK);
@@ -667,7 +719,10 @@ fn null_pointers_destroy_rules_and_stale_handles() {
             ("hurray_file_reader_open", hurray_file_reader_open(null(), null(), &mut tmp_r)),
             ("hurray_file_reader_open", hurray_file_reader_open(&t, null(), null_mut())),
             ("hurray_file_reader_open_span", hurray_file_reader_open_span(null(), 100, null(), &mut tmp_r)),
-            ("hurray_file_reader_open_span", hurray_file_reader_open_span(bytes.as_ptr() as *const c_void, bytes.len() as u64, null(), null_mut())),
+            (
+                "hurray_file_reader_open_span",
+                hurray_file_reader_open_span(bytes.as_ptr() as *const c_void, bytes.len() as u64, null(), null_mut()),
+            ),
             ("hurray_file_reader_size", hurray_file_reader_size(null(), &mut u)),
             ("hurray_file_reader_size", hurray_file_reader_size(r, null_mut())),
             ("hurray_file_reader_count", hurray_file_reader_count(null(), &mut u)),
@@ -682,27 +737,63 @@ fn null_pointers_destroy_rules_and_stale_handles() {
             ("hurray_file_reader_find", hurray_file_reader_find(null_mut(), k.as_ptr(), 4, &mut tmp_e)),
             ("hurray_file_reader_find", hurray_file_reader_find(r, null(), 4, &mut tmp_e)),
             ("hurray_file_reader_find", hurray_file_reader_find(r, k.as_ptr(), 4, null_mut())),
-            ("hurray_file_reader_read_composite", hurray_file_reader_read_composite(null_mut(), k.as_ptr(), 4, &mut null_mut())),
+            (
+                "hurray_file_reader_read_composite",
+                hurray_file_reader_read_composite(null_mut(), k.as_ptr(), 4, &mut null_mut()),
+            ),
             ("hurray_file_reader_read_composite", hurray_file_reader_read_composite(r, null(), 4, &mut null_mut())),
             ("hurray_file_reader_read_composite", hurray_file_reader_read_composite(r, k.as_ptr(), 4, null_mut())),
             ("hurray_file_writer_add_composite", hurray_file_writer_add_composite(null_mut(), null())),
             ("hurray_file_reader_read_tensor", hurray_file_reader_read_tensor(null_mut(), e, &mut tmp_t)),
             ("hurray_file_reader_read_tensor", hurray_file_reader_read_tensor(r, null(), &mut tmp_t)),
             ("hurray_file_reader_read_tensor", hurray_file_reader_read_tensor(r, e, null_mut())),
-            ("hurray_file_reader_read_buffer_into", hurray_file_reader_read_buffer_into(null_mut(), e, 0, scratch.as_mut_ptr() as *mut c_void, 16, &mut u)),
-            ("hurray_file_reader_read_buffer_into", hurray_file_reader_read_buffer_into(r, null(), 0, scratch.as_mut_ptr() as *mut c_void, 16, &mut u)),
-            ("hurray_file_reader_read_buffer_into", hurray_file_reader_read_buffer_into(r, e, 0, null_mut(), 1 << 20, &mut u)),
+            (
+                "hurray_file_reader_read_buffer_into",
+                hurray_file_reader_read_buffer_into(null_mut(), e, 0, scratch.as_mut_ptr() as *mut c_void, 16, &mut u),
+            ),
+            (
+                "hurray_file_reader_read_buffer_into",
+                hurray_file_reader_read_buffer_into(r, null(), 0, scratch.as_mut_ptr() as *mut c_void, 16, &mut u),
+            ),
+            (
+                "hurray_file_reader_read_buffer_into",
+                hurray_file_reader_read_buffer_into(r, e, 0, null_mut(), 1 << 20, &mut u),
+            ),
             ("hurray_file_reader_metadata_count", hurray_file_reader_metadata_count(null_mut(), &mut u)),
             ("hurray_file_reader_metadata_count", hurray_file_reader_metadata_count(r, null_mut())),
-            ("hurray_file_reader_metadata_get", hurray_file_reader_metadata_get(null_mut(), 0, &mut bp, &mut u, &mut bp, &mut u)),
-            ("hurray_file_reader_metadata_get", hurray_file_reader_metadata_get(r, 0, null_mut(), &mut u, &mut bp, &mut u)),
-            ("hurray_file_reader_metadata_get", hurray_file_reader_metadata_get(r, 0, &mut bp, null_mut(), &mut bp, &mut u)),
-            ("hurray_file_reader_metadata_get", hurray_file_reader_metadata_get(r, 0, &mut bp, &mut u, null_mut(), &mut u)),
-            ("hurray_file_reader_metadata_get", hurray_file_reader_metadata_get(r, 0, &mut bp, &mut u, &mut bp, null_mut())),
-            ("hurray_file_reader_metadata_find", hurray_file_reader_metadata_find(null_mut(), k.as_ptr(), 4, &mut bp, &mut u)),
+            (
+                "hurray_file_reader_metadata_get",
+                hurray_file_reader_metadata_get(null_mut(), 0, &mut bp, &mut u, &mut bp, &mut u),
+            ),
+            (
+                "hurray_file_reader_metadata_get",
+                hurray_file_reader_metadata_get(r, 0, null_mut(), &mut u, &mut bp, &mut u),
+            ),
+            (
+                "hurray_file_reader_metadata_get",
+                hurray_file_reader_metadata_get(r, 0, &mut bp, null_mut(), &mut bp, &mut u),
+            ),
+            (
+                "hurray_file_reader_metadata_get",
+                hurray_file_reader_metadata_get(r, 0, &mut bp, &mut u, null_mut(), &mut u),
+            ),
+            (
+                "hurray_file_reader_metadata_get",
+                hurray_file_reader_metadata_get(r, 0, &mut bp, &mut u, &mut bp, null_mut()),
+            ),
+            (
+                "hurray_file_reader_metadata_find",
+                hurray_file_reader_metadata_find(null_mut(), k.as_ptr(), 4, &mut bp, &mut u),
+            ),
             ("hurray_file_reader_metadata_find", hurray_file_reader_metadata_find(r, null(), 4, &mut bp, &mut u)),
-            ("hurray_file_reader_metadata_find", hurray_file_reader_metadata_find(r, k.as_ptr(), 4, null_mut(), &mut u)),
-            ("hurray_file_reader_metadata_find", hurray_file_reader_metadata_find(r, k.as_ptr(), 4, &mut bp, null_mut())),
+            (
+                "hurray_file_reader_metadata_find",
+                hurray_file_reader_metadata_find(r, k.as_ptr(), 4, null_mut(), &mut u),
+            ),
+            (
+                "hurray_file_reader_metadata_find",
+                hurray_file_reader_metadata_find(r, k.as_ptr(), 4, &mut bp, null_mut()),
+            ),
             ("hurray_file_reader_verify", hurray_file_reader_verify(null_mut())),
             ("hurray_file_reader_set_buffer_pool_bytes", hurray_file_reader_set_buffer_pool_bytes(null_mut(), 1 << 20)),
             ("hurray_file_entry_index", hurray_file_entry_index(null(), &mut u)),
@@ -723,16 +814,26 @@ fn null_pointers_destroy_rules_and_stale_handles() {
         ];
         let mut covered = std::collections::BTreeSet::new();
         for (name, s) in &cases {
-            assert_eq!(*s, HURRAY_ERR_NULL_POINTER, "{name}: {}", std::ffi::CStr::from_ptr(hurray_status_name(*s)).to_string_lossy());
+            assert_eq!(
+                *s,
+                HURRAY_ERR_NULL_POINTER,
+                "{name}: {}",
+                std::ffi::CStr::from_ptr(hurray_status_name(*s)).to_string_lossy()
+            );
             covered.insert(name.to_string());
         }
         assert!(tmp_r.is_null() && tmp_w.is_null() && tmp_e.is_null() && tmp_t.is_null());
         assert!(last_error().contains("NULL"));
         let destroys = ["hurray_file_writer_destroy", "hurray_file_reader_destroy", "hurray_file_entry_destroy"];
-        let missing: Vec<String> =
-            header_file_functions().into_iter().filter(|n| !covered.contains(n) && !destroys.contains(&n.as_str())).collect();
+        let missing: Vec<String> = header_file_functions()
+            .into_iter()
+            .filter(|n| !covered.contains(n) && !destroys.contains(&n.as_str()))
+            .collect();
         assert!(missing.is_empty(), "hurray_file_* functions without a NULL case: {missing:?}");
-        assert!(hurray_file_reader_options_init(&mut ropts) == HURRAY_OK && hurray_file_writer_options_init(&mut wopts) == HURRAY_OK);
+        assert!(
+            hurray_file_reader_options_init(&mut ropts) == HURRAY_OK
+                && hurray_file_writer_options_init(&mut wopts) == HURRAY_OK
+        );
 
         // destroy(NULL) and destroy(&NULL) are no-ops.
         let mut none_w: *mut HurrayFileWriter = null_mut();

@@ -296,7 +296,10 @@ pub(crate) fn decode_metadata(b: &[u8]) -> Result<Vec<(String, Vec<u8>)>> {
             bail!(Corrupt, "metadata entry {i} has a key of {kl} bytes (1..={MAX_FILE_METADATA_KEY_BYTES} allowed)");
         }
         if vl > MAX_FILE_METADATA_VALUE_BYTES {
-            bail!(LimitExceeded, "metadata entry {i} has a value of {vl} bytes (at most {MAX_FILE_METADATA_VALUE_BYTES})");
+            bail!(
+                LimitExceeded,
+                "metadata entry {i} has a value of {vl} bytes (at most {MAX_FILE_METADATA_VALUE_BYTES})"
+            );
         }
         let vl = vl as usize;
         if b.len() - pos < kl + vl {
@@ -367,7 +370,15 @@ mod tests {
     fn entry_round_trip_and_prefix_padding() {
         let mut prefix = [0u8; NAME_PREFIX_BYTES];
         prefix[..3].copy_from_slice(b"abc");
-        let e = RawEntry { record_offset: 5, record_length: 6, name_offset: 7, name_length: 3, buffer_count: 1, record_crc: 9, prefix };
+        let e = RawEntry {
+            record_offset: 5,
+            record_length: 6,
+            name_offset: 7,
+            name_length: 3,
+            buffer_count: 1,
+            record_crc: 9,
+            prefix,
+        };
         let b = e.encode();
         assert_eq!(RawEntry::decode(&b, 0, false).unwrap(), e);
         assert_eq!(e.inline_name(), Some(&b"abc"[..]));

@@ -7,14 +7,14 @@ use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 use super::format::{
-    check_header, decode_metadata, BufferRecord, RawEntry, Trailer, BUFFER_RECORD_BYTES, ENTRY_BYTES,
-    HEADER_BYTES, MAX_FILE_METADATA_BYTES, MIN_DESCRIPTOR_BYTES, NAME_PREFIX_BYTES, TRAILER_BYTES,
+    check_header, decode_metadata, BufferRecord, RawEntry, Trailer, BUFFER_RECORD_BYTES, ENTRY_BYTES, HEADER_BYTES,
+    MAX_FILE_METADATA_BYTES, MIN_DESCRIPTOR_BYTES, NAME_PREFIX_BYTES, TRAILER_BYTES,
 };
 use crate::buffer::AlignedBuf;
-use crate::pool::{BufferPool, PooledBuf};
 use crate::crc32c::crc32c;
 use crate::descriptor::TensorDescriptor;
 use crate::error::{bail, err, Error, ErrorKind, Result};
+use crate::pool::{BufferPool, PooledBuf};
 use crate::stream::ReadTensor;
 use crate::{MAX_DESCRIPTOR_BYTES, MAX_NAME_BYTES, MIN_BUFFER_ALIGNMENT};
 
@@ -262,10 +262,18 @@ impl<R: ReadAt> FileReader<R> {
     /// (options), `LimitExceeded`, `Unsupported`.
     pub fn open(source: R, opts: FileReaderOptions) -> Result<Self> {
         if opts.max_descriptor_bytes > MAX_DESCRIPTOR_BYTES as u64 {
-            bail!(InvalidArgument, "max_descriptor_bytes {} exceeds the format maximum {MAX_DESCRIPTOR_BYTES}", opts.max_descriptor_bytes);
+            bail!(
+                InvalidArgument,
+                "max_descriptor_bytes {} exceeds the format maximum {MAX_DESCRIPTOR_BYTES}",
+                opts.max_descriptor_bytes
+            );
         }
         if opts.max_metadata_bytes > MAX_FILE_METADATA_BYTES {
-            bail!(InvalidArgument, "max_metadata_bytes {} exceeds the format maximum {MAX_FILE_METADATA_BYTES}", opts.max_metadata_bytes);
+            bail!(
+                InvalidArgument,
+                "max_metadata_bytes {} exceeds the format maximum {MAX_FILE_METADATA_BYTES}",
+                opts.max_metadata_bytes
+            );
         }
         let mut r = FileReader {
             source,
@@ -288,7 +296,11 @@ impl<R: ReadAt> FileReader<R> {
         };
         let size = r.source.size().map_err(transport_err)?;
         if size < HEADER_BYTES + TRAILER_BYTES {
-            bail!(Truncated, "input of {size} bytes is smaller than a container header and trailer ({} bytes)", HEADER_BYTES + TRAILER_BYTES);
+            bail!(
+                Truncated,
+                "input of {size} bytes is smaller than a container header and trailer ({} bytes)",
+                HEADER_BYTES + TRAILER_BYTES
+            );
         }
         r.geo.size = size;
         let header = r.read_range(0, HEADER_BYTES)?;
@@ -441,7 +453,12 @@ impl<R: ReadAt> FileReader<R> {
         self.check_mine(entry)?;
         let total = entry.total_bytes();
         if total > self.opts.max_tensor_bytes {
-            bail!(LimitExceeded, "tensor {:?} of {total} bytes exceeds the limit of {}", entry.name(), self.opts.max_tensor_bytes);
+            bail!(
+                LimitExceeded,
+                "tensor {:?} of {total} bytes exceeds the limit of {}",
+                entry.name(),
+                self.opts.max_tensor_bytes
+            );
         }
         let mut buffers = Vec::with_capacity(entry.buffers.len());
         for (i, (loc, h)) in entry.buffers.iter().zip(entry.descriptor.buffers()).enumerate() {
@@ -472,10 +489,9 @@ impl<R: ReadAt> FileReader<R> {
     /// `BufferTooSmall` (`dst` too short), `Transport`, `Truncated`.
     pub fn read_buffer_into(&mut self, entry: &FileEntry, buffer: usize, dst: &mut [MaybeUninit<u8>]) -> Result<u64> {
         self.check_mine(entry)?;
-        let loc = *entry
-            .buffers
-            .get(buffer)
-            .ok_or_else(|| err!(InvalidArgument, "buffer index {buffer} out of range for {} buffers", entry.buffers.len()))?;
+        let loc = *entry.buffers.get(buffer).ok_or_else(|| {
+            err!(InvalidArgument, "buffer index {buffer} out of range for {} buffers", entry.buffers.len())
+        })?;
         if (dst.len() as u64) < loc.length {
             bail!(BufferTooSmall, "destination of {} bytes for a payload of {}", dst.len(), loc.length);
         }
@@ -522,7 +538,11 @@ impl<R: ReadAt> FileReader<R> {
             Some(i) => i.as_slice(),
             None => {
                 if tail > self.opts.max_index_bytes {
-                    bail!(LimitExceeded, "index and metadata of {tail} bytes exceed max_index_bytes {}", self.opts.max_index_bytes);
+                    bail!(
+                        LimitExceeded,
+                        "index and metadata of {tail} bytes exceed max_index_bytes {}",
+                        self.opts.max_index_bytes
+                    );
                 }
                 loaded = self.read_range(t.index_offset, tail)?;
                 check_image(&self.geo, &t, &self.opts, loaded.as_slice())?;
@@ -679,7 +699,11 @@ impl<R: ReadAt> FileReader<R> {
     fn read_exact_at(&mut self, offset: u64, dst: &mut [MaybeUninit<u8>]) -> Result<()> {
         let len = dst.len() as u64;
         if offset.checked_add(len).is_none_or(|e| e > self.geo.size) {
-            bail!(Corrupt, "internal: a read of {len} bytes at {offset} would leave the input of {} bytes", self.geo.size);
+            bail!(
+                Corrupt,
+                "internal: a read of {len} bytes at {offset} would leave the input of {} bytes",
+                self.geo.size
+            );
         }
         let mut got = 0usize;
         while got < dst.len() {
@@ -729,7 +753,12 @@ impl<'a> FileReader<Span<'a>> {
             } else {
                 copied += loc.length;
                 if copied > self.opts.max_tensor_bytes {
-                    bail!(LimitExceeded, "copying tensor {:?} would exceed the limit of {} bytes", entry.name(), self.opts.max_tensor_bytes);
+                    bail!(
+                        LimitExceeded,
+                        "copying tensor {:?} would exceed the limit of {} bytes",
+                        entry.name(),
+                        self.opts.max_tensor_bytes
+                    );
                 }
                 buffers.push(SpanBuffer::Copied(AlignedBuf::from_slice(s, h.alignment())?));
             }
@@ -744,17 +773,18 @@ impl<'a> FileReader<Span<'a>> {
 /// Checks payload `buffer` of `entry` against its stored CRC32C (no-op when none is stored).
 /// Errors: `Corrupt` on mismatch, `InvalidArgument` for a bad index or length.
 pub fn check_payload(entry: &FileEntry, buffer: usize, bytes: &[u8]) -> Result<()> {
-    let loc = entry
-        .buffers
-        .get(buffer)
-        .ok_or_else(|| err!(InvalidArgument, "buffer index {buffer} out of range"))?;
+    let loc = entry.buffers.get(buffer).ok_or_else(|| err!(InvalidArgument, "buffer index {buffer} out of range"))?;
     if bytes.len() as u64 != loc.length {
         bail!(InvalidArgument, "{} bytes given for a payload of {}", bytes.len(), loc.length);
     }
     if let Some(want) = loc.crc32c {
         let have = crc32c(bytes);
         if have != want {
-            bail!(Corrupt, "payload {buffer} of {:?} checksum mismatch (stored {want:#010x}, computed {have:#010x})", entry.name());
+            bail!(
+                Corrupt,
+                "payload {buffer} of {:?} checksum mismatch (stored {want:#010x}, computed {have:#010x})",
+                entry.name()
+            );
         }
     }
     Ok(())
@@ -778,7 +808,11 @@ fn check_geometry(t: &Trailer, size: u64, opts: &FileReaderOptions) -> Result<Ge
         bail!(Corrupt, "index offset {} is not a multiple of 8", t.index_offset);
     }
     if t.index_offset > trailer_at {
-        bail!(Corrupt, "index offset {} lies past the end of the data ({trailer_at} bytes before the trailer)", t.index_offset);
+        bail!(
+            Corrupt,
+            "index offset {} lies past the end of the data ({trailer_at} bytes before the trailer)",
+            t.index_offset
+        );
     }
     let index_end = match t.index_offset.checked_add(t.index_length) {
         Some(e) if e <= trailer_at => e,
@@ -801,14 +835,24 @@ fn check_geometry(t: &Trailer, size: u64, opts: &FileReaderOptions) -> Result<Ge
         bail!(Corrupt, "metadata block of {} bytes is shorter than its count", t.metadata_length);
     }
     if t.metadata_length > opts.max_metadata_bytes {
-        bail!(LimitExceeded, "metadata block of {} bytes exceeds the limit of {}", t.metadata_length, opts.max_metadata_bytes);
+        bail!(
+            LimitExceeded,
+            "metadata block of {} bytes exceeds the limit of {}",
+            t.metadata_length,
+            opts.max_metadata_bytes
+        );
     }
-    let table = t
-        .entry_count
-        .checked_mul(ENTRY_BYTES)
-        .filter(|&b| b <= t.index_length)
-        .ok_or_else(|| err!(Corrupt, "{} entries do not fit an index of {} bytes", t.entry_count, t.index_length))?;
-    Ok(Geometry { size, index_offset: t.index_offset, index_end, records_start: t.index_offset + table, entry_count: t.entry_count })
+    let table =
+        t.entry_count.checked_mul(ENTRY_BYTES).filter(|&b| b <= t.index_length).ok_or_else(|| {
+            err!(Corrupt, "{} entries do not fit an index of {} bytes", t.entry_count, t.index_length)
+        })?;
+    Ok(Geometry {
+        size,
+        index_offset: t.index_offset,
+        index_end,
+        records_start: t.index_offset + table,
+        entry_count: t.entry_count,
+    })
 }
 
 /// Checks what one entry says about the index it lives in.
@@ -826,14 +870,24 @@ fn check_entry(g: &Geometry, opts: &FileReaderOptions, raw: &RawEntry, i: u64) -
     }
     let table = u64::from(raw.buffer_count) * BUFFER_RECORD_BYTES;
     if raw.record_length < table + MIN_DESCRIPTOR_BYTES {
-        bail!(Corrupt, "entry {i}: record of {} bytes cannot hold {} buffer records and a descriptor", raw.record_length, raw.buffer_count);
+        bail!(
+            Corrupt,
+            "entry {i}: record of {} bytes cannot hold {} buffer records and a descriptor",
+            raw.record_length,
+            raw.buffer_count
+        );
     }
     let desc_len = raw.record_length - table;
     if desc_len > opts.max_descriptor_bytes {
-        bail!(LimitExceeded, "entry {i}: descriptor of {desc_len} bytes exceeds the limit of {}", opts.max_descriptor_bytes);
+        bail!(
+            LimitExceeded,
+            "entry {i}: descriptor of {desc_len} bytes exceeds the limit of {}",
+            opts.max_descriptor_bytes
+        );
     }
     let name_end = raw.name_offset.checked_add(u64::from(raw.name_length));
-    if raw.name_offset < raw.record_offset + table || name_end.is_none_or(|e| e > raw.record_offset + raw.record_length) {
+    if raw.name_offset < raw.record_offset + table || name_end.is_none_or(|e| e > raw.record_offset + raw.record_length)
+    {
         bail!(Corrupt, "entry {i}: name [{}, +{}) lies outside its descriptor", raw.name_offset, raw.name_length);
     }
     Ok(())
@@ -863,15 +917,29 @@ fn buffer_location(g: &Geometry, rec: &[u8], entry: u64, i: usize) -> Result<Buf
         bail!(Corrupt, "entry {entry} buffer {i}: offset {} + length {} overflows u64", r.offset, r.length);
     };
     if end > g.size {
-        bail!(Corrupt, "entry {entry} buffer {i}: payload [{}, {end}) reaches past the end of the file ({} bytes)", r.offset, g.size);
+        bail!(
+            Corrupt,
+            "entry {entry} buffer {i}: payload [{}, {end}) reaches past the end of the file ({} bytes)",
+            r.offset,
+            g.size
+        );
     }
     if r.offset < HEADER_BYTES {
         bail!(Corrupt, "entry {entry} buffer {i}: payload at {} lies inside the header", r.offset);
     }
     if end > g.index_offset {
-        bail!(Corrupt, "entry {entry} buffer {i}: payload [{}, {end}) reaches into the index at {}", r.offset, g.index_offset);
+        bail!(
+            Corrupt,
+            "entry {entry} buffer {i}: payload [{}, {end}) reaches into the index at {}",
+            r.offset,
+            g.index_offset
+        );
     }
-    Ok(BufferLocation { offset: r.offset, length: r.length, crc32c: (r.flags & super::format::BUFFER_HAS_CRC != 0).then_some(r.crc) })
+    Ok(BufferLocation {
+        offset: r.offset,
+        length: r.length,
+        crc32c: (r.flags & super::format::BUFFER_HAS_CRC != 0).then_some(r.crc),
+    })
 }
 
 /// The full name of an entry, given its record bytes.
@@ -890,7 +958,8 @@ fn build_entry(g: &Geometry, file_id: u64, i: u64, raw: &RawEntry, rec: &[u8]) -
     let descriptor = TensorDescriptor::decode(&rec[n * BUFFER_RECORD_BYTES as usize..])
         .map_err(|e| Error::new(e.kind(), format!("entry {i}: {}", e.message())))?;
     let name = name_in_record(raw, rec);
-    if descriptor.name().map(str::as_bytes) != Some(name) || raw.prefix[..raw.inline_len()] != name[..raw.inline_len()] {
+    if descriptor.name().map(str::as_bytes) != Some(name) || raw.prefix[..raw.inline_len()] != name[..raw.inline_len()]
+    {
         bail!(Corrupt, "entry {i}: the index name does not match the descriptor's");
     }
     if descriptor.buffers().len() != n {
@@ -945,7 +1014,9 @@ fn check_image(g: &Geometry, t: &Trailer, opts: &FileReaderOptions, image: &[u8]
         if let Some(p) = prev {
             match p.cmp(name) {
                 Ordering::Less => {}
-                Ordering::Equal => bail!(DuplicateName, "entries {} and {i} are both named {:?}", i - 1, String::from_utf8_lossy(name)),
+                Ordering::Equal => {
+                    bail!(DuplicateName, "entries {} and {i} are both named {:?}", i - 1, String::from_utf8_lossy(name))
+                }
                 Ordering::Greater => bail!(Corrupt, "index entries are not sorted by name at entry {i}"),
             }
         }

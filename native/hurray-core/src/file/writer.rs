@@ -447,7 +447,10 @@ fn name_offset_in(desc: &TensorDescriptor, encoded: &[u8]) -> Result<usize> {
         && encoded[at - 4..at] == (name.len() as u32).to_le_bytes()
         && &encoded[at..at + name.len()] == name;
     if !ok {
-        bail!(InvalidState, "internal: the descriptor encoding does not hold the name where the container index expects it");
+        bail!(
+            InvalidState,
+            "internal: the descriptor encoding does not hold the name where the container index expects it"
+        );
     }
     Ok(at)
 }

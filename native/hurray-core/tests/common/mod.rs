@@ -8,9 +8,9 @@ use std::path::PathBuf;
 
 use hurray_core::stream::SliceSource;
 use hurray_core::{
-    BufferHandle, DeviceTag, ElementType, Error, ErrorKind, LayoutDescriptor, Quantization,
-    ReadTransport, ReaderOptions, Result, Shape, StreamReader, StreamWriter, SyncMode,
-    TensorDescriptor, WriteTransport, WriterOptions,
+    BufferHandle, DeviceTag, ElementType, Error, ErrorKind, LayoutDescriptor, Quantization, ReadTransport,
+    ReaderOptions, Result, Shape, StreamReader, StreamWriter, SyncMode, TensorDescriptor, WriteTransport,
+    WriterOptions,
 };
 
 /// xorshift64* (Vigna): tiny, seeded, good enough to drive property tests.
@@ -179,7 +179,10 @@ pub fn golden_items() -> Vec<Item> {
         v.push(named(dense(et, dims), &format!("dtype/{}", et.name())));
     }
     // Rank 0 (one element), unnamed.
-    v.push(Item { desc: TensorDescriptor::dense(Float32, Shape::scalar()).unwrap(), payloads: vec![3.5f32.to_le_bytes().to_vec()] });
+    v.push(Item {
+        desc: TensorDescriptor::dense(Float32, Shape::scalar()).unwrap(),
+        payloads: vec![3.5f32.to_le_bytes().to_vec()],
+    });
     // Zero-size dimensions: zero-byte payloads, one unnamed.
     v.push(dense(Float64, &[3, 0, 2]));
     v.push(named(dense(Int32, &[0]), "zero/int32"));
@@ -213,13 +216,34 @@ pub fn golden_items() -> Vec<Item> {
     // allocates host memory at the declared alignment).
     {
         let p = typed_payload(Uint8, 100);
-        let d = descriptor(Uint8, &[100], 0, LayoutDescriptor::RowMajor, vec![handle(100, 4096, DeviceTag::Ipc, SyncMode::ProducerSynced)], None);
+        let d = descriptor(
+            Uint8,
+            &[100],
+            0,
+            LayoutDescriptor::RowMajor,
+            vec![handle(100, 4096, DeviceTag::Ipc, SyncMode::ProducerSynced)],
+            None,
+        );
         v.push(Item { desc: d.with_name("device/ipc_4096").unwrap(), payloads: vec![p] });
         let p = typed_payload(Float16, 4);
-        let d = descriptor(Float16, &[4], 0, LayoutDescriptor::RowMajor, vec![handle(8, 8192, DeviceTag::Cuda, SyncMode::Event)], None);
+        let d = descriptor(
+            Float16,
+            &[4],
+            0,
+            LayoutDescriptor::RowMajor,
+            vec![handle(8, 8192, DeviceTag::Cuda, SyncMode::Event)],
+            None,
+        );
         v.push(Item { desc: d.with_name("device/cuda_event_8192").unwrap(), payloads: vec![p] });
         let p = typed_payload(Bfloat16, 3);
-        let d = descriptor(Bfloat16, &[3], 0, LayoutDescriptor::RowMajor, vec![handle(6, 4096, DeviceTag::Rocm, SyncMode::ConsumerStream)], None);
+        let d = descriptor(
+            Bfloat16,
+            &[3],
+            0,
+            LayoutDescriptor::RowMajor,
+            vec![handle(6, 4096, DeviceTag::Rocm, SyncMode::ConsumerStream)],
+            None,
+        );
         v.push(Item { desc: d.with_name("device/rocm_consumer_stream").unwrap(), payloads: vec![p] });
     }
     // Named, with metadata (text, binary and empty values).
@@ -249,7 +273,10 @@ pub fn golden_items() -> Vec<Item> {
         let d = descriptor(Int8, &[2, 3], 0, LayoutDescriptor::RowMajor, vec![cpu(6), cpu(8), cpu(8)], Some(q));
         let scales: Vec<u8> = [0.25f32, 0.125].iter().flat_map(|f| f.to_le_bytes()).collect();
         let biases: Vec<u8> = [0.0f32, -3.0].iter().flat_map(|f| f.to_le_bytes()).collect();
-        v.push(Item { desc: d.with_name("quant/per_channel_affine").unwrap(), payloads: vec![typed_payload(Int8, 6), scales, biases] });
+        v.push(Item {
+            desc: d.with_name("quant/per_channel_affine").unwrap(),
+            payloads: vec![typed_payload(Int8, 6), scales, biases],
+        });
     }
     {
         let q = Quantization::Cast { dequantized: Float32 };
@@ -273,8 +300,14 @@ pub fn plain_items() -> Vec<Item> {
     let d = descriptor(Uint8, &[3, 2], 0, LayoutDescriptor::RowMajor, vec![cpu(6), cpu(8), cpu(8)], Some(q));
     let scales: Vec<u8> = [2.0f32, 4.0].iter().flat_map(|f| f.to_le_bytes()).collect();
     let biases: Vec<u8> = [1.0f32, -1.0].iter().flat_map(|f| f.to_le_bytes()).collect();
-    v.push(Item { desc: d.with_name("plain/per_channel").unwrap(), payloads: vec![typed_payload(Uint8, 6), scales, biases] });
-    v.push(Item { desc: TensorDescriptor::dense(Int64, Shape::scalar()).unwrap(), payloads: vec![(-42i64).to_le_bytes().to_vec()] });
+    v.push(Item {
+        desc: d.with_name("plain/per_channel").unwrap(),
+        payloads: vec![typed_payload(Uint8, 6), scales, biases],
+    });
+    v.push(Item {
+        desc: TensorDescriptor::dense(Int64, Shape::scalar()).unwrap(),
+        payloads: vec![(-42i64).to_le_bytes().to_vec()],
+    });
     v
 }
 

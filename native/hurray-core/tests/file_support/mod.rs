@@ -118,7 +118,11 @@ pub fn pattern(n: usize, seed: u8) -> Vec<u8> {
 }
 
 /// Writes a container of `(descriptor, payloads)` plus metadata into memory.
-pub fn build(tensors: &[(TensorDescriptor, Vec<Vec<u8>>)], metadata: &[(&str, &[u8])], opts: FileWriterOptions) -> Vec<u8> {
+pub fn build(
+    tensors: &[(TensorDescriptor, Vec<Vec<u8>>)],
+    metadata: &[(&str, &[u8])],
+    opts: FileWriterOptions,
+) -> Vec<u8> {
     let mut w = FileWriter::new(VecSink::new(), opts).unwrap();
     for (d, p) in tensors {
         let slices: Vec<&[u8]> = p.iter().map(|v| v.as_slice()).collect();

@@ -38,7 +38,11 @@ impl Mem {
         Box::new(Mem { chunk, ..Default::default() })
     }
     fn limit(&self, len: usize) -> usize {
-        if self.chunk == 0 { len } else { len.min(self.chunk) }
+        if self.chunk == 0 {
+            len
+        } else {
+            len.min(self.chunk)
+        }
     }
 }
 
@@ -179,9 +183,14 @@ pub unsafe fn copy_out(t: *mut HurrayTensor) -> Back {
             // A reader's buffer is host memory it filled: PRODUCER_SYNCED whatever the wire
             // declared (that stays in the descriptor's spec), with no sync payload.
             assert_eq!(sync, HURRAY_SYNC_PRODUCER_SYNCED, "buffer {i} declared sync mode {}", spec.sync_mode);
-            let mut payload = HurraySyncPayload { sync_handle: std::ptr::dangling_mut::<c_void>(), ..std::mem::zeroed() };
+            let mut payload =
+                HurraySyncPayload { sync_handle: std::ptr::dangling_mut::<c_void>(), ..std::mem::zeroed() };
             expect(hurray_buffer_sync_payload(b, &mut payload), HURRAY_OK);
-            assert!(payload.sync_handle.is_null() && payload.consumer_stream.is_null() && payload.event_release_fn.is_none());
+            assert!(
+                payload.sync_handle.is_null()
+                    && payload.consumer_stream.is_null()
+                    && payload.event_release_fn.is_none()
+            );
             assert!(!data.is_null());
             assert_eq!(data as usize % align as usize, 0, "buffer {i} not aligned to {align}");
             assert!(align >= 64);
