@@ -291,6 +291,9 @@ impl Composite {
 pub struct ItemReader {
     stack: Vec<Composite>,
     tensors: usize,
+    /// The first error that was not a resumable transport failure: sticky, like the stream
+    /// reader's own errors.
+    failed: Option<Error>,
 }
 
 impl ItemReader {
@@ -312,6 +315,19 @@ impl ItemReader {
     /// either way, or a member is out of place); `LimitExceeded` (deeper than
     /// [`MAX_COMPOSITE_DEPTH`], more than [`MAX_COMPOSITE_TENSORS`] descriptors).
     pub fn next_item<T: ReadTransport>(&mut self, r: &mut StreamReader<T>) -> Result<Option<Item>> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        let out = self.next_item_inner(r);
+        if let Err(e) = &out {
+            if e.kind() != ErrorKind::Transport {
+                self.failed = Some(e.clone());
+            }
+        }
+        out
+    }
+
+    fn next_item_inner<T: ReadTransport>(&mut self, r: &mut StreamReader<T>) -> Result<Option<Item>> {
         loop {
             let t = match r.next_tensor() {
                 Ok(t) => t,
@@ -352,15 +368,27 @@ impl ItemReader {
     /// returns the item it completes, if any. Errors as `next_item` (the partial composite is
     /// dropped).
     pub fn push_tensor(&mut self, t: ReadTensor) -> Result<Option<Item>> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
         let r = self.push(t);
-        if r.is_err() {
+        if let Err(e) = &r {
             self.reset();
+            self.failed = Some(e.clone());
         }
         r
     }
 
+    /// The sticky error of an earlier failed item, if any (every later call returns it).
+    pub fn failure(&self) -> Option<&Error> {
+        self.failed.as_ref()
+    }
+
     /// Push form of the end of the stream: `Truncated` if a composite is partly read.
     pub fn end_of_stream(&mut self) -> Result<()> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
         if let Some(top) = self.stack.last() {
             let e = err!(
                 Truncated,
@@ -370,6 +398,7 @@ impl ItemReader {
                 top.roles().len()
             );
             self.reset();
+            self.failed = Some(e.clone());
             return Err(e);
         }
         Ok(())

@@ -233,3 +233,26 @@ fn a_lower_coalesce_limit_borrows_more_and_keeps_the_bytes() {
     assert!(borrowed > 5, "{borrowed} items borrowed");
     assert_eq!(wire, encode_stream(&items, false));
 }
+
+#[test]
+fn a_failed_composite_item_is_sticky() {
+    use hurray_core::{CompositeInfo, ItemReader, ReadTensor};
+    let member = |depth, index| ReadTensor {
+        descriptor: TensorDescriptor::dense(
+            hurray_core::ElementType::Float32,
+            hurray_core::Shape::new(vec![1]).unwrap(),
+        )
+        .unwrap()
+        .with_composite(Some(CompositeInfo::member(depth, index)))
+        .unwrap(),
+        buffers: Vec::new(),
+    };
+    let mut items = ItemReader::new();
+    // A member outside any composite: CORRUPT, and the same error on every later call,
+    // including the end of the stream (never a clean end after a lost item).
+    let e = items.push_tensor(member(1, 0)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corrupt);
+    assert_eq!(items.push_tensor(member(1, 0)).unwrap_err(), e);
+    assert_eq!(items.end_of_stream().unwrap_err(), e);
+    assert_eq!(items.failure(), Some(&e));
+}

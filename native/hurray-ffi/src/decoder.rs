@@ -278,6 +278,10 @@ pub unsafe extern "C" fn hurray_decoder_next_item(
         if flags & !HURRAY_DECODE_END_OF_INPUT != 0 {
             return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("unknown decode flags {flags:#x}")));
         }
+        // A failed item is sticky, like the decoder's own errors.
+        if let Some(e) = d.items.failure() {
+            return Err(e.clone().into());
+        }
         if filled > 0 {
             d.decoder.commit(filled)?;
         }

@@ -76,6 +76,37 @@ pub unsafe extern "C" fn hurray_descriptor_new(
         if s.reserved != 0 || s.reserved2 != 0 {
             return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "spec.reserved fields must be 0"));
         }
+        // Lengths are checked against the format's limits before anything is copied, so a
+        // wrong length is an error, never a huge allocation or a read past the caller's bytes.
+        if !s.name.is_null() && s.name_len > hurray_core::MAX_NAME_BYTES {
+            return Err(FfiError::new(
+                HURRAY_ERR_LIMIT_EXCEEDED,
+                format!("a name of {} bytes exceeds {}", s.name_len, hurray_core::MAX_NAME_BYTES),
+            ));
+        }
+        if s.rank > hurray_core::MAX_RANK || s.stride_count > hurray_core::MAX_RANK {
+            return Err(FfiError::new(
+                HURRAY_ERR_INVALID_SHAPE,
+                format!("rank {} exceeds {}", s.rank.max(s.stride_count), hurray_core::MAX_RANK),
+            ));
+        }
+        if s.metadata_count > 0 && !s.metadata.is_null() && s.metadata_count <= hurray_core::MAX_METADATA_ENTRIES {
+            for i in 0..s.metadata_count {
+                // SAFETY: `metadata` holds `metadata_count` entries (caller contract, count bounded).
+                let m = unsafe { *s.metadata.add(i) };
+                if m.key_len > hurray_core::MAX_METADATA_KEY_BYTES
+                    || m.value_len > hurray_core::MAX_METADATA_VALUE_BYTES
+                {
+                    return Err(FfiError::new(
+                        HURRAY_ERR_LIMIT_EXCEEDED,
+                        format!(
+                            "metadata entry {i}: key of {} bytes or value of {} bytes exceeds the limits",
+                            m.key_len, m.value_len
+                        ),
+                    ));
+                }
+            }
+        }
         let mut b = std::ptr::null_mut();
         // SAFETY: the builder calls get the caller's pointers with the caller's counts.
         step(unsafe { hurray_descriptor_builder_new(s.element_type, s.dims, s.rank, &mut b) })?;

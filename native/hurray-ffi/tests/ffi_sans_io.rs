@@ -284,6 +284,14 @@ fn descriptor_new_equals_the_builder_and_reports_the_failing_step() {
         expect(hurray_descriptor_new(&bad, &mut d), HURRAY_ERR_DUPLICATE_NAME);
         assert!(d.is_null());
         assert!(last_error().contains("metadata"), "{}", last_error());
+        // A wrong length is an error before anything is copied (never an abort or an overread).
+        let bad = HurrayDescriptorSpec { name_len: usize::MAX, ..spec };
+        expect(hurray_descriptor_new(&bad, &mut d), HURRAY_ERR_LIMIT_EXCEEDED);
+        let huge = [HurrayMetadataView { key: b"k".as_ptr(), key_len: usize::MAX, value: b"v".as_ptr(), value_len: 1 }];
+        let bad = HurrayDescriptorSpec { metadata: huge.as_ptr(), ..spec };
+        expect(hurray_descriptor_new(&bad, &mut d), HURRAY_ERR_LIMIT_EXCEEDED);
+        let bad = HurrayDescriptorSpec { rank: usize::MAX, ..spec };
+        expect(hurray_descriptor_new(&bad, &mut d), HURRAY_ERR_INVALID_SHAPE);
         let bad = HurrayDescriptorSpec { element_type: 200, ..spec };
         expect(hurray_descriptor_new(&bad, &mut d), HURRAY_ERR_INVALID_TYPE);
         let strides = [1i64];
