@@ -92,15 +92,19 @@ pub unsafe extern "C" fn hurray_reader_next_item(
             *out_tensor = std::ptr::null_mut();
             *out_composite = std::ptr::null_mut();
         }
+        // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let r = unsafe { handle::inner_mut(reader, "reader")? };
         let state = &mut *r;
         match state.items.next_item(&mut state.stream)? {
             None => Ok(HURRAY_END_OF_STREAM),
             Some(Item::Tensor(t)) => {
+                // SAFETY: `out_tensor` was checked non-NULL above and is valid for one pointer write (# Safety).
                 unsafe { handle::emit(out_tensor, TensorInner::from_read(t)?) };
                 Ok(HURRAY_OK)
             }
             Some(Item::Composite(c)) => {
+                // SAFETY: `out_composite` was checked non-NULL above and is valid for one pointer write (# Safety).
                 unsafe { handle::emit(out_composite, CompositeInner::from_core(c)?) };
                 Ok(HURRAY_OK)
             }
@@ -128,6 +132,8 @@ pub unsafe extern "C" fn hurray_composite_head(
     out_descriptor: *mut *mut HurrayDescriptor,
 ) -> HurrayStatus {
     guard("hurray_composite_head", || {
+        // SAFETY: `composite` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let c = unsafe { handle::inner_ref(composite, "composite")? };
         non_null(out_descriptor, "out_descriptor")?;
         let p: *const HurrayDescriptor = &**c.head.as_ref().expect("live composite");
@@ -146,7 +152,10 @@ pub unsafe extern "C" fn hurray_composite_member_count(
     out: *mut usize,
 ) -> HurrayStatus {
     guard("hurray_composite_member_count", || {
+        // SAFETY: `composite` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let c = unsafe { handle::inner_ref(composite, "composite")? };
+        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
         unsafe { handle::put(out, "out", c.members.len())? };
         Ok(HURRAY_OK)
     })
@@ -170,6 +179,8 @@ pub unsafe extern "C" fn hurray_composite_member(
     out_composite: *mut *mut HurrayComposite,
 ) -> HurrayStatus {
     guard("hurray_composite_member", || {
+        // SAFETY: `composite` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let c = unsafe { handle::inner_ref(composite, "composite")? };
         for (p, n) in [(out_role as *const u8, "out_role"), (out_role_len as *const u8, "out_role_len")] {
             non_null(p, n)?;
@@ -202,6 +213,8 @@ pub unsafe extern "C" fn hurray_composite_member(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_composite_destroy(composite: *mut *mut HurrayComposite) -> HurrayStatus {
     guard("hurray_composite_destroy", || {
+        // SAFETY: `composite` is NULL or valid for a read and a write; `*composite` is NULL or a handle from this
+        // library (# Safety).
         unsafe { handle::destroy_pp(composite, "composite")? };
         Ok(HURRAY_OK)
     })
@@ -283,6 +296,7 @@ pub unsafe extern "C" fn hurray_composite_builder_new(
         non_null(out_builder, "out_builder")?;
         let n = utf8_arg(name, name_len, "name")?;
         let b = BuilderInner { name: if n.is_empty() { None } else { Some(n) }, members: Vec::new() };
+        // SAFETY: `out_builder` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_builder, b) };
         Ok(HURRAY_OK)
     })
@@ -305,7 +319,11 @@ pub unsafe extern "C" fn hurray_composite_builder_add_tensor(
     count: usize,
 ) -> HurrayStatus {
     guard("hurray_composite_builder_add_tensor", || {
+        // SAFETY: `builder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let b = unsafe { handle::inner_mut(builder, "builder")? };
+        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
         let r = utf8_arg(role, role_len, "role")?;
         let slices = if count == 0 {
@@ -344,10 +362,18 @@ pub unsafe extern "C" fn hurray_composite_builder_add_composite(
             return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "a composite cannot contain itself"));
         }
         let r = utf8_arg(role, role_len, "role")?;
+        // SAFETY: `builder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         unsafe { handle::inner_mut(builder, "builder")? };
+        // SAFETY: `c` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut rejects
+        // NULL and dead handles.
         let inner = unsafe { handle::inner_mut(c, "child")? };
         let taken = std::mem::replace(inner, BuilderInner { name: None, members: Vec::new() });
+        // SAFETY: `child` is NULL or valid for a read and a write; `*child` is NULL or a handle from this library (#
+        // Safety).
         unsafe { handle::destroy_pp(child, "child")? };
+        // SAFETY: `builder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let b = unsafe { handle::inner_mut(builder, "builder")? };
         b.members.push((r, BMember::Composite(Box::new(taken))));
         Ok(HURRAY_OK)
@@ -361,6 +387,8 @@ pub unsafe extern "C" fn hurray_composite_builder_add_composite(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_composite_builder_destroy(builder: *mut *mut HurrayCompositeBuilder) -> HurrayStatus {
     guard("hurray_composite_builder_destroy", || {
+        // SAFETY: `builder` is NULL or valid for a read and a write; `*builder` is NULL or a handle from this library
+        // (# Safety).
         unsafe { handle::destroy_pp(builder, "builder")? };
         Ok(HURRAY_OK)
     })
@@ -383,7 +411,10 @@ pub unsafe extern "C" fn hurray_writer_write_composite(
     builder: *const HurrayCompositeBuilder,
 ) -> HurrayStatus {
     guard("hurray_writer_write_composite", || {
+        // SAFETY: `writer` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let w = unsafe { handle::inner_mut(writer, "writer")? };
+        // SAFETY: `builder` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
         let b = unsafe { handle::inner_ref(builder, "builder")? };
         composite::write_composite(w, &unsafe { b.spec() })?;
         Ok(HURRAY_OK)
@@ -405,7 +436,10 @@ pub unsafe extern "C" fn hurray_encoder_encode_composite(
     out_state: *mut crate::encoder::HurrayEncoderState,
 ) -> HurrayStatus {
     guard("hurray_encoder_encode_composite", || {
+        // SAFETY: `encoder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let e = unsafe { handle::inner_mut(encoder, "encoder")? };
+        // SAFETY: `builder` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
         let b = unsafe { handle::inner_ref(builder, "builder")? };
         let spec = unsafe { b.spec() };
         let flat = spec.flatten()?;
@@ -431,7 +465,10 @@ pub unsafe extern "C" fn hurray_file_writer_add_composite(
     builder: *const HurrayCompositeBuilder,
 ) -> HurrayStatus {
     guard("hurray_file_writer_add_composite", || {
+        // SAFETY: `writer` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let w = unsafe { handle::inner_mut(writer, "writer")? };
+        // SAFETY: `builder` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
         let b = unsafe { handle::inner_ref(builder, "builder")? };
         composite::add_composite(w, &unsafe { b.spec() })?;
         Ok(HURRAY_OK)
@@ -456,12 +493,15 @@ pub unsafe extern "C" fn hurray_file_reader_read_composite(
     guard("hurray_file_reader_read_composite", || {
         non_null(out_composite, "out_composite")?;
         unsafe { *out_composite = std::ptr::null_mut() };
+        // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let r = unsafe { handle::inner_mut(reader, "reader")? };
         let n = utf8_arg(name, name_len, "name")?;
         let c = match r {
             ReaderInner::Io(x) => composite::read_composite(x, &n)?,
             ReaderInner::Span(x) => composite::read_composite(x, &n)?,
         };
+        // SAFETY: `out_composite` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_composite, CompositeInner::from_core(c)?) };
         Ok(HURRAY_OK)
     })

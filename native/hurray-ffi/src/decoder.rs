@@ -150,6 +150,8 @@ pub unsafe extern "C" fn hurray_decoder_next(
     guard("hurray_decoder_next", || {
         non_null(out, "out")?;
         unsafe { out.write(empty_result()) };
+        // SAFETY: `decoder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let d = unsafe { handle::inner_mut(decoder, "decoder")? };
         if flags & !HURRAY_DECODE_END_OF_INPUT != 0 {
             return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("unknown decode flags {flags:#x}")));
@@ -193,6 +195,8 @@ pub unsafe extern "C" fn hurray_decoder_set_buffer_pool_bytes(
     max_bytes: u64,
 ) -> HurrayStatus {
     guard("hurray_decoder_set_buffer_pool_bytes", || {
+        // SAFETY: `decoder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         unsafe { handle::inner_mut(decoder, "decoder")? }.decoder.set_buffer_pool_bytes(max_bytes);
         Ok(HURRAY_OK)
     })
@@ -206,6 +210,8 @@ pub unsafe extern "C" fn hurray_decoder_set_buffer_pool_bytes(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_decoder_destroy(decoder: *mut *mut HurrayDecoder) -> HurrayStatus {
     guard("hurray_decoder_destroy", || {
+        // SAFETY: `decoder` is NULL or valid for a read and a write; `*decoder` is NULL or a handle from this library
+        // (# Safety).
         unsafe { handle::destroy_pp(decoder, "decoder")? };
         Ok(HURRAY_OK)
     })
@@ -274,6 +280,8 @@ pub unsafe extern "C" fn hurray_decoder_next_item(
             out.write(empty_result());
             *out_composite = std::ptr::null_mut();
         }
+        // SAFETY: `decoder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let d = unsafe { handle::inner_mut(decoder, "decoder")? };
         if flags & !HURRAY_DECODE_END_OF_INPUT != 0 {
             return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("unknown decode flags {flags:#x}")));

@@ -135,6 +135,7 @@ pub unsafe extern "C" fn hurray_descriptor_decode(
         // SAFETY: the caller guarantees `bytes` is valid for `len` bytes.
         let slice = unsafe { crate::slices::slice_arg(bytes, len, "bytes")? };
         let d = DescInner::new(TensorDescriptor::decode(slice)?)?;
+        // SAFETY: `out_descriptor` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_descriptor, d) };
         Ok(HURRAY_OK)
     })
@@ -164,8 +165,11 @@ pub unsafe extern "C" fn hurray_descriptor_clone(
     out_descriptor: *mut *mut HurrayDescriptor,
 ) -> HurrayStatus {
     guard("hurray_descriptor_clone", || {
+        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
         non_null(out_descriptor, "out_descriptor")?;
+        // SAFETY: `out_descriptor` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_descriptor, DescInner::new(d.desc.clone())?) };
         Ok(HURRAY_OK)
     })
@@ -188,6 +192,8 @@ pub unsafe extern "C" fn hurray_descriptor_with_name(
     out_descriptor: *mut *mut HurrayDescriptor,
 ) -> HurrayStatus {
     guard("hurray_descriptor_with_name", || {
+        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
         non_null(out_descriptor, "out_descriptor")?;
         let bytes: &[u8] = if len == 0 {
@@ -206,6 +212,7 @@ pub unsafe extern "C" fn hurray_descriptor_with_name(
         let name = std::str::from_utf8(bytes)
             .map_err(|_| FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "the name is not UTF-8"))?;
         let renamed = d.desc.clone().with_name(name)?;
+        // SAFETY: `out_descriptor` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_descriptor, DescInner::new(renamed)?) };
         Ok(HURRAY_OK)
     })
@@ -223,6 +230,8 @@ pub unsafe extern "C" fn hurray_descriptor_encoded(
     out_len: *mut usize,
 ) -> HurrayStatus {
     guard("hurray_descriptor_encoded", || {
+        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
         non_null(out_bytes, "out_bytes")?;
         non_null(out_len, "out_len")?;
@@ -243,7 +252,10 @@ unsafe fn desc_get<T>(
     f: impl FnOnce(&TensorDescriptor) -> T,
 ) -> HurrayStatus {
     guard(what, || {
+        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
+        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
         unsafe { handle::put(out, "out", f(d))? };
         Ok(HURRAY_OK)
     })
@@ -415,6 +427,8 @@ pub unsafe extern "C" fn hurray_descriptor_name(
     out_len: *mut usize,
 ) -> HurrayStatus {
     guard("hurray_descriptor_name", || {
+        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
         non_null(out_name, "out_name")?;
         non_null(out_len, "out_len")?;
@@ -522,8 +536,11 @@ pub unsafe extern "C" fn hurray_descriptor_fields(
     out: *mut HurrayDescriptorFields,
 ) -> HurrayStatus {
     guard("hurray_descriptor_fields", || {
+        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let inner = unsafe { handle::inner_ref(descriptor, "descriptor")? };
         let fields = fields_of(inner);
+        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
         unsafe { handle::put(out, "out", fields)? };
         Ok(HURRAY_OK)
     })
@@ -540,11 +557,14 @@ pub unsafe extern "C" fn hurray_descriptor_buffer_spec(
     out: *mut HurrayBufferSpec,
 ) -> HurrayStatus {
     guard("hurray_descriptor_buffer_spec", || {
+        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
         let h =
             d.desc.buffers().get(index).ok_or_else(|| {
                 FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("buffer index {index} out of range"))
             })?;
+        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
         unsafe { handle::put(out, "out", HurrayBufferSpec::from_handle(h))? };
         Ok(HURRAY_OK)
     })
@@ -565,6 +585,8 @@ pub unsafe extern "C" fn hurray_descriptor_metadata_get(
     out_value_len: *mut usize,
 ) -> HurrayStatus {
     guard("hurray_descriptor_metadata_get", || {
+        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
         for (p, n) in [
             (out_key as *const (), "out_key"),
@@ -665,6 +687,7 @@ pub unsafe extern "C" fn hurray_descriptor_builder_new(
             sparse: Default::default(),
             paging: Default::default(),
         };
+        // SAFETY: `out_builder` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_builder, b) };
         Ok(HURRAY_OK)
     })
@@ -684,6 +707,8 @@ pub unsafe extern "C" fn hurray_descriptor_builder_set_layout(
     count: usize,
 ) -> HurrayStatus {
     guard("hurray_descriptor_builder_set_layout", || {
+        // SAFETY: `builder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let b = unsafe { handle::inner_mut(builder, "builder")? };
         b.layout = match layout {
             0 | 1 if count != 0 => {
@@ -731,6 +756,8 @@ pub unsafe extern "C" fn hurray_descriptor_builder_set_byte_offset(
     byte_offset: u64,
 ) -> HurrayStatus {
     guard("hurray_descriptor_builder_set_byte_offset", || {
+        // SAFETY: `builder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         unsafe { handle::inner_mut(builder, "builder")? }.byte_offset = byte_offset;
         Ok(HURRAY_OK)
     })
@@ -747,7 +774,11 @@ pub unsafe extern "C" fn hurray_descriptor_builder_set_name(
     len: usize,
 ) -> HurrayStatus {
     guard("hurray_descriptor_builder_set_name", || {
+        // SAFETY: `builder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let b = unsafe { handle::inner_mut(builder, "builder")? };
+        // SAFETY: `name as *const u8` is valid for its length when that is non-zero (# Safety); bytes_arg rejects NULL
+        // with a non-zero length.
         let s = utf8(unsafe { bytes_arg(name as *const u8, len, "name")? }, "name")?;
         if s.len() > hurray_core::MAX_NAME_BYTES || s.contains('\0') {
             return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "name must be at most 4096 bytes without NUL"));
@@ -768,6 +799,8 @@ pub unsafe extern "C" fn hurray_descriptor_builder_add_buffer(
     spec: *const HurrayBufferSpec,
 ) -> HurrayStatus {
     guard("hurray_descriptor_builder_add_buffer", || {
+        // SAFETY: `builder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let b = unsafe { handle::inner_mut(builder, "builder")? };
         non_null(spec, "spec")?;
         let s = unsafe { *spec };
@@ -790,6 +823,8 @@ pub unsafe extern "C" fn hurray_descriptor_builder_set_quantization(
     quantization: *const HurrayQuantization,
 ) -> HurrayStatus {
     guard("hurray_descriptor_builder_set_quantization", || {
+        // SAFETY: `builder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let b = unsafe { handle::inner_mut(builder, "builder")? };
         non_null(quantization, "quantization")?;
         let q = unsafe { *quantization };
@@ -813,8 +848,14 @@ pub unsafe extern "C" fn hurray_descriptor_builder_add_metadata(
     value_len: usize,
 ) -> HurrayStatus {
     guard("hurray_descriptor_builder_add_metadata", || {
+        // SAFETY: `builder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let b = unsafe { handle::inner_mut(builder, "builder")? };
+        // SAFETY: `key` is valid for its length when that is non-zero (# Safety); bytes_arg rejects NULL with a
+        // non-zero length.
         let k = utf8(unsafe { bytes_arg(key, key_len, "key")? }, "key")?;
+        // SAFETY: `value` is valid for its length when that is non-zero (# Safety); bytes_arg rejects NULL with a
+        // non-zero length.
         let v = unsafe { bytes_arg(value, value_len, "value")? }.to_vec();
         // Validate through the core so limits live in one place.
         let mut probe = TensorDescriptor::dense(ElementType::Uint8, Shape::scalar())?;
@@ -838,6 +879,7 @@ pub unsafe extern "C" fn hurray_descriptor_builder_build(
     out_descriptor: *mut *mut HurrayDescriptor,
 ) -> HurrayStatus {
     guard("hurray_descriptor_builder_build", || {
+        // SAFETY: `builder` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
         let b = unsafe { handle::inner_ref(builder, "builder")? };
         non_null(out_descriptor, "out_descriptor")?;
         let shape = Shape::new(b.dims.clone())?;
@@ -906,6 +948,7 @@ pub unsafe extern "C" fn hurray_descriptor_builder_build(
         for (k, v) in &b.metadata {
             d = d.with_metadata(k.clone(), v.clone())?;
         }
+        // SAFETY: `out_descriptor` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_descriptor, DescInner::new(d)?) };
         Ok(HURRAY_OK)
     })
@@ -923,6 +966,8 @@ pub unsafe extern "C" fn hurray_descriptor_builder_set_sparse(
     sparse: *const crate::sparse::HurraySparse,
 ) -> HurrayStatus {
     guard("hurray_descriptor_builder_set_sparse", || {
+        // SAFETY: `builder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let b = unsafe { handle::inner_mut(builder, "builder")? };
         non_null(sparse, "sparse")?;
         b.sparse = unsafe { *sparse };
@@ -942,6 +987,8 @@ pub unsafe extern "C" fn hurray_descriptor_builder_set_paging(
     paging: *const crate::sparse::HurrayPaging,
 ) -> HurrayStatus {
     guard("hurray_descriptor_builder_set_paging", || {
+        // SAFETY: `builder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let b = unsafe { handle::inner_mut(builder, "builder")? };
         non_null(paging, "paging")?;
         b.paging = unsafe { *paging };
@@ -956,6 +1003,8 @@ pub unsafe extern "C" fn hurray_descriptor_builder_set_paging(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_descriptor_builder_destroy(builder: *mut *mut HurrayDescriptorBuilder) -> HurrayStatus {
     guard("hurray_descriptor_builder_destroy", || {
+        // SAFETY: `builder` is NULL or valid for a read and a write; `*builder` is NULL or a handle from this library
+        // (# Safety).
         unsafe { handle::destroy_pp(builder, "builder")? };
         Ok(HURRAY_OK)
     })

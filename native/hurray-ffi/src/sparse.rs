@@ -146,7 +146,10 @@ unsafe fn get<T>(
     f: impl FnOnce(&TensorDescriptor) -> T,
 ) -> HurrayStatus {
     guard(what, || {
+        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
+        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
         unsafe { handle::put(out, "out", f(d))? };
         Ok(HURRAY_OK)
     })
@@ -228,6 +231,8 @@ pub unsafe extern "C" fn hurray_descriptor_composite_role(
     out_len: *mut usize,
 ) -> HurrayStatus {
     guard("hurray_descriptor_composite_role", || {
+        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
         non_null(out_bytes, "out_bytes")?;
         non_null(out_len, "out_len")?;
@@ -297,6 +302,8 @@ unsafe fn into_caller(
     f: IntoCaller,
 ) -> HurrayStatus {
     guard(what, || {
+        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
         let views = unsafe { host_views(d, payloads, count)? };
         let need = d.dense_byte_count();

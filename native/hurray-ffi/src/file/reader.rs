@@ -124,6 +124,7 @@ opaque_handle!(HurrayFileReader, ReaderInner, 0x4855_5252_4652_3031);
 #[no_mangle]
 pub unsafe extern "C" fn hurray_file_reader_options_init(out: *mut HurrayFileReaderOptions) -> HurrayStatus {
     guard("hurray_file_reader_options_init", || {
+        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
         unsafe { handle::put(out, "out", HurrayFileReaderOptions::defaults())? };
         Ok(HURRAY_OK)
     })
@@ -167,6 +168,7 @@ pub unsafe extern "C" fn hurray_file_reader_open(
         probe.release = None;
         let mut r = FileReader::open(Owned(probe), opts)?;
         r.source_mut().0.release = t.release;
+        // SAFETY: `out_reader` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_reader, ReaderInner::Io(r)) };
         Ok(HURRAY_OK)
     })
@@ -198,8 +200,11 @@ pub unsafe extern "C" fn hurray_file_reader_open_span(
         non_null(out_reader, "out_reader")?;
         let opts = if options.is_null() { HurrayFileReaderOptions::defaults() } else { unsafe { *options } };
         let opts = opts.to_core(true)?;
+        // SAFETY: `data as *const u8` is valid for its length when that is non-zero (# Safety); bytes_arg rejects NULL
+        // with a non-zero length.
         let bytes: &'static [u8] = unsafe { bytes_arg(data as *const u8, len, "data")? };
         let r = FileReader::open(Span::new(bytes), opts)?;
+        // SAFETY: `out_reader` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_reader, ReaderInner::Span(r)) };
         Ok(HURRAY_OK)
     })
@@ -214,8 +219,10 @@ pub unsafe extern "C" fn hurray_file_reader_open_span(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_file_reader_size(reader: *const HurrayFileReader, out: *mut u64) -> HurrayStatus {
     guard("hurray_file_reader_size", || {
+        // SAFETY: `reader` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
         let inner = unsafe { handle::inner_ref(reader, "reader")? };
         let v = with_reader!(inner, |r| r.size());
+        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
         unsafe { handle::put(out, "out", v)? };
         Ok(HURRAY_OK)
     })
@@ -230,8 +237,10 @@ pub unsafe extern "C" fn hurray_file_reader_size(reader: *const HurrayFileReader
 #[no_mangle]
 pub unsafe extern "C" fn hurray_file_reader_count(reader: *const HurrayFileReader, out: *mut u64) -> HurrayStatus {
     guard("hurray_file_reader_count", || {
+        // SAFETY: `reader` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
         let inner = unsafe { handle::inner_ref(reader, "reader")? };
         let v = with_reader!(inner, |r| r.entry_count());
+        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
         unsafe { handle::put(out, "out", v)? };
         Ok(HURRAY_OK)
     })
@@ -251,8 +260,10 @@ pub unsafe extern "C" fn hurray_file_reader_read_at_calls(
     out: *mut u64,
 ) -> HurrayStatus {
     guard("hurray_file_reader_read_at_calls", || {
+        // SAFETY: `reader` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
         let inner = unsafe { handle::inner_ref(reader, "reader")? };
         let v = with_reader!(inner, |r| r.read_calls());
+        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
         unsafe { handle::put(out, "out", v)? };
         Ok(HURRAY_OK)
     })
@@ -277,6 +288,8 @@ pub unsafe extern "C" fn hurray_file_reader_name(
     out_len: *mut u64,
 ) -> HurrayStatus {
     guard("hurray_file_reader_name", || {
+        // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let inner = unsafe { handle::inner_mut(reader, "reader")? };
         non_null(out_len, "out_len")?;
         let name = with_reader!(inner, |r| r.name_at(index))?;
@@ -315,8 +328,11 @@ pub unsafe extern "C" fn hurray_file_reader_entry(
     guard("hurray_file_reader_entry", || {
         non_null(out_entry, "out_entry")?;
         unsafe { *out_entry = std::ptr::null_mut() };
+        // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let inner = unsafe { handle::inner_mut(reader, "reader")? };
         let e = with_reader!(inner, |r| r.entry(index))?;
+        // SAFETY: `out_entry` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_entry, EntryInner::new(e)?) };
         Ok(HURRAY_OK)
     })
@@ -341,10 +357,15 @@ pub unsafe extern "C" fn hurray_file_reader_find(
     guard("hurray_file_reader_find", || {
         non_null(out_entry, "out_entry")?;
         unsafe { *out_entry = std::ptr::null_mut() };
+        // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let inner = unsafe { handle::inner_mut(reader, "reader")? };
+        // SAFETY: `name` is valid for its length when that is non-zero (# Safety); bytes_arg rejects NULL with a
+        // non-zero length.
         let n = unsafe { bytes_arg(name, name_len, "name")? };
         match with_reader!(inner, |r| r.find(n))? {
             Some(e) => {
+                // SAFETY: `out_entry` was checked non-NULL above and is valid for one pointer write (# Safety).
                 unsafe { handle::emit(out_entry, EntryInner::new(e)?) };
                 Ok(HURRAY_OK)
             }
@@ -381,7 +402,10 @@ pub unsafe extern "C" fn hurray_file_reader_read_tensor(
     guard("hurray_file_reader_read_tensor", || {
         non_null(out_tensor, "out_tensor")?;
         unsafe { *out_tensor = std::ptr::null_mut() };
+        // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let inner = unsafe { handle::inner_mut(reader, "reader")? };
+        // SAFETY: `entry` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
         let e = unsafe { handle::inner_ref(entry, "entry")? };
         let t = match inner {
             ReaderInner::Io(r) => TensorInner::from_read(r.read_tensor(&e.core)?)?,
@@ -394,6 +418,7 @@ pub unsafe extern "C" fn hurray_file_reader_read_tensor(
                 TensorInner::from_parts(st.descriptor, bufs)?
             }
         };
+        // SAFETY: `out_tensor` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_tensor, t) };
         Ok(HURRAY_OK)
     })
@@ -427,6 +452,8 @@ pub unsafe extern "C" fn hurray_file_reader_set_buffer_pool_bytes(
     max_bytes: u64,
 ) -> HurrayStatus {
     guard("hurray_file_reader_set_buffer_pool_bytes", || {
+        // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let inner = unsafe { handle::inner_mut(reader, "reader")? };
         with_reader!(inner, |r| r.set_buffer_pool_bytes(max_bytes));
         Ok(HURRAY_OK)
@@ -455,7 +482,10 @@ pub unsafe extern "C" fn hurray_file_reader_read_buffer_into(
     out_len: *mut u64,
 ) -> HurrayStatus {
     guard("hurray_file_reader_read_buffer_into", || {
+        // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let inner = unsafe { handle::inner_mut(reader, "reader")? };
+        // SAFETY: `entry` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
         let e = unsafe { handle::inner_ref(entry, "entry")? };
         let b = usize::try_from(buffer).unwrap_or(usize::MAX);
         let need = e.core.buffers().get(b).map(|l| l.length).unwrap_or(0);
@@ -502,6 +532,8 @@ pub unsafe extern "C" fn hurray_file_reader_metadata_count(
     out: *mut u64,
 ) -> HurrayStatus {
     guard("hurray_file_reader_metadata_count", || {
+        // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let inner = unsafe { handle::inner_mut(reader, "reader")? };
         non_null(out, "out")?;
         let n = with_reader!(inner, |r| r.metadata()?.len());
@@ -529,6 +561,8 @@ pub unsafe extern "C" fn hurray_file_reader_metadata_get(
     out_value_len: *mut u64,
 ) -> HurrayStatus {
     guard("hurray_file_reader_metadata_get", || {
+        // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let inner = unsafe { handle::inner_mut(reader, "reader")? };
         for (p, n) in [
             (out_key as *const (), "out_key"),
@@ -569,9 +603,13 @@ pub unsafe extern "C" fn hurray_file_reader_metadata_find(
     out_value_len: *mut u64,
 ) -> HurrayStatus {
     guard("hurray_file_reader_metadata_find", || {
+        // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let inner = unsafe { handle::inner_mut(reader, "reader")? };
         non_null(out_value, "out_value")?;
         non_null(out_value_len, "out_value_len")?;
+        // SAFETY: `key` is valid for its length when that is non-zero (# Safety); bytes_arg rejects NULL with a
+        // non-zero length.
         let k = unsafe { bytes_arg(key, key_len, "key")? };
         let md = with_reader!(inner, |r| r.metadata()?);
         let i = md.binary_search_by(|(x, _)| x.as_bytes().cmp(k)).map_err(|_| {
@@ -604,6 +642,8 @@ pub unsafe extern "C" fn hurray_file_reader_metadata_find(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_file_reader_verify(reader: *mut HurrayFileReader) -> HurrayStatus {
     guard("hurray_file_reader_verify", || {
+        // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let inner = unsafe { handle::inner_mut(reader, "reader")? };
         with_reader!(inner, |r| r.verify())?;
         Ok(HURRAY_OK)
@@ -619,6 +659,8 @@ pub unsafe extern "C" fn hurray_file_reader_verify(reader: *mut HurrayFileReader
 #[no_mangle]
 pub unsafe extern "C" fn hurray_file_reader_destroy(reader: *mut *mut HurrayFileReader) -> HurrayStatus {
     guard("hurray_file_reader_destroy", || {
+        // SAFETY: `reader` is NULL or valid for a read and a write; `*reader` is NULL or a handle from this library (#
+        // Safety).
         unsafe { handle::destroy_pp(reader, "reader")? };
         Ok(HURRAY_OK)
     })

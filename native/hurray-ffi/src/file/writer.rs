@@ -71,6 +71,7 @@ opaque_handle!(HurrayFileWriter, FileWriter<Owned>, 0x4855_5252_4657_3031);
 #[no_mangle]
 pub unsafe extern "C" fn hurray_file_writer_options_init(out: *mut HurrayFileWriterOptions) -> HurrayStatus {
     guard("hurray_file_writer_options_init", || {
+        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
         unsafe { handle::put(out, "out", HurrayFileWriterOptions::defaults())? };
         Ok(HURRAY_OK)
     })
@@ -105,6 +106,7 @@ pub unsafe extern "C" fn hurray_file_writer_new(
         probe.release = None;
         drop(FileWriter::new(Owned(probe), opts)?);
         let w = FileWriter::new(Owned(t), opts)?;
+        // SAFETY: `out_writer` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_writer, w) };
         Ok(HURRAY_OK)
     })
@@ -134,7 +136,11 @@ pub unsafe extern "C" fn hurray_file_writer_add_tensor(
     count: u64,
 ) -> HurrayStatus {
     guard("hurray_file_writer_add_tensor", || {
+        // SAFETY: `writer` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let w = unsafe { handle::inner_mut(writer, "writer")? };
+        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
         if count > hurray_core::MAX_BUFFERS as u64 {
             return Err(FfiError::new(
@@ -150,6 +156,8 @@ pub unsafe extern "C" fn hurray_file_writer_add_tensor(
         };
         let mut parts: Vec<&[u8]> = Vec::with_capacity(slices.len());
         for (i, s) in slices.iter().enumerate() {
+            // SAFETY: `s.ptr` is valid for its length when that is non-zero (# Safety); bytes_arg rejects NULL with a
+            // non-zero length.
             parts.push(unsafe { bytes_arg(s.ptr, s.len as u64, &format!("payloads[{i}].ptr"))? });
         }
         w.add_encoded(&d.desc, &d.encoded, &parts)?;
@@ -175,9 +183,15 @@ pub unsafe extern "C" fn hurray_file_writer_set_metadata(
     value_len: u64,
 ) -> HurrayStatus {
     guard("hurray_file_writer_set_metadata", || {
+        // SAFETY: `writer` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let w = unsafe { handle::inner_mut(writer, "writer")? };
+        // SAFETY: `key` is valid for its length when that is non-zero (# Safety); bytes_arg rejects NULL with a
+        // non-zero length.
         let k = unsafe { bytes_arg(key, key_len, "key")? };
         let k = std::str::from_utf8(k).map_err(|_| FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "key is not UTF-8"))?;
+        // SAFETY: `value` is valid for its length when that is non-zero (# Safety); bytes_arg rejects NULL with a
+        // non-zero length.
         let v = unsafe { bytes_arg(value, value_len, "value")? };
         w.set_metadata(k, v)?;
         Ok(HURRAY_OK)
@@ -193,6 +207,8 @@ pub unsafe extern "C" fn hurray_file_writer_set_metadata(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_file_writer_flush(writer: *mut HurrayFileWriter) -> HurrayStatus {
     guard("hurray_file_writer_flush", || {
+        // SAFETY: `writer` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         unsafe { handle::inner_mut(writer, "writer")? }.flush()?;
         Ok(HURRAY_OK)
     })
@@ -213,6 +229,8 @@ pub unsafe extern "C" fn hurray_file_writer_finish(
     out_file_size: *mut u64,
 ) -> HurrayStatus {
     guard("hurray_file_writer_finish", || {
+        // SAFETY: `writer` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let size = unsafe { handle::inner_mut(writer, "writer")? }.finish()?;
         if !out_file_size.is_null() {
             unsafe { *out_file_size = size };
@@ -232,7 +250,9 @@ pub unsafe extern "C" fn hurray_file_writer_bytes_written(
     out: *mut u64,
 ) -> HurrayStatus {
     guard("hurray_file_writer_bytes_written", || {
+        // SAFETY: `writer` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
         let w = unsafe { handle::inner_ref(writer, "writer")? };
+        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
         unsafe { handle::put(out, "out", w.bytes_written())? };
         Ok(HURRAY_OK)
     })
@@ -248,7 +268,9 @@ pub unsafe extern "C" fn hurray_file_writer_tensor_count(
     out: *mut u64,
 ) -> HurrayStatus {
     guard("hurray_file_writer_tensor_count", || {
+        // SAFETY: `writer` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
         let w = unsafe { handle::inner_ref(writer, "writer")? };
+        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
         unsafe { handle::put(out, "out", w.tensor_count())? };
         Ok(HURRAY_OK)
     })
@@ -264,6 +286,8 @@ pub unsafe extern "C" fn hurray_file_writer_tensor_count(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_file_writer_destroy(writer: *mut *mut HurrayFileWriter) -> HurrayStatus {
     guard("hurray_file_writer_destroy", || {
+        // SAFETY: `writer` is NULL or valid for a read and a write; `*writer` is NULL or a handle from this library (#
+        // Safety).
         unsafe { handle::destroy_pp(writer, "writer")? };
         Ok(HURRAY_OK)
     })
