@@ -137,6 +137,7 @@ pub unsafe extern "C" fn hurray_composite_head(
         let c = unsafe { handle::inner_ref(composite, "composite")? };
         non_null(out_descriptor, "out_descriptor")?;
         let p: *const HurrayDescriptor = &**c.head.as_ref().expect("live composite");
+        // SAFETY: `out_descriptor` was checked non-NULL above and is valid for one write (# Safety).
         unsafe { *out_descriptor = p as *mut HurrayDescriptor };
         Ok(HURRAY_OK)
     })
@@ -357,6 +358,7 @@ pub unsafe extern "C" fn hurray_composite_builder_add_composite(
 ) -> HurrayStatus {
     guard("hurray_composite_builder_add_composite", || {
         non_null(child, "child")?;
+        // SAFETY: `child` was checked non-NULL above and is valid for one read (# Safety).
         let c = unsafe { *child };
         if std::ptr::eq(c, builder) {
             return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "a composite cannot contain itself"));
@@ -492,6 +494,7 @@ pub unsafe extern "C" fn hurray_file_reader_read_composite(
 ) -> HurrayStatus {
     guard("hurray_file_reader_read_composite", || {
         non_null(out_composite, "out_composite")?;
+        // SAFETY: `out_composite` was checked non-NULL above and is valid for one write (# Safety).
         unsafe { *out_composite = std::ptr::null_mut() };
         // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
         // rejects NULL and dead handles.

@@ -98,6 +98,7 @@ pub unsafe extern "C" fn hurray_decoder_new(
 ) -> HurrayStatus {
     guard("hurray_decoder_new", || {
         non_null(out_decoder, "out_decoder")?;
+        // SAFETY: `options` is non-NULL in this branch and valid for one read (# Safety).
         let opts = if options.is_null() { HurrayReaderOptions::defaults() } else { unsafe { *options } };
         let mut core = opts.to_core()?;
         core.pool_bytes = buffer_pool_bytes;

@@ -245,6 +245,9 @@ pub unsafe extern "C" fn hurray_descriptor_encoded(
 
 /// The shared body of the descriptor field getters: NULL → `HURRAY_ERR_NULL_POINTER`, dead
 /// handle → `HURRAY_ERR_USE_AFTER_DESTROY`.
+///
+/// # Safety
+/// `descriptor` NULL or a descriptor handle from this library; `out` NULL or valid for one write.
 unsafe fn desc_get<T>(
     what: &str,
     descriptor: *const HurrayDescriptor,
@@ -275,6 +278,7 @@ pub unsafe extern "C" fn hurray_descriptor_element_type(
     descriptor: *const HurrayDescriptor,
     out: *mut u8,
 ) -> HurrayStatus {
+    // SAFETY: `descriptor` is NULL or a handle from this library, `out` NULL or valid for one write (# Safety).
     unsafe { desc_get("hurray_descriptor_element_type", descriptor, out, |d| d.element_type().code()) }
 }
 
@@ -286,6 +290,7 @@ pub unsafe extern "C" fn hurray_descriptor_element_type(
 /// `descriptor` a live descriptor; `out` valid for one write.
 #[no_mangle]
 pub unsafe extern "C" fn hurray_descriptor_rank(descriptor: *const HurrayDescriptor, out: *mut usize) -> HurrayStatus {
+    // SAFETY: `descriptor` is NULL or a handle from this library, `out` NULL or valid for one write (# Safety).
     unsafe { desc_get("hurray_descriptor_rank", descriptor, out, |d| d.shape().rank()) }
 }
 
@@ -320,6 +325,7 @@ pub unsafe extern "C" fn hurray_descriptor_dims(
 /// `descriptor` a live descriptor; `out` valid for one write.
 #[no_mangle]
 pub unsafe extern "C" fn hurray_descriptor_layout(descriptor: *const HurrayDescriptor, out: *mut u8) -> HurrayStatus {
+    // SAFETY: `descriptor` is NULL or a handle from this library, `out` NULL or valid for one write (# Safety).
     unsafe { desc_get("hurray_descriptor_layout", descriptor, out, |d| d.layout().code()) }
 }
 
@@ -354,6 +360,7 @@ pub unsafe extern "C" fn hurray_descriptor_byte_offset(
     descriptor: *const HurrayDescriptor,
     out: *mut u64,
 ) -> HurrayStatus {
+    // SAFETY: `descriptor` is NULL or a handle from this library, `out` NULL or valid for one write (# Safety).
     unsafe { desc_get("hurray_descriptor_byte_offset", descriptor, out, |d| d.byte_offset()) }
 }
 
@@ -368,6 +375,7 @@ pub unsafe extern "C" fn hurray_descriptor_element_count(
     descriptor: *const HurrayDescriptor,
     out: *mut u64,
 ) -> HurrayStatus {
+    // SAFETY: `descriptor` is NULL or a handle from this library, `out` NULL or valid for one write (# Safety).
     unsafe { desc_get("hurray_descriptor_element_count", descriptor, out, |d| d.shape().element_count()) }
 }
 
@@ -382,6 +390,7 @@ pub unsafe extern "C" fn hurray_descriptor_buffer_count(
     descriptor: *const HurrayDescriptor,
     out: *mut usize,
 ) -> HurrayStatus {
+    // SAFETY: `descriptor` is NULL or a handle from this library, `out` NULL or valid for one write (# Safety).
     unsafe { desc_get("hurray_descriptor_buffer_count", descriptor, out, |d| d.buffers().len()) }
 }
 
@@ -412,6 +421,7 @@ pub unsafe extern "C" fn hurray_descriptor_metadata_count(
     descriptor: *const HurrayDescriptor,
     out: *mut usize,
 ) -> HurrayStatus {
+    // SAFETY: `descriptor` is NULL or a handle from this library, `out` NULL or valid for one write (# Safety).
     unsafe { desc_get("hurray_descriptor_metadata_count", descriptor, out, |d| d.metadata().len()) }
 }
 
@@ -803,6 +813,7 @@ pub unsafe extern "C" fn hurray_descriptor_builder_add_buffer(
         // rejects NULL and dead handles.
         let b = unsafe { handle::inner_mut(builder, "builder")? };
         non_null(spec, "spec")?;
+        // SAFETY: `spec` was checked non-NULL above and is valid for one read (# Safety).
         let s = unsafe { *spec };
         s.to_handle()?;
         if b.buffers.len() >= hurray_core::MAX_BUFFERS {
@@ -827,6 +838,7 @@ pub unsafe extern "C" fn hurray_descriptor_builder_set_quantization(
         // rejects NULL and dead handles.
         let b = unsafe { handle::inner_mut(builder, "builder")? };
         non_null(quantization, "quantization")?;
+        // SAFETY: `quantization` was checked non-NULL above and is valid for one read (# Safety).
         let q = unsafe { *quantization };
         q.to_core()?;
         b.quantization = q;
@@ -970,6 +982,7 @@ pub unsafe extern "C" fn hurray_descriptor_builder_set_sparse(
         // rejects NULL and dead handles.
         let b = unsafe { handle::inner_mut(builder, "builder")? };
         non_null(sparse, "sparse")?;
+        // SAFETY: `sparse` was checked non-NULL above and is valid for one read (# Safety).
         b.sparse = unsafe { *sparse };
         Ok(HURRAY_OK)
     })
@@ -991,6 +1004,7 @@ pub unsafe extern "C" fn hurray_descriptor_builder_set_paging(
         // rejects NULL and dead handles.
         let b = unsafe { handle::inner_mut(builder, "builder")? };
         non_null(paging, "paging")?;
+        // SAFETY: `paging` was checked non-NULL above and is valid for one read (# Safety).
         b.paging = unsafe { *paging };
         Ok(HURRAY_OK)
     })

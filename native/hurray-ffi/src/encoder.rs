@@ -73,6 +73,7 @@ pub unsafe extern "C" fn hurray_encoder_new(
 ) -> HurrayStatus {
     guard("hurray_encoder_new", || {
         non_null(out_encoder, "out_encoder")?;
+        // SAFETY: `options` is non-NULL in this branch and valid for one read (# Safety).
         let opts = if options.is_null() { HurrayWriterOptions::defaults() } else { unsafe { *options } };
         let encoder = StreamEncoder::new(opts.to_core()?);
         // SAFETY: `out_encoder` was checked non-NULL above and is valid for one pointer write (# Safety).
@@ -275,6 +276,7 @@ pub unsafe extern "C" fn hurray_encoder_output(
             // SAFETY: `i < n ≤ capacity` slots of `out` are writable.
             unsafe { out.add(i).write(slice) };
         }
+        // SAFETY: `out_count` was checked non-NULL above and is valid for one write (# Safety).
         unsafe { *out_count = n };
         Ok(HURRAY_OK)
     })

@@ -123,10 +123,12 @@ pub unsafe extern "C" fn hurray_reader_new(
     guard("hurray_reader_new", || {
         non_null(transport, "transport")?;
         non_null(out_reader, "out_reader")?;
+        // SAFETY: `transport` was checked non-NULL above and is valid for one read (# Safety).
         let t = unsafe { *transport };
         if t.read.is_none() {
             return Err(FfiError::new(HURRAY_ERR_NULL_POINTER, "transport->read is NULL (a stream reader needs it)"));
         }
+        // SAFETY: `options` is non-NULL in this branch and valid for one read (# Safety).
         let opts = if options.is_null() { HurrayReaderOptions::defaults() } else { unsafe { *options } };
         let opts = opts.to_core()?;
         // Validate before taking ownership so a failure releases nothing.
@@ -158,6 +160,7 @@ pub unsafe extern "C" fn hurray_reader_next_tensor(
 ) -> HurrayStatus {
     guard("hurray_reader_next_tensor", || {
         non_null(out_tensor, "out_tensor")?;
+        // SAFETY: `out_tensor` was checked non-NULL above and is valid for one write (# Safety).
         unsafe { *out_tensor = std::ptr::null_mut() };
         // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
         // rejects NULL and dead handles.

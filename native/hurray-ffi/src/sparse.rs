@@ -139,6 +139,10 @@ fn index_type(code: u8) -> FfiResult<IndexType> {
     })
 }
 
+/// The shared body of this module's descriptor field getters (as `desc_get` in descriptor.rs).
+///
+/// # Safety
+/// `descriptor` NULL or a descriptor handle from this library; `out` NULL or valid for one write.
 unsafe fn get<T>(
     what: &str,
     descriptor: *const HurrayDescriptor,
@@ -162,6 +166,7 @@ unsafe fn get<T>(
 /// `descriptor` a live descriptor; `out` valid for one write.
 #[no_mangle]
 pub unsafe extern "C" fn hurray_descriptor_version(descriptor: *const HurrayDescriptor, out: *mut u16) -> HurrayStatus {
+    // SAFETY: `descriptor` is NULL or a handle from this library, `out` NULL or valid for one write (# Safety).
     unsafe { get("hurray_descriptor_version", descriptor, out, |d| d.version()) }
 }
 
@@ -175,6 +180,7 @@ pub unsafe extern "C" fn hurray_descriptor_sparse(
     descriptor: *const HurrayDescriptor,
     out: *mut HurraySparse,
 ) -> HurrayStatus {
+    // SAFETY: `descriptor` is NULL or a handle from this library, `out` NULL or valid for one write (# Safety).
     unsafe { get("hurray_descriptor_sparse", descriptor, out, |d| HurraySparse::from_core(d.sparse())) }
 }
 
@@ -188,6 +194,7 @@ pub unsafe extern "C" fn hurray_descriptor_paging(
     descriptor: *const HurrayDescriptor,
     out: *mut HurrayPaging,
 ) -> HurrayStatus {
+    // SAFETY: `descriptor` is NULL or a handle from this library, `out` NULL or valid for one write (# Safety).
     unsafe { get("hurray_descriptor_paging", descriptor, out, |d| HurrayPaging::from_core(d.paging())) }
 }
 

@@ -84,10 +84,12 @@ pub unsafe extern "C" fn hurray_writer_new(
     guard("hurray_writer_new", || {
         non_null(transport, "transport")?;
         non_null(out_writer, "out_writer")?;
+        // SAFETY: `transport` was checked non-NULL above and is valid for one read (# Safety).
         let t = unsafe { *transport };
         if t.write.is_none() {
             return Err(FfiError::new(HURRAY_ERR_NULL_POINTER, "transport->write is NULL (a writer needs it)"));
         }
+        // SAFETY: `options` is non-NULL in this branch and valid for one read (# Safety).
         let opts = if options.is_null() { HurrayWriterOptions::defaults() } else { unsafe { *options } };
         // Validate before wrapping the transport: dropping an `Owned` calls `release`, and a
         // failed call must release nothing.

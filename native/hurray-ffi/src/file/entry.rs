@@ -155,6 +155,7 @@ pub unsafe extern "C" fn hurray_file_entry_descriptor(
         let e = unsafe { handle::inner_ref(entry, "entry")? };
         non_null(out_descriptor, "out_descriptor")?;
         let p: *const HurrayDescriptor = &**e.descriptor.as_ref().expect("live entry");
+        // SAFETY: `out_descriptor` was checked non-NULL above and is valid for one write (# Safety).
         unsafe { *out_descriptor = p as *mut HurrayDescriptor };
         Ok(HURRAY_OK)
     })

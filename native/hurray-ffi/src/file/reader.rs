@@ -153,6 +153,7 @@ pub unsafe extern "C" fn hurray_file_reader_open(
     guard("hurray_file_reader_open", || {
         non_null(transport, "transport")?;
         non_null(out_reader, "out_reader")?;
+        // SAFETY: `transport` was checked non-NULL above and is valid for one read (# Safety).
         let t = unsafe { *transport };
         if t.read_at.is_none() || t.size.is_none() {
             return Err(FfiError::new(
@@ -160,6 +161,7 @@ pub unsafe extern "C" fn hurray_file_reader_open(
                 "transport->read_at or transport->size is NULL (a container reader needs both)",
             ));
         }
+        // SAFETY: `options` is non-NULL in this branch and valid for one read (# Safety).
         let opts = if options.is_null() { HurrayFileReaderOptions::defaults() } else { unsafe { *options } };
         let opts = opts.to_core(false)?;
         // Open with a copy that owns nothing, then hand over `release`: a failure releases
@@ -198,6 +200,7 @@ pub unsafe extern "C" fn hurray_file_reader_open_span(
 ) -> HurrayStatus {
     guard("hurray_file_reader_open_span", || {
         non_null(out_reader, "out_reader")?;
+        // SAFETY: `options` is non-NULL in this branch and valid for one read (# Safety).
         let opts = if options.is_null() { HurrayFileReaderOptions::defaults() } else { unsafe { *options } };
         let opts = opts.to_core(true)?;
         // SAFETY: `data as *const u8` is valid for its length when that is non-zero (# Safety); bytes_arg rejects NULL
@@ -293,6 +296,7 @@ pub unsafe extern "C" fn hurray_file_reader_name(
         let inner = unsafe { handle::inner_mut(reader, "reader")? };
         non_null(out_len, "out_len")?;
         let name = with_reader!(inner, |r| r.name_at(index))?;
+        // SAFETY: `out_len` was checked non-NULL above and is valid for one write (# Safety).
         unsafe { *out_len = name.len() as u64 };
         if (cap as u128) < name.len() as u128 {
             return Err(FfiError::new(
@@ -327,6 +331,7 @@ pub unsafe extern "C" fn hurray_file_reader_entry(
 ) -> HurrayStatus {
     guard("hurray_file_reader_entry", || {
         non_null(out_entry, "out_entry")?;
+        // SAFETY: `out_entry` was checked non-NULL above and is valid for one write (# Safety).
         unsafe { *out_entry = std::ptr::null_mut() };
         // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
         // rejects NULL and dead handles.
@@ -356,6 +361,7 @@ pub unsafe extern "C" fn hurray_file_reader_find(
 ) -> HurrayStatus {
     guard("hurray_file_reader_find", || {
         non_null(out_entry, "out_entry")?;
+        // SAFETY: `out_entry` was checked non-NULL above and is valid for one write (# Safety).
         unsafe { *out_entry = std::ptr::null_mut() };
         // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
         // rejects NULL and dead handles.
@@ -401,6 +407,7 @@ pub unsafe extern "C" fn hurray_file_reader_read_tensor(
 ) -> HurrayStatus {
     guard("hurray_file_reader_read_tensor", || {
         non_null(out_tensor, "out_tensor")?;
+        // SAFETY: `out_tensor` was checked non-NULL above and is valid for one write (# Safety).
         unsafe { *out_tensor = std::ptr::null_mut() };
         // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
         // rejects NULL and dead handles.
@@ -513,6 +520,7 @@ pub unsafe extern "C" fn hurray_file_reader_read_buffer_into(
             check_payload(&e.core, b, bytes)?;
         }
         if !out_len.is_null() {
+            // SAFETY: `out_len` is non-NULL (checked just above) and valid for one write (# Safety).
             unsafe { *out_len = n };
         }
         Ok(HURRAY_OK)
@@ -537,6 +545,7 @@ pub unsafe extern "C" fn hurray_file_reader_metadata_count(
         let inner = unsafe { handle::inner_mut(reader, "reader")? };
         non_null(out, "out")?;
         let n = with_reader!(inner, |r| r.metadata()?.len());
+        // SAFETY: `out` was checked non-NULL above and is valid for one write (# Safety).
         unsafe { *out = n as u64 };
         Ok(HURRAY_OK)
     })

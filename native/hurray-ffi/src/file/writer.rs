@@ -95,10 +95,12 @@ pub unsafe extern "C" fn hurray_file_writer_new(
     guard("hurray_file_writer_new", || {
         non_null(transport, "transport")?;
         non_null(out_writer, "out_writer")?;
+        // SAFETY: `transport` was checked non-NULL above and is valid for one read (# Safety).
         let t = unsafe { *transport };
         if t.write.is_none() {
             return Err(FfiError::new(HURRAY_ERR_NULL_POINTER, "transport->write is NULL (a writer needs it)"));
         }
+        // SAFETY: `options` is non-NULL in this branch and valid for one read (# Safety).
         let opts = if options.is_null() { HurrayFileWriterOptions::defaults() } else { unsafe { *options } };
         let opts = opts.to_core()?;
         // Validate before taking ownership so a failure releases nothing.
@@ -233,6 +235,7 @@ pub unsafe extern "C" fn hurray_file_writer_finish(
         // rejects NULL and dead handles.
         let size = unsafe { handle::inner_mut(writer, "writer")? }.finish()?;
         if !out_file_size.is_null() {
+            // SAFETY: `out_file_size` is non-NULL (checked just above) and valid for one write (# Safety).
             unsafe { *out_file_size = size };
         }
         Ok(HURRAY_OK)
