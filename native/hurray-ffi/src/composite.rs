@@ -88,6 +88,8 @@ pub unsafe extern "C" fn hurray_reader_next_item(
     guard("hurray_reader_next_item", || {
         non_null(out_tensor, "out_tensor")?;
         non_null(out_composite, "out_composite")?;
+        // SAFETY: `out_tensor` and `out_composite` were checked non-NULL above and are valid for one write each
+        // (# Safety).
         unsafe {
             *out_tensor = std::ptr::null_mut();
             *out_composite = std::ptr::null_mut();
@@ -117,6 +119,7 @@ pub unsafe extern "C" fn hurray_reader_next_item(
 /// # Safety
 /// `out` valid for one write.
 pub(crate) unsafe fn emit_composite(out: *mut *mut HurrayComposite, c: Composite) -> FfiResult<()> {
+    // SAFETY: `out` is valid for one pointer write (this function's # Safety).
     unsafe { handle::emit(out, CompositeInner::from_core(c)?) };
     Ok(())
 }
@@ -192,6 +195,8 @@ pub unsafe extern "C" fn hurray_composite_member(
             FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("member {index} of a composite of {}", c.members.len()))
         })?;
         let role = &c.roles[index];
+        // SAFETY: `out_role`, `out_role_len`, `out_tensor` and `out_composite` were checked non-NULL above and are
+        // valid for one write each (# Safety).
         unsafe {
             *out_role = role.as_ptr();
             *out_role_len = role.len();
@@ -234,6 +239,10 @@ pub struct BuilderInner {
 
 impl BuilderInner {
     /// The core's view. Payload slices are the caller's (documented lifetime).
+    ///
+    /// # Safety
+    /// Every payload slice added to this builder (and to nested builders) is still valid for its
+    /// length, as `hurray_composite_builder_add_tensor` requires of its caller.
     unsafe fn spec(&self) -> CompositeSpec<'_> {
         CompositeSpec {
             name: self.name.clone(),
@@ -249,11 +258,16 @@ impl BuilderInner {
                                     if s.len == 0 {
                                         &[][..]
                                     } else {
+                                        // SAFETY: `s` is one of the caller's payload slices with `len` > 0: `ptr` is
+                                        // valid for `len` bytes while the builder's payloads are (the calling
+                                        // function's # Safety).
                                         unsafe { std::slice::from_raw_parts(s.ptr, s.len) }
                                     }
                                 })
                                 .collect(),
                         ),
+                        // SAFETY: the nested builder's payload slices are under the same caller promise as this
+                        // builder's.
                         BMember::Composite(b) => Member::Composite(unsafe { b.spec() }),
                     };
                     (r.clone(), m)
@@ -277,6 +291,7 @@ fn utf8_arg(p: *const u8, len: usize, what: &str) -> FfiResult<String> {
         return Ok(String::new());
     }
     non_null(p, what)?;
+    // SAFETY: `p` is non-NULL (checked above) and valid for `len` bytes by every caller's own # Safety contract.
     let b = unsafe { std::slice::from_raw_parts(p, len) };
     String::from_utf8(b.to_vec())
         .map_err(|_| FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("{what} is not UTF-8")))
@@ -331,6 +346,8 @@ pub unsafe extern "C" fn hurray_composite_builder_add_tensor(
             Vec::new()
         } else {
             non_null(payloads, "payloads")?;
+            // SAFETY: `payloads` is non-NULL (checked above) and valid for `count` slices (# Safety); each slice is
+            // copied, not its bytes.
             unsafe { std::slice::from_raw_parts(payloads, count) }.to_vec()
         };
         for (i, s) in slices.iter().enumerate() {
@@ -371,8 +388,8 @@ pub unsafe extern "C" fn hurray_composite_builder_add_composite(
         // NULL and dead handles.
         let inner = unsafe { handle::inner_mut(c, "child")? };
         let taken = std::mem::replace(inner, BuilderInner { name: None, members: Vec::new() });
-        // SAFETY: `child` is NULL or valid for a read and a write; `*child` is NULL or a handle from this library (#
-        // Safety).
+        // SAFETY: `child` is NULL or valid for a read and a write; `*child` is NULL or a handle from this library
+        // (# Safety).
         unsafe { handle::destroy_pp(child, "child")? };
         // SAFETY: `builder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
         // rejects NULL and dead handles.
@@ -418,6 +435,7 @@ pub unsafe extern "C" fn hurray_writer_write_composite(
         let w = unsafe { handle::inner_mut(writer, "writer")? };
         // SAFETY: `builder` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
         let b = unsafe { handle::inner_ref(builder, "builder")? };
+        // SAFETY: the builder's payload slices are valid for this call (# Safety).
         composite::write_composite(w, &unsafe { b.spec() })?;
         Ok(HURRAY_OK)
     })
@@ -443,6 +461,7 @@ pub unsafe extern "C" fn hurray_encoder_encode_composite(
         let e = unsafe { handle::inner_mut(encoder, "encoder")? };
         // SAFETY: `builder` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
         let b = unsafe { handle::inner_ref(builder, "builder")? };
+        // SAFETY: the builder's payload slices are valid for this call (# Safety).
         let spec = unsafe { b.spec() };
         let flat = spec.flatten()?;
         let encoded = flat.iter().map(|(d, _)| d.encode()).collect::<hurray_core::Result<Vec<_>>>()?;
@@ -472,6 +491,7 @@ pub unsafe extern "C" fn hurray_file_writer_add_composite(
         let w = unsafe { handle::inner_mut(writer, "writer")? };
         // SAFETY: `builder` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
         let b = unsafe { handle::inner_ref(builder, "builder")? };
+        // SAFETY: the builder's payload slices are valid for this call (# Safety).
         composite::add_composite(w, &unsafe { b.spec() })?;
         Ok(HURRAY_OK)
     })

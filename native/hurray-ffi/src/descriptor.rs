@@ -150,6 +150,8 @@ pub unsafe extern "C" fn hurray_descriptor_decode(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_descriptor_destroy(descriptor: *mut HurrayDescriptor) -> HurrayStatus {
     guard("hurray_descriptor_destroy", || {
+        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); destroy accepts NULL and rejects dead
+        // handles.
         unsafe { handle::destroy(descriptor, "descriptor")? };
         Ok(HURRAY_OK)
     })
@@ -235,6 +237,8 @@ pub unsafe extern "C" fn hurray_descriptor_encoded(
         let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
         non_null(out_bytes, "out_bytes")?;
         non_null(out_len, "out_len")?;
+        // SAFETY: `out_bytes` and `out_len` were checked non-NULL just above and are valid for one write each
+        // (# Safety).
         unsafe {
             *out_bytes = d.encoded.as_ptr();
             *out_len = d.encoded.len();
@@ -306,6 +310,7 @@ pub unsafe extern "C" fn hurray_descriptor_dims(
     descriptor: *const HurrayDescriptor,
     out: *mut *const u64,
 ) -> HurrayStatus {
+    // SAFETY: `descriptor` is NULL or a handle from this library, `out` NULL or valid for one write (# Safety).
     unsafe {
         desc_get("hurray_descriptor_dims", descriptor, out, |d| {
             if d.shape().rank() == 0 {
@@ -341,6 +346,7 @@ pub unsafe extern "C" fn hurray_descriptor_strides(
     descriptor: *const HurrayDescriptor,
     out: *mut *const i64,
 ) -> HurrayStatus {
+    // SAFETY: `descriptor` is NULL or a handle from this library, `out` NULL or valid for one write (# Safety).
     unsafe {
         desc_get("hurray_descriptor_strides", descriptor, out, |d| match d.strides() {
             Some(s) if !s.is_empty() => s.as_ptr(),
@@ -405,6 +411,7 @@ pub unsafe extern "C" fn hurray_descriptor_quantization(
     descriptor: *const HurrayDescriptor,
     out: *mut HurrayQuantization,
 ) -> HurrayStatus {
+    // SAFETY: `descriptor` is NULL or a handle from this library, `out` NULL or valid for one write (# Safety).
     unsafe {
         desc_get("hurray_descriptor_quantization", descriptor, out, |d| HurrayQuantization::from_core(d.quantization()))
     }
@@ -446,6 +453,7 @@ pub unsafe extern "C" fn hurray_descriptor_name(
             Some(v) => (v.as_ptr() as *const c_char, v.len() - 1),
             None => (std::ptr::null(), 0),
         };
+        // SAFETY: `out_name` and `out_len` were checked non-NULL above and are valid for one write each (# Safety).
         unsafe {
             *out_name = p;
             *out_len = n;
@@ -609,6 +617,7 @@ pub unsafe extern "C" fn hurray_descriptor_metadata_get(
         let (k, v) = d.desc.metadata().get(index).ok_or_else(|| {
             FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("metadata index {index} out of range"))
         })?;
+        // SAFETY: the four out-pointers were checked non-NULL above and are valid for one write each (# Safety).
         unsafe {
             *out_key = k.as_ptr();
             *out_key_len = k.len();
@@ -681,6 +690,7 @@ pub unsafe extern "C" fn hurray_descriptor_builder_new(
             Vec::new()
         } else {
             non_null(dims, "dims")?;
+            // SAFETY: `dims` is non-NULL (checked just above) and valid for `rank` reads (# Safety).
             unsafe { std::slice::from_raw_parts(dims, rank) }.to_vec()
         };
         Shape::new(d.clone())?;
@@ -737,6 +747,7 @@ pub unsafe extern "C" fn hurray_descriptor_builder_set_layout(
                     Vec::new()
                 } else {
                     non_null(strides, "strides")?;
+                    // SAFETY: `strides` is non-NULL (checked just above) and valid for `count` reads (# Safety).
                     unsafe { std::slice::from_raw_parts(strides, count) }.to_vec()
                 };
                 LayoutDescriptor::Strided(s)

@@ -247,6 +247,8 @@ pub unsafe extern "C" fn hurray_dequantize(
         // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
         // handles.
         let d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
+        // SAFETY: `buffers` and `buffer_lens` are valid for `buffer_count` reads and each buffer for its length
+        // (# Safety).
         let bufs = unsafe { slices(buffers, buffer_lens, buffer_count)? };
         let out = if out_len == 0 {
             &mut [][..]
@@ -291,6 +293,8 @@ pub unsafe extern "C" fn hurray_quantize(
             // SAFETY: valid for `in_len` reads (caller's contract).
             unsafe { std::slice::from_raw_parts(input, in_len) }
         };
+        // SAFETY: `buffers` and `buffer_lens` are valid for `buffer_count` reads and each buffer for its length
+        // (# Safety).
         let ro = unsafe { slices(buffers.cast(), buffer_lens, buffer_count)? };
         // SAFETY: the caller grants write access to each buffer, and they do not overlap.
         let mut rw: Vec<&mut [u8]> =

@@ -219,8 +219,8 @@ pub unsafe extern "C" fn hurray_reader_set_buffer_pool_bytes(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_reader_destroy(reader: *mut *mut HurrayReader) -> HurrayStatus {
     guard("hurray_reader_destroy", || {
-        // SAFETY: `reader` is NULL or valid for a read and a write; `*reader` is NULL or a handle from this library (#
-        // Safety).
+        // SAFETY: `reader` is NULL or valid for a read and a write; `*reader` is NULL or a handle from this library
+        // (# Safety).
         unsafe { handle::destroy_pp(reader, "reader")? };
         Ok(HURRAY_OK)
     })

@@ -179,6 +179,7 @@ pub unsafe extern "C" fn hurray_writer_finish(writer: *mut HurrayWriter) -> Hurr
 #[no_mangle]
 pub unsafe extern "C" fn hurray_writer_destroy(writer: *mut *mut HurrayWriter) -> HurrayStatus {
     guard("hurray_writer_destroy", || {
+        // SAFETY: `writer` is non-NULL (checked first in the condition) and valid for a read (# Safety).
         if !writer.is_null() && unsafe { !(*writer).is_null() } {
             // SAFETY: `*writer` is NULL or a handle from this library, used by one thread at a time (# Safety);
             // inner_mut rejects NULL and dead handles.
@@ -188,8 +189,8 @@ pub unsafe extern "C" fn hurray_writer_destroy(writer: *mut *mut HurrayWriter) -
                 }
             }
         }
-        // SAFETY: `writer` is NULL or valid for a read and a write; `*writer` is NULL or a handle from this library (#
-        // Safety).
+        // SAFETY: `writer` is NULL or valid for a read and a write; `*writer` is NULL or a handle from this library
+        // (# Safety).
         unsafe { handle::destroy_pp(writer, "writer")? };
         Ok(HURRAY_OK)
     })

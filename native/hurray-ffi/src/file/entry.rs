@@ -132,6 +132,7 @@ pub unsafe extern "C" fn hurray_file_entry_name(
         let e = unsafe { handle::inner_ref(entry, "entry")? };
         non_null(out_name, "out_name")?;
         non_null(out_len, "out_len")?;
+        // SAFETY: `out_name` and `out_len` were checked non-NULL above and are valid for one write each (# Safety).
         unsafe {
             *out_name = e.name_c.as_ptr() as *const c_char;
             *out_len = (e.name_c.len() - 1) as u64;
@@ -204,8 +205,8 @@ pub unsafe extern "C" fn hurray_file_entry_buffer(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_file_entry_destroy(entry: *mut *mut HurrayFileEntry) -> HurrayStatus {
     guard("hurray_file_entry_destroy", || {
-        // SAFETY: `entry` is NULL or valid for a read and a write; `*entry` is NULL or a handle from this library (#
-        // Safety).
+        // SAFETY: `entry` is NULL or valid for a read and a write; `*entry` is NULL or a handle from this library
+        // (# Safety).
         unsafe { handle::destroy_pp(entry, "entry")? };
         Ok(HURRAY_OK)
     })

@@ -306,6 +306,9 @@ pub unsafe extern "C" fn hurray_file_reader_name(
         }
         if !name.is_empty() {
             non_null(buf, "buf")?;
+            // SAFETY: `buf` is non-NULL (checked just above) and valid for `cap` bytes (# Safety), and `name.len()` <=
+            // `cap` was checked above; `name` (reader-owned bytes, or the caller's read-only span) cannot be
+            // the caller's writable `buf`.
             unsafe { std::ptr::copy_nonoverlapping(name.as_ptr(), buf, name.len()) };
         }
         Ok(HURRAY_OK)
@@ -588,6 +591,7 @@ pub unsafe extern "C" fn hurray_file_reader_metadata_get(
                 format!("metadata index {index} out of range for {} entries", md.len()),
             )
         })?;
+        // SAFETY: the four out-pointers were checked non-NULL above and are valid for one write each (# Safety).
         unsafe {
             *out_key = k.as_ptr();
             *out_key_len = k.len() as u64;
@@ -625,6 +629,8 @@ pub unsafe extern "C" fn hurray_file_reader_metadata_find(
             FfiError::new(HURRAY_ERR_NOT_FOUND, format!("no metadata key {:?}", String::from_utf8_lossy(k)))
         })?;
         let v = &md[i].1;
+        // SAFETY: `out_value` and `out_value_len` were checked non-NULL above and are valid for one write each
+        // (# Safety).
         unsafe {
             *out_value = v.as_ptr();
             *out_value_len = v.len() as u64;
@@ -668,8 +674,8 @@ pub unsafe extern "C" fn hurray_file_reader_verify(reader: *mut HurrayFileReader
 #[no_mangle]
 pub unsafe extern "C" fn hurray_file_reader_destroy(reader: *mut *mut HurrayFileReader) -> HurrayStatus {
     guard("hurray_file_reader_destroy", || {
-        // SAFETY: `reader` is NULL or valid for a read and a write; `*reader` is NULL or a handle from this library (#
-        // Safety).
+        // SAFETY: `reader` is NULL or valid for a read and a write; `*reader` is NULL or a handle from this library
+        // (# Safety).
         unsafe { handle::destroy_pp(reader, "reader")? };
         Ok(HURRAY_OK)
     })

@@ -154,6 +154,7 @@ pub unsafe extern "C" fn hurray_file_writer_add_tensor(
             &[]
         } else {
             non_null(payloads, "payloads")?;
+            // SAFETY: `payloads` is non-NULL (checked just above) and valid for `count` slices (# Safety).
             unsafe { std::slice::from_raw_parts(payloads, count as usize) }
         };
         let mut parts: Vec<&[u8]> = Vec::with_capacity(slices.len());
@@ -289,8 +290,8 @@ pub unsafe extern "C" fn hurray_file_writer_tensor_count(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_file_writer_destroy(writer: *mut *mut HurrayFileWriter) -> HurrayStatus {
     guard("hurray_file_writer_destroy", || {
-        // SAFETY: `writer` is NULL or valid for a read and a write; `*writer` is NULL or a handle from this library (#
-        // Safety).
+        // SAFETY: `writer` is NULL or valid for a read and a write; `*writer` is NULL or a handle from this library
+        // (# Safety).
         unsafe { handle::destroy_pp(writer, "writer")? };
         Ok(HURRAY_OK)
     })
