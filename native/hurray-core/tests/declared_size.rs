@@ -28,6 +28,7 @@ fn note(delta_add: usize, delta_sub: usize) {
 
 unsafe impl GlobalAlloc for Peak {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        // SAFETY: forwarded unchanged: `l` meets GlobalAlloc::alloc's contract, which System shares.
         let p = unsafe { System.alloc(l) };
         if !p.is_null() {
             note(l.size(), 0);
@@ -35,10 +36,12 @@ unsafe impl GlobalAlloc for Peak {
         p
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        // SAFETY: forwarded unchanged: `p` came from System (every allocation here forwards to it) with layout `l`.
         unsafe { System.dealloc(p, l) };
         note(0, l.size());
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        // SAFETY: forwarded unchanged: `p` came from System with layout `l`, and `new` meets realloc's contract.
         let q = unsafe { System.realloc(p, l, new) };
         if !q.is_null() {
             note(new, l.size());

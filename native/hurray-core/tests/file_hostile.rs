@@ -22,13 +22,16 @@ thread_local! {
 unsafe impl GlobalAlloc for Tracking {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
         let _ = LARGEST.try_with(|m| m.set(m.get().max(l.size())));
+        // SAFETY: forwarded unchanged: `l` meets GlobalAlloc::alloc's contract, which System shares.
         unsafe { System.alloc(l) }
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        // SAFETY: forwarded unchanged: `p` came from System (every allocation here forwards to it) with layout `l`.
         unsafe { System.dealloc(p, l) }
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
         let _ = LARGEST.try_with(|m| m.set(m.get().max(new)));
+        // SAFETY: forwarded unchanged: `p` came from System with layout `l`, and `new` meets realloc's contract.
         unsafe { System.realloc(p, l, new) }
     }
 }

@@ -24,17 +24,21 @@ thread_local! {
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
         let _ = LARGEST.try_with(|c| c.set(c.get().max(l.size())));
+        // SAFETY: forwarded unchanged: `l` meets GlobalAlloc::alloc's contract, which System shares.
         unsafe { System.alloc(l) }
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        // SAFETY: forwarded unchanged: `p` came from System (every allocation here forwards to it) with layout `l`.
         unsafe { System.dealloc(p, l) }
     }
     unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
         let _ = LARGEST.try_with(|c| c.set(c.get().max(l.size())));
+        // SAFETY: forwarded unchanged: `l` meets GlobalAlloc::alloc_zeroed's contract, which System shares.
         unsafe { System.alloc_zeroed(l) }
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
         let _ = LARGEST.try_with(|c| c.set(c.get().max(new)));
+        // SAFETY: forwarded unchanged: `p` came from System with layout `l`, and `new` meets realloc's contract.
         unsafe { System.realloc(p, l, new) }
     }
 }

@@ -88,19 +88,25 @@ pub unsafe extern "C" fn hurray_reader_next_item(
     guard("hurray_reader_next_item", || {
         non_null(out_tensor, "out_tensor")?;
         non_null(out_composite, "out_composite")?;
+        // SAFETY: `out_tensor` and `out_composite` were checked non-NULL above and are valid for one write each
+        // (# Safety).
         unsafe {
             *out_tensor = std::ptr::null_mut();
             *out_composite = std::ptr::null_mut();
         }
+        // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let r = unsafe { handle::inner_mut(reader, "reader")? };
         let state = &mut *r;
         match state.items.next_item(&mut state.stream)? {
             None => Ok(HURRAY_END_OF_STREAM),
             Some(Item::Tensor(t)) => {
+                // SAFETY: `out_tensor` was checked non-NULL above and is valid for one pointer write (# Safety).
                 unsafe { handle::emit(out_tensor, TensorInner::from_read(t)?) };
                 Ok(HURRAY_OK)
             }
             Some(Item::Composite(c)) => {
+                // SAFETY: `out_composite` was checked non-NULL above and is valid for one pointer write (# Safety).
                 unsafe { handle::emit(out_composite, CompositeInner::from_core(c)?) };
                 Ok(HURRAY_OK)
             }
@@ -113,6 +119,7 @@ pub unsafe extern "C" fn hurray_reader_next_item(
 /// # Safety
 /// `out` valid for one write.
 pub(crate) unsafe fn emit_composite(out: *mut *mut HurrayComposite, c: Composite) -> FfiResult<()> {
+    // SAFETY: `out` is valid for one pointer write (this function's # Safety).
     unsafe { handle::emit(out, CompositeInner::from_core(c)?) };
     Ok(())
 }
@@ -128,9 +135,12 @@ pub unsafe extern "C" fn hurray_composite_head(
     out_descriptor: *mut *mut HurrayDescriptor,
 ) -> HurrayStatus {
     guard("hurray_composite_head", || {
+        // SAFETY: `composite` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let c = unsafe { handle::inner_ref(composite, "composite")? };
         non_null(out_descriptor, "out_descriptor")?;
         let p: *const HurrayDescriptor = &**c.head.as_ref().expect("live composite");
+        // SAFETY: `out_descriptor` was checked non-NULL above and is valid for one write (# Safety).
         unsafe { *out_descriptor = p as *mut HurrayDescriptor };
         Ok(HURRAY_OK)
     })
@@ -146,7 +156,10 @@ pub unsafe extern "C" fn hurray_composite_member_count(
     out: *mut usize,
 ) -> HurrayStatus {
     guard("hurray_composite_member_count", || {
+        // SAFETY: `composite` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let c = unsafe { handle::inner_ref(composite, "composite")? };
+        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
         unsafe { handle::put(out, "out", c.members.len())? };
         Ok(HURRAY_OK)
     })
@@ -170,6 +183,8 @@ pub unsafe extern "C" fn hurray_composite_member(
     out_composite: *mut *mut HurrayComposite,
 ) -> HurrayStatus {
     guard("hurray_composite_member", || {
+        // SAFETY: `composite` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let c = unsafe { handle::inner_ref(composite, "composite")? };
         for (p, n) in [(out_role as *const u8, "out_role"), (out_role_len as *const u8, "out_role_len")] {
             non_null(p, n)?;
@@ -180,6 +195,8 @@ pub unsafe extern "C" fn hurray_composite_member(
             FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("member {index} of a composite of {}", c.members.len()))
         })?;
         let role = &c.roles[index];
+        // SAFETY: `out_role`, `out_role_len`, `out_tensor` and `out_composite` were checked non-NULL above and are
+        // valid for one write each (# Safety).
         unsafe {
             *out_role = role.as_ptr();
             *out_role_len = role.len();
@@ -202,6 +219,8 @@ pub unsafe extern "C" fn hurray_composite_member(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_composite_destroy(composite: *mut *mut HurrayComposite) -> HurrayStatus {
     guard("hurray_composite_destroy", || {
+        // SAFETY: `composite` is NULL or valid for a read and a write; `*composite` is NULL or a handle from this
+        // library (# Safety).
         unsafe { handle::destroy_pp(composite, "composite")? };
         Ok(HURRAY_OK)
     })
@@ -220,6 +239,10 @@ pub struct BuilderInner {
 
 impl BuilderInner {
     /// The core's view. Payload slices are the caller's (documented lifetime).
+    ///
+    /// # Safety
+    /// Every payload slice added to this builder (and to nested builders) is still valid for its
+    /// length, as `hurray_composite_builder_add_tensor` requires of its caller.
     unsafe fn spec(&self) -> CompositeSpec<'_> {
         CompositeSpec {
             name: self.name.clone(),
@@ -235,11 +258,16 @@ impl BuilderInner {
                                     if s.len == 0 {
                                         &[][..]
                                     } else {
+                                        // SAFETY: `s` is one of the caller's payload slices with `len` > 0: `ptr` is
+                                        // valid for `len` bytes while the builder's payloads are (the calling
+                                        // function's # Safety).
                                         unsafe { std::slice::from_raw_parts(s.ptr, s.len) }
                                     }
                                 })
                                 .collect(),
                         ),
+                        // SAFETY: the nested builder's payload slices are under the same caller promise as this
+                        // builder's.
                         BMember::Composite(b) => Member::Composite(unsafe { b.spec() }),
                     };
                     (r.clone(), m)
@@ -263,6 +291,7 @@ fn utf8_arg(p: *const u8, len: usize, what: &str) -> FfiResult<String> {
         return Ok(String::new());
     }
     non_null(p, what)?;
+    // SAFETY: `p` is non-NULL (checked above) and valid for `len` bytes by every caller's own # Safety contract.
     let b = unsafe { std::slice::from_raw_parts(p, len) };
     String::from_utf8(b.to_vec())
         .map_err(|_| FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("{what} is not UTF-8")))
@@ -283,6 +312,7 @@ pub unsafe extern "C" fn hurray_composite_builder_new(
         non_null(out_builder, "out_builder")?;
         let n = utf8_arg(name, name_len, "name")?;
         let b = BuilderInner { name: if n.is_empty() { None } else { Some(n) }, members: Vec::new() };
+        // SAFETY: `out_builder` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_builder, b) };
         Ok(HURRAY_OK)
     })
@@ -305,13 +335,19 @@ pub unsafe extern "C" fn hurray_composite_builder_add_tensor(
     count: usize,
 ) -> HurrayStatus {
     guard("hurray_composite_builder_add_tensor", || {
+        // SAFETY: `builder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let b = unsafe { handle::inner_mut(builder, "builder")? };
+        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
         let r = utf8_arg(role, role_len, "role")?;
         let slices = if count == 0 {
             Vec::new()
         } else {
             non_null(payloads, "payloads")?;
+            // SAFETY: `payloads` is non-NULL (checked above) and valid for `count` slices (# Safety); each slice is
+            // copied, not its bytes.
             unsafe { std::slice::from_raw_parts(payloads, count) }.to_vec()
         };
         for (i, s) in slices.iter().enumerate() {
@@ -339,15 +375,24 @@ pub unsafe extern "C" fn hurray_composite_builder_add_composite(
 ) -> HurrayStatus {
     guard("hurray_composite_builder_add_composite", || {
         non_null(child, "child")?;
+        // SAFETY: `child` was checked non-NULL above and is valid for one read (# Safety).
         let c = unsafe { *child };
         if std::ptr::eq(c, builder) {
             return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "a composite cannot contain itself"));
         }
         let r = utf8_arg(role, role_len, "role")?;
+        // SAFETY: `builder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         unsafe { handle::inner_mut(builder, "builder")? };
+        // SAFETY: `c` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut rejects
+        // NULL and dead handles.
         let inner = unsafe { handle::inner_mut(c, "child")? };
         let taken = std::mem::replace(inner, BuilderInner { name: None, members: Vec::new() });
+        // SAFETY: `child` is NULL or valid for a read and a write; `*child` is NULL or a handle from this library
+        // (# Safety).
         unsafe { handle::destroy_pp(child, "child")? };
+        // SAFETY: `builder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let b = unsafe { handle::inner_mut(builder, "builder")? };
         b.members.push((r, BMember::Composite(Box::new(taken))));
         Ok(HURRAY_OK)
@@ -361,6 +406,8 @@ pub unsafe extern "C" fn hurray_composite_builder_add_composite(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_composite_builder_destroy(builder: *mut *mut HurrayCompositeBuilder) -> HurrayStatus {
     guard("hurray_composite_builder_destroy", || {
+        // SAFETY: `builder` is NULL or valid for a read and a write; `*builder` is NULL or a handle from this library
+        // (# Safety).
         unsafe { handle::destroy_pp(builder, "builder")? };
         Ok(HURRAY_OK)
     })
@@ -383,8 +430,12 @@ pub unsafe extern "C" fn hurray_writer_write_composite(
     builder: *const HurrayCompositeBuilder,
 ) -> HurrayStatus {
     guard("hurray_writer_write_composite", || {
+        // SAFETY: `writer` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let w = unsafe { handle::inner_mut(writer, "writer")? };
+        // SAFETY: `builder` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
         let b = unsafe { handle::inner_ref(builder, "builder")? };
+        // SAFETY: the builder's payload slices are valid for this call (# Safety).
         composite::write_composite(w, &unsafe { b.spec() })?;
         Ok(HURRAY_OK)
     })
@@ -405,8 +456,12 @@ pub unsafe extern "C" fn hurray_encoder_encode_composite(
     out_state: *mut crate::encoder::HurrayEncoderState,
 ) -> HurrayStatus {
     guard("hurray_encoder_encode_composite", || {
+        // SAFETY: `encoder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let e = unsafe { handle::inner_mut(encoder, "encoder")? };
+        // SAFETY: `builder` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
         let b = unsafe { handle::inner_ref(builder, "builder")? };
+        // SAFETY: the builder's payload slices are valid for this call (# Safety).
         let spec = unsafe { b.spec() };
         let flat = spec.flatten()?;
         let encoded = flat.iter().map(|(d, _)| d.encode()).collect::<hurray_core::Result<Vec<_>>>()?;
@@ -431,8 +486,12 @@ pub unsafe extern "C" fn hurray_file_writer_add_composite(
     builder: *const HurrayCompositeBuilder,
 ) -> HurrayStatus {
     guard("hurray_file_writer_add_composite", || {
+        // SAFETY: `writer` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let w = unsafe { handle::inner_mut(writer, "writer")? };
+        // SAFETY: `builder` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
         let b = unsafe { handle::inner_ref(builder, "builder")? };
+        // SAFETY: the builder's payload slices are valid for this call (# Safety).
         composite::add_composite(w, &unsafe { b.spec() })?;
         Ok(HURRAY_OK)
     })
@@ -455,13 +514,17 @@ pub unsafe extern "C" fn hurray_file_reader_read_composite(
 ) -> HurrayStatus {
     guard("hurray_file_reader_read_composite", || {
         non_null(out_composite, "out_composite")?;
+        // SAFETY: `out_composite` was checked non-NULL above and is valid for one write (# Safety).
         unsafe { *out_composite = std::ptr::null_mut() };
+        // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let r = unsafe { handle::inner_mut(reader, "reader")? };
         let n = utf8_arg(name, name_len, "name")?;
         let c = match r {
             ReaderInner::Io(x) => composite::read_composite(x, &n)?,
             ReaderInner::Span(x) => composite::read_composite(x, &n)?,
         };
+        // SAFETY: `out_composite` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_composite, CompositeInner::from_core(c)?) };
         Ok(HURRAY_OK)
     })

@@ -98,10 +98,12 @@ pub unsafe extern "C" fn hurray_decoder_new(
 ) -> HurrayStatus {
     guard("hurray_decoder_new", || {
         non_null(out_decoder, "out_decoder")?;
+        // SAFETY: `options` is non-NULL in this branch and valid for one read (# Safety).
         let opts = if options.is_null() { HurrayReaderOptions::defaults() } else { unsafe { *options } };
         let mut core = opts.to_core()?;
         core.pool_bytes = buffer_pool_bytes;
         let decoder = StreamDecoder::new(core)?;
+        // SAFETY: `out_decoder` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe {
             handle::emit(
                 out_decoder,
@@ -149,7 +151,10 @@ pub unsafe extern "C" fn hurray_decoder_next(
 ) -> HurrayStatus {
     guard("hurray_decoder_next", || {
         non_null(out, "out")?;
+        // SAFETY: `out` was checked non-NULL just above and is valid for one write (# Safety).
         unsafe { out.write(empty_result()) };
+        // SAFETY: `decoder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let d = unsafe { handle::inner_mut(decoder, "decoder")? };
         if flags & !HURRAY_DECODE_END_OF_INPUT != 0 {
             return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("unknown decode flags {flags:#x}")));
@@ -171,10 +176,13 @@ pub unsafe extern "C" fn hurray_decoder_next(
                     ));
                 }
                 let r = HurrayDecodeResult { input: dst.as_mut_ptr().cast(), input_len: dst.len(), ..empty_result() };
+                // SAFETY: `out` was checked non-NULL at the top and is valid for one write (# Safety).
                 unsafe { out.write(r) };
                 Ok(HURRAY_NEED_INPUT)
             }
             Decoded::Tensor(t) => {
+                // SAFETY: `out` was checked non-NULL at the top and is valid for one write (# Safety), as emit_tensor
+                // requires.
                 unsafe { emit_tensor(d, t, out)? };
                 Ok(HURRAY_OK)
             }
@@ -193,6 +201,8 @@ pub unsafe extern "C" fn hurray_decoder_set_buffer_pool_bytes(
     max_bytes: u64,
 ) -> HurrayStatus {
     guard("hurray_decoder_set_buffer_pool_bytes", || {
+        // SAFETY: `decoder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         unsafe { handle::inner_mut(decoder, "decoder")? }.decoder.set_buffer_pool_bytes(max_bytes);
         Ok(HURRAY_OK)
     })
@@ -206,6 +216,8 @@ pub unsafe extern "C" fn hurray_decoder_set_buffer_pool_bytes(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_decoder_destroy(decoder: *mut *mut HurrayDecoder) -> HurrayStatus {
     guard("hurray_decoder_destroy", || {
+        // SAFETY: `decoder` is NULL or valid for a read and a write; `*decoder` is NULL or a handle from this library
+        // (# Safety).
         unsafe { handle::destroy_pp(decoder, "decoder")? };
         Ok(HURRAY_OK)
     })
@@ -239,6 +251,8 @@ unsafe fn emit_tensor(d: &mut DecoderInner, t: hurray_core::ReadTensor, out: *mu
         buffers: d.buffers.as_ptr(),
         metadata: d.metadata.as_ptr(),
     };
+    // SAFETY: `out` is valid for one write (this function's # Safety); `(*out).tensor` is then an initialised field of
+    // it.
     unsafe {
         out.write(r);
         // The tensor's heap parts do not move when its handle is boxed, so the borrowed
@@ -270,10 +284,14 @@ pub unsafe extern "C" fn hurray_decoder_next_item(
     guard("hurray_decoder_next_item", || {
         non_null(out, "out")?;
         non_null(out_composite, "out_composite")?;
+        // SAFETY: `out` and `out_composite` were checked non-NULL just above and are valid for one write each
+        // (# Safety).
         unsafe {
             out.write(empty_result());
             *out_composite = std::ptr::null_mut();
         }
+        // SAFETY: `decoder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let d = unsafe { handle::inner_mut(decoder, "decoder")? };
         if flags & !HURRAY_DECODE_END_OF_INPUT != 0 {
             return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("unknown decode flags {flags:#x}")));
@@ -304,16 +322,21 @@ pub unsafe extern "C" fn hurray_decoder_next_item(
                     }
                     let r =
                         HurrayDecodeResult { input: dst.as_mut_ptr().cast(), input_len: dst.len(), ..empty_result() };
+                    // SAFETY: `out` was checked non-NULL at the top and is valid for one write (# Safety).
                     unsafe { out.write(r) };
                     return Ok(HURRAY_NEED_INPUT);
                 }
                 Decoded::Tensor(t) => match d.items.push_tensor(t)? {
                     None => continue,
                     Some(hurray_core::Item::Tensor(t)) => {
+                        // SAFETY: `out` was checked non-NULL at the top and is valid for one write (# Safety), as
+                        // emit_tensor requires.
                         unsafe { emit_tensor(d, t, out)? };
                         return Ok(HURRAY_OK);
                     }
                     Some(hurray_core::Item::Composite(c)) => {
+                        // SAFETY: `out_composite` was checked non-NULL at the top and is valid for one pointer write
+                        // (# Safety).
                         unsafe { crate::composite::emit_composite(out_composite, c)? };
                         return Ok(HURRAY_OK);
                     }

@@ -135,6 +135,7 @@ pub unsafe extern "C" fn hurray_descriptor_decode(
         // SAFETY: the caller guarantees `bytes` is valid for `len` bytes.
         let slice = unsafe { crate::slices::slice_arg(bytes, len, "bytes")? };
         let d = DescInner::new(TensorDescriptor::decode(slice)?)?;
+        // SAFETY: `out_descriptor` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_descriptor, d) };
         Ok(HURRAY_OK)
     })
@@ -149,6 +150,8 @@ pub unsafe extern "C" fn hurray_descriptor_decode(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_descriptor_destroy(descriptor: *mut HurrayDescriptor) -> HurrayStatus {
     guard("hurray_descriptor_destroy", || {
+        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); destroy accepts NULL and rejects dead
+        // handles.
         unsafe { handle::destroy(descriptor, "descriptor")? };
         Ok(HURRAY_OK)
     })
@@ -164,8 +167,11 @@ pub unsafe extern "C" fn hurray_descriptor_clone(
     out_descriptor: *mut *mut HurrayDescriptor,
 ) -> HurrayStatus {
     guard("hurray_descriptor_clone", || {
+        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
         non_null(out_descriptor, "out_descriptor")?;
+        // SAFETY: `out_descriptor` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_descriptor, DescInner::new(d.desc.clone())?) };
         Ok(HURRAY_OK)
     })
@@ -188,6 +194,8 @@ pub unsafe extern "C" fn hurray_descriptor_with_name(
     out_descriptor: *mut *mut HurrayDescriptor,
 ) -> HurrayStatus {
     guard("hurray_descriptor_with_name", || {
+        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
         non_null(out_descriptor, "out_descriptor")?;
         let bytes: &[u8] = if len == 0 {
@@ -206,6 +214,7 @@ pub unsafe extern "C" fn hurray_descriptor_with_name(
         let name = std::str::from_utf8(bytes)
             .map_err(|_| FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "the name is not UTF-8"))?;
         let renamed = d.desc.clone().with_name(name)?;
+        // SAFETY: `out_descriptor` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_descriptor, DescInner::new(renamed)?) };
         Ok(HURRAY_OK)
     })
@@ -223,9 +232,13 @@ pub unsafe extern "C" fn hurray_descriptor_encoded(
     out_len: *mut usize,
 ) -> HurrayStatus {
     guard("hurray_descriptor_encoded", || {
+        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
         non_null(out_bytes, "out_bytes")?;
         non_null(out_len, "out_len")?;
+        // SAFETY: `out_bytes` and `out_len` were checked non-NULL just above and are valid for one write each
+        // (# Safety).
         unsafe {
             *out_bytes = d.encoded.as_ptr();
             *out_len = d.encoded.len();
@@ -236,6 +249,9 @@ pub unsafe extern "C" fn hurray_descriptor_encoded(
 
 /// The shared body of the descriptor field getters: NULL → `HURRAY_ERR_NULL_POINTER`, dead
 /// handle → `HURRAY_ERR_USE_AFTER_DESTROY`.
+///
+/// # Safety
+/// `descriptor` NULL or a descriptor handle from this library; `out` NULL or valid for one write.
 unsafe fn desc_get<T>(
     what: &str,
     descriptor: *const HurrayDescriptor,
@@ -243,7 +259,10 @@ unsafe fn desc_get<T>(
     f: impl FnOnce(&TensorDescriptor) -> T,
 ) -> HurrayStatus {
     guard(what, || {
+        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
+        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
         unsafe { handle::put(out, "out", f(d))? };
         Ok(HURRAY_OK)
     })
@@ -263,6 +282,7 @@ pub unsafe extern "C" fn hurray_descriptor_element_type(
     descriptor: *const HurrayDescriptor,
     out: *mut u8,
 ) -> HurrayStatus {
+    // SAFETY: `descriptor` is NULL or a handle from this library, `out` NULL or valid for one write (# Safety).
     unsafe { desc_get("hurray_descriptor_element_type", descriptor, out, |d| d.element_type().code()) }
 }
 
@@ -274,6 +294,7 @@ pub unsafe extern "C" fn hurray_descriptor_element_type(
 /// `descriptor` a live descriptor; `out` valid for one write.
 #[no_mangle]
 pub unsafe extern "C" fn hurray_descriptor_rank(descriptor: *const HurrayDescriptor, out: *mut usize) -> HurrayStatus {
+    // SAFETY: `descriptor` is NULL or a handle from this library, `out` NULL or valid for one write (# Safety).
     unsafe { desc_get("hurray_descriptor_rank", descriptor, out, |d| d.shape().rank()) }
 }
 
@@ -289,6 +310,7 @@ pub unsafe extern "C" fn hurray_descriptor_dims(
     descriptor: *const HurrayDescriptor,
     out: *mut *const u64,
 ) -> HurrayStatus {
+    // SAFETY: `descriptor` is NULL or a handle from this library, `out` NULL or valid for one write (# Safety).
     unsafe {
         desc_get("hurray_descriptor_dims", descriptor, out, |d| {
             if d.shape().rank() == 0 {
@@ -308,6 +330,7 @@ pub unsafe extern "C" fn hurray_descriptor_dims(
 /// `descriptor` a live descriptor; `out` valid for one write.
 #[no_mangle]
 pub unsafe extern "C" fn hurray_descriptor_layout(descriptor: *const HurrayDescriptor, out: *mut u8) -> HurrayStatus {
+    // SAFETY: `descriptor` is NULL or a handle from this library, `out` NULL or valid for one write (# Safety).
     unsafe { desc_get("hurray_descriptor_layout", descriptor, out, |d| d.layout().code()) }
 }
 
@@ -323,6 +346,7 @@ pub unsafe extern "C" fn hurray_descriptor_strides(
     descriptor: *const HurrayDescriptor,
     out: *mut *const i64,
 ) -> HurrayStatus {
+    // SAFETY: `descriptor` is NULL or a handle from this library, `out` NULL or valid for one write (# Safety).
     unsafe {
         desc_get("hurray_descriptor_strides", descriptor, out, |d| match d.strides() {
             Some(s) if !s.is_empty() => s.as_ptr(),
@@ -342,6 +366,7 @@ pub unsafe extern "C" fn hurray_descriptor_byte_offset(
     descriptor: *const HurrayDescriptor,
     out: *mut u64,
 ) -> HurrayStatus {
+    // SAFETY: `descriptor` is NULL or a handle from this library, `out` NULL or valid for one write (# Safety).
     unsafe { desc_get("hurray_descriptor_byte_offset", descriptor, out, |d| d.byte_offset()) }
 }
 
@@ -356,6 +381,7 @@ pub unsafe extern "C" fn hurray_descriptor_element_count(
     descriptor: *const HurrayDescriptor,
     out: *mut u64,
 ) -> HurrayStatus {
+    // SAFETY: `descriptor` is NULL or a handle from this library, `out` NULL or valid for one write (# Safety).
     unsafe { desc_get("hurray_descriptor_element_count", descriptor, out, |d| d.shape().element_count()) }
 }
 
@@ -370,6 +396,7 @@ pub unsafe extern "C" fn hurray_descriptor_buffer_count(
     descriptor: *const HurrayDescriptor,
     out: *mut usize,
 ) -> HurrayStatus {
+    // SAFETY: `descriptor` is NULL or a handle from this library, `out` NULL or valid for one write (# Safety).
     unsafe { desc_get("hurray_descriptor_buffer_count", descriptor, out, |d| d.buffers().len()) }
 }
 
@@ -384,6 +411,7 @@ pub unsafe extern "C" fn hurray_descriptor_quantization(
     descriptor: *const HurrayDescriptor,
     out: *mut HurrayQuantization,
 ) -> HurrayStatus {
+    // SAFETY: `descriptor` is NULL or a handle from this library, `out` NULL or valid for one write (# Safety).
     unsafe {
         desc_get("hurray_descriptor_quantization", descriptor, out, |d| HurrayQuantization::from_core(d.quantization()))
     }
@@ -400,6 +428,7 @@ pub unsafe extern "C" fn hurray_descriptor_metadata_count(
     descriptor: *const HurrayDescriptor,
     out: *mut usize,
 ) -> HurrayStatus {
+    // SAFETY: `descriptor` is NULL or a handle from this library, `out` NULL or valid for one write (# Safety).
     unsafe { desc_get("hurray_descriptor_metadata_count", descriptor, out, |d| d.metadata().len()) }
 }
 
@@ -415,6 +444,8 @@ pub unsafe extern "C" fn hurray_descriptor_name(
     out_len: *mut usize,
 ) -> HurrayStatus {
     guard("hurray_descriptor_name", || {
+        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
         non_null(out_name, "out_name")?;
         non_null(out_len, "out_len")?;
@@ -422,6 +453,7 @@ pub unsafe extern "C" fn hurray_descriptor_name(
             Some(v) => (v.as_ptr() as *const c_char, v.len() - 1),
             None => (std::ptr::null(), 0),
         };
+        // SAFETY: `out_name` and `out_len` were checked non-NULL above and are valid for one write each (# Safety).
         unsafe {
             *out_name = p;
             *out_len = n;
@@ -522,8 +554,11 @@ pub unsafe extern "C" fn hurray_descriptor_fields(
     out: *mut HurrayDescriptorFields,
 ) -> HurrayStatus {
     guard("hurray_descriptor_fields", || {
+        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let inner = unsafe { handle::inner_ref(descriptor, "descriptor")? };
         let fields = fields_of(inner);
+        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
         unsafe { handle::put(out, "out", fields)? };
         Ok(HURRAY_OK)
     })
@@ -540,11 +575,14 @@ pub unsafe extern "C" fn hurray_descriptor_buffer_spec(
     out: *mut HurrayBufferSpec,
 ) -> HurrayStatus {
     guard("hurray_descriptor_buffer_spec", || {
+        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
         let h =
             d.desc.buffers().get(index).ok_or_else(|| {
                 FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("buffer index {index} out of range"))
             })?;
+        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
         unsafe { handle::put(out, "out", HurrayBufferSpec::from_handle(h))? };
         Ok(HURRAY_OK)
     })
@@ -565,6 +603,8 @@ pub unsafe extern "C" fn hurray_descriptor_metadata_get(
     out_value_len: *mut usize,
 ) -> HurrayStatus {
     guard("hurray_descriptor_metadata_get", || {
+        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
         for (p, n) in [
             (out_key as *const (), "out_key"),
@@ -577,6 +617,7 @@ pub unsafe extern "C" fn hurray_descriptor_metadata_get(
         let (k, v) = d.desc.metadata().get(index).ok_or_else(|| {
             FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("metadata index {index} out of range"))
         })?;
+        // SAFETY: the four out-pointers were checked non-NULL above and are valid for one write each (# Safety).
         unsafe {
             *out_key = k.as_ptr();
             *out_key_len = k.len();
@@ -649,6 +690,7 @@ pub unsafe extern "C" fn hurray_descriptor_builder_new(
             Vec::new()
         } else {
             non_null(dims, "dims")?;
+            // SAFETY: `dims` is non-NULL (checked just above) and valid for `rank` reads (# Safety).
             unsafe { std::slice::from_raw_parts(dims, rank) }.to_vec()
         };
         Shape::new(d.clone())?;
@@ -665,6 +707,7 @@ pub unsafe extern "C" fn hurray_descriptor_builder_new(
             sparse: Default::default(),
             paging: Default::default(),
         };
+        // SAFETY: `out_builder` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_builder, b) };
         Ok(HURRAY_OK)
     })
@@ -684,6 +727,8 @@ pub unsafe extern "C" fn hurray_descriptor_builder_set_layout(
     count: usize,
 ) -> HurrayStatus {
     guard("hurray_descriptor_builder_set_layout", || {
+        // SAFETY: `builder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let b = unsafe { handle::inner_mut(builder, "builder")? };
         b.layout = match layout {
             0 | 1 if count != 0 => {
@@ -702,6 +747,7 @@ pub unsafe extern "C" fn hurray_descriptor_builder_set_layout(
                     Vec::new()
                 } else {
                     non_null(strides, "strides")?;
+                    // SAFETY: `strides` is non-NULL (checked just above) and valid for `count` reads (# Safety).
                     unsafe { std::slice::from_raw_parts(strides, count) }.to_vec()
                 };
                 LayoutDescriptor::Strided(s)
@@ -731,6 +777,8 @@ pub unsafe extern "C" fn hurray_descriptor_builder_set_byte_offset(
     byte_offset: u64,
 ) -> HurrayStatus {
     guard("hurray_descriptor_builder_set_byte_offset", || {
+        // SAFETY: `builder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         unsafe { handle::inner_mut(builder, "builder")? }.byte_offset = byte_offset;
         Ok(HURRAY_OK)
     })
@@ -747,7 +795,11 @@ pub unsafe extern "C" fn hurray_descriptor_builder_set_name(
     len: usize,
 ) -> HurrayStatus {
     guard("hurray_descriptor_builder_set_name", || {
+        // SAFETY: `builder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let b = unsafe { handle::inner_mut(builder, "builder")? };
+        // SAFETY: `name as *const u8` is valid for its length when that is non-zero (# Safety); bytes_arg rejects NULL
+        // with a non-zero length.
         let s = utf8(unsafe { bytes_arg(name as *const u8, len, "name")? }, "name")?;
         if s.len() > hurray_core::MAX_NAME_BYTES || s.contains('\0') {
             return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "name must be at most 4096 bytes without NUL"));
@@ -768,8 +820,11 @@ pub unsafe extern "C" fn hurray_descriptor_builder_add_buffer(
     spec: *const HurrayBufferSpec,
 ) -> HurrayStatus {
     guard("hurray_descriptor_builder_add_buffer", || {
+        // SAFETY: `builder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let b = unsafe { handle::inner_mut(builder, "builder")? };
         non_null(spec, "spec")?;
+        // SAFETY: `spec` was checked non-NULL above and is valid for one read (# Safety).
         let s = unsafe { *spec };
         s.to_handle()?;
         if b.buffers.len() >= hurray_core::MAX_BUFFERS {
@@ -790,8 +845,11 @@ pub unsafe extern "C" fn hurray_descriptor_builder_set_quantization(
     quantization: *const HurrayQuantization,
 ) -> HurrayStatus {
     guard("hurray_descriptor_builder_set_quantization", || {
+        // SAFETY: `builder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let b = unsafe { handle::inner_mut(builder, "builder")? };
         non_null(quantization, "quantization")?;
+        // SAFETY: `quantization` was checked non-NULL above and is valid for one read (# Safety).
         let q = unsafe { *quantization };
         q.to_core()?;
         b.quantization = q;
@@ -813,8 +871,14 @@ pub unsafe extern "C" fn hurray_descriptor_builder_add_metadata(
     value_len: usize,
 ) -> HurrayStatus {
     guard("hurray_descriptor_builder_add_metadata", || {
+        // SAFETY: `builder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let b = unsafe { handle::inner_mut(builder, "builder")? };
+        // SAFETY: `key` is valid for its length when that is non-zero (# Safety); bytes_arg rejects NULL with a
+        // non-zero length.
         let k = utf8(unsafe { bytes_arg(key, key_len, "key")? }, "key")?;
+        // SAFETY: `value` is valid for its length when that is non-zero (# Safety); bytes_arg rejects NULL with a
+        // non-zero length.
         let v = unsafe { bytes_arg(value, value_len, "value")? }.to_vec();
         // Validate through the core so limits live in one place.
         let mut probe = TensorDescriptor::dense(ElementType::Uint8, Shape::scalar())?;
@@ -838,6 +902,7 @@ pub unsafe extern "C" fn hurray_descriptor_builder_build(
     out_descriptor: *mut *mut HurrayDescriptor,
 ) -> HurrayStatus {
     guard("hurray_descriptor_builder_build", || {
+        // SAFETY: `builder` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
         let b = unsafe { handle::inner_ref(builder, "builder")? };
         non_null(out_descriptor, "out_descriptor")?;
         let shape = Shape::new(b.dims.clone())?;
@@ -906,6 +971,7 @@ pub unsafe extern "C" fn hurray_descriptor_builder_build(
         for (k, v) in &b.metadata {
             d = d.with_metadata(k.clone(), v.clone())?;
         }
+        // SAFETY: `out_descriptor` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_descriptor, DescInner::new(d)?) };
         Ok(HURRAY_OK)
     })
@@ -923,8 +989,11 @@ pub unsafe extern "C" fn hurray_descriptor_builder_set_sparse(
     sparse: *const crate::sparse::HurraySparse,
 ) -> HurrayStatus {
     guard("hurray_descriptor_builder_set_sparse", || {
+        // SAFETY: `builder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let b = unsafe { handle::inner_mut(builder, "builder")? };
         non_null(sparse, "sparse")?;
+        // SAFETY: `sparse` was checked non-NULL above and is valid for one read (# Safety).
         b.sparse = unsafe { *sparse };
         Ok(HURRAY_OK)
     })
@@ -942,8 +1011,11 @@ pub unsafe extern "C" fn hurray_descriptor_builder_set_paging(
     paging: *const crate::sparse::HurrayPaging,
 ) -> HurrayStatus {
     guard("hurray_descriptor_builder_set_paging", || {
+        // SAFETY: `builder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let b = unsafe { handle::inner_mut(builder, "builder")? };
         non_null(paging, "paging")?;
+        // SAFETY: `paging` was checked non-NULL above and is valid for one read (# Safety).
         b.paging = unsafe { *paging };
         Ok(HURRAY_OK)
     })
@@ -956,6 +1028,8 @@ pub unsafe extern "C" fn hurray_descriptor_builder_set_paging(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_descriptor_builder_destroy(builder: *mut *mut HurrayDescriptorBuilder) -> HurrayStatus {
     guard("hurray_descriptor_builder_destroy", || {
+        // SAFETY: `builder` is NULL or valid for a read and a write; `*builder` is NULL or a handle from this library
+        // (# Safety).
         unsafe { handle::destroy_pp(builder, "builder")? };
         Ok(HURRAY_OK)
     })

@@ -110,6 +110,8 @@ pub unsafe extern "C" fn hurray_descriptor_new(
         let mut b = std::ptr::null_mut();
         // SAFETY: the builder calls get the caller's pointers with the caller's counts.
         step(unsafe { hurray_descriptor_builder_new(s.element_type, s.dims, s.rank, &mut b) })?;
+        // SAFETY: `b` is a live builder (just made), `s` was read from the caller's spec and `out_descriptor` checked
+        // non-NULL above: fill_and_build's contract.
         let r = unsafe { fill_and_build(b, &s, out_descriptor) };
         // SAFETY: `b` came from hurray_descriptor_builder_new (or is NULL).
         unsafe { hurray_descriptor_builder_destroy(&mut b) };
@@ -127,6 +129,8 @@ unsafe fn fill_and_build(
     s: &HurrayDescriptorSpec,
     out: *mut *mut HurrayDescriptor,
 ) -> FfiResult<()> {
+    // SAFETY: `b` is a live builder and `s`'s pointers are valid for their counts (this function's # Safety); every
+    // call below is an exported builder function with that contract.
     unsafe {
         step(hurray_descriptor_builder_set_layout(b, s.layout, s.strides, s.stride_count))?;
         if s.byte_offset != 0 {

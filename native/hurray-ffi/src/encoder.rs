@@ -73,8 +73,10 @@ pub unsafe extern "C" fn hurray_encoder_new(
 ) -> HurrayStatus {
     guard("hurray_encoder_new", || {
         non_null(out_encoder, "out_encoder")?;
+        // SAFETY: `options` is non-NULL in this branch and valid for one read (# Safety).
         let opts = if options.is_null() { HurrayWriterOptions::defaults() } else { unsafe { *options } };
         let encoder = StreamEncoder::new(opts.to_core()?);
+        // SAFETY: `out_encoder` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_encoder, EncoderInner { encoder, borrowed: Vec::new() }) };
         Ok(HURRAY_OK)
     })
@@ -105,7 +107,11 @@ pub unsafe extern "C" fn hurray_encoder_encode(
     out_state: *mut HurrayEncoderState,
 ) -> HurrayStatus {
     guard("hurray_encoder_encode", || {
+        // SAFETY: `encoder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let e = unsafe { handle::inner_mut(encoder, "encoder")? };
+        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
         if count > MAX_PAYLOADS {
             return Err(FfiError::new(
@@ -149,6 +155,8 @@ pub unsafe extern "C" fn hurray_encoder_encode_encoded(
     out_state: *mut HurrayEncoderState,
 ) -> HurrayStatus {
     guard("hurray_encoder_encode_encoded", || {
+        // SAFETY: `encoder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let e = unsafe { handle::inner_mut(encoder, "encoder")? };
         non_null(descriptor, "descriptor")?;
         if count > MAX_PAYLOADS {
@@ -213,6 +221,8 @@ pub unsafe extern "C" fn hurray_encoder_finish(
     out_state: *mut HurrayEncoderState,
 ) -> HurrayStatus {
     guard("hurray_encoder_finish", || {
+        // SAFETY: `encoder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let e = unsafe { handle::inner_mut(encoder, "encoder")? };
         e.encoder.finish()?;
         put_state(out_state, e.state());
@@ -239,6 +249,7 @@ pub unsafe extern "C" fn hurray_encoder_output(
     out_count: *mut usize,
 ) -> HurrayStatus {
     guard("hurray_encoder_output", || {
+        // SAFETY: `encoder` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
         let e = unsafe { handle::inner_ref(encoder, "encoder")? };
         non_null(out_count, "out_count")?;
         let segs = e.encoder.segments();
@@ -265,6 +276,7 @@ pub unsafe extern "C" fn hurray_encoder_output(
             // SAFETY: `i < n ≤ capacity` slots of `out` are writable.
             unsafe { out.add(i).write(slice) };
         }
+        // SAFETY: `out_count` was checked non-NULL above and is valid for one write (# Safety).
         unsafe { *out_count = n };
         Ok(HURRAY_OK)
     })
@@ -284,6 +296,8 @@ pub unsafe extern "C" fn hurray_encoder_consume(
     out_state: *mut HurrayEncoderState,
 ) -> HurrayStatus {
     guard("hurray_encoder_consume", || {
+        // SAFETY: `encoder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let e = unsafe { handle::inner_mut(encoder, "encoder")? };
         e.encoder.consume(n)?;
         if !e.encoder.borrows_payloads() {
@@ -309,6 +323,8 @@ pub unsafe extern "C" fn hurray_encoder_abort(
     out_state: *mut HurrayEncoderState,
 ) -> HurrayStatus {
     guard("hurray_encoder_abort", || {
+        // SAFETY: `encoder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let e = unsafe { handle::inner_mut(encoder, "encoder")? };
         let poisoned = e.encoder.abort(take_back_last != 0);
         if !e.encoder.borrows_payloads() {
@@ -335,6 +351,8 @@ pub unsafe extern "C" fn hurray_encoder_abort(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_encoder_set_coalesce_bytes(encoder: *mut HurrayEncoder, bytes: usize) -> HurrayStatus {
     guard("hurray_encoder_set_coalesce_bytes", || {
+        // SAFETY: `encoder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         unsafe { handle::inner_mut(encoder, "encoder")? }.encoder.set_coalesce_bytes(bytes);
         Ok(HURRAY_OK)
     })
@@ -348,6 +366,8 @@ pub unsafe extern "C" fn hurray_encoder_set_coalesce_bytes(encoder: *mut HurrayE
 #[no_mangle]
 pub unsafe extern "C" fn hurray_encoder_destroy(encoder: *mut *mut HurrayEncoder) -> HurrayStatus {
     guard("hurray_encoder_destroy", || {
+        // SAFETY: `encoder` is NULL or valid for a read and a write; `*encoder` is NULL or a handle from this library
+        // (# Safety).
         unsafe { handle::destroy_pp(encoder, "encoder")? };
         Ok(HURRAY_OK)
     })

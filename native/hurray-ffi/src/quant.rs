@@ -87,11 +87,14 @@ pub unsafe extern "C" fn hurray_descriptor_block_quant(
     out: *mut HurrayBlockQuant,
 ) -> HurrayStatus {
     guard("hurray_descriptor_block_quant", || {
+        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
         let v = match d.quantization() {
             Some(Quantization::Block(b)) => HurrayBlockQuant::from_core(b),
             _ => HurrayBlockQuant::default(),
         };
+        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
         unsafe { handle::put(out, "out", v)? };
         Ok(HURRAY_OK)
     })
@@ -113,6 +116,8 @@ pub unsafe extern "C" fn hurray_descriptor_builder_set_block_quant(
     quant: *const HurrayBlockQuant,
 ) -> HurrayStatus {
     guard("hurray_descriptor_builder_set_block_quant", || {
+        // SAFETY: `builder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let b = unsafe { handle::inner_mut(builder, "builder")? };
         b.block = if quant.is_null() {
             None
@@ -137,7 +142,10 @@ pub unsafe extern "C" fn hurray_descriptor_format_version(
     out: *mut u16,
 ) -> HurrayStatus {
     guard("hurray_descriptor_format_version", || {
+        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
+        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
         unsafe { handle::put(out, "out", d.version())? };
         Ok(HURRAY_OK)
     })
@@ -184,6 +192,7 @@ pub unsafe extern "C" fn hurray_quantize_plan(
             Some(Quantization::Block(unsafe { *quant }.to_core()?))
         };
         let d = codec::plan(ElementType::from_code(element_type)?, Shape::new(dims)?, q)?;
+        // SAFETY: `out_descriptor` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_descriptor, DescInner::new(d)?) };
         Ok(HURRAY_OK)
     })
@@ -235,7 +244,11 @@ pub unsafe extern "C" fn hurray_dequantize(
     out_len: usize,
 ) -> HurrayStatus {
     guard("hurray_dequantize", || {
+        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
+        // SAFETY: `buffers` and `buffer_lens` are valid for `buffer_count` reads and each buffer for its length
+        // (# Safety).
         let bufs = unsafe { slices(buffers, buffer_lens, buffer_count)? };
         let out = if out_len == 0 {
             &mut [][..]
@@ -270,6 +283,8 @@ pub unsafe extern "C" fn hurray_quantize(
     buffer_count: usize,
 ) -> HurrayStatus {
     guard("hurray_quantize", || {
+        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
         let input = if in_len == 0 {
             &[][..]
@@ -278,6 +293,8 @@ pub unsafe extern "C" fn hurray_quantize(
             // SAFETY: valid for `in_len` reads (caller's contract).
             unsafe { std::slice::from_raw_parts(input, in_len) }
         };
+        // SAFETY: `buffers` and `buffer_lens` are valid for `buffer_count` reads and each buffer for its length
+        // (# Safety).
         let ro = unsafe { slices(buffers.cast(), buffer_lens, buffer_count)? };
         // SAFETY: the caller grants write access to each buffer, and they do not overlap.
         let mut rw: Vec<&mut [u8]> =

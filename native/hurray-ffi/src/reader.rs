@@ -99,6 +99,7 @@ impl std::ops::DerefMut for ReaderState {
 #[no_mangle]
 pub unsafe extern "C" fn hurray_reader_options_init(out: *mut HurrayReaderOptions) -> HurrayStatus {
     guard("hurray_reader_options_init", || {
+        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
         unsafe { handle::put(out, "out", HurrayReaderOptions::defaults())? };
         Ok(HURRAY_OK)
     })
@@ -122,10 +123,12 @@ pub unsafe extern "C" fn hurray_reader_new(
     guard("hurray_reader_new", || {
         non_null(transport, "transport")?;
         non_null(out_reader, "out_reader")?;
+        // SAFETY: `transport` was checked non-NULL above and is valid for one read (# Safety).
         let t = unsafe { *transport };
         if t.read.is_none() {
             return Err(FfiError::new(HURRAY_ERR_NULL_POINTER, "transport->read is NULL (a stream reader needs it)"));
         }
+        // SAFETY: `options` is non-NULL in this branch and valid for one read (# Safety).
         let opts = if options.is_null() { HurrayReaderOptions::defaults() } else { unsafe { *options } };
         let opts = opts.to_core()?;
         // Validate before taking ownership so a failure releases nothing.
@@ -133,6 +136,7 @@ pub unsafe extern "C" fn hurray_reader_new(
         probe.release = None;
         drop(StreamReader::new(Owned(probe), opts)?);
         let r = StreamReader::new(Owned(t), opts)?;
+        // SAFETY: `out_reader` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_reader, ReaderState { stream: r, items: hurray_core::ItemReader::new() }) };
         Ok(HURRAY_OK)
     })
@@ -156,11 +160,15 @@ pub unsafe extern "C" fn hurray_reader_next_tensor(
 ) -> HurrayStatus {
     guard("hurray_reader_next_tensor", || {
         non_null(out_tensor, "out_tensor")?;
+        // SAFETY: `out_tensor` was checked non-NULL above and is valid for one write (# Safety).
         unsafe { *out_tensor = std::ptr::null_mut() };
+        // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let r = unsafe { handle::inner_mut(reader, "reader")? };
         match r.next_tensor()? {
             None => Ok(HURRAY_END_OF_STREAM),
             Some(t) => {
+                // SAFETY: `out_tensor` was checked non-NULL above and is valid for one pointer write (# Safety).
                 unsafe { handle::emit(out_tensor, TensorInner::from_read(t)?) };
                 Ok(HURRAY_OK)
             }
@@ -195,6 +203,8 @@ pub unsafe extern "C" fn hurray_reader_set_buffer_pool_bytes(
     max_bytes: u64,
 ) -> HurrayStatus {
     guard("hurray_reader_set_buffer_pool_bytes", || {
+        // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let r = unsafe { handle::inner_mut(reader, "reader")? };
         r.set_buffer_pool_bytes(max_bytes);
         Ok(HURRAY_OK)
@@ -209,6 +219,8 @@ pub unsafe extern "C" fn hurray_reader_set_buffer_pool_bytes(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_reader_destroy(reader: *mut *mut HurrayReader) -> HurrayStatus {
     guard("hurray_reader_destroy", || {
+        // SAFETY: `reader` is NULL or valid for a read and a write; `*reader` is NULL or a handle from this library
+        // (# Safety).
         unsafe { handle::destroy_pp(reader, "reader")? };
         Ok(HURRAY_OK)
     })

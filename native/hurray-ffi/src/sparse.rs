@@ -139,6 +139,10 @@ fn index_type(code: u8) -> FfiResult<IndexType> {
     })
 }
 
+/// The shared body of this module's descriptor field getters (as `desc_get` in descriptor.rs).
+///
+/// # Safety
+/// `descriptor` NULL or a descriptor handle from this library; `out` NULL or valid for one write.
 unsafe fn get<T>(
     what: &str,
     descriptor: *const HurrayDescriptor,
@@ -146,7 +150,10 @@ unsafe fn get<T>(
     f: impl FnOnce(&TensorDescriptor) -> T,
 ) -> HurrayStatus {
     guard(what, || {
+        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
+        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
         unsafe { handle::put(out, "out", f(d))? };
         Ok(HURRAY_OK)
     })
@@ -159,6 +166,7 @@ unsafe fn get<T>(
 /// `descriptor` a live descriptor; `out` valid for one write.
 #[no_mangle]
 pub unsafe extern "C" fn hurray_descriptor_version(descriptor: *const HurrayDescriptor, out: *mut u16) -> HurrayStatus {
+    // SAFETY: `descriptor` is NULL or a handle from this library, `out` NULL or valid for one write (# Safety).
     unsafe { get("hurray_descriptor_version", descriptor, out, |d| d.version()) }
 }
 
@@ -172,6 +180,7 @@ pub unsafe extern "C" fn hurray_descriptor_sparse(
     descriptor: *const HurrayDescriptor,
     out: *mut HurraySparse,
 ) -> HurrayStatus {
+    // SAFETY: `descriptor` is NULL or a handle from this library, `out` NULL or valid for one write (# Safety).
     unsafe { get("hurray_descriptor_sparse", descriptor, out, |d| HurraySparse::from_core(d.sparse())) }
 }
 
@@ -185,6 +194,7 @@ pub unsafe extern "C" fn hurray_descriptor_paging(
     descriptor: *const HurrayDescriptor,
     out: *mut HurrayPaging,
 ) -> HurrayStatus {
+    // SAFETY: `descriptor` is NULL or a handle from this library, `out` NULL or valid for one write (# Safety).
     unsafe { get("hurray_descriptor_paging", descriptor, out, |d| HurrayPaging::from_core(d.paging())) }
 }
 
@@ -199,6 +209,7 @@ pub unsafe extern "C" fn hurray_descriptor_composite(
     descriptor: *const HurrayDescriptor,
     out: *mut HurrayCompositeMembership,
 ) -> HurrayStatus {
+    // SAFETY: `descriptor` is NULL or a handle from this library, `out` NULL or valid for one write (# Safety).
     unsafe {
         get("hurray_descriptor_composite", descriptor, out, |d| match d.composite() {
             None => HurrayCompositeMembership::default(),
@@ -228,6 +239,8 @@ pub unsafe extern "C" fn hurray_descriptor_composite_role(
     out_len: *mut usize,
 ) -> HurrayStatus {
     guard("hurray_descriptor_composite_role", || {
+        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
         non_null(out_bytes, "out_bytes")?;
         non_null(out_len, "out_len")?;
@@ -238,6 +251,7 @@ pub unsafe extern "C" fn hurray_descriptor_composite_role(
                 format!("member {index} of a descriptor listing {} members", roles.len()),
             )
         })?;
+        // SAFETY: `out_bytes` and `out_len` were checked non-NULL above and are valid for one write each (# Safety).
         unsafe {
             *out_bytes = r.as_ptr();
             *out_len = r.len();
@@ -247,6 +261,9 @@ pub unsafe extern "C" fn hurray_descriptor_composite_role(
 }
 
 /// Borrows `count` payload slices, refusing buffers the descriptor places in device memory.
+///
+/// # Safety
+/// `payloads` NULL or valid for `count` slices, each valid for its length for `'a`.
 unsafe fn host_views<'a>(
     d: &TensorDescriptor,
     payloads: *const HurrayIoSlice,
@@ -262,6 +279,7 @@ unsafe fn host_views<'a>(
         &[]
     } else {
         non_null(payloads, "payloads")?;
+        // SAFETY: `payloads` is non-NULL (checked just above) and valid for `count` slices (# Safety).
         unsafe { std::slice::from_raw_parts(payloads, count) }
     };
     let mut out = Vec::with_capacity(count);
@@ -287,6 +305,13 @@ unsafe fn host_views<'a>(
 /// A core routine writing a tensor's dense form into caller memory.
 type IntoCaller = fn(&TensorDescriptor, &[&[u8]], &mut [u8]) -> hurray_core::Result<()>;
 
+/// The shared body of `hurray_sparse_densify` and `hurray_paged_gather`: runs `f` from the
+/// payloads into `out`.
+///
+/// # Safety
+/// `descriptor` NULL or a descriptor handle from this library; `payloads` NULL or valid for
+/// `count` slices, each valid for its length; `out` valid for `out_len` writable bytes when
+/// non-NULL, not overlapping the payloads.
 unsafe fn into_caller(
     what: &str,
     descriptor: *const HurrayDescriptor,
@@ -297,7 +322,10 @@ unsafe fn into_caller(
     f: IntoCaller,
 ) -> HurrayStatus {
     guard(what, || {
+        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
+        // SAFETY: `payloads` is valid for `count` slices, each valid for its length (# Safety), as host_views requires.
         let views = unsafe { host_views(d, payloads, count)? };
         let need = d.dense_byte_count();
         if out_len < need {
@@ -341,6 +369,7 @@ pub unsafe extern "C" fn hurray_sparse_densify(
     out: *mut c_void,
     out_len: u64,
 ) -> HurrayStatus {
+    // SAFETY: the caller's pointers meet into_caller's contract: this function's # Safety is the same.
     unsafe {
         into_caller("hurray_sparse_densify", descriptor, payloads, count, out, out_len, hurray_core::sparse::densify)
     }
@@ -363,5 +392,6 @@ pub unsafe extern "C" fn hurray_paged_gather(
     out: *mut c_void,
     out_len: u64,
 ) -> HurrayStatus {
+    // SAFETY: the caller's pointers meet into_caller's contract: this function's # Safety is the same.
     unsafe { into_caller("hurray_paged_gather", descriptor, payloads, count, out, out_len, hurray_core::paged::gather) }
 }

@@ -63,6 +63,7 @@ opaque_handle!(HurrayWriter, StreamWriter<Owned>, 0x4855_5252_5752_3031);
 #[no_mangle]
 pub unsafe extern "C" fn hurray_writer_options_init(out: *mut HurrayWriterOptions) -> HurrayStatus {
     guard("hurray_writer_options_init", || {
+        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
         unsafe { handle::put(out, "out", HurrayWriterOptions::defaults())? };
         Ok(HURRAY_OK)
     })
@@ -83,15 +84,18 @@ pub unsafe extern "C" fn hurray_writer_new(
     guard("hurray_writer_new", || {
         non_null(transport, "transport")?;
         non_null(out_writer, "out_writer")?;
+        // SAFETY: `transport` was checked non-NULL above and is valid for one read (# Safety).
         let t = unsafe { *transport };
         if t.write.is_none() {
             return Err(FfiError::new(HURRAY_ERR_NULL_POINTER, "transport->write is NULL (a writer needs it)"));
         }
+        // SAFETY: `options` is non-NULL in this branch and valid for one read (# Safety).
         let opts = if options.is_null() { HurrayWriterOptions::defaults() } else { unsafe { *options } };
         // Validate before wrapping the transport: dropping an `Owned` calls `release`, and a
         // failed call must release nothing.
         let opts = opts.to_core()?;
         let w = StreamWriter::new(Owned(t), opts);
+        // SAFETY: `out_writer` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_writer, w) };
         Ok(HURRAY_OK)
     })
@@ -117,7 +121,11 @@ pub unsafe extern "C" fn hurray_writer_write_tensor(
     count: usize,
 ) -> HurrayStatus {
     guard("hurray_writer_write_tensor", || {
+        // SAFETY: `writer` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         let w = unsafe { handle::inner_mut(writer, "writer")? };
+        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
         let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
         // Bound `count` before building any slice from it (as the file writer does).
         if count > hurray_core::MAX_BUFFERS {
@@ -154,6 +162,8 @@ pub unsafe extern "C" fn hurray_writer_write_tensor(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_writer_finish(writer: *mut HurrayWriter) -> HurrayStatus {
     guard("hurray_writer_finish", || {
+        // SAFETY: `writer` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
         unsafe { handle::inner_mut(writer, "writer")? }.finish()?;
         Ok(HURRAY_OK)
     })
@@ -169,13 +179,18 @@ pub unsafe extern "C" fn hurray_writer_finish(writer: *mut HurrayWriter) -> Hurr
 #[no_mangle]
 pub unsafe extern "C" fn hurray_writer_destroy(writer: *mut *mut HurrayWriter) -> HurrayStatus {
     guard("hurray_writer_destroy", || {
+        // SAFETY: `writer` is non-NULL (checked first in the condition) and valid for a read (# Safety).
         if !writer.is_null() && unsafe { !(*writer).is_null() } {
+            // SAFETY: `*writer` is NULL or a handle from this library, used by one thread at a time (# Safety);
+            // inner_mut rejects NULL and dead handles.
             if let Ok(w) = unsafe { handle::inner_mut(*writer, "writer") } {
                 if !w.is_finished() && !w.is_poisoned() {
                     let _ = w.finish();
                 }
             }
         }
+        // SAFETY: `writer` is NULL or valid for a read and a write; `*writer` is NULL or a handle from this library
+        // (# Safety).
         unsafe { handle::destroy_pp(writer, "writer")? };
         Ok(HURRAY_OK)
     })

@@ -17,7 +17,13 @@ use hurray_ffi::descriptor::*;
 use hurray_ffi::*;
 
 /// Originates `d` from C: builder calls only.
+///
+/// # Safety
+/// No requirement on the caller: every pointer it passes comes from `d` or a local (it could be
+/// a safe fn).
 unsafe fn build(d: &TensorDescriptor) -> *mut HurrayDescriptor {
+    // SAFETY: `dims` and every array passed to the builder are slices of `d`, valid for the counts given; `b` is the
+    // builder made here.
     unsafe {
         let dims = d.shape().dims();
         let mut b = null_mut();
@@ -75,14 +81,25 @@ unsafe fn build(d: &TensorDescriptor) -> *mut HurrayDescriptor {
     }
 }
 
+/// The encoded bytes of `d`, copied.
+///
+/// # Safety
+/// `d` is a live descriptor handle.
 unsafe fn encoded(d: *const HurrayDescriptor) -> Vec<u8> {
     let (mut p, mut n) = (null(), 0usize);
+    // SAFETY: `d` is a live descriptor (this function's # Safety); `p` and `n` are live locals.
     expect(unsafe { hurray_descriptor_encoded(d, &mut p, &mut n) }, HURRAY_OK);
+    // SAFETY: hurray_descriptor_encoded stored a pointer to `n` bytes owned by `d`, which is still live.
     unsafe { std::slice::from_raw_parts(p, n) }.to_vec()
 }
 
 /// Reads every field back through the accessors and compares with the core value.
+///
+/// # Safety
+/// `h` is a live descriptor handle.
 unsafe fn check_fields(h: *const HurrayDescriptor, d: &TensorDescriptor) {
+    // SAFETY: `h` is a live descriptor (this function's # Safety); out-pointers are live locals, and the arrays read
+    // back are owned by `h` with the lengths its accessors report.
     unsafe {
         let (mut et, mut layout, mut rank, mut nbuf, mut nmd) = (0u8, 0u8, 0usize, 0usize, 0usize);
         let (mut off, mut count) = (0u64, 0u64);
@@ -179,6 +196,8 @@ fn the_builder_originates_every_golden_descriptor_byte_for_byte() {
     items.extend(plain_items());
     for it in &items {
         let want = it.desc.encode().unwrap();
+        // SAFETY: `build` makes a live descriptor that is destroyed once at the end of the block; handles are made and
+        // destroyed in this block; pointers passed are live locals or slices valid for the lengths given.
         unsafe {
             let built = build(&it.desc);
             assert_eq!(encoded(built), want, "{}", it.desc);
@@ -198,6 +217,8 @@ fn the_builder_originates_every_golden_descriptor_byte_for_byte() {
 
 #[test]
 fn a_builder_without_buffers_gets_one_dense_cpu_buffer() {
+    // SAFETY: handles are made and destroyed in this block; pointers passed are live locals or slices valid for the
+    // lengths given.
     unsafe {
         let dims = [3u64, 5];
         let mut b = null_mut();
@@ -232,6 +253,8 @@ fn a_builder_without_buffers_gets_one_dense_cpu_buffer() {
 
 #[test]
 fn the_builder_refuses_what_the_core_refuses() {
+    // SAFETY: handles are made and destroyed in this block; pointers passed are live locals or slices valid for the
+    // lengths given.
     unsafe {
         let mut b = null_mut();
         let dims = [4u64];
@@ -327,6 +350,8 @@ fn the_builder_refuses_what_the_core_refuses() {
 
 #[test]
 fn builder_shapes_overflowing_are_invalid_shape() {
+    // SAFETY: handles are made and destroyed in this block; pointers passed are live locals or slices valid for the
+    // lengths given.
     unsafe {
         let mut b = null_mut();
         let big = [1u64 << 32, 1 << 32];

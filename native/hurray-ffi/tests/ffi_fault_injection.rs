@@ -34,6 +34,7 @@ static ALIGNED_LIVE: AtomicI64 = AtomicI64::new(0);
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        // SAFETY: forwarded unchanged: the caller's `GlobalAlloc::alloc` contract (non-zero size) holds for System too.
         let p = unsafe { System.alloc(l) };
         if !p.is_null() && l.align() >= 64 {
             ALIGNED_LIVE.fetch_add(l.size() as i64, Ordering::SeqCst);
@@ -44,9 +45,12 @@ unsafe impl GlobalAlloc for Counting {
         if l.align() >= 64 {
             ALIGNED_LIVE.fetch_sub(l.size() as i64, Ordering::SeqCst);
         }
+        // SAFETY: forwarded unchanged: `p` was allocated by System (every allocation goes through `alloc`) with layout
+        // `l`.
         unsafe { System.dealloc(p, l) }
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        // SAFETY: forwarded unchanged: `p` was allocated by System with layout `l`, and `new` meets realloc's contract.
         let q = unsafe { System.realloc(p, l, new) };
         if !q.is_null() && l.align() >= 64 {
             ALIGNED_LIVE.fetch_add(new as i64 - l.size() as i64, Ordering::SeqCst);
@@ -106,26 +110,33 @@ struct AtSource {
 }
 
 unsafe extern "C" fn at_read(ctx: *mut c_void, offset: u64, dst: *mut u8, len: usize, out: *mut usize) -> HurrayStatus {
+    // SAFETY: `ctx` is the `AtSource` this test registered, which outlives the reader; one callback at a time.
     let s = unsafe { &mut *(ctx as *mut AtSource) };
     let call = s.calls;
     s.calls += 1;
     if s.fail_at == Some(call) {
+        // SAFETY: Hurray passes `out` valid for one write (the transport callback contract).
         unsafe { *out = 0 };
         return HURRAY_ERR_TRANSPORT;
     }
     let at = (offset as usize).min(s.bytes.len());
     let n = len.min(s.chunk).min(s.bytes.len() - at);
+    // SAFETY: `dst` is valid for `len` >= `n` bytes (callback contract); `at + n` <= `bytes.len()` by the clamps above.
     unsafe { std::ptr::copy_nonoverlapping(s.bytes.as_ptr().add(at), dst, n) };
+    // SAFETY: Hurray passes `out` valid for one write (the transport callback contract).
     unsafe { *out = n };
     HURRAY_OK
 }
 
 unsafe extern "C" fn at_size(ctx: *mut c_void, out: *mut u64) -> HurrayStatus {
+    // SAFETY: `ctx` is the registered `AtSource`, alive for the reader's lifetime; `out` is valid for one write
+    // (the transport callback contract).
     unsafe { *out = (*(ctx as *mut AtSource)).bytes.len() as u64 };
     HURRAY_OK
 }
 
 unsafe extern "C" fn at_release(ctx: *mut c_void) {
+    // SAFETY: `ctx` is the registered `AtSource`, still alive when the reader releases it.
     unsafe { (*(ctx as *mut AtSource)).released += 1 };
 }
 
@@ -150,6 +161,8 @@ fn read_container(src: &mut AtSource) -> (Vec<Back>, usize) {
         false
     };
     let mut out = Vec::new();
+    // SAFETY: `src` outlives the reader; the handles used are the ones made here, destroyed once; out-pointers are live
+    // locals; all-zero options are plain integers.
     unsafe {
         let mut opts: HurrayFileReaderOptions = std::mem::zeroed();
         expect(hurray_file_reader_options_init(&mut opts), HURRAY_OK);
@@ -208,6 +221,8 @@ fn write_failing(items: &[(Vec<u8>, Vec<Vec<u8>>)], chunk: usize, fail_at: Optio
     let t = transport(&mut m);
     let mut done = 0;
     let mut poisoned = false;
+    // SAFETY: `m` outlives `t` and the writer; each descriptor and payload slice outlives its call; out-pointers are
+    // live locals.
     unsafe {
         let mut w = null_mut();
         expect(hurray_writer_new(&t, null(), &mut w), HURRAY_OK);
@@ -268,6 +283,8 @@ fn stream_writes_fail_at_every_call_and_retry_or_poison() {
         let calls = {
             let mut probe = Mem::writing(chunk);
             let t = transport(&mut probe);
+            // SAFETY: `probe` outlives `t` and the writer; each descriptor and payload slice outlives its call;
+            // out-pointers are live locals.
             unsafe {
                 let mut w = null_mut();
                 expect(hurray_writer_new(&t, null(), &mut w), HURRAY_OK);

@@ -45,6 +45,8 @@ fn a_2_pow_60_descriptor_length_on_a_tiny_stream_is_limit_exceeded() {
     assert_eq!(bytes.len(), 40);
     let mut m = Mem::reading(bytes, 0);
     let t = transport(&mut m);
+    // SAFETY: `m` outlives `t` and the reader; handles are made and destroyed in this block; pointers passed are live
+    // locals or slices valid for the lengths given.
     unsafe {
         let mut r = null_mut();
         expect(hurray_reader_new(&t, null(), &mut r), HURRAY_OK);
@@ -81,8 +83,10 @@ fn raw_handle(size: u64, align: u32) -> [u8; 16] {
 
 fn decode_status(bytes: &[u8]) -> HurrayStatus {
     let mut d = null_mut();
+    // SAFETY: `bytes` is valid for its length; `d` is a live local.
     let s = unsafe { hurray_descriptor_decode(bytes.as_ptr(), bytes.len(), &mut d) };
     if s == HURRAY_OK {
+        // SAFETY: `d` is the descriptor just decoded, destroyed once.
         unsafe { hurray_descriptor_destroy(d) };
     } else {
         assert!(d.is_null());
@@ -103,6 +107,7 @@ fn hand_crafted_descriptor_bytes_get_clear_statuses() {
     assert_eq!(decode_status(b"NOPE...."), HURRAY_ERR_INVALID_MAGIC);
     assert_eq!(decode_status(&[]), HURRAY_ERR_CORRUPT);
     let mut d = null_mut();
+    // SAFETY: a NULL pointer with length 0 is allowed; `d` is a live local.
     expect(unsafe { hurray_descriptor_decode(null(), 0, &mut d) }, HURRAY_ERR_CORRUPT);
     // Through a stream.
     let desc = raw_descriptor(&[4], raw_handle(4, 3));
@@ -125,13 +130,18 @@ fn bad_alignments_through_buffer_from_ptr() {
     for align in [0u32, 3, 32, 1 << 30, 1 << 31, u32::MAX] {
         let mut b = null_mut();
         expect(
+            // SAFETY: `page` outlives the call, `data` is its start, valid for 16 bytes; the alignment is refused
+            // before any use.
             unsafe { hurray_buffer_from_ptr(data, 16, align, HURRAY_DEVICE_CPU, None, null_mut(), &mut b) },
             HURRAY_ERR_INVALID_ALIGNMENT,
         );
         assert!(b.is_null());
     }
     let mut b = null_mut();
+    // SAFETY: `page` outlives the buffer, which is destroyed below, and holds 16 bytes at `data` aligned to 4096;
+    // nothing is dereferenced for a CUDA tag.
     expect(unsafe { hurray_buffer_from_ptr(data, 16, 4096, HURRAY_DEVICE_CUDA, None, null_mut(), &mut b) }, HURRAY_OK);
+    // SAFETY: `b` holds the live buffer made above, destroyed once.
     expect(unsafe { hurray_buffer_destroy(&mut b) }, HURRAY_OK);
     page.0[0] = 1;
 }
@@ -141,6 +151,8 @@ fn payload_count_and_size_mismatches_are_refused_before_any_byte() {
     let it = dense(ElementType::Float32, &[2, 3]);
     let mut m = Mem::writing(0);
     let t = transport(&mut m);
+    // SAFETY: `m` outlives `t` and the writer; handles are made and destroyed in this block; pointers passed are live
+    // locals or slices valid for the lengths given.
     unsafe {
         let mut w = null_mut();
         expect(hurray_writer_new(&t, null(), &mut w), HURRAY_OK);

@@ -74,6 +74,8 @@ impl Fixture {
             backing: Box::new(Aligned64([0; 8])),
             mem,
         };
+        // SAFETY: `t` is a live local over `mem`, which the fixture keeps; every out-pointer is a field of `f`, and
+        // each handle passed on is the one made just before.
         unsafe {
             expect(hurray_reader_new(&t, null(), &mut f.reader), HURRAY_OK);
             expect(hurray_writer_new(&t, null(), &mut f.writer), HURRAY_OK);
@@ -108,6 +110,8 @@ impl Fixture {
 
 impl Drop for Fixture {
     fn drop(&mut self) {
+        // SAFETY: every field holds NULL or a handle this fixture made and has not destroyed; each destroy nulls its
+        // variable.
         unsafe {
             expect(hurray_tensor_destroy(&mut self.tensor), HURRAY_OK);
             expect(hurray_reader_destroy(&mut self.reader), HURRAY_OK);
@@ -166,6 +170,7 @@ fn null_cases(f: &Fixture) -> Vec<Case<'_>> {
         q: HurrayQuantization::default(),
         spec: HurrayBufferSpec::default(),
         sp: payload(null_mut(), 0, false, null_mut(), 0),
+        // SAFETY: `HurrayReaderOptions` is plain integers, for which all-zero bytes are a valid value.
         ro: unsafe { std::mem::zeroed() },
         wo: HurrayWriterOptions { struct_size: 0, flags: 0 },
     }));
@@ -184,6 +189,8 @@ fn null_cases(f: &Fixture) -> Vec<Case<'_>> {
     let hb = o.handle.as_ptr();
     let one = o.one.as_ptr();
     let data = f.backing.0.as_ptr() as *mut c_void;
+    // SAFETY: each case passes NULL for one required pointer (part of every function's contract); the other pointers
+    // are the fixture's live handles or leaked slots that outlive the closures.
     unsafe {
         vec![
             (
@@ -660,6 +667,7 @@ fn null_for_every_required_pointer_is_null_pointer() {
 
 #[test]
 fn destroy_of_null_is_a_no_op() {
+    // SAFETY: NULL and a pointer to a NULL variable are both part of every destroy function's contract.
     unsafe {
         expect(hurray_buffer_destroy(null_mut()), HURRAY_OK);
         expect(hurray_buffer_destroy(&mut null_mut()), HURRAY_OK);
@@ -692,6 +700,8 @@ fn destroy_of_null_is_a_no_op() {
 #[test]
 fn double_destroy_and_use_after_destroy_are_detected_in_debug_builds() {
     let mut f = Fixture::new();
+    // SAFETY: this test runs only in debug builds, where destroyed shells stay allocated, so stale copies are readable;
+    // the rest are the fixture's live handles and locals.
     unsafe {
         let mut stale = f.tensor;
         let (td, tl, tb) = (f.tdesc, f.tlist, f.tbuf);
@@ -748,6 +758,7 @@ fn double_destroy_and_use_after_destroy_are_detected_in_debug_builds() {
 #[test]
 fn destroying_a_borrowed_handle_is_refused() {
     let mut f = Fixture::new();
+    // SAFETY: the borrowed handles are the fixture's live ones; refused destroys leave them alive for Fixture::drop.
     unsafe {
         expect(hurray_descriptor_destroy(f.tdesc), HURRAY_ERR_INVALID_ARGUMENT);
         assert!(last_error().contains("borrowed"));
@@ -807,6 +818,8 @@ fn buffer_release_runs_exactly_once_when_the_last_sharing_handle_goes() {
     let ctx = (data as usize + 1) as *mut c_void;
     let released = || BUF_RELEASES.load(Ordering::SeqCst);
     BUF_RELEASES.store(0, Ordering::SeqCst);
+    // SAFETY: `page` outlives every buffer made over `data` (each is destroyed before the end of the block);
+    // out-pointers are live locals.
     unsafe {
         // Plain: destroy → released once.
         let mut b = null_mut();
@@ -926,6 +939,7 @@ fn buffer_handoff_cross_checks_the_sync_mode_byte() {
     };
     let handoff = |h: &[u8; 16], p: Option<&HurraySyncPayload>| {
         let mut out = null_mut();
+        // SAFETY: `h` is a live 16-byte array, `data` the page that outlives `out`, `p` NULL or a live reference.
         let s = unsafe {
             hurray_buffer_handoff(
                 h.as_ptr(),
@@ -938,6 +952,7 @@ fn buffer_handoff_cross_checks_the_sync_mode_byte() {
         };
         if s == HURRAY_OK {
             let mut mode = 0u8;
+            // SAFETY: `out` is the live buffer handoff just made; out-pointers are live locals.
             unsafe {
                 expect(hurray_buffer_sync_mode(out, &mut mode), HURRAY_OK);
                 assert_eq!(mode, h[13]);
@@ -1009,6 +1024,7 @@ fn tensor_context_owner_release_runs_exactly_once() {
     OWNER_RELEASES.store(0, Ordering::SeqCst);
     let owner = 0xABC0 as *mut c_void;
     let enc = dense(ElementType::Int16, &[3]).desc.encode().unwrap();
+    // SAFETY: `enc` is valid for its length; `owner` is only passed back to the release callback, never dereferenced.
     unsafe {
         let mut c = null_mut();
         expect(
@@ -1056,6 +1072,8 @@ fn tensor_context_owner_release_runs_exactly_once() {
 fn transport_release_is_never_called_when_new_fails() {
     let mut m = Mem::reading(Vec::new(), 0);
     let t = transport(&mut m);
+    // SAFETY: `m` outlives `t` and every reader/writer made; option structs and out-pointers are live locals; all-zero
+    // options are plain integers.
     unsafe {
         let mut ro = std::mem::zeroed::<HurrayReaderOptions>();
         expect(hurray_reader_options_init(&mut ro), HURRAY_OK);
@@ -1085,6 +1103,8 @@ fn transport_release_is_never_called_when_new_fails() {
     }
     assert_eq!(m.released, 0);
     // A larger struct_size (a newer caller) is accepted.
+    // SAFETY: `m` outlives `t` and the reader made; option structs and out-pointers are live locals; all-zero options
+    // are plain integers.
     unsafe {
         let mut ro = std::mem::zeroed::<HurrayReaderOptions>();
         hurray_reader_options_init(&mut ro);
@@ -1098,6 +1118,7 @@ fn transport_release_is_never_called_when_new_fails() {
 
 #[test]
 fn last_error_message_is_per_thread_truncates_and_reports_its_length() {
+    // SAFETY: a NULL data pointer is part of the contract (rejected); `b` is a live local.
     unsafe {
         let mut b = null_mut();
         expect(hurray_buffer_from_ptr(null_mut(), 8, 64, 0, None, null_mut(), &mut b), HURRAY_ERR_NULL_POINTER);
@@ -1105,6 +1126,8 @@ fn last_error_message_is_per_thread_truncates_and_reports_its_length() {
     let full = last_error();
     assert!(full.starts_with("hurray_buffer_from_ptr: "), "{full}");
     let mut len = 0usize;
+    // SAFETY: every buffer passed is a live local array of at least the capacity given, or NULL with capacity 0; a NULL
+    // buffer with a non-zero capacity is part of the contract (rejected), and `out_len` may be NULL.
     unsafe {
         // Length query.
         assert_eq!(hurray_last_error_message(null_mut(), 0, &mut len), HURRAY_ERR_BUFFER_TOO_SMALL);
@@ -1126,9 +1149,11 @@ fn last_error_message_is_per_thread_truncates_and_reports_its_length() {
     // Another thread has its own, empty slot.
     std::thread::spawn(|| {
         let mut len = 99usize;
+        // SAFETY: a NULL buffer with capacity 0 is allowed; `len` is a live local.
         assert_eq!(unsafe { hurray_last_error_message(null_mut(), 0, &mut len) }, HURRAY_OK);
         assert_eq!(len, 0);
         let mut buf = [1 as c_char; 4];
+        // SAFETY: `buf` holds 4 chars; `len` is a live local.
         assert_eq!(unsafe { hurray_last_error_message(buf.as_mut_ptr(), 4, &mut len) }, HURRAY_OK);
         assert_eq!(buf[0], 0);
     })

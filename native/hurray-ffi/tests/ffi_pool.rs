@@ -28,7 +28,12 @@ fn items(n: u64, size: u64) -> Vec<Item> {
         .collect()
 }
 
+/// The first buffer of `t` and its data pointer.
+///
+/// # Safety
+/// `t` is a live tensor handle with at least one buffer.
 unsafe fn first_buffer(t: *mut HurrayTensor) -> (*mut HurrayBuffer, *mut c_void) {
+    // SAFETY: `t` is a live tensor with at least one buffer (this function's # Safety); out-pointers are live locals.
     unsafe {
         let mut list = null_mut();
         expect(hurray_tensor_buffers(t, &mut list), HURRAY_OK);
@@ -40,8 +45,13 @@ unsafe fn first_buffer(t: *mut HurrayTensor) -> (*mut HurrayBuffer, *mut c_void)
     }
 }
 
+/// The next tensor from `r` (asserting one comes).
+///
+/// # Safety
+/// `r` is a live reader handle.
 unsafe fn next(r: *mut HurrayReader) -> *mut HurrayTensor {
     let mut t = null_mut();
+    // SAFETY: `r` is a live reader (this function's # Safety); `t` is a live local.
     unsafe { expect(hurray_reader_next_tensor(r, &mut t), HURRAY_OK) };
     t
 }
@@ -51,6 +61,8 @@ fn destroyed_tensors_memory_is_reused_and_live_memory_never_is() {
     let its = items(6, 100_000);
     let mut m = Mem::reading(encode_stream(&its, true), 0);
     let t = transport(&mut m);
+    // SAFETY: `m` outlives `t` and the reader; handles are made and destroyed in this block; pointers passed are live
+    // locals or slices valid for the lengths given.
     unsafe {
         let mut r = null_mut();
         expect(hurray_reader_new(&t, std::ptr::null(), &mut r), HURRAY_OK);
@@ -112,6 +124,8 @@ fn pooled_reads_equal_unpooled_reads_for_the_whole_corpus() {
         let bytes = encode_stream(&corpus, checksums);
         let mut m = Mem::reading(bytes, 1000);
         let t = transport(&mut m);
+        // SAFETY: `m` outlives `t` and the reader; handles are made and destroyed in this block; pointers passed are
+        // live locals or slices valid for the lengths given.
         unsafe {
             let mut r = null_mut();
             expect(hurray_reader_new(&t, std::ptr::null(), &mut r), HURRAY_OK);
@@ -141,9 +155,12 @@ unsafe extern "C" fn region_read_at(
     len: usize,
     out: *mut usize,
 ) -> HurrayStatus {
+    // SAFETY: `ctx` is the `Region` registered below, which outlives the reader; it is only read.
     let r = unsafe { &*(ctx as *const Region) };
     let at = (offset as usize).min(r.bytes.len());
     let n = len.min(r.bytes.len() - at);
+    // SAFETY: `dst` is valid for `len` >= `n` bytes and `out` for one write (callback contract); `at + n` <=
+    // `bytes.len()` by the clamps above.
     unsafe {
         std::ptr::copy_nonoverlapping(r.bytes.as_ptr().add(at), dst, n);
         *out = n;
@@ -152,6 +169,8 @@ unsafe extern "C" fn region_read_at(
 }
 
 unsafe extern "C" fn region_size(ctx: *mut c_void, out: *mut u64) -> HurrayStatus {
+    // SAFETY: `ctx` is the registered `Region`, alive for the reader's lifetime; `out` is valid for one write (callback
+    // contract).
     unsafe { *out = (*(ctx as *const Region)).bytes.len() as u64 };
     HURRAY_OK
 }
@@ -174,6 +193,8 @@ fn file_reader_reuses_destroyed_tensors_memory() {
         size: Some(region_size),
         ..HurrayTransport::default()
     };
+    // SAFETY: the region outlives `t` and the reader; handles are made and destroyed in this block; pointers passed are
+    // live locals or slices valid for the lengths given.
     unsafe {
         let mut r = null_mut();
         expect(hurray_file_reader_open(&t, std::ptr::null(), &mut r), HURRAY_OK);

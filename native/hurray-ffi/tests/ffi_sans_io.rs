@@ -27,6 +27,8 @@ fn corpus() -> Vec<Item> {
 /// draining only when the encoder borrows payloads or at the end (so small items batch).
 fn ffi_encode(items: &[Item], chunk: usize, checksums: bool) -> Vec<u8> {
     let mut wire = Vec::new();
+    // SAFETY: the encoder is made and destroyed here; each descriptor and payload slice outlives the calls that borrow
+    // it; out-pointers are live locals.
     unsafe {
         let mut opts = HurrayWriterOptions { struct_size: 0, flags: 0 };
         expect(hurray_writer_options_init(&mut opts), HURRAY_OK);
@@ -54,18 +56,25 @@ fn ffi_encode(items: &[Item], chunk: usize, checksums: bool) -> Vec<u8> {
     wire
 }
 
+/// Drains the encoder's output `chunk` bytes at a time into `wire`.
+///
+/// # Safety
+/// `e` is a live encoder handle.
 unsafe fn drain(e: *mut HurrayEncoder, chunk: usize, wire: &mut Vec<u8>) {
     let mut st = HurrayEncoderState::default();
     loop {
         let mut pieces = [HurrayIoSlice { ptr: null(), len: 0 }; 4];
         let mut n = usize::MAX;
+        // SAFETY: `e` is a live encoder (this function's # Safety); `pieces` holds 4 slices; `n` is a live local.
         expect(unsafe { hurray_encoder_output(e, pieces.as_mut_ptr(), pieces.len(), &mut n) }, HURRAY_OK);
         if n == 0 {
             return;
         }
         let p = pieces[0];
         let take = p.len.min(chunk);
+        // SAFETY: the encoder's output piece stays valid for `p.len` >= `take` bytes until the consume below.
         wire.extend_from_slice(unsafe { std::slice::from_raw_parts(p.ptr, take) });
+        // SAFETY: `e` is a live encoder (this function's # Safety); `st` is a live local.
         expect(unsafe { hurray_encoder_consume(e, take as u64, &mut st) }, HURRAY_OK);
     }
 }
@@ -75,6 +84,8 @@ unsafe fn drain(e: *mut HurrayEncoder, chunk: usize, wire: &mut Vec<u8>) {
 fn ffi_decode(bytes: &[u8], chunk: usize) -> (Vec<Back>, HurrayStatus, usize) {
     let mut out = Vec::new();
     let mut calls = 0;
+    // SAFETY: the decoder is made and destroyed here; its input window is written within the length it offers; the
+    // result's views (tensor, fields, buffers) are read before the next call; all-zero results are NULL and 0.
     unsafe {
         let mut d = null_mut();
         expect(hurray_decoder_new(null(), 1 << 20, &mut d), HURRAY_OK);
@@ -174,6 +185,8 @@ fn truncated_input_is_sticky_and_misuse_is_refused() {
     let bytes = encode_stream(&items, false);
     let (_, end, _) = ffi_decode(&bytes[..bytes.len() - 1], usize::MAX);
     expect(end, HURRAY_ERR_TRUNCATED);
+    // SAFETY: the decoder is made and destroyed here; out-pointers are live locals; an all-zero `HurrayDecodeResult` is
+    // NULL pointers and zero integers.
     unsafe {
         let mut d = null_mut();
         expect(hurray_decoder_new(null(), 0, &mut d), HURRAY_OK);
@@ -198,6 +211,8 @@ fn truncated_input_is_sticky_and_misuse_is_refused() {
 #[test]
 fn a_failed_send_takes_the_item_back_or_poisons() {
     let items = corpus();
+    // SAFETY: the encoder is made and destroyed here; descriptors and payload slices outlive the calls that borrow
+    // them; out-pointers are live locals.
     unsafe {
         let mut e = null_mut();
         expect(hurray_encoder_new(null(), &mut e), HURRAY_OK);
@@ -226,6 +241,8 @@ fn with_name_renames_and_validates() {
     let mut it = dense(hurray_core::ElementType::Float32, &[4]);
     it.desc = it.desc.with_name("old").unwrap().with_metadata("k", "v").unwrap();
     let d = decode(&it.desc.encode().unwrap());
+    // SAFETY: `d` is the live descriptor from `decode`; the name is a live 8-byte literal; out-pointers are live
+    // locals.
     unsafe {
         let mut r = null_mut();
         expect(hurray_descriptor_with_name(d, b"new-name".as_ptr(), 8, &mut r), HURRAY_OK);
@@ -270,6 +287,7 @@ fn descriptor_new_equals_the_builder_and_reports_the_failing_step() {
         metadata: md.as_ptr(),
         quantization: HurrayQuantization::default(),
     };
+    // SAFETY: `spec` and the arrays it points at are live locals; out-pointers are live locals.
     unsafe {
         let mut d = null_mut();
         expect(hurray_descriptor_new(&spec, &mut d), HURRAY_OK);
@@ -311,6 +329,8 @@ fn encode_encoded_equals_encode_and_refuses_bad_bytes() {
     let items = corpus();
     let want = encode_stream(&items, false);
     let mut wire = Vec::new();
+    // SAFETY: the encoder is made and destroyed here; descriptors and payload slices outlive the calls that borrow
+    // them; out-pointers are live locals.
     unsafe {
         let mut e = null_mut();
         expect(hurray_encoder_new(null(), &mut e), HURRAY_OK);

@@ -32,7 +32,13 @@ fn csr_parts() -> (Vec<Vec<u8>>, Vec<f32>) {
     (vec![vals, ptr, idx], vec![0.0, 1.5, 0.0, 0.0, 0.0, 0.0, -2.0, 3.0])
 }
 
+/// A CSR descriptor for `parts`, built through the C ABI.
+///
+/// # Safety
+/// No requirement on the caller: every pointer it passes is a local (it could be a safe fn).
 unsafe fn csr_descriptor(parts: &[Vec<u8>]) -> *mut HurrayDescriptor {
+    // SAFETY: every array passed to the builder is a local or a slice of `parts`, valid for the count given; `b` is the
+    // builder made here.
     unsafe {
         let mut b = null_mut();
         expect(hurray_descriptor_builder_new(HURRAY_DTYPE_FLOAT32, [2u64, 4].as_ptr(), 2, &mut b), HURRAY_OK);
@@ -56,7 +62,13 @@ unsafe fn csr_descriptor(parts: &[Vec<u8>]) -> *mut HurrayDescriptor {
     }
 }
 
+/// The dense values of sparse tensor `t`, through `hurray_sparse_densify`.
+///
+/// # Safety
+/// `t` is a live tensor handle.
 unsafe fn densified(t: *mut HurrayTensor) -> Vec<f32> {
+    // SAFETY: `t` is a live tensor (this function's # Safety); out-pointers are live locals, the buffer views read are
+    // owned by `t` with the sizes it reports, and `out` holds 8 floats (32 bytes).
     unsafe {
         let (mut d, mut l) = (null_mut(), null_mut());
         expect(hurray_tensor_descriptor(t, &mut d), HURRAY_OK);
@@ -81,7 +93,13 @@ unsafe fn densified(t: *mut HurrayTensor) -> Vec<f32> {
     }
 }
 
+/// Member `i` of `c`: its role, and its tensor or nested composite.
+///
+/// # Safety
+/// `c` is a live composite handle with more than `i` members.
 unsafe fn role(c: *const HurrayComposite, i: usize) -> (String, *mut HurrayTensor, *mut HurrayComposite) {
+    // SAFETY: `c` is a live composite with more than `i` members (this function's # Safety); the role bytes are owned
+    // by `c`, `rl` long.
     unsafe {
         let (mut rp, mut rl, mut t, mut k) = (null(), 0usize, null_mut(), null_mut());
         expect(hurray_composite_member(c, i, &mut rp, &mut rl, &mut t, &mut k), HURRAY_OK);
@@ -89,7 +107,13 @@ unsafe fn role(c: *const HurrayComposite, i: usize) -> (String, *mut HurrayTenso
     }
 }
 
+/// Checks the layer built by `builder` against `dense`.
+///
+/// # Safety
+/// `c` is a live composite handle.
 unsafe fn check_composite(c: *mut HurrayComposite, dense: &[f32]) {
+    // SAFETY: `c` is a live composite (this function's # Safety); member handles read from it are borrowed from `c`,
+    // which outlives them here.
     unsafe {
         let mut n = 0usize;
         expect(hurray_composite_member_count(c, &mut n), HURRAY_OK);
@@ -127,7 +151,12 @@ unsafe fn check_composite(c: *mut HurrayComposite, dense: &[f32]) {
 }
 
 /// A composite "layer": weight (CSR) and a nested composite holding the same CSR again.
+///
+/// # Safety
+/// `d` is a live descriptor handle, and `s`'s slices stay valid until the builder is written or destroyed.
 unsafe fn builder(d: *const HurrayDescriptor, s: &[HurrayIoSlice]) -> *mut HurrayCompositeBuilder {
+    // SAFETY: `d` is a live descriptor and `s`'s slices stay valid while the builder lives (this function's # Safety);
+    // the names are literals of the lengths given.
     unsafe {
         let (mut b, mut inner) = (null_mut(), null_mut());
         expect(hurray_composite_builder_new(b"layer".as_ptr(), 5, &mut b), HURRAY_OK);
@@ -143,6 +172,8 @@ unsafe fn builder(d: *const HurrayDescriptor, s: &[HurrayIoSlice]) -> *mut Hurra
 #[test]
 fn a_composite_round_trips_through_the_c_abi_in_both_views() {
     let (parts, dense) = csr_parts();
+    // SAFETY: `parts` outlives `s` and every builder, writer and reader made here; handles are made and destroyed in
+    // this block; pointers passed are live locals or slices valid for the lengths given.
     unsafe {
         let d = csr_descriptor(&parts);
         let s = slices(&parts);
@@ -204,6 +235,8 @@ fn a_composite_round_trips_through_the_c_abi_in_both_views() {
 #[test]
 fn a_composite_is_found_by_name_in_a_container_through_the_c_abi() {
     let (parts, dense) = csr_parts();
+    // SAFETY: `parts` outlives `s` and every builder, writer and reader made here; handles are made and destroyed in
+    // this block; pointers passed are live locals or slices valid for the lengths given.
     unsafe {
         let d = csr_descriptor(&parts);
         let s = slices(&parts);
@@ -235,6 +268,9 @@ fn a_composite_is_found_by_name_in_a_container_through_the_c_abi() {
 fn hostile_sparse_tensors_are_refused_through_the_c_abi() {
     let (mut parts, _) = csr_parts();
     parts[2] = le(&[1i32, 2, 4], i32::to_le_bytes); // column 4 of a 4-column matrix
+
+    // SAFETY: `parts` outlives `s` and `m` outlives the writer and reader made here; handles are made and destroyed in
+    // this block; pointers passed are live locals or slices valid for the lengths given.
     unsafe {
         let d = csr_descriptor(&parts);
         let s = slices(&parts);

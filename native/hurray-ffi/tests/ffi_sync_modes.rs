@@ -20,7 +20,11 @@ use hurray_ffi::tensor::*;
 use hurray_ffi::*;
 
 /// Checks every buffer of `t`; returns the declared modes seen.
+///
+/// # Safety
+/// `t` is a live tensor handle.
 unsafe fn check(t: *mut HurrayTensor) -> Vec<u8> {
+    // SAFETY: `t` is a live tensor handle (this function's # Safety), as copy_out requires.
     let back = unsafe { copy_out(t) }; // asserts PRODUCER_SYNCED and an empty payload per buffer
     let desc = hurray_core::TensorDescriptor::decode(&back.encoded).unwrap();
     desc.buffers().iter().map(|h| h.sync_mode().code()).collect()
@@ -32,6 +36,8 @@ fn stream_reader_buffers_are_producer_synced_whatever_the_wire_declared() {
     let mut m = Mem::reading(bytes, 0);
     let t = transport(&mut m);
     let mut declared = Vec::new();
+    // SAFETY: `m` outlives `t` and the reader; handles are made and destroyed in this block; pointers passed are live
+    // locals or slices valid for the lengths given.
     unsafe {
         let mut r = null_mut();
         expect(hurray_reader_new(&t, null(), &mut r), HURRAY_OK);
@@ -59,15 +65,20 @@ unsafe extern "C" fn vec_read_at(
     len: usize,
     out: *mut usize,
 ) -> HurrayStatus {
+    // SAFETY: `ctx` is the `Vec<u8>` registered by the test, which outlives the reader; it is only read.
     let v = unsafe { &*(ctx as *const Vec<u8>) };
     let at = (offset as usize).min(v.len());
     let n = len.min(v.len() - at);
+    // SAFETY: `dst` is valid for `len` >= `n` bytes (callback contract); `at + n` <= `v.len()` by the clamps above.
     unsafe { std::ptr::copy_nonoverlapping(v.as_ptr().add(at), dst, n) };
+    // SAFETY: Hurray passes `out` valid for one write (the transport callback contract).
     unsafe { *out = n };
     HURRAY_OK
 }
 
 unsafe extern "C" fn vec_size(ctx: *mut c_void, out: *mut u64) -> HurrayStatus {
+    // SAFETY: `ctx` is the registered `Vec<u8>`, alive for the reader's lifetime; `out` is valid for one write
+    // (callback contract).
     unsafe { *out = (*(ctx as *const Vec<u8>)).len() as u64 };
     HURRAY_OK
 }
@@ -77,6 +88,9 @@ fn file_reader_buffers_are_producer_synced_through_read_at_and_span() {
     let mut bytes = std::fs::read(golden_dir().join("file_v1.hrryfile")).unwrap();
     for span in [false, true] {
         let mut declared = Vec::new();
+        // SAFETY: `bytes` outlives the span reader and every tensor read from it, and the transport's `Vec` outlives
+        // the other reader; handles are made and destroyed in this block; pointers passed are live locals or slices
+        // valid for the lengths given.
         unsafe {
             let mut r = null_mut();
             if span {
@@ -120,6 +134,8 @@ fn a_handoff_still_cross_checks_the_declared_mode() {
     let h = handle(64, 64, hurray_core::DeviceTag::Cpu, hurray_core::SyncMode::Event).encode();
     let mut data = [0u8; 128];
     let mut out = null_mut();
+    // SAFETY: `h` holds 16 bytes, `data` 128 bytes that outlive the call; `out` is a live local; the mode mismatch is
+    // refused first.
     let s = unsafe {
         hurray_buffer_handoff(h.as_ptr(), data.as_mut_ptr() as *mut c_void, null(), None, null_mut(), &mut out)
     };

@@ -81,6 +81,7 @@ impl Wr {
         let mut m = Mem::writing(chunk);
         let t = transport(&mut m);
         let mut w = null_mut();
+        // SAFETY: `m` is boxed in the returned `Wr`, so it outlives `t` and the writer; `w` is a live local.
         expect(unsafe { hurray_writer_new(&t, std::ptr::null(), &mut w) }, HURRAY_OK);
         let descs = items.iter().map(|it| decode(&it.desc.encode().unwrap())).collect();
         let payloads = items.iter().map(|it| slices(&it.payloads)).collect();
@@ -88,12 +89,16 @@ impl Wr {
     }
     fn write(&mut self, i: usize) -> HurrayStatus {
         let s = &self.payloads[i];
+        // SAFETY: `self.w` and `self.descs[i]` are live until `close`; `s` holds slices over the items' payloads, which
+        // outlive the call.
         unsafe { hurray_writer_write_tensor(self.w, self.descs[i], s.as_ptr(), s.len()) }
     }
     fn finish(&mut self) -> HurrayStatus {
+        // SAFETY: `self.w` is live until `close`.
         unsafe { hurray_writer_finish(self.w) }
     }
     fn close(mut self) -> Box<Mem> {
+        // SAFETY: each handle is the live one made in `new`, destroyed once here.
         unsafe {
             expect(hurray_writer_destroy(&mut self.w), HURRAY_OK);
             for d in &self.descs {
@@ -224,6 +229,8 @@ fn reader_options_limits_apply_through_the_c_abi() {
         flags: 0,
         reserved: 0,
     };
+    // SAFETY: `opts` and the out-pointers are live locals; handles are made and destroyed in this block; pointers
+    // passed are live locals or slices valid for the lengths given.
     unsafe {
         expect(hurray_reader_options_init(&mut opts), HURRAY_OK);
         assert_eq!(opts.struct_size as usize, std::mem::size_of::<HurrayReaderOptions>());

@@ -23,14 +23,18 @@ struct Sink {
 }
 
 unsafe extern "C" fn sink_write(ctx: *mut c_void, src: *const u8, len: usize, out: *mut usize) -> HurrayStatus {
+    // SAFETY: `ctx` is the `Sink` this test registered, which outlives the writer; Hurray calls one callback at a time.
     let s = unsafe { &mut *(ctx as *mut Sink) };
     let n = len.min(s.chunk);
+    // SAFETY: `src` is valid for `len` >= `n` bytes (the transport callback contract).
     s.bytes.extend_from_slice(unsafe { std::slice::from_raw_parts(src, n) });
+    // SAFETY: Hurray passes `out` valid for one write (the transport callback contract).
     unsafe { *out = n };
     HURRAY_OK
 }
 
 unsafe extern "C" fn sink_release(ctx: *mut c_void) {
+    // SAFETY: `ctx` is the `Sink` this test registered, still alive when the writer releases it.
     unsafe { (*(ctx as *mut Sink)).released += 1 };
 }
 
@@ -56,9 +60,12 @@ unsafe extern "C" fn src_read_at(
     len: usize,
     out: *mut usize,
 ) -> HurrayStatus {
+    // SAFETY: `ctx` is the `Source` that `source_transport` registered, which outlives the reader; one callback at a
+    // time.
     let s = unsafe { &mut *(ctx as *mut Source) };
     if s.fail_next > 0 {
         s.fail_next -= 1;
+        // SAFETY: Hurray passes `out` valid for one write (the transport callback contract).
         unsafe { *out = 0 };
         return HURRAY_ERR_TRANSPORT;
     }
@@ -68,18 +75,23 @@ unsafe extern "C" fn src_read_at(
     }
     let at = (offset as usize).min(s.bytes.len());
     let n = len.min(s.chunk).min(s.bytes.len() - at);
+    // SAFETY: `dst` is valid for `len` >= `n` bytes (callback contract); `at + n` <= `bytes.len()` by the clamps above.
     unsafe { std::ptr::copy_nonoverlapping(s.bytes.as_ptr().add(at), dst, n) };
+    // SAFETY: Hurray passes `out` valid for one write (the transport callback contract).
     unsafe { *out = n };
     HURRAY_OK
 }
 
 unsafe extern "C" fn src_size(ctx: *mut c_void, out: *mut u64) -> HurrayStatus {
+    // SAFETY: `ctx` is the `Source` that `source_transport` registered, which outlives the reader.
     let s = unsafe { &mut *(ctx as *mut Source) };
+    // SAFETY: Hurray passes `out` valid for one write (the transport callback contract).
     unsafe { *out = s.bytes.len() as u64 };
     HURRAY_OK
 }
 
 unsafe extern "C" fn src_release(ctx: *mut c_void) {
+    // SAFETY: `ctx` is the `Source` that `source_transport` registered, still alive when the reader releases it.
     unsafe { (*(ctx as *mut Source)).released += 1 };
 }
 
@@ -98,6 +110,7 @@ fn source_transport(s: &mut Source) -> HurrayTransport {
 fn descriptor(d: &TensorDescriptor) -> *mut HurrayDescriptor {
     let enc = d.encode().unwrap();
     let mut h = null_mut();
+    // SAFETY: `enc` is valid for its length; `h` is a live local for the out-pointer.
     assert_eq!(unsafe { hurray_descriptor_decode(enc.as_ptr(), enc.len(), &mut h) }, HURRAY_OK);
     h
 }
@@ -128,6 +141,7 @@ fn pattern(n: usize, seed: u8) -> Vec<u8> {
 fn last_error() -> String {
     let mut buf = vec![0 as std::ffi::c_char; 512];
     let mut len = 0usize;
+    // SAFETY: `buf` is valid for `buf.len()` bytes; `len` is a live local.
     unsafe { hurray_last_error_message(buf.as_mut_ptr(), buf.len(), &mut len) };
     let bytes: Vec<u8> = buf[..len.min(511)].iter().map(|&c| c as u8).collect();
     String::from_utf8_lossy(&bytes).into_owned()
@@ -166,6 +180,7 @@ fn write_container(chunk: usize) -> Vec<u8> {
         ..HurrayTransport::default()
     };
     let mut opts = HurrayFileWriterOptions { struct_size: 0, flags: 0, min_payload_alignment: 0 };
+    // SAFETY: `t` and `opts` are live locals and `sink` outlives the writer; payload slices outlive each call.
     unsafe {
         assert_eq!(hurray_file_writer_options_init(&mut opts), HURRAY_OK);
         assert_eq!(opts.min_payload_alignment, 64);
@@ -215,12 +230,18 @@ fn write_container(chunk: usize) -> Vec<u8> {
     sink.bytes
 }
 
+/// Buffer `i` of `t`: its data pointer, a copy of its bytes and its alignment.
+///
+/// # Safety
+/// `t` is a live tensor handle with more than `i` buffers.
 unsafe fn tensor_bytes(t: *mut HurrayTensor, i: usize) -> (*mut c_void, Vec<u8>, u32) {
     let mut list = null_mut();
     let mut b = null_mut();
     let mut data = null_mut();
     let mut size = 0u64;
     let mut align = 0u32;
+    // SAFETY: `t` is a live tensor handle (this function's # Safety); out-pointers are live locals, and the data
+    // pointer is valid for the byte size its buffer reports while `t` lives.
     unsafe {
         assert_eq!(hurray_tensor_buffers(t, &mut list), HURRAY_OK);
         assert_eq!(hurray_buffer_list_get(list, i, &mut b), HURRAY_OK);
@@ -232,10 +253,16 @@ unsafe fn tensor_bytes(t: *mut HurrayTensor, i: usize) -> (*mut c_void, Vec<u8>,
     }
 }
 
+/// Whether `t`'s first buffer points into the caller's region.
+///
+/// # Safety
+/// `t` is a live tensor handle with at least one buffer.
 unsafe fn zero_copy(t: *mut HurrayTensor) -> bool {
     let mut list = null_mut();
     let mut b = null_mut();
     let mut z = false;
+    // SAFETY: `t` is a live tensor handle with at least one buffer (this function's # Safety); out-pointers are live
+    // locals.
     unsafe {
         hurray_tensor_buffers(t, &mut list);
         hurray_buffer_list_get(list, 0, &mut b);
@@ -253,6 +280,8 @@ fn round_trip_through_the_c_abi() {
     let mut src = Source::new(bytes.clone());
     src.chunk = 4000;
     let t = source_transport(&mut src);
+    // SAFETY: `src` outlives the reader; handles come from the calls above and are destroyed once; out-pointers are
+    // live locals.
     unsafe {
         let mut r: *mut HurrayFileReader = null_mut();
         assert_eq!(hurray_file_reader_open(&t, null(), &mut r), HURRAY_OK, "{}", last_error());
@@ -387,6 +416,8 @@ fn span_reader_hands_out_the_region_in_place() {
     backing[skew..skew + bytes.len()].copy_from_slice(&bytes);
     let region = &backing[skew..skew + bytes.len()];
     let (lo, hi) = (region.as_ptr() as usize, region.as_ptr() as usize + region.len());
+    // SAFETY: `backing` (and so `region`) outlives the span reader and every tensor read from it; out-pointers are live
+    // locals.
     unsafe {
         let mut r: *mut HurrayFileReader = null_mut();
         assert_eq!(
@@ -444,6 +475,8 @@ fn span_reader_hands_out_the_region_in_place() {
 #[test]
 fn failures_are_clear_and_retryable() {
     let bytes = write_container(usize::MAX);
+    // SAFETY: each `Source` outlives its reader; handles come from the calls above and are destroyed once; out-pointers
+    // are live locals.
     unsafe {
         // A transport failure at open takes nothing; open again succeeds.
         let mut src = Source::new(bytes.clone());
@@ -519,6 +552,8 @@ fn writer_rules_through_the_c_abi() {
         release: Some(sink_release),
         ..HurrayTransport::default()
     };
+    // SAFETY: `sink` outlives the writers; handles come from the calls above and are destroyed once; out-pointers are
+    // live locals.
     unsafe {
         let mut w: *mut HurrayFileWriter = null_mut();
         let mut opts = std::mem::zeroed::<HurrayFileWriterOptions>();
@@ -599,6 +634,8 @@ fn lazy_index_read_counts_through_the_c_abi() {
         write: Some(sink_write),
         ..HurrayTransport::default()
     };
+    // SAFETY: `sink` outlives the writer and `src` the reader; handles are destroyed once; out-pointers are live
+    // locals.
     unsafe {
         let mut w = null_mut();
         assert_eq!(hurray_file_writer_new(&t, null(), &mut w), HURRAY_OK);
@@ -614,6 +651,8 @@ fn lazy_index_read_counts_through_the_c_abi() {
     }
     let mut src = Source::new(std::mem::take(&mut sink.bytes));
     let tr = source_transport(&mut src);
+    // SAFETY: `src` outlives the reader; handles come from the calls above and are destroyed once; out-pointers are
+    // live locals.
     unsafe {
         let mut opts = std::mem::zeroed::<HurrayFileReaderOptions>();
         hurray_file_reader_options_init(&mut opts);
@@ -669,6 +708,8 @@ fn null_pointers_destroy_rules_and_stale_handles() {
         write: Some(sink_write),
         ..HurrayTransport::default()
     };
+    // SAFETY: NULL arguments are part of every function's contract; the stale handles are used only in debug builds,
+    // where destroyed shells stay allocated; live pointers are locals or handles made above.
     unsafe {
         let mut r: *mut HurrayFileReader = null_mut();
         assert_eq!(hurray_file_reader_open(&t, null(), &mut r), HURRAY_OK);

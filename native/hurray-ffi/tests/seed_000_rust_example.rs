@@ -71,6 +71,8 @@ fn seed_000_rust_example() {
     // A C caller names a descriptor by decoding its bytes.
     let encoded = descriptor.encode().unwrap();
     let mut descriptor_handle: *mut HurrayDescriptor = std::ptr::null_mut();
+    // SAFETY: `encoded` and `pipe` outlive every handle made in this block, each destroyed once; out-pointers are live
+    // locals.
     unsafe {
         assert_eq!(hurray_descriptor_decode(encoded.as_ptr(), encoded.len(), &mut descriptor_handle), HURRAY_OK);
         // Write.

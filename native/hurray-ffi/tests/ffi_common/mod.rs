@@ -47,43 +47,58 @@ impl Mem {
 }
 
 pub unsafe extern "C" fn mem_read(ctx: *mut c_void, dst: *mut u8, len: usize, out: *mut usize) -> HurrayStatus {
+    // SAFETY: `ctx` is the `Mem` that `transport` registered, which outlives the handle; Hurray calls one callback at a
+    // time.
     let m = unsafe { &mut *(ctx as *mut Mem) };
     let call = m.calls;
     m.calls += 1;
     if m.fail_at == Some(call) {
+        // SAFETY: Hurray passes `out` valid for one write (the transport callback contract).
         unsafe { *out = 0 };
         return HURRAY_ERR_TRANSPORT;
     }
     if m.zero_at.is_some_and(|z| call >= z) {
+        // SAFETY: Hurray passes `out` valid for one write (the transport callback contract).
         unsafe { *out = 0 };
         return HURRAY_OK;
     }
     let n = m.limit(len).min(m.bytes.len() - m.pos);
+    // SAFETY: `dst` is valid for `len` >= `n` bytes (callback contract) and `pos + n` <= `bytes.len()` by the `min`
+    // above.
     unsafe { std::ptr::copy_nonoverlapping(m.bytes.as_ptr().add(m.pos), dst, n) };
     m.pos += n;
+    // SAFETY: Hurray passes `out` valid for one write (the transport callback contract).
     unsafe { *out = n };
     HURRAY_OK
 }
 
 pub unsafe extern "C" fn mem_write(ctx: *mut c_void, src: *const u8, len: usize, out: *mut usize) -> HurrayStatus {
+    // SAFETY: `ctx` is the `Mem` that `transport` registered, which outlives the handle; Hurray calls one callback at a
+    // time.
     let m = unsafe { &mut *(ctx as *mut Mem) };
     let call = m.calls;
     m.calls += 1;
     if m.fail_at == Some(call) {
+        // SAFETY: Hurray passes `out` valid for one write (the transport callback contract).
         unsafe { *out = 0 };
         return HURRAY_ERR_TRANSPORT;
     }
     if m.zero_at.is_some_and(|z| call >= z) {
+        // SAFETY: Hurray passes `out` valid for one write (the transport callback contract).
         unsafe { *out = 0 };
         return HURRAY_OK;
     }
     let n = m.limit(len);
+    // SAFETY: `src` is valid for `len` >= `n` bytes (the transport callback contract).
     m.bytes.extend_from_slice(unsafe { std::slice::from_raw_parts(src, n) });
+    // SAFETY: Hurray passes `out` valid for one write (the transport callback contract).
     unsafe { *out = n };
     HURRAY_OK
 }
 
 pub unsafe extern "C" fn mem_release(ctx: *mut c_void) {
+    // SAFETY: `ctx` is the `Mem` that `transport` registered, which outlives the handle; Hurray calls one callback at a
+    // time.
     unsafe { (*(ctx as *mut Mem)).released += 1 };
 }
 
@@ -101,13 +116,17 @@ pub fn transport(m: &mut Mem) -> HurrayTransport {
 /// This thread's last error message.
 pub fn last_error() -> String {
     let mut len = 0usize;
+    // SAFETY: a NULL buffer with capacity 0 is allowed; `len` is a live local.
     unsafe { hurray_last_error_message(null_mut(), 0, &mut len) };
     let mut buf = vec![0 as std::ffi::c_char; len + 1];
+    // SAFETY: `buf` is valid for `buf.len()` bytes; `len` is a live local.
     assert_eq!(unsafe { hurray_last_error_message(buf.as_mut_ptr(), buf.len(), &mut len) }, HURRAY_OK);
+    // SAFETY: on HURRAY_OK the message in `buf` is NUL-terminated (capacity `len + 1`).
     unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned()
 }
 
 pub fn status_name(s: HurrayStatus) -> String {
+    // SAFETY: hurray_status_name returns a static NUL-terminated string for any status.
     unsafe { CStr::from_ptr(hurray_ffi::status::hurray_status_name(s)) }.to_string_lossy().into_owned()
 }
 
@@ -120,6 +139,7 @@ pub fn expect(s: HurrayStatus, want: HurrayStatus) {
 /// An owned descriptor handle decoded from `encoded`.
 pub fn decode(encoded: &[u8]) -> *mut HurrayDescriptor {
     let mut d = null_mut();
+    // SAFETY: `encoded` is valid for its length; `d` is a live local for the out-pointer.
     expect(unsafe { hurray_descriptor_decode(encoded.as_ptr(), encoded.len(), &mut d) }, HURRAY_OK);
     d
 }
@@ -141,7 +161,12 @@ pub struct Back {
 
 /// Copies a tensor's descriptor encoding and buffers out through the accessors, checking each
 /// buffer's pointer is aligned as its handle declares and its fields match the descriptor.
+///
+/// # Safety
+/// `t` is a live tensor handle from this library.
 pub unsafe fn copy_out(t: *mut HurrayTensor) -> Back {
+    // SAFETY: `t` is a live tensor handle (this function's contract); every out-pointer is a live local, and the data
+    // pointers read back are valid for the sizes their handles report while `t` lives.
     unsafe {
         let mut d = null_mut();
         expect(hurray_tensor_descriptor(t, &mut d), HURRAY_OK);
@@ -205,6 +230,7 @@ pub fn ffi_write(items: &[(Vec<u8>, Vec<Vec<u8>>)], chunk: usize, checksums: boo
     let mut m = Mem::writing(chunk);
     let t = transport(&mut m);
     let mut opts = HurrayWriterOptions { struct_size: 0, flags: 0 };
+    // SAFETY: `t` and `opts` are live locals, `m` outlives the writer, and each payload slice outlives its write call.
     unsafe {
         expect(hurray_writer_options_init(&mut opts), HURRAY_OK);
         if checksums {
@@ -234,6 +260,7 @@ pub fn ffi_read(mut m: Box<Mem>) -> (Vec<Back>, HurrayStatus, usize, Box<Mem>) {
     let mut out = Vec::new();
     let mut failures = 0;
     let end;
+    // SAFETY: `t` is a live local whose `m` outlives the reader; every out-pointer is a live local.
     unsafe {
         let mut r = null_mut();
         expect(hurray_reader_new(&t, std::ptr::null(), &mut r), HURRAY_OK);
