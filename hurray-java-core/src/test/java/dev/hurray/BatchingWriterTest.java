@@ -198,4 +198,31 @@ class BatchingWriterTest {
         }
         sender.join();
     }
+
+    @Test
+    void aChannelThatTakesNoBytesIsAClosedSinkNotASpin() throws Exception {
+        java.nio.channels.WritableByteChannel zero = new java.nio.channels.WritableByteChannel() {
+            @Override
+            public int write(java.nio.ByteBuffer src) {
+                return 0;
+            }
+
+            @Override
+            public boolean isOpen() {
+                return true;
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(java.time.Duration.ofSeconds(20), () -> {
+            Writer w = Writer.of(zero);
+            try (Tensor t = tensor(1)) {
+                assertEquals(Status.SINK_CLOSED, assertThrows(HurrayException.class, () -> w.write(t)).status());
+            }
+            // Closing still tries the end marker, which the closed sink refuses too.
+            assertEquals(Status.SINK_CLOSED, assertThrows(HurrayException.class, w::close).status());
+        });
+    }
 }

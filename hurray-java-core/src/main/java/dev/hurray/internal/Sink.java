@@ -18,7 +18,8 @@ import java.util.Objects;
  * virtual thread without pinning its carrier.
  *
  * <p>Implementations take at least one and at most {@code src.byteSize()} bytes and return the
- * count; they throw to report a failure having taken nothing of this call's bytes.
+ * count (0 means the sink is closed: the writer reports {@code SINK_CLOSED}); they throw to
+ * report a failure having taken nothing of this call's bytes.
  */
 public abstract class Sink {
     private final Closeable onClose;
@@ -83,32 +84,23 @@ public abstract class Sink {
 
             @Override
             protected long write(ByteBuffer[] ranges) throws IOException {
-                GatheringByteChannel g = (GatheringByteChannel) channel;
-                while (true) {
-                    long n = g.write(ranges);
-                    if (n > 0) {
-                        return n;
-                    }
-                    if (channel instanceof SelectableChannel sc && !sc.isBlocking()) {
-                        throw new IOException("the channel was switched to non-blocking mode; Hurray writers need a blocking channel");
-                    }
-                    Thread.onSpinWait();
+                long n = ((GatheringByteChannel) channel).write(ranges);
+                if (n == 0 && channel instanceof SelectableChannel sc && !sc.isBlocking()) {
+                    throw new IOException("the channel was switched to non-blocking mode; Hurray writers need a blocking channel");
                 }
+                // A blocking channel that takes no byte is closed: the writer reports SINK_CLOSED.
+                return n;
             }
 
             @Override
             protected long write(MemorySegment src) throws IOException {
                 ByteBuffer bb = src.asSlice(0, Math.min(src.byteSize(), Source.MAX_CHANNEL_TRANSFER)).asByteBuffer();
-                while (true) {
-                    int n = channel.write(bb);
-                    if (n > 0) {
-                        return n;
-                    }
-                    if (channel instanceof SelectableChannel sc && !sc.isBlocking()) {
-                        throw new IOException("the channel was switched to non-blocking mode; Hurray writers need a blocking channel");
-                    }
-                    Thread.onSpinWait();
+                int n = channel.write(bb);
+                if (n == 0 && channel instanceof SelectableChannel sc && !sc.isBlocking()) {
+                    throw new IOException("the channel was switched to non-blocking mode; Hurray writers need a blocking channel");
                 }
+                // A blocking channel that takes no byte is closed: the writer reports SINK_CLOSED.
+                return n;
             }
         };
     }

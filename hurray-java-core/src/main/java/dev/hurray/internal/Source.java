@@ -65,16 +65,27 @@ public abstract class Source {
             @Override
             protected int read(MemorySegment dst) throws IOException {
                 ByteBuffer bb = dst.asSlice(0, Math.min(dst.byteSize(), MAX_CHANNEL_TRANSFER)).asByteBuffer();
-                while (true) {
+                for (int zeros = 0; ; zeros++) {
                     int n = channel.read(bb);
                     if (n != 0) {
                         return n < 0 ? -1 : n;
                     }
                     if (channel instanceof SelectableChannel sc && !sc.isBlocking()) {
                         throw new IOException("the channel was switched to non-blocking mode; Hurray readers need a "
-                                + "blocking channel (use TensorDecoder for a selector loop)");
+                                + "blocking channel");
                     }
-                    Thread.onSpinWait();
+                    // 0 is not end of input: ask again, backing off so that a channel that keeps
+                    // returning 0 does not hold a core (an interrupt ends the wait).
+                    if (zeros < 1000) {
+                        Thread.onSpinWait();
+                    } else {
+                        try {
+                            Thread.sleep(1);
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                            throw new java.io.InterruptedIOException("interrupted while the channel returned no bytes");
+                        }
+                    }
                 }
             }
         };
