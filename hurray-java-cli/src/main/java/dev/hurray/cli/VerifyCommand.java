@@ -116,7 +116,21 @@ final class VerifyCommand implements Callable<Integer> {
                 totals[1] += item.bytes();
             });
         }
-        return Units.count(totals[0], "tensor") + ", " + totals[1] + " bytes";
+        // A second pass in the assembled view checks the composite structure: member counts,
+        // positions, nesting and size limits (docs/spec/c-abi.md §Sparse, paged and composite tensors).
+        long composites = 0;
+        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.READ);
+             dev.hurray.Reader r = dev.hurray.Reader.of(ch)) {
+            for (dev.hurray.Item next = r.nextItem(); next != null; next = r.nextItem()) {
+                try (dev.hurray.Item item = next) {
+                    if (item.isComposite()) {
+                        composites++;
+                    }
+                }
+            }
+        }
+        return Units.count(totals[0], "tensor") + ", " + totals[1] + " bytes"
+                + (composites > 0 ? ", " + Units.count(composites, "composite") : "");
     }
 
     private String verifyForeign(Format format) throws CliException {

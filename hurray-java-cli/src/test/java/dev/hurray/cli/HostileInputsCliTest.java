@@ -29,4 +29,25 @@ class HostileInputsCliTest {
             assertEquals(1, r.err().strip().lines().count(), r.err());
         }
     }
+
+    /**
+     * Composites whose head lies about its member count pass the flat view; verify checks the
+     * assembled view too (fixtures written by a hostile-input pass: a head declaring 1 member
+     * followed by 2, and a head declaring 1,024 members followed by the end marker).
+     */
+    @Test
+    void compositesWithLyingMemberCountsFailVerification() throws IOException {
+        for (String name : new String[] {"composite_member_count_too_small.hrrys", "composite_member_count_too_large.hrrys"}) {
+            Path f = tmp.resolve(name);
+            try (var in = HostileInputsCliTest.class.getResourceAsStream("/hostile/" + name)) {
+                Files.copy(in, f);
+            }
+            CliTest.Result r = CliTest.run("verify", f.toString());
+            r.assertError(ExitCode.VERIFY_FAILED, "composite");
+        }
+        Path ok = Path.of(System.getProperty("hurray.golden.dir", "../src/golden"), "stream_v2_sparse_composite.hrry");
+        if (Files.exists(ok)) {
+            assertEquals(0, CliTest.run("verify", ok.toString()).code());
+        }
+    }
 }
