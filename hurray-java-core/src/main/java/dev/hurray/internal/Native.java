@@ -1,5 +1,7 @@
 package dev.hurray.internal;
 
+import static java.lang.foreign.ValueLayout.ADDRESS;
+
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import dev.hurray.HurrayException;
@@ -106,6 +108,18 @@ public final class Native {
     static void debug(String format, Object... args) {
         if (LOG.isDebugEnabled()) {
             LOG.debug(format, args);
+        }
+    }
+
+    /**
+     * Calls a {@code hurray_*_destroy(T **)} function on handle {@code h} through a short-lived
+     * slot (the destroy functions take a pointer to the handle and write NULL to it).
+     */
+    static void destroyThroughSlot(MemorySegment h, java.util.function.ToIntFunction<MemorySegment> destroy) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment slot = a.allocate(ADDRESS);
+            slot.set(ADDRESS, 0, h);
+            destroy.applyAsInt(slot);
         }
     }
 }

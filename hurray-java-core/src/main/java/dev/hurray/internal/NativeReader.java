@@ -255,10 +255,6 @@ public final class NativeReader {
     }
 
     private static void destroy(MemorySegment h) {
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment slot = a.allocate(ADDRESS);
-            slot.set(ADDRESS, 0, h);
-            hurray_h.hurray_decoder_destroy(slot);
-        }
+        Native.destroyThroughSlot(h, hurray_h::hurray_decoder_destroy);
     }
 }
