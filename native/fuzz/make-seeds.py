@@ -7,6 +7,7 @@ Input formats (see each harness):
   fuzz_descriptor: an encoded descriptor.
   fuzz_stream:     byte 0 = plan length L (taken mod 64), L plan bytes, then the stream.
   fuzz_file:       byte 0 = plan length L (mod 64), L plan bytes, then the container.
+  fuzz_decoder:    as fuzz_stream (plan, then the stream).
   fuzz_writer:     byte 0 = plan length L (mod 64), L plan bytes, then one or more
                    [u16 little-endian length, encoded descriptor] records.
 """
@@ -30,7 +31,7 @@ def put(target, data):
         f.write(data)
 
 
-for t in ("fuzz_descriptor", "fuzz_stream", "fuzz_file", "fuzz_writer"):
+for t in ("fuzz_descriptor", "fuzz_stream", "fuzz_file", "fuzz_writer", "fuzz_decoder"):
     shutil.rmtree(os.path.join(seeds, t), ignore_errors=True)
 
 descs = []
@@ -46,6 +47,15 @@ for s in manifest["streams"]:
     data = open(os.path.join(golden, s["file"]), "rb").read()
     for p in plans:
         put("fuzz_stream", bytes([len(p)]) + p + data)
+        put("fuzz_decoder", bytes([len(p)]) + p + data)
+# Version-2 streams (quantized, sparse, paged and composite tensors) exercise the decoder's
+# item view; they are not in the manifest's version-1 list.
+for name in ("stream_v2_quant.hrry", "stream_v2_sparse_composite.hrry"):
+    path = os.path.join(golden, name)
+    if os.path.exists(path):
+        data = open(path, "rb").read()
+        for p in plans:
+            put("fuzz_decoder", bytes([len(p)]) + p + data)
 for c in manifest["containers"]:
     data = open(os.path.join(golden, c["file"]), "rb").read()
     for p in plans[:2]:
