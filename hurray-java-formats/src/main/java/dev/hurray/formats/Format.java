@@ -83,7 +83,7 @@ public enum Format {
         if (n.endsWith(".json")) {
             return TFJS;
         }
-        if (n.endsWith(".hrry")) {
+        if (n.endsWith(".hrry") || n.endsWith(".hrryfile")) {
             return HRRYFILE;
         }
         if (n.endsWith(".hrrys")) {

@@ -36,6 +36,7 @@ class FormatTest {
         assertEquals(Format.SAFETENSORS, Format.detect(file("junk.safetensors", new byte[] {1, 2, 3})));
         assertEquals(Format.TFJS, Format.detect(file("model.json", new byte[0])));
         assertEquals(Format.HRRYFILE, Format.detect(file("a.hrry", new byte[0])));
+        assertEquals(Format.HRRYFILE, Format.detect(file("a.hrryfile", new byte[0]))); // the golden vectors' extension
         ForeignFormatException e = assertThrows(ForeignFormatException.class,
                 () -> Format.detect(file("mystery", new byte[] {1, 2, 3})));
         assertEquals(true, e.getMessage().contains("unrecognised format"));
