@@ -2037,16 +2037,6 @@ HurrayStatus hurray_descriptor_block_quant(const struct HurrayDescriptor *descri
 HurrayStatus hurray_descriptor_builder_set_block_quant(struct HurrayDescriptorBuilder *builder,
                                                        const struct HurrayBlockQuant *quant);
 
-// Stores the descriptor's format version (1, or 2 when it uses a version-2 element type or
-// quantization kind) in `*out`.
-//
-// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
-//
-// # Safety
-// `descriptor` a live descriptor; `out` valid for one write.
-HurrayStatus hurray_descriptor_format_version(const struct HurrayDescriptor *descriptor,
-                                              uint16_t *out);
-
 // Makes a new owned descriptor for a row-major CPU tensor of `element_type` and `dims`
 // (`rank` entries) quantized as `*quant`, with its buffer table sized exactly (read the
 // sizes with `hurray_descriptor_buffer`). `quant` may be NULL for a plain (cast) tensor.

@@ -129,28 +129,6 @@ pub unsafe extern "C" fn hurray_descriptor_builder_set_block_quant(
     })
 }
 
-/// Stores the descriptor's format version (1, or 2 when it uses a version-2 element type or
-/// quantization kind) in `*out`.
-///
-/// Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.
-///
-/// # Safety
-/// `descriptor` a live descriptor; `out` valid for one write.
-#[no_mangle]
-pub unsafe extern "C" fn hurray_descriptor_format_version(
-    descriptor: *const HurrayDescriptor,
-    out: *mut u16,
-) -> HurrayStatus {
-    guard("hurray_descriptor_format_version", || {
-        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
-        // handles.
-        let d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
-        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
-        unsafe { handle::put(out, "out", d.version())? };
-        Ok(HURRAY_OK)
-    })
-}
-
 /// Makes a new owned descriptor for a row-major CPU tensor of `element_type` and `dims`
 /// (`rank` entries) quantized as `*quant`, with its buffer table sized exactly (read the
 /// sizes with `hurray_descriptor_buffer`). `quant` may be NULL for a plain (cast) tensor.

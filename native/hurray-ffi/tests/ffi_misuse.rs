@@ -253,11 +253,6 @@ fn null_cases(f: &Fixture) -> Vec<Case<'_>> {
             ),
             ("hurray_descriptor_block_quant", Box::new(move || hurray_descriptor_block_quant(d, null_mut()))),
             (
-                "hurray_descriptor_format_version",
-                Box::new(move || hurray_descriptor_format_version(null(), Box::leak(Box::new(0u16)))),
-            ),
-            ("hurray_descriptor_format_version", Box::new(move || hurray_descriptor_format_version(d, null_mut()))),
-            (
                 "hurray_descriptor_builder_set_block_quant",
                 Box::new(move || hurray_descriptor_builder_set_block_quant(null_mut(), null())),
             ),

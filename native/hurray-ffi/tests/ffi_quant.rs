@@ -40,7 +40,7 @@ fn plan_quantize_dequantize_through_the_c_abi() {
     assert_eq!(bq, mx(1, 32));
     let mut v = 0u16;
     // SAFETY: `d` is the live descriptor from `plan`; `v` is a live local.
-    assert_eq!(unsafe { hurray_descriptor_format_version(d, &mut v) }, HURRAY_OK);
+    assert_eq!(unsafe { hurray_ffi::sparse::hurray_descriptor_version(d, &mut v) }, HURRAY_OK);
     assert_eq!(v, 2);
     let input: Vec<f32> = (0..128).map(|i| (i % 13) as f32 - 6.0).collect();
     let mut b0 = vec![0u8; 64];

@@ -1101,12 +1101,6 @@ int main(void) {
   KIND(struct HurrayDescriptorBuilder *);
   KIND(const struct HurrayBlockQuant *);
   printf("\n");
-  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_descriptor_format_version), HurrayStatus (*)(const struct HurrayDescriptor *, uint16_t *)), "hurray_descriptor_format_version: signature differs from the AST");
-  printf("func hurray_descriptor_format_version");
-  KIND(HurrayStatus);
-  KIND(const struct HurrayDescriptor *);
-  KIND(uint16_t *);
-  printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_quantize_plan), HurrayStatus (*)(uint8_t, const uint64_t *, size_t, const struct HurrayBlockQuant *, struct HurrayDescriptor **)), "hurray_quantize_plan: signature differs from the AST");
   printf("func hurray_quantize_plan");
   KIND(HurrayStatus);
