@@ -190,6 +190,10 @@ public final class DLPack {
      * Takes ownership of a producer's {@code DLManagedTensorVersioned*} as a
      * {@link TensorScope#CONFINED} tensor (see the class comment).
      *
+     * <p>The pointer must come from a DLPack producer: a foreign address cannot be validated,
+     * so passing an arbitrary non-NULL address reads whatever memory is there and may crash
+     * the process, as in C.
+     *
      * @throws HurrayException {@code VERSION_MISMATCH} for a major version other than 1,
      *     {@code UNSUPPORTED} for a device other than host memory, lanes other than 1, or an
      *     unknown type code, and the descriptor's validation errors; the deleter has run
