@@ -2238,6 +2238,51 @@ HurrayStatus hurray_paged_gather(const struct HurrayDescriptor *descriptor,
 // Returns a static NUL-terminated string: never NULL, never freed. Thread-safe.
 const char *hurray_status_name(HurrayStatus status);
 
+// Sets the stream's metadata: `count` (1..=256) entries with the descriptor metadata rules
+// (keys 1..=256 bytes of UTF-8 without NUL and unique, values up to 64 KiB). It is sent once,
+// right after the stream header, so call it before the first item. Errors: `INVALID_STATE`
+// (an item or the end marker was already staged), `INVALID_ARGUMENT`, `LIMIT_EXCEEDED`,
+// `DUPLICATE_NAME`, `NULL_POINTER`. Added in ABI 4 (additive).
+//
+// # Safety
+// `encoder` live; `entries` valid for `count` reads, each range valid for its length.
+HurrayStatus hurray_encoder_set_metadata(struct HurrayEncoder *encoder,
+                                         const struct HurrayMetadataView *entries,
+                                         size_t count);
+
+// As `hurray_encoder_set_metadata`, for a callback writer (before its first write).
+// Added in ABI 4 (additive).
+//
+// # Safety
+// `writer` live; `entries` as for `hurray_encoder_set_metadata`.
+HurrayStatus hurray_writer_set_metadata(struct HurrayWriter *writer,
+                                        const struct HurrayMetadataView *entries,
+                                        size_t count);
+
+// Decodes the stream header and metadata frame, and no further (a decoder's first call, when
+// the metadata is wanted before any tensor). Returns `HURRAY_OK` with `out->metadata` and
+// `out->fields.metadata_count` set (0 entries when the stream has none; views owned by the
+// decoder, valid until it is destroyed), or `HURRAY_NEED_INPUT` as `hurray_decoder_next` does
+// (then call again with the count). Errors as `hurray_decoder_next`. Added in ABI 4 (additive).
+//
+// # Safety
+// As `hurray_decoder_next`.
+HurrayStatus hurray_decoder_next_header(struct HurrayDecoder *decoder,
+                                        size_t filled,
+                                        uint32_t flags,
+                                        struct HurrayDecodeResult *out);
+
+// The stream's metadata, reading the stream header first if needed (through the transport,
+// with its resumable `TRANSPORT` failures): `*out_entries` and `*out_count` (0 and NULL when
+// the stream has none); the views are owned by the reader and valid until it is destroyed.
+// Errors as `hurray_reader_next_tensor`. Added in ABI 4 (additive).
+//
+// # Safety
+// `reader` live; `out_entries` and `out_count` valid for one write each.
+HurrayStatus hurray_reader_metadata(struct HurrayReader *reader,
+                                    const struct HurrayMetadataView **out_entries,
+                                    size_t *out_count);
+
 // Borrows the tensor's descriptor: valid until the tensor is destroyed; do not destroy it.
 //
 // # Safety

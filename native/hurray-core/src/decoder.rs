@@ -22,8 +22,8 @@ use crate::descriptor::TensorDescriptor;
 use crate::error::{bail, err, Error, Result};
 use crate::pool::{BufferPool, PooledBuf};
 use crate::stream::{
-    ReadTensor, ReaderOptions, EAGER_RESERVE_BYTES, FLAG_PAYLOAD_CRC, FRAME_END, FRAME_HEADER_BYTES, FRAME_TENSOR,
-    READ_AHEAD_BYTES, STREAM_HEADER_BYTES, STREAM_MAGIC, STREAM_VERSION,
+    ReadTensor, ReaderOptions, EAGER_RESERVE_BYTES, FLAG_METADATA, FLAG_PAYLOAD_CRC, FRAME_END, FRAME_HEADER_BYTES,
+    FRAME_METADATA, FRAME_TENSOR, READ_AHEAD_BYTES, STREAM_HEADER_BYTES, STREAM_MAGIC, STREAM_VERSION,
 };
 use crate::{MAX_DESCRIPTOR_BYTES, MAX_RANK};
 
@@ -49,6 +49,16 @@ enum State {
     FrameHeader {
         buf: [u8; FRAME_HEADER_BYTES],
         got: usize,
+    },
+    /// The stream-metadata frame's header and body (only with `FLAG_METADATA`).
+    MetadataHeader {
+        buf: [u8; FRAME_HEADER_BYTES],
+        got: usize,
+    },
+    MetadataBody {
+        buf: Vec<u8>,
+        want: usize,
+        crc: u32,
     },
     /// `buf` grows as bytes arrive, so a declared length costs memory only once the input
     /// backs it up.
@@ -91,6 +101,11 @@ pub struct StreamDecoder {
     pool: Option<BufferPool>,
     input_ended: bool,
     target: Target,
+    has_metadata: bool,
+    /// The stream's metadata once the stream header (and metadata frame) were decoded.
+    metadata: Option<Vec<(String, Vec<u8>)>>,
+    /// `poll` stops (answering `NeedInput`) once the header is decoded; see `poll_header`.
+    stop_at_header: bool,
 }
 
 /// Outcome of trying to complete a piece from buffered bytes.
@@ -122,6 +137,9 @@ impl StreamDecoder {
             pool: (opts.pool_bytes > 0).then(|| BufferPool::new(opts.pool_bytes)),
             input_ended: false,
             target: Target::ReadAhead,
+            has_metadata: false,
+            metadata: None,
+            stop_at_header: false,
         })
     }
 
@@ -257,6 +275,43 @@ impl StreamDecoder {
                     if let Err(e) = self.check_stream_header(&buf) {
                         return (State::StreamHeader { buf, got }, Err(e));
                     }
+                    if self.has_metadata {
+                        State::MetadataHeader { buf: [0; FRAME_HEADER_BYTES], got: 0 }
+                    } else {
+                        self.metadata = Some(Vec::new());
+                        if self.stop_at_header {
+                            return (
+                                State::FrameHeader { buf: [0; FRAME_HEADER_BYTES], got: 0 },
+                                Ok(Decoded::NeedInput),
+                            );
+                        }
+                        State::FrameHeader { buf: [0; FRAME_HEADER_BYTES], got: 0 }
+                    }
+                }
+                State::MetadataHeader { mut buf, mut got } => {
+                    if let Fill::NeedInput = self.fill(&mut buf, &mut got) {
+                        return self.need(State::MetadataHeader { buf, got });
+                    }
+                    match self.check_metadata_header(&buf) {
+                        Err(e) => return (State::MetadataHeader { buf, got }, Err(e)),
+                        Ok((len, crc)) => State::MetadataBody { buf: Vec::new(), want: len, crc },
+                    }
+                }
+                State::MetadataBody { mut buf, want, crc } => {
+                    if let Fill::NeedInput = self.fill_vec(&mut buf, want) {
+                        return self.need(State::MetadataBody { buf, want, crc });
+                    }
+                    if crc32c(&buf) != crc {
+                        let e = err!(Corrupt, "stream metadata checksum mismatch");
+                        return (State::MetadataBody { buf, want, crc }, Err(e));
+                    }
+                    match crate::descriptor::decode_stream_metadata(&buf) {
+                        Err(e) => return (State::MetadataBody { buf, want, crc }, Err(e)),
+                        Ok(md) => self.metadata = Some(md),
+                    }
+                    if self.stop_at_header {
+                        return (State::FrameHeader { buf: [0; FRAME_HEADER_BYTES], got: 0 }, Ok(Decoded::NeedInput));
+                    }
                     State::FrameHeader { buf: [0; FRAME_HEADER_BYTES], got: 0 }
                 }
                 State::FrameHeader { mut buf, mut got } => {
@@ -353,14 +408,60 @@ impl StreamDecoder {
             bail!(VersionMismatch, "stream version {version} (this build reads {STREAM_VERSION})");
         }
         let flags = u16::from_le_bytes([b[10], b[11]]);
-        if flags & !FLAG_PAYLOAD_CRC != 0 {
+        if flags & !(FLAG_PAYLOAD_CRC | FLAG_METADATA) != 0 {
             bail!(Unsupported, "unknown stream flags {flags:#06x}");
         }
         self.payload_crc = flags & FLAG_PAYLOAD_CRC != 0;
+        self.has_metadata = flags & FLAG_METADATA != 0;
         if self.opts.require_payload_checksums && !self.payload_crc {
             bail!(Corrupt, "stream carries no payload checksums and the reader requires them");
         }
         Ok(())
+    }
+
+    /// The metadata frame's (body length, body CRC); it must directly follow the stream header.
+    fn check_metadata_header(&self, b: &[u8; FRAME_HEADER_BYTES]) -> Result<(usize, u32)> {
+        let stored = u32::from_le_bytes(b[20..24].try_into().unwrap());
+        if crc32c(&b[0..20]) != stored {
+            bail!(Corrupt, "frame header checksum mismatch");
+        }
+        if b[0..4] != FRAME_METADATA {
+            bail!(Corrupt, "the stream header announces metadata but the first frame is {:?}", &b[0..4]);
+        }
+        if b[4..8] != [0; 4] {
+            bail!(Unsupported, "unknown frame flags");
+        }
+        let len = u64::from_le_bytes(b[8..16].try_into().unwrap());
+        if len > self.opts.max_descriptor_bytes {
+            bail!(
+                LimitExceeded,
+                "stream metadata of {len} bytes exceeds the limit of {}",
+                self.opts.max_descriptor_bytes
+            );
+        }
+        Ok((len as usize, u32::from_le_bytes(b[16..20].try_into().unwrap())))
+    }
+
+    /// The stream's metadata (docs/spec/stream.md §Stream metadata): `None` until the stream
+    /// header was decoded, then the entries in order (empty when the stream has none).
+    pub fn metadata(&self) -> Option<&[(String, Vec<u8>)]> {
+        self.metadata.as_deref()
+    }
+
+    /// Decodes as far as the stream header and metadata frame, and no further: `Ok(true)` once
+    /// they are decoded ([`metadata`](Self::metadata) is then `Some`), `Ok(false)` when input
+    /// is needed first (as for `NeedInput`). Errors as [`poll`](Self::poll).
+    pub fn poll_header(&mut self) -> Result<bool> {
+        if self.metadata.is_some() {
+            return Ok(true);
+        }
+        self.stop_at_header = true;
+        let r = self.poll();
+        self.stop_at_header = false;
+        match r? {
+            Decoded::NeedInput => Ok(self.metadata.is_some()),
+            _ => Ok(true),
+        }
     }
 
     /// `Ok(None)` for the end marker, else (descriptor length, descriptor CRC).

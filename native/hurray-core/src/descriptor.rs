@@ -583,13 +583,7 @@ impl TensorDescriptor {
             out.extend_from_slice(n.as_bytes());
         }
         if !self.metadata.is_empty() {
-            out.extend_from_slice(&(self.metadata.len() as u32).to_le_bytes());
-            for (k, v) in &self.metadata {
-                out.extend_from_slice(&(k.len() as u32).to_le_bytes());
-                out.extend_from_slice(k.as_bytes());
-                out.extend_from_slice(&(v.len() as u32).to_le_bytes());
-                out.extend_from_slice(v);
-            }
+            encode_metadata_block(&mut out, &self.metadata);
         }
         if let Some(Quantization::Block(b)) = &self.quantization {
             out.push(b.kind as u8);
@@ -711,27 +705,7 @@ impl TensorDescriptor {
         }
         let mut metadata = Vec::new();
         if ext & EXT_METADATA != 0 {
-            let count = c.u32()? as usize;
-            if count == 0 || count > MAX_METADATA_ENTRIES {
-                bail!(Corrupt, "metadata block with {count} entries");
-            }
-            for _ in 0..count {
-                let kl = c.u32()? as usize;
-                if kl > MAX_METADATA_KEY_BYTES {
-                    bail!(LimitExceeded, "metadata key of {kl} bytes");
-                }
-                let k = c.utf8(kl)?;
-                let vl = c.u32()? as usize;
-                if vl > MAX_METADATA_VALUE_BYTES {
-                    bail!(LimitExceeded, "metadata value of {vl} bytes");
-                }
-                let v = c.take(vl)?.to_vec();
-                check_metadata_entry(&k, &v)?;
-                if metadata.iter().any(|(x, _): &(String, Vec<u8>)| *x == k) {
-                    bail!(DuplicateName, "metadata key {k:?} repeated");
-                }
-                metadata.push((k, v));
-            }
+            metadata = decode_metadata_block(&mut c)?;
         }
         let mut quantization = None;
         if ext & EXT_QUANT != 0 {
@@ -855,6 +829,77 @@ impl TensorDescriptor {
 }
 
 use crate::names::check_name;
+
+/// Appends a metadata block (u32 entry count, then per entry u32 key length, key, u32 value
+/// length, value; docs/spec/descriptor.md §Encoding).
+pub(crate) fn encode_metadata_block(out: &mut Vec<u8>, metadata: &[(String, Vec<u8>)]) {
+    out.extend_from_slice(&(metadata.len() as u32).to_le_bytes());
+    for (k, v) in metadata {
+        out.extend_from_slice(&(k.len() as u32).to_le_bytes());
+        out.extend_from_slice(k.as_bytes());
+        out.extend_from_slice(&(v.len() as u32).to_le_bytes());
+        out.extend_from_slice(v);
+    }
+}
+
+/// Reads a metadata block, checking every limit before taking bytes (1..=256 entries, keys
+/// 1..=256 bytes of UTF-8 without NUL and unique, values up to 64 KiB).
+pub(crate) fn decode_metadata_block(c: &mut Cursor) -> Result<Vec<(String, Vec<u8>)>> {
+    let count = c.u32()? as usize;
+    if count == 0 || count > MAX_METADATA_ENTRIES {
+        bail!(Corrupt, "metadata block with {count} entries");
+    }
+    let mut metadata: Vec<(String, Vec<u8>)> = Vec::new();
+    for _ in 0..count {
+        let kl = c.u32()? as usize;
+        if kl > MAX_METADATA_KEY_BYTES {
+            bail!(LimitExceeded, "metadata key of {kl} bytes");
+        }
+        let k = c.utf8(kl)?;
+        let vl = c.u32()? as usize;
+        if vl > MAX_METADATA_VALUE_BYTES {
+            bail!(LimitExceeded, "metadata value of {vl} bytes");
+        }
+        let v = c.take(vl)?.to_vec();
+        check_metadata_entry(&k, &v)?;
+        if metadata.iter().any(|(x, _)| *x == k) {
+            bail!(DuplicateName, "metadata key {k:?} repeated");
+        }
+        metadata.push((k, v));
+    }
+    Ok(metadata)
+}
+
+/// Validates and encodes a stream's metadata (docs/spec/stream.md §Stream metadata): the same
+/// block and rules as a descriptor's metadata. Errors: `InvalidArgument` (no entries, a bad
+/// key), `LimitExceeded`, `DuplicateName`.
+pub fn encode_stream_metadata(metadata: &[(String, Vec<u8>)]) -> Result<Vec<u8>> {
+    if metadata.is_empty() {
+        bail!(InvalidArgument, "stream metadata needs at least one entry (omit it instead)");
+    }
+    if metadata.len() > MAX_METADATA_ENTRIES {
+        bail!(LimitExceeded, "more than {MAX_METADATA_ENTRIES} metadata entries");
+    }
+    for (i, (k, v)) in metadata.iter().enumerate() {
+        check_metadata_entry(k, v)?;
+        if metadata[..i].iter().any(|(x, _)| x == k) {
+            bail!(DuplicateName, "metadata key {k:?} repeated");
+        }
+    }
+    let mut out = Vec::new();
+    encode_metadata_block(&mut out, metadata);
+    Ok(out)
+}
+
+/// Decodes a stream metadata block (exactly `bytes`; trailing bytes are `Corrupt`).
+pub fn decode_stream_metadata(bytes: &[u8]) -> Result<Vec<(String, Vec<u8>)>> {
+    let mut c = Cursor { b: bytes, pos: 0 };
+    let md = decode_metadata_block(&mut c)?;
+    if c.pos != bytes.len() {
+        bail!(Corrupt, "{} trailing bytes after the stream metadata block", bytes.len() - c.pos);
+    }
+    Ok(md)
+}
 
 fn check_metadata_entry(key: &str, value: &[u8]) -> Result<()> {
     if key.is_empty() || key.len() > MAX_METADATA_KEY_BYTES || key.contains('\0') {

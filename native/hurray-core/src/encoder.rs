@@ -20,8 +20,8 @@ use crate::crc32c::{crc32c, Crc32c};
 use crate::descriptor::TensorDescriptor;
 use crate::error::{bail, Result};
 use crate::stream::{
-    WriterOptions, COALESCE_BYTES, FLAG_PAYLOAD_CRC, FRAME_END, FRAME_HEADER_BYTES, FRAME_TENSOR, STREAM_HEADER_BYTES,
-    STREAM_MAGIC, STREAM_VERSION,
+    WriterOptions, COALESCE_BYTES, FLAG_METADATA, FLAG_PAYLOAD_CRC, FRAME_END, FRAME_HEADER_BYTES, FRAME_METADATA,
+    FRAME_TENSOR, STREAM_HEADER_BYTES, STREAM_MAGIC, STREAM_VERSION,
 };
 
 /// One frame of a group for [`StreamEncoder::encode_group`]: a descriptor, its encoding and
@@ -90,6 +90,8 @@ pub struct StreamEncoder {
     mark: Option<Mark>,
     /// Payloads up to this many bytes are copied into the staged output; larger ones borrowed.
     coalesce: usize,
+    /// The encoded stream-metadata block, sent after the stream header.
+    metadata: Option<Vec<u8>>,
 }
 
 impl StreamEncoder {
@@ -109,7 +111,20 @@ impl StreamEncoder {
             borrowed: false,
             mark: None,
             coalesce: COALESCE_BYTES,
+            metadata: None,
         }
+    }
+
+    /// Sets the stream's metadata (docs/spec/stream.md §Stream metadata): sent once, right
+    /// after the stream header, so it must be set before the first item. Errors:
+    /// `InvalidState` (the stream header was already staged), and the metadata rules
+    /// (`InvalidArgument`, `LimitExceeded`, `DuplicateName`).
+    pub fn set_metadata(&mut self, metadata: &[(String, Vec<u8>)]) -> Result<()> {
+        if self.header_staged {
+            bail!(InvalidState, "stream metadata must be set before the first item");
+        }
+        self.metadata = Some(crate::descriptor::encode_stream_metadata(metadata)?);
+        Ok(())
     }
 
     /// Sets the largest payload copied into the staged output (default and maximum
@@ -371,7 +386,10 @@ impl StreamEncoder {
     }
 
     fn push_stream_header(&mut self) {
-        let flags = if self.opts.payload_checksums { FLAG_PAYLOAD_CRC } else { 0 };
+        let mut flags = if self.opts.payload_checksums { FLAG_PAYLOAD_CRC } else { 0 };
+        if self.metadata.is_some() {
+            flags |= FLAG_METADATA;
+        }
         let mut h = [0u8; STREAM_HEADER_BYTES];
         h[0..8].copy_from_slice(&STREAM_MAGIC);
         h[8..10].copy_from_slice(&STREAM_VERSION.to_le_bytes());
@@ -379,6 +397,10 @@ impl StreamEncoder {
         let c = crc32c(&h[0..12]);
         h[12..16].copy_from_slice(&c.to_le_bytes());
         self.staged.extend_from_slice(&h);
+        if let Some(md) = &self.metadata {
+            push_frame_header(&mut self.staged, FRAME_METADATA, md.len() as u64, crc32c(md));
+            self.staged.extend_from_slice(md);
+        }
         self.header_staged = true;
     }
 }

@@ -28,6 +28,11 @@ pub const FRAME_TENSOR: [u8; 4] = *b"HRTN";
 pub const FRAME_END: [u8; 4] = *b"HREN";
 /// Stream header flag: every payload is followed by its CRC32C.
 pub const FLAG_PAYLOAD_CRC: u16 = 1;
+/// Stream header flag: a metadata frame follows the stream header (docs/spec/stream.md
+/// §Stream metadata).
+pub const FLAG_METADATA: u16 = 2;
+/// Frame magic of the stream-metadata frame (only directly after the stream header).
+pub const FRAME_METADATA: [u8; 4] = *b"HRMD";
 
 /// Reads at most this many bytes ahead into the reader's own buffer; larger payload reads go
 /// straight into the tensor's allocation.
@@ -182,6 +187,27 @@ impl<T: ReadTransport> StreamReader<T> {
         &mut self.transport
     }
 
+    /// The stream's metadata (docs/spec/stream.md §Stream metadata), reading the stream header
+    /// and metadata frame first if that was not done yet; empty when the stream has none.
+    /// Errors as [`next_tensor`](Self::next_tensor).
+    pub fn metadata(&mut self) -> Result<&[(String, Vec<u8>)]> {
+        while !self.decoder.poll_header()? {
+            self.read_some()?;
+        }
+        Ok(self.decoder.metadata().unwrap_or(&[]))
+    }
+
+    /// One transport read into the region the decoder names.
+    fn read_some(&mut self) -> Result<()> {
+        let dst = self.decoder.input_buffer()?;
+        let asked = dst.len();
+        let n = self.transport.read(dst).map_err(transport_err)?;
+        if n > asked {
+            bail!(Transport, "transport reported {n} bytes read, more than the {asked} asked for");
+        }
+        self.decoder.commit(n)
+    }
+
     /// Reads the next tensor. `Ok(None)` is the end-of-stream marker (and every call after it).
     ///
     /// Errors: `Transport` (resumable: call again), `Truncated` (input ended inside an item or
@@ -192,15 +218,7 @@ impl<T: ReadTransport> StreamReader<T> {
             match self.decoder.poll()? {
                 Decoded::Tensor(t) => return Ok(Some(t)),
                 Decoded::End => return Ok(None),
-                Decoded::NeedInput => {
-                    let dst = self.decoder.input_buffer()?;
-                    let asked = dst.len();
-                    let n = self.transport.read(dst).map_err(transport_err)?;
-                    if n > asked {
-                        bail!(Transport, "transport reported {n} bytes read, more than the {asked} asked for");
-                    }
-                    self.decoder.commit(n)?;
-                }
+                Decoded::NeedInput => self.read_some()?,
             }
         }
     }
@@ -256,6 +274,12 @@ impl<T: WriteTransport> StreamWriter<T> {
     /// Marks the writer poisoned: a multi-frame item (a composite) stopped part-way.
     pub(crate) fn poison(&mut self) {
         self.encoder.poison();
+    }
+
+    /// Sets the stream's metadata, sent with the stream header (before the first item). Errors
+    /// as [`StreamEncoder::set_metadata`].
+    pub fn set_metadata(&mut self, metadata: &[(String, Vec<u8>)]) -> Result<()> {
+        self.encoder.set_metadata(metadata)
     }
 
     /// Writes one tensor: `payloads[i]` is buffer `i` of the descriptor's buffer table and

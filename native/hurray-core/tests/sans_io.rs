@@ -256,3 +256,53 @@ fn a_failed_composite_item_is_sticky() {
     assert_eq!(items.end_of_stream().unwrap_err(), e);
     assert_eq!(items.failure(), Some(&e));
 }
+
+#[test]
+fn stream_metadata_travels_with_the_header() {
+    use hurray_core::{StreamReader, StreamWriter};
+    let items = corpus();
+    let md = vec![("format".to_string(), b"pt".to_vec()), ("source".to_string(), vec![0u8, 1, 2])];
+    let mut w = StreamWriter::new(Vec::new(), WriterOptions { payload_checksums: true });
+    w.set_metadata(&md).unwrap();
+    for it in &items {
+        w.write_tensor(&it.desc, &it.slices()).unwrap();
+    }
+    // Too late once the header left, and refused before it when invalid.
+    assert_eq!(w.set_metadata(&md).unwrap_err().kind(), ErrorKind::InvalidState);
+    w.finish().unwrap();
+    let wire = w.into_transport();
+    let mut e = StreamEncoder::new(WriterOptions::default());
+    assert_eq!(e.set_metadata(&[]).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    let dup = vec![("k".to_string(), vec![]), ("k".to_string(), vec![])];
+    assert_eq!(e.set_metadata(&dup).unwrap_err().kind(), ErrorKind::DuplicateName);
+
+    // The callback reader sees the metadata before the first tensor, and the same tensors.
+    let mut r = StreamReader::new(hurray_core::stream::SliceSource::new(&wire, 7), ReaderOptions::default()).unwrap();
+    assert_eq!(r.metadata().unwrap(), &md[..]);
+    let (read, end) = read_all(&mut r);
+    end.unwrap();
+    assert_same(&read, &items);
+    // The decoder, fed in small pieces, the same; metadata is None before the header.
+    let mut d = StreamDecoder::new(ReaderOptions::default()).unwrap();
+    assert!(d.metadata().is_none());
+    let mut pos = 0;
+    while !d.poll_header().unwrap() {
+        let dst = d.input_buffer().unwrap();
+        let n = dst.len().min(5).min(wire.len() - pos);
+        dst[..n].write_copy_of_slice(&wire[pos..pos + n]);
+        pos += n;
+        d.commit(n).unwrap();
+    }
+    assert_eq!(d.metadata().unwrap(), &md[..]);
+    let (flat, end, _) = decode(&wire, |_| 4096);
+    end.unwrap();
+    assert_same(&flat, &items);
+    // A stream without metadata reports none; a damaged metadata frame is CORRUPT.
+    let plain = encode_stream(&items[..1], false);
+    let mut r = StreamReader::new(hurray_core::stream::SliceSource::new(&plain, 64), ReaderOptions::default()).unwrap();
+    assert!(r.metadata().unwrap().is_empty());
+    let mut bad = wire.clone();
+    bad[16 + 24 + 2] ^= 1; // inside the metadata body
+    let (_, end, _) = decode(&bad, |_| 4096);
+    assert_eq!(end.unwrap_err().kind(), ErrorKind::Corrupt);
+}

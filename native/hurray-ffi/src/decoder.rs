@@ -69,6 +69,7 @@ pub struct HurrayDecodeResult {
 
 pub(crate) struct DecoderInner {
     decoder: StreamDecoder,
+    header_views: Vec<HurrayMetadataView>,
     items: hurray_core::ItemReader,
     buffers: Vec<HurrayDecodedBuffer>,
     metadata: Vec<HurrayMetadataView>,
@@ -109,6 +110,7 @@ pub unsafe extern "C" fn hurray_decoder_new(
                 out_decoder,
                 DecoderInner {
                     decoder,
+                    header_views: Vec::new(),
                     items: hurray_core::ItemReader::new(),
                     buffers: Vec::new(),
                     metadata: Vec::new(),
@@ -344,6 +346,49 @@ pub unsafe extern "C" fn hurray_decoder_next_item(
             }
         }
     })
+}
+
+impl DecoderInner {
+    /// `hurray_decoder_next_header`'s body.
+    ///
+    /// # Safety
+    /// `out` valid for one write.
+    pub(crate) unsafe fn next_header(
+        &mut self,
+        filled: usize,
+        flags: u32,
+        out: *mut HurrayDecodeResult,
+    ) -> FfiResult<HurrayStatus> {
+        // SAFETY: caller contract.
+        unsafe { out.write(empty_result()) };
+        if flags & !HURRAY_DECODE_END_OF_INPUT != 0 {
+            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("unknown decode flags {flags:#x}")));
+        }
+        if filled > 0 {
+            self.decoder.commit(filled)?;
+        }
+        if flags & HURRAY_DECODE_END_OF_INPUT != 0 {
+            self.decoder.commit(0)?;
+        }
+        if !self.decoder.poll_header()? {
+            let dst = self.decoder.input_buffer()?;
+            if dst.is_empty() {
+                return Err(FfiError::new(HURRAY_ERR_INTERNAL_PANIC, "the decoder needs input but offered no room"));
+            }
+            let r = HurrayDecodeResult { input: dst.as_mut_ptr().cast(), input_len: dst.len(), ..empty_result() };
+            // SAFETY: caller contract.
+            unsafe { out.write(r) };
+            return Ok(HURRAY_NEED_INPUT);
+        }
+        let md = self.decoder.metadata().unwrap_or(&[]);
+        crate::stream_metadata::views_of(md, &mut self.header_views);
+        let mut r = empty_result();
+        r.fields.metadata_count = self.header_views.len();
+        r.metadata = if self.header_views.is_empty() { std::ptr::null() } else { self.header_views.as_ptr() };
+        // SAFETY: caller contract.
+        unsafe { out.write(r) };
+        Ok(HURRAY_OK)
+    }
 }
 
 fn empty_result() -> HurrayDecodeResult {

@@ -39,6 +39,11 @@ impl EncoderInner {
         self.encoder.encode_group(items)
     }
 
+    /// Sets the stream metadata (before the first item).
+    pub(crate) fn set_metadata(&mut self, md: &[(String, Vec<u8>)]) -> hurray_core::Result<()> {
+        self.encoder.set_metadata(md)
+    }
+
     /// Writes the state to a nullable out-pointer.
     pub(crate) fn put_state(&self, out: *mut HurrayEncoderState) {
         put_state(out, self.state());

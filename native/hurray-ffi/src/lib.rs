@@ -29,6 +29,7 @@ pub mod reader;
 mod slices;
 pub mod sparse;
 pub mod status;
+pub mod stream_metadata;
 pub mod tensor;
 pub mod transport;
 pub mod writer;

@@ -479,6 +479,36 @@ fn null_cases(f: &Fixture) -> Vec<Case<'_>> {
                     hurray_ffi::composite::hurray_encoder_encode_composite(null_mut(), null(), null_mut())
                 }),
             ),
+            (
+                "hurray_encoder_set_metadata",
+                Box::new(move || hurray_ffi::stream_metadata::hurray_encoder_set_metadata(null_mut(), null(), 0)),
+            ),
+            (
+                "hurray_writer_set_metadata",
+                Box::new(move || hurray_ffi::stream_metadata::hurray_writer_set_metadata(null_mut(), null(), 0)),
+            ),
+            (
+                "hurray_writer_set_metadata",
+                Box::new(move || hurray_ffi::stream_metadata::hurray_writer_set_metadata(w, null(), 1)),
+            ),
+            (
+                "hurray_decoder_next_header",
+                Box::new(move || {
+                    hurray_ffi::stream_metadata::hurray_decoder_next_header(null_mut(), 0, 0, &mut std::mem::zeroed())
+                }),
+            ),
+            (
+                "hurray_decoder_next_header",
+                Box::new(move || hurray_ffi::stream_metadata::hurray_decoder_next_header(null_mut(), 0, 0, null_mut())),
+            ),
+            (
+                "hurray_reader_metadata",
+                Box::new(move || hurray_ffi::stream_metadata::hurray_reader_metadata(null_mut(), leak(null()), usp)),
+            ),
+            (
+                "hurray_reader_metadata",
+                Box::new(move || hurray_ffi::stream_metadata::hurray_reader_metadata(r, null_mut(), usp)),
+            ),
             ("hurray_decoder_new", Box::new(move || hurray_ffi::decoder::hurray_decoder_new(null(), 0, null_mut()))),
             (
                 "hurray_decoder_next",

@@ -365,3 +365,59 @@ fn encode_encoded_equals_encode_and_refuses_bad_bytes() {
         expect(hurray_encoder_destroy(&mut e2), HURRAY_OK);
     }
 }
+
+#[test]
+fn stream_metadata_through_the_encoder_and_decoder() {
+    use hurray_ffi::decoder::HurrayMetadataView;
+    use hurray_ffi::stream_metadata::*;
+    let items = corpus();
+    let md = [
+        HurrayMetadataView { key: b"format".as_ptr(), key_len: 6, value: b"pt".as_ptr(), value_len: 2 },
+        HurrayMetadataView { key: b"empty".as_ptr(), key_len: 5, value: null(), value_len: 0 },
+    ];
+    let mut wire = Vec::new();
+    unsafe {
+        let mut e = null_mut();
+        expect(hurray_encoder_new(null(), &mut e), HURRAY_OK);
+        expect(hurray_encoder_set_metadata(e, md.as_ptr(), md.len()), HURRAY_OK);
+        let mut st = HurrayEncoderState::default();
+        for it in &items[..3] {
+            let d = decode(&it.desc.encode().unwrap());
+            let s = slices(&it.payloads);
+            expect(hurray_encoder_encode(e, d, s.as_ptr(), s.len(), &mut st), HURRAY_OK);
+            expect(hurray_descriptor_destroy(d), HURRAY_OK);
+            drain(e, usize::MAX, &mut wire);
+        }
+        // After the first item: too late.
+        expect(hurray_encoder_set_metadata(e, md.as_ptr(), md.len()), HURRAY_ERR_INVALID_STATE);
+        expect(hurray_encoder_finish(e, &mut st), HURRAY_OK);
+        drain(e, usize::MAX, &mut wire);
+        expect(hurray_encoder_destroy(&mut e), HURRAY_OK);
+
+        let mut d = null_mut();
+        expect(hurray_decoder_new(null(), 0, &mut d), HURRAY_OK);
+        let mut r = std::mem::zeroed::<HurrayDecodeResult>();
+        let (mut pos, mut filled) = (0usize, 0usize);
+        loop {
+            let s = hurray_decoder_next_header(d, filled, 0, &mut r);
+            if s == HURRAY_OK {
+                break;
+            }
+            expect(s, HURRAY_NEED_INPUT);
+            let n = r.input_len.min(10).min(wire.len() - pos);
+            std::ptr::copy_nonoverlapping(wire[pos..].as_ptr(), r.input, n);
+            pos += n;
+            filled = n;
+        }
+        assert_eq!(r.fields.metadata_count, 2);
+        let got = std::slice::from_raw_parts(r.metadata, 2);
+        assert_eq!(std::slice::from_raw_parts(got[0].key, got[0].key_len), b"format");
+        assert_eq!(std::slice::from_raw_parts(got[0].value, got[0].value_len), b"pt");
+        assert_eq!(got[1].value_len, 0);
+        expect(hurray_decoder_destroy(&mut d), HURRAY_OK);
+    }
+    // The flat view reads the same tensors as the callback reader.
+    let (back, end, _) = ffi_decode(&wire, 1000);
+    expect(end, HURRAY_END_OF_STREAM);
+    assert_back(&back, &items[..3]);
+}

@@ -10446,6 +10446,294 @@ public final class hurray_h {
         }
     }
 
+    private static final class hurray_encoder_set_metadata {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_encoder_set_metadata");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_set_metadata(struct HurrayEncoder *encoder,
+     *                                          const struct HurrayMetadataView *entries,
+     *                                          size_t count)
+     * }
+     */
+    public static FunctionDescriptor hurray_encoder_set_metadata$descriptor() {
+        return hurray_encoder_set_metadata.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_set_metadata(struct HurrayEncoder *encoder,
+     *                                          const struct HurrayMetadataView *entries,
+     *                                          size_t count)
+     * }
+     */
+    public static MethodHandle hurray_encoder_set_metadata$handle() {
+        return hurray_encoder_set_metadata.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_set_metadata(struct HurrayEncoder *encoder,
+     *                                          const struct HurrayMetadataView *entries,
+     *                                          size_t count)
+     * }
+     */
+    public static MemorySegment hurray_encoder_set_metadata$address() {
+        return hurray_encoder_set_metadata.ADDR;
+    }
+
+    /**
+     * Sets the stream's metadata: <code>count</code> (1..=256) entries with the descriptor metadata rules
+     * (keys 1..=256 bytes of UTF-8 without NUL and unique, values up to 64 KiB). It is sent once,
+     * right after the stream header, so call it before the first item. Errors: <code>INVALID_STATE</code>
+     * (an item or the end marker was already staged), <code>INVALID_ARGUMENT</code>, <code>LIMIT_EXCEEDED</code>,
+     * <code>DUPLICATE_NAME</code>, <code>NULL_POINTER</code>. Added in ABI 4 (additive).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>encoder</code> live; <code>entries</code> valid for <code>count</code> reads, each range valid for its length.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_set_metadata(struct HurrayEncoder *encoder,
+     *                                          const struct HurrayMetadataView *entries,
+     *                                          size_t count)
+     * }
+     */
+    public static int hurray_encoder_set_metadata(MemorySegment encoder, MemorySegment entries, long count) {
+        var mh$ = hurray_encoder_set_metadata.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_encoder_set_metadata", encoder, entries, count);
+            }
+            return (int) mh$.invokeExact(encoder, entries, count);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_writer_set_metadata {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_writer_set_metadata");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_writer_set_metadata(struct HurrayWriter *writer,
+     *                                         const struct HurrayMetadataView *entries,
+     *                                         size_t count)
+     * }
+     */
+    public static FunctionDescriptor hurray_writer_set_metadata$descriptor() {
+        return hurray_writer_set_metadata.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_writer_set_metadata(struct HurrayWriter *writer,
+     *                                         const struct HurrayMetadataView *entries,
+     *                                         size_t count)
+     * }
+     */
+    public static MethodHandle hurray_writer_set_metadata$handle() {
+        return hurray_writer_set_metadata.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_writer_set_metadata(struct HurrayWriter *writer,
+     *                                         const struct HurrayMetadataView *entries,
+     *                                         size_t count)
+     * }
+     */
+    public static MemorySegment hurray_writer_set_metadata$address() {
+        return hurray_writer_set_metadata.ADDR;
+    }
+
+    /**
+     * As <code>hurray_encoder_set_metadata</code>, for a callback writer (before its first write).
+     * Added in ABI 4 (additive).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>writer</code> live; <code>entries</code> as for <code>hurray_encoder_set_metadata</code>.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_writer_set_metadata(struct HurrayWriter *writer,
+     *                                         const struct HurrayMetadataView *entries,
+     *                                         size_t count)
+     * }
+     */
+    public static int hurray_writer_set_metadata(MemorySegment writer, MemorySegment entries, long count) {
+        var mh$ = hurray_writer_set_metadata.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_writer_set_metadata", writer, entries, count);
+            }
+            return (int) mh$.invokeExact(writer, entries, count);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_decoder_next_header {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_INT, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_decoder_next_header");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_next_header(struct HurrayDecoder *decoder,
+     *                                         size_t filled,
+     *                                         uint32_t flags,
+     *                                         struct HurrayDecodeResult *out)
+     * }
+     */
+    public static FunctionDescriptor hurray_decoder_next_header$descriptor() {
+        return hurray_decoder_next_header.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_next_header(struct HurrayDecoder *decoder,
+     *                                         size_t filled,
+     *                                         uint32_t flags,
+     *                                         struct HurrayDecodeResult *out)
+     * }
+     */
+    public static MethodHandle hurray_decoder_next_header$handle() {
+        return hurray_decoder_next_header.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_next_header(struct HurrayDecoder *decoder,
+     *                                         size_t filled,
+     *                                         uint32_t flags,
+     *                                         struct HurrayDecodeResult *out)
+     * }
+     */
+    public static MemorySegment hurray_decoder_next_header$address() {
+        return hurray_decoder_next_header.ADDR;
+    }
+
+    /**
+     * Decodes the stream header and metadata frame, and no further (a decoder's first call, when
+     * the metadata is wanted before any tensor). Returns <code>HURRAY_OK</code> with <code>out-&gt;metadata</code> and
+     * <code>out-&gt;fields.metadata_count</code> set (0 entries when the stream has none; views owned by the
+     * decoder, valid until it is destroyed), or <code>HURRAY_NEED_INPUT</code> as <code>hurray_decoder_next</code> does
+     * (then call again with the count). Errors as <code>hurray_decoder_next</code>. Added in ABI 4 (additive).
+     * <p>
+     * <b>Safety</b><br>
+     * As <code>hurray_decoder_next</code>.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_next_header(struct HurrayDecoder *decoder,
+     *                                         size_t filled,
+     *                                         uint32_t flags,
+     *                                         struct HurrayDecodeResult *out)
+     * }
+     */
+    public static int hurray_decoder_next_header(MemorySegment decoder, long filled, int flags, MemorySegment out) {
+        var mh$ = hurray_decoder_next_header.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_decoder_next_header", decoder, filled, flags, out);
+            }
+            return (int) mh$.invokeExact(decoder, filled, flags, out);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_reader_metadata {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_reader_metadata");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_reader_metadata(struct HurrayReader *reader,
+     *                                     const struct HurrayMetadataView **out_entries,
+     *                                     size_t *out_count)
+     * }
+     */
+    public static FunctionDescriptor hurray_reader_metadata$descriptor() {
+        return hurray_reader_metadata.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_reader_metadata(struct HurrayReader *reader,
+     *                                     const struct HurrayMetadataView **out_entries,
+     *                                     size_t *out_count)
+     * }
+     */
+    public static MethodHandle hurray_reader_metadata$handle() {
+        return hurray_reader_metadata.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_reader_metadata(struct HurrayReader *reader,
+     *                                     const struct HurrayMetadataView **out_entries,
+     *                                     size_t *out_count)
+     * }
+     */
+    public static MemorySegment hurray_reader_metadata$address() {
+        return hurray_reader_metadata.ADDR;
+    }
+
+    /**
+     * The stream's metadata, reading the stream header first if needed (through the transport,
+     * with its resumable <code>TRANSPORT</code> failures): <code>*out_entries</code> and <code>*out_count</code> (0 and NULL when
+     * the stream has none); the views are owned by the reader and valid until it is destroyed.
+     * Errors as <code>hurray_reader_next_tensor</code>. Added in ABI 4 (additive).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>reader</code> live; <code>out_entries</code> and <code>out_count</code> valid for one write each.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_reader_metadata(struct HurrayReader *reader,
+     *                                     const struct HurrayMetadataView **out_entries,
+     *                                     size_t *out_count)
+     * }
+     */
+    public static int hurray_reader_metadata(MemorySegment reader, MemorySegment out_entries, MemorySegment out_count) {
+        var mh$ = hurray_reader_metadata.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_reader_metadata", reader, out_entries, out_count);
+            }
+            return (int) mh$.invokeExact(reader, out_entries, out_count);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static final class hurray_tensor_descriptor {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
         static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_tensor_descriptor");
