@@ -79,6 +79,7 @@ public final class Reader implements AutoCloseable, Iterable<Tensor> {
     private final TensorScope scope;
     private final HandleGuard guard = new HandleGuard("reader");
     private boolean ended;
+    private java.util.Map<String, byte[]> metadata;
     /** The previous tensor's descriptor, shared when the next one encodes identically. */
     private TensorDescriptor previous;
 
@@ -294,6 +295,28 @@ public final class Reader implements AutoCloseable, Iterable<Tensor> {
     public Stream<Tensor> stream() {
         return StreamSupport.stream(Spliterators.spliteratorUnknownSize(iterator(),
                 Spliterator.ORDERED | Spliterator.NONNULL), false);
+    }
+
+    /**
+     * The stream's metadata (docs/spec/stream.md §Stream metadata): key/value entries the writer
+     * set with {@link Writer#metadata(java.util.Map)}, in order; empty when the stream has none. Reads the
+     * stream header first if no tensor was read yet (so it may block, and fail, like
+     * {@link #read()}).
+     *
+     * @return an unmodifiable map of copies
+     * @throws HurrayException as {@link #read()}
+     * @throws IllegalStateException if the reader is closed or in use by another thread
+     */
+    public java.util.Map<String, byte[]> metadata() throws HurrayException {
+        guard.enter();
+        try {
+            if (metadata == null) {
+                metadata = java.util.Collections.unmodifiableMap(nativeReader.metadata());
+            }
+            return metadata;
+        } finally {
+            guard.exit();
+        }
     }
 
     /** True once the end-of-stream marker was read. */

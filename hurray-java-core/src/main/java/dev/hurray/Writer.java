@@ -302,6 +302,29 @@ public final class Writer implements AutoCloseable {
     }
 
     /**
+     * Sets the stream's metadata (docs/spec/stream.md §Stream metadata): up to 256 key/value
+     * entries (keys 1–256 bytes of UTF-8 without NUL, values up to 64 KiB), sent once with the
+     * stream header; readers get them from {@link Reader#metadata()}. Call it before the first
+     * write.
+     *
+     * @return this writer
+     * @throws HurrayException {@link Status#INVALID_STATE} after the first write or finish;
+     *     {@link Status#INVALID_ARGUMENT} (no entries, a bad key), {@link Status#LIMIT_EXCEEDED},
+     *     {@link Status#DUPLICATE_NAME}
+     * @throws IllegalStateException if the writer is closed or in use by another thread
+     */
+    public Writer metadata(java.util.Map<String, byte[]> metadata) throws HurrayException {
+        Objects.requireNonNull(metadata, "metadata");
+        guard.enter();
+        try {
+            nativeWriter.setMetadata(metadata);
+            return this;
+        } finally {
+            guard.exit();
+        }
+    }
+
+    /**
      * Sends the tensors a batching writer ({@link WriterOptions#batchBytes()} above 0) still
      * holds, and flushes the sink (an {@code OutputStream}'s {@code flush()}). A no-op for
      * bytes already sent.

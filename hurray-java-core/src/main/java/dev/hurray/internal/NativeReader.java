@@ -182,6 +182,40 @@ public final class NativeReader {
         }
     }
 
+    /**
+     * The stream's metadata ({@code hurray_decoder_next_header}; docs/spec/stream.md §Stream
+     * metadata), reading the stream header first if needed: entries in order, copied; empty
+     * when the stream has none.
+     *
+     * @throws HurrayException as {@link #next()}
+     */
+    public java.util.Map<String, byte[]> metadata() throws HurrayException {
+        while (true) {
+            long f = filled;
+            filled = 0;
+            int rc = hurray_h.hurray_decoder_next_header(handle, f, inputEnded ? END_OF_INPUT : 0, result);
+            if (rc == Native.OK) {
+                long n = HurrayDescriptorFields.metadata_count(HurrayDecodeResult.fields(result));
+                MemorySegment views = HurrayDecodeResult.metadata(result).reinterpret(n * HurrayMetadataView.sizeof());
+                java.util.Map<String, byte[]> out = new java.util.LinkedHashMap<>();
+                for (long i = 0; i < n; i++) {
+                    MemorySegment v = views.asSlice(i * HurrayMetadataView.sizeof(), HurrayMetadataView.sizeof());
+                    String key = new String(HurrayMetadataView.key(v).reinterpret(HurrayMetadataView.key_len(v))
+                            .toArray(java.lang.foreign.ValueLayout.JAVA_BYTE), java.nio.charset.StandardCharsets.UTF_8);
+                    byte[] value = HurrayMetadataView.value(v).reinterpret(HurrayMetadataView.value_len(v))
+                            .toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
+                    out.put(key, value);
+                }
+                return out;
+            }
+            if (rc == NEED_INPUT) {
+                fill();
+                continue;
+            }
+            throw Native.error(rc, null);
+        }
+    }
+
     /** The decoded tensor ({@code HurrayTensor*}), now owned by the caller (destroy it). */
     public MemorySegment tensor() {
         return HurrayDecodeResult.tensor(result);

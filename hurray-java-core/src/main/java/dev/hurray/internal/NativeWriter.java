@@ -155,6 +155,33 @@ public final class NativeWriter {
         afterStaging();
     }
 
+    /**
+     * Sets the stream's metadata ({@code hurray_encoder_set_metadata}), sent with the stream
+     * header: before the first item.
+     *
+     * @throws HurrayException {@link Status#INVALID_STATE} after the first item; the metadata
+     *     rules ({@link Status#INVALID_ARGUMENT}, {@link Status#LIMIT_EXCEEDED},
+     *     {@link Status#DUPLICATE_NAME})
+     */
+    public void setMetadata(java.util.Map<String, byte[]> metadata) throws HurrayException {
+        try (Arena a = Arena.ofConfined()) {
+            int n = metadata.size();
+            MemorySegment views = a.allocate(Math.max(1, n) * dev.hurray.ffm.HurrayMetadataView.sizeof(), 8);
+            int i = 0;
+            for (java.util.Map.Entry<String, byte[]> e : metadata.entrySet()) {
+                byte[] k = e.getKey().getBytes(java.nio.charset.StandardCharsets.UTF_8);
+                byte[] v = e.getValue();
+                MemorySegment view = views.asSlice(i * dev.hurray.ffm.HurrayMetadataView.sizeof(), dev.hurray.ffm.HurrayMetadataView.sizeof());
+                dev.hurray.ffm.HurrayMetadataView.key(view, k.length == 0 ? MemorySegment.NULL : a.allocateFrom(JAVA_BYTE, k));
+                dev.hurray.ffm.HurrayMetadataView.key_len(view, k.length);
+                dev.hurray.ffm.HurrayMetadataView.value(view, v.length == 0 ? MemorySegment.NULL : a.allocateFrom(JAVA_BYTE, v));
+                dev.hurray.ffm.HurrayMetadataView.value_len(view, v.length);
+                i++;
+            }
+            Native.check(hurray_h.hurray_encoder_set_metadata(handle, views, n));
+        }
+    }
+
     /** Sends whatever is pending and flushes the sink. */
     public void flush() throws HurrayException {
         send(false);
