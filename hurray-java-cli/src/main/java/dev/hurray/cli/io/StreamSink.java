@@ -51,7 +51,13 @@ public final class StreamSink implements Sink {
         }
         begun = true;
         if (!metadata.isEmpty()) {
-            writer.write(StreamMetadata.descriptor(metadata), MemorySegment.ofArray(new byte[0]));
+            try {
+                writer.metadata(metadata); // the stream-metadata frame (docs/spec/stream.md §Stream metadata)
+            } catch (dev.hurray.HurrayException e) {
+                throw new ForeignFormatException("the file metadata (" + metadata.size() + " entries) does not fit a "
+                        + "stream's metadata frame (at most 256 entries, keys up to 256 bytes, values up to 64 KiB): "
+                        + e.getMessage(), e);
+            }
         }
     }
 

@@ -29,8 +29,11 @@ public final class StreamSource implements Source {
         this.reader = reader;
         Map<String, byte[]> meta = Map.of();
         try {
+            // The stream-metadata frame; streams written before it existed carry the file
+            // metadata as a leading __metadata__ item instead, which is still accepted.
+            meta = reader.metadata();
             Tensor first = reader.read();
-            if (first != null && StreamMetadata.isMetadataItem(first.descriptor())) {
+            if (meta.isEmpty() && first != null && StreamMetadata.isMetadataItem(first.descriptor())) {
                 meta = first.descriptor().metadata();
                 first.close();
                 first = null;
