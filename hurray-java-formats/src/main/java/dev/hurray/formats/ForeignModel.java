@@ -123,14 +123,20 @@ public final class ForeignModel implements AutoCloseable {
     }
 
     /**
-     * Writes each tensor, in model order, to a Hurray stream. File metadata does not travel: a
-     * stream carries tensors only (each tensor's own descriptor metadata does).
+     * Writes each tensor, in model order, to a Hurray stream; the file metadata (if any) goes
+     * first, as the stream's metadata (docs/spec/stream.md §Stream metadata), so the writer must
+     * not have written anything yet when the model has metadata.
      *
      * @return the number of tensors written
      * @throws ForeignFormatException if a tensor cannot be a Hurray tensor
-     * @throws IOException as {@link Writer#write(Tensor)} throws
+     * @throws IOException as {@link Writer#metadata(java.util.Map)} and {@link Writer#write(Tensor)} throw
      */
     public long writeTo(Writer writer) throws IOException {
+        if (!metadata.isEmpty()) {
+            Map<String, byte[]> bytes = new java.util.LinkedHashMap<>();
+            metadata.forEach((k, v) -> bytes.put(k, v.getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+            writer.metadata(bytes);
+        }
         for (ForeignTensor t : tensors) {
             try (Arena scratch = Arena.ofConfined(); Tensor h = t.toTensor(scratch)) {
                 writer.write(h);
@@ -177,7 +183,8 @@ public final class ForeignModel implements AutoCloseable {
 
     /**
      * Reads every tensor of a Hurray stream into a model, copying each payload into memory the
-     * model owns (the stream's tensors are closed as they are copied).
+     * model owns (the stream's tensors are closed as they are copied); the stream's metadata
+     * entries whose values are UTF-8 text become the model's metadata.
      *
      * @throws ForeignFormatException if a tensor has no foreign counterpart
      * @throws IOException as the reader throws
@@ -185,13 +192,22 @@ public final class ForeignModel implements AutoCloseable {
     public static ForeignModel of(Reader reader) throws IOException {
         Arena arena = Arena.ofShared();
         try {
+            Map<String, String> meta = new java.util.LinkedHashMap<>();
+            java.nio.charset.CharsetDecoder utf8 = java.nio.charset.StandardCharsets.UTF_8.newDecoder();
+            for (Map.Entry<String, byte[]> e : reader.metadata().entrySet()) {
+                try {
+                    meta.put(e.getKey(), utf8.decode(java.nio.ByteBuffer.wrap(e.getValue())).toString());
+                } catch (java.nio.charset.CharacterCodingException binary) {
+                    // not text: a foreign model's metadata holds strings only
+                }
+            }
             List<ForeignTensor> ts = new ArrayList<>();
             for (Tensor t : reader) {
                 try (t) {
                     ts.add(copy(t, arena));
                 }
             }
-            return new ForeignModel(ts, Map.of(), arena);
+            return new ForeignModel(ts, meta, arena);
         } catch (Throwable t) {
             arena.close();
             throw t;
