@@ -605,10 +605,7 @@ public final class NativeDescriptor {
         }
         Map<String, byte[]> metadata = entries == 0 ? Collections.emptyMap() : new LinkedHashMap<>();
         for (int i = 0; i < entries; i++) {
-            MemorySegment s = metadataAt.at(i);
-            String key = new String(s.get(ADDRESS, 0).reinterpret(s.get(JAVA_LONG, 8)).toArray(JAVA_BYTE), StandardCharsets.UTF_8);
-            byte[] value = s.get(ADDRESS, 16).reinterpret(s.get(JAVA_LONG, 24)).toArray(JAVA_BYTE);
-            metadata.put(key, value);
+            putEntry(metadata, metadataAt.at(i));
         }
         Shape shape;
         try {
@@ -661,6 +658,24 @@ public final class NativeDescriptor {
             return new Quantization.Cast(deq);
         }
         throw new HurrayException(Status.UNSUPPORTED, "quantization kind " + kind + " is not known to this Java API", null);
+    }
+
+    /**
+     * Copies {@code count} {@code HurrayMetadataView}s (key, key length, value, value length:
+     * the four out-values of {@code hurray_descriptor_metadata_get}) into a new ordered map.
+     */
+    public static Map<String, byte[]> metadataOf(MemorySegment views, int count) {
+        Map<String, byte[]> out = new LinkedHashMap<>();
+        long stride = HurrayMetadataView.sizeof();
+        for (int i = 0; i < count; i++) {
+            putEntry(out, views.asSlice(i * stride, stride));
+        }
+        return out;
+    }
+
+    private static void putEntry(Map<String, byte[]> into, MemorySegment s) {
+        String key = new String(s.get(ADDRESS, 0).reinterpret(s.get(JAVA_LONG, 8)).toArray(JAVA_BYTE), StandardCharsets.UTF_8);
+        into.put(key, s.get(ADDRESS, 16).reinterpret(s.get(JAVA_LONG, 24)).toArray(JAVA_BYTE));
     }
 
     private static HurrayException tooLarge(String what) {

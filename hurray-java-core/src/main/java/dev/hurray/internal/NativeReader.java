@@ -46,10 +46,10 @@ public final class NativeReader {
     /** The source's first fatal failure (a reset connection), reported on every later read. */
     private Throwable dead;
 
-    private NativeReader(Source source, MemorySegment result, MemorySegment handle) {
+    private NativeReader(Source source, MemorySegment result, MemorySegment compositeSlot, MemorySegment handle) {
         this.source = source;
         this.result = result;
-        this.compositeSlot = Arena.ofAuto().allocate(ADDRESS);
+        this.compositeSlot = compositeSlot;
         this.handle = handle;
     }
 
@@ -79,7 +79,7 @@ public final class NativeReader {
             Native.check(hurray_h.hurray_decoder_new(opts, bufferPoolBytes, slot));
             MemorySegment h = slot.get(ADDRESS, 0);
             Native.debug("hurray: decoder {} created", h);
-            return new NativeReader(source, result, h);
+            return new NativeReader(source, result, auto.allocate(ADDRESS), h);
         }
     }
 
@@ -195,18 +195,9 @@ public final class NativeReader {
             filled = 0;
             int rc = hurray_h.hurray_decoder_next_header(handle, f, inputEnded ? END_OF_INPUT : 0, result);
             if (rc == Native.OK) {
-                long n = HurrayDescriptorFields.metadata_count(HurrayDecodeResult.fields(result));
-                MemorySegment views = HurrayDecodeResult.metadata(result).reinterpret(n * HurrayMetadataView.sizeof());
-                java.util.Map<String, byte[]> out = new java.util.LinkedHashMap<>();
-                for (long i = 0; i < n; i++) {
-                    MemorySegment v = views.asSlice(i * HurrayMetadataView.sizeof(), HurrayMetadataView.sizeof());
-                    String key = new String(HurrayMetadataView.key(v).reinterpret(HurrayMetadataView.key_len(v))
-                            .toArray(java.lang.foreign.ValueLayout.JAVA_BYTE), java.nio.charset.StandardCharsets.UTF_8);
-                    byte[] value = HurrayMetadataView.value(v).reinterpret(HurrayMetadataView.value_len(v))
-                            .toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
-                    out.put(key, value);
-                }
-                return out;
+                int n = (int) HurrayDescriptorFields.metadata_count(HurrayDecodeResult.fields(result));
+                return NativeDescriptor.metadataOf(HurrayDecodeResult.metadata(result)
+                        .reinterpret(n * HurrayMetadataView.sizeof()), n);
             }
             if (rc == NEED_INPUT) {
                 fill();

@@ -8,11 +8,7 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
-import java.nio.ByteBuffer;
-import java.nio.channels.SelectableChannel;
 import java.nio.channels.WritableByteChannel;
-import java.util.Arrays;
 import java.util.Objects;
 
 /**
@@ -75,44 +71,32 @@ public abstract class WriteTransport extends Transport {
         }
     }
 
-    /** A blocking channel written straight from native memory (no heap bounce). */
-    public static WriteTransport of(WritableByteChannel channel, Closeable onClose) {
-        Objects.requireNonNull(channel, "channel");
+    /**
+     * A {@link Sink} behind the callback (the container writer): its writes and flushes are the
+     * transport's, so streams and containers share one implementation of each sink kind.
+     */
+    public static WriteTransport of(Sink sink, Closeable onClose) {
+        Objects.requireNonNull(sink, "sink");
         return new WriteTransport(onClose) {
             @Override
             protected long write(MemorySegment src) throws IOException {
-                ByteBuffer bb = src.asSlice(0, Math.min(src.byteSize(), Source.MAX_CHANNEL_TRANSFER)).asByteBuffer();
-                while (true) {
-                    int n = channel.write(bb);
-                    if (n > 0) {
-                        return n;
-                    }
-                    if (channel instanceof SelectableChannel sc && !sc.isBlocking()) {
-                        throw new IOException("the channel was switched to non-blocking mode; Hurray needs a blocking channel");
-                    }
-                    Thread.onSpinWait();
-                }
-            }
-        };
-    }
-
-    /** An {@code OutputStream} written through one reusable 64 KiB chunk; flushed after each item. */
-    public static WriteTransport of(OutputStream out, Closeable onClose) {
-        Objects.requireNonNull(out, "out");
-        byte[] chunk = new byte[Source.CHUNK_BYTES];
-        return new WriteTransport(onClose) {
-            @Override
-            protected long write(MemorySegment src) throws IOException {
-                int n = (int) Math.min(src.byteSize(), chunk.length);
-                MemorySegment.copy(src, ValueLayout.JAVA_BYTE, 0, chunk, 0, n);
-                out.write(chunk, 0, n);
-                return n;
+                return sink.write(src);
             }
 
             @Override
             public void flush() throws IOException {
-                out.flush();
+                sink.flush();
             }
         };
+    }
+
+    /** A blocking channel written straight from native memory ({@link Sink#of(WritableByteChannel, Closeable)}). */
+    public static WriteTransport of(WritableByteChannel channel, Closeable onClose) {
+        return of(Sink.of(channel, null), onClose);
+    }
+
+    /** An {@code OutputStream} through one reusable 64 KiB chunk ({@link Sink#of(OutputStream, Closeable)}). */
+    public static WriteTransport of(OutputStream out, Closeable onClose) {
+        return of(Sink.of(out, null), onClose);
     }
 }
