@@ -158,30 +158,11 @@ pub unsafe extern "C" fn hurray_decoder_next(
         // SAFETY: `decoder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
         // rejects NULL and dead handles.
         let d = unsafe { handle::inner_mut(decoder, "decoder")? };
-        if flags & !HURRAY_DECODE_END_OF_INPUT != 0 {
-            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("unknown decode flags {flags:#x}")));
-        }
-        if filled > 0 {
-            d.decoder.commit(filled)?;
-        }
-        if flags & HURRAY_DECODE_END_OF_INPUT != 0 {
-            d.decoder.commit(0)?;
-        }
+        d.take_input(filled, flags)?;
         match d.decoder.poll()? {
             Decoded::End => Ok(HURRAY_END_OF_STREAM),
-            Decoded::NeedInput => {
-                let dst = d.decoder.input_buffer()?;
-                if dst.is_empty() {
-                    return Err(FfiError::new(
-                        HURRAY_ERR_INTERNAL_PANIC,
-                        "the decoder needs input but offered no room",
-                    ));
-                }
-                let r = HurrayDecodeResult { input: dst.as_mut_ptr().cast(), input_len: dst.len(), ..empty_result() };
-                // SAFETY: `out` was checked non-NULL at the top and is valid for one write (# Safety).
-                unsafe { out.write(r) };
-                Ok(HURRAY_NEED_INPUT)
-            }
+            // SAFETY: `out` was checked non-NULL at the top and is valid for one write (# Safety).
+            Decoded::NeedInput => unsafe { d.offer_input(out) },
             Decoded::Tensor(t) => {
                 // SAFETY: `out` was checked non-NULL at the top and is valid for one write (# Safety), as emit_tensor
                 // requires.
@@ -295,39 +276,19 @@ pub unsafe extern "C" fn hurray_decoder_next_item(
         // SAFETY: `decoder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
         // rejects NULL and dead handles.
         let d = unsafe { handle::inner_mut(decoder, "decoder")? };
-        if flags & !HURRAY_DECODE_END_OF_INPUT != 0 {
-            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("unknown decode flags {flags:#x}")));
-        }
         // A failed item is sticky, like the decoder's own errors.
         if let Some(e) = d.items.failure() {
             return Err(e.clone().into());
         }
-        if filled > 0 {
-            d.decoder.commit(filled)?;
-        }
-        if flags & HURRAY_DECODE_END_OF_INPUT != 0 {
-            d.decoder.commit(0)?;
-        }
+        d.take_input(filled, flags)?;
         loop {
             match d.decoder.poll()? {
                 Decoded::End => {
                     d.items.end_of_stream()?;
                     return Ok(HURRAY_END_OF_STREAM);
                 }
-                Decoded::NeedInput => {
-                    let dst = d.decoder.input_buffer()?;
-                    if dst.is_empty() {
-                        return Err(FfiError::new(
-                            HURRAY_ERR_INTERNAL_PANIC,
-                            "the decoder needs input but offered no room",
-                        ));
-                    }
-                    let r =
-                        HurrayDecodeResult { input: dst.as_mut_ptr().cast(), input_len: dst.len(), ..empty_result() };
-                    // SAFETY: `out` was checked non-NULL at the top and is valid for one write (# Safety).
-                    unsafe { out.write(r) };
-                    return Ok(HURRAY_NEED_INPUT);
-                }
+                // SAFETY: `out` was checked non-NULL at the top and is valid for one write (# Safety).
+                Decoded::NeedInput => return unsafe { d.offer_input(out) },
                 Decoded::Tensor(t) => match d.items.push_tensor(t)? {
                     None => continue,
                     Some(hurray_core::Item::Tensor(t)) => {
@@ -349,6 +310,36 @@ pub unsafe extern "C" fn hurray_decoder_next_item(
 }
 
 impl DecoderInner {
+    /// Checks the decode `flags`, commits the `filled` bytes written at the last offered input
+    /// buffer, and notes the end of input when the flags say so. Shared by every decode entry point.
+    fn take_input(&mut self, filled: usize, flags: u32) -> FfiResult<()> {
+        if flags & !HURRAY_DECODE_END_OF_INPUT != 0 {
+            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("unknown decode flags {flags:#x}")));
+        }
+        if filled > 0 {
+            self.decoder.commit(filled)?;
+        }
+        if flags & HURRAY_DECODE_END_OF_INPUT != 0 {
+            self.decoder.commit(0)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the decoder's input buffer to `out` and returns `HURRAY_NEED_INPUT`.
+    ///
+    /// # Safety
+    /// `out` valid for one write.
+    unsafe fn offer_input(&mut self, out: *mut HurrayDecodeResult) -> FfiResult<HurrayStatus> {
+        let dst = self.decoder.input_buffer()?;
+        if dst.is_empty() {
+            return Err(FfiError::new(HURRAY_ERR_INTERNAL_PANIC, "the decoder needs input but offered no room"));
+        }
+        let r = HurrayDecodeResult { input: dst.as_mut_ptr().cast(), input_len: dst.len(), ..empty_result() };
+        // SAFETY: caller contract.
+        unsafe { out.write(r) };
+        Ok(HURRAY_NEED_INPUT)
+    }
+
     /// `hurray_decoder_next_header`'s body.
     ///
     /// # Safety
@@ -361,24 +352,10 @@ impl DecoderInner {
     ) -> FfiResult<HurrayStatus> {
         // SAFETY: caller contract.
         unsafe { out.write(empty_result()) };
-        if flags & !HURRAY_DECODE_END_OF_INPUT != 0 {
-            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("unknown decode flags {flags:#x}")));
-        }
-        if filled > 0 {
-            self.decoder.commit(filled)?;
-        }
-        if flags & HURRAY_DECODE_END_OF_INPUT != 0 {
-            self.decoder.commit(0)?;
-        }
+        self.take_input(filled, flags)?;
         if !self.decoder.poll_header()? {
-            let dst = self.decoder.input_buffer()?;
-            if dst.is_empty() {
-                return Err(FfiError::new(HURRAY_ERR_INTERNAL_PANIC, "the decoder needs input but offered no room"));
-            }
-            let r = HurrayDecodeResult { input: dst.as_mut_ptr().cast(), input_len: dst.len(), ..empty_result() };
             // SAFETY: caller contract.
-            unsafe { out.write(r) };
-            return Ok(HURRAY_NEED_INPUT);
+            return unsafe { self.offer_input(out) };
         }
         let md = self.decoder.metadata().unwrap_or(&[]);
         crate::stream_metadata::views_of(md, &mut self.header_views);
