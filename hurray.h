@@ -167,6 +167,15 @@
 // Stored in a narrower float type, converted exactly to `dequantized_type`.
 #define HURRAY_QUANT_CAST 3
 
+// `HurrayDescriptorFields::flags` bit set by `hurray_decoder_next` and
+// `hurray_decoder_next_item` when the tensor's descriptor equals, in every field but the name,
+// the descriptor of the tensor the same decoder returned in `*out` just before (a composite
+// returned whole does not count). A binding that kept the previous tensor's fields may reuse
+// them and read only `name`/`name_len`: the common stream of same-shaped tensors that differ
+// only by name then costs one field read per tensor. The fields themselves are filled in full
+// either way. Added in ABI 4 (additive).
+#define HURRAY_FIELDS_SAME_EXCEPT_NAME 1
+
 // Writer flag: do not store payload CRC32Cs (saves one pass over every payload at add time;
 // readers then cannot check payloads).
 #define HURRAY_FILE_WRITER_NO_PAYLOAD_CHECKSUMS 1
@@ -387,8 +396,10 @@ typedef struct HurrayDescriptorFields {
   uint8_t layout;
   // Always 0.
   uint16_t reserved;
-  // Always 0.
-  uint32_t reserved2;
+  // `HURRAY_FIELDS_*` bits. `hurray_descriptor_fields` sets none; a decoder sets
+  // `HURRAY_FIELDS_SAME_EXCEPT_NAME` (added in ABI 4; this word was reserved and always 0
+  // before, so older callers ignore it).
+  uint32_t flags;
   // Number of dimensions (0 for a scalar).
   size_t rank;
   // `rank` dimensions in elements, outermost first; NULL when `rank` is 0.
@@ -1237,6 +1248,27 @@ HurrayStatus hurray_descriptor_with_name(const struct HurrayDescriptor *descript
                                          const uint8_t *name,
                                          size_t len,
                                          struct HurrayDescriptor **out_descriptor);
+
+// Writes the encoding of `descriptor` renamed to `len` bytes of UTF-8 at `name` into the
+// caller's buffer `out` of `capacity` bytes, and its length to `*out_len`; no descriptor is
+// created. The bytes equal what `hurray_descriptor_with_name` then `hurray_descriptor_encoded`
+// give, so they can be handed to `hurray_encoder_encode_encoded` or kept. The name rule is that
+// of `hurray_descriptor_with_name`.
+//
+// Added in ABI 4 (additive). Errors: `NULL_POINTER` (`descriptor`, `out_len`, `name` with
+// `len > 0`, `out` with `capacity > 0`), `INVALID_ARGUMENT` (not UTF-8, contains NUL),
+// `LIMIT_EXCEEDED` (name too long), `BUFFER_TOO_SMALL` (the encoding needs more than
+// `capacity` bytes: `*out_len` then holds the size needed and `out` is unchanged).
+//
+// # Safety
+// `descriptor` live; `name` valid for `len` reads; `out` valid for `capacity` writes;
+// `out_len` valid for one write.
+HurrayStatus hurray_descriptor_encode_with_name(const struct HurrayDescriptor *descriptor,
+                                                const uint8_t *name,
+                                                size_t len,
+                                                uint8_t *out,
+                                                size_t capacity,
+                                                size_t *out_len);
 
 // Borrows the descriptor's encoding: `*out_bytes` points at `*out_len` bytes owned by the
 // descriptor, valid until it is destroyed. Copy them to keep them longer.

@@ -243,6 +243,40 @@ impl TensorDescriptor {
         Ok(self)
     }
 
+    /// Whether `self` and `other` agree in every field except the name (which may differ or be
+    /// absent in either). A stream decoder uses it to tell a caller that a tensor's descriptor
+    /// repeats the previous one under another name.
+    pub fn eq_except_name(&self, other: &Self) -> bool {
+        // Destructured so that a new field cannot be forgotten here.
+        let Self {
+            version,
+            flags,
+            element_type,
+            shape,
+            byte_offset,
+            layout,
+            buffers,
+            quantization,
+            name: _,
+            metadata,
+            sparse,
+            paging,
+            composite,
+        } = self;
+        *version == other.version
+            && *flags == other.flags
+            && *element_type == other.element_type
+            && *shape == other.shape
+            && *byte_offset == other.byte_offset
+            && *layout == other.layout
+            && *buffers == other.buffers
+            && *quantization == other.quantization
+            && *metadata == other.metadata
+            && *sparse == other.sparse
+            && *paging == other.paging
+            && *composite == other.composite
+    }
+
     /// Returns this descriptor with one more key/value metadata entry. Keys are UTF-8, unique,
     /// 1..=[`MAX_METADATA_KEY_BYTES`] bytes; values at most [`MAX_METADATA_VALUE_BYTES`] bytes;
     /// at most [`MAX_METADATA_ENTRIES`] entries. Errors: `InvalidArgument`, `DuplicateName`,

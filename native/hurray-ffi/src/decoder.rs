@@ -73,6 +73,9 @@ pub(crate) struct DecoderInner {
     items: hurray_core::ItemReader,
     buffers: Vec<HurrayDecodedBuffer>,
     metadata: Vec<HurrayMetadataView>,
+    /// The descriptor of the last tensor emitted in a `HurrayDecodeResult`, for
+    /// `HURRAY_FIELDS_SAME_EXCEPT_NAME`.
+    previous: Option<hurray_core::TensorDescriptor>,
 }
 
 /// Decodes a stream from bytes the caller pushes in, with no transport and no callbacks.
@@ -114,6 +117,7 @@ pub unsafe extern "C" fn hurray_decoder_new(
                     items: hurray_core::ItemReader::new(),
                     buffers: Vec::new(),
                     metadata: Vec::new(),
+                    previous: None,
                 },
             )
         };
@@ -214,7 +218,12 @@ unsafe fn emit_tensor(d: &mut DecoderInner, t: hurray_core::ReadTensor, out: *mu
     let inner = TensorInner::from_read(t)?;
     let desc =
         inner.desc_inner().ok_or_else(|| FfiError::new(HURRAY_ERR_INTERNAL_PANIC, "tensor without descriptor"))?;
-    let fields = fields_of(desc);
+    let mut fields = fields_of(desc);
+    if d.previous.as_ref().is_some_and(|p| p.eq_except_name(&desc.desc)) {
+        fields.flags |= crate::descriptor::HURRAY_FIELDS_SAME_EXCEPT_NAME;
+    } else {
+        d.previous = Some(desc.desc.clone());
+    }
     d.metadata.clear();
     for (k, v) in desc.desc.metadata() {
         d.metadata.push(HurrayMetadataView {
@@ -384,7 +393,7 @@ fn zeroed_fields() -> HurrayDescriptorFields {
         element_type: 0,
         layout: 0,
         reserved: 0,
-        reserved2: 0,
+        flags: 0,
         rank: 0,
         dims: std::ptr::null(),
         strides: std::ptr::null(),

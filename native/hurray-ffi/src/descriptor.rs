@@ -198,26 +198,84 @@ pub unsafe extern "C" fn hurray_descriptor_with_name(
         // handles.
         let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
         non_null(out_descriptor, "out_descriptor")?;
-        let bytes: &[u8] = if len == 0 {
-            &[]
-        } else {
-            non_null(name, "name")?;
-            // SAFETY: the caller passes `len` readable bytes at `name`.
-            unsafe { std::slice::from_raw_parts(name, len) }
-        };
-        if len > hurray_core::MAX_NAME_BYTES {
-            return Err(FfiError::new(
-                HURRAY_ERR_LIMIT_EXCEEDED,
-                format!("a name of {len} bytes exceeds {}", hurray_core::MAX_NAME_BYTES),
-            ));
-        }
-        let name = std::str::from_utf8(bytes)
-            .map_err(|_| FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "the name is not UTF-8"))?;
+        // SAFETY: the caller passes `len` readable bytes at `name` (# Safety); checked by the helper.
+        let name = unsafe { name_arg(name, len)? };
         let renamed = d.desc.clone().with_name(name)?;
         // SAFETY: `out_descriptor` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_descriptor, DescInner::new(renamed)?) };
         Ok(HURRAY_OK)
     })
+}
+
+/// Writes the encoding of `descriptor` renamed to `len` bytes of UTF-8 at `name` into the
+/// caller's buffer `out` of `capacity` bytes, and its length to `*out_len`; no descriptor is
+/// created. The bytes equal what `hurray_descriptor_with_name` then `hurray_descriptor_encoded`
+/// give, so they can be handed to `hurray_encoder_encode_encoded` or kept. The name rule is that
+/// of `hurray_descriptor_with_name`.
+///
+/// Added in ABI 4 (additive). Errors: `NULL_POINTER` (`descriptor`, `out_len`, `name` with
+/// `len > 0`, `out` with `capacity > 0`), `INVALID_ARGUMENT` (not UTF-8, contains NUL),
+/// `LIMIT_EXCEEDED` (name too long), `BUFFER_TOO_SMALL` (the encoding needs more than
+/// `capacity` bytes: `*out_len` then holds the size needed and `out` is unchanged).
+///
+/// # Safety
+/// `descriptor` live; `name` valid for `len` reads; `out` valid for `capacity` writes;
+/// `out_len` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_descriptor_encode_with_name(
+    descriptor: *const HurrayDescriptor,
+    name: *const u8,
+    len: usize,
+    out: *mut u8,
+    capacity: usize,
+    out_len: *mut usize,
+) -> HurrayStatus {
+    guard("hurray_descriptor_encode_with_name", || {
+        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
+        let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
+        non_null(out_len, "out_len")?;
+        if capacity > 0 {
+            non_null(out, "out")?;
+        }
+        // SAFETY: the caller passes `len` readable bytes at `name` (# Safety); checked by the helper.
+        let name = unsafe { name_arg(name, len)? };
+        let encoded = d.desc.clone().with_name(name)?.encode()?;
+        // SAFETY: `out_len` was checked non-NULL above and is valid for one write (# Safety).
+        unsafe { *out_len = encoded.len() };
+        if encoded.len() > capacity {
+            return Err(FfiError::new(
+                HURRAY_ERR_BUFFER_TOO_SMALL,
+                format!("the renamed encoding needs {} bytes; the buffer holds {capacity}", encoded.len()),
+            ));
+        }
+        // SAFETY: `out` is non-NULL (capacity > 0 here, as encodings are never empty) and valid for
+        // `capacity >= encoded.len()` writes (# Safety); the ranges cannot overlap a fresh Vec.
+        unsafe { std::ptr::copy_nonoverlapping(encoded.as_ptr(), out, encoded.len()) };
+        Ok(HURRAY_OK)
+    })
+}
+
+/// A borrowed tensor name argument: `len` bytes at `name` (NULL allowed when `len` is 0), at
+/// most `MAX_NAME_BYTES`, UTF-8. The NUL check is the core's (`with_name`).
+///
+/// # Safety
+/// `name` valid for `len` reads when `len > 0`.
+unsafe fn name_arg<'a>(name: *const u8, len: usize) -> FfiResult<&'a str> {
+    let bytes: &[u8] = if len == 0 {
+        &[]
+    } else {
+        non_null(name, "name")?;
+        // SAFETY: the caller passes `len` readable bytes at `name`.
+        unsafe { std::slice::from_raw_parts(name, len) }
+    };
+    if len > hurray_core::MAX_NAME_BYTES {
+        return Err(FfiError::new(
+            HURRAY_ERR_LIMIT_EXCEEDED,
+            format!("a name of {len} bytes exceeds {}", hurray_core::MAX_NAME_BYTES),
+        ));
+    }
+    std::str::from_utf8(bytes).map_err(|_| FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "the name is not UTF-8"))
 }
 
 /// Borrows the descriptor's encoding: `*out_bytes` points at `*out_len` bytes owned by the
@@ -479,8 +537,10 @@ pub struct HurrayDescriptorFields {
     pub layout: u8,
     /// Always 0.
     pub reserved: u16,
-    /// Always 0.
-    pub reserved2: u32,
+    /// `HURRAY_FIELDS_*` bits. `hurray_descriptor_fields` sets none; a decoder sets
+    /// `HURRAY_FIELDS_SAME_EXCEPT_NAME` (added in ABI 4; this word was reserved and always 0
+    /// before, so older callers ignore it).
+    pub flags: u32,
     /// Number of dimensions (0 for a scalar).
     pub rank: usize,
     /// `rank` dimensions in elements, outermost first; NULL when `rank` is 0.
@@ -508,6 +568,15 @@ pub struct HurrayDescriptorFields {
     pub quantization: HurrayQuantization,
 }
 
+/// `HurrayDescriptorFields::flags` bit set by `hurray_decoder_next` and
+/// `hurray_decoder_next_item` when the tensor's descriptor equals, in every field but the name,
+/// the descriptor of the tensor the same decoder returned in `*out` just before (a composite
+/// returned whole does not count). A binding that kept the previous tensor's fields may reuse
+/// them and read only `name`/`name_len`: the common stream of same-shaped tensors that differ
+/// only by name then costs one field read per tensor. The fields themselves are filled in full
+/// either way. Added in ABI 4 (additive).
+pub const HURRAY_FIELDS_SAME_EXCEPT_NAME: u32 = 1;
+
 /// The fixed-size fields of a descriptor as the C struct; its pointers borrow from `inner`.
 pub(crate) fn fields_of(inner: &DescInner) -> HurrayDescriptorFields {
     let d = &inner.desc;
@@ -520,7 +589,7 @@ pub(crate) fn fields_of(inner: &DescInner) -> HurrayDescriptorFields {
         element_type: d.element_type().code(),
         layout: d.layout().code(),
         reserved: 0,
-        reserved2: 0,
+        flags: 0,
         rank,
         dims: if rank == 0 { std::ptr::null() } else { d.shape().dims().as_ptr() },
         strides: match d.strides() {

@@ -180,7 +180,7 @@ unsafe fn check_fields(h: *const HurrayDescriptor, d: &TensorDescriptor) {
         expect(hurray_descriptor_fields(h, &mut f), HURRAY_OK);
         let (mut ep, mut el) = (null(), 0usize);
         expect(hurray_descriptor_encoded(h, &mut ep, &mut el), HURRAY_OK);
-        assert_eq!((f.element_type, f.layout, f.reserved, f.reserved2), (et, layout, 0, 0));
+        assert_eq!((f.element_type, f.layout, f.reserved, f.flags), (et, layout, 0, 0));
         assert_eq!((f.rank, f.dims, f.strides), (rank, dims, strides));
         assert_eq!((f.byte_offset, f.element_count), (off, count));
         assert_eq!((f.buffer_count, f.metadata_count), (nbuf, nmd));

@@ -442,6 +442,18 @@ fn null_cases(f: &Fixture) -> Vec<Case<'_>> {
             ("hurray_descriptor_with_name", Box::new(move || hurray_descriptor_with_name(d, null(), 0, null_mut()))),
             ("hurray_descriptor_with_name", Box::new(move || hurray_descriptor_with_name(d, null(), 3, pp.cast()))),
             (
+                "hurray_descriptor_encode_with_name",
+                Box::new(move || hurray_descriptor_encode_with_name(null(), null(), 0, null_mut(), 0, null_mut())),
+            ),
+            (
+                "hurray_descriptor_encode_with_name",
+                Box::new(move || hurray_descriptor_encode_with_name(d, null(), 0, null_mut(), 0, null_mut())),
+            ),
+            (
+                "hurray_descriptor_encode_with_name",
+                Box::new(move || hurray_descriptor_encode_with_name(d, null(), 3, null_mut(), 0, pp.cast())),
+            ),
+            (
                 "hurray_descriptor_new",
                 Box::new(move || hurray_ffi::descriptor_spec::hurray_descriptor_new(null(), pp.cast())),
             ),

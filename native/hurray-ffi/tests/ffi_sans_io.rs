@@ -82,7 +82,14 @@ unsafe fn drain(e: *mut HurrayEncoder, chunk: usize, wire: &mut Vec<u8>) {
 /// Decodes `bytes` through `hurray_decoder_*`, pushing at most `chunk` bytes per call; checks
 /// the result's fields and buffer views against the tensor's own accessors.
 fn ffi_decode(bytes: &[u8], chunk: usize) -> (Vec<Back>, HurrayStatus, usize) {
+    let (out, end, calls, _) = ffi_decode_flags(bytes, chunk);
+    (out, end, calls)
+}
+
+/// As `ffi_decode`, also returning each tensor's `HurrayDescriptorFields::flags`.
+fn ffi_decode_flags(bytes: &[u8], chunk: usize) -> (Vec<Back>, HurrayStatus, usize, Vec<u32>) {
     let mut out = Vec::new();
+    let mut flag_bits = Vec::new();
     let mut calls = 0;
     // SAFETY: the decoder is made and destroyed here; its input window is written within the length it offers; the
     // result's views (tensor, fields, buffers) are read before the next call; all-zero results are NULL and 0.
@@ -119,6 +126,7 @@ fn ffi_decode(bytes: &[u8], chunk: usize) -> (Vec<Back>, HurrayStatus, usize) {
                     let mut t = r.tensor;
                     expect(hurray_tensor_destroy(&mut t), HURRAY_OK);
                     out.push(back);
+                    flag_bits.push(r.fields.flags);
                 }
                 HURRAY_NEED_INPUT => {
                     assert!(r.tensor.is_null() && !r.input.is_null() && r.input_len > 0);
@@ -139,7 +147,45 @@ fn ffi_decode(bytes: &[u8], chunk: usize) -> (Vec<Back>, HurrayStatus, usize) {
         };
         expect(hurray_decoder_destroy(&mut d), HURRAY_OK);
         assert!(d.is_null());
-        (out, end, calls)
+        (out, end, calls, flag_bits)
+    }
+}
+
+#[test]
+fn the_decoder_flags_descriptors_that_repeat_the_previous_one_but_the_name() {
+    use hurray_core::ElementType::{Float32, Int8};
+    use hurray_ffi::descriptor::HURRAY_FIELDS_SAME_EXCEPT_NAME as SAME;
+    let named = |et, dims: &[u64], name: Option<&str>, md: &str| {
+        let mut it = dense(et, dims);
+        if let Some(n) = name {
+            it.desc = it.desc.with_name(n).unwrap();
+        }
+        it.desc = it.desc.with_metadata("k", md).unwrap();
+        it
+    };
+    let items = vec![
+        named(Float32, &[4], Some("a"), "v"),
+        named(Float32, &[4], Some("b"), "v"),
+        named(Float32, &[4], None, "v"),
+        named(Float32, &[4], Some("c"), "other"),
+        named(Float32, &[4], Some("d"), "other"),
+        named(Float32, &[5], Some("e"), "other"),
+        named(Int8, &[5], Some("f"), "other"),
+        named(Int8, &[5], Some("f"), "other"),
+    ];
+    let bytes = encode_stream(&items, false);
+    let (back, end, _, flags) = ffi_decode_flags(&bytes, 7);
+    expect(end, HURRAY_END_OF_STREAM);
+    assert_back(&back, &items);
+    assert_eq!(flags, vec![0, SAME, SAME, 0, SAME, 0, 0, SAME]);
+    // hurray_descriptor_fields on a descriptor never sets it.
+    let d = decode(&items[1].desc.encode().unwrap());
+    // SAFETY: `d` is live; `f` is a live local.
+    unsafe {
+        let mut f = std::mem::zeroed::<hurray_ffi::descriptor::HurrayDescriptorFields>();
+        expect(hurray_ffi::descriptor::hurray_descriptor_fields(d, &mut f), HURRAY_OK);
+        assert_eq!(f.flags, 0);
+        expect(hurray_descriptor_destroy(d), HURRAY_OK);
     }
 }
 
@@ -257,6 +303,81 @@ fn with_name_renames_and_validates() {
         let long = vec![b'x'; 4097];
         expect(hurray_descriptor_with_name(d, long.as_ptr(), long.len(), &mut r), HURRAY_ERR_LIMIT_EXCEEDED);
         assert!(r.is_null());
+        expect(hurray_descriptor_destroy(d), HURRAY_OK);
+    }
+}
+
+#[test]
+fn encode_with_name_writes_the_renamed_encoding_into_the_callers_buffer() {
+    let mut it = dense(hurray_core::ElementType::Float32, &[4]);
+    it.desc = it.desc.with_name("old").unwrap().with_metadata("k", "v").unwrap();
+    let d = decode(&it.desc.encode().unwrap());
+    // SAFETY: `d` is the live descriptor from `decode`; names and buffers are live locals of the
+    // lengths passed.
+    unsafe {
+        let want = it.desc.clone().with_name("ünï-7").unwrap().encode().unwrap();
+        let name = "ünï-7".as_bytes();
+        let mut out = vec![0xAAu8; 512];
+        let mut n = 0usize;
+        expect(
+            hurray_descriptor_encode_with_name(d, name.as_ptr(), name.len(), out.as_mut_ptr(), out.len(), &mut n),
+            HURRAY_OK,
+        );
+        assert_eq!(&out[..n], &want[..]);
+        assert!(out[n..].iter().all(|&b| b == 0xAA), "nothing written past the encoding");
+        // The empty name (NULL allowed with length 0) equals with_name("").
+        let empty = it.desc.clone().with_name("").unwrap().encode().unwrap();
+        expect(hurray_descriptor_encode_with_name(d, null(), 0, out.as_mut_ptr(), out.len(), &mut n), HURRAY_OK);
+        assert_eq!(&out[..n], &empty[..]);
+        // Too small: the size needed, the buffer untouched; capacity 0 may pass NULL.
+        let mut small = vec![0x55u8; want.len() - 1];
+        let mut need = 0usize;
+        expect(
+            hurray_descriptor_encode_with_name(
+                d,
+                name.as_ptr(),
+                name.len(),
+                small.as_mut_ptr(),
+                small.len(),
+                &mut need,
+            ),
+            HURRAY_ERR_BUFFER_TOO_SMALL,
+        );
+        assert_eq!(need, want.len());
+        assert!(small.iter().all(|&b| b == 0x55));
+        expect(
+            hurray_descriptor_encode_with_name(d, name.as_ptr(), name.len(), null_mut(), 0, &mut need),
+            HURRAY_ERR_BUFFER_TOO_SMALL,
+        );
+        assert_eq!(need, want.len());
+        // The name rule of hurray_descriptor_with_name.
+        expect(
+            hurray_descriptor_encode_with_name(d, b"a\0b".as_ptr(), 3, out.as_mut_ptr(), out.len(), &mut n),
+            HURRAY_ERR_INVALID_ARGUMENT,
+        );
+        expect(
+            hurray_descriptor_encode_with_name(d, [0xffu8, 0xfe].as_ptr(), 2, out.as_mut_ptr(), out.len(), &mut n),
+            HURRAY_ERR_INVALID_ARGUMENT,
+        );
+        let long = vec![b'x'; 4097];
+        expect(
+            hurray_descriptor_encode_with_name(d, long.as_ptr(), long.len(), out.as_mut_ptr(), out.len(), &mut n),
+            HURRAY_ERR_LIMIT_EXCEEDED,
+        );
+        // NULL arguments.
+        expect(
+            hurray_descriptor_encode_with_name(null(), null(), 0, out.as_mut_ptr(), out.len(), &mut n),
+            HURRAY_ERR_NULL_POINTER,
+        );
+        expect(
+            hurray_descriptor_encode_with_name(d, null(), 0, out.as_mut_ptr(), out.len(), null_mut()),
+            HURRAY_ERR_NULL_POINTER,
+        );
+        expect(
+            hurray_descriptor_encode_with_name(d, null(), 2, out.as_mut_ptr(), out.len(), &mut n),
+            HURRAY_ERR_NULL_POINTER,
+        );
+        expect(hurray_descriptor_encode_with_name(d, null(), 0, null_mut(), 8, &mut n), HURRAY_ERR_NULL_POINTER);
         expect(hurray_descriptor_destroy(d), HURRAY_OK);
     }
 }

@@ -69,7 +69,7 @@ int main(void) {
     printf("field HurrayDescriptorFields element_type %zu %zu %d\n", offsetof(HurrayDescriptorFields, element_type), sizeof s_.element_type, (int) __builtin_classify_type(s_.element_type));
     printf("field HurrayDescriptorFields layout %zu %zu %d\n", offsetof(HurrayDescriptorFields, layout), sizeof s_.layout, (int) __builtin_classify_type(s_.layout));
     printf("field HurrayDescriptorFields reserved %zu %zu %d\n", offsetof(HurrayDescriptorFields, reserved), sizeof s_.reserved, (int) __builtin_classify_type(s_.reserved));
-    printf("field HurrayDescriptorFields reserved2 %zu %zu %d\n", offsetof(HurrayDescriptorFields, reserved2), sizeof s_.reserved2, (int) __builtin_classify_type(s_.reserved2));
+    printf("field HurrayDescriptorFields flags %zu %zu %d\n", offsetof(HurrayDescriptorFields, flags), sizeof s_.flags, (int) __builtin_classify_type(s_.flags));
     printf("field HurrayDescriptorFields rank %zu %zu %d\n", offsetof(HurrayDescriptorFields, rank), sizeof s_.rank, (int) __builtin_classify_type(s_.rank));
     printf("field HurrayDescriptorFields dims %zu %zu %d\n", offsetof(HurrayDescriptorFields, dims), sizeof s_.dims, (int) __builtin_classify_type(s_.dims));
     printf("field HurrayDescriptorFields strides %zu %zu %d\n", offsetof(HurrayDescriptorFields, strides), sizeof s_.strides, (int) __builtin_classify_type(s_.strides));
@@ -279,6 +279,7 @@ int main(void) {
   printf("const HURRAY_QUANT_PER_TENSOR_AFFINE %lld %zu %d\n", (long long) (HURRAY_QUANT_PER_TENSOR_AFFINE), sizeof(HURRAY_QUANT_PER_TENSOR_AFFINE), (int) __builtin_classify_type(HURRAY_QUANT_PER_TENSOR_AFFINE));
   printf("const HURRAY_QUANT_PER_CHANNEL_AFFINE %lld %zu %d\n", (long long) (HURRAY_QUANT_PER_CHANNEL_AFFINE), sizeof(HURRAY_QUANT_PER_CHANNEL_AFFINE), (int) __builtin_classify_type(HURRAY_QUANT_PER_CHANNEL_AFFINE));
   printf("const HURRAY_QUANT_CAST %lld %zu %d\n", (long long) (HURRAY_QUANT_CAST), sizeof(HURRAY_QUANT_CAST), (int) __builtin_classify_type(HURRAY_QUANT_CAST));
+  printf("const HURRAY_FIELDS_SAME_EXCEPT_NAME %lld %zu %d\n", (long long) (HURRAY_FIELDS_SAME_EXCEPT_NAME), sizeof(HURRAY_FIELDS_SAME_EXCEPT_NAME), (int) __builtin_classify_type(HURRAY_FIELDS_SAME_EXCEPT_NAME));
   printf("const HURRAY_FILE_WRITER_NO_PAYLOAD_CHECKSUMS %lld %zu %d\n", (long long) (HURRAY_FILE_WRITER_NO_PAYLOAD_CHECKSUMS), sizeof(HURRAY_FILE_WRITER_NO_PAYLOAD_CHECKSUMS), (int) __builtin_classify_type(HURRAY_FILE_WRITER_NO_PAYLOAD_CHECKSUMS));
   printf("const HURRAY_FILE_READER_VERIFY_PAYLOADS %lld %zu %d\n", (long long) (HURRAY_FILE_READER_VERIFY_PAYLOADS), sizeof(HURRAY_FILE_READER_VERIFY_PAYLOADS), (int) __builtin_classify_type(HURRAY_FILE_READER_VERIFY_PAYLOADS));
   printf("const HURRAY_FILE_READER_SKIP_PAYLOAD_CHECKS %lld %zu %d\n", (long long) (HURRAY_FILE_READER_SKIP_PAYLOAD_CHECKS), sizeof(HURRAY_FILE_READER_SKIP_PAYLOAD_CHECKS), (int) __builtin_classify_type(HURRAY_FILE_READER_SKIP_PAYLOAD_CHECKS));
@@ -608,6 +609,16 @@ int main(void) {
   KIND(const uint8_t *);
   KIND(size_t);
   KIND(struct HurrayDescriptor **);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_descriptor_encode_with_name), HurrayStatus (*)(const struct HurrayDescriptor *, const uint8_t *, size_t, uint8_t *, size_t, size_t *)), "hurray_descriptor_encode_with_name: signature differs from the AST");
+  printf("func hurray_descriptor_encode_with_name");
+  KIND(HurrayStatus);
+  KIND(const struct HurrayDescriptor *);
+  KIND(const uint8_t *);
+  KIND(size_t);
+  KIND(uint8_t *);
+  KIND(size_t);
+  KIND(size_t *);
   printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_descriptor_encoded), HurrayStatus (*)(const struct HurrayDescriptor *, const uint8_t **, size_t *)), "hurray_descriptor_encoded: signature differs from the AST");
   printf("func hurray_descriptor_encoded");

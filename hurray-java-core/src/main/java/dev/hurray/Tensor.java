@@ -148,6 +148,7 @@ public final class Tensor implements AutoCloseable {
             TensorDescriptor desc;
             if (previous != null && previous.hasEncoding(encoded)) {
                 desc = previous;
+                reader.remember(previous.fields());
             } else {
                 desc = TensorDescriptor.fromNative(reader.readFields(), NativeDescriptor.copyOf(encoded));
             }

@@ -50,6 +50,11 @@ public final class TensorDescriptor {
         this.nativeDescriptor = nativeDescriptor;
     }
 
+    /** The fields (internal; shared, never changed). */
+    DescriptorFields fields() {
+        return fields;
+    }
+
     /** Wraps fields read from a native descriptor and its native twin. */
     static TensorDescriptor fromNative(DescriptorFields fields, NativeDescriptor nativeDescriptor) {
         return new TensorDescriptor(fields, nativeDescriptor);

@@ -292,4 +292,56 @@ class ReaderWriterTest {
             assertEquals(Status.CORRUPT, assertThrows(HurrayException.class, r::read).status());
         }
     }
+    /**
+     * Tensors whose descriptors repeat the previous one under another name (the decoder's
+     * HURRAY_FIELDS_SAME_EXCEPT_NAME): every tensor still reads back with its own name, and a
+     * change of metadata, shape or type in between, a composite read whole, or mixing read and
+     * nextItem never lets one tensor's fields leak into another's.
+     */
+    @Test
+    void renamedRepeatsReadBackWithTheirOwnFields() throws Exception {
+        TensorDescriptor a = TensorDescriptor.builder(ElementType.FLOAT32, 4).name("a").metadata("k", "v").build();
+        TensorDescriptor other = TensorDescriptor.builder(ElementType.FLOAT32, 4).name("m").metadata("k", "w").build();
+        TensorDescriptor shape5 = TensorDescriptor.builder(ElementType.FLOAT32, 5).name("s").metadata("k", "w").build();
+        TensorDescriptor int8 = TensorDescriptor.builder(ElementType.INT8, 5).name("i").metadata("k", "w").build();
+        List<TensorDescriptor> sent = List.of(a, a.withName("b"), a.withName(""), a.withName("c"), other,
+                other.withName("n"), shape5, shape5.withName("t"), int8, int8.withName("j"), a.withName("d"),
+                a.withName("e"));
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        try (Writer w = Writer.of(out)) {
+            for (TensorDescriptor d : sent) {
+                try (Tensor t = Tensor.allocate(d)) {
+                    w.write(t);
+                }
+                if (d.name().orElse("").equals("c")) {
+                    try (Tensor m = Tensor.allocate(int8)) {
+                        w.write(Composite.builder("head").add("x", m));
+                    }
+                }
+            }
+        }
+        try (Reader r = Reader.of(out.toByteArray())) {
+            int k = 0;
+            for (TensorDescriptor want : sent) {
+                boolean viaItem = k % 3 == 1;
+                Tensor t = viaItem ? r.nextItem().tensor().orElseThrow() : r.read();
+                try (t) {
+                    TensorDescriptor got = t.descriptor();
+                    assertEquals(want.name(), got.name(), "tensor " + k);
+                    assertEquals(want.shape(), got.shape(), "tensor " + k);
+                    assertEquals(want.elementType(), got.elementType(), "tensor " + k);
+                    assertArrayEquals(want.metadata().get("k"), got.metadata().get("k"), "tensor " + k);
+                    assertEquals(want, got, "tensor " + k);
+                    assertEquals(want.buffers().get(0).byteSize(), t.buffer(0).byteSize(), "tensor " + k);
+                }
+                if (want.name().orElse("").equals("c")) {
+                    try (Item item = r.nextItem()) {
+                        assertTrue(item.isComposite());
+                    }
+                }
+                k++;
+            }
+            assertNull(r.read());
+        }
+    }
 }

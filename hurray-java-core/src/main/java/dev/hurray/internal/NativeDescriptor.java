@@ -417,9 +417,10 @@ public final class NativeDescriptor {
     }
 
     /**
-     * A renamed copy ({@code hurray_descriptor_with_name}): one downcall, no builder. Names up
-     * to 256 UTF-8 bytes pass through the thread's scratch area, longer ones through a
-     * short-lived arena.
+     * A renamed copy: one downcall ({@code hurray_descriptor_encode_with_name}) that writes the
+     * renamed encoding into this thread's scratch area, no native descriptor made. Names up to
+     * 256 UTF-8 bytes pass through the scratch area too; longer names, and encodings that do not
+     * fit the scratch area, go through a short-lived arena.
      *
      * @throws HurrayException {@link Status#INVALID_ARGUMENT} (a NUL in the name),
      *     {@link Status#LIMIT_EXCEEDED} (over 4096 bytes)
@@ -430,15 +431,34 @@ public final class NativeDescriptor {
         if (utf8.length <= NAME_BYTES) {
             MemorySegment name = s.asSlice(NAME_OFFSET, NAME_BYTES);
             MemorySegment.copy(utf8, 0, name, JAVA_BYTE, 0, utf8.length);
-            Native.check(hurray_h.hurray_descriptor_with_name(h, name, utf8.length, s));
-            return takeEncoding(s.get(ADDRESS, 0));
+            int rc = hurray_h.hurray_descriptor_encode_with_name(h, name, utf8.length, s.asSlice(ENCODED_OFFSET),
+                    ENCODED_BYTES, s);
+            if (rc == Native.OK) {
+                return new NativeDescriptor(null, s.asSlice(ENCODED_OFFSET, s.get(JAVA_LONG, 0)).toArray(JAVA_BYTE));
+            }
+            if (rc != Native.ERR_BUFFER_TOO_SMALL) {
+                throw Native.error(rc, null);
+            }
         }
         try (Arena a = Arena.ofConfined()) {
             MemorySegment name = a.allocateFrom(JAVA_BYTE, utf8);
-            Native.check(hurray_h.hurray_descriptor_with_name(h, name, utf8.length, s));
-            return takeEncoding(s.get(ADDRESS, 0));
+            MemorySegment len = a.allocate(JAVA_LONG);
+            int rc = hurray_h.hurray_descriptor_encode_with_name(h, name, utf8.length, MemorySegment.NULL, 0, len);
+            if (rc != Native.ERR_BUFFER_TOO_SMALL) {
+                Native.check(rc);
+            }
+            MemorySegment out = a.allocate(Math.max(1, len.get(JAVA_LONG, 0)));
+            Native.check(hurray_h.hurray_descriptor_encode_with_name(h, name, utf8.length, out, out.byteSize(), len));
+            return new NativeDescriptor(null, out.asSlice(0, len.get(JAVA_LONG, 0)).toArray(JAVA_BYTE));
         }
     }
+
+    /**
+     * Where {@link #withName} has the renamed encoding written in the scratch area, and how many
+     * bytes fit: the region the last-error message uses, which is only read after a failure.
+     */
+    private static final long ENCODED_OFFSET = 1024;
+    private static final long ENCODED_BYTES = Native.SCRATCH_BYTES - ENCODED_OFFSET;
 
     /** Where {@link #withName} puts short names in the scratch area, and how many bytes fit. */
     private static final long NAME_OFFSET = 768;

@@ -1,6 +1,7 @@
 package dev.hurray.internal;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 
 import dev.hurray.HurrayException;
 import dev.hurray.Status;
@@ -14,6 +15,7 @@ import dev.hurray.ffm.hurray_h;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
 
 /**
  * A native stream decoder ({@code HurrayDecoder*}, docs/spec/c-abi.md §Decoders and encoders)
@@ -34,6 +36,7 @@ import java.lang.foreign.MemorySegment;
 public final class NativeReader {
     private static final int NEED_INPUT = hurray_h.HURRAY_NEED_INPUT();
     private static final int END_OF_INPUT = hurray_h.HURRAY_DECODE_END_OF_INPUT();
+    private static final int SAME_EXCEPT_NAME = hurray_h.HURRAY_FIELDS_SAME_EXCEPT_NAME();
 
     private final Source source;
     private final MemorySegment result;
@@ -43,6 +46,11 @@ public final class NativeReader {
     /** Bytes the source put at the last input region, not yet reported to the decoder. */
     private long filled;
     private boolean inputEnded;
+    /** Tensors and composites the decoder has returned so far. */
+    private long emitted;
+    /** The fields of the tensor returned as number {@link #lastFieldsAt}, or null. */
+    private DescriptorFields lastFields;
+    private long lastFieldsAt = -1;
     /** The source's first fatal failure (a reset connection), reported on every later read. */
     private Throwable dead;
 
@@ -111,6 +119,7 @@ public final class NativeReader {
             filled = 0;
             int rc = hurray_h.hurray_decoder_next(handle, f, inputEnded ? END_OF_INPUT : 0, result);
             if (rc == Native.OK) {
+                emitted++;
                 return true;
             }
             if (rc == NEED_INPUT) {
@@ -139,6 +148,7 @@ public final class NativeReader {
             filled = 0;
             int rc = hurray_h.hurray_decoder_next_item(handle, f, inputEnded ? END_OF_INPUT : 0, result, compositeSlot);
             if (rc == Native.OK) {
+                emitted++;
                 MemorySegment t = HurrayDecodeResult.tensor(result);
                 MemorySegment c = compositeSlot.get(ADDRESS, 0);
                 return new MemorySegment[] {t.equals(MemorySegment.NULL) ? null : t, c.equals(MemorySegment.NULL) ? null : c};
@@ -221,18 +231,37 @@ public final class NativeReader {
     /** The decoded tensor's descriptor fields, read from the result with no downcall. */
     public DescriptorFields readFields() throws HurrayException {
         MemorySegment f = HurrayDecodeResult.fields(result);
-        long buffers = HurrayDescriptorFields.buffer_count(f);
-        long entries = HurrayDescriptorFields.metadata_count(f);
-        return NativeDescriptor.readDecoded(f,
-                HurrayDecodeResult.buffers(result).reinterpret(buffers * HurrayDecodedBuffer.sizeof()),
-                HurrayDecodeResult.metadata(result).reinterpret(entries * HurrayMetadataView.sizeof()),
-                HurrayDecodeResult.tensor(result));
+        DescriptorFields fields;
+        if (lastFieldsAt == emitted - 1 && (HurrayDescriptorFields.flags(f) & SAME_EXCEPT_NAME) != 0) {
+            // The decoder says only the name differs from the previous tensor's descriptor.
+            DescriptorFields p = lastFields;
+            MemorySegment namePtr = HurrayDescriptorFields.name(f);
+            String name = namePtr.equals(MemorySegment.NULL) ? null : new String(
+                    namePtr.reinterpret(HurrayDescriptorFields.name_len(f)).toArray(JAVA_BYTE), StandardCharsets.UTF_8);
+            fields = new DescriptorFields(p.elementType(), p.shape(), p.layout(), p.byteOffset(), p.buffers(),
+                    p.quantization(), name, p.metadata());
+        } else {
+            long buffers = HurrayDescriptorFields.buffer_count(f);
+            long entries = HurrayDescriptorFields.metadata_count(f);
+            fields = NativeDescriptor.readDecoded(f,
+                    HurrayDecodeResult.buffers(result).reinterpret(buffers * HurrayDecodedBuffer.sizeof()),
+                    HurrayDecodeResult.metadata(result).reinterpret(entries * HurrayMetadataView.sizeof()),
+                    HurrayDecodeResult.tensor(result));
+        }
+        remember(fields);
+        return fields;
     }
 
     /**
-     * The decoded tensor's buffers, in buffer-table order, as segments of their byte sizes
-     * bound to {@code arena}, so that closing the arena ends access to them.
+     * Notes the fields of the tensor just returned, when the caller got them without
+     * {@link #readFields()} (its descriptor was byte-identical to one it already had), so that
+     * the next tensor can reuse them.
      */
+    public void remember(DescriptorFields fields) {
+        lastFields = fields;
+        lastFieldsAt = emitted;
+    }
+
     public MemorySegment[] buffers(Arena arena) {
         int count = (int) HurrayDescriptorFields.buffer_count(HurrayDecodeResult.fields(result));
         MemorySegment table = HurrayDecodeResult.buffers(result).reinterpret(count * HurrayDecodedBuffer.sizeof());

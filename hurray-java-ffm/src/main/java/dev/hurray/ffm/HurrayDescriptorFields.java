@@ -31,8 +31,10 @@ import java.util.function.Consumer;
  *   uint8_t layout;
  *   // Always 0.
  *   uint16_t reserved;
- *   // Always 0.
- *   uint32_t reserved2;
+ *   // `HURRAY_FIELDS_*` bits. `hurray_descriptor_fields` sets none; a decoder sets
+ *   // `HURRAY_FIELDS_SAME_EXCEPT_NAME` (added in ABI 4; this word was reserved and always 0
+ *   // before, so older callers ignore it).
+ *   uint32_t flags;
  *   // Number of dimensions (0 for a scalar).
  *   size_t rank;
  *   // `rank` dimensions in elements, outermost first; NULL when `rank` is 0.
@@ -72,7 +74,7 @@ public final class HurrayDescriptorFields {
         hurray_h.C_CHAR.withName("element_type"),
         hurray_h.C_CHAR.withName("layout"),
         hurray_h.C_SHORT.withName("reserved"),
-        hurray_h.C_INT.withName("reserved2"),
+        hurray_h.C_INT.withName("flags"),
         hurray_h.C_LONG.withName("rank"),
         hurray_h.C_POINTER.withName("dims"),
         hurray_h.C_POINTER.withName("strides"),
@@ -236,52 +238,56 @@ public final class HurrayDescriptorFields {
         struct.set(reserved$LAYOUT, reserved$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfInt reserved2$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("reserved2"));
+    private static final ValueLayout.OfInt flags$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("flags"));
 
     /**
      * Layout for field:
      * {@snippet lang=c :
-     * uint32_t reserved2
+     * uint32_t flags
      * }
      */
-    public static final ValueLayout.OfInt reserved2$layout() {
-        return reserved2$LAYOUT;
+    public static final ValueLayout.OfInt flags$layout() {
+        return flags$LAYOUT;
     }
 
-    private static final long reserved2$OFFSET = 4;
+    private static final long flags$OFFSET = 4;
 
     /**
      * Offset in bytes for field:
      * {@snippet lang=c :
-     * uint32_t reserved2
+     * uint32_t flags
      * }
      */
-    public static final long reserved2$offset() {
-        return reserved2$OFFSET;
+    public static final long flags$offset() {
+        return flags$OFFSET;
     }
 
     /**
-     * Always 0.
+     * <code>HURRAY_FIELDS_*</code> bits. <code>hurray_descriptor_fields</code> sets none; a decoder sets
+     * <code>HURRAY_FIELDS_SAME_EXCEPT_NAME</code> (added in ABI 4; this word was reserved and always 0
+     * before, so older callers ignore it).
      * <p>
      * Getter for field:
      * {@snippet lang=c :
-     * uint32_t reserved2
+     * uint32_t flags
      * }
      */
-    public static int reserved2(MemorySegment struct) {
-        return struct.get(reserved2$LAYOUT, reserved2$OFFSET);
+    public static int flags(MemorySegment struct) {
+        return struct.get(flags$LAYOUT, flags$OFFSET);
     }
 
     /**
-     * Always 0.
+     * <code>HURRAY_FIELDS_*</code> bits. <code>hurray_descriptor_fields</code> sets none; a decoder sets
+     * <code>HURRAY_FIELDS_SAME_EXCEPT_NAME</code> (added in ABI 4; this word was reserved and always 0
+     * before, so older callers ignore it).
      * <p>
      * Setter for field:
      * {@snippet lang=c :
-     * uint32_t reserved2
+     * uint32_t flags
      * }
      */
-    public static void reserved2(MemorySegment struct, int fieldValue) {
-        struct.set(reserved2$LAYOUT, reserved2$OFFSET, fieldValue);
+    public static void flags(MemorySegment struct, int fieldValue) {
+        struct.set(flags$LAYOUT, flags$OFFSET, fieldValue);
     }
 
     private static final ValueLayout.OfLong rank$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("rank"));

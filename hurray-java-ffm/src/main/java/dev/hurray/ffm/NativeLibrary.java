@@ -29,10 +29,24 @@ import java.util.Locale;
  *       {@code windows-x86_64}, …) and {@code <file>} is
  *       {@code System.mapLibraryName("hurray")} ({@code libhurray.so}, {@code libhurray.dylib},
  *       {@code hurray.dll}). A jar carries the library of the platform it was built on
- *       (native/build.sh and the POMs use the same mapping). It is copied to a temporary file,
- *       loaded, and the file is deleted right away (the mapping outlives the name on Linux and
- *       macOS).</li>
+ *       (native/build.sh and the POMs use the same mapping). Where the class path holds the
+ *       library as a plain file (an exploded build), that file is loaded as it is. From a jar,
+ *       the library is extracted once into a per-user cache folder and loaded from there by
+ *       later JVMs: see <em>Extraction cache</em>.</li>
  * </ol>
+ *
+ * <h2>Extraction cache</h2>
+ * The cache folder is the system property {@value #CACHE_DIR_PROPERTY}, else the environment
+ * variable {@value #CACHE_DIR_ENV}, else {@code $XDG_CACHE_HOME/hurray/native}, else
+ * {@code ~/.cache/hurray/native}; the value {@code none} turns the cache off. A cached file is
+ * named after the jar entry's size and CRC-32 ({@code libhurray-<size>-<crc>.so}), so jars of
+ * different builds never share one. Before loading a cached file its size and CRC-32 are
+ * checked against the jar entry; a file that does not match (truncated, corrupted, replaced) is
+ * written again. New files are written under a temporary name and moved into place atomically,
+ * so concurrent JVMs never load a half-written file. The folder is created readable by its owner
+ * only. When the folder cannot be used (read-only home, no permission), the library is copied to
+ * a temporary file, loaded and deleted, as without a cache: a first use then costs about 25 ms
+ * more. Files of older builds are not removed.
  * The library is loaded once per class loader, into the global arena (it is never unloaded),
  * on the first call of {@link #load()}, {@link #lookup()} or any {@link hurray_h} function.
  * Loading is thread-safe; concurrent first callers wait for one load.
@@ -62,6 +76,12 @@ public final class NativeLibrary {
 
     /** Environment variable consulted when {@value #LIBRARY_PATH_PROPERTY} is not set. */
     public static final String LIBRARY_PATH_ENV = "HURRAY_LIBRARY_PATH";
+
+    /** System property naming the extraction cache folder ({@code none}: no cache). */
+    public static final String CACHE_DIR_PROPERTY = "hurray.cache.dir";
+
+    /** Environment variable naming the extraction cache folder ({@code none}: no cache). */
+    public static final String CACHE_DIR_ENV = "HURRAY_CACHE_DIR";
 
     /** Name of this module when the jar is on the module path (its Automatic-Module-Name). */
     public static final String MODULE_NAME = "dev.hurray.ffm";
@@ -154,16 +174,17 @@ public final class NativeLibrary {
         Source src = resolve(System.getProperty(LIBRARY_PATH_PROPERTY), System.getenv(LIBRARY_PATH_ENV),
                 System.getProperty("os.name"), System.getProperty("os.arch"));
         SymbolLookup lookup;
+        String[] origin = {src.origin()};
         try {
-            lookup = src.file() != null ? loadFile(src.file(), src.origin()) : loadResource(src);
+            lookup = src.file() != null ? loadFile(src.file(), src.origin()) : loadResource(src, origin);
         } catch (IllegalCallerException e) {
             throw new IllegalCallerException(nativeAccessMessage(NativeLibrary.class.getModule()), e);
         }
-        int version = callAbiVersion(lookup, src.origin());
-        checkAbiVersion(version, hurray_h.HURRAY_C_ABI_VERSION(), src.origin());
+        int version = callAbiVersion(lookup, origin[0]);
+        checkAbiVersion(version, hurray_h.HURRAY_C_ABI_VERSION(), origin[0]);
         org.slf4j.LoggerFactory.getLogger(NativeLibrary.class).info("libhurray loaded from {} (C ABI version {})",
-                src.origin(), version);
-        return new Loaded(lookup, src.origin(), version);
+                origin[0], version);
+        return new Loaded(lookup, origin[0], version);
     }
 
     /**
@@ -248,26 +269,145 @@ public final class NativeLibrary {
         }
     }
 
-    private static SymbolLookup loadResource(Source src) {
+    /** Loads the jar's copy; {@code origin[0]} becomes where it was loaded from. */
+    private static SymbolLookup loadResource(Source src, String[] origin) {
         ClassLoader cl = NativeLibrary.class.getClassLoader();
-        try (InputStream in = cl == null ? ClassLoader.getSystemResourceAsStream(src.resource())
-                : cl.getResourceAsStream(src.resource())) {
-            if (in == null) {
-                throw new UnsatisfiedLinkError("libhurray not found: no " + src.resource()
-                        + " on the class path (this hurray-java-ffm jar was built for another platform, or is incomplete)."
-                        + " Build native/ here (native/build.sh) and set -D" + LIBRARY_PATH_PROPERTY
-                        + "=/path/to/" + System.mapLibraryName(LIBRARY_NAME) + ".");
+        java.net.URL url = cl == null ? ClassLoader.getSystemResource(src.resource()) : cl.getResource(src.resource());
+        if (url == null) {
+            throw new UnsatisfiedLinkError("libhurray not found: no " + src.resource()
+                    + " on the class path (this hurray-java-ffm jar was built for another platform, or is incomplete)."
+                    + " Build native/ here (native/build.sh) and set -D" + LIBRARY_PATH_PROPERTY
+                    + "=/path/to/" + System.mapLibraryName(LIBRARY_NAME) + ".");
+        }
+        if ("file".equals(url.getProtocol())) {
+            // An exploded class path (a build's target/classes): load the file in place.
+            try {
+                origin[0] = src.origin() + " (" + url.getPath() + ")";
+                return loadFile(Path.of(url.toURI()), origin[0]);
+            } catch (java.net.URISyntaxException | IllegalArgumentException e) {
+                // Fall through to extraction.
             }
+        }
+        Path cached = cacheFile(url, cacheDir(System.getProperty(CACHE_DIR_PROPERTY), System.getenv(CACHE_DIR_ENV),
+                System.getenv("XDG_CACHE_HOME"), System.getProperty("user.home")));
+        if (cached != null) {
+            origin[0] = src.origin() + " (cached at " + cached + ")";
+            return loadFile(cached, origin[0]);
+        }
+        try (InputStream in = url.openStream()) {
             Path tmp = Files.createTempFile("libhurray-", ".so");
             try {
                 Files.copy(in, tmp, StandardCopyOption.REPLACE_EXISTING);
-                return loadFile(tmp, src.origin() + " (extracted to " + tmp + ")");
+                origin[0] = src.origin() + " (extracted to " + tmp + ")";
+                return loadFile(tmp, origin[0]);
             } finally {
                 // Safe once loaded: the mapping outlives the directory entry on Linux.
                 Files.deleteIfExists(tmp);
             }
         } catch (IOException e) {
             throw linkError("cannot extract " + src.resource() + " to a temporary file: " + e, e);
+        }
+    }
+
+    /**
+     * The extraction cache folder: the property, else the environment variable, else
+     * {@code $XDG_CACHE_HOME/hurray/native}, else {@code <home>/.cache/hurray/native}; null when
+     * turned off ({@code none}) or when no folder can be named.
+     */
+    static Path cacheDir(String property, String env, String xdgCacheHome, String userHome) {
+        for (String v : new String[] {property, env}) {
+            if (v != null && !v.isBlank()) {
+                return v.strip().equalsIgnoreCase("none") ? null : Path.of(v.strip());
+            }
+        }
+        if (xdgCacheHome != null && !xdgCacheHome.isBlank() && Path.of(xdgCacheHome.strip()).isAbsolute()) {
+            return Path.of(xdgCacheHome.strip(), "hurray", "native");
+        }
+        if (userHome != null && !userHome.isBlank() && !userHome.equals("?")) {
+            return Path.of(userHome, ".cache", "hurray", "native");
+        }
+        return null;
+    }
+
+    /**
+     * The cached copy of the jar entry at {@code url} in {@code dir}, written there first if it
+     * is missing or does not match the entry's size and CRC-32; null when there is no cache, the
+     * entry's size and CRC-32 cannot be read, or the folder cannot be used (the caller then
+     * extracts to a temporary file).
+     */
+    static Path cacheFile(java.net.URL url, Path dir) {
+        if (dir == null) {
+            return null;
+        }
+        long size;
+        long crc;
+        try {
+            java.net.URLConnection c = url.openConnection();
+            if (!(c instanceof java.net.JarURLConnection j)) {
+                return null;
+            }
+            java.util.jar.JarEntry e = j.getJarEntry();
+            size = e.getSize();
+            crc = e.getCrc();
+            if (size < 0 || crc < 0) {
+                return null;
+            }
+        } catch (IOException | RuntimeException e) {
+            return null;
+        }
+        String file = System.mapLibraryName(LIBRARY_NAME);
+        int dot = file.lastIndexOf('.');
+        String name = file.substring(0, dot) + "-" + size + "-" + Long.toHexString(crc) + file.substring(dot);
+        Path target = dir.resolve(name);
+        try {
+            if (matches(target, size, crc)) {
+                return target;
+            }
+            createPrivateDirectories(dir);
+            Path tmp = dir.resolve(name + "." + ProcessHandle.current().pid() + "." + System.nanoTime() + ".tmp");
+            try {
+                try (InputStream in = url.openStream()) {
+                    Files.copy(in, tmp);
+                }
+                if (!matches(tmp, size, crc)) {
+                    return null;
+                }
+                Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            } finally {
+                Files.deleteIfExists(tmp);
+            }
+            return matches(target, size, crc) ? target : null;
+        } catch (IOException | RuntimeException e) {
+            return null;
+        }
+    }
+
+    /** Whether {@code file} is a regular file of {@code size} bytes whose CRC-32 is {@code crc}. */
+    private static boolean matches(Path file, long size, long crc) throws IOException {
+        if (!Files.isRegularFile(file) || Files.size(file) != size) {
+            return false;
+        }
+        java.util.zip.CRC32 c = new java.util.zip.CRC32();
+        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file)) {
+            java.nio.ByteBuffer b = java.nio.ByteBuffer.allocateDirect(1 << 16);
+            while (ch.read(b) > 0) {
+                b.flip();
+                c.update(b);
+                b.clear();
+            }
+        }
+        return c.getValue() == crc;
+    }
+
+    private static void createPrivateDirectories(Path dir) throws IOException {
+        if (Files.isDirectory(dir)) {
+            return;
+        }
+        try {
+            Files.createDirectories(dir, java.nio.file.attribute.PosixFilePermissions.asFileAttribute(
+                    java.nio.file.attribute.PosixFilePermissions.fromString("rwx------")));
+        } catch (UnsupportedOperationException e) {
+            Files.createDirectories(dir);
         }
     }
 

@@ -772,6 +772,23 @@ public final class hurray_h {
         return HURRAY_QUANT_CAST;
     }
 
+    private static final int HURRAY_FIELDS_SAME_EXCEPT_NAME = 1;
+    /**
+     * <code>HurrayDescriptorFields::flags</code> bit set by <code>hurray_decoder_next</code> and
+     * <code>hurray_decoder_next_item</code> when the tensor's descriptor equals, in every field but the name,
+     * the descriptor of the tensor the same decoder returned in <code>*out</code> just before (a composite
+     * returned whole does not count). A binding that kept the previous tensor's fields may reuse
+     * them and read only <code>name</code>/<code>name_len</code>: the common stream of same-shaped tensors that differ
+     * only by name then costs one field read per tensor. The fields themselves are filled in full
+     * <p>
+     * {@snippet lang=c :
+     * #define HURRAY_FIELDS_SAME_EXCEPT_NAME 1
+     * }
+     */
+    public static int HURRAY_FIELDS_SAME_EXCEPT_NAME() {
+        return HURRAY_FIELDS_SAME_EXCEPT_NAME;
+    }
+
     private static final int HURRAY_FILE_WRITER_NO_PAYLOAD_CHECKSUMS = 1;
     /**
      * Writer flag: do not store payload CRC32Cs (saves one pass over every payload at add time;
@@ -4177,6 +4194,96 @@ public final class hurray_h {
                 traceDowncall("hurray_descriptor_with_name", descriptor, name, len, out_descriptor);
             }
             return (int) mh$.invokeExact(descriptor, name, len, out_descriptor);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_descriptor_encode_with_name {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_encode_with_name");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_encode_with_name(const struct HurrayDescriptor *descriptor,
+     *                                                 const uint8_t *name,
+     *                                                 size_t len,
+     *                                                 uint8_t *out,
+     *                                                 size_t capacity,
+     *                                                 size_t *out_len)
+     * }
+     */
+    public static FunctionDescriptor hurray_descriptor_encode_with_name$descriptor() {
+        return hurray_descriptor_encode_with_name.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_encode_with_name(const struct HurrayDescriptor *descriptor,
+     *                                                 const uint8_t *name,
+     *                                                 size_t len,
+     *                                                 uint8_t *out,
+     *                                                 size_t capacity,
+     *                                                 size_t *out_len)
+     * }
+     */
+    public static MethodHandle hurray_descriptor_encode_with_name$handle() {
+        return hurray_descriptor_encode_with_name.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_encode_with_name(const struct HurrayDescriptor *descriptor,
+     *                                                 const uint8_t *name,
+     *                                                 size_t len,
+     *                                                 uint8_t *out,
+     *                                                 size_t capacity,
+     *                                                 size_t *out_len)
+     * }
+     */
+    public static MemorySegment hurray_descriptor_encode_with_name$address() {
+        return hurray_descriptor_encode_with_name.ADDR;
+    }
+
+    /**
+     * Writes the encoding of <code>descriptor</code> renamed to <code>len</code> bytes of UTF-8 at <code>name</code> into the
+     * caller's buffer <code>out</code> of <code>capacity</code> bytes, and its length to <code>*out_len</code>; no descriptor is
+     * created. The bytes equal what <code>hurray_descriptor_with_name</code> then <code>hurray_descriptor_encoded</code>
+     * give, so they can be handed to <code>hurray_encoder_encode_encoded</code> or kept. The name rule is that
+     * of <code>hurray_descriptor_with_name</code>.
+     * <p>
+     * Added in ABI 4 (additive). Errors: <code>NULL_POINTER</code> (<code>descriptor</code>, <code>out_len</code>, <code>name</code> with
+     * <code>len &gt; 0</code>, <code>out</code> with <code>capacity &gt; 0</code>), <code>INVALID_ARGUMENT</code> (not UTF-8, contains NUL),
+     * <code>LIMIT_EXCEEDED</code> (name too long), <code>BUFFER_TOO_SMALL</code> (the encoding needs more than
+     * <code>capacity</code> bytes: <code>*out_len</code> then holds the size needed and <code>out</code> is unchanged).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>descriptor</code> live; <code>name</code> valid for <code>len</code> reads; <code>out</code> valid for <code>capacity</code> writes;
+     * <code>out_len</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_encode_with_name(const struct HurrayDescriptor *descriptor,
+     *                                                 const uint8_t *name,
+     *                                                 size_t len,
+     *                                                 uint8_t *out,
+     *                                                 size_t capacity,
+     *                                                 size_t *out_len)
+     * }
+     */
+    public static int hurray_descriptor_encode_with_name(MemorySegment descriptor, MemorySegment name, long len, MemorySegment out, long capacity, MemorySegment out_len) {
+        var mh$ = hurray_descriptor_encode_with_name.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_descriptor_encode_with_name", descriptor, name, len, out, capacity, out_len);
+            }
+            return (int) mh$.invokeExact(descriptor, name, len, out, capacity, out_len);
         } catch (RuntimeException | Error ex$) {
             throw ex$;
         } catch (Throwable ex$) {

@@ -162,6 +162,108 @@ class NativeLibraryTest {
         assertTrue(out.contains("abi=4 source=jar resource META-INF/native/linux-x86_64/libhurray.so"), out);
     }
 
+    /** The cache folder: property, then environment, then XDG, then home; "none" turns it off. */
+    @Test
+    void cacheFolderFollowsPropertyEnvironmentXdgHome() {
+        assertEquals(Path.of("/p"), NativeLibrary.cacheDir(" /p ", "/e", "/x", "/h"));
+        assertEquals(Path.of("/e"), NativeLibrary.cacheDir("", "/e", "/x", "/h"));
+        assertEquals(Path.of("/x/hurray/native"), NativeLibrary.cacheDir(null, null, "/x", "/h"));
+        assertEquals(Path.of("/h/.cache/hurray/native"), NativeLibrary.cacheDir(null, null, "relative", "/h"));
+        assertNull(NativeLibrary.cacheDir("none", "/e", "/x", "/h"));
+        assertNull(NativeLibrary.cacheDir(null, "NONE", "/x", "/h"));
+        assertNull(NativeLibrary.cacheDir(null, null, null, null));
+    }
+
+    /** A jar holding one fake library entry, and the jar: URL of that entry. */
+    private static java.net.URL fakeJar(Path dir, byte[] content) throws IOException {
+        Path jar = dir.resolve("fake.jar");
+        try (java.util.jar.JarOutputStream out = new java.util.jar.JarOutputStream(Files.newOutputStream(jar))) {
+            out.putNextEntry(new java.util.jar.JarEntry("META-INF/native/x/libhurray.so"));
+            out.write(content);
+            out.closeEntry();
+        }
+        return java.net.URI.create("jar:" + jar.toUri() + "!/META-INF/native/x/libhurray.so").toURL();
+    }
+
+    /**
+     * The first use extracts into the cache under the entry's size and CRC-32; a second use
+     * reuses the file as it is; a corrupted or truncated file is written again; a folder that
+     * cannot be created gives null (the caller then extracts to a temporary file).
+     */
+    @Test
+    void extractionCacheWritesOnceChecksAndRepairs(@TempDir Path dir) throws Exception {
+        byte[] content = new byte[100_000];
+        new java.util.Random(7).nextBytes(content);
+        java.net.URL url = fakeJar(dir, content);
+        Path cache = dir.resolve("cache/a/b");
+        Path first = NativeLibrary.cacheFile(url, cache);
+        java.util.zip.CRC32 crc = new java.util.zip.CRC32();
+        crc.update(content);
+        assertEquals(cache.resolve("libhurray-100000-" + Long.toHexString(crc.getValue()) + ".so"), first);
+        assertTrue(java.util.Arrays.equals(content, Files.readAllBytes(first)));
+        assertEquals(List.of(first), Files.list(cache).toList(), "no temporary files left behind");
+        if (cache.getFileSystem().supportedFileAttributeViews().contains("posix")) {
+            assertEquals("rwx------", java.nio.file.attribute.PosixFilePermissions.toString(
+                    Files.getPosixFilePermissions(cache)));
+        }
+
+        java.nio.file.attribute.FileTime stamp = java.nio.file.attribute.FileTime.fromMillis(1_000_000L);
+        Files.setLastModifiedTime(first, stamp);
+        assertEquals(first, NativeLibrary.cacheFile(url, cache));
+        assertEquals(stamp, Files.getLastModifiedTime(first), "a matching cached file is reused, not rewritten");
+
+        byte[] corrupt = content.clone();
+        corrupt[5000] ^= 1;
+        Files.write(first, corrupt);
+        assertEquals(first, NativeLibrary.cacheFile(url, cache));
+        assertTrue(java.util.Arrays.equals(content, Files.readAllBytes(first)), "a corrupted copy is replaced");
+
+        Files.write(first, java.util.Arrays.copyOf(content, 10));
+        assertEquals(first, NativeLibrary.cacheFile(url, cache));
+        assertEquals(content.length, Files.size(first), "a truncated copy is replaced");
+
+        Path blocked = dir.resolve("plain-file");
+        Files.writeString(blocked, "not a folder");
+        assertNull(NativeLibrary.cacheFile(url, blocked.resolve("sub")));
+        assertNull(NativeLibrary.cacheFile(url, null));
+        assertNull(NativeLibrary.cacheFile(dir.toUri().toURL(), cache), "a file: URL has no jar entry to key on");
+    }
+
+    /** Two child JVMs loading from a jar share one cached copy; the second loads it as it is. */
+    @Test
+    void jarLoadsGoThroughTheCache(@TempDir Path dir) throws Exception {
+        java.net.URL res = getClass().getClassLoader().getResource("META-INF/native/linux-x86_64/libhurray.so");
+        Assumptions.assumeTrue(res != null);
+        byte[] lib;
+        try (java.io.InputStream in = res.openStream()) {
+            lib = in.readAllBytes();
+        }
+        Path jar = dir.resolve("lib.jar");
+        try (java.util.jar.JarOutputStream out = new java.util.jar.JarOutputStream(Files.newOutputStream(jar))) {
+            out.putNextEntry(new java.util.jar.JarEntry("META-INF/native/linux-x86_64/libhurray.so"));
+            out.write(lib);
+            out.closeEntry();
+        }
+        Path cache = dir.resolve("cache");
+        String cp = jar + java.io.File.pathSeparator + System.getProperty("java.class.path");
+        for (int round = 0; round < 2; round++) {
+            String java = ProcessHandle.current().info().command().orElseThrow();
+            ProcessBuilder pb = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED",
+                    "-D" + NativeLibrary.CACHE_DIR_PROPERTY + "=" + cache, "-cp", cp, PackedMain.class.getName());
+            pb.environment().remove(NativeLibrary.LIBRARY_PATH_ENV);
+            pb.redirectErrorStream(true);
+            Process p = pb.start();
+            String out = new String(p.getInputStream().readAllBytes());
+            assertTrue(p.waitFor(60, TimeUnit.SECONDS));
+            assertEquals(0, p.exitValue(), out);
+            assertTrue(out.contains("abi=4 source=jar resource META-INF/native/linux-x86_64/libhurray.so (cached at "
+                    + cache), out);
+            try (var files = Files.list(cache)) {
+                assertEquals(1, files.count(), "one cached copy");
+            }
+        }
+    }
+
     /** Entry point of the child JVM above. */
     static final class PackedMain {
         public static void main(String[] args) {
