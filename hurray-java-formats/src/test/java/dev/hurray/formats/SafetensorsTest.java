@@ -231,6 +231,16 @@ class SafetensorsTest {
                     try (Arena a = Arena.ofConfined(); dev.hurray.Tensor back = t.toTensor(a)) {
                         assertArrayEquals(mx.toFloatArray(), back.toFloatArray());
                     }
+                    // Through an HRRYFILE (one tensor, two buffers) and back to safetensors: the same bytes.
+                    Path hrry = tmp.resolve("mx.hrry");
+                    m.toHurrayFile(hrry);
+                    Path again = tmp.resolve("again.safetensors");
+                    try (dev.hurray.HurrayFile f = dev.hurray.HurrayFile.open(hrry); ForeignModel h = ForeignModel.of(f)) {
+                        assertEquals(Quantization.Mx.of(1), h.tensor("layer.weight").quantization().orElseThrow());
+                        assertEquals(et.byteSizeOf(128) + 4, h.totalBytes(), "values and scales");
+                        Safetensors.write(h, again, null);
+                    }
+                    assertArrayEquals(Files.readAllBytes(out), Files.readAllBytes(again));
                 }
             }
         }
