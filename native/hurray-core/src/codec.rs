@@ -11,7 +11,8 @@
 use crate::descriptor::{Quantization, TensorDescriptor};
 use crate::error::{bail, err, Result};
 use crate::lowp::{
-    bf16_to_f32, e8m0_decode, e8m0_encode, f16_to_f32, f32_to_bf16, f32_to_f16, rne_f32, MiniFloat, SatEncoder,
+    bf16_to_f32, e8m0_decode, e8m0_encode, f16_to_f32, f32_to_bf16, f32_to_f16, floor_log2, pow2, rne_f32, rne_f64,
+    MiniFloat, SatEncoder,
 };
 use crate::quant::{BlockKind, BlockQuant, Q4_0_BLOCK_BYTES, Q8_0_BLOCK_BYTES};
 use crate::shape::Shape;
@@ -300,17 +301,9 @@ pub fn dequantize(desc: &TensorDescriptor, buffers: &[&[u8]], out: &mut [f32]) -
         }
         Some(Quantization::PerChannelAffine { axis, .. }) => {
             let (s, b) = (buffers[1], buffers[2]);
-            let dims = desc.shape().dims();
-            let a = *axis as usize;
-            // Storage order decides which index varies fastest.
-            let inner: u64 = if *desc.layout() == LayoutDescriptor::ColumnMajor {
-                dims[..a].iter().product()
-            } else {
-                dims[a + 1..].iter().product()
-            };
-            let len = dims[a];
+            let (inner, len) = channel_stride(desc, *axis as usize);
             for (i, o) in out.iter_mut().enumerate() {
-                let c = ((i as u64 / inner.max(1)) % len) as usize;
+                let c = ((i as u64 / inner) % len) as usize;
                 let q = int_at(et, data, i as u64) as f64;
                 *o = (q * f64::from(f32_at(s, c)) + f64::from(f32_at(b, c))) as f32;
             }
@@ -318,6 +311,207 @@ pub fn dequantize(desc: &TensorDescriptor, buffers: &[&[u8]], out: &mut [f32]) -
         }
         Some(Quantization::Block(bq)) => dequantize_block(bq, et, desc.shape(), data, buffers, out, n),
     }
+}
+
+/// True for the element types [`dequantize_into`] writes: `float16`, `bfloat16`, `float32`,
+/// `float64` and the 8-, 16-, 32- and 64-bit integers.
+pub fn is_dequantize_target(t: ElementType) -> bool {
+    use ElementType::*;
+    matches!(
+        t,
+        Float16 | Bfloat16 | Float32 | Float64 | Int8 | Uint8 | Int16 | Uint16 | Int32 | Uint32 | Int64 | Uint64
+    )
+}
+
+/// Dequantizes the tensor described by `desc` to `target`, writing `n` little-endian elements
+/// of `target` (n × its width bytes) at the start of `out`, in storage order. `target` is
+/// normally the quantization's declared dequantized type; any type of
+/// [`is_dequantize_target`] is accepted for any source.
+///
+/// Each value is computed as [`dequantize`] defines it, then rounded once to `target`
+/// (docs/spec/descriptor.md §Dequantization): affine kinds are evaluated in float64 and
+/// rounded from there; plain and cast tensors are converted exactly to float64 first (64-bit
+/// integers round to float64) and rounded from there; block kinds are float32 arithmetic,
+/// widened exactly. For `float32` the result is bit for bit [`dequantize`]'s. Rounding:
+/// to nearest, ties to even, for the float targets (overflow gives ±∞, NaN stays NaN); for
+/// the integer targets, halves towards +∞, then the value wraps modulo 2^bits; NaN and ±∞
+/// give 0.
+///
+/// Errors: those of [`dequantize`], plus `Unsupported` for a `target` outside
+/// [`is_dequantize_target`] and `BufferTooSmall` for an `out` shorter than n × width bytes
+/// (longer is fine; the rest is left untouched).
+pub fn dequantize_into(desc: &TensorDescriptor, buffers: &[&[u8]], target: ElementType, out: &mut [u8]) -> Result<()> {
+    use ElementType::*;
+    if !is_dequantize_target(target) {
+        bail!(
+            Unsupported,
+            "cannot dequantize to {}: the targets are float16, bfloat16, float32, float64 and the 8- to 64-bit integers",
+            target.name()
+        );
+    }
+    check_buffers(desc, buffers.iter().map(|b| b.len()), buffers.len())?;
+    let n = desc.shape().element_count();
+    let need = target.bytes_for(n).ok_or_else(|| err!(LimitExceeded, "output byte count overflows"))?;
+    if (out.len() as u64) < need {
+        bail!(BufferTooSmall, "the output has {} bytes, {n} {} elements need {need}", out.len(), target.name());
+    }
+    let n = usize::try_from(n).map_err(|_| err!(LimitExceeded, "element count does not fit this platform"))?;
+    let out = &mut out[..need as usize];
+    let et = desc.element_type();
+    let data = &buffers[0][desc.byte_offset() as usize..];
+    match desc.quantization() {
+        Some(Quantization::PerTensorAffine { scale, bias, .. }) => {
+            for i in 0..n {
+                put_wide(target, out, i, int_at(et, data, i as u64) as f64 * scale + bias);
+            }
+        }
+        Some(Quantization::PerChannelAffine { axis, .. }) => {
+            let (s, b) = (buffers[1], buffers[2]);
+            let (inner, len) = channel_stride(desc, *axis as usize);
+            for i in 0..n {
+                let c = ((i as u64 / inner) % len) as usize;
+                let q = int_at(et, data, i as u64) as f64;
+                put_wide(target, out, i, q * f64::from(f32_at(s, c)) + f64::from(f32_at(b, c)));
+            }
+        }
+        Some(Quantization::Block(_)) => {
+            let mut v = vec![0f32; n];
+            dequantize(desc, buffers, &mut v)?;
+            if target == Float32 {
+                for (o, x) in out.chunks_exact_mut(4).zip(&v) {
+                    o.copy_from_slice(&x.to_le_bytes());
+                }
+            } else {
+                for (i, x) in v.into_iter().enumerate() {
+                    put_wide(target, out, i, f64::from(x));
+                }
+            }
+        }
+        None | Some(Quantization::Cast { .. }) => {
+            if matches!(et, Complex64 | Complex128) {
+                bail!(Unsupported, "cannot dequantize {}", et.name());
+            }
+            if target == Float32 {
+                // Chunked through the float32 decoder, so that 64-bit integers round once.
+                let mut chunk = [0f32; 1024];
+                let t = table(et, false);
+                for start in (0..n).step_by(chunk.len()) {
+                    let len = chunk.len().min(n - start);
+                    decode_plain(et, data, start as u64, &mut chunk[..len], t.as_ref())?;
+                    for (o, x) in out[4 * start..4 * (start + len)].chunks_exact_mut(4).zip(&chunk[..len]) {
+                        o.copy_from_slice(&x.to_le_bytes());
+                    }
+                }
+            } else {
+                let t = table(et, false);
+                for i in 0..n {
+                    put_wide(target, out, i, plain_f64_at(et, data, i, t.as_ref()));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// For per-channel affine: how many consecutive storage-order elements share a channel, and
+/// the channel count.
+fn channel_stride(desc: &TensorDescriptor, a: usize) -> (u64, u64) {
+    let dims = desc.shape().dims();
+    // Storage order decides which index varies fastest.
+    let inner: u64 = if *desc.layout() == LayoutDescriptor::ColumnMajor {
+        dims[..a].iter().product()
+    } else {
+        dims[a + 1..].iter().product()
+    };
+    (inner.max(1), dims[a])
+}
+
+/// Element `i` of a plain (or cast) tensor as float64: exact for every type but the 64-bit
+/// integers (rounded to nearest even). `t` is [`table`] for the types of at most 8 bits.
+fn plain_f64_at(et: ElementType, data: &[u8], i: usize, t: Option<&[f32; 256]>) -> f64 {
+    use ElementType::*;
+    if let Some(t) = t {
+        let code = if et.bit_width() == 8 { data[i] } else { code_at(data, i as u64, et.bit_width()) };
+        return f64::from(t[code as usize]);
+    }
+    let r = |n: usize| &data[i * n..i * n + n];
+    match et {
+        Int16 => f64::from(i16::from_le_bytes(r(2).try_into().unwrap())),
+        Uint16 => f64::from(u16::from_le_bytes(r(2).try_into().unwrap())),
+        Int32 => f64::from(i32::from_le_bytes(r(4).try_into().unwrap())),
+        Uint32 => f64::from(u32::from_le_bytes(r(4).try_into().unwrap())),
+        Int64 => i64::from_le_bytes(r(8).try_into().unwrap()) as f64,
+        Uint64 => u64::from_le_bytes(r(8).try_into().unwrap()) as f64,
+        Float16 => f64::from(f16_to_f32(u16::from_le_bytes(r(2).try_into().unwrap()))),
+        Bfloat16 => f64::from(bf16_to_f32(u16::from_le_bytes(r(2).try_into().unwrap()))),
+        Float32 => f64::from(f32::from_le_bytes(r(4).try_into().unwrap())),
+        Float64 => f64::from_le_bytes(r(8).try_into().unwrap()),
+        _ => 0.0, // complex types are refused before
+    }
+}
+
+/// Stores `x` as element `i` of `out` (little-endian `target`), rounded once as
+/// [`dequantize_into`] specifies.
+#[inline]
+fn put_wide(target: ElementType, out: &mut [u8], i: usize, x: f64) {
+    use ElementType::*;
+    match target {
+        Float32 => out[4 * i..4 * i + 4].copy_from_slice(&(x as f32).to_le_bytes()),
+        Float64 => out[8 * i..8 * i + 8].copy_from_slice(&x.to_le_bytes()),
+        // The rounded values are exact in float32, so the float32 encoders only re-pack them.
+        Float16 => {
+            let h = f32_to_f16(round_to_precision(x, 11, -14, 65504.0) as f32);
+            out[2 * i..2 * i + 2].copy_from_slice(&h.to_le_bytes());
+        }
+        Bfloat16 => {
+            let h = f32_to_bf16(round_to_precision(x, 8, -126, pow2(128) - pow2(120)) as f32);
+            out[2 * i..2 * i + 2].copy_from_slice(&h.to_le_bytes());
+        }
+        _ => {
+            let w = (target.bit_width() / 8) as usize;
+            let v = round_half_up_wrap(x, target.bit_width());
+            out[w * i..w * i + w].copy_from_slice(&v.to_le_bytes()[..w]);
+        }
+    }
+}
+
+/// `x` rounded half towards +∞ to an integer, then reduced modulo 2^`bits` (the low `bits`
+/// bits of the two's-complement result); 0 for NaN and ±∞. For 32 bits this is JavaScript's
+/// `Math.round` followed by ToInt32 (an `Int32Array` store), which tfjs applies to int32
+/// weights.
+pub fn round_half_up_wrap(x: f64, bits: u32) -> u64 {
+    if !x.is_finite() {
+        return 0;
+    }
+    let mut r = x.floor();
+    // Exact: below 2^52 the fraction x − floor(x) is representable; above, x is an integer.
+    if x - r >= 0.5 {
+        r += 1.0;
+    }
+    // fmod of an integer by a power of two is exact and below 2^64 in magnitude.
+    let m = (r % 2f64.powi(bits as i32)) as i128;
+    let mask = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+    (m as u64) & mask
+}
+
+/// `x` rounded once, to nearest with ties to even, to a binary format with `p` significand
+/// bits (the implicit one included), smallest normal exponent `emin` and largest finite value
+/// `max`; values beyond `max` by half an ulp or more give ±∞, NaN stays NaN. The result is an
+/// f64 holding a value of that format.
+fn round_to_precision(x: f64, p: i32, emin: i32, max: f64) -> f64 {
+    if !x.is_finite() || x == 0.0 {
+        return x;
+    }
+    let a = x.abs();
+    if a >= max + pow2(floor_log2(max) - p) {
+        return f64::INFINITY.copysign(x);
+    }
+    // Half the smallest subnormal or less: rounds to (signed) zero, ties to the even zero.
+    if a <= pow2(emin - p) {
+        return 0f64.copysign(x);
+    }
+    let quantum = pow2(floor_log2(a).max(emin) - (p - 1));
+    rne_f64(x / quantum) * quantum
 }
 
 /// Runs `post(chunk, block)` over every block of an axis-blocked tensor whose raw element

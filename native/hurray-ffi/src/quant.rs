@@ -240,6 +240,52 @@ pub unsafe extern "C" fn hurray_dequantize(
     })
 }
 
+/// Dequantizes a tensor to `out_type` (`HURRAY_DTYPE_*`; normally the quantization's
+/// `dequantized_type`): like `hurray_dequantize`, but writes element count × the type's width
+/// little-endian bytes at the start of `out`, each value rounded once from its float64 (affine,
+/// plain, cast) or float32 (block kinds) value: to nearest even for `FLOAT16`, `BFLOAT16`,
+/// `FLOAT32`, `FLOAT64`; for the 8- to 64-bit integer types halves towards +infinity, then
+/// wrapped modulo 2^bits, NaN and infinities giving 0 (docs/spec/descriptor.md
+/// §Dequantization). With `FLOAT32` the bytes are exactly `hurray_dequantize`'s floats. Bytes
+/// of `out` past the result are left untouched. Runs on the calling thread; no callbacks.
+///
+/// Errors: those of `hurray_dequantize`, plus `INVALID_TYPE` (an unknown `out_type` code),
+/// `UNSUPPORTED` (`out_type` is `BOOL`, `INT4`, `UINT4`, complex or a minifloat) and
+/// `BUFFER_TOO_SMALL` (`out_len` is less than the bytes the result needs).
+///
+/// # Safety
+/// `buffers` and `buffer_lens` valid for `buffer_count` reads, each `buffers[i]` valid for
+/// `buffer_lens[i]` reads; `out` valid for `out_len` byte writes and not overlapping them.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_dequantize_to(
+    descriptor: *const HurrayDescriptor,
+    buffers: *const *const u8,
+    buffer_lens: *const usize,
+    buffer_count: usize,
+    out_type: u8,
+    out: *mut u8,
+    out_len: usize,
+) -> HurrayStatus {
+    guard("hurray_dequantize_to", || {
+        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
+        let d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
+        let target = ElementType::from_code(out_type)?;
+        // SAFETY: `buffers` and `buffer_lens` are valid for `buffer_count` reads and each buffer for its length
+        // (# Safety).
+        let bufs = unsafe { slices(buffers, buffer_lens, buffer_count)? };
+        let out = if out_len == 0 {
+            &mut [][..]
+        } else {
+            non_null(out, "out")?;
+            // SAFETY: valid for `out_len` byte writes and not aliased (caller's contract).
+            unsafe { std::slice::from_raw_parts_mut(out, out_len) }
+        };
+        codec::dequantize_into(d, &bufs, target, out)?;
+        Ok(HURRAY_OK)
+    })
+}
+
 /// Quantizes `in_len` float32 values (storage order; must equal the element count) into the
 /// caller's buffers for `descriptor` (as `hurray_quantize_plan` makes it): `buffers[i]`
 /// receives buffer-table entry *i* and is zeroed first. Rules per kind: docs/spec/descriptor.md

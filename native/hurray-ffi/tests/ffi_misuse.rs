@@ -269,6 +269,14 @@ fn null_cases(f: &Fixture) -> Vec<Case<'_>> {
                 "hurray_dequantize",
                 Box::new(move || hurray_dequantize(d, null(), Box::leak(Box::new(8usize)), 1, null_mut(), 0)),
             ),
+            (
+                "hurray_dequantize_to",
+                Box::new(move || hurray_dequantize_to(null(), null(), null(), 0, 11, null_mut(), 0)),
+            ),
+            (
+                "hurray_dequantize_to",
+                Box::new(move || hurray_dequantize_to(d, null(), Box::leak(Box::new(8usize)), 1, 11, null_mut(), 0)),
+            ),
             ("hurray_quantize", Box::new(move || hurray_quantize(null(), null(), 0, null(), null(), 0))),
             ("hurray_quantize", Box::new(move || hurray_quantize(d, null(), 2, null(), null(), 0))),
             ("hurray_tensor_context_descriptor", Box::new(move || hurray_tensor_context_descriptor(null(), bpp, u64p))),

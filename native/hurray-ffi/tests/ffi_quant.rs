@@ -145,3 +145,53 @@ fn builder_takes_a_block_quant_and_sizes_the_table() {
     // SAFETY: `b` is a live local holding the builder made above (or NULL), destroyed once.
     unsafe { hurray_descriptor_builder_destroy(&mut b) };
 }
+
+#[test]
+fn dequantize_to_writes_the_requested_type() {
+    let (st, d) = plan(HURRAY_DTYPE_FLOAT4_E2M1FN, &[32], Some(&mx(0, 32)));
+    assert_eq!(st, HURRAY_OK);
+    // E2M1 codes 0x2 (1.0) and 0xB (−1.5) repeated; scale 2^(128 − 127) = 2.
+    let b0 = [0xB2u8; 16];
+    let b1 = [128u8];
+    let ptrs = [b0.as_ptr(), b1.as_ptr()];
+    let lens = [16usize, 1];
+    let call = |ty: u8, out: *mut u8, len: usize| {
+        // SAFETY: `d` is the live descriptor from `plan`; each `ptrs[i]` is valid for `lens[i]` bytes; `out` is NULL or
+        // valid for `len` byte writes.
+        unsafe { hurray_dequantize_to(d, ptrs.as_ptr(), lens.as_ptr(), 2, ty, out, len) }
+    };
+    let mut f64s = [0u8; 256];
+    assert_eq!(call(HURRAY_DTYPE_FLOAT64, f64s.as_mut_ptr(), 256), HURRAY_OK);
+    for (i, c) in f64s.chunks_exact(8).enumerate() {
+        assert_eq!(f64::from_le_bytes(c.try_into().unwrap()), if i % 2 == 0 { 2.0 } else { -3.0 });
+    }
+    let mut i8s = [0u8; 33];
+    i8s[32] = 0x5A;
+    assert_eq!(call(HURRAY_DTYPE_INT8, i8s.as_mut_ptr(), 33), HURRAY_OK);
+    assert_eq!(&i8s[..2], &[2, (-3i8) as u8]);
+    assert_eq!(i8s[32], 0x5A, "bytes past the result are untouched");
+    // Misuse: a short output, an unknown code, a type that is no target, NULL pointers.
+    assert_eq!(call(HURRAY_DTYPE_INT8, i8s.as_mut_ptr(), 31), HURRAY_ERR_BUFFER_TOO_SMALL);
+    assert_eq!(call(HURRAY_DTYPE_INT8, ptr::null_mut(), 0), HURRAY_ERR_BUFFER_TOO_SMALL);
+    assert_eq!(call(200, i8s.as_mut_ptr(), 33), HURRAY_ERR_INVALID_TYPE);
+    assert_eq!(call(HURRAY_DTYPE_INT4, i8s.as_mut_ptr(), 33), HURRAY_ERR_UNSUPPORTED);
+    assert_eq!(call(HURRAY_DTYPE_INT8, ptr::null_mut(), 32), HURRAY_ERR_NULL_POINTER);
+    let mut out = [0u8; 4];
+    assert_eq!(
+        // SAFETY: a NULL descriptor is part of the contract (rejected); the other pointers are live locals.
+        unsafe {
+            hurray_dequantize_to(
+                ptr::null(),
+                ptrs.as_ptr(),
+                lens.as_ptr(),
+                2,
+                HURRAY_DTYPE_FLOAT32,
+                out.as_mut_ptr(),
+                4,
+            )
+        },
+        HURRAY_ERR_NULL_POINTER
+    );
+    // SAFETY: `d` is the live descriptor from `plan`, destroyed once.
+    assert_eq!(unsafe { hurray_descriptor_destroy(d) }, HURRAY_OK);
+}

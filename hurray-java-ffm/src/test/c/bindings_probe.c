@@ -1131,6 +1131,17 @@ int main(void) {
   KIND(float *);
   KIND(size_t);
   printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_dequantize_to), HurrayStatus (*)(const struct HurrayDescriptor *, const uint8_t *const *, const size_t *, size_t, uint8_t, uint8_t *, size_t)), "hurray_dequantize_to: signature differs from the AST");
+  printf("func hurray_dequantize_to");
+  KIND(HurrayStatus);
+  KIND(const struct HurrayDescriptor *);
+  KIND(const uint8_t *const *);
+  KIND(const size_t *);
+  KIND(size_t);
+  KIND(uint8_t);
+  KIND(uint8_t *);
+  KIND(size_t);
+  printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_quantize), HurrayStatus (*)(const struct HurrayDescriptor *, const float *, size_t, uint8_t *const *, const size_t *, size_t)), "hurray_quantize: signature differs from the AST");
   printf("func hurray_quantize");
   KIND(HurrayStatus);

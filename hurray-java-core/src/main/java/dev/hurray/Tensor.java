@@ -551,6 +551,52 @@ public final class Tensor implements AutoCloseable {
     }
 
     /**
+     * A new tensor of {@code target} with the same shape and layout kind (row- or column-major)
+     * holding the dequantized elements, computed by the native core (docs/spec/descriptor.md
+     * §Dequantization; C {@code hurray_dequantize_to}). Each value is first computed wide
+     * (affine kinds: {@code q × scale + bias} in float64; plain and cast tensors: the stored value
+     * as float64; block kinds: their float32 result) and then rounded once: to nearest, ties to
+     * even, for {@code float16}, {@code bfloat16}, {@code float32} and {@code float64}; for the 8-,
+     * 16-, 32- and 64-bit integer types, halves towards +∞ and the result wrapped modulo
+     * 2^bits, NaN and infinities giving 0. This is TensorFlow.js's own arithmetic for its
+     * uint8/uint16-quantized weights, bit for bit. With {@code FLOAT32} the values equal
+     * {@link #dequantize()}'s.
+     *
+     * <p>Ownership: the caller owns and closes the result; this tensor stays open. Threads: as
+     * for reading this tensor's buffers; the call runs on the calling thread.
+     *
+     * @param target the element type to write, usually {@link #dequantizedType()}
+     * @throws HurrayException with the native status: {@link Status#UNSUPPORTED} for a target
+     *     other than the ones above (bool, int4, uint4, complex, the FP8/FP6/FP4/E8M0 types), a
+     *     complex source or a strided layout; {@link Status#INVALID_ARGUMENT} (an E8M0 scale 0xFF,
+     *     i.e. NaN); {@link Status#BUFFER_TOO_SMALL}
+     * @throws IllegalStateException after close
+     */
+    public Tensor dequantize(ElementType target) throws HurrayException {
+        Objects.requireNonNull(target, "target");
+        requireOpen();
+        Layout layout = descriptor.layout().kind() == Layout.Kind.COLUMN_MAJOR ? Layout.columnMajor() : Layout.rowMajor();
+        TensorDescriptor d = TensorDescriptor.builder(target, descriptor.shape()).layout(layout).build();
+        Tensor t = allocate(d);
+        try {
+            NativeQuant.dequantizeTo(descriptor.nativeHandle(), buffers, target.code(), t.buffers[0]);
+            return t;
+        } catch (HurrayException | RuntimeException e) {
+            t.close();
+            throw e;
+        }
+    }
+
+    /**
+     * The element type this tensor's values have once dequantized: the quantization's
+     * {@link Quantization#dequantized()}, or the element type itself when it is not quantized.
+     * Usable after close (it reads only the immutable descriptor).
+     */
+    public ElementType dequantizedType() {
+        return descriptor.quantization().map(Quantization::dequantized).orElse(descriptor.elementType());
+    }
+
+    /**
      * Quantizes this float32 row-major tensor into a new tensor of {@code storedType} with
      * {@code quantization} (or a plain float type when {@code quantization} is null), computed
      * by the native core: MX per OCP v1.0 §6.3, NF4 as the nearest level of {@code v / absmax},

@@ -162,6 +162,51 @@ class QuantizationTest {
     }
 
     @Test
+    void dequantizeToTheDeclaredType() throws IOException {
+        // uint8 q × 0.5 − 3 as int32: halves towards +∞ (−2.5 → −2, 0.5 → 1), computed here by hand.
+        TensorDescriptor d = TensorDescriptor.builder(ElementType.UINT8, Shape.of(4))
+                .quantization(new Quantization.PerTensorAffine(0.5, -3, ElementType.INT32)).build();
+        try (Tensor t = Tensor.copyOf(d, MemorySegment.ofArray(new byte[] {1, 5, 7, (byte) 255}))) {
+            assertEquals(ElementType.INT32, t.dequantizedType());
+            try (Tensor i = t.dequantize(t.dequantizedType())) {
+                assertEquals(ElementType.INT32, i.descriptor().elementType());
+                assertTrue(i.descriptor().quantization().isEmpty());
+                assertArrayEquals(new int[] {-2, 0, 1, 125}, i.toIntArray());
+            }
+            // The same tensor as float64 is exact; as float32 it equals dequantize().
+            try (Tensor f = t.dequantize(ElementType.FLOAT64); Tensor g = t.dequantize(ElementType.FLOAT32);
+                    Tensor h = t.dequantize()) {
+                assertArrayEquals(new double[] {-2.5, -0.5, 0.5, 124.5}, f.toDoubleArray());
+                assertArrayEquals(h.toFloatArray(), g.toFloatArray());
+            }
+            // float16: 124.5 is exact; int8: 125 fits.
+            try (Tensor f = t.dequantize(ElementType.FLOAT16)) {
+                assertEquals((short) 0x57C8, f.toShortArray()[3]); // 124.5 = 1.9453125 × 2^6
+            }
+            // Not a target: bool, int4, an FP8 type.
+            for (ElementType bad : List.of(ElementType.BOOL, ElementType.INT4, ElementType.FLOAT8_E4M3FN)) {
+                HurrayException e = assertThrows(HurrayException.class, () -> t.dequantize(bad));
+                assertEquals(Status.UNSUPPORTED, e.status());
+                assertTrue(e.getMessage().contains(bad.formatName()), e.getMessage());
+            }
+            t.close();
+            assertThrows(IllegalStateException.class, () -> t.dequantize(ElementType.FLOAT32));
+            assertEquals(ElementType.INT32, t.dequantizedType());
+        }
+        // MX (declared float64): the float32 block arithmetic widened. E2M1 0x2 is 1.0, 0xB is −1.5; scale 2^1.
+        TensorDescriptor mx = TensorDescriptor.builder(ElementType.FLOAT4_E2M1FN, Shape.of(32))
+                .quantization(new Quantization.Mx(0, 32, ElementType.FLOAT64)).build();
+        byte[] vals = new byte[16];
+        java.util.Arrays.fill(vals, (byte) 0xB2);
+        try (Tensor t = Tensor.copyOf(mx, MemorySegment.ofArray(vals), MemorySegment.ofArray(new byte[] {(byte) 128}));
+                Tensor f = t.dequantize(t.dequantizedType())) {
+            double[] v = f.toDoubleArray();
+            assertEquals(2.0, v[0]);
+            assertEquals(-3.0, v[31]);
+        }
+    }
+
+    @Test
     void hostileParametersGetClearErrors() throws IOException {
         HurrayException e = assertThrows(HurrayException.class, () -> TensorDescriptor.builder(ElementType.FLOAT4_E2M1FN, Shape.of(2, 64))
                 .quantization(Quantization.Mx.of(2)).build());

@@ -7,6 +7,7 @@ import dev.hurray.cli.io.Sink;
 import dev.hurray.cli.io.Sinks;
 import dev.hurray.cli.io.Source;
 import dev.hurray.formats.Format;
+import dev.hurray.formats.Safetensors;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
@@ -61,6 +62,11 @@ final class ConvertCommand implements Callable<Integer> {
                     + "instead of keeping the quantization.")
     boolean dequantize;
 
+    @Option(names = "--safetensors-scale-suffix", paramLabel = "SUFFIX",
+            description = "safetensors: the scales of an MX tensor W are the F8_E8M0 tensor W+SUFFIX (default: "
+                    + Safetensors.DEFAULT_SCALE_SUFFIX + "), paired on read and split on write; 'none' turns pairing off.")
+    String scaleSuffix;
+
     @Option(names = "--densify",
             description = "scipy.sparse input: write the dense matrix instead of keeping the sparse layout.")
     boolean densify;
@@ -114,14 +120,15 @@ final class ConvertCommand implements Callable<Integer> {
             }
         }
         Quantize.Spec qs = q;
+        Safetensors.Options st = safetensorsOptions();
         PrintWriter err = spec.commandLine().getErr();
         boolean terminal = parent != null && parent.terminal();
         long t0 = System.nanoTime();
         Pipeline.Stats stats;
-        try (Source src = open(inFormat, err, terminal)) {
+        try (Source src = open(inFormat, st, err, terminal)) {
             Sink sink;
             try {
-                sink = Sinks.file(out, outFormat, compress, dequantize, null, this::warn);
+                sink = Sinks.file(out, outFormat, compress, dequantize, st, null, this::warn);
             } catch (IOException e) {
                 throw Errors.writing(e, out);
             }
@@ -141,13 +148,26 @@ final class ConvertCommand implements Callable<Integer> {
         return ExitCode.OK;
     }
 
+    private Safetensors.Options safetensorsOptions() throws CliException {
+        if (scaleSuffix == null) {
+            return Safetensors.Options.defaults();
+        }
+        if (scaleSuffix.equals("none")) {
+            return Safetensors.Options.defaults().withoutPairing();
+        }
+        if (scaleSuffix.isEmpty()) {
+            throw new CliException(ExitCode.USAGE, "--safetensors-scale-suffix: empty (use 'none' to turn pairing off)");
+        }
+        return Safetensors.Options.defaults().withScaleSuffix(scaleSuffix);
+    }
+
     private void warn(String message) {
         if (!common.quiet) {
             spec.commandLine().getErr().println("hurray: warning: " + Errors.oneLine(message));
         }
     }
 
-    private Source open(Format inFormat, PrintWriter err, boolean terminal) throws CliException {
+    private Source open(Format inFormat, Safetensors.Options st, PrintWriter err, boolean terminal) throws CliException {
         long size;
         try {
             size = Files.size(in);
@@ -156,7 +176,7 @@ final class ConvertCommand implements Callable<Integer> {
         }
         // Foreign files are read into memory (or mapped) first; the bar is only a guide there.
         try (Progress p = Progress.start(err, "reading", inFormat == Format.TFJS ? 0 : size, common.quiet, terminal)) {
-            return Inputs.open(in, inFormat, dequantize, p);
+            return Inputs.open(in, inFormat, dequantize, st, p);
         }
     }
 }

@@ -5,6 +5,7 @@ import dev.hurray.formats.ForeignFormatException;
 import dev.hurray.formats.ForeignFormats;
 import dev.hurray.formats.ForeignModel;
 import dev.hurray.formats.Format;
+import dev.hurray.formats.Safetensors;
 import dev.hurray.cli.io.ForeignSource;
 import dev.hurray.cli.io.HrryFileSource;
 import dev.hurray.cli.io.Source;
@@ -58,11 +59,17 @@ final class Inputs {
      *     {@link ExitCode#IO_ERROR} when the file cannot be read
      */
     static Source open(Path in, Format format, boolean dequantize, LongConsumer progress) throws CliException {
+        return open(in, format, dequantize, Safetensors.Options.defaults(), progress);
+    }
+
+    /** {@link #open(Path, Format, boolean, LongConsumer)} with safetensors' MX scale pairing. */
+    static Source open(Path in, Format format, boolean dequantize, Safetensors.Options safetensors,
+                       LongConsumer progress) throws CliException {
         try {
             return switch (format) {
                 case HRRYFILE -> HrryFileSource.open(in);
                 case STREAM -> stream(in);
-                default -> new ForeignSource(ForeignFormats.read(in, format, dequantize, progress), format);
+                default -> new ForeignSource(ForeignFormats.read(in, format, dequantize, safetensors, progress), format);
             };
         } catch (ForeignFormatException e) {
             throw new CliException(ExitCode.BAD_INPUT, Errors.describe(e), e);

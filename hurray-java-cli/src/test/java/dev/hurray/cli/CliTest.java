@@ -184,6 +184,68 @@ class CliTest {
         run("convert", s(st), s(st)).assertError(ExitCode.USAGE, "same file");
     }
 
+    /** The entries of a safetensors file with pairing off: name → dtype and shape. */
+    private static Map<String, String> safetensorsEntries(Path p) throws IOException {
+        Map<String, String> m = new java.util.TreeMap<>();
+        try (ForeignModel f = Safetensors.read(p, Safetensors.Options.defaults().withoutPairing())) {
+            for (ForeignTensor t : f.tensors()) {
+                m.put(t.name(), Safetensors.dtypeName(t.dtype()) + t.shapeString());
+            }
+        }
+        return m;
+    }
+
+    @Test
+    void mxScalesPairWithTheirValuesInSafetensors() throws IOException {
+        float[] w = new float[2 * 64];
+        for (int i = 0; i < w.length; i++) {
+            w[i] = (i % 13 - 6) * 0.5f;
+        }
+        Path in = tmp.resolve("w.safetensors");
+        java.nio.ByteBuffer le = java.nio.ByteBuffer.allocate(4 * w.length).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        le.asFloatBuffer().put(w);
+        java.lang.foreign.MemorySegment data = java.lang.foreign.MemorySegment.ofArray(le.array());
+        Safetensors.write(new ForeignModel(List.of(new ForeignTensor("w", dev.hurray.ElementType.FLOAT32, new long[] {2, 64},
+                dev.hurray.Layout.Kind.ROW_MAJOR, data, null, -1)), Map.of(), null), in, null);
+        Path hrry = tmp.resolve("w.hrry");
+        run("convert", "--quantize", "mxfp4", s(in), s(hrry)).assertOk();
+        // Default: values "w" plus scales "w_scale", paired back into one MX tensor.
+        Path st = tmp.resolve("mx.safetensors");
+        run("convert", s(hrry), s(st)).assertOk();
+        assertEquals(Map.of("w", "F4[2, 64]", "w_scale", "F8_E8M0[2, 2]"), safetensorsEntries(st));
+        Path back = tmp.resolve("back.hrry");
+        run("convert", s(st), s(back)).assertOk();
+        Result r = run("inspect", s(back));
+        r.assertOk();
+        assertTrue(r.out.lines().anyMatch(l -> l.startsWith("w ") && l.contains("mx")), r.out);
+        assertFalse(r.out.contains("w_scale"), r.out);
+        try (dev.hurray.HurrayFile a = dev.hurray.HurrayFile.open(hrry); dev.hurray.HurrayFile b = dev.hurray.HurrayFile.open(back);
+                dev.hurray.Tensor ta = a.read("w"); dev.hurray.Tensor tb = b.read("w")) {
+            assertEquals(ta.descriptor().quantization(), tb.descriptor().quantization());
+            for (int i = 0; i < 2; i++) {
+                assertArrayEquals(ta.buffer(i).toArray(ValueLayout.JAVA_BYTE), tb.buffer(i).toArray(ValueLayout.JAVA_BYTE));
+            }
+        }
+        // Another suffix on both sides.
+        Path dot = tmp.resolve("dot.safetensors");
+        run("convert", "--safetensors-scale-suffix", ".scales", s(hrry), s(dot)).assertOk();
+        assertEquals(Map.of("w", "F4[2, 64]", "w.scales", "F8_E8M0[2, 2]"), safetensorsEntries(dot));
+        Path plain = tmp.resolve("plain.hrry");
+        run("convert", s(dot), s(plain)).assertOk();
+        assertTrue(run("inspect", s(plain)).out.contains("w.scales"), "the default suffix does not pair '.scales'");
+        Path paired = tmp.resolve("paired.hrry");
+        run("convert", "--safetensors-scale-suffix", ".scales", s(dot), s(paired)).assertOk();
+        assertFalse(run("inspect", s(paired)).out.contains("w.scales"));
+        // none: no pairing on read, and MX cannot be written.
+        Path none = tmp.resolve("none.hrry");
+        run("convert", "--safetensors-scale-suffix", "none", s(st), s(none)).assertOk();
+        assertTrue(run("inspect", s(none)).out.contains("w_scale"));
+        run("convert", "--safetensors-scale-suffix", "none", s(hrry), s(tmp.resolve("no.safetensors")))
+                .assertError(ExitCode.BAD_INPUT, "quantized");
+        run("convert", "--safetensors-scale-suffix", "", s(hrry), s(tmp.resolve("e.safetensors")))
+                .assertError(ExitCode.USAGE, "--safetensors-scale-suffix");
+    }
+
     @Test
     void quantizedTfjsNeedsDequantizeForForeignTargets() throws IOException {
         Path st = tmp.resolve("t.safetensors");

@@ -10,7 +10,7 @@ import java.lang.foreign.MemorySegment;
 
 /**
  * Downcalls to the core's dequantizer and quantizer ({@code hurray_dequantize},
- * {@code hurray_quantize}; docs/spec/c-abi.md §Quantization). The format logic lives in the
+ * {@code hurray_dequantize_to}, {@code hurray_quantize}; docs/spec/c-abi.md §Quantization). The format logic lives in the
  * native library; this class only passes segments. No upcalls; runs on the calling thread.
  */
 public final class NativeQuant {
@@ -34,6 +34,30 @@ public final class NativeQuant {
                 throw new IllegalArgumentException("out must be a native segment");
             }
             Native.check(hurray_h.hurray_dequantize(descriptor, ptrs, lens, buffers.length, out, count));
+        }
+    }
+
+    /**
+     * Dequantizes the tensor of native descriptor {@code descriptor} held in {@code buffers}
+     * into {@code out} (a native segment of at least element count × {@code target}'s width
+     * bytes) as little-endian {@code target} elements in storage order, rounded as
+     * docs/spec/descriptor.md §Dequantization says.
+     *
+     * @throws HurrayException with the native status ({@code UNSUPPORTED} for a target that is
+     *     not float16/bfloat16/float32/float64 or an 8- to 64-bit integer, {@code BUFFER_TOO_SMALL},
+     *     and those of {@link #dequantize})
+     */
+    public static void dequantizeTo(MemorySegment descriptor, MemorySegment[] buffers, int target, MemorySegment out)
+            throws HurrayException {
+        if (!out.isNative()) {
+            throw new IllegalArgumentException("out must be a native segment");
+        }
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment ptrs = a.allocate(ADDRESS, Math.max(1, buffers.length));
+            MemorySegment lens = a.allocate(JAVA_LONG, Math.max(1, buffers.length));
+            fill(a, buffers, ptrs, lens);
+            Native.check(hurray_h.hurray_dequantize_to(descriptor, ptrs, lens, buffers.length, (byte) target, out,
+                    out.byteSize()));
         }
     }
 

@@ -9567,6 +9567,102 @@ public final class hurray_h {
         }
     }
 
+    private static final class hurray_dequantize_to {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_CHAR, hurray_h.C_POINTER, hurray_h.C_LONG);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_dequantize_to");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_dequantize_to(const struct HurrayDescriptor *descriptor,
+     *                                   const uint8_t *const *buffers,
+     *                                   const size_t *buffer_lens,
+     *                                   size_t buffer_count,
+     *                                   uint8_t out_type,
+     *                                   uint8_t *out,
+     *                                   size_t out_len)
+     * }
+     */
+    public static FunctionDescriptor hurray_dequantize_to$descriptor() {
+        return hurray_dequantize_to.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_dequantize_to(const struct HurrayDescriptor *descriptor,
+     *                                   const uint8_t *const *buffers,
+     *                                   const size_t *buffer_lens,
+     *                                   size_t buffer_count,
+     *                                   uint8_t out_type,
+     *                                   uint8_t *out,
+     *                                   size_t out_len)
+     * }
+     */
+    public static MethodHandle hurray_dequantize_to$handle() {
+        return hurray_dequantize_to.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_dequantize_to(const struct HurrayDescriptor *descriptor,
+     *                                   const uint8_t *const *buffers,
+     *                                   const size_t *buffer_lens,
+     *                                   size_t buffer_count,
+     *                                   uint8_t out_type,
+     *                                   uint8_t *out,
+     *                                   size_t out_len)
+     * }
+     */
+    public static MemorySegment hurray_dequantize_to$address() {
+        return hurray_dequantize_to.ADDR;
+    }
+
+    /**
+     * Dequantizes a tensor to <code>out_type</code> (<code>HURRAY_DTYPE_*</code>; normally the quantization's
+     * <code>dequantized_type</code>): like <code>hurray_dequantize</code>, but writes element count × the type's width
+     * little-endian bytes at the start of <code>out</code>, each value rounded once from its float64 (affine,
+     * plain, cast) or float32 (block kinds) value: to nearest even for <code>FLOAT16</code>, <code>BFLOAT16</code>,
+     * <code>FLOAT32</code>, <code>FLOAT64</code>; for the 8- to 64-bit integer types halves towards +infinity, then
+     * wrapped modulo 2^bits, NaN and infinities giving 0 (docs/spec/descriptor.md
+     * §Dequantization). With <code>FLOAT32</code> the bytes are exactly <code>hurray_dequantize</code>'s floats. Bytes
+     * of <code>out</code> past the result are left untouched. Runs on the calling thread; no callbacks.
+     * <p>
+     * Errors: those of <code>hurray_dequantize</code>, plus <code>INVALID_TYPE</code> (an unknown <code>out_type</code> code),
+     * <code>UNSUPPORTED</code> (<code>out_type</code> is <code>BOOL</code>, <code>INT4</code>, <code>UINT4</code>, complex or a minifloat) and
+     * <code>BUFFER_TOO_SMALL</code> (<code>out_len</code> is less than the bytes the result needs).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>buffers</code> and <code>buffer_lens</code> valid for <code>buffer_count</code> reads, each <code>buffers[i]</code> valid for
+     * <code>buffer_lens[i]</code> reads; <code>out</code> valid for <code>out_len</code> byte writes and not overlapping them.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_dequantize_to(const struct HurrayDescriptor *descriptor,
+     *                                   const uint8_t *const *buffers,
+     *                                   const size_t *buffer_lens,
+     *                                   size_t buffer_count,
+     *                                   uint8_t out_type,
+     *                                   uint8_t *out,
+     *                                   size_t out_len)
+     * }
+     */
+    public static int hurray_dequantize_to(MemorySegment descriptor, MemorySegment buffers, MemorySegment buffer_lens, long buffer_count, byte out_type, MemorySegment out, long out_len) {
+        var mh$ = hurray_dequantize_to.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_dequantize_to", descriptor, buffers, buffer_lens, buffer_count, out_type, out, out_len);
+            }
+            return (int) mh$.invokeExact(descriptor, buffers, buffer_lens, buffer_count, out_type, out, out_len);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static final class hurray_quantize {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG);
         static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_quantize");

@@ -47,12 +47,15 @@ final class Bridge {
             throw new ForeignFormatException("tensor '" + t.name() + "' cannot be a Hurray tensor: " + e.getMessage());
         }
         try {
-            return TensorDescriptor.builder(t.dtype(), shape)
+            TensorDescriptor.Builder b = TensorDescriptor.builder(t.dtype(), shape)
                     .layout(t.layout() == Layout.Kind.COLUMN_MAJOR ? Layout.columnMajor() : Layout.rowMajor())
                     .quantization(t.quantization().orElse(null))
                     .name(t.name())
-                    .buffer(BufferSpec.cpu(t.byteSize()))
-                    .build();
+                    .buffer(BufferSpec.cpu(t.byteSize()));
+            for (MemorySegment s : t.scaleBuffers()) {
+                b.buffer(BufferSpec.cpu(s.byteSize()));
+            }
+            return b.build();
         } catch (HurrayException e) {
             throw new ForeignFormatException("tensor '" + t.name() + "' cannot be a Hurray tensor: " + e.getMessage());
         }
@@ -74,7 +77,8 @@ final class Bridge {
 
     /**
      * The foreign tensor for a Hurray descriptor and its payloads, when a foreign format can
-     * express it: one dense buffer, byte offset 0, row- or column-major. The payload is used as
+     * express it: one dense buffer (plus the quantization's further buffers, which only
+     * safetensors' MX pairing writes), byte offset 0, row- or column-major. The payload is used as
      * is (not copied). Quantization is kept; each writer refuses what it cannot record.
      *
      * @param payloads the buffers, buffer-table order
@@ -92,7 +96,8 @@ final class Bridge {
         if (layout != Layout.Kind.ROW_MAJOR && layout != Layout.Kind.COLUMN_MAJOR) {
             throw new ForeignFormatException(what + ": a " + layout.formatName() + " layout has no counterpart in this format");
         }
-        if (payloads.size() != 1 || d.buffers().size() != 1) {
+        boolean scales = d.quantization().isPresent() && payloads.size() > 1;
+        if (payloads.size() != d.buffers().size() || (payloads.size() != 1 && !scales)) {
             throw new ForeignFormatException(what + ": " + d.buffers().size()
                     + " buffers; this format holds one dense buffer per tensor");
         }
@@ -103,7 +108,7 @@ final class Bridge {
         }
         try {
             return new ForeignTensor(name, d.elementType(), d.shape().dims(), layout, payloads.get(0),
-                    d.quantization().orElse(null), sourceOffset);
+                    d.quantization().orElse(null), payloads.subList(1, payloads.size()), sourceOffset);
         } catch (IllegalArgumentException e) {
             throw new ForeignFormatException(what + ": " + e.getMessage());
         }

@@ -19,12 +19,25 @@ public final class ForeignFormats {
      */
     public static ForeignModel read(Path file, Format format, boolean dequantize, LongConsumer progress)
             throws IOException {
+        return read(file, format, dequantize, Safetensors.Options.defaults(), progress);
+    }
+
+    /**
+     * Reads {@code file} as {@code format}; safetensors pairs MX scale tensors with their values
+     * as {@code safetensors} says ({@link Safetensors.Options}).
+     *
+     * @param dequantize tfjs only: compute dequantized values instead of keeping quantization
+     * @param progress   byte-count callback, or {@code null}
+     * @throws IllegalArgumentException for a non-foreign format (Hurray's own are not read here)
+     */
+    public static ForeignModel read(Path file, Format format, boolean dequantize, Safetensors.Options safetensors,
+                                    LongConsumer progress) throws IOException {
         if (format == Format.HRRYFILE || format == Format.STREAM) {
             throw new IllegalArgumentException(format + " is not a foreign format");
         }
         try {
             return switch (format) {
-                case SAFETENSORS -> Safetensors.read(file);
+                case SAFETENSORS -> Safetensors.read(file, safetensors);
                 case NPY -> Npy.read(file, stem(file, ".npy"));
                 case NPZ -> Npz.read(file, progress);
                 case TFJS -> Tfjs.read(file, dequantize, progress);
@@ -47,8 +60,21 @@ public final class ForeignFormats {
      */
     public static void write(ForeignModel model, Path target, Format format, boolean compress, LongConsumer progress)
             throws IOException {
+        write(model, target, format, compress, Safetensors.Options.defaults(), progress);
+    }
+
+    /**
+     * Writes {@code model} to {@code target} as {@code format}, atomically; safetensors splits MX
+     * tensors into values and scales as {@code safetensors} says ({@link Safetensors.Options}).
+     *
+     * @param compress npz only: deflate the entries
+     * @throws ForeignFormatException if the format cannot hold the model (a quantized tensor,
+     *                                an unsupported element type, several tensors for npy)
+     */
+    public static void write(ForeignModel model, Path target, Format format, boolean compress,
+                             Safetensors.Options safetensors, LongConsumer progress) throws IOException {
         switch (format) {
-            case SAFETENSORS -> Safetensors.write(model, target, progress);
+            case SAFETENSORS -> Safetensors.write(model, target, safetensors, progress);
             case NPZ -> Npz.write(model, target, compress, progress);
             case GGUF -> Gguf.write(model, target, progress);
             case NPY -> {

@@ -76,11 +76,14 @@ public final class ForeignModel implements AutoCloseable {
         return null;
     }
 
-    /** Sum of the payload sizes in bytes. */
+    /** Sum of the payload sizes in bytes (scale buffers included). */
     public long totalBytes() {
         long n = 0;
         for (ForeignTensor t : tensors) {
             n += t.byteSize();
+            for (MemorySegment s : t.scaleBuffers()) {
+                n += s.byteSize();
+            }
         }
         return n;
     }
@@ -218,8 +221,14 @@ public final class ForeignModel implements AutoCloseable {
         ForeignTensor view = ForeignTensor.of(t);
         MemorySegment c = Payloads.allocate(arena, view.byteSize());
         MemorySegment.copy(view.data(), 0, c, 0, view.byteSize());
+        List<MemorySegment> scales = new ArrayList<>();
+        for (MemorySegment s : view.scaleBuffers()) {
+            MemorySegment sc = Payloads.allocate(arena, s.byteSize());
+            MemorySegment.copy(s, 0, sc, 0, s.byteSize());
+            scales.add(sc);
+        }
         return new ForeignTensor(view.name(), view.dtype(), view.shape(), view.layout(), c,
-                view.quantization().orElse(null), -1);
+                view.quantization().orElse(null), scales, -1);
     }
 
     @Override

@@ -44,6 +44,7 @@ public final class ForeignTensor {
     private final Layout.Kind layout;
     private final MemorySegment data;
     private final Quantization quantization;
+    private final List<MemorySegment> scaleBuffers;
     private final long sourceOffset;
 
     /**
@@ -60,6 +61,27 @@ public final class ForeignTensor {
      */
     public ForeignTensor(String name, ElementType dtype, long[] shape, Layout.Kind layout, MemorySegment data,
                          Quantization quantization, long sourceOffset) {
+        this(name, dtype, shape, layout, data, quantization, List.of(), sourceOffset);
+    }
+
+    /**
+     * A tensor whose quantization keeps its parameters in further buffers (e.g. the E8M0 scales
+     * of {@link Quantization.Mx}, paired from a safetensors scale tensor): {@code scaleBuffers}
+     * are buffers 1, 2, … of the Hurray buffer table, in its order
+     * (docs/spec/descriptor.md §Block quantization kinds). The native library checks their
+     * sizes when {@link #descriptor()} builds the descriptor.
+     *
+     * @param scaleBuffers the quantization's further buffers, owned like {@code data}; empty for
+     *                     none
+     * @throws IllegalArgumentException as the other constructor, or for scale buffers without a
+     *                                  quantization
+     */
+    public ForeignTensor(String name, ElementType dtype, long[] shape, Layout.Kind layout, MemorySegment data,
+                         Quantization quantization, List<MemorySegment> scaleBuffers, long sourceOffset) {
+        this.scaleBuffers = List.copyOf(Objects.requireNonNull(scaleBuffers, "scaleBuffers"));
+        if (!this.scaleBuffers.isEmpty() && quantization == null) {
+            throw new IllegalArgumentException("tensor '" + name + "': scale buffers without a quantization");
+        }
         this.name = Objects.requireNonNull(name, "name");
         this.dtype = Objects.requireNonNull(dtype, "dtype");
         this.shape = Objects.requireNonNull(shape, "shape").clone();
@@ -141,7 +163,15 @@ public final class ForeignTensor {
         return data;
     }
 
-    /** Payload size in bytes. */
+    /**
+     * The quantization's further buffers (buffer-table entries 1, 2, …), empty for a plain
+     * tensor or a single-buffer quantization. Owned like {@link #data()}.
+     */
+    public List<MemorySegment> scaleBuffers() {
+        return scaleBuffers;
+    }
+
+    /** Payload size in bytes ({@link #data()} only, not the {@link #scaleBuffers()}). */
     public long byteSize() {
         return data.byteSize();
     }
@@ -157,7 +187,8 @@ public final class ForeignTensor {
 
     /**
      * The Hurray descriptor of this tensor: element type, shape, layout, quantization and name,
-     * one dense CPU buffer of {@link #byteSize()} bytes at 64-byte alignment. Built by the native
+     * one dense CPU buffer of {@link #byteSize()} bytes at 64-byte alignment, then one per
+     * {@link #scaleBuffers() scale buffer}. Built by the native
      * library on each call (cheap; cache it if you call it in a loop).
      *
      * @throws ForeignFormatException if Hurray cannot describe the tensor (rank above 32, or a
@@ -181,7 +212,12 @@ public final class ForeignTensor {
      * @throws ForeignFormatException as for {@link #descriptor()}
      */
     public Tensor toTensor(Arena scratch) throws ForeignFormatException {
-        return Tensor.wrap(Bridge.aligned(data, scratch), descriptor());
+        MemorySegment[] bufs = new MemorySegment[1 + scaleBuffers.size()];
+        bufs[0] = Bridge.aligned(data, scratch);
+        for (int i = 0; i < scaleBuffers.size(); i++) {
+            bufs[i + 1] = Bridge.aligned(scaleBuffers.get(i), scratch);
+        }
+        return Tensor.wrap(descriptor(), bufs);
     }
 
     /**
@@ -204,6 +240,19 @@ public final class ForeignTensor {
      */
     public static ForeignTensor of(Tensor tensor) throws ForeignFormatException {
         return Bridge.foreign(tensor.descriptor(), List.copyOf(tensor.buffers()), -1);
+    }
+
+    /**
+     * {@link #of(TensorDescriptor, MemorySegment)} for a descriptor with several buffers: a
+     * quantized tensor whose parameters live in buffers 1, 2, … (e.g. MX scales). The payloads
+     * are used as they are; each writer refuses what it cannot record.
+     *
+     * @param payloads the buffers in buffer-table order
+     * @throws ForeignFormatException as {@link #of(TensorDescriptor, MemorySegment)}, or for
+     *     several buffers without a quantization
+     */
+    public static ForeignTensor of(TensorDescriptor descriptor, List<MemorySegment> payloads) throws ForeignFormatException {
+        return Bridge.foreign(descriptor, payloads, -1);
     }
 
     /** Shape as {@code [2, 3]} ({@code []} for a scalar). */

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.JsonGenerator;
 import dev.hurray.AtomicOutput;
 import dev.hurray.ElementType;
 import dev.hurray.Layout;
+import dev.hurray.Quantization;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -19,6 +20,8 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
 import java.util.function.LongConsumer;
 
 /**
@@ -36,14 +39,92 @@ import java.util.function.LongConsumer;
  * Hurray element type; shapes are non-negative and their byte size does not overflow and
  * equals {@code end - begin}; sorted by offset, the tensors cover the data region exactly, with
  * no gap, overlap or trailing byte (the rule the reference implementation applies).
+ *
+ * <p><b>MX scale pairing.</b> safetensors has MX element dtypes and the E8M0 scale dtype but no
+ * way to say which scales belong to which values. This class uses one convention, changeable
+ * through {@link Options}: an MX tensor {@code W} (OCP Microscaling, {@link Quantization.Mx}:
+ * blocks of {@value #MX_BLOCK} consecutive elements along the last axis) is two entries, the
+ * values {@code W} in their own dtype ({@code F8_E4M3}, {@code F8_E5M2}, {@code F6_E2M3},
+ * {@code F6_E3M2}, {@code F4}, or {@code I8} for MXINT8) and the scales {@code W + suffix}
+ * ({@code F8_E8M0}) whose shape is the values' shape with the last dimension divided by 32.
+ * The default suffix is {@value #DEFAULT_SCALE_SUFFIX}, so {@code layer.weight} pairs with
+ * {@code layer.weight_scale}: appended to the whole name, it keeps the pair side by side in
+ * name order and in the same module path, the way quantized checkpoints commonly name a
+ * weight's scale. On read, a values entry with one of those dtypes and a partner of dtype
+ * {@code F8_E8M0} becomes one MX tensor (dequantized type float32) and the partner disappears;
+ * a partner whose shape does not fit is a {@link ForeignFormatException} naming both; without
+ * a partner (or with a partner of another dtype) the tensor stays plain. On write, an MX tensor
+ * along its last axis with blocks of 32 and float32 as its dequantized type is split the same
+ * way; any other quantization is refused.
  */
 public final class Safetensors {
     /** Largest header accepted, in bytes (the reference implementation's limit). */
     public static final long MAX_HEADER_BYTES = 100_000_000L;
     private static final int MAX_RANK = 64;
     private static final String METADATA_KEY = "__metadata__";
+    /** The OCP MX block size, and the only one the scale pairing records. */
+    public static final int MX_BLOCK = 32;
+    /** The scale-pairing suffix {@link Options#defaults()} uses. */
+    public static final String DEFAULT_SCALE_SUFFIX = "_scale";
 
     private Safetensors() {
+    }
+
+    /**
+     * How MX scale tensors pair with their values (see the class documentation). Immutable;
+     * safe to share between threads.
+     */
+    public static final class Options {
+        private static final Options DEFAULTS = new Options(DEFAULT_SCALE_SUFFIX);
+        private final String scaleSuffix;
+
+        private Options(String scaleSuffix) {
+            this.scaleSuffix = scaleSuffix;
+        }
+
+        /** Pairing on, with the suffix {@value #DEFAULT_SCALE_SUFFIX}. */
+        public static Options defaults() {
+            return DEFAULTS;
+        }
+
+        /**
+         * Pairing on, the scales of {@code W} named {@code W + suffix}.
+         *
+         * @throws IllegalArgumentException for an empty suffix
+         */
+        public Options withScaleSuffix(String suffix) {
+            if (Objects.requireNonNull(suffix, "suffix").isEmpty()) {
+                throw new IllegalArgumentException("the scale suffix is empty");
+            }
+            return new Options(suffix);
+        }
+
+        /**
+         * Pairing off: on read, values and scales stay two plain tensors; on write, MX tensors
+         * are refused like any quantized tensor.
+         */
+        public Options withoutPairing() {
+            return new Options(null);
+        }
+
+        /** The scale suffix, or empty when pairing is off. */
+        public Optional<String> scaleSuffix() {
+            return Optional.ofNullable(scaleSuffix);
+        }
+
+        /**
+         * True when {@link #write} records {@code q} (an MX quantization along the last of
+         * {@code rank} axes, blocks of {@value #MX_BLOCK}, float32 values) with these options.
+         */
+        public boolean pairs(Quantization q, int rank) {
+            return scaleSuffix != null && q instanceof Quantization.Mx mx && rank > 0 && mx.axis() == rank - 1
+                    && mx.block() == MX_BLOCK && mx.dequantized() == ElementType.FLOAT32;
+        }
+
+        @Override
+        public String toString() {
+            return scaleSuffix == null ? "no scale pairing" : "scale suffix '" + scaleSuffix + "'";
+        }
     }
 
     /** The safetensors dtype string of {@code t}, or {@code null} when safetensors has none. */
@@ -94,9 +175,23 @@ public final class Safetensors {
      * @throws IOException            if the file cannot be opened or read
      */
     public static ForeignModel read(Path file) throws IOException {
+        return read(file, Options.defaults());
+    }
+
+    /**
+     * Reads a safetensors file, pairing MX scale tensors with their values as {@code options}
+     * says (see the class documentation). Payloads (values and scales) are slices of a
+     * read-only mapping owned by the returned model (close it to unmap).
+     *
+     * @throws ForeignFormatException if the file is not a valid safetensors file, or a scale
+     *                                partner's shape does not fit its values
+     * @throws IOException            if the file cannot be opened or read
+     */
+    public static ForeignModel read(Path file, Options options) throws IOException {
+        Objects.requireNonNull(options, "options");
         Arena arena = Arena.ofShared();
         try {
-            ForeignModel m = read(file, arena);
+            ForeignModel m = read(file, arena, options);
             return m;
         } catch (Throwable t) {
             arena.close();
@@ -104,7 +199,7 @@ public final class Safetensors {
         }
     }
 
-    private static ForeignModel read(Path file, Arena arena) throws IOException {
+    private static ForeignModel read(Path file, Arena arena, Options options) throws IOException {
         String what = file.toString();
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
             long size = ch.size();
@@ -163,18 +258,75 @@ public final class Safetensors {
                 throw new ForeignFormatException(what + ": the tensors cover " + expect + " of the "
                         + dataSize + " data bytes (" + (expect < dataSize ? "trailing bytes" : "truncated") + ")");
             }
+            Map<Entry, Entry> partners = partners(entries, options, what);
+            java.util.Set<Entry> paired = new java.util.HashSet<>(partners.values());
             MemorySegment map = Payloads.mapReadOnly(ch, size, arena);
             List<ForeignTensor> tensors = new ArrayList<>(entries.size());
             for (Entry x : entries) {
+                if (paired.contains(x)) {
+                    continue;
+                }
                 MemorySegment data = map.asSlice(dataStart + x.begin, x.end - x.begin);
-                tensors.add(new ForeignTensor(x.name, x.dtype, x.shape, Layout.Kind.ROW_MAJOR, data, null,
-                        dataStart + x.begin));
+                Entry sc = partners.get(x);
+                if (sc == null) {
+                    tensors.add(new ForeignTensor(x.name, x.dtype, x.shape, Layout.Kind.ROW_MAJOR, data, null,
+                            dataStart + x.begin));
+                } else {
+                    MemorySegment scales = map.asSlice(dataStart + sc.begin, sc.end - sc.begin);
+                    tensors.add(new ForeignTensor(x.name, x.dtype, x.shape, Layout.Kind.ROW_MAJOR, data,
+                            new Quantization.Mx(x.shape.length - 1, MX_BLOCK, ElementType.FLOAT32), List.of(scales),
+                            dataStart + x.begin));
+                }
             }
             return new ForeignModel(tensors, metadata, arena);
         }
     }
 
     private record Entry(String name, ElementType dtype, long[] shape, long begin, long end) {
+    }
+
+    /** True for the element dtypes an MX values tensor can have. */
+    private static boolean mxValues(ElementType t) {
+        return switch (t) {
+            case FLOAT8_E4M3FN, FLOAT8_E5M2, FLOAT6_E2M3FN, FLOAT6_E3M2FN, FLOAT4_E2M1FN, INT8 -> true;
+            default -> false;
+        };
+    }
+
+    /** Values entry → its E8M0 scale entry, by {@code options}' suffix; checks each pair's shapes. */
+    private static Map<Entry, Entry> partners(List<Entry> entries, Options options, String what)
+            throws ForeignFormatException {
+        Map<Entry, Entry> out = new java.util.IdentityHashMap<>();
+        if (options.scaleSuffix().isEmpty()) {
+            return out;
+        }
+        String suffix = options.scaleSuffix().get();
+        Map<String, Entry> byName = new java.util.HashMap<>();
+        for (Entry e : entries) {
+            byName.put(e.name, e);
+        }
+        for (Entry v : entries) {
+            Entry s = byName.get(v.name + suffix);
+            if (s == null || s.dtype != ElementType.FLOAT8_E8M0FNU || !mxValues(v.dtype)) {
+                continue;
+            }
+            long[] want = v.shape.clone();
+            boolean fits = want.length > 0 && want[want.length - 1] % MX_BLOCK == 0;
+            if (fits) {
+                want[want.length - 1] /= MX_BLOCK;
+                fits = java.util.Arrays.equals(want, s.shape);
+            }
+            if (!fits) {
+                throw new ForeignFormatException(what + ": scale tensor '" + s.name + "' " + java.util.Arrays.toString(s.shape)
+                        + " does not fit MX values '" + v.name + "' " + v.dtype.formatName() + java.util.Arrays.toString(v.shape)
+                        + ": the scales of blocks of " + MX_BLOCK + " along the last axis have shape "
+                        + (want.length == 0 || v.shape[v.shape.length - 1] % MX_BLOCK != 0
+                        ? "(none: the last dimension is not a multiple of " + MX_BLOCK + ")" : java.util.Arrays.toString(want))
+                        + " (pairing suffix '" + suffix + "'; read with pairing off to keep both as plain tensors)");
+            }
+            out.put(v, s);
+        }
+        return out;
     }
 
     private static void readMetadata(Object v, Map<String, String> out, String what) throws ForeignFormatException {
@@ -282,18 +434,61 @@ public final class Safetensors {
      * @throws IOException            if writing fails; {@code target} is then unchanged
      */
     public static void write(ForeignModel model, Path target, LongConsumer progress) throws IOException {
+        write(model, target, Options.defaults(), progress);
+    }
+
+    /**
+     * Writes {@code model} as a safetensors file, atomically, as {@link #write(ForeignModel, Path,
+     * LongConsumer)} does, splitting each MX tensor into its values and its scales as
+     * {@code options} says (see the class documentation).
+     *
+     * @throws ForeignFormatException as the other overload; for an MX tensor the convention
+     *     cannot record (another axis or block size, a dequantized type other than float32, or
+     *     pairing off); or when a scale tensor's name is already taken
+     */
+    public static void write(ForeignModel model, Path target, Options options, LongConsumer progress) throws IOException {
+        Objects.requireNonNull(options, "options");
+        java.util.Set<String> names = new java.util.HashSet<>();
+        for (ForeignTensor t : model.tensors()) {
+            names.add(t.name());
+        }
+        List<ForeignTensor> plain = new ArrayList<>();
         for (ForeignTensor t : model.tensors()) {
             if (dtypeName(t.dtype()) == null) {
                 throw new ForeignFormatException("tensor '" + t.name() + "': safetensors has no dtype for " + t.dtype());
             }
-            if (t.quantization().isPresent()) {
-                throw new ForeignFormatException("tensor '" + t.name() + "' is quantized ("
-                        + Payloads.describe(t.quantization().get()) + "); safetensors cannot record quantization");
+            if (t.quantization().isEmpty()) {
+                plain.add(t);
+                continue;
+            }
+            Quantization q = t.quantization().get();
+            if (!options.pairs(q, t.rank()) || t.scaleBuffers().size() != 1) {
+                String why = q instanceof Quantization.Mx && options.scaleSuffix().isPresent()
+                        ? "; safetensors records MX as values plus an E8M0 scale tensor only along the last axis, with blocks of "
+                        + MX_BLOCK + " and float32 values"
+                        : q instanceof Quantization.Mx ? "; MX scale pairing is off" : "";
+                throw new ForeignFormatException("tensor '" + t.name() + "' is quantized (" + Payloads.describe(q)
+                        + "); safetensors cannot record quantization" + why);
+            }
+            String scaleName = t.name() + options.scaleSuffix().get();
+            if (names.contains(scaleName)) {
+                throw new ForeignFormatException("tensor '" + t.name() + "': its MX scales would be named '" + scaleName
+                        + "', which another tensor already has (choose another scale suffix)");
+            }
+            names.add(scaleName);
+            long[] scaleShape = t.shape();
+            scaleShape[scaleShape.length - 1] /= MX_BLOCK;
+            try {
+                plain.add(new ForeignTensor(t.name(), t.dtype(), t.shape(), t.layout(), t.data(), null, -1));
+                plain.add(new ForeignTensor(scaleName, ElementType.FLOAT8_E8M0FNU, scaleShape, t.layout(),
+                        t.scaleBuffers().get(0), null, -1));
+            } catch (IllegalArgumentException e) {
+                throw new ForeignFormatException("tensor '" + t.name() + "': " + e.getMessage());
             }
         }
         try (Arena scratch = Arena.ofConfined()) {
             List<ForeignTensor> order = new ArrayList<>();
-            for (ForeignTensor t : model.tensors()) {
+            for (ForeignTensor t : plain) {
                 order.add(Payloads.toRowMajor(t, scratch));
             }
             order.sort(Comparator.comparingInt((ForeignTensor t) -> -t.dtype().bitWidth()));

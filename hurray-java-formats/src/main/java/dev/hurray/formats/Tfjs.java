@@ -1,12 +1,15 @@
 package dev.hurray.formats;
 
+import dev.hurray.BufferSpec;
 import dev.hurray.ElementType;
+import dev.hurray.HurrayException;
 import dev.hurray.Layout;
 import dev.hurray.Quantization;
+import dev.hurray.Tensor;
+import dev.hurray.TensorDescriptor;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.math.BigInteger;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
@@ -35,8 +38,8 @@ import java.util.function.LongConsumer;
  * {@code scale}/{@code min} becomes {@link Quantization.PerTensorAffine} (stored uint8/uint16,
  * {@code bias = min}, dequantized type = the weight's {@code dtype}, float32 or int32), and
  * {@code float16} becomes {@link Quantization.Cast} (stored float16, logical float32). With
- * {@code dequantize}, values are computed instead, exactly as tfjs-core 4.22 does (see
- * {@link #dequantizeFloat32} and {@link #dequantizeInt32}).
+ * {@code dequantize}, values are computed instead, exactly as tfjs-core 4.22 does, by the native core
+ * ({@link Tensor#dequantize(ElementType)}; docs/spec/descriptor.md §Dequantization).
  *
  * <p><b>Checks.</b> Shard paths must be relative and stay inside the manifest's directory;
  * every listed shard must exist; each group's shards must hold exactly the bytes its weights
@@ -314,7 +317,7 @@ public final class Tfjs {
                 ForeignTensor t;
                 if (dequantize && w.quant != null) {
                     t = new ForeignTensor(w.name, w.quant.dequantized(), w.shape, Layout.Kind.ROW_MAJOR,
-                            dequantize(stored, w.stored, w.quant, arena), null, offset);
+                            dequantize(w, stored, arena, what), null, offset);
                 } else {
                     t = new ForeignTensor(w.name, w.stored, w.shape, Layout.Kind.ROW_MAJOR, stored, w.quant, offset);
                 }
@@ -325,52 +328,24 @@ public final class Tfjs {
     }
 
     /**
-     * tfjs-core's float32 dequantization of one stored value: {@code q * scale + min}
-     * evaluated in double precision (JavaScript numbers) and rounded once to float32 when tfjs
-     * stores it in a {@code Float32Array}.
+     * The dequantized values of one weight, computed by the native core
+     * ({@link Tensor#dequantize(ElementType)}): {@code q × scale + min} in float64 rounded once,
+     * to nearest-even float32 (tfjs's {@code Float32Array} store) or, for int32 weights, halves
+     * towards +∞ wrapped modulo 2^32 (its {@code Math.round} into an {@code Int32Array});
+     * float16 widened exactly. Copied into {@code arena}.
      */
-    public static float dequantizeFloat32(int q, double scale, double min) {
-        return (float) (q * scale + min);
-    }
-
-    /**
-     * tfjs-core's int32 dequantization of one stored value:
-     * {@code Math.round(q * scale + min)} in double precision (JavaScript's {@code Math.round}:
-     * halves round towards positive infinity), then stored in an {@code Int32Array}
-     * (ECMAScript ToInt32: modulo 2^32, NaN and infinities to 0).
-     */
-    public static int dequantizeInt32(int q, double scale, double min) {
-        double x = q * scale + min;
-        if (!Double.isFinite(x)) {
-            return 0;
-        }
-        double r = Math.floor(x);
-        if (x - r >= 0.5) {
-            r += 1;
-        }
-        double m = r % 4294967296.0; // exact: fmod of integers representable in double
-        return (int) (long) m;
-    }
-
-    private static MemorySegment dequantize(MemorySegment stored, ElementType storedType, Quantization q, Arena arena) {
-        long n = Payloads.byteWidth(storedType) == 1 ? stored.byteSize() : stored.byteSize() / 2;
-        MemorySegment out = Payloads.allocate(arena, Math.multiplyExact(n, 4L));
-        for (long i = 0; i < n; i++) {
-            if (q instanceof Quantization.Cast) {
-                short h = stored.get(Payloads.LE_SHORT, i * 2);
-                out.set(Payloads.LE_FLOAT, i * 4, Float.float16ToFloat(h));
-                continue;
+    private static MemorySegment dequantize(Weight w, MemorySegment stored, Arena arena, String what)
+            throws ForeignFormatException {
+        try {
+            TensorDescriptor d = TensorDescriptor.builder(w.stored, w.shape).quantization(w.quant)
+                    .buffer(BufferSpec.cpu(stored.byteSize())).build();
+            try (Tensor t = Tensor.wrap(d, stored); Tensor v = t.dequantize(w.quant.dequantized())) {
+                MemorySegment out = Payloads.allocate(arena, v.buffer(0).byteSize());
+                MemorySegment.copy(v.buffer(0), 0, out, 0, out.byteSize());
+                return out;
             }
-            Quantization.PerTensorAffine a = (Quantization.PerTensorAffine) q;
-            int v = storedType == ElementType.UINT8
-                    ? Byte.toUnsignedInt(stored.get(ValueLayout.JAVA_BYTE, i))
-                    : Short.toUnsignedInt(stored.get(Payloads.LE_SHORT, i * 2));
-            if (a.dequantized() == ElementType.INT32) {
-                out.set(Payloads.LE_INT, i * 4, dequantizeInt32(v, a.scale(), a.bias()));
-            } else {
-                out.set(Payloads.LE_FLOAT, i * 4, dequantizeFloat32(v, a.scale(), a.bias()));
-            }
+        } catch (HurrayException e) {
+            throw new ForeignFormatException(what + ": weight '" + w.name + "': " + e.getMessage(), e);
         }
-        return out;
     }
 }

@@ -190,6 +190,168 @@ class SafetensorsTest {
         }
     }
 
+    // ---- MX scale pairing -------------------------------------------------------------------
+
+    /** The header entries of a safetensors file, read with pairing off (name → dtype + shape). */
+    private static Map<String, String> entries(Path p) throws IOException {
+        Map<String, String> m = new java.util.TreeMap<>();
+        try (ForeignModel f = Safetensors.read(p, Safetensors.Options.defaults().withoutPairing())) {
+            for (ForeignTensor t : f.tensors()) {
+                assertTrue(t.quantization().isEmpty());
+                m.put(t.name(), Safetensors.dtypeName(t.dtype()) + t.shapeString());
+            }
+        }
+        return m;
+    }
+
+    @Test
+    void mxTensorRoundTripsAsValuesPlusScales() throws IOException {
+        float[] in = new float[2 * 64];
+        for (int i = 0; i < in.length; i++) {
+            in[i] = (i % 17 - 8) * 0.75f * (1 + i / 32);
+        }
+        Path out = tmp.resolve("mx.safetensors");
+        for (ElementType et : List.of(ElementType.FLOAT4_E2M1FN, ElementType.FLOAT6_E3M2FN, ElementType.FLOAT8_E4M3FN,
+                ElementType.INT8)) {
+            try (dev.hurray.Tensor src = dev.hurray.Tensor.of(in, 2, 64);
+                    dev.hurray.Tensor mx = src.quantize(et, Quantization.Mx.of(1))) {
+                ForeignTensor ft = ForeignTensor.of(mx.descriptor().withName("layer.weight"), mx.buffers());
+                Safetensors.write(Models.model(List.of(ft), Map.of()), out, null);
+                assertEquals(Map.of("layer.weight", Safetensors.dtypeName(et) + "[2, 64]", "layer.weight_scale", "F8_E8M0[2, 2]"),
+                        entries(out), et.toString());
+                try (ForeignModel m = Safetensors.read(out)) {
+                    assertEquals(1, m.tensors().size());
+                    ForeignTensor t = m.tensor("layer.weight");
+                    assertEquals(et, t.dtype());
+                    assertArrayEquals(new long[] {2, 64}, t.shape());
+                    assertEquals(Quantization.Mx.of(1), t.quantization().orElseThrow());
+                    assertArrayEquals(bytes(mx.buffer(0)), bytes(t.data()), "values");
+                    assertEquals(1, t.scaleBuffers().size());
+                    assertArrayEquals(bytes(mx.buffer(1)), bytes(t.scaleBuffers().get(0)), "scales");
+                    try (Arena a = Arena.ofConfined(); dev.hurray.Tensor back = t.toTensor(a)) {
+                        assertArrayEquals(mx.toFloatArray(), back.toFloatArray());
+                    }
+                    // Through an HRRYFILE (one tensor, two buffers) and back to safetensors: the same bytes.
+                    Path hrry = tmp.resolve("mx.hrry");
+                    m.toHurrayFile(hrry);
+                    Path again = tmp.resolve("again.safetensors");
+                    try (dev.hurray.HurrayFile f = dev.hurray.HurrayFile.open(hrry); ForeignModel h = ForeignModel.of(f)) {
+                        assertEquals(Quantization.Mx.of(1), h.tensor("layer.weight").quantization().orElseThrow());
+                        assertEquals(et.byteSizeOf(128) + 4, h.totalBytes(), "values and scales");
+                        Safetensors.write(h, again, null);
+                    }
+                    assertArrayEquals(Files.readAllBytes(out), Files.readAllBytes(again));
+                }
+            }
+        }
+    }
+
+    @Test
+    void handBuiltValuesAndScalesPair() throws IOException {
+        // "w": F8_E4M3 [2, 32], every element 0x38 (1.0); "w_scale": F8_E8M0 [2, 1] = 2^1 and 2^-1.
+        // "q": I8 [32] (MXINT8: int8 × 2^-6), 64 → 1.0; "q_scale" 2^0. "alone": F4 [32], no partner.
+        byte[] data = new byte[64 + 2 + 32 + 1 + 16];
+        Arrays.fill(data, 0, 64, (byte) 0x38);
+        data[64] = (byte) 128;
+        data[65] = (byte) 126;
+        Arrays.fill(data, 66, 98, (byte) 64);
+        data[98] = 127;
+        String header = "{\"w\":{\"dtype\":\"F8_E4M3\",\"shape\":[2,32],\"data_offsets\":[0,64]},"
+                + "\"w_scale\":{\"dtype\":\"F8_E8M0\",\"shape\":[2,1],\"data_offsets\":[64,66]},"
+                + "\"q\":{\"dtype\":\"I8\",\"shape\":[32],\"data_offsets\":[66,98]},"
+                + "\"q_scale\":{\"dtype\":\"F8_E8M0\",\"shape\":[1],\"data_offsets\":[98,99]},"
+                + "\"alone\":{\"dtype\":\"F4\",\"shape\":[32],\"data_offsets\":[99,115]}}";
+        Path p = write("pairs.safetensors", file(header, data));
+        try (ForeignModel m = Safetensors.read(p); Arena a = Arena.ofConfined()) {
+            assertEquals(List.of("w", "q", "alone"), m.tensors().stream().map(ForeignTensor::name).toList());
+            assertEquals(Quantization.Mx.of(1), m.tensor("w").quantization().orElseThrow());
+            assertEquals(Quantization.Mx.of(0), m.tensor("q").quantization().orElseThrow());
+            assertTrue(m.tensor("alone").quantization().isEmpty());
+            try (dev.hurray.Tensor w = m.tensor("w").toTensor(a); dev.hurray.Tensor q = m.tensor("q").toTensor(a)) {
+                float[] v = w.toFloatArray();
+                assertEquals(2f, v[0]);
+                assertEquals(2f, v[31]);
+                assertEquals(0.5f, v[32]);
+                float[] qv = q.toFloatArray();
+                assertEquals(1f, qv[0]);
+                assertEquals(1f, qv[31]);
+            }
+        }
+    }
+
+    @Test
+    void aPartnerThatDoesNotFitIsAnError() throws IOException {
+        // F4 [2, 64] needs scales [2, 2]; [2, 3] does not fit.
+        String header = "{\"w\":{\"dtype\":\"F4\",\"shape\":[2,64],\"data_offsets\":[0,64]},"
+                + "\"w_scale\":{\"dtype\":\"F8_E8M0\",\"shape\":[2,3],\"data_offsets\":[64,70]}}";
+        Path p = write("bad.safetensors", file(header, new byte[70]));
+        ForeignFormatException e = assertThrows(ForeignFormatException.class, () -> Safetensors.read(p));
+        assertTrue(e.getMessage().contains("'w_scale'") && e.getMessage().contains("'w'"), e.getMessage());
+        assertTrue(e.getMessage().contains("[2, 2]"), e.getMessage());
+        // A last dimension that is no multiple of 32 cannot be MX either.
+        String h2 = "{\"v\":{\"dtype\":\"F8_E5M2\",\"shape\":[40],\"data_offsets\":[0,40]},"
+                + "\"v_scale\":{\"dtype\":\"F8_E8M0\",\"shape\":[1],\"data_offsets\":[40,41]}}";
+        Path p2 = write("bad2.safetensors", file(h2, new byte[41]));
+        e = assertThrows(ForeignFormatException.class, () -> Safetensors.read(p2));
+        assertTrue(e.getMessage().contains("'v_scale'") && e.getMessage().contains("not a multiple of 32"), e.getMessage());
+        // With pairing off both stay plain.
+        assertEquals(Map.of("w", "F4[2, 64]", "w_scale", "F8_E8M0[2, 3]"), entries(p));
+    }
+
+    @Test
+    void theSuffixOptionChangesThePairing() throws IOException {
+        String header = "{\"w\":{\"dtype\":\"F4\",\"shape\":[32],\"data_offsets\":[0,16]},"
+                + "\"w.scales\":{\"dtype\":\"F8_E8M0\",\"shape\":[1],\"data_offsets\":[16,17]}}";
+        Path p = write("s.safetensors", file(header, new byte[17]));
+        try (ForeignModel m = Safetensors.read(p)) {
+            assertEquals(2, m.tensors().size(), "the default suffix _scale does not match");
+        }
+        Safetensors.Options dot = Safetensors.Options.defaults().withScaleSuffix(".scales");
+        try (ForeignModel m = Safetensors.read(p, dot)) {
+            assertEquals(1, m.tensors().size());
+            assertEquals(Quantization.Mx.of(0), m.tensor("w").quantization().orElseThrow());
+            // Written back with the same option, the names are the same.
+            Path out = tmp.resolve("s2.safetensors");
+            Safetensors.write(m, out, dot, null);
+            assertEquals(Map.of("w", "F4[32]", "w.scales", "F8_E8M0[1]"), entries(out));
+        }
+        assertEquals("_scale", Safetensors.Options.defaults().scaleSuffix().orElseThrow());
+        assertThrows(IllegalArgumentException.class, () -> Safetensors.Options.defaults().withScaleSuffix(""));
+    }
+
+    @Test
+    void withoutPairingTheTensorsStayPlainAndMxIsRefused() throws IOException {
+        String header = "{\"w\":{\"dtype\":\"F4\",\"shape\":[32],\"data_offsets\":[0,16]},"
+                + "\"w_scale\":{\"dtype\":\"F8_E8M0\",\"shape\":[1],\"data_offsets\":[16,17]}}";
+        Path p = write("off.safetensors", file(header, new byte[17]));
+        Safetensors.Options off = Safetensors.Options.defaults().withoutPairing();
+        assertTrue(off.scaleSuffix().isEmpty());
+        try (ForeignModel m = Safetensors.read(p, off)) {
+            assertEquals(List.of("w", "w_scale"), m.tensors().stream().map(ForeignTensor::name).toList());
+            assertTrue(m.tensors().stream().allMatch(t -> t.quantization().isEmpty()));
+        }
+        // A partner of another dtype is not a scale tensor: no pairing, no error.
+        String h2 = "{\"w\":{\"dtype\":\"F4\",\"shape\":[32],\"data_offsets\":[0,16]},"
+                + "\"w_scale\":{\"dtype\":\"U8\",\"shape\":[3],\"data_offsets\":[16,19]}}";
+        try (ForeignModel m = Safetensors.read(write("u8.safetensors", file(h2, new byte[19])))) {
+            assertEquals(2, m.tensors().size());
+        }
+        try (ForeignModel m = Safetensors.read(p)) {
+            Path out = tmp.resolve("refused.safetensors");
+            ForeignFormatException e = assertThrows(ForeignFormatException.class, () -> Safetensors.write(m, out, off, null));
+            assertTrue(e.getMessage().contains("pairing is off"), e.getMessage());
+            assertFalse(Files.exists(out));
+        }
+        // MX along another axis than the last is not what the convention records.
+        try (dev.hurray.Tensor src = dev.hurray.Tensor.of(new float[64 * 2], 64, 2);
+                dev.hurray.Tensor mx = src.quantize(ElementType.FLOAT4_E2M1FN, Quantization.Mx.of(0))) {
+            ForeignTensor ft = ForeignTensor.of(mx.descriptor().withName("a0"), mx.buffers());
+            ForeignFormatException e = assertThrows(ForeignFormatException.class,
+                    () -> Safetensors.write(Models.model(List.of(ft), Map.of()), tmp.resolve("a0.safetensors"), null));
+            assertTrue(e.getMessage().contains("only along the last axis"), e.getMessage());
+        }
+    }
+
     @Test
     void missingFileIsNoSuchFile() {
         assertThrows(NoSuchFileException.class, () -> Safetensors.read(tmp.resolve("absent.safetensors")));

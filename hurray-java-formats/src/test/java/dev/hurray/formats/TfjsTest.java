@@ -5,6 +5,7 @@ import dev.hurray.Quantization;
 import dev.hurray.Tensor;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.lang.foreign.ValueLayout;
 import java.math.BigDecimal;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -380,15 +381,30 @@ class TfjsTest {
         assertFalse(e.getMessage().contains("\n"));
     }
 
+    /** One-element weights whose dequantized values are JavaScript's edge cases, read with {@code dequantize}. */
     @Test
-    void dequantizeHelpersFollowJavaScript() {
-        assertEquals(-2, Tfjs.dequantizeInt32(1, 0.5, -3), "Math.round(-2.5) is -2");
-        assertEquals(0, Tfjs.dequantizeInt32(0, 1, 0.49999999999999994), "no floor(x + 0.5) error");
-        assertEquals(1, Tfjs.dequantizeInt32(255, 0.00392156862745098, 0), "255 * (1/255) rounds to 1");
-        // ToInt32 wraps modulo 2^32 (Java's saturating long conversion would not).
-        assertEquals(-2147483648, Tfjs.dequantizeInt32(1, 2147483648.0, 0));
-        assertEquals(0, Tfjs.dequantizeInt32(65535, 1e300, 1e300), "2^32 multiples wrap to 0 exactly");
-        assertEquals(expectFloat(200, 0.009007044399485869, -1.2069439495311063),
-                Tfjs.dequantizeFloat32(200, 0.009007044399485869, -1.2069439495311063));
+    void dequantizationFollowsJavaScript() throws IOException {
+        String q = "{\"name\":\"%s\",\"shape\":[1],\"dtype\":\"%s\",\"quantization\":{\"dtype\":\"%s\",\"scale\":%s,\"min\":%s}}";
+        Builder b = new Builder()
+                .add(q.formatted("half", "int32", "uint8", "0.5", "-3"), le(1, 1)) // Math.round(-2.5) is -2
+                .add(q.formatted("below", "int32", "uint8", "1", "0.49999999999999994"), le(1, 0)) // no floor(x + 0.5) error
+                .add(q.formatted("third", "int32", "uint8", "0.00392156862745098", "0"), le(1, 255)) // 255 × (1/255) rounds to 1
+                .add(q.formatted("wrap", "int32", "uint8", "2147483648.0", "0"), le(1, 1)) // ToInt32 wraps modulo 2^32
+                .add(q.formatted("huge", "int32", "uint16", "1e300", "1e300"), le(2, 65535)) // 2^32 multiples wrap to 0
+                .add(q.formatted("f", "float32", "uint8", "0.009007044399485869", "-1.2069439495311063"), le(1, 200));
+        Files.write(tmp.resolve("w.bin"), b.bin.toByteArray());
+        Path mf = tmp.resolve("weights_manifest.json");
+        Files.writeString(mf, "[" + b.group("w.bin") + "]");
+        try (ForeignModel d = Tfjs.read(mf, true, null)) {
+            java.util.function.Function<String, Integer> bits = n -> d.tensor(n).data().get(ValueLayout.JAVA_INT_UNALIGNED, 0);
+            assertEquals(-2, bits.apply("half"));
+            assertEquals(0, bits.apply("below"));
+            assertEquals(1, bits.apply("third"));
+            assertEquals(-2147483648, bits.apply("wrap"));
+            assertEquals(0, bits.apply("huge"));
+            assertEquals(Float.floatToRawIntBits(expectFloat(200, 0.009007044399485869, -1.2069439495311063)), bits.apply("f"));
+            assertEquals(ElementType.INT32, d.tensor("wrap").dtype());
+            assertTrue(d.tensor("wrap").quantization().isEmpty());
+        }
     }
 }

@@ -1,11 +1,13 @@
 package dev.hurray.cli.io;
 
+import dev.hurray.TensorDescriptor;
 import dev.hurray.formats.ForeignFormatException;
 import dev.hurray.formats.ForeignFormats;
 import dev.hurray.formats.ForeignModel;
 import dev.hurray.formats.ForeignTensor;
 import dev.hurray.formats.Format;
 import dev.hurray.formats.Payloads;
+import dev.hurray.formats.Safetensors;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -25,7 +27,8 @@ import java.util.function.LongConsumer;
  * copies each tensor it receives and writes the file at {@link #commit()}, atomically.
  *
  * <p>What the target cannot hold is refused, never silently changed: a quantized tensor
- * (unless the sink dequantizes, see {@link Dequantize}), strided layouts, several buffers. What
+ * (unless the sink dequantizes, see {@link Dequantize}, or it is an MX tensor safetensors records
+ * as values plus scales, see {@link Safetensors.Options}), strided layouts, several buffers. What
  * it can drop without changing values is dropped with a warning: file metadata for npy/npz,
  * file metadata values that are not UTF-8 text for safetensors, per-tensor metadata.
  */
@@ -34,6 +37,7 @@ public final class ForeignSink implements Sink {
     private final Format format;
     private final boolean compress;
     private final boolean dequantize;
+    private final Safetensors.Options safetensors;
     private final LongConsumer progress;
     private final Consumer<String> warn;
     private final Arena arena = Arena.ofShared();
@@ -51,6 +55,15 @@ public final class ForeignSink implements Sink {
      */
     public ForeignSink(Path target, Format format, boolean compress, boolean dequantize, LongConsumer progress,
                        Consumer<String> warn) {
+        this(target, format, compress, dequantize, Safetensors.Options.defaults(), progress, warn);
+    }
+
+    /**
+     * @param safetensors how MX tensors become safetensors values plus scales (safetensors only);
+     *     an MX tensor it records is kept, not dequantized
+     */
+    public ForeignSink(Path target, Format format, boolean compress, boolean dequantize, Safetensors.Options safetensors,
+                       LongConsumer progress, Consumer<String> warn) {
         if (!format.isForeign() || !format.writable()) {
             throw new IllegalArgumentException(format + " is not a writable foreign format");
         }
@@ -58,6 +71,7 @@ public final class ForeignSink implements Sink {
         this.format = format;
         this.compress = compress;
         this.dequantize = dequantize;
+        this.safetensors = safetensors;
         this.progress = progress;
         this.warn = warn;
     }
@@ -86,7 +100,10 @@ public final class ForeignSink implements Sink {
 
     @Override
     public void accept(Item item) throws IOException {
-        if (item.descriptor().quantization().isPresent()) {
+        TensorDescriptor d = item.descriptor();
+        boolean paired = format == Format.SAFETENSORS && d.quantization()
+                .filter(q -> safetensors.pairs(q, d.shape().rank())).isPresent();
+        if (item.descriptor().quantization().isPresent() && !paired) {
             if (!dequantize) {
                 throw new ForeignFormatException("tensor '" + item.name() + "' is quantized ("
                         + Entry.describe(item.descriptor().quantization().get()) + "); " + format
@@ -107,11 +124,11 @@ public final class ForeignSink implements Sink {
                 copies.add(c);
             }
         }
-        if (copies.size() != 1) {
+        if (copies.size() != 1 && !paired) {
             throw new ForeignFormatException("tensor '" + item.name() + "': " + copies.size()
                     + " buffers; " + format + " holds one dense buffer per tensor");
         }
-        tensors.add(ForeignTensor.of(item.descriptor(), copies.get(0)));
+        tensors.add(ForeignTensor.of(item.descriptor(), copies));
     }
 
     @Override
@@ -125,7 +142,7 @@ public final class ForeignSink implements Sink {
         } catch (IllegalArgumentException e) {
             throw new ForeignFormatException(e.getMessage());
         }
-        ForeignFormats.write(model, target, format, compress, progress);
+        ForeignFormats.write(model, target, format, compress, safetensors, progress);
     }
 
     @Override

@@ -73,7 +73,7 @@ public final class ForeignSource implements Source {
     public void forEach(Action action) throws IOException {
         for (ForeignTensor t : model.tensors()) {
             try (Arena scratch = Arena.ofConfined(); Tensor h = t.toTensor(scratch)) {
-                action.accept(new Item(h.descriptor(), List.of(h.buffer(0)), t.sourceOffset()));
+                action.accept(new Item(h.descriptor(), List.copyOf(h.buffers()), t.sourceOffset()));
             }
         }
     }

@@ -1,6 +1,7 @@
 package dev.hurray.cli.io;
 
 import dev.hurray.formats.Format;
+import dev.hurray.formats.Safetensors;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.function.Consumer;
@@ -23,10 +24,17 @@ public final class Sinks {
      */
     public static Sink file(Path target, Format format, boolean compress, boolean dequantize, LongConsumer progress,
                             Consumer<String> warn) throws IOException {
+        return file(target, format, compress, dequantize, Safetensors.Options.defaults(), progress, warn);
+    }
+
+    /** {@link #file(Path, Format, boolean, boolean, LongConsumer, Consumer)} with safetensors' MX scale pairing. */
+    public static Sink file(Path target, Format format, boolean compress, boolean dequantize,
+                            Safetensors.Options safetensors, LongConsumer progress, Consumer<String> warn)
+            throws IOException {
         return switch (format) {
             case HRRYFILE -> HrryFileSink.toFile(target);
             case STREAM -> StreamSink.toFile(target);
-            default -> new ForeignSink(target, format, compress, dequantize, progress, warn);
+            default -> new ForeignSink(target, format, compress, dequantize, safetensors, progress, warn);
         };
     }
 }
