@@ -21,7 +21,7 @@
 //! `A(x)·x^e` (e = bits still to come) moves past `D` new bits as `A(x)·x^D mod P`, which
 //! splits into two 64×32-bit carry-less products with the constants `x^(D+63) mod P` and
 //! `x^(D-1) mod P` (the `-1` undoes the one-bit offset of a carry-less product of bit-reflected
-//! operands). The constants are computed at compile time by [`xpow`]. The folded 128 bits are
+//! operands). The constants are computed at compile time by `xpow`. The folded 128 bits are
 //! reduced by feeding them to the `crc32` instruction starting from a zero register, which
 //! yields exactly `A(x)·x^32 mod P`, the CRC register at that point; the last < 16 bytes go
 //! through `crc32` too. Inputs under 64 bytes skip folding.
