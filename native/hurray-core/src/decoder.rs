@@ -106,7 +106,24 @@ pub struct StreamDecoder {
     metadata: Option<Vec<(String, Vec<u8>)>>,
     /// `poll` stops (answering `NeedInput`) once the header is decoded; see `poll_header`.
     stop_at_header: bool,
+    /// The last accepted descriptor's bytes and CRC (see `last_descriptor_bytes`), and its
+    /// model once the same bytes came twice in a row: further frames with those bytes (a
+    /// stream of same-shaped unnamed tensors) clone the model instead of decoding and
+    /// validating it again. Streams whose descriptors differ (named tensors) never pay for
+    /// keeping a model.
+    last: Option<LastDescriptor>,
+    /// Capacity reused for the next frame's descriptor bytes (no allocation per frame).
+    spare_bytes: Vec<u8>,
 }
+
+struct LastDescriptor {
+    bytes: Vec<u8>,
+    crc: u32,
+    desc: Option<TensorDescriptor>,
+}
+
+/// Descriptor byte buffers above this capacity are not kept for reuse.
+const KEEP_DESCRIPTOR_CAPACITY: usize = 64 << 10;
 
 /// Outcome of trying to complete a piece from buffered bytes.
 enum Fill {
@@ -140,6 +157,8 @@ impl StreamDecoder {
             has_metadata: false,
             metadata: None,
             stop_at_header: false,
+            last: None,
+            spare_bytes: Vec::new(),
         })
     }
 
@@ -329,7 +348,11 @@ impl StreamDecoder {
                     match self.check_frame_header(&buf) {
                         Err(e) => return (State::FrameHeader { buf, got }, Err(e)),
                         Ok(None) => return (State::Ended, Ok(Decoded::End)),
-                        Ok(Some((len, crc))) => State::Descriptor { buf: Vec::new(), want: len, crc },
+                        Ok(Some((len, crc))) => {
+                            let mut buf = std::mem::take(&mut self.spare_bytes);
+                            buf.clear();
+                            State::Descriptor { buf, want: len, crc }
+                        }
                     }
                 }
                 State::Descriptor { mut buf, want, crc } => {
@@ -338,18 +361,23 @@ impl StreamDecoder {
                     }
                     match self.start_payloads(&buf, crc) {
                         Err(e) => return (State::Descriptor { buf, want, crc }, Err(e)),
-                        Ok((desc, bufs)) => State::Payload { desc, bufs, index: 0 },
+                        Ok((desc, bufs)) => {
+                            self.remember(buf, crc, &desc);
+                            State::Payload { desc, bufs, index: 0 }
+                        }
                     }
                 }
                 State::Payload { desc, mut bufs, index } => {
                     if index == bufs.len() {
                         // Sparse indices and page tables are checked before the tensor is
                         // handed out (a bad one is a sticky `Corrupt`, like a bad checksum).
-                        let views: Vec<&[u8]> = bufs.iter().map(|b| b.as_slice()).collect();
-                        let checked = crate::layouts::check_contents(&desc, &views);
-                        drop(views);
-                        if let Err(e) = checked {
-                            return (State::Payload { desc, bufs, index }, Err(e));
+                        if crate::layouts::has_contents_check(&desc) {
+                            let views: Vec<&[u8]> = bufs.iter().map(|b| b.as_slice()).collect();
+                            let checked = crate::layouts::check_contents(&desc, &views);
+                            drop(views);
+                            if let Err(e) = checked {
+                                return (State::Payload { desc, bufs, index }, Err(e));
+                            }
                         }
                         return (
                             State::FrameHeader { buf: [0; FRAME_HEADER_BYTES], got: 0 },
@@ -491,34 +519,70 @@ impl StreamDecoder {
     }
 
     fn start_payloads(&self, bytes: &[u8], crc: u32) -> Result<(TensorDescriptor, Vec<PooledBuf>)> {
-        if crc32c(bytes) != crc {
-            bail!(Corrupt, "descriptor checksum mismatch");
-        }
-        let desc = TensorDescriptor::decode(bytes)?;
-        if desc.shape().rank() > self.opts.max_rank as usize {
-            bail!(LimitExceeded, "rank {} exceeds the limit of {}", desc.shape().rank(), self.opts.max_rank);
-        }
-        let total = desc.total_buffer_bytes();
-        if total > self.opts.max_tensor_bytes {
-            bail!(LimitExceeded, "tensor of {total} bytes exceeds the limit of {}", self.opts.max_tensor_bytes);
-        }
+        let desc = match &self.last {
+            // The same bytes as the last accepted descriptor (whose checksum, decoding and
+            // limits all passed under these same options): equal bytes have an equal CRC, so
+            // comparing the stored CRCs is the checksum check.
+            Some(LastDescriptor { bytes: b, crc: c, desc: Some(d) }) if b == bytes => {
+                if crc != *c {
+                    bail!(Corrupt, "descriptor checksum mismatch");
+                }
+                d.clone()
+            }
+            _ => {
+                if crc32c(bytes) != crc {
+                    bail!(Corrupt, "descriptor checksum mismatch");
+                }
+                let desc = TensorDescriptor::decode(bytes)?;
+                if desc.shape().rank() > self.opts.max_rank as usize {
+                    bail!(LimitExceeded, "rank {} exceeds the limit of {}", desc.shape().rank(), self.opts.max_rank);
+                }
+                let total = desc.total_buffer_bytes();
+                if total > self.opts.max_tensor_bytes {
+                    bail!(LimitExceeded, "tensor of {total} bytes exceeds the limit of {}", self.opts.max_tensor_bytes);
+                }
+                desc
+            }
+        };
         // The first EAGER_RESERVE_BYTES of the buffers are allocated now; the rest grow as
         // their bytes arrive (docs/spec/stream.md §Limits), so a declared size costs memory
         // only once the input backs it up.
         let mut eager = EAGER_RESERVE_BYTES;
-        let bufs = desc
-            .buffers()
-            .iter()
-            .map(|h| {
-                let initial = eager.max(GROW_MIN_BYTES);
-                eager = eager.saturating_sub(h.byte_size().min(usize::MAX as u64) as usize);
-                match &self.pool {
-                    Some(p) => p.take_growable(h.byte_size(), h.alignment(), initial),
-                    None => AlignedBuf::growable(h.byte_size(), h.alignment(), initial).map(PooledBuf::unpooled),
-                }
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let mut bufs = Vec::with_capacity(desc.buffers().len());
+        for h in desc.buffers() {
+            let initial = eager.max(GROW_MIN_BYTES);
+            eager = eager.saturating_sub(h.byte_size().min(usize::MAX as u64) as usize);
+            bufs.push(match &self.pool {
+                Some(p) => p.take_growable(h.byte_size(), h.alignment(), initial)?,
+                None => PooledBuf::unpooled(AlignedBuf::growable(h.byte_size(), h.alignment(), initial)?),
+            });
+        }
         Ok((desc, bufs))
+    }
+
+    /// Keeps an accepted descriptor's bytes and model for the next frame, and the previous
+    /// bytes' allocation for reading the next frame's descriptor into.
+    fn remember(&mut self, bytes: Vec<u8>, crc: u32, desc: &TensorDescriptor) {
+        let old = match &mut self.last {
+            Some(l) if l.bytes == bytes => {
+                if l.desc.is_none() {
+                    l.desc = Some(desc.clone());
+                }
+                bytes
+            }
+            _ => match self.last.replace(LastDescriptor { bytes, crc, desc: None }) {
+                Some(l) => l.bytes,
+                None => Vec::new(),
+            },
+        };
+        self.spare_bytes = if old.capacity() <= KEEP_DESCRIPTOR_CAPACITY { old } else { Vec::new() };
+    }
+
+    /// The encoded descriptor (docs/spec/descriptor.md) of the tensor most recently returned
+    /// by [`poll`](Self::poll), exactly as the stream carried it (the canonical encoding, so
+    /// equal to `descriptor.encode()`); empty before the first tensor.
+    pub fn last_descriptor_bytes(&self) -> &[u8] {
+        self.last.as_ref().map_or(&[], |l| &l.bytes)
     }
 
     /// Fills `buf[got..]` from buffered bytes, keeping progress in `got`.
