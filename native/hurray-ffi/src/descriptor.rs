@@ -20,8 +20,14 @@ pub struct DescInner {
 
 impl DescInner {
     pub(crate) fn new(desc: TensorDescriptor) -> FfiResult<Self> {
-        let encoded = desc.encode()?;
-        Ok(Self::with_encoding(desc, &encoded))
+        // `encode` leaves room for the name and NUL: usually no second allocation.
+        let mut bytes = desc.encode()?;
+        let encoded_len = bytes.len();
+        if let Some(n) = desc.name() {
+            bytes.extend_from_slice(n.as_bytes());
+            bytes.push(0);
+        }
+        Ok(DescInner { desc, bytes, encoded_len })
     }
 
     /// `encoded` must be `desc`'s encoding, e.g. the bytes `desc` was decoded from (decoding
