@@ -30,9 +30,9 @@ impl DescInner {
         Ok(DescInner { desc, bytes, encoded_len })
     }
 
-    /// `encoded` must be `desc`'s encoding, e.g. the bytes `desc` was decoded from (decoding
-    /// accepts only the canonical encoding, the one `encode` writes), which saves encoding it
-    /// again.
+    /// `encoded` must be `desc`'s encoding, e.g. the bytes `desc` was decoded from: a
+    /// descriptor has one encoding, and decoding accepts only it (docs/spec/descriptor.md), so
+    /// this saves encoding it again.
     pub(crate) fn with_encoding(desc: TensorDescriptor, encoded: &[u8]) -> Self {
         debug_assert_eq!(desc.encode().ok().as_deref(), Some(encoded), "not the descriptor's encoding");
         let name = desc.name().map_or(&[][..], str::as_bytes);
