@@ -3,7 +3,7 @@
 //! `hurray-java-bench/pertensor.sh` runs both). Not a test: run it with
 //!
 //! ```sh
-//! cd native && cargo run --release --offline -p hurray-core --example pertensor_bench [-- N ROUNDS]
+//! cd native && cargo run --release --offline -p hurray-core --example pertensor_bench [-- N ROUNDS ELEMS]
 //! ```
 //!
 //! Write: per tensor, a descriptor renamed from a template (`with_name`), encoded and staged
@@ -23,12 +23,13 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let n: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(200_000);
     let rounds: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(7);
-    let template = TensorDescriptor::dense(ElementType::Float32, Shape::new(vec![768]).unwrap())
+    let elems: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(768);
+    let template = TensorDescriptor::dense(ElementType::Float32, Shape::new(vec![elems as u64]).unwrap())
         .unwrap()
         .with_metadata("source", "bench")
         .unwrap();
-    let payload = vec![1u8; 768 * 4];
-    let mut wire = Vec::with_capacity(n * 3200);
+    let payload = vec![1u8; elems * 4];
+    let mut wire = Vec::with_capacity(n * (elems * 4 + 256));
     let (mut w, mut r) = (Vec::new(), Vec::new());
     for round in 0..rounds + 2 {
         wire.clear();
@@ -74,7 +75,7 @@ fn main() {
     }
     w.sort_by(f64::total_cmp);
     r.sort_by(f64::total_cmp);
-    println!("| native core, {n} named float32[768] (median of {rounds}) | µs of CPU per tensor |");
+    println!("| native core, {n} named float32[{elems}] (median of {rounds}) | µs of CPU per tensor |");
     println!("|---|---|");
     println!("| write (with_name + encode, batched, to memory) | {:.3} |", w[rounds / 2]);
     println!("| read + name + drop (from memory) | {:.3} |", r[rounds / 2]);
@@ -90,7 +91,7 @@ fn drain(e: &mut StreamEncoder, wire: &mut Vec<u8>) {
                 wire.extend_from_slice(&e.staged()[start + off..end]);
                 end - start - off
             }
-            OutSeg::Borrowed { .. } => unreachable!("3 KiB payloads are staged"),
+            OutSeg::Borrowed { .. } => unreachable!("small payloads are staged"),
         };
         e.consume(n as u64).unwrap();
     }

@@ -67,14 +67,12 @@ enum State {
         want: usize,
         crc: u32,
     },
+    /// Filling payload `index` of the item in `StreamDecoder::item_desc`/`item_bufs` (kept
+    /// outside the state so that state transitions move a few bytes, not the descriptor).
     Payload {
-        desc: TensorDescriptor,
-        bufs: Vec<PooledBuf>,
         index: usize,
     },
     PayloadCrc {
-        desc: TensorDescriptor,
-        bufs: Vec<PooledBuf>,
         index: usize,
         buf: [u8; 4],
         got: usize,
@@ -106,7 +104,27 @@ pub struct StreamDecoder {
     metadata: Option<Vec<(String, Vec<u8>)>>,
     /// `poll` stops (answering `NeedInput`) once the header is decoded; see `poll_header`.
     stop_at_header: bool,
+    /// The last accepted descriptor's bytes and CRC (see `last_descriptor_bytes`), and its
+    /// model once the same bytes came twice in a row: further frames with those bytes (a
+    /// stream of same-shaped unnamed tensors) clone the model instead of decoding and
+    /// validating it again. Streams whose descriptors differ (named tensors) never pay for
+    /// keeping a model.
+    last: Option<LastDescriptor>,
+    /// The descriptor and buffers of the tensor being read (`State::Payload*`).
+    item_desc: Option<TensorDescriptor>,
+    item_bufs: Vec<PooledBuf>,
+    /// Capacity reused for the next frame's descriptor bytes (no allocation per frame).
+    spare_bytes: Vec<u8>,
 }
+
+struct LastDescriptor {
+    bytes: Vec<u8>,
+    crc: u32,
+    desc: Option<TensorDescriptor>,
+}
+
+/// Descriptor byte buffers above this capacity are not kept for reuse.
+const KEEP_DESCRIPTOR_CAPACITY: usize = 64 << 10;
 
 /// Outcome of trying to complete a piece from buffered bytes.
 enum Fill {
@@ -140,6 +158,10 @@ impl StreamDecoder {
             has_metadata: false,
             metadata: None,
             stop_at_header: false,
+            last: None,
+            item_desc: None,
+            item_bufs: Vec::new(),
+            spare_bytes: Vec::new(),
         })
     }
 
@@ -179,7 +201,12 @@ impl StreamDecoder {
         let state = std::mem::replace(&mut self.state, State::Ended);
         let (state, out) = self.step(state);
         self.state = match &out {
-            Err(e) => State::Failed(e.clone()),
+            Err(e) => {
+                // A failed decoder never hands the partly read tensor out: free it now.
+                self.item_desc = None;
+                self.item_bufs = Vec::new();
+                State::Failed(e.clone())
+            }
             Ok(_) => state,
         };
         out
@@ -193,14 +220,14 @@ impl StreamDecoder {
     pub fn input_buffer(&mut self) -> Result<&mut [MaybeUninit<u8>]> {
         let buffered = self.buffered();
         let direct = buffered == 0
-            && matches!(&self.state, State::Payload { bufs, index, .. }
-                if bufs.get(*index).is_some_and(|b| b.len() - b.filled() >= READ_AHEAD_BYTES));
+            && matches!(&self.state, State::Payload { index }
+                if self.item_bufs.get(*index).is_some_and(|b| b.len() - b.filled() >= READ_AHEAD_BYTES));
         if direct {
             self.target = Target::Payload;
-            let State::Payload { bufs, index, .. } = &mut self.state else {
+            let State::Payload { index } = &self.state else {
                 return Ok(&mut []);
             };
-            let b = &mut bufs[*index];
+            let b = &mut self.item_bufs[*index];
             b.grow_if_full()?;
             return Ok(b.spare_mut());
         }
@@ -227,8 +254,8 @@ impl StreamDecoder {
         }
         match self.target {
             Target::Payload => {
-                if let State::Payload { bufs, index, .. } = &mut self.state {
-                    if let Some(b) = bufs.get_mut(*index) {
+                if let State::Payload { index } = &self.state {
+                    if let Some(b) = self.item_bufs.get_mut(*index) {
                         // What input_buffer offered: a growing allocation may offer less than
                         // the rest of the buffer.
                         let room = b.spare_mut().len();
@@ -329,7 +356,11 @@ impl StreamDecoder {
                     match self.check_frame_header(&buf) {
                         Err(e) => return (State::FrameHeader { buf, got }, Err(e)),
                         Ok(None) => return (State::Ended, Ok(Decoded::End)),
-                        Ok(Some((len, crc))) => State::Descriptor { buf: Vec::new(), want: len, crc },
+                        Ok(Some((len, crc))) => {
+                            let mut buf = std::mem::take(&mut self.spare_bytes);
+                            buf.clear();
+                            State::Descriptor { buf, want: len, crc }
+                        }
                     }
                 }
                 State::Descriptor { mut buf, want, crc } => {
@@ -338,49 +369,58 @@ impl StreamDecoder {
                     }
                     match self.start_payloads(&buf, crc) {
                         Err(e) => return (State::Descriptor { buf, want, crc }, Err(e)),
-                        Ok((desc, bufs)) => State::Payload { desc, bufs, index: 0 },
+                        Ok((desc, bufs)) => {
+                            self.remember(buf, crc, &desc);
+                            self.item_desc = Some(desc);
+                            self.item_bufs = bufs;
+                            State::Payload { index: 0 }
+                        }
                     }
                 }
-                State::Payload { desc, mut bufs, index } => {
-                    if index == bufs.len() {
+                State::Payload { index } => {
+                    let desc = self.item_desc.as_ref().expect("a payload state has its descriptor");
+                    if index == self.item_bufs.len() {
                         // Sparse indices and page tables are checked before the tensor is
                         // handed out (a bad one is a sticky `Corrupt`, like a bad checksum).
-                        let views: Vec<&[u8]> = bufs.iter().map(|b| b.as_slice()).collect();
-                        let checked = crate::layouts::check_contents(&desc, &views);
-                        drop(views);
-                        if let Err(e) = checked {
-                            return (State::Payload { desc, bufs, index }, Err(e));
+                        if crate::layouts::has_contents_check(desc) {
+                            let views: Vec<&[u8]> = self.item_bufs.iter().map(|b| b.as_slice()).collect();
+                            let checked = crate::layouts::check_contents(desc, &views);
+                            drop(views);
+                            if let Err(e) = checked {
+                                return (State::Payload { index }, Err(e));
+                            }
                         }
-                        return (
-                            State::FrameHeader { buf: [0; FRAME_HEADER_BYTES], got: 0 },
-                            Ok(Decoded::Tensor(ReadTensor { descriptor: desc, buffers: bufs })),
-                        );
+                        let t = ReadTensor {
+                            descriptor: self.item_desc.take().expect("checked above"),
+                            buffers: std::mem::take(&mut self.item_bufs),
+                        };
+                        return (State::FrameHeader { buf: [0; FRAME_HEADER_BYTES], got: 0 }, Ok(Decoded::Tensor(t)));
                     }
-                    match self.fill_buf(&mut bufs[index]) {
-                        Err(e) => return (State::Payload { desc, bufs, index }, Err(e)),
-                        Ok(Fill::NeedInput) => return self.need(State::Payload { desc, bufs, index }),
+                    match fill_buf(&self.ahead, &mut self.ahead_pos, &mut self.item_bufs[index]) {
+                        Err(e) => return (State::Payload { index }, Err(e)),
+                        Ok(Fill::NeedInput) => return self.need(State::Payload { index }),
                         Ok(Fill::Done) => {}
                     }
                     if self.payload_crc {
-                        State::PayloadCrc { desc, bufs, index, buf: [0; 4], got: 0 }
+                        State::PayloadCrc { index, buf: [0; 4], got: 0 }
                     } else {
-                        State::Payload { desc, bufs, index: index + 1 }
+                        State::Payload { index: index + 1 }
                     }
                 }
-                State::PayloadCrc { desc, bufs, index, mut buf, mut got } => {
+                State::PayloadCrc { index, mut buf, mut got } => {
                     if let Fill::NeedInput = self.fill(&mut buf, &mut got) {
-                        return self.need(State::PayloadCrc { desc, bufs, index, buf, got });
+                        return self.need(State::PayloadCrc { index, buf, got });
                     }
                     let want = u32::from_le_bytes(buf);
-                    let have = crc32c(bufs[index].as_slice());
+                    let have = crc32c(self.item_bufs[index].as_slice());
                     if want != have {
                         let e = err!(
                             Corrupt,
                             "payload {index} checksum mismatch (stored {want:#010x}, computed {have:#010x})"
                         );
-                        return (State::PayloadCrc { desc, bufs, index, buf, got }, Err(e));
+                        return (State::PayloadCrc { index, buf, got }, Err(e));
                     }
-                    State::Payload { desc, bufs, index: index + 1 }
+                    State::Payload { index: index + 1 }
                 }
             }
         }
@@ -491,34 +531,70 @@ impl StreamDecoder {
     }
 
     fn start_payloads(&self, bytes: &[u8], crc: u32) -> Result<(TensorDescriptor, Vec<PooledBuf>)> {
-        if crc32c(bytes) != crc {
-            bail!(Corrupt, "descriptor checksum mismatch");
-        }
-        let desc = TensorDescriptor::decode(bytes)?;
-        if desc.shape().rank() > self.opts.max_rank as usize {
-            bail!(LimitExceeded, "rank {} exceeds the limit of {}", desc.shape().rank(), self.opts.max_rank);
-        }
-        let total = desc.total_buffer_bytes();
-        if total > self.opts.max_tensor_bytes {
-            bail!(LimitExceeded, "tensor of {total} bytes exceeds the limit of {}", self.opts.max_tensor_bytes);
-        }
+        let desc = match &self.last {
+            // The same bytes as the last accepted descriptor (whose checksum, decoding and
+            // limits all passed under these same options): equal bytes have an equal CRC, so
+            // comparing the stored CRCs is the checksum check.
+            Some(LastDescriptor { bytes: b, crc: c, desc: Some(d) }) if b == bytes => {
+                if crc != *c {
+                    bail!(Corrupt, "descriptor checksum mismatch");
+                }
+                d.clone()
+            }
+            _ => {
+                if crc32c(bytes) != crc {
+                    bail!(Corrupt, "descriptor checksum mismatch");
+                }
+                let desc = TensorDescriptor::decode(bytes)?;
+                if desc.shape().rank() > self.opts.max_rank as usize {
+                    bail!(LimitExceeded, "rank {} exceeds the limit of {}", desc.shape().rank(), self.opts.max_rank);
+                }
+                let total = desc.total_buffer_bytes();
+                if total > self.opts.max_tensor_bytes {
+                    bail!(LimitExceeded, "tensor of {total} bytes exceeds the limit of {}", self.opts.max_tensor_bytes);
+                }
+                desc
+            }
+        };
         // The first EAGER_RESERVE_BYTES of the buffers are allocated now; the rest grow as
         // their bytes arrive (docs/spec/stream.md §Limits), so a declared size costs memory
         // only once the input backs it up.
         let mut eager = EAGER_RESERVE_BYTES;
-        let bufs = desc
-            .buffers()
-            .iter()
-            .map(|h| {
-                let initial = eager.max(GROW_MIN_BYTES);
-                eager = eager.saturating_sub(h.byte_size().min(usize::MAX as u64) as usize);
-                match &self.pool {
-                    Some(p) => p.take_growable(h.byte_size(), h.alignment(), initial),
-                    None => AlignedBuf::growable(h.byte_size(), h.alignment(), initial).map(PooledBuf::unpooled),
-                }
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let mut bufs = Vec::with_capacity(desc.buffers().len());
+        for h in desc.buffers() {
+            let initial = eager.max(GROW_MIN_BYTES);
+            eager = eager.saturating_sub(h.byte_size().min(usize::MAX as u64) as usize);
+            bufs.push(match &self.pool {
+                Some(p) => p.take_growable(h.byte_size(), h.alignment(), initial)?,
+                None => PooledBuf::unpooled(AlignedBuf::growable(h.byte_size(), h.alignment(), initial)?),
+            });
+        }
         Ok((desc, bufs))
+    }
+
+    /// Keeps an accepted descriptor's bytes and model for the next frame, and the previous
+    /// bytes' allocation for reading the next frame's descriptor into.
+    fn remember(&mut self, bytes: Vec<u8>, crc: u32, desc: &TensorDescriptor) {
+        let old = match &mut self.last {
+            Some(l) if l.bytes == bytes => {
+                if l.desc.is_none() {
+                    l.desc = Some(desc.clone());
+                }
+                bytes
+            }
+            _ => match self.last.replace(LastDescriptor { bytes, crc, desc: None }) {
+                Some(l) => l.bytes,
+                None => Vec::new(),
+            },
+        };
+        self.spare_bytes = if old.capacity() <= KEEP_DESCRIPTOR_CAPACITY { old } else { Vec::new() };
+    }
+
+    /// The encoded descriptor (docs/spec/descriptor.md) of the tensor most recently returned
+    /// by [`poll`](Self::poll), exactly as the stream carried it (the canonical encoding, so
+    /// equal to `descriptor.encode()`); empty before the first tensor.
+    pub fn last_descriptor_bytes(&self) -> &[u8] {
+        self.last.as_ref().map_or(&[], |l| &l.bytes)
     }
 
     /// Fills `buf[got..]` from buffered bytes, keeping progress in `got`.
@@ -548,25 +624,25 @@ impl StreamDecoder {
             Fill::NeedInput
         }
     }
+}
 
-    /// Moves buffered bytes into a payload allocation (large remainders arrive in place through
-    /// [`input_buffer`](Self::input_buffer)).
-    /// A growing allocation takes the buffered bytes in steps, growing between them.
-    fn fill_buf(&mut self, b: &mut AlignedBuf) -> Result<Fill> {
-        loop {
-            b.grow_if_full()?;
-            let avail = &self.ahead.as_slice()[self.ahead_pos..];
-            let spare = b.spare_mut();
-            let n = avail.len().min(spare.len());
-            spare[..n].write_copy_of_slice(&avail[..n]);
-            b.advance(n);
-            self.ahead_pos += n;
-            if b.is_full() {
-                return Ok(Fill::Done);
-            }
-            if self.ahead_pos == self.ahead.filled() {
-                return Ok(Fill::NeedInput);
-            }
+/// Moves buffered bytes (`ahead` from `ahead_pos`) into a payload allocation (large remainders
+/// arrive in place through [`StreamDecoder::input_buffer`]). A growing allocation takes the
+/// buffered bytes in steps, growing between them.
+fn fill_buf(ahead: &AlignedBuf, ahead_pos: &mut usize, b: &mut AlignedBuf) -> Result<Fill> {
+    loop {
+        b.grow_if_full()?;
+        let avail = &ahead.as_slice()[*ahead_pos..];
+        let spare = b.spare_mut();
+        let n = avail.len().min(spare.len());
+        spare[..n].write_copy_of_slice(&avail[..n]);
+        b.advance(n);
+        *ahead_pos += n;
+        if b.is_full() {
+            return Ok(Fill::Done);
+        }
+        if *ahead_pos == ahead.filled() {
+            return Ok(Fill::NeedInput);
         }
     }
 }

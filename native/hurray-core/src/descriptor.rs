@@ -591,7 +591,14 @@ impl TensorDescriptor {
         if self.composite.is_some() {
             ext |= EXT_COMPOSITE;
         }
-        let mut out = Vec::with_capacity(FIXED_BYTES + rank * 16 + self.buffers.len() * BUFFER_HANDLE_BYTES + 64);
+        // Sized for the fixed part, dims and strides, buffer table, name and metadata, plus
+        // room for the quantization block (and, after the encoding, a name and NUL appended by
+        // the C ABI's handles), so the usual descriptor costs one allocation.
+        let name_bytes = self.name.as_ref().map_or(0, |n| 4 + n.len());
+        let metadata_bytes: usize = self.metadata.iter().map(|(k, v)| 8 + k.len() + v.len()).sum::<usize>() + 4;
+        let mut out = Vec::with_capacity(
+            FIXED_BYTES + rank * 16 + self.buffers.len() * BUFFER_HANDLE_BYTES + 2 * name_bytes + metadata_bytes + 64,
+        );
         out.extend_from_slice(&DESCRIPTOR_MAGIC);
         out.extend_from_slice(&self.version.to_le_bytes());
         out.extend_from_slice(&self.flags.to_le_bytes());

@@ -38,6 +38,12 @@ pub(crate) fn validate_extended(d: &TensorDescriptor) -> Result<bool> {
     Ok(false)
 }
 
+/// Whether [`check_contents`] has anything to check for this descriptor (sparse or paged), so
+/// that callers need not gather buffer views for the other tensors.
+pub(crate) fn has_contents_check(d: &TensorDescriptor) -> bool {
+    d.sparse().is_some() || d.paging().is_some()
+}
+
 /// Checks the buffer contents a descriptor cannot vouch for: sparse indices and indptr,
 /// page-table entries. A no-op for every other tensor. Readers call it before handing a
 /// tensor out; writers before putting one on the wire. Errors: `Corrupt` with the first

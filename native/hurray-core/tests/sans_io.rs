@@ -306,3 +306,84 @@ fn stream_metadata_travels_with_the_header() {
     let (_, end, _) = decode(&bad, |_| 4096);
     assert_eq!(end.unwrap_err().kind(), ErrorKind::Corrupt);
 }
+
+/// Byte offsets of every occurrence of `needle` in `hay`.
+fn occurrences(hay: &[u8], needle: &[u8]) -> Vec<usize> {
+    (0..=hay.len() - needle.len()).filter(|&i| hay[i..i + needle.len()] == *needle).collect()
+}
+
+/// Same-shaped tensors in a row, then a different one, then the first shape again: the
+/// decoder reuses a repeated descriptor; each tensor reads back exactly, and
+/// `last_descriptor_bytes` is the tensor's encoding.
+fn repeating_items() -> Vec<Item> {
+    let a = dense_item_small();
+    let mut b = dense_item_small();
+    b.desc = b.desc.with_name("b").unwrap();
+    vec![a.clone(), a.clone(), a.clone(), a.clone(), b.clone(), b, a.clone(), a]
+}
+
+#[test]
+fn repeated_descriptors_read_back_exactly_and_expose_their_bytes() {
+    let items = repeating_items();
+    for crc in [false, true] {
+        let bytes = encode_stream(&items, crc);
+        for max in [1usize, 7, usize::MAX] {
+            let (read, end, _) = decode(&bytes, |_| max);
+            end.unwrap();
+            assert_same(&read, &items);
+        }
+        let mut d = StreamDecoder::new(ReaderOptions::default()).unwrap();
+        assert!(d.last_descriptor_bytes().is_empty());
+        let (mut pos, mut n) = (0, 0);
+        loop {
+            match d.poll().unwrap() {
+                Decoded::Tensor(t) => {
+                    assert_eq!(d.last_descriptor_bytes(), &t.descriptor.encode().unwrap()[..], "tensor {n}");
+                    assert_eq!(t.descriptor, items[n].desc);
+                    n += 1;
+                }
+                Decoded::End => break,
+                Decoded::NeedInput => {
+                    let dst = d.input_buffer().unwrap();
+                    let k = dst.len().min(bytes.len() - pos).min(5);
+                    dst[..k].write_copy_of_slice(&bytes[pos..pos + k]);
+                    pos += k;
+                    d.commit(k).unwrap();
+                }
+            }
+        }
+        assert_eq!(n, items.len());
+    }
+}
+
+#[test]
+fn a_repeated_descriptor_is_still_checksummed() {
+    let items = repeating_items();
+    let clean = encode_stream(&items, true);
+    let enc = items[0].desc.encode().unwrap();
+    let at = occurrences(&clean, &enc);
+    assert_eq!(at.len(), 6, "the first shape's descriptor is written 6 times");
+    // Frames 3 and 4 repeat frames 1–2 (the decoder then holds the model); frame 7 follows
+    // other descriptors. Corrupt each once: its descriptor bytes, or the stored descriptor CRC
+    // in its frame header (the header's own CRC recomputed, so only the descriptor check can
+    // notice).
+    for (k, &p) in at.iter().enumerate().skip(1) {
+        let mut flipped = clean.clone();
+        flipped[p + enc.len() - 1] ^= 0x01;
+        let mut restamped = clean.clone();
+        let h = p - 24;
+        restamped[h + 16] ^= 0x01;
+        let hc = hurray_core::crc32c::crc32c(&restamped[h..h + 20]);
+        restamped[h + 20..h + 24].copy_from_slice(&hc.to_le_bytes());
+        let tensor_index = if k < 4 { k } else { k + 2 };
+        for bytes in [flipped, restamped] {
+            for max in [3usize, usize::MAX] {
+                let (read, end, _) = decode(&bytes, |_| max);
+                let e = end.unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::Corrupt, "occurrence {k}: {e}");
+                assert_eq!(read.len(), tensor_index, "occurrence {k}: tensors before the bad one");
+                assert_same(&read, &items[..tensor_index]);
+            }
+        }
+    }
+}

@@ -215,7 +215,7 @@ pub unsafe extern "C" fn hurray_decoder_destroy(decoder: *mut *mut HurrayDecoder
 /// # Safety
 /// `out` valid for one write.
 unsafe fn emit_tensor(d: &mut DecoderInner, t: hurray_core::ReadTensor, out: *mut HurrayDecodeResult) -> FfiResult<()> {
-    let inner = TensorInner::from_read(t)?;
+    let inner = TensorInner::from_read_encoded(t, d.decoder.last_descriptor_bytes());
     let desc =
         inner.desc_inner().ok_or_else(|| FfiError::new(HURRAY_ERR_INTERNAL_PANIC, "tensor without descriptor"))?;
     let mut fields = fields_of(desc);

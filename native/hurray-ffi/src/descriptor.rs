@@ -13,19 +13,46 @@ use crate::status::*;
 /// A descriptor plus its cached encoding and NUL-terminated name.
 pub struct DescInner {
     pub(crate) desc: TensorDescriptor,
-    pub(crate) encoded: Vec<u8>,
-    name_c: Option<Vec<u8>>,
+    /// The encoding, then (when named) the name and a NUL: one allocation for both.
+    bytes: Vec<u8>,
+    encoded_len: usize,
 }
 
 impl DescInner {
     pub(crate) fn new(desc: TensorDescriptor) -> FfiResult<Self> {
-        let encoded = desc.encode()?;
-        let name_c = desc.name().map(|n| {
-            let mut v = n.as_bytes().to_vec();
-            v.push(0);
-            v
-        });
-        Ok(DescInner { desc, encoded, name_c })
+        // `encode` leaves room for the name and NUL: usually no second allocation.
+        let mut bytes = desc.encode()?;
+        let encoded_len = bytes.len();
+        if let Some(n) = desc.name() {
+            bytes.extend_from_slice(n.as_bytes());
+            bytes.push(0);
+        }
+        Ok(DescInner { desc, bytes, encoded_len })
+    }
+
+    /// `encoded` must be `desc`'s encoding, e.g. the bytes `desc` was decoded from: a
+    /// descriptor has one encoding, and decoding accepts only it (docs/spec/descriptor.md), so
+    /// this saves encoding it again.
+    pub(crate) fn with_encoding(desc: TensorDescriptor, encoded: &[u8]) -> Self {
+        debug_assert_eq!(desc.encode().ok().as_deref(), Some(encoded), "not the descriptor's encoding");
+        let name = desc.name().map_or(&[][..], str::as_bytes);
+        let mut bytes = Vec::with_capacity(encoded.len() + name.len() + 1);
+        bytes.extend_from_slice(encoded);
+        if desc.name().is_some() {
+            bytes.extend_from_slice(name);
+            bytes.push(0);
+        }
+        DescInner { desc, bytes, encoded_len: encoded.len() }
+    }
+
+    /// The descriptor's encoding (docs/spec/descriptor.md).
+    pub(crate) fn encoded(&self) -> &[u8] {
+        &self.bytes[..self.encoded_len]
+    }
+
+    /// The name followed by a NUL, when named.
+    fn name_c(&self) -> Option<&[u8]> {
+        self.desc.name().map(|_| &self.bytes[self.encoded_len..])
     }
 }
 
@@ -134,7 +161,7 @@ pub unsafe extern "C" fn hurray_descriptor_decode(
         non_null(out_descriptor, "out_descriptor")?;
         // SAFETY: the caller guarantees `bytes` is valid for `len` bytes.
         let slice = unsafe { crate::slices::slice_arg(bytes, len, "bytes")? };
-        let d = DescInner::new(TensorDescriptor::decode(slice)?)?;
+        let d = DescInner::with_encoding(TensorDescriptor::decode(slice)?, slice);
         // SAFETY: `out_descriptor` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_descriptor, d) };
         Ok(HURRAY_OK)
@@ -172,7 +199,7 @@ pub unsafe extern "C" fn hurray_descriptor_clone(
         let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
         non_null(out_descriptor, "out_descriptor")?;
         // SAFETY: `out_descriptor` was checked non-NULL above and is valid for one pointer write (# Safety).
-        unsafe { handle::emit(out_descriptor, DescInner::new(d.desc.clone())?) };
+        unsafe { handle::emit(out_descriptor, DescInner::with_encoding(d.desc.clone(), d.encoded())) };
         Ok(HURRAY_OK)
     })
 }
@@ -298,8 +325,8 @@ pub unsafe extern "C" fn hurray_descriptor_encoded(
         // SAFETY: `out_bytes` and `out_len` were checked non-NULL just above and are valid for one write each
         // (# Safety).
         unsafe {
-            *out_bytes = d.encoded.as_ptr();
-            *out_len = d.encoded.len();
+            *out_bytes = d.encoded().as_ptr();
+            *out_len = d.encoded().len();
         }
         Ok(HURRAY_OK)
     })
@@ -507,7 +534,7 @@ pub unsafe extern "C" fn hurray_descriptor_name(
         let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
         non_null(out_name, "out_name")?;
         non_null(out_len, "out_len")?;
-        let (p, n) = match &d.name_c {
+        let (p, n) = match d.name_c() {
             Some(v) => (v.as_ptr() as *const c_char, v.len() - 1),
             None => (std::ptr::null(), 0),
         };
@@ -581,7 +608,7 @@ pub const HURRAY_FIELDS_SAME_EXCEPT_NAME: u32 = 1;
 pub(crate) fn fields_of(inner: &DescInner) -> HurrayDescriptorFields {
     let d = &inner.desc;
     let rank = d.shape().rank();
-    let (name, name_len) = match &inner.name_c {
+    let (name, name_len) = match inner.name_c() {
         Some(v) => (v.as_ptr() as *const c_char, v.len() - 1),
         None => (std::ptr::null(), 0),
     };
@@ -602,8 +629,8 @@ pub(crate) fn fields_of(inner: &DescInner) -> HurrayDescriptorFields {
         metadata_count: d.metadata().len(),
         name,
         name_len,
-        encoded: inner.encoded.as_ptr(),
-        encoded_len: inner.encoded.len(),
+        encoded: inner.encoded().as_ptr(),
+        encoded_len: inner.encoded().len(),
         quantization: HurrayQuantization::from_core(d.quantization()),
     }
 }

@@ -132,7 +132,7 @@ pub unsafe extern "C" fn hurray_encoder_encode(
             unsafe { std::slice::from_raw_parts(payloads, count) }
         };
         let parts = payload_parts(slices)?;
-        e.encoder.encode(&d.desc, &d.encoded, &parts)?;
+        e.encoder.encode(&d.desc, d.encoded(), &parts)?;
         e.borrowed.clear();
         if e.encoder.borrows_payloads() {
             e.borrowed.extend_from_slice(slices);

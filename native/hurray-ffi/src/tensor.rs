@@ -31,16 +31,23 @@ impl Drop for TensorInner {
 
 impl TensorInner {
     pub(crate) fn from_read(t: ReadTensor) -> FfiResult<Self> {
+        let encoded = t.descriptor.encode()?;
+        Ok(Self::from_read_encoded(t, &encoded))
+    }
+
+    /// As `from_read`, with the descriptor's encoding at hand (the stream decoder's frame
+    /// bytes; see `DescInner::with_encoding`).
+    pub(crate) fn from_read_encoded(t: ReadTensor, encoded: &[u8]) -> Self {
         let ReadTensor { descriptor, buffers } = t;
         let mut slots = Vec::with_capacity(buffers.len());
         for (buf, &h) in buffers.into_iter().zip(descriptor.buffers()) {
             let b: HurrayBuffer = handle::new_borrowed(Arc::new(BufferInner::owned(buf, h)));
             slots.push(Some(Box::new(b)));
         }
-        Ok(TensorInner {
-            descriptor: Some(Box::new(handle::new_borrowed(DescInner::new(descriptor)?))),
+        TensorInner {
+            descriptor: Some(Box::new(handle::new_borrowed(DescInner::with_encoding(descriptor, encoded)))),
             buffers: Some(Box::new(handle::new_borrowed(ListInner(slots)))),
-        })
+        }
     }
 
     /// A tensor from a descriptor and ready buffers in buffer-table order (the container span

@@ -149,7 +149,7 @@ pub unsafe extern "C" fn hurray_writer_write_tensor(
                 parts.push(unsafe { std::slice::from_raw_parts(s.ptr, s.len) });
             }
         }
-        w.write_encoded(&d.desc, &d.encoded, &parts)?;
+        w.write_encoded(&d.desc, d.encoded(), &parts)?;
         Ok(HURRAY_OK)
     })
 }

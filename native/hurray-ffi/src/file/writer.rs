@@ -163,7 +163,7 @@ pub unsafe extern "C" fn hurray_file_writer_add_tensor(
             // non-zero length.
             parts.push(unsafe { bytes_arg(s.ptr, s.len as u64, &format!("payloads[{i}].ptr"))? });
         }
-        w.add_encoded(&d.desc, &d.encoded, &parts)?;
+        w.add_encoded(&d.desc, d.encoded(), &parts)?;
         Ok(HURRAY_OK)
     })
 }
