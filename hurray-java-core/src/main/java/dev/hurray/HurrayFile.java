@@ -103,10 +103,6 @@ import java.util.stream.StreamSupport;
  * thread their scope allows, and the last close unmaps.
  */
 public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
-    static {
-        dev.hurray.internal.Prelink.start();
-    }
-
     private final NativeFileReader reader;
     private final Mapping mapping;
     private final TensorScope scope;

@@ -75,10 +75,6 @@ import java.util.stream.StreamSupport;
  * and buffer addresses.
  */
 public final class Reader implements AutoCloseable, Iterable<Tensor> {
-    static {
-        dev.hurray.internal.Prelink.start();
-    }
-
     private final NativeReader nativeReader;
     private final TensorScope scope;
     private final HandleGuard guard = new HandleGuard("reader");

@@ -47,10 +47,6 @@ import java.util.concurrent.atomic.AtomicInteger;
  * TensorDescriptor#byteOffset()} on in row-major order.
  */
 public final class Tensor implements AutoCloseable {
-    static {
-        dev.hurray.internal.Prelink.start();
-    }
-
     private static final int CLOSED = -1;
     private static final int CLOSING = -2;
     private static final int MAX_ARRAY = Integer.MAX_VALUE - 8;

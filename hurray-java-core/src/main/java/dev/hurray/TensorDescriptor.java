@@ -42,10 +42,6 @@ import java.util.Optional;
  * {@code float32[2,3] row-major}.
  */
 public final class TensorDescriptor {
-    static {
-        dev.hurray.internal.Prelink.start();
-    }
-
     private final DescriptorFields fields;
     private final NativeDescriptor nativeDescriptor;
 

@@ -59,10 +59,6 @@ import java.util.Objects;
  * them), so a virtual thread blocked on the sink unmounts from its carrier.
  */
 public final class Writer implements AutoCloseable {
-    static {
-        dev.hurray.internal.Prelink.start();
-    }
-
     private final NativeWriter nativeWriter;
     private final Sink.Memory memory;
     private final HandleGuard guard = new HandleGuard("writer");
