@@ -3,6 +3,7 @@ package dev.hurray;
 import dev.hurray.internal.NativeDescriptor;
 import dev.hurray.internal.NativeFileEntry;
 import dev.hurray.internal.NativeFileReader;
+import dev.hurray.internal.NativePaths;
 import dev.hurray.internal.ReadAtTransport;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -47,10 +48,13 @@ import java.util.stream.StreamSupport;
  *
  * <h2>Two ways in</h2>
  * <ul>
- *   <li>{@link #open(Path)} reads through a {@link FileChannel}: the native reader's
- *       {@code read_at}/{@code size} callbacks are positional channel reads straight into the
- *       native memory it allocated for each buffer (at the buffer's declared alignment; no heap
- *       copy). Payload checksums are checked by default. Tensors own their memory.</li>
+ *   <li>{@link #open(Path)} has the native library open the file and read it with its own
+ *       positional reads ({@code pread}) straight into the native memory it allocated for each
+ *       buffer (at the buffer's declared alignment; no heap copy), with no call back into Java
+ *       ({@code hurray_file_reader_open_path}). {@link #open(FileChannel)} reads the same way
+ *       through the channel's positional reads, called back from the native reader
+ *       ({@code read_at}/{@code size}). Payload checksums are checked by default. Tensors own
+ *       their memory.</li>
  *   <li>{@link #map(Path)} maps the whole file read-only ({@link FileChannel#map(MapMode, long,
  *       long, Arena)}; any size, including over 2 GiB) and hands the mapping to the native span
  *       reader ({@code hurray_file_reader_open_span}). A tensor's buffer then points
@@ -72,7 +76,8 @@ import java.util.stream.StreamSupport;
  * iteration) reads no payload.
  *
  * <h2>Ownership and lifetimes</h2>
- * The file owns its channel ({@link #close()} closes it) and, for {@link #map}, the mapping.
+ * The file owns its file descriptor or channel ({@link #close()} closes it) and, for
+ * {@link #map}, the mapping.
  * Every {@link Tensor} returned is owned by the caller, who closes it; its buffers are
  * {@link MemorySegment}s that become inaccessible ({@link IllegalStateException}, never a
  * crash) once it is closed. Tensors stay valid after the file is closed. For a mapped file this
@@ -91,10 +96,13 @@ import java.util.stream.StreamSupport;
  * (docs/spec/hrryfile.md §6): a file smaller than header plus trailer or shortened while open
  * is {@link Status#TRUNCATED}; a bad magic (not a container, or one whose writer never
  * finished) {@link Status#INVALID_MAGIC}; damaged bytes and impossible offsets
- * {@link Status#CORRUPT}; a limit {@link Status#LIMIT_EXCEEDED}. When the channel throws, the
- * status is {@link Status#TRANSPORT}, the cause is the channel's exception, and the call can be
- * repeated (the reader's state did not change). Opening a missing file throws the channel's own
- * {@link IOException} ({@link java.nio.file.NoSuchFileException}).
+ * {@link Status#CORRUPT}; a limit {@link Status#LIMIT_EXCEEDED}. When a read fails, the status
+ * is {@link Status#TRANSPORT} and the call can be repeated (the reader's state did not change);
+ * through a channel the cause is the channel's exception, through {@link #open(Path)} the
+ * message names the operating system's error. Opening a missing or unreadable file throws
+ * Java's own {@link IOException} ({@link java.nio.file.NoSuchFileException},
+ * {@link java.nio.file.AccessDeniedException}, ...); a directory or another file that is not a
+ * regular file is {@link Status#INVALID_ARGUMENT} for {@link #open(Path)}.
  *
  * <h2>Threads</h2>
  * One file, one thread at a time (docs/spec/c-abi.md §Threads): a call while another thread is
@@ -159,17 +167,40 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
     }
 
     /**
-     * Opens the container at {@code path} for reading through a {@link FileChannel}
-     * (positional reads into native memory; see the class comment).
+     * Opens the container at {@code path} for reading with positional reads into native memory
+     * (see the class comment): the native library opens the file and reads it itself, so no
+     * read calls back into Java. A path of another {@link java.nio.file.FileSystem} than the
+     * default one (a zip file system, an in-memory one) is read through a {@link FileChannel}
+     * of that file system instead.
      *
-     * @throws java.nio.file.NoSuchFileException and other {@link IOException}s of
-     *     {@link FileChannel#open}
-     * @throws HurrayException when the file is not a valid container (see the class comment);
-     *     the channel is then closed
+     * @throws java.nio.file.NoSuchFileException and the other {@link IOException}s
+     *     {@link FileChannel#open} throws for a file that cannot be opened
+     * @throws HurrayException when the file is not a valid container (see the class comment),
+     *     {@link Status#INVALID_ARGUMENT} when it is a directory or another non-regular file
      */
     public static HurrayFile open(Path path, FileReaderOptions options) throws IOException {
         Objects.requireNonNull(path, "path");
         Objects.requireNonNull(options, "options");
+        byte[] name = NativePaths.bytes(path);
+        if (name != null) {
+            NativeFileReader r;
+            try {
+                r = NativeFileReader.openPath(name, options.toNative());
+            } catch (HurrayException e) {
+                if (e.status() != Status.NOT_FOUND && e.status() != Status.TRANSPORT) {
+                    throw e;
+                }
+                // The operating system refused the file. Opening it through a channel repeats
+                // that as Java's own exception (NoSuchFileException, AccessDeniedException, ...),
+                // or, should the file have become readable meanwhile, simply opens it.
+                return openChannel(path, options);
+            }
+            return opened(r, options, path.toString());
+        }
+        return openChannel(path, options);
+    }
+
+    private static HurrayFile openChannel(Path path, FileReaderOptions options) throws IOException {
         FileChannel ch = FileChannel.open(path, StandardOpenOption.READ);
         try {
             return open(ch, options, path.toString());
@@ -204,7 +235,11 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
     }
 
     private static HurrayFile open(FileChannel ch, FileReaderOptions options, String source) throws HurrayException {
-        NativeFileReader r = NativeFileReader.open(ReadAtTransport.of(ch, ch), options.toNative());
+        return opened(NativeFileReader.open(ReadAtTransport.of(ch, ch), options.toNative()), options, source);
+    }
+
+    /** A file over a newly opened reader {@code r}, which it destroys if this fails. */
+    private static HurrayFile opened(NativeFileReader r, FileReaderOptions options, String source) throws HurrayException {
         try {
             r.setBufferPoolBytes(options.bufferPoolBytes());
         } catch (HurrayException | RuntimeException e) {
