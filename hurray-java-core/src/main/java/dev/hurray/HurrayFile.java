@@ -150,13 +150,29 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
      */
     private final java.util.HashMap<String, FileEntry> entryCache = new java.util.HashMap<>();
     private static final int ENTRY_CACHE_MAX = 1 << 16;
+    /**
+     * Entries by index whose native entries this file owns ({@link #ownedEntries}), so that one
+     * index has at most one; guarded by {@link #guard}.
+     */
+    private final java.util.HashMap<Long, FileEntry> entriesByIndex = new java.util.HashMap<>();
+    /**
+     * The native entries of the first {@link #ENTRY_CACHE_MAX} distinct entries handed out,
+     * destroyed at {@link #close()}: no cleaner registration per lookup, and their memory comes
+     * back when the file closes rather than after a garbage collection. Entries beyond those
+     * own their native entry themselves (freed by the garbage collector).
+     */
+    private final NativeFileEntry.Owned ownedEntries = new NativeFileEntry.Owned(ENTRY_CACHE_MAX);
 
     private HurrayFile(NativeFileReader reader, Mapping mapping, TensorScope scope, String source) {
         this.reader = reader;
         this.mapping = mapping;
         this.scope = scope;
         this.source = source;
-        reader.watch(this, mapping == null ? null : mapping::release);
+        NativeFileEntry.Owned owned = ownedEntries;
+        reader.watch(this, mapping == null ? owned::destroyAll : () -> {
+            owned.destroyAll();
+            mapping.release();
+        });
     }
 
     // ---------------------------------------------------------------- opening
@@ -533,7 +549,11 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
             if (h == null) {
                 throw new HurrayException(Status.NOT_FOUND, "no tensor named \"" + name + "\" in " + source, null);
             }
-            return readLocked(h, null);
+            try {
+                return readLocked(h, null);
+            } finally {
+                NativeFileEntry.destroy(h); // the tensor does not borrow its entry
+            }
         } finally {
             guard.exit();
         }
@@ -605,8 +625,29 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
         }
     }
 
-    private FileEntry toEntry(MemorySegment h) throws HurrayException {
-        long index = NativeFileEntry.index(h);
+    /** The entry for native entry {@code raw}, which this takes over (see {@link #ownedEntries}). */
+    private FileEntry toEntry(MemorySegment raw) throws HurrayException {
+        long index;
+        try {
+            index = NativeFileEntry.index(raw);
+        } catch (HurrayException | RuntimeException e) {
+            NativeFileEntry.destroy(raw);
+            throw e;
+        }
+        FileEntry known = entriesByIndex.get(index);
+        if (known != null) {
+            NativeFileEntry.destroy(raw);
+            return known;
+        }
+        boolean owned = ownedEntries.add(raw);
+        FileEntry e = toEntry(owned ? raw : NativeFileEntry.own(raw), index);
+        if (owned) {
+            entriesByIndex.put(index, e);
+        }
+        return e;
+    }
+
+    private FileEntry toEntry(MemorySegment h, long index) throws HurrayException {
         String name = NativeFileEntry.name(h);
         MemorySegment d = NativeFileEntry.descriptor(h);
         NativeDescriptor twin = NativeDescriptor.copyOf(NativeDescriptor.encodedView(d));
@@ -699,6 +740,7 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
         try {
             reader.close();
         } finally {
+            ownedEntries.destroyAll();
             if (mapping != null) {
                 mapping.release();
             }

@@ -37,10 +37,10 @@ import java.util.Map;
  * allocated per call except for names and keys longer than the name buffer.
  *
  * <p><b>Entries.</b> {@link #entry} and {@link #find} return owned {@code HurrayFileEntry*}
- * handles bound to an {@linkplain Arena#ofAuto() automatic arena} whose cleanup calls
- * {@code hurray_file_entry_destroy} once the segment is unreachable (entries are plain data,
- * independent of the reader, so the cleaner thread may destroy them); a downcall that takes the
- * segment keeps it alive for the call.
+ * pointers: the caller destroys them ({@link NativeFileEntry#destroy}), hands them to a
+ * {@link NativeFileEntry.Owned} set, or binds them to an automatic arena
+ * ({@link NativeFileEntry#own}). Entries are plain data, independent of the reader, so any
+ * thread may destroy them.
  *
  * <p>Not thread-safe: the public {@code HurrayFile} serialises access.
  */
@@ -298,18 +298,18 @@ public final class NativeFileReader {
         return utf8(nameBuf, out.get(JAVA_LONG, 0));
     }
 
-    /** Entry {@code index} in name order ({@code hurray_file_reader_entry}): an owned handle. */
+    /** Entry {@code index} in name order ({@code hurray_file_reader_entry}): an owned pointer (see the class comment). */
     public MemorySegment entry(long index) throws HurrayException {
         MemorySegment out = out();
         MemorySegment h = live();
         clear();
         call(hurray_h.hurray_file_reader_entry(h, index, out));
-        return NativeFileEntry.own(out.get(ADDRESS, 0));
+        return out.get(ADDRESS, 0);
     }
 
     /**
-     * The entry named by {@code name} ({@code hurray_file_reader_find}, a binary search), or
-     * {@code null} when there is none.
+     * The entry named by {@code name} ({@code hurray_file_reader_find}, a binary search): an
+     * owned pointer (see the class comment), or {@code null} when there is none.
      */
     public MemorySegment find(byte[] name) throws HurrayException {
         MemorySegment out = out();
@@ -331,7 +331,7 @@ public final class NativeFileReader {
             return null;
         }
         call(rc);
-        return NativeFileEntry.own(out.get(ADDRESS, 0));
+        return out.get(ADDRESS, 0);
     }
 
     /** Reads the tensor of {@code entry} ({@code hurray_file_reader_read_tensor}): an owned {@code HurrayTensor*}. */
