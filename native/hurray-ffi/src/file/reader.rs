@@ -136,9 +136,10 @@ pub unsafe extern "C" fn hurray_file_reader_options_init(out: *mut HurrayFileRea
 }
 
 /// Opens a container through `*transport` (copied; `read_at` and `size` required). Open calls
-/// `size` once and reads the header, the trailer and, when index plus metadata are at most
-/// `eager_index_bytes`, the whole index: at most three `read_at` ranges whatever the tensor
-/// count. Short counts are looped. On success the reader owns the transport (`release(ctx)`
+/// `size` once and reads the last 4 KiB (the trailer), the header and, when index plus
+/// metadata are at most `eager_index_bytes`, the whole index: at most three `read_at` ranges
+/// whatever the tensor count, one for a container of at most 4 KiB, two when the index lies
+/// in its last 4 KiB (docs/spec/hrryfile.md §4.1). Short counts are looped. On success the reader owns the transport (`release(ctx)`
 /// once, at destroy); on failure nothing is taken, so after `HURRAY_ERR_TRANSPORT` the caller
 /// may simply call open again.
 ///

@@ -69,7 +69,8 @@ import java.util.stream.StreamSupport;
  * <h2>Costs</h2>
  * Opening reads the header and the trailer, and the whole index when index plus metadata are
  * at most {@link FileReaderOptions#eagerIndexBytes()} (1 MiB by default): at most three
- * ranges whatever the tensor count. With a larger index, a name lookup
+ * ranges whatever the tensor count, one for a file of at most 4 KiB and two when the index
+ * lies in the file's last 4 KiB (the first read takes the last 4 KiB). With a larger index, a name lookup
  * ({@link #entry(String)}, {@link #read(String)}) is a binary search costing at most
  * ⌈log2(n + 1)⌉ + 1 small reads (18 for 100,000 tensors), and {@link #entry(long)} two;
  * with a loaded index, none. {@link #readAtCalls()} counts them. Listing ({@link #entries()},

@@ -7368,9 +7368,10 @@ public final class hurray_h {
 
     /**
      * Opens a container through <code>*transport</code> (copied; <code>read_at</code> and <code>size</code> required). Open calls
-     * <code>size</code> once and reads the header, the trailer and, when index plus metadata are at most
-     * <code>eager_index_bytes</code>, the whole index: at most three <code>read_at</code> ranges whatever the tensor
-     * count. Short counts are looped. On success the reader owns the transport (<code>release(ctx)</code>
+     * <code>size</code> once and reads the last 4 KiB (the trailer), the header and, when index plus
+     * metadata are at most <code>eager_index_bytes</code>, the whole index: at most three <code>read_at</code> ranges
+     * whatever the tensor count, one for a container of at most 4 KiB, two when the index lies
+     * in its last 4 KiB (docs/spec/hrryfile.md §4.1). Short counts are looped. On success the reader owns the transport (<code>release(ctx)</code>
      * once, at destroy); on failure nothing is taken, so after <code>HURRAY_ERR_TRANSPORT</code> the caller
      * may simply call open again.
      * <p>
