@@ -28,16 +28,16 @@ impl PathSource {
         if path.contains(&0) {
             return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "path contains a NUL byte"));
         }
-        let shown = String::from_utf8_lossy(path);
+        let shown = || String::from_utf8_lossy(path);
         let p = os_path(path)?;
         let mut o = std::fs::OpenOptions::new();
         o.read(true);
         nonblocking(&mut o);
-        let file = o.open(p).map_err(|e| os_error(&e, &format!("opening {shown:?}")))?;
-        let meta = file.metadata().map_err(|e| os_error(&e, &format!("fstat of {shown:?}")))?;
+        let file = o.open(p).map_err(|e| os_error(&e, &format!("opening {:?}", shown())))?;
+        let meta = file.metadata().map_err(|e| os_error(&e, &format!("fstat of {:?}", shown())))?;
         if !meta.is_file() {
             let what = if meta.is_dir() { "a directory" } else { "not a regular file" };
-            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("{shown:?} is {what}")));
+            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("{:?} is {what}", shown())));
         }
         Ok(PathSource { file, size: meta.len() })
     }

@@ -6,9 +6,14 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.hurray.internal.Transport;
 import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.file.NoSuchFileException;
+import java.time.Duration;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -20,6 +25,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -470,6 +476,105 @@ class HurrayFileTest {
                     assertArrayEquals(new float[] {7}, t.toFloatArray());
                 }
                 assertEquals(Status.NOT_FOUND, assertThrows(HurrayException.class, () -> f.read("nope")).status());
+            }
+        }
+    }
+
+    /** A one-tensor container of {@code floats} float32 values 0, 1, 2, ...; the values. */
+    private static float[] writeOne(Path path, int floats) throws IOException {
+        float[] v = new float[floats];
+        for (int i = 0; i < v.length; i++) {
+            v[i] = i;
+        }
+        try (HurrayFileWriter w = HurrayFile.create(path); Tensor t = Tensor.of(v, v.length)) {
+            w.add("only", t);
+            w.finish();
+        }
+        return v;
+    }
+
+    @Test
+    void openingAPathReadsTheFileNativelyWithoutUpcalls() throws IOException {
+        Path path = dir.resolve("small.hrry");
+        float[] v = writeOne(path, 16);
+        assertTrue(Files.size(path) <= 4096);
+        FileReaderOptions[] options = {
+            FileReaderOptions.defaults(),
+            FileReaderOptions.defaults().withPayloadChecks(FileReaderOptions.PayloadChecks.SKIP),
+            FileReaderOptions.defaults().withPayloadChecks(FileReaderOptions.PayloadChecks.VERIFY),
+        };
+        for (boolean mapped : new boolean[] {false, true}) {
+            for (FileReaderOptions o : options) {
+                long before = Transport.registrations();
+                MemorySegment kept;
+                try (HurrayFile f = mapped ? HurrayFile.map(path, o) : HurrayFile.open(path, o)) {
+                    assertEquals(1, f.readAtCalls(), "a container of at most 4 KiB opens in one read");
+                    FileEntry e = f.entry("only").orElseThrow();
+                    assertSame(e, f.entry(0), "one entry per index");
+                    try (Tensor t = f.read(e)) {
+                        assertArrayEquals(v, t.toFloatArray());
+                        kept = t.buffer(0);
+                    }
+                    assertThrows(IllegalStateException.class, () -> kept.get(ValueLayout.JAVA_BYTE, 0));
+                    f.close();
+                    f.close(); // a second close is a no-op
+                    assertEquals("only", e.name(), "an entry's fields outlive the file");
+                    assertThrows(IllegalStateException.class, () -> f.read(e));
+                    assertThrows(IllegalStateException.class, f::count);
+                }
+                assertEquals(before, Transport.registrations(), "no Java transport: no upcall could run");
+            }
+        }
+        // The channel route still works, and does register a transport (the control).
+        long before = Transport.registrations();
+        try (HurrayFile f = HurrayFile.open(FileChannel.open(path)); Tensor t = f.read("only")) {
+            assertArrayEquals(v, t.toFloatArray());
+        }
+        assertEquals(before + 1, Transport.registrations());
+    }
+
+    @Test
+    void aPathTheLibraryCannotTakeGoesThroughAChannel() throws IOException {
+        // A name holding U+FFFD cannot be told from one decoded lossily, so it takes the channel.
+        Path path = dir.resolve("odd\uFFFDname.hrry");
+        float[] v = writeOne(path, 4);
+        long before = Transport.registrations();
+        try (HurrayFile f = HurrayFile.open(path); Tensor t = f.read("only")) {
+            assertArrayEquals(v, t.toFloatArray());
+        }
+        assertEquals(before + 1, Transport.registrations());
+    }
+
+    @Test
+    void badPathsFailClearlyThroughOpenAndMap() throws Exception {
+        Path missing = dir.resolve("missing.hrry");
+        assertThrows(NoSuchFileException.class, () -> HurrayFile.open(missing));
+        assertThrows(NoSuchFileException.class, () -> HurrayFile.map(missing));
+        HurrayException d = assertThrows(HurrayException.class, () -> HurrayFile.open(dir));
+        assertEquals(Status.INVALID_ARGUMENT, d.status());
+        assertTrue(d.getMessage().contains("is a directory"), d.getMessage());
+        assertThrows(IOException.class, () -> HurrayFile.map(dir));
+        // A FIFO is refused at once instead of blocking in open() until a writer comes.
+        Path fifo = dir.resolve("fifo");
+        Process p = new ProcessBuilder("mkfifo", fifo.toString()).start();
+        Assumptions.assumeTrue(p.waitFor() == 0, "mkfifo is not available");
+        HurrayException e = assertTimeoutPreemptively(Duration.ofSeconds(20),
+                () -> assertThrows(HurrayException.class, () -> HurrayFile.open(fifo)));
+        assertEquals(Status.INVALID_ARGUMENT, e.status());
+        assertTrue(e.getMessage().contains("not a regular file"), e.getMessage());
+    }
+
+    @Test
+    void aFileLargerThanTheFirstReadOpensInTwo() throws IOException {
+        Path path = dir.resolve("larger.hrry");
+        float[] v = writeOne(path, 10_000);
+        for (boolean mapped : new boolean[] {false, true}) {
+            try (HurrayFile f = reopen(path, mapped)) {
+                assertEquals(2, f.readAtCalls(), "the last 4 KiB (trailer and index), the header");
+                try (Tensor t = f.read("only")) {
+                    assertArrayEquals(v, t.toFloatArray());
+                }
+                assertEquals(mapped ? 2 : 3, f.readAtCalls(), "the payload: one read, none from the map");
             }
         }
     }
