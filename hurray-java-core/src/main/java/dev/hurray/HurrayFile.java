@@ -109,7 +109,10 @@ import java.util.stream.StreamSupport;
  * One file, one thread at a time (docs/spec/c-abi.md §Threads): a call while another thread is
  * inside the file fails with {@link IllegalStateException}. Tensors follow
  * {@link FileReaderOptions#tensorScope()}; a mapped file's tensors may be closed from any
- * thread their scope allows, and the last close unmaps.
+ * thread their scope allows, and the last close unmaps. A file opened by path is read on the
+ * calling thread by the native library: a virtual thread stays on its carrier for each open
+ * and read (positional reads of a local file: microseconds), and {@link Thread#interrupt()}
+ * does not abort a read in progress (nor, unlike a channel's, close the file).
  */
 public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
     private final NativeFileReader reader;
