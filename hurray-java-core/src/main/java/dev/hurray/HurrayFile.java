@@ -3,6 +3,7 @@ package dev.hurray;
 import dev.hurray.internal.NativeDescriptor;
 import dev.hurray.internal.NativeFileEntry;
 import dev.hurray.internal.NativeFileReader;
+import dev.hurray.internal.NativeMap;
 import dev.hurray.internal.NativePaths;
 import dev.hurray.internal.ReadAtTransport;
 import java.io.IOException;
@@ -55,9 +56,10 @@ import java.util.stream.StreamSupport;
  *       through the channel's positional reads, called back from the native reader
  *       ({@code read_at}/{@code size}). Payload checksums are checked by default. Tensors own
  *       their memory.</li>
- *   <li>{@link #map(Path)} maps the whole file read-only ({@link FileChannel#map(MapMode, long,
- *       long, Arena)}; any size, including over 2 GiB) and hands the mapping to the native span
- *       reader ({@code hurray_file_reader_open_span}). A tensor's buffer then points
+ *   <li>{@link #map(Path)} maps the whole file read-only ({@code mmap}, or
+ *       {@link FileChannel#map(MapMode, long, long, Arena)} where that is not available; any
+ *       size, including over 2 GiB) and hands the mapping to the native span reader
+ *       ({@code hurray_file_reader_open_span}). A tensor's buffer then points
  *       <em>into the mapping</em> without copying whenever its payload's address meets its
  *       declared alignment, which is always the case for alignments up to the page size (the
  *       map starts on a page boundary and the writer aligns every payload in the file); only
@@ -123,16 +125,56 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
 
     /**
      * A read-only memory map shared by the file and the tensors read from it: one reference
-     * for the file, one per open tensor; the last release closes the arena, which unmaps.
+     * for the file, one per open tensor; the last release unmaps. Either a map made through
+     * the C library ({@link NativeMap}; the usual case) or one made by
+     * {@link FileChannel#map(MapMode, long, long, Arena)} in a shared arena (other file systems
+     * and platforms). The native map is unmapped by the releasing thread with no handshake;
+     * the Java segment over it ({@link #region()}) exists only once asked for, in a shared
+     * arena closed just before the unmap.
      */
     private static final class Mapping {
         private final Arena arena;
-        private final MemorySegment region;
+        private final NativeMap map;
         private final AtomicInteger refs = new AtomicInteger(1);
+        /** Guarded by this: the segment {@link #region()} returns, and its arena (native map only). */
+        private MemorySegment region;
+        private Arena regionArena;
+        private boolean unmapped;
 
+        /** A map made by a channel: {@code region} belongs to {@code arena}. */
         Mapping(Arena arena, MemorySegment region) {
             this.arena = arena;
+            this.map = null;
             this.region = region;
+        }
+
+        /** A map made through the C library. */
+        Mapping(NativeMap map) {
+            this.arena = null;
+            this.map = map;
+        }
+
+        /** The map's first byte, for the native reader. */
+        MemorySegment start() {
+            return map != null ? MemorySegment.ofAddress(map.address()) : region;
+        }
+
+        long size() {
+            return map != null ? map.size() : region.byteSize();
+        }
+
+        /** The whole map as a read-only segment, valid until the last release. */
+        synchronized MemorySegment region() {
+            if (region == null) {
+                Arena a = unmapped ? Arena.ofConfined() : Arena.ofShared();
+                region = MemorySegment.ofAddress(map.address()).reinterpret(map.size(), a, null).asReadOnly();
+                if (unmapped) {
+                    a.close(); // asked for too late: a segment that throws IllegalStateException
+                } else {
+                    regionArena = a;
+                }
+            }
+            return region;
         }
 
         /** Called only while the file is open, so the count is at least 1. */
@@ -141,9 +183,20 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
         }
 
         void release() {
-            if (refs.decrementAndGet() == 0) {
-                arena.close();
+            if (refs.decrementAndGet() != 0) {
+                return;
             }
+            if (map == null) {
+                arena.close();
+                return;
+            }
+            synchronized (this) {
+                unmapped = true;
+                if (regionArena != null) {
+                    regionArena.close();
+                }
+            }
+            map.unmap();
         }
     }
 
@@ -277,8 +330,11 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
     /**
      * Maps the container at {@code path} read-only into memory and opens it there, so that
      * tensors point into the mapping without copying (see the class comment for when, and for
-     * the mapping's lifetime). Works for files of any size, including over 2 GiB. The channel
-     * used to map is closed before this method returns.
+     * the mapping's lifetime). Works for files of any size, including over 2 GiB. On Linux
+     * (x86-64, AArch64) a file of the default file system is mapped with the C library's
+     * {@code mmap}, and unmapped with {@code munmap} by whichever thread releases it last;
+     * elsewhere, and for a file that cannot be mapped so, through a {@link FileChannel}. No
+     * file descriptor or channel stays open either way.
      *
      * @throws java.nio.file.NoSuchFileException and other {@link IOException}s of
      *     {@link FileChannel#open} and {@link FileChannel#map}
@@ -287,7 +343,28 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
     public static HurrayFile map(Path path, FileReaderOptions options) throws IOException {
         Objects.requireNonNull(path, "path");
         Objects.requireNonNull(options, "options");
-        // Shared: the last tensor, which unmaps, may be closed on another thread.
+        byte[] name = NativePaths.bytes(path);
+        NativeMap map = name == null ? null : NativeMap.map(name);
+        if (map != null) {
+            Mapping m = new Mapping(map);
+            NativeFileReader r = null;
+            try {
+                r = NativeFileReader.openSpan(m.start(), m.size(), options.toNative());
+                return new HurrayFile(r, m, options.tensorScope(), path.toString());
+            } catch (HurrayException | RuntimeException | Error e) {
+                if (r != null) {
+                    try {
+                        r.close();
+                    } catch (HurrayException suppressed) {
+                        e.addSuppressed(suppressed);
+                    }
+                }
+                map.unmap();
+                throw e;
+            }
+        }
+        // Anything the C library could not map (see NativeMap) maps here, or fails with Java's
+        // own exception. Shared: the last tensor, which unmaps, may be closed on another thread.
         Arena arena = Arena.ofShared();
         try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
             long size = ch.size();
@@ -366,10 +443,13 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
      * The read-only memory map of a {@link #map mapped} file (the whole file, from offset 0),
      * or empty for {@link #open}. The segment is valid while the file or any of its tensors is
      * open, and then throws {@link IllegalStateException}. A tensor buffer lies inside it
-     * exactly when it was not copied.
+     * exactly when it was not copied. It is a plain native segment when the C library made the
+     * map ({@link MemorySegment#isMapped()} is then false: use its bytes, not
+     * {@code load()}/{@code force()}); the first call makes it, in a shared arena whose close
+     * (a handshake with every thread) then comes with the unmapping.
      */
     public Optional<MemorySegment> mapping() {
-        return mapping == null ? Optional.empty() : Optional.of(mapping.region);
+        return mapping == null ? Optional.empty() : Optional.of(mapping.region());
     }
 
     /**

@@ -543,6 +543,62 @@ class HurrayFileTest {
             assertArrayEquals(v, t.toFloatArray());
         }
         assertEquals(before + 1, Transport.registrations());
+        try (HurrayFile f = HurrayFile.map(path); Tensor t = f.read("only")) {
+            assertTrue(f.mapping().orElseThrow().isMapped(), "mapped by FileChannel.map");
+            assertArrayEquals(v, t.toFloatArray());
+        }
+    }
+
+    @Test
+    void aMapMadeByTheCLibraryIsUnmappedByTheLastRelease() throws Exception {
+        Path path = dir.resolve("cmap.hrry");
+        float[] v = writeOne(path, 1000);
+        boolean linux = System.getProperty("os.name").startsWith("Linux")
+                && List.of("amd64", "aarch64").contains(System.getProperty("os.arch"));
+        // The region is made only when asked for; a tensor keeps the map after the file closes.
+        HurrayFile f = HurrayFile.map(path);
+        Tensor t = f.read("only");
+        f.close();
+        MemorySegment region = f.mapping().orElseThrow();
+        assertEquals(!linux, region.isMapped(), "mmap through the C library on Linux");
+        assertTrue(region.isReadOnly());
+        assertEquals('H', (char) region.get(ValueLayout.JAVA_BYTE, 0));
+        assertArrayEquals(v, t.toFloatArray());
+        CompletableFuture.runAsync(() -> {
+            try {
+                t.close(); // a confined tensor refuses another thread
+            } catch (WrongThreadException expected) {
+                return;
+            }
+            throw new AssertionError("closed on another thread");
+        }).get(10, TimeUnit.SECONDS);
+        t.close();
+        assertThrows(IllegalStateException.class, () -> region.get(ValueLayout.JAVA_BYTE, 0));
+        // Asked for only after the unmapping: a segment that throws, never one over freed pages.
+        HurrayFile g = HurrayFile.map(path);
+        g.close();
+        MemorySegment late = g.mapping().orElseThrow();
+        assertThrows(IllegalStateException.class, () -> late.get(ValueLayout.JAVA_BYTE, 0));
+        // Many maps in a row leave nothing behind: each is unmapped at close.
+        for (int i = 0; i < 2000; i++) {
+            try (HurrayFile h = HurrayFile.map(path)) {
+                assertEquals(1, h.count());
+                if (linux && i == 0) {
+                    assertEquals(1, mapsOf(path), "mapped once while open");
+                }
+            }
+        }
+        if (linux) {
+            assertEquals(0, mapsOf(path), "no mapping left");
+        }
+    }
+
+    /** How many of this process's mappings (/proc/self/maps) are of {@code path}. */
+    private static long mapsOf(Path path) throws IOException {
+        String name = path.toRealPath().toString();
+        try (var lines = Files.lines(Path.of("/proc/self/maps"))) {
+            return lines.filter(l -> l.endsWith(" " + name)).count();
+        }
     }
 
     @Test
