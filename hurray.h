@@ -266,8 +266,9 @@ typedef struct HurrayEncoder HurrayEncoder;
 // came from can read its tensor.
 typedef struct HurrayFileEntry HurrayFileEntry;
 
-// Reads an HRRYFILE container, either through a transport's `read_at`/`size` or over a
-// caller's memory span. Owned; one thread at a time; never call it from its own callbacks.
+// Reads an HRRYFILE container through a transport's `read_at`/`size`, through positional
+// reads of a file it opened itself, or over a caller's memory span. Owned; one thread at a
+// time; never call it from its own callbacks.
 typedef struct HurrayFileReader HurrayFileReader;
 
 // Writes an HRRYFILE container through a transport's `write`, sequentially (files, pipes and
@@ -1732,9 +1733,10 @@ HurrayStatus hurray_file_writer_destroy(struct HurrayFileWriter **writer);
 HurrayStatus hurray_file_reader_options_init(struct HurrayFileReaderOptions *out);
 
 // Opens a container through `*transport` (copied; `read_at` and `size` required). Open calls
-// `size` once and reads the header, the trailer and, when index plus metadata are at most
-// `eager_index_bytes`, the whole index: at most three `read_at` ranges whatever the tensor
-// count. Short counts are looped. On success the reader owns the transport (`release(ctx)`
+// `size` once and reads the last 4 KiB (the trailer), the header and, when index plus
+// metadata are at most `eager_index_bytes`, the whole index: at most three `read_at` ranges
+// whatever the tensor count, one for a container of at most 4 KiB, two when the index lies
+// in its last 4 KiB (docs/spec/hrryfile.md §4.1). Short counts are looped. On success the reader owns the transport (`release(ctx)`
 // once, at destroy); on failure nothing is taken, so after `HURRAY_ERR_TRANSPORT` the caller
 // may simply call open again.
 //
@@ -1748,6 +1750,36 @@ HurrayStatus hurray_file_reader_options_init(struct HurrayFileReaderOptions *out
 HurrayStatus hurray_file_reader_open(const struct HurrayTransport *transport,
                                      const struct HurrayFileReaderOptions *options,
                                      struct HurrayFileReader **out_reader);
+
+// Opens the container in the file at `path` (`path_len` bytes, no NUL: the OS's bytes on
+// Unix, UTF-8 elsewhere; relative paths resolve against the process's working directory) and
+// reads it with the library's own positional reads (`pread`) on a file descriptor private to
+// the reader: no transport, no callbacks. Everything else is as `hurray_file_reader_open`:
+// the same options and defaults (payload checksums checked), the same at most three reads at
+// open (`hurray_file_reader_read_at_calls` counts the `pread` calls), the same checks of every
+// declared size and offset against the file's size before anything is allocated. The size is
+// taken once, at open (`fstat`); a file shortened later reads as `TRUNCATED`.
+//
+// The file is opened read-only and close-on-exec, and must be a regular file (on Linux it is
+// opened with `O_NONBLOCK`, so a FIFO or device is refused without blocking). The reader owns
+// the descriptor and closes it at `hurray_file_reader_destroy`; a failed open keeps nothing
+// open. Reads run on the calling thread and block it for as long as the operating system
+// takes (a warm page cache: microseconds); an interrupted read (`EINTR`) is retried.
+//
+// Errors: `NULL_POINTER` (`path` with a non-zero length, `out_reader`), `INVALID_ARGUMENT`
+// (empty path, a NUL byte in it, not UTF-8 where that is required, not a regular file, e.g. a
+// directory; options), `NOT_FOUND` (no such file), `TRANSPORT` (any other operating-system
+// failure opening, inspecting or reading it, e.g. permission denied; the message names the OS
+// error), then those of `hurray_file_reader_open`.
+//
+// Added in ABI 4 (additive, docs/spec/c-abi.md): look it up by name on older libraries.
+//
+// # Safety
+// `path` valid for `path_len` bytes; `options` NULL or valid; `out_reader` valid for one write.
+HurrayStatus hurray_file_reader_open_path(const uint8_t *path,
+                                          uint64_t path_len,
+                                          const struct HurrayFileReaderOptions *options,
+                                          struct HurrayFileReader **out_reader);
 
 // Opens a container held in the caller's memory: `len` bytes at `data` (e.g. a memory map of
 // the whole file). The region is borrowed, not copied: it must stay mapped, readable and

@@ -4,7 +4,7 @@
 mod file_support;
 
 use file_support::*;
-use hurray_core::file::{FileReaderOptions, Span, SpanBuffer, ENTRY_BYTES, HEADER_BYTES};
+use hurray_core::file::{FileReaderOptions, Span, SpanBuffer, ENTRY_BYTES, HEADER_BYTES, OPEN_TAIL_BYTES};
 use hurray_core::{
     BufferHandle, DeviceTag, ElementType, ErrorKind, FileReader, FileWriter, FileWriterOptions, LayoutDescriptor,
     Quantization, Shape, SyncMode, TensorDescriptor, DESCRIPTOR_VERSION,
@@ -114,6 +114,40 @@ fn check_all<R: hurray_core::ReadAt>(r: &mut FileReader<R>, s: &[(TensorDescript
     r.verify().unwrap();
 }
 
+/// Open reads one range from the end first: a container of at most `OPEN_TAIL_BYTES` opens in
+/// one read, one whose index fits the tail in two, a larger index takes the third; never a
+/// byte outside the input, whatever the source's short counts.
+#[test]
+fn open_coalesces_its_reads_at_the_end() {
+    let one = vec![(named("t", ElementType::Float32, vec![16]), vec![pattern(64, 1)])];
+    let small = build(&one, &[], FileWriterOptions::default());
+    assert!(small.len() as u64 <= OPEN_TAIL_BYTES);
+    let many: Vec<_> = (0..100)
+        .map(|i| (named(&format!("t{i:03}"), ElementType::Float32, vec![16]), vec![pattern(64, i as u8)]))
+        .collect();
+    let big_index = build(&many, &[], FileWriterOptions::default());
+    let mut huge_tensor = one.clone();
+    huge_tensor[0] = (named("t", ElementType::Float32, vec![4096]), vec![pattern(16384, 2)]);
+    let far = build(&huge_tensor, &[], FileWriterOptions::default());
+    for (bytes, want, what) in [(&small, 1, "small"), (&far, 2, "small index"), (&big_index, 3, "index over 4 KiB")] {
+        for chunk in [usize::MAX, 7] {
+            let mut src = VecSource::new(bytes.clone());
+            src.chunk = chunk;
+            let mut r = FileReader::open(src, FileReaderOptions::default()).unwrap();
+            assert!(r.is_index_loaded(), "{what}");
+            if chunk == usize::MAX {
+                assert_eq!(r.read_calls(), want, "{what}: {} bytes", bytes.len());
+            }
+            let before = r.read_calls();
+            let e = r.find(b"t").unwrap().or_else(|| r.find(b"t042").unwrap()).unwrap();
+            assert_eq!(r.read_calls(), before, "{what}: the index is loaded");
+            r.read_tensor(&e).unwrap();
+            r.verify().unwrap();
+            assert!(!r.source().out_of_range, "{what}");
+        }
+    }
+}
+
 #[test]
 fn round_trip_eager_and_lazy_with_short_reads() {
     let s = sample();
@@ -122,7 +156,8 @@ fn round_trip_eager_and_lazy_with_short_reads() {
 
     let mut r = FileReader::open(VecSource::new(bytes.clone()), FileReaderOptions::default()).unwrap();
     assert!(r.is_index_loaded());
-    assert_eq!(r.read_calls(), 3, "header, trailer, index");
+    assert!(bytes.len() as u64 > OPEN_TAIL_BYTES);
+    assert_eq!(r.read_calls(), 2, "the end (trailer, index and metadata), then the header");
     assert_eq!(r.source().size_calls, 1);
     let before = r.read_calls();
     let e = r.find(long_name("a").as_bytes()).unwrap().unwrap();
@@ -135,7 +170,7 @@ fn round_trip_eager_and_lazy_with_short_reads() {
     let lazy = FileReaderOptions { eager_index_bytes: 0, ..Default::default() };
     let mut r = FileReader::open(VecSource::new(bytes.clone()), lazy).unwrap();
     assert!(!r.is_index_loaded());
-    assert_eq!(r.read_calls(), 2, "header and trailer only");
+    assert_eq!(r.read_calls(), 2, "the end and the header only");
     check_all(&mut r, &s);
     assert!(!r.source().out_of_range);
 

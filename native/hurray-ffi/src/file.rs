@@ -15,6 +15,8 @@ mod reader;
 
 mod entry;
 
+mod path_source;
+
 pub use entry::*;
 pub use reader::*;
 pub use writer::*;

@@ -290,7 +290,7 @@ fn round_trip_through_the_c_abi() {
         hurray_file_reader_read_at_calls(r, &mut calls);
         hurray_file_reader_size(r, &mut size);
         assert_eq!(count, 4);
-        assert_eq!(calls, 3, "header, trailer, index (each under 4000 bytes)");
+        assert_eq!(calls, 3, "the last 4 KiB (trailer and index) in two calls of at most 4000 bytes, the header");
         assert_eq!(size, bytes.len() as u64);
 
         // Names in byte order, through the copy-out accessor.
@@ -684,6 +684,157 @@ fn lazy_index_read_counts_through_the_c_abi() {
 }
 
 /// Every `hurray_file_*` function in hurray.h, read from the header itself.
+#[cfg(unix)]
+/// A fresh temporary directory for one test (removed by the caller).
+fn temp_dir(tag: &str) -> std::path::PathBuf {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let d = std::env::temp_dir().join(format!("hurray-file-abi-{tag}-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[cfg(unix)]
+/// `hurray_file_reader_open_path` on `path`: the status and the reader (NULL on failure).
+fn open_path(path: &std::path::Path, opts: *const HurrayFileReaderOptions) -> (HurrayStatus, *mut HurrayFileReader) {
+    use std::os::unix::ffi::OsStrExt;
+    let p = path.as_os_str().as_bytes();
+    let mut r = null_mut();
+    // SAFETY: `p` is valid for its length; `opts` is NULL or a live local of the caller; `r` is a live local.
+    let s = unsafe { hurray_file_reader_open_path(p.as_ptr(), p.len() as u64, opts, &mut r) };
+    assert_eq!(s == HURRAY_OK, !r.is_null(), "a reader exactly on success");
+    (s, r)
+}
+
+#[test]
+#[cfg(unix)]
+fn path_reader_reads_the_file_itself() {
+    let bytes = write_container(usize::MAX);
+    let dir = temp_dir("path");
+    let file = dir.join("model.hrry");
+    std::fs::write(&file, &bytes).unwrap();
+    // SAFETY: handles come from the calls below and are destroyed once; out-pointers are live locals.
+    unsafe {
+        let (s, mut r) = open_path(&file, null());
+        assert_eq!(s, HURRAY_OK, "{}", last_error());
+        let (mut count, mut calls, mut size) = (0u64, 0u64, 0u64);
+        hurray_file_reader_count(r, &mut count);
+        hurray_file_reader_read_at_calls(r, &mut calls);
+        hurray_file_reader_size(r, &mut size);
+        assert_eq!((count, size), (4, bytes.len() as u64));
+        assert_eq!(calls, 2, "the last 4 KiB (trailer and index), the header: as through a transport");
+        // Every tensor comes back with its bytes, checksums checked (the default).
+        for sample in samples() {
+            let mut e = null_mut();
+            let n = sample.name.as_bytes();
+            assert_eq!(hurray_file_reader_find(r, n.as_ptr(), n.len() as u64, &mut e), HURRAY_OK);
+            let mut t = null_mut();
+            assert_eq!(hurray_file_reader_read_tensor(r, e, &mut t), HURRAY_OK, "{}", last_error());
+            let (_, got, align) = tensor_bytes(t, 0);
+            assert_eq!(got, sample.payload, "{}", sample.name);
+            assert_eq!(align as u64, sample.desc.buffers()[0].alignment());
+            hurray_tensor_destroy(&mut t);
+            hurray_file_entry_destroy(&mut e);
+        }
+        let mut md = 0u64;
+        assert_eq!(hurray_file_reader_metadata_count(r, &mut md), HURRAY_OK);
+        assert_eq!(md, 2);
+        assert_eq!(hurray_file_reader_verify(r), HURRAY_OK, "{}", last_error());
+
+        // The file shrinks under the open reader: TRUNCATED, not a crash or a short tensor.
+        let mut e = null_mut();
+        assert_eq!(hurray_file_reader_find(r, b"embedding".as_ptr(), 9, &mut e), HURRAY_OK);
+        std::fs::OpenOptions::new().write(true).open(&file).unwrap().set_len(100).unwrap();
+        let mut t = null_mut();
+        assert_eq!(hurray_file_reader_read_tensor(r, e, &mut t), HURRAY_ERR_TRUNCATED, "{}", last_error());
+        assert!(t.is_null());
+        hurray_file_entry_destroy(&mut e);
+        assert_eq!(hurray_file_reader_destroy(&mut r), HURRAY_OK);
+        assert!(r.is_null());
+
+        // A damaged payload: CORRUPT with checks on (the default), the bytes with them off.
+        let mut damaged = bytes.clone();
+        let (s, mut r) = open_path(
+            &{
+                std::fs::write(&file, &bytes).unwrap();
+                file.clone()
+            },
+            null(),
+        );
+        assert_eq!(s, HURRAY_OK);
+        assert_eq!(hurray_file_reader_find(r, b"layer.1.bias".as_ptr(), 12, &mut e), HURRAY_OK);
+        let mut loc = HurrayFileBufferLocation::default();
+        assert_eq!(hurray_file_entry_buffer(e, 0, &mut loc), HURRAY_OK);
+        hurray_file_entry_destroy(&mut e);
+        hurray_file_reader_destroy(&mut r);
+        damaged[loc.offset as usize] ^= 0x5A;
+        std::fs::write(&file, &damaged).unwrap();
+        let mut skip = std::mem::zeroed::<HurrayFileReaderOptions>();
+        hurray_file_reader_options_init(&mut skip);
+        skip.flags = HURRAY_FILE_READER_SKIP_PAYLOAD_CHECKS;
+        for (opts, want) in [(null(), HURRAY_ERR_CORRUPT), (&skip as *const _, HURRAY_OK)] {
+            let (s, mut r) = open_path(&file, opts);
+            assert_eq!(s, HURRAY_OK);
+            assert_eq!(hurray_file_reader_find(r, b"layer.1.bias".as_ptr(), 12, &mut e), HURRAY_OK);
+            assert_eq!(hurray_file_reader_read_tensor(r, e, &mut t), want, "{}", last_error());
+            hurray_tensor_destroy(&mut t);
+            hurray_file_entry_destroy(&mut e);
+            hurray_file_reader_destroy(&mut r);
+        }
+        let mut bad_opts = skip;
+        bad_opts.flags = HURRAY_FILE_READER_VERIFY_PAYLOADS | HURRAY_FILE_READER_SKIP_PAYLOAD_CHECKS;
+        assert_eq!(open_path(&file, &bad_opts).0, HURRAY_ERR_INVALID_ARGUMENT, "options are checked");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+#[cfg(unix)]
+fn path_reader_refuses_bad_paths_and_hostile_files() {
+    let bytes = write_container(usize::MAX);
+    let dir = temp_dir("hostile");
+    let put = |name: &str, b: &[u8]| {
+        let p = dir.join(name);
+        std::fs::write(&p, b).unwrap();
+        p
+    };
+    let fails = |p: &std::path::Path, want: HurrayStatus, says: &str| {
+        let (s, _) = open_path(p, null());
+        let msg = last_error();
+        assert_eq!(s, want, "{}: {msg}", p.display());
+        assert!(msg.starts_with("hurray_file_reader_open_path: ") && msg.contains(says), "{msg}");
+    };
+    fails(&dir.join("missing.hrry"), HURRAY_ERR_NOT_FOUND, "missing.hrry");
+    fails(&dir, HURRAY_ERR_INVALID_ARGUMENT, "is a directory");
+    fails(&put("empty.hrry", &[]), HURRAY_ERR_TRUNCATED, "smaller than a container header");
+    fails(&put("short.hrry", &bytes[..80]), HURRAY_ERR_TRUNCATED, "smaller than a container header");
+    fails(&put("cut.hrry", &bytes[..bytes.len() - 10]), HURRAY_ERR_INVALID_MAGIC, "");
+    // A trailer that claims an index of 2^60 bytes (checksum resealed): refused before any
+    // allocation, because it does not fit the file's size.
+    let mut huge = bytes.clone();
+    let t = huge.len() - 72;
+    huge[t + 24..t + 32].copy_from_slice(&(1u64 << 60).to_le_bytes());
+    let crc = hurray_core::crc32c::crc32c(&huge[t..t + 68]);
+    huge[t + 68..t + 72].copy_from_slice(&crc.to_le_bytes());
+    fails(&put("huge-index.hrry", &huge), HURRAY_ERR_CORRUPT, "");
+    // A FIFO is refused at once instead of blocking in open (Linux opens with O_NONBLOCK).
+    let fifo = dir.join("fifo");
+    if std::process::Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success()) {
+        fails(&fifo, HURRAY_ERR_INVALID_ARGUMENT, "not a regular file");
+    }
+    // SAFETY: the pointers are NULL, live locals, or literals valid for the lengths given.
+    unsafe {
+        let mut r = null_mut();
+        assert_eq!(hurray_file_reader_open_path(null(), 0, null(), &mut r), HURRAY_ERR_INVALID_ARGUMENT);
+        assert!(last_error().contains("path is empty"));
+        assert_eq!(hurray_file_reader_open_path(b"a\0b".as_ptr(), 3, null(), &mut r), HURRAY_ERR_INVALID_ARGUMENT);
+        assert!(last_error().contains("NUL"));
+        assert_eq!(hurray_file_reader_open_path(null(), 5, null(), &mut r), HURRAY_ERR_NULL_POINTER);
+        assert!(r.is_null());
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 fn header_file_functions() -> std::collections::BTreeSet<String> {
     let h = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../hurray.h")).unwrap();
     h.lines()
@@ -760,6 +911,8 @@ fn null_pointers_destroy_rules_and_stale_handles() {
             ("hurray_file_reader_open", hurray_file_reader_open(null(), null(), &mut tmp_r)),
             ("hurray_file_reader_open", hurray_file_reader_open(&t, null(), null_mut())),
             ("hurray_file_reader_open_span", hurray_file_reader_open_span(null(), 100, null(), &mut tmp_r)),
+            ("hurray_file_reader_open_path", hurray_file_reader_open_path(null(), 4, null(), &mut tmp_r)),
+            ("hurray_file_reader_open_path", hurray_file_reader_open_path(k.as_ptr(), 4, null(), null_mut())),
             (
                 "hurray_file_reader_open_span",
                 hurray_file_reader_open_span(bytes.as_ptr() as *const c_void, bytes.len() as u64, null(), null_mut()),

@@ -2,7 +2,9 @@
  * HRRYFILE from C (docs/spec/hrryfile.md): a container written through a `write` callback
  * into a file, read back through `read_at`/`size` with pread, and through the span reader
  * over an mmap of the file, where a tensor's buffer address must lie inside the mapping
- * (zero copy). Then the same over a sparse file above 4 GiB. Usage: file_test TMPDIR
+ * (zero copy), and through the library's own reads of the path (hurray_file_reader_open_path),
+ * with its refusals of bad paths and files. Then the same over a sparse file above 4 GiB.
+ * Usage: file_test TMPDIR
  */
 #define _FILE_OFFSET_BITS 64
 #define _XOPEN_SOURCE 700
@@ -156,6 +158,39 @@ typedef struct {
 
 /* ---- part 1 and 2: write, read through pread, read through mmap ---- */
 
+/* hurray_file_reader_open_path on bad arguments and bad files: a status, a message, no reader. */
+static void path_refusals(const char *dir, const char *good, uint64_t size) {
+  HurrayFileReader *r = NULL;
+  char p[4096];
+  EXPECT_STATUS(hurray_file_reader_open_path(NULL, 5, NULL, &r), HURRAY_ERR_NULL_POINTER);
+  EXPECT_STATUS(hurray_file_reader_open_path((const uint8_t *)good, strlen(good), NULL, NULL), HURRAY_ERR_NULL_POINTER);
+  EXPECT_STATUS(hurray_file_reader_open_path(NULL, 0, NULL, &r), HURRAY_ERR_INVALID_ARGUMENT);
+  snprintf(p, sizeof p, "%s/missing.hrry", dir);
+  EXPECT_STATUS(hurray_file_reader_open_path((const uint8_t *)p, strlen(p), NULL, &r), HURRAY_ERR_NOT_FOUND);
+  char m[512];
+  hurray_last_error_message(m, sizeof m, NULL);
+  EXPECT(strstr(m, "missing.hrry") != NULL);
+  EXPECT_STATUS(hurray_file_reader_open_path((const uint8_t *)dir, strlen(dir), NULL, &r), HURRAY_ERR_INVALID_ARGUMENT);
+  /* The first half of the container: its trailer is gone. Then fewer bytes than a header
+   * and a trailer, then none. */
+  int in = open(good, O_RDONLY);
+  uint8_t *bytes = malloc(size);
+  EXPECT(in >= 0 && pread(in, bytes, size, 0) == (ssize_t)size);
+  close(in);
+  const uint64_t cuts[3] = {size / 2, 40, 0};
+  const HurrayStatus want[3] = {HURRAY_ERR_INVALID_MAGIC, HURRAY_ERR_TRUNCATED, HURRAY_ERR_TRUNCATED};
+  for (int i = 0; i < 3; i++) {
+    snprintf(p, sizeof p, "%s/cut%d.hrry", dir, i);
+    int fd = open(p, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+    EXPECT(fd >= 0 && write(fd, bytes, cuts[i]) == (ssize_t)cuts[i]);
+    close(fd);
+    EXPECT_STATUS(hurray_file_reader_open_path((const uint8_t *)p, strlen(p), NULL, &r), want[i]);
+    unlink(p);
+  }
+  free(bytes);
+  EXPECT(r == NULL);
+}
+
 static void small_container(const char *dir) {
   char path[4096];
   snprintf(path, sizeof path, "%s/small.hrry", dir);
@@ -209,7 +244,7 @@ static void small_container(const char *dir) {
   CHECK(hurray_file_reader_count(r, &n));
   CHECK(hurray_file_reader_read_at_calls(r, &calls));
   EXPECT(n == count);
-  EXPECT(calls == 3 && src.calls == 3); /* header, trailer, small index */
+  EXPECT(calls == 2 && src.calls == 2); /* the last 4 KiB (trailer, small index), the header */
   for (size_t i = 0; i < count; i++) {
     Sample *s = &samples[i];
     HurrayFileEntry *e = NULL;
@@ -240,6 +275,28 @@ static void small_container(const char *dir) {
   CHECK(hurray_file_reader_verify(r));
   CHECK(hurray_file_reader_destroy(&r));
   EXPECT(src.released == 1);
+
+  /* Through the library's own positional reads of the path: no transport at all. */
+  CHECK(hurray_file_reader_open_path((const uint8_t *)path, strlen(path), NULL, &r));
+  CHECK(hurray_file_reader_count(r, &n));
+  CHECK(hurray_file_reader_read_at_calls(r, &calls));
+  EXPECT(n == count && calls == 2); /* the same two reads as through read_at */
+  for (size_t i = 0; i < count; i++) {
+    Sample *s = &samples[i];
+    HurrayFileEntry *e = NULL;
+    CHECK(hurray_file_reader_find(r, (const uint8_t *)s->name, strlen(s->name), &e));
+    HurrayTensor *t = NULL;
+    CHECK(hurray_file_reader_read_tensor(r, e, &t));
+    uint64_t bsize = 0;
+    bool zc = true;
+    const uint8_t *p = buffer0(t, &bsize, &zc);
+    EXPECT(bsize == s->n && memcmp(p, s->payload, s->n) == 0 && !zc);
+    CHECK(hurray_tensor_destroy(&t));
+    CHECK(hurray_file_entry_destroy(&e));
+  }
+  CHECK(hurray_file_reader_destroy(&r));
+  EXPECT(r == NULL);
+  path_refusals(dir, path, size);
 
   /* Through the span reader over a memory map: buffers point into the mapping. */
   uint8_t *map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
@@ -339,6 +396,16 @@ static void large_container(const char *dir) {
   uint64_t bsize = 0;
   bool zc = true;
   const uint8_t *p = buffer0(t, &bsize, &zc);
+  EXPECT(bsize == ds[0] && memcmp(p, small, ds[0]) == 0);
+  CHECK(hurray_tensor_destroy(&t));
+  CHECK(hurray_file_entry_destroy(&e));
+  CHECK(hurray_file_reader_destroy(&r));
+
+  /* The library's own pread, past 4 GiB. */
+  CHECK(hurray_file_reader_open_path((const uint8_t *)path, strlen(path), NULL, &r));
+  CHECK(hurray_file_reader_find(r, (const uint8_t *)"zz.beyond", 9, &e));
+  CHECK(hurray_file_reader_read_tensor(r, e, &t));
+  p = buffer0(t, &bsize, &zc);
   EXPECT(bsize == ds[0] && memcmp(p, small, ds[0]) == 0);
   CHECK(hurray_tensor_destroy(&t));
   CHECK(hurray_file_entry_destroy(&e));

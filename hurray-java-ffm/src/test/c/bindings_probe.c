@@ -929,6 +929,14 @@ int main(void) {
   KIND(const struct HurrayFileReaderOptions *);
   KIND(struct HurrayFileReader **);
   printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_file_reader_open_path), HurrayStatus (*)(const uint8_t *, uint64_t, const struct HurrayFileReaderOptions *, struct HurrayFileReader **)), "hurray_file_reader_open_path: signature differs from the AST");
+  printf("func hurray_file_reader_open_path");
+  KIND(HurrayStatus);
+  KIND(const uint8_t *);
+  KIND(uint64_t);
+  KIND(const struct HurrayFileReaderOptions *);
+  KIND(struct HurrayFileReader **);
+  printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_file_reader_open_span), HurrayStatus (*)(const void *, uint64_t, const struct HurrayFileReaderOptions *, struct HurrayFileReader **)), "hurray_file_reader_open_span: signature differs from the AST");
   printf("func hurray_file_reader_open_span");
   KIND(HurrayStatus);

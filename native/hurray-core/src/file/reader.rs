@@ -104,6 +104,11 @@ impl ReadAt for Span<'_> {
 /// `read_at` (64 KiB): memory stays bounded whatever a gap's length.
 pub const PADDING_CHUNK_BYTES: u64 = 64 * 1024;
 
+/// Bytes [`FileReader::open`] reads from the end of the input in its first read (4 KiB, or the
+/// whole input when smaller): the trailer, and the index and metadata when they fit, so that a
+/// small container opens in one or two reads instead of three.
+pub const OPEN_TAIL_BYTES: u64 = 4096;
+
 /// Default for [`FileReaderOptions::eager_index_bytes`]: 1 MiB.
 pub const DEFAULT_EAGER_INDEX_BYTES: u64 = 1 << 20;
 
@@ -251,10 +256,12 @@ pub struct FileReader<R: ReadAt> {
 }
 
 impl<R: ReadAt> FileReader<R> {
-    /// Opens a container: one `size` call, then the header, the trailer and (when index plus
-    /// metadata are at most `opts.eager_index_bytes`) the whole index in one range each, so at
-    /// most three `read_at` ranges whatever the tensor count (each range takes more than one
-    /// call only when the source returns short counts).
+    /// Opens a container: one `size` call, then the last [`OPEN_TAIL_BYTES`] (the trailer), the
+    /// header, and (when index plus metadata are at most `opts.eager_index_bytes`) the whole
+    /// index, one range each, so at most three `read_at` ranges whatever the tensor count (each
+    /// range takes more than one call only when the source returns short counts). The first
+    /// range holds the index when it fits there, and the header too for an input of at most
+    /// `OPEN_TAIL_BYTES`: a small container opens in one or two ranges.
     ///
     /// Errors: `Transport` (the source failed; open again), `Truncated` (smaller than a header
     /// plus a trailer, or the source ended early), `InvalidMagic`, `VersionMismatch`,
@@ -303,15 +310,32 @@ impl<R: ReadAt> FileReader<R> {
             );
         }
         r.geo.size = size;
-        let header = r.read_range(0, HEADER_BYTES)?;
-        check_header(header.as_slice())?;
-        let t = r.read_range(size - TRAILER_BYTES, TRAILER_BYTES)?;
-        let t = Trailer::decode(t.as_slice())?;
+        // One read of the end of the input: the trailer, and with it the index of a small
+        // container (and the header of one of at most OPEN_TAIL_BYTES).
+        let tail_len = size.min(OPEN_TAIL_BYTES);
+        let tail_at = size - tail_len;
+        let tail = r.read_range(tail_at, tail_len)?;
+        let tail = tail.as_slice();
+        if tail_at == 0 {
+            check_header(&tail[..HEADER_BYTES as usize])?;
+        } else {
+            check_header(r.read_range(0, HEADER_BYTES)?.as_slice())?;
+        }
+        let t = Trailer::decode(&tail[(tail_len - TRAILER_BYTES) as usize..])?;
         r.geo = check_geometry(&t, size, &r.opts)?;
         r.trailer = t;
-        let tail = t.index_length + t.metadata_length;
-        if tail <= r.opts.eager_index_bytes.min(r.opts.max_index_bytes) {
-            let image = r.read_range(t.index_offset, tail)?;
+        let index_len = t.index_length + t.metadata_length;
+        if index_len <= r.opts.eager_index_bytes.min(r.opts.max_index_bytes) {
+            // check_geometry put index and metadata right before the trailer.
+            let image = if t.index_offset >= tail_at {
+                let at = (t.index_offset - tail_at) as usize;
+                let mut b = AlignedBuf::new(index_len, MIN_BUFFER_ALIGNMENT)?;
+                b.spare_mut()[..index_len as usize].write_copy_of_slice(&tail[at..at + index_len as usize]);
+                b.advance(index_len as usize);
+                b
+            } else {
+                r.read_range(t.index_offset, index_len)?
+            };
             let metadata = check_image(&r.geo, &r.trailer, &r.opts, image.as_slice())?;
             r.image = Some(image);
             r.metadata = Some(metadata);

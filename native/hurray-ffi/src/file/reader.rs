@@ -1,5 +1,5 @@
-//! The container reader: `HurrayFileReader` and its options, over a transport's `read_at`/`size`
-//! or over a caller's memory span.
+//! The container reader: `HurrayFileReader` and its options, over a transport's `read_at`/`size`,
+//! over a file the library opens itself, or over a caller's memory span.
 
 use std::ffi::c_void;
 use std::mem::MaybeUninit;
@@ -16,6 +16,7 @@ use crate::transport::{HurrayTransport, Owned};
 
 use super::bytes_arg;
 use super::entry::{EntryInner, HurrayFileEntry};
+use super::path_source::PathSource;
 
 /// Container reader settings and limits. Initialise with `hurray_file_reader_options_init`,
 /// then change fields; a NULL options pointer means the defaults.
@@ -98,6 +99,8 @@ pub(crate) enum ReaderInner {
     Io(FileReader<Owned>),
     /// The span's lifetime is the caller's promise (see `hurray_file_reader_open_span`).
     Span(FileReader<Span<'static>>),
+    /// A file the reader opened itself (`hurray_file_reader_open_path`).
+    Path(FileReader<PathSource>),
 }
 
 /// Runs the same expression on either kind of reader.
@@ -106,12 +109,14 @@ macro_rules! with_reader {
         match $r {
             ReaderInner::Io($x) => $e,
             ReaderInner::Span($x) => $e,
+            ReaderInner::Path($x) => $e,
         }
     };
 }
 
-/// Reads an HRRYFILE container, either through a transport's `read_at`/`size` or over a
-/// caller's memory span. Owned; one thread at a time; never call it from its own callbacks.
+/// Reads an HRRYFILE container through a transport's `read_at`/`size`, through positional
+/// reads of a file it opened itself, or over a caller's memory span. Owned; one thread at a
+/// time; never call it from its own callbacks.
 pub struct HurrayFileReader {
     pub(crate) shell: crate::handle::Shell<ReaderInner>,
 }
@@ -131,9 +136,10 @@ pub unsafe extern "C" fn hurray_file_reader_options_init(out: *mut HurrayFileRea
 }
 
 /// Opens a container through `*transport` (copied; `read_at` and `size` required). Open calls
-/// `size` once and reads the header, the trailer and, when index plus metadata are at most
-/// `eager_index_bytes`, the whole index: at most three `read_at` ranges whatever the tensor
-/// count. Short counts are looped. On success the reader owns the transport (`release(ctx)`
+/// `size` once and reads the last 4 KiB (the trailer), the header and, when index plus
+/// metadata are at most `eager_index_bytes`, the whole index: at most three `read_at` ranges
+/// whatever the tensor count, one for a container of at most 4 KiB, two when the index lies
+/// in its last 4 KiB (docs/spec/hrryfile.md §4.1). Short counts are looped. On success the reader owns the transport (`release(ctx)`
 /// once, at destroy); on failure nothing is taken, so after `HURRAY_ERR_TRANSPORT` the caller
 /// may simply call open again.
 ///
@@ -172,6 +178,53 @@ pub unsafe extern "C" fn hurray_file_reader_open(
         r.source_mut().0.release = t.release;
         // SAFETY: `out_reader` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_reader, ReaderInner::Io(r)) };
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Opens the container in the file at `path` (`path_len` bytes, no NUL: the OS's bytes on
+/// Unix, UTF-8 elsewhere; relative paths resolve against the process's working directory) and
+/// reads it with the library's own positional reads (`pread`) on a file descriptor private to
+/// the reader: no transport, no callbacks. Everything else is as `hurray_file_reader_open`:
+/// the same options and defaults (payload checksums checked), the same at most three reads at
+/// open (`hurray_file_reader_read_at_calls` counts the `pread` calls), the same checks of every
+/// declared size and offset against the file's size before anything is allocated. The size is
+/// taken once, at open (`fstat`); a file shortened later reads as `TRUNCATED`.
+///
+/// The file is opened read-only and close-on-exec, and must be a regular file (on Linux it is
+/// opened with `O_NONBLOCK`, so a FIFO or device is refused without blocking). The reader owns
+/// the descriptor and closes it at `hurray_file_reader_destroy`; a failed open keeps nothing
+/// open. Reads run on the calling thread and block it for as long as the operating system
+/// takes (a warm page cache: microseconds); an interrupted read (`EINTR`) is retried.
+///
+/// Errors: `NULL_POINTER` (`path` with a non-zero length, `out_reader`), `INVALID_ARGUMENT`
+/// (empty path, a NUL byte in it, not UTF-8 where that is required, not a regular file, e.g. a
+/// directory; options), `NOT_FOUND` (no such file), `TRANSPORT` (any other operating-system
+/// failure opening, inspecting or reading it, e.g. permission denied; the message names the OS
+/// error), then those of `hurray_file_reader_open`.
+///
+/// Added in ABI 4 (additive, docs/spec/c-abi.md): look it up by name on older libraries.
+///
+/// # Safety
+/// `path` valid for `path_len` bytes; `options` NULL or valid; `out_reader` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_file_reader_open_path(
+    path: *const u8,
+    path_len: u64,
+    options: *const HurrayFileReaderOptions,
+    out_reader: *mut *mut HurrayFileReader,
+) -> HurrayStatus {
+    guard("hurray_file_reader_open_path", || {
+        non_null(out_reader, "out_reader")?;
+        // SAFETY: `path` is valid for its length when that is non-zero (# Safety); bytes_arg rejects NULL with a
+        // non-zero length.
+        let p = unsafe { bytes_arg(path, path_len, "path")? };
+        // SAFETY: `options` is non-NULL in this branch and valid for one read (# Safety).
+        let opts = if options.is_null() { HurrayFileReaderOptions::defaults() } else { unsafe { *options } };
+        let opts = opts.to_core(false)?;
+        let r = FileReader::open(PathSource::open(p)?, opts)?;
+        // SAFETY: `out_reader` was checked non-NULL above and is valid for one pointer write (# Safety).
+        unsafe { handle::emit(out_reader, ReaderInner::Path(r)) };
         Ok(HURRAY_OK)
     })
 }
@@ -419,6 +472,7 @@ pub unsafe extern "C" fn hurray_file_reader_read_tensor(
         let e = unsafe { handle::inner_ref(entry, "entry")? };
         let t = match inner {
             ReaderInner::Io(r) => TensorInner::from_read(r.read_tensor(&e.core)?)?,
+            ReaderInner::Path(r) => TensorInner::from_read(r.read_tensor(&e.core)?)?,
             ReaderInner::Span(r) => {
                 let st = r.span_tensor(&e.core)?;
                 let mut bufs = Vec::with_capacity(st.buffers.len());

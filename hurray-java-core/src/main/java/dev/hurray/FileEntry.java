@@ -12,9 +12,12 @@ import java.util.Objects;
  * <p>Obtained from {@link HurrayFile#entry(String)}, {@link HurrayFile#entry(long)},
  * {@link HurrayFile#entries()} or by iterating a {@link HurrayFile}; read its tensor with
  * {@link HurrayFile#read(FileEntry)}. An entry is an immutable value that needs no closing and
- * may be kept after its file is closed (its fields stay readable); it holds a small native copy
- * of the index entry, freed by the garbage collector, so that reading its tensor costs no
- * further index reads. Only the file that returned it can read its tensor. Thread-safe.
+ * may be kept after its file is closed (its fields stay readable); it refers to a small native
+ * copy of the index entry, so that reading its tensor costs no further index reads. That copy
+ * is freed when the file closes (for the first 65,536 distinct entries a file hands out; a
+ * file returns the same {@code FileEntry} for an index again) or by the garbage collector
+ * (beyond those). Only the file that returned it can read its tensor, and only while open.
+ * Thread-safe.
  */
 public final class FileEntry {
     /**
@@ -56,7 +59,7 @@ public final class FileEntry {
         return file;
     }
 
-    /** The native entry ({@code HurrayFileEntry*}, owned, freed by the garbage collector). */
+    /** The native entry ({@code HurrayFileEntry*}); valid while its file is open (see the class comment). */
     MemorySegment handle() {
         return handle;
     }

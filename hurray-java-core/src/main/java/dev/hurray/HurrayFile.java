@@ -3,6 +3,8 @@ package dev.hurray;
 import dev.hurray.internal.NativeDescriptor;
 import dev.hurray.internal.NativeFileEntry;
 import dev.hurray.internal.NativeFileReader;
+import dev.hurray.internal.NativeMap;
+import dev.hurray.internal.NativePaths;
 import dev.hurray.internal.ReadAtTransport;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -47,13 +49,17 @@ import java.util.stream.StreamSupport;
  *
  * <h2>Two ways in</h2>
  * <ul>
- *   <li>{@link #open(Path)} reads through a {@link FileChannel}: the native reader's
- *       {@code read_at}/{@code size} callbacks are positional channel reads straight into the
- *       native memory it allocated for each buffer (at the buffer's declared alignment; no heap
- *       copy). Payload checksums are checked by default. Tensors own their memory.</li>
- *   <li>{@link #map(Path)} maps the whole file read-only ({@link FileChannel#map(MapMode, long,
- *       long, Arena)}; any size, including over 2 GiB) and hands the mapping to the native span
- *       reader ({@code hurray_file_reader_open_span}). A tensor's buffer then points
+ *   <li>{@link #open(Path)} has the native library open the file and read it with its own
+ *       positional reads ({@code pread}) straight into the native memory it allocated for each
+ *       buffer (at the buffer's declared alignment; no heap copy), with no call back into Java
+ *       ({@code hurray_file_reader_open_path}). {@link #open(FileChannel)} reads the same way
+ *       through the channel's positional reads, called back from the native reader
+ *       ({@code read_at}/{@code size}). Payload checksums are checked by default. Tensors own
+ *       their memory.</li>
+ *   <li>{@link #map(Path)} maps the whole file read-only ({@code mmap}, or
+ *       {@link FileChannel#map(MapMode, long, long, Arena)} where that is not available; any
+ *       size, including over 2 GiB) and hands the mapping to the native span reader
+ *       ({@code hurray_file_reader_open_span}). A tensor's buffer then points
  *       <em>into the mapping</em> without copying whenever its payload's address meets its
  *       declared alignment, which is always the case for alignments up to the page size (the
  *       map starts on a page boundary and the writer aligns every payload in the file); only
@@ -65,14 +71,16 @@ import java.util.stream.StreamSupport;
  * <h2>Costs</h2>
  * Opening reads the header and the trailer, and the whole index when index plus metadata are
  * at most {@link FileReaderOptions#eagerIndexBytes()} (1 MiB by default): at most three
- * ranges whatever the tensor count. With a larger index, a name lookup
+ * ranges whatever the tensor count, one for a file of at most 4 KiB and two when the index
+ * lies in the file's last 4 KiB (the first read takes the last 4 KiB). With a larger index, a name lookup
  * ({@link #entry(String)}, {@link #read(String)}) is a binary search costing at most
  * ⌈log2(n + 1)⌉ + 1 small reads (18 for 100,000 tensors), and {@link #entry(long)} two;
  * with a loaded index, none. {@link #readAtCalls()} counts them. Listing ({@link #entries()},
  * iteration) reads no payload.
  *
  * <h2>Ownership and lifetimes</h2>
- * The file owns its channel ({@link #close()} closes it) and, for {@link #map}, the mapping.
+ * The file owns its file descriptor or channel ({@link #close()} closes it) and, for
+ * {@link #map}, the mapping.
  * Every {@link Tensor} returned is owned by the caller, who closes it; its buffers are
  * {@link MemorySegment}s that become inaccessible ({@link IllegalStateException}, never a
  * crash) once it is closed. Tensors stay valid after the file is closed. For a mapped file this
@@ -91,16 +99,22 @@ import java.util.stream.StreamSupport;
  * (docs/spec/hrryfile.md §6): a file smaller than header plus trailer or shortened while open
  * is {@link Status#TRUNCATED}; a bad magic (not a container, or one whose writer never
  * finished) {@link Status#INVALID_MAGIC}; damaged bytes and impossible offsets
- * {@link Status#CORRUPT}; a limit {@link Status#LIMIT_EXCEEDED}. When the channel throws, the
- * status is {@link Status#TRANSPORT}, the cause is the channel's exception, and the call can be
- * repeated (the reader's state did not change). Opening a missing file throws the channel's own
- * {@link IOException} ({@link java.nio.file.NoSuchFileException}).
+ * {@link Status#CORRUPT}; a limit {@link Status#LIMIT_EXCEEDED}. When a read fails, the status
+ * is {@link Status#TRANSPORT} and the call can be repeated (the reader's state did not change);
+ * through a channel the cause is the channel's exception, through {@link #open(Path)} the
+ * message names the operating system's error. Opening a missing or unreadable file throws
+ * Java's own {@link IOException} ({@link java.nio.file.NoSuchFileException},
+ * {@link java.nio.file.AccessDeniedException}, ...); a directory or another file that is not a
+ * regular file is {@link Status#INVALID_ARGUMENT} for {@link #open(Path)}.
  *
  * <h2>Threads</h2>
  * One file, one thread at a time (docs/spec/c-abi.md §Threads): a call while another thread is
  * inside the file fails with {@link IllegalStateException}. Tensors follow
  * {@link FileReaderOptions#tensorScope()}; a mapped file's tensors may be closed from any
- * thread their scope allows, and the last close unmaps.
+ * thread their scope allows, and the last close unmaps. A file opened by path is read on the
+ * calling thread by the native library: a virtual thread stays on its carrier for each open
+ * and read (positional reads of a local file: microseconds), and {@link Thread#interrupt()}
+ * does not abort a read in progress (nor, unlike a channel's, close the file).
  */
 public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
     private final NativeFileReader reader;
@@ -111,16 +125,56 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
 
     /**
      * A read-only memory map shared by the file and the tensors read from it: one reference
-     * for the file, one per open tensor; the last release closes the arena, which unmaps.
+     * for the file, one per open tensor; the last release unmaps. Either a map made through
+     * the C library ({@link NativeMap}; the usual case) or one made by
+     * {@link FileChannel#map(MapMode, long, long, Arena)} in a shared arena (other file systems
+     * and platforms). The native map is unmapped by the releasing thread with no handshake;
+     * the Java segment over it ({@link #region()}) exists only once asked for, in a shared
+     * arena closed just before the unmap.
      */
     private static final class Mapping {
         private final Arena arena;
-        private final MemorySegment region;
+        private final NativeMap map;
         private final AtomicInteger refs = new AtomicInteger(1);
+        /** Guarded by this: the segment {@link #region()} returns, and its arena (native map only). */
+        private MemorySegment region;
+        private Arena regionArena;
+        private boolean unmapped;
 
+        /** A map made by a channel: {@code region} belongs to {@code arena}. */
         Mapping(Arena arena, MemorySegment region) {
             this.arena = arena;
+            this.map = null;
             this.region = region;
+        }
+
+        /** A map made through the C library. */
+        Mapping(NativeMap map) {
+            this.arena = null;
+            this.map = map;
+        }
+
+        /** The map's first byte, for the native reader. */
+        MemorySegment start() {
+            return map != null ? MemorySegment.ofAddress(map.address()) : region;
+        }
+
+        long size() {
+            return map != null ? map.size() : region.byteSize();
+        }
+
+        /** The whole map as a read-only segment, valid until the last release. */
+        synchronized MemorySegment region() {
+            if (region == null) {
+                Arena a = unmapped ? Arena.ofConfined() : Arena.ofShared();
+                region = MemorySegment.ofAddress(map.address()).reinterpret(map.size(), a, null).asReadOnly();
+                if (unmapped) {
+                    a.close(); // asked for too late: a segment that throws IllegalStateException
+                } else {
+                    regionArena = a;
+                }
+            }
+            return region;
         }
 
         /** Called only while the file is open, so the count is at least 1. */
@@ -129,9 +183,20 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
         }
 
         void release() {
-            if (refs.decrementAndGet() == 0) {
-                arena.close();
+            if (refs.decrementAndGet() != 0) {
+                return;
             }
+            if (map == null) {
+                arena.close();
+                return;
+            }
+            synchronized (this) {
+                unmapped = true;
+                if (regionArena != null) {
+                    regionArena.close();
+                }
+            }
+            map.unmap();
         }
     }
 
@@ -142,13 +207,29 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
      */
     private final java.util.HashMap<String, FileEntry> entryCache = new java.util.HashMap<>();
     private static final int ENTRY_CACHE_MAX = 1 << 16;
+    /**
+     * Entries by index whose native entries this file owns ({@link #ownedEntries}), so that one
+     * index has at most one; guarded by {@link #guard}.
+     */
+    private final java.util.HashMap<Long, FileEntry> entriesByIndex = new java.util.HashMap<>();
+    /**
+     * The native entries of the first {@link #ENTRY_CACHE_MAX} distinct entries handed out,
+     * destroyed at {@link #close()}: no cleaner registration per lookup, and their memory comes
+     * back when the file closes rather than after a garbage collection. Entries beyond those
+     * own their native entry themselves (freed by the garbage collector).
+     */
+    private final NativeFileEntry.Owned ownedEntries = new NativeFileEntry.Owned(ENTRY_CACHE_MAX);
 
     private HurrayFile(NativeFileReader reader, Mapping mapping, TensorScope scope, String source) {
         this.reader = reader;
         this.mapping = mapping;
         this.scope = scope;
         this.source = source;
-        reader.watch(this, mapping == null ? null : mapping::release);
+        NativeFileEntry.Owned owned = ownedEntries;
+        reader.watch(this, mapping == null ? owned::destroyAll : () -> {
+            owned.destroyAll();
+            mapping.release();
+        });
     }
 
     // ---------------------------------------------------------------- opening
@@ -159,17 +240,40 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
     }
 
     /**
-     * Opens the container at {@code path} for reading through a {@link FileChannel}
-     * (positional reads into native memory; see the class comment).
+     * Opens the container at {@code path} for reading with positional reads into native memory
+     * (see the class comment): the native library opens the file and reads it itself, so no
+     * read calls back into Java. A path of another {@link java.nio.file.FileSystem} than the
+     * default one (a zip file system, an in-memory one) is read through a {@link FileChannel}
+     * of that file system instead.
      *
-     * @throws java.nio.file.NoSuchFileException and other {@link IOException}s of
-     *     {@link FileChannel#open}
-     * @throws HurrayException when the file is not a valid container (see the class comment);
-     *     the channel is then closed
+     * @throws java.nio.file.NoSuchFileException and the other {@link IOException}s
+     *     {@link FileChannel#open} throws for a file that cannot be opened
+     * @throws HurrayException when the file is not a valid container (see the class comment),
+     *     {@link Status#INVALID_ARGUMENT} when it is a directory or another non-regular file
      */
     public static HurrayFile open(Path path, FileReaderOptions options) throws IOException {
         Objects.requireNonNull(path, "path");
         Objects.requireNonNull(options, "options");
+        byte[] name = NativePaths.bytes(path);
+        if (name != null) {
+            NativeFileReader r;
+            try {
+                r = NativeFileReader.openPath(name, options.toNative());
+            } catch (HurrayException e) {
+                if (e.status() != Status.NOT_FOUND && e.status() != Status.TRANSPORT) {
+                    throw e;
+                }
+                // The operating system refused the file. Opening it through a channel repeats
+                // that as Java's own exception (NoSuchFileException, AccessDeniedException, ...),
+                // or, should the file have become readable meanwhile, simply opens it.
+                return openChannel(path, options);
+            }
+            return opened(r, options, path.toString());
+        }
+        return openChannel(path, options);
+    }
+
+    private static HurrayFile openChannel(Path path, FileReaderOptions options) throws IOException {
         FileChannel ch = FileChannel.open(path, StandardOpenOption.READ);
         try {
             return open(ch, options, path.toString());
@@ -204,7 +308,11 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
     }
 
     private static HurrayFile open(FileChannel ch, FileReaderOptions options, String source) throws HurrayException {
-        NativeFileReader r = NativeFileReader.open(ReadAtTransport.of(ch, ch), options.toNative());
+        return opened(NativeFileReader.open(ReadAtTransport.of(ch, ch), options.toNative()), options, source);
+    }
+
+    /** A file over a newly opened reader {@code r}, which it destroys if this fails. */
+    private static HurrayFile opened(NativeFileReader r, FileReaderOptions options, String source) throws HurrayException {
         try {
             r.setBufferPoolBytes(options.bufferPoolBytes());
         } catch (HurrayException | RuntimeException e) {
@@ -222,8 +330,11 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
     /**
      * Maps the container at {@code path} read-only into memory and opens it there, so that
      * tensors point into the mapping without copying (see the class comment for when, and for
-     * the mapping's lifetime). Works for files of any size, including over 2 GiB. The channel
-     * used to map is closed before this method returns.
+     * the mapping's lifetime). Works for files of any size, including over 2 GiB. On Linux
+     * (x86-64, AArch64) a file of the default file system is mapped with the C library's
+     * {@code mmap}, and unmapped with {@code munmap} by whichever thread releases it last;
+     * elsewhere, and for a file that cannot be mapped so, through a {@link FileChannel}. No
+     * file descriptor or channel stays open either way.
      *
      * @throws java.nio.file.NoSuchFileException and other {@link IOException}s of
      *     {@link FileChannel#open} and {@link FileChannel#map}
@@ -232,7 +343,28 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
     public static HurrayFile map(Path path, FileReaderOptions options) throws IOException {
         Objects.requireNonNull(path, "path");
         Objects.requireNonNull(options, "options");
-        // Shared: the last tensor, which unmaps, may be closed on another thread.
+        byte[] name = NativePaths.bytes(path);
+        NativeMap map = name == null ? null : NativeMap.map(name);
+        if (map != null) {
+            Mapping m = new Mapping(map);
+            NativeFileReader r = null;
+            try {
+                r = NativeFileReader.openSpan(m.start(), m.size(), options.toNative());
+                return new HurrayFile(r, m, options.tensorScope(), path.toString());
+            } catch (HurrayException | RuntimeException | Error e) {
+                if (r != null) {
+                    try {
+                        r.close();
+                    } catch (HurrayException suppressed) {
+                        e.addSuppressed(suppressed);
+                    }
+                }
+                map.unmap();
+                throw e;
+            }
+        }
+        // Anything the C library could not map (see NativeMap) maps here, or fails with Java's
+        // own exception. Shared: the last tensor, which unmaps, may be closed on another thread.
         Arena arena = Arena.ofShared();
         try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
             long size = ch.size();
@@ -311,10 +443,13 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
      * The read-only memory map of a {@link #map mapped} file (the whole file, from offset 0),
      * or empty for {@link #open}. The segment is valid while the file or any of its tensors is
      * open, and then throws {@link IllegalStateException}. A tensor buffer lies inside it
-     * exactly when it was not copied.
+     * exactly when it was not copied. It is a plain native segment when the C library made the
+     * map ({@link MemorySegment#isMapped()} is then false: use its bytes, not
+     * {@code load()}/{@code force()}); the first call makes it, in a shared arena whose close
+     * (a handshake with every thread) then comes with the unmapping.
      */
     public Optional<MemorySegment> mapping() {
-        return mapping == null ? Optional.empty() : Optional.of(mapping.region);
+        return mapping == null ? Optional.empty() : Optional.of(mapping.region());
     }
 
     /**
@@ -498,7 +633,11 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
             if (h == null) {
                 throw new HurrayException(Status.NOT_FOUND, "no tensor named \"" + name + "\" in " + source, null);
             }
-            return readLocked(h, null);
+            try {
+                return readLocked(h, null);
+            } finally {
+                NativeFileEntry.destroy(h); // the tensor does not borrow its entry
+            }
         } finally {
             guard.exit();
         }
@@ -570,8 +709,29 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
         }
     }
 
-    private FileEntry toEntry(MemorySegment h) throws HurrayException {
-        long index = NativeFileEntry.index(h);
+    /** The entry for native entry {@code raw}, which this takes over (see {@link #ownedEntries}). */
+    private FileEntry toEntry(MemorySegment raw) throws HurrayException {
+        long index;
+        try {
+            index = NativeFileEntry.index(raw);
+        } catch (HurrayException | RuntimeException e) {
+            NativeFileEntry.destroy(raw);
+            throw e;
+        }
+        FileEntry known = entriesByIndex.get(index);
+        if (known != null) {
+            NativeFileEntry.destroy(raw);
+            return known;
+        }
+        boolean owned = ownedEntries.add(raw);
+        FileEntry e = toEntry(owned ? raw : NativeFileEntry.own(raw), index);
+        if (owned) {
+            entriesByIndex.put(index, e);
+        }
+        return e;
+    }
+
+    private FileEntry toEntry(MemorySegment h, long index) throws HurrayException {
         String name = NativeFileEntry.name(h);
         MemorySegment d = NativeFileEntry.descriptor(h);
         NativeDescriptor twin = NativeDescriptor.copyOf(NativeDescriptor.encodedView(d));
@@ -664,6 +824,7 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
         try {
             reader.close();
         } finally {
+            ownedEntries.destroyAll();
             if (mapping != null) {
                 mapping.release();
             }

@@ -1,11 +1,13 @@
 package dev.hurray;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
+import java.util.List;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -92,6 +94,26 @@ class HurrayFileScaleTest {
             long before = f.readAtCalls();
             assertEquals(name(12_345), f.entry(name(12_345)).orElseThrow().name());
             assertEquals(before, f.readAtCalls(), "lookups make no reads");
+        }
+    }
+
+    @Test
+    void everyEntryOfALargeFileCanBeListedAndRead() throws IOException {
+        // The file owns the native copies of the first 65,536 entries it hands out (freed at
+        // close); entries beyond own theirs. Both kinds read their tensors, before and after.
+        FileReaderOptions eager = FileReaderOptions.defaults().withEagerIndexBytes(64L << 20);
+        try (HurrayFile f = HurrayFile.open(path, eager)) {
+            List<FileEntry> all = f.entries();
+            assertEquals(N, all.size());
+            for (int k : new int[] {0, 65_535, 65_536, N - 1}) {
+                FileEntry e = all.get(k);
+                assertEquals(name(k), e.name());
+                try (Tensor t = f.read(e)) {
+                    assertEquals((byte) (k % 251), t.buffer(0).get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0));
+                }
+            }
+            assertSame(all.get(10), f.entry(10), "an owned entry is handed out again");
+            assertEquals(name(N - 1), f.entry(N - 1).name());
         }
     }
 }

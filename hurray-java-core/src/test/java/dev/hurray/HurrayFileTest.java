@@ -6,9 +6,14 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.hurray.internal.Transport;
 import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.file.NoSuchFileException;
+import java.time.Duration;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -20,6 +25,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -470,6 +476,161 @@ class HurrayFileTest {
                     assertArrayEquals(new float[] {7}, t.toFloatArray());
                 }
                 assertEquals(Status.NOT_FOUND, assertThrows(HurrayException.class, () -> f.read("nope")).status());
+            }
+        }
+    }
+
+    /** A one-tensor container of {@code floats} float32 values 0, 1, 2, ...; the values. */
+    private static float[] writeOne(Path path, int floats) throws IOException {
+        float[] v = new float[floats];
+        for (int i = 0; i < v.length; i++) {
+            v[i] = i;
+        }
+        try (HurrayFileWriter w = HurrayFile.create(path); Tensor t = Tensor.of(v, v.length)) {
+            w.add("only", t);
+            w.finish();
+        }
+        return v;
+    }
+
+    @Test
+    void openingAPathReadsTheFileNativelyWithoutUpcalls() throws IOException {
+        Path path = dir.resolve("small.hrry");
+        float[] v = writeOne(path, 16);
+        assertTrue(Files.size(path) <= 4096);
+        FileReaderOptions[] options = {
+            FileReaderOptions.defaults(),
+            FileReaderOptions.defaults().withPayloadChecks(FileReaderOptions.PayloadChecks.SKIP),
+            FileReaderOptions.defaults().withPayloadChecks(FileReaderOptions.PayloadChecks.VERIFY),
+        };
+        for (boolean mapped : new boolean[] {false, true}) {
+            for (FileReaderOptions o : options) {
+                long before = Transport.registrations();
+                MemorySegment kept;
+                try (HurrayFile f = mapped ? HurrayFile.map(path, o) : HurrayFile.open(path, o)) {
+                    assertEquals(1, f.readAtCalls(), "a container of at most 4 KiB opens in one read");
+                    FileEntry e = f.entry("only").orElseThrow();
+                    assertSame(e, f.entry(0), "one entry per index");
+                    try (Tensor t = f.read(e)) {
+                        assertArrayEquals(v, t.toFloatArray());
+                        kept = t.buffer(0);
+                    }
+                    assertThrows(IllegalStateException.class, () -> kept.get(ValueLayout.JAVA_BYTE, 0));
+                    f.close();
+                    f.close(); // a second close is a no-op
+                    assertEquals("only", e.name(), "an entry's fields outlive the file");
+                    assertThrows(IllegalStateException.class, () -> f.read(e));
+                    assertThrows(IllegalStateException.class, f::count);
+                }
+                assertEquals(before, Transport.registrations(), "no Java transport: no upcall could run");
+            }
+        }
+        // The channel route still works, and does register a transport (the control).
+        long before = Transport.registrations();
+        try (HurrayFile f = HurrayFile.open(FileChannel.open(path)); Tensor t = f.read("only")) {
+            assertArrayEquals(v, t.toFloatArray());
+        }
+        assertEquals(before + 1, Transport.registrations());
+    }
+
+    @Test
+    void aPathTheLibraryCannotTakeGoesThroughAChannel() throws IOException {
+        // A name holding U+FFFD cannot be told from one decoded lossily, so it takes the channel.
+        Path path = dir.resolve("odd\uFFFDname.hrry");
+        float[] v = writeOne(path, 4);
+        long before = Transport.registrations();
+        try (HurrayFile f = HurrayFile.open(path); Tensor t = f.read("only")) {
+            assertArrayEquals(v, t.toFloatArray());
+        }
+        assertEquals(before + 1, Transport.registrations());
+        try (HurrayFile f = HurrayFile.map(path); Tensor t = f.read("only")) {
+            assertTrue(f.mapping().orElseThrow().isMapped(), "mapped by FileChannel.map");
+            assertArrayEquals(v, t.toFloatArray());
+        }
+    }
+
+    @Test
+    void aMapMadeByTheCLibraryIsUnmappedByTheLastRelease() throws Exception {
+        Path path = dir.resolve("cmap.hrry");
+        float[] v = writeOne(path, 1000);
+        boolean linux = System.getProperty("os.name").startsWith("Linux")
+                && List.of("amd64", "aarch64").contains(System.getProperty("os.arch"));
+        // The region is made only when asked for; a tensor keeps the map after the file closes.
+        HurrayFile f = HurrayFile.map(path);
+        Tensor t = f.read("only");
+        f.close();
+        MemorySegment region = f.mapping().orElseThrow();
+        assertEquals(!linux, region.isMapped(), "mmap through the C library on Linux");
+        assertTrue(region.isReadOnly());
+        assertEquals('H', (char) region.get(ValueLayout.JAVA_BYTE, 0));
+        assertArrayEquals(v, t.toFloatArray());
+        CompletableFuture.runAsync(() -> {
+            try {
+                t.close(); // a confined tensor refuses another thread
+            } catch (WrongThreadException expected) {
+                return;
+            }
+            throw new AssertionError("closed on another thread");
+        }).get(10, TimeUnit.SECONDS);
+        t.close();
+        assertThrows(IllegalStateException.class, () -> region.get(ValueLayout.JAVA_BYTE, 0));
+        // Asked for only after the unmapping: a segment that throws, never one over freed pages.
+        HurrayFile g = HurrayFile.map(path);
+        g.close();
+        MemorySegment late = g.mapping().orElseThrow();
+        assertThrows(IllegalStateException.class, () -> late.get(ValueLayout.JAVA_BYTE, 0));
+        // Many maps in a row leave nothing behind: each is unmapped at close.
+        for (int i = 0; i < 2000; i++) {
+            try (HurrayFile h = HurrayFile.map(path)) {
+                assertEquals(1, h.count());
+                if (linux && i == 0) {
+                    assertEquals(1, mapsOf(path), "mapped once while open");
+                }
+            }
+        }
+        if (linux) {
+            assertEquals(0, mapsOf(path), "no mapping left");
+        }
+    }
+
+    /** How many of this process's mappings (/proc/self/maps) are of {@code path}. */
+    private static long mapsOf(Path path) throws IOException {
+        String name = path.toRealPath().toString();
+        try (var lines = Files.lines(Path.of("/proc/self/maps"))) {
+            return lines.filter(l -> l.endsWith(" " + name)).count();
+        }
+    }
+
+    @Test
+    void badPathsFailClearlyThroughOpenAndMap() throws Exception {
+        Path missing = dir.resolve("missing.hrry");
+        assertThrows(NoSuchFileException.class, () -> HurrayFile.open(missing));
+        assertThrows(NoSuchFileException.class, () -> HurrayFile.map(missing));
+        HurrayException d = assertThrows(HurrayException.class, () -> HurrayFile.open(dir));
+        assertEquals(Status.INVALID_ARGUMENT, d.status());
+        assertTrue(d.getMessage().contains("is a directory"), d.getMessage());
+        assertThrows(IOException.class, () -> HurrayFile.map(dir));
+        // A FIFO is refused at once instead of blocking in open() until a writer comes.
+        Path fifo = dir.resolve("fifo");
+        Process p = new ProcessBuilder("mkfifo", fifo.toString()).start();
+        Assumptions.assumeTrue(p.waitFor() == 0, "mkfifo is not available");
+        HurrayException e = assertTimeoutPreemptively(Duration.ofSeconds(20),
+                () -> assertThrows(HurrayException.class, () -> HurrayFile.open(fifo)));
+        assertEquals(Status.INVALID_ARGUMENT, e.status());
+        assertTrue(e.getMessage().contains("not a regular file"), e.getMessage());
+    }
+
+    @Test
+    void aFileLargerThanTheFirstReadOpensInTwo() throws IOException {
+        Path path = dir.resolve("larger.hrry");
+        float[] v = writeOne(path, 10_000);
+        for (boolean mapped : new boolean[] {false, true}) {
+            try (HurrayFile f = reopen(path, mapped)) {
+                assertEquals(2, f.readAtCalls(), "the last 4 KiB (trailer and index), the header");
+                try (Tensor t = f.read("only")) {
+                    assertArrayEquals(v, t.toFloatArray());
+                }
+                assertEquals(mapped ? 2 : 3, f.readAtCalls(), "the payload: one read, none from the map");
             }
         }
     }

@@ -20,8 +20,8 @@ import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * HRRYFILE open time (issue 4) for containers of 1, 1,000 and 100,000 tensors of 64 bytes:
- * µs per open + count + close ({@link FileOpens}); {@code impl=raw} is opening the file and
- * reading its trailer.
+ * µs per open + count + close, or open + lookup by name + close ({@code op}; {@link FileOpens});
+ * {@code impl=raw} is opening the file and reading its trailer.
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
@@ -39,6 +39,10 @@ public class FileOpenBench {
     @Param({FileOpens.RAW, FileOpens.OPEN, FileOpens.MAP})
     public String impl;
 
+    /** {@code count}: open + count + close; {@code entry}: open + entry(name) + close. */
+    @Param({"count", "entry"})
+    public String op;
+
     private Path dir;
     private FileOpens opens;
 
@@ -47,7 +51,7 @@ public class FileOpenBench {
         dir = Files.createTempDirectory("hurray-bench-open");
         Path file = Containers.write(dir.resolve("c.hrry"), count, 64);
         Containers.warm(file);
-        opens = new FileOpens(impl, file);
+        opens = new FileOpens(impl, file, op.equals("entry"));
     }
 
     @TearDown(Level.Trial)

@@ -17,7 +17,9 @@ import java.nio.file.StandardOpenOption;
  *   <li>{@code map}: {@link HurrayFile#map(Path)}, {@code count()}, close (maps and unmaps the
  *       whole file).
  * </ul>
- * Each returns the tensor count it saw ({@code raw}: 0).
+ * With {@code lookup}, {@code open} and {@code map} look the first tensor up by name
+ * ({@link HurrayFile#entry(String)}) instead of counting: open + lookup + close ({@code raw}
+ * is the same either way). Each returns the tensor count or entry index it saw ({@code raw}: 0).
  */
 public final class FileOpens {
     /** Implementations, as named in benchmark parameters. */
@@ -26,27 +28,36 @@ public final class FileOpens {
 
     private final String impl;
     private final Path file;
+    private final boolean lookup;
+    private final String first = Containers.name(0);
     private final ByteBuffer trailer = ByteBuffer.allocateDirect(TRAILER_BYTES);
 
+    /** Open + count + close. */
     public FileOpens(String impl, Path file) {
+        this(impl, file, false);
+    }
+
+    /** Open + count + close, or with {@code lookup} open + {@code entry(name)} + close. */
+    public FileOpens(String impl, Path file, boolean lookup) {
         if (!impl.equals(RAW) && !impl.equals(OPEN) && !impl.equals(MAP)) {
             throw new IllegalArgumentException("unknown implementation " + impl);
         }
         this.impl = impl;
         this.file = file;
+        this.lookup = lookup;
     }
 
-    /** Opens, counts and closes once. */
+    /** Opens, counts (or looks the first tensor up) and closes once. */
     public long openOnce() throws IOException {
         switch (impl) {
             case OPEN -> {
                 try (HurrayFile f = HurrayFile.open(file)) {
-                    return f.count();
+                    return use(f);
                 }
             }
             case MAP -> {
                 try (HurrayFile f = HurrayFile.map(file)) {
-                    return f.count();
+                    return use(f);
                 }
             }
             default -> {
@@ -62,5 +73,9 @@ public final class FileOpens {
                 }
             }
         }
+    }
+
+    private long use(HurrayFile f) throws IOException {
+        return lookup ? f.entry(first).orElseThrow().index() : f.count();
     }
 }

@@ -16,10 +16,13 @@ final class FileSide {
         StringBuilder out = new StringBuilder();
         Path dir = Files.createTempDirectory("hurray-side-by-side");
         try {
-            out.append("### HRRYFILE open + count + close (µs, warm page cache, median of ").append(rounds)
-                    .append(" rounds; raw = FileChannel.open + read the 72-byte trailer + close)\n\n");
-            out.append("| operation | tensors | raw µs | open() µs | map() µs | faults/op open | faults/op map |\n");
-            out.append("|---|---:|---:|---:|---:|---:|---:|\n");
+            out.append("### HRRYFILE open + count + close, and open + entry(name) + close (µs, warm page cache, median of ")
+                    .append(rounds).append(" rounds; raw = FileChannel.open + read the 72-byte trailer + close; "
+                            + "ratios are time over raw's)\n\n");
+            out.append("| operation | tensors | raw µs | open() µs | open()/raw | open()+entry µs | open()+entry/raw "
+                    + "| map() µs | map()+entry µs | faults/op open | faults/op map |\n");
+            out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+            final String openEntry = FileOpens.OPEN + "+entry", mapEntry = FileOpens.MAP + "+entry";
             for (int count : new int[] {1, 1000, 100_000}) {
                 Path file = Containers.write(dir.resolve("open-" + count + ".hrry"), count, 64);
                 Containers.warm(file);
@@ -27,9 +30,15 @@ final class FileSide {
                 for (String impl : new String[] {FileOpens.RAW, FileOpens.OPEN, FileOpens.MAP}) {
                     ops.put(impl, new FileOpens(impl, file)::openOnce);
                 }
+                ops.put(openEntry, new FileOpens(FileOpens.OPEN, file, true)::openOnce);
+                ops.put(mapEntry, new FileOpens(FileOpens.MAP, file, true)::openOnce);
                 Map<String, Sampler.Sample> r = Sampler.run(ops, 3 * roundNanos, rounds, roundNanos);
-                out.append(String.format(Locale.ROOT, "| open | %,d | %.1f | %.1f | %.1f | %.1f | %.1f |%n", count,
-                        r.get(FileOpens.RAW).usPerOp(), r.get(FileOpens.OPEN).usPerOp(), r.get(FileOpens.MAP).usPerOp(),
+                double raw = r.get(FileOpens.RAW).usPerOp();
+                out.append(String.format(Locale.ROOT,
+                        "| open | %,d | %.1f | %.1f | %.2f | %.1f | %.2f | %.1f | %.1f | %.1f | %.1f |%n", count, raw,
+                        r.get(FileOpens.OPEN).usPerOp(), r.get(FileOpens.OPEN).usPerOp() / raw,
+                        r.get(openEntry).usPerOp(), r.get(openEntry).usPerOp() / raw,
+                        r.get(FileOpens.MAP).usPerOp(), r.get(mapEntry).usPerOp(),
                         r.get(FileOpens.OPEN).faultsPerOp(), r.get(FileOpens.MAP).faultsPerOp()));
                 Files.delete(file);
             }

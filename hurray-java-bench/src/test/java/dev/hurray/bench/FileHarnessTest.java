@@ -33,5 +33,7 @@ class FileHarnessTest {
         assertEquals(1000, new FileOpens(FileOpens.OPEN, file).openOnce());
         assertEquals(1000, new FileOpens(FileOpens.MAP, file).openOnce());
         assertEquals(0, new FileOpens(FileOpens.RAW, file).openOnce());
+        assertEquals(0, new FileOpens(FileOpens.OPEN, file, true).openOnce(), "index of the first tensor");
+        assertEquals(0, new FileOpens(FileOpens.MAP, file, true).openOnce());
     }
 }

@@ -23,10 +23,67 @@ public final class NativeFileEntry {
 
     /**
      * Binds an owned entry pointer to an automatic arena whose cleanup destroys it
-     * ({@code hurray_file_entry_destroy}) once the returned segment is unreachable.
+     * ({@code hurray_file_entry_destroy}) once the returned segment is unreachable. A cleaner
+     * registration per entry, and a free that waits for a garbage collection: for entries
+     * nobody else owns (see {@link Owned}).
      */
-    static MemorySegment own(MemorySegment raw) {
+    public static MemorySegment own(MemorySegment raw) {
         return raw.reinterpret(Arena.ofAuto(), NativeFileEntry::destroyQuietly);
+    }
+
+    /** Destroys an owned entry pointer now, on this thread. */
+    public static void destroy(MemorySegment raw) {
+        MemorySegment s = Native.scratch();
+        s.set(ADDRESS, 0, raw);
+        hurray_h.hurray_file_entry_destroy(s);
+    }
+
+    /**
+     * Entry pointers owned by one file and destroyed together when it closes: at most
+     * {@code capacity} of them, so a file used for a long time holds a bounded number. Cheaper
+     * than {@link #own} (no cleaner registration; the memory comes back at once, not after a
+     * garbage collection). Thread-safe; {@link #destroyAll} may run on the cleaner thread.
+     */
+    public static final class Owned {
+        private final int capacity;
+        private long[] addresses = new long[4];
+        private int size;
+        private boolean closed;
+
+        /** @param capacity the most entries held */
+        public Owned(int capacity) {
+            this.capacity = capacity;
+        }
+
+        /** Takes {@code raw}; false (nothing taken) when full or already destroyed. */
+        public synchronized boolean add(MemorySegment raw) {
+            if (closed || size == capacity) {
+                return false;
+            }
+            if (size == addresses.length) {
+                addresses = java.util.Arrays.copyOf(addresses, Math.min(capacity, size * 2));
+            }
+            addresses[size++] = raw.address();
+            return true;
+        }
+
+        /** Destroys every entry taken; later {@link #add} calls take nothing. Idempotent. */
+        public synchronized void destroyAll() {
+            closed = true;
+            if (size == 0) {
+                return;
+            }
+            // Not the scratch area: this may run on the cleaner thread (see destroyQuietly).
+            try (Arena a = Arena.ofConfined()) {
+                MemorySegment slot = a.allocate(ADDRESS);
+                for (int i = 0; i < size; i++) {
+                    slot.set(ADDRESS, 0, MemorySegment.ofAddress(addresses[i]));
+                    hurray_h.hurray_file_entry_destroy(slot);
+                }
+            }
+            size = 0;
+            addresses = new long[0];
+        }
     }
 
     /**

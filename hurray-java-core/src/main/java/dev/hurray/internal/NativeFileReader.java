@@ -18,29 +18,29 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * A native container reader ({@code HurrayFileReader*}; docs/spec/hrryfile.md §4, §8), either
- * over a {@link ReadAtTransport} ({@code hurray_file_reader_open}) or over a caller's memory
- * region ({@code hurray_file_reader_open_span}).
+ * A native container reader ({@code HurrayFileReader*}; docs/spec/hrryfile.md §4, §8) over a
+ * file the library opens and reads itself ({@code hurray_file_reader_open_path}), over a
+ * {@link ReadAtTransport} ({@code hurray_file_reader_open}), or over a caller's memory region
+ * ({@code hurray_file_reader_open_span}).
  *
- * <p><b>Memory.</b> The upcall stubs ({@code read_at}, {@code size}, {@code release}) are
- * process-wide (see {@link Transport}); the transport is entered in the transport table at open
- * and leaves it right after {@code hurray_file_reader_destroy} (or a failed open), so the native
- * reader can reach it exactly as long as it lives. The transport struct and options are copied
- * by the open call and live in a confined arena closed before {@link #open} returns. The
- * out-parameter area and a name buffer (one allocation) are in an automatic arena, freed by the
- * garbage collector with this object, so a reader made on one thread can be used (one thread at
- * a time) and closed on another without a shared arena, whose close is a handshake with every
- * Java thread (tens to hundreds of microseconds). A span reader has no transport and the same
- * automatic area. Calls that may reach the transport (entry, find, read, metadata, verify) use
- * this per-handle area, never the thread's scratch area (an upcall runs arbitrary Java code on
- * the same thread). Nothing is allocated per call except for names and keys longer than the
- * name buffer.
+ * <p><b>Memory.</b> A reader over a path or a span makes no upcalls, so its calls keep their
+ * out-parameters, options and names in the thread's scratch area ({@link Native#scratch()},
+ * under its rule): opening one allocates nothing in Java but this object. A reader over a
+ * transport may run arbitrary Java code inside any call (the {@code read_at} upcall), so it
+ * has an area of its own: out-parameters and a name buffer (one allocation) in an automatic
+ * arena, freed by the garbage collector with this object, so a reader made on one thread can
+ * be used (one thread at a time) and closed on another without a shared arena, whose close is
+ * a handshake with every Java thread. Its upcall stubs ({@code read_at}, {@code size},
+ * {@code release}) are process-wide (see {@link Transport}); the transport is entered in the
+ * transport table at open and leaves it right after {@code hurray_file_reader_destroy} (or a
+ * failed open), so the native reader can reach it exactly as long as it lives. Nothing is
+ * allocated per call except for names and keys longer than the name buffer.
  *
  * <p><b>Entries.</b> {@link #entry} and {@link #find} return owned {@code HurrayFileEntry*}
- * handles bound to an {@linkplain Arena#ofAuto() automatic arena} whose cleanup calls
- * {@code hurray_file_entry_destroy} once the segment is unreachable (entries are plain data,
- * independent of the reader, so the cleaner thread may destroy them); a downcall that takes the
- * segment keeps it alive for the call.
+ * pointers: the caller destroys them ({@link NativeFileEntry#destroy}), hands them to a
+ * {@link NativeFileEntry.Owned} set, or binds them to an automatic arena
+ * ({@link NativeFileEntry#own}). Entries are plain data, independent of the reader, so any
+ * thread may destroy them.
  *
  * <p>Not thread-safe: the public {@code HurrayFile} serialises access.
  */
@@ -49,18 +49,45 @@ public final class NativeFileReader {
     private static final long NAME_BYTES = 4096;
     /** Bytes of the out-parameter area (up to four 8-byte results). */
     private static final long OUT_BYTES = 64;
+    /** Where in the thread's scratch area the options struct goes (inside its out-slots, after ours). */
+    private static final long SCRATCH_OPTIONS = OUT_BYTES;
+    /**
+     * Where in the thread's scratch area names and paths go: the last-error message buffer,
+     * which is written only by a later {@code hurray_last_error_message} call, after the name
+     * is no longer needed.
+     */
+    private static final long SCRATCH_NAME = 1024;
 
+    static {
+        if (SCRATCH_OPTIONS + HurrayFileReaderOptions.sizeof() > Native.FIELDS_OFFSET
+                || SCRATCH_NAME + 256 > Native.SCRATCH_BYTES) {
+            throw new AssertionError("the scratch area's layout does not fit the file reader");
+        }
+    }
+
+    /** Null for a path or span reader (see the class comment on memory). */
     private final ReadAtTransport transport;
-    private final MemorySegment out;
-    private final MemorySegment nameBuf;
+    /** The reader's own area for a transport reader; null when it uses the thread's scratch. */
+    private final MemorySegment ownOut;
+    private final MemorySegment ownNameBuf;
     private MemorySegment handle;
     private Leaks.Resource resource;
 
     private NativeFileReader(ReadAtTransport transport, MemorySegment area, MemorySegment handle) {
         this.transport = transport;
-        this.out = area.asSlice(0, OUT_BYTES);
-        this.nameBuf = area.asSlice(OUT_BYTES, NAME_BYTES);
+        this.ownOut = area == null ? null : area.asSlice(0, OUT_BYTES);
+        this.ownNameBuf = area == null ? null : area.asSlice(OUT_BYTES, NAME_BYTES);
         this.handle = handle;
+    }
+
+    /** The out-parameter slots for this reader's calls (see the class comment on memory). */
+    private MemorySegment out() {
+        return ownOut != null ? ownOut : Native.scratch();
+    }
+
+    /** The name buffer for this reader's calls. */
+    private MemorySegment nameBuf() {
+        return ownNameBuf != null ? ownNameBuf : Native.scratch().asSlice(SCRATCH_NAME);
     }
 
     /** The per-handle area: {@code OUT_BYTES} of out-parameters, then the name buffer. */
@@ -93,7 +120,11 @@ public final class NativeFileReader {
         }
 
         private MemorySegment toNative(Arena a) throws HurrayException {
-            MemorySegment o = HurrayFileReaderOptions.allocate(a);
+            return fill(HurrayFileReaderOptions.allocate(a));
+        }
+
+        /** Writes these settings into {@code o}, a {@code HurrayFileReaderOptions}. */
+        private MemorySegment fill(MemorySegment o) throws HurrayException {
             Native.check(hurray_h.hurray_file_reader_options_init(o));
             HurrayFileReaderOptions.flags(o, flags);
             HurrayFileReaderOptions.eager_index_bytes(o, eagerIndexBytes);
@@ -139,6 +170,38 @@ public final class NativeFileReader {
     }
 
     /**
+     * Opens the container in the file at {@code path} ({@code hurray_file_reader_open_path}):
+     * the library opens the file and reads it with its own positional reads, so neither open
+     * nor any later read calls back into Java.
+     *
+     * @param path the file's name as the operating system takes it (no NUL)
+     * @throws HurrayException the native status: {@link Status#NOT_FOUND} for a missing file,
+     *     {@link Status#TRANSPORT} for other operating-system failures (the message names
+     *     them), {@link Status#INVALID_ARGUMENT} for a directory or other non-regular file,
+     *     and the container's own errors
+     */
+    public static NativeFileReader openPath(byte[] path, Settings settings) throws HurrayException {
+        // No upcall can run during these calls, so the scratch area may hold everything.
+        MemorySegment s = Native.scratch();
+        MemorySegment opts = settings.fill(s.asSlice(SCRATCH_OPTIONS, HurrayFileReaderOptions.sizeof()));
+        MemorySegment name = s.asSlice(SCRATCH_NAME);
+        int rc;
+        if (path.length <= name.byteSize()) {
+            MemorySegment.copy(path, 0, name, JAVA_BYTE, 0, path.length);
+            rc = hurray_h.hurray_file_reader_open_path(name, path.length, opts, s);
+        } else {
+            try (Arena a = Arena.ofConfined()) {
+                MemorySegment o = settings.toNative(a);
+                rc = hurray_h.hurray_file_reader_open_path(a.allocateFrom(JAVA_BYTE, path), path.length, o, s);
+            }
+        }
+        Native.check(rc);
+        MemorySegment h = s.get(ADDRESS, 0);
+        Native.debug("hurray: file reader {} opened over a file", h);
+        return new NativeFileReader(null, null, h);
+    }
+
+    /**
      * Opens a container held in {@code region} ({@code hurray_file_reader_open_span}). The
      * caller keeps the region mapped and unchanged until this reader and every tensor read
      * from it are destroyed.
@@ -148,16 +211,15 @@ public final class NativeFileReader {
      * @param length the region's length in bytes
      */
     public static NativeFileReader openSpan(MemorySegment region, long length, Settings settings) throws HurrayException {
-        MemorySegment area = area();
-        MemorySegment out = area.asSlice(0, OUT_BYTES);
         // The raw address: the region's lifetime is managed by the caller (see above).
         MemorySegment data = length == 0 ? MemorySegment.NULL : MemorySegment.ofAddress(region.address());
-        try (Arena arena = Arena.ofConfined()) {
-            Native.check(hurray_h.hurray_file_reader_open_span(data, length, settings.toNative(arena), out));
-        }
-        MemorySegment h = out.get(ADDRESS, 0);
+        // No upcall can run during these calls, so the scratch area may hold everything.
+        MemorySegment s = Native.scratch();
+        MemorySegment opts = settings.fill(s.asSlice(SCRATCH_OPTIONS, HurrayFileReaderOptions.sizeof()));
+        Native.check(hurray_h.hurray_file_reader_open_span(data, length, opts, s));
+        MemorySegment h = s.get(ADDRESS, 0);
         Native.debug("hurray: file reader {} opened over a span of {} bytes", h, length);
-        return new NativeFileReader(null, area, h);
+        return new NativeFileReader(null, null, h);
     }
 
     /**
@@ -196,29 +258,34 @@ public final class NativeFileReader {
 
     /** The container's size in bytes. */
     public long size() throws HurrayException {
+        MemorySegment out = out();
         Native.check(hurray_h.hurray_file_reader_size(live(), out));
         return out.get(JAVA_LONG, 0);
     }
 
     /** The number of tensors. */
     public long count() throws HurrayException {
+        MemorySegment out = out();
         Native.check(hurray_h.hurray_file_reader_count(live(), out));
         return out.get(JAVA_LONG, 0);
     }
 
     /** The number of {@code read_at} calls made so far, open included (span: index copies). */
     public long readAtCalls() throws HurrayException {
+        MemorySegment out = out();
         Native.check(hurray_h.hurray_file_reader_read_at_calls(live(), out));
         return out.get(JAVA_LONG, 0);
     }
 
     /** The name of entry {@code index} ({@code hurray_file_reader_name}); decodes no descriptor. */
     public String name(long index) throws HurrayException {
+        MemorySegment out = out();
+        MemorySegment nameBuf = nameBuf();
         MemorySegment h = live();
         clear();
         int rc = hurray_h.hurray_file_reader_name(h, index, nameBuf, nameBuf.byteSize(), out);
         if (rc == Native.ERR_BUFFER_TOO_SMALL) {
-            // Names are at most 4096 bytes, so this only happens if the format grows.
+            // Names are at most 4096 bytes; the scratch area's name buffer holds 3 KiB.
             long len = out.get(JAVA_LONG, 0);
             try (Arena a = Arena.ofConfined()) {
                 MemorySegment big = a.allocate(Math.max(1, len));
@@ -231,19 +298,22 @@ public final class NativeFileReader {
         return utf8(nameBuf, out.get(JAVA_LONG, 0));
     }
 
-    /** Entry {@code index} in name order ({@code hurray_file_reader_entry}): an owned handle. */
+    /** Entry {@code index} in name order ({@code hurray_file_reader_entry}): an owned pointer (see the class comment). */
     public MemorySegment entry(long index) throws HurrayException {
+        MemorySegment out = out();
         MemorySegment h = live();
         clear();
         call(hurray_h.hurray_file_reader_entry(h, index, out));
-        return NativeFileEntry.own(out.get(ADDRESS, 0));
+        return out.get(ADDRESS, 0);
     }
 
     /**
-     * The entry named by {@code name} ({@code hurray_file_reader_find}, a binary search), or
-     * {@code null} when there is none.
+     * The entry named by {@code name} ({@code hurray_file_reader_find}, a binary search): an
+     * owned pointer (see the class comment), or {@code null} when there is none.
      */
     public MemorySegment find(byte[] name) throws HurrayException {
+        MemorySegment out = out();
+        MemorySegment nameBuf = nameBuf();
         MemorySegment h = live();
         int rc;
         if (name.length <= nameBuf.byteSize()) {
@@ -261,11 +331,12 @@ public final class NativeFileReader {
             return null;
         }
         call(rc);
-        return NativeFileEntry.own(out.get(ADDRESS, 0));
+        return out.get(ADDRESS, 0);
     }
 
     /** Reads the tensor of {@code entry} ({@code hurray_file_reader_read_tensor}): an owned {@code HurrayTensor*}. */
     public MemorySegment readTensor(MemorySegment entry) throws HurrayException {
+        MemorySegment out = out();
         MemorySegment h = live();
         clear();
         call(hurray_h.hurray_file_reader_read_tensor(h, entry, out));
@@ -277,6 +348,7 @@ public final class NativeFileReader {
      * an owned {@code HurrayComposite*}.
      */
     public MemorySegment readComposite(byte[] name) throws HurrayException {
+        MemorySegment out = out();
         MemorySegment h = live();
         clear();
         try (java.lang.foreign.Arena a = java.lang.foreign.Arena.ofConfined()) {
@@ -293,6 +365,7 @@ public final class NativeFileReader {
      * @return the payload's length in bytes
      */
     public long readBufferInto(MemorySegment entry, long buffer, MemorySegment dst) throws HurrayException {
+        MemorySegment out = out();
         MemorySegment h = live();
         clear();
         call(hurray_h.hurray_file_reader_read_buffer_into(h, entry, buffer, dst, dst.byteSize(), out));
@@ -301,6 +374,7 @@ public final class NativeFileReader {
 
     /** The file-level metadata in key order, values copied ({@code hurray_file_reader_metadata_*}). */
     public List<Map.Entry<String, byte[]>> metadata() throws HurrayException {
+        MemorySegment out = out();
         MemorySegment h = live();
         clear();
         call(hurray_h.hurray_file_reader_metadata_count(h, out));
@@ -318,6 +392,7 @@ public final class NativeFileReader {
 
     /** The value of metadata {@code key} (copied), or {@code null} when absent. */
     public byte[] metadataValue(byte[] key) throws HurrayException {
+        MemorySegment out = out();
         MemorySegment h = live();
         try (Arena a = Arena.ofConfined()) {
             MemorySegment k = key.length == 0 ? MemorySegment.NULL : a.allocateFrom(JAVA_BYTE, key);
@@ -364,6 +439,7 @@ public final class NativeFileReader {
         if (resource != null) {
             resource.disarm();
         }
+        MemorySegment out = out();
         out.set(ADDRESS, 0, h);
         int rc = hurray_h.hurray_file_reader_destroy(out);
         if (transport != null) {

@@ -35,6 +35,8 @@ public abstract class Transport {
     private static volatile Transport[] table = new Transport[64];
     /** Guarded by TABLE_LOCK: the lowest slot that may be free. */
     private static int searchFrom;
+    /** Guarded by TABLE_LOCK: how many times a transport was registered, for tests. */
+    private static long registrations;
 
     private final Closeable onClose;
     private Throwable failure;
@@ -69,6 +71,7 @@ public abstract class Transport {
             t[i] = this;
             table = t;
             searchFrom = i + 1;
+            registrations++;
             ctx = i + 1L;
             return MemorySegment.ofAddress(ctx);
         }
@@ -89,6 +92,17 @@ public abstract class Transport {
             table = t;
             searchFrom = Math.min(searchFrom, i);
             ctx = 0;
+        }
+    }
+
+    /**
+     * How many times a transport was entered in the table since the process started: one per
+     * native handle made over a Java transport. Lets tests check that a path does not take
+     * the upcall route.
+     */
+    public static long registrations() {
+        synchronized (TABLE_LOCK) {
+            return registrations;
         }
     }
 

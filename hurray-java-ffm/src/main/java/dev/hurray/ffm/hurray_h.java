@@ -7475,9 +7475,10 @@ public final class hurray_h {
 
     /**
      * Opens a container through <code>*transport</code> (copied; <code>read_at</code> and <code>size</code> required). Open calls
-     * <code>size</code> once and reads the header, the trailer and, when index plus metadata are at most
-     * <code>eager_index_bytes</code>, the whole index: at most three <code>read_at</code> ranges whatever the tensor
-     * count. Short counts are looped. On success the reader owns the transport (<code>release(ctx)</code>
+     * <code>size</code> once and reads the last 4 KiB (the trailer), the header and, when index plus
+     * metadata are at most <code>eager_index_bytes</code>, the whole index: at most three <code>read_at</code> ranges
+     * whatever the tensor count, one for a container of at most 4 KiB, two when the index lies
+     * in its last 4 KiB (docs/spec/hrryfile.md §4.1). Short counts are looped. On success the reader owns the transport (<code>release(ctx)</code>
      * once, at destroy); on failure nothing is taken, so after <code>HURRAY_ERR_TRANSPORT</code> the caller
      * may simply call open again.
      * <p>
@@ -7502,6 +7503,99 @@ public final class hurray_h {
                 traceDowncall("hurray_file_reader_open", transport, options, out_reader);
             }
             return (int) mh$.invokeExact(transport, options, out_reader);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_reader_open_path {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_open_path");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_open_path(const uint8_t *path,
+     *                                           uint64_t path_len,
+     *                                           const struct HurrayFileReaderOptions *options,
+     *                                           struct HurrayFileReader **out_reader)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_reader_open_path$descriptor() {
+        return hurray_file_reader_open_path.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_open_path(const uint8_t *path,
+     *                                           uint64_t path_len,
+     *                                           const struct HurrayFileReaderOptions *options,
+     *                                           struct HurrayFileReader **out_reader)
+     * }
+     */
+    public static MethodHandle hurray_file_reader_open_path$handle() {
+        return hurray_file_reader_open_path.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_open_path(const uint8_t *path,
+     *                                           uint64_t path_len,
+     *                                           const struct HurrayFileReaderOptions *options,
+     *                                           struct HurrayFileReader **out_reader)
+     * }
+     */
+    public static MemorySegment hurray_file_reader_open_path$address() {
+        return hurray_file_reader_open_path.ADDR;
+    }
+
+    /**
+     * Opens the container in the file at <code>path</code> (<code>path_len</code> bytes, no NUL: the OS's bytes on
+     * Unix, UTF-8 elsewhere; relative paths resolve against the process's working directory) and
+     * reads it with the library's own positional reads (<code>pread</code>) on a file descriptor private to
+     * the reader: no transport, no callbacks. Everything else is as <code>hurray_file_reader_open</code>:
+     * the same options and defaults (payload checksums checked), the same at most three reads at
+     * open (<code>hurray_file_reader_read_at_calls</code> counts the <code>pread</code> calls), the same checks of every
+     * declared size and offset against the file's size before anything is allocated. The size is
+     * taken once, at open (<code>fstat</code>); a file shortened later reads as <code>TRUNCATED</code>.
+     * <p>
+     * The file is opened read-only and close-on-exec, and must be a regular file (on Linux it is
+     * opened with <code>O_NONBLOCK</code>, so a FIFO or device is refused without blocking). The reader owns
+     * the descriptor and closes it at <code>hurray_file_reader_destroy</code>; a failed open keeps nothing
+     * open. Reads run on the calling thread and block it for as long as the operating system
+     * takes (a warm page cache: microseconds); an interrupted read (<code>EINTR</code>) is retried.
+     * <p>
+     * Errors: <code>NULL_POINTER</code> (<code>path</code> with a non-zero length, <code>out_reader</code>), <code>INVALID_ARGUMENT</code>
+     * (empty path, a NUL byte in it, not UTF-8 where that is required, not a regular file, e.g. a
+     * directory; options), <code>NOT_FOUND</code> (no such file), <code>TRANSPORT</code> (any other operating-system
+     * failure opening, inspecting or reading it, e.g. permission denied; the message names the OS
+     * error), then those of <code>hurray_file_reader_open</code>.
+     * <p>
+     * Added in ABI 4 (additive, docs/spec/c-abi.md): look it up by name on older libraries.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>path</code> valid for <code>path_len</code> bytes; <code>options</code> NULL or valid; <code>out_reader</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_open_path(const uint8_t *path,
+     *                                           uint64_t path_len,
+     *                                           const struct HurrayFileReaderOptions *options,
+     *                                           struct HurrayFileReader **out_reader)
+     * }
+     */
+    public static int hurray_file_reader_open_path(MemorySegment path, long path_len, MemorySegment options, MemorySegment out_reader) {
+        var mh$ = hurray_file_reader_open_path.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_reader_open_path", path, path_len, options, out_reader);
+            }
+            return (int) mh$.invokeExact(path, path_len, options, out_reader);
         } catch (RuntimeException | Error ex$) {
             throw ex$;
         } catch (Throwable ex$) {
