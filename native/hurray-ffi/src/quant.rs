@@ -228,13 +228,8 @@ pub unsafe extern "C" fn hurray_dequantize(
         // SAFETY: `buffers` and `buffer_lens` are valid for `buffer_count` reads and each buffer for its length
         // (# Safety).
         let bufs = unsafe { slices(buffers, buffer_lens, buffer_count)? };
-        let out = if out_len == 0 {
-            &mut [][..]
-        } else {
-            non_null(out, "out")?;
-            // SAFETY: valid for `out_len` writes and not aliased (caller's contract).
-            unsafe { std::slice::from_raw_parts_mut(out, out_len) }
-        };
+        // SAFETY: `out` is valid for `out_len` writes and not aliased (# Safety).
+        let out = unsafe { out_bytes(out, out_len)? };
         codec::dequantize(d, &bufs, out)?;
         Ok(HURRAY_OK)
     })
@@ -274,13 +269,8 @@ pub unsafe extern "C" fn hurray_dequantize_to(
         // SAFETY: `buffers` and `buffer_lens` are valid for `buffer_count` reads and each buffer for its length
         // (# Safety).
         let bufs = unsafe { slices(buffers, buffer_lens, buffer_count)? };
-        let out = if out_len == 0 {
-            &mut [][..]
-        } else {
-            non_null(out, "out")?;
-            // SAFETY: valid for `out_len` byte writes and not aliased (caller's contract).
-            unsafe { std::slice::from_raw_parts_mut(out, out_len) }
-        };
+        // SAFETY: `out` is valid for `out_len` writes and not aliased (# Safety).
+        let out = unsafe { out_bytes(out, out_len)? };
         codec::dequantize_into(d, &bufs, target, out)?;
         Ok(HURRAY_OK)
     })
@@ -326,4 +316,18 @@ pub unsafe extern "C" fn hurray_quantize(
         codec::quantize(d, input, &mut rw)?;
         Ok(HURRAY_OK)
     })
+}
+
+/// The caller's output bytes: empty when `out_len` is 0 (then `out` may be NULL), else
+/// `NULL_POINTER` for a NULL `out`.
+///
+/// # Safety
+/// `out` valid for `out_len` byte writes and not aliased for the returned lifetime.
+unsafe fn out_bytes<'a, T>(out: *mut T, out_len: usize) -> FfiResult<&'a mut [T]> {
+    if out_len == 0 {
+        return Ok(&mut []);
+    }
+    non_null(out, "out")?;
+    // SAFETY: valid for `out_len` writes and not aliased (the caller's contract).
+    Ok(unsafe { std::slice::from_raw_parts_mut(out, out_len) })
 }
