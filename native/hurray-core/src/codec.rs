@@ -391,6 +391,16 @@ pub fn dequantize_into(desc: &TensorDescriptor, buffers: &[&[u8]], target: Eleme
             if matches!(et, Complex64 | Complex128) {
                 bail!(Unsupported, "cannot dequantize {}", et.name());
             }
+            if desc.quantization().is_none() && et.is_integer() && target.is_integer() {
+                // Integer to integer: the exact value wrapped modulo 2^bits, not through float64
+                // (which would round 64-bit values beyond 2^53).
+                let w = (target.bit_width() / 8) as usize;
+                for i in 0..n {
+                    let v = exact_int_at(et, data, i);
+                    out[w * i..w * i + w].copy_from_slice(&v.to_le_bytes()[..w]);
+                }
+                return Ok(());
+            }
             if target == Float32 {
                 // Chunked through the float32 decoder, so that 64-bit integers round once.
                 let mut chunk = [0f32; 1024];
@@ -411,6 +421,15 @@ pub fn dequantize_into(desc: &TensorDescriptor, buffers: &[&[u8]], target: Eleme
         }
     }
     Ok(())
+}
+
+/// Element `i` of a plain integer tensor as its exact value (two's complement in an `i128`).
+fn exact_int_at(et: ElementType, data: &[u8], i: usize) -> i128 {
+    match et {
+        ElementType::Int64 => i128::from(i64::from_le_bytes(data[8 * i..8 * i + 8].try_into().unwrap())),
+        ElementType::Uint64 => i128::from(u64::from_le_bytes(data[8 * i..8 * i + 8].try_into().unwrap())),
+        _ => i128::from(int_at(et, data, i as u64)),
+    }
 }
 
 /// For per-channel affine: how many consecutive storage-order elements share a channel, and

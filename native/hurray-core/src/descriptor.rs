@@ -75,6 +75,18 @@ impl LayoutDescriptor {
     }
 }
 
+/// Whether two quantization blocks are the same bit for bit: `==` on their floats would call
+/// `0.0` and `-0.0` equal, which encode differently.
+fn same_quantization_bits(a: &Option<Quantization>, b: &Option<Quantization>) -> bool {
+    match (a, b) {
+        (
+            Some(Quantization::PerTensorAffine { scale: s1, bias: b1, dequantized: d1 }),
+            Some(Quantization::PerTensorAffine { scale: s2, bias: b2, dequantized: d2 }),
+        ) => s1.to_bits() == s2.to_bits() && b1.to_bits() == b2.to_bits() && d1 == d2,
+        _ => a == b,
+    }
+}
+
 /// Optional quantization block: how stored values map to logical values.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Quantization {
@@ -270,7 +282,7 @@ impl TensorDescriptor {
             && *byte_offset == other.byte_offset
             && *layout == other.layout
             && *buffers == other.buffers
-            && *quantization == other.quantization
+            && same_quantization_bits(quantization, &other.quantization)
             && *metadata == other.metadata
             && *sparse == other.sparse
             && *paging == other.paging

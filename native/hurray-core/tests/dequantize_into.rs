@@ -183,3 +183,25 @@ fn hostile_arguments_get_clear_errors() {
     let mut out = [0u8; 256];
     assert_eq!(dequantize_into(&m, &refs, Float64, &mut out).unwrap_err().kind(), ErrorKind::InvalidArgument);
 }
+
+/// A plain integer tensor converts to an integer target exactly (wrapped modulo 2^bits), not
+/// through float64: `dequantize(dequantizedType())` of an int64 tensor is the identity.
+#[test]
+fn plain_integers_convert_to_integers_exactly() {
+    let vals = [i64::MIN, i64::MAX, -1, (1i64 << 53) + 1, 0x1234_5678_9ABC_DEF0];
+    let bytes: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let d = TensorDescriptor::dense(Int64, Shape::new(vec![vals.len() as u64]).unwrap()).unwrap();
+    assert_eq!(into(&d, &[&bytes], Int64), bytes, "int64 to int64 is the identity");
+    let low: Vec<u8> = vals.iter().map(|v| *v as u8).collect();
+    assert_eq!(into(&d, &[&bytes], Uint8), low, "the low 8 bits");
+    let as_u32: Vec<u8> = vals.iter().flat_map(|v| (*v as u32).to_le_bytes()).collect();
+    assert_eq!(into(&d, &[&bytes], Uint32), as_u32);
+    let u = [u64::MAX, 1u64 << 63, (1u64 << 53) + 1];
+    let ub: Vec<u8> = u.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let du = TensorDescriptor::dense(Uint64, Shape::new(vec![3]).unwrap()).unwrap();
+    let wrapped: Vec<u8> = u.iter().flat_map(|v| (*v as i64).to_le_bytes()).collect();
+    assert_eq!(into(&du, &[&ub], Int64), wrapped);
+    // Narrow sources widen exactly; int4 sign-extends.
+    let d4 = TensorDescriptor::dense(Int4, Shape::new(vec![2]).unwrap()).unwrap();
+    assert_eq!(into(&d4, &[&[0x8F]], Int16), [0xFF, 0xFF, 0xF8, 0xFF], "int4 [-1, -8]");
+}

@@ -178,6 +178,32 @@ fn the_decoder_flags_descriptors_that_repeat_the_previous_one_but_the_name() {
     expect(end, HURRAY_END_OF_STREAM);
     assert_back(&back, &items);
     assert_eq!(flags, vec![0, SAME, SAME, 0, SAME, 0, 0, SAME]);
+    // Affine parameters that differ only in the sign of a zero encode differently: not the same.
+    let affine = |name: &str, bias: f64| {
+        let mut it = dense(Int8, &[4]);
+        it.desc = hurray_core::TensorDescriptor::new(
+            1,
+            0,
+            Int8,
+            it.desc.shape().clone(),
+            0,
+            hurray_core::LayoutDescriptor::RowMajor,
+            it.desc.buffers().to_vec(),
+            Some(hurray_core::Quantization::PerTensorAffine { scale: 0.5, bias, dequantized: Float32 }),
+            None,
+            None,
+            None,
+        )
+        .unwrap()
+        .with_name(name)
+        .unwrap();
+        it
+    };
+    let affines = vec![affine("p", 0.0), affine("q", -0.0), affine("r", -0.0), affine("s", 0.0)];
+    let (back, end, _, flags) = ffi_decode_flags(&encode_stream(&affines, false), usize::MAX);
+    expect(end, HURRAY_END_OF_STREAM);
+    assert_back(&back, &affines);
+    assert_eq!(flags, vec![0, 0, SAME, 0]);
     // hurray_descriptor_fields on a descriptor never sets it.
     let d = decode(&items[1].desc.encode().unwrap());
     // SAFETY: `d` is live; `f` is a live local.

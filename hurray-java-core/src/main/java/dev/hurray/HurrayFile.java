@@ -13,6 +13,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileChannel.MapMode;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
@@ -273,7 +274,20 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
         return openChannel(path, options);
     }
 
+    /**
+     * Refuses a directory, FIFO or device before a channel opens it: a container is a regular
+     * file, and opening a FIFO through a channel would block until a writer comes. A missing
+     * file is left to the channel (NoSuchFileException).
+     */
+    private static void requireRegularIfPresent(Path path) throws HurrayException {
+        if (Files.exists(path) && !Files.isRegularFile(path)) {
+            throw new HurrayException(Status.INVALID_ARGUMENT, "'" + path + "' is not a regular file (a container is a file)",
+                    null);
+        }
+    }
+
     private static HurrayFile openChannel(Path path, FileReaderOptions options) throws IOException {
+        requireRegularIfPresent(path);
         FileChannel ch = FileChannel.open(path, StandardOpenOption.READ);
         try {
             return open(ch, options, path.toString());
@@ -338,7 +352,8 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
      *
      * @throws java.nio.file.NoSuchFileException and other {@link IOException}s of
      *     {@link FileChannel#open} and {@link FileChannel#map}
-     * @throws HurrayException when the file is not a valid container (nothing stays mapped)
+     * @throws HurrayException when the file is not a valid container (nothing stays mapped);
+     *     {@link Status#INVALID_ARGUMENT} when {@code path} is a directory, FIFO or device
      */
     public static HurrayFile map(Path path, FileReaderOptions options) throws IOException {
         Objects.requireNonNull(path, "path");
@@ -363,6 +378,7 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
                 throw e;
             }
         }
+        requireRegularIfPresent(path);
         // Anything the C library could not map (see NativeMap) maps here, or fails with Java's
         // own exception. Shared: the last tensor, which unmaps, may be closed on another thread.
         Arena arena = Arena.ofShared();
@@ -512,7 +528,8 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
             if (cached != null) {
                 return Optional.of(cached);
             }
-            MemorySegment h = reader.find(name.getBytes(StandardCharsets.UTF_8));
+            byte[] utf8 = dev.hurray.internal.Utf8.encodeOrNull(name);
+            MemorySegment h = utf8 == null ? null : reader.find(utf8);
             if (h == null) {
                 return Optional.empty();
             }
@@ -629,7 +646,8 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
             if (cached != null) {
                 return readLocked(cached.handle(), cached.descriptor());
             }
-            MemorySegment h = reader.find(name.getBytes(StandardCharsets.UTF_8));
+            byte[] utf8 = dev.hurray.internal.Utf8.encodeOrNull(name);
+            MemorySegment h = utf8 == null ? null : reader.find(utf8);
             if (h == null) {
                 throw new HurrayException(Status.NOT_FOUND, "no tensor named \"" + name + "\" in " + source, null);
             }

@@ -555,8 +555,10 @@ public final class Tensor implements AutoCloseable {
      * even, for {@code float16}, {@code bfloat16}, {@code float32} and {@code float64}; for the 8-,
      * 16-, 32- and 64-bit integer types, halves towards +∞ and the result wrapped modulo
      * 2^bits, NaN and infinities giving 0. This is TensorFlow.js's own arithmetic for its
-     * uint8/uint16-quantized weights, bit for bit. With {@code FLOAT32} the values equal
-     * {@link #dequantize()}'s.
+     * uint8/uint16-quantized weights, bit for bit. A plain integer tensor converted to an
+     * integer type is exact (its integer value wrapped modulo 2^bits), so a plain {@code int64}
+     * tensor's {@code dequantize(dequantizedType())} is a copy. With {@code FLOAT32} the values
+     * equal {@link #dequantize()}'s.
      *
      * <p>Ownership: the caller owns and closes the result; this tensor stays open. Threads: as
      * for reading this tensor's buffers; the call runs on the calling thread.

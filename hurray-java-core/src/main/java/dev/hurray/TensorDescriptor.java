@@ -147,19 +147,21 @@ public final class TensorDescriptor {
      * The cheap way to send many tensors that differ only in name, such as embeddings: build a
      * template once, then {@code template.withName(id)} per tensor.
      *
-     * @param name the new name: UTF-8 without NUL, at most 4096 bytes ("" is the empty name)
+     * @param name the new name: UTF-8 without NUL, at most 4096 bytes ("" is the empty name);
+     *     a Java string with an unpaired UTF-16 surrogate has no UTF-8 form and is refused
      * @throws IllegalArgumentException for a name the format refuses (the native
      *     {@link HurrayException} is the cause)
      */
     public TensorDescriptor withName(String name) {
         Objects.requireNonNull(name, "name");
         try {
-            NativeDescriptor n = nativeDescriptor.withName(name.getBytes(StandardCharsets.UTF_8));
+            NativeDescriptor n = nativeDescriptor.withName(dev.hurray.internal.Utf8.encode(name, "name"));
             DescriptorFields f = fields;
             return new TensorDescriptor(new DescriptorFields(f.elementType(), f.shape(), f.layout(), f.byteOffset(),
                     f.buffers(), f.quantization(), name, f.metadata()), n);
         } catch (HurrayException e) {
-            throw new IllegalArgumentException("name " + name + ": " + e.getMessage(), e);
+            String shown = name.length() <= 64 ? name : name.substring(0, 64) + "… (" + name.length() + " chars)";
+            throw new IllegalArgumentException("name " + shown + ": " + e.getMessage(), e);
         }
     }
 

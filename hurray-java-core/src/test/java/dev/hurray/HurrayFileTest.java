@@ -609,15 +609,35 @@ class HurrayFileTest {
         HurrayException d = assertThrows(HurrayException.class, () -> HurrayFile.open(dir));
         assertEquals(Status.INVALID_ARGUMENT, d.status());
         assertTrue(d.getMessage().contains("is a directory"), d.getMessage());
-        assertThrows(IOException.class, () -> HurrayFile.map(dir));
-        // A FIFO is refused at once instead of blocking in open() until a writer comes.
+        HurrayException md = assertThrows(HurrayException.class, () -> HurrayFile.map(dir));
+        assertEquals(Status.INVALID_ARGUMENT, md.status());
+        assertTrue(md.getMessage().contains("not a regular file") && md.getMessage().contains(dir.toString()),
+                md.getMessage());
+        // The empty path is the current directory: refused the same way, not "Is a directory".
+        assertEquals(Status.INVALID_ARGUMENT, assertThrows(HurrayException.class, () -> HurrayFile.open(Path.of(""))).status());
+        assertEquals(Status.INVALID_ARGUMENT, assertThrows(HurrayException.class, () -> HurrayFile.map(Path.of(""))).status());
+        // Devices are not containers either (not "input of 0 bytes").
+        Path zero = Path.of("/dev/zero");
+        if (Files.exists(zero)) {
+            assertEquals(Status.INVALID_ARGUMENT, assertThrows(HurrayException.class, () -> HurrayFile.map(zero)).status());
+            assertEquals(Status.INVALID_ARGUMENT, assertThrows(HurrayException.class, () -> HurrayFile.open(zero)).status());
+        }
+        // A FIFO is refused at once, by open() and by map(), instead of blocking until a writer comes.
         Path fifo = dir.resolve("fifo");
         Process p = new ProcessBuilder("mkfifo", fifo.toString()).start();
         Assumptions.assumeTrue(p.waitFor() == 0, "mkfifo is not available");
-        HurrayException e = assertTimeoutPreemptively(Duration.ofSeconds(20),
-                () -> assertThrows(HurrayException.class, () -> HurrayFile.open(fifo)));
-        assertEquals(Status.INVALID_ARGUMENT, e.status());
-        assertTrue(e.getMessage().contains("not a regular file"), e.getMessage());
+        for (boolean mapped : new boolean[] {false, true}) {
+            HurrayException e = assertTimeoutPreemptively(Duration.ofSeconds(20),
+                    () -> assertThrows(HurrayException.class, () -> {
+                        if (mapped) {
+                            HurrayFile.map(fifo);
+                        } else {
+                            HurrayFile.open(fifo);
+                        }
+                    }));
+            assertEquals(Status.INVALID_ARGUMENT, e.status());
+            assertTrue(e.getMessage().contains("not a regular file"), e.getMessage());
+        }
     }
 
     @Test

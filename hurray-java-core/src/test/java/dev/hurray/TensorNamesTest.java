@@ -40,4 +40,37 @@ class TensorNamesTest {
         assertEquals(Status.INVALID_ARGUMENT, assertThrows(HurrayException.class,
                 () -> TensorDescriptor.builder(ElementType.FLOAT32, 1).name("a\0b").build()).status());
     }
+    /**
+     * A Java string with an unpaired UTF-16 surrogate has no UTF-8 form: naming a tensor with
+     * one is refused everywhere a name enters the format, instead of becoming "x?y" (which
+     * would then collide with a real "x?y"); looking one up finds nothing.
+     */
+    @Test
+    void unpairedSurrogatesAreRefusedNotReplaced(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+            throws Exception {
+        String lone = "x\uD800y";
+        TensorDescriptor d = TensorDescriptor.of(ElementType.FLOAT32, 2);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> d.withName(lone));
+        assertTrue(e.getMessage().contains("unpaired UTF-16 surrogate"), e.getMessage());
+        assertEquals(Status.INVALID_ARGUMENT, assertThrows(HurrayException.class,
+                () -> TensorDescriptor.builder(ElementType.FLOAT32, 2).name("\uDC00").build()).status());
+        assertEquals(Status.INVALID_ARGUMENT, assertThrows(HurrayException.class,
+                () -> TensorDescriptor.builder(ElementType.FLOAT32, 2).metadata("k\uD800", "v").build()).status());
+        assertEquals(Status.INVALID_ARGUMENT, assertThrows(HurrayException.class, () -> TensorNames.check(lone)).status());
+        // A proper pair (an emoji) is fine and round-trips.
+        String emoji = "x\uD83D\uDE00y";
+        TensorDescriptor ok = d.withName(emoji);
+        assertEquals(ok, TensorDescriptor.decode(ok.encode()));
+        java.nio.file.Path path = dir.resolve("s.hrry");
+        try (HurrayFileWriter w = HurrayFile.create(path); Tensor t = Tensor.of(new float[] {1, 2}, 2)) {
+            w.add("x?y", t);
+            assertThrows(HurrayException.class, () -> w.add(lone, t));
+            w.finish();
+        }
+        try (HurrayFile f = HurrayFile.open(path)) {
+            assertTrue(f.entry("x?y").isPresent());
+            assertFalse(f.entry(lone).isPresent(), "a lone surrogate is not '?'");
+            assertEquals(Status.NOT_FOUND, assertThrows(HurrayException.class, () -> f.read(lone)).status());
+        }
+    }
 }

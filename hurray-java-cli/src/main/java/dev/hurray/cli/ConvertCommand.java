@@ -79,7 +79,9 @@ final class ConvertCommand implements Callable<Integer> {
                     "mxfp8_e5m2, mxint8, nvfp4, q8_0, q4_0, int8-per-channel. Defaults: MX blocks of 32 and",
                     "NVFP4 blocks of 16 along the last axis, NF4 blocks of 64 row-major elements (float32 absmax),",
                     "GGUF blocks of 32, int8 per-channel along axis 0. Other tensors, and tensors whose shape",
-                    "the blocks do not fit, are copied unchanged. Needs an HRRYFILE or stream output."})
+                    "the blocks do not fit, are copied unchanged. Outputs: HRRYFILE, streams, and safetensors for",
+                    "MX kinds (values + E8M0 scales, see --safetensors-scale-suffix); other formats refuse",
+                    "quantized tensors."})
     String quantize;
 
     @Override

@@ -76,10 +76,19 @@ final class KafkaTransport {
                 description = "kafka:// only: a Kafka client property (repeatable), e.g. security.protocol=SSL.")
         Map<String, String> properties = new HashMap<>();
 
-        Map<String, Object> common(Target t) {
+        /**
+         * The client properties both sides share.
+         *
+         * @throws CliException (usage) when {@code --claim-check-dir} names no directory
+         */
+        Map<String, Object> common(Target t) throws CliException {
             Map<String, Object> p = new HashMap<>(properties);
             p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, t.bootstrap());
             if (claimCheckDir != null) {
+                if (!java.nio.file.Files.isDirectory(claimCheckDir)) {
+                    throw new CliException(ExitCode.USAGE, "--claim-check-dir " + claimCheckDir
+                            + " is not a directory: create it (shared by every sender and receiver) or drop the option");
+                }
                 p.put(HurrayKafkaConfig.CLAIM_CHECK_DIR, claimCheckDir.toString());
             }
             return p;
@@ -146,7 +155,7 @@ final class KafkaTransport {
         private List<PartitionInfo> partitions;
         private long sent;
 
-        KafkaSink(Target target, Options options, Duration timeout) {
+        KafkaSink(Target target, Options options, Duration timeout) throws CliException {
             this.target = target;
             Map<String, Object> p = options.common(target);
             p.putIfAbsent(ProducerConfig.ACKS_CONFIG, "all");
@@ -265,7 +274,7 @@ final class KafkaTransport {
         private final int partitionCount;
         private long expected = -1;
 
-        KafkaSource(Target target, Options options, Duration idle) throws IOException {
+        KafkaSource(Target target, Options options, Duration idle) throws IOException, CliException {
             this.target = target;
             this.idle = idle;
             Map<String, Object> p = options.common(target);

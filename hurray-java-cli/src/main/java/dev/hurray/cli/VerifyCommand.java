@@ -103,7 +103,7 @@ final class VerifyCommand implements Callable<Integer> {
                     }
                 }
             }
-            return Units.count(tensors, "tensor") + ", " + bytes + " bytes, " + metadata + " metadata "
+            return Units.count(tensors, "tensor") + ", " + bytes + " payload bytes, " + metadata + " metadata "
                     + (metadata == 1 ? "entry" : "entries") + ", payload checksums: " + checksummed + " of " + payloads;
         }
     }

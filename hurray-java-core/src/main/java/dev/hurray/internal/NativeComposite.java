@@ -73,12 +73,12 @@ public final class NativeComposite {
      */
     public static MemorySegment builder(Spec spec, Arena arena) throws HurrayException {
         MemorySegment slot = arena.allocate(ADDRESS);
-        byte[] name = spec.name() == null ? new byte[0] : spec.name().getBytes(StandardCharsets.UTF_8);
+        byte[] name = spec.name() == null ? new byte[0] : Utf8.encode(spec.name(), "composite name");
         Native.check(hurray_h.hurray_composite_builder_new(bytes(arena, name), name.length, slot));
         MemorySegment b = slot.get(ADDRESS, 0);
         try {
             for (Entry e : spec.entries()) {
-                byte[] role = e.role().getBytes(StandardCharsets.UTF_8);
+                byte[] role = Utf8.encode(e.role(), "member role");
                 if (e.nested() != null) {
                     MemorySegment child = builder(e.nested(), arena);
                     MemorySegment cs = arena.allocate(ADDRESS);

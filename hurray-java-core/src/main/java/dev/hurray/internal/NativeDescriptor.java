@@ -174,7 +174,7 @@ public final class NativeDescriptor {
             NativeDescriptor n = buildStepwise(f);
             return new Built(n, n.read());
         }
-        byte[] name = f.name() == null ? null : f.name().getBytes(StandardCharsets.UTF_8);
+        byte[] name = f.name() == null ? null : Utf8.encode(f.name(), "name");
         int entries = f.metadata().size();
         byte[][] keys = new byte[entries][];
         byte[][] values = new byte[entries][];
@@ -182,7 +182,7 @@ public final class NativeDescriptor {
                 + HurrayMetadataView.sizeof() * entries + (name == null ? 0 : name.length) + 64;
         int i = 0;
         for (Map.Entry<String, byte[]> e : f.metadata().entrySet()) {
-            keys[i] = e.getKey().getBytes(StandardCharsets.UTF_8);
+            keys[i] = Utf8.encode(e.getKey(), "metadata key");
             values[i] = e.getValue();
             need += keys[i].length + values[i].length;
             i++;
@@ -353,7 +353,7 @@ public final class NativeDescriptor {
                     Native.check(hurray_h.hurray_descriptor_builder_set_byte_offset(builder, f.byteOffset()));
                 }
                 if (f.name() != null) {
-                    byte[] name = f.name().getBytes(StandardCharsets.UTF_8);
+                    byte[] name = Utf8.encode(f.name(), "name");
                     Native.check(hurray_h.hurray_descriptor_builder_set_name(builder, bytes(a, name), name.length));
                 }
                 for (BufferSpec b : f.buffers()) {
@@ -379,7 +379,7 @@ public final class NativeDescriptor {
                     Native.check(hurray_h.hurray_descriptor_builder_set_quantization(builder, q));
                 }
                 for (Map.Entry<String, byte[]> e : f.metadata().entrySet()) {
-                    byte[] key = e.getKey().getBytes(StandardCharsets.UTF_8);
+                    byte[] key = Utf8.encode(e.getKey(), "metadata key");
                     byte[] value = e.getValue();
                     Native.check(hurray_h.hurray_descriptor_builder_add_metadata(
                             builder, bytes(a, key), key.length, bytes(a, value), value.length));

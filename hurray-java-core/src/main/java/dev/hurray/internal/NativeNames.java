@@ -18,7 +18,7 @@ public final class NativeNames {
      * @throws HurrayException {@code INVALID_ARGUMENT} or {@code LIMIT_EXCEEDED} with the core's reason
      */
     public static void check(String name, boolean path) throws HurrayException {
-        byte[] utf8 = name.getBytes(StandardCharsets.UTF_8);
+        byte[] utf8 = Utf8.encode(name, "name");
         try (Arena a = Arena.ofConfined()) {
             MemorySegment s = utf8.length == 0 ? MemorySegment.NULL : a.allocateFrom(ValueLayout.JAVA_BYTE, utf8);
             Native.check(hurray_h.hurray_name_check(s, utf8.length, path ? hurray_h.HURRAY_NAME_PATH() : 0));

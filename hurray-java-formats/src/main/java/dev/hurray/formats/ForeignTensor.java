@@ -235,8 +235,12 @@ public final class ForeignTensor {
     }
 
     /**
-     * {@link #of(TensorDescriptor, MemorySegment)} for a Hurray tensor's descriptor and buffer 0;
-     * the payload stays owned by {@code tensor}.
+     * {@link #of(TensorDescriptor, List)} for a Hurray tensor's descriptor and all its buffers;
+     * the payloads stay owned by {@code tensor}. Foreign formats key tensors by name, so an
+     * unnamed tensor (for example one {@link Tensor#quantize} returned) is refused: name it first
+     * with {@code ForeignTensor.of(t.descriptor().withName("w"), List.copyOf(t.buffers()))}.
+     *
+     * @throws ForeignFormatException as {@link #of(TensorDescriptor, List)}
      */
     public static ForeignTensor of(Tensor tensor) throws ForeignFormatException {
         return Bridge.foreign(tensor.descriptor(), List.copyOf(tensor.buffers()), -1);
