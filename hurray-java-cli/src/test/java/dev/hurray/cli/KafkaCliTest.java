@@ -106,5 +106,9 @@ class KafkaCliTest {
         CliTest.run("recv", "kafka://localhost:9092/bad topic", "--out", tmp.resolve("o.hrry").toString())
                 .assertError(ExitCode.USAGE, "topic");
         CliTest.run("recv", "--out", tmp.resolve("o.hrry").toString()).assertError(ExitCode.USAGE, "--listen");
+        // A claim-check folder that does not exist: a usage error naming it, before any broker is asked.
+        String missing = tmp.resolve("no-such-dir").toString();
+        CliTest.run("recv", "kafka://127.0.0.1:9/t", "--out", tmp.resolve("o.hrry").toString(), "--claim-check-dir",
+                missing).assertError(ExitCode.USAGE, "--claim-check-dir " + missing + " is not a directory");
     }
 }

@@ -211,6 +211,11 @@ public final class NativeLibrary {
 
     private static Source explicit(String path, String origin) {
         Path p = Path.of(path);
+        if (Files.isDirectory(p)) {
+            throw new UnsatisfiedLinkError("libhurray not found: " + origin + " names a directory ("
+                    + p.toAbsolutePath() + "): name the library file itself, e.g. "
+                    + p.resolve(System.mapLibraryName(LIBRARY_NAME)));
+        }
         if (!Files.isRegularFile(p)) {
             throw new UnsatisfiedLinkError("libhurray not found: " + origin + " names no file ("
                     + p.toAbsolutePath() + " does not exist or is not a regular file)");
@@ -288,11 +293,12 @@ public final class NativeLibrary {
                 // Fall through to extraction.
             }
         }
-        Path cached = cacheFile(url, cacheDir(System.getProperty(CACHE_DIR_PROPERTY), System.getenv(CACHE_DIR_ENV),
+        Cached cached = cacheFile(url, cacheDir(System.getProperty(CACHE_DIR_PROPERTY), System.getenv(CACHE_DIR_ENV),
                 System.getenv("XDG_CACHE_HOME"), System.getProperty("user.home")));
         if (cached != null) {
-            origin[0] = src.origin() + " (cached at " + cached + ")";
-            return loadFile(cached, origin[0]);
+            origin[0] = src.origin() + (cached.written() ? " (extracted to the cache: " : " (reused from the cache: ")
+                    + cached.path() + ")";
+            return loadFile(cached.path(), origin[0]);
         }
         try (InputStream in = url.openStream()) {
             Path tmp = Files.createTempFile("libhurray-", ".so");
@@ -329,13 +335,19 @@ public final class NativeLibrary {
         return null;
     }
 
+    /** A usable cached copy, and whether this call wrote it. */
+    record Cached(Path path, boolean written) {
+    }
+
     /**
      * The cached copy of the jar entry at {@code url} in {@code dir}, written there first if it
      * is missing or does not match the entry's size and CRC-32; null when there is no cache, the
-     * entry's size and CRC-32 cannot be read, or the folder cannot be used (the caller then
-     * extracts to a temporary file).
+     * entry's size and CRC-32 cannot be read, or the folder cannot be used safely (the caller
+     * then extracts to a temporary file). On a POSIX file system the folder and the file must
+     * belong to this process's user and be writable by nobody else: another user who could
+     * write there could swap in a library between the check and the load.
      */
-    static Path cacheFile(java.net.URL url, Path dir) {
+    static Cached cacheFile(java.net.URL url, Path dir) {
         if (dir == null) {
             return null;
         }
@@ -358,13 +370,16 @@ public final class NativeLibrary {
         String file = System.mapLibraryName(LIBRARY_NAME);
         int dot = file.lastIndexOf('.');
         String name = file.substring(0, dot) + "-" + size + "-" + Long.toHexString(crc) + file.substring(dot);
-        Path target = dir.resolve(name);
+        Path target = dir.toAbsolutePath().resolve(name);
         try {
-            if (matches(target, size, crc)) {
-                return target;
+            createPrivateDirectories(target.getParent());
+            if (!private_(target.getParent())) {
+                return null;
             }
-            createPrivateDirectories(dir);
-            Path tmp = dir.resolve(name + "." + ProcessHandle.current().pid() + "." + System.nanoTime() + ".tmp");
+            if (matches(target, size, crc) && private_(target)) {
+                return new Cached(target, false);
+            }
+            Path tmp = target.resolveSibling(name + "." + ProcessHandle.current().pid() + "." + System.nanoTime() + ".tmp");
             try {
                 try (InputStream in = url.openStream()) {
                     Files.copy(in, tmp);
@@ -376,10 +391,33 @@ public final class NativeLibrary {
             } finally {
                 Files.deleteIfExists(tmp);
             }
-            return matches(target, size, crc) ? target : null;
+            return matches(target, size, crc) && private_(target) ? new Cached(target, true) : null;
         } catch (IOException | RuntimeException e) {
             return null;
         }
+    }
+
+    /**
+     * Whether {@code p} (not followed if a link) belongs to this process's user and no one else
+     * may write it; true where the file system has no POSIX attributes.
+     */
+    private static boolean private_(Path p) throws IOException {
+        java.nio.file.attribute.PosixFileAttributeView view = Files.getFileAttributeView(p,
+                java.nio.file.attribute.PosixFileAttributeView.class, java.nio.file.LinkOption.NOFOLLOW_LINKS);
+        if (view == null) {
+            return true;
+        }
+        java.nio.file.attribute.PosixFileAttributes a = view.readAttributes();
+        java.nio.file.attribute.UserPrincipal me;
+        try {
+            me = p.getFileSystem().getUserPrincipalLookupService().lookupPrincipalByName(System.getProperty("user.name"));
+        } catch (IOException | UnsupportedOperationException e) {
+            return false;
+        }
+        java.util.Set<java.nio.file.attribute.PosixFilePermission> perms = a.permissions();
+        return !a.isSymbolicLink() && a.owner().equals(me)
+                && !perms.contains(java.nio.file.attribute.PosixFilePermission.GROUP_WRITE)
+                && !perms.contains(java.nio.file.attribute.PosixFilePermission.OTHERS_WRITE);
     }
 
     /** Whether {@code file} is a regular file of {@code size} bytes whose CRC-32 is {@code crc}. */
@@ -449,9 +487,14 @@ public final class NativeLibrary {
 
     /** The message for a module without native access, naming the exact flag. */
     static String nativeAccessMessage(Module m) {
-        String flag = "--enable-native-access=" + (m.isNamed() ? m.getName() : "ALL-UNNAMED");
+        if (m.isNamed()) {
+            // On the module path the API module (dev.hurray) calls restricted methods too.
+            return "Hurray calls native code through java.lang.foreign (FFM), which needs native access: run java with "
+                    + "--enable-native-access=" + m.getName() + ",dev.hurray";
+        }
         return "Hurray calls native code through java.lang.foreign (FFM), which needs native access: run java with "
-                + flag + " (or add \"Enable-Native-Access: ALL-UNNAMED\" to an executable jar's manifest).";
+                + "--enable-native-access=ALL-UNNAMED (or add \"Enable-Native-Access: ALL-UNNAMED\" to an executable "
+                + "jar's manifest).";
     }
 
     private static UnsatisfiedLinkError linkError(String message, Throwable cause) {

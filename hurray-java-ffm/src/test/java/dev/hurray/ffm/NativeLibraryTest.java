@@ -124,9 +124,10 @@ class NativeLibraryTest {
     @Test
     void nativeAccessMessageNamesTheFlag() {
         String m = NativeLibrary.nativeAccessMessage(NativeLibrary.class.getModule());
-        assertTrue(m.contains("--enable-native-access=ALL-UNNAMED"), m);
-        assertTrue(NativeLibrary.nativeAccessMessage(Object.class.getModule())
-                .contains("--enable-native-access=java.base"));
+        assertTrue(m.contains("--enable-native-access=ALL-UNNAMED") && m.contains("manifest"), m);
+        // On the module path both modules that call restricted methods, and no manifest hint.
+        String named = NativeLibrary.nativeAccessMessage(Object.class.getModule());
+        assertTrue(named.contains("--enable-native-access=java.base,dev.hurray") && !named.contains("manifest"), named);
     }
 
     /** A child JVM without the flag: the first call fails with the flag in the message. */
@@ -196,7 +197,9 @@ class NativeLibraryTest {
         new java.util.Random(7).nextBytes(content);
         java.net.URL url = fakeJar(dir, content);
         Path cache = dir.resolve("cache/a/b");
-        Path first = NativeLibrary.cacheFile(url, cache);
+        NativeLibrary.Cached made = NativeLibrary.cacheFile(url, cache);
+        assertTrue(made.written());
+        Path first = made.path();
         java.util.zip.CRC32 crc = new java.util.zip.CRC32();
         crc.update(content);
         assertEquals(cache.resolve("libhurray-100000-" + Long.toHexString(crc.getValue()) + ".so"), first);
@@ -209,17 +212,17 @@ class NativeLibraryTest {
 
         java.nio.file.attribute.FileTime stamp = java.nio.file.attribute.FileTime.fromMillis(1_000_000L);
         Files.setLastModifiedTime(first, stamp);
-        assertEquals(first, NativeLibrary.cacheFile(url, cache));
+        assertEquals(new NativeLibrary.Cached(first, false), NativeLibrary.cacheFile(url, cache));
         assertEquals(stamp, Files.getLastModifiedTime(first), "a matching cached file is reused, not rewritten");
 
         byte[] corrupt = content.clone();
         corrupt[5000] ^= 1;
         Files.write(first, corrupt);
-        assertEquals(first, NativeLibrary.cacheFile(url, cache));
+        assertEquals(new NativeLibrary.Cached(first, true), NativeLibrary.cacheFile(url, cache));
         assertTrue(java.util.Arrays.equals(content, Files.readAllBytes(first)), "a corrupted copy is replaced");
 
         Files.write(first, java.util.Arrays.copyOf(content, 10));
-        assertEquals(first, NativeLibrary.cacheFile(url, cache));
+        assertEquals(new NativeLibrary.Cached(first, true), NativeLibrary.cacheFile(url, cache));
         assertEquals(content.length, Files.size(first), "a truncated copy is replaced");
 
         Path blocked = dir.resolve("plain-file");
@@ -227,6 +230,22 @@ class NativeLibraryTest {
         assertNull(NativeLibrary.cacheFile(url, blocked.resolve("sub")));
         assertNull(NativeLibrary.cacheFile(url, null));
         assertNull(NativeLibrary.cacheFile(dir.toUri().toURL(), cache), "a file: URL has no jar entry to key on");
+
+        if (cache.getFileSystem().supportedFileAttributeViews().contains("posix")) {
+            // A folder or a copy others may write is not trusted: a copy is rewritten privately, a
+            // shared folder is not used at all (the caller extracts to a temporary file instead).
+            Files.setPosixFilePermissions(first, java.nio.file.attribute.PosixFilePermissions.fromString("rw-rw-rw-"));
+            assertEquals(new NativeLibrary.Cached(first, true), NativeLibrary.cacheFile(url, cache));
+            var perms = Files.getPosixFilePermissions(first);
+            assertTrue(!perms.contains(java.nio.file.attribute.PosixFilePermission.GROUP_WRITE)
+                    && !perms.contains(java.nio.file.attribute.PosixFilePermission.OTHERS_WRITE),
+                    "rewritten without write access for others: " + perms);
+            Path shared = dir.resolve("shared");
+            Files.createDirectories(shared);
+            Files.setPosixFilePermissions(shared, java.nio.file.attribute.PosixFilePermissions.fromString("rwxrwxrwx"));
+            assertNull(NativeLibrary.cacheFile(url, shared));
+            assertEquals(0, Files.list(shared).count(), "nothing written into a shared folder");
+        }
     }
 
     /** Two child JVMs loading from a jar share one cached copy; the second loads it as it is. */
@@ -256,8 +275,8 @@ class NativeLibraryTest {
             String out = new String(p.getInputStream().readAllBytes());
             assertTrue(p.waitFor(60, TimeUnit.SECONDS));
             assertEquals(0, p.exitValue(), out);
-            assertTrue(out.contains("abi=4 source=jar resource META-INF/native/linux-x86_64/libhurray.so (cached at "
-                    + cache), out);
+            assertTrue(out.contains("abi=4 source=jar resource META-INF/native/linux-x86_64/libhurray.so ("
+                    + (round == 0 ? "extracted to" : "reused from") + " the cache: " + cache), out);
             try (var files = Files.list(cache)) {
                 assertEquals(1, files.count(), "one cached copy");
             }
