@@ -44,7 +44,9 @@ import java.util.Locale;
  * checked against the jar entry; a file that does not match (truncated, corrupted, replaced) is
  * written again. New files are written under a temporary name and moved into place atomically,
  * so concurrent JVMs never load a half-written file. The folder is created readable by its owner
- * only. When the folder cannot be used (read-only home, no permission), the library is copied to
+ * only; on a POSIX file system the folder and the file must belong to the JVM's user and be
+ * writable by nobody else (a folder others may write is not used, a file others may write is
+ * rewritten), so another user cannot swap in a library. When the folder cannot be used (read-only home, no permission), the library is copied to
  * a temporary file, loaded and deleted, as without a cache: a first use then costs about 25 ms
  * more. Files of older builds are not removed.
  * The library is loaded once per class loader, into the global arena (it is never unloaded),
