@@ -134,7 +134,10 @@ public final class NativeLibrary {
         return loaded().abiVersion();
     }
 
-    /** Where the loaded library came from, e.g. {@code "hurray.library.path=/x/libhurray.so"}. */
+    /**
+     * Where the loaded library came from, e.g. {@code "-Dhurray.library.path=/x/libhurray.so"} or
+     * {@code "jar resource META-INF/native/linux-x86_64/libhurray.so (reused from the cache: …)"}.
+     */
     public static String source() {
         Loaded l = loaded;
         return l == null ? "(libhurray not loaded)" : l.source();
