@@ -344,4 +344,41 @@ class ReaderWriterTest {
             assertNull(r.read());
         }
     }
+    /**
+     * A reader per message, on many threads at once (the Kafka consumer shape): the readers'
+     * recycled native result areas never mix one reader's tensor with another's.
+     */
+    @Test
+    @Timeout(120)
+    void manyShortLivedReadersOnManyThreadsReadTheirOwnTensors() throws Exception {
+        int threads = 8;
+        int perThread = 1500;
+        List<CompletableFuture<Void>> all = new java.util.ArrayList<>();
+        try (var pool = java.util.concurrent.Executors.newFixedThreadPool(threads)) {
+            for (int t = 0; t < threads; t++) {
+                int id = t;
+                all.add(CompletableFuture.runAsync(() -> {
+                    try {
+                        for (int i = 0; i < perThread; i++) {
+                            float v = id * 100_000f + i;
+                            byte[] msg;
+                            try (Writer w = Writer.toMemory(); Tensor x = Tensor.of(new float[] {v, -v}, 2)) {
+                                w.write(x.descriptor().withName("m" + id + "-" + i), x.buffer(0));
+                                w.finish();
+                                msg = w.toByteArray();
+                            }
+                            try (Reader r = Reader.of(msg); Tensor got = r.read()) {
+                                assertEquals("m" + id + "-" + i, got.descriptor().name().orElseThrow());
+                                assertArrayEquals(new float[] {v, -v}, got.toFloatArray());
+                                assertNull(r.read());
+                            }
+                        }
+                    } catch (IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                }, pool));
+            }
+            CompletableFuture.allOf(all.toArray(CompletableFuture[]::new)).get();
+        }
+    }
 }

@@ -74,20 +74,80 @@ public final class NativeReader {
      */
     public static NativeReader open(Source source, int maxRank, long maxDescriptorBytes,
             long maxTensorBytes, boolean requirePayloadChecksums, long bufferPoolBytes) throws HurrayException {
-        Arena auto = Arena.ofAuto();
-        MemorySegment result = HurrayDecodeResult.allocate(auto);
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment opts = HurrayReaderOptions.allocate(arena);
-            Native.check(hurray_h.hurray_reader_options_init(opts));
-            HurrayReaderOptions.max_rank(opts, maxRank);
-            HurrayReaderOptions.max_descriptor_bytes(opts, maxDescriptorBytes);
-            HurrayReaderOptions.max_tensor_bytes(opts, maxTensorBytes);
-            HurrayReaderOptions.flags(opts, requirePayloadChecksums ? hurray_h.HURRAY_READER_REQUIRE_PAYLOAD_CHECKSUMS() : 0);
-            MemorySegment slot = arena.allocate(ADDRESS);
-            Native.check(hurray_h.hurray_decoder_new(opts, bufferPoolBytes, slot));
+        MemorySegment result = Results.take();
+        try {
+            MemorySegment slot = Results.compositeSlot(result); // free until the first nextItem
+            long[] d = Defaults.LIMITS;
+            if (!requirePayloadChecksums && maxRank == d[0] && maxDescriptorBytes == d[1] && maxTensorBytes == d[2]) {
+                // The library's defaults: NULL options, no options struct to fill.
+                Native.check(hurray_h.hurray_decoder_new(MemorySegment.NULL, bufferPoolBytes, slot));
+            } else {
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment opts = HurrayReaderOptions.allocate(arena);
+                    Native.check(hurray_h.hurray_reader_options_init(opts));
+                    HurrayReaderOptions.max_rank(opts, maxRank);
+                    HurrayReaderOptions.max_descriptor_bytes(opts, maxDescriptorBytes);
+                    HurrayReaderOptions.max_tensor_bytes(opts, maxTensorBytes);
+                    HurrayReaderOptions.flags(opts,
+                            requirePayloadChecksums ? hurray_h.HURRAY_READER_REQUIRE_PAYLOAD_CHECKSUMS() : 0);
+                    Native.check(hurray_h.hurray_decoder_new(opts, bufferPoolBytes, slot));
+                }
+            }
             MemorySegment h = slot.get(ADDRESS, 0);
+            slot.set(ADDRESS, 0, MemorySegment.NULL);
             Native.debug("hurray: decoder {} created", h);
-            return new NativeReader(source, result, auto.allocate(ADDRESS), h);
+            return new NativeReader(source, result, Results.compositeSlot(result), h);
+        } catch (HurrayException | RuntimeException | Error e) {
+            Results.give(result);
+            throw e;
+        }
+    }
+
+    /** The library's default limits, read once. */
+    private static final class Defaults {
+        static final long[] LIMITS = defaultLimits();
+    }
+
+    /**
+     * Recycled native areas for a reader's decode result ({@code HurrayDecodeResult}) plus its
+     * composite out-slot: a reader per message (Kafka records, request bodies) then makes no
+     * automatic arena. An area goes back when its reader closes, or when the leak cleaner frees
+     * an unclosed reader (nothing can use the area then); at most {@link #MAX_IDLE} wait idle,
+     * the rest stay allocated for reuse by the next readers (a reader never frees its area).
+     */
+    static final class Results {
+        private static final long RESULT_BYTES = HurrayDecodeResult.sizeof();
+        private static final long BYTES = RESULT_BYTES + ADDRESS.byteSize();
+        static final int MAX_IDLE = 256;
+        private static final java.util.concurrent.ConcurrentLinkedQueue<MemorySegment> IDLE =
+                new java.util.concurrent.ConcurrentLinkedQueue<>();
+        private static final java.util.concurrent.atomic.AtomicInteger IDLE_COUNT =
+                new java.util.concurrent.atomic.AtomicInteger();
+
+        private Results() {
+        }
+
+        static MemorySegment take() {
+            MemorySegment m = IDLE.poll();
+            if (m != null) {
+                IDLE_COUNT.decrementAndGet();
+                return m;
+            }
+            // Automatic: an area beyond MAX_IDLE that is dropped is freed by the GC.
+            return Arena.ofAuto().allocate(BYTES, 8);
+        }
+
+        static MemorySegment compositeSlot(MemorySegment area) {
+            return area.asSlice(RESULT_BYTES, ADDRESS.byteSize());
+        }
+
+        static void give(MemorySegment area) {
+            if (IDLE_COUNT.incrementAndGet() <= MAX_IDLE) {
+                area.fill((byte) 0);
+                IDLE.offer(area);
+            } else {
+                IDLE_COUNT.decrementAndGet();
+            }
         }
     }
 
@@ -291,6 +351,7 @@ public final class NativeReader {
         } else {
             destroy(h);
         }
+        Results.give(result);
         Native.debug("hurray: decoder {} destroyed", h);
         try {
             source.close();
@@ -309,6 +370,10 @@ public final class NativeReader {
     }
 
     private static void destroy(MemorySegment h) {
-        Native.destroyThroughSlot(h, hurray_h::hurray_decoder_destroy);
+        // hurray_decoder_destroy never calls back into Java, so the thread's scratch area may
+        // hold the slot (Native's scratch rule); the leak cleaner's thread has its own.
+        MemorySegment slot = Native.scratch();
+        slot.set(ADDRESS, 0, h);
+        hurray_h.hurray_decoder_destroy(slot);
     }
 }
