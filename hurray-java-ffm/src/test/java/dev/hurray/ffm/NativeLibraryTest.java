@@ -151,16 +151,24 @@ class NativeLibraryTest {
     void loadsThePackedLibraryWithoutOverride() throws Exception {
         assertTrue(getClass().getClassLoader().getResource("META-INF/native/linux-x86_64/libhurray.so") != null,
                 "the build packs libhurray.so as a resource");
+        String out = runPackedMain(System.getProperty("java.class.path"));
+        assertTrue(out.contains("abi=4 source=jar resource META-INF/native/linux-x86_64/libhurray.so"), out);
+    }
+
+    /** Runs {@link PackedMain} in a child JVM on {@code classPath} with no override; its output. */
+    private static String runPackedMain(String classPath, String... jvmOptions) throws Exception {
         String java = ProcessHandle.current().info().command().orElseThrow();
-        ProcessBuilder pb = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED",
-                "-cp", System.getProperty("java.class.path"), PackedMain.class.getName());
+        List<String> cmd = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED"));
+        cmd.addAll(List.of(jvmOptions));
+        cmd.addAll(List.of("-cp", classPath, PackedMain.class.getName()));
+        ProcessBuilder pb = new ProcessBuilder(cmd);
         pb.environment().remove(NativeLibrary.LIBRARY_PATH_ENV);
         pb.redirectErrorStream(true);
         Process p = pb.start();
         String out = new String(p.getInputStream().readAllBytes());
         assertTrue(p.waitFor(60, TimeUnit.SECONDS));
         assertEquals(0, p.exitValue(), out);
-        assertTrue(out.contains("abi=4 source=jar resource META-INF/native/linux-x86_64/libhurray.so"), out);
+        return out;
     }
 
     /** The cache folder: property, then environment, then XDG, then home; "none" turns it off. */
@@ -266,15 +274,7 @@ class NativeLibraryTest {
         Path cache = dir.resolve("cache");
         String cp = jar + java.io.File.pathSeparator + System.getProperty("java.class.path");
         for (int round = 0; round < 2; round++) {
-            String java = ProcessHandle.current().info().command().orElseThrow();
-            ProcessBuilder pb = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED",
-                    "-D" + NativeLibrary.CACHE_DIR_PROPERTY + "=" + cache, "-cp", cp, PackedMain.class.getName());
-            pb.environment().remove(NativeLibrary.LIBRARY_PATH_ENV);
-            pb.redirectErrorStream(true);
-            Process p = pb.start();
-            String out = new String(p.getInputStream().readAllBytes());
-            assertTrue(p.waitFor(60, TimeUnit.SECONDS));
-            assertEquals(0, p.exitValue(), out);
+            String out = runPackedMain(cp, "-D" + NativeLibrary.CACHE_DIR_PROPERTY + "=" + cache);
             assertTrue(out.contains("abi=4 source=jar resource META-INF/native/linux-x86_64/libhurray.so ("
                     + (round == 0 ? "extracted to" : "reused from") + " the cache: " + cache), out);
             try (var files = Files.list(cache)) {
