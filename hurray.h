@@ -1175,6 +1175,19 @@ HurrayStatus hurray_decoder_next(struct HurrayDecoder *decoder,
                                  uint32_t flags,
                                  struct HurrayDecodeResult *out);
 
+// Makes a decoder ready for a new stream from its first byte, as if just made with the same
+// options and pool cap: buffered input, a partly read tensor or composite, the stream
+// metadata and a failure (errors are otherwise sticky) are dropped. It keeps its read-ahead
+// allocation; its buffer pool starts empty. For callers that decode many short streams, such
+// as one stream per message: one decoder instead of one per message. Tensors and composites
+// already returned stay valid. Added in ABI 4 (additive).
+//
+// Errors: `NULL_POINTER`, `USE_AFTER_DESTROY`.
+//
+// # Safety
+// `decoder` live, not used concurrently.
+HurrayStatus hurray_decoder_reset(struct HurrayDecoder *decoder);
+
 // Sets the cap of the decoder's buffer pool in bytes (0 removes the pool), as
 // `hurray_reader_set_buffer_pool_bytes` does for a reader. Added in ABI 4 (additive).
 //

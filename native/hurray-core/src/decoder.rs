@@ -165,6 +165,29 @@ impl StreamDecoder {
         })
     }
 
+    /// Makes the decoder ready for a new stream from its first byte, as if new with the same
+    /// options: buffered input, a partly read tensor, the stream metadata and a failure are
+    /// dropped. The read-ahead allocation and the buffer pool's cap stay (the pool starts empty
+    /// again), so a caller decoding many short streams (one message each) allocates them once.
+    /// Tensors already returned are independent of the decoder and stay valid.
+    pub fn reset(&mut self) {
+        self.state = State::StreamHeader { buf: [0; STREAM_HEADER_BYTES], got: 0 };
+        self.payload_crc = false;
+        self.ahead.clear();
+        self.ahead_pos = 0;
+        self.input_ended = false;
+        self.target = Target::ReadAhead;
+        self.has_metadata = false;
+        self.metadata = None;
+        self.stop_at_header = false;
+        // `last` is keyed by the frame's bytes and CRC, so it stays valid across streams.
+        self.item_desc = None;
+        self.item_bufs = Vec::new();
+        // A fresh pool of the same cap: buffers of tensors still open then go back to no pool
+        // (they are freed on close), so an idle decoder holds no payload memory.
+        self.pool = self.pool.as_ref().map(|p| BufferPool::new(p.max_bytes()));
+    }
+
     /// Sets the pool buffer allocations come from (`None`: a new allocation per buffer); see
     /// [`StreamReader::set_buffer_pool`](crate::StreamReader::set_buffer_pool).
     pub fn set_buffer_pool(&mut self, pool: Option<BufferPool>) {

@@ -453,6 +453,7 @@ fn null_cases(f: &Fixture) -> Vec<Case<'_>> {
                 "hurray_descriptor_encode_with_name",
                 Box::new(move || hurray_descriptor_encode_with_name(null(), null(), 0, null_mut(), 0, null_mut())),
             ),
+            ("hurray_decoder_reset", Box::new(move || hurray_ffi::decoder::hurray_decoder_reset(null_mut()))),
             (
                 "hurray_descriptor_encode_with_name",
                 Box::new(move || hurray_descriptor_encode_with_name(d, null(), 0, null_mut(), 0, null_mut())),

@@ -88,14 +88,29 @@ fn ffi_decode(bytes: &[u8], chunk: usize) -> (Vec<Back>, HurrayStatus, usize) {
 
 /// As `ffi_decode`, also returning each tensor's `HurrayDescriptorFields::flags`.
 fn ffi_decode_flags(bytes: &[u8], chunk: usize) -> (Vec<Back>, HurrayStatus, usize, Vec<u32>) {
-    let mut out = Vec::new();
-    let mut flag_bits = Vec::new();
-    let mut calls = 0;
-    // SAFETY: the decoder is made and destroyed here; its input window is written within the length it offers; the
-    // result's views (tensor, fields, buffers) are read before the next call; all-zero results are NULL and 0.
+    // SAFETY: the decoder is made here, used by `decode_on` only, and destroyed here.
     unsafe {
         let mut d = null_mut();
         expect(hurray_decoder_new(null(), 1 << 20, &mut d), HURRAY_OK);
+        let r = decode_on(d, bytes, chunk);
+        expect(hurray_decoder_destroy(&mut d), HURRAY_OK);
+        assert!(d.is_null());
+        r
+    }
+}
+
+/// Feeds `bytes` (at most `chunk` per call) to the live decoder `d` until it stops; each
+/// tensor copied out, the final status, the call count and each tensor's fields flags.
+///
+/// # Safety
+/// `d` a live decoder not used elsewhere meanwhile.
+unsafe fn decode_on(d: *mut HurrayDecoder, bytes: &[u8], chunk: usize) -> (Vec<Back>, HurrayStatus, usize, Vec<u32>) {
+    let mut out = Vec::new();
+    let mut flag_bits = Vec::new();
+    let mut calls = 0;
+    // SAFETY: the input window is written within the length the decoder offers; the result's views (tensor, fields,
+    // buffers) are read before the next call; all-zero results are NULL and 0.
+    unsafe {
         let mut pos = 0;
         let mut filled = 0;
         let mut flags = 0;
@@ -145,9 +160,64 @@ fn ffi_decode_flags(bytes: &[u8], chunk: usize) -> (Vec<Back>, HurrayStatus, usi
                 }
             }
         };
-        expect(hurray_decoder_destroy(&mut d), HURRAY_OK);
-        assert!(d.is_null());
         (out, end, calls, flag_bits)
+    }
+}
+
+#[test]
+fn a_reset_decoder_reads_the_next_stream_whatever_state_it_was_left_in() {
+    let items = corpus();
+    let whole = encode_stream(&items, true);
+    let small: Vec<Item> = (0..3).map(|_| dense(hurray_core::ElementType::Float32, &[8])).collect();
+    let one = encode_stream(&small, false);
+    // SAFETY: the decoder is made and destroyed here and only used by `decode_on` in between; out-pointers are live
+    // locals.
+    unsafe {
+        let mut d = null_mut();
+        expect(hurray_decoder_new(null(), 1 << 20, &mut d), HURRAY_OK);
+        // After a whole stream (ended): the next stream reads as on a new decoder.
+        let (back, end, _, _) = decode_on(d, &whole, 4096);
+        expect(end, HURRAY_END_OF_STREAM);
+        assert_back(&back, &items);
+        expect(hurray_decoder_reset(d), HURRAY_OK);
+        let (back, end, _, flags) = decode_on(d, &one, usize::MAX);
+        expect(end, HURRAY_END_OF_STREAM);
+        assert_back(&back, &small);
+        assert_eq!(flags[0], 0, "no 'same as previous' across a reset");
+        // In the middle of a tensor (input cut short, end of input not yet said).
+        expect(hurray_decoder_reset(d), HURRAY_OK);
+        let mut r = std::mem::zeroed::<HurrayDecodeResult>();
+        expect(hurray_decoder_next(d, 0, 0, &mut r), HURRAY_NEED_INPUT);
+        let n = r.input_len.min(whole.len() / 2);
+        std::ptr::copy_nonoverlapping(whole.as_ptr(), r.input, n);
+        let mut got = 0;
+        loop {
+            let s = hurray_decoder_next(d, if got == 0 { n } else { 0 }, 0, &mut r);
+            if s == HURRAY_OK {
+                let mut t = r.tensor;
+                expect(hurray_tensor_destroy(&mut t), HURRAY_OK);
+                got += 1;
+                continue;
+            }
+            expect(s, HURRAY_NEED_INPUT);
+            break;
+        }
+        expect(hurray_decoder_reset(d), HURRAY_OK);
+        let (back, end, _, _) = decode_on(d, &one, 5);
+        expect(end, HURRAY_END_OF_STREAM);
+        assert_back(&back, &small);
+        // After a (sticky) failure.
+        expect(hurray_decoder_reset(d), HURRAY_OK);
+        let (_, end, _, _) = decode_on(d, b"garbage garbage garbage", usize::MAX);
+        expect(end, HURRAY_ERR_INVALID_MAGIC);
+        let (_, end, _, _) = decode_on(d, &one, usize::MAX);
+        expect(end, HURRAY_ERR_INVALID_MAGIC);
+        expect(hurray_decoder_reset(d), HURRAY_OK);
+        let (back, end, _, _) = decode_on(d, &one, usize::MAX);
+        expect(end, HURRAY_END_OF_STREAM);
+        assert_back(&back, &small);
+        expect(hurray_decoder_reset(null_mut()), HURRAY_ERR_NULL_POINTER);
+        expect(hurray_decoder_destroy(&mut d), HURRAY_OK);
     }
 }
 

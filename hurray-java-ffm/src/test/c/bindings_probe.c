@@ -564,6 +564,11 @@ int main(void) {
   KIND(uint32_t);
   KIND(struct HurrayDecodeResult *);
   printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_decoder_reset), HurrayStatus (*)(struct HurrayDecoder *)), "hurray_decoder_reset: signature differs from the AST");
+  printf("func hurray_decoder_reset");
+  KIND(HurrayStatus);
+  KIND(struct HurrayDecoder *);
+  printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_decoder_set_buffer_pool_bytes), HurrayStatus (*)(struct HurrayDecoder *, uint64_t)), "hurray_decoder_set_buffer_pool_bytes: signature differs from the AST");
   printf("func hurray_decoder_set_buffer_pool_bytes");
   KIND(HurrayStatus);

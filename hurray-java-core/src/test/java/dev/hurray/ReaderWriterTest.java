@@ -381,4 +381,50 @@ class ReaderWriterTest {
             CompletableFuture.allOf(all.toArray(CompletableFuture[]::new)).get();
         }
     }
+    /**
+     * A reader closed in any state (mid-stream, after a corrupt stream, after its end) hands its
+     * decoder on to the next reader, which must start clean: no buffered bytes, failure or
+     * partly read tensor of the previous stream leaks into it.
+     */
+    @Test
+    void aDecoderHandedOnByAClosedReaderStartsClean() throws Exception {
+        byte[] two;
+        try (Writer w = Writer.toMemory(); Tensor a = Tensor.of(new float[] {1, 2, 3}, 3);
+             Tensor b = Tensor.of(new float[] {4, 5}, 2)) {
+            w.write(a.descriptor().withName("a"), a.buffer(0));
+            w.write(b.descriptor().withName("b"), b.buffer(0));
+            w.finish();
+            two = w.toByteArray();
+        }
+        byte[] garbage = "not a hurray stream at all".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        for (int round = 0; round < 50; round++) {
+            // Left mid-stream: one tensor read of two.
+            try (Reader r = Reader.of(two); Tensor t = r.read()) {
+                assertEquals("a", t.descriptor().name().orElseThrow());
+            }
+            // Left failed.
+            try (Reader r = Reader.of(garbage)) {
+                assertEquals(Status.INVALID_MAGIC, assertThrows(HurrayException.class, r::read).status());
+            }
+            // Left with half a tensor buffered.
+            try (Reader r = Reader.of(java.util.Arrays.copyOf(two, two.length - 30))) {
+                try (Tensor t = r.read()) {
+                    assertEquals("a", t.descriptor().name().orElseThrow());
+                }
+                assertThrows(HurrayException.class, r::read);
+            }
+            // Each next reader reads its whole stream from the start.
+            try (Reader r = Reader.of(two)) {
+                try (Tensor t = r.read()) {
+                    assertEquals("a", t.descriptor().name().orElseThrow());
+                    assertArrayEquals(new float[] {1, 2, 3}, t.toFloatArray());
+                }
+                try (Tensor t = r.read()) {
+                    assertEquals("b", t.descriptor().name().orElseThrow());
+                    assertArrayEquals(new float[] {4, 5}, t.toFloatArray());
+                }
+                assertNull(r.read());
+            }
+        }
+    }
 }

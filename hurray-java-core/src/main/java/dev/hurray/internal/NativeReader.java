@@ -54,11 +54,18 @@ public final class NativeReader {
     /** The source's first fatal failure (a reset connection), reported on every later read. */
     private Throwable dead;
 
-    private NativeReader(Source source, MemorySegment result, MemorySegment compositeSlot, MemorySegment handle) {
+    /** Made with the library's default options: its decoder can be reset and reused by the next such reader. */
+    private final boolean reusable;
+    private final long bufferPoolBytes;
+
+    private NativeReader(Source source, MemorySegment result, MemorySegment compositeSlot, MemorySegment handle,
+            boolean reusable, long bufferPoolBytes) {
         this.source = source;
         this.result = result;
         this.compositeSlot = compositeSlot;
         this.handle = handle;
+        this.reusable = reusable;
+        this.bufferPoolBytes = bufferPoolBytes;
     }
 
     /**
@@ -78,7 +85,13 @@ public final class NativeReader {
         try {
             MemorySegment slot = Results.compositeSlot(result); // free until the first nextItem
             long[] d = Defaults.LIMITS;
-            if (!requirePayloadChecksums && maxRank == d[0] && maxDescriptorBytes == d[1] && maxTensorBytes == d[2]) {
+            boolean defaults = !requirePayloadChecksums && maxRank == d[0] && maxDescriptorBytes == d[1]
+                    && maxTensorBytes == d[2];
+            if (defaults) {
+                MemorySegment idle = IdleDecoders.take(bufferPoolBytes);
+                if (idle != null) {
+                    return new NativeReader(source, result, Results.compositeSlot(result), idle, true, bufferPoolBytes);
+                }
                 // The library's defaults: NULL options, no options struct to fill.
                 Native.check(hurray_h.hurray_decoder_new(MemorySegment.NULL, bufferPoolBytes, slot));
             } else {
@@ -96,7 +109,7 @@ public final class NativeReader {
             MemorySegment h = slot.get(ADDRESS, 0);
             slot.set(ADDRESS, 0, MemorySegment.NULL);
             Native.debug("hurray: decoder {} created", h);
-            return new NativeReader(source, result, Results.compositeSlot(result), h);
+            return new NativeReader(source, result, Results.compositeSlot(result), h, defaults, bufferPoolBytes);
         } catch (HurrayException | RuntimeException | Error e) {
             Results.give(result);
             throw e;
@@ -148,6 +161,50 @@ public final class NativeReader {
             } else {
                 IDLE_COUNT.decrementAndGet();
             }
+        }
+    }
+
+    /**
+     * Decoders of closed default-options readers, reset ({@code hurray_decoder_reset}) and kept
+     * for the next reader with the same pool cap: a reader per message (Kafka records, request
+     * bodies) then creates no native decoder, read-ahead or pool. At most {@link #MAX_IDLE}
+     * wait (each holds its 64 KiB read-ahead, no payload memory); more are destroyed.
+     */
+    static final class IdleDecoders {
+        static final int MAX_IDLE = 16;
+        private record Idle(MemorySegment handle, long bufferPoolBytes) {
+        }
+
+        private static final java.util.concurrent.ConcurrentLinkedQueue<Idle> IDLE =
+                new java.util.concurrent.ConcurrentLinkedQueue<>();
+        private static final java.util.concurrent.atomic.AtomicInteger COUNT =
+                new java.util.concurrent.atomic.AtomicInteger();
+
+        private IdleDecoders() {
+        }
+
+        /** An idle decoder with this pool cap, or null (one look: a mismatch goes back). */
+        static MemorySegment take(long bufferPoolBytes) {
+            Idle i = IDLE.poll();
+            if (i == null) {
+                return null;
+            }
+            if (i.bufferPoolBytes() == bufferPoolBytes) {
+                COUNT.decrementAndGet();
+                return i.handle();
+            }
+            IDLE.offer(i);
+            return null;
+        }
+
+        /** Keeps a reset decoder; false when enough are kept (the caller destroys it). */
+        static boolean offer(MemorySegment handle, long bufferPoolBytes) {
+            if (COUNT.incrementAndGet() > MAX_IDLE) {
+                COUNT.decrementAndGet();
+                return false;
+            }
+            IDLE.offer(new Idle(handle, bufferPoolBytes));
+            return true;
         }
     }
 
@@ -346,7 +403,12 @@ public final class NativeReader {
         }
         MemorySegment h = handle;
         handle = null;
-        if (resource != null) {
+        if (reusable && hurray_h.hurray_decoder_reset(h) == Native.OK && IdleDecoders.offer(h, bufferPoolBytes)) {
+            // Kept for the next reader: only the leak cleaner's registration goes.
+            if (resource != null) {
+                resource.disarm();
+            }
+        } else if (resource != null) {
             resource.close();
         } else {
             destroy(h);

@@ -3715,6 +3715,73 @@ public final class hurray_h {
         }
     }
 
+    private static final class hurray_decoder_reset {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_decoder_reset");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_reset(struct HurrayDecoder *decoder)
+     * }
+     */
+    public static FunctionDescriptor hurray_decoder_reset$descriptor() {
+        return hurray_decoder_reset.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_reset(struct HurrayDecoder *decoder)
+     * }
+     */
+    public static MethodHandle hurray_decoder_reset$handle() {
+        return hurray_decoder_reset.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_reset(struct HurrayDecoder *decoder)
+     * }
+     */
+    public static MemorySegment hurray_decoder_reset$address() {
+        return hurray_decoder_reset.ADDR;
+    }
+
+    /**
+     * Makes a decoder ready for a new stream from its first byte, as if just made with the same
+     * options and pool cap: buffered input, a partly read tensor or composite, the stream
+     * metadata and a failure (errors are otherwise sticky) are dropped. It keeps its read-ahead
+     * allocation; its buffer pool starts empty. For callers that decode many short streams, such
+     * as one stream per message: one decoder instead of one per message. Tensors and composites
+     * already returned stay valid. Added in ABI 4 (additive).
+     * <p>
+     * Errors: <code>NULL_POINTER</code>, <code>USE_AFTER_DESTROY</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>decoder</code> live, not used concurrently.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_reset(struct HurrayDecoder *decoder)
+     * }
+     */
+    public static int hurray_decoder_reset(MemorySegment decoder) {
+        var mh$ = hurray_decoder_reset.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_decoder_reset", decoder);
+            }
+            return (int) mh$.invokeExact(decoder);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static final class hurray_decoder_set_buffer_pool_bytes {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG);
         static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_decoder_set_buffer_pool_bytes");
