@@ -555,7 +555,11 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
     public Composite readComposite(String name) throws HurrayException {
         guard.enter();
         try {
-            return Composite.fromNative(reader.readComposite(name.getBytes(java.nio.charset.StandardCharsets.UTF_8)), scope);
+            byte[] utf8 = dev.hurray.internal.Utf8.encodeOrNull(name);
+            if (utf8 == null) {
+                throw new HurrayException(Status.NOT_FOUND, "no composite named \"" + name + "\" in " + source, null);
+            }
+            return Composite.fromNative(reader.readComposite(utf8), scope);
         } finally {
             guard.exit();
         }
@@ -791,7 +795,8 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
         Objects.requireNonNull(key, "key");
         guard.enter();
         try {
-            return Optional.ofNullable(reader.metadataValue(key.getBytes(StandardCharsets.UTF_8)));
+            byte[] utf8 = dev.hurray.internal.Utf8.encodeOrNull(key);
+            return utf8 == null ? Optional.empty() : Optional.ofNullable(reader.metadataValue(utf8));
         } finally {
             guard.exit();
         }

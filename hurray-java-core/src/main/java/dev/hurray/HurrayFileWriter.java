@@ -385,7 +385,7 @@ public final class HurrayFileWriter implements AutoCloseable {
         guard.enter();
         try {
             requireOpen();
-            nativeWriter.setMetadata(key.getBytes(StandardCharsets.UTF_8), value);
+            nativeWriter.setMetadata(dev.hurray.internal.Utf8.encode(key, "metadata key"), value);
         } finally {
             guard.exit();
         }
@@ -394,7 +394,7 @@ public final class HurrayFileWriter implements AutoCloseable {
     /** Sets a file-level metadata entry whose value is {@code value} in UTF-8; see {@link #metadata(String, byte[])}. */
     public void metadata(String key, String value) throws HurrayException {
         Objects.requireNonNull(value, "value");
-        metadata(key, value.getBytes(StandardCharsets.UTF_8));
+        metadata(key, dev.hurray.internal.Utf8.encode(value, "metadata value"));
     }
 
     /**

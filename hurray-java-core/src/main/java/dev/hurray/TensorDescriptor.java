@@ -411,9 +411,18 @@ public final class TensorDescriptor {
             return this;
         }
 
-        /** Adds or replaces a metadata entry whose value is {@code value} in UTF-8. */
+        /**
+         * Adds or replaces a metadata entry whose value is {@code value} in UTF-8.
+         *
+         * @throws IllegalArgumentException if {@code value} has an unpaired UTF-16 surrogate
+         *     (it has no UTF-8 form)
+         */
         public Builder metadata(String key, String value) {
-            return metadata(key, value.getBytes(StandardCharsets.UTF_8));
+            try {
+                return metadata(key, dev.hurray.internal.Utf8.encode(value, "metadata value"));
+            } catch (HurrayException e) {
+                throw new IllegalArgumentException(e.getMessage(), e);
+            }
         }
 
         /**

@@ -71,6 +71,14 @@ class TensorNamesTest {
             assertTrue(f.entry("x?y").isPresent());
             assertFalse(f.entry(lone).isPresent(), "a lone surrogate is not '?'");
             assertEquals(Status.NOT_FOUND, assertThrows(HurrayException.class, () -> f.read(lone)).status());
+            assertEquals(Status.NOT_FOUND, assertThrows(HurrayException.class, () -> f.readComposite(lone)).status());
+            assertFalse(f.metadata(lone).isPresent());
+        }
+        assertThrows(IllegalArgumentException.class,
+                () -> TensorDescriptor.builder(ElementType.FLOAT32, 2).metadata("k", "v\uDFFF"));
+        try (HurrayFileWriter w = HurrayFile.create(dir.resolve("m.hrry"))) {
+            assertEquals(Status.INVALID_ARGUMENT, assertThrows(HurrayException.class, () -> w.metadata(lone, "v")).status());
+            assertEquals(Status.INVALID_ARGUMENT, assertThrows(HurrayException.class, () -> w.metadata("k", lone)).status());
         }
     }
 }

@@ -124,9 +124,9 @@ public final class NativeReader {
     /**
      * Recycled native areas for a reader's decode result ({@code HurrayDecodeResult}) plus its
      * composite out-slot: a reader per message (Kafka records, request bodies) then makes no
-     * automatic arena. An area goes back when its reader closes, or when the leak cleaner frees
-     * an unclosed reader (nothing can use the area then); at most {@link #MAX_IDLE} wait idle,
-     * the rest stay allocated for reuse by the next readers (a reader never frees its area).
+     * automatic arena. An area goes back when its reader closes; at most {@link #MAX_IDLE} wait
+     * idle, and one beyond that, or one of a reader never closed, is freed by the garbage
+     * collector (the areas come from automatic arenas).
      */
     static final class Results {
         private static final long RESULT_BYTES = HurrayDecodeResult.sizeof();

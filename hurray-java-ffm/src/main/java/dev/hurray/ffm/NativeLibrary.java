@@ -386,8 +386,17 @@ public final class NativeLibrary {
             }
             Path tmp = target.resolveSibling(name + "." + ProcessHandle.current().pid() + "." + System.nanoTime() + ".tmp");
             try {
-                try (InputStream in = url.openStream()) {
-                    Files.copy(in, tmp);
+                // Owner-only from the start, whatever the umask: a copy others may write is not trusted.
+                try {
+                    Files.createFile(tmp, java.nio.file.attribute.PosixFilePermissions.asFileAttribute(
+                            java.nio.file.attribute.PosixFilePermissions.fromString("rw-------")));
+                } catch (UnsupportedOperationException e) {
+                    Files.createFile(tmp);
+                }
+                // Into the file just made (Files.copy would replace it, with default permissions).
+                try (InputStream in = url.openStream();
+                     java.io.OutputStream out = Files.newOutputStream(tmp, java.nio.file.StandardOpenOption.WRITE)) {
+                    in.transferTo(out);
                 }
                 if (!matches(tmp, size, crc)) {
                     return null;
@@ -415,7 +424,11 @@ public final class NativeLibrary {
         java.nio.file.attribute.PosixFileAttributes a = view.readAttributes();
         java.nio.file.attribute.UserPrincipal me;
         try {
-            me = p.getFileSystem().getUserPrincipalLookupService().lookupPrincipalByName(System.getProperty("user.name"));
+            // The process's own user: /proc/self belongs to it on Linux (even for a user with no
+            // name, as in some containers); elsewhere the user the JVM names.
+            Path self = Path.of("/proc/self");
+            me = Files.exists(self) ? Files.getOwner(self)
+                    : p.getFileSystem().getUserPrincipalLookupService().lookupPrincipalByName(System.getProperty("user.name"));
         } catch (IOException | UnsupportedOperationException e) {
             return false;
         }

@@ -216,6 +216,9 @@ class NativeLibraryTest {
         if (cache.getFileSystem().supportedFileAttributeViews().contains("posix")) {
             assertEquals("rwx------", java.nio.file.attribute.PosixFilePermissions.toString(
                     Files.getPosixFilePermissions(cache)));
+            // Owner-only whatever the umask (a group-writable copy would never be trusted again).
+            assertEquals("rw-------", java.nio.file.attribute.PosixFilePermissions.toString(
+                    Files.getPosixFilePermissions(first)));
         }
 
         java.nio.file.attribute.FileTime stamp = java.nio.file.attribute.FileTime.fromMillis(1_000_000L);
