@@ -30,8 +30,7 @@ import java.util.Optional;
  *
  * <p>Immutable and thread-safe.
  */
-public sealed interface Layout permits Layout.Dense, Layout.Strided, Layout.Coo, Layout.Csr, Layout.Csc,
-        Layout.Bsr, Layout.Paged {
+public sealed interface Layout permits Layout.Dense, Layout.Strided, Layout.Sparse, Layout.Paged {
     /** The layout kinds, with their one-byte wire codes ({@code HURRAY_LAYOUT_*}). */
     public enum Kind {
         /** C order ({@code HURRAY_LAYOUT_ROW_MAJOR}). */
@@ -289,8 +288,39 @@ public sealed interface Layout permits Layout.Dense, Layout.Strided, Layout.Coo,
         }
     }
 
+    /**
+     * The sparse layouts (COO, CSR, CSC, BSR): each has an index type, a stored-entry count and
+     * a canonical flag, read through {@link #indexType()}, {@link #nnz()} and
+     * {@link #isCanonical()}.
+     */
+    sealed interface Sparse extends Layout permits Coo, Csr, Csc, Bsr {
+        /** The integer type of the index buffers. */
+        ElementType indices();
+
+        /** Stored entries (blocks for BSR). */
+        long count();
+
+        /** Whether entries are sorted with no duplicates. */
+        boolean sorted();
+
+        @Override
+        default Optional<ElementType> indexType() {
+            return Optional.of(indices());
+        }
+
+        @Override
+        default long nnz() {
+            return count();
+        }
+
+        @Override
+        default boolean isCanonical() {
+            return sorted();
+        }
+    }
+
     /** COO: values, then indices {@code [rank, nnz]}. */
-    record Coo(ElementType indices, long count, boolean sorted) implements Layout {
+    record Coo(ElementType indices, long count, boolean sorted) implements Sparse {
         /** Validates the index type and count. */
         public Coo {
             checkIndex(indices);
@@ -302,21 +332,6 @@ public sealed interface Layout permits Layout.Dense, Layout.Strided, Layout.Coo,
             return Kind.COO;
         }
 
-        @Override
-        public Optional<ElementType> indexType() {
-            return Optional.of(indices);
-        }
-
-        @Override
-        public long nnz() {
-            return count;
-        }
-
-        @Override
-        public boolean isCanonical() {
-            return sorted;
-        }
-
         /** {@code coo(int32, nnz=5, canonical)}. */
         @Override
         public String toString() {
@@ -325,7 +340,7 @@ public sealed interface Layout permits Layout.Dense, Layout.Strided, Layout.Coo,
     }
 
     /** CSR: values, indptr, column indices. */
-    record Csr(ElementType indices, long count, boolean sorted) implements Layout {
+    record Csr(ElementType indices, long count, boolean sorted) implements Sparse {
         /** Validates the index type and count. */
         public Csr {
             checkIndex(indices);
@@ -338,28 +353,13 @@ public sealed interface Layout permits Layout.Dense, Layout.Strided, Layout.Coo,
         }
 
         @Override
-        public Optional<ElementType> indexType() {
-            return Optional.of(indices);
-        }
-
-        @Override
-        public long nnz() {
-            return count;
-        }
-
-        @Override
-        public boolean isCanonical() {
-            return sorted;
-        }
-
-        @Override
         public String toString() {
             return sparseString(this);
         }
     }
 
     /** CSC: values, indptr, row indices. */
-    record Csc(ElementType indices, long count, boolean sorted) implements Layout {
+    record Csc(ElementType indices, long count, boolean sorted) implements Sparse {
         /** Validates the index type and count. */
         public Csc {
             checkIndex(indices);
@@ -372,28 +372,13 @@ public sealed interface Layout permits Layout.Dense, Layout.Strided, Layout.Coo,
         }
 
         @Override
-        public Optional<ElementType> indexType() {
-            return Optional.of(indices);
-        }
-
-        @Override
-        public long nnz() {
-            return count;
-        }
-
-        @Override
-        public boolean isCanonical() {
-            return sorted;
-        }
-
-        @Override
         public String toString() {
             return sparseString(this);
         }
     }
 
     /** BSR: blocks of values, block indptr, block column indices. */
-    record Bsr(ElementType indices, long count, int blockRows, int blockCols, boolean sorted) implements Layout {
+    record Bsr(ElementType indices, long count, int blockRows, int blockCols, boolean sorted) implements Sparse {
         /** Validates the index type, count and block shape. */
         public Bsr {
             checkIndex(indices);
@@ -406,21 +391,6 @@ public sealed interface Layout permits Layout.Dense, Layout.Strided, Layout.Coo,
         @Override
         public Kind kind() {
             return Kind.BSR;
-        }
-
-        @Override
-        public Optional<ElementType> indexType() {
-            return Optional.of(indices);
-        }
-
-        @Override
-        public long nnz() {
-            return count;
-        }
-
-        @Override
-        public boolean isCanonical() {
-            return sorted;
         }
 
         @Override
