@@ -7,6 +7,7 @@ use hurray_core::{codec, BlockKind, BlockQuant, ElementType, Quantization, Shape
 use crate::descriptor::{DescInner, HurrayDescriptor, HurrayDescriptorBuilder};
 use crate::handle;
 use crate::panic::{guard, non_null, FfiError, FfiResult};
+use crate::slices::{slice_arg, slice_mut_arg};
 use crate::status::*;
 
 /// NF4: 4-bit NormalFloat codes, an absmax per `block` row-major elements.
@@ -156,13 +157,8 @@ pub unsafe extern "C" fn hurray_quantize_plan(
                 format!("rank {rank} exceeds {}", hurray_core::MAX_RANK),
             ));
         }
-        let dims = if rank == 0 {
-            Vec::new()
-        } else {
-            non_null(dims, "dims")?;
-            // SAFETY: non-null and valid for `rank` reads by the caller's contract.
-            unsafe { std::slice::from_raw_parts(dims, rank) }.to_vec()
-        };
+        // SAFETY: `dims` is valid for `rank` reads (caller's contract); checked by slice_arg.
+        let dims = unsafe { slice_arg(dims, rank, "dims")? }.to_vec();
         let q = if quant.is_null() {
             None
         } else {
@@ -177,26 +173,27 @@ pub unsafe extern "C" fn hurray_quantize_plan(
 }
 
 /// Borrows `count` caller buffers as slices; a NULL pointer is allowed only with length 0.
+///
+/// # Safety
+/// `ptrs` and `lens` valid for `count` reads; each `ptrs[i]` valid for `lens[i]` reads and not
+/// written during the call.
 unsafe fn slices<'a>(ptrs: *const *const u8, lens: *const usize, count: usize) -> FfiResult<Vec<&'a [u8]>> {
-    if count == 0 {
-        return Ok(Vec::new());
-    }
-    non_null(ptrs, "buffers")?;
-    non_null(lens, "buffer_lens")?;
-    // SAFETY: both arrays are valid for `count` reads by the caller's contract.
-    let (p, l) = unsafe { (std::slice::from_raw_parts(ptrs, count), std::slice::from_raw_parts(lens, count)) };
-    p.iter()
-        .zip(l)
-        .map(|(&p, &l)| {
-            if l == 0 {
-                Ok(&[][..])
-            } else {
-                non_null(p, "buffers[i]")?;
-                // SAFETY: valid for `l` reads, not written during the call (caller's contract).
-                Ok(unsafe { std::slice::from_raw_parts(p, l) })
-            }
-        })
-        .collect()
+    // SAFETY: both arrays are valid for `count` reads (# Safety); checked by slice_arg.
+    let (p, l) = unsafe { (slice_arg(ptrs, count, "buffers")?, slice_arg(lens, count, "buffer_lens")?) };
+    // SAFETY: each buffer is valid for its length (# Safety); checked by slice_arg.
+    p.iter().zip(l).map(|(&p, &l)| unsafe { slice_arg(p, l, "buffers[i]") }).collect()
+}
+
+/// As [`slices`], for buffers the caller lets this call write.
+///
+/// # Safety
+/// `ptrs` and `lens` valid for `count` reads; each `ptrs[i]` valid for `lens[i]` writes, the
+/// buffers not overlapping.
+unsafe fn slices_mut<'a>(ptrs: *const *mut u8, lens: *const usize, count: usize) -> FfiResult<Vec<&'a mut [u8]>> {
+    // SAFETY: both arrays are valid for `count` reads (# Safety); checked by slice_arg.
+    let (p, l) = unsafe { (slice_arg(ptrs, count, "buffers")?, slice_arg(lens, count, "buffer_lens")?) };
+    // SAFETY: each buffer is writable for its length and unaliased (# Safety); checked by slice_mut_arg.
+    p.iter().zip(l).map(|(&p, &l)| unsafe { slice_mut_arg(p, l, "buffers[i]") }).collect()
 }
 
 /// Dequantizes a tensor to float32: `buffers[i]` (`buffer_lens[i]` bytes) holds buffer-table
@@ -300,19 +297,11 @@ pub unsafe extern "C" fn hurray_quantize(
         // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
         // handles.
         let d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
-        let input = if in_len == 0 {
-            &[][..]
-        } else {
-            non_null(input, "input")?;
-            // SAFETY: valid for `in_len` reads (caller's contract).
-            unsafe { std::slice::from_raw_parts(input, in_len) }
-        };
-        // SAFETY: `buffers` and `buffer_lens` are valid for `buffer_count` reads and each buffer for its length
-        // (# Safety).
-        let ro = unsafe { slices(buffers.cast(), buffer_lens, buffer_count)? };
-        // SAFETY: the caller grants write access to each buffer, and they do not overlap.
-        let mut rw: Vec<&mut [u8]> =
-            ro.into_iter().map(|s| unsafe { std::slice::from_raw_parts_mut(s.as_ptr().cast_mut(), s.len()) }).collect();
+        // SAFETY: `input` is valid for `in_len` reads (caller's contract); checked by slice_arg.
+        let input = unsafe { slice_arg(input, in_len, "input")? };
+        // SAFETY: `buffers` and `buffer_lens` are valid for `buffer_count` reads, each buffer writable for its
+        // length and not overlapping the others (# Safety).
+        let mut rw = unsafe { slices_mut(buffers, buffer_lens, buffer_count)? };
         codec::quantize(d, input, &mut rw)?;
         Ok(HURRAY_OK)
     })
@@ -324,10 +313,6 @@ pub unsafe extern "C" fn hurray_quantize(
 /// # Safety
 /// `out` valid for `out_len` byte writes and not aliased for the returned lifetime.
 unsafe fn out_bytes<'a, T>(out: *mut T, out_len: usize) -> FfiResult<&'a mut [T]> {
-    if out_len == 0 {
-        return Ok(&mut []);
-    }
-    non_null(out, "out")?;
-    // SAFETY: valid for `out_len` writes and not aliased (the caller's contract).
-    Ok(unsafe { std::slice::from_raw_parts_mut(out, out_len) })
+    // SAFETY: valid for `out_len` writes and not aliased (# Safety); checked by slice_mut_arg.
+    unsafe { slice_mut_arg(out, out_len, "out") }
 }

@@ -77,8 +77,6 @@ opaque_handle!(HurrayReader, ReaderState, 0x4855_5252_5244_3031);
 pub(crate) struct ReaderState {
     pub(crate) stream: StreamReader<Owned>,
     pub(crate) items: hurray_core::ItemReader,
-    /// The stream metadata handed out by `hurray_reader_metadata`, and its views.
-    pub(crate) metadata_owned: Vec<(String, Vec<u8>)>,
     pub(crate) metadata_views: Vec<crate::decoder::HurrayMetadataView>,
 }
 
@@ -143,12 +141,7 @@ pub unsafe extern "C" fn hurray_reader_new(
         unsafe {
             handle::emit(
                 out_reader,
-                ReaderState {
-                    stream: r,
-                    items: hurray_core::ItemReader::new(),
-                    metadata_owned: Vec::new(),
-                    metadata_views: Vec::new(),
-                },
+                ReaderState { stream: r, items: hurray_core::ItemReader::new(), metadata_views: Vec::new() },
             )
         };
         Ok(HURRAY_OK)

@@ -26,3 +26,20 @@ pub(crate) unsafe fn slice_arg<'a, T>(p: *const T, count: usize, name: &str) -> 
     // SAFETY: non-null, the byte length fits isize, and the caller guarantees validity.
     Ok(unsafe { std::slice::from_raw_parts(p, count) })
 }
+
+/// [`slice_arg`] for a caller's writable array: `count` elements at `p` (NULL allowed only
+/// when `count` is 0), bounded to the address space.
+///
+/// # Safety
+/// When `count > 0`, `p` valid for `count` writes and not aliased for `'a`.
+pub(crate) unsafe fn slice_mut_arg<'a, T>(p: *mut T, count: usize, name: &str) -> FfiResult<&'a mut [T]> {
+    // SAFETY: the same pointer and count, checked (non-NULL, in the address space) by slice_arg.
+    let checked = unsafe { slice_arg(p.cast_const(), count, name)? };
+    if checked.is_empty() {
+        return Ok(&mut []);
+    }
+    // SAFETY: `p` was checked non-NULL and `count` in range above; the caller grants write access
+    // for `count` elements, unaliased (# Safety). The slice is made from the caller's `*mut`,
+    // not from the shared slice.
+    Ok(unsafe { std::slice::from_raw_parts_mut(p, count) })
+}

@@ -149,9 +149,10 @@ pub unsafe extern "C" fn hurray_reader_metadata(
         non_null(out_entries, "out_entries")?;
         non_null(out_count, "out_count")?;
         let r = unsafe { handle::inner_mut(reader, "reader")? };
-        let md = r.stream.metadata()?.to_vec();
-        r.metadata_owned = md;
-        views_of(&r.metadata_owned, &mut r.metadata_views);
+        // The decoder keeps the stream's metadata unchanged once the header is read, so views
+        // into it stay valid for the reader's life (earlier views included).
+        let md = r.stream.metadata()?;
+        views_of(md, &mut r.metadata_views);
         // SAFETY: both out-pointers checked non-NULL above and valid for one write.
         unsafe {
             *out_entries = if r.metadata_views.is_empty() { std::ptr::null() } else { r.metadata_views.as_ptr() };
