@@ -742,13 +742,12 @@ pub fn quantize(desc: &TensorDescriptor, input: &[f32], buffers: &mut [&mut [u8]
             quantize_block(bq, et, desc.shape(), input, buffers, off)
         }
         Some(Quantization::PerChannelAffine { axis, .. }) if et == ElementType::Int8 => {
-            let dims = desc.shape().dims();
-            let a = *axis as usize;
-            let inner: usize = dims[a + 1..].iter().product::<u64>() as usize;
-            let len = dims[a] as usize;
+            // The storage-order channel stride, as dequantize uses (column-major included).
+            let (inner, len) = channel_stride(desc, *axis as usize);
+            let (inner, len) = (inner as usize, len as usize);
             let mut amax = vec![0f32; len];
             for (i, v) in input.iter().enumerate() {
-                let c = (i / inner.max(1)) % len;
+                let c = (i / inner) % len;
                 amax[c] = amax[c].max(v.abs());
             }
             let (data, rest) = buffers.split_at_mut(1);
@@ -757,7 +756,7 @@ pub fn quantize(desc: &TensorDescriptor, input: &[f32], buffers: &mut [&mut [u8]
                 rest[0][4 * c..4 * c + 4].copy_from_slice(&s.to_le_bytes());
             }
             for (i, v) in input.iter().enumerate() {
-                let c = (i / inner.max(1)) % len;
+                let c = (i / inner) % len;
                 let s = f32_at(rest[0], c);
                 data[0][off + i] = rne_f32(v / s).clamp(-127.0, 127.0) as i8 as u8;
             }

@@ -194,10 +194,9 @@ impl StreamEncoder {
         if !self.header_staged {
             self.push_stream_header();
         }
-        for (desc, encoded, payloads) in items {
+        for (_, encoded, payloads) in items {
             push_frame_header(&mut self.staged, FRAME_TENSOR, encoded.len() as u64, crc32c(encoded));
             self.staged.extend_from_slice(encoded);
-            let _ = desc;
             for p in payloads.iter() {
                 self.staged.extend_from_slice(p);
                 if self.opts.payload_checksums {

@@ -2,8 +2,9 @@
 //!
 //! The Hurray tensor interchange format in safe Rust (std only): element types, shapes,
 //! layouts, buffer handles, tensor descriptors and their binary encoding, and the stream
-//! reader/writer state machines, and the buffer pool readers reuse allocations from. The C ABI lives in `hurray-ffi`; this crate has no FFI glue
-//! and no `unsafe` outside [`AlignedBuf`].
+//! reader/writer state machines, and the buffer pool readers reuse allocations from. The C ABI
+//! lives in `hurray-ffi`; this crate has no FFI glue, and `unsafe` only in [`AlignedBuf`] and the
+//! CRC32C vector-instruction kernels (`crc32c`).
 //!
 //! The normative specification, byte layouts included, is `docs/spec/` of the repository
 //! (stream.md, descriptor.md, hrryfile.md, c-abi.md).

@@ -205,3 +205,39 @@ fn plain_integers_convert_to_integers_exactly() {
     let d4 = TensorDescriptor::dense(Int4, Shape::new(vec![2]).unwrap()).unwrap();
     assert_eq!(into(&d4, &[&[0x8F]], Int16), [0xFF, 0xFF, 0xF8, 0xFF], "int4 [-1, -8]");
 }
+
+/// Per-channel int8 quantization finds channels in storage order, as dequantization does: for a
+/// column-major [2, 3] tensor with channels along axis 0, the two rows get their own scales.
+#[test]
+fn per_channel_quantize_follows_the_storage_order() {
+    use hurray_core::codec::{dequantize, quantize};
+    let d = TensorDescriptor::new(
+        1,
+        0,
+        Int8,
+        Shape::new(vec![2, 3]).unwrap(),
+        0,
+        LayoutDescriptor::ColumnMajor,
+        vec![
+            BufferHandle::new(6, 64, DeviceTag::Cpu, SyncMode::ProducerSynced).unwrap(),
+            BufferHandle::new(8, 64, DeviceTag::Cpu, SyncMode::ProducerSynced).unwrap(),
+            BufferHandle::new(8, 64, DeviceTag::Cpu, SyncMode::ProducerSynced).unwrap(),
+        ],
+        Some(Quantization::PerChannelAffine { axis: 0, dequantized: Float32 }),
+        None,
+        None,
+        None,
+    )
+    .unwrap();
+    // Storage order (column-major): row 0 = [1, 2, 3] (small), row 1 = [100, 200, 300] (large).
+    let input = [1.0f32, 100.0, 2.0, 200.0, 3.0, 300.0];
+    let (mut q, mut s, mut b) = (vec![0u8; 6], vec![0u8; 8], vec![0u8; 8]);
+    quantize(&d, &input, &mut [&mut q, &mut s, &mut b]).unwrap();
+    let scale = |i: usize| f32::from_le_bytes(s[4 * i..4 * i + 4].try_into().unwrap());
+    assert_eq!((scale(0), scale(1)), (3.0 / 127.0, 300.0 / 127.0), "one scale per row");
+    let mut back = [0f32; 6];
+    dequantize(&d, &[&q, &s, &b], &mut back).unwrap();
+    for (x, y) in input.iter().zip(back) {
+        assert!((x - y).abs() <= x.abs() / 100.0, "{x} came back as {y}");
+    }
+}

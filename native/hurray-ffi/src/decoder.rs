@@ -251,15 +251,7 @@ unsafe fn emit_tensor(d: &mut DecoderInner, t: hurray_core::ReadTensor, out: *mu
     } else {
         d.previous = Some(desc.desc.clone());
     }
-    d.metadata.clear();
-    for (k, v) in desc.desc.metadata() {
-        d.metadata.push(HurrayMetadataView {
-            key: k.as_ptr(),
-            key_len: k.len(),
-            value: if v.is_empty() { std::ptr::null() } else { v.as_ptr() },
-            value_len: v.len(),
-        });
-    }
+    crate::stream_metadata::views_of(desc.desc.metadata(), &mut d.metadata);
     d.buffers.clear();
     inner.buffer_views(&mut d.buffers);
     let r = HurrayDecodeResult {

@@ -6,7 +6,7 @@ use hurray_core::{OutSeg, StreamEncoder};
 
 use crate::descriptor::HurrayDescriptor;
 use crate::handle::{self, opaque_handle};
-use crate::panic::{guard, non_null, FfiError, FfiResult};
+use crate::panic::{guard, non_null, FfiError};
 use crate::status::*;
 use crate::writer::{HurrayIoSlice, HurrayWriterOptions};
 
@@ -124,14 +124,8 @@ pub unsafe extern "C" fn hurray_encoder_encode(
                 format!("{count} payloads; a tensor has at most {MAX_PAYLOADS} buffers"),
             ));
         }
-        let slices: &[HurrayIoSlice] = if count == 0 {
-            &[]
-        } else {
-            non_null(payloads, "payloads")?;
-            // SAFETY: the caller passes `count` readable slices (count bounded above).
-            unsafe { std::slice::from_raw_parts(payloads, count) }
-        };
-        let parts = payload_parts(slices)?;
+        // SAFETY: the caller passes `count` readable slices, each valid for its length (# Safety).
+        let (slices, parts) = unsafe { crate::writer::payload_parts(payloads, count)? };
         e.encoder.encode(&d.desc, d.encoded(), &parts)?;
         e.borrowed.clear();
         if e.encoder.borrows_payloads() {
@@ -179,14 +173,8 @@ pub unsafe extern "C" fn hurray_encoder_encode_encoded(
         // SAFETY: the caller passes `len` readable bytes (bounded above).
         let bytes = unsafe { std::slice::from_raw_parts(descriptor, len) };
         let desc = hurray_core::TensorDescriptor::decode(bytes)?;
-        let slices: &[HurrayIoSlice] = if count == 0 {
-            &[]
-        } else {
-            non_null(payloads, "payloads")?;
-            // SAFETY: the caller passes `count` readable slices (count bounded above).
-            unsafe { std::slice::from_raw_parts(payloads, count) }
-        };
-        let parts = payload_parts(slices)?;
+        // SAFETY: the caller passes `count` readable slices, each valid for its length (# Safety).
+        let (slices, parts) = unsafe { crate::writer::payload_parts(payloads, count)? };
         e.encoder.encode(&desc, bytes, &parts)?;
         e.borrowed.clear();
         if e.encoder.borrows_payloads() {
@@ -195,23 +183,6 @@ pub unsafe extern "C" fn hurray_encoder_encode_encoded(
         put_state(out_state, e.state());
         Ok(HURRAY_OK)
     })
-}
-
-/// The payload ranges as byte slices.
-fn payload_parts(slices: &[HurrayIoSlice]) -> FfiResult<Vec<&[u8]>> {
-    let mut parts: Vec<&[u8]> = Vec::with_capacity(slices.len());
-    for (i, s) in slices.iter().enumerate() {
-        if s.len == 0 {
-            parts.push(&[]);
-        } else {
-            if s.ptr.is_null() {
-                non_null(s.ptr, &format!("payloads[{i}].ptr"))?;
-            }
-            // SAFETY: the caller guarantees `len` readable bytes at `ptr`.
-            parts.push(unsafe { std::slice::from_raw_parts(s.ptr, s.len) });
-        }
-    }
-    Ok(parts)
 }
 
 /// Stages the end-of-stream marker (and the stream header if nothing was staged); idempotent.

@@ -134,21 +134,8 @@ pub unsafe extern "C" fn hurray_writer_write_tensor(
                 format!("{count} payloads: a tensor has at most {} buffers", hurray_core::MAX_BUFFERS),
             ));
         }
-        // SAFETY: the caller guarantees `payloads` is valid for `count` slices.
-        let slices: &[HurrayIoSlice] = unsafe { slice_arg(payloads, count, "payloads")? };
-        let mut parts: Vec<&[u8]> = Vec::with_capacity(count);
-        for (i, s) in slices.iter().enumerate() {
-            if s.len == 0 {
-                parts.push(&[]);
-            } else if s.ptr.is_null() || s.len > isize::MAX as usize {
-                // The message is formatted only on failure (this loop runs per tensor).
-                // SAFETY: refused below without building a slice.
-                parts.push(unsafe { slice_arg(s.ptr, s.len, &format!("payloads[{i}].ptr"))? });
-            } else {
-                // SAFETY: non-null, length fits isize; the caller guarantees validity.
-                parts.push(unsafe { std::slice::from_raw_parts(s.ptr, s.len) });
-            }
-        }
+        // SAFETY: the caller guarantees `payloads` is valid for `count` slices, each for its length.
+        let (_, parts) = unsafe { payload_parts(payloads, count)? };
         w.write_encoded(&d.desc, d.encoded(), &parts)?;
         Ok(HURRAY_OK)
     })
@@ -194,4 +181,33 @@ pub unsafe extern "C" fn hurray_writer_destroy(writer: *mut *mut HurrayWriter) -
         unsafe { handle::destroy_pp(writer, "writer")? };
         Ok(HURRAY_OK)
     })
+}
+
+/// The caller's payload array (`count` slices at `payloads`) and each range as a byte slice,
+/// every length bounded to the address space (see [`slice_arg`]); a NULL pointer is allowed
+/// only with length 0. Shared by the writer and the encoder.
+///
+/// # Safety
+/// `payloads` valid for `count` reads; each slice's `ptr` valid for `len` reads while the
+/// returned slices live.
+pub(crate) unsafe fn payload_parts<'a>(
+    payloads: *const HurrayIoSlice,
+    count: usize,
+) -> FfiResult<(&'a [HurrayIoSlice], Vec<&'a [u8]>)> {
+    // SAFETY: valid for `count` reads (# Safety); checked by slice_arg.
+    let slices: &[HurrayIoSlice] = unsafe { slice_arg(payloads, count, "payloads")? };
+    let mut parts: Vec<&[u8]> = Vec::with_capacity(count);
+    for (i, s) in slices.iter().enumerate() {
+        if s.len == 0 {
+            parts.push(&[]);
+        } else if s.ptr.is_null() || s.len > isize::MAX as usize {
+            // The message is formatted only on failure (this loop runs per tensor).
+            // SAFETY: refused by slice_arg without building a slice.
+            parts.push(unsafe { slice_arg(s.ptr, s.len, &format!("payloads[{i}].ptr"))? });
+        } else {
+            // SAFETY: non-null, length fits isize; valid for `len` reads (# Safety).
+            parts.push(unsafe { std::slice::from_raw_parts(s.ptr, s.len) });
+        }
+    }
+    Ok((slices, parts))
 }
