@@ -62,6 +62,47 @@ public final class Npz {
     }
 
     /**
+     * The checks an npz member's declared size must pass before its payload is allocated: the
+     * npy header agrees with the zip entry's size, a deflated entry claims no more than deflate
+     * can produce from its compressed bytes, a stored entry fits in the archive, and the
+     * deflated entries' payloads together stay within {@code maxInflatedBytes}.
+     *
+     * @param inflated deflated payload bytes declared by earlier entries
+     * @return {@code inflated} plus this entry's, if deflated
+     * @throws ForeignFormatException naming the check that failed
+     */
+    static long checkEntry(ZipEntry e, Npy.Header h, long fileSize, long inflated, long maxInflatedBytes, String ewhat)
+            throws ForeignFormatException {
+        long total = h.headerBytes() + h.payloadBytes();
+        if (e.getSize() >= 0 && e.getSize() != total) {
+            throw new ForeignFormatException(ewhat + ": entry holds " + e.getSize() + " bytes, its npy header says " + total);
+        }
+        long csize = e.getCompressedSize();
+        if (e.getMethod() == ZipEntry.DEFLATED && csize >= 0 && total > csize * DEFLATE_MAX_RATIO + 1024) {
+            throw new ForeignFormatException(ewhat + ": claims " + total + " bytes from " + csize
+                    + " compressed bytes, more than deflate can produce");
+        }
+        if (e.getMethod() == ZipEntry.STORED && total > fileSize) {
+            throw new ForeignFormatException(ewhat + ": a stored entry of " + total + " bytes in an archive of " + fileSize
+                    + " bytes");
+        }
+        if (e.getMethod() != ZipEntry.STORED) {
+            inflated += h.payloadBytes();
+            if (inflated > maxInflatedBytes || inflated < 0) {
+                throw new ForeignFormatException(ewhat + ": deflated entries declare " + inflated
+                        + " payload bytes, more than the limit of " + maxInflatedBytes
+                        + " (a zip bomb? raise it with -Dhurray.npz.maxInflatedBytes=BYTES)");
+            }
+        }
+        return inflated;
+    }
+
+    /** The limit on deflated payload bytes: the system property, else the default. */
+    static long maxInflatedBytes() {
+        return Long.getLong("hurray.npz.maxInflatedBytes", DEFAULT_MAX_INFLATED_BYTES);
+    }
+
+    /**
      * Reads an npz archive.
      *
      * @param progress called with byte counts as payloads are inflated, or {@code null}
@@ -70,7 +111,7 @@ public final class Npz {
      *                                or the zip's CRC fails
      */
     public static ForeignModel read(Path file, LongConsumer progress) throws IOException {
-        return read(file, progress, Long.getLong("hurray.npz.maxInflatedBytes", DEFAULT_MAX_INFLATED_BYTES));
+        return read(file, progress, maxInflatedBytes());
     }
 
     /**
@@ -100,29 +141,7 @@ public final class Npz {
                 CRC32 crc = new CRC32();
                 try (InputStream in = new CheckedInputStream(zip.getInputStream(e), crc)) {
                     Npy.Header h = Npy.readHeader(in, ewhat);
-                    long total = h.headerBytes() + h.payloadBytes();
-                    if (e.getSize() >= 0 && e.getSize() != total) {
-                        throw new ForeignFormatException(ewhat + ": entry holds " + e.getSize() + " bytes, its npy header says "
-                                + total);
-                    }
-                    long csize = e.getCompressedSize();
-                    if (e.getMethod() == ZipEntry.DEFLATED && csize >= 0
-                            && total > csize * DEFLATE_MAX_RATIO + 1024) {
-                        throw new ForeignFormatException(ewhat + ": claims " + total + " bytes from " + csize
-                                + " compressed bytes, more than deflate can produce");
-                    }
-                    if (e.getMethod() == ZipEntry.STORED && total > fileSize) {
-                        throw new ForeignFormatException(ewhat + ": a stored entry of " + total
-                                + " bytes in an archive of " + fileSize + " bytes");
-                    }
-                    if (e.getMethod() != ZipEntry.STORED) {
-                        inflated += h.payloadBytes();
-                        if (inflated > maxInflatedBytes || inflated < 0) {
-                            throw new ForeignFormatException(ewhat + ": deflated entries declare " + inflated
-                                    + " payload bytes, more than the limit of " + maxInflatedBytes
-                                    + " (a zip bomb? raise it with -Dhurray.npz.maxInflatedBytes=BYTES)");
-                        }
-                    }
+                    inflated = checkEntry(e, h, fileSize, inflated, maxInflatedBytes, ewhat);
                     MemorySegment data = Npy.readData(in, h, arena, ewhat, progress);
                     if (e.getCrc() >= 0 && crc.getValue() != e.getCrc()) {
                         throw new ForeignFormatException(ewhat + ": CRC mismatch (corrupt archive)");

@@ -70,6 +70,9 @@ public final class ScipySparse {
      */
     public static Tensor read(Path file) throws IOException {
         String what = file.toString();
+        long fileSize = java.nio.file.Files.size(file);
+        long maxInflated = Npz.maxInflatedBytes();
+        long inflated = 0;
         try (Arena arena = Arena.ofConfined(); ZipFile zip = new ZipFile(file.toFile())) {
             String format = null;
             Map<String, Arr> arrays = new HashMap<>();
@@ -83,10 +86,8 @@ public final class ScipySparse {
                 }
                 try (InputStream in = zip.getInputStream(e)) {
                     Npy.Header h = Npy.readHeader(in, ewhat);
-                    long total = h.headerBytes() + h.payloadBytes();
-                    if (e.getSize() >= 0 && e.getSize() != total) {
-                        throw new ForeignFormatException(ewhat + ": entry holds " + e.getSize() + " bytes, its npy header says " + total);
-                    }
+                    // The npz reader's checks, before anything is allocated (a zip bomb or a lying header).
+                    inflated = Npz.checkEntry(e, h, fileSize, inflated, maxInflated, ewhat);
                     arrays.put(e.getName().replaceFirst("\\.npy$", ""), new Arr(h, Npy.readData(in, h, arena, ewhat, null)));
                 }
             }

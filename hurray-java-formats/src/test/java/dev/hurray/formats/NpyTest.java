@@ -241,6 +241,10 @@ class NpyTest {
         java.nio.ByteBuffer.wrap(b).order(java.nio.ByteOrder.LITTLE_ENDIAN).putInt(cen + 24, (int) claimed);
         Files.write(bomb, b);
         assertNpzRejects(bomb, "more than deflate can produce");
+        // The scipy.sparse reader reads npz members too and applies the same checks before
+        // allocating (it used to allocate what the header declared).
+        ForeignFormatException e = assertThrows(ForeignFormatException.class, () -> ScipySparse.read(bomb));
+        assertTrue(e.getMessage().contains("more than deflate can produce"), e.getMessage());
     }
 
     private static void assertNpzRejects(Path p, String expect) {
