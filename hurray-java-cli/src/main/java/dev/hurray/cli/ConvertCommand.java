@@ -114,6 +114,11 @@ final class ConvertCommand implements Callable<Integer> {
             return ExitCode.OK;
         }
         Quantize.Spec q = null;
+        if (quantize != null && dequantize) {
+            // Quantizing after dequantizing would only write the quantized values dequantized
+            // again (lossy floats) to a format that cannot hold quantization.
+            throw new CliException(ExitCode.USAGE, "--quantize and --dequantize contradict each other: pass one");
+        }
         if (quantize != null) {
             try {
                 q = Quantize.parse(quantize);
@@ -135,9 +140,8 @@ final class ConvertCommand implements Callable<Integer> {
                 throw Errors.writing(e, out);
             }
             try (sink; Progress p = Progress.start(err, "writing", src.totalBytes(), common.quiet, terminal)) {
-                Pipeline.Transform deq = dequantize ? Dequantize::apply : (item, scratch) -> item;
-                stats = Pipeline.copy(src, sink, qs == null ? deq
-                        : (item, scratch) -> Quantize.apply(deq.apply(item, scratch), scratch, qs), p);
+                stats = Pipeline.copy(src, sink, qs != null ? (item, scratch) -> Quantize.apply(item, scratch, qs)
+                        : dequantize ? Dequantize::apply : (item, scratch) -> item, p);
             }
         } catch (IOException e) {
             throw Errors.reading(e, in, out);

@@ -247,6 +247,12 @@ class CliTest {
     }
 
     @Test
+    void quantizeAndDequantizeTogetherAreAUsageError() {
+        run("convert", "--quantize", "nf4", "--dequantize", s(tiny), s(tmp.resolve("out.npz")))
+                .assertError(ExitCode.USAGE, "--quantize and --dequantize contradict each other");
+    }
+
+    @Test
     void quantizedTfjsNeedsDequantizeForForeignTargets() throws IOException {
         Path st = tmp.resolve("t.safetensors");
         run("convert", s(tiny), s(st)).assertError(ExitCode.BAD_INPUT, "pass --dequantize");
