@@ -427,4 +427,59 @@ class ReaderWriterTest {
             }
         }
     }
+    /**
+     * A gathering sink (a socket channel's shape) that fails fatally once: every later write
+     * reports that same failure, as over a plain sink, even though this sink would take bytes
+     * again (a dead connection must not swallow output).
+     */
+    @Test
+    void aDeadGatheringSinkReportsItsFailureAgain() throws Exception {
+        class OnceDead implements java.nio.channels.GatheringByteChannel {
+            int calls;
+
+            @Override
+            public long write(ByteBuffer[] srcs, int offset, int length) throws IOException {
+                if (calls++ == 0) {
+                    throw new ClosedChannelException();
+                }
+                long n = 0;
+                for (int i = offset; i < offset + length; i++) {
+                    n += srcs[i].remaining();
+                    srcs[i].position(srcs[i].limit());
+                }
+                return n;
+            }
+
+            @Override
+            public long write(ByteBuffer[] srcs) throws IOException {
+                return write(srcs, 0, srcs.length);
+            }
+
+            @Override
+            public int write(ByteBuffer src) throws IOException {
+                return (int) write(new ByteBuffer[] {src});
+            }
+
+            @Override
+            public boolean isOpen() {
+                return true;
+            }
+
+            @Override
+            public void close() {
+            }
+        }
+        OnceDead ch = new OnceDead();
+        Writer w = Writer.of(ch);
+        try (Tensor big = Tensor.allocate(TensorDescriptor.of(ElementType.FLOAT32, 64 * 1024))) {
+            HurrayException first = assertThrows(HurrayException.class, () -> w.write(big));
+            assertEquals(Status.TRANSPORT, first.status());
+            assertInstanceOf(ClosedChannelException.class, first.getCause());
+            int calls = ch.calls;
+            HurrayException again = assertThrows(HurrayException.class, () -> w.write(big));
+            assertEquals(Status.TRANSPORT, again.status());
+            assertInstanceOf(ClosedChannelException.class, again.getCause());
+            assertEquals(calls, ch.calls, "no write reaches a dead sink");
+        }
+    }
 }

@@ -169,7 +169,7 @@ public final class NativeWriter {
             MemorySegment views = a.allocate(Math.max(1, n) * dev.hurray.ffm.HurrayMetadataView.sizeof(), 8);
             int i = 0;
             for (java.util.Map.Entry<String, byte[]> e : metadata.entrySet()) {
-                byte[] k = e.getKey().getBytes(java.nio.charset.StandardCharsets.UTF_8);
+                byte[] k = Utf8.encode(e.getKey(), "metadata key");
                 byte[] v = e.getValue();
                 MemorySegment view = views.asSlice(i * dev.hurray.ffm.HurrayMetadataView.sizeof(), dev.hurray.ffm.HurrayMetadataView.sizeof());
                 dev.hurray.ffm.HurrayMetadataView.key(view, k.length == 0 ? MemorySegment.NULL : a.allocateFrom(JAVA_BYTE, k));
@@ -213,25 +213,8 @@ public final class NativeWriter {
                 MemorySegment bytes = HurrayIoSlice.ptr(p).reinterpret(HurrayIoSlice.len(p));
                 long off = 0;
                 while (off < bytes.byteSize()) {
-                    long k;
-                    if (dead != null) {
-                        // A dead connection reports its failure again (HurrayException.isRetryableCause).
-                        throw abort(sent, takeBackLast, new HurrayException(Status.TRANSPORT, "writing to the sink failed", dead));
-                    }
-                    try {
-                        k = sink.write(bytes.asSlice(off));
-                    } catch (VirtualMachineError e) {
-                        throw e;
-                    } catch (Throwable e) {
-                        if (!HurrayException.isRetryableCause(e)) {
-                            dead = e;
-                        }
-                        throw abort(sent, takeBackLast, new HurrayException(Status.TRANSPORT, "writing to the sink failed", e));
-                    }
-                    if (k <= 0) {
-                        throw abort(sent, takeBackLast, new HurrayException(Status.SINK_CLOSED,
-                                "the sink accepted 0 bytes: it is closed", null));
-                    }
+                    MemorySegment rest = bytes.asSlice(off);
+                    long k = sendSome(() -> sink.write(rest), sent, takeBackLast);
                     off += k;
                     sent += k;
                 }
@@ -252,20 +235,43 @@ public final class NativeWriter {
         }
         long sent = 0;
         while (sent < total) {
-            long k;
-            try {
-                k = sink.write(ranges);
-            } catch (VirtualMachineError e) {
-                throw e;
-            } catch (Throwable e) {
-                throw abort(sent, takeBackLast, new HurrayException(Status.TRANSPORT, "writing to the sink failed", e));
-            }
-            if (k <= 0) {
-                throw abort(sent, takeBackLast, new HurrayException(Status.SINK_CLOSED, "the sink accepted 0 bytes: it is closed", null));
-            }
-            sent += k;
+            sent += sendSome(() -> sink.write(ranges), sent, takeBackLast);
         }
         Native.check(hurray_h.hurray_encoder_consume(handle, sent, state));
+    }
+
+    /** One write to the sink. */
+    @FunctionalInterface
+    private interface SinkWrite {
+        long write() throws Throwable;
+    }
+
+    /**
+     * One sink write of the pending output, of which {@code sent} bytes already left: the bytes
+     * it took (at least 1). A dead connection reports its failure again
+     * (HurrayException.isRetryableCause) and a failure that is not retryable marks it dead;
+     * either way, and when the sink takes nothing, the output is aborted ({@link #abort}).
+     */
+    private long sendSome(SinkWrite w, long sent, boolean takeBackLast) throws HurrayException {
+        if (dead != null) {
+            throw abort(sent, takeBackLast, new HurrayException(Status.TRANSPORT, "writing to the sink failed", dead));
+        }
+        long k;
+        try {
+            k = w.write();
+        } catch (VirtualMachineError e) {
+            throw e;
+        } catch (Throwable e) {
+            if (!HurrayException.isRetryableCause(e)) {
+                dead = e;
+            }
+            throw abort(sent, takeBackLast, new HurrayException(Status.TRANSPORT, "writing to the sink failed", e));
+        }
+        if (k <= 0) {
+            throw abort(sent, takeBackLast, new HurrayException(Status.SINK_CLOSED,
+                    "the sink accepted 0 bytes: it is closed", null));
+        }
+        return k;
     }
 
     private HurrayException abort(long sent, boolean takeBackLast, HurrayException failure) {
