@@ -604,7 +604,7 @@ public final class NativeDescriptor {
         }
         long byteOffset = HurrayDescriptorFields.byte_offset(f);
         int count = (int) HurrayDescriptorFields.buffer_count(f);
-        Quantization quantization = fromNative(f, HurrayDescriptorFields.quantization(f));
+        Quantization quantization = fromNative(handle, HurrayDescriptorFields.quantization(f));
         String name = null;
         MemorySegment namePtr = HurrayDescriptorFields.name(f);
         if (!namePtr.equals(MemorySegment.NULL)) {
@@ -638,34 +638,24 @@ public final class NativeDescriptor {
     }
 
     /**
-     * The quantization block of fields {@code f} ({@code s} its {@code HurrayQuantization}). Block
-     * kinds (4–9) carry more than {@code HurrayQuantization} holds: their parameters come from
-     * {@code hurray_descriptor_block_quant} on a descriptor decoded from the encoding in {@code f}
-     * (one extra downcall, only for those kinds).
+     * The quantization block {@code s} ({@code HurrayQuantization}) of the descriptor
+     * {@code handle} supplies. Block kinds (4–9) carry more than {@code HurrayQuantization}
+     * holds: their parameters come from {@code hurray_descriptor_block_quant} on that descriptor
+     * (one extra downcall, only for those kinds), written to the thread's scratch area (the call
+     * never reaches Java).
      */
-    private static Quantization fromNative(MemorySegment f, MemorySegment s) throws HurrayException {
+    private static Quantization fromNative(Handle handle, MemorySegment s) throws HurrayException {
         int kind = Byte.toUnsignedInt(HurrayQuantization.kind(s));
         if (kind == hurray_h.HURRAY_QUANT_NONE()) {
             return null;
         }
         if (kind >= hurray_h.HURRAY_QUANT_NF4() && kind <= hurray_h.HURRAY_QUANT_GGUF_Q4_0()) {
-            try (Arena a = Arena.ofConfined()) {
-                MemorySegment b = HurrayBlockQuant.allocate(a);
-                long len = HurrayDescriptorFields.encoded_len(f);
-                MemorySegment enc = HurrayDescriptorFields.encoded(f).reinterpret(len);
-                MemorySegment slot = a.allocate(ADDRESS);
-                Native.check(hurray_h.hurray_descriptor_decode(enc, len, slot));
-                MemorySegment d = slot.get(ADDRESS, 0);
-                try {
-                    Native.check(hurray_h.hurray_descriptor_block_quant(d, b));
-                } finally {
-                    hurray_h.hurray_descriptor_destroy(d);
-                }
-                return Quantization.ofBlock(kind,
-                        ElementType.fromCode(Byte.toUnsignedInt(HurrayBlockQuant.dequantized_type(b))),
-                        ElementType.fromCode(Byte.toUnsignedInt(HurrayBlockQuant.scale_type(b))),
-                        HurrayBlockQuant.axis(b), HurrayBlockQuant.block(b), HurrayBlockQuant.block2(b));
-            }
+            MemorySegment b = Native.scratch().asSlice(0, HurrayBlockQuant.sizeof());
+            Native.check(hurray_h.hurray_descriptor_block_quant(handle.get(), b));
+            return Quantization.ofBlock(kind,
+                    ElementType.fromCode(Byte.toUnsignedInt(HurrayBlockQuant.dequantized_type(b))),
+                    ElementType.fromCode(Byte.toUnsignedInt(HurrayBlockQuant.scale_type(b))),
+                    HurrayBlockQuant.axis(b), HurrayBlockQuant.block(b), HurrayBlockQuant.block2(b));
         }
         ElementType deq = ElementType.fromCode(Byte.toUnsignedInt(HurrayQuantization.dequantized_type(s)));
         if (kind == hurray_h.HURRAY_QUANT_PER_TENSOR_AFFINE()) {
