@@ -780,17 +780,16 @@ public final class Tensor implements AutoCloseable {
         state.decrementAndGet();
     }
 
-    /** The raw buffer segments (for the writer, between pin and unpin). */
     /** True for {@link #wrap} tensors, whose memory belongs to the caller's arena. */
     boolean borrowsMemory() {
         return arena == null;
     }
 
+    /** The raw buffer segments (for the writer, between pin and unpin). */
     MemorySegment[] rawBuffers() {
         return buffers;
     }
 
-    /** The borrowed native descriptor of a tensor read from a stream, or null. Valid while open. */
     /**
      * The native descriptor to write this tensor with: its own (borrowed) one for a tensor read
      * from a stream or file, else null (the writer then uses the descriptor's cached handle).

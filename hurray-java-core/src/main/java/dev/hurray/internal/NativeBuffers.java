@@ -140,13 +140,6 @@ public final class NativeBuffers {
         Native.check(hurray_h.hurray_buffer_list_push(list, buffer));
     }
 
-    /** {@code hurray_buffer_list_len}. */
-    public static long listLength(MemorySegment list) throws HurrayException {
-        MemorySegment s = Native.scratch();
-        Native.check(hurray_h.hurray_buffer_list_len(list, s));
-        return s.get(JAVA_LONG, 0);
-    }
-
     /** {@code hurray_buffer_list_destroy}: releases every buffer it owns; rethrows a release failure. */
     public static void listDestroy(MemorySegment list) {
         int rc;

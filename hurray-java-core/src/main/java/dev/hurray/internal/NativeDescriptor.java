@@ -21,7 +21,6 @@ import dev.hurray.ffm.HurrayMetadataView;
 import dev.hurray.ffm.HurrayDescriptorFields;
 import dev.hurray.ffm.HurrayDescriptorSpec;
 import dev.hurray.ffm.HurrayCompositeMembership;
-import dev.hurray.ffm.HurrayDescriptorFields;
 import dev.hurray.ffm.HurrayPaging;
 import dev.hurray.ffm.HurrayQuantization;
 import dev.hurray.ffm.HurraySparse;

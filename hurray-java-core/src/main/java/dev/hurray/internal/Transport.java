@@ -164,11 +164,6 @@ public abstract class Transport {
         return closeFailure;
     }
 
-    /** Makes the release upcall leave the source or sink open (for a handle destroyed while it is being made). */
-    final void forgetSource() {
-        released = true;
-    }
-
     /** The release upcall ({@code HurrayTransportReleaseFn}): closes the source or sink once. */
     final void upcallRelease(MemorySegment ctx) {
         try {
