@@ -226,6 +226,41 @@ public final class Composite implements AutoCloseable {
             return out;
         }
 
+        /** What a writer does with the native composite builder. */
+        @FunctionalInterface
+        interface NativeUse {
+            void accept(MemorySegment builder) throws HurrayException;
+        }
+
+        /**
+         * Pins every tensor (checking each buffer is usable for writing), builds the native
+         * composite builder, hands it to {@code use}, then destroys it and unpins: the one way
+         * the stream writer and the file writer write a composite.
+         */
+        void writeWith(NativeUse use) throws HurrayException {
+            List<Tensor> pinned = new ArrayList<>();
+            try (java.lang.foreign.Arena a = java.lang.foreign.Arena.ofConfined()) {
+                for (Tensor t : tensors()) {
+                    t.pin();
+                    pinned.add(t);
+                    MemorySegment[] bufs = t.rawBuffers();
+                    for (int i = 0; i < bufs.length; i++) {
+                        Writer.requireUsable(bufs[i], i);
+                    }
+                }
+                MemorySegment b = NativeComposite.builder(toSpec(), a);
+                try {
+                    use.accept(b);
+                } finally {
+                    NativeComposite.destroyBuilder(b);
+                }
+            } finally {
+                for (Tensor t : pinned) {
+                    t.unpin();
+                }
+            }
+        }
+
         /** The native spec; the tensors must be pinned by the caller. */
         NativeComposite.Spec toSpec() throws HurrayException {
             List<NativeComposite.Entry> list = new ArrayList<>();

@@ -347,23 +347,8 @@ public final class HurrayFileWriter implements AutoCloseable {
         java.util.Objects.requireNonNull(composite, "composite");
         guard.enter();
         try {
-            java.util.List<Tensor> pinned = new java.util.ArrayList<>();
-            try (java.lang.foreign.Arena a = java.lang.foreign.Arena.ofConfined()) {
-                for (Tensor t : composite.tensors()) {
-                    t.pin();
-                    pinned.add(t);
-                }
-                MemorySegment b = dev.hurray.internal.NativeComposite.builder(composite.toSpec(), a);
-                try {
-                    nativeWriter.addComposite(b);
-                } finally {
-                    dev.hurray.internal.NativeComposite.destroyBuilder(b);
-                }
-            } finally {
-                for (Tensor t : pinned) {
-                    t.unpin();
-                }
-            }
+            requireOpen();
+            composite.writeWith(nativeWriter::addComposite);
         } finally {
             guard.exit();
         }

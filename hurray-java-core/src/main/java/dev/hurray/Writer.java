@@ -207,27 +207,7 @@ public final class Writer implements AutoCloseable {
         Objects.requireNonNull(composite, "composite");
         guard.enter();
         try {
-            java.util.List<Tensor> pinned = new java.util.ArrayList<>();
-            try (java.lang.foreign.Arena a = java.lang.foreign.Arena.ofConfined()) {
-                for (Tensor t : composite.tensors()) {
-                    t.pin();
-                    pinned.add(t);
-                    MemorySegment[] bufs = t.rawBuffers();
-                    for (int i = 0; i < bufs.length; i++) {
-                        requireUsable(bufs[i], i);
-                    }
-                }
-                MemorySegment b = dev.hurray.internal.NativeComposite.builder(composite.toSpec(), a);
-                try {
-                    nativeWriter.writeComposite(b);
-                } finally {
-                    dev.hurray.internal.NativeComposite.destroyBuilder(b);
-                }
-            } finally {
-                for (Tensor t : pinned) {
-                    t.unpin();
-                }
-            }
+            composite.writeWith(nativeWriter::writeComposite);
         } finally {
             guard.exit();
         }

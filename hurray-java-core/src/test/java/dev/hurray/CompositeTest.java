@@ -90,6 +90,8 @@ class CompositeTest {
              HurrayFileWriter fw = HurrayFileWriter.of(Files.newOutputStream(file))) {
             fw.add(layer(w, s));
             fw.finish();
+            // Like a tensor, a composite cannot be added to a finished container.
+            assertEquals(Status.INVALID_STATE, assertThrows(HurrayException.class, () -> fw.add(layer(w, s))).status());
         }
         try (HurrayFile f = HurrayFile.open(file); Composite c = f.readComposite("layer0")) {
             checkLayer(c);
