@@ -8,10 +8,8 @@ import dev.hurray.Writer;
 import dev.hurray.formats.Format;
 import dev.hurray.formats.ScipySparse;
 import java.io.IOException;
-import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.Iterator;
 
 /**
@@ -74,17 +72,21 @@ final class SparseConvert {
         try (Tensor src = t; Tensor result = densify ? src.densify() : null) {
             Tensor w = result != null ? result : src;
             switch (outFormat) {
-                case HRRYFILE -> atomically(out, o -> {
-                    try (HurrayFileWriter fw = HurrayFileWriter.of(o)) {
+                case HRRYFILE -> {
+                    // HurrayFile.create writes through a temporary file and renames it at finish.
+                    try (HurrayFileWriter fw = HurrayFile.create(out)) {
                         fw.add(name(src), w);
                         fw.finish();
                     }
-                });
-                case STREAM -> atomically(out, o -> {
-                    try (Writer wr = Writer.of(o)) {
+                }
+                case STREAM -> {
+                    try (dev.hurray.AtomicOutput o = dev.hurray.AtomicOutput.create(out);
+                         Writer wr = Writer.of(o.channel())) {
                         wr.write(w);
+                        wr.finish();
+                        o.commit();
                     }
-                });
+                }
                 case NPZ -> {
                     if (result != null) {
                         throw new CliException(ExitCode.USAGE, "--densify to npz: write .npy (one dense array) instead");
@@ -100,21 +102,5 @@ final class SparseConvert {
 
     private static String name(Tensor t) {
         return t.descriptor().name().filter(n -> !n.isEmpty()).orElse("matrix");
-    }
-
-    private interface Body {
-        void write(OutputStream o) throws IOException;
-    }
-
-    private static void atomically(Path out, Body body) throws IOException {
-        Path tmp = Files.createTempFile(out.toAbsolutePath().getParent(), ".hurray-", ".tmp");
-        try {
-            try (OutputStream o = Files.newOutputStream(tmp)) {
-                body.write(o);
-            }
-            Files.move(tmp, out, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-        } finally {
-            Files.deleteIfExists(tmp);
-        }
     }
 }
