@@ -67,8 +67,10 @@ public final class Payloads {
     public static String describe(Quantization q) {
         return switch (q) {
             case Quantization.PerTensorAffine a -> "affine(scale=" + a.scale() + ",bias=" + a.bias() + ")->" + a.dequantized();
+            case Quantization.PerChannelAffine p -> "per-channel(axis=" + p.axis() + ")->" + p.dequantized();
             case Quantization.Cast c -> "cast->" + c.dequantized();
-            default -> q.getClass().getSimpleName().toLowerCase(java.util.Locale.ROOT) + "->" + q.dequantized();
+            case Quantization.BlockScaled b -> b.kindName() + "(block=" + b.block() + ",axis=" + b.axis()
+                    + (b.block2() > 0 ? ",block2=" + b.block2() : "") + ",scale=" + b.scaleType() + ")->" + b.dequantized();
         };
     }
 

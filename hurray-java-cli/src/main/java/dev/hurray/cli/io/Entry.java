@@ -45,15 +45,6 @@ public record Entry(String name, ElementType elementType, long[] shape, String l
      * {@code per-channel(axis=0)->float32}, {@code cast->float32}, or {@code -} for none.
      */
     public static String describe(Quantization q) {
-        if (q == null) {
-            return "-";
-        }
-        return switch (q) {
-            case Quantization.PerTensorAffine a -> "affine(scale=" + a.scale() + ",bias=" + a.bias() + ")->" + a.dequantized();
-            case Quantization.PerChannelAffine p -> "per-channel(axis=" + p.axis() + ")->" + p.dequantized();
-            case Quantization.Cast c -> "cast->" + c.dequantized();
-            case Quantization.BlockScaled b -> b.kindName() + "(block=" + b.block() + ",axis=" + b.axis()
-                    + (b.block2() > 0 ? ",block2=" + b.block2() : "") + ",scale=" + b.scaleType() + ")->" + b.dequantized();
-        };
+        return q == null ? "-" : dev.hurray.formats.Payloads.describe(q);
     }
 }
