@@ -62,8 +62,8 @@ public final class Gguf {
     private static final int DEFAULT_ALIGNMENT = 32;
     private static final int MAX_ARRAY_DEPTH = 4;
     private static final int MAX_RANK = 32;
-    private static final ValueLayout.OfInt U32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-    private static final ValueLayout.OfLong U64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfInt U32 = Payloads.LE_INT;
+    private static final ValueLayout.OfLong U64 = Payloads.LE_LONG;
 
     private Gguf() {
     }

@@ -208,7 +208,7 @@ public final class Npz {
                     long size = h.length + t.byteSize();
                     CRC32 crc = new CRC32();
                     crc.update(h);
-                    long c = crc32Continue(crc, t.data());
+                    long c = Payloads.crc32(crc, t.data());
                     e.setMethod(ZipEntry.STORED);
                     e.setSize(size);
                     e.setCompressedSize(size);
@@ -222,16 +222,5 @@ public final class Npz {
             zip.finish();
             zip.flush();
         });
-    }
-
-    private static long crc32Continue(CRC32 crc, MemorySegment seg) {
-        long pos = 0;
-        long size = seg.byteSize();
-        while (pos < size) {
-            long n = Math.min(Payloads.CHUNK, size - pos);
-            crc.update(seg.asSlice(pos, n).asByteBuffer());
-            pos += n;
-        }
-        return crc.getValue();
     }
 }

@@ -253,7 +253,11 @@ public final class Payloads {
 
     /** CRC-32 (zip's) of {@code seg}, computed in chunks so sizes beyond 2 GiB work. */
     public static long crc32(MemorySegment seg) {
-        CRC32 crc = new CRC32();
+        return crc32(new CRC32(), seg);
+    }
+
+    /** Feeds {@code seg} to {@code crc} in chunks (sizes beyond 2 GiB work); the CRC so far. */
+    static long crc32(CRC32 crc, MemorySegment seg) {
         long pos = 0;
         long size = seg.byteSize();
         while (pos < size) {

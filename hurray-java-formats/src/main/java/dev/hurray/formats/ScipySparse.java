@@ -13,7 +13,6 @@ import java.io.OutputStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -145,8 +144,8 @@ public final class ScipySparse {
         }
         long n = x.count();
         MemorySegment out = arena.allocate(8 * n, 64);
-        ValueLayout.OfInt in32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-        ValueLayout.OfLong out64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+        ValueLayout.OfInt in32 = Payloads.LE_INT;
+        ValueLayout.OfLong out64 = Payloads.LE_LONG;
         for (long i = 0; i < n; i++) {
             out.setAtIndex(out64, i, x.data().getAtIndex(in32, i));
         }
@@ -161,14 +160,14 @@ public final class ScipySparse {
         long[] shape = new long[2];
         for (int i = 0; i < 2; i++) {
             shape[i] = shapeArr.h().dtype() == ElementType.INT32
-                    ? shapeArr.data().getAtIndex(ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN), i)
-                    : shapeArr.data().getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN), i);
+                    ? shapeArr.data().getAtIndex(Payloads.LE_INT, i)
+                    : shapeArr.data().getAtIndex(Payloads.LE_LONG, i);
             if (shape[i] < 0) {
                 throw new ForeignFormatException(what + ": negative shape");
             }
         }
         Arr data = need(a, "data", what);
-        ElementType et = ElementType.fromCode(data.h().dtype().code());
+        ElementType et = data.h().dtype();
         try (Arena arena = Arena.ofConfined()) {
             String[] idxNames = format.equals("coo") ? new String[] {"row", "col"} : new String[] {"indptr", "indices"};
             Arr i0 = indexArray(a, idxNames[0], what);
@@ -231,8 +230,8 @@ public final class ScipySparse {
             throw new ForeignFormatException("scipy.sparse npz holds rank-2 coo/csr/csc/bsr matrices, not " + l + " "
                     + d.shape());
         }
-        ElementType et = ElementType.fromCode(d.elementType().code());
-        ElementType it = ElementType.fromCode(l.indexType().orElseThrow().code());
+        ElementType et = d.elementType();
+        ElementType it = l.indexType().orElseThrow();
         long nnz = l.nnz();
         Path tmp = Files.createTempFile(target.toAbsolutePath().getParent(), ".hurray-", ".npz.tmp");
         try {
