@@ -5,8 +5,10 @@
 //! Both work on the buffer table of a validated [`TensorDescriptor`]: `buffers[i]` holds the
 //! bytes of table entry *i* (buffer 0 from its start, the descriptor's byte offset applies).
 //! Elements are produced and consumed in storage order (row-major or column-major, as the
-//! layout says); strided layouts are `Unsupported`. Nothing here allocates more than one block
-//! of scratch per call besides the 256-entry decode tables.
+//! layout says); strided layouts are `Unsupported`. Scratch memory per call: the 256-entry
+//! decode tables, one float per channel for per-channel quantization, and, only in
+//! [`dequantize_into`] for a block kind with a target other than float32, a float32 copy of the
+//! whole tensor (no larger than the output).
 
 use crate::descriptor::{Quantization, TensorDescriptor};
 use crate::error::{bail, err, Result};
