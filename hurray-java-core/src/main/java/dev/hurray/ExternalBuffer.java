@@ -318,13 +318,21 @@ public final class ExternalBuffer implements AutoCloseable {
         return handle;
     }
 
+    /** {data address, byte size, alignment, device tag, sync mode}: fixed for the handle's life, read once. */
+    private volatile long[] info;
+
     private long[] info() {
         requireOpen();
-        try {
-            return NativeBuffers.info(handle);
-        } catch (HurrayException e) {
-            throw new IllegalStateException(e.getMessage(), e);
+        long[] i = info;
+        if (i == null) {
+            try {
+                i = NativeBuffers.info(handle);
+            } catch (HurrayException e) {
+                throw new IllegalStateException(e.getMessage(), e);
+            }
+            info = i;
         }
+        return i;
     }
 
     private void requireOpen() {
