@@ -94,21 +94,7 @@ public final class NativeBuffers {
      * rethrows.
      */
     public static void destroy(MemorySegment buffer) {
-        int rc;
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment slot = a.allocate(ADDRESS);
-            slot.set(ADDRESS, 0, buffer);
-            Releases.enter();
-            try {
-                rc = hurray_h.hurray_buffer_destroy(slot);
-            } finally {
-                Releases.exit();
-            }
-        }
-        Releases.rethrowFailure();
-        if (rc < 0) {
-            throw new IllegalStateException("hurray_buffer_destroy failed: " + Native.error(rc, null).getMessage());
-        }
+        destroyReleasing(buffer, hurray_h::hurray_buffer_destroy, "hurray_buffer_destroy");
     }
 
     /** {@code hurray_buffer_data_ptr}, {@code _byte_size}, {@code _alignment}, {@code _device_tag}, {@code _sync_mode}. */
@@ -142,21 +128,7 @@ public final class NativeBuffers {
 
     /** {@code hurray_buffer_list_destroy}: releases every buffer it owns; rethrows a release failure. */
     public static void listDestroy(MemorySegment list) {
-        int rc;
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment slot = a.allocate(ADDRESS);
-            slot.set(ADDRESS, 0, list);
-            Releases.enter();
-            try {
-                rc = hurray_h.hurray_buffer_list_destroy(slot);
-            } finally {
-                Releases.exit();
-            }
-        }
-        Releases.rethrowFailure();
-        if (rc < 0) {
-            throw new IllegalStateException("hurray_buffer_list_destroy failed: " + Native.error(rc, null).getMessage());
-        }
+        destroyReleasing(list, hurray_h::hurray_buffer_list_destroy, "hurray_buffer_list_destroy");
     }
 
     /** {@code hurray_tensor_context_new}; the owner is {@code ownerKey} (0 = none). */
@@ -194,20 +166,30 @@ public final class NativeBuffers {
 
     /** {@code hurray_tensor_context_destroy}: runs the owner release; rethrows its failure. */
     public static void contextDestroy(MemorySegment ctx) {
+        destroyReleasing(ctx, hurray_h::hurray_tensor_context_destroy, "hurray_tensor_context_destroy");
+    }
+
+    /**
+     * Calls a {@code hurray_*_destroy(T **)} that may run release upcalls on this thread: the
+     * slot lives in its own arena (an upcall may use the thread's scratch area), a release
+     * failure is rethrown, and a failing status becomes an {@link IllegalStateException}.
+     */
+    private static void destroyReleasing(MemorySegment h, java.util.function.ToIntFunction<MemorySegment> destroy,
+            String name) {
         int rc;
         try (Arena a = Arena.ofConfined()) {
             MemorySegment slot = a.allocate(ADDRESS);
-            slot.set(ADDRESS, 0, ctx);
+            slot.set(ADDRESS, 0, h);
             Releases.enter();
             try {
-                rc = hurray_h.hurray_tensor_context_destroy(slot);
+                rc = destroy.applyAsInt(slot);
             } finally {
                 Releases.exit();
             }
         }
         Releases.rethrowFailure();
         if (rc < 0) {
-            throw new IllegalStateException("hurray_tensor_context_destroy failed: " + Native.error(rc, null).getMessage());
+            throw new IllegalStateException(name + " failed: " + Native.error(rc, null).getMessage());
         }
     }
 }
