@@ -303,7 +303,13 @@ public final class NativeLibrary {
         if (cached != null) {
             origin[0] = src.origin() + (cached.written() ? " (extracted to the cache: " : " (reused from the cache: ")
                     + cached.path() + ")";
-            return loadFile(cached.path(), origin[0]);
+            try {
+                return loadFile(cached.path(), origin[0]);
+            } catch (UnsatisfiedLinkError e) {
+                // The copy went away between the check and the load (another JVM pruned or
+                // replaced it): extract a private temporary copy instead.
+                origin[0] = src.origin();
+            }
         }
         try (InputStream in = url.openStream()) {
             Path tmp = Files.createTempFile("libhurray-", ".so");
@@ -406,9 +412,55 @@ public final class NativeLibrary {
                 Files.deleteIfExists(tmp);
             }
             // The bytes were checked before the move; only who may write the result is left.
-            return private_(target) ? new Cached(target, true) : null;
+            if (!private_(target)) {
+                return null;
+            }
+            pruneStale(target, System.currentTimeMillis());
+            return new Cached(target, true);
         } catch (IOException | RuntimeException e) {
             return null;
+        }
+    }
+
+    /** How old another build's cached copy must be before a new extraction removes it: 30 days. */
+    static final long STALE_COPY_MILLIS = 30L * 24 * 60 * 60 * 1000;
+
+    /** How old an abandoned temporary file (a crashed extraction) must be before it is removed: one day. */
+    static final long STALE_TMP_MILLIS = 24L * 60 * 60 * 1000;
+
+    /**
+     * After {@code kept} was extracted, removes from its folder the copies of other builds
+     * ({@code libhurray-<size>-<crc>.so}) written more than {@link #STALE_COPY_MILLIS} before
+     * {@code now}, and temporary files of extractions older than {@link #STALE_TMP_MILLIS}.
+     * Only names this class writes are touched; a failure to remove one is ignored. A JVM that
+     * still uses an old build is unaffected (the loaded mapping outlives the file), and one that
+     * starts later extracts its copy again.
+     */
+    static void pruneStale(Path kept, long now) {
+        String file = System.mapLibraryName(LIBRARY_NAME);
+        int dot = file.lastIndexOf('.');
+        java.util.regex.Pattern ours = java.util.regex.Pattern.compile(
+                java.util.regex.Pattern.quote(file.substring(0, dot)) + "-\\d+-[0-9a-f]+"
+                + java.util.regex.Pattern.quote(file.substring(dot)) + "(\\.\\d+\\.-?\\d+\\.tmp)?");
+        try (java.util.stream.Stream<Path> files = Files.list(kept.getParent())) {
+            for (Path p : (Iterable<Path>) files::iterator) {
+                java.util.regex.Matcher m = ours.matcher(p.getFileName().toString());
+                if (p.equals(kept) || !m.matches()) {
+                    continue;
+                }
+                try {
+                    java.nio.file.attribute.BasicFileAttributes a = Files.readAttributes(p,
+                            java.nio.file.attribute.BasicFileAttributes.class, java.nio.file.LinkOption.NOFOLLOW_LINKS);
+                    long age = now - a.lastModifiedTime().toMillis();
+                    if (a.isRegularFile() && age > (m.group(1) != null ? STALE_TMP_MILLIS : STALE_COPY_MILLIS)) {
+                        Files.deleteIfExists(p);
+                    }
+                } catch (IOException | RuntimeException e) {
+                    // Left for a later extraction.
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            // Pruning is housekeeping: never a reason to fail a load.
         }
     }
 

@@ -259,6 +259,53 @@ class NativeLibraryTest {
         }
     }
 
+    /**
+     * A new extraction removes other builds' copies older than 30 days and abandoned temporary
+     * files older than a day; recent copies, unrelated files, links and folders stay.
+     */
+    @Test
+    void extractionPrunesStaleCopiesOfOtherBuilds(@TempDir Path dir) throws Exception {
+        Path cache = dir.resolve("cache");
+        Files.createDirectories(cache);
+        long now = System.currentTimeMillis();
+        long day = 24L * 60 * 60 * 1000;
+        Path oldCopy = cache.resolve("libhurray-123-abc.so");
+        Path recentCopy = cache.resolve("libhurray-456-def.so");
+        Path oldTmp = cache.resolve("libhurray-123-abc.so.4242.99.tmp");
+        Path recentTmp = cache.resolve("libhurray-456-def.so.4243.100.tmp");
+        Path unrelated = cache.resolve("notes-libhurray-1-a.so");
+        Path oldFolder = cache.resolve("libhurray-789-aaa.so");
+        for (Path p : List.of(oldCopy, recentCopy, oldTmp, recentTmp, unrelated)) {
+            Files.writeString(p, "x");
+        }
+        Files.createDirectory(oldFolder);
+        Files.setLastModifiedTime(oldCopy, java.nio.file.attribute.FileTime.fromMillis(now - 31 * day));
+        Files.setLastModifiedTime(recentCopy, java.nio.file.attribute.FileTime.fromMillis(now - 29 * day));
+        Files.setLastModifiedTime(oldTmp, java.nio.file.attribute.FileTime.fromMillis(now - 2 * day));
+        Files.setLastModifiedTime(recentTmp, java.nio.file.attribute.FileTime.fromMillis(now - day / 2));
+        Files.setLastModifiedTime(unrelated, java.nio.file.attribute.FileTime.fromMillis(now - 400 * day));
+        Files.setLastModifiedTime(oldFolder, java.nio.file.attribute.FileTime.fromMillis(now - 400 * day));
+
+        byte[] content = new byte[1000];
+        new java.util.Random(3).nextBytes(content);
+        NativeLibrary.Cached made = NativeLibrary.cacheFile(fakeJar(dir, content), cache);
+        assertTrue(made.written());
+        try (var files = Files.list(cache)) {
+            assertEquals(java.util.Set.of(made.path(), recentCopy, recentTmp, unrelated, oldFolder),
+                    files.collect(java.util.stream.Collectors.toSet()));
+        }
+
+        // Reusing a cached copy prunes nothing: only an extraction does.
+        Files.setLastModifiedTime(recentCopy, java.nio.file.attribute.FileTime.fromMillis(now - 90 * day));
+        assertEquals(new NativeLibrary.Cached(made.path(), false), NativeLibrary.cacheFile(fakeJar(dir, content), cache));
+        assertTrue(Files.exists(recentCopy));
+        // The copy just written is never removed, however old its time stamp.
+        Files.setLastModifiedTime(made.path(), java.nio.file.attribute.FileTime.fromMillis(now - 90 * day));
+        NativeLibrary.pruneStale(made.path(), now);
+        assertTrue(Files.exists(made.path()));
+        assertTrue(Files.notExists(recentCopy));
+    }
+
     /** Two child JVMs loading from a jar share one cached copy; the second loads it as it is. */
     @Test
     void jarLoadsGoThroughTheCache(@TempDir Path dir) throws Exception {
