@@ -568,6 +568,26 @@ public final class NativeLibrary {
                 + "jar's manifest).";
     }
 
+    /**
+     * The error for a call to a function the loaded library lacks: a build older than these
+     * bindings (C ABI 4 grows by additions, so an older build reports the same version). Each
+     * call of that function gets one; the other functions keep working.
+     */
+    static UnsatisfiedLinkError missingSymbol(String symbol) {
+        return new UnsatisfiedLinkError("libhurray has no " + symbol + ": the library loaded from " + source()
+                + " is older than these bindings (it reports C ABI " + abiVersion() + ", which later builds extend)."
+                + " Use the library packed in hurray-java-ffm (unset -D" + LIBRARY_PATH_PROPERTY + " and "
+                + LIBRARY_PATH_ENV + ") or rebuild native/ from the same source as these bindings.");
+    }
+
+    /** {@code address}, or {@link #missingSymbol} when it is null. */
+    static MemorySegment requireSymbol(MemorySegment address, String symbol) {
+        if (address == null) {
+            throw missingSymbol(symbol);
+        }
+        return address;
+    }
+
     private static UnsatisfiedLinkError linkError(String message, Throwable cause) {
         UnsatisfiedLinkError e = new UnsatisfiedLinkError(message);
         e.initCause(cause);

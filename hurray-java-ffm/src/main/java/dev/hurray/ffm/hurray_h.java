@@ -47,10 +47,12 @@ public final class hurray_h {
         DOWNCALLS.info("{}({})", name, traceArgs);
     }
 
-    /** The symbol {@code symbol} of the loaded libhurray; loads it on first use. */
-    static MemorySegment findOrThrow(String symbol) {
-        return NativeLibrary.lookup().find(symbol).orElseThrow(() -> new UnsatisfiedLinkError(
-                "unresolved symbol: " + symbol + " in " + NativeLibrary.source()));
+    /**
+     * The symbol {@code symbol} of the loaded libhurray, or null when the library lacks it (a
+     * build older than these bindings); loads the library on first use.
+     */
+    static MemorySegment findOrNull(String symbol) {
+        return NativeLibrary.lookup().find(symbol).orElse(null);
     }
 
     /** The native linker, after checking that native access is enabled for this module. */
@@ -1212,8 +1214,8 @@ public final class hurray_h {
 
     private static final class hurray_c_abi_version {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_c_abi_version");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_c_abi_version");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -1233,6 +1235,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_c_abi_version$handle() {
+        NativeLibrary.requireSymbol(hurray_c_abi_version.ADDR, "hurray_c_abi_version");
         return hurray_c_abi_version.HANDLE;
     }
 
@@ -1243,7 +1246,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_c_abi_version$address() {
-        return hurray_c_abi_version.ADDR;
+        return NativeLibrary.requireSymbol(hurray_c_abi_version.ADDR, "hurray_c_abi_version");
     }
 
     /**
@@ -1257,6 +1260,9 @@ public final class hurray_h {
      */
     public static int hurray_c_abi_version() {
         var mh$ = hurray_c_abi_version.HANDLE;
+        if (hurray_c_abi_version.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_c_abi_version");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_c_abi_version");
@@ -1271,8 +1277,8 @@ public final class hurray_h {
 
     private static final class hurray_buffer_from_ptr {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_INT, hurray_h.C_CHAR, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_buffer_from_ptr");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_buffer_from_ptr");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -1304,6 +1310,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_buffer_from_ptr$handle() {
+        NativeLibrary.requireSymbol(hurray_buffer_from_ptr.ADDR, "hurray_buffer_from_ptr");
         return hurray_buffer_from_ptr.HANDLE;
     }
 
@@ -1320,7 +1327,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_buffer_from_ptr$address() {
-        return hurray_buffer_from_ptr.ADDR;
+        return NativeLibrary.requireSymbol(hurray_buffer_from_ptr.ADDR, "hurray_buffer_from_ptr");
     }
 
     /**
@@ -1349,6 +1356,9 @@ public final class hurray_h {
      */
     public static int hurray_buffer_from_ptr(MemorySegment data, long byte_size, int alignment, byte device_tag, MemorySegment release, MemorySegment release_context, MemorySegment out_handle) {
         var mh$ = hurray_buffer_from_ptr.HANDLE;
+        if (hurray_buffer_from_ptr.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_buffer_from_ptr");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_buffer_from_ptr", data, byte_size, alignment, device_tag, release, release_context, out_handle);
@@ -1363,8 +1373,8 @@ public final class hurray_h {
 
     private static final class hurray_buffer_handoff {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_buffer_handoff");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_buffer_handoff");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -1394,6 +1404,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_buffer_handoff$handle() {
+        NativeLibrary.requireSymbol(hurray_buffer_handoff.ADDR, "hurray_buffer_handoff");
         return hurray_buffer_handoff.HANDLE;
     }
 
@@ -1409,7 +1420,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_buffer_handoff$address() {
-        return hurray_buffer_handoff.ADDR;
+        return NativeLibrary.requireSymbol(hurray_buffer_handoff.ADDR, "hurray_buffer_handoff");
     }
 
     /**
@@ -1439,6 +1450,9 @@ public final class hurray_h {
      */
     public static int hurray_buffer_handoff(MemorySegment handle_bytes, MemorySegment data, MemorySegment sync, MemorySegment release, MemorySegment release_context, MemorySegment out_handle) {
         var mh$ = hurray_buffer_handoff.HANDLE;
+        if (hurray_buffer_handoff.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_buffer_handoff");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_buffer_handoff", handle_bytes, data, sync, release, release_context, out_handle);
@@ -1453,8 +1467,8 @@ public final class hurray_h {
 
     private static final class hurray_buffer_sync_payload {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_buffer_sync_payload");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_buffer_sync_payload");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -1476,6 +1490,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_buffer_sync_payload$handle() {
+        NativeLibrary.requireSymbol(hurray_buffer_sync_payload.ADDR, "hurray_buffer_sync_payload");
         return hurray_buffer_sync_payload.HANDLE;
     }
 
@@ -1487,7 +1502,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_buffer_sync_payload$address() {
-        return hurray_buffer_sync_payload.ADDR;
+        return NativeLibrary.requireSymbol(hurray_buffer_sync_payload.ADDR, "hurray_buffer_sync_payload");
     }
 
     /**
@@ -1506,6 +1521,9 @@ public final class hurray_h {
      */
     public static int hurray_buffer_sync_payload(MemorySegment buffer, MemorySegment out) {
         var mh$ = hurray_buffer_sync_payload.HANDLE;
+        if (hurray_buffer_sync_payload.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_buffer_sync_payload");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_buffer_sync_payload", buffer, out);
@@ -1520,8 +1538,8 @@ public final class hurray_h {
 
     private static final class hurray_buffer_clone {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_buffer_clone");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_buffer_clone");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -1543,6 +1561,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_buffer_clone$handle() {
+        NativeLibrary.requireSymbol(hurray_buffer_clone.ADDR, "hurray_buffer_clone");
         return hurray_buffer_clone.HANDLE;
     }
 
@@ -1554,7 +1573,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_buffer_clone$address() {
-        return hurray_buffer_clone.ADDR;
+        return NativeLibrary.requireSymbol(hurray_buffer_clone.ADDR, "hurray_buffer_clone");
     }
 
     /**
@@ -1571,6 +1590,9 @@ public final class hurray_h {
      */
     public static int hurray_buffer_clone(MemorySegment buffer, MemorySegment out_handle) {
         var mh$ = hurray_buffer_clone.HANDLE;
+        if (hurray_buffer_clone.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_buffer_clone");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_buffer_clone", buffer, out_handle);
@@ -1585,8 +1607,8 @@ public final class hurray_h {
 
     private static final class hurray_buffer_destroy {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_buffer_destroy");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_buffer_destroy");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -1606,6 +1628,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_buffer_destroy$handle() {
+        NativeLibrary.requireSymbol(hurray_buffer_destroy.ADDR, "hurray_buffer_destroy");
         return hurray_buffer_destroy.HANDLE;
     }
 
@@ -1616,7 +1639,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_buffer_destroy$address() {
-        return hurray_buffer_destroy.ADDR;
+        return NativeLibrary.requireSymbol(hurray_buffer_destroy.ADDR, "hurray_buffer_destroy");
     }
 
     /**
@@ -1634,6 +1657,9 @@ public final class hurray_h {
      */
     public static int hurray_buffer_destroy(MemorySegment buffer) {
         var mh$ = hurray_buffer_destroy.HANDLE;
+        if (hurray_buffer_destroy.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_buffer_destroy");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_buffer_destroy", buffer);
@@ -1648,8 +1674,8 @@ public final class hurray_h {
 
     private static final class hurray_buffer_data_ptr {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_buffer_data_ptr");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_buffer_data_ptr");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -1669,6 +1695,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_buffer_data_ptr$handle() {
+        NativeLibrary.requireSymbol(hurray_buffer_data_ptr.ADDR, "hurray_buffer_data_ptr");
         return hurray_buffer_data_ptr.HANDLE;
     }
 
@@ -1679,7 +1706,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_buffer_data_ptr$address() {
-        return hurray_buffer_data_ptr.ADDR;
+        return NativeLibrary.requireSymbol(hurray_buffer_data_ptr.ADDR, "hurray_buffer_data_ptr");
     }
 
     /**
@@ -1698,6 +1725,9 @@ public final class hurray_h {
      */
     public static int hurray_buffer_data_ptr(MemorySegment buffer, MemorySegment out) {
         var mh$ = hurray_buffer_data_ptr.HANDLE;
+        if (hurray_buffer_data_ptr.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_buffer_data_ptr");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_buffer_data_ptr", buffer, out);
@@ -1712,8 +1742,8 @@ public final class hurray_h {
 
     private static final class hurray_buffer_byte_size {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_buffer_byte_size");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_buffer_byte_size");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -1733,6 +1763,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_buffer_byte_size$handle() {
+        NativeLibrary.requireSymbol(hurray_buffer_byte_size.ADDR, "hurray_buffer_byte_size");
         return hurray_buffer_byte_size.HANDLE;
     }
 
@@ -1743,7 +1774,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_buffer_byte_size$address() {
-        return hurray_buffer_byte_size.ADDR;
+        return NativeLibrary.requireSymbol(hurray_buffer_byte_size.ADDR, "hurray_buffer_byte_size");
     }
 
     /**
@@ -1760,6 +1791,9 @@ public final class hurray_h {
      */
     public static int hurray_buffer_byte_size(MemorySegment buffer, MemorySegment out) {
         var mh$ = hurray_buffer_byte_size.HANDLE;
+        if (hurray_buffer_byte_size.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_buffer_byte_size");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_buffer_byte_size", buffer, out);
@@ -1774,8 +1808,8 @@ public final class hurray_h {
 
     private static final class hurray_buffer_alignment {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_buffer_alignment");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_buffer_alignment");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -1795,6 +1829,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_buffer_alignment$handle() {
+        NativeLibrary.requireSymbol(hurray_buffer_alignment.ADDR, "hurray_buffer_alignment");
         return hurray_buffer_alignment.HANDLE;
     }
 
@@ -1805,7 +1840,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_buffer_alignment$address() {
-        return hurray_buffer_alignment.ADDR;
+        return NativeLibrary.requireSymbol(hurray_buffer_alignment.ADDR, "hurray_buffer_alignment");
     }
 
     /**
@@ -1822,6 +1857,9 @@ public final class hurray_h {
      */
     public static int hurray_buffer_alignment(MemorySegment buffer, MemorySegment out) {
         var mh$ = hurray_buffer_alignment.HANDLE;
+        if (hurray_buffer_alignment.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_buffer_alignment");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_buffer_alignment", buffer, out);
@@ -1836,8 +1874,8 @@ public final class hurray_h {
 
     private static final class hurray_buffer_device_tag {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_buffer_device_tag");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_buffer_device_tag");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -1857,6 +1895,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_buffer_device_tag$handle() {
+        NativeLibrary.requireSymbol(hurray_buffer_device_tag.ADDR, "hurray_buffer_device_tag");
         return hurray_buffer_device_tag.HANDLE;
     }
 
@@ -1867,7 +1906,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_buffer_device_tag$address() {
-        return hurray_buffer_device_tag.ADDR;
+        return NativeLibrary.requireSymbol(hurray_buffer_device_tag.ADDR, "hurray_buffer_device_tag");
     }
 
     /**
@@ -1884,6 +1923,9 @@ public final class hurray_h {
      */
     public static int hurray_buffer_device_tag(MemorySegment buffer, MemorySegment out) {
         var mh$ = hurray_buffer_device_tag.HANDLE;
+        if (hurray_buffer_device_tag.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_buffer_device_tag");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_buffer_device_tag", buffer, out);
@@ -1898,8 +1940,8 @@ public final class hurray_h {
 
     private static final class hurray_buffer_sync_mode {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_buffer_sync_mode");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_buffer_sync_mode");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -1919,6 +1961,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_buffer_sync_mode$handle() {
+        NativeLibrary.requireSymbol(hurray_buffer_sync_mode.ADDR, "hurray_buffer_sync_mode");
         return hurray_buffer_sync_mode.HANDLE;
     }
 
@@ -1929,7 +1972,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_buffer_sync_mode$address() {
-        return hurray_buffer_sync_mode.ADDR;
+        return NativeLibrary.requireSymbol(hurray_buffer_sync_mode.ADDR, "hurray_buffer_sync_mode");
     }
 
     /**
@@ -1946,6 +1989,9 @@ public final class hurray_h {
      */
     public static int hurray_buffer_sync_mode(MemorySegment buffer, MemorySegment out) {
         var mh$ = hurray_buffer_sync_mode.HANDLE;
+        if (hurray_buffer_sync_mode.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_buffer_sync_mode");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_buffer_sync_mode", buffer, out);
@@ -1960,8 +2006,8 @@ public final class hurray_h {
 
     private static final class hurray_buffer_list_create {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_buffer_list_create");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_buffer_list_create");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -1981,6 +2027,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_buffer_list_create$handle() {
+        NativeLibrary.requireSymbol(hurray_buffer_list_create.ADDR, "hurray_buffer_list_create");
         return hurray_buffer_list_create.HANDLE;
     }
 
@@ -1991,7 +2038,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_buffer_list_create$address() {
-        return hurray_buffer_list_create.ADDR;
+        return NativeLibrary.requireSymbol(hurray_buffer_list_create.ADDR, "hurray_buffer_list_create");
     }
 
     /**
@@ -2006,6 +2053,9 @@ public final class hurray_h {
      */
     public static int hurray_buffer_list_create(MemorySegment out_list) {
         var mh$ = hurray_buffer_list_create.HANDLE;
+        if (hurray_buffer_list_create.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_buffer_list_create");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_buffer_list_create", out_list);
@@ -2020,8 +2070,8 @@ public final class hurray_h {
 
     private static final class hurray_buffer_list_push {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_buffer_list_push");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_buffer_list_push");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -2041,6 +2091,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_buffer_list_push$handle() {
+        NativeLibrary.requireSymbol(hurray_buffer_list_push.ADDR, "hurray_buffer_list_push");
         return hurray_buffer_list_push.HANDLE;
     }
 
@@ -2051,7 +2102,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_buffer_list_push$address() {
-        return hurray_buffer_list_push.ADDR;
+        return NativeLibrary.requireSymbol(hurray_buffer_list_push.ADDR, "hurray_buffer_list_push");
     }
 
     /**
@@ -2071,6 +2122,9 @@ public final class hurray_h {
      */
     public static int hurray_buffer_list_push(MemorySegment list, MemorySegment buffer) {
         var mh$ = hurray_buffer_list_push.HANDLE;
+        if (hurray_buffer_list_push.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_buffer_list_push");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_buffer_list_push", list, buffer);
@@ -2085,8 +2139,8 @@ public final class hurray_h {
 
     private static final class hurray_buffer_list_len {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_buffer_list_len");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_buffer_list_len");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -2106,6 +2160,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_buffer_list_len$handle() {
+        NativeLibrary.requireSymbol(hurray_buffer_list_len.ADDR, "hurray_buffer_list_len");
         return hurray_buffer_list_len.HANDLE;
     }
 
@@ -2116,7 +2171,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_buffer_list_len$address() {
-        return hurray_buffer_list_len.ADDR;
+        return NativeLibrary.requireSymbol(hurray_buffer_list_len.ADDR, "hurray_buffer_list_len");
     }
 
     /**
@@ -2131,6 +2186,9 @@ public final class hurray_h {
      */
     public static int hurray_buffer_list_len(MemorySegment list, MemorySegment out_len) {
         var mh$ = hurray_buffer_list_len.HANDLE;
+        if (hurray_buffer_list_len.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_buffer_list_len");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_buffer_list_len", list, out_len);
@@ -2145,8 +2203,8 @@ public final class hurray_h {
 
     private static final class hurray_buffer_list_get {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_buffer_list_get");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_buffer_list_get");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -2170,6 +2228,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_buffer_list_get$handle() {
+        NativeLibrary.requireSymbol(hurray_buffer_list_get.ADDR, "hurray_buffer_list_get");
         return hurray_buffer_list_get.HANDLE;
     }
 
@@ -2182,7 +2241,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_buffer_list_get$address() {
-        return hurray_buffer_list_get.ADDR;
+        return NativeLibrary.requireSymbol(hurray_buffer_list_get.ADDR, "hurray_buffer_list_get");
     }
 
     /**
@@ -2200,6 +2259,9 @@ public final class hurray_h {
      */
     public static int hurray_buffer_list_get(MemorySegment list, long index, MemorySegment out_buffer) {
         var mh$ = hurray_buffer_list_get.HANDLE;
+        if (hurray_buffer_list_get.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_buffer_list_get");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_buffer_list_get", list, index, out_buffer);
@@ -2214,8 +2276,8 @@ public final class hurray_h {
 
     private static final class hurray_buffer_list_data_ptrs {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_buffer_list_data_ptrs");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_buffer_list_data_ptrs");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -2241,6 +2303,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_buffer_list_data_ptrs$handle() {
+        NativeLibrary.requireSymbol(hurray_buffer_list_data_ptrs.ADDR, "hurray_buffer_list_data_ptrs");
         return hurray_buffer_list_data_ptrs.HANDLE;
     }
 
@@ -2254,7 +2317,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_buffer_list_data_ptrs$address() {
-        return hurray_buffer_list_data_ptrs.ADDR;
+        return NativeLibrary.requireSymbol(hurray_buffer_list_data_ptrs.ADDR, "hurray_buffer_list_data_ptrs");
     }
 
     /**
@@ -2279,6 +2342,9 @@ public final class hurray_h {
      */
     public static int hurray_buffer_list_data_ptrs(MemorySegment list, MemorySegment out_data, long capacity, MemorySegment out_len) {
         var mh$ = hurray_buffer_list_data_ptrs.HANDLE;
+        if (hurray_buffer_list_data_ptrs.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_buffer_list_data_ptrs");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_buffer_list_data_ptrs", list, out_data, capacity, out_len);
@@ -2293,8 +2359,8 @@ public final class hurray_h {
 
     private static final class hurray_buffer_list_destroy {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_buffer_list_destroy");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_buffer_list_destroy");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -2314,6 +2380,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_buffer_list_destroy$handle() {
+        NativeLibrary.requireSymbol(hurray_buffer_list_destroy.ADDR, "hurray_buffer_list_destroy");
         return hurray_buffer_list_destroy.HANDLE;
     }
 
@@ -2324,7 +2391,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_buffer_list_destroy$address() {
-        return hurray_buffer_list_destroy.ADDR;
+        return NativeLibrary.requireSymbol(hurray_buffer_list_destroy.ADDR, "hurray_buffer_list_destroy");
     }
 
     /**
@@ -2341,6 +2408,9 @@ public final class hurray_h {
      */
     public static int hurray_buffer_list_destroy(MemorySegment list) {
         var mh$ = hurray_buffer_list_destroy.HANDLE;
+        if (hurray_buffer_list_destroy.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_buffer_list_destroy");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_buffer_list_destroy", list);
@@ -2355,8 +2425,8 @@ public final class hurray_h {
 
     private static final class hurray_reader_next_item {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_reader_next_item");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_reader_next_item");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -2380,6 +2450,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_reader_next_item$handle() {
+        NativeLibrary.requireSymbol(hurray_reader_next_item.ADDR, "hurray_reader_next_item");
         return hurray_reader_next_item.HANDLE;
     }
 
@@ -2392,7 +2463,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_reader_next_item$address() {
-        return hurray_reader_next_item.ADDR;
+        return NativeLibrary.requireSymbol(hurray_reader_next_item.ADDR, "hurray_reader_next_item");
     }
 
     /**
@@ -2418,6 +2489,9 @@ public final class hurray_h {
      */
     public static int hurray_reader_next_item(MemorySegment reader, MemorySegment out_tensor, MemorySegment out_composite) {
         var mh$ = hurray_reader_next_item.HANDLE;
+        if (hurray_reader_next_item.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_reader_next_item");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_reader_next_item", reader, out_tensor, out_composite);
@@ -2432,8 +2506,8 @@ public final class hurray_h {
 
     private static final class hurray_composite_head {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_composite_head");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_composite_head");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -2455,6 +2529,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_composite_head$handle() {
+        NativeLibrary.requireSymbol(hurray_composite_head.ADDR, "hurray_composite_head");
         return hurray_composite_head.HANDLE;
     }
 
@@ -2466,7 +2541,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_composite_head$address() {
-        return hurray_composite_head.ADDR;
+        return NativeLibrary.requireSymbol(hurray_composite_head.ADDR, "hurray_composite_head");
     }
 
     /**
@@ -2483,6 +2558,9 @@ public final class hurray_h {
      */
     public static int hurray_composite_head(MemorySegment composite, MemorySegment out_descriptor) {
         var mh$ = hurray_composite_head.HANDLE;
+        if (hurray_composite_head.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_composite_head");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_composite_head", composite, out_descriptor);
@@ -2497,8 +2575,8 @@ public final class hurray_h {
 
     private static final class hurray_composite_member_count {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_composite_member_count");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_composite_member_count");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -2518,6 +2596,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_composite_member_count$handle() {
+        NativeLibrary.requireSymbol(hurray_composite_member_count.ADDR, "hurray_composite_member_count");
         return hurray_composite_member_count.HANDLE;
     }
 
@@ -2528,7 +2607,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_composite_member_count$address() {
-        return hurray_composite_member_count.ADDR;
+        return NativeLibrary.requireSymbol(hurray_composite_member_count.ADDR, "hurray_composite_member_count");
     }
 
     /**
@@ -2543,6 +2622,9 @@ public final class hurray_h {
      */
     public static int hurray_composite_member_count(MemorySegment composite, MemorySegment out) {
         var mh$ = hurray_composite_member_count.HANDLE;
+        if (hurray_composite_member_count.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_composite_member_count");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_composite_member_count", composite, out);
@@ -2557,8 +2639,8 @@ public final class hurray_h {
 
     private static final class hurray_composite_member {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_composite_member");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_composite_member");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -2588,6 +2670,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_composite_member$handle() {
+        NativeLibrary.requireSymbol(hurray_composite_member.ADDR, "hurray_composite_member");
         return hurray_composite_member.HANDLE;
     }
 
@@ -2603,7 +2686,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_composite_member$address() {
-        return hurray_composite_member.ADDR;
+        return NativeLibrary.requireSymbol(hurray_composite_member.ADDR, "hurray_composite_member");
     }
 
     /**
@@ -2627,6 +2710,9 @@ public final class hurray_h {
      */
     public static int hurray_composite_member(MemorySegment composite, long index, MemorySegment out_role, MemorySegment out_role_len, MemorySegment out_tensor, MemorySegment out_composite) {
         var mh$ = hurray_composite_member.HANDLE;
+        if (hurray_composite_member.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_composite_member");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_composite_member", composite, index, out_role, out_role_len, out_tensor, out_composite);
@@ -2641,8 +2727,8 @@ public final class hurray_h {
 
     private static final class hurray_composite_destroy {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_composite_destroy");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_composite_destroy");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -2662,6 +2748,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_composite_destroy$handle() {
+        NativeLibrary.requireSymbol(hurray_composite_destroy.ADDR, "hurray_composite_destroy");
         return hurray_composite_destroy.HANDLE;
     }
 
@@ -2672,7 +2759,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_composite_destroy$address() {
-        return hurray_composite_destroy.ADDR;
+        return NativeLibrary.requireSymbol(hurray_composite_destroy.ADDR, "hurray_composite_destroy");
     }
 
     /**
@@ -2688,6 +2775,9 @@ public final class hurray_h {
      */
     public static int hurray_composite_destroy(MemorySegment composite) {
         var mh$ = hurray_composite_destroy.HANDLE;
+        if (hurray_composite_destroy.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_composite_destroy");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_composite_destroy", composite);
@@ -2702,8 +2792,8 @@ public final class hurray_h {
 
     private static final class hurray_composite_builder_new {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_composite_builder_new");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_composite_builder_new");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -2727,6 +2817,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_composite_builder_new$handle() {
+        NativeLibrary.requireSymbol(hurray_composite_builder_new.ADDR, "hurray_composite_builder_new");
         return hurray_composite_builder_new.HANDLE;
     }
 
@@ -2739,7 +2830,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_composite_builder_new$address() {
-        return hurray_composite_builder_new.ADDR;
+        return NativeLibrary.requireSymbol(hurray_composite_builder_new.ADDR, "hurray_composite_builder_new");
     }
 
     /**
@@ -2757,6 +2848,9 @@ public final class hurray_h {
      */
     public static int hurray_composite_builder_new(MemorySegment name, long name_len, MemorySegment out_builder) {
         var mh$ = hurray_composite_builder_new.HANDLE;
+        if (hurray_composite_builder_new.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_composite_builder_new");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_composite_builder_new", name, name_len, out_builder);
@@ -2771,8 +2865,8 @@ public final class hurray_h {
 
     private static final class hurray_composite_builder_add_tensor {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_composite_builder_add_tensor");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_composite_builder_add_tensor");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -2802,6 +2896,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_composite_builder_add_tensor$handle() {
+        NativeLibrary.requireSymbol(hurray_composite_builder_add_tensor.ADDR, "hurray_composite_builder_add_tensor");
         return hurray_composite_builder_add_tensor.HANDLE;
     }
 
@@ -2817,7 +2912,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_composite_builder_add_tensor$address() {
-        return hurray_composite_builder_add_tensor.ADDR;
+        return NativeLibrary.requireSymbol(hurray_composite_builder_add_tensor.ADDR, "hurray_composite_builder_add_tensor");
     }
 
     /**
@@ -2840,6 +2935,9 @@ public final class hurray_h {
      */
     public static int hurray_composite_builder_add_tensor(MemorySegment builder, MemorySegment role, long role_len, MemorySegment descriptor, MemorySegment payloads, long count) {
         var mh$ = hurray_composite_builder_add_tensor.HANDLE;
+        if (hurray_composite_builder_add_tensor.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_composite_builder_add_tensor");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_composite_builder_add_tensor", builder, role, role_len, descriptor, payloads, count);
@@ -2854,8 +2952,8 @@ public final class hurray_h {
 
     private static final class hurray_composite_builder_add_composite {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_composite_builder_add_composite");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_composite_builder_add_composite");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -2881,6 +2979,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_composite_builder_add_composite$handle() {
+        NativeLibrary.requireSymbol(hurray_composite_builder_add_composite.ADDR, "hurray_composite_builder_add_composite");
         return hurray_composite_builder_add_composite.HANDLE;
     }
 
@@ -2894,7 +2993,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_composite_builder_add_composite$address() {
-        return hurray_composite_builder_add_composite.ADDR;
+        return NativeLibrary.requireSymbol(hurray_composite_builder_add_composite.ADDR, "hurray_composite_builder_add_composite");
     }
 
     /**
@@ -2914,6 +3013,9 @@ public final class hurray_h {
      */
     public static int hurray_composite_builder_add_composite(MemorySegment builder, MemorySegment role, long role_len, MemorySegment child) {
         var mh$ = hurray_composite_builder_add_composite.HANDLE;
+        if (hurray_composite_builder_add_composite.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_composite_builder_add_composite");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_composite_builder_add_composite", builder, role, role_len, child);
@@ -2928,8 +3030,8 @@ public final class hurray_h {
 
     private static final class hurray_composite_builder_destroy {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_composite_builder_destroy");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_composite_builder_destroy");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -2949,6 +3051,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_composite_builder_destroy$handle() {
+        NativeLibrary.requireSymbol(hurray_composite_builder_destroy.ADDR, "hurray_composite_builder_destroy");
         return hurray_composite_builder_destroy.HANDLE;
     }
 
@@ -2959,7 +3062,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_composite_builder_destroy$address() {
-        return hurray_composite_builder_destroy.ADDR;
+        return NativeLibrary.requireSymbol(hurray_composite_builder_destroy.ADDR, "hurray_composite_builder_destroy");
     }
 
     /**
@@ -2974,6 +3077,9 @@ public final class hurray_h {
      */
     public static int hurray_composite_builder_destroy(MemorySegment builder) {
         var mh$ = hurray_composite_builder_destroy.HANDLE;
+        if (hurray_composite_builder_destroy.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_composite_builder_destroy");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_composite_builder_destroy", builder);
@@ -2988,8 +3094,8 @@ public final class hurray_h {
 
     private static final class hurray_writer_write_composite {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_writer_write_composite");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_writer_write_composite");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -3011,6 +3117,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_writer_write_composite$handle() {
+        NativeLibrary.requireSymbol(hurray_writer_write_composite.ADDR, "hurray_writer_write_composite");
         return hurray_writer_write_composite.HANDLE;
     }
 
@@ -3022,7 +3129,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_writer_write_composite$address() {
-        return hurray_writer_write_composite.ADDR;
+        return NativeLibrary.requireSymbol(hurray_writer_write_composite.ADDR, "hurray_writer_write_composite");
     }
 
     /**
@@ -3045,6 +3152,9 @@ public final class hurray_h {
      */
     public static int hurray_writer_write_composite(MemorySegment writer, MemorySegment builder) {
         var mh$ = hurray_writer_write_composite.HANDLE;
+        if (hurray_writer_write_composite.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_writer_write_composite");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_writer_write_composite", writer, builder);
@@ -3059,8 +3169,8 @@ public final class hurray_h {
 
     private static final class hurray_encoder_encode_composite {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_encoder_encode_composite");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_encoder_encode_composite");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -3084,6 +3194,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_encoder_encode_composite$handle() {
+        NativeLibrary.requireSymbol(hurray_encoder_encode_composite.ADDR, "hurray_encoder_encode_composite");
         return hurray_encoder_encode_composite.HANDLE;
     }
 
@@ -3096,7 +3207,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_encoder_encode_composite$address() {
-        return hurray_encoder_encode_composite.ADDR;
+        return NativeLibrary.requireSymbol(hurray_encoder_encode_composite.ADDR, "hurray_encoder_encode_composite");
     }
 
     /**
@@ -3117,6 +3228,9 @@ public final class hurray_h {
      */
     public static int hurray_encoder_encode_composite(MemorySegment encoder, MemorySegment builder, MemorySegment out_state) {
         var mh$ = hurray_encoder_encode_composite.HANDLE;
+        if (hurray_encoder_encode_composite.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_encoder_encode_composite");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_encoder_encode_composite", encoder, builder, out_state);
@@ -3131,8 +3245,8 @@ public final class hurray_h {
 
     private static final class hurray_file_writer_add_composite {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_writer_add_composite");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_writer_add_composite");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -3154,6 +3268,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_writer_add_composite$handle() {
+        NativeLibrary.requireSymbol(hurray_file_writer_add_composite.ADDR, "hurray_file_writer_add_composite");
         return hurray_file_writer_add_composite.HANDLE;
     }
 
@@ -3165,7 +3280,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_writer_add_composite$address() {
-        return hurray_file_writer_add_composite.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_writer_add_composite.ADDR, "hurray_file_writer_add_composite");
     }
 
     /**
@@ -3184,6 +3299,9 @@ public final class hurray_h {
      */
     public static int hurray_file_writer_add_composite(MemorySegment writer, MemorySegment builder) {
         var mh$ = hurray_file_writer_add_composite.HANDLE;
+        if (hurray_file_writer_add_composite.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_writer_add_composite");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_writer_add_composite", writer, builder);
@@ -3198,8 +3316,8 @@ public final class hurray_h {
 
     private static final class hurray_file_reader_read_composite {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_read_composite");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_reader_read_composite");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -3225,6 +3343,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_reader_read_composite$handle() {
+        NativeLibrary.requireSymbol(hurray_file_reader_read_composite.ADDR, "hurray_file_reader_read_composite");
         return hurray_file_reader_read_composite.HANDLE;
     }
 
@@ -3238,7 +3357,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_reader_read_composite$address() {
-        return hurray_file_reader_read_composite.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_reader_read_composite.ADDR, "hurray_file_reader_read_composite");
     }
 
     /**
@@ -3260,6 +3379,9 @@ public final class hurray_h {
      */
     public static int hurray_file_reader_read_composite(MemorySegment reader, MemorySegment name, long name_len, MemorySegment out_composite) {
         var mh$ = hurray_file_reader_read_composite.HANDLE;
+        if (hurray_file_reader_read_composite.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_reader_read_composite");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_reader_read_composite", reader, name, name_len, out_composite);
@@ -3274,8 +3396,8 @@ public final class hurray_h {
 
     private static final class hurray_tensor_context_new {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_tensor_context_new");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_tensor_context_new");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -3305,6 +3427,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_tensor_context_new$handle() {
+        NativeLibrary.requireSymbol(hurray_tensor_context_new.ADDR, "hurray_tensor_context_new");
         return hurray_tensor_context_new.HANDLE;
     }
 
@@ -3320,7 +3443,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_tensor_context_new$address() {
-        return hurray_tensor_context_new.ADDR;
+        return NativeLibrary.requireSymbol(hurray_tensor_context_new.ADDR, "hurray_tensor_context_new");
     }
 
     /**
@@ -3344,6 +3467,9 @@ public final class hurray_h {
      */
     public static int hurray_tensor_context_new(int abi_version, MemorySegment descriptor_bytes, long descriptor_len, MemorySegment owner, MemorySegment owner_release, MemorySegment out_ctx) {
         var mh$ = hurray_tensor_context_new.HANDLE;
+        if (hurray_tensor_context_new.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_tensor_context_new");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_tensor_context_new", abi_version, descriptor_bytes, descriptor_len, owner, owner_release, out_ctx);
@@ -3358,8 +3484,8 @@ public final class hurray_h {
 
     private static final class hurray_tensor_context_abi_version {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_tensor_context_abi_version");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_tensor_context_abi_version");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -3381,6 +3507,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_tensor_context_abi_version$handle() {
+        NativeLibrary.requireSymbol(hurray_tensor_context_abi_version.ADDR, "hurray_tensor_context_abi_version");
         return hurray_tensor_context_abi_version.HANDLE;
     }
 
@@ -3392,7 +3519,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_tensor_context_abi_version$address() {
-        return hurray_tensor_context_abi_version.ADDR;
+        return NativeLibrary.requireSymbol(hurray_tensor_context_abi_version.ADDR, "hurray_tensor_context_abi_version");
     }
 
     /**
@@ -3409,6 +3536,9 @@ public final class hurray_h {
      */
     public static int hurray_tensor_context_abi_version(MemorySegment ctx, MemorySegment out) {
         var mh$ = hurray_tensor_context_abi_version.HANDLE;
+        if (hurray_tensor_context_abi_version.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_tensor_context_abi_version");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_tensor_context_abi_version", ctx, out);
@@ -3423,8 +3553,8 @@ public final class hurray_h {
 
     private static final class hurray_tensor_context_descriptor {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_tensor_context_descriptor");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_tensor_context_descriptor");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -3448,6 +3578,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_tensor_context_descriptor$handle() {
+        NativeLibrary.requireSymbol(hurray_tensor_context_descriptor.ADDR, "hurray_tensor_context_descriptor");
         return hurray_tensor_context_descriptor.HANDLE;
     }
 
@@ -3460,7 +3591,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_tensor_context_descriptor$address() {
-        return hurray_tensor_context_descriptor.ADDR;
+        return NativeLibrary.requireSymbol(hurray_tensor_context_descriptor.ADDR, "hurray_tensor_context_descriptor");
     }
 
     /**
@@ -3478,6 +3609,9 @@ public final class hurray_h {
      */
     public static int hurray_tensor_context_descriptor(MemorySegment ctx, MemorySegment out_bytes, MemorySegment out_len) {
         var mh$ = hurray_tensor_context_descriptor.HANDLE;
+        if (hurray_tensor_context_descriptor.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_tensor_context_descriptor");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_tensor_context_descriptor", ctx, out_bytes, out_len);
@@ -3492,8 +3626,8 @@ public final class hurray_h {
 
     private static final class hurray_tensor_context_destroy {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_tensor_context_destroy");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_tensor_context_destroy");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -3513,6 +3647,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_tensor_context_destroy$handle() {
+        NativeLibrary.requireSymbol(hurray_tensor_context_destroy.ADDR, "hurray_tensor_context_destroy");
         return hurray_tensor_context_destroy.HANDLE;
     }
 
@@ -3523,7 +3658,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_tensor_context_destroy$address() {
-        return hurray_tensor_context_destroy.ADDR;
+        return NativeLibrary.requireSymbol(hurray_tensor_context_destroy.ADDR, "hurray_tensor_context_destroy");
     }
 
     /**
@@ -3539,6 +3674,9 @@ public final class hurray_h {
      */
     public static int hurray_tensor_context_destroy(MemorySegment ctx) {
         var mh$ = hurray_tensor_context_destroy.HANDLE;
+        if (hurray_tensor_context_destroy.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_tensor_context_destroy");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_tensor_context_destroy", ctx);
@@ -3553,8 +3691,8 @@ public final class hurray_h {
 
     private static final class hurray_decoder_new {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_decoder_new");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_decoder_new");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -3578,6 +3716,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_decoder_new$handle() {
+        NativeLibrary.requireSymbol(hurray_decoder_new.ADDR, "hurray_decoder_new");
         return hurray_decoder_new.HANDLE;
     }
 
@@ -3590,7 +3729,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_decoder_new$address() {
-        return hurray_decoder_new.ADDR;
+        return NativeLibrary.requireSymbol(hurray_decoder_new.ADDR, "hurray_decoder_new");
     }
 
     /**
@@ -3612,6 +3751,9 @@ public final class hurray_h {
      */
     public static int hurray_decoder_new(MemorySegment options, long buffer_pool_bytes, MemorySegment out_decoder) {
         var mh$ = hurray_decoder_new.HANDLE;
+        if (hurray_decoder_new.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_decoder_new");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_decoder_new", options, buffer_pool_bytes, out_decoder);
@@ -3626,8 +3768,8 @@ public final class hurray_h {
 
     private static final class hurray_decoder_next {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_INT, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_decoder_next");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_decoder_next");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -3653,6 +3795,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_decoder_next$handle() {
+        NativeLibrary.requireSymbol(hurray_decoder_next.ADDR, "hurray_decoder_next");
         return hurray_decoder_next.HANDLE;
     }
 
@@ -3666,7 +3809,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_decoder_next$address() {
-        return hurray_decoder_next.ADDR;
+        return NativeLibrary.requireSymbol(hurray_decoder_next.ADDR, "hurray_decoder_next");
     }
 
     /**
@@ -3703,6 +3846,9 @@ public final class hurray_h {
      */
     public static int hurray_decoder_next(MemorySegment decoder, long filled, int flags, MemorySegment out) {
         var mh$ = hurray_decoder_next.HANDLE;
+        if (hurray_decoder_next.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_decoder_next");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_decoder_next", decoder, filled, flags, out);
@@ -3717,8 +3863,8 @@ public final class hurray_h {
 
     private static final class hurray_decoder_reset {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_decoder_reset");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_decoder_reset");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -3738,6 +3884,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_decoder_reset$handle() {
+        NativeLibrary.requireSymbol(hurray_decoder_reset.ADDR, "hurray_decoder_reset");
         return hurray_decoder_reset.HANDLE;
     }
 
@@ -3748,7 +3895,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_decoder_reset$address() {
-        return hurray_decoder_reset.ADDR;
+        return NativeLibrary.requireSymbol(hurray_decoder_reset.ADDR, "hurray_decoder_reset");
     }
 
     /**
@@ -3770,6 +3917,9 @@ public final class hurray_h {
      */
     public static int hurray_decoder_reset(MemorySegment decoder) {
         var mh$ = hurray_decoder_reset.HANDLE;
+        if (hurray_decoder_reset.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_decoder_reset");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_decoder_reset", decoder);
@@ -3784,8 +3934,8 @@ public final class hurray_h {
 
     private static final class hurray_decoder_set_buffer_pool_bytes {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_decoder_set_buffer_pool_bytes");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_decoder_set_buffer_pool_bytes");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -3807,6 +3957,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_decoder_set_buffer_pool_bytes$handle() {
+        NativeLibrary.requireSymbol(hurray_decoder_set_buffer_pool_bytes.ADDR, "hurray_decoder_set_buffer_pool_bytes");
         return hurray_decoder_set_buffer_pool_bytes.HANDLE;
     }
 
@@ -3818,7 +3969,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_decoder_set_buffer_pool_bytes$address() {
-        return hurray_decoder_set_buffer_pool_bytes.ADDR;
+        return NativeLibrary.requireSymbol(hurray_decoder_set_buffer_pool_bytes.ADDR, "hurray_decoder_set_buffer_pool_bytes");
     }
 
     /**
@@ -3835,6 +3986,9 @@ public final class hurray_h {
      */
     public static int hurray_decoder_set_buffer_pool_bytes(MemorySegment decoder, long max_bytes) {
         var mh$ = hurray_decoder_set_buffer_pool_bytes.HANDLE;
+        if (hurray_decoder_set_buffer_pool_bytes.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_decoder_set_buffer_pool_bytes");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_decoder_set_buffer_pool_bytes", decoder, max_bytes);
@@ -3849,8 +4003,8 @@ public final class hurray_h {
 
     private static final class hurray_decoder_destroy {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_decoder_destroy");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_decoder_destroy");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -3870,6 +4024,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_decoder_destroy$handle() {
+        NativeLibrary.requireSymbol(hurray_decoder_destroy.ADDR, "hurray_decoder_destroy");
         return hurray_decoder_destroy.HANDLE;
     }
 
@@ -3880,7 +4035,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_decoder_destroy$address() {
-        return hurray_decoder_destroy.ADDR;
+        return NativeLibrary.requireSymbol(hurray_decoder_destroy.ADDR, "hurray_decoder_destroy");
     }
 
     /**
@@ -3896,6 +4051,9 @@ public final class hurray_h {
      */
     public static int hurray_decoder_destroy(MemorySegment decoder) {
         var mh$ = hurray_decoder_destroy.HANDLE;
+        if (hurray_decoder_destroy.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_decoder_destroy");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_decoder_destroy", decoder);
@@ -3910,8 +4068,8 @@ public final class hurray_h {
 
     private static final class hurray_decoder_next_item {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_decoder_next_item");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_decoder_next_item");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -3939,6 +4097,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_decoder_next_item$handle() {
+        NativeLibrary.requireSymbol(hurray_decoder_next_item.ADDR, "hurray_decoder_next_item");
         return hurray_decoder_next_item.HANDLE;
     }
 
@@ -3953,7 +4112,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_decoder_next_item$address() {
-        return hurray_decoder_next_item.ADDR;
+        return NativeLibrary.requireSymbol(hurray_decoder_next_item.ADDR, "hurray_decoder_next_item");
     }
 
     /**
@@ -3979,6 +4138,9 @@ public final class hurray_h {
      */
     public static int hurray_decoder_next_item(MemorySegment decoder, long filled, int flags, MemorySegment out, MemorySegment out_composite) {
         var mh$ = hurray_decoder_next_item.HANDLE;
+        if (hurray_decoder_next_item.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_decoder_next_item");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_decoder_next_item", decoder, filled, flags, out, out_composite);
@@ -3993,8 +4155,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_decode {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_decode");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_decode");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -4018,6 +4180,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_decode$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_decode.ADDR, "hurray_descriptor_decode");
         return hurray_descriptor_decode.HANDLE;
     }
 
@@ -4030,7 +4193,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_decode$address() {
-        return hurray_descriptor_decode.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_decode.ADDR, "hurray_descriptor_decode");
     }
 
     /**
@@ -4053,6 +4216,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_decode(MemorySegment bytes, long len, MemorySegment out_descriptor) {
         var mh$ = hurray_descriptor_decode.HANDLE;
+        if (hurray_descriptor_decode.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_decode");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_decode", bytes, len, out_descriptor);
@@ -4067,8 +4233,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_destroy {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_destroy");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_destroy");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -4088,6 +4254,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_destroy$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_destroy.ADDR, "hurray_descriptor_destroy");
         return hurray_descriptor_destroy.HANDLE;
     }
 
@@ -4098,7 +4265,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_destroy$address() {
-        return hurray_descriptor_destroy.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_destroy.ADDR, "hurray_descriptor_destroy");
     }
 
     /**
@@ -4115,6 +4282,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_destroy(MemorySegment descriptor) {
         var mh$ = hurray_descriptor_destroy.HANDLE;
+        if (hurray_descriptor_destroy.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_destroy");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_destroy", descriptor);
@@ -4129,8 +4299,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_clone {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_clone");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_clone");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -4152,6 +4322,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_clone$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_clone.ADDR, "hurray_descriptor_clone");
         return hurray_descriptor_clone.HANDLE;
     }
 
@@ -4163,7 +4334,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_clone$address() {
-        return hurray_descriptor_clone.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_clone.ADDR, "hurray_descriptor_clone");
     }
 
     /**
@@ -4179,6 +4350,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_clone(MemorySegment descriptor, MemorySegment out_descriptor) {
         var mh$ = hurray_descriptor_clone.HANDLE;
+        if (hurray_descriptor_clone.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_clone");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_clone", descriptor, out_descriptor);
@@ -4193,8 +4367,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_with_name {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_with_name");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_with_name");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -4220,6 +4394,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_with_name$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_with_name.ADDR, "hurray_descriptor_with_name");
         return hurray_descriptor_with_name.HANDLE;
     }
 
@@ -4233,7 +4408,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_with_name$address() {
-        return hurray_descriptor_with_name.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_with_name.ADDR, "hurray_descriptor_with_name");
     }
 
     /**
@@ -4256,6 +4431,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_with_name(MemorySegment descriptor, MemorySegment name, long len, MemorySegment out_descriptor) {
         var mh$ = hurray_descriptor_with_name.HANDLE;
+        if (hurray_descriptor_with_name.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_with_name");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_with_name", descriptor, name, len, out_descriptor);
@@ -4270,8 +4448,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_encode_with_name {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_encode_with_name");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_encode_with_name");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -4301,6 +4479,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_encode_with_name$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_encode_with_name.ADDR, "hurray_descriptor_encode_with_name");
         return hurray_descriptor_encode_with_name.HANDLE;
     }
 
@@ -4316,7 +4495,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_encode_with_name$address() {
-        return hurray_descriptor_encode_with_name.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_encode_with_name.ADDR, "hurray_descriptor_encode_with_name");
     }
 
     /**
@@ -4346,6 +4525,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_encode_with_name(MemorySegment descriptor, MemorySegment name, long len, MemorySegment out, long capacity, MemorySegment out_len) {
         var mh$ = hurray_descriptor_encode_with_name.HANDLE;
+        if (hurray_descriptor_encode_with_name.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_encode_with_name");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_encode_with_name", descriptor, name, len, out, capacity, out_len);
@@ -4360,8 +4542,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_encoded {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_encoded");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_encoded");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -4385,6 +4567,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_encoded$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_encoded.ADDR, "hurray_descriptor_encoded");
         return hurray_descriptor_encoded.HANDLE;
     }
 
@@ -4397,7 +4580,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_encoded$address() {
-        return hurray_descriptor_encoded.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_encoded.ADDR, "hurray_descriptor_encoded");
     }
 
     /**
@@ -4415,6 +4598,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_encoded(MemorySegment descriptor, MemorySegment out_bytes, MemorySegment out_len) {
         var mh$ = hurray_descriptor_encoded.HANDLE;
+        if (hurray_descriptor_encoded.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_encoded");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_encoded", descriptor, out_bytes, out_len);
@@ -4429,8 +4615,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_element_type {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_element_type");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_element_type");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -4452,6 +4638,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_element_type$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_element_type.ADDR, "hurray_descriptor_element_type");
         return hurray_descriptor_element_type.HANDLE;
     }
 
@@ -4463,7 +4650,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_element_type$address() {
-        return hurray_descriptor_element_type.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_element_type.ADDR, "hurray_descriptor_element_type");
     }
 
     /**
@@ -4481,6 +4668,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_element_type(MemorySegment descriptor, MemorySegment out) {
         var mh$ = hurray_descriptor_element_type.HANDLE;
+        if (hurray_descriptor_element_type.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_element_type");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_element_type", descriptor, out);
@@ -4495,8 +4685,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_rank {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_rank");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_rank");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -4516,6 +4706,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_rank$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_rank.ADDR, "hurray_descriptor_rank");
         return hurray_descriptor_rank.HANDLE;
     }
 
@@ -4526,7 +4717,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_rank$address() {
-        return hurray_descriptor_rank.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_rank.ADDR, "hurray_descriptor_rank");
     }
 
     /**
@@ -4543,6 +4734,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_rank(MemorySegment descriptor, MemorySegment out) {
         var mh$ = hurray_descriptor_rank.HANDLE;
+        if (hurray_descriptor_rank.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_rank");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_rank", descriptor, out);
@@ -4557,8 +4751,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_dims {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_dims");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_dims");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -4580,6 +4774,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_dims$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_dims.ADDR, "hurray_descriptor_dims");
         return hurray_descriptor_dims.HANDLE;
     }
 
@@ -4591,7 +4786,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_dims$address() {
-        return hurray_descriptor_dims.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_dims.ADDR, "hurray_descriptor_dims");
     }
 
     /**
@@ -4610,6 +4805,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_dims(MemorySegment descriptor, MemorySegment out) {
         var mh$ = hurray_descriptor_dims.HANDLE;
+        if (hurray_descriptor_dims.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_dims");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_dims", descriptor, out);
@@ -4624,8 +4822,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_layout {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_layout");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_layout");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -4645,6 +4843,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_layout$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_layout.ADDR, "hurray_descriptor_layout");
         return hurray_descriptor_layout.HANDLE;
     }
 
@@ -4655,7 +4854,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_layout$address() {
-        return hurray_descriptor_layout.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_layout.ADDR, "hurray_descriptor_layout");
     }
 
     /**
@@ -4672,6 +4871,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_layout(MemorySegment descriptor, MemorySegment out) {
         var mh$ = hurray_descriptor_layout.HANDLE;
+        if (hurray_descriptor_layout.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_layout");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_layout", descriptor, out);
@@ -4686,8 +4888,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_strides {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_strides");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_strides");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -4709,6 +4911,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_strides$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_strides.ADDR, "hurray_descriptor_strides");
         return hurray_descriptor_strides.HANDLE;
     }
 
@@ -4720,7 +4923,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_strides$address() {
-        return hurray_descriptor_strides.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_strides.ADDR, "hurray_descriptor_strides");
     }
 
     /**
@@ -4739,6 +4942,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_strides(MemorySegment descriptor, MemorySegment out) {
         var mh$ = hurray_descriptor_strides.HANDLE;
+        if (hurray_descriptor_strides.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_strides");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_strides", descriptor, out);
@@ -4753,8 +4959,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_byte_offset {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_byte_offset");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_byte_offset");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -4776,6 +4982,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_byte_offset$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_byte_offset.ADDR, "hurray_descriptor_byte_offset");
         return hurray_descriptor_byte_offset.HANDLE;
     }
 
@@ -4787,7 +4994,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_byte_offset$address() {
-        return hurray_descriptor_byte_offset.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_byte_offset.ADDR, "hurray_descriptor_byte_offset");
     }
 
     /**
@@ -4805,6 +5012,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_byte_offset(MemorySegment descriptor, MemorySegment out) {
         var mh$ = hurray_descriptor_byte_offset.HANDLE;
+        if (hurray_descriptor_byte_offset.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_byte_offset");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_byte_offset", descriptor, out);
@@ -4819,8 +5029,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_element_count {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_element_count");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_element_count");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -4842,6 +5052,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_element_count$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_element_count.ADDR, "hurray_descriptor_element_count");
         return hurray_descriptor_element_count.HANDLE;
     }
 
@@ -4853,7 +5064,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_element_count$address() {
-        return hurray_descriptor_element_count.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_element_count.ADDR, "hurray_descriptor_element_count");
     }
 
     /**
@@ -4871,6 +5082,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_element_count(MemorySegment descriptor, MemorySegment out) {
         var mh$ = hurray_descriptor_element_count.HANDLE;
+        if (hurray_descriptor_element_count.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_element_count");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_element_count", descriptor, out);
@@ -4885,8 +5099,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_buffer_count {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_buffer_count");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_buffer_count");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -4906,6 +5120,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_buffer_count$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_buffer_count.ADDR, "hurray_descriptor_buffer_count");
         return hurray_descriptor_buffer_count.HANDLE;
     }
 
@@ -4916,7 +5131,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_buffer_count$address() {
-        return hurray_descriptor_buffer_count.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_buffer_count.ADDR, "hurray_descriptor_buffer_count");
     }
 
     /**
@@ -4933,6 +5148,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_buffer_count(MemorySegment descriptor, MemorySegment out) {
         var mh$ = hurray_descriptor_buffer_count.HANDLE;
+        if (hurray_descriptor_buffer_count.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_buffer_count");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_buffer_count", descriptor, out);
@@ -4947,8 +5165,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_quantization {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_quantization");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_quantization");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -4970,6 +5188,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_quantization$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_quantization.ADDR, "hurray_descriptor_quantization");
         return hurray_descriptor_quantization.HANDLE;
     }
 
@@ -4981,7 +5200,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_quantization$address() {
-        return hurray_descriptor_quantization.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_quantization.ADDR, "hurray_descriptor_quantization");
     }
 
     /**
@@ -4999,6 +5218,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_quantization(MemorySegment descriptor, MemorySegment out) {
         var mh$ = hurray_descriptor_quantization.HANDLE;
+        if (hurray_descriptor_quantization.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_quantization");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_quantization", descriptor, out);
@@ -5013,8 +5235,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_metadata_count {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_metadata_count");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_metadata_count");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -5036,6 +5258,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_metadata_count$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_metadata_count.ADDR, "hurray_descriptor_metadata_count");
         return hurray_descriptor_metadata_count.HANDLE;
     }
 
@@ -5047,7 +5270,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_metadata_count$address() {
-        return hurray_descriptor_metadata_count.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_metadata_count.ADDR, "hurray_descriptor_metadata_count");
     }
 
     /**
@@ -5065,6 +5288,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_metadata_count(MemorySegment descriptor, MemorySegment out) {
         var mh$ = hurray_descriptor_metadata_count.HANDLE;
+        if (hurray_descriptor_metadata_count.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_metadata_count");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_metadata_count", descriptor, out);
@@ -5079,8 +5305,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_name {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_name");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_name");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -5104,6 +5330,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_name$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_name.ADDR, "hurray_descriptor_name");
         return hurray_descriptor_name.HANDLE;
     }
 
@@ -5116,7 +5343,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_name$address() {
-        return hurray_descriptor_name.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_name.ADDR, "hurray_descriptor_name");
     }
 
     /**
@@ -5134,6 +5361,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_name(MemorySegment descriptor, MemorySegment out_name, MemorySegment out_len) {
         var mh$ = hurray_descriptor_name.HANDLE;
+        if (hurray_descriptor_name.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_name");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_name", descriptor, out_name, out_len);
@@ -5148,8 +5378,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_fields {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_fields");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_fields");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -5171,6 +5401,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_fields$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_fields.ADDR, "hurray_descriptor_fields");
         return hurray_descriptor_fields.HANDLE;
     }
 
@@ -5182,7 +5413,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_fields$address() {
-        return hurray_descriptor_fields.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_fields.ADDR, "hurray_descriptor_fields");
     }
 
     /**
@@ -5203,6 +5434,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_fields(MemorySegment descriptor, MemorySegment out) {
         var mh$ = hurray_descriptor_fields.HANDLE;
+        if (hurray_descriptor_fields.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_fields");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_fields", descriptor, out);
@@ -5217,8 +5451,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_buffer_spec {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_buffer_spec");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_buffer_spec");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -5242,6 +5476,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_buffer_spec$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_buffer_spec.ADDR, "hurray_descriptor_buffer_spec");
         return hurray_descriptor_buffer_spec.HANDLE;
     }
 
@@ -5254,7 +5489,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_buffer_spec$address() {
-        return hurray_descriptor_buffer_spec.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_buffer_spec.ADDR, "hurray_descriptor_buffer_spec");
     }
 
     /**
@@ -5271,6 +5506,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_buffer_spec(MemorySegment descriptor, long index, MemorySegment out) {
         var mh$ = hurray_descriptor_buffer_spec.HANDLE;
+        if (hurray_descriptor_buffer_spec.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_buffer_spec");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_buffer_spec", descriptor, index, out);
@@ -5285,8 +5523,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_metadata_get {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_metadata_get");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_metadata_get");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -5316,6 +5554,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_metadata_get$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_metadata_get.ADDR, "hurray_descriptor_metadata_get");
         return hurray_descriptor_metadata_get.HANDLE;
     }
 
@@ -5331,7 +5570,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_metadata_get$address() {
-        return hurray_descriptor_metadata_get.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_metadata_get.ADDR, "hurray_descriptor_metadata_get");
     }
 
     /**
@@ -5352,6 +5591,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_metadata_get(MemorySegment descriptor, long index, MemorySegment out_key, MemorySegment out_key_len, MemorySegment out_value, MemorySegment out_value_len) {
         var mh$ = hurray_descriptor_metadata_get.HANDLE;
+        if (hurray_descriptor_metadata_get.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_metadata_get");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_metadata_get", descriptor, index, out_key, out_key_len, out_value, out_value_len);
@@ -5366,8 +5608,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_builder_new {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_CHAR, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_builder_new");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_builder_new");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -5393,6 +5635,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_builder_new$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_builder_new.ADDR, "hurray_descriptor_builder_new");
         return hurray_descriptor_builder_new.HANDLE;
     }
 
@@ -5406,7 +5649,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_builder_new$address() {
-        return hurray_descriptor_builder_new.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_builder_new.ADDR, "hurray_descriptor_builder_new");
     }
 
     /**
@@ -5426,6 +5669,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_builder_new(byte element_type, MemorySegment dims, long rank, MemorySegment out_builder) {
         var mh$ = hurray_descriptor_builder_new.HANDLE;
+        if (hurray_descriptor_builder_new.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_builder_new");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_builder_new", element_type, dims, rank, out_builder);
@@ -5440,8 +5686,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_builder_set_layout {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_CHAR, hurray_h.C_POINTER, hurray_h.C_LONG);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_builder_set_layout");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_builder_set_layout");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -5467,6 +5713,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_builder_set_layout$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_builder_set_layout.ADDR, "hurray_descriptor_builder_set_layout");
         return hurray_descriptor_builder_set_layout.HANDLE;
     }
 
@@ -5480,7 +5727,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_builder_set_layout$address() {
-        return hurray_descriptor_builder_set_layout.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_builder_set_layout.ADDR, "hurray_descriptor_builder_set_layout");
     }
 
     /**
@@ -5500,6 +5747,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_builder_set_layout(MemorySegment builder, byte layout, MemorySegment strides, long count) {
         var mh$ = hurray_descriptor_builder_set_layout.HANDLE;
+        if (hurray_descriptor_builder_set_layout.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_builder_set_layout");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_builder_set_layout", builder, layout, strides, count);
@@ -5514,8 +5764,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_builder_set_byte_offset {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_builder_set_byte_offset");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_builder_set_byte_offset");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -5537,6 +5787,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_builder_set_byte_offset$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_builder_set_byte_offset.ADDR, "hurray_descriptor_builder_set_byte_offset");
         return hurray_descriptor_builder_set_byte_offset.HANDLE;
     }
 
@@ -5548,7 +5799,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_builder_set_byte_offset$address() {
-        return hurray_descriptor_builder_set_byte_offset.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_builder_set_byte_offset.ADDR, "hurray_descriptor_builder_set_byte_offset");
     }
 
     /**
@@ -5564,6 +5815,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_builder_set_byte_offset(MemorySegment builder, long byte_offset) {
         var mh$ = hurray_descriptor_builder_set_byte_offset.HANDLE;
+        if (hurray_descriptor_builder_set_byte_offset.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_builder_set_byte_offset");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_builder_set_byte_offset", builder, byte_offset);
@@ -5578,8 +5832,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_builder_set_name {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_builder_set_name");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_builder_set_name");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -5603,6 +5857,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_builder_set_name$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_builder_set_name.ADDR, "hurray_descriptor_builder_set_name");
         return hurray_descriptor_builder_set_name.HANDLE;
     }
 
@@ -5615,7 +5870,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_builder_set_name$address() {
-        return hurray_descriptor_builder_set_name.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_builder_set_name.ADDR, "hurray_descriptor_builder_set_name");
     }
 
     /**
@@ -5632,6 +5887,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_builder_set_name(MemorySegment builder, MemorySegment name, long len) {
         var mh$ = hurray_descriptor_builder_set_name.HANDLE;
+        if (hurray_descriptor_builder_set_name.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_builder_set_name");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_builder_set_name", builder, name, len);
@@ -5646,8 +5904,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_builder_add_buffer {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_builder_add_buffer");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_builder_add_buffer");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -5669,6 +5927,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_builder_add_buffer$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_builder_add_buffer.ADDR, "hurray_descriptor_builder_add_buffer");
         return hurray_descriptor_builder_add_buffer.HANDLE;
     }
 
@@ -5680,7 +5939,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_builder_add_buffer$address() {
-        return hurray_descriptor_builder_add_buffer.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_builder_add_buffer.ADDR, "hurray_descriptor_builder_add_buffer");
     }
 
     /**
@@ -5697,6 +5956,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_builder_add_buffer(MemorySegment builder, MemorySegment spec) {
         var mh$ = hurray_descriptor_builder_add_buffer.HANDLE;
+        if (hurray_descriptor_builder_add_buffer.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_builder_add_buffer");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_builder_add_buffer", builder, spec);
@@ -5711,8 +5973,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_builder_set_quantization {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_builder_set_quantization");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_builder_set_quantization");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -5734,6 +5996,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_builder_set_quantization$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_builder_set_quantization.ADDR, "hurray_descriptor_builder_set_quantization");
         return hurray_descriptor_builder_set_quantization.HANDLE;
     }
 
@@ -5745,7 +6008,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_builder_set_quantization$address() {
-        return hurray_descriptor_builder_set_quantization.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_builder_set_quantization.ADDR, "hurray_descriptor_builder_set_quantization");
     }
 
     /**
@@ -5761,6 +6024,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_builder_set_quantization(MemorySegment builder, MemorySegment quantization) {
         var mh$ = hurray_descriptor_builder_set_quantization.HANDLE;
+        if (hurray_descriptor_builder_set_quantization.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_builder_set_quantization");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_builder_set_quantization", builder, quantization);
@@ -5775,8 +6041,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_builder_add_metadata {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_LONG);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_builder_add_metadata");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_builder_add_metadata");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -5804,6 +6070,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_builder_add_metadata$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_builder_add_metadata.ADDR, "hurray_descriptor_builder_add_metadata");
         return hurray_descriptor_builder_add_metadata.HANDLE;
     }
 
@@ -5818,7 +6085,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_builder_add_metadata$address() {
-        return hurray_descriptor_builder_add_metadata.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_builder_add_metadata.ADDR, "hurray_descriptor_builder_add_metadata");
     }
 
     /**
@@ -5838,6 +6105,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_builder_add_metadata(MemorySegment builder, MemorySegment key, long key_len, MemorySegment value, long value_len) {
         var mh$ = hurray_descriptor_builder_add_metadata.HANDLE;
+        if (hurray_descriptor_builder_add_metadata.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_builder_add_metadata");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_builder_add_metadata", builder, key, key_len, value, value_len);
@@ -5852,8 +6122,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_builder_build {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_builder_build");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_builder_build");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -5875,6 +6145,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_builder_build$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_builder_build.ADDR, "hurray_descriptor_builder_build");
         return hurray_descriptor_builder_build.HANDLE;
     }
 
@@ -5886,7 +6157,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_builder_build$address() {
-        return hurray_descriptor_builder_build.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_builder_build.ADDR, "hurray_descriptor_builder_build");
     }
 
     /**
@@ -5903,6 +6174,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_builder_build(MemorySegment builder, MemorySegment out_descriptor) {
         var mh$ = hurray_descriptor_builder_build.HANDLE;
+        if (hurray_descriptor_builder_build.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_builder_build");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_builder_build", builder, out_descriptor);
@@ -5917,8 +6191,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_builder_set_sparse {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_builder_set_sparse");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_builder_set_sparse");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -5940,6 +6214,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_builder_set_sparse$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_builder_set_sparse.ADDR, "hurray_descriptor_builder_set_sparse");
         return hurray_descriptor_builder_set_sparse.HANDLE;
     }
 
@@ -5951,7 +6226,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_builder_set_sparse$address() {
-        return hurray_descriptor_builder_set_sparse.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_builder_set_sparse.ADDR, "hurray_descriptor_builder_set_sparse");
     }
 
     /**
@@ -5969,6 +6244,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_builder_set_sparse(MemorySegment builder, MemorySegment sparse) {
         var mh$ = hurray_descriptor_builder_set_sparse.HANDLE;
+        if (hurray_descriptor_builder_set_sparse.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_builder_set_sparse");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_builder_set_sparse", builder, sparse);
@@ -5983,8 +6261,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_builder_set_paging {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_builder_set_paging");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_builder_set_paging");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -6006,6 +6284,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_builder_set_paging$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_builder_set_paging.ADDR, "hurray_descriptor_builder_set_paging");
         return hurray_descriptor_builder_set_paging.HANDLE;
     }
 
@@ -6017,7 +6296,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_builder_set_paging$address() {
-        return hurray_descriptor_builder_set_paging.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_builder_set_paging.ADDR, "hurray_descriptor_builder_set_paging");
     }
 
     /**
@@ -6035,6 +6314,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_builder_set_paging(MemorySegment builder, MemorySegment paging) {
         var mh$ = hurray_descriptor_builder_set_paging.HANDLE;
+        if (hurray_descriptor_builder_set_paging.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_builder_set_paging");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_builder_set_paging", builder, paging);
@@ -6049,8 +6331,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_builder_destroy {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_builder_destroy");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_builder_destroy");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -6070,6 +6352,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_builder_destroy$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_builder_destroy.ADDR, "hurray_descriptor_builder_destroy");
         return hurray_descriptor_builder_destroy.HANDLE;
     }
 
@@ -6080,7 +6363,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_builder_destroy$address() {
-        return hurray_descriptor_builder_destroy.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_builder_destroy.ADDR, "hurray_descriptor_builder_destroy");
     }
 
     /**
@@ -6095,6 +6378,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_builder_destroy(MemorySegment builder) {
         var mh$ = hurray_descriptor_builder_destroy.HANDLE;
+        if (hurray_descriptor_builder_destroy.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_builder_destroy");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_builder_destroy", builder);
@@ -6109,8 +6395,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_new {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_new");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_new");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -6132,6 +6418,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_new$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_new.ADDR, "hurray_descriptor_new");
         return hurray_descriptor_new.HANDLE;
     }
 
@@ -6143,7 +6430,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_new$address() {
-        return hurray_descriptor_new.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_new.ADDR, "hurray_descriptor_new");
     }
 
     /**
@@ -6167,6 +6454,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_new(MemorySegment spec, MemorySegment out_descriptor) {
         var mh$ = hurray_descriptor_new.HANDLE;
+        if (hurray_descriptor_new.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_new");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_new", spec, out_descriptor);
@@ -6181,8 +6471,8 @@ public final class hurray_h {
 
     private static final class hurray_encoder_new {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_encoder_new");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_encoder_new");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -6204,6 +6494,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_encoder_new$handle() {
+        NativeLibrary.requireSymbol(hurray_encoder_new.ADDR, "hurray_encoder_new");
         return hurray_encoder_new.HANDLE;
     }
 
@@ -6215,7 +6506,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_encoder_new$address() {
-        return hurray_encoder_new.ADDR;
+        return NativeLibrary.requireSymbol(hurray_encoder_new.ADDR, "hurray_encoder_new");
     }
 
     /**
@@ -6233,6 +6524,9 @@ public final class hurray_h {
      */
     public static int hurray_encoder_new(MemorySegment options, MemorySegment out_encoder) {
         var mh$ = hurray_encoder_new.HANDLE;
+        if (hurray_encoder_new.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_encoder_new");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_encoder_new", options, out_encoder);
@@ -6247,8 +6541,8 @@ public final class hurray_h {
 
     private static final class hurray_encoder_encode {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_encoder_encode");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_encoder_encode");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -6276,6 +6570,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_encoder_encode$handle() {
+        NativeLibrary.requireSymbol(hurray_encoder_encode.ADDR, "hurray_encoder_encode");
         return hurray_encoder_encode.HANDLE;
     }
 
@@ -6290,7 +6585,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_encoder_encode$address() {
-        return hurray_encoder_encode.ADDR;
+        return NativeLibrary.requireSymbol(hurray_encoder_encode.ADDR, "hurray_encoder_encode");
     }
 
     /**
@@ -6321,6 +6616,9 @@ public final class hurray_h {
      */
     public static int hurray_encoder_encode(MemorySegment encoder, MemorySegment descriptor, MemorySegment payloads, long count, MemorySegment out_state) {
         var mh$ = hurray_encoder_encode.HANDLE;
+        if (hurray_encoder_encode.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_encoder_encode");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_encoder_encode", encoder, descriptor, payloads, count, out_state);
@@ -6335,8 +6633,8 @@ public final class hurray_h {
 
     private static final class hurray_encoder_encode_encoded {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_encoder_encode_encoded");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_encoder_encode_encoded");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -6366,6 +6664,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_encoder_encode_encoded$handle() {
+        NativeLibrary.requireSymbol(hurray_encoder_encode_encoded.ADDR, "hurray_encoder_encode_encoded");
         return hurray_encoder_encode_encoded.HANDLE;
     }
 
@@ -6381,7 +6680,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_encoder_encode_encoded$address() {
-        return hurray_encoder_encode_encoded.ADDR;
+        return NativeLibrary.requireSymbol(hurray_encoder_encode_encoded.ADDR, "hurray_encoder_encode_encoded");
     }
 
     /**
@@ -6405,6 +6704,9 @@ public final class hurray_h {
      */
     public static int hurray_encoder_encode_encoded(MemorySegment encoder, MemorySegment descriptor, long len, MemorySegment payloads, long count, MemorySegment out_state) {
         var mh$ = hurray_encoder_encode_encoded.HANDLE;
+        if (hurray_encoder_encode_encoded.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_encoder_encode_encoded");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_encoder_encode_encoded", encoder, descriptor, len, payloads, count, out_state);
@@ -6419,8 +6721,8 @@ public final class hurray_h {
 
     private static final class hurray_encoder_finish {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_encoder_finish");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_encoder_finish");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -6442,6 +6744,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_encoder_finish$handle() {
+        NativeLibrary.requireSymbol(hurray_encoder_finish.ADDR, "hurray_encoder_finish");
         return hurray_encoder_finish.HANDLE;
     }
 
@@ -6453,7 +6756,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_encoder_finish$address() {
-        return hurray_encoder_finish.ADDR;
+        return NativeLibrary.requireSymbol(hurray_encoder_finish.ADDR, "hurray_encoder_finish");
     }
 
     /**
@@ -6471,6 +6774,9 @@ public final class hurray_h {
      */
     public static int hurray_encoder_finish(MemorySegment encoder, MemorySegment out_state) {
         var mh$ = hurray_encoder_finish.HANDLE;
+        if (hurray_encoder_finish.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_encoder_finish");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_encoder_finish", encoder, out_state);
@@ -6485,8 +6791,8 @@ public final class hurray_h {
 
     private static final class hurray_encoder_output {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_encoder_output");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_encoder_output");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -6512,6 +6818,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_encoder_output$handle() {
+        NativeLibrary.requireSymbol(hurray_encoder_output.ADDR, "hurray_encoder_output");
         return hurray_encoder_output.HANDLE;
     }
 
@@ -6525,7 +6832,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_encoder_output$address() {
-        return hurray_encoder_output.ADDR;
+        return NativeLibrary.requireSymbol(hurray_encoder_output.ADDR, "hurray_encoder_output");
     }
 
     /**
@@ -6550,6 +6857,9 @@ public final class hurray_h {
      */
     public static int hurray_encoder_output(MemorySegment encoder, MemorySegment out, long capacity, MemorySegment out_count) {
         var mh$ = hurray_encoder_output.HANDLE;
+        if (hurray_encoder_output.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_encoder_output");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_encoder_output", encoder, out, capacity, out_count);
@@ -6564,8 +6874,8 @@ public final class hurray_h {
 
     private static final class hurray_encoder_consume {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_encoder_consume");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_encoder_consume");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -6589,6 +6899,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_encoder_consume$handle() {
+        NativeLibrary.requireSymbol(hurray_encoder_consume.ADDR, "hurray_encoder_consume");
         return hurray_encoder_consume.HANDLE;
     }
 
@@ -6601,7 +6912,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_encoder_consume$address() {
-        return hurray_encoder_consume.ADDR;
+        return NativeLibrary.requireSymbol(hurray_encoder_consume.ADDR, "hurray_encoder_consume");
     }
 
     /**
@@ -6621,6 +6932,9 @@ public final class hurray_h {
      */
     public static int hurray_encoder_consume(MemorySegment encoder, long n, MemorySegment out_state) {
         var mh$ = hurray_encoder_consume.HANDLE;
+        if (hurray_encoder_consume.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_encoder_consume");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_encoder_consume", encoder, n, out_state);
@@ -6635,8 +6949,8 @@ public final class hurray_h {
 
     private static final class hurray_encoder_abort {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_INT, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_encoder_abort");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_encoder_abort");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -6660,6 +6974,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_encoder_abort$handle() {
+        NativeLibrary.requireSymbol(hurray_encoder_abort.ADDR, "hurray_encoder_abort");
         return hurray_encoder_abort.HANDLE;
     }
 
@@ -6672,7 +6987,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_encoder_abort$address() {
-        return hurray_encoder_abort.ADDR;
+        return NativeLibrary.requireSymbol(hurray_encoder_abort.ADDR, "hurray_encoder_abort");
     }
 
     /**
@@ -6693,6 +7008,9 @@ public final class hurray_h {
      */
     public static int hurray_encoder_abort(MemorySegment encoder, int take_back_last, MemorySegment out_state) {
         var mh$ = hurray_encoder_abort.HANDLE;
+        if (hurray_encoder_abort.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_encoder_abort");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_encoder_abort", encoder, take_back_last, out_state);
@@ -6707,8 +7025,8 @@ public final class hurray_h {
 
     private static final class hurray_encoder_set_coalesce_bytes {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_encoder_set_coalesce_bytes");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_encoder_set_coalesce_bytes");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -6728,6 +7046,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_encoder_set_coalesce_bytes$handle() {
+        NativeLibrary.requireSymbol(hurray_encoder_set_coalesce_bytes.ADDR, "hurray_encoder_set_coalesce_bytes");
         return hurray_encoder_set_coalesce_bytes.HANDLE;
     }
 
@@ -6738,7 +7057,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_encoder_set_coalesce_bytes$address() {
-        return hurray_encoder_set_coalesce_bytes.ADDR;
+        return NativeLibrary.requireSymbol(hurray_encoder_set_coalesce_bytes.ADDR, "hurray_encoder_set_coalesce_bytes");
     }
 
     /**
@@ -6756,6 +7075,9 @@ public final class hurray_h {
      */
     public static int hurray_encoder_set_coalesce_bytes(MemorySegment encoder, long bytes) {
         var mh$ = hurray_encoder_set_coalesce_bytes.HANDLE;
+        if (hurray_encoder_set_coalesce_bytes.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_encoder_set_coalesce_bytes");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_encoder_set_coalesce_bytes", encoder, bytes);
@@ -6770,8 +7092,8 @@ public final class hurray_h {
 
     private static final class hurray_encoder_destroy {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_encoder_destroy");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_encoder_destroy");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -6791,6 +7113,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_encoder_destroy$handle() {
+        NativeLibrary.requireSymbol(hurray_encoder_destroy.ADDR, "hurray_encoder_destroy");
         return hurray_encoder_destroy.HANDLE;
     }
 
@@ -6801,7 +7124,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_encoder_destroy$address() {
-        return hurray_encoder_destroy.ADDR;
+        return NativeLibrary.requireSymbol(hurray_encoder_destroy.ADDR, "hurray_encoder_destroy");
     }
 
     /**
@@ -6817,6 +7140,9 @@ public final class hurray_h {
      */
     public static int hurray_encoder_destroy(MemorySegment encoder) {
         var mh$ = hurray_encoder_destroy.HANDLE;
+        if (hurray_encoder_destroy.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_encoder_destroy");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_encoder_destroy", encoder);
@@ -6831,8 +7157,8 @@ public final class hurray_h {
 
     private static final class hurray_file_writer_options_init {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_writer_options_init");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_writer_options_init");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -6852,6 +7178,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_writer_options_init$handle() {
+        NativeLibrary.requireSymbol(hurray_file_writer_options_init.ADDR, "hurray_file_writer_options_init");
         return hurray_file_writer_options_init.HANDLE;
     }
 
@@ -6862,7 +7189,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_writer_options_init$address() {
-        return hurray_file_writer_options_init.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_writer_options_init.ADDR, "hurray_file_writer_options_init");
     }
 
     /**
@@ -6877,6 +7204,9 @@ public final class hurray_h {
      */
     public static int hurray_file_writer_options_init(MemorySegment out) {
         var mh$ = hurray_file_writer_options_init.HANDLE;
+        if (hurray_file_writer_options_init.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_writer_options_init");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_writer_options_init", out);
@@ -6891,8 +7221,8 @@ public final class hurray_h {
 
     private static final class hurray_file_writer_new {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_writer_new");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_writer_new");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -6916,6 +7246,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_writer_new$handle() {
+        NativeLibrary.requireSymbol(hurray_file_writer_new.ADDR, "hurray_file_writer_new");
         return hurray_file_writer_new.HANDLE;
     }
 
@@ -6928,7 +7259,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_writer_new$address() {
-        return hurray_file_writer_new.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_writer_new.ADDR, "hurray_file_writer_new");
     }
 
     /**
@@ -6950,6 +7281,9 @@ public final class hurray_h {
      */
     public static int hurray_file_writer_new(MemorySegment transport, MemorySegment options, MemorySegment out_writer) {
         var mh$ = hurray_file_writer_new.HANDLE;
+        if (hurray_file_writer_new.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_writer_new");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_writer_new", transport, options, out_writer);
@@ -6964,8 +7298,8 @@ public final class hurray_h {
 
     private static final class hurray_file_writer_add_tensor {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_writer_add_tensor");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_writer_add_tensor");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -6991,6 +7325,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_writer_add_tensor$handle() {
+        NativeLibrary.requireSymbol(hurray_file_writer_add_tensor.ADDR, "hurray_file_writer_add_tensor");
         return hurray_file_writer_add_tensor.HANDLE;
     }
 
@@ -7004,7 +7339,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_writer_add_tensor$address() {
-        return hurray_file_writer_add_tensor.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_writer_add_tensor.ADDR, "hurray_file_writer_add_tensor");
     }
 
     /**
@@ -7034,6 +7369,9 @@ public final class hurray_h {
      */
     public static int hurray_file_writer_add_tensor(MemorySegment writer, MemorySegment descriptor, MemorySegment payloads, long count) {
         var mh$ = hurray_file_writer_add_tensor.HANDLE;
+        if (hurray_file_writer_add_tensor.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_writer_add_tensor");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_writer_add_tensor", writer, descriptor, payloads, count);
@@ -7048,8 +7386,8 @@ public final class hurray_h {
 
     private static final class hurray_file_writer_set_metadata {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_LONG);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_writer_set_metadata");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_writer_set_metadata");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -7077,6 +7415,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_writer_set_metadata$handle() {
+        NativeLibrary.requireSymbol(hurray_file_writer_set_metadata.ADDR, "hurray_file_writer_set_metadata");
         return hurray_file_writer_set_metadata.HANDLE;
     }
 
@@ -7091,7 +7430,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_writer_set_metadata$address() {
-        return hurray_file_writer_set_metadata.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_writer_set_metadata.ADDR, "hurray_file_writer_set_metadata");
     }
 
     /**
@@ -7115,6 +7454,9 @@ public final class hurray_h {
      */
     public static int hurray_file_writer_set_metadata(MemorySegment writer, MemorySegment key, long key_len, MemorySegment value, long value_len) {
         var mh$ = hurray_file_writer_set_metadata.HANDLE;
+        if (hurray_file_writer_set_metadata.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_writer_set_metadata");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_writer_set_metadata", writer, key, key_len, value, value_len);
@@ -7129,8 +7471,8 @@ public final class hurray_h {
 
     private static final class hurray_file_writer_flush {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_writer_flush");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_writer_flush");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -7150,6 +7492,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_writer_flush$handle() {
+        NativeLibrary.requireSymbol(hurray_file_writer_flush.ADDR, "hurray_file_writer_flush");
         return hurray_file_writer_flush.HANDLE;
     }
 
@@ -7160,7 +7503,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_writer_flush$address() {
-        return hurray_file_writer_flush.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_writer_flush.ADDR, "hurray_file_writer_flush");
     }
 
     /**
@@ -7177,6 +7520,9 @@ public final class hurray_h {
      */
     public static int hurray_file_writer_flush(MemorySegment writer) {
         var mh$ = hurray_file_writer_flush.HANDLE;
+        if (hurray_file_writer_flush.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_writer_flush");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_writer_flush", writer);
@@ -7191,8 +7537,8 @@ public final class hurray_h {
 
     private static final class hurray_file_writer_finish {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_writer_finish");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_writer_finish");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -7212,6 +7558,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_writer_finish$handle() {
+        NativeLibrary.requireSymbol(hurray_file_writer_finish.ADDR, "hurray_file_writer_finish");
         return hurray_file_writer_finish.HANDLE;
     }
 
@@ -7222,7 +7569,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_writer_finish$address() {
-        return hurray_file_writer_finish.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_writer_finish.ADDR, "hurray_file_writer_finish");
     }
 
     /**
@@ -7242,6 +7589,9 @@ public final class hurray_h {
      */
     public static int hurray_file_writer_finish(MemorySegment writer, MemorySegment out_file_size) {
         var mh$ = hurray_file_writer_finish.HANDLE;
+        if (hurray_file_writer_finish.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_writer_finish");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_writer_finish", writer, out_file_size);
@@ -7256,8 +7606,8 @@ public final class hurray_h {
 
     private static final class hurray_file_writer_bytes_written {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_writer_bytes_written");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_writer_bytes_written");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -7277,6 +7627,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_writer_bytes_written$handle() {
+        NativeLibrary.requireSymbol(hurray_file_writer_bytes_written.ADDR, "hurray_file_writer_bytes_written");
         return hurray_file_writer_bytes_written.HANDLE;
     }
 
@@ -7287,7 +7638,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_writer_bytes_written$address() {
-        return hurray_file_writer_bytes_written.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_writer_bytes_written.ADDR, "hurray_file_writer_bytes_written");
     }
 
     /**
@@ -7303,6 +7654,9 @@ public final class hurray_h {
      */
     public static int hurray_file_writer_bytes_written(MemorySegment writer, MemorySegment out) {
         var mh$ = hurray_file_writer_bytes_written.HANDLE;
+        if (hurray_file_writer_bytes_written.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_writer_bytes_written");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_writer_bytes_written", writer, out);
@@ -7317,8 +7671,8 @@ public final class hurray_h {
 
     private static final class hurray_file_writer_tensor_count {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_writer_tensor_count");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_writer_tensor_count");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -7338,6 +7692,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_writer_tensor_count$handle() {
+        NativeLibrary.requireSymbol(hurray_file_writer_tensor_count.ADDR, "hurray_file_writer_tensor_count");
         return hurray_file_writer_tensor_count.HANDLE;
     }
 
@@ -7348,7 +7703,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_writer_tensor_count$address() {
-        return hurray_file_writer_tensor_count.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_writer_tensor_count.ADDR, "hurray_file_writer_tensor_count");
     }
 
     /**
@@ -7363,6 +7718,9 @@ public final class hurray_h {
      */
     public static int hurray_file_writer_tensor_count(MemorySegment writer, MemorySegment out) {
         var mh$ = hurray_file_writer_tensor_count.HANDLE;
+        if (hurray_file_writer_tensor_count.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_writer_tensor_count");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_writer_tensor_count", writer, out);
@@ -7377,8 +7735,8 @@ public final class hurray_h {
 
     private static final class hurray_file_writer_destroy {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_writer_destroy");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_writer_destroy");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -7398,6 +7756,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_writer_destroy$handle() {
+        NativeLibrary.requireSymbol(hurray_file_writer_destroy.ADDR, "hurray_file_writer_destroy");
         return hurray_file_writer_destroy.HANDLE;
     }
 
@@ -7408,7 +7767,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_writer_destroy$address() {
-        return hurray_file_writer_destroy.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_writer_destroy.ADDR, "hurray_file_writer_destroy");
     }
 
     /**
@@ -7426,6 +7785,9 @@ public final class hurray_h {
      */
     public static int hurray_file_writer_destroy(MemorySegment writer) {
         var mh$ = hurray_file_writer_destroy.HANDLE;
+        if (hurray_file_writer_destroy.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_writer_destroy");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_writer_destroy", writer);
@@ -7440,8 +7802,8 @@ public final class hurray_h {
 
     private static final class hurray_file_reader_options_init {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_options_init");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_reader_options_init");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -7461,6 +7823,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_reader_options_init$handle() {
+        NativeLibrary.requireSymbol(hurray_file_reader_options_init.ADDR, "hurray_file_reader_options_init");
         return hurray_file_reader_options_init.HANDLE;
     }
 
@@ -7471,7 +7834,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_reader_options_init$address() {
-        return hurray_file_reader_options_init.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_reader_options_init.ADDR, "hurray_file_reader_options_init");
     }
 
     /**
@@ -7486,6 +7849,9 @@ public final class hurray_h {
      */
     public static int hurray_file_reader_options_init(MemorySegment out) {
         var mh$ = hurray_file_reader_options_init.HANDLE;
+        if (hurray_file_reader_options_init.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_reader_options_init");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_reader_options_init", out);
@@ -7500,8 +7866,8 @@ public final class hurray_h {
 
     private static final class hurray_file_reader_open {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_open");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_reader_open");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -7525,6 +7891,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_reader_open$handle() {
+        NativeLibrary.requireSymbol(hurray_file_reader_open.ADDR, "hurray_file_reader_open");
         return hurray_file_reader_open.HANDLE;
     }
 
@@ -7537,7 +7904,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_reader_open$address() {
-        return hurray_file_reader_open.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_reader_open.ADDR, "hurray_file_reader_open");
     }
 
     /**
@@ -7565,6 +7932,9 @@ public final class hurray_h {
      */
     public static int hurray_file_reader_open(MemorySegment transport, MemorySegment options, MemorySegment out_reader) {
         var mh$ = hurray_file_reader_open.HANDLE;
+        if (hurray_file_reader_open.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_reader_open");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_reader_open", transport, options, out_reader);
@@ -7579,8 +7949,8 @@ public final class hurray_h {
 
     private static final class hurray_file_reader_open_path {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_open_path");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_reader_open_path");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -7606,6 +7976,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_reader_open_path$handle() {
+        NativeLibrary.requireSymbol(hurray_file_reader_open_path.ADDR, "hurray_file_reader_open_path");
         return hurray_file_reader_open_path.HANDLE;
     }
 
@@ -7619,7 +7990,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_reader_open_path$address() {
-        return hurray_file_reader_open_path.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_reader_open_path.ADDR, "hurray_file_reader_open_path");
     }
 
     /**
@@ -7658,6 +8029,9 @@ public final class hurray_h {
      */
     public static int hurray_file_reader_open_path(MemorySegment path, long path_len, MemorySegment options, MemorySegment out_reader) {
         var mh$ = hurray_file_reader_open_path.HANDLE;
+        if (hurray_file_reader_open_path.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_reader_open_path");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_reader_open_path", path, path_len, options, out_reader);
@@ -7672,8 +8046,8 @@ public final class hurray_h {
 
     private static final class hurray_file_reader_open_span {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_open_span");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_reader_open_span");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -7699,6 +8073,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_reader_open_span$handle() {
+        NativeLibrary.requireSymbol(hurray_file_reader_open_span.ADDR, "hurray_file_reader_open_span");
         return hurray_file_reader_open_span.HANDLE;
     }
 
@@ -7712,7 +8087,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_reader_open_span$address() {
-        return hurray_file_reader_open_span.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_reader_open_span.ADDR, "hurray_file_reader_open_span");
     }
 
     /**
@@ -7741,6 +8116,9 @@ public final class hurray_h {
      */
     public static int hurray_file_reader_open_span(MemorySegment data, long len, MemorySegment options, MemorySegment out_reader) {
         var mh$ = hurray_file_reader_open_span.HANDLE;
+        if (hurray_file_reader_open_span.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_reader_open_span");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_reader_open_span", data, len, options, out_reader);
@@ -7755,8 +8133,8 @@ public final class hurray_h {
 
     private static final class hurray_file_reader_size {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_size");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_reader_size");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -7776,6 +8154,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_reader_size$handle() {
+        NativeLibrary.requireSymbol(hurray_file_reader_size.ADDR, "hurray_file_reader_size");
         return hurray_file_reader_size.HANDLE;
     }
 
@@ -7786,7 +8165,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_reader_size$address() {
-        return hurray_file_reader_size.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_reader_size.ADDR, "hurray_file_reader_size");
     }
 
     /**
@@ -7803,6 +8182,9 @@ public final class hurray_h {
      */
     public static int hurray_file_reader_size(MemorySegment reader, MemorySegment out) {
         var mh$ = hurray_file_reader_size.HANDLE;
+        if (hurray_file_reader_size.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_reader_size");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_reader_size", reader, out);
@@ -7817,8 +8199,8 @@ public final class hurray_h {
 
     private static final class hurray_file_reader_count {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_count");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_reader_count");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -7838,6 +8220,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_reader_count$handle() {
+        NativeLibrary.requireSymbol(hurray_file_reader_count.ADDR, "hurray_file_reader_count");
         return hurray_file_reader_count.HANDLE;
     }
 
@@ -7848,7 +8231,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_reader_count$address() {
-        return hurray_file_reader_count.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_reader_count.ADDR, "hurray_file_reader_count");
     }
 
     /**
@@ -7865,6 +8248,9 @@ public final class hurray_h {
      */
     public static int hurray_file_reader_count(MemorySegment reader, MemorySegment out) {
         var mh$ = hurray_file_reader_count.HANDLE;
+        if (hurray_file_reader_count.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_reader_count");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_reader_count", reader, out);
@@ -7879,8 +8265,8 @@ public final class hurray_h {
 
     private static final class hurray_file_reader_read_at_calls {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_read_at_calls");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_reader_read_at_calls");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -7900,6 +8286,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_reader_read_at_calls$handle() {
+        NativeLibrary.requireSymbol(hurray_file_reader_read_at_calls.ADDR, "hurray_file_reader_read_at_calls");
         return hurray_file_reader_read_at_calls.HANDLE;
     }
 
@@ -7910,7 +8297,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_reader_read_at_calls$address() {
-        return hurray_file_reader_read_at_calls.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_reader_read_at_calls.ADDR, "hurray_file_reader_read_at_calls");
     }
 
     /**
@@ -7929,6 +8316,9 @@ public final class hurray_h {
      */
     public static int hurray_file_reader_read_at_calls(MemorySegment reader, MemorySegment out) {
         var mh$ = hurray_file_reader_read_at_calls.HANDLE;
+        if (hurray_file_reader_read_at_calls.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_reader_read_at_calls");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_reader_read_at_calls", reader, out);
@@ -7943,8 +8333,8 @@ public final class hurray_h {
 
     private static final class hurray_file_reader_name {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_name");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_reader_name");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -7972,6 +8362,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_reader_name$handle() {
+        NativeLibrary.requireSymbol(hurray_file_reader_name.ADDR, "hurray_file_reader_name");
         return hurray_file_reader_name.HANDLE;
     }
 
@@ -7986,7 +8377,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_reader_name$address() {
-        return hurray_file_reader_name.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_reader_name.ADDR, "hurray_file_reader_name");
     }
 
     /**
@@ -8011,6 +8402,9 @@ public final class hurray_h {
      */
     public static int hurray_file_reader_name(MemorySegment reader, long index, MemorySegment buf, long cap, MemorySegment out_len) {
         var mh$ = hurray_file_reader_name.HANDLE;
+        if (hurray_file_reader_name.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_reader_name");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_reader_name", reader, index, buf, cap, out_len);
@@ -8025,8 +8419,8 @@ public final class hurray_h {
 
     private static final class hurray_file_reader_entry {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_entry");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_reader_entry");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -8050,6 +8444,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_reader_entry$handle() {
+        NativeLibrary.requireSymbol(hurray_file_reader_entry.ADDR, "hurray_file_reader_entry");
         return hurray_file_reader_entry.HANDLE;
     }
 
@@ -8062,7 +8457,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_reader_entry$address() {
-        return hurray_file_reader_entry.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_reader_entry.ADDR, "hurray_file_reader_entry");
     }
 
     /**
@@ -8086,6 +8481,9 @@ public final class hurray_h {
      */
     public static int hurray_file_reader_entry(MemorySegment reader, long index, MemorySegment out_entry) {
         var mh$ = hurray_file_reader_entry.HANDLE;
+        if (hurray_file_reader_entry.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_reader_entry");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_reader_entry", reader, index, out_entry);
@@ -8100,8 +8498,8 @@ public final class hurray_h {
 
     private static final class hurray_file_reader_find {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_find");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_reader_find");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -8127,6 +8525,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_reader_find$handle() {
+        NativeLibrary.requireSymbol(hurray_file_reader_find.ADDR, "hurray_file_reader_find");
         return hurray_file_reader_find.HANDLE;
     }
 
@@ -8140,7 +8539,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_reader_find$address() {
-        return hurray_file_reader_find.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_reader_find.ADDR, "hurray_file_reader_find");
     }
 
     /**
@@ -8163,6 +8562,9 @@ public final class hurray_h {
      */
     public static int hurray_file_reader_find(MemorySegment reader, MemorySegment name, long name_len, MemorySegment out_entry) {
         var mh$ = hurray_file_reader_find.HANDLE;
+        if (hurray_file_reader_find.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_reader_find");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_reader_find", reader, name, name_len, out_entry);
@@ -8177,8 +8579,8 @@ public final class hurray_h {
 
     private static final class hurray_file_reader_read_tensor {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_read_tensor");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_reader_read_tensor");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -8202,6 +8604,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_reader_read_tensor$handle() {
+        NativeLibrary.requireSymbol(hurray_file_reader_read_tensor.ADDR, "hurray_file_reader_read_tensor");
         return hurray_file_reader_read_tensor.HANDLE;
     }
 
@@ -8214,7 +8617,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_reader_read_tensor$address() {
-        return hurray_file_reader_read_tensor.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_reader_read_tensor.ADDR, "hurray_file_reader_read_tensor");
     }
 
     /**
@@ -8244,6 +8647,9 @@ public final class hurray_h {
      */
     public static int hurray_file_reader_read_tensor(MemorySegment reader, MemorySegment entry, MemorySegment out_tensor) {
         var mh$ = hurray_file_reader_read_tensor.HANDLE;
+        if (hurray_file_reader_read_tensor.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_reader_read_tensor");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_reader_read_tensor", reader, entry, out_tensor);
@@ -8258,8 +8664,8 @@ public final class hurray_h {
 
     private static final class hurray_file_reader_set_buffer_pool_bytes {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_set_buffer_pool_bytes");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_reader_set_buffer_pool_bytes");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -8281,6 +8687,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_reader_set_buffer_pool_bytes$handle() {
+        NativeLibrary.requireSymbol(hurray_file_reader_set_buffer_pool_bytes.ADDR, "hurray_file_reader_set_buffer_pool_bytes");
         return hurray_file_reader_set_buffer_pool_bytes.HANDLE;
     }
 
@@ -8292,7 +8699,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_reader_set_buffer_pool_bytes$address() {
-        return hurray_file_reader_set_buffer_pool_bytes.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_reader_set_buffer_pool_bytes.ADDR, "hurray_file_reader_set_buffer_pool_bytes");
     }
 
     /**
@@ -8317,6 +8724,9 @@ public final class hurray_h {
      */
     public static int hurray_file_reader_set_buffer_pool_bytes(MemorySegment reader, long max_bytes) {
         var mh$ = hurray_file_reader_set_buffer_pool_bytes.HANDLE;
+        if (hurray_file_reader_set_buffer_pool_bytes.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_reader_set_buffer_pool_bytes");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_reader_set_buffer_pool_bytes", reader, max_bytes);
@@ -8331,8 +8741,8 @@ public final class hurray_h {
 
     private static final class hurray_file_reader_read_buffer_into {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_read_buffer_into");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_reader_read_buffer_into");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -8362,6 +8772,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_reader_read_buffer_into$handle() {
+        NativeLibrary.requireSymbol(hurray_file_reader_read_buffer_into.ADDR, "hurray_file_reader_read_buffer_into");
         return hurray_file_reader_read_buffer_into.HANDLE;
     }
 
@@ -8377,7 +8788,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_reader_read_buffer_into$address() {
-        return hurray_file_reader_read_buffer_into.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_reader_read_buffer_into.ADDR, "hurray_file_reader_read_buffer_into");
     }
 
     /**
@@ -8405,6 +8816,9 @@ public final class hurray_h {
      */
     public static int hurray_file_reader_read_buffer_into(MemorySegment reader, MemorySegment entry, long buffer, MemorySegment dst, long capacity, MemorySegment out_len) {
         var mh$ = hurray_file_reader_read_buffer_into.HANDLE;
+        if (hurray_file_reader_read_buffer_into.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_reader_read_buffer_into");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_reader_read_buffer_into", reader, entry, buffer, dst, capacity, out_len);
@@ -8419,8 +8833,8 @@ public final class hurray_h {
 
     private static final class hurray_file_reader_metadata_count {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_metadata_count");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_reader_metadata_count");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -8440,6 +8854,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_reader_metadata_count$handle() {
+        NativeLibrary.requireSymbol(hurray_file_reader_metadata_count.ADDR, "hurray_file_reader_metadata_count");
         return hurray_file_reader_metadata_count.HANDLE;
     }
 
@@ -8450,7 +8865,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_reader_metadata_count$address() {
-        return hurray_file_reader_metadata_count.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_reader_metadata_count.ADDR, "hurray_file_reader_metadata_count");
     }
 
     /**
@@ -8468,6 +8883,9 @@ public final class hurray_h {
      */
     public static int hurray_file_reader_metadata_count(MemorySegment reader, MemorySegment out) {
         var mh$ = hurray_file_reader_metadata_count.HANDLE;
+        if (hurray_file_reader_metadata_count.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_reader_metadata_count");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_reader_metadata_count", reader, out);
@@ -8482,8 +8900,8 @@ public final class hurray_h {
 
     private static final class hurray_file_reader_metadata_get {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_metadata_get");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_reader_metadata_get");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -8513,6 +8931,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_reader_metadata_get$handle() {
+        NativeLibrary.requireSymbol(hurray_file_reader_metadata_get.ADDR, "hurray_file_reader_metadata_get");
         return hurray_file_reader_metadata_get.HANDLE;
     }
 
@@ -8528,7 +8947,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_reader_metadata_get$address() {
-        return hurray_file_reader_metadata_get.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_reader_metadata_get.ADDR, "hurray_file_reader_metadata_get");
     }
 
     /**
@@ -8553,6 +8972,9 @@ public final class hurray_h {
      */
     public static int hurray_file_reader_metadata_get(MemorySegment reader, long index, MemorySegment out_key, MemorySegment out_key_len, MemorySegment out_value, MemorySegment out_value_len) {
         var mh$ = hurray_file_reader_metadata_get.HANDLE;
+        if (hurray_file_reader_metadata_get.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_reader_metadata_get");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_reader_metadata_get", reader, index, out_key, out_key_len, out_value, out_value_len);
@@ -8567,8 +8989,8 @@ public final class hurray_h {
 
     private static final class hurray_file_reader_metadata_find {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_metadata_find");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_reader_metadata_find");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -8596,6 +9018,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_reader_metadata_find$handle() {
+        NativeLibrary.requireSymbol(hurray_file_reader_metadata_find.ADDR, "hurray_file_reader_metadata_find");
         return hurray_file_reader_metadata_find.HANDLE;
     }
 
@@ -8610,7 +9033,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_reader_metadata_find$address() {
-        return hurray_file_reader_metadata_find.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_reader_metadata_find.ADDR, "hurray_file_reader_metadata_find");
     }
 
     /**
@@ -8630,6 +9053,9 @@ public final class hurray_h {
      */
     public static int hurray_file_reader_metadata_find(MemorySegment reader, MemorySegment key, long key_len, MemorySegment out_value, MemorySegment out_value_len) {
         var mh$ = hurray_file_reader_metadata_find.HANDLE;
+        if (hurray_file_reader_metadata_find.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_reader_metadata_find");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_reader_metadata_find", reader, key, key_len, out_value, out_value_len);
@@ -8644,8 +9070,8 @@ public final class hurray_h {
 
     private static final class hurray_file_reader_verify {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_verify");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_reader_verify");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -8665,6 +9091,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_reader_verify$handle() {
+        NativeLibrary.requireSymbol(hurray_file_reader_verify.ADDR, "hurray_file_reader_verify");
         return hurray_file_reader_verify.HANDLE;
     }
 
@@ -8675,7 +9102,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_reader_verify$address() {
-        return hurray_file_reader_verify.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_reader_verify.ADDR, "hurray_file_reader_verify");
     }
 
     /**
@@ -8701,6 +9128,9 @@ public final class hurray_h {
      */
     public static int hurray_file_reader_verify(MemorySegment reader) {
         var mh$ = hurray_file_reader_verify.HANDLE;
+        if (hurray_file_reader_verify.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_reader_verify");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_reader_verify", reader);
@@ -8715,8 +9145,8 @@ public final class hurray_h {
 
     private static final class hurray_file_reader_destroy {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_reader_destroy");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_reader_destroy");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -8736,6 +9166,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_reader_destroy$handle() {
+        NativeLibrary.requireSymbol(hurray_file_reader_destroy.ADDR, "hurray_file_reader_destroy");
         return hurray_file_reader_destroy.HANDLE;
     }
 
@@ -8746,7 +9177,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_reader_destroy$address() {
-        return hurray_file_reader_destroy.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_reader_destroy.ADDR, "hurray_file_reader_destroy");
     }
 
     /**
@@ -8763,6 +9194,9 @@ public final class hurray_h {
      */
     public static int hurray_file_reader_destroy(MemorySegment reader) {
         var mh$ = hurray_file_reader_destroy.HANDLE;
+        if (hurray_file_reader_destroy.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_reader_destroy");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_reader_destroy", reader);
@@ -8777,8 +9211,8 @@ public final class hurray_h {
 
     private static final class hurray_file_entry_index {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_entry_index");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_entry_index");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -8798,6 +9232,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_entry_index$handle() {
+        NativeLibrary.requireSymbol(hurray_file_entry_index.ADDR, "hurray_file_entry_index");
         return hurray_file_entry_index.HANDLE;
     }
 
@@ -8808,7 +9243,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_entry_index$address() {
-        return hurray_file_entry_index.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_entry_index.ADDR, "hurray_file_entry_index");
     }
 
     /**
@@ -8825,6 +9260,9 @@ public final class hurray_h {
      */
     public static int hurray_file_entry_index(MemorySegment entry, MemorySegment out) {
         var mh$ = hurray_file_entry_index.HANDLE;
+        if (hurray_file_entry_index.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_entry_index");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_entry_index", entry, out);
@@ -8839,8 +9277,8 @@ public final class hurray_h {
 
     private static final class hurray_file_entry_buffer_count {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_entry_buffer_count");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_entry_buffer_count");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -8860,6 +9298,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_entry_buffer_count$handle() {
+        NativeLibrary.requireSymbol(hurray_file_entry_buffer_count.ADDR, "hurray_file_entry_buffer_count");
         return hurray_file_entry_buffer_count.HANDLE;
     }
 
@@ -8870,7 +9309,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_entry_buffer_count$address() {
-        return hurray_file_entry_buffer_count.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_entry_buffer_count.ADDR, "hurray_file_entry_buffer_count");
     }
 
     /**
@@ -8887,6 +9326,9 @@ public final class hurray_h {
      */
     public static int hurray_file_entry_buffer_count(MemorySegment entry, MemorySegment out) {
         var mh$ = hurray_file_entry_buffer_count.HANDLE;
+        if (hurray_file_entry_buffer_count.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_entry_buffer_count");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_entry_buffer_count", entry, out);
@@ -8901,8 +9343,8 @@ public final class hurray_h {
 
     private static final class hurray_file_entry_total_bytes {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_entry_total_bytes");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_entry_total_bytes");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -8922,6 +9364,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_entry_total_bytes$handle() {
+        NativeLibrary.requireSymbol(hurray_file_entry_total_bytes.ADDR, "hurray_file_entry_total_bytes");
         return hurray_file_entry_total_bytes.HANDLE;
     }
 
@@ -8932,7 +9375,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_entry_total_bytes$address() {
-        return hurray_file_entry_total_bytes.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_entry_total_bytes.ADDR, "hurray_file_entry_total_bytes");
     }
 
     /**
@@ -8949,6 +9392,9 @@ public final class hurray_h {
      */
     public static int hurray_file_entry_total_bytes(MemorySegment entry, MemorySegment out) {
         var mh$ = hurray_file_entry_total_bytes.HANDLE;
+        if (hurray_file_entry_total_bytes.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_entry_total_bytes");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_entry_total_bytes", entry, out);
@@ -8963,8 +9409,8 @@ public final class hurray_h {
 
     private static final class hurray_file_entry_name {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_entry_name");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_entry_name");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -8988,6 +9434,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_entry_name$handle() {
+        NativeLibrary.requireSymbol(hurray_file_entry_name.ADDR, "hurray_file_entry_name");
         return hurray_file_entry_name.HANDLE;
     }
 
@@ -9000,7 +9447,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_entry_name$address() {
-        return hurray_file_entry_name.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_entry_name.ADDR, "hurray_file_entry_name");
     }
 
     /**
@@ -9018,6 +9465,9 @@ public final class hurray_h {
      */
     public static int hurray_file_entry_name(MemorySegment entry, MemorySegment out_name, MemorySegment out_len) {
         var mh$ = hurray_file_entry_name.HANDLE;
+        if (hurray_file_entry_name.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_entry_name");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_entry_name", entry, out_name, out_len);
@@ -9032,8 +9482,8 @@ public final class hurray_h {
 
     private static final class hurray_file_entry_descriptor {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_entry_descriptor");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_entry_descriptor");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -9055,6 +9505,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_entry_descriptor$handle() {
+        NativeLibrary.requireSymbol(hurray_file_entry_descriptor.ADDR, "hurray_file_entry_descriptor");
         return hurray_file_entry_descriptor.HANDLE;
     }
 
@@ -9066,7 +9517,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_entry_descriptor$address() {
-        return hurray_file_entry_descriptor.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_entry_descriptor.ADDR, "hurray_file_entry_descriptor");
     }
 
     /**
@@ -9083,6 +9534,9 @@ public final class hurray_h {
      */
     public static int hurray_file_entry_descriptor(MemorySegment entry, MemorySegment out_descriptor) {
         var mh$ = hurray_file_entry_descriptor.HANDLE;
+        if (hurray_file_entry_descriptor.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_entry_descriptor");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_entry_descriptor", entry, out_descriptor);
@@ -9097,8 +9551,8 @@ public final class hurray_h {
 
     private static final class hurray_file_entry_buffer {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_entry_buffer");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_entry_buffer");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -9122,6 +9576,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_entry_buffer$handle() {
+        NativeLibrary.requireSymbol(hurray_file_entry_buffer.ADDR, "hurray_file_entry_buffer");
         return hurray_file_entry_buffer.HANDLE;
     }
 
@@ -9134,7 +9589,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_entry_buffer$address() {
-        return hurray_file_entry_buffer.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_entry_buffer.ADDR, "hurray_file_entry_buffer");
     }
 
     /**
@@ -9152,6 +9607,9 @@ public final class hurray_h {
      */
     public static int hurray_file_entry_buffer(MemorySegment entry, long buffer, MemorySegment out) {
         var mh$ = hurray_file_entry_buffer.HANDLE;
+        if (hurray_file_entry_buffer.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_entry_buffer");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_entry_buffer", entry, buffer, out);
@@ -9166,8 +9624,8 @@ public final class hurray_h {
 
     private static final class hurray_file_entry_destroy {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_entry_destroy");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_entry_destroy");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -9187,6 +9645,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_entry_destroy$handle() {
+        NativeLibrary.requireSymbol(hurray_file_entry_destroy.ADDR, "hurray_file_entry_destroy");
         return hurray_file_entry_destroy.HANDLE;
     }
 
@@ -9197,7 +9656,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_entry_destroy$address() {
-        return hurray_file_entry_destroy.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_entry_destroy.ADDR, "hurray_file_entry_destroy");
     }
 
     /**
@@ -9213,6 +9672,9 @@ public final class hurray_h {
      */
     public static int hurray_file_entry_destroy(MemorySegment entry) {
         var mh$ = hurray_file_entry_destroy.HANDLE;
+        if (hurray_file_entry_destroy.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_entry_destroy");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_entry_destroy", entry);
@@ -9227,8 +9689,8 @@ public final class hurray_h {
 
     private static final class hurray_file_buffer_is_zero_copy {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_file_buffer_is_zero_copy");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_buffer_is_zero_copy");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -9248,6 +9710,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_file_buffer_is_zero_copy$handle() {
+        NativeLibrary.requireSymbol(hurray_file_buffer_is_zero_copy.ADDR, "hurray_file_buffer_is_zero_copy");
         return hurray_file_buffer_is_zero_copy.HANDLE;
     }
 
@@ -9258,7 +9721,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_file_buffer_is_zero_copy$address() {
-        return hurray_file_buffer_is_zero_copy.ADDR;
+        return NativeLibrary.requireSymbol(hurray_file_buffer_is_zero_copy.ADDR, "hurray_file_buffer_is_zero_copy");
     }
 
     /**
@@ -9275,6 +9738,9 @@ public final class hurray_h {
      */
     public static int hurray_file_buffer_is_zero_copy(MemorySegment buffer, MemorySegment out) {
         var mh$ = hurray_file_buffer_is_zero_copy.HANDLE;
+        if (hurray_file_buffer_is_zero_copy.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_buffer_is_zero_copy");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_file_buffer_is_zero_copy", buffer, out);
@@ -9289,8 +9755,8 @@ public final class hurray_h {
 
     private static final class hurray_name_check {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_INT);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_name_check");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_name_check");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -9310,6 +9776,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_name_check$handle() {
+        NativeLibrary.requireSymbol(hurray_name_check.ADDR, "hurray_name_check");
         return hurray_name_check.HANDLE;
     }
 
@@ -9320,7 +9787,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_name_check$address() {
-        return hurray_name_check.ADDR;
+        return NativeLibrary.requireSymbol(hurray_name_check.ADDR, "hurray_name_check");
     }
 
     /**
@@ -9342,6 +9809,9 @@ public final class hurray_h {
      */
     public static int hurray_name_check(MemorySegment name, long len, int flags) {
         var mh$ = hurray_name_check.HANDLE;
+        if (hurray_name_check.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_name_check");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_name_check", name, len, flags);
@@ -9356,8 +9826,8 @@ public final class hurray_h {
 
     private static final class hurray_last_error_message {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_last_error_message");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_last_error_message");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -9377,6 +9847,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_last_error_message$handle() {
+        NativeLibrary.requireSymbol(hurray_last_error_message.ADDR, "hurray_last_error_message");
         return hurray_last_error_message.HANDLE;
     }
 
@@ -9387,7 +9858,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_last_error_message$address() {
-        return hurray_last_error_message.ADDR;
+        return NativeLibrary.requireSymbol(hurray_last_error_message.ADDR, "hurray_last_error_message");
     }
 
     /**
@@ -9407,6 +9878,9 @@ public final class hurray_h {
      */
     public static int hurray_last_error_message(MemorySegment buf, long cap, MemorySegment out_len) {
         var mh$ = hurray_last_error_message.HANDLE;
+        if (hurray_last_error_message.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_last_error_message");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_last_error_message", buf, cap, out_len);
@@ -9421,8 +9895,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_block_quant {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_block_quant");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_block_quant");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -9444,6 +9918,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_block_quant$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_block_quant.ADDR, "hurray_descriptor_block_quant");
         return hurray_descriptor_block_quant.HANDLE;
     }
 
@@ -9455,7 +9930,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_block_quant$address() {
-        return hurray_descriptor_block_quant.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_block_quant.ADDR, "hurray_descriptor_block_quant");
     }
 
     /**
@@ -9474,6 +9949,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_block_quant(MemorySegment descriptor, MemorySegment out) {
         var mh$ = hurray_descriptor_block_quant.HANDLE;
+        if (hurray_descriptor_block_quant.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_block_quant");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_block_quant", descriptor, out);
@@ -9488,8 +9966,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_builder_set_block_quant {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_builder_set_block_quant");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_builder_set_block_quant");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -9511,6 +9989,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_builder_set_block_quant$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_builder_set_block_quant.ADDR, "hurray_descriptor_builder_set_block_quant");
         return hurray_descriptor_builder_set_block_quant.HANDLE;
     }
 
@@ -9522,7 +10001,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_builder_set_block_quant$address() {
-        return hurray_descriptor_builder_set_block_quant.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_builder_set_block_quant.ADDR, "hurray_descriptor_builder_set_block_quant");
     }
 
     /**
@@ -9544,6 +10023,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_builder_set_block_quant(MemorySegment builder, MemorySegment quant) {
         var mh$ = hurray_descriptor_builder_set_block_quant.HANDLE;
+        if (hurray_descriptor_builder_set_block_quant.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_builder_set_block_quant");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_builder_set_block_quant", builder, quant);
@@ -9558,8 +10040,8 @@ public final class hurray_h {
 
     private static final class hurray_quantize_plan {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_CHAR, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_quantize_plan");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_quantize_plan");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -9587,6 +10069,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_quantize_plan$handle() {
+        NativeLibrary.requireSymbol(hurray_quantize_plan.ADDR, "hurray_quantize_plan");
         return hurray_quantize_plan.HANDLE;
     }
 
@@ -9601,7 +10084,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_quantize_plan$address() {
-        return hurray_quantize_plan.ADDR;
+        return NativeLibrary.requireSymbol(hurray_quantize_plan.ADDR, "hurray_quantize_plan");
     }
 
     /**
@@ -9627,6 +10110,9 @@ public final class hurray_h {
      */
     public static int hurray_quantize_plan(byte element_type, MemorySegment dims, long rank, MemorySegment quant, MemorySegment out_descriptor) {
         var mh$ = hurray_quantize_plan.HANDLE;
+        if (hurray_quantize_plan.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_quantize_plan");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_quantize_plan", element_type, dims, rank, quant, out_descriptor);
@@ -9641,8 +10127,8 @@ public final class hurray_h {
 
     private static final class hurray_dequantize {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_LONG);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_dequantize");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_dequantize");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -9672,6 +10158,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_dequantize$handle() {
+        NativeLibrary.requireSymbol(hurray_dequantize.ADDR, "hurray_dequantize");
         return hurray_dequantize.HANDLE;
     }
 
@@ -9687,7 +10174,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_dequantize$address() {
-        return hurray_dequantize.ADDR;
+        return NativeLibrary.requireSymbol(hurray_dequantize.ADDR, "hurray_dequantize");
     }
 
     /**
@@ -9716,6 +10203,9 @@ public final class hurray_h {
      */
     public static int hurray_dequantize(MemorySegment descriptor, MemorySegment buffers, MemorySegment buffer_lens, long buffer_count, MemorySegment out, long out_len) {
         var mh$ = hurray_dequantize.HANDLE;
+        if (hurray_dequantize.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_dequantize");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_dequantize", descriptor, buffers, buffer_lens, buffer_count, out, out_len);
@@ -9730,8 +10220,8 @@ public final class hurray_h {
 
     private static final class hurray_dequantize_to {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_CHAR, hurray_h.C_POINTER, hurray_h.C_LONG);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_dequantize_to");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_dequantize_to");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -9763,6 +10253,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_dequantize_to$handle() {
+        NativeLibrary.requireSymbol(hurray_dequantize_to.ADDR, "hurray_dequantize_to");
         return hurray_dequantize_to.HANDLE;
     }
 
@@ -9779,7 +10270,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_dequantize_to$address() {
-        return hurray_dequantize_to.ADDR;
+        return NativeLibrary.requireSymbol(hurray_dequantize_to.ADDR, "hurray_dequantize_to");
     }
 
     /**
@@ -9812,6 +10303,9 @@ public final class hurray_h {
      */
     public static int hurray_dequantize_to(MemorySegment descriptor, MemorySegment buffers, MemorySegment buffer_lens, long buffer_count, byte out_type, MemorySegment out, long out_len) {
         var mh$ = hurray_dequantize_to.HANDLE;
+        if (hurray_dequantize_to.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_dequantize_to");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_dequantize_to", descriptor, buffers, buffer_lens, buffer_count, out_type, out, out_len);
@@ -9826,8 +10320,8 @@ public final class hurray_h {
 
     private static final class hurray_quantize {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_quantize");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_quantize");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -9857,6 +10351,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_quantize$handle() {
+        NativeLibrary.requireSymbol(hurray_quantize.ADDR, "hurray_quantize");
         return hurray_quantize.HANDLE;
     }
 
@@ -9872,7 +10367,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_quantize$address() {
-        return hurray_quantize.ADDR;
+        return NativeLibrary.requireSymbol(hurray_quantize.ADDR, "hurray_quantize");
     }
 
     /**
@@ -9899,6 +10394,9 @@ public final class hurray_h {
      */
     public static int hurray_quantize(MemorySegment descriptor, MemorySegment input, long in_len, MemorySegment buffers, MemorySegment buffer_lens, long buffer_count) {
         var mh$ = hurray_quantize.HANDLE;
+        if (hurray_quantize.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_quantize");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_quantize", descriptor, input, in_len, buffers, buffer_lens, buffer_count);
@@ -9913,8 +10411,8 @@ public final class hurray_h {
 
     private static final class hurray_reader_options_init {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_reader_options_init");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_reader_options_init");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -9934,6 +10432,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_reader_options_init$handle() {
+        NativeLibrary.requireSymbol(hurray_reader_options_init.ADDR, "hurray_reader_options_init");
         return hurray_reader_options_init.HANDLE;
     }
 
@@ -9944,7 +10443,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_reader_options_init$address() {
-        return hurray_reader_options_init.ADDR;
+        return NativeLibrary.requireSymbol(hurray_reader_options_init.ADDR, "hurray_reader_options_init");
     }
 
     /**
@@ -9959,6 +10458,9 @@ public final class hurray_h {
      */
     public static int hurray_reader_options_init(MemorySegment out) {
         var mh$ = hurray_reader_options_init.HANDLE;
+        if (hurray_reader_options_init.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_reader_options_init");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_reader_options_init", out);
@@ -9973,8 +10475,8 @@ public final class hurray_h {
 
     private static final class hurray_reader_new {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_reader_new");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_reader_new");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -9998,6 +10500,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_reader_new$handle() {
+        NativeLibrary.requireSymbol(hurray_reader_new.ADDR, "hurray_reader_new");
         return hurray_reader_new.HANDLE;
     }
 
@@ -10010,7 +10513,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_reader_new$address() {
-        return hurray_reader_new.ADDR;
+        return NativeLibrary.requireSymbol(hurray_reader_new.ADDR, "hurray_reader_new");
     }
 
     /**
@@ -10032,6 +10535,9 @@ public final class hurray_h {
      */
     public static int hurray_reader_new(MemorySegment transport, MemorySegment options, MemorySegment out_reader) {
         var mh$ = hurray_reader_new.HANDLE;
+        if (hurray_reader_new.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_reader_new");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_reader_new", transport, options, out_reader);
@@ -10046,8 +10552,8 @@ public final class hurray_h {
 
     private static final class hurray_reader_next_tensor {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_reader_next_tensor");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_reader_next_tensor");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -10069,6 +10575,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_reader_next_tensor$handle() {
+        NativeLibrary.requireSymbol(hurray_reader_next_tensor.ADDR, "hurray_reader_next_tensor");
         return hurray_reader_next_tensor.HANDLE;
     }
 
@@ -10080,7 +10587,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_reader_next_tensor$address() {
-        return hurray_reader_next_tensor.ADDR;
+        return NativeLibrary.requireSymbol(hurray_reader_next_tensor.ADDR, "hurray_reader_next_tensor");
     }
 
     /**
@@ -10103,6 +10610,9 @@ public final class hurray_h {
      */
     public static int hurray_reader_next_tensor(MemorySegment reader, MemorySegment out_tensor) {
         var mh$ = hurray_reader_next_tensor.HANDLE;
+        if (hurray_reader_next_tensor.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_reader_next_tensor");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_reader_next_tensor", reader, out_tensor);
@@ -10117,8 +10627,8 @@ public final class hurray_h {
 
     private static final class hurray_reader_set_buffer_pool_bytes {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_reader_set_buffer_pool_bytes");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_reader_set_buffer_pool_bytes");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -10138,6 +10648,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_reader_set_buffer_pool_bytes$handle() {
+        NativeLibrary.requireSymbol(hurray_reader_set_buffer_pool_bytes.ADDR, "hurray_reader_set_buffer_pool_bytes");
         return hurray_reader_set_buffer_pool_bytes.HANDLE;
     }
 
@@ -10148,7 +10659,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_reader_set_buffer_pool_bytes$address() {
-        return hurray_reader_set_buffer_pool_bytes.ADDR;
+        return NativeLibrary.requireSymbol(hurray_reader_set_buffer_pool_bytes.ADDR, "hurray_reader_set_buffer_pool_bytes");
     }
 
     /**
@@ -10180,6 +10691,9 @@ public final class hurray_h {
      */
     public static int hurray_reader_set_buffer_pool_bytes(MemorySegment reader, long max_bytes) {
         var mh$ = hurray_reader_set_buffer_pool_bytes.HANDLE;
+        if (hurray_reader_set_buffer_pool_bytes.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_reader_set_buffer_pool_bytes");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_reader_set_buffer_pool_bytes", reader, max_bytes);
@@ -10194,8 +10708,8 @@ public final class hurray_h {
 
     private static final class hurray_reader_destroy {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_reader_destroy");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_reader_destroy");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -10215,6 +10729,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_reader_destroy$handle() {
+        NativeLibrary.requireSymbol(hurray_reader_destroy.ADDR, "hurray_reader_destroy");
         return hurray_reader_destroy.HANDLE;
     }
 
@@ -10225,7 +10740,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_reader_destroy$address() {
-        return hurray_reader_destroy.ADDR;
+        return NativeLibrary.requireSymbol(hurray_reader_destroy.ADDR, "hurray_reader_destroy");
     }
 
     /**
@@ -10241,6 +10756,9 @@ public final class hurray_h {
      */
     public static int hurray_reader_destroy(MemorySegment reader) {
         var mh$ = hurray_reader_destroy.HANDLE;
+        if (hurray_reader_destroy.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_reader_destroy");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_reader_destroy", reader);
@@ -10255,8 +10773,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_version {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_version");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_version");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -10276,6 +10794,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_version$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_version.ADDR, "hurray_descriptor_version");
         return hurray_descriptor_version.HANDLE;
     }
 
@@ -10286,7 +10805,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_version$address() {
-        return hurray_descriptor_version.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_version.ADDR, "hurray_descriptor_version");
     }
 
     /**
@@ -10302,6 +10821,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_version(MemorySegment descriptor, MemorySegment out) {
         var mh$ = hurray_descriptor_version.HANDLE;
+        if (hurray_descriptor_version.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_version");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_version", descriptor, out);
@@ -10316,8 +10838,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_sparse {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_sparse");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_sparse");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -10339,6 +10861,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_sparse$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_sparse.ADDR, "hurray_descriptor_sparse");
         return hurray_descriptor_sparse.HANDLE;
     }
 
@@ -10350,7 +10873,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_sparse$address() {
-        return hurray_descriptor_sparse.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_sparse.ADDR, "hurray_descriptor_sparse");
     }
 
     /**
@@ -10367,6 +10890,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_sparse(MemorySegment descriptor, MemorySegment out) {
         var mh$ = hurray_descriptor_sparse.HANDLE;
+        if (hurray_descriptor_sparse.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_sparse");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_sparse", descriptor, out);
@@ -10381,8 +10907,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_paging {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_paging");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_paging");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -10404,6 +10930,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_paging$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_paging.ADDR, "hurray_descriptor_paging");
         return hurray_descriptor_paging.HANDLE;
     }
 
@@ -10415,7 +10942,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_paging$address() {
-        return hurray_descriptor_paging.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_paging.ADDR, "hurray_descriptor_paging");
     }
 
     /**
@@ -10432,6 +10959,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_paging(MemorySegment descriptor, MemorySegment out) {
         var mh$ = hurray_descriptor_paging.HANDLE;
+        if (hurray_descriptor_paging.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_paging");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_paging", descriptor, out);
@@ -10446,8 +10976,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_composite {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_composite");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_composite");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -10469,6 +10999,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_composite$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_composite.ADDR, "hurray_descriptor_composite");
         return hurray_descriptor_composite.HANDLE;
     }
 
@@ -10480,7 +11011,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_composite$address() {
-        return hurray_descriptor_composite.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_composite.ADDR, "hurray_descriptor_composite");
     }
 
     /**
@@ -10498,6 +11029,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_composite(MemorySegment descriptor, MemorySegment out) {
         var mh$ = hurray_descriptor_composite.HANDLE;
+        if (hurray_descriptor_composite.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_composite");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_composite", descriptor, out);
@@ -10512,8 +11046,8 @@ public final class hurray_h {
 
     private static final class hurray_descriptor_composite_role {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_descriptor_composite_role");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_composite_role");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -10539,6 +11073,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_descriptor_composite_role$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_composite_role.ADDR, "hurray_descriptor_composite_role");
         return hurray_descriptor_composite_role.HANDLE;
     }
 
@@ -10552,7 +11087,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_descriptor_composite_role$address() {
-        return hurray_descriptor_composite_role.ADDR;
+        return NativeLibrary.requireSymbol(hurray_descriptor_composite_role.ADDR, "hurray_descriptor_composite_role");
     }
 
     /**
@@ -10573,6 +11108,9 @@ public final class hurray_h {
      */
     public static int hurray_descriptor_composite_role(MemorySegment descriptor, int index, MemorySegment out_bytes, MemorySegment out_len) {
         var mh$ = hurray_descriptor_composite_role.HANDLE;
+        if (hurray_descriptor_composite_role.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_composite_role");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_composite_role", descriptor, index, out_bytes, out_len);
@@ -10587,8 +11125,8 @@ public final class hurray_h {
 
     private static final class hurray_sparse_densify {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_LONG);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_sparse_densify");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_sparse_densify");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -10616,6 +11154,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_sparse_densify$handle() {
+        NativeLibrary.requireSymbol(hurray_sparse_densify.ADDR, "hurray_sparse_densify");
         return hurray_sparse_densify.HANDLE;
     }
 
@@ -10630,7 +11169,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_sparse_densify$address() {
-        return hurray_sparse_densify.ADDR;
+        return NativeLibrary.requireSymbol(hurray_sparse_densify.ADDR, "hurray_sparse_densify");
     }
 
     /**
@@ -10659,6 +11198,9 @@ public final class hurray_h {
      */
     public static int hurray_sparse_densify(MemorySegment descriptor, MemorySegment payloads, long count, MemorySegment out, long out_len) {
         var mh$ = hurray_sparse_densify.HANDLE;
+        if (hurray_sparse_densify.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_sparse_densify");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_sparse_densify", descriptor, payloads, count, out, out_len);
@@ -10673,8 +11215,8 @@ public final class hurray_h {
 
     private static final class hurray_paged_gather {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_LONG);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_paged_gather");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_paged_gather");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -10702,6 +11244,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_paged_gather$handle() {
+        NativeLibrary.requireSymbol(hurray_paged_gather.ADDR, "hurray_paged_gather");
         return hurray_paged_gather.HANDLE;
     }
 
@@ -10716,7 +11259,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_paged_gather$address() {
-        return hurray_paged_gather.ADDR;
+        return NativeLibrary.requireSymbol(hurray_paged_gather.ADDR, "hurray_paged_gather");
     }
 
     /**
@@ -10740,6 +11283,9 @@ public final class hurray_h {
      */
     public static int hurray_paged_gather(MemorySegment descriptor, MemorySegment payloads, long count, MemorySegment out, long out_len) {
         var mh$ = hurray_paged_gather.HANDLE;
+        if (hurray_paged_gather.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_paged_gather");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_paged_gather", descriptor, payloads, count, out, out_len);
@@ -10754,8 +11300,8 @@ public final class hurray_h {
 
     private static final class hurray_status_name {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_POINTER, hurray_h.C_INT);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_status_name");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_status_name");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -10775,6 +11321,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_status_name$handle() {
+        NativeLibrary.requireSymbol(hurray_status_name.ADDR, "hurray_status_name");
         return hurray_status_name.HANDLE;
     }
 
@@ -10785,7 +11332,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_status_name$address() {
-        return hurray_status_name.ADDR;
+        return NativeLibrary.requireSymbol(hurray_status_name.ADDR, "hurray_status_name");
     }
 
     /**
@@ -10798,6 +11345,9 @@ public final class hurray_h {
      */
     public static MemorySegment hurray_status_name(int status) {
         var mh$ = hurray_status_name.HANDLE;
+        if (hurray_status_name.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_status_name");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_status_name", status);
@@ -10812,8 +11362,8 @@ public final class hurray_h {
 
     private static final class hurray_encoder_set_metadata {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_encoder_set_metadata");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_encoder_set_metadata");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -10837,6 +11387,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_encoder_set_metadata$handle() {
+        NativeLibrary.requireSymbol(hurray_encoder_set_metadata.ADDR, "hurray_encoder_set_metadata");
         return hurray_encoder_set_metadata.HANDLE;
     }
 
@@ -10849,7 +11400,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_encoder_set_metadata$address() {
-        return hurray_encoder_set_metadata.ADDR;
+        return NativeLibrary.requireSymbol(hurray_encoder_set_metadata.ADDR, "hurray_encoder_set_metadata");
     }
 
     /**
@@ -10870,6 +11421,9 @@ public final class hurray_h {
      */
     public static int hurray_encoder_set_metadata(MemorySegment encoder, MemorySegment entries, long count) {
         var mh$ = hurray_encoder_set_metadata.HANDLE;
+        if (hurray_encoder_set_metadata.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_encoder_set_metadata");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_encoder_set_metadata", encoder, entries, count);
@@ -10884,8 +11438,8 @@ public final class hurray_h {
 
     private static final class hurray_writer_set_metadata {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_writer_set_metadata");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_writer_set_metadata");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -10909,6 +11463,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_writer_set_metadata$handle() {
+        NativeLibrary.requireSymbol(hurray_writer_set_metadata.ADDR, "hurray_writer_set_metadata");
         return hurray_writer_set_metadata.HANDLE;
     }
 
@@ -10921,7 +11476,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_writer_set_metadata$address() {
-        return hurray_writer_set_metadata.ADDR;
+        return NativeLibrary.requireSymbol(hurray_writer_set_metadata.ADDR, "hurray_writer_set_metadata");
     }
 
     /**
@@ -10939,6 +11494,9 @@ public final class hurray_h {
      */
     public static int hurray_writer_set_metadata(MemorySegment writer, MemorySegment entries, long count) {
         var mh$ = hurray_writer_set_metadata.HANDLE;
+        if (hurray_writer_set_metadata.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_writer_set_metadata");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_writer_set_metadata", writer, entries, count);
@@ -10953,8 +11511,8 @@ public final class hurray_h {
 
     private static final class hurray_decoder_next_header {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_INT, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_decoder_next_header");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_decoder_next_header");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -10980,6 +11538,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_decoder_next_header$handle() {
+        NativeLibrary.requireSymbol(hurray_decoder_next_header.ADDR, "hurray_decoder_next_header");
         return hurray_decoder_next_header.HANDLE;
     }
 
@@ -10993,7 +11552,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_decoder_next_header$address() {
-        return hurray_decoder_next_header.ADDR;
+        return NativeLibrary.requireSymbol(hurray_decoder_next_header.ADDR, "hurray_decoder_next_header");
     }
 
     /**
@@ -11015,6 +11574,9 @@ public final class hurray_h {
      */
     public static int hurray_decoder_next_header(MemorySegment decoder, long filled, int flags, MemorySegment out) {
         var mh$ = hurray_decoder_next_header.HANDLE;
+        if (hurray_decoder_next_header.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_decoder_next_header");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_decoder_next_header", decoder, filled, flags, out);
@@ -11029,8 +11591,8 @@ public final class hurray_h {
 
     private static final class hurray_reader_metadata {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_reader_metadata");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_reader_metadata");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -11054,6 +11616,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_reader_metadata$handle() {
+        NativeLibrary.requireSymbol(hurray_reader_metadata.ADDR, "hurray_reader_metadata");
         return hurray_reader_metadata.HANDLE;
     }
 
@@ -11066,7 +11629,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_reader_metadata$address() {
-        return hurray_reader_metadata.ADDR;
+        return NativeLibrary.requireSymbol(hurray_reader_metadata.ADDR, "hurray_reader_metadata");
     }
 
     /**
@@ -11086,6 +11649,9 @@ public final class hurray_h {
      */
     public static int hurray_reader_metadata(MemorySegment reader, MemorySegment out_entries, MemorySegment out_count) {
         var mh$ = hurray_reader_metadata.HANDLE;
+        if (hurray_reader_metadata.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_reader_metadata");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_reader_metadata", reader, out_entries, out_count);
@@ -11100,8 +11666,8 @@ public final class hurray_h {
 
     private static final class hurray_tensor_descriptor {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_tensor_descriptor");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_tensor_descriptor");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -11123,6 +11689,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_tensor_descriptor$handle() {
+        NativeLibrary.requireSymbol(hurray_tensor_descriptor.ADDR, "hurray_tensor_descriptor");
         return hurray_tensor_descriptor.HANDLE;
     }
 
@@ -11134,7 +11701,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_tensor_descriptor$address() {
-        return hurray_tensor_descriptor.ADDR;
+        return NativeLibrary.requireSymbol(hurray_tensor_descriptor.ADDR, "hurray_tensor_descriptor");
     }
 
     /**
@@ -11150,6 +11717,9 @@ public final class hurray_h {
      */
     public static int hurray_tensor_descriptor(MemorySegment tensor, MemorySegment out_descriptor) {
         var mh$ = hurray_tensor_descriptor.HANDLE;
+        if (hurray_tensor_descriptor.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_tensor_descriptor");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_tensor_descriptor", tensor, out_descriptor);
@@ -11164,8 +11734,8 @@ public final class hurray_h {
 
     private static final class hurray_tensor_buffers {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_tensor_buffers");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_tensor_buffers");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -11187,6 +11757,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_tensor_buffers$handle() {
+        NativeLibrary.requireSymbol(hurray_tensor_buffers.ADDR, "hurray_tensor_buffers");
         return hurray_tensor_buffers.HANDLE;
     }
 
@@ -11198,7 +11769,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_tensor_buffers$address() {
-        return hurray_tensor_buffers.ADDR;
+        return NativeLibrary.requireSymbol(hurray_tensor_buffers.ADDR, "hurray_tensor_buffers");
     }
 
     /**
@@ -11215,6 +11786,9 @@ public final class hurray_h {
      */
     public static int hurray_tensor_buffers(MemorySegment tensor, MemorySegment out_buffers) {
         var mh$ = hurray_tensor_buffers.HANDLE;
+        if (hurray_tensor_buffers.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_tensor_buffers");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_tensor_buffers", tensor, out_buffers);
@@ -11229,8 +11803,8 @@ public final class hurray_h {
 
     private static final class hurray_tensor_destroy {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_tensor_destroy");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_tensor_destroy");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -11250,6 +11824,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_tensor_destroy$handle() {
+        NativeLibrary.requireSymbol(hurray_tensor_destroy.ADDR, "hurray_tensor_destroy");
         return hurray_tensor_destroy.HANDLE;
     }
 
@@ -11260,7 +11835,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_tensor_destroy$address() {
-        return hurray_tensor_destroy.ADDR;
+        return NativeLibrary.requireSymbol(hurray_tensor_destroy.ADDR, "hurray_tensor_destroy");
     }
 
     /**
@@ -11276,6 +11851,9 @@ public final class hurray_h {
      */
     public static int hurray_tensor_destroy(MemorySegment tensor) {
         var mh$ = hurray_tensor_destroy.HANDLE;
+        if (hurray_tensor_destroy.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_tensor_destroy");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_tensor_destroy", tensor);
@@ -11290,8 +11868,8 @@ public final class hurray_h {
 
     private static final class hurray_writer_options_init {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_writer_options_init");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_writer_options_init");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -11311,6 +11889,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_writer_options_init$handle() {
+        NativeLibrary.requireSymbol(hurray_writer_options_init.ADDR, "hurray_writer_options_init");
         return hurray_writer_options_init.HANDLE;
     }
 
@@ -11321,7 +11900,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_writer_options_init$address() {
-        return hurray_writer_options_init.ADDR;
+        return NativeLibrary.requireSymbol(hurray_writer_options_init.ADDR, "hurray_writer_options_init");
     }
 
     /**
@@ -11336,6 +11915,9 @@ public final class hurray_h {
      */
     public static int hurray_writer_options_init(MemorySegment out) {
         var mh$ = hurray_writer_options_init.HANDLE;
+        if (hurray_writer_options_init.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_writer_options_init");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_writer_options_init", out);
@@ -11350,8 +11932,8 @@ public final class hurray_h {
 
     private static final class hurray_writer_new {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_writer_new");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_writer_new");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -11375,6 +11957,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_writer_new$handle() {
+        NativeLibrary.requireSymbol(hurray_writer_new.ADDR, "hurray_writer_new");
         return hurray_writer_new.HANDLE;
     }
 
@@ -11387,7 +11970,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_writer_new$address() {
-        return hurray_writer_new.ADDR;
+        return NativeLibrary.requireSymbol(hurray_writer_new.ADDR, "hurray_writer_new");
     }
 
     /**
@@ -11406,6 +11989,9 @@ public final class hurray_h {
      */
     public static int hurray_writer_new(MemorySegment transport, MemorySegment options, MemorySegment out_writer) {
         var mh$ = hurray_writer_new.HANDLE;
+        if (hurray_writer_new.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_writer_new");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_writer_new", transport, options, out_writer);
@@ -11420,8 +12006,8 @@ public final class hurray_h {
 
     private static final class hurray_writer_write_tensor {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_writer_write_tensor");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_writer_write_tensor");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -11447,6 +12033,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_writer_write_tensor$handle() {
+        NativeLibrary.requireSymbol(hurray_writer_write_tensor.ADDR, "hurray_writer_write_tensor");
         return hurray_writer_write_tensor.HANDLE;
     }
 
@@ -11460,7 +12047,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_writer_write_tensor$address() {
-        return hurray_writer_write_tensor.ADDR;
+        return NativeLibrary.requireSymbol(hurray_writer_write_tensor.ADDR, "hurray_writer_write_tensor");
     }
 
     /**
@@ -11486,6 +12073,9 @@ public final class hurray_h {
      */
     public static int hurray_writer_write_tensor(MemorySegment writer, MemorySegment descriptor, MemorySegment payloads, long count) {
         var mh$ = hurray_writer_write_tensor.HANDLE;
+        if (hurray_writer_write_tensor.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_writer_write_tensor");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_writer_write_tensor", writer, descriptor, payloads, count);
@@ -11500,8 +12090,8 @@ public final class hurray_h {
 
     private static final class hurray_writer_finish {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_writer_finish");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_writer_finish");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -11521,6 +12111,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_writer_finish$handle() {
+        NativeLibrary.requireSymbol(hurray_writer_finish.ADDR, "hurray_writer_finish");
         return hurray_writer_finish.HANDLE;
     }
 
@@ -11531,7 +12122,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_writer_finish$address() {
-        return hurray_writer_finish.ADDR;
+        return NativeLibrary.requireSymbol(hurray_writer_finish.ADDR, "hurray_writer_finish");
     }
 
     /**
@@ -11547,6 +12138,9 @@ public final class hurray_h {
      */
     public static int hurray_writer_finish(MemorySegment writer) {
         var mh$ = hurray_writer_finish.HANDLE;
+        if (hurray_writer_finish.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_writer_finish");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_writer_finish", writer);
@@ -11561,8 +12155,8 @@ public final class hurray_h {
 
     private static final class hurray_writer_destroy {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_writer_destroy");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_writer_destroy");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -11582,6 +12176,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_writer_destroy$handle() {
+        NativeLibrary.requireSymbol(hurray_writer_destroy.ADDR, "hurray_writer_destroy");
         return hurray_writer_destroy.HANDLE;
     }
 
@@ -11592,7 +12187,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_writer_destroy$address() {
-        return hurray_writer_destroy.ADDR;
+        return NativeLibrary.requireSymbol(hurray_writer_destroy.ADDR, "hurray_writer_destroy");
     }
 
     /**
@@ -11610,6 +12205,9 @@ public final class hurray_h {
      */
     public static int hurray_writer_destroy(MemorySegment writer) {
         var mh$ = hurray_writer_destroy.HANDLE;
+        if (hurray_writer_destroy.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_writer_destroy");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_writer_destroy", writer);

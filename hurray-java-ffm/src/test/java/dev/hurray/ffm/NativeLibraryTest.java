@@ -157,10 +157,15 @@ class NativeLibraryTest {
 
     /** Runs {@link PackedMain} in a child JVM on {@code classPath} with no override; its output. */
     private static String runPackedMain(String classPath, String... jvmOptions) throws Exception {
+        return runChild(PackedMain.class, classPath, jvmOptions);
+    }
+
+    /** Runs {@code main} in a child JVM on {@code classPath} with no override from the environment; its output. */
+    private static String runChild(Class<?> main, String classPath, String... jvmOptions) throws Exception {
         String java = ProcessHandle.current().info().command().orElseThrow();
         List<String> cmd = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED"));
         cmd.addAll(List.of(jvmOptions));
-        cmd.addAll(List.of("-cp", classPath, PackedMain.class.getName()));
+        cmd.addAll(List.of("-cp", classPath, main.getName()));
         ProcessBuilder pb = new ProcessBuilder(cmd);
         pb.environment().remove(NativeLibrary.LIBRARY_PATH_ENV);
         pb.redirectErrorStream(true);
@@ -329,6 +334,56 @@ class NativeLibraryTest {
                     + (round == 0 ? "extracted to" : "reused from") + " the cache: " + cache), out);
             try (var files = Files.list(cache)) {
                 assertEquals(1, files.count(), "one cached copy");
+            }
+        }
+    }
+
+    /**
+     * A library older than the bindings (it reports ABI 4 but lacks later additions): every call
+     * of a missing function fails with the same clear error, naming the function and the
+     * library's origin, and the functions it has keep working. Needs a C compiler for the stub.
+     */
+    @Test
+    void functionMissingFromAnOlderLibraryIsAClearErrorOnEveryCall(@TempDir Path dir) throws Exception {
+        Path src = dir.resolve("stub.c");
+        Files.writeString(src, "int hurray_c_abi_version(void) { return 4; }\n");
+        Path lib = dir.resolve("libstub.so");
+        Process cc;
+        try {
+            cc = new ProcessBuilder("cc", "-shared", "-fPIC", "-o", lib.toString(), src.toString())
+                    .redirectErrorStream(true).start();
+        } catch (IOException e) {
+            Assumptions.abort("no C compiler: " + e.getMessage());
+            return;
+        }
+        String ccOut = new String(cc.getInputStream().readAllBytes());
+        assertTrue(cc.waitFor(60, TimeUnit.SECONDS));
+        Assumptions.assumeTrue(cc.exitValue() == 0, ccOut);
+        String out = runChild(MissingSymbolMain.class, System.getProperty("java.class.path"),
+                "-D" + NativeLibrary.LIBRARY_PATH_PROPERTY + "=" + lib);
+        String expected = "java.lang.UnsatisfiedLinkError: libhurray has no hurray_decoder_reset: the library loaded from -D"
+                + NativeLibrary.LIBRARY_PATH_PROPERTY + "=" + lib + " is older than these bindings";
+        assertEquals(2, out.lines().filter(l -> l.startsWith(expected)).count(), out);
+        assertTrue(out.contains("abi=4"), out);
+        assertTrue(out.contains("handle: java.lang.UnsatisfiedLinkError: libhurray has no hurray_decoder_reset"), out);
+    }
+
+    /** Entry point of the child JVM above. */
+    static final class MissingSymbolMain {
+        public static void main(String[] args) {
+            for (int i = 0; i < 2; i++) {
+                try {
+                    hurray_h.hurray_decoder_reset(java.lang.foreign.MemorySegment.NULL);
+                    System.out.println("called a missing function?");
+                } catch (Throwable t) {
+                    System.out.println(t);
+                }
+            }
+            System.out.println("abi=" + hurray_h.hurray_c_abi_version());
+            try {
+                hurray_h.hurray_decoder_reset$handle();
+            } catch (Throwable t) {
+                System.out.println("handle: " + t);
             }
         }
     }
