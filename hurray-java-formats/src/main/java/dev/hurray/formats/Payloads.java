@@ -167,7 +167,8 @@ public final class Payloads {
      * order does not matter: rank ≤ 1 or a single element), else a reordered copy allocated in
      * {@code arena}.
      *
-     * @throws ForeignFormatException for a column-major sub-byte tensor (not reorderable by bytes)
+     * @throws ForeignFormatException for a column-major sub-byte or block-quantized tensor (not
+     *     reorderable by bytes)
      */
     public static ForeignTensor toRowMajor(ForeignTensor t, Arena arena) throws ForeignFormatException {
         if (t.layout() == Layout.Kind.ROW_MAJOR) {
@@ -183,6 +184,11 @@ public final class Payloads {
         if (nonUnit <= 1 || t.elementCount() == 0) {
             return new ForeignTensor(t.name(), t.dtype(), shape, Layout.Kind.ROW_MAJOR, t.data(),
                     t.quantization().orElse(null), t.sourceOffset());
+        }
+        if (t.quantization().orElse(null) instanceof Quantization.BlockScaled b) {
+            // Blocks run along a row-major axis; moving elements would tear them apart.
+            throw new ForeignFormatException("tensor '" + t.name() + "': cannot reorder a column-major "
+                    + b.kindName() + " tensor");
         }
         if (t.dtype().isSubByte()) {
             throw new ForeignFormatException("tensor '" + t.name() + "': cannot reorder a column-major "
