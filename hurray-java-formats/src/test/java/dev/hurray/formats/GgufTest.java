@@ -237,6 +237,55 @@ class GgufTest {
         }
     }
 
+    /**
+     * A file written and quantized by llama.cpp's own gguf-py (tools/gguf/make_quant_fixture.py):
+     * Q8_0 and Q4_0 dequantize bit for bit to what gguf-py's dequantizer gives, Q4_1 stays raw
+     * bytes, and the Q8_0/Q4_0/F32 tensors come back from an HRRYFILE as the same GGUF bytes.
+     */
+    @Test
+    void ggufPyQuantizedFileDequantizesAsGgufPyDoes() throws IOException {
+        Path dir = TestSupport.resourceDir("gguf");
+        Path hrry = tmp.resolve("q.hrry");
+        Path back = tmp.resolve("back.gguf");
+        try (ForeignModel m = Gguf.read(dir.resolve("quant.gguf"));
+             ForeignModel want = Npz.read(dir.resolve("quant-dequantized.npz"), null);
+             Arena scratch = Arena.ofConfined()) {
+            assertEquals("hurray q8_0/q4_0 fixture", m.metadata().get("general.name"));
+            ForeignTensor q8 = m.tensor("blk.0.attn_q.weight");
+            ForeignTensor q4 = m.tensor("blk.0.ffn_up.weight");
+            assertEquals(ElementType.INT8, q8.dtype());
+            assertArrayEquals(new long[] {3, 4, 64}, q8.shape());
+            assertEquals(ElementType.UINT4, q4.dtype());
+            assertArrayEquals(new long[] {5, 96}, q4.shape());
+            for (ForeignTensor t : List.of(q8, q4)) {
+                try (Tensor h = t.toTensor(scratch); Tensor f = h.dequantize()) {
+                    ForeignTensor ref = want.tensor(t.name());
+                    assertArrayEquals(ref.shape(), f.descriptor().shape().dims(), t.name());
+                    assertArrayEquals(bytes(ref.data()), bytes(f.buffer(0)), t.name());
+                }
+            }
+            ForeignTensor raw = m.tensor("blk.0.ffn_down.weight");
+            assertEquals(ElementType.UINT8, raw.dtype());
+            assertArrayEquals(new long[] {2, 40}, raw.shape());
+            assertEquals("q4_1", m.metadata().get("gguf.tensor_type.blk.0.ffn_down.weight"));
+
+            List<ForeignTensor> writable = m.tensors().stream().filter(t -> t != raw).toList();
+            new ForeignModel(writable, Map.of(), null).toHurrayFile(hrry);
+            try (HurrayFile hf = HurrayFile.open(hrry); ForeignModel fromFile = ForeignModel.of(hf)) {
+                Gguf.write(fromFile, back, null);
+            }
+            try (ForeignModel b = Gguf.read(back)) {
+                for (ForeignTensor t : writable) {
+                    ForeignTensor bt = b.tensor(t.name());
+                    assertEquals(t.dtype(), bt.dtype(), t.name());
+                    assertEquals(t.quantization(), bt.quantization(), t.name());
+                    assertArrayEquals(t.shape(), bt.shape(), t.name());
+                    assertArrayEquals(bytes(t.data()), bytes(bt.data()), t.name());
+                }
+            }
+        }
+    }
+
     /** GGUF → HRRYFILE → GGUF and GGUF → stream → GGUF keep each tensor's type, shape and bytes. */
     @Test
     void q8_0AndQ4_0RoundTripBitExact() throws IOException {
