@@ -1,16 +1,29 @@
 package dev.hurray.cli;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.hurray.ElementType;
+import dev.hurray.HurrayFile;
+import dev.hurray.Layout;
+import dev.hurray.Quantization;
+import dev.hurray.Tensor;
+import dev.hurray.formats.ForeignModel;
+import dev.hurray.formats.ForeignTensor;
+import dev.hurray.formats.Gguf;
 import dev.hurray.formats.TestSupport;
 import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** GGUF through the command: detected by content, written and read back bit-exact. */
+/** GGUF through the command: detected by content, written and read back bit-exact, Q8_0/Q4_0 blocks kept. */
 class GgufCliTest {
     @TempDir
     Path tmp;
@@ -26,6 +39,61 @@ class GgufCliTest {
         assertTrue(r.out().contains(": gguf, 1 tensor"), r.out());
         CliTest.run("convert", "--to", "npy", gguf.toString(), back.toString()).assertOk();
         assertArrayEquals(Files.readAllBytes(npy), Files.readAllBytes(back));
+    }
+
+    /**
+     * GGUF Q8_0/Q4_0 tensors become Hurray GGUF block tensors: HRRYFILE keeps them, GGUF gets
+     * back the same bytes, --dequantize computes d × q and d × (nibble − 8), and a format that
+     * cannot record the blocks refuses them.
+     */
+    @Test
+    void q8_0AndQ4_0CrossHrryfileBitExactAndDequantize() throws IOException {
+        byte[] q8 = new byte[2 * 34]; // [2, 32]: block 0 has d = 0.5 and q = i − 16, block 1 d = −2 and q = i
+        q8[1] = 0x38;
+        q8[35] = (byte) 0xC0;
+        byte[] q4 = new byte[18]; // [32]: d = 1, byte j = j (low nibble) | 15 − j (high nibble)
+        q4[1] = 0x3C;
+        float[] want8 = new float[64];
+        float[] want4 = new float[32];
+        for (int i = 0; i < 32; i++) {
+            q8[2 + i] = (byte) (i - 16);
+            q8[36 + i] = (byte) i;
+            want8[i] = (i - 16) * 0.5f;
+            want8[32 + i] = i * -2f;
+        }
+        for (int j = 0; j < 16; j++) {
+            q4[2 + j] = (byte) (j | (15 - j) << 4);
+            want4[j] = j - 8;
+            want4[16 + j] = 7 - j;
+        }
+        Path gguf = tmp.resolve("q.gguf");
+        try (Arena a = Arena.ofConfined()) {
+            ForeignTensor t8 = new ForeignTensor("w8", ElementType.INT8, new long[] {2, 32}, Layout.Kind.ROW_MAJOR,
+                    a.allocateFrom(ValueLayout.JAVA_BYTE, q8), Quantization.Block.of(Quantization.GgufFormat.Q8_0, 2), -1);
+            ForeignTensor t4 = new ForeignTensor("w4", ElementType.UINT4, new long[] {32}, Layout.Kind.ROW_MAJOR,
+                    a.allocateFrom(ValueLayout.JAVA_BYTE, q4), Quantization.Block.of(Quantization.GgufFormat.Q4_0, 1), -1);
+            Gguf.write(new ForeignModel(List.of(t8, t4), Map.of(), null), gguf, null);
+        }
+        Path hrry = tmp.resolve("q.hrry");
+        CliTest.run("convert", gguf.toString(), hrry.toString()).assertOk();
+        CliTest.Result r = CliTest.run("inspect", "--json", hrry.toString());
+        r.assertOk();
+        assertTrue(r.out().replace(" ", "").contains("\"kind\":\"q8_0\""), r.out());
+        assertTrue(r.out().replace(" ", "").contains("\"kind\":\"q4_0\""), r.out());
+        Path back = tmp.resolve("back.gguf");
+        CliTest.run("convert", hrry.toString(), back.toString()).assertOk();
+        assertArrayEquals(Files.readAllBytes(gguf), Files.readAllBytes(back));
+
+        Path values = tmp.resolve("values.hrry");
+        CliTest.run("convert", "--dequantize", gguf.toString(), values.toString()).assertOk();
+        try (HurrayFile f = HurrayFile.open(values); Tensor v8 = f.read("w8"); Tensor v4 = f.read("w4")) {
+            assertEquals(ElementType.FLOAT32, v8.descriptor().elementType());
+            assertArrayEquals(new long[] {2, 32}, v8.descriptor().shape().dims());
+            assertArrayEquals(want8, v8.toFloatArray());
+            assertArrayEquals(want4, v4.toFloatArray());
+        }
+        CliTest.run("convert", gguf.toString(), tmp.resolve("q.safetensors").toString())
+                .assertError(ExitCode.BAD_INPUT, "pass --dequantize");
     }
 
     @Test

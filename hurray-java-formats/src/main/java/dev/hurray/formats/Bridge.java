@@ -101,7 +101,12 @@ final class Bridge {
             throw new ForeignFormatException(what + ": " + d.buffers().size()
                     + " buffers; this format holds one dense buffer per tensor");
         }
-        long dense = d.elementType().byteSizeOf(d.elementCount());
+        long dense;
+        try {
+            dense = ForeignTensor.payloadSize(d.elementType(), d.shape().dims(), d.quantization().orElse(null));
+        } catch (IllegalArgumentException | ArithmeticException e) {
+            throw new ForeignFormatException(what + ": " + e.getMessage());
+        }
         if (d.byteOffset() != 0 || payloads.get(0).byteSize() != dense) {
             throw new ForeignFormatException(what + ": the elements do not fill buffer 0 exactly (byte offset "
                     + d.byteOffset() + ", " + payloads.get(0).byteSize() + " bytes for " + dense + ")");

@@ -16,8 +16,10 @@ import java.util.Optional;
  * One tensor read from (or to be written to) a foreign format: name, element type, shape,
  * element order, payload and optional quantization.
  *
- * <p><b>Payload.</b> {@link #data()} holds exactly {@code dtype.byteSizeOf(elementCount())}
- * bytes of the stored values, little-endian, dense, in {@link #layout()} order. Its size is a
+ * <p><b>Payload.</b> {@link #data()} holds exactly {@link #payloadSize payloadSize(dtype, shape,
+ * quantization)} bytes of the stored values, little-endian, dense, in {@link #layout()} order:
+ * {@code dtype.byteSizeOf(elementCount())}, except for the GGUF block kinds
+ * ({@link Quantization.Block}), whose one buffer holds llama.cpp's interleaved blocks. Its size is a
  * {@code long}: payloads over 2 GiB are fine. The segment is either a slice of a read-only file
  * mapping (safetensors, little-endian npy) or memory allocated 64-byte aligned (tfjs tensors,
  * which start at arbitrary offsets in their shards; byte-swapped npy; npz entries). It is owned
@@ -52,12 +54,15 @@ public final class ForeignTensor {
      * @param dtype        stored element type
      * @param shape        dimensions, each {@code >= 0}; empty for a scalar (rank 0)
      * @param layout       element order of {@code data}
-     * @param data         payload, exactly {@code dtype.byteSizeOf(product(shape))} bytes
+     * @param data         payload, exactly {@link #payloadSize payloadSize(dtype, shape, quantization)}
+     *                     bytes
      * @param quantization how stored values map to logical ones, or {@code null}
      * @param sourceOffset byte offset of the payload in the source file, or {@code -1} when it
      *                     has none (compressed, computed, or built in memory)
      * @throws IllegalArgumentException on a negative dimension, an element count or byte size
-     *                                  that overflows {@code long}, or a payload of the wrong size
+     *                                  that overflows {@code long}, a payload of the wrong size,
+     *                                  or GGUF blocks on a scalar or a last dimension that is not
+     *                                  a multiple of 32
      */
     public ForeignTensor(String name, ElementType dtype, long[] shape, Layout.Kind layout, MemorySegment data,
                          Quantization quantization, long sourceOffset) {
@@ -104,15 +109,45 @@ public final class ForeignTensor {
         }
         long bytes;
         try {
-            bytes = dtype.byteSizeOf(elementCount(this.shape));
+            bytes = payloadSize(dtype, this.shape, quantization);
         } catch (ArithmeticException e) {
             throw new IllegalArgumentException("tensor '" + name + "': size of shape "
                     + Arrays.toString(shape) + " overflows");
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("tensor '" + name + "': " + e.getMessage());
         }
         if (data.byteSize() != bytes) {
             throw new IllegalArgumentException("tensor '" + name + "': payload is " + data.byteSize()
-                    + " bytes, " + dtype + Arrays.toString(shape) + " needs " + bytes);
+                    + " bytes, " + dtype + Arrays.toString(shape)
+                    + (quantization instanceof Quantization.Block b ? " in " + b.kindName() + " blocks" : "")
+                    + " needs " + bytes);
         }
+    }
+
+    /**
+     * The byte size of buffer 0 of a dense tensor: {@code dtype.byteSizeOf(elementCount(shape))},
+     * except for a GGUF block quantization ({@link Quantization.Block}), whose buffer holds
+     * llama.cpp's blocks of 32 elements along the last axis, each a float16 scale and the
+     * elements: {@code elementCount / 32 × 34} bytes for {@code Q8_0}, {@code × 18} for
+     * {@code Q4_0} (docs/spec/descriptor.md §Block quantization kinds). Scale buffers of other
+     * kinds are not counted.
+     *
+     * @param quantization the tensor's quantization, or {@code null}
+     * @throws IllegalArgumentException on a negative dimension, or GGUF blocks on a scalar or a
+     *                                  last dimension that is not a multiple of 32
+     * @throws ArithmeticException      on {@code long} overflow
+     */
+    public static long payloadSize(ElementType dtype, long[] shape, Quantization quantization) {
+        long n = elementCount(shape);
+        if (!(quantization instanceof Quantization.Block b)) {
+            return dtype.byteSizeOf(n);
+        }
+        if (shape.length == 0 || shape[shape.length - 1] % b.block() != 0) {
+            throw new IllegalArgumentException(b.kindName() + " stores blocks of " + b.block()
+                    + " elements along the last axis; shape " + Arrays.toString(shape)
+                    + (shape.length == 0 ? " has none" : "'s last dimension is not a multiple of " + b.block()));
+        }
+        return Math.multiplyExact(n / b.block(), (long) Gguf.GgmlType.of(b.format()).blockBytes());
     }
 
     /**

@@ -3,6 +3,7 @@ package dev.hurray.formats;
 import dev.hurray.AtomicOutput;
 import dev.hurray.ElementType;
 import dev.hurray.Layout;
+import dev.hurray.Quantization;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -38,19 +39,40 @@ import java.util.function.LongConsumer;
  * the elements. Version 1 (32-bit counts) and big-endian files are refused.
  *
  * <p><b>Mapping to Hurray.</b> A GGUF dimension list {@code [ne0, ne1, …]} (ne0 contiguous) is
- * the row-major shape {@code [… , ne1, ne0]}. The plain ggml types map to element types
- * ({@code F32} float32, {@code F16} float16, {@code BF16} bfloat16, {@code F64} float64,
- * {@code I8}…{@code I64} int8…int64). The block-quantized types ({@code Q4_0}, {@code Q8_0},
- * the k-quants, …; {@link GgmlType#isBlock()}) are carried as <b>raw bytes</b> until Hurray's
- * block-scale quantization kinds land: a {@code uint8} tensor of shape
- * {@code […, ne1, rowBytes]} (one row of blocks per last index), with the ggml type recorded in
- * the model metadata under {@code gguf.tensor_type.NAME} (e.g. {@code q8_0}). Metadata values
+ * the row-major shape {@code [… , ne1, ne0]}. The ggml types map as follows (both ways unless
+ * noted):
+ * <table>
+ *   <caption>ggml types as Hurray tensors</caption>
+ *   <tr><th>ggml type</th><th>Hurray element type</th><th>Hurray quantization</th><th>buffer 0</th></tr>
+ *   <tr><td>{@code F32}, {@code F16}, {@code BF16}, {@code F64}</td>
+ *       <td>float32, float16, bfloat16, float64</td><td>none</td><td>the elements</td></tr>
+ *   <tr><td>{@code I8}, {@code I16}, {@code I32}, {@code I64}</td>
+ *       <td>int8, int16, int32, int64</td><td>none</td><td>the elements</td></tr>
+ *   <tr><td>{@code Q8_0}</td><td>int8</td>
+ *       <td>{@link Quantization.Block} {@code Q8_0}, axis rank − 1, dequantized float32</td>
+ *       <td>the file's 34-byte blocks as they are (float16 {@code d}, 32 int8 {@code q};
+ *       value {@code d × q})</td></tr>
+ *   <tr><td>{@code Q4_0}</td><td>uint4</td>
+ *       <td>{@link Quantization.Block} {@code Q4_0}, axis rank − 1, dequantized float32</td>
+ *       <td>the file's 18-byte blocks as they are (float16 {@code d}, 16 bytes whose low
+ *       nibbles are elements 0–15 and high nibbles 16–31; value {@code d × (q − 8)})</td></tr>
+ *   <tr><td>{@code Q4_1}, {@code Q5_0}, {@code Q5_1}, {@code Q8_1}, {@code Q2_K}…{@code Q8_K}
+ *       (read only)</td>
+ *       <td>uint8: <b>raw bytes</b></td><td>none</td><td>a {@code uint8} tensor of shape
+ *       {@code […, ne1, rowBytes]} (one row of blocks per last index), the ggml type named in
+ *       the model metadata under {@code gguf.tensor_type.NAME} (e.g. {@code q4_k})</td></tr>
+ * </table>
+ * So {@code Q8_0} and {@code Q4_0} tensors keep their logical shape, their bytes are used in
+ * place (no conversion), and {@link dev.hurray.Tensor#dequantize()} computes their values;
+ * they convert to HRRYFILE or a stream and back to GGUF bit for bit. Metadata values
  * become strings in {@link ForeignModel#metadata()}: strings as they are, numbers in decimal,
  * booleans as {@code true}/{@code false}, arrays as JSON arrays.
  *
  * <p><b>Hostile input.</b> Every length and count is checked against the bytes that remain
- * before anything is allocated for it; array nesting is bounded (depth 4), ranks by 32, and
- * each tensor's data must lie inside the data section at an aligned offset.
+ * before anything is allocated for it; array nesting is bounded (depth 4), ranks by 32; a block
+ * type's ne0 must be a multiple of its block (32 for {@code Q8_0}/{@code Q4_0}); each tensor's
+ * data, whose size follows from its type and dimensions, must lie inside the data section at an
+ * aligned offset without reaching into another tensor's.
  *
  * <p><b>Ownership and threads.</b> {@link #read} maps the file read-only; tensor payloads are
  * slices of the mapping (zero copy), owned by the returned model's shared arena, valid until it is
@@ -64,6 +86,8 @@ public final class Gguf {
     private static final int MAX_RANK = 32;
     private static final ValueLayout.OfInt U32 = Payloads.LE_INT;
     private static final ValueLayout.OfLong U64 = Payloads.LE_LONG;
+    /** Model metadata key prefix naming the ggml type of a tensor carried as raw bytes. */
+    private static final String RAW_TYPE_KEY = "gguf.tensor_type.";
 
     private Gguf() {
     }
@@ -158,10 +182,10 @@ public final class Gguf {
      */
     public enum GgmlType {
         F32(0, 1, 4, ElementType.FLOAT32), F16(1, 1, 2, ElementType.FLOAT16),
-        Q4_0(2, 32, 18, null), Q4_1(3, 32, 20, null), Q5_0(6, 32, 22, null), Q5_1(7, 32, 24, null),
-        Q8_0(8, 32, 34, null), Q8_1(9, 32, 36, null),
-        Q2_K(10, 256, 84, null), Q3_K(11, 256, 110, null), Q4_K(12, 256, 144, null), Q5_K(13, 256, 176, null),
-        Q6_K(14, 256, 210, null), Q8_K(15, 256, 292, null),
+        Q4_0(2, 32, 18, Quantization.GgufFormat.Q4_0), Q4_1(3, 32, 20), Q5_0(6, 32, 22), Q5_1(7, 32, 24),
+        Q8_0(8, 32, 34, Quantization.GgufFormat.Q8_0), Q8_1(9, 32, 36),
+        Q2_K(10, 256, 84), Q3_K(11, 256, 110), Q4_K(12, 256, 144), Q5_K(13, 256, 176),
+        Q6_K(14, 256, 210), Q8_K(15, 256, 292),
         I8(24, 1, 1, ElementType.INT8), I16(25, 1, 2, ElementType.INT16), I32(26, 1, 4, ElementType.INT32),
         I64(27, 1, 8, ElementType.INT64), F64(28, 1, 8, ElementType.FLOAT64), BF16(30, 1, 2, ElementType.BFLOAT16);
 
@@ -169,12 +193,29 @@ public final class Gguf {
         private final int blockElements;
         private final int blockBytes;
         private final ElementType elementType;
+        private final Quantization.GgufFormat blockFormat;
 
+        /** A plain type. */
         GgmlType(int code, int blockElements, int blockBytes, ElementType elementType) {
+            this(code, blockElements, blockBytes, elementType, null);
+        }
+
+        /** A block type Hurray quantizes the same way. */
+        GgmlType(int code, int blockElements, int blockBytes, Quantization.GgufFormat blockFormat) {
+            this(code, blockElements, blockBytes, null, blockFormat);
+        }
+
+        /** A block type carried as raw bytes. */
+        GgmlType(int code, int blockElements, int blockBytes) {
+            this(code, blockElements, blockBytes, null, null);
+        }
+
+        GgmlType(int code, int blockElements, int blockBytes, ElementType elementType, Quantization.GgufFormat blockFormat) {
             this.code = code;
             this.blockElements = blockElements;
             this.blockBytes = blockBytes;
             this.elementType = elementType;
+            this.blockFormat = blockFormat;
         }
 
         /** The wire code ({@code ggml_type}). */
@@ -192,14 +233,39 @@ public final class Gguf {
             return blockBytes;
         }
 
-        /** True for block-quantized types, carried as raw bytes (see the class documentation). */
+        /**
+         * True for the block-quantized types: {@link #Q8_0} and {@link #Q4_0}, which Hurray
+         * quantizes the same way ({@link #blockFormat()}), and the others, carried as raw bytes
+         * ({@link #isRaw()}; see the class documentation).
+         */
         public boolean isBlock() {
             return elementType == null;
+        }
+
+        /** True for the block types carried as raw {@code uint8} rows: every block type but Q8_0 and Q4_0. */
+        public boolean isRaw() {
+            return elementType == null && blockFormat == null;
         }
 
         /** The Hurray element type of a plain type, or {@code null} for a block type. */
         public ElementType elementType() {
             return elementType;
+        }
+
+        /**
+         * The Hurray GGUF block format of {@link #Q8_0} and {@link #Q4_0}
+         * ({@link Quantization.Block}), or {@code null} for every other type.
+         */
+        public Quantization.GgufFormat blockFormat() {
+            return blockFormat;
+        }
+
+        /** The ggml type of a Hurray GGUF block format. */
+        public static GgmlType of(Quantization.GgufFormat format) {
+            return switch (Objects.requireNonNull(format, "format")) {
+                case Q8_0 -> Q8_0;
+                case Q4_0 -> Q4_0;
+            };
         }
 
         /** The ggml type with wire code {@code code}, or {@code null} if this reader does not know it. */
@@ -299,13 +365,21 @@ public final class Gguf {
                 MemorySegment data = map.asSlice(h.dataOffset() + t.offset(), t.bytes());
                 long[] shape = t.shape();
                 ElementType et = t.type().elementType();
-                if (t.type().isBlock()) {
-                    meta.put("gguf.tensor_type." + t.name(), t.type().name().toLowerCase(java.util.Locale.ROOT));
+                Quantization q = null;
+                if (t.type().blockFormat() != null) {
+                    et = storedType(t.type().blockFormat());
+                    q = Quantization.Block.of(t.type().blockFormat(), shape.length);
+                } else if (t.type().isRaw()) {
+                    meta.put(RAW_TYPE_KEY + t.name(), t.type().name().toLowerCase(java.util.Locale.ROOT));
                     shape[shape.length - 1] = t.dims()[0] / t.type().blockElements() * t.type().blockBytes();
                     et = ElementType.UINT8;
                 }
-                tensors.add(new ForeignTensor(t.name(), et, shape, Layout.Kind.ROW_MAJOR, data, null,
-                        h.dataOffset() + t.offset()));
+                try {
+                    tensors.add(new ForeignTensor(t.name(), et, shape, Layout.Kind.ROW_MAJOR, data, q,
+                            h.dataOffset() + t.offset()));
+                } catch (IllegalArgumentException e) {
+                    throw new ForeignFormatException(what + ": " + e.getMessage());
+                }
             }
             try {
                 return new ForeignModel(tensors, meta, arena);
@@ -321,22 +395,21 @@ public final class Gguf {
     /**
      * Writes {@code model} as a GGUF v3 file, atomically ({@link AtomicOutput}): its metadata as
      * {@code STRING} values (plus {@code general.alignment} = 32), its tensors in model order
-     * with the dimensions reversed. Column-major tensors are reordered to row-major.
+     * with the dimensions reversed. Column-major tensors are reordered to row-major. A tensor
+     * quantized as {@link #records GGUF blocks} ({@link Quantization.Block}, int8 {@code Q8_0} or
+     * uint4 {@code Q4_0}, along the last axis, float32 values) is written as that ggml type, its
+     * buffer's bytes as they are.
      *
-     * @throws ForeignFormatException for a quantized tensor, an element type GGUF has no plain
-     *     type for (unsigned integers, complex, FP8, 4-bit, bool), or a rank above 4 (ggml's)
+     * @throws ForeignFormatException for any other quantization (or GGUF blocks on the wrong
+     *     element type or a column-major tensor), an element type GGUF has no plain type for
+     *     (unsigned integers, complex, FP8, 4-bit, bool), or a rank above 4 (ggml's)
      */
     public static void write(ForeignModel model, Path target, LongConsumer progress) throws IOException {
         List<ForeignTensor> ts = new ArrayList<>();
+        List<GgmlType> types = new ArrayList<>();
         try (Arena scratch = Arena.ofConfined()) {
             for (ForeignTensor t : model.tensors()) {
-                if (t.quantization().isPresent()) {
-                    throw new ForeignFormatException("tensor '" + t.name() + "' is quantized ("
-                            + Payloads.describe(t.quantization().get()) + "); GGUF cannot record this quantization");
-                }
-                if (GgmlType.of(t.dtype()) == null) {
-                    throw new ForeignFormatException("tensor '" + t.name() + "': GGUF has no type for " + t.dtype());
-                }
+                types.add(typeOf(t));
                 if (t.rank() > 4) {
                     throw new ForeignFormatException("tensor '" + t.name() + "': rank " + t.rank() + ", GGUF holds at most 4");
                 }
@@ -344,7 +417,7 @@ public final class Gguf {
             }
             Map<String, String> meta = new LinkedHashMap<>(model.metadata());
             meta.remove("general.alignment");
-            ByteBuffer head = header(ts, meta);
+            ByteBuffer head = header(ts, types, meta);
             AtomicOutput.write(target, out -> {
                 while (head.hasRemaining()) {
                     out.write(head);
@@ -359,6 +432,43 @@ public final class Gguf {
         }
     }
 
+    /**
+     * True when {@link #write} records {@code q} as a ggml block type: a {@link Quantization.Block}
+     * ({@code Q8_0} or {@code Q4_0}) along the last of {@code rank} axes with float32 as its
+     * dequantized type, exactly what {@link #read} gives. Any other quantization is refused.
+     */
+    public static boolean records(Quantization q, int rank) {
+        return q instanceof Quantization.Block b && rank > 0 && b.axis() == rank - 1
+                && b.dequantized() == ElementType.FLOAT32;
+    }
+
+    /** The ggml type {@code t} is written as, or a refusal naming why it has none. */
+    private static GgmlType typeOf(ForeignTensor t) throws ForeignFormatException {
+        if (t.quantization().isEmpty()) {
+            GgmlType type = GgmlType.of(t.dtype());
+            if (type == null) {
+                throw new ForeignFormatException("tensor '" + t.name() + "': GGUF has no type for " + t.dtype());
+            }
+            return type;
+        }
+        Quantization q = t.quantization().get();
+        if (!records(q, t.rank())) {
+            throw new ForeignFormatException("tensor '" + t.name() + "' is quantized (" + Payloads.describe(q)
+                    + "); GGUF records only q8_0 and q4_0 blocks along the last axis with float32 values");
+        }
+        Quantization.GgufFormat f = ((Quantization.Block) q).format();
+        if (t.dtype() != storedType(f)) {
+            throw new ForeignFormatException("tensor '" + t.name() + "': " + f + " blocks store " + storedType(f)
+                    + ", not " + t.dtype());
+        }
+        return GgmlType.of(f);
+    }
+
+    /** The Hurray element type GGUF blocks of {@code format} store: int8 for Q8_0, uint4 for Q4_0. */
+    private static ElementType storedType(Quantization.GgufFormat format) {
+        return format == Quantization.GgufFormat.Q8_0 ? ElementType.INT8 : ElementType.UINT4;
+    }
+
     private static long pad(FileChannel out, long pos) throws IOException {
         int n = (int) ((DEFAULT_ALIGNMENT - pos % DEFAULT_ALIGNMENT) % DEFAULT_ALIGNMENT);
         ByteBuffer z = ByteBuffer.allocate(n);
@@ -368,7 +478,7 @@ public final class Gguf {
         return pos + n;
     }
 
-    private static ByteBuffer header(List<ForeignTensor> ts, Map<String, String> meta) {
+    private static ByteBuffer header(List<ForeignTensor> ts, List<GgmlType> types, Map<String, String> meta) {
         java.io.ByteArrayOutputStream b = new java.io.ByteArrayOutputStream();
         ByteBuffer bb = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN);
         writeInt(b, bb, MAGIC);
@@ -384,14 +494,15 @@ public final class Gguf {
             writeString(b, bb, e.getValue());
         }
         long offset = 0;
-        for (ForeignTensor t : ts) {
+        for (int k = 0; k < ts.size(); k++) {
+            ForeignTensor t = ts.get(k);
             writeString(b, bb, t.name());
             long[] shape = t.shape();
             writeInt(b, bb, shape.length);
             for (int i = shape.length - 1; i >= 0; i--) {
                 writeLong(b, bb, shape[i]);
             }
-            writeInt(b, bb, GgmlType.of(t.dtype()).code());
+            writeInt(b, bb, types.get(k).code());
             offset = (offset + DEFAULT_ALIGNMENT - 1) / DEFAULT_ALIGNMENT * DEFAULT_ALIGNMENT;
             writeLong(b, bb, offset);
             offset += t.byteSize();
@@ -548,8 +659,9 @@ public final class Gguf {
                         + ", which this reader does not know");
             }
             if (dims[0] % type.blockElements() != 0) {
-                throw new ForeignFormatException(what + ": tensor '" + name + "': " + type + " needs ne0 to be a multiple of "
-                        + type.blockElements() + ", it is " + dims[0]);
+                throw new ForeignFormatException(what + ": tensor '" + name + "': " + type + " stores blocks of "
+                        + type.blockElements() + " elements along the last dimension (ne0), which is " + dims[0]
+                        + ", not a multiple of " + type.blockElements());
             }
             long bytes;
             try {
@@ -570,6 +682,20 @@ public final class Gguf {
             if (dataBytes < 0 || t.offset() > dataBytes || t.bytes() > dataBytes - t.offset()) {
                 throw new ForeignFormatException(what + ": tensor '" + t.name() + "' (" + t.bytes() + " bytes at data offset "
                         + t.offset() + ") runs past the end of the file");
+            }
+        }
+        // A tensor's byte size follows from its type and dimensions; if it reaches into the next
+        // tensor's data, the dimensions or the type do not match the data the file gives it.
+        List<TensorInfo> byOffset = new ArrayList<>(infos);
+        byOffset.sort(java.util.Comparator.comparingLong(TensorInfo::offset));
+        for (int i = 1; i < byOffset.size(); i++) {
+            TensorInfo a = byOffset.get(i - 1);
+            TensorInfo b = byOffset.get(i);
+            if (a.bytes() > b.offset() - a.offset()) {
+                throw new ForeignFormatException(what + ": tensor '" + a.name() + "' (" + a.type() + " "
+                        + java.util.Arrays.toString(a.dims()) + ", " + a.bytes() + " bytes at data offset " + a.offset()
+                        + ") overlaps tensor '" + b.name() + "' at data offset " + b.offset()
+                        + ": its size does not match the data the file gives it");
             }
         }
         return new Header(version, Collections.unmodifiableMap(meta), List.copyOf(infos), alignment, dataOffset);

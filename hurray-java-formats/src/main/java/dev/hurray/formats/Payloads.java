@@ -165,9 +165,11 @@ public final class Payloads {
     /**
      * Returns {@code t} with a row-major payload: {@code t} itself when it already is (or when
      * order does not matter: rank ≤ 1 or a single element), else a reordered copy allocated in
-     * {@code arena}.
+     * {@code arena}. The quantization and its scale buffers are kept (per-channel parameters
+     * are indexed by channel, not by position).
      *
-     * @throws ForeignFormatException for a column-major sub-byte tensor (not reorderable by bytes)
+     * @throws ForeignFormatException for a column-major sub-byte or block-quantized tensor (not
+     *     reorderable by bytes)
      */
     public static ForeignTensor toRowMajor(ForeignTensor t, Arena arena) throws ForeignFormatException {
         if (t.layout() == Layout.Kind.ROW_MAJOR) {
@@ -182,7 +184,12 @@ public final class Payloads {
         }
         if (nonUnit <= 1 || t.elementCount() == 0) {
             return new ForeignTensor(t.name(), t.dtype(), shape, Layout.Kind.ROW_MAJOR, t.data(),
-                    t.quantization().orElse(null), t.sourceOffset());
+                    t.quantization().orElse(null), t.scaleBuffers(), t.sourceOffset());
+        }
+        if (t.quantization().orElse(null) instanceof Quantization.BlockScaled b) {
+            // Blocks run along a row-major axis; moving elements would tear them apart.
+            throw new ForeignFormatException("tensor '" + t.name() + "': cannot reorder a column-major "
+                    + b.kindName() + " tensor");
         }
         if (t.dtype().isSubByte()) {
             throw new ForeignFormatException("tensor '" + t.name() + "': cannot reorder a column-major "
@@ -191,7 +198,7 @@ public final class Payloads {
         MemorySegment dst = allocate(arena, t.byteSize());
         columnToRowMajor(t.data(), shape, Payloads.byteWidth(t.dtype()), dst);
         return new ForeignTensor(t.name(), t.dtype(), shape, Layout.Kind.ROW_MAJOR, dst,
-                t.quantization().orElse(null), -1);
+                t.quantization().orElse(null), t.scaleBuffers(), -1);
     }
 
     /**

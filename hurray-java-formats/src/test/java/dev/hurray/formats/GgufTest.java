@@ -10,13 +10,20 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import dev.hurray.BufferSpec;
 import dev.hurray.ElementType;
 import dev.hurray.HurrayFile;
 import dev.hurray.Layout;
+import dev.hurray.Quantization;
+import dev.hurray.Reader;
+import dev.hurray.Shape;
 import dev.hurray.Tensor;
+import dev.hurray.TensorDescriptor;
+import dev.hurray.Writer;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.math.BigInteger;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -133,20 +140,305 @@ class GgufTest {
         }
     }
 
-    /** Block-quantized data comes through as raw bytes, one row of blocks per last index. */
+    /** Block types other than Q8_0 and Q4_0 come through as raw bytes, one row of blocks per last index. */
     @Test
-    void blockTypesAreCarriedAsRawBytes() throws IOException {
-        byte[] blocks = new byte[2 * 2 * 34]; // Q8_0: 2 rows of 64 elements = 2 blocks of 34 bytes each
+    void otherBlockTypesAreCarriedAsRawBytes() throws IOException {
+        byte[] blocks = new byte[2 * 2 * 20]; // Q4_1: 2 rows of 64 elements = 2 blocks of 20 bytes each
         new Random(1).nextBytes(blocks);
         Path p = tmp.resolve("q.gguf");
-        Files.write(p, gguf(List.of(), "w", new long[] {64, 2}, 8, 0, blocks));
+        Files.write(p, gguf(List.of(), "w", new long[] {64, 2}, 3, 0, blocks));
         try (ForeignModel m = Gguf.read(p)) {
             ForeignTensor t = m.tensor("w");
             assertEquals(ElementType.UINT8, t.dtype());
-            assertArrayEquals(new long[] {2, 68}, t.shape());
-            assertEquals("q8_0", m.metadata().get("gguf.tensor_type.w"));
+            assertTrue(t.quantization().isEmpty());
+            assertArrayEquals(new long[] {2, 40}, t.shape());
+            assertEquals("q4_1", m.metadata().get("gguf.tensor_type.w"));
             assertArrayEquals(blocks, bytes(t.data()));
         }
+        byte[] k = new byte[3 * 144]; // Q4_K: 3 rows of one 256-element super-block each
+        new Random(2).nextBytes(k);
+        Files.write(p, gguf(List.of(), "k", new long[] {256, 3}, 12, 0, k));
+        try (ForeignModel m = Gguf.read(p)) {
+            assertEquals(ElementType.UINT8, m.tensor("k").dtype());
+            assertArrayEquals(new long[] {3, 144}, m.tensor("k").shape());
+            assertEquals("q4_k", m.metadata().get("gguf.tensor_type.k"));
+            assertTrue(Gguf.GgmlType.Q4_K.isRaw());
+            assertFalse(Gguf.GgmlType.Q8_0.isRaw());
+        }
+    }
+
+    /**
+     * Q8_0: the Hurray tensor is int8 of the logical shape with GGUF Q8_0 blocks along the last
+     * axis, its one buffer the file's bytes, and it dequantizes to d × q.
+     */
+    @Test
+    void q8_0IsAGgufBlockTensorThatDequantizes() throws IOException {
+        byte[] blocks = q8_0Blocks(new Random(11), 6);
+        // Block 0 by hand: d = 0.5 (float16 0x3800); q = 1, -2, 127, -128, 0, …
+        blocks[0] = 0x00;
+        blocks[1] = 0x38;
+        blocks[2] = 1;
+        blocks[3] = -2;
+        blocks[4] = 127;
+        blocks[5] = -128;
+        blocks[6] = 0;
+        Path p = Files.write(tmp.resolve("q8.gguf"), gguf(List.of(), "w", new long[] {64, 3}, 8, 0, blocks));
+        try (ForeignModel m = Gguf.read(p); Arena scratch = Arena.ofConfined()) {
+            ForeignTensor t = m.tensor("w");
+            assertEquals(ElementType.INT8, t.dtype());
+            assertArrayEquals(new long[] {3, 64}, t.shape());
+            assertEquals(new Quantization.Block(Quantization.GgufFormat.Q8_0, 1, ElementType.FLOAT32),
+                    t.quantization().orElseThrow());
+            assertTrue(t.scaleBuffers().isEmpty());
+            assertArrayEquals(blocks, bytes(t.data()));
+            assertFalse(m.metadata().containsKey("gguf.tensor_type.w"));
+            try (Tensor h = t.toTensor(scratch); Tensor f = h.dequantize()) {
+                assertEquals(t.quantization(), h.descriptor().quantization());
+                assertArrayEquals(new long[] {3, 64}, f.descriptor().shape().dims());
+                float[] got = floats(f);
+                assertEquals(0.5f, got[0]);
+                assertEquals(-1f, got[1]);
+                assertEquals(63.5f, got[2]);
+                assertEquals(-64f, got[3]);
+                assertEquals(0f, got[4]);
+                assertArrayEquals(dequantizeQ8_0(blocks), got);
+            }
+        }
+    }
+
+    /**
+     * Q4_0: uint4 with GGUF Q4_0 blocks; byte j of a block holds element j (low nibble) and
+     * element j + 16 (high nibble), each worth d × (nibble − 8).
+     */
+    @Test
+    void q4_0IsAGgufBlockTensorThatDequantizes() throws IOException {
+        byte[] blocks = q4_0Blocks(new Random(12), 8);
+        // Block 0 by hand: d = 2 (float16 0x4000); byte 0 = 0x1F, byte 1 = 0x80.
+        blocks[0] = 0x00;
+        blocks[1] = 0x40;
+        blocks[2] = 0x1F;
+        blocks[3] = (byte) 0x80;
+        Path p = Files.write(tmp.resolve("q4.gguf"), gguf(List.of(), "w", new long[] {64, 2, 2}, 2, 0, blocks));
+        try (ForeignModel m = Gguf.read(p); Arena scratch = Arena.ofConfined()) {
+            ForeignTensor t = m.tensor("w");
+            assertEquals(ElementType.UINT4, t.dtype());
+            assertArrayEquals(new long[] {2, 2, 64}, t.shape());
+            assertEquals(new Quantization.Block(Quantization.GgufFormat.Q4_0, 2, ElementType.FLOAT32),
+                    t.quantization().orElseThrow());
+            assertArrayEquals(blocks, bytes(t.data()));
+            try (Tensor h = t.toTensor(scratch); Tensor f = h.dequantize()) {
+                float[] got = floats(f);
+                assertEquals(14f, got[0]);   // (15 − 8) × 2
+                assertEquals(-16f, got[1]);  // (0 − 8) × 2
+                assertEquals(-14f, got[16]); // (1 − 8) × 2
+                assertEquals(0f, got[17]);   // (8 − 8) × 2
+                assertArrayEquals(dequantizeQ4_0(blocks), got);
+            }
+        }
+    }
+
+    /**
+     * A file written and quantized by llama.cpp's own gguf-py (tools/gguf/make_quant_fixture.py):
+     * Q8_0 and Q4_0 dequantize bit for bit to what gguf-py's dequantizer gives, Q4_1 stays raw
+     * bytes, and the Q8_0/Q4_0/F32 tensors come back from an HRRYFILE as the same GGUF bytes.
+     */
+    @Test
+    void ggufPyQuantizedFileDequantizesAsGgufPyDoes() throws IOException {
+        Path dir = TestSupport.resourceDir("gguf");
+        Path hrry = tmp.resolve("q.hrry");
+        Path back = tmp.resolve("back.gguf");
+        try (ForeignModel m = Gguf.read(dir.resolve("quant.gguf"));
+             ForeignModel want = Npz.read(dir.resolve("quant-dequantized.npz"), null);
+             Arena scratch = Arena.ofConfined()) {
+            assertEquals("hurray q8_0/q4_0 fixture", m.metadata().get("general.name"));
+            ForeignTensor q8 = m.tensor("blk.0.attn_q.weight");
+            ForeignTensor q4 = m.tensor("blk.0.ffn_up.weight");
+            assertEquals(ElementType.INT8, q8.dtype());
+            assertArrayEquals(new long[] {3, 4, 64}, q8.shape());
+            assertEquals(ElementType.UINT4, q4.dtype());
+            assertArrayEquals(new long[] {5, 96}, q4.shape());
+            for (ForeignTensor t : List.of(q8, q4)) {
+                try (Tensor h = t.toTensor(scratch); Tensor f = h.dequantize()) {
+                    ForeignTensor ref = want.tensor(t.name());
+                    assertArrayEquals(ref.shape(), f.descriptor().shape().dims(), t.name());
+                    assertArrayEquals(bytes(ref.data()), bytes(f.buffer(0)), t.name());
+                }
+            }
+            ForeignTensor raw = m.tensor("blk.0.ffn_down.weight");
+            assertEquals(ElementType.UINT8, raw.dtype());
+            assertArrayEquals(new long[] {2, 40}, raw.shape());
+            assertEquals("q4_1", m.metadata().get("gguf.tensor_type.blk.0.ffn_down.weight"));
+
+            List<ForeignTensor> writable = m.tensors().stream().filter(t -> t != raw).toList();
+            new ForeignModel(writable, Map.of(), null).toHurrayFile(hrry);
+            try (HurrayFile hf = HurrayFile.open(hrry); ForeignModel fromFile = ForeignModel.of(hf)) {
+                Gguf.write(fromFile, back, null);
+            }
+            try (ForeignModel b = Gguf.read(back)) {
+                for (ForeignTensor t : writable) {
+                    ForeignTensor bt = b.tensor(t.name());
+                    assertEquals(t.dtype(), bt.dtype(), t.name());
+                    assertEquals(t.quantization(), bt.quantization(), t.name());
+                    assertArrayEquals(t.shape(), bt.shape(), t.name());
+                    assertArrayEquals(bytes(t.data()), bytes(bt.data()), t.name());
+                }
+            }
+        }
+    }
+
+    /** GGUF → HRRYFILE → GGUF and GGUF → stream → GGUF keep each tensor's type, shape and bytes. */
+    @Test
+    void q8_0AndQ4_0RoundTripBitExact() throws IOException {
+        Random rnd = new Random(13);
+        byte[] q8 = q8_0Blocks(rnd, 3 * 2);
+        byte[] q4 = q4_0Blocks(rnd, 2 * 2);
+        byte[] f32 = new byte[20];
+        rnd.nextBytes(f32);
+        byte[] data = cat(q8, new byte[256 - q8.length], q4, new byte[96 - q4.length], f32);
+        Path src = Files.write(tmp.resolve("src.gguf"), gguf(List.of(kv("general.name", 8, str("mixed"))), List.of(
+                new Info("a", new long[] {64, 3}, 8, 0), new Info("b", new long[] {32, 2, 2}, 2, 256),
+                new Info("c", new long[] {5}, 0, 352)), data));
+        Path direct = tmp.resolve("direct.gguf");
+        Path viaFile = tmp.resolve("via-file.gguf");
+        Path viaStream = tmp.resolve("via-stream.gguf");
+        Path hrry = tmp.resolve("m.hrry");
+        try (ForeignModel m = Gguf.read(src)) {
+            Gguf.write(m, direct, null);
+            m.toHurrayFile(hrry);
+            Writer w = Writer.toMemory();
+            m.writeTo(w);
+            w.close();
+            try (Reader r = Reader.of(w.toByteArray()); ForeignModel back = ForeignModel.of(r)) {
+                Gguf.write(back, viaStream, null);
+            }
+        }
+        try (HurrayFile hf = HurrayFile.open(hrry); ForeignModel back = ForeignModel.of(hf)) {
+            assertEquals(Quantization.GgufFormat.Q4_0,
+                    ((Quantization.Block) hf.entry("b").orElseThrow().descriptor().quantization().orElseThrow()).format());
+            Gguf.write(back, viaFile, null);
+        }
+        assertArrayEquals(Files.readAllBytes(direct), Files.readAllBytes(viaFile));
+        assertArrayEquals(Files.readAllBytes(direct), Files.readAllBytes(viaStream));
+        Gguf.Header h = Gguf.readHeader(viaFile);
+        assertEquals(List.of(Gguf.GgmlType.Q8_0, Gguf.GgmlType.Q4_0, Gguf.GgmlType.F32),
+                h.tensors().stream().map(Gguf.TensorInfo::type).toList());
+        assertArrayEquals(new long[] {64, 3}, h.tensors().get(0).dims());
+        assertArrayEquals(new long[] {32, 2, 2}, h.tensors().get(1).dims());
+        try (ForeignModel back = Gguf.read(viaFile)) {
+            assertEquals("mixed", back.metadata().get("general.name"));
+            assertArrayEquals(q8, bytes(back.tensor("a").data()));
+            assertArrayEquals(q4, bytes(back.tensor("b").data()));
+            assertArrayEquals(f32, bytes(back.tensor("c").data()));
+        }
+    }
+
+    /** Block tensors whose shape or size does not fit are one clear exception, on read and on write. */
+    @Test
+    void misfitBlockTensorsAreRefused() throws IOException {
+        // ne0 = 40 is not a whole number of 32-element blocks.
+        refused(gguf(List.of(), "w", new long[] {40, 2}, 8, 0, new byte[3 * 34]), "not a multiple of 32");
+        refused(gguf(List.of(), "w", new long[] {48}, 2, 0, new byte[2 * 18]), "not a multiple of 32");
+        // One byte short of 8 Q4_0 blocks.
+        refused(gguf(List.of(), "w", new long[] {64, 4}, 2, 0, new byte[8 * 18 - 1]), "runs past the end");
+        // Dimensions that need more bytes than lie before the next tensor.
+        refused(gguf(List.of(), List.of(new Info("a", new long[] {64, 2}, 8, 0), new Info("b", new long[] {4}, 0, 64)),
+                new byte[160]), "overlaps tensor 'b'");
+
+        try (Arena arena = Arena.ofConfined()) {
+            Quantization.Block q8 = Quantization.Block.of(Quantization.GgufFormat.Q8_0, 2);
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new ForeignTensor("w",
+                    ElementType.INT8, new long[] {2, 40}, Layout.Kind.ROW_MAJOR, arena.allocate(80), q8, -1));
+            assertTrue(e.getMessage().contains("not a multiple of 32"), e.getMessage());
+            e = assertThrows(IllegalArgumentException.class, () -> new ForeignTensor("w",
+                    ElementType.INT8, new long[] {2, 64}, Layout.Kind.ROW_MAJOR, arena.allocate(128), q8, -1));
+            assertTrue(e.getMessage().contains("needs 136"), e.getMessage());
+            // A Hurray buffer larger than its blocks (the format allows it) has no GGUF form.
+            TensorDescriptor d = TensorDescriptor.builder(ElementType.INT8, Shape.of(2, 64)).quantization(q8)
+                    .name("w").buffer(BufferSpec.cpu(200)).build();
+            ForeignFormatException fe = assertThrows(ForeignFormatException.class,
+                    () -> ForeignTensor.of(d, arena.allocate(200)));
+            assertTrue(fe.getMessage().contains("200 bytes for 136"), fe.getMessage());
+
+            MemorySegment blocks = arena.allocate(136);
+            refusedOnWrite(new ForeignTensor("w", ElementType.INT8, new long[] {2, 64}, Layout.Kind.ROW_MAJOR, blocks,
+                    new Quantization.Block(Quantization.GgufFormat.Q8_0, 1, ElementType.FLOAT16), -1), "float32 values");
+            refusedOnWrite(new ForeignTensor("w", ElementType.UINT8, new long[] {2, 64}, Layout.Kind.ROW_MAJOR, blocks,
+                    q8, -1), "Q8_0 blocks store int8, not uint8");
+            refusedOnWrite(new ForeignTensor("w", ElementType.INT8, new long[] {2, 64}, Layout.Kind.COLUMN_MAJOR, blocks,
+                    q8, -1), "cannot reorder a column-major q8_0 tensor");
+        }
+    }
+
+    private void refusedOnWrite(ForeignTensor t, String message) {
+        ForeignFormatException e = assertThrows(ForeignFormatException.class,
+                () -> Gguf.write(Models.model(List.of(t), Map.of()), tmp.resolve("refused.gguf"), null));
+        assertTrue(e.getMessage().contains(message), e.getMessage());
+        assertFalse(Files.exists(tmp.resolve("refused.gguf")));
+    }
+
+    /** {@code n} llama.cpp block_q8_0: a float16 d (a finite value of either sign), 32 random int8. */
+    private static byte[] q8_0Blocks(Random rnd, int n) {
+        byte[] b = new byte[n * 34];
+        rnd.nextBytes(b);
+        for (int i = 0; i < n; i++) {
+            putHalf(b, i * 34, (rnd.nextFloat() - 0.5f) * 4);
+        }
+        return b;
+    }
+
+    /** {@code n} llama.cpp block_q4_0: a float16 d, 16 random bytes of nibbles. */
+    private static byte[] q4_0Blocks(Random rnd, int n) {
+        byte[] b = new byte[n * 18];
+        rnd.nextBytes(b);
+        for (int i = 0; i < n; i++) {
+            putHalf(b, i * 18, (rnd.nextFloat() - 0.5f) * 4);
+        }
+        return b;
+    }
+
+    private static void putHalf(byte[] b, int at, float v) {
+        short h = Float.floatToFloat16(v);
+        b[at] = (byte) h;
+        b[at + 1] = (byte) (h >> 8);
+    }
+
+    private static float half(byte[] b, int at) {
+        return Float.float16ToFloat((short) ((b[at] & 0xFF) | b[at + 1] << 8));
+    }
+
+    /** The test's own Q8_0 decode: element i of block k is d × q[i], in float32. */
+    private static float[] dequantizeQ8_0(byte[] b) {
+        float[] out = new float[b.length / 34 * 32];
+        for (int k = 0; k < b.length / 34; k++) {
+            float d = half(b, k * 34);
+            for (int i = 0; i < 32; i++) {
+                out[k * 32 + i] = b[k * 34 + 2 + i] * d;
+            }
+        }
+        return out;
+    }
+
+    /** The test's own Q4_0 decode: byte j holds element j (low nibble) and j + 16 (high), each d × (q − 8). */
+    private static float[] dequantizeQ4_0(byte[] b) {
+        float[] out = new float[b.length / 18 * 32];
+        for (int k = 0; k < b.length / 18; k++) {
+            float d = half(b, k * 18);
+            for (int j = 0; j < 16; j++) {
+                int q = b[k * 18 + 2 + j] & 0xFF;
+                out[k * 32 + j] = ((q & 0x0F) - 8) * d;
+                out[k * 32 + j + 16] = ((q >> 4) - 8) * d;
+            }
+        }
+        return out;
+    }
+
+    private static float[] floats(Tensor f) {
+        MemorySegment s = f.buffer(0);
+        float[] out = new float[(int) (s.byteSize() / 4)];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = s.getAtIndex(Payloads.LE_FLOAT, i);
+        }
+        return out;
     }
 
     @Test
@@ -220,21 +512,32 @@ class GgufTest {
         return o.toByteArray();
     }
 
+    /** A tensor info: name, GGUF dimensions (ne0 first), ggml type code, data offset. */
+    record Info(String name, long[] dims, int type, long offset) {
+    }
+
     /** A GGUF v3 file, built from the published layout, with the given metadata and one tensor. */
     static byte[] gguf(List<byte[]> kvs, String name, long[] dims, int type, long offset, byte[] data) {
+        return gguf(kvs, List.of(new Info(name, dims, type, offset)), data);
+    }
+
+    /** A GGUF v3 file with the given metadata, tensor infos and data section (alignment 32). */
+    static byte[] gguf(List<byte[]> kvs, List<Info> tensors, byte[] data) {
         ByteArrayOutputStream o = new ByteArrayOutputStream();
         o.writeBytes(new byte[] {'G', 'G', 'U', 'F'});
         o.writeBytes(le32(3));
-        o.writeBytes(le(1));
+        o.writeBytes(le(tensors.size()));
         o.writeBytes(le(kvs.size()));
         kvs.forEach(o::writeBytes);
-        o.writeBytes(str(name));
-        o.writeBytes(le32(dims.length));
-        for (long d : dims) {
-            o.writeBytes(le(d));
+        for (Info t : tensors) {
+            o.writeBytes(str(t.name()));
+            o.writeBytes(le32(t.dims().length));
+            for (long d : t.dims()) {
+                o.writeBytes(le(d));
+            }
+            o.writeBytes(le32(t.type()));
+            o.writeBytes(le(t.offset()));
         }
-        o.writeBytes(le32(type));
-        o.writeBytes(le(offset));
         while (o.size() % 32 != 0) {
             o.write(0);
         }

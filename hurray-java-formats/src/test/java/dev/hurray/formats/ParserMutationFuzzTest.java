@@ -6,8 +6,11 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import dev.hurray.ElementType;
 import dev.hurray.Layout;
+import dev.hurray.Quantization;
+import dev.hurray.Tensor;
 import java.io.IOException;
 import java.lang.foreign.Arena;
+import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -58,8 +61,23 @@ class ParserMutationFuzzTest {
             Path gguf = tmp.resolve("seed.gguf");
             Gguf.write(Models.model(List.of(ts.get(0), ts.get(1)), Map.of()), gguf, null);
             seeds.add(gguf);
+            // GGUF Q8_0 and Q4_0 blocks: random bytes are valid blocks (any float16 d, any q).
+            Path blocks = tmp.resolve("seed-blocks.gguf");
+            Gguf.write(Models.model(List.of(
+                    block(arena, rnd, "q8", Quantization.GgufFormat.Q8_0, 2, 64),
+                    block(arena, rnd, "q4", Quantization.GgufFormat.Q4_0, 3, 32),
+                    ts.get(1)), Map.of()), blocks, null);
+            seeds.add(blocks);
         }
         return seeds;
+    }
+
+    private static ForeignTensor block(Arena arena, Random rnd, String name, Quantization.GgufFormat f, long... shape) {
+        Quantization.Block q = Quantization.Block.of(f, shape.length);
+        ElementType stored = f == Quantization.GgufFormat.Q8_0 ? ElementType.INT8 : ElementType.UINT4;
+        byte[] b = new byte[(int) ForeignTensor.payloadSize(stored, shape, q)];
+        rnd.nextBytes(b);
+        return new ForeignTensor(name, stored, shape, Layout.Kind.ROW_MAJOR, arena.allocateFrom(ValueLayout.JAVA_BYTE, b), q, -1);
     }
 
     private static byte[] mutate(byte[] in, Random rnd) {
@@ -91,11 +109,19 @@ class ParserMutationFuzzTest {
         return b;
     }
 
-    /** Reads a file as the library does for the command line; touches every payload byte. */
+    /**
+     * Reads a file as the library does for the command line; touches every payload byte and
+     * dequantizes every quantized tensor in the native core.
+     */
     private static void read(Path file, Format format) throws IOException {
         try (ForeignModel m = ForeignFormats.read(file, format, false, null)) {
             for (ForeignTensor t : m.tensors()) {
                 Payloads.crc32(t.data());
+                if (t.quantization().isPresent()) {
+                    try (Arena scratch = Arena.ofConfined(); Tensor h = t.toTensor(scratch); Tensor f = h.dequantize()) {
+                        f.buffer(0);
+                    }
+                }
             }
         }
     }

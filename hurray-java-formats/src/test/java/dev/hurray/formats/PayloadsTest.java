@@ -3,6 +3,7 @@ package dev.hurray.formats;
 import dev.hurray.AtomicOutput;
 import dev.hurray.ElementType;
 import dev.hurray.Layout;
+import dev.hurray.Quantization;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -43,6 +44,28 @@ class PayloadsTest {
             assertSame(already, Payloads.toRowMajor(already, arena));
             ForeignTensor packed = Models.random(arena, rnd, "p", ElementType.INT4, Layout.Kind.COLUMN_MAJOR, 2, 2);
             assertThrows(ForeignFormatException.class, () -> Payloads.toRowMajor(packed, arena));
+            // GGUF blocks run along the row-major last axis: moving bytes would tear them apart.
+            ForeignTensor blocks = new ForeignTensor("q", ElementType.INT8, new long[] {2, 64}, Layout.Kind.COLUMN_MAJOR,
+                    arena.allocate(136), Quantization.Block.of(Quantization.GgufFormat.Q8_0, 2), -1);
+            assertTrue(assertThrows(ForeignFormatException.class, () -> Payloads.toRowMajor(blocks, arena))
+                    .getMessage().contains("column-major q8_0"));
+        }
+    }
+
+    /** Reordering keeps the quantization's further buffers (per-channel scales and biases). */
+    @Test
+    void reorderKeepsScaleBuffers() throws IOException {
+        try (Arena arena = Arena.ofConfined()) {
+            List<MemorySegment> params = List.of(arena.allocate(8), arena.allocate(8));
+            Quantization.PerChannelAffine q = new Quantization.PerChannelAffine(0, ElementType.FLOAT32);
+            for (long[] shape : List.of(new long[] {2, 3}, new long[] {2, 1})) {
+                ForeignTensor col = new ForeignTensor("w", ElementType.INT8, shape, Layout.Kind.COLUMN_MAJOR,
+                        arena.allocate(shape[0] * shape[1]), q, params, -1);
+                ForeignTensor row = Payloads.toRowMajor(col, arena);
+                assertEquals(Layout.Kind.ROW_MAJOR, row.layout());
+                assertEquals(params, row.scaleBuffers());
+                assertEquals(q, row.quantization().orElseThrow());
+            }
         }
     }
 

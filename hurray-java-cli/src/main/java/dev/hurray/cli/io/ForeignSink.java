@@ -6,6 +6,7 @@ import dev.hurray.formats.ForeignFormats;
 import dev.hurray.formats.ForeignModel;
 import dev.hurray.formats.ForeignTensor;
 import dev.hurray.formats.Format;
+import dev.hurray.formats.Gguf;
 import dev.hurray.formats.Payloads;
 import dev.hurray.formats.Safetensors;
 import java.io.IOException;
@@ -23,12 +24,13 @@ import java.util.function.Consumer;
 import java.util.function.LongConsumer;
 
 /**
- * Writes a foreign file (safetensors, npy, npz). These formats are written whole, so the sink
+ * Writes a foreign file (safetensors, npy, npz, GGUF). These formats are written whole, so the sink
  * copies each tensor it receives and writes the file at {@link #commit()}, atomically.
  *
  * <p>What the target cannot hold is refused, never silently changed: a quantized tensor
  * (unless the sink dequantizes, see {@link Dequantize}, or it is an MX tensor safetensors records
- * as values plus scales, see {@link Safetensors.Options}), strided layouts, several buffers. What
+ * as values plus scales, see {@link Safetensors.Options}, or GGUF Q8_0/Q4_0 blocks GGUF records
+ * as ggml types, see {@link Gguf#records}), strided layouts, several buffers. What
  * it can drop without changing values is dropped with a warning: file metadata for npy/npz,
  * file metadata values that are not UTF-8 text for safetensors, per-tensor metadata.
  */
@@ -47,7 +49,7 @@ public final class ForeignSink implements Sink {
     private boolean closed;
 
     /**
-     * @param format safetensors, npy or npz
+     * @param format safetensors, npy, npz or GGUF
      * @param compress npz: deflate the entries
      * @param dequantize compute the values of quantized tensors instead of refusing them
      * @param progress byte counts while the file is written, or null
@@ -103,7 +105,9 @@ public final class ForeignSink implements Sink {
         TensorDescriptor d = item.descriptor();
         boolean paired = format == Format.SAFETENSORS && d.quantization()
                 .filter(q -> safetensors.pairs(q, d.shape().rank())).isPresent();
-        if (item.descriptor().quantization().isPresent() && !paired) {
+        boolean recorded = paired || format == Format.GGUF && d.quantization()
+                .filter(q -> Gguf.records(q, d.shape().rank())).isPresent();
+        if (item.descriptor().quantization().isPresent() && !recorded) {
             if (!dequantize) {
                 throw new ForeignFormatException("tensor '" + item.name() + "' is quantized ("
                         + Entry.describe(item.descriptor().quantization().get()) + "); " + format
