@@ -132,20 +132,26 @@ enum Fill {
     NeedInput,
 }
 
+/// The option checks shared by [`StreamDecoder::new`] and [`StreamDecoder::set_options`].
+fn check_options(opts: &ReaderOptions) -> Result<()> {
+    if opts.max_descriptor_bytes > MAX_DESCRIPTOR_BYTES as u64 {
+        bail!(
+            InvalidArgument,
+            "max_descriptor_bytes {} exceeds the format maximum {MAX_DESCRIPTOR_BYTES}",
+            opts.max_descriptor_bytes
+        );
+    }
+    if opts.max_rank as usize > MAX_RANK {
+        bail!(InvalidArgument, "max_rank {} exceeds the format maximum {MAX_RANK}", opts.max_rank);
+    }
+    Ok(())
+}
+
 impl StreamDecoder {
     /// A decoder with the given limits. Errors: `InvalidArgument` for options above the format
     /// limits (descriptor bytes over 16 MiB, rank over [`MAX_RANK`]).
     pub fn new(opts: ReaderOptions) -> Result<Self> {
-        if opts.max_descriptor_bytes > MAX_DESCRIPTOR_BYTES as u64 {
-            bail!(
-                InvalidArgument,
-                "max_descriptor_bytes {} exceeds the format maximum {MAX_DESCRIPTOR_BYTES}",
-                opts.max_descriptor_bytes
-            );
-        }
-        if opts.max_rank as usize > MAX_RANK {
-            bail!(InvalidArgument, "max_rank {} exceeds the format maximum {MAX_RANK}", opts.max_rank);
-        }
+        check_options(&opts)?;
         Ok(StreamDecoder {
             opts,
             state: State::StreamHeader { buf: [0; STREAM_HEADER_BYTES], got: 0 },
@@ -186,6 +192,43 @@ impl StreamDecoder {
         // A fresh pool of the same cap: buffers of tensors still open then go back to no pool
         // (they are freed on close), so an idle decoder holds no payload memory.
         self.pool = self.pool.as_ref().map(|p| BufferPool::new(p.max_bytes()));
+    }
+
+    /// Replaces the decoder's limits (`max_descriptor_bytes`, `max_rank`, `max_tensor_bytes`,
+    /// `require_payload_checksums`) while it has taken no input: just made, or just
+    /// [`reset`](Self::reset) and fed nothing since. The buffer pool is not touched
+    /// (`opts.pool_bytes` is ignored; see [`set_buffer_pool_bytes`](Self::set_buffer_pool_bytes)).
+    /// A reset decoder whose next stream needs other limits is then as good as a new one.
+    ///
+    /// Errors, leaving the decoder unchanged: `InvalidArgument` as for [`new`](Self::new);
+    /// `InvalidState` once any input was committed (or the end of input reported) since the
+    /// decoder was made or reset.
+    pub fn set_options(&mut self, opts: ReaderOptions) -> Result<()> {
+        check_options(&opts)?;
+        if !self.is_initial() {
+            bail!(InvalidState, "the decoder has taken input; options can be set only when it is new or just reset");
+        }
+        let opts = ReaderOptions { pool_bytes: self.opts.pool_bytes, ..opts };
+        if opts != self.opts {
+            // The kept descriptor model was accepted under the old limits (start_payloads
+            // skips the limit checks for it): it must not outlive them.
+            self.last = None;
+            self.opts = opts;
+        }
+        Ok(())
+    }
+
+    /// The decoder's limits (as given to [`new`](Self::new) or [`set_options`](Self::set_options)).
+    pub fn options(&self) -> &ReaderOptions {
+        &self.opts
+    }
+
+    /// True while nothing has been committed since the decoder was made or reset.
+    fn is_initial(&self) -> bool {
+        matches!(self.state, State::StreamHeader { got: 0, .. })
+            && self.ahead.filled() == 0
+            && !self.input_ended
+            && self.metadata.is_none()
     }
 
     /// Sets the pool buffer allocations come from (`None`: a new allocation per buffer); see

@@ -387,3 +387,107 @@ fn a_repeated_descriptor_is_still_checksummed() {
         }
     }
 }
+
+/// Feeds the whole of `bytes` to `d` in pieces of at most 5 bytes; the tensors read and how
+/// the stream ended.
+fn feed(d: &mut StreamDecoder, bytes: &[u8]) -> (Tensors, hurray_core::Result<()>) {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    loop {
+        match d.poll() {
+            Ok(Decoded::Tensor(t)) => {
+                out.push((t.descriptor, t.buffers.iter().map(|b| b.as_slice().to_vec()).collect()))
+            }
+            Ok(Decoded::End) => return (out, Ok(())),
+            Ok(Decoded::NeedInput) => {
+                let dst = d.input_buffer().unwrap();
+                let n = dst.len().min(bytes.len() - pos).min(5);
+                dst[..n].write_copy_of_slice(&bytes[pos..pos + n]);
+                pos += n;
+                d.commit(n).unwrap();
+            }
+            Err(e) => return (out, Err(e)),
+        }
+    }
+}
+
+#[test]
+fn options_set_on_a_reset_decoder_are_enforced_even_for_a_descriptor_it_kept() {
+    // Two equal frames: the decoder keeps the descriptor's model, which skips the limit checks
+    // for the same bytes later (they passed under the old limits).
+    let items = vec![dense_item_small(), dense_item_small()];
+    let bytes = encode_stream(&items, false);
+    let mut d = StreamDecoder::new(ReaderOptions::default()).unwrap();
+    let (read, end) = feed(&mut d, &bytes);
+    end.unwrap();
+    assert_same(&read, &items);
+
+    // 12-byte tensors against an 8-byte limit: refused as a new decoder with that limit refuses them.
+    let small = ReaderOptions { max_tensor_bytes: 8, ..ReaderOptions::default() };
+    let fresh = feed(&mut StreamDecoder::new(small).unwrap(), &bytes).1.unwrap_err();
+    assert_eq!(fresh.kind(), ErrorKind::LimitExceeded);
+    d.reset();
+    d.set_options(small).unwrap();
+    assert_eq!(*d.options(), small);
+    let (read, end) = feed(&mut d, &bytes);
+    assert!(read.is_empty());
+    assert_eq!(end.unwrap_err().kind(), fresh.kind());
+
+    // And back: the defaults accept them again, twice in a row (the model kept anew).
+    for _ in 0..2 {
+        d.reset();
+        d.set_options(ReaderOptions::default()).unwrap();
+        let (read, end) = feed(&mut d, &bytes);
+        end.unwrap();
+        assert_same(&read, &items);
+    }
+
+    // The payload-checksum requirement is an option too.
+    d.reset();
+    d.set_options(ReaderOptions { require_payload_checksums: true, ..ReaderOptions::default() }).unwrap();
+    assert_eq!(feed(&mut d, &bytes).1.unwrap_err().kind(), ErrorKind::Corrupt);
+    d.reset();
+    let (read, end) = feed(&mut d, &encode_stream(&items, true));
+    end.unwrap();
+    assert_same(&read, &items);
+}
+
+#[test]
+fn options_are_set_only_before_any_input_and_bad_ones_change_nothing() {
+    let items = vec![dense_item_small()];
+    let bytes = encode_stream(&items, false);
+    let mut d = StreamDecoder::new(ReaderOptions::default()).unwrap();
+    let small = ReaderOptions { max_tensor_bytes: 8, ..ReaderOptions::default() };
+    // Input offered but none committed yet: still allowed.
+    assert!(matches!(d.poll().unwrap(), Decoded::NeedInput));
+    assert!(!d.input_buffer().unwrap().is_empty());
+    d.set_options(small).unwrap();
+    // One byte committed: refused, limits unchanged.
+    d.input_buffer().unwrap()[0].write(bytes[0]);
+    d.commit(1).unwrap();
+    assert_eq!(d.set_options(ReaderOptions::default()).unwrap_err().kind(), ErrorKind::InvalidState);
+    assert_eq!(*d.options(), small);
+    assert!(matches!(d.poll().unwrap(), Decoded::NeedInput));
+    assert_eq!(d.set_options(ReaderOptions::default()).unwrap_err().kind(), ErrorKind::InvalidState);
+    // The end of input reported with nothing taken: refused too.
+    d.reset();
+    d.commit(0).unwrap();
+    assert_eq!(d.set_options(small).unwrap_err().kind(), ErrorKind::InvalidState);
+    // Options new() refuses are refused the same way, and the decoder still reads with its own.
+    d.reset();
+    for bad in [
+        ReaderOptions { max_rank: 33, ..ReaderOptions::default() },
+        ReaderOptions { max_descriptor_bytes: (16 << 20) + 1, ..ReaderOptions::default() },
+    ] {
+        let want = StreamDecoder::new(bad).err().unwrap().kind();
+        assert_eq!(want, ErrorKind::InvalidArgument);
+        assert_eq!(d.set_options(bad).unwrap_err().kind(), want);
+        assert_eq!(*d.options(), small);
+    }
+    assert_eq!(feed(&mut d, &bytes).1.unwrap_err().kind(), ErrorKind::LimitExceeded);
+    d.reset();
+    d.set_options(ReaderOptions::default()).unwrap();
+    let (read, end) = feed(&mut d, &bytes);
+    end.unwrap();
+    assert_same(&read, &items);
+}

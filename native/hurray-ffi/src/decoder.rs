@@ -204,6 +204,46 @@ pub unsafe extern "C" fn hurray_decoder_reset(decoder: *mut HurrayDecoder) -> Hu
     })
 }
 
+/// Replaces the decoder's reader limits with `options` (NULL: the defaults of
+/// `hurray_reader_options_init`), as if it had been made with them by `hurray_decoder_new`:
+/// `max_rank`, `max_descriptor_bytes`, `max_tensor_bytes` and the flags
+/// (`HURRAY_READER_REQUIRE_PAYLOAD_CHECKSUMS`) all apply to the next stream. The buffer pool
+/// and its cap are not changed (`hurray_decoder_set_buffer_pool_bytes` does that). Allowed only
+/// while the decoder has taken no input: just made, or just reset with `hurray_decoder_reset`,
+/// and no call since has reported `filled` bytes or `HURRAY_DECODE_END_OF_INPUT` (a call that
+/// only offered an input region does not count). So a caller keeping reset decoders for one
+/// short stream per message can reuse one for a message that needs other limits.
+///
+/// Ownership: `options` is borrowed for the call (copied). On any error the decoder is left
+/// exactly as it was, with its previous limits.
+///
+/// Errors: `NULL_POINTER` (`decoder`), `USE_AFTER_DESTROY`, `INVALID_ARGUMENT` for options that
+/// `hurray_decoder_new` refuses (the same checks: `struct_size` too small,
+/// unknown flags, a non-zero `reserved`, a limit above the format's maximum),
+/// `INVALID_STATE` once the decoder has taken input.
+///
+/// Threads: like every decoder call, one thread at a time on a decoder.
+///
+/// Added in ABI 4 (additive).
+///
+/// # Safety
+/// `decoder` live, not used concurrently; `options` NULL or valid for reads.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_decoder_set_options(
+    decoder: *mut HurrayDecoder,
+    options: *const HurrayReaderOptions,
+) -> HurrayStatus {
+    guard("hurray_decoder_set_options", || {
+        // SAFETY: `decoder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
+        let d = unsafe { handle::inner_mut(decoder, "decoder")? };
+        // SAFETY: `options` is non-NULL in this branch and valid for one read (# Safety).
+        let opts = if options.is_null() { HurrayReaderOptions::defaults() } else { unsafe { *options } };
+        d.decoder.set_options(opts.to_core()?)?;
+        Ok(HURRAY_OK)
+    })
+}
+
 /// Sets the cap of the decoder's buffer pool in bytes (0 removes the pool), as
 /// `hurray_reader_set_buffer_pool_bytes` does for a reader. Added in ABI 4 (additive).
 ///

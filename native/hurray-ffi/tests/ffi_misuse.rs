@@ -536,6 +536,10 @@ fn null_cases(f: &Fixture) -> Vec<Case<'_>> {
                 Box::new(move || hurray_ffi::decoder::hurray_decoder_next(null_mut(), 0, 0, &mut std::mem::zeroed())),
             ),
             (
+                "hurray_decoder_set_options",
+                Box::new(move || hurray_ffi::decoder::hurray_decoder_set_options(null_mut(), null())),
+            ),
+            (
                 "hurray_decoder_set_buffer_pool_bytes",
                 Box::new(move || hurray_ffi::decoder::hurray_decoder_set_buffer_pool_bytes(null_mut(), 0)),
             ),

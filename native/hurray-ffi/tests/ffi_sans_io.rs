@@ -13,6 +13,8 @@ use ffi_common::*;
 use hurray_ffi::decoder::*;
 use hurray_ffi::descriptor::*;
 use hurray_ffi::encoder::*;
+use hurray_ffi::panic::hurray_last_error_message;
+use hurray_ffi::reader::{hurray_reader_options_init, HURRAY_READER_REQUIRE_PAYLOAD_CHECKSUMS};
 use hurray_ffi::writer::*;
 use hurray_ffi::*;
 
@@ -637,4 +639,150 @@ fn stream_metadata_through_the_encoder_and_decoder() {
     let (back, end, _) = ffi_decode(&wire, 1000);
     expect(end, HURRAY_END_OF_STREAM);
     assert_back(&back, &items[..3]);
+}
+
+/// Reader options from `hurray_reader_options_init` with `max_tensor_bytes` and `flags` set.
+fn reader_options(max_tensor_bytes: u64, flags: u32) -> HurrayReaderOptions {
+    // SAFETY: `HurrayReaderOptions` is plain integers, for which all-zero bytes are a valid value; `o` is a live
+    // local.
+    unsafe {
+        let mut o = std::mem::zeroed::<HurrayReaderOptions>();
+        expect(hurray_reader_options_init(&mut o), HURRAY_OK);
+        o.max_tensor_bytes = max_tensor_bytes;
+        o.flags = flags;
+        o
+    }
+}
+
+#[test]
+fn options_set_on_a_reset_decoder_apply_to_the_next_stream() {
+    // float32[8]: 32-byte tensors; two equal frames per stream, so the decoder keeps the
+    // descriptor's model (which skips the limit checks for the same bytes under unchanged limits).
+    let small: Vec<Item> = (0..2).map(|_| dense(hurray_core::ElementType::Float32, &[8])).collect();
+    let plain = encode_stream(&small, false);
+    let checked = encode_stream(&small, true);
+    let tight = reader_options(16, 0);
+    // SAFETY: the decoders are made and destroyed here and only used by `decode_on` in between; option structs and
+    // out-pointers are live locals.
+    unsafe {
+        // What a new decoder with the tight limit says.
+        let mut fresh = null_mut();
+        expect(hurray_decoder_new(&tight, 0, &mut fresh), HURRAY_OK);
+        let (_, refused, _, _) = decode_on(fresh, &plain, usize::MAX);
+        expect(refused, HURRAY_ERR_LIMIT_EXCEEDED);
+        expect(hurray_decoder_destroy(&mut fresh), HURRAY_OK);
+
+        let mut d = null_mut();
+        expect(hurray_decoder_new(null(), 1 << 20, &mut d), HURRAY_OK);
+        for _ in 0..2 {
+            let (back, end, _, _) = decode_on(d, &plain, usize::MAX);
+            expect(end, HURRAY_END_OF_STREAM);
+            assert_back(&back, &small);
+            expect(hurray_decoder_reset(d), HURRAY_OK);
+        }
+        // Set on a reset decoder: the same refusal as the new decoder's, in every chunking.
+        expect(hurray_decoder_set_options(d, &tight), HURRAY_OK);
+        let (back, end, _, _) = decode_on(d, &plain, usize::MAX);
+        assert!(back.is_empty());
+        expect(end, refused);
+        expect(hurray_decoder_reset(d), HURRAY_OK);
+        let (_, end, _, _) = decode_on(d, &plain, 3);
+        expect(end, refused);
+        // Back to the defaults (NULL): accepted again.
+        expect(hurray_decoder_reset(d), HURRAY_OK);
+        expect(hurray_decoder_set_options(d, null()), HURRAY_OK);
+        let (back, end, _, _) = decode_on(d, &plain, usize::MAX);
+        expect(end, HURRAY_END_OF_STREAM);
+        assert_back(&back, &small);
+        // The flag is an option like the limits.
+        expect(hurray_decoder_reset(d), HURRAY_OK);
+        expect(
+            hurray_decoder_set_options(d, &reader_options(64 << 30, HURRAY_READER_REQUIRE_PAYLOAD_CHECKSUMS)),
+            HURRAY_OK,
+        );
+        let (_, end, _, _) = decode_on(d, &plain, usize::MAX);
+        expect(end, HURRAY_ERR_CORRUPT);
+        expect(hurray_decoder_reset(d), HURRAY_OK);
+        let (back, end, _, _) = decode_on(d, &checked, usize::MAX);
+        expect(end, HURRAY_END_OF_STREAM);
+        assert_back(&back, &small);
+        // A new decoder takes options at once, before its first call.
+        let mut n = null_mut();
+        expect(hurray_decoder_new(null(), 0, &mut n), HURRAY_OK);
+        expect(hurray_decoder_set_options(n, &tight), HURRAY_OK);
+        let (_, end, _, _) = decode_on(n, &plain, usize::MAX);
+        expect(end, refused);
+        expect(hurray_decoder_destroy(&mut n), HURRAY_OK);
+        expect(hurray_decoder_destroy(&mut d), HURRAY_OK);
+    }
+}
+
+#[test]
+fn options_are_refused_once_input_was_taken_and_bad_ones_leave_the_decoder_as_it_was() {
+    let small: Vec<Item> = (0..2).map(|_| dense(hurray_core::ElementType::Float32, &[8])).collect();
+    let plain = encode_stream(&small, false);
+    let tight = reader_options(16, 0);
+    // SAFETY: the decoder is made and destroyed here; the input window is written within the length it offers;
+    // option structs and out-pointers are live locals.
+    unsafe {
+        let mut d = null_mut();
+        expect(hurray_decoder_new(null(), 0, &mut d), HURRAY_OK);
+        // Offered input but none reported: still allowed.
+        let mut r = std::mem::zeroed::<HurrayDecodeResult>();
+        expect(hurray_decoder_next(d, 0, 0, &mut r), HURRAY_NEED_INPUT);
+        expect(hurray_decoder_set_options(d, &tight), HURRAY_OK);
+        // Three bytes reported: refused, and the limits stay the tight ones.
+        std::ptr::copy_nonoverlapping(plain.as_ptr(), r.input, 3);
+        expect(hurray_decoder_next(d, 3, 0, &mut r), HURRAY_NEED_INPUT);
+        expect(hurray_decoder_set_options(d, null()), HURRAY_ERR_INVALID_STATE);
+        let mut len = 0;
+        expect(hurray_last_error_message(null_mut(), 0, &mut len), HURRAY_ERR_BUFFER_TOO_SMALL);
+        assert!(len > 0);
+        let rest = &plain[3..];
+        let (_, end, _, _) = decode_on(d, rest, usize::MAX);
+        expect(end, HURRAY_ERR_LIMIT_EXCEEDED);
+        expect(hurray_decoder_set_options(d, null()), HURRAY_ERR_INVALID_STATE);
+        // After a whole stream, too.
+        expect(hurray_decoder_reset(d), HURRAY_OK);
+        expect(hurray_decoder_set_options(d, null()), HURRAY_OK);
+        let (_, end, _, _) = decode_on(d, &plain, usize::MAX);
+        expect(end, HURRAY_END_OF_STREAM);
+        expect(hurray_decoder_set_options(d, &tight), HURRAY_ERR_INVALID_STATE);
+        // Bad options: what hurray_decoder_new says for them, and nothing changes.
+        expect(hurray_decoder_reset(d), HURRAY_OK);
+        expect(hurray_decoder_set_options(d, &tight), HURRAY_OK);
+        let mut bads = Vec::new();
+        let mut o = tight;
+        o.struct_size -= 1;
+        bads.push(o);
+        let mut o = tight;
+        o.flags = 2;
+        bads.push(o);
+        let mut o = tight;
+        o.reserved = 1;
+        bads.push(o);
+        let mut o = reader_options(64 << 30, 0);
+        o.max_rank = 33;
+        bads.push(o);
+        let mut o = reader_options(64 << 30, 0);
+        o.max_descriptor_bytes = (16 << 20) + 1;
+        bads.push(o);
+        for bad in &bads {
+            let mut n = null_mut();
+            let want = hurray_decoder_new(bad, 0, &mut n);
+            assert!(n.is_null());
+            expect(want, HURRAY_ERR_INVALID_ARGUMENT);
+            expect(hurray_decoder_set_options(d, bad), want);
+        }
+        let (_, end, _, _) = decode_on(d, &plain, usize::MAX);
+        expect(end, HURRAY_ERR_LIMIT_EXCEEDED);
+        // Still usable: reset, defaults, a whole stream.
+        expect(hurray_decoder_reset(d), HURRAY_OK);
+        expect(hurray_decoder_set_options(d, null()), HURRAY_OK);
+        let (back, end, _, _) = decode_on(d, &plain, 7);
+        expect(end, HURRAY_END_OF_STREAM);
+        assert_back(&back, &small);
+        expect(hurray_decoder_set_options(null_mut(), null()), HURRAY_ERR_NULL_POINTER);
+        expect(hurray_decoder_destroy(&mut d), HURRAY_OK);
+    }
 }

@@ -569,6 +569,12 @@ int main(void) {
   KIND(HurrayStatus);
   KIND(struct HurrayDecoder *);
   printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_decoder_set_options), HurrayStatus (*)(struct HurrayDecoder *, const struct HurrayReaderOptions *)), "hurray_decoder_set_options: signature differs from the AST");
+  printf("func hurray_decoder_set_options");
+  KIND(HurrayStatus);
+  KIND(struct HurrayDecoder *);
+  KIND(const struct HurrayReaderOptions *);
+  printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_decoder_set_buffer_pool_bytes), HurrayStatus (*)(struct HurrayDecoder *, uint64_t)), "hurray_decoder_set_buffer_pool_bytes: signature differs from the AST");
   printf("func hurray_decoder_set_buffer_pool_bytes");
   KIND(HurrayStatus);

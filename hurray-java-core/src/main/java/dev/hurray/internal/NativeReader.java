@@ -54,23 +54,62 @@ public final class NativeReader {
     /** The source's first fatal failure (a reset connection), reported on every later read. */
     private Throwable dead;
 
-    /** Made with the library's default options: its decoder can be reset and reused by the next such reader. */
-    private final boolean reusable;
+    /** This reader's limits and pool cap: its decoder goes back to {@link IdleDecoders} with them. */
+    private final Limits limits;
     private final long bufferPoolBytes;
 
     private NativeReader(Source source, MemorySegment result, MemorySegment compositeSlot, MemorySegment handle,
-            boolean reusable, long bufferPoolBytes) {
+            Limits limits, long bufferPoolBytes) {
         this.source = source;
         this.result = result;
         this.compositeSlot = compositeSlot;
         this.handle = handle;
-        this.reusable = reusable;
+        this.limits = limits;
         this.bufferPoolBytes = bufferPoolBytes;
     }
 
     /**
-     * Makes a native decoder reading {@code source}. On failure nothing is kept and the source
-     * is not closed.
+     * A decoder's reader options ({@code HurrayReaderOptions} less {@code struct_size}); {@code null}
+     * stands for the library's defaults, which need no options struct.
+     */
+    record Limits(int maxRank, long maxDescriptorBytes, long maxTensorBytes, boolean requirePayloadChecksums) {
+        /** {@code null} when these are the library's defaults. */
+        static Limits of(int maxRank, long maxDescriptorBytes, long maxTensorBytes, boolean requirePayloadChecksums) {
+            long[] d = Defaults.LIMITS;
+            if (!requirePayloadChecksums && maxRank == d[0] && maxDescriptorBytes == d[1] && maxTensorBytes == d[2]) {
+                return null;
+            }
+            return new Limits(maxRank, maxDescriptorBytes, maxTensorBytes, requirePayloadChecksums);
+        }
+
+        /** Writes these options into {@code opts} (a {@code HurrayReaderOptions}), as {@code _init} and setters would. */
+        void fill(MemorySegment opts) {
+            HurrayReaderOptions.struct_size(opts, (int) HurrayReaderOptions.sizeof());
+            HurrayReaderOptions.max_rank(opts, maxRank);
+            HurrayReaderOptions.max_descriptor_bytes(opts, maxDescriptorBytes);
+            HurrayReaderOptions.max_tensor_bytes(opts, maxTensorBytes);
+            HurrayReaderOptions.flags(opts, requirePayloadChecksums ? hurray_h.HURRAY_READER_REQUIRE_PAYLOAD_CHECKSUMS() : 0);
+            HurrayReaderOptions.reserved(opts, 0);
+        }
+    }
+
+    /** Native decoders this process has made ({@code hurray_decoder_new}), for tests and diagnostics. */
+    private static final java.util.concurrent.atomic.AtomicLong DECODERS_MADE = new java.util.concurrent.atomic.AtomicLong();
+
+    /**
+     * How many native decoders readers of this process have made so far. A reader that takes an
+     * idle decoder (see {@link IdleDecoders}) makes none, so readers opened and closed one after
+     * another, whatever their limits, leave it unchanged after the first; for tests and
+     * diagnostics.
+     */
+    public static long decodersMade() {
+        return DECODERS_MADE.get();
+    }
+
+    /**
+     * Makes a native decoder reading {@code source}, or takes an idle one (a closed reader's,
+     * reset) and gives it these limits ({@code hurray_decoder_set_options}). On failure nothing is
+     * kept and the source is not closed.
      *
      * @param maxRank largest accepted rank
      * @param maxDescriptorBytes largest accepted encoded descriptor, bytes
@@ -83,33 +122,36 @@ public final class NativeReader {
             long maxTensorBytes, boolean requirePayloadChecksums, long bufferPoolBytes) throws HurrayException {
         MemorySegment result = Results.take();
         try {
-            MemorySegment slot = Results.compositeSlot(result); // free until the first nextItem
-            long[] d = Defaults.LIMITS;
-            boolean defaults = !requirePayloadChecksums && maxRank == d[0] && maxDescriptorBytes == d[1]
-                    && maxTensorBytes == d[2];
-            if (defaults) {
-                MemorySegment idle = IdleDecoders.take(bufferPoolBytes);
-                if (idle != null) {
-                    return new NativeReader(source, result, Results.compositeSlot(result), idle, true, bufferPoolBytes);
-                }
-                // The library's defaults: NULL options, no options struct to fill.
-                Native.check(hurray_h.hurray_decoder_new(MemorySegment.NULL, bufferPoolBytes, slot));
-            } else {
-                try (Arena arena = Arena.ofConfined()) {
-                    MemorySegment opts = HurrayReaderOptions.allocate(arena);
-                    Native.check(hurray_h.hurray_reader_options_init(opts));
-                    HurrayReaderOptions.max_rank(opts, maxRank);
-                    HurrayReaderOptions.max_descriptor_bytes(opts, maxDescriptorBytes);
-                    HurrayReaderOptions.max_tensor_bytes(opts, maxTensorBytes);
-                    HurrayReaderOptions.flags(opts,
-                            requirePayloadChecksums ? hurray_h.HURRAY_READER_REQUIRE_PAYLOAD_CHECKSUMS() : 0);
-                    Native.check(hurray_h.hurray_decoder_new(opts, bufferPoolBytes, slot));
-                }
+            Limits limits = Limits.of(maxRank, maxDescriptorBytes, maxTensorBytes, requirePayloadChecksums);
+            // The options struct, when one is needed, lives in the recycled area: no arena per reader.
+            MemorySegment opts = MemorySegment.NULL;
+            if (limits != null) {
+                opts = Results.options(result);
+                limits.fill(opts);
             }
+            IdleDecoders.Idle idle = IdleDecoders.take(bufferPoolBytes);
+            if (idle != null) {
+                // A reset decoder keeps the limits it was last given: set ours unless they are those.
+                if (!java.util.Objects.equals(idle.limits(), limits)) {
+                    int rc = hurray_h.hurray_decoder_set_options(idle.handle(), opts);
+                    if (rc != Native.OK) {
+                        // Unchanged on failure: it stays idle with its own limits.
+                        if (!IdleDecoders.offer(idle)) {
+                            destroy(idle.handle());
+                        }
+                        throw Native.error(rc, null);
+                    }
+                }
+                return new NativeReader(source, result, Results.compositeSlot(result), idle.handle(), limits,
+                        bufferPoolBytes);
+            }
+            MemorySegment slot = Results.compositeSlot(result); // free until the first nextItem
+            Native.check(hurray_h.hurray_decoder_new(opts, bufferPoolBytes, slot));
+            DECODERS_MADE.incrementAndGet();
             MemorySegment h = slot.get(ADDRESS, 0);
             slot.set(ADDRESS, 0, MemorySegment.NULL);
             Native.debug("hurray: decoder {} created", h);
-            return new NativeReader(source, result, Results.compositeSlot(result), h, defaults, bufferPoolBytes);
+            return new NativeReader(source, result, Results.compositeSlot(result), h, limits, bufferPoolBytes);
         } catch (HurrayException | RuntimeException | Error e) {
             Results.give(result);
             throw e;
@@ -123,14 +165,15 @@ public final class NativeReader {
 
     /**
      * Recycled native areas for a reader's decode result ({@code HurrayDecodeResult}) plus its
-     * composite out-slot: a reader per message (Kafka records, request bodies) then makes no
-     * automatic arena. An area goes back when its reader closes; at most {@link #MAX_IDLE} wait
-     * idle, and one beyond that, or one of a reader never closed, is freed by the garbage
-     * collector (the areas come from automatic arenas).
+     * composite out-slot and the options struct it is opened with: a reader per message (Kafka
+     * records, request bodies) then makes no arena. An area goes back when its reader closes;
+     * at most {@link #MAX_IDLE} wait idle, and one beyond that, or one of a reader never closed,
+     * is freed by the garbage collector (the areas come from automatic arenas).
      */
     static final class Results {
         private static final long RESULT_BYTES = HurrayDecodeResult.sizeof();
-        private static final long BYTES = RESULT_BYTES + ADDRESS.byteSize();
+        private static final long SLOT_BYTES = ADDRESS.byteSize();
+        private static final long BYTES = RESULT_BYTES + SLOT_BYTES + HurrayReaderOptions.sizeof();
         static final int MAX_IDLE = 256;
         private static final java.util.concurrent.ConcurrentLinkedQueue<MemorySegment> IDLE =
                 new java.util.concurrent.ConcurrentLinkedQueue<>();
@@ -151,7 +194,12 @@ public final class NativeReader {
         }
 
         static MemorySegment compositeSlot(MemorySegment area) {
-            return area.asSlice(RESULT_BYTES, ADDRESS.byteSize());
+            return area.asSlice(RESULT_BYTES, SLOT_BYTES);
+        }
+
+        /** Room for a {@code HurrayReaderOptions}, read by the native side only during the call it is passed to. */
+        static MemorySegment options(MemorySegment area) {
+            return area.asSlice(RESULT_BYTES + SLOT_BYTES, HurrayReaderOptions.sizeof());
         }
 
         static void give(MemorySegment area) {
@@ -165,14 +213,20 @@ public final class NativeReader {
     }
 
     /**
-     * Decoders of closed default-options readers, reset ({@code hurray_decoder_reset}) and kept
-     * for the next reader with the same pool cap: a reader per message (Kafka records, request
-     * bodies) then creates no native decoder, read-ahead or pool. At most {@link #MAX_IDLE}
-     * wait (each holds its 64 KiB read-ahead, no payload memory); more are destroyed.
+     * Decoders of closed readers, reset ({@code hurray_decoder_reset}) and kept for the next
+     * reader with the same pool cap, whatever its limits: the taker gives the decoder its own
+     * ({@code hurray_decoder_set_options}, NULL for the defaults) unless the decoder already has
+     * them. So a reader per message (Kafka records with per-record limits, request bodies)
+     * creates no native decoder, read-ahead or pool. Each idle decoder is kept with the limits it
+     * was last given, so one never reaches a reader that wants other limits with those. At most
+     * {@link #MAX_IDLE} wait (each holds its 64 KiB read-ahead, no payload memory); more are
+     * destroyed.
      */
     static final class IdleDecoders {
         static final int MAX_IDLE = 16;
-        private record Idle(MemorySegment handle, long bufferPoolBytes) {
+
+        /** A reset decoder, its pool cap, and the limits it has now ({@code null}: the defaults). */
+        record Idle(MemorySegment handle, long bufferPoolBytes, Limits limits) {
         }
 
         private static final java.util.concurrent.ConcurrentLinkedQueue<Idle> IDLE =
@@ -184,27 +238,40 @@ public final class NativeReader {
         }
 
         /** An idle decoder with this pool cap, or null (one look: a mismatch goes back). */
-        static MemorySegment take(long bufferPoolBytes) {
+        static Idle take(long bufferPoolBytes) {
             Idle i = IDLE.poll();
             if (i == null) {
                 return null;
             }
             if (i.bufferPoolBytes() == bufferPoolBytes) {
                 COUNT.decrementAndGet();
-                return i.handle();
+                return i;
             }
             IDLE.offer(i);
             return null;
         }
 
         /** Keeps a reset decoder; false when enough are kept (the caller destroys it). */
-        static boolean offer(MemorySegment handle, long bufferPoolBytes) {
+        static boolean offer(Idle idle) {
             if (COUNT.incrementAndGet() > MAX_IDLE) {
                 COUNT.decrementAndGet();
                 return false;
             }
-            IDLE.offer(new Idle(handle, bufferPoolBytes));
+            IDLE.offer(idle);
             return true;
+        }
+
+        /** How many decoders wait now (tests). */
+        static int count() {
+            return COUNT.get();
+        }
+
+        /** Destroys every idle decoder (tests: a known start whatever earlier tests left). */
+        static void destroyAll() {
+            for (Idle i; (i = IDLE.poll()) != null;) {
+                COUNT.decrementAndGet();
+                destroy(i.handle());
+            }
         }
     }
 
@@ -403,7 +470,7 @@ public final class NativeReader {
         }
         MemorySegment h = handle;
         handle = null;
-        if (reusable && hurray_h.hurray_decoder_reset(h) == Native.OK && IdleDecoders.offer(h, bufferPoolBytes)) {
+        if (hurray_h.hurray_decoder_reset(h) == Native.OK && IdleDecoders.offer(new IdleDecoders.Idle(h, bufferPoolBytes, limits))) {
             // Kept for the next reader: only the leak cleaner's registration goes.
             if (resource != null) {
                 resource.disarm();

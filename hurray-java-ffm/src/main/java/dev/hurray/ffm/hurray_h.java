@@ -3932,6 +3932,90 @@ public final class hurray_h {
         }
     }
 
+    private static final class hurray_decoder_set_options {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_decoder_set_options");
+        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_set_options(struct HurrayDecoder *decoder,
+     *                                         const struct HurrayReaderOptions *options)
+     * }
+     */
+    public static FunctionDescriptor hurray_decoder_set_options$descriptor() {
+        return hurray_decoder_set_options.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_set_options(struct HurrayDecoder *decoder,
+     *                                         const struct HurrayReaderOptions *options)
+     * }
+     */
+    public static MethodHandle hurray_decoder_set_options$handle() {
+        return hurray_decoder_set_options.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_set_options(struct HurrayDecoder *decoder,
+     *                                         const struct HurrayReaderOptions *options)
+     * }
+     */
+    public static MemorySegment hurray_decoder_set_options$address() {
+        return hurray_decoder_set_options.ADDR;
+    }
+
+    /**
+     * Replaces the decoder's reader limits with <code>options</code> (NULL: the defaults of
+     * <code>hurray_reader_options_init</code>), as if it had been made with them by <code>hurray_decoder_new</code>:
+     * <code>max_rank</code>, <code>max_descriptor_bytes</code>, <code>max_tensor_bytes</code> and the flags
+     * (<code>HURRAY_READER_REQUIRE_PAYLOAD_CHECKSUMS</code>) all apply to the next stream. The buffer pool
+     * and its cap are not changed (<code>hurray_decoder_set_buffer_pool_bytes</code> does that). Allowed only
+     * while the decoder has taken no input: just made, or just reset with <code>hurray_decoder_reset</code>,
+     * and no call since has reported <code>filled</code> bytes or <code>HURRAY_DECODE_END_OF_INPUT</code> (a call that
+     * only offered an input region does not count). So a caller keeping reset decoders for one
+     * short stream per message can reuse one for a message that needs other limits.
+     * <p>
+     * Ownership: <code>options</code> is borrowed for the call (copied). On any error the decoder is left
+     * exactly as it was, with its previous limits.
+     * <p>
+     * Errors: <code>NULL_POINTER</code> (<code>decoder</code>), <code>USE_AFTER_DESTROY</code>, <code>INVALID_ARGUMENT</code> for options that
+     * <code>hurray_decoder_new</code> refuses (the same checks: <code>struct_size</code> too small,
+     * unknown flags, a non-zero <code>reserved</code>, a limit above the format's maximum),
+     * <code>INVALID_STATE</code> once the decoder has taken input.
+     * <p>
+     * Threads: like every decoder call, one thread at a time on a decoder.
+     * <p>
+     * Added in ABI 4 (additive).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>decoder</code> live, not used concurrently; <code>options</code> NULL or valid for reads.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_set_options(struct HurrayDecoder *decoder,
+     *                                         const struct HurrayReaderOptions *options)
+     * }
+     */
+    public static int hurray_decoder_set_options(MemorySegment decoder, MemorySegment options) {
+        var mh$ = hurray_decoder_set_options.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_decoder_set_options", decoder, options);
+            }
+            return (int) mh$.invokeExact(decoder, options);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static final class hurray_decoder_set_buffer_pool_bytes {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG);
         static final MemorySegment ADDR = hurray_h.findOrNull("hurray_decoder_set_buffer_pool_bytes");

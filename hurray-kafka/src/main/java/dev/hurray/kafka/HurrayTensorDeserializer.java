@@ -61,7 +61,9 @@ import org.apache.kafka.common.serialization.Deserializer;
  * {@link TensorSerializationException} carrying the Hurray status; nothing else escapes except
  * {@link SerializationException}. The reader's limits are set from the record's size: a
  * descriptor or payload cannot claim more memory than the record holds bytes, so a hostile
- * record cannot make the consumer allocate more than its own size. A claim-check tensor is mapped,
+ * record cannot make the consumer allocate more than its own size. (The per-record limits cost no
+ * native decoder per record: each record's reader takes the one the previous record's reader
+ * left, and gives it its own limits.) A claim-check tensor is mapped,
  * not allocated, and bounded by {@link HurrayKafkaConfig#MAX_CLAIM_CHECK_BYTES}.
  *
  * <p>An empty stream (header and end-of-stream marker only; {@code hurray send} marks the end of a

@@ -153,6 +153,42 @@ class HurrayTensorDeserializerTest {
         assertTrue(s == Status.LIMIT_EXCEEDED || s == Status.CORRUPT || s == Status.TRUNCATED, String.valueOf(s));
     }
 
+    @Test
+    void aReaderPerRecordReusesDecodersAndEachRecordKeepsItsOwnLimits() {
+        // Records of many sizes: each reader gets limits from its record's size, and takes the
+        // decoder the previous record's reader left (hurray_decoder_set_options).
+        byte[][] good = new byte[24][];
+        for (int k = 0; k < good.length; k++) {
+            try (Tensor t = Tensor.of(floats(32 * (k + 1), k), 32 * (k + 1))) {
+                good[k] = ser.serialize("t", t);
+            }
+        }
+        byte[] big;
+        try (Tensor t = Tensor.of(floats(16384, 99), 16384)) {
+            big = ser.serialize("t", t);
+        }
+        // Half a 64 KiB tensor's record: its payload is declared larger than the record.
+        byte[] half = Arrays.copyOf(big, big.length / 2);
+        try (Tensor t = de.deserialize("t", big)) {
+            assertEquals(16384, t.descriptor().elementCount());
+        }
+        long made = dev.hurray.internal.NativeReader.decodersMade();
+        for (int round = 0; round < 5; round++) {
+            for (int k = 0; k < good.length; k++) {
+                try (Tensor t = de.deserialize("t", new RecordHeaders(), ByteBuffer.wrap(good[k]).asReadOnlyBuffer())) {
+                    assertArrayEquals(floats(32 * (k + 1), k), t.toFloatArray());
+                }
+            }
+            // Refused by its own size limit even right after the large record's reader.
+            try (Tensor t = de.deserialize("t", big)) {
+                assertEquals(16384, t.descriptor().elementCount());
+            }
+            assertEquals(Status.LIMIT_EXCEEDED, status(() -> de.deserialize("t", half)));
+        }
+        assertEquals(0, dev.hurray.internal.NativeReader.decodersMade() - made,
+                "records read one after another make no native decoder");
+    }
+
     private static int indexOf(byte[] hay, byte[] needle) {
         outer:
         for (int i = 0; i + needle.length <= hay.length; i++) {
