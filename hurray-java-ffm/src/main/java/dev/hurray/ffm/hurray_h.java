@@ -3934,8 +3934,8 @@ public final class hurray_h {
 
     private static final class hurray_decoder_set_options {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
-        static final MemorySegment ADDR = hurray_h.findOrThrow("hurray_decoder_set_options");
-        static final MethodHandle HANDLE = hurray_h.linker().downcallHandle(ADDR, DESC);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_decoder_set_options");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
 
     /**
@@ -3957,6 +3957,7 @@ public final class hurray_h {
      * }
      */
     public static MethodHandle hurray_decoder_set_options$handle() {
+        NativeLibrary.requireSymbol(hurray_decoder_set_options.ADDR, "hurray_decoder_set_options");
         return hurray_decoder_set_options.HANDLE;
     }
 
@@ -3968,7 +3969,7 @@ public final class hurray_h {
      * }
      */
     public static MemorySegment hurray_decoder_set_options$address() {
-        return hurray_decoder_set_options.ADDR;
+        return NativeLibrary.requireSymbol(hurray_decoder_set_options.ADDR, "hurray_decoder_set_options");
     }
 
     /**
@@ -4004,6 +4005,9 @@ public final class hurray_h {
      */
     public static int hurray_decoder_set_options(MemorySegment decoder, MemorySegment options) {
         var mh$ = hurray_decoder_set_options.HANDLE;
+        if (hurray_decoder_set_options.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_decoder_set_options");
+        }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_decoder_set_options", decoder, options);
