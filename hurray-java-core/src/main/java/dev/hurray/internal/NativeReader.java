@@ -129,7 +129,7 @@ public final class NativeReader {
                 opts = Results.options(result);
                 limits.fill(opts);
             }
-            IdleDecoders.Idle idle = IdleDecoders.take(bufferPoolBytes);
+            IdleDecoders.Idle idle = IdleDecoders.take();
             if (idle != null) {
                 // A reset decoder keeps the limits it was last given: set ours unless they are those.
                 if (!java.util.Objects.equals(idle.limits(), limits)) {
@@ -139,6 +139,14 @@ public final class NativeReader {
                         if (!IdleDecoders.offer(idle)) {
                             destroy(idle.handle());
                         }
+                        throw Native.error(rc, null);
+                    }
+                }
+                if (idle.bufferPoolBytes() != bufferPoolBytes) {
+                    // A reset decoder's pool is empty: only its cap changes.
+                    int rc = hurray_h.hurray_decoder_set_buffer_pool_bytes(idle.handle(), bufferPoolBytes);
+                    if (rc != Native.OK) {
+                        destroy(idle.handle());
                         throw Native.error(rc, null);
                     }
                 }
@@ -214,9 +222,10 @@ public final class NativeReader {
 
     /**
      * Decoders of closed readers, reset ({@code hurray_decoder_reset}) and kept for the next
-     * reader with the same pool cap, whatever its limits: the taker gives the decoder its own
+     * reader, whatever its limits and pool cap: the taker gives the decoder its own limits
      * ({@code hurray_decoder_set_options}, NULL for the defaults) unless the decoder already has
-     * them. So a reader per message (Kafka records with per-record limits, request bodies)
+     * them, and its own pool cap ({@code hurray_decoder_set_buffer_pool_bytes}; a reset
+     * decoder's pool is empty). So a reader per message (Kafka records with per-record limits, request bodies)
      * creates no native decoder, read-ahead or pool. Each idle decoder is kept with the limits it
      * was last given, so one never reaches a reader that wants other limits with those. At most
      * {@link #MAX_IDLE} wait (each holds its 64 KiB read-ahead, no payload memory); more are
@@ -237,18 +246,16 @@ public final class NativeReader {
         private IdleDecoders() {
         }
 
-        /** An idle decoder with this pool cap, or null (one look: a mismatch goes back). */
-        static Idle take(long bufferPoolBytes) {
+        /**
+         * An idle decoder, or null. Any pool cap will do: a reset decoder's pool is empty, so the
+         * taker sets its own cap ({@code hurray_decoder_set_buffer_pool_bytes}) when it differs.
+         */
+        static Idle take() {
             Idle i = IDLE.poll();
-            if (i == null) {
-                return null;
-            }
-            if (i.bufferPoolBytes() == bufferPoolBytes) {
+            if (i != null) {
                 COUNT.decrementAndGet();
-                return i;
             }
-            IDLE.offer(i);
-            return null;
+            return i;
         }
 
         /** Keeps a reset decoder; false when enough are kept (the caller destroys it). */

@@ -64,6 +64,23 @@ class NativeReaderTest {
         return assertThrows(HurrayException.class, () -> readAll(bytes, options)).status();
     }
 
+    /**
+     * Readers with different buffer pool caps (the Kafka deserializer's 0, a plain reader's
+     * default) share one decoder too: the taker sets its own cap on it.
+     */
+    @Test
+    void readersOfAnyPoolCapShareOneDecoder() throws IOException {
+        byte[] plain = stream(3, false);
+        long made = NativeReader.decodersMade();
+        for (int i = 0; i < 20; i++) {
+            assertEquals(3, readAll(plain, DEFAULTS.withBufferPoolBytes(0)));
+            assertEquals(3, readAll(plain, DEFAULTS));
+            assertEquals(3, readAll(plain, DEFAULTS.withBufferPoolBytes(1 << 20).withMaxTensorBytes(plain.length)));
+        }
+        assertEquals(1, NativeReader.decodersMade() - made, "one decoder for 60 readers of three pool caps");
+        assertEquals(1, NativeReader.IdleDecoders.count());
+    }
+
     @Test
     void readersOfAnyLimitsShareOneDecoderOneAfterAnother() throws IOException {
         byte[] plain = stream(2, false);
