@@ -189,7 +189,7 @@ public final class Tensor implements AutoCloseable {
     private Tensor tracked() {
         MemorySegment t = nativeTensor;
         Runnable after = onClose;
-        MemorySegment.Scope watched = MemorySegment.NULL.reinterpret(arena, null).scope();
+        MemorySegment.Scope watched = arena.scope();
         resource = Leaks.track(watched, "Tensor", () -> {
             NativeTensor.destroy(t);
             if (after != null) {

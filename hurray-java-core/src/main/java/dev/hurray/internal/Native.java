@@ -9,6 +9,7 @@ import dev.hurray.Status;
 import dev.hurray.ffm.hurray_h;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -47,7 +48,41 @@ public final class Native {
     /** {@code HURRAY_ERR_BUFFER_TOO_SMALL}. */
     static final int ERR_BUFFER_TOO_SMALL = hurray_h.HURRAY_ERR_BUFFER_TOO_SMALL();
 
+    /**
+     * A segment over the whole address space (global scope), made once: native memory the library
+     * returns (names, encodings, input regions) is read or sliced through it with plain
+     * {@code asSlice} and {@code MemorySegment.copy}, instead of a restricted {@code reinterpret}
+     * per pointer (each checks the caller's native access and makes a new segment). The bounds
+     * still come from the C contract of the call that returned the pointer.
+     */
+    static final MemorySegment EVERYTHING = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
+
     private Native() {
+    }
+
+    /** The {@code len} bytes at native address {@code at} as a global-scope segment (see {@link #EVERYTHING}). */
+    static MemorySegment view(MemorySegment at, long len) {
+        return EVERYTHING.asSlice(at.address(), len);
+    }
+
+    /** A copy of the {@code len} bytes at native address {@code at}. */
+    static byte[] bytes(MemorySegment at, long len) {
+        if (len > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException(len + " bytes do not fit a Java array");
+        }
+        byte[] b = new byte[(int) len];
+        MemorySegment.copy(EVERYTHING, ValueLayout.JAVA_BYTE, at.address(), b, 0, b.length);
+        return b;
+    }
+
+    /** A copy of the {@code len} bytes of {@code s} from {@code offset} (no per-call layout, unlike {@code toArray}). */
+    static byte[] bytes(MemorySegment s, long offset, long len) {
+        if (len > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException(len + " bytes do not fit a Java array");
+        }
+        byte[] b = new byte[(int) len];
+        MemorySegment.copy(s, ValueLayout.JAVA_BYTE, offset, b, 0, b.length);
+        return b;
     }
 
     /** This thread's scratch area (see the class comment for the rule). */

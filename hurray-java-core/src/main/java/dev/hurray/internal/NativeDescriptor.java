@@ -116,7 +116,7 @@ public final class NativeDescriptor {
 
     /** The encoding view (as {@link #encodedView}) taken from {@link #fields}' result. */
     public static MemorySegment encodedView(MemorySegment descriptor, MemorySegment fields) {
-        return HurrayDescriptorFields.encoded(fields).reinterpret(HurrayDescriptorFields.encoded_len(fields));
+        return Native.view(HurrayDescriptorFields.encoded(fields), HurrayDescriptorFields.encoded_len(fields));
     }
 
     /**
@@ -124,14 +124,23 @@ public final class NativeDescriptor {
      * encoding (from {@link #encodedView}).
      */
     public static NativeDescriptor copyOf(MemorySegment encodedView) {
-        return new NativeDescriptor(null, encodedView.toArray(JAVA_BYTE));
+        return new NativeDescriptor(null, Native.bytes(encodedView, 0, encodedView.byteSize()));
     }
 
     /** True if this twin's stored encoding equals {@code encodedView} byte for byte. */
     public boolean hasEncoding(MemorySegment encodedView) {
-        return encoded != null && encoded.length == encodedView.byteSize()
-                && MemorySegment.mismatch(encodedView, 0, encoded.length, MemorySegment.ofArray(encoded), 0, encoded.length) == -1;
+        if (encoded == null || encoded.length != encodedView.byteSize()) {
+            return false;
+        }
+        MemorySegment mine = encodedSegment;
+        if (mine == null) {
+            encodedSegment = mine = MemorySegment.ofArray(encoded);
+        }
+        return MemorySegment.mismatch(encodedView, 0, encoded.length, mine, 0, encoded.length) == -1;
     }
+
+    /** {@link #encoded} as a heap segment, made on the first {@link #hasEncoding} (a reader compares every tensor's). */
+    private MemorySegment encodedSegment;
 
     /** Decodes an encoded descriptor now (validating it) into an owned twin. */
     public static NativeDescriptor decodeNow(byte[] bytes) throws HurrayException {
@@ -433,7 +442,7 @@ public final class NativeDescriptor {
             int rc = hurray_h.hurray_descriptor_encode_with_name(h, name, utf8.length, s.asSlice(ENCODED_OFFSET),
                     ENCODED_BYTES, s);
             if (rc == Native.OK) {
-                return new NativeDescriptor(null, s.asSlice(ENCODED_OFFSET, s.get(JAVA_LONG, 0)).toArray(JAVA_BYTE));
+                return new NativeDescriptor(null, Native.bytes(s, ENCODED_OFFSET, s.get(JAVA_LONG, 0)));
             }
             if (rc != Native.ERR_BUFFER_TOO_SMALL) {
                 throw Native.error(rc, null);
@@ -608,7 +617,7 @@ public final class NativeDescriptor {
         MemorySegment namePtr = HurrayDescriptorFields.name(f);
         if (!namePtr.equals(MemorySegment.NULL)) {
             long len = HurrayDescriptorFields.name_len(f);
-            name = new String(namePtr.reinterpret(len).toArray(JAVA_BYTE), StandardCharsets.UTF_8);
+            name = new String(Native.bytes(namePtr, len), StandardCharsets.UTF_8);
         }
         int entries = (int) HurrayDescriptorFields.metadata_count(f);
         List<BufferSpec> buffers = new ArrayList<>(count);

@@ -357,7 +357,7 @@ public final class NativeReader {
 
     /** Fills the input region the decoder named from the source (in Java, outside any native frame). */
     private void fill() throws HurrayException {
-        MemorySegment dst = HurrayDecodeResult.input(result).reinterpret(HurrayDecodeResult.input_len(result));
+        MemorySegment dst = Native.view(HurrayDecodeResult.input(result), HurrayDecodeResult.input_len(result));
         int n;
         if (dead != null) {
             // A dead connection reports its failure again, never a later end of input.
@@ -416,7 +416,7 @@ public final class NativeReader {
     /** The decoded tensor's encoded descriptor, as a view valid while the tensor lives. */
     public MemorySegment encodedView() {
         MemorySegment f = HurrayDecodeResult.fields(result);
-        return HurrayDescriptorFields.encoded(f).reinterpret(HurrayDescriptorFields.encoded_len(f));
+        return Native.view(HurrayDescriptorFields.encoded(f), HurrayDescriptorFields.encoded_len(f));
     }
 
     /** The decoded tensor's descriptor fields, read from the result with no downcall. */
@@ -428,7 +428,7 @@ public final class NativeReader {
             DescriptorFields p = lastFields;
             MemorySegment namePtr = HurrayDescriptorFields.name(f);
             String name = namePtr.equals(MemorySegment.NULL) ? null : new String(
-                    namePtr.reinterpret(HurrayDescriptorFields.name_len(f)).toArray(JAVA_BYTE), StandardCharsets.UTF_8);
+                    Native.bytes(namePtr, HurrayDescriptorFields.name_len(f)), StandardCharsets.UTF_8);
             fields = new DescriptorFields(p.elementType(), p.shape(), p.layout(), p.byteOffset(), p.buffers(),
                     p.quantization(), name, p.metadata());
         } else {
