@@ -36,7 +36,11 @@ import java.util.Locale;
  *
  * IMPL is {@code raw} (the baseline), {@code hurray} (a descriptor built per tensor with the
  * builder, batched writer) or {@code hurray-rename} (one template descriptor, renamed per
- * tensor with {@link TensorDescriptor#withName}). The receiver reads every tensor's name and
+ * tensor with {@link TensorDescriptor#withName}). {@code raw-ffm} is the raw loop plus the
+ * Panama FFM traffic a native binding cannot avoid, with no format work: per tensor, two
+ * downcalls into libhurray on each side (calls refused at once for a NULL handle) and a few
+ * native-segment reads and writes. It measures what the JDK's FFM machinery alone costs a fresh
+ * JVM. The receiver reads every tensor's name and
  * first element; times are from the receiver's first byte to its last tensor (the cold script
  * {@code embeddings.sh} times whole JVMs instead).
  */
@@ -44,6 +48,9 @@ public final class Embeddings {
     /** Elements per tensor (768; {@code small} mode changes it). */
     static int DIM = 768;
     static int PAYLOAD = DIM * 4;
+
+    /** Sum of the {@code raw-ffm} calls' results, so that no call is dead code. */
+    static long ffmRc;
 
     private Embeddings() {
     }
@@ -125,6 +132,39 @@ public final class Embeddings {
                 }
                 out.flush();
             }
+            case "raw-ffm" -> {
+                ByteBuffer out = ByteBuffer.allocateDirect(8 + 64 + PAYLOAD).order(ByteOrder.LITTLE_ENDIAN);
+                float[] row = new float[DIM];
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment scratch = arena.allocate(4096, 8);
+                    MemorySegment slices = arena.allocate(64, 8);
+                    MemorySegment state = arena.allocate(64, 8);
+                    for (int i = 0; i < n; i++) {
+                        byte[] name = ("emb-" + i).getBytes(StandardCharsets.UTF_8);
+                        // What a binding does per tensor: name bytes into native memory, a
+                        // rename and an encode downcall, payload pointers into a slice table.
+                        MemorySegment.copy(name, 0, scratch, ValueLayout.JAVA_BYTE, 0, name.length);
+                        ffmRc += dev.hurray.ffm.hurray_h.hurray_descriptor_encode_with_name(MemorySegment.NULL,
+                                scratch, name.length, scratch.asSlice(1024), 1024, state);
+                        slices.set(ValueLayout.JAVA_LONG, 0, scratch.address());
+                        slices.set(ValueLayout.JAVA_LONG, 8, PAYLOAD);
+                        ffmRc += dev.hurray.ffm.hurray_h.hurray_encoder_encode_encoded(MemorySegment.NULL, scratch,
+                                name.length, slices, 1, state);
+                        ffmRc += state.get(ValueLayout.JAVA_LONG, 0);
+                        out.clear();
+                        out.putInt(name.length).put(name).putInt(PAYLOAD);
+                        for (int k = 0; k < DIM; k++) {
+                            row[k] = i + k;
+                        }
+                        out.asFloatBuffer().put(row);
+                        out.position(out.position() + PAYLOAD);
+                        out.flip();
+                        while (out.hasRemaining()) {
+                            ch.write(out);
+                        }
+                    }
+                }
+            }
             case "hurray", "hurray-rename" -> {
                 boolean rename = impl.equals("hurray-rename");
                 float[] row = new float[DIM];
@@ -163,6 +203,36 @@ public final class Embeddings {
         long t0 = System.nanoTime();
         long check = 0;
         switch (impl) {
+            case "raw-ffm" -> {
+                ByteBuffer head = ByteBuffer.allocateDirect(4).order(ByteOrder.LITTLE_ENDIAN);
+                ByteBuffer nameBuf = ByteBuffer.allocateDirect(4096);
+                ByteBuffer payload = ByteBuffer.allocateDirect(PAYLOAD).order(ByteOrder.LITTLE_ENDIAN);
+                byte[] name = new byte[4096];
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment result = arena.allocate(256, 8);
+                    MemorySegment slot = arena.allocate(8, 8);
+                    for (int i = 0; i < n; i++) {
+                        // What a binding does per tensor: a decode and a destroy downcall, and
+                        // the result's fields read from native memory.
+                        ffmRc += dev.hurray.ffm.hurray_h.hurray_decoder_next(MemorySegment.NULL, 0, 0, result);
+                        for (int f = 0; f < 6; f++) {
+                            ffmRc += result.get(ValueLayout.JAVA_LONG, 8L * f);
+                        }
+                        ffmRc += result.get(ValueLayout.ADDRESS, 64).address();
+                        int len = readInt(ch, head);
+                        nameBuf.clear().limit(len);
+                        fill(ch, nameBuf);
+                        nameBuf.flip().get(name, 0, len);
+                        String s = new String(name, 0, len, StandardCharsets.UTF_8);
+                        int plen = readInt(ch, head);
+                        payload.clear().limit(plen);
+                        fill(ch, payload);
+                        check += s.length() + (long) payload.getFloat(0);
+                        slot.set(ValueLayout.ADDRESS, 0, MemorySegment.NULL);
+                        dev.hurray.ffm.hurray_h.hurray_tensor_destroy(slot);
+                    }
+                }
+            }
             case "raw", "dos" -> {
                 ByteBuffer head = ByteBuffer.allocateDirect(4).order(ByteOrder.BIG_ENDIAN);
                 ByteBuffer nameBuf = ByteBuffer.allocateDirect(4096);
