@@ -100,17 +100,7 @@ public final class Embeddings {
                 float[] row = new float[DIM];
                 for (int i = 0; i < n; i++) {
                     byte[] name = ("emb-" + i).getBytes(StandardCharsets.UTF_8);
-                    out.clear();
-                    out.putInt(name.length).put(name).putInt(PAYLOAD);
-                    for (int k = 0; k < DIM; k++) {
-                        row[k] = i + k;
-                    }
-                    out.asFloatBuffer().put(row);
-                    out.position(out.position() + PAYLOAD);
-                    out.flip();
-                    while (out.hasRemaining()) {
-                        ch.write(out);
-                    }
+                    sendRaw(ch, out, row, name, i);
                 }
             }
             case "dos" -> {
@@ -151,17 +141,7 @@ public final class Embeddings {
                         ffmRc += dev.hurray.ffm.hurray_h.hurray_encoder_encode_encoded(MemorySegment.NULL, scratch,
                                 name.length, slices, 1, state);
                         ffmRc += state.get(ValueLayout.JAVA_LONG, 0);
-                        out.clear();
-                        out.putInt(name.length).put(name).putInt(PAYLOAD);
-                        for (int k = 0; k < DIM; k++) {
-                            row[k] = i + k;
-                        }
-                        out.asFloatBuffer().put(row);
-                        out.position(out.position() + PAYLOAD);
-                        out.flip();
-                        while (out.hasRemaining()) {
-                            ch.write(out);
-                        }
+                        sendRaw(ch, out, row, name, i);
                     }
                 }
             }
@@ -219,15 +199,7 @@ public final class Embeddings {
                             ffmRc += result.get(ValueLayout.JAVA_LONG, 8L * f);
                         }
                         ffmRc += result.get(ValueLayout.ADDRESS, 64).address();
-                        int len = readInt(ch, head);
-                        nameBuf.clear().limit(len);
-                        fill(ch, nameBuf);
-                        nameBuf.flip().get(name, 0, len);
-                        String s = new String(name, 0, len, StandardCharsets.UTF_8);
-                        int plen = readInt(ch, head);
-                        payload.clear().limit(plen);
-                        fill(ch, payload);
-                        check += s.length() + (long) payload.getFloat(0);
+                        check += recvRaw(ch, head, nameBuf, payload, name);
                         slot.set(ValueLayout.ADDRESS, 0, MemorySegment.NULL);
                         dev.hurray.ffm.hurray_h.hurray_tensor_destroy(slot);
                     }
@@ -242,15 +214,7 @@ public final class Embeddings {
                 payload.order(order);
                 byte[] name = new byte[4096];
                 for (int i = 0; i < n; i++) {
-                    int len = readInt(ch, head);
-                    nameBuf.clear().limit(len);
-                    fill(ch, nameBuf);
-                    nameBuf.flip().get(name, 0, len);
-                    String s = new String(name, 0, len, StandardCharsets.UTF_8);
-                    int plen = readInt(ch, head);
-                    payload.clear().limit(plen);
-                    fill(ch, payload);
-                    check += s.length() + (long) payload.getFloat(0);
+                    check += recvRaw(ch, head, nameBuf, payload, name);
                 }
             }
             case "hurray", "hurray-rename" -> {
@@ -270,6 +234,35 @@ public final class Embeddings {
             System.out.print("");
         }
         return ns;
+    }
+
+    /** The raw loop's send of embedding {@code i}: length-prefixed name, length, payload, through one reused buffer. */
+    private static void sendRaw(SocketChannel ch, ByteBuffer out, float[] row, byte[] name, int i) throws IOException {
+        out.clear();
+        out.putInt(name.length).put(name).putInt(PAYLOAD);
+        for (int k = 0; k < DIM; k++) {
+            row[k] = i + k;
+        }
+        out.asFloatBuffer().put(row);
+        out.position(out.position() + PAYLOAD);
+        out.flip();
+        while (out.hasRemaining()) {
+            ch.write(out);
+        }
+    }
+
+    /** The raw loop's receive of one embedding; the name's length plus the first element, as a check value. */
+    private static long recvRaw(SocketChannel ch, ByteBuffer head, ByteBuffer nameBuf, ByteBuffer payload, byte[] name)
+            throws IOException {
+        int len = readInt(ch, head);
+        nameBuf.clear().limit(len);
+        fill(ch, nameBuf);
+        nameBuf.flip().get(name, 0, len);
+        String s = new String(name, 0, len, StandardCharsets.UTF_8);
+        int plen = readInt(ch, head);
+        payload.clear().limit(plen);
+        fill(ch, payload);
+        return s.length() + (long) payload.getFloat(0);
     }
 
     private static int readInt(SocketChannel ch, ByteBuffer head) throws IOException {
