@@ -54,14 +54,12 @@ public record FileReaderOptions(long eagerIndexBytes, long maxDescriptorBytes, l
         SKIP
     }
 
-    private static final FileReaderOptions DEFAULTS;
-
-    static {
-        NativeFileReader.Settings d = NativeFileReader.Settings.defaults();
-        DEFAULTS = new FileReaderOptions(d.eagerIndexBytes(), d.maxDescriptorBytes(), d.maxTensorBytes(),
-                d.maxMetadataBytes(), d.maxIndexBytes(), PayloadChecks.DEFAULT, false, TensorScope.CONFINED,
-                ReaderOptions.DEFAULT_BUFFER_POOL_BYTES);
-    }
+    /**
+     * The defaults once asked for. Not a static initializer: a library that cannot be loaded (or
+     * lacks the function) would leave this class unusable, every later use a NoClassDefFoundError
+     * instead of the library's own error.
+     */
+    private static volatile FileReaderOptions defaults;
 
     /**
      * Checks the Java values; the native library checks the rest when a file is opened.
@@ -80,7 +78,15 @@ public record FileReaderOptions(long eagerIndexBytes, long maxDescriptorBytes, l
 
     /** The native library's defaults ({@code hurray_file_reader_options_init}), with confined tensors. */
     public static FileReaderOptions defaults() {
-        return DEFAULTS;
+        FileReaderOptions o = defaults;
+        if (o == null) {
+            NativeFileReader.Settings d = NativeFileReader.Settings.defaults();
+            o = new FileReaderOptions(d.eagerIndexBytes(), d.maxDescriptorBytes(), d.maxTensorBytes(),
+                    d.maxMetadataBytes(), d.maxIndexBytes(), PayloadChecks.DEFAULT, false, TensorScope.CONFINED,
+                    ReaderOptions.DEFAULT_BUFFER_POOL_BYTES);
+            defaults = o;
+        }
+        return o;
     }
 
     /** A copy with {@code eagerIndexBytes} (bytes) changed. */

@@ -22,8 +22,8 @@ import dev.hurray.internal.NativeFileWriter;
  *     true. Ignored by writers over streams and channels.
  */
 public record FileWriterOptions(boolean payloadChecksums, long minPayloadAlignment, boolean syncOnFinish) {
-    private static final FileWriterOptions DEFAULTS =
-            new FileWriterOptions(true, NativeFileWriter.defaultMinPayloadAlignment(), true);
+    /** The defaults once asked for (not a static initializer: see {@link FileReaderOptions#defaults()}). */
+    private static volatile FileWriterOptions defaults;
 
     /**
      * Checks what a Java value can check; the native library checks the alignment rules.
@@ -38,7 +38,12 @@ public record FileWriterOptions(boolean payloadChecksums, long minPayloadAlignme
 
     /** The defaults: payload checksums on, 64-byte minimum alignment, sync on finish. */
     public static FileWriterOptions defaults() {
-        return DEFAULTS;
+        FileWriterOptions o = defaults;
+        if (o == null) {
+            o = new FileWriterOptions(true, NativeFileWriter.defaultMinPayloadAlignment(), true);
+            defaults = o;
+        }
+        return o;
     }
 
     /** A copy with {@code payloadChecksums} changed. */

@@ -43,12 +43,8 @@ public record ReaderOptions(int maxRank, long maxDescriptorBytes, long maxTensor
     /** The default cap of a reader's buffer pool: 256 MiB. */
     public static final long DEFAULT_BUFFER_POOL_BYTES = 256L << 20;
 
-    private static final ReaderOptions DEFAULTS;
-
-    static {
-        long[] d = NativeReader.defaultLimits();
-        DEFAULTS = new ReaderOptions((int) d[0], d[1], d[2], false, TensorScope.CONFINED, DEFAULT_BUFFER_POOL_BYTES);
-    }
+    /** The defaults once asked for (not a static initializer: see {@link FileReaderOptions#defaults()}). */
+    private static volatile ReaderOptions defaults;
 
     /**
      * Checks the Java values; limits above the format's maxima are refused by the native library
@@ -82,7 +78,13 @@ public record ReaderOptions(int maxRank, long maxDescriptorBytes, long maxTensor
      * and a buffer pool of {@link #DEFAULT_BUFFER_POOL_BYTES}.
      */
     public static ReaderOptions defaults() {
-        return DEFAULTS;
+        ReaderOptions o = defaults;
+        if (o == null) {
+            long[] d = NativeReader.defaultLimits();
+            o = new ReaderOptions((int) d[0], d[1], d[2], false, TensorScope.CONFINED, DEFAULT_BUFFER_POOL_BYTES);
+            defaults = o;
+        }
+        return o;
     }
 
     /** A copy with {@code maxRank} changed. */

@@ -75,7 +75,7 @@ public final class NativeReader {
     record Limits(int maxRank, long maxDescriptorBytes, long maxTensorBytes, boolean requirePayloadChecksums) {
         /** {@code null} when these are the library's defaults. */
         static Limits of(int maxRank, long maxDescriptorBytes, long maxTensorBytes, boolean requirePayloadChecksums) {
-            long[] d = Defaults.LIMITS;
+            long[] d = cachedDefaultLimits();
             if (!requirePayloadChecksums && maxRank == d[0] && maxDescriptorBytes == d[1] && maxTensorBytes == d[2]) {
                 return null;
             }
@@ -166,9 +166,19 @@ public final class NativeReader {
         }
     }
 
-    /** The library's default limits, read once. */
-    private static final class Defaults {
-        static final long[] LIMITS = defaultLimits();
+    /**
+     * The library's default limits, read once they are asked for (not in a static initializer,
+     * which a missing library function would turn into a NoClassDefFoundError on every later use).
+     */
+    private static volatile long[] defaultLimits;
+
+    private static long[] cachedDefaultLimits() {
+        long[] d = defaultLimits;
+        if (d == null) {
+            d = defaultLimits();
+            defaultLimits = d;
+        }
+        return d;
     }
 
     /**
