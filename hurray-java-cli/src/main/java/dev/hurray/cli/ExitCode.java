@@ -16,7 +16,8 @@ package dev.hurray.cli;
  *   <tr><td>4</td><td>verification failed: {@code verify} found the file invalid, or
  *       {@code demo} found the copies differ</td></tr>
  *   <tr><td>70</td><td>internal error (a bug: rerun with {@code --verbose} and report the
- *       stack trace)</td></tr>
+ *       stack trace), or a native library that cannot be loaded or lacks a function (the
+ *       message says which)</td></tr>
  * </table>
  */
 public final class ExitCode {

@@ -43,7 +43,18 @@ public final class Main {
      */
     public static int run(String[] args, InputStream in, PrintWriter out, PrintWriter err, boolean terminal) {
         CommandLine cl = commandLine(in, out, err, terminal);
-        int code = cl.execute(args);
+        int code;
+        try {
+            code = cl.execute(args);
+        } catch (UnsatisfiedLinkError e) {
+            // picocli hands only Exceptions to the handler below; a libhurray that cannot be
+            // loaded (or lacks a function) is an Error. Its message says what to do.
+            err.println("hurray: error: " + Errors.oneLine(String.valueOf(e.getMessage())));
+            if (java.util.Arrays.asList(args).contains("--verbose") || java.util.Arrays.asList(args).contains("-v")) {
+                e.printStackTrace(err);
+            }
+            code = ExitCode.INTERNAL;
+        }
         out.flush();
         err.flush();
         return code;
