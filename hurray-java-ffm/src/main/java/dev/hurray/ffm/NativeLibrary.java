@@ -48,7 +48,10 @@ import java.util.Locale;
  * writable by nobody else (a folder others may write is not used, a file others may write is
  * rewritten), so another user cannot swap in a library. When the folder cannot be used (read-only home, no permission), the library is copied to
  * a temporary file, loaded and deleted, as without a cache: a first use then costs about 25 ms
- * more. Files of older builds are not removed.
+ * more. An extraction removes other builds' copies written more than 30 days earlier and
+ * temporary files of extractions more than a day old (regular files with the names it writes,
+ * never links or folders); a JVM already using a removed copy keeps it, and one started later
+ * extracts it again.
  * The library is loaded once per class loader, into the global arena (it is never unloaded),
  * on the first call of {@link #load()}, {@link #lookup()} or any {@link hurray_h} function.
  * Loading is thread-safe; concurrent first callers wait for one load.
