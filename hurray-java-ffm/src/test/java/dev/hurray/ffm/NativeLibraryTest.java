@@ -311,6 +311,46 @@ class NativeLibraryTest {
         assertTrue(Files.notExists(recentCopy));
     }
 
+    /**
+     * Pruning never reaches outside the cache folder: links named like stale copies or
+     * temporaries (to a file, to a folder, dangling) stay, and so do their targets; a cache
+     * folder that is itself a link is not used at all, so nothing behind it is pruned.
+     */
+    @Test
+    void pruningLeavesLinksAndWhatTheyPointTo(@TempDir Path dir) throws Exception {
+        long now = System.currentTimeMillis();
+        java.nio.file.attribute.FileTime old = java.nio.file.attribute.FileTime.fromMillis(now - 400L * 24 * 60 * 60 * 1000);
+        Path outside = Files.createDirectories(dir.resolve("outside"));
+        Path precious = Files.writeString(outside.resolve("precious.txt"), "keep");
+        Path folder = Files.createDirectories(outside.resolve("folder"));
+        Files.writeString(folder.resolve("inner"), "keep");
+        Path othersCopy = Files.writeString(outside.resolve("libhurray-1-a.so"), "keep");
+        for (Path p : List.of(precious, folder, othersCopy)) {
+            Files.setLastModifiedTime(p, old);
+        }
+        Path cache = Files.createDirectories(dir.resolve("cache"));
+        List<Path> links = List.of(
+                Files.createSymbolicLink(cache.resolve("libhurray-11-abc.so"), precious),
+                Files.createSymbolicLink(cache.resolve("libhurray-12-abc.so"), folder),
+                Files.createSymbolicLink(cache.resolve("libhurray-13-abc.so.1.2.tmp"), precious),
+                Files.createSymbolicLink(cache.resolve("libhurray-14-abc.so"), dir.resolve("nothing-here")));
+
+        byte[] content = new byte[1000];
+        new java.util.Random(4).nextBytes(content);
+        NativeLibrary.Cached made = NativeLibrary.cacheFile(fakeJar(dir, content), cache);
+        assertTrue(made.written());
+        for (Path l : links) {
+            assertTrue(Files.isSymbolicLink(l), l.toString());
+        }
+        assertEquals("keep", Files.readString(precious));
+        assertEquals("keep", Files.readString(folder.resolve("inner")));
+
+        // A cache folder that is a link: refused (null: a temporary copy is used), nothing pruned.
+        Path linkedCache = Files.createSymbolicLink(dir.resolve("linked-cache"), outside);
+        assertEquals(null, NativeLibrary.cacheFile(fakeJar(dir, content), linkedCache));
+        assertEquals("keep", Files.readString(othersCopy));
+    }
+
     /** Two child JVMs loading from a jar share one cached copy; the second loads it as it is. */
     @Test
     void jarLoadsGoThroughTheCache(@TempDir Path dir) throws Exception {
