@@ -735,6 +735,15 @@ public final class Gguf {
                     throw new ForeignFormatException(c.what + ": metadata '" + key + "' declares " + Long.toUnsignedString(n)
                             + " elements, more than the " + c.remaining() + " remaining bytes can hold");
                 }
+                if (et != ValueType.STRING && et != ValueType.ARRAY) {
+                    // Numbers and booleans stay in the file's bytes, decoded on access: a list of
+                    // boxed values would take some 20 times the bytes the file spends on them.
+                    yield new Value(t, et, Scalars.read(c, et, n, key));
+                }
+                if (n > Integer.MAX_VALUE - 8) {
+                    throw new ForeignFormatException(c.what + ": metadata '" + key + "' has " + Long.toUnsignedString(n)
+                            + " elements, more than a list holds");
+                }
                 List<Object> l = new ArrayList<>((int) n);
                 for (long i = 0; i < n; i++) {
                     Value v = value(c, et, key, depth + 1);
@@ -743,5 +752,66 @@ public final class Gguf {
                 yield new Value(t, et, Collections.unmodifiableList(l));
             }
         };
+    }
+
+    /**
+     * An unmodifiable list of {@code n} fixed-width metadata values of one type (numbers or
+     * booleans), kept as the file's little-endian bytes and boxed as {@link Value} describes
+     * when read.
+     */
+    private static final class Scalars extends java.util.AbstractList<Object> implements java.util.RandomAccess {
+        private final ValueType type;
+        private final MemorySegment bytes;
+        private final int size;
+
+        private Scalars(ValueType type, MemorySegment bytes, int size) {
+            this.type = type;
+            this.bytes = bytes;
+            this.size = size;
+        }
+
+        static Scalars read(Cursor c, ValueType type, long n, String key) throws ForeignFormatException {
+            long width = type.minBytes;
+            c.need(n * width, key);
+            if (n * width > Integer.MAX_VALUE - 8) {
+                throw new ForeignFormatException(c.what + ": metadata '" + key + "' has " + n
+                        + " elements, more than a list holds");
+            }
+            MemorySegment copy = MemorySegment.ofArray(c.seg.asSlice(c.pos, n * width).toArray(ValueLayout.JAVA_BYTE));
+            if (type == ValueType.BOOL) {
+                for (long i = 0; i < n; i++) {
+                    int b = copy.get(ValueLayout.JAVA_BYTE, i) & 0xFF;
+                    if (b > 1) {
+                        throw new ForeignFormatException(c.what + ": metadata '" + key + "': bool value " + b);
+                    }
+                }
+            }
+            c.pos += n * width;
+            return new Scalars(type, copy, (int) n);
+        }
+
+        @Override
+        public Object get(int index) {
+            java.util.Objects.checkIndex(index, size);
+            long at = (long) index * type.minBytes;
+            return switch (type) {
+                case UINT8 -> (long) (bytes.get(ValueLayout.JAVA_BYTE, at) & 0xFF);
+                case INT8 -> (long) bytes.get(ValueLayout.JAVA_BYTE, at);
+                case UINT16 -> (long) (bytes.get(Payloads.LE_SHORT, at) & 0xFFFF);
+                case INT16 -> (long) bytes.get(Payloads.LE_SHORT, at);
+                case UINT32 -> Integer.toUnsignedLong(bytes.get(U32, at));
+                case INT32 -> (long) bytes.get(U32, at);
+                case FLOAT32 -> (double) Float.intBitsToFloat(bytes.get(U32, at));
+                case BOOL -> bytes.get(ValueLayout.JAVA_BYTE, at) == 1;
+                case UINT64, INT64 -> bytes.get(U64, at);
+                case FLOAT64 -> Double.longBitsToDouble(bytes.get(U64, at));
+                case STRING, ARRAY -> throw new IllegalStateException(type.toString());
+            };
+        }
+
+        @Override
+        public int size() {
+            return size;
+        }
     }
 }

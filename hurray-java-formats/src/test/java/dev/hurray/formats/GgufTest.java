@@ -476,6 +476,77 @@ class GgufTest {
         refused(new byte[] {'G', 'G', 'U', 'F'}, "no GGUF magic");
     }
 
+    /**
+     * Metadata arrays of numbers and booleans keep their values and text, and cost about the
+     * bytes the file spends on them: a 4 MiB uint8 array used to become a list of boxed Longs
+     * (some 20 bytes per element), so a GGUF file of a few hundred MiB exhausted the heap.
+     */
+    @Test
+    void numericMetadataArraysCostTheirBytes() throws IOException {
+        List<byte[]> all = List.of(
+                kv("u8", 9, cat(le32(0), le(2), new byte[] {(byte) 200, 7})),
+                kv("i8", 9, cat(le32(1), le(2), new byte[] {-1, 5})),
+                kv("u16", 9, cat(le32(2), le(1), new byte[] {-1, -1})),
+                kv("i16", 9, cat(le32(3), le(1), new byte[] {-2, -1})),
+                kv("u32", 9, cat(le32(4), le(1), le32(-1))),
+                kv("i32", 9, cat(le32(5), le(1), le32(-3))),
+                kv("f32", 9, cat(le32(6), le(1), le32(Float.floatToIntBits(1.5f)))),
+                kv("b", 9, cat(le32(7), le(2), new byte[] {1, 0})),
+                kv("u64", 9, cat(le32(10), le(1), le(-1))),
+                kv("i64", 9, cat(le32(11), le(1), le(-4))),
+                kv("f64", 9, cat(le32(12), le(1), le(Double.doubleToLongBits(-0.25)))),
+                kv("nested", 9, cat(le32(9), le(2), le32(5), le(1), le32(7), le32(4), le(0))));
+        Path p = write("arrays.gguf", gguf(all, "w", new long[] {4}, 0, 0, new byte[16]));
+        Map<String, Gguf.Value> m = Gguf.readHeader(p).metadata();
+        assertEquals(List.of(200L, 7L), m.get("u8").value());
+        assertEquals(List.of(-1L, 5L), m.get("i8").value());
+        assertEquals(List.of(65535L), m.get("u16").value());
+        assertEquals(List.of(-2L), m.get("i16").value());
+        assertEquals(List.of(4294967295L), m.get("u32").value());
+        assertEquals(List.of(-3L), m.get("i32").value());
+        assertEquals(List.of(1.5), m.get("f32").value());
+        assertEquals(List.of(true, false), m.get("b").value());
+        assertEquals(List.of(-1L), m.get("u64").value());
+        assertEquals(List.of(-4L), m.get("i64").value());
+        assertEquals(List.of(-0.25), m.get("f64").value());
+        assertEquals("[18446744073709551615]", m.get("u64").text());
+        assertEquals("[true,false]", m.get("b").text());
+        assertEquals("[[7],[]]", m.get("nested").text());
+        try (ForeignModel model = Gguf.read(p)) {
+            assertEquals("[200,7]", model.metadata().get("u8"));
+            assertEquals("[-0.25]", model.metadata().get("f64"));
+        }
+        refused(gguf(List.of(kv("b", 9, cat(le32(7), le(2), new byte[] {1, 2}))), "w", new long[] {4}, 0, 0,
+                new byte[16]), "bool value 2");
+
+        int n = 4 << 20;
+        byte[] big = new byte[n];
+        java.util.Arrays.fill(big, (byte) 200);
+        Path large = write("large.gguf", gguf(List.of(kv("big", 9, cat(le32(0), le(n), big))), "w", new long[] {4}, 0, 0,
+                new byte[16]));
+        long before = allocatedBytes();
+        Gguf.Header h = Gguf.readHeader(large);
+        long allocated = allocatedBytes() - before;
+        List<?> values = (List<?>) h.metadata().get("big").value();
+        assertEquals(n, values.size());
+        assertEquals(200L, values.get(n - 1));
+        assertTrue(allocated < 2L * n, "reading a " + n + "-byte array allocated " + allocated + " bytes");
+    }
+
+    /**
+     * The bytes this thread has allocated so far (com.sun.management.ThreadMXBean, reached by
+     * reflection: the module does not read java.management when the tests compile).
+     */
+    private static long allocatedBytes() {
+        try {
+            Object bean = Class.forName("java.lang.management.ManagementFactory").getMethod("getThreadMXBean").invoke(null);
+            return (Long) Class.forName("com.sun.management.ThreadMXBean").getMethod("getCurrentThreadAllocatedBytes")
+                    .invoke(bean);
+        } catch (ReflectiveOperationException e) {
+            throw new AssertionError(e);
+        }
+    }
+
     private void refused(byte[] content, String message) throws IOException {
         Path p = write("bad.gguf", content);
         ForeignFormatException e = assertThrows(ForeignFormatException.class, () -> Gguf.read(p));
