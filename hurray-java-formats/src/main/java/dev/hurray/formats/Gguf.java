@@ -156,6 +156,10 @@ public final class Gguf {
                 }
                 case UINT64 -> sb.append(Long.toUnsignedString((Long) v));
                 case ARRAY -> {
+                    if (v instanceof Scalars s) {
+                        s.appendText(sb);
+                        return;
+                    }
                     sb.append('[');
                     boolean first = true;
                     for (Object o : (List<?>) v) {
@@ -812,6 +816,32 @@ public final class Gguf {
         @Override
         public int size() {
             return size;
+        }
+
+        /** Appends the JSON array {@link Value#text()} gives, without boxing each element. */
+        void appendText(StringBuilder sb) {
+            sb.append('[');
+            for (int i = 0; i < size; i++) {
+                if (i > 0) {
+                    sb.append(',');
+                }
+                long at = (long) i * type.minBytes;
+                switch (type) {
+                    case UINT8 -> sb.append(bytes.get(ValueLayout.JAVA_BYTE, at) & 0xFF);
+                    case INT8 -> sb.append(bytes.get(ValueLayout.JAVA_BYTE, at));
+                    case UINT16 -> sb.append(bytes.get(Payloads.LE_SHORT, at) & 0xFFFF);
+                    case INT16 -> sb.append(bytes.get(Payloads.LE_SHORT, at));
+                    case UINT32 -> sb.append(Integer.toUnsignedLong(bytes.get(U32, at)));
+                    case INT32 -> sb.append(bytes.get(U32, at));
+                    case FLOAT32 -> sb.append((double) Float.intBitsToFloat(bytes.get(U32, at)));
+                    case BOOL -> sb.append(bytes.get(ValueLayout.JAVA_BYTE, at) == 1);
+                    case UINT64 -> sb.append(Long.toUnsignedString(bytes.get(U64, at)));
+                    case INT64 -> sb.append(bytes.get(U64, at));
+                    case FLOAT64 -> sb.append(Double.longBitsToDouble(bytes.get(U64, at)));
+                    case STRING, ARRAY -> throw new IllegalStateException(type.toString());
+                }
+            }
+            sb.append(']');
         }
     }
 }

@@ -509,6 +509,12 @@ class GgufTest {
         assertEquals(List.of(-1L), m.get("u64").value());
         assertEquals(List.of(-4L), m.get("i64").value());
         assertEquals(List.of(-0.25), m.get("f64").value());
+        Map<String, String> texts = new LinkedHashMap<>();
+        m.forEach((k, v) -> texts.put(k, v.text()));
+        assertEquals(Map.ofEntries(Map.entry("u8", "[200,7]"), Map.entry("i8", "[-1,5]"), Map.entry("u16", "[65535]"),
+                Map.entry("i16", "[-2]"), Map.entry("u32", "[4294967295]"), Map.entry("i32", "[-3]"),
+                Map.entry("f32", "[1.5]"), Map.entry("b", "[true,false]"), Map.entry("u64", "[18446744073709551615]"),
+                Map.entry("i64", "[-4]"), Map.entry("f64", "[-0.25]"), Map.entry("nested", "[[7],[]]")), texts);
         assertEquals("[18446744073709551615]", m.get("u64").text());
         assertEquals("[true,false]", m.get("b").text());
         assertEquals("[[7],[]]", m.get("nested").text());
@@ -531,6 +537,14 @@ class GgufTest {
         assertEquals(n, values.size());
         assertEquals(200L, values.get(n - 1));
         assertTrue(allocated < 2L * n, "reading a " + n + "-byte array allocated " + allocated + " bytes");
+        // As model metadata, its text: "200," per element, in a growing StringBuilder, and no
+        // boxed value or String per element (which took some 60 bytes each).
+        before = allocatedBytes();
+        try (ForeignModel model = Gguf.read(large)) {
+            allocated = allocatedBytes() - before;
+            assertEquals(4L * n + 1, model.metadata().get("big").length());
+        }
+        assertTrue(allocated < 20L * n, "reading a model with a " + n + "-byte array allocated " + allocated + " bytes");
     }
 
     /**
