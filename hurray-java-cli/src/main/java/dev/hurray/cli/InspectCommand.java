@@ -129,15 +129,52 @@ final class InspectCommand implements Callable<Integer> {
         }
     }
 
+    /**
+     * The first {@code chars} characters (or fewer, when the value is shorter) of what
+     * {@link #text} gives for {@code value}, decoding the value through a small buffer: UTF-8
+     * text, or {@code hex:…} when any of the value is not UTF-8.
+     */
+    static String head(byte[] value, int chars) {
+        java.nio.charset.CharsetDecoder d = StandardCharsets.UTF_8.newDecoder(); // reports malformed input
+        ByteBuffer in = ByteBuffer.wrap(value);
+        java.nio.CharBuffer buf = java.nio.CharBuffer.allocate(4096);
+        StringBuilder head = new StringBuilder();
+        java.nio.charset.CoderResult r;
+        do {
+            r = d.decode(in, buf, true);
+            if (r.isError()) {
+                String hex = "hex:" + HexFormat.of().formatHex(value, 0, Math.min(value.length, chars / 2 + 1));
+                return hex.substring(0, Math.min(hex.length(), chars));
+            }
+            append(head, buf, chars);
+        } while (r.isOverflow());
+        do {
+            r = d.flush(buf);
+            append(head, buf, chars);
+        } while (r.isOverflow());
+        return head.toString();
+    }
+
+    /** Moves what {@code buf} holds into {@code head}, keeping at most {@code chars} characters. */
+    private static void append(StringBuilder head, java.nio.CharBuffer buf, int chars) {
+        buf.flip();
+        head.append(buf, 0, Math.min(buf.remaining(), Math.max(0, chars - head.length())));
+        buf.clear();
+    }
+
     private static void printTable(PrintWriter out, String in, Format format, Map<String, byte[]> metadata,
                                    List<Entry> entries) {
         long total = total(entries);
         out.println(in + ": " + format + ", " + Units.count(entries.size(), "tensor") + ", " + Units.bytes(total)
                 + " (" + total + " bytes)");
         for (Map.Entry<String, byte[]> e : metadata.entrySet()) {
-            String v = Errors.oneLine(text(e.getValue()));
-            if (v.length() > MAX_TABLE_VALUE) { // GGUF vocabularies run to megabytes
-                v = v.substring(0, MAX_TABLE_VALUE) + "… (" + e.getValue().length + " bytes; --json prints it whole)";
+            // GGUF vocabularies run to megabytes (and a hostile file's to its size): only the
+            // head of a long value is decoded, never the whole value as a second copy.
+            String head = head(e.getValue(), 2 * MAX_TABLE_VALUE);
+            String v = Errors.oneLine(head);
+            if (v.length() > MAX_TABLE_VALUE || head.length() >= 2 * MAX_TABLE_VALUE) {
+                v = v.substring(0, Math.min(v.length(), MAX_TABLE_VALUE)) + "… (" + e.getValue().length
+                        + " bytes; --json prints it whole)";
             }
             out.println("  " + e.getKey() + " = " + v);
         }

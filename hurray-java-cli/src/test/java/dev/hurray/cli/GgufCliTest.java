@@ -102,4 +102,49 @@ class GgufCliTest {
         CliTest.run("convert", npy.toString(), tmp.resolve("u.gguf").toString())
                 .assertError(ExitCode.BAD_INPUT, "GGUF has no type for uint16");
     }
+
+    /**
+     * The table prints the head of a long metadata value, decoded from the head of its bytes:
+     * a GGUF file whose header is one 8 MiB uint8 array (32 MiB of text) used to cost a UTF-16
+     * copy and a String of the whole text, which took 'inspect' past a 1 GiB heap at 64 MiB.
+     */
+    @Test
+    void inspectDecodesOnlyTheHeadOfALongMetadataValue() throws IOException {
+        int n = 8 << 20;
+        java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(4 + 4 + 8 + 8 + 8 + 3 + 4 + 4 + 8 + n)
+                .order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        b.put("GGUF".getBytes(java.nio.charset.StandardCharsets.US_ASCII)).putInt(3).putLong(0).putLong(1);
+        b.putLong(3).put("big".getBytes(java.nio.charset.StandardCharsets.US_ASCII)).putInt(9).putInt(0).putLong(n);
+        while (b.hasRemaining()) {
+            b.put((byte) 200);
+        }
+        Path gguf = Files.write(tmp.resolve("big.gguf"), b.array());
+        long before = allocatedBytes();
+        CliTest.Result r = CliTest.run("inspect", gguf.toString());
+        long allocated = allocatedBytes() - before;
+        r.assertOk();
+        String line = r.out().lines().filter(l -> l.startsWith("  big = ")).findFirst().orElseThrow();
+        assertEquals("  big = [" + "200,".repeat(39) + "200… (" + (4L * n + 1) + " bytes; --json prints it whole)", line);
+        // Reading the model builds the text (4n characters, about 17n bytes with its builder's
+        // growth) and the command keeps it as UTF-8 (4n): some 19n in all. Decoding the whole
+        // value again for the table added 28n (47n in all).
+        assertTrue(allocated < 30L * n, "inspect allocated " + allocated + " bytes for a " + n + "-byte array");
+
+        // The head is what the whole value's text starts with, across the decoder's buffer and
+        // for text that is not UTF-8.
+        byte[] accents = "é".repeat(5000).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        assertEquals("é".repeat(320), InspectCommand.head(accents, 320));
+        assertEquals("short", InspectCommand.head("short".getBytes(java.nio.charset.StandardCharsets.UTF_8), 320));
+        assertEquals("", InspectCommand.head(new byte[0], 320));
+        byte[] bad = java.util.Arrays.copyOf(accents, accents.length + 1);
+        bad[bad.length - 1] = (byte) 0xC3;
+        assertEquals(InspectCommand.text(bad).substring(0, 320), InspectCommand.head(bad, 320));
+        assertEquals(InspectCommand.text(new byte[] {(byte) 0xFF}), InspectCommand.head(new byte[] {(byte) 0xFF}, 320));
+    }
+
+    /** The bytes this thread has allocated so far. */
+    private static long allocatedBytes() {
+        return ((com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean())
+                .getCurrentThreadAllocatedBytes();
+    }
 }
