@@ -39,11 +39,11 @@ final class CatCommand implements Callable<Integer> {
         long t0 = System.nanoTime();
         try (StreamSource src = new StreamSource(Reader.of(parent.stdin()))) {
             for (Map.Entry<String, byte[]> e : src.metadata().entrySet()) {
-                out.println("metadata " + e.getKey() + " = " + Errors.oneLine(InspectCommand.text(e.getValue())));
+                out.println("metadata " + Errors.printable(e.getKey()) + " = " + Errors.oneLine(InspectCommand.text(e.getValue())));
             }
             src.forEach(item -> {
                 TensorDescriptor d = item.descriptor();
-                out.println(item.name() + "  " + d.elementType() + d.shape() + "  " + d.layout() + "  "
+                out.println(Errors.printable(item.name()) + "  " + d.elementType() + d.shape() + "  " + d.layout() + "  "
                         + Entry.describe(d.quantization().orElse(null)) + "  " + item.bytes() + " B");
                 out.flush();
                 totals[0]++;

@@ -80,11 +80,37 @@ final class Errors {
         return m == null || m.isBlank() ? e.getClass().getSimpleName() : oneLine(m);
     }
 
+    /**
+     * {@code s} on one line, for a terminal: line breaks become spaces and the other control
+     * characters are shown escaped ({@link #printable}).
+     */
     static String oneLine(String s) {
         if (s == null) {
             return "";
         }
-        return s.replace('\n', ' ').replace('\r', ' ').trim();
+        return printable(s.replace('\n', ' ').replace('\r', ' ')).trim();
+    }
+
+    /**
+     * {@code s} with each control character other than tab (C0, DEL, C1) written as
+     * {@code \xNN}: names, keys and metadata come from the input, and an escape sequence in
+     * them must not reach the terminal (clear the screen, retitle it, set the clipboard).
+     */
+    static String printable(String s) {
+        StringBuilder b = null;
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            boolean control = c != '\t' && (c < 0x20 || (c >= 0x7F && c <= 0x9F));
+            if (control && b == null) {
+                b = new StringBuilder(s.length() + 8).append(s, 0, i);
+            }
+            if (control) {
+                b.append(String.format("\\x%02x", (int) c));
+            } else if (b != null) {
+                b.append(c);
+            }
+        }
+        return b == null ? s : b.toString();
     }
 
     /** The exit code a native status stands for (see the class comment). */

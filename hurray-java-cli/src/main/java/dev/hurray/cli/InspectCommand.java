@@ -176,7 +176,7 @@ final class InspectCommand implements Callable<Integer> {
                 v = v.substring(0, Math.min(v.length(), MAX_TABLE_VALUE)) + "… (" + e.getValue().length
                         + " bytes; --json prints it whole)";
             }
-            out.println("  " + e.getKey() + " = " + v);
+            out.println("  " + Errors.printable(e.getKey()) + " = " + v);
         }
         List<String[]> rows = new ArrayList<>();
         rows.add(new String[] {"NAME", "DTYPE", "SHAPE", "LAYOUT", "QUANTIZATION", "BYTES", "OFFSET"});

@@ -10,6 +10,7 @@ final class Table {
 
     static void print(PrintWriter out, List<String[]> rows, boolean[] rightAlign) {
         int cols = rows.get(0).length;
+        rows = rows.stream().map(r -> java.util.Arrays.stream(r).map(Errors::printable).toArray(String[]::new)).toList();
         int[] w = new int[cols];
         for (String[] r : rows) {
             for (int c = 0; c < cols; c++) {

@@ -132,4 +132,48 @@ class HostileInputCliTest {
             assertFalse(Files.exists(out), "nothing written from " + src);
         }
     }
+
+    /**
+     * Escape sequences in a file's metadata keys, values and tensor names (here a GGUF file's:
+     * clear the screen, retitle the terminal, write the clipboard with OSC 52) reach the
+     * terminal as visible {@code \\xNN} text, from inspect's table and from error messages.
+     */
+    @Test
+    void escapeSequencesInNamesAndMetadataDoNotReachTheTerminal() throws IOException {
+        ByteArrayOutputStream f = new ByteArrayOutputStream();
+        f.write("GGUF".getBytes(StandardCharsets.US_ASCII));
+        f.write(le(4, 3));
+        f.write(le(8, 1));
+        f.write(le(8, 1));
+        ggufString(f, "key\u001b]0;retitled\u0007");
+        f.write(le(4, 8));
+        ggufString(f, "red\u001b[31m clipboard\u001b]52;c;aGk=\u0007 c1\u009b2J");
+        ggufString(f, "w\u001b[2J");
+        f.write(le(4, 1));
+        f.write(le(8, 32));
+        f.write(le(4, 8)); // Q8_0
+        f.write(le(8, 0));
+        while (f.size() % 32 != 0) {
+            f.write(0);
+        }
+        f.write(new byte[34]);
+        Path gguf = Files.write(dir.resolve("escapes.gguf"), f.toByteArray());
+
+        CliTest.Result r = CliTest.run("inspect", gguf.toString());
+        r.assertOk();
+        assertFalse(r.out().chars().anyMatch(c -> c == 0x1b || c == 0x07 || c == 0x9b), r.out());
+        assertTrue(r.out().contains("key\\x1b]0;retitled\\x07 = red\\x1b[31m clipboard\\x1b]52;c;aGk=\\x07 c1\\x9b2J"),
+                r.out());
+        assertTrue(r.out().contains("w\\x1b[2J  int8"), r.out());
+
+        r = CliTest.run("convert", gguf.toString(), dir.resolve("x.safetensors").toString());
+        r.assertError(ExitCode.BAD_INPUT, "tensor 'w\\x1b[2J' is quantized");
+        assertFalse(r.err().chars().anyMatch(c -> c == 0x1b), r.err());
+    }
+
+    private static void ggufString(ByteArrayOutputStream f, String s) throws IOException {
+        byte[] b = s.getBytes(StandardCharsets.UTF_8);
+        f.write(le(8, b.length));
+        f.write(b);
+    }
 }
