@@ -142,6 +142,35 @@ class GgufCliTest {
         assertEquals(InspectCommand.text(new byte[] {(byte) 0xFF}), InspectCommand.head(new byte[] {(byte) 0xFF}, 320));
     }
 
+    /**
+     * File metadata survives GGUF -> HRRYFILE -> GGUF: the GGUF writer records it as string
+     * values, so the sink keeps it (it used to drop it all, warning that GGUF cannot hold file
+     * metadata).
+     */
+    @Test
+    void fileMetadataReachesGgufOutput() throws IOException {
+        byte[] name = "general.name".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        byte[] value = "tiny llama".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        byte[] tensor = "w".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(512).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        b.put("GGUF".getBytes(java.nio.charset.StandardCharsets.US_ASCII)).putInt(3).putLong(1).putLong(1);
+        b.putLong(name.length).put(name).putInt(8).putLong(value.length).put(value);
+        b.putLong(tensor.length).put(tensor).putInt(1).putLong(4).putInt(0).putLong(0);
+        b.position((b.position() + 31) / 32 * 32);
+        b.putFloat(1).putFloat(2).putFloat(3).putFloat(4);
+        Path gguf = Files.write(tmp.resolve("named.gguf"), java.util.Arrays.copyOf(b.array(), b.position()));
+        Path hrry = tmp.resolve("named.hrry");
+        Path back = tmp.resolve("back.gguf");
+        CliTest.run("convert", gguf.toString(), hrry.toString()).assertOk();
+        CliTest.Result r = CliTest.run("convert", hrry.toString(), back.toString());
+        r.assertOk();
+        assertTrue(r.err().isEmpty(), r.err());
+        try (ForeignModel m = Gguf.read(back)) {
+            assertEquals("tiny llama", m.metadata().get("general.name"));
+            assertEquals(List.of("w"), m.tensors().stream().map(ForeignTensor::name).toList());
+        }
+    }
+
     /** The bytes this thread has allocated so far. */
     private static long allocatedBytes() {
         return ((com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean())
