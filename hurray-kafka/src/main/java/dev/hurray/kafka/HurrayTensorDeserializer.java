@@ -70,7 +70,12 @@ import org.apache.kafka.common.serialization.Deserializer;
  * transfer with one) and a null record value (a tombstone) both deserialize to {@code null}.
  */
 public class HurrayTensorDeserializer implements Deserializer<Tensor> {
-    private static final long DEFAULT_MAX_DESCRIPTOR = ReaderOptions.defaults().maxDescriptorBytes();
+    /**
+     * The library's default descriptor limit. Per instance, not in a static initializer: a
+     * library that cannot be loaded would otherwise leave this class unusable, every later
+     * construction a NoClassDefFoundError instead of the library's own error.
+     */
+    private final long defaultMaxDescriptor = ReaderOptions.defaults().maxDescriptorBytes();
 
     private ReaderOptions readerOptions = ReaderOptions.defaults().withBufferPoolBytes(0);
     private FileReaderOptions fileOptions = FileReaderOptions.defaults();
@@ -125,7 +130,7 @@ public class HurrayTensorDeserializer implements Deserializer<Tensor> {
         }
         int size = data.remaining();
         // The record's size bounds what it can make us allocate (the reader checks before allocating).
-        ReaderOptions opts = readerOptions.withMaxTensorBytes(size).withMaxDescriptorBytes(Math.min(DEFAULT_MAX_DESCRIPTOR, size));
+        ReaderOptions opts = readerOptions.withMaxTensorBytes(size).withMaxDescriptorBytes(Math.min(defaultMaxDescriptor, size));
         Tensor t = null;
         try {
             try (Reader r = Reader.of(MemorySegment.ofBuffer(data), opts)) {
