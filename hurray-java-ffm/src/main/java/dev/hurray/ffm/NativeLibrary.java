@@ -574,9 +574,13 @@ public final class NativeLibrary {
     /**
      * The error for a call to a function the loaded library lacks: a build older than these
      * bindings (C ABI 4 grows by additions, so an older build reports the same version). Each
-     * call of that function gets one; the other functions keep working.
+     * call of that function gets one; the other functions keep working. When the library could
+     * not be loaded at all, the load failure is thrown instead, on every call.
      */
     static UnsatisfiedLinkError missingSymbol(String symbol) {
+        // A library that failed to load: that failure (UnsatisfiedLinkError or
+        // IllegalCallerException), again, on every call.
+        load();
         return new UnsatisfiedLinkError("libhurray has no " + symbol + ": the library loaded from " + source()
                 + " is older than these bindings (it reports C ABI " + abiVersion() + ", which later builds extend)."
                 + " Use the library packed in hurray-java-ffm (unset -D" + LIBRARY_PATH_PROPERTY + " and "

@@ -49,10 +49,16 @@ public final class hurray_h {
 
     /**
      * The symbol {@code symbol} of the loaded libhurray, or null when the library lacks it (a
-     * build older than these bindings); loads the library on first use.
+     * build older than these bindings) or could not be loaded; loads the library on first use.
+     * A null symbol makes each call of its function throw {@link NativeLibrary#missingSymbol},
+     * which repeats the load failure if there was one, so no holder class fails to initialize.
      */
     static MemorySegment findOrNull(String symbol) {
-        return NativeLibrary.lookup().find(symbol).orElse(null);
+        try {
+            return NativeLibrary.lookup().find(symbol).orElse(null);
+        } catch (UnsatisfiedLinkError | IllegalCallerException e) {
+            return null;
+        }
     }
 
     /** The native linker, after checking that native access is enabled for this module. */

@@ -408,6 +408,42 @@ class NativeLibraryTest {
         assertTrue(out.contains("handle: java.lang.UnsatisfiedLinkError: libhurray has no hurray_decoder_reset"), out);
     }
 
+    /**
+     * A library that cannot be loaded (here: the named file does not exist) gives its load
+     * failure on every call of every function, not a NoClassDefFoundError after the first.
+     */
+    @Test
+    void aLoadFailureIsRepeatedOnEveryCall(@TempDir Path dir) throws Exception {
+        Path absent = dir.resolve("no-such-libhurray.so");
+        String out = runChild(LoadFailureMain.class, System.getProperty("java.class.path"),
+                "-D" + NativeLibrary.LIBRARY_PATH_PROPERTY + "=" + absent);
+        List<String> lines = out.lines().filter(l -> l.startsWith("call ")).toList();
+        assertEquals(4, lines.size(), out);
+        for (String l : lines) {
+            assertTrue(l.contains("java.lang.UnsatisfiedLinkError") && l.contains(absent.toString()), out);
+        }
+    }
+
+    /** Entry point of the child JVM above: two functions, twice each. */
+    static final class LoadFailureMain {
+        public static void main(String[] args) {
+            for (int i = 0; i < 2; i++) {
+                try {
+                    hurray_h.hurray_decoder_reset(java.lang.foreign.MemorySegment.NULL);
+                    System.out.println("call loaded?");
+                } catch (Throwable t) {
+                    System.out.println("call " + t);
+                }
+                try {
+                    hurray_h.hurray_status_name(0);
+                    System.out.println("call loaded?");
+                } catch (Throwable t) {
+                    System.out.println("call " + t);
+                }
+            }
+        }
+    }
+
     /** Entry point of the child JVM above. */
     static final class MissingSymbolMain {
         public static void main(String[] args) {
