@@ -32,7 +32,10 @@ import java.util.function.LongConsumer;
  * as values plus scales, see {@link Safetensors.Options}, or GGUF Q8_0/Q4_0 blocks GGUF records
  * as ggml types, see {@link Gguf#records}), strided layouts, several buffers. What
  * it can drop without changing values is dropped with a warning: file metadata for npy/npz,
- * file metadata values that are not UTF-8 text for safetensors, per-tensor metadata.
+ * file metadata values that are not UTF-8 text for safetensors and GGUF, per-tensor metadata.
+ * GGUF gets the file metadata with its GGUF value types (the {@code gguf.type.KEY} records a
+ * GGUF input left, see {@link Gguf}); raw ggml block rows ({@code gguf.tensor_type.NAME}) are
+ * written as their ggml type.
  */
 public final class ForeignSink implements Sink {
     private final Path target;
@@ -83,7 +86,7 @@ public final class ForeignSink implements Sink {
         if (meta.isEmpty()) {
             return;
         }
-        if (format != Format.SAFETENSORS) {
+        if (format != Format.SAFETENSORS && format != Format.GGUF) {
             warn.accept(format + " cannot hold file metadata; " + meta.size() + " entries dropped");
             return;
         }
@@ -96,7 +99,7 @@ public final class ForeignSink implements Sink {
             }
         }
         if (dropped > 0) {
-            warn.accept("safetensors metadata holds text; " + dropped + " file metadata entries that are not UTF-8 dropped");
+            warn.accept(format + " metadata holds text; " + dropped + " file metadata entries that are not UTF-8 dropped");
         }
     }
 
