@@ -485,7 +485,8 @@ public final class Gguf {
     }
 
     /**
-     * Writes {@code model} as a GGUF v3 file, atomically ({@link AtomicOutput}).
+     * Writes {@code model} as a GGUF file, atomically ({@link AtomicOutput}): version 3, or the
+     * version {@value #VERSION_KEY} gives (2 or 3; the two differ only in the number).
      *
      * <p>The metadata: every model metadata entry but the records (the class documentation,
      * §Metadata), in the order {@value #KEY_ORDER_KEY} gives and then in model order, each as
