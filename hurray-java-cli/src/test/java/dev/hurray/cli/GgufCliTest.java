@@ -2,6 +2,7 @@ package dev.hurray.cli;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.hurray.ElementType;
@@ -16,14 +17,19 @@ import dev.hurray.formats.TestSupport;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** GGUF through the command: detected by content, written and read back bit-exact, Q8_0/Q4_0 blocks kept. */
+/**
+ * GGUF through the command: detected by content, written and read back bit-exact, Q8_0/Q4_0
+ * blocks kept, typed metadata and raw k-quant rows back to the same GGUF bytes.
+ */
 class GgufCliTest {
     @TempDir
     Path tmp;
@@ -94,6 +100,65 @@ class GgufCliTest {
         }
         CliTest.run("convert", gguf.toString(), tmp.resolve("q.safetensors").toString())
                 .assertError(ExitCode.BAD_INPUT, "pass --dequantize");
+    }
+
+    /**
+     * gguf-py's typed fixtures (every metadata value type, k-quant tensors carried as raw rows,
+     * alignment 32 and 64) go through the command to HRRYFILE, to a stream, and straight to GGUF,
+     * and each comes back as the original bytes; no metadata is dropped on the way.
+     */
+    @Test
+    void ggufPyFilesCrossHrryfileAndStreamByteForByte() throws IOException {
+        for (String name : List.of("typed.gguf", "typed-align64.gguf")) {
+            Path src = TestSupport.resourceDir("gguf").resolve(name);
+            byte[] original = Files.readAllBytes(src);
+            for (String via : List.of("hrry", "hrrys")) {
+                Path mid = tmp.resolve(name + "." + via);
+                Path back = tmp.resolve(name + "." + via + ".gguf");
+                CliTest.Result r = CliTest.run("convert", src.toString(), mid.toString());
+                r.assertOk();
+                CliTest.Result b = CliTest.run("convert", mid.toString(), back.toString());
+                b.assertOk();
+                assertFalse(b.err().contains("dropped"), b.err());
+                assertArrayEquals(original, Files.readAllBytes(back), name + " via " + via);
+            }
+            Path direct = tmp.resolve(name + ".direct.gguf");
+            CliTest.run("convert", src.toString(), direct.toString()).assertOk();
+            assertArrayEquals(original, Files.readAllBytes(direct), name + " direct");
+        }
+        try (HurrayFile f = HurrayFile.open(tmp.resolve("typed.gguf.hrry"))) {
+            assertEquals("uint32", new String(f.metadata().get("gguf.type.llama.context_length"), StandardCharsets.UTF_8));
+            assertEquals("q4_k", new String(f.metadata().get("gguf.tensor_type.blk.0.attn_k.weight"), StandardCharsets.UTF_8));
+        }
+    }
+
+    /** Plain file metadata (safetensors) becomes GGUF strings; a type record its value does not fit is refused. */
+    @Test
+    void fileMetadataReachesGgufAndBadRecordsAreRefused() throws IOException {
+        Path gguf = tmp.resolve("m.gguf");
+        try (ForeignModel m = Gguf.read(TestSupport.resourceDir("gguf").resolve("typed.gguf"))) {
+            Map<String, String> meta = new LinkedHashMap<>(m.metadata());
+            meta.put("llama.context_length", "4294967296");
+            Path hrry = tmp.resolve("bad.hrry");
+            new ForeignModel(m.tensors(), meta, null).toHurrayFile(hrry);
+            CliTest.run("convert", hrry.toString(), gguf.toString())
+                    .assertError(ExitCode.BAD_INPUT, "4294967296 is out of range for uint32");
+            assertFalse(Files.exists(gguf));
+        }
+        try (Arena a = Arena.ofConfined()) {
+            ForeignTensor t = new ForeignTensor("w", ElementType.FLOAT32, new long[] {2}, Layout.Kind.ROW_MAJOR,
+                    a.allocate(8), null, -1);
+            Path hrry = tmp.resolve("plain.hrry");
+            new ForeignModel(List.of(t), Map.of("source", "safetensors", "general.alignment", "64"), null).toHurrayFile(hrry);
+            CliTest.Result r = CliTest.run("convert", hrry.toString(), gguf.toString());
+            r.assertOk();
+            assertFalse(r.err().contains("dropped"), r.err());
+        }
+        Gguf.Header h = Gguf.readHeader(gguf);
+        assertEquals(Gguf.ValueType.STRING, h.metadata().get("source").type());
+        assertEquals("safetensors", h.metadata().get("source").value());
+        assertEquals(Gguf.ValueType.UINT32, h.metadata().get("general.alignment").type());
+        assertEquals(64, h.alignment());
     }
 
     @Test

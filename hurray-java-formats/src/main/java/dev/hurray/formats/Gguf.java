@@ -56,17 +56,63 @@ import java.util.function.LongConsumer;
  *       <td>{@link Quantization.Block} {@code Q4_0}, axis rank − 1, dequantized float32</td>
  *       <td>the file's 18-byte blocks as they are (float16 {@code d}, 16 bytes whose low
  *       nibbles are elements 0–15 and high nibbles 16–31; value {@code d × (q − 8)})</td></tr>
- *   <tr><td>{@code Q4_1}, {@code Q5_0}, {@code Q5_1}, {@code Q8_1}, {@code Q2_K}…{@code Q8_K}
- *       (read only)</td>
+ *   <tr><td>{@code Q4_1}, {@code Q5_0}, {@code Q5_1}, {@code Q8_1}, {@code Q2_K}…{@code Q8_K}</td>
  *       <td>uint8: <b>raw bytes</b></td><td>none</td><td>a {@code uint8} tensor of shape
  *       {@code […, ne1, rowBytes]} (one row of blocks per last index), the ggml type named in
- *       the model metadata under {@code gguf.tensor_type.NAME} (e.g. {@code q4_k})</td></tr>
+ *       the model metadata under {@code gguf.tensor_type.NAME} (e.g. {@code q4_k}); written
+ *       back as that type with {@code ne0 = rowBytes / blockBytes × blockElements}</td></tr>
  * </table>
  * So {@code Q8_0} and {@code Q4_0} tensors keep their logical shape, their bytes are used in
  * place (no conversion), and {@link dev.hurray.Tensor#dequantize()} computes their values;
- * they convert to HRRYFILE or a stream and back to GGUF bit for bit. Metadata values
- * become strings in {@link ForeignModel#metadata()}: strings as they are, numbers in decimal,
- * booleans as {@code true}/{@code false}, arrays as JSON arrays.
+ * every tensor converts to HRRYFILE or a stream and back to GGUF bit for bit.
+ *
+ * <p><b>Metadata.</b> {@link ForeignModel#metadata()} holds strings, so each GGUF metadata entry
+ * {@code KEY} becomes readable text under {@code KEY}, plus records under reserved keys that
+ * {@link #write} uses to give back the same GGUF bytes:
+ * <table>
+ *   <caption>GGUF metadata in a model</caption>
+ *   <tr><th>model key</th><th>value</th></tr>
+ *   <tr><td>{@code KEY}</td><td>the text: a {@code STRING} as it is; an integer in decimal
+ *       ({@code UINT64} unsigned); {@code FLOAT32} and {@code FLOAT64} as Java's
+ *       {@link Float#toString(float)} / {@link Double#toString(double)} write them (the
+ *       shortest decimal that reads back as the same value: {@code 1.0E-5}, {@code -0.0}), with
+ *       {@code NaN}, {@code Infinity}, {@code -Infinity}; {@code BOOL} as {@code true} or
+ *       {@code false}; an {@code ARRAY} as a JSON array of those (strings quoted and escaped as
+ *       JSON, arrays of arrays nested), without spaces</td></tr>
+ *   <tr><td>{@value #TYPE_KEY_PREFIX}{@code KEY}</td><td>the type record, for every value but a
+ *       {@code STRING}: {@code uint8}, {@code int8}, {@code uint16}, {@code int16},
+ *       {@code uint32}, {@code int32}, {@code uint64}, {@code int64}, {@code float32},
+ *       {@code float64}, {@code bool}, {@code string}; {@code array[T]} for an array of scalars
+ *       of type {@code T}; for an array of arrays, {@code array[A1,A2,…]} listing each element's
+ *       own array type ({@code array[]} when empty), since GGUF gives every inner array its own
+ *       element type: {@code [[1,2],["a"]]} is {@code array[array[int32],array[string]]}; no
+ *       spaces, at most 4 arrays deep</td></tr>
+ *   <tr><td>{@value #KEY_ORDER_KEY}</td><td>the GGUF keys in file order, a JSON array of strings
+ *       (an HRRYFILE sorts its metadata keys)</td></tr>
+ *   <tr><td>{@value #VERSION_KEY}</td><td>the GGUF version, {@code 2} or {@code 3}</td></tr>
+ *   <tr><td>{@value #TENSOR_TYPE_KEY_PREFIX}{@code NAME}</td><td>the lower-case ggml type of a
+ *       tensor carried as raw bytes (above)</td></tr>
+ * </table>
+ * Writing parses each text as its record's type, so a record and a value that disagree (a
+ * {@code uint8} of 256, a float where a bool belongs, an array with another number of inner
+ * arrays than its record lists) are refused, never coerced; JSON whitespace between array
+ * tokens is allowed, nothing else around a value. An entry without a record (from another
+ * format, or added by hand) is written as a {@code STRING}, except {@code general.alignment},
+ * always a {@code uint32}. Records whose key is gone are ignored; keys missing from the key
+ * order follow the listed ones in model order. The prefixes and keys above are reserved: a GGUF
+ * file with such a metadata key is refused by {@link #read}.
+ *
+ * <p><b>Round trip.</b> {@link #write} puts the keys back in order with their types, writes the
+ * version, pads the header and each tensor's data to the alignment ({@code general.alignment} or
+ * 32) as gguf-py and llama.cpp do, and places the tensors in model order one after the other. So
+ * GGUF → model → HRRYFILE or stream → model → GGUF gives the original bytes whenever the
+ * original was laid out that way (what gguf-py and llama.cpp write, at any alignment; a file
+ * without tensors ends unpadded, as llama.cpp's vocabulary files do). What differs otherwise:
+ * tensor data in another order than the tensor infos, or gaps, are closed up (the offsets
+ * change, not the bytes of any tensor); a {@code NaN} metadata value is written as the canonical
+ * quiet NaN; a file without tensors that ended padded loses the padding. A stream's metadata
+ * frame holds at most 256 entries of up to 64 KiB each, so a real model's vocabulary crosses an
+ * HRRYFILE (16 MiB per value) but not a stream.
  *
  * <p><b>Hostile input.</b> Every length and count is checked against the bytes that remain
  * before anything is allocated for it; array nesting is bounded (depth 4), ranks by 32; a block
@@ -82,12 +128,22 @@ public final class Gguf {
     /** {@code GGUF} as a little-endian {@code uint32}. */
     private static final int MAGIC = 0x46554747;
     private static final int DEFAULT_ALIGNMENT = 32;
-    private static final int MAX_ARRAY_DEPTH = 4;
+    private static final int MAX_ARRAY_DEPTH = GgufMetadata.MAX_ARRAY_DEPTH;
     private static final int MAX_RANK = 32;
     private static final ValueLayout.OfInt U32 = Payloads.LE_INT;
     private static final ValueLayout.OfLong U64 = Payloads.LE_LONG;
-    /** Model metadata key prefix naming the ggml type of a tensor carried as raw bytes. */
-    private static final String RAW_TYPE_KEY = "gguf.tensor_type.";
+    /**
+     * Model metadata key prefix of the type records: {@code gguf.type.KEY} holds the GGUF value
+     * type of the metadata value {@code KEY} (the class documentation, §Metadata).
+     */
+    public static final String TYPE_KEY_PREFIX = "gguf.type.";
+    /** Model metadata key prefix naming the ggml type of a tensor carried as raw bytes: {@code gguf.tensor_type.NAME}. */
+    public static final String TENSOR_TYPE_KEY_PREFIX = "gguf.tensor_type.";
+    /** Model metadata key of the GGUF metadata keys in file order, a JSON array of strings. */
+    public static final String KEY_ORDER_KEY = "gguf.key_order";
+    /** Model metadata key of the file's GGUF version, {@code 2} or {@code 3}. */
+    public static final String VERSION_KEY = "gguf.version";
+    private static final String ALIGNMENT_KEY = "general.alignment";
 
     private Gguf() {
     }
@@ -108,6 +164,11 @@ public final class Gguf {
         /** The wire code. */
         public int code() {
             return code;
+        }
+
+        /** Bytes of the smallest encoding (the width of a number or bool). */
+        int minBytes() {
+            return minBytes;
         }
 
         static ValueType of(int code) {
@@ -138,11 +199,22 @@ public final class Gguf {
             Objects.requireNonNull(value, "value");
         }
 
-        /** The value as metadata text: the string itself, a decimal number, or a JSON array. */
+        /**
+         * The value as metadata text (the class documentation, §Metadata): the string itself,
+         * a decimal number, {@code true}/{@code false}, or a JSON array.
+         */
         public String text() {
             StringBuilder sb = new StringBuilder();
             appendText(sb, type, elementType, value, false);
             return sb.toString();
+        }
+
+        /**
+         * The value's type record (the class documentation, §Metadata): {@code uint32},
+         * {@code array[string]}, {@code array[array[int32],array[string]]}.
+         */
+        public String typeRecord() {
+            return GgufMetadata.typeRecord(this);
         }
 
         private static void appendText(StringBuilder sb, ValueType t, ValueType et, Object v, boolean quote) {
@@ -155,6 +227,7 @@ public final class Gguf {
                     }
                 }
                 case UINT64 -> sb.append(Long.toUnsignedString((Long) v));
+                case FLOAT32 -> sb.append(GgufMetadata.float32Text((Double) v));
                 case ARRAY -> {
                     if (v instanceof Scalars s) {
                         s.appendText(sb);
@@ -350,9 +423,10 @@ public final class Gguf {
 
     /**
      * Reads a GGUF file as a model: the tensors (zero-copy slices of a read-only mapping) and the
-     * metadata as text, as the class documentation describes.
+     * metadata as text plus type records, as the class documentation describes.
      *
-     * @throws ForeignFormatException as for {@link #readHeader(Path)}
+     * @throws ForeignFormatException as for {@link #readHeader(Path)}, and for a metadata key
+     *     in the reserved namespace of the records
      */
     public static ForeignModel read(Path file) throws IOException {
         String what = file.toString();
@@ -361,9 +435,27 @@ public final class Gguf {
             MemorySegment map = Payloads.mapReadOnly(ch, ch.size(), arena);
             Header h = parse(map, what);
             Map<String, String> meta = new LinkedHashMap<>();
+            StringBuilder order = new StringBuilder("[");
             for (Map.Entry<String, Value> e : h.metadata().entrySet()) {
-                meta.put(e.getKey(), e.getValue().text());
+                String key = e.getKey();
+                if (isReserved(key)) {
+                    throw new ForeignFormatException(what + ": metadata key '" + GgufMetadata.clip(key)
+                            + "' is in a namespace this library reserves for its own records (" + TYPE_KEY_PREFIX + "*, "
+                            + TENSOR_TYPE_KEY_PREFIX + "*, " + KEY_ORDER_KEY + ", " + VERSION_KEY + ")");
+                }
+                meta.put(key, e.getValue().text());
+                if (e.getValue().type() != ValueType.STRING) {
+                    meta.put(TYPE_KEY_PREFIX + key, e.getValue().typeRecord());
+                }
+                if (order.length() > 1) {
+                    order.append(',');
+                }
+                Json.quote(order, key);
             }
+            if (!h.metadata().isEmpty()) {
+                meta.put(KEY_ORDER_KEY, order.append(']').toString());
+            }
+            meta.put(VERSION_KEY, Integer.toString(h.version()));
             List<ForeignTensor> tensors = new ArrayList<>();
             for (TensorInfo t : h.tensors()) {
                 MemorySegment data = map.asSlice(h.dataOffset() + t.offset(), t.bytes());
@@ -374,7 +466,7 @@ public final class Gguf {
                     et = storedType(t.type().blockFormat());
                     q = Quantization.Block.of(t.type().blockFormat(), shape.length);
                 } else if (t.type().isRaw()) {
-                    meta.put(RAW_TYPE_KEY + t.name(), t.type().name().toLowerCase(java.util.Locale.ROOT));
+                    meta.put(TENSOR_TYPE_KEY_PREFIX + t.name(), t.type().name().toLowerCase(java.util.Locale.ROOT));
                     shape[shape.length - 1] = t.dims()[0] / t.type().blockElements() * t.type().blockBytes();
                     et = ElementType.UINT8;
                 }
@@ -397,43 +489,179 @@ public final class Gguf {
     }
 
     /**
-     * Writes {@code model} as a GGUF v3 file, atomically ({@link AtomicOutput}): its metadata as
-     * {@code STRING} values (plus {@code general.alignment} = 32), its tensors in model order
-     * with the dimensions reversed. Column-major tensors are reordered to row-major. A tensor
-     * quantized as {@link #records GGUF blocks} ({@link Quantization.Block}, int8 {@code Q8_0} or
-     * uint4 {@code Q4_0}, along the last axis, float32 values) is written as that ggml type, its
-     * buffer's bytes as they are.
+     * Writes {@code model} as a GGUF file, atomically ({@link AtomicOutput}): version 3, or the
+     * version {@value #VERSION_KEY} gives (2 or 3; the two differ only in the number).
      *
-     * @throws ForeignFormatException for any other quantization (or GGUF blocks on the wrong
-     *     element type or a column-major tensor), an element type GGUF has no plain type for
-     *     (unsigned integers, complex, FP8, 4-bit, bool), or a rank above 4 (ggml's)
+     * <p>The metadata: every model metadata entry but the records (the class documentation,
+     * §Metadata), in the order {@value #KEY_ORDER_KEY} gives and then in model order, each as
+     * the GGUF type its {@code gguf.type.KEY} record names (a {@code STRING} without one), its
+     * text parsed as that type. {@code general.alignment} is written only when the model has it
+     * (a {@code uint32}, also without a type record); its value, or 32, aligns the data.
+     *
+     * <p>The tensors, in model order, with the dimensions reversed; column-major tensors are
+     * reordered to row-major. A tensor quantized as {@link #records GGUF blocks}
+     * ({@link Quantization.Block}, int8 {@code Q8_0} or uint4 {@code Q4_0}, along the last
+     * axis, float32 values) is written as that ggml type, its buffer's bytes as they are; a
+     * plain {@code uint8} tensor named by a {@code gguf.tensor_type.NAME} record is written as
+     * that ggml block type, its bytes as they are and {@code ne0} = row bytes / block bytes ×
+     * block elements. The header is padded to the alignment when tensors follow, and so is each
+     * tensor's data (as gguf-py and llama.cpp write it), so a file gguf-py or llama.cpp wrote
+     * comes back byte for byte.
+     *
+     * @throws ForeignFormatException for a type record that is malformed or that the value's text
+     *     does not fit (out of range, not a number, another array length), a key order record that
+     *     is not a JSON array of distinct strings, a {@code general.alignment} that is not a
+     *     power-of-two {@code uint32} up to 2^20; a raw record naming no ggml block type, on a
+     *     tensor that is not plain {@code uint8}, or whose rows are not whole blocks; any other
+     *     quantization (or GGUF blocks on the wrong element type or a column-major tensor), an
+     *     element type GGUF has no plain type for (unsigned integers, complex, FP8, 4-bit, bool),
+     *     or a rank above 4 (ggml's). Nothing is written then.
      */
     public static void write(ForeignModel model, Path target, LongConsumer progress) throws IOException {
-        List<ForeignTensor> ts = new ArrayList<>();
-        List<GgmlType> types = new ArrayList<>();
-        try (Arena scratch = Arena.ofConfined()) {
-            for (ForeignTensor t : model.tensors()) {
-                types.add(typeOf(t));
-                if (t.rank() > 4) {
-                    throw new ForeignFormatException("tensor '" + t.name() + "': rank " + t.rank() + ", GGUF holds at most 4");
-                }
-                ts.add(Payloads.toRowMajor(t, scratch));
+        Map<String, String> meta = model.metadata();
+        List<String> keys = keyOrder(meta);
+        GgufMetadata.Bytes head = new GgufMetadata.Bytes();
+        String version = meta.getOrDefault(VERSION_KEY, "3");
+        if (!version.equals("2") && !version.equals("3")) {
+            throw new ForeignFormatException("metadata '" + VERSION_KEY + "' is '" + GgufMetadata.clip(version)
+                    + "'; GGUF versions 2 and 3 are written");
+        }
+        head.u32(MAGIC);
+        head.u32(Integer.parseInt(version));
+        head.u64(model.tensors().size());
+        head.u64(keys.size());
+        int alignment = DEFAULT_ALIGNMENT;
+        for (String key : keys) {
+            String record = meta.get(TYPE_KEY_PREFIX + key);
+            GgufMetadata.Type type = record != null ? GgufMetadata.parseType(record, key)
+                    : new GgufMetadata.Type(key.equals(ALIGNMENT_KEY) ? ValueType.UINT32 : ValueType.STRING, null, null);
+            head.string(key, "metadata key '" + GgufMetadata.clip(key) + "'");
+            head.u32(type.type().code());
+            GgufMetadata.encode(type, meta.get(key), key, head);
+            if (key.equals(ALIGNMENT_KEY)) {
+                alignment = alignment(type, meta.get(key));
             }
-            Map<String, String> meta = new LinkedHashMap<>(model.metadata());
-            meta.remove("general.alignment");
-            ByteBuffer head = header(ts, types, meta);
-            AtomicOutput.write(target, out -> {
-                while (head.hasRemaining()) {
-                    out.write(head);
+        }
+        try (Arena scratch = Arena.ofConfined()) {
+            List<ForeignTensor> ts = new ArrayList<>();
+            long offset = 0;
+            for (ForeignTensor t : model.tensors()) {
+                Placement p = placementOf(t, meta);
+                ForeignTensor row = Payloads.toRowMajor(t, scratch);
+                ts.add(row);
+                head.string(t.name(), "tensor name '" + GgufMetadata.clip(t.name()) + "'");
+                head.u32(p.dims().length);
+                for (long d : p.dims()) {
+                    head.u64(d);
                 }
-                long pos = head.limit();
+                head.u32(p.type().code());
+                head.u64(offset);
+                offset += padding(row.byteSize(), alignment) + row.byteSize();
+            }
+            if (!ts.isEmpty()) {
+                head.pad(alignment); // no data section, no padding: llama.cpp's vocab-only files end so
+            }
+            ByteBuffer hb = head.toByteBuffer();
+            ByteBuffer zeros = ByteBuffer.allocate(alignment);
+            int al = alignment;
+            AtomicOutput.write(target, out -> {
+                while (hb.hasRemaining()) {
+                    out.write(hb);
+                }
                 for (ForeignTensor t : ts) {
-                    pos = pad(out, pos);
                     Payloads.writeFully(t.data(), out, progress);
-                    pos += t.byteSize();
+                    zeros.clear().limit(padding(t.byteSize(), al));
+                    while (zeros.hasRemaining()) {
+                        out.write(zeros);
+                    }
                 }
             });
         }
+    }
+
+    /** Zero bytes after {@code bytes} to the next multiple of {@code alignment}. */
+    private static int padding(long bytes, int alignment) {
+        return (int) ((alignment - bytes % alignment) % alignment);
+    }
+
+    /** True for the model metadata keys of this class's records, which are not GGUF metadata. */
+    private static boolean isReserved(String key) {
+        return key.startsWith(TYPE_KEY_PREFIX) || key.startsWith(TENSOR_TYPE_KEY_PREFIX) || key.equals(KEY_ORDER_KEY)
+                || key.equals(VERSION_KEY);
+    }
+
+    /** The GGUF keys to write: those {@value #KEY_ORDER_KEY} lists (if present), then the rest in model order. */
+    private static List<String> keyOrder(Map<String, String> meta) throws ForeignFormatException {
+        java.util.LinkedHashSet<String> keys = new java.util.LinkedHashSet<>();
+        String order = meta.get(KEY_ORDER_KEY);
+        if (order != null) {
+            for (String k : GgufMetadata.stringArray(order, KEY_ORDER_KEY)) {
+                if (isReserved(k) || !keys.add(k)) {
+                    throw new ForeignFormatException("metadata '" + KEY_ORDER_KEY + "' lists '" + GgufMetadata.clip(k)
+                            + "' " + (isReserved(k) ? "(a record, not a GGUF key)" : "twice"));
+                }
+            }
+            keys.retainAll(meta.keySet()); // keys removed since the file was read are simply not written
+        }
+        for (String k : meta.keySet()) {
+            if (!isReserved(k)) {
+                keys.add(k);
+            }
+        }
+        return List.copyOf(keys);
+    }
+
+    /** The data alignment {@code general.alignment} gives: a power-of-two uint32 up to 2^20, as the reader accepts. */
+    private static int alignment(GgufMetadata.Type type, String text) throws ForeignFormatException {
+        long v = type.type() == ValueType.UINT32 ? Long.parseLong(text) : -1; // text already checked by encode
+        if (v <= 0 || Long.bitCount(v) != 1 || v > 1 << 20) {
+            throw new ForeignFormatException(ALIGNMENT_KEY + " must be a uint32 power of two up to 2^20, is "
+                    + GgufMetadata.clip(text) + " (" + GgufMetadata.name(type.type()) + ")");
+        }
+        return (int) v;
+    }
+
+    /** A tensor's ggml type and GGUF dimensions ({@code ne0} first). */
+    private record Placement(GgmlType type, long[] dims) {
+    }
+
+    /** Where {@code t} goes: its ggml type and dimensions, or a refusal naming why it has none. */
+    private static Placement placementOf(ForeignTensor t, Map<String, String> meta) throws ForeignFormatException {
+        if (t.rank() > 4) {
+            throw new ForeignFormatException("tensor '" + t.name() + "': rank " + t.rank() + ", GGUF holds at most 4");
+        }
+        long[] shape = t.shape();
+        long[] dims = new long[shape.length];
+        for (int i = 0; i < shape.length; i++) {
+            dims[i] = shape[shape.length - 1 - i];
+        }
+        String raw = meta.get(TENSOR_TYPE_KEY_PREFIX + t.name());
+        if (raw == null) {
+            return new Placement(typeOf(t), dims);
+        }
+        String record = TENSOR_TYPE_KEY_PREFIX + t.name() + " = '" + GgufMetadata.clip(raw) + "'";
+        GgmlType type = null;
+        for (GgmlType g : GgmlType.values()) {
+            if (g.isBlock() && g.name().equalsIgnoreCase(raw)) {
+                type = g;
+            }
+        }
+        if (type == null) {
+            throw new ForeignFormatException("tensor '" + t.name() + "': " + record + " names no ggml block type "
+                    + "(q4_0, q4_1, q5_0, q5_1, q8_0, q8_1, q2_k, q3_k, q4_k, q5_k, q6_k, q8_k)");
+        }
+        if (t.dtype() != ElementType.UINT8 || t.quantization().isPresent() || t.rank() < 1) {
+            throw new ForeignFormatException("tensor '" + t.name() + "': " + record + ", but it is "
+                    + (t.quantization().isPresent() ? "quantized " : "") + t.dtype() + " of rank " + t.rank()
+                    + "; raw ggml blocks are a plain uint8 tensor [..., rowBytes]");
+        }
+        long rowBytes = shape[shape.length - 1];
+        if (rowBytes % type.blockBytes() != 0) {
+            throw new ForeignFormatException("tensor '" + t.name() + "': " + record + ", but its rows of " + rowBytes
+                    + " bytes are not whole " + type + " blocks of " + type.blockBytes() + " bytes");
+        }
+        dims[0] = rowBytes / type.blockBytes() * type.blockElements();
+        return new Placement(type, dims);
     }
 
     /**
@@ -471,64 +699,6 @@ public final class Gguf {
     /** The Hurray element type GGUF blocks of {@code format} store: int8 for Q8_0, uint4 for Q4_0. */
     private static ElementType storedType(Quantization.GgufFormat format) {
         return format == Quantization.GgufFormat.Q8_0 ? ElementType.INT8 : ElementType.UINT4;
-    }
-
-    private static long pad(FileChannel out, long pos) throws IOException {
-        int n = (int) ((DEFAULT_ALIGNMENT - pos % DEFAULT_ALIGNMENT) % DEFAULT_ALIGNMENT);
-        ByteBuffer z = ByteBuffer.allocate(n);
-        while (z.hasRemaining()) {
-            out.write(z);
-        }
-        return pos + n;
-    }
-
-    private static ByteBuffer header(List<ForeignTensor> ts, List<GgmlType> types, Map<String, String> meta) {
-        java.io.ByteArrayOutputStream b = new java.io.ByteArrayOutputStream();
-        ByteBuffer bb = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN);
-        writeInt(b, bb, MAGIC);
-        writeInt(b, bb, 3);
-        writeLong(b, bb, ts.size());
-        writeLong(b, bb, meta.size() + 1);
-        writeString(b, bb, "general.alignment");
-        writeInt(b, bb, ValueType.UINT32.code());
-        writeInt(b, bb, DEFAULT_ALIGNMENT);
-        for (Map.Entry<String, String> e : meta.entrySet()) {
-            writeString(b, bb, e.getKey());
-            writeInt(b, bb, ValueType.STRING.code());
-            writeString(b, bb, e.getValue());
-        }
-        long offset = 0;
-        for (int k = 0; k < ts.size(); k++) {
-            ForeignTensor t = ts.get(k);
-            writeString(b, bb, t.name());
-            long[] shape = t.shape();
-            writeInt(b, bb, shape.length);
-            for (int i = shape.length - 1; i >= 0; i--) {
-                writeLong(b, bb, shape[i]);
-            }
-            writeInt(b, bb, types.get(k).code());
-            offset = (offset + DEFAULT_ALIGNMENT - 1) / DEFAULT_ALIGNMENT * DEFAULT_ALIGNMENT;
-            writeLong(b, bb, offset);
-            offset += t.byteSize();
-        }
-        while (b.size() % DEFAULT_ALIGNMENT != 0) {
-            b.write(0);
-        }
-        return ByteBuffer.wrap(b.toByteArray());
-    }
-
-    private static void writeInt(java.io.ByteArrayOutputStream b, ByteBuffer bb, int v) {
-        b.write(bb.clear().putInt(v).array(), 0, 4);
-    }
-
-    private static void writeLong(java.io.ByteArrayOutputStream b, ByteBuffer bb, long v) {
-        b.write(bb.clear().putLong(v).array(), 0, 8);
-    }
-
-    private static void writeString(java.io.ByteArrayOutputStream b, ByteBuffer bb, String s) {
-        byte[] u = s.getBytes(StandardCharsets.UTF_8);
-        writeLong(b, bb, u.length);
-        b.writeBytes(u);
     }
 
     // ------------------------------------------------------------------ parsing
@@ -833,7 +1003,7 @@ public final class Gguf {
                     case INT16 -> sb.append(bytes.get(Payloads.LE_SHORT, at));
                     case UINT32 -> sb.append(Integer.toUnsignedLong(bytes.get(U32, at)));
                     case INT32 -> sb.append(bytes.get(U32, at));
-                    case FLOAT32 -> sb.append((double) Float.intBitsToFloat(bytes.get(U32, at)));
+                    case FLOAT32 -> sb.append(Float.intBitsToFloat(bytes.get(U32, at))); // as float32Text
                     case BOOL -> sb.append(bytes.get(ValueLayout.JAVA_BYTE, at) == 1);
                     case UINT64 -> sb.append(Long.toUnsignedString(bytes.get(U64, at)));
                     case INT64 -> sb.append(bytes.get(U64, at));

@@ -32,8 +32,10 @@ import java.util.function.LongConsumer;
  * as values plus scales, see {@link Safetensors.Options}, or GGUF Q8_0/Q4_0 blocks GGUF records
  * as ggml types, see {@link Gguf#records}), strided layouts, several buffers. What
  * it can drop without changing values is dropped with a warning: file metadata for npy/npz,
- * file metadata values that are not UTF-8 text for safetensors and GGUF (which records them as
- * string values), per-tensor metadata.
+ * file metadata values that are not UTF-8 text for safetensors and GGUF, per-tensor metadata.
+ * GGUF gets the file metadata with its GGUF value types (the {@code gguf.type.KEY} records a
+ * GGUF input left, see {@link Gguf}); raw ggml block rows ({@code gguf.tensor_type.NAME}) are
+ * written as their ggml type.
  */
 public final class ForeignSink implements Sink {
     private final Path target;
