@@ -132,6 +132,22 @@ class GgufCliTest {
         }
     }
 
+    /**
+     * Raw ggml block rows (k-quants) cannot be dequantized: written to npz they stay bytes, and
+     * the command says so instead of passing them off as values.
+     */
+    @Test
+    void rawBlockRowsToNpzAreNamedInAWarning() throws IOException {
+        Path src = TestSupport.resourceDir("gguf").resolve("typed.gguf");
+        CliTest.Result r = CliTest.run("convert", "--dequantize", src.toString(), tmp.resolve("v.npz").toString());
+        r.assertOk();
+        assertTrue(r.err().contains("2 tensors are GGUF block rows Hurray cannot dequantize ('blk.0.attn_k.weight': q4_k, …)"),
+                r.err());
+        CliTest.Result g = CliTest.run("convert", src.toString(), tmp.resolve("again.gguf").toString());
+        g.assertOk();
+        assertFalse(g.err().contains("block rows"), g.err());
+    }
+
     /** Plain file metadata (safetensors) becomes GGUF strings; a type record its value does not fit is refused. */
     @Test
     void fileMetadataReachesGgufAndBadRecordsAreRefused() throws IOException {

@@ -49,6 +49,11 @@ public final class ForeignSink implements Sink {
     private final List<ForeignTensor> tensors = new ArrayList<>();
     private final Map<String, String> metadata = new LinkedHashMap<>();
     private int droppedTensorMetadata;
+    /** File metadata naming a raw ggml block type per tensor (a GGUF input's Q4_1, k-quants…): tensor name → type. */
+    private static final String RAW_GGML_TYPE_KEY = "gguf.tensor_type.";
+    private final Map<String, String> rawGgmlTypes = new java.util.HashMap<>();
+    private int rawBlockRows;
+    private String rawBlockExample;
     private boolean closed;
 
     /**
@@ -86,6 +91,12 @@ public final class ForeignSink implements Sink {
         if (meta.isEmpty()) {
             return;
         }
+        for (Map.Entry<String, byte[]> e : meta.entrySet()) {
+            if (e.getKey().startsWith(RAW_GGML_TYPE_KEY)) {
+                rawGgmlTypes.put(e.getKey().substring(RAW_GGML_TYPE_KEY.length()),
+                        new String(e.getValue(), StandardCharsets.UTF_8));
+            }
+        }
         if (format != Format.SAFETENSORS && format != Format.GGUF) {
             warn.accept(format + " cannot hold file metadata; " + meta.size() + " entries dropped");
             return;
@@ -121,6 +132,12 @@ public final class ForeignSink implements Sink {
         if (!item.descriptor().metadata().isEmpty()) {
             droppedTensorMetadata++;
         }
+        String ggml = rawGgmlTypes.get(item.name());
+        if (ggml != null && format != Format.GGUF && item.descriptor().elementType() == dev.hurray.ElementType.UINT8) {
+            if (rawBlockRows++ == 0) {
+                rawBlockExample = "'" + item.name() + "': " + ggml;
+            }
+        }
         List<MemorySegment> copies = new ArrayList<>();
         for (MemorySegment p : item.payloads()) {
             if (p.scope() == arena.scope()) {
@@ -140,6 +157,10 @@ public final class ForeignSink implements Sink {
 
     @Override
     public void commit() throws IOException {
+        if (rawBlockRows > 0) {
+            warn.accept(rawBlockRows + " tensors are GGUF block rows Hurray cannot dequantize (" + rawBlockExample
+                    + (rawBlockRows > 1 ? ", …" : "") + "); " + format + " gets their raw uint8 bytes, not values");
+        }
         if (droppedTensorMetadata > 0) {
             warn.accept(format + " cannot hold per-tensor metadata; dropped from " + droppedTensorMetadata + " tensors");
         }
