@@ -130,6 +130,8 @@ public final class Gguf {
     private static final int DEFAULT_ALIGNMENT = 32;
     private static final int MAX_ARRAY_DEPTH = GgufMetadata.MAX_ARRAY_DEPTH;
     private static final int MAX_RANK = 32;
+    /** The GGUF specification's limit on a tensor name, in bytes of UTF-8 (llama.cpp's GGML_MAX_NAME less its NUL). */
+    static final int MAX_TENSOR_NAME_BYTES = 63;
     private static final ValueLayout.OfInt U32 = Payloads.LE_INT;
     private static final ValueLayout.OfLong U64 = Payloads.LE_LONG;
     /**
@@ -515,7 +517,8 @@ public final class Gguf {
      *     tensor that is not plain {@code uint8}, or whose rows are not whole blocks; any other
      *     quantization (or GGUF blocks on the wrong element type or a column-major tensor), an
      *     element type GGUF has no plain type for (unsigned integers, complex, FP8, 4-bit, bool),
-     *     or a rank above 4 (ggml's). Nothing is written then.
+     *     a rank above 4 (ggml's), or a tensor name over 63 bytes of UTF-8 (llama.cpp's limit).
+     *     Nothing is written then.
      */
     public static void write(ForeignModel model, Path target, LongConsumer progress) throws IOException {
         Map<String, String> meta = model.metadata();
@@ -629,6 +632,11 @@ public final class Gguf {
     private static Placement placementOf(ForeignTensor t, Map<String, String> meta) throws ForeignFormatException {
         if (t.rank() > 4) {
             throw new ForeignFormatException("tensor '" + t.name() + "': rank " + t.rank() + ", GGUF holds at most 4");
+        }
+        int nameBytes = t.name().getBytes(StandardCharsets.UTF_8).length;
+        if (nameBytes > MAX_TENSOR_NAME_BYTES) {
+            throw new ForeignFormatException("tensor '" + t.name() + "': a " + nameBytes + "-byte name; GGUF tensor names hold at most "
+                    + MAX_TENSOR_NAME_BYTES + " bytes");
         }
         long[] shape = t.shape();
         long[] dims = new long[shape.length];

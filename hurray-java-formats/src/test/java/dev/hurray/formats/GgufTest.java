@@ -375,6 +375,23 @@ class GgufTest {
         }
     }
 
+    /** A tensor name over 63 bytes of UTF-8 (what llama.cpp loads) is refused on write; 63 is written. */
+    @Test
+    void longTensorNamesAreRefusedOnWrite() throws IOException {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment v = arena.allocate(4);
+            String ok = "n".repeat(61) + "é"; // 63 bytes
+            Path p = tmp.resolve("ok.gguf");
+            Gguf.write(Models.model(List.of(new ForeignTensor(ok, ElementType.FLOAT32, new long[] {1},
+                    Layout.Kind.ROW_MAJOR, v, null, -1)), Map.of()), p, null);
+            try (ForeignModel m = Gguf.read(p)) {
+                assertEquals(ok, m.tensors().get(0).name());
+            }
+            refusedOnWrite(new ForeignTensor(ok + "x", ElementType.FLOAT32, new long[] {1}, Layout.Kind.ROW_MAJOR, v,
+                    null, -1), "a 64-byte name; GGUF tensor names hold at most 63 bytes");
+        }
+    }
+
     private void refusedOnWrite(ForeignTensor t, String message) {
         ForeignFormatException e = assertThrows(ForeignFormatException.class,
                 () -> Gguf.write(Models.model(List.of(t), Map.of()), tmp.resolve("refused.gguf"), null));
