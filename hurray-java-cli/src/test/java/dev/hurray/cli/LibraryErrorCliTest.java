@@ -4,13 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.IOException;
+import dev.hurray.ffm.testing.ChildJvm;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -23,19 +20,7 @@ import org.junit.jupiter.api.io.TempDir;
 class LibraryErrorCliTest {
     @Test
     void aLibraryWithoutTheNeededFunctionIsOneErrorLine(@TempDir Path dir) throws Exception {
-        Path src = Files.writeString(dir.resolve("stub.c"), "int hurray_c_abi_version(void) { return 4; }\n");
-        Path lib = dir.resolve("libstub.so");
-        Process cc;
-        try {
-            cc = new ProcessBuilder("cc", "-shared", "-fPIC", "-o", lib.toString(), src.toString())
-                    .redirectErrorStream(true).start();
-        } catch (IOException e) {
-            Assumptions.abort("no C compiler: " + e.getMessage());
-            return;
-        }
-        String ccOut = new String(cc.getInputStream().readAllBytes());
-        assertTrue(cc.waitFor(60, TimeUnit.SECONDS));
-        Assumptions.assumeTrue(cc.exitValue() == 0, ccOut);
+        Path lib = ChildJvm.olderLibraryStub(dir);
         // A one-element float32 npy file (version 1.0: magic, version, header length, header).
         String header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }";
         header += " ".repeat(64 - (10 + header.length() + 1) % 64) + "\n";
@@ -46,17 +31,10 @@ class LibraryErrorCliTest {
         npy.writeBytes(new byte[] {0, 0, (byte) 0x80, 0x3f});
         Path in = Files.write(dir.resolve("x.npy"), npy.toByteArray());
 
-        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        String cp = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
-        List<String> cmd = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "-cp", cp,
-                "-Dhurray.library.path=" + lib, Main.class.getName(), "convert", in.toString(),
-                dir.resolve("x.hrry").toString()));
-        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
-        pb.environment().remove("HURRAY_LIBRARY_PATH");
-        Process p = pb.start();
-        String out = new String(p.getInputStream().readAllBytes());
-        assertTrue(p.waitFor(60, TimeUnit.SECONDS));
-        assertEquals(ExitCode.INTERNAL, p.exitValue(), out);
+        ChildJvm.Result r = ChildJvm.run(List.of("-Dhurray.library.path=" + lib), Main.class.getName(), "convert",
+                in.toString(), dir.resolve("x.hrry").toString());
+        String out = r.out();
+        assertEquals(ExitCode.INTERNAL, r.exit(), out);
         assertTrue(out.lines().anyMatch(l -> l.startsWith("hurray: error: libhurray has no hurray_")), out);
         assertFalse(out.contains("\tat "), out);
         assertFalse(Files.exists(dir.resolve("x.hrry")), out);

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.hurray.ffm.testing.ChildJvm;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -160,20 +161,11 @@ class NativeLibraryTest {
         return runChild(PackedMain.class, classPath, jvmOptions);
     }
 
-    /** Runs {@code main} in a child JVM on {@code classPath} with no override from the environment; its output. */
+    /** Runs {@code main} in a child JVM on {@code classPath} (see {@link ChildJvm#run}); its output, after a 0 exit. */
     private static String runChild(Class<?> main, String classPath, String... jvmOptions) throws Exception {
-        String java = ProcessHandle.current().info().command().orElseThrow();
-        List<String> cmd = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED"));
-        cmd.addAll(List.of(jvmOptions));
-        cmd.addAll(List.of("-cp", classPath, main.getName()));
-        ProcessBuilder pb = new ProcessBuilder(cmd);
-        pb.environment().remove(NativeLibrary.LIBRARY_PATH_ENV);
-        pb.redirectErrorStream(true);
-        Process p = pb.start();
-        String out = new String(p.getInputStream().readAllBytes());
-        assertTrue(p.waitFor(60, TimeUnit.SECONDS));
-        assertEquals(0, p.exitValue(), out);
-        return out;
+        ChildJvm.Result r = ChildJvm.run(classPath, List.of(jvmOptions), main.getName());
+        assertEquals(0, r.exit(), r.out());
+        return r.out();
     }
 
     /** The cache folder: property, then environment, then XDG, then home; "none" turns it off. */
@@ -385,20 +377,7 @@ class NativeLibraryTest {
      */
     @Test
     void functionMissingFromAnOlderLibraryIsAClearErrorOnEveryCall(@TempDir Path dir) throws Exception {
-        Path src = dir.resolve("stub.c");
-        Files.writeString(src, "int hurray_c_abi_version(void) { return 4; }\n");
-        Path lib = dir.resolve("libstub.so");
-        Process cc;
-        try {
-            cc = new ProcessBuilder("cc", "-shared", "-fPIC", "-o", lib.toString(), src.toString())
-                    .redirectErrorStream(true).start();
-        } catch (IOException e) {
-            Assumptions.abort("no C compiler: " + e.getMessage());
-            return;
-        }
-        String ccOut = new String(cc.getInputStream().readAllBytes());
-        assertTrue(cc.waitFor(60, TimeUnit.SECONDS));
-        Assumptions.assumeTrue(cc.exitValue() == 0, ccOut);
+        Path lib = ChildJvm.olderLibraryStub(dir);
         String out = runChild(MissingSymbolMain.class, System.getProperty("java.class.path"),
                 "-D" + NativeLibrary.LIBRARY_PATH_PROPERTY + "=" + lib);
         String expected = "java.lang.UnsatisfiedLinkError: libhurray has no hurray_decoder_reset: the library loaded from -D"

@@ -3,12 +3,9 @@ package dev.hurray.kafka;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.IOException;
-import java.nio.file.Files;
+import dev.hurray.ffm.testing.ChildJvm;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -35,29 +32,11 @@ class OlderLibraryDeserializerTest {
 
     @Test
     void everyConstructionFailsWithTheMissingFunction(@TempDir Path dir) throws Exception {
-        Path src = Files.writeString(dir.resolve("stub.c"), "int hurray_c_abi_version(void) { return 4; }\n");
-        Path lib = dir.resolve("libstub.so");
-        Process cc;
-        try {
-            cc = new ProcessBuilder("cc", "-shared", "-fPIC", "-o", lib.toString(), src.toString())
-                    .redirectErrorStream(true).start();
-        } catch (IOException e) {
-            Assumptions.abort("no C compiler: " + e.getMessage());
-            return;
-        }
-        String ccOut = new String(cc.getInputStream().readAllBytes());
-        assertTrue(cc.waitFor(60, TimeUnit.SECONDS));
-        Assumptions.assumeTrue(cc.exitValue() == 0, ccOut);
+        Path lib = ChildJvm.olderLibraryStub(dir);
 
-        String java = ProcessHandle.current().info().command().orElseThrow();
-        ProcessBuilder pb = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-cp",
-                System.getProperty("java.class.path"), "-Dhurray.library.path=" + lib, Child.class.getName());
-        pb.environment().remove("HURRAY_LIBRARY_PATH");
-        pb.redirectErrorStream(true);
-        Process p = pb.start();
-        String out = new String(p.getInputStream().readAllBytes());
-        assertTrue(p.waitFor(120, TimeUnit.SECONDS));
-        assertEquals(0, p.exitValue(), out);
+        ChildJvm.Result r = ChildJvm.run(List.of("-Dhurray.library.path=" + lib), Child.class.getName());
+        String out = r.out();
+        assertEquals(0, r.exit(), out);
         List<String> results = out.lines().filter(l -> l.startsWith("construct: ")).toList();
         assertEquals(2, results.size(), out);
         for (String l : results) {
