@@ -11,10 +11,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.hurray.ElementType;
-import dev.hurray.HurrayFile;
 import dev.hurray.Layout;
-import dev.hurray.Reader;
-import dev.hurray.Writer;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -164,24 +161,7 @@ class GgufTypedRoundTripTest {
 
     /** The three routes back to GGUF: direct, HRRYFILE, stream. */
     private List<Path> roundTrips(Path src, String tag) throws IOException {
-        Path direct = tmp.resolve(tag + ".direct.gguf");
-        Path viaFile = tmp.resolve(tag + ".via-file.gguf");
-        Path viaStream = tmp.resolve(tag + ".via-stream.gguf");
-        Path hrry = tmp.resolve(tag + ".hrry");
-        try (ForeignModel m = Gguf.read(src)) {
-            Gguf.write(m, direct, null);
-            m.toHurrayFile(hrry);
-            Writer w = Writer.toMemory();
-            m.writeTo(w);
-            w.close();
-            try (Reader r = Reader.of(w.toByteArray()); ForeignModel back = ForeignModel.of(r)) {
-                Gguf.write(back, viaStream, null);
-            }
-        }
-        try (HurrayFile hf = HurrayFile.open(hrry); ForeignModel back = ForeignModel.of(hf)) {
-            Gguf.write(back, viaFile, null);
-        }
-        return List.of(direct, viaFile, viaStream);
+        return GgufRoutes.backToGguf(src, tmp, tag);
     }
 
     /**
