@@ -25,16 +25,13 @@ import json
 import os
 import sys
 
-if len(sys.argv) > 1 and sys.argv[1]:
-    sys.path.insert(0, sys.argv[1])
+from fixture_setup import output_dir
+
+out = output_dir(sys.argv)
 import numpy as np  # noqa: E402
 import gguf  # noqa: E402
 from gguf.quants import quantize  # noqa: E402
 
-here = os.path.dirname(os.path.abspath(__file__))
-out = sys.argv[2] if len(sys.argv) > 2 else os.path.join(here, "..", "..", "hurray-java-formats", "src", "test",
-                                                         "resources", "gguf")
-os.makedirs(out, exist_ok=True)
 T = gguf.GGMLQuantizationType
 V = gguf.GGUFValueType
 rng = np.random.default_rng(20261202)
