@@ -39,8 +39,9 @@ import java.util.function.LongConsumer;
  * the elements. Version 1 (32-bit counts) and big-endian files are refused.
  *
  * <p><b>Mapping to Hurray.</b> A GGUF dimension list {@code [ne0, ne1, …]} (ne0 contiguous) is
- * the row-major shape {@code [… , ne1, ne0]}. The ggml types map as follows (both ways unless
- * noted):
+ * the row-major shape {@code [… , ne1, ne0]}; an empty list (rank 0, one element, as ggml
+ * reads it) is a scalar, both ways, for the plain types. The ggml types map as follows (both ways
+ * unless noted):
  * <table>
  *   <caption>ggml types as Hurray tensors</caption>
  *   <tr><th>ggml type</th><th>Hurray element type</th><th>Hurray quantization</th><th>buffer 0</th></tr>
@@ -818,7 +819,7 @@ public final class Gguf {
                 throw new ForeignFormatException(what + ": duplicate tensor name '" + name + "'");
             }
             int rank = c.u32("rank of " + name);
-            if (rank < 1 || rank > MAX_RANK) {
+            if (rank < 0 || rank > MAX_RANK) {
                 throw new ForeignFormatException(what + ": tensor '" + name + "' has rank " + Integer.toUnsignedString(rank));
             }
             long[] dims = new long[rank];
@@ -840,7 +841,12 @@ public final class Gguf {
                 throw new ForeignFormatException(what + ": tensor '" + name + "' has ggml type " + Integer.toUnsignedString(tc)
                         + ", which this reader does not know");
             }
-            if (dims[0] % type.blockElements() != 0) {
+            if (rank == 0 && type.blockElements() > 1) {
+                // A scalar (no dimensions, one element, as ggml reads it) cannot hold a block.
+                throw new ForeignFormatException(what + ": tensor '" + name + "': " + type + " stores blocks of "
+                        + type.blockElements() + " elements, and the tensor has no dimensions (one element)");
+            }
+            if (rank > 0 && dims[0] % type.blockElements() != 0) {
                 throw new ForeignFormatException(what + ": tensor '" + name + "': " + type + " stores blocks of "
                         + type.blockElements() + " elements along the last dimension (ne0), which is " + dims[0]
                         + ", not a multiple of " + type.blockElements());

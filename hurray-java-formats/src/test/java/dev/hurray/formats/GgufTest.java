@@ -362,6 +362,29 @@ class GgufTest {
         }
     }
 
+    /**
+     * A tensor with no dimensions (GGUF rank 0, one element, as ggml reads it) is a Hurray scalar
+     * both ways; a block type cannot be one.
+     */
+    @Test
+    void rankZeroIsAScalar() throws IOException {
+        byte[] one = new byte[4];
+        ByteBuffer.wrap(one).order(ByteOrder.LITTLE_ENDIAN).putFloat(0, 2.5f);
+        Path p = Files.write(tmp.resolve("scalar.gguf"), gguf(List.of(), "s", new long[0], 0, 0, one));
+        Path again = tmp.resolve("again.gguf");
+        try (ForeignModel m = Gguf.read(p)) {
+            ForeignTensor t = m.tensor("s");
+            assertArrayEquals(new long[0], t.shape());
+            assertArrayEquals(one, bytes(t.data()));
+            Gguf.write(m, again, null);
+        }
+        try (ForeignModel m = Gguf.read(again)) {
+            assertArrayEquals(new long[0], m.tensor("s").shape());
+            assertArrayEquals(one, bytes(m.tensor("s").data()));
+        }
+        refused(gguf(List.of(), "q", new long[0], 8, 0, new byte[34]), "has no dimensions");
+    }
+
     /** A tensor name over 63 bytes of UTF-8 (what llama.cpp loads) is refused on write; 63 is written. */
     @Test
     void longTensorNamesAreRefusedOnWrite() throws IOException {
