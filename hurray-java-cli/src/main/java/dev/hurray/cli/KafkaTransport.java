@@ -147,6 +147,25 @@ final class KafkaTransport {
      * partition, {@code accept} one record per tensor, {@code commit} the end records and waits
      * until the broker acknowledged everything.
      */
+    /**
+     * The error for a Kafka client that could not be made: a broker host that does not resolve
+     * is an I/O error (exit 3) like an unknown TCP host; another configuration the client refuses
+     * (a bad {@code --kafka-property}) is a usage error; anything else is the client's failure.
+     */
+    static CliException clientFailure(Target target, KafkaException e) {
+        for (Throwable c = e; c != null; c = c.getCause()) {
+            if (c instanceof org.apache.kafka.common.config.ConfigException ce) {
+                String m = String.valueOf(ce.getMessage());
+                if (m.contains("resolvable bootstrap")) {
+                    return new CliException(ExitCode.IO_ERROR, "cannot reach " + target + ": the broker address "
+                            + target.bootstrap() + " does not resolve", e);
+                }
+                return new CliException(ExitCode.USAGE, "Kafka client configuration refused: " + m, e);
+            }
+        }
+        return new CliException(ExitCode.IO_ERROR, "cannot reach " + target + ": " + e.getMessage(), e);
+    }
+
     static final class KafkaSink implements Sink {
         private final Target target;
         private final KafkaProducer<String, byte[]> producer;
@@ -165,7 +184,11 @@ final class KafkaTransport {
             p.putIfAbsent(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, String.valueOf(Math.max(timeout.toMillis(), 30_000)));
             p.putIfAbsent(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, String.valueOf(Math.min(timeout.toMillis(), 30_000)));
             this.serializer = new HurrayTensorSerializer(p);
-            this.producer = new KafkaProducer<>(p, new StringSerializer(), new ByteArraySerializer());
+            try {
+                this.producer = new KafkaProducer<>(p, new StringSerializer(), new ByteArraySerializer());
+            } catch (KafkaException e) {
+                throw clientFailure(target, e);
+            }
         }
 
         @Override
@@ -281,7 +304,11 @@ final class KafkaTransport {
             p.putIfAbsent(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
             p.putIfAbsent(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
             p.putIfAbsent(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "64");
-            this.consumer = new KafkaConsumer<>(p, new StringDeserializer(), new HurrayTensorDeserializer(p));
+            try {
+                this.consumer = new KafkaConsumer<>(p, new StringDeserializer(), new HurrayTensorDeserializer(p));
+            } catch (KafkaException e) {
+                throw clientFailure(target, e);
+            }
             try {
                 List<PartitionInfo> infos = consumer.partitionsFor(target.topic(), idle.isZero() ? Duration.ofDays(1) : idle);
                 if (infos == null || infos.isEmpty()) {

@@ -58,7 +58,8 @@ final class SendCommand implements Callable<Integer> {
     boolean dequantize;
 
     @Option(names = "--connect-timeout", paramLabel = "SECONDS", defaultValue = "10",
-            description = "Give up connecting after this long (default: ${DEFAULT-VALUE}).")
+            description = "Give up connecting after this long; a refused connection (nothing listening yet) is"
+                    + " tried again until then (default: ${DEFAULT-VALUE}; 0: one try, no time limit).")
     int connectTimeout;
 
     @Override
@@ -127,21 +128,38 @@ final class SendCommand implements Callable<Integer> {
         if (addr.isUnresolved()) {
             throw new CliException(ExitCode.IO_ERROR, "cannot connect to " + target + ": unknown host " + target.host());
         }
-        SocketChannel ch = null;
-        try {
-            ch = SocketChannel.open();
-            ch.socket().connect(addr, (int) Math.min(Integer.MAX_VALUE, connectTimeout * 1000L));
-            ch.socket().setTcpNoDelay(true);
-            return ch;
-        } catch (IOException e) {
-            if (ch != null) {
-                try {
-                    ch.close();
-                } catch (IOException suppressed) {
-                    e.addSuppressed(suppressed);
+        // A refused connection (nothing listening yet: a receiver still starting) is tried again
+        // every 100 ms until the timeout; other failures end at once.
+        long deadline = System.nanoTime() + connectTimeout * 1_000_000_000L;
+        while (true) {
+            SocketChannel ch = null;
+            try {
+                ch = SocketChannel.open();
+                long left = Math.max(1, (deadline - System.nanoTime()) / 1_000_000);
+                ch.socket().connect(addr, connectTimeout == 0 ? 0 : (int) Math.min(Integer.MAX_VALUE, left));
+                ch.socket().setTcpNoDelay(true);
+                return ch;
+            } catch (IOException e) {
+                if (ch != null) {
+                    try {
+                        ch.close();
+                    } catch (IOException suppressed) {
+                        e.addSuppressed(suppressed);
+                    }
                 }
+                if (e instanceof java.net.ConnectException && System.nanoTime() + 100_000_000L < deadline) {
+                    try {
+                        Thread.sleep(100);
+                    } catch (InterruptedException ie) {
+                        Thread.currentThread().interrupt();
+                        throw new CliException(ExitCode.IO_ERROR, "cannot connect to " + target + ": interrupted", ie);
+                    }
+                    continue;
+                }
+                String waited = e instanceof java.net.ConnectException && connectTimeout > 0
+                        ? " (tried for " + connectTimeout + " s)" : "";
+                throw new CliException(ExitCode.IO_ERROR, "cannot connect to " + target + ": " + Errors.describe(e) + waited, e);
             }
-            throw new CliException(ExitCode.IO_ERROR, "cannot connect to " + target + ": " + Errors.describe(e), e);
         }
     }
 }

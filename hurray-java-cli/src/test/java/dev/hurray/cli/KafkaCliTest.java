@@ -9,6 +9,8 @@ import dev.hurray.FileEntry;
 import dev.hurray.HurrayFile;
 import dev.hurray.HurrayFileWriter;
 import dev.hurray.Tensor;
+import dev.hurray.formats.TestSupport;
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -110,5 +112,18 @@ class KafkaCliTest {
         String missing = tmp.resolve("no-such-dir").toString();
         CliTest.run("recv", "kafka://127.0.0.1:9/t", "--out", tmp.resolve("o.hrry").toString(), "--claim-check-dir",
                 missing).assertError(ExitCode.USAGE, "--claim-check-dir " + missing + " is not a directory");
+    }
+
+    /** A broker host that does not resolve is an I/O error naming it (exit 3), like an unknown TCP host, not a crash. */
+    @Test
+    void anUnresolvableBrokerIsAnIoError() throws IOException {
+        Path model = tmp.resolve("one.hrry");
+        CliTest.run("convert", TestSupport.resourceDir("npy").resolve("float32_c.npy").toString(), model.toString())
+                .assertOk();
+        String target = "kafka://no-such-broker.invalid:9092/models";
+        CliTest.run("send", "--connect-timeout", "2", target, model.toString()).assertError(ExitCode.IO_ERROR,
+                "cannot reach " + target + ": the broker address no-such-broker.invalid:9092 does not resolve");
+        CliTest.run("recv", target, "--out", tmp.resolve("o.hrry").toString()).assertError(ExitCode.IO_ERROR,
+                "the broker address no-such-broker.invalid:9092 does not resolve");
     }
 }

@@ -266,10 +266,30 @@ class NetworkCliTest {
     @Test
     void sendToAClosedPort() throws IOException {
         int port = closedPort();
-        Result r = run("send", "127.0.0.1:" + port, s(tinyHrry));
-        r.assertError(ExitCode.IO_ERROR, "cannot connect to 127.0.0.1:" + port + ": connection refused");
+        long t0 = System.nanoTime();
+        Result r = run("send", "--connect-timeout", "1", "127.0.0.1:" + port, s(tinyHrry));
+        long ms = (System.nanoTime() - t0) / 1_000_000;
+        r.assertError(ExitCode.IO_ERROR, "cannot connect to 127.0.0.1:" + port + ": connection refused (tried for 1 s)");
         assertEquals(1, r.err().lines().count(), "one line: " + r.err());
+        assertTrue(ms >= 800, "refused connections are tried again until the timeout, not given up at once: " + ms + " ms");
+        run("send", "--connect-timeout", "0", "127.0.0.1:" + port, s(tinyHrry))
+                .assertError(ExitCode.IO_ERROR, "cannot connect to 127.0.0.1:" + port + ": connection refused");
         run("send", "127.0.0.1:" + port, s(tmp.resolve("absent.hrry"))).assertError(ExitCode.BAD_INPUT, "no such file");
+    }
+
+    /** A sender started before its receiver listens connects once the receiver is up (no sleep needed in scripts). */
+    @Test
+    void sendWaitsForAReceiverThatIsStillStarting() throws Exception {
+        int port = closedPort();
+        Path out = tmp.resolve("late.hrry");
+        CompletableFuture<Result> sent = CompletableFuture.supplyAsync(
+                () -> run("send", "--connect-timeout", "20", "127.0.0.1:" + port, s(tinyHrry)));
+        Thread.sleep(700);
+        assertFalse(sent.isDone(), "still trying: " + (sent.isDone() ? sent.join() : ""));
+        Result got = run("recv", "--listen", Integer.toString(port), "--timeout", "20", "--out", s(out));
+        got.assertOk();
+        sent.get(30, TimeUnit.SECONDS).assertOk();
+        assertEquals(-1, Files.mismatch(tinyHrry, out));
     }
 
     // ---- cat and inspect - on stdin ----------------------------------------------------------
