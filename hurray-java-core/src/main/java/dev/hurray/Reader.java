@@ -335,8 +335,14 @@ public final class Reader implements AutoCloseable, Iterable<Tensor> {
      */
     @Override
     public void close() throws HurrayException {
-        if (guard.close()) {
-            nativeReader.close();
+        try {
+            if (guard.close()) {
+                nativeReader.close();
+            }
+        } finally {
+            // The leak cleaner acts once this reader is unreachable; until its decoder is handed
+            // on or destroyed, this reader must not become so (it is not used after the guard).
+            java.lang.ref.Reference.reachabilityFence(this);
         }
     }
 }

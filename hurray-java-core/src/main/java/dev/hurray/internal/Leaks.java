@@ -36,7 +36,8 @@ public final class Leaks {
         private final Runnable release;
         private final Throwable origin;
         private volatile boolean explicit;
-        private volatile boolean disarmed;
+        /** Set by whichever comes first: the release action's one run, or {@link #disarm()}. */
+        private final java.util.concurrent.atomic.AtomicBoolean done = new java.util.concurrent.atomic.AtomicBoolean();
         private Cleaner.Cleanable cleanable;
 
         private Resource(String what, Runnable release) {
@@ -51,15 +52,21 @@ public final class Leaks {
             cleanable.clean();
         }
 
-        /** Unregisters without running the release action (the caller releases it itself). */
-        public void disarm() {
-            disarmed = true;
+        /**
+         * Unregisters without running the release action (the caller releases it itself).
+         *
+         * @return true if the release action has not run and now never will; false if the
+         *     cleaner ran it first (the owner was unreachable), so the resource is gone or going
+         */
+        public boolean disarm() {
+            boolean won = done.compareAndSet(false, true);
             cleanable.clean();
+            return won;
         }
 
         @Override
         public void run() {
-            if (disarmed) {
+            if (!done.compareAndSet(false, true)) {
                 return;
             }
             if (!explicit) {

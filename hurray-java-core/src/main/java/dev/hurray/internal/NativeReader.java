@@ -487,15 +487,14 @@ public final class NativeReader {
         }
         MemorySegment h = handle;
         handle = null;
-        if (hurray_h.hurray_decoder_reset(h) == Native.OK && IdleDecoders.offer(new IdleDecoders.Idle(h, bufferPoolBytes, limits))) {
-            // Kept for the next reader: only the leak cleaner's registration goes.
-            if (resource != null) {
-                resource.disarm();
+        // The leak cleaner's registration goes first: a decoder handed to the next reader must
+        // be one the cleaner can no longer destroy. If the cleaner got there first (the owner
+        // was unreachable), the decoder is gone and nothing more is done with it.
+        if (resource == null || resource.disarm()) {
+            if (hurray_h.hurray_decoder_reset(h) != Native.OK
+                    || !IdleDecoders.offer(new IdleDecoders.Idle(h, bufferPoolBytes, limits))) {
+                destroy(h);
             }
-        } else if (resource != null) {
-            resource.close();
-        } else {
-            destroy(h);
         }
         Results.give(result);
         Native.debug("hurray: decoder {} destroyed", h);

@@ -167,4 +167,46 @@ class NativeReaderTest {
         }
         assertEquals(NativeReader.IdleDecoders.MAX_IDLE, NativeReader.IdleDecoders.count());
     }
+
+    /**
+     * A reader closed as its last use (try-with-resources) becomes unreachable inside close():
+     * the leak cleaner must not destroy the decoder close() is handing to the next reader.
+     * Before the fix, readers closed in a loop while the collector ran often found their decoder
+     * destroyed (USE_AFTER_DESTROY from hurray_decoder_set_options or _next: a freed native
+     * object used). A race, so this runs readers on four threads for a few seconds with
+     * collections in between; without the fix it failed within a second or two.
+     */
+    @Test
+    void aClosingReadersCleanerNeverDestroysTheDecoderItHandsOn() throws Exception {
+        byte[] plain = stream(1, false);
+        ReaderOptions small = DEFAULTS.withMaxTensorBytes(4L * ELEMENTS);
+        long end = System.nanoTime() + 4_000_000_000L;
+        java.util.concurrent.atomic.AtomicReference<Throwable> failure = new java.util.concurrent.atomic.AtomicReference<>();
+        java.util.concurrent.atomic.AtomicLong readers = new java.util.concurrent.atomic.AtomicLong();
+        Thread gc = Thread.ofPlatform().daemon().start(() -> {
+            while (System.nanoTime() < end && failure.get() == null) {
+                System.gc();
+            }
+        });
+        Thread[] threads = new Thread[4];
+        for (int i = 0; i < threads.length; i++) {
+            threads[i] = Thread.ofPlatform().start(() -> {
+                for (int k = 0; System.nanoTime() < end && failure.get() == null; k++) {
+                    try {
+                        assertEquals(1, readAll(plain, k % 2 == 0 ? small : DEFAULTS));
+                        readers.incrementAndGet();
+                    } catch (Throwable t) {
+                        failure.compareAndSet(null, t);
+                    }
+                }
+            });
+        }
+        for (Thread t : threads) {
+            t.join();
+        }
+        gc.join();
+        if (failure.get() != null) {
+            throw new AssertionError("after " + readers.get() + " readers", failure.get());
+        }
+    }
 }
