@@ -2,6 +2,7 @@ package dev.hurray;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -146,6 +147,46 @@ class ReaderWriterTest {
             assertNull(r.read());
         }
         assertTrue(zeros[0] > 10);
+    }
+
+    /**
+     * An input stream that keeps returning 0 (InputStream's contract allows it only for a 0-byte
+     * request) is asked again with a back-off, as a channel is, and an interrupt ends the read
+     * with TRANSPORT. It used to be asked again in a hot loop that no interrupt ended: one core
+     * held for good, and a reader nobody could stop or close.
+     */
+    @Test
+    @Timeout(30)
+    void anInputStreamThatKeepsReturningZeroIsInterruptible() throws Exception {
+        java.io.InputStream stuck = new java.io.InputStream() {
+            @Override
+            public int read() {
+                return 0;
+            }
+
+            @Override
+            public int read(byte[] b, int off, int len) {
+                return 0;
+            }
+        };
+        Reader r = Reader.of(stuck);
+        CompletableFuture<Throwable> failure = new CompletableFuture<>();
+        Thread reading = Thread.ofPlatform().daemon().start(() -> {
+            try {
+                r.read();
+                failure.complete(null);
+            } catch (Throwable t) {
+                failure.complete(t);
+            }
+        });
+        Thread.sleep(200);
+        reading.interrupt();
+        reading.join(5_000);
+        assertFalse(reading.isAlive(), "the read still spins after an interrupt");
+        HurrayException e = assertInstanceOf(HurrayException.class, failure.get());
+        assertEquals(Status.TRANSPORT, e.status());
+        assertInstanceOf(java.io.InterruptedIOException.class, e.getCause());
+        r.close();
     }
 
     @Test

@@ -99,7 +99,7 @@ public abstract class Source {
             @Override
             protected int read(MemorySegment dst) throws IOException {
                 int want = (int) Math.min(dst.byteSize(), chunk.length);
-                while (true) {
+                for (int zeros = 0; ; zeros++) {
                     int n = in.read(chunk, 0, want);
                     if (n < 0) {
                         return -1;
@@ -109,8 +109,18 @@ public abstract class Source {
                         return n;
                     }
                     // InputStream.read returns 0 only for a 0-byte request; ask again rather
-                    // than report end of input.
-                    Thread.onSpinWait();
+                    // than report end of input, backing off as for a channel so that a stream
+                    // that keeps returning 0 does not hold a core (an interrupt ends the wait).
+                    if (zeros < 1000) {
+                        Thread.onSpinWait();
+                    } else {
+                        try {
+                            Thread.sleep(1);
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                            throw new java.io.InterruptedIOException("interrupted while the stream returned no bytes");
+                        }
+                    }
                 }
             }
         };
