@@ -165,6 +165,30 @@ class GgufTypedRoundTripTest {
     }
 
     /**
+     * A tensor of rank 0 (gguf-py writes a 0-d numpy array with no dimensions; write() writes a
+     * scalar so) reads as a scalar and comes back byte for byte by every route. It used to be
+     * refused on read, so a scalar converted to GGUF could not be read back. A block type has no
+     * scalar (its ne0 would be 1).
+     */
+    @Test
+    void scalarTensorsReadAndRoundTripByteForByte() throws IOException {
+        byte[] src = GgufTest.gguf(List.of(), "s", new long[0], 0, 0, cat(le32(Float.floatToIntBits(3.5f)), new byte[28]));
+        Path p = Files.write(tmp.resolve("scalar.gguf"), src);
+        try (ForeignModel m = Gguf.read(p)) {
+            ForeignTensor s = m.tensor("s");
+            assertArrayEquals(new long[0], s.shape());
+            assertEquals(ElementType.FLOAT32, s.dtype());
+            assertEquals(3.5f, s.data().get(ValueLayout.JAVA_FLOAT_UNALIGNED, 0));
+        }
+        for (Path back : roundTrips(p, "scalar")) {
+            assertArrayEquals(src, Files.readAllBytes(back), back.getFileName().toString());
+        }
+        Path q = Files.write(tmp.resolve("scalar-q8.gguf"), GgufTest.gguf(List.of(), "q", new long[0], 8, 0, new byte[34]));
+        ForeignFormatException e = assertThrows(ForeignFormatException.class, () -> Gguf.read(q));
+        assertTrue(e.getMessage().contains("Q8_0 stores blocks of 32 elements, and the tensor has no dimensions"), e.getMessage());
+    }
+
+    /**
      * What gguf-py cannot write: empty arrays (of scalars, of arrays, inside arrays), float64
      * NaN, arrays nested four deep, a non-default alignment; byte for byte too.
      */
