@@ -436,8 +436,10 @@ public final class NativeFileReader {
         }
         MemorySegment h = handle;
         handle = null;
-        if (resource != null) {
-            resource.disarm();
+        if (resource != null && !resource.disarm()) {
+            // The leak cleaner ran first (the owner became unreachable during its own close):
+            // it destroyed the reader already; destroying it again would free it twice.
+            return;
         }
         MemorySegment out = out();
         out.set(ADDRESS, 0, h);
