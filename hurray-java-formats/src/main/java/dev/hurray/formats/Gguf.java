@@ -116,7 +116,7 @@ import java.util.function.LongConsumer;
  * HRRYFILE (16 MiB per value) but not a stream.
  *
  * <p><b>Hostile input.</b> Every length and count is checked against the bytes that remain
- * before anything is allocated for it; array nesting is bounded (depth 4), ranks by 32; a block
+ * before anything is allocated for it; array nesting is bounded (depth 4, and 2^20 arrays inside arrays per file), ranks by 32; a block
  * type's ne0 must be a multiple of its block (32 for {@code Q8_0}/{@code Q4_0}); each tensor's
  * data, whose size follows from its type and dimensions, must lie inside the data section at an
  * aligned offset without reaching into another tensor's.
@@ -130,6 +130,8 @@ public final class Gguf {
     private static final int MAGIC = 0x46554747;
     private static final int DEFAULT_ALIGNMENT = 32;
     private static final int MAX_ARRAY_DEPTH = GgufMetadata.MAX_ARRAY_DEPTH;
+    /** The most arrays inside arrays one file's metadata may hold, all keys together: 2^20. */
+    static final long MAX_INNER_ARRAYS = 1L << 20;
     private static final int MAX_RANK = 32;
     /** The GGUF specification's limit on a tensor name, in bytes of UTF-8 (llama.cpp's GGML_MAX_NAME less its NUL). */
     static final int MAX_TENSOR_NAME_BYTES = 63;
@@ -716,6 +718,8 @@ public final class Gguf {
         final MemorySegment seg;
         final String what;
         long pos;
+        /** Arrays inside arrays still allowed in this header (see {@link #MAX_INNER_ARRAYS}). */
+        long innerArraysLeft = MAX_INNER_ARRAYS;
 
         Cursor(MemorySegment seg, String what) {
             this.seg = seg;
@@ -911,6 +915,12 @@ public final class Gguf {
             case ARRAY -> {
                 if (depth >= MAX_ARRAY_DEPTH) {
                     throw new ForeignFormatException(c.what + ": metadata '" + key + "': arrays nested deeper than " + MAX_ARRAY_DEPTH);
+                }
+                if (depth > 0 && --c.innerArraysLeft < 0) {
+                    // Each inner array becomes objects some 7 times the 12 bytes it takes in the
+                    // file; real files have a few (token merges are strings, not arrays).
+                    throw new ForeignFormatException(c.what + ": metadata '" + key + "': more than " + MAX_INNER_ARRAYS
+                            + " arrays inside arrays in one file");
                 }
                 int ec = c.u32(key + " element type");
                 ValueType et = ValueType.of(ec);

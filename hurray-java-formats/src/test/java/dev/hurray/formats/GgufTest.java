@@ -494,6 +494,15 @@ class GgufTest {
             nested = cat(le32(9), le(1), nested);
         }
         refused(gguf(List.of(kv("n", 9, nested)), "w", new long[] {4}, 0, 0, new byte[16]), "nested deeper");
+        // 2^20 + 1 empty arrays inside one array (12 bytes each in the file, far more as objects).
+        int inner = (1 << 20) + 1;
+        java.nio.ByteBuffer many = java.nio.ByteBuffer.allocate(12 + 12 * inner).order(ByteOrder.LITTLE_ENDIAN);
+        many.putInt(9).putLong(inner);
+        for (int i = 0; i < inner; i++) {
+            many.putInt(0).putLong(0); // array[uint8], empty
+        }
+        refused(gguf(List.of(kv("many", 9, many.array())), "w", new long[] {4}, 0, 0, new byte[16]),
+                "more than 1048576 arrays inside arrays");
         // Data past the end, a misaligned offset, an unknown type, a bad alignment, version 1, big-endian.
         refused(gguf(List.of(), "w", new long[] {1 << 20}, 0, 0, new byte[16]), "past the end");
         refused(gguf(List.of(), "w", new long[] {4}, 0, 4, new byte[16]), "not a multiple of the alignment");
