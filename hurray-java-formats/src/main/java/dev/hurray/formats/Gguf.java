@@ -116,8 +116,9 @@ import java.util.function.LongConsumer;
  * HRRYFILE (16 MiB per value) but not a stream.
  *
  * <p><b>Hostile input.</b> Every length and count is checked against the bytes that remain
- * before anything is allocated for it; array nesting is bounded (depth 4, and 2^20 arrays inside arrays per file), ranks by 32; a block
- * type's ne0 must be a multiple of its block (32 for {@code Q8_0}/{@code Q4_0}); each tensor's
+ * before anything is allocated for it; array nesting is bounded (depth 4, and 2^20 arrays
+ * inside arrays per file), ranks by 32; a block type's ne0 must be a multiple of its block (32
+ * for {@code Q8_0}/{@code Q4_0}); each tensor's
  * data, whose size follows from its type and dimensions, must lie inside the data section at an
  * aligned offset without reaching into another tensor's.
  *
