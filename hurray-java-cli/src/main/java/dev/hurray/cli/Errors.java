@@ -93,19 +93,24 @@ final class Errors {
 
     /**
      * {@code s} with each control character other than tab (C0, DEL, C1) written as
-     * {@code \xNN}: names, keys and metadata come from the input, and an escape sequence in
-     * them must not reach the terminal (clear the screen, retitle it, set the clipboard).
+     * {@code \xNN}, and each bidirectional formatting character (U+200E, U+200F, U+202A–U+202E,
+     * U+2066–U+2069) as {@code <U+NNNN>}: names, keys and metadata come from the input, and an
+     * escape sequence in them must not reach the terminal (clear the screen, retitle it, set the
+     * clipboard), nor a direction override reorder what the terminal shows.
      */
     static String printable(String s) {
         StringBuilder b = null;
         for (int i = 0; i < s.length(); i++) {
             char c = s.charAt(i);
             boolean control = c != '\t' && (c < 0x20 || (c >= 0x7F && c <= 0x9F));
-            if (control && b == null) {
+            boolean bidi = c == 0x200E || c == 0x200F || (c >= 0x202A && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069);
+            if ((control || bidi) && b == null) {
                 b = new StringBuilder(s.length() + 8).append(s, 0, i);
             }
             if (control) {
                 b.append(String.format("\\x%02x", (int) c));
+            } else if (bidi) {
+                b.append(String.format("<U+%04X>", (int) c));
             } else if (b != null) {
                 b.append(c);
             }

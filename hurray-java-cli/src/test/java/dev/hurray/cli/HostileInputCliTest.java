@@ -135,8 +135,9 @@ class HostileInputCliTest {
 
     /**
      * Escape sequences in a file's metadata keys, values and tensor names (here a GGUF file's:
-     * clear the screen, retitle the terminal, write the clipboard with OSC 52) reach the
-     * terminal as visible {@code \\xNN} text, from inspect's table and from error messages.
+     * clear the screen, retitle the terminal, write the clipboard with OSC 52; a right-to-left
+     * override) reach the terminal as visible {@code \\xNN} / {@code <U+NNNN>} text, from
+     * inspect's table and from error messages.
      */
     @Test
     void escapeSequencesInNamesAndMetadataDoNotReachTheTerminal() throws IOException {
@@ -147,7 +148,7 @@ class HostileInputCliTest {
         f.write(le(8, 1));
         ggufString(f, "key\u001b]0;retitled\u0007");
         f.write(le(4, 8));
-        ggufString(f, "red\u001b[31m clipboard\u001b]52;c;aGk=\u0007 c1\u009b2J");
+        ggufString(f, "red\u001b[31m clipboard\u001b]52;c;aGk=\u0007 c1\u009b2J txt\u202Egpj.exe");
         ggufString(f, "w\u001b[2J");
         f.write(le(4, 1));
         f.write(le(8, 32));
@@ -161,9 +162,9 @@ class HostileInputCliTest {
 
         CliTest.Result r = CliTest.run("inspect", gguf.toString());
         r.assertOk();
-        assertFalse(r.out().chars().anyMatch(c -> c == 0x1b || c == 0x07 || c == 0x9b), r.out());
-        assertTrue(r.out().contains("key\\x1b]0;retitled\\x07 = red\\x1b[31m clipboard\\x1b]52;c;aGk=\\x07 c1\\x9b2J"),
-                r.out());
+        assertFalse(r.out().chars().anyMatch(c -> c == 0x1b || c == 0x07 || c == 0x9b || c == 0x202E), r.out());
+        assertTrue(r.out().contains("key\\x1b]0;retitled\\x07 = red\\x1b[31m clipboard\\x1b]52;c;aGk=\\x07 c1\\x9b2J"
+                + " txt<U+202E>gpj.exe"), r.out());
         assertTrue(r.out().contains("w\\x1b[2J  int8"), r.out());
 
         r = CliTest.run("convert", gguf.toString(), dir.resolve("x.safetensors").toString());
