@@ -43,10 +43,17 @@ public final class ForeignModel implements AutoCloseable {
      * @param arena    the arena that owns every payload, or {@code null} when the caller keeps
      *                 ownership of the payloads (e.g. segments from an arena it closes itself)
      * @throws IllegalArgumentException on a duplicate tensor name
+     * @throws NullPointerException for a null list, map, tensor, or metadata key or value
      */
     public ForeignModel(List<ForeignTensor> tensors, Map<String, String> metadata, Arena arena) {
         this.tensors = List.copyOf(tensors);
-        this.metadata = Collections.unmodifiableMap(new LinkedHashMap<>(Objects.requireNonNull(metadata)));
+        for (Map.Entry<String, String> e : Objects.requireNonNull(metadata, "metadata").entrySet()) {
+            if (e.getKey() == null || e.getValue() == null) {
+                throw new NullPointerException("metadata holds a null " + (e.getKey() == null ? "key" : "value for '"
+                        + e.getKey() + "'"));
+            }
+        }
+        this.metadata = Collections.unmodifiableMap(new LinkedHashMap<>(metadata));
         this.arena = arena;
         Set<String> seen = new HashSet<>();
         for (ForeignTensor t : this.tensors) {

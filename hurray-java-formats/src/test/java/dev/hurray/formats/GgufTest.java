@@ -385,6 +385,19 @@ class GgufTest {
         refused(gguf(List.of(), "q", new long[0], 8, 0, new byte[34]), "has no dimensions");
     }
 
+    /** A model with a null metadata key or value is refused when made, not when written. */
+    @Test
+    void nullMetadataIsRefusedWhenTheModelIsMade() {
+        Map<String, String> nullValue = new java.util.HashMap<>();
+        nullValue.put("general.name", null);
+        NullPointerException e = assertThrows(NullPointerException.class, () -> new ForeignModel(List.of(), nullValue, null));
+        assertTrue(e.getMessage().contains("null value for 'general.name'"), e.getMessage());
+        Map<String, String> nullKey = new java.util.HashMap<>();
+        nullKey.put(null, "x");
+        e = assertThrows(NullPointerException.class, () -> new ForeignModel(List.of(), nullKey, null));
+        assertTrue(e.getMessage().contains("null key"), e.getMessage());
+    }
+
     /** A tensor name over 63 bytes of UTF-8 (what llama.cpp loads) is refused on write; 63 is written. */
     @Test
     void longTensorNamesAreRefusedOnWrite() throws IOException {
