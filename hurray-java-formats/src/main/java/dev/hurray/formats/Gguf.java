@@ -96,8 +96,9 @@ import java.util.function.LongConsumer;
  * </table>
  * Writing parses each text as its record's type, so a record and a value that disagree (a
  * {@code uint8} of 256, a float where a bool belongs, an array with another number of inner
- * arrays than its record lists) are refused, never coerced; JSON whitespace between array
- * tokens is allowed, nothing else around a value. An entry without a record (from another
+ * arrays than its record lists) are refused, never coerced (a float inside its type's range is
+ * rounded to the nearest value of the type, so {@code 1e-50} is a float32 0); JSON whitespace
+ * between array tokens is allowed, nothing else around a value. An entry without a record (from another
  * format, or added by hand) is written as a {@code STRING}, except {@code general.alignment},
  * always a {@code uint32}. Records whose key is gone are ignored; keys missing from the key
  * order follow the listed ones in model order. The prefixes and keys above are reserved: a GGUF
