@@ -76,19 +76,31 @@ public abstract class Source {
                     }
                     // 0 is not end of input: ask again, backing off so that a channel that keeps
                     // returning 0 does not hold a core (an interrupt ends the wait).
-                    if (zeros < 1000) {
-                        Thread.onSpinWait();
-                    } else {
-                        try {
-                            Thread.sleep(1);
-                        } catch (InterruptedException e) {
-                            Thread.currentThread().interrupt();
-                            throw new java.io.InterruptedIOException("interrupted while the channel returned no bytes");
-                        }
-                    }
+                    backOff(zeros, "channel");
                 }
             }
         };
+    }
+
+    /**
+     * The wait before asking a {@code what} ("channel", "stream") again after its
+     * {@code zeros}-th read in a row that returned no bytes: a spin hint for the first 1,000,
+     * then 1 ms sleeps.
+     *
+     * @throws java.io.InterruptedIOException if the thread is interrupted while it sleeps (the
+     *     interrupt status is kept)
+     */
+    private static void backOff(int zeros, String what) throws java.io.InterruptedIOException {
+        if (zeros < 1000) {
+            Thread.onSpinWait();
+            return;
+        }
+        try {
+            Thread.sleep(1);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new java.io.InterruptedIOException("interrupted while the " + what + " returned no bytes");
+        }
     }
 
     /** An {@code InputStream} read through one reusable 64 KiB chunk. */
@@ -111,16 +123,7 @@ public abstract class Source {
                     // InputStream.read returns 0 only for a 0-byte request; ask again rather
                     // than report end of input, backing off as for a channel so that a stream
                     // that keeps returning 0 does not hold a core (an interrupt ends the wait).
-                    if (zeros < 1000) {
-                        Thread.onSpinWait();
-                    } else {
-                        try {
-                            Thread.sleep(1);
-                        } catch (InterruptedException e) {
-                            Thread.currentThread().interrupt();
-                            throw new java.io.InterruptedIOException("interrupted while the stream returned no bytes");
-                        }
-                    }
+                    backOff(zeros, "stream");
                 }
             }
         };
