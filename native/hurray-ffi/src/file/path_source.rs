@@ -63,39 +63,27 @@ fn os_path(path: &[u8]) -> FfiResult<&std::path::Path> {
         .map_err(|_| FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "path is not UTF-8"))
 }
 
-/// `O_NONBLOCK` where its value is the generic Linux one.
-#[cfg(all(
-    target_os = "linux",
-    any(
-        target_arch = "x86",
-        target_arch = "x86_64",
-        target_arch = "arm",
-        target_arch = "aarch64",
-        target_arch = "riscv64",
-        target_arch = "powerpc64",
-        target_arch = "s390x",
-        target_arch = "loongarch64"
-    )
-))]
+/// Adds `O_NONBLOCK` where its value is the generic Linux one; elsewhere does nothing.
 fn nonblocking(o: &mut std::fs::OpenOptions) {
-    use std::os::unix::fs::OpenOptionsExt;
-    o.custom_flags(0o4000);
+    #[cfg(all(
+        target_os = "linux",
+        any(
+            target_arch = "x86",
+            target_arch = "x86_64",
+            target_arch = "arm",
+            target_arch = "aarch64",
+            target_arch = "riscv64",
+            target_arch = "powerpc64",
+            target_arch = "s390x",
+            target_arch = "loongarch64"
+        )
+    ))]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.custom_flags(0o4000);
+    }
+    let _ = o;
 }
-
-#[cfg(not(all(
-    target_os = "linux",
-    any(
-        target_arch = "x86",
-        target_arch = "x86_64",
-        target_arch = "arm",
-        target_arch = "aarch64",
-        target_arch = "riscv64",
-        target_arch = "powerpc64",
-        target_arch = "s390x",
-        target_arch = "loongarch64"
-    )
-)))]
-fn nonblocking(_: &mut std::fs::OpenOptions) {}
 
 #[cfg(unix)]
 mod sys {
