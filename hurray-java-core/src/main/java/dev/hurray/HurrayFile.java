@@ -507,7 +507,7 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
     public FileEntry entry(long index) throws HurrayException {
         guard.enter();
         try {
-            return toEntry(reader.entry(index));
+            return entryAt(index);
         } finally {
             guard.exit();
         }
@@ -580,7 +580,7 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
             long n = reader.count();
             List<FileEntry> out = new ArrayList<>((int) Math.min(n, Integer.MAX_VALUE - 8));
             for (long i = 0; i < n; i++) {
-                out.add(toEntry(reader.entry(i)));
+                out.add(entryAt(i));
             }
             return Collections.unmodifiableList(out);
         } finally {
@@ -732,6 +732,12 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
     }
 
     /** The entry for native entry {@code raw}, which this takes over (see {@link #ownedEntries}). */
+    /** Entry {@code index}: the one already made, else read from the native reader. */
+    private FileEntry entryAt(long index) throws HurrayException {
+        FileEntry known = entriesByIndex.get(index);
+        return known != null ? known : toEntry(reader.entry(index));
+    }
+
     private FileEntry toEntry(MemorySegment raw) throws HurrayException {
         long index;
         try {
@@ -851,6 +857,9 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
             if (mapping != null) {
                 mapping.release();
             }
+            // The leak cleaner acts once this file is unreachable; it must not run (and release
+            // the mapping a second time) while close() does the same.
+            java.lang.ref.Reference.reachabilityFence(this);
         }
     }
 

@@ -80,7 +80,7 @@ public record ReaderOptions(int maxRank, long maxDescriptorBytes, long maxTensor
     public static ReaderOptions defaults() {
         ReaderOptions o = defaults;
         if (o == null) {
-            long[] d = NativeReader.defaultLimits();
+            long[] d = NativeReader.cachedDefaultLimits();
             o = new ReaderOptions((int) d[0], d[1], d[2], false, TensorScope.CONFINED, DEFAULT_BUFFER_POOL_BYTES);
             defaults = o;
         }

@@ -451,13 +451,18 @@ public final class NativeDescriptor {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment name = a.allocateFrom(JAVA_BYTE, utf8);
             MemorySegment len = a.allocate(JAVA_LONG);
-            int rc = hurray_h.hurray_descriptor_encode_with_name(h, name, utf8.length, MemorySegment.NULL, 0, len);
-            if (rc != Native.ERR_BUFFER_TOO_SMALL) {
-                Native.check(rc);
+            if (utf8.length <= NAME_BYTES) {
+                // The scratch attempt above was too small and reported the size needed.
+                len.set(JAVA_LONG, 0, s.get(JAVA_LONG, 0));
+            } else {
+                int rc = hurray_h.hurray_descriptor_encode_with_name(h, name, utf8.length, MemorySegment.NULL, 0, len);
+                if (rc != Native.ERR_BUFFER_TOO_SMALL) {
+                    Native.check(rc);
+                }
             }
             MemorySegment out = a.allocate(Math.max(1, len.get(JAVA_LONG, 0)));
             Native.check(hurray_h.hurray_descriptor_encode_with_name(h, name, utf8.length, out, out.byteSize(), len));
-            return new NativeDescriptor(null, out.asSlice(0, len.get(JAVA_LONG, 0)).toArray(JAVA_BYTE));
+            return new NativeDescriptor(null, Native.bytes(out, 0, len.get(JAVA_LONG, 0)));
         }
     }
 
@@ -500,6 +505,13 @@ public final class NativeDescriptor {
     /** Reads the fields of this descriptor from its native handle. */
     public DescriptorFields read() throws HurrayException {
         return read(handle());
+    }
+
+    /** The name a {@code HurrayDescriptorFields} points at, or null when the descriptor has none. */
+    static String name(MemorySegment fields) {
+        MemorySegment p = HurrayDescriptorFields.name(fields);
+        return p.equals(MemorySegment.NULL) ? null
+                : new String(Native.bytes(p, HurrayDescriptorFields.name_len(fields)), StandardCharsets.UTF_8);
     }
 
     /**
@@ -613,12 +625,7 @@ public final class NativeDescriptor {
         long byteOffset = HurrayDescriptorFields.byte_offset(f);
         int count = (int) HurrayDescriptorFields.buffer_count(f);
         Quantization quantization = fromNative(handle, HurrayDescriptorFields.quantization(f));
-        String name = null;
-        MemorySegment namePtr = HurrayDescriptorFields.name(f);
-        if (!namePtr.equals(MemorySegment.NULL)) {
-            long len = HurrayDescriptorFields.name_len(f);
-            name = new String(Native.bytes(namePtr, len), StandardCharsets.UTF_8);
-        }
+        String name = name(f);
         int entries = (int) HurrayDescriptorFields.metadata_count(f);
         List<BufferSpec> buffers = new ArrayList<>(count);
         for (int i = 0; i < count; i++) {

@@ -191,8 +191,7 @@ public final class NativeFileReader {
             rc = hurray_h.hurray_file_reader_open_path(name, path.length, opts, s);
         } else {
             try (Arena a = Arena.ofConfined()) {
-                MemorySegment o = settings.toNative(a);
-                rc = hurray_h.hurray_file_reader_open_path(a.allocateFrom(JAVA_BYTE, path), path.length, o, s);
+                rc = hurray_h.hurray_file_reader_open_path(a.allocateFrom(JAVA_BYTE, path), path.length, opts, s);
             }
         }
         Native.check(rc);
@@ -418,10 +417,7 @@ public final class NativeFileReader {
     }
 
     private static byte[] copy(MemorySegment p, long len) {
-        if (len == 0) {
-            return new byte[0];
-        }
-        return p.reinterpret(len).toArray(JAVA_BYTE);
+        return len == 0 ? new byte[0] : Native.bytes(p, len);
     }
 
     /**

@@ -43,7 +43,9 @@ public final class NativePaths {
         if (NAMES == null || path.getFileSystem() != FileSystems.getDefault()) {
             return null;
         }
-        String s = path.toString();
+        // Absolute: the library resolves a relative path against the process's working
+        // directory, Java against user.dir, and the two can differ.
+        String s = path.toAbsolutePath().toString();
         return s.isEmpty() || s.indexOf('\uFFFD') >= 0 ? null : s.getBytes(NAMES);
     }
 }

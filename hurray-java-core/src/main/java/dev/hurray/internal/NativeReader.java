@@ -15,7 +15,6 @@ import dev.hurray.ffm.hurray_h;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.charset.StandardCharsets;
 
 /**
  * A native stream decoder ({@code HurrayDecoder*}, docs/spec/c-abi.md §Decoders and encoders)
@@ -172,7 +171,8 @@ public final class NativeReader {
      */
     private static volatile long[] defaultLimits;
 
-    private static long[] cachedDefaultLimits() {
+    /** {@link #defaultLimits()}, read once (do not modify the array). */
+    public static long[] cachedDefaultLimits() {
         long[] d = defaultLimits;
         if (d == null) {
             d = defaultLimits();
@@ -436,17 +436,14 @@ public final class NativeReader {
         if (lastFieldsAt == emitted - 1 && (HurrayDescriptorFields.flags(f) & SAME_EXCEPT_NAME) != 0) {
             // The decoder says only the name differs from the previous tensor's descriptor.
             DescriptorFields p = lastFields;
-            MemorySegment namePtr = HurrayDescriptorFields.name(f);
-            String name = namePtr.equals(MemorySegment.NULL) ? null : new String(
-                    Native.bytes(namePtr, HurrayDescriptorFields.name_len(f)), StandardCharsets.UTF_8);
             fields = new DescriptorFields(p.elementType(), p.shape(), p.layout(), p.byteOffset(), p.buffers(),
-                    p.quantization(), name, p.metadata());
+                    p.quantization(), NativeDescriptor.name(f), p.metadata());
         } else {
             long buffers = HurrayDescriptorFields.buffer_count(f);
             long entries = HurrayDescriptorFields.metadata_count(f);
             fields = NativeDescriptor.readDecoded(f,
-                    HurrayDecodeResult.buffers(result).reinterpret(buffers * HurrayDecodedBuffer.sizeof()),
-                    HurrayDecodeResult.metadata(result).reinterpret(entries * HurrayMetadataView.sizeof()),
+                    Native.view(HurrayDecodeResult.buffers(result), buffers * HurrayDecodedBuffer.sizeof()),
+                    Native.view(HurrayDecodeResult.metadata(result), entries * HurrayMetadataView.sizeof()),
                     HurrayDecodeResult.tensor(result));
         }
         remember(fields);
@@ -465,7 +462,7 @@ public final class NativeReader {
 
     public MemorySegment[] buffers(Arena arena) {
         int count = (int) HurrayDescriptorFields.buffer_count(HurrayDecodeResult.fields(result));
-        MemorySegment table = HurrayDecodeResult.buffers(result).reinterpret(count * HurrayDecodedBuffer.sizeof());
+        MemorySegment table = Native.view(HurrayDecodeResult.buffers(result), count * HurrayDecodedBuffer.sizeof());
         MemorySegment[] out = new MemorySegment[count];
         for (int i = 0; i < count; i++) {
             MemorySegment b = HurrayDecodedBuffer.asSlice(table, i);
