@@ -24,6 +24,8 @@ fn main() {
     let n: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(200_000);
     let rounds: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(7);
     let elems: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(768);
+    // Larger payloads are borrowed by the encoder rather than staged, which `drain` does not take.
+    assert!(elems <= 16_384, "ELEMS at most 16384 (64 KiB payloads)");
     let template = TensorDescriptor::dense(ElementType::Float32, Shape::new(vec![elems as u64]).unwrap())
         .unwrap()
         .with_metadata("source", "bench")

@@ -8,7 +8,7 @@
 //! layout says); strided layouts are `Unsupported`. Scratch memory per call: the 256-entry
 //! decode tables, one float per channel for per-channel quantization, and, only in
 //! [`dequantize_into`] for a block kind with a target other than float32, a float32 copy of the
-//! whole tensor (no larger than the output).
+//! whole tensor (4 bytes per element: up to 4 times the output, for an 8-bit target).
 
 use crate::descriptor::{Quantization, TensorDescriptor};
 use crate::error::{bail, err, Result};

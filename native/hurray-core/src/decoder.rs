@@ -186,7 +186,11 @@ impl StreamDecoder {
         self.has_metadata = false;
         self.metadata = None;
         self.stop_at_header = false;
-        // `last` is keyed by the frame's bytes and CRC, so it stays valid across streams.
+        // `last` is keyed by the frame's bytes and CRC, so it stays valid across streams; a
+        // large one is dropped, so that an idle decoder does not keep a big descriptor.
+        if self.last.as_ref().is_some_and(|l| l.bytes.capacity() > KEEP_DESCRIPTOR_CAPACITY) {
+            self.last = None;
+        }
         self.item_desc = None;
         self.item_bufs = Vec::new();
         // A fresh pool of the same cap: buffers of tensors still open then go back to no pool

@@ -26,6 +26,8 @@ fn main() {
     let n: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(200_000);
     let rounds: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(7);
     let elems: u64 = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(256);
+    // Larger payloads are borrowed by the encoder rather than staged, which `drain` does not take.
+    assert!(elems <= 16_384, "ELEMS at most 16384 (64 KiB payloads)");
     // "core", "ffi" or "none" runs only that path (for counting calls with uprobes).
     let only = args.get(4).map(String::as_str).unwrap_or("both");
     let template = TensorDescriptor::dense(ElementType::Float32, Shape::new(vec![elems]).unwrap())

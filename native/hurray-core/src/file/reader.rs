@@ -329,10 +329,7 @@ impl<R: ReadAt> FileReader<R> {
             // check_geometry put index and metadata right before the trailer.
             let image = if t.index_offset >= tail_at {
                 let at = (t.index_offset - tail_at) as usize;
-                let mut b = AlignedBuf::new(index_len, MIN_BUFFER_ALIGNMENT)?;
-                b.spare_mut()[..index_len as usize].write_copy_of_slice(&tail[at..at + index_len as usize]);
-                b.advance(index_len as usize);
-                b
+                AlignedBuf::from_slice(&tail[at..at + index_len as usize], MIN_BUFFER_ALIGNMENT)?
             } else {
                 r.read_range(t.index_offset, index_len)?
             };

@@ -90,7 +90,12 @@ mod sys {
     use std::ffi::{c_int, c_void};
 
     extern "C" {
-        // POSIX pread(2); libc is linked by std.
+        // POSIX pread(2); libc is linked by std. 32-bit Linux and Android take a 32-bit off_t
+        // there: pread64 is the one with a 64-bit offset.
+        #[cfg_attr(
+            all(any(target_os = "linux", target_os = "android"), target_pointer_width = "32"),
+            link_name = "pread64"
+        )]
         pub(super) fn pread(fd: c_int, buf: *mut c_void, count: usize, offset: i64) -> isize;
     }
 }

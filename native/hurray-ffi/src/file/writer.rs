@@ -150,19 +150,9 @@ pub unsafe extern "C" fn hurray_file_writer_add_tensor(
                 format!("{count} payloads: a tensor has at most {} buffers", hurray_core::MAX_BUFFERS),
             ));
         }
-        let slices: &[HurrayIoSlice] = if count == 0 {
-            &[]
-        } else {
-            non_null(payloads, "payloads")?;
-            // SAFETY: `payloads` is non-NULL (checked just above) and valid for `count` slices (# Safety).
-            unsafe { std::slice::from_raw_parts(payloads, count as usize) }
-        };
-        let mut parts: Vec<&[u8]> = Vec::with_capacity(slices.len());
-        for (i, s) in slices.iter().enumerate() {
-            // SAFETY: `s.ptr` is valid for its length when that is non-zero (# Safety); bytes_arg rejects NULL with a
-            // non-zero length.
-            parts.push(unsafe { bytes_arg(s.ptr, s.len as u64, &format!("payloads[{i}].ptr"))? });
-        }
+        // SAFETY: `payloads` is valid for `count` slices, each valid for its length (# Safety); payload_parts checks
+        // NULL and lengths. `count` is at most MAX_BUFFERS (checked just above), so it fits usize.
+        let (_, parts) = unsafe { crate::writer::payload_parts(payloads, count as usize)? };
         w.add_encoded(&d.desc, d.encoded(), &parts)?;
         Ok(HURRAY_OK)
     })
