@@ -143,11 +143,6 @@ final class KafkaTransport {
     // ------------------------------------------------------------------ send
 
     /**
-     * A {@link Sink} that produces records: {@code begin} sends the metadata record to every
-     * partition, {@code accept} one record per tensor, {@code commit} the end records and waits
-     * until the broker acknowledged everything.
-     */
-    /**
      * The error for a Kafka client that could not be made: a broker host that does not resolve
      * is an I/O error (exit 3) like an unknown TCP host; another configuration the client refuses
      * (a bad {@code --kafka-property}) is a usage error; anything else is the client's failure.
@@ -166,6 +161,11 @@ final class KafkaTransport {
         return new CliException(ExitCode.IO_ERROR, "cannot reach " + target + ": " + e.getMessage(), e);
     }
 
+    /**
+     * A {@link Sink} that produces records: {@code begin} sends the metadata record to every
+     * partition, {@code accept} one record per tensor, {@code commit} the end records and waits
+     * until the broker acknowledged everything.
+     */
     static final class KafkaSink implements Sink {
         private final Target target;
         private final KafkaProducer<String, byte[]> producer;
@@ -183,8 +183,8 @@ final class KafkaTransport {
             p.putIfAbsent(ProducerConfig.MAX_BLOCK_MS_CONFIG, String.valueOf(timeout.toMillis()));
             p.putIfAbsent(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, String.valueOf(Math.max(timeout.toMillis(), 30_000)));
             p.putIfAbsent(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, String.valueOf(Math.min(timeout.toMillis(), 30_000)));
-            this.serializer = new HurrayTensorSerializer(p);
             try {
+                this.serializer = new HurrayTensorSerializer(p);
                 this.producer = new KafkaProducer<>(p, new StringSerializer(), new ByteArraySerializer());
             } catch (KafkaException e) {
                 throw clientFailure(target, e);

@@ -3,9 +3,6 @@ package dev.hurray.formats;
 import dev.hurray.formats.Gguf.ValueType;
 import java.math.BigInteger;
 import java.nio.ByteBuffer;
-import java.nio.charset.CharacterCodingException;
-import java.nio.charset.CodingErrorAction;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -479,17 +476,14 @@ final class GgufMetadata {
 
         /** A GGUF string: u64 length and UTF-8 bytes; text that is not valid Unicode is refused. */
         void string(String s, String what) throws ForeignFormatException {
-            ByteBuffer u;
-            try {
-                u = StandardCharsets.UTF_8.newEncoder().onMalformedInput(CodingErrorAction.REPORT)
-                        .onUnmappableCharacter(CodingErrorAction.REPORT).encode(java.nio.CharBuffer.wrap(s));
-            } catch (CharacterCodingException e) {
+            byte[] u = dev.hurray.internal.Utf8.encodeOrNull(s);
+            if (u == null) {
                 throw new ForeignFormatException(what + ": a string that is not valid Unicode (an unpaired surrogate)");
             }
-            int len = u.remaining();
+            int len = u.length;
             u64(len);
             ensure(len);
-            u.get(b, n, len);
+            System.arraycopy(u, 0, b, n, len);
             n += len;
         }
 

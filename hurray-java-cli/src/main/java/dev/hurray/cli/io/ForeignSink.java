@@ -50,7 +50,7 @@ public final class ForeignSink implements Sink {
     private final Map<String, String> metadata = new LinkedHashMap<>();
     private int droppedTensorMetadata;
     /** File metadata naming a raw ggml block type per tensor (a GGUF input's Q4_1, k-quants…): tensor name → type. */
-    private static final String RAW_GGML_TYPE_KEY = "gguf.tensor_type.";
+    private static final String RAW_GGML_TYPE_KEY = Gguf.TENSOR_TYPE_KEY_PREFIX;
     private final Map<String, String> rawGgmlTypes = new java.util.HashMap<>();
     private int rawBlockRows;
     private String rawBlockExample;
@@ -60,17 +60,10 @@ public final class ForeignSink implements Sink {
      * @param format safetensors, npy, npz or GGUF
      * @param compress npz: deflate the entries
      * @param dequantize compute the values of quantized tensors instead of refusing them
-     * @param progress byte counts while the file is written, or null
-     * @param warn receives one-line warnings about what was dropped
-     */
-    public ForeignSink(Path target, Format format, boolean compress, boolean dequantize, LongConsumer progress,
-                       Consumer<String> warn) {
-        this(target, format, compress, dequantize, Safetensors.Options.defaults(), progress, warn);
-    }
-
-    /**
      * @param safetensors how MX tensors become safetensors values plus scales (safetensors only);
      *     an MX tensor it records is kept, not dequantized
+     * @param progress byte counts while the file is written, or null
+     * @param warn receives one-line warnings about what was dropped
      */
     public ForeignSink(Path target, Format format, boolean compress, boolean dequantize, Safetensors.Options safetensors,
                        LongConsumer progress, Consumer<String> warn) {
