@@ -176,6 +176,9 @@
 // either way. Added in ABI 4 (additive).
 #define HURRAY_FIELDS_SAME_EXCEPT_NAME 1
 
+// `hurray_encoder_encode_batch` flag: stage the end-of-stream marker after the items.
+#define HURRAY_ENCODE_FINISH 1
+
 // Writer flag: do not store payload CRC32Cs (saves one pass over every payload at add time;
 // readers then cannot check payloads).
 #define HURRAY_FILE_WRITER_NO_PAYLOAD_CHECKSUMS 1
@@ -568,6 +571,27 @@ typedef struct HurrayWriterOptions {
   // `HURRAY_WRITER_*` flags.
   uint32_t flags;
 } HurrayWriterOptions;
+
+// One tensor for `hurray_encoder_encode_batch`: its descriptor's fields and its payloads.
+// Pointers are borrowed for the call (payloads longer, while the encoder borrows them).
+typedef struct HurrayTensorSpec {
+  // The descriptor's fields, as `hurray_descriptor_new` takes them.
+  struct HurrayDescriptorSpec descriptor;
+  // `payload_count` ranges: buffer `i` of the descriptor's buffer table, exactly its size.
+  const struct HurrayIoSlice *payloads;
+  // Entries in `payloads` (at most 64).
+  size_t payload_count;
+} HurrayTensorSpec;
+
+// What `hurray_encoder_encode_batch` did.
+typedef struct HurrayEncodeBatchResult {
+  // Items staged by this call, from the first.
+  size_t encoded;
+  // Ranges written to `pieces` (the pending output, in order, up to the capacity).
+  size_t piece_count;
+  // The pending output after the call.
+  struct HurrayEncoderState state;
+} HurrayEncodeBatchResult;
 
 // Container writer settings. Initialise with `hurray_file_writer_options_init`, then change
 // fields; a NULL options pointer means the defaults.
@@ -1230,6 +1254,35 @@ HurrayStatus hurray_decoder_set_buffer_pool_bytes(struct HurrayDecoder *decoder,
 // `decoder` NULL or valid for read and write.
 HurrayStatus hurray_decoder_destroy(struct HurrayDecoder **decoder);
 
+// Decodes every tensor the buffered input completes, up to `capacity` of them, in one call:
+// `hurray_decoder_next` for a caller that takes tensors faster than one call each. Takes
+// `filled` and `flags` as `hurray_decoder_next` does, then fills `results[0..*out_count]`,
+// each as `hurray_decoder_next` fills its result (the tensor owned by the caller; `buffers`
+// and `metadata` owned by the decoder and valid until the next `hurray_decoder_next_batch`
+// or `hurray_decoder_reset`, which other calls on the decoder leave alone). Composites come
+// as their head and members, as from `hurray_decoder_next`.
+//
+// Returns:
+// - `HURRAY_OK` with `*out_count` ≥ 1. When the decoder then needs input before the next
+//   tensor, `results[0].input` and `input_len` say where it goes, as with
+//   `HURRAY_NEED_INPUT`: the caller may fill it and pass the count as `filled` next time.
+//   Otherwise they are NULL and 0 (more tensors are buffered; call again with `filled` 0).
+//   An end marker or error met after the first tensor is returned by the next call;
+// - `HURRAY_NEED_INPUT`, `HURRAY_END_OF_STREAM` and the errors of `hurray_decoder_next`,
+//   with `*out_count` 0.
+//
+// Added in ABI 4 (additive).
+//
+// # Safety
+// `decoder` live and not used concurrently; `results` valid for `capacity` writes (≥ 1);
+// `out_count` valid for one write; the `filled` bytes were written at the last `input`.
+HurrayStatus hurray_decoder_next_batch(struct HurrayDecoder *decoder,
+                                       size_t filled,
+                                       uint32_t flags,
+                                       struct HurrayDecodeResult *results,
+                                       size_t capacity,
+                                       size_t *out_count);
+
 // As `hurray_decoder_next`, in the assembled view (docs/spec/stream.md §Composite tensors): a
 // plain tensor comes back in `*out` as there; a composite is read to its last member and
 // comes back whole in `*out_composite` (`*out` then holds no tensor; destroy the composite
@@ -1548,7 +1601,7 @@ HurrayStatus hurray_descriptor_builder_destroy(struct HurrayDescriptorBuilder **
 // Makes, validates and encodes a descriptor from `*spec` in one call; writes the owned
 // descriptor to `*out_descriptor` (destroy it with `hurray_descriptor_destroy`). The same
 // rules and errors as the `hurray_descriptor_builder_*` calls it stands for (the message names
-// the builder step that failed): `INVALID_TYPE`, `INVALID_SHAPE`, `INVALID_LAYOUT`,
+// the field that was refused): `INVALID_TYPE`, `INVALID_SHAPE`, `INVALID_LAYOUT`,
 // `INVALID_ALIGNMENT`, `BUFFER_TOO_SMALL`, `INVALID_ARGUMENT`, `DUPLICATE_NAME`,
 // `LIMIT_EXCEEDED`, `UNSUPPORTED`, `NULL_POINTER`.
 //
@@ -1605,6 +1658,37 @@ HurrayStatus hurray_encoder_encode_encoded(struct HurrayEncoder *encoder,
                                            const struct HurrayIoSlice *payloads,
                                            size_t count,
                                            struct HurrayEncoderState *out_state);
+
+// The encoder's whole step for a batch of tensors, in one call: records that the first
+// `consumed` pending bytes were sent (as `hurray_encoder_consume`), stages `items` in order
+// (each as `hurray_encoder_encode` would, with its descriptor made from its spec as
+// `hurray_descriptor_new` makes it: validated and encoded once), then, with
+// `HURRAY_ENCODE_FINISH`, the end marker, and lists the pending output in `pieces` (as
+// `hurray_encoder_output`). A binding that queues small tensors thus crosses the boundary
+// once per batch. Staging stops early, with `HURRAY_OK`, after an item whose output borrows
+// its payloads (a payload above the coalescing size): send the output, then call again with
+// the rest. `*out` is written on every return, errors included.
+//
+// Errors: the item at index `out.encoded` was refused (every earlier item is staged and
+// stays pending; it and the later ones are not; list the output with
+// `hurray_encoder_output`): the statuses of `hurray_descriptor_new` and
+// `hurray_encoder_encode`. Before any item: `INVALID_ARGUMENT` (`consumed` exceeds the
+// pending bytes, unknown flags), `POISONED`, `NULL_POINTER`, `USE_AFTER_DESTROY`.
+//
+// Added in ABI 4 (additive).
+//
+// # Safety
+// `encoder` live; `items` valid for `count` reads, with every pointer in them valid for its
+// count (payload ranges as for `hurray_encoder_encode`); `pieces` valid for `capacity`
+// writes; `out` valid for one write.
+HurrayStatus hurray_encoder_encode_batch(struct HurrayEncoder *encoder,
+                                         uint64_t consumed,
+                                         const struct HurrayTensorSpec *items,
+                                         size_t count,
+                                         uint32_t flags,
+                                         struct HurrayIoSlice *pieces,
+                                         size_t capacity,
+                                         struct HurrayEncodeBatchResult *out);
 
 // Stages the end-of-stream marker (and the stream header if nothing was staged); idempotent.
 // Writes the pending output's state to `*out_state` (may be NULL). Errors: `POISONED`,
@@ -2432,6 +2516,17 @@ HurrayStatus hurray_tensor_buffers(const struct HurrayTensor *tensor,
 // # Safety
 // `tensor` NULL or valid for read and write; `*tensor` NULL or a tensor handle.
 HurrayStatus hurray_tensor_destroy(struct HurrayTensor **tensor);
+
+// Destroys `count` tensors at `tensors[0..count]` (as `hurray_tensor_destroy` each) and writes
+// NULL over each; NULL entries are skipped. A binding that closes many small tensors frees
+// them in one call. Every tensor is destroyed even when one entry is a dead handle (the error
+// then names the first such index). Added in ABI 4 (additive).
+//
+// Errors: `NULL_POINTER` (`tensors` with `count > 0`), `USE_AFTER_DESTROY`.
+//
+// # Safety
+// `tensors` valid for `count` reads and writes; each entry NULL or a tensor handle.
+HurrayStatus hurray_tensor_destroy_many(struct HurrayTensor **tensors, size_t count);
 
 // Fills `*out` with the default writer options.
 //

@@ -18,7 +18,7 @@ fi
 jar=target/benchmarks.jar
 [ -f "$jar" ] || { echo "build first: ./mvnw -B -ntp -q -pl hurray-java-bench -am package -DskipTests" >&2; exit 2; }
 opts=(-Xms256m -Xmx256m --enable-native-access=ALL-UNNAMED -cp "$jar")
-impls=(raw dos raw-ffm hurray hurray-rename)
+impls=(${IMPLS:-raw dos raw-ffm natural hurray hurray-rename})
 declare -A times
 port=$((20000 + RANDOM % 20000))
 for ((r = 0; r < rounds; r++)); do
@@ -36,8 +36,9 @@ for ((r = 0; r < rounds; r++)); do
 done
 median() { tr ' ' '\n' <<< "$1" | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 raw=$(median "${times[raw]}")
-dos=$(median "${times[dos]}")
-best=$(( raw < dos ? raw : dos ))
+dos=$(median "${times[dos]:-}")
+best=$raw
+if [ -n "$dos" ] && [ "$dos" -lt "$raw" ]; then best=$dos; fi
 echo "| impl | $n named float32[768], two fresh JVMs (median of $rounds, ms) | vs raw | vs best baseline |"
 echo "|---|---|---|---|"
 for impl in "${impls[@]}"; do

@@ -307,6 +307,11 @@ impl TensorDescriptor {
         Ok(self)
     }
 
+    /// Sets the metadata list that [`crate::parts::check_metadata`] accepted.
+    pub(crate) fn replace_checked_metadata(&mut self, metadata: Vec<(String, Vec<u8>)>) {
+        self.metadata = metadata;
+    }
+
     /// Returns this descriptor with its composite-membership block replaced (`None` removes
     /// it), the version adjusted to the lowest one that can encode the result, revalidated.
     /// Writers of composites use it to stamp members with their position.
@@ -954,7 +959,7 @@ pub fn decode_stream_metadata(bytes: &[u8]) -> Result<Vec<(String, Vec<u8>)>> {
     Ok(md)
 }
 
-fn check_metadata_entry(key: &str, value: &[u8]) -> Result<()> {
+pub(crate) fn check_metadata_entry(key: &str, value: &[u8]) -> Result<()> {
     if key.is_empty() || key.len() > MAX_METADATA_KEY_BYTES || key.contains('\0') {
         bail!(InvalidArgument, "metadata key must be 1..={MAX_METADATA_KEY_BYTES} bytes without NUL");
     }

@@ -24,6 +24,7 @@ pub mod layouts;
 pub mod lowp;
 pub mod names;
 pub mod paged;
+pub mod parts;
 pub mod pool;
 pub mod quant;
 mod shape;
@@ -41,6 +42,7 @@ pub use descriptor::{
 pub use encoder::{OutSeg, StreamEncoder};
 pub use error::{Error, ErrorKind, Result};
 pub use file::{FileEntry, FileReader, FileReaderOptions, FileWriter, FileWriterOptions, ReadAt};
+pub use parts::DescriptorParts;
 pub use pool::{BufferPool, PoolStats, PooledBuf, MAX_POOLED_BUFFERS};
 pub use quant::{BlockKind, BlockQuant};
 pub use shape::Shape;

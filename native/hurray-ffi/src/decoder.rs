@@ -76,6 +76,10 @@ pub(crate) struct DecoderInner {
     /// The descriptor of the last tensor emitted in a `HurrayDecodeResult`, for
     /// `HURRAY_FIELDS_SAME_EXCEPT_NAME`.
     previous: Option<hurray_core::TensorDescriptor>,
+    /// The buffer and metadata views of the last `hurray_decoder_next_batch` results, kept
+    /// apart from `buffers`/`metadata` so that other calls leave them valid.
+    batch_buffers: Vec<HurrayDecodedBuffer>,
+    batch_metadata: Vec<HurrayMetadataView>,
 }
 
 /// Decodes a stream from bytes the caller pushes in, with no transport and no callbacks.
@@ -118,6 +122,8 @@ pub unsafe extern "C" fn hurray_decoder_new(
                     buffers: Vec::new(),
                     metadata: Vec::new(),
                     previous: None,
+                    batch_buffers: Vec::new(),
+                    batch_metadata: Vec::new(),
                 },
             )
         };
@@ -199,6 +205,8 @@ pub unsafe extern "C" fn hurray_decoder_reset(decoder: *mut HurrayDecoder) -> Hu
         d.header_views.clear();
         d.buffers.clear();
         d.metadata.clear();
+        d.batch_buffers.clear();
+        d.batch_metadata.clear();
         d.previous = None;
         Ok(HURRAY_OK)
     })
@@ -282,26 +290,10 @@ pub unsafe extern "C" fn hurray_decoder_destroy(decoder: *mut *mut HurrayDecoder
 /// # Safety
 /// `out` valid for one write.
 unsafe fn emit_tensor(d: &mut DecoderInner, t: hurray_core::ReadTensor, out: *mut HurrayDecodeResult) -> FfiResult<()> {
-    let inner = TensorInner::from_read_encoded(t, d.decoder.last_descriptor_bytes());
-    let desc =
-        inner.desc_inner().ok_or_else(|| FfiError::new(HURRAY_ERR_INTERNAL_PANIC, "tensor without descriptor"))?;
-    let mut fields = fields_of(desc);
-    if d.previous.as_ref().is_some_and(|p| p.eq_except_name(&desc.desc)) {
-        fields.flags |= crate::descriptor::HURRAY_FIELDS_SAME_EXCEPT_NAME;
-    } else {
-        d.previous = Some(desc.desc.clone());
-    }
-    crate::stream_metadata::views_of(desc.desc.metadata(), &mut d.metadata);
     d.buffers.clear();
-    inner.buffer_views(&mut d.buffers);
-    let r = HurrayDecodeResult {
-        tensor: std::ptr::null_mut(),
-        input: std::ptr::null_mut(),
-        input_len: 0,
-        fields,
-        buffers: d.buffers.as_ptr(),
-        metadata: d.metadata.as_ptr(),
-    };
+    d.metadata.clear();
+    let (inner, r) = d.result_of(t, Views::Single)?;
+    let r = HurrayDecodeResult { buffers: d.buffers.as_ptr(), metadata: d.metadata.as_ptr(), ..r };
     // SAFETY: `out` is valid for one write (this function's # Safety); `(*out).tensor` is then an initialised field of
     // it.
     unsafe {
@@ -311,6 +303,145 @@ unsafe fn emit_tensor(d: &mut DecoderInner, t: hurray_core::ReadTensor, out: *mu
         handle::emit(std::ptr::addr_of_mut!((*out).tensor), inner);
     }
     Ok(())
+}
+
+/// Which view vectors a result's buffer and metadata entries are appended to.
+#[derive(Clone, Copy)]
+enum Views {
+    Single,
+    Batch,
+}
+
+impl DecoderInner {
+    /// The handle and result (buffer and metadata pointers unset; the entries appended to the
+    /// `views` vectors) of a decoded tensor, with `HURRAY_FIELDS_SAME_EXCEPT_NAME` set when only
+    /// its name differs from the previous result's.
+    fn result_of(
+        &mut self,
+        t: hurray_core::ReadTensor,
+        views: Views,
+    ) -> FfiResult<(TensorInner, HurrayDecodeResult)> {
+        let inner = TensorInner::from_read_encoded(t, self.decoder.last_descriptor_bytes());
+        let desc =
+            inner.desc_inner().ok_or_else(|| FfiError::new(HURRAY_ERR_INTERNAL_PANIC, "tensor without descriptor"))?;
+        let mut fields = fields_of(desc);
+        if self.previous.as_ref().is_some_and(|p| p.eq_except_name(&desc.desc)) {
+            fields.flags |= crate::descriptor::HURRAY_FIELDS_SAME_EXCEPT_NAME;
+        } else {
+            self.previous = Some(desc.desc.clone());
+        }
+        let (buffers, metadata) = match views {
+            Views::Single => (&mut self.buffers, &mut self.metadata),
+            Views::Batch => (&mut self.batch_buffers, &mut self.batch_metadata),
+        };
+        crate::stream_metadata::append_views(desc.desc.metadata(), metadata);
+        inner.buffer_views(buffers);
+        Ok((inner, HurrayDecodeResult { fields, ..empty_result() }))
+    }
+}
+
+/// Decodes every tensor the buffered input completes, up to `capacity` of them, in one call:
+/// `hurray_decoder_next` for a caller that takes tensors faster than one call each. Takes
+/// `filled` and `flags` as `hurray_decoder_next` does, then fills `results[0..*out_count]`,
+/// each as `hurray_decoder_next` fills its result (the tensor owned by the caller; `buffers`
+/// and `metadata` owned by the decoder and valid until the next `hurray_decoder_next_batch`
+/// or `hurray_decoder_reset`, which other calls on the decoder leave alone). Composites come
+/// as their head and members, as from `hurray_decoder_next`.
+///
+/// Returns:
+/// - `HURRAY_OK` with `*out_count` ≥ 1. When the decoder then needs input before the next
+///   tensor, `results[0].input` and `input_len` say where it goes, as with
+///   `HURRAY_NEED_INPUT`: the caller may fill it and pass the count as `filled` next time.
+///   Otherwise they are NULL and 0 (more tensors are buffered; call again with `filled` 0).
+///   An end marker or error met after the first tensor is returned by the next call;
+/// - `HURRAY_NEED_INPUT`, `HURRAY_END_OF_STREAM` and the errors of `hurray_decoder_next`,
+///   with `*out_count` 0.
+///
+/// Added in ABI 4 (additive).
+///
+/// # Safety
+/// `decoder` live and not used concurrently; `results` valid for `capacity` writes (≥ 1);
+/// `out_count` valid for one write; the `filled` bytes were written at the last `input`.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_decoder_next_batch(
+    decoder: *mut HurrayDecoder,
+    filled: usize,
+    flags: u32,
+    results: *mut HurrayDecodeResult,
+    capacity: usize,
+    out_count: *mut usize,
+) -> HurrayStatus {
+    guard("hurray_decoder_next_batch", || {
+        non_null(out_count, "out_count")?;
+        non_null(results, "results")?;
+        // SAFETY: `out_count` was checked non-NULL and is valid for one write (# Safety).
+        unsafe { *out_count = 0 };
+        if capacity == 0 {
+            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "capacity is 0"));
+        }
+        // SAFETY: `results` was checked non-NULL and is valid for `capacity` ≥ 1 writes (# Safety).
+        unsafe { results.write(empty_result()) };
+        // SAFETY: `decoder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
+        let d = unsafe { handle::inner_mut(decoder, "decoder")? };
+        d.take_input(filled, flags)?;
+        d.batch_buffers.clear();
+        d.batch_metadata.clear();
+        // Entry offsets per result; pointers are set once the vectors stop growing.
+        let mut offsets: Vec<(usize, usize)> = Vec::new();
+        let mut n = 0;
+        let mut offer = false;
+        while n < capacity {
+            let polled = if n == 0 { d.decoder.poll()? } else {
+                // A failure after the first tensor is sticky: the next call reports it.
+                match d.decoder.poll() {
+                    Ok(p) => p,
+                    Err(_) => break,
+                }
+            };
+            match polled {
+                Decoded::End if n == 0 => return Ok(HURRAY_END_OF_STREAM),
+                Decoded::End => break,
+                // SAFETY: `results` is valid for one write (# Safety).
+                Decoded::NeedInput if n == 0 => return unsafe { d.offer_input(results) },
+                Decoded::NeedInput => {
+                    offer = true;
+                    break;
+                }
+                Decoded::Tensor(t) => {
+                    let at = (d.batch_buffers.len(), d.batch_metadata.len());
+                    let (inner, r) = d.result_of(t, Views::Batch)?;
+                    // SAFETY: `n < capacity` slots of `results` are writable (# Safety); the tensor field is
+                    // then initialised.
+                    unsafe {
+                        results.add(n).write(r);
+                        handle::emit(std::ptr::addr_of_mut!((*results.add(n)).tensor), inner);
+                    }
+                    offsets.push(at);
+                    n += 1;
+                }
+            }
+        }
+        for (i, (b, m)) in offsets.into_iter().enumerate() {
+            // SAFETY: result `i < n` was written above; the offsets are within the vectors, which no longer grow.
+            unsafe {
+                let r = results.add(i);
+                (*r).buffers = d.batch_buffers.as_ptr().add(b);
+                (*r).metadata = d.batch_metadata.as_ptr().add(m);
+            }
+        }
+        if offer {
+            let dst = d.decoder.input_buffer()?;
+            // SAFETY: result 0 was written above.
+            unsafe {
+                (*results).input = dst.as_mut_ptr().cast();
+                (*results).input_len = dst.len();
+            }
+        }
+        // SAFETY: `out_count` was checked non-NULL above.
+        unsafe { *out_count = n };
+        Ok(HURRAY_OK)
+    })
 }
 
 /// As `hurray_decoder_next`, in the assembled view (docs/spec/stream.md §Composite tensors): a

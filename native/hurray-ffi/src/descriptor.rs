@@ -116,7 +116,7 @@ impl HurrayQuantization {
         }
     }
 
-    fn to_core(self) -> FfiResult<Option<Quantization>> {
+    pub(crate) fn to_core(self) -> FfiResult<Option<Quantization>> {
         if self.reserved != 0 {
             return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "HurrayQuantization.reserved must be 0"));
         }
@@ -755,7 +755,7 @@ unsafe fn bytes_arg<'a>(p: *const u8, len: usize, name: &str) -> FfiResult<&'a [
     unsafe { crate::slices::slice_arg(p, len, name) }
 }
 
-fn utf8(b: &[u8], name: &str) -> FfiResult<String> {
+pub(crate) fn utf8(b: &[u8], name: &str) -> FfiResult<String> {
     String::from_utf8(b.to_vec())
         .map_err(|_| FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("{name} is not UTF-8")))
 }
@@ -826,40 +826,34 @@ pub unsafe extern "C" fn hurray_descriptor_builder_set_layout(
         // SAFETY: `builder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
         // rejects NULL and dead handles.
         let b = unsafe { handle::inner_mut(builder, "builder")? };
-        b.layout = match layout {
-            0 | 1 if count != 0 => {
-                return Err(FfiError::new(HURRAY_ERR_INVALID_LAYOUT, "strides are only for HURRAY_LAYOUT_STRIDED"))
-            }
-            0 => LayoutDescriptor::RowMajor,
-            1 => LayoutDescriptor::ColumnMajor,
-            2 => {
-                if count != b.dims.len() {
-                    return Err(FfiError::new(
-                        HURRAY_ERR_INVALID_LAYOUT,
-                        format!("{count} strides for rank {}", b.dims.len()),
-                    ));
-                }
-                let s = if count == 0 {
-                    Vec::new()
-                } else {
-                    non_null(strides, "strides")?;
-                    // SAFETY: `strides` is non-NULL (checked just above) and valid for `count` reads (# Safety).
-                    unsafe { std::slice::from_raw_parts(strides, count) }.to_vec()
-                };
-                LayoutDescriptor::Strided(s)
-            }
-            3..=7 if count != 0 => {
-                return Err(FfiError::new(HURRAY_ERR_INVALID_LAYOUT, "strides are only for HURRAY_LAYOUT_STRIDED"))
-            }
-            // Their parameters come from hurray_descriptor_builder_set_sparse / _set_paging.
-            3 => LayoutDescriptor::Coo,
-            4 => LayoutDescriptor::Csr,
-            5 => LayoutDescriptor::Csc,
-            6 => LayoutDescriptor::Bsr,
-            7 => LayoutDescriptor::BlockPaged,
-            _ => return Err(FfiError::new(HURRAY_ERR_INVALID_LAYOUT, format!("unknown layout code {layout}"))),
-        };
+        // SAFETY: `strides` is valid for `count` reads (# Safety); slice_arg rejects NULL with a non-zero count.
+        let s = unsafe { crate::slices::slice_arg(strides, count, "strides")? };
+        b.layout = layout_of(layout, s, b.dims.len())?;
         Ok(HURRAY_OK)
+    })
+}
+
+/// The layout for a code and its strides (for a rank-`rank` shape): the
+/// rules `hurray_descriptor_builder_set_layout` and `hurray_descriptor_new` share. The sparse
+/// and paged codes take their parameters from their own blocks.
+pub(crate) fn layout_of(code: u8, strides: &[i64], rank: usize) -> FfiResult<LayoutDescriptor> {
+    let count = strides.len();
+    if code != 2 && count != 0 {
+        return Err(FfiError::new(HURRAY_ERR_INVALID_LAYOUT, "strides are only for HURRAY_LAYOUT_STRIDED"));
+    }
+    Ok(match code {
+        0 => LayoutDescriptor::RowMajor,
+        1 => LayoutDescriptor::ColumnMajor,
+        2 if count != rank => {
+            return Err(FfiError::new(HURRAY_ERR_INVALID_LAYOUT, format!("{count} strides for rank {rank}")))
+        }
+        2 => LayoutDescriptor::Strided(strides.to_vec()),
+        3 => LayoutDescriptor::Coo,
+        4 => LayoutDescriptor::Csr,
+        5 => LayoutDescriptor::Csc,
+        6 => LayoutDescriptor::Bsr,
+        7 => LayoutDescriptor::BlockPaged,
+        _ => return Err(FfiError::new(HURRAY_ERR_INVALID_LAYOUT, format!("unknown layout code {code}"))),
     })
 }
 
@@ -976,12 +970,8 @@ pub unsafe extern "C" fn hurray_descriptor_builder_add_metadata(
         // SAFETY: `value` is valid for its length when that is non-zero (# Safety); bytes_arg rejects NULL with a
         // non-zero length.
         let v = unsafe { bytes_arg(value, value_len, "value")? }.to_vec();
-        // Validate through the core so limits live in one place.
-        let mut probe = TensorDescriptor::dense(ElementType::Uint8, Shape::scalar())?;
-        for (ek, ev) in &b.metadata {
-            probe = probe.with_metadata(ek.clone(), ev.clone())?;
-        }
-        probe.with_metadata(k.clone(), v.clone())?;
+        // The core checks the entry against the ones already added (limits live there).
+        hurray_core::parts::check_new_metadata_entry(&b.metadata, &k, &v)?;
         b.metadata.push((k, v));
         Ok(HURRAY_OK)
     })
@@ -1001,72 +991,19 @@ pub unsafe extern "C" fn hurray_descriptor_builder_build(
         // SAFETY: `builder` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
         let b = unsafe { handle::inner_ref(builder, "builder")? };
         non_null(out_descriptor, "out_descriptor")?;
-        let shape = Shape::new(b.dims.clone())?;
-        let buffers = if let (Some(bq), true) = (&b.block, b.buffers.is_empty()) {
-            // Block kinds: the exact table the kind needs (buffer 0 after the byte offset).
-            let mut sizes = bq.buffer_sizes(b.element_type, &shape)?;
-            sizes[0] = sizes[0]
-                .checked_add(b.byte_offset)
-                .ok_or_else(|| FfiError::new(HURRAY_ERR_INVALID_SHAPE, "byte count overflows u64"))?;
-            sizes
-                .into_iter()
-                .map(|n| {
-                    hurray_core::BufferHandle::new(
-                        n,
-                        hurray_core::MIN_BUFFER_ALIGNMENT,
-                        hurray_core::DeviceTag::Cpu,
-                        hurray_core::SyncMode::ProducerSynced,
-                    )
-                })
-                .collect::<hurray_core::Result<Vec<_>>>()?
-        } else if b.buffers.is_empty() && !matches!(b.layout, LayoutDescriptor::Strided(_)) {
-            let bytes = b
-                .element_type
-                .bytes_for(shape.element_count())
-                .ok_or_else(|| FfiError::new(HURRAY_ERR_INVALID_SHAPE, "byte count overflows u64"))?;
-            let bytes = bytes
-                .checked_add(b.byte_offset)
-                .ok_or_else(|| FfiError::new(HURRAY_ERR_INVALID_SHAPE, "byte count overflows u64"))?;
-            vec![hurray_core::BufferHandle::new(
-                bytes,
-                hurray_core::MIN_BUFFER_ALIGNMENT,
-                hurray_core::DeviceTag::Cpu,
-                hurray_core::SyncMode::ProducerSynced,
-            )?]
-        } else {
-            b.buffers.iter().map(|s| s.to_handle()).collect::<FfiResult<Vec<_>>>()?
-        };
-        let sparse = b.sparse.to_core()?;
-        let paging = b.paging.to_core()?;
-        let q = match b.block {
+        let mut parts = hurray_core::DescriptorParts::new(b.element_type, Shape::new(b.dims.clone())?);
+        parts.layout = b.layout.clone();
+        parts.byte_offset = b.byte_offset;
+        parts.buffers = b.buffers.iter().map(|s| s.to_handle()).collect::<FfiResult<Vec<_>>>()?;
+        parts.quantization = match b.block {
             Some(bq) => Some(Quantization::Block(bq)),
             None => b.quantization.to_core()?,
         };
-        let blocks = if sparse.is_some() || paging.is_some() {
-            hurray_core::DESCRIPTOR_VERSION_2
-        } else {
-            hurray_core::DESCRIPTOR_VERSION
-        };
-        let version = blocks.max(hurray_core::min_version_for(b.element_type, q.as_ref()));
-        let mut d = TensorDescriptor::new(
-            version,
-            0,
-            b.element_type,
-            shape,
-            b.byte_offset,
-            b.layout.clone(),
-            buffers,
-            q,
-            sparse,
-            paging,
-            None,
-        )?;
-        if let Some(n) = &b.name {
-            d = d.with_name(n.clone())?;
-        }
-        for (k, v) in &b.metadata {
-            d = d.with_metadata(k.clone(), v.clone())?;
-        }
+        parts.sparse = b.sparse.to_core()?;
+        parts.paging = b.paging.to_core()?;
+        parts.name = b.name.clone();
+        parts.metadata = b.metadata.clone();
+        let d = parts.build()?;
         // SAFETY: `out_descriptor` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_descriptor, DescInner::new(d)?) };
         Ok(HURRAY_OK)

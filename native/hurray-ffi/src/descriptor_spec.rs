@@ -1,13 +1,13 @@
 //! One-call descriptor construction (docs/spec/c-abi.md §Descriptors): the builder's fields in
 //! one struct, so a language binding makes a descriptor with a single call instead of one
-//! call per field. Validation is the builder's own: this function drives the builder.
-
-use std::ffi::c_char;
+//! call per field. Validation is the builder's own (`hurray_core::DescriptorParts`).
 
 use crate::buffer::HurrayBufferSpec;
 use crate::decoder::HurrayMetadataView;
 use crate::descriptor::*;
-use crate::panic::{guard, last_error_message, non_null, FfiError, FfiResult};
+use hurray_core::{DescriptorParts, ElementType, Shape, TensorDescriptor};
+
+use crate::panic::{guard, non_null, FfiError, FfiResult};
 use crate::status::*;
 
 /// Every field of a new descriptor, for `hurray_descriptor_new`. Pointers are borrowed for the
@@ -54,7 +54,7 @@ pub struct HurrayDescriptorSpec {
 /// Makes, validates and encodes a descriptor from `*spec` in one call; writes the owned
 /// descriptor to `*out_descriptor` (destroy it with `hurray_descriptor_destroy`). The same
 /// rules and errors as the `hurray_descriptor_builder_*` calls it stands for (the message names
-/// the builder step that failed): `INVALID_TYPE`, `INVALID_SHAPE`, `INVALID_LAYOUT`,
+/// the field that was refused): `INVALID_TYPE`, `INVALID_SHAPE`, `INVALID_LAYOUT`,
 /// `INVALID_ALIGNMENT`, `BUFFER_TOO_SMALL`, `INVALID_ARGUMENT`, `DUPLICATE_NAME`,
 /// `LIMIT_EXCEEDED`, `UNSUPPORTED`, `NULL_POINTER`.
 ///
@@ -71,105 +71,88 @@ pub unsafe extern "C" fn hurray_descriptor_new(
     guard("hurray_descriptor_new", || {
         non_null(spec, "spec")?;
         non_null(out_descriptor, "out_descriptor")?;
-        // SAFETY: checked non-NULL; the caller vouches for the rest.
-        let s = unsafe { *spec };
-        if s.reserved != 0 || s.reserved2 != 0 {
-            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "spec.reserved fields must be 0"));
-        }
-        // Lengths are checked against the format's limits before anything is copied, so a
-        // wrong length is an error, never a huge allocation or a read past the caller's bytes.
-        if !s.name.is_null() && s.name_len > hurray_core::MAX_NAME_BYTES {
-            return Err(FfiError::new(
-                HURRAY_ERR_LIMIT_EXCEEDED,
-                format!("a name of {} bytes exceeds {}", s.name_len, hurray_core::MAX_NAME_BYTES),
-            ));
-        }
-        if s.rank > hurray_core::MAX_RANK || s.stride_count > hurray_core::MAX_RANK {
-            return Err(FfiError::new(
-                HURRAY_ERR_INVALID_SHAPE,
-                format!("rank {} exceeds {}", s.rank.max(s.stride_count), hurray_core::MAX_RANK),
-            ));
-        }
-        if s.metadata_count > 0 && !s.metadata.is_null() && s.metadata_count <= hurray_core::MAX_METADATA_ENTRIES {
-            for i in 0..s.metadata_count {
-                // SAFETY: `metadata` holds `metadata_count` entries (caller contract, count bounded).
-                let m = unsafe { *s.metadata.add(i) };
-                if m.key_len > hurray_core::MAX_METADATA_KEY_BYTES
-                    || m.value_len > hurray_core::MAX_METADATA_VALUE_BYTES
-                {
-                    return Err(FfiError::new(
-                        HURRAY_ERR_LIMIT_EXCEEDED,
-                        format!(
-                            "metadata entry {i}: key of {} bytes or value of {} bytes exceeds the limits",
-                            m.key_len, m.value_len
-                        ),
-                    ));
-                }
-            }
-        }
-        let mut b = std::ptr::null_mut();
-        // SAFETY: the builder calls get the caller's pointers with the caller's counts.
-        step(unsafe { hurray_descriptor_builder_new(s.element_type, s.dims, s.rank, &mut b) })?;
-        // SAFETY: `b` is a live builder (just made), `s` was read from the caller's spec and `out_descriptor` checked
-        // non-NULL above: fill_and_build's contract.
-        let r = unsafe { fill_and_build(b, &s, out_descriptor) };
-        // SAFETY: `b` came from hurray_descriptor_builder_new (or is NULL).
-        unsafe { hurray_descriptor_builder_destroy(&mut b) };
-        r?;
+        // SAFETY: `spec` was checked non-NULL and, with every pointer in it, is valid for reads (# Safety).
+        let d = unsafe { descriptor_of_spec(&*spec)? };
+        // SAFETY: `out_descriptor` was checked non-NULL above and is valid for one pointer write (# Safety).
+        unsafe { crate::handle::emit(out_descriptor, DescInner::new(d)?) };
         Ok(HURRAY_OK)
     })
 }
 
-/// Sets every field of `*s` on builder `b` and builds.
+/// Validates a spec and makes its descriptor (the builder's rules: `DescriptorParts::build`).
+/// Every length is checked against the format's limits before anything is copied, so a wrong
+/// length is an error, never a huge allocation or a read past the caller's bytes.
 ///
 /// # Safety
-/// As `hurray_descriptor_new`; `b` a live builder.
-unsafe fn fill_and_build(
-    b: *mut HurrayDescriptorBuilder,
-    s: &HurrayDescriptorSpec,
-    out: *mut *mut HurrayDescriptor,
-) -> FfiResult<()> {
-    // SAFETY: `b` is a live builder and `s`'s pointers are valid for their counts (this function's # Safety); every
-    // call below is an exported builder function with that contract.
-    unsafe {
-        step(hurray_descriptor_builder_set_layout(b, s.layout, s.strides, s.stride_count))?;
-        if s.byte_offset != 0 {
-            step(hurray_descriptor_builder_set_byte_offset(b, s.byte_offset))?;
-        }
-        if s.buffer_count > 0 {
-            non_null(s.buffers, "spec.buffers")?;
-            if s.buffer_count > hurray_core::MAX_BUFFERS {
-                return Err(FfiError::new(HURRAY_ERR_LIMIT_EXCEEDED, "at most 64 buffers"));
-            }
-            for i in 0..s.buffer_count {
-                step(hurray_descriptor_builder_add_buffer(b, s.buffers.add(i)))?;
-            }
-        }
-        if s.quantization.kind != HURRAY_QUANT_NONE {
-            step(hurray_descriptor_builder_set_quantization(b, &s.quantization))?;
-        }
-        if !s.name.is_null() {
-            step(hurray_descriptor_builder_set_name(b, s.name as *const c_char, s.name_len))?;
-        }
-        if s.metadata_count > 0 {
-            non_null(s.metadata, "spec.metadata")?;
-            if s.metadata_count > hurray_core::MAX_METADATA_ENTRIES {
-                return Err(FfiError::new(HURRAY_ERR_LIMIT_EXCEEDED, "more than 256 metadata entries"));
-            }
-            for i in 0..s.metadata_count {
-                let m = *s.metadata.add(i);
-                step(hurray_descriptor_builder_add_metadata(b, m.key, m.key_len, m.value, m.value_len))?;
-            }
-        }
-        step(hurray_descriptor_builder_build(b, out))?;
+/// Every pointer in `s` valid for its count.
+pub(crate) unsafe fn descriptor_of_spec(s: &HurrayDescriptorSpec) -> FfiResult<TensorDescriptor> {
+    if s.reserved != 0 || s.reserved2 != 0 {
+        return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "spec.reserved fields must be 0"));
     }
-    Ok(())
-}
-
-/// A failed builder step as an error carrying that step's message.
-fn step(status: HurrayStatus) -> FfiResult<()> {
-    if status < 0 {
-        return Err(FfiError::new(status, last_error_message()));
+    if !s.name.is_null() && s.name_len > hurray_core::MAX_NAME_BYTES {
+        return Err(FfiError::new(
+            HURRAY_ERR_LIMIT_EXCEEDED,
+            format!("spec.name: a name of {} bytes exceeds {}", s.name_len, hurray_core::MAX_NAME_BYTES),
+        ));
     }
-    Ok(())
+    if s.rank > hurray_core::MAX_RANK || s.stride_count > hurray_core::MAX_RANK {
+        return Err(FfiError::new(
+            HURRAY_ERR_INVALID_SHAPE,
+            format!("spec.rank: rank {} exceeds {}", s.rank.max(s.stride_count), hurray_core::MAX_RANK),
+        ));
+    }
+    if s.metadata_count > hurray_core::MAX_METADATA_ENTRIES {
+        return Err(FfiError::new(
+            HURRAY_ERR_LIMIT_EXCEEDED,
+            format!("spec.metadata: {} entries exceed {}", s.metadata_count, hurray_core::MAX_METADATA_ENTRIES),
+        ));
+    }
+    if s.buffer_count > hurray_core::MAX_BUFFERS {
+        return Err(FfiError::new(
+            HURRAY_ERR_LIMIT_EXCEEDED,
+            format!("spec.buffers: {} buffers exceed {}", s.buffer_count, hurray_core::MAX_BUFFERS),
+        ));
+    }
+    let element_type = ElementType::from_code(s.element_type)?;
+    // SAFETY: `dims` holds `rank` entries (bounded above) when `rank` > 0 (# Safety).
+    let dims = unsafe { crate::slices::slice_arg(s.dims, s.rank, "spec.dims")? };
+    let shape = Shape::new(dims.to_vec())?;
+    // SAFETY: `strides` holds `stride_count` entries (bounded above) (# Safety).
+    let strides = unsafe { crate::slices::slice_arg(s.strides, s.stride_count, "spec.strides")? };
+    let layout = layout_of(s.layout, strides, s.rank)?;
+    let mut parts = DescriptorParts::new(element_type, shape);
+    parts.layout = layout;
+    parts.byte_offset = s.byte_offset;
+    // SAFETY: `buffers` holds `buffer_count` entries (bounded above) (# Safety).
+    let buffers = unsafe { crate::slices::slice_arg(s.buffers, s.buffer_count, "spec.buffers")? };
+    parts.buffers = buffers.iter().map(|b| b.to_handle()).collect::<FfiResult<Vec<_>>>()?;
+    parts.quantization = s.quantization.to_core()?;
+    if !s.name.is_null() {
+        // SAFETY: `name` holds `name_len` bytes (bounded above) (# Safety).
+        let name = unsafe { crate::slices::slice_arg(s.name, s.name_len, "spec.name")? };
+        parts.name = Some(utf8(name, "spec.name")?);
+    }
+    // SAFETY: `metadata` holds `metadata_count` entries (bounded above) (# Safety).
+    let views = unsafe { crate::slices::slice_arg(s.metadata, s.metadata_count, "spec.metadata")? };
+    parts.metadata.reserve(views.len());
+    for (i, m) in views.iter().enumerate() {
+        if m.key_len > hurray_core::MAX_METADATA_KEY_BYTES || m.value_len > hurray_core::MAX_METADATA_VALUE_BYTES {
+            return Err(FfiError::new(
+                HURRAY_ERR_LIMIT_EXCEEDED,
+                format!(
+                    "spec.metadata[{i}]: key of {} bytes or value of {} bytes exceeds the limits",
+                    m.key_len, m.value_len
+                ),
+            ));
+        }
+        // SAFETY: each view's key and value are valid for their lengths (bounded above) (# Safety).
+        let (k, v) = unsafe {
+            (
+                crate::slices::slice_arg(m.key, m.key_len, "spec.metadata key")?,
+                crate::slices::slice_arg(m.value, m.value_len, "spec.metadata value")?,
+            )
+        };
+        parts.metadata.push((utf8(k, "spec.metadata key")?, v.to_vec()));
+    }
+    Ok(parts.build()?)
 }

@@ -6,7 +6,7 @@ use hurray_core::{OutSeg, StreamEncoder};
 
 use crate::descriptor::HurrayDescriptor;
 use crate::handle::{self, opaque_handle};
-use crate::panic::{guard, non_null, FfiError};
+use crate::panic::{guard, non_null, FfiError, FfiResult};
 use crate::status::*;
 use crate::writer::{HurrayIoSlice, HurrayWriterOptions};
 
@@ -42,6 +42,65 @@ impl EncoderInner {
     /// Sets the stream metadata (before the first item).
     pub(crate) fn set_metadata(&mut self, md: &[(String, Vec<u8>)]) -> hurray_core::Result<()> {
         self.encoder.set_metadata(md)
+    }
+
+    /// Writes up to `capacity` pending output ranges to `out`; returns how many.
+    ///
+    /// # Safety
+    /// `out` valid for `capacity` writes.
+    unsafe fn list_output(&self, out: *mut HurrayIoSlice, capacity: usize) -> FfiResult<usize> {
+        let segs = self.encoder.segments();
+        let n = segs.len().min(capacity);
+        if n > 0 {
+            non_null(out, "out")?;
+        }
+        let staged = self.encoder.staged();
+        for (i, seg) in segs[..n].iter().enumerate() {
+            let skip = if i == 0 { self.encoder.offset() } else { 0 };
+            let slice = match *seg {
+                OutSeg::Staged { start, end } => {
+                    HurrayIoSlice { ptr: staged[start + skip..end].as_ptr(), len: end - start - skip }
+                }
+                OutSeg::Borrowed { index, len } => {
+                    let b = self
+                        .borrowed
+                        .get(index)
+                        .ok_or_else(|| FfiError::new(HURRAY_ERR_INTERNAL_PANIC, "borrowed payload missing"))?;
+                    // SAFETY: `skip < len` bytes into a payload range the caller vouched for.
+                    HurrayIoSlice { ptr: unsafe { b.ptr.add(skip) }, len: len - skip }
+                }
+            };
+            // SAFETY: `i < n ≤ capacity` slots of `out` are writable (# Safety).
+            unsafe { out.add(i).write(slice) };
+        }
+        Ok(n)
+    }
+
+    /// Stages one tensor with its payload ranges (checked, at most [`MAX_PAYLOADS`]).
+    ///
+    /// # Safety
+    /// `payloads` valid for `count` reads, each range readable for its length.
+    unsafe fn encode_one(
+        &mut self,
+        desc: &hurray_core::TensorDescriptor,
+        encoded: &[u8],
+        payloads: *const HurrayIoSlice,
+        count: usize,
+    ) -> FfiResult<()> {
+        if count > MAX_PAYLOADS {
+            return Err(FfiError::new(
+                HURRAY_ERR_INVALID_ARGUMENT,
+                format!("{count} payloads; a tensor has at most {MAX_PAYLOADS} buffers"),
+            ));
+        }
+        // SAFETY: the caller passes `count` readable slices, each valid for its length (# Safety).
+        let (slices, parts) = unsafe { crate::writer::payload_parts(payloads, count)? };
+        self.encoder.encode(desc, encoded, &parts)?;
+        self.borrowed.clear();
+        if self.encoder.borrows_payloads() {
+            self.borrowed.extend_from_slice(slices);
+        }
+        Ok(())
     }
 
     /// Writes the state to a nullable out-pointer.
@@ -118,19 +177,8 @@ pub unsafe extern "C" fn hurray_encoder_encode(
         // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
         // handles.
         let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
-        if count > MAX_PAYLOADS {
-            return Err(FfiError::new(
-                HURRAY_ERR_INVALID_ARGUMENT,
-                format!("{count} payloads; a tensor has at most {MAX_PAYLOADS} buffers"),
-            ));
-        }
         // SAFETY: the caller passes `count` readable slices, each valid for its length (# Safety).
-        let (slices, parts) = unsafe { crate::writer::payload_parts(payloads, count)? };
-        e.encoder.encode(&d.desc, d.encoded(), &parts)?;
-        e.borrowed.clear();
-        if e.encoder.borrows_payloads() {
-            e.borrowed.extend_from_slice(slices);
-        }
+        unsafe { e.encode_one(&d.desc, d.encoded(), payloads, count)? };
         put_state(out_state, e.state());
         Ok(HURRAY_OK)
     })
@@ -158,12 +206,6 @@ pub unsafe extern "C" fn hurray_encoder_encode_encoded(
         // rejects NULL and dead handles.
         let e = unsafe { handle::inner_mut(encoder, "encoder")? };
         non_null(descriptor, "descriptor")?;
-        if count > MAX_PAYLOADS {
-            return Err(FfiError::new(
-                HURRAY_ERR_INVALID_ARGUMENT,
-                format!("{count} payloads; a tensor has at most {MAX_PAYLOADS} buffers"),
-            ));
-        }
         if len > hurray_core::MAX_DESCRIPTOR_BYTES {
             return Err(FfiError::new(
                 HURRAY_ERR_LIMIT_EXCEEDED,
@@ -174,14 +216,126 @@ pub unsafe extern "C" fn hurray_encoder_encode_encoded(
         let bytes = unsafe { std::slice::from_raw_parts(descriptor, len) };
         let desc = hurray_core::TensorDescriptor::decode(bytes)?;
         // SAFETY: the caller passes `count` readable slices, each valid for its length (# Safety).
-        let (slices, parts) = unsafe { crate::writer::payload_parts(payloads, count)? };
-        e.encoder.encode(&desc, bytes, &parts)?;
-        e.borrowed.clear();
-        if e.encoder.borrows_payloads() {
-            e.borrowed.extend_from_slice(slices);
-        }
+        unsafe { e.encode_one(&desc, bytes, payloads, count)? };
         put_state(out_state, e.state());
         Ok(HURRAY_OK)
+    })
+}
+
+/// One tensor for `hurray_encoder_encode_batch`: its descriptor's fields and its payloads.
+/// Pointers are borrowed for the call (payloads longer, while the encoder borrows them).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct HurrayTensorSpec {
+    /// The descriptor's fields, as `hurray_descriptor_new` takes them.
+    pub descriptor: crate::descriptor_spec::HurrayDescriptorSpec,
+    /// `payload_count` ranges: buffer `i` of the descriptor's buffer table, exactly its size.
+    pub payloads: *const HurrayIoSlice,
+    /// Entries in `payloads` (at most 64).
+    pub payload_count: usize,
+}
+
+/// `hurray_encoder_encode_batch` flag: stage the end-of-stream marker after the items.
+pub const HURRAY_ENCODE_FINISH: u32 = 1;
+
+/// What `hurray_encoder_encode_batch` did.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HurrayEncodeBatchResult {
+    /// Items staged by this call, from the first.
+    pub encoded: usize,
+    /// Ranges written to `pieces` (the pending output, in order, up to the capacity).
+    pub piece_count: usize,
+    /// The pending output after the call.
+    pub state: HurrayEncoderState,
+}
+
+/// The encoder's whole step for a batch of tensors, in one call: records that the first
+/// `consumed` pending bytes were sent (as `hurray_encoder_consume`), stages `items` in order
+/// (each as `hurray_encoder_encode` would, with its descriptor made from its spec as
+/// `hurray_descriptor_new` makes it: validated and encoded once), then, with
+/// `HURRAY_ENCODE_FINISH`, the end marker, and lists the pending output in `pieces` (as
+/// `hurray_encoder_output`). A binding that queues small tensors thus crosses the boundary
+/// once per batch. Staging stops early, with `HURRAY_OK`, after an item whose output borrows
+/// its payloads (a payload above the coalescing size): send the output, then call again with
+/// the rest. `*out` is written on every return, errors included.
+///
+/// Errors: the item at index `out.encoded` was refused (every earlier item is staged and
+/// stays pending; it and the later ones are not; list the output with
+/// `hurray_encoder_output`): the statuses of `hurray_descriptor_new` and
+/// `hurray_encoder_encode`. Before any item: `INVALID_ARGUMENT` (`consumed` exceeds the
+/// pending bytes, unknown flags), `POISONED`, `NULL_POINTER`, `USE_AFTER_DESTROY`.
+///
+/// Added in ABI 4 (additive).
+///
+/// # Safety
+/// `encoder` live; `items` valid for `count` reads, with every pointer in them valid for its
+/// count (payload ranges as for `hurray_encoder_encode`); `pieces` valid for `capacity`
+/// writes; `out` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_encoder_encode_batch(
+    encoder: *mut HurrayEncoder,
+    consumed: u64,
+    items: *const HurrayTensorSpec,
+    count: usize,
+    flags: u32,
+    pieces: *mut HurrayIoSlice,
+    capacity: usize,
+    out: *mut HurrayEncodeBatchResult,
+) -> HurrayStatus {
+    guard("hurray_encoder_encode_batch", || {
+        non_null(out, "out")?;
+        // SAFETY: `out` was checked non-NULL and is valid for one write (# Safety).
+        unsafe { out.write(HurrayEncodeBatchResult::default()) };
+        // SAFETY: `encoder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
+        let e = unsafe { handle::inner_mut(encoder, "encoder")? };
+        if flags & !HURRAY_ENCODE_FINISH != 0 {
+            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("unknown encode flags {flags:#x}")));
+        }
+        if consumed > 0 {
+            e.encoder.consume(consumed)?;
+            if !e.encoder.borrows_payloads() {
+                e.borrowed.clear();
+            }
+        }
+        // SAFETY: `items` is valid for `count` reads (# Safety); slice_arg rejects NULL with a non-zero count.
+        let items = unsafe { crate::slices::slice_arg(items, count, "items")? };
+        let mut done = 0;
+        let mut failure = None;
+        for item in items {
+            if e.encoder.borrows_payloads() {
+                break;
+            }
+            // SAFETY: the item's pointers are valid for their counts (# Safety).
+            let staged = unsafe { crate::descriptor_spec::descriptor_of_spec(&item.descriptor) }.and_then(|d| {
+                let encoded = d.encode()?;
+                // SAFETY: the item's payload ranges are valid (# Safety).
+                unsafe { e.encode_one(&d, &encoded, item.payloads, item.payload_count) }
+            });
+            if let Err(f) = staged {
+                failure = Some(f);
+                break;
+            }
+            done += 1;
+        }
+        if failure.is_none() && done == items.len() && flags & HURRAY_ENCODE_FINISH != 0 {
+            if let Err(f) = e.encoder.finish() {
+                failure = Some(f.into());
+            }
+        }
+        let piece_count = match failure {
+            // SAFETY: `pieces` is valid for `capacity` writes (# Safety).
+            None => unsafe { e.list_output(pieces, capacity)? },
+            Some(_) => 0,
+        };
+        let r = HurrayEncodeBatchResult { encoded: done, piece_count, state: e.state() };
+        // SAFETY: `out` was checked non-NULL above and is valid for one write (# Safety).
+        unsafe { out.write(r) };
+        match failure {
+            Some(f) => Err(f.with_prefix(&format!("batch item {done}: "))),
+            None => Ok(HURRAY_OK),
+        }
     })
 }
 
@@ -228,30 +382,8 @@ pub unsafe extern "C" fn hurray_encoder_output(
         // SAFETY: `encoder` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
         let e = unsafe { handle::inner_ref(encoder, "encoder")? };
         non_null(out_count, "out_count")?;
-        let segs = e.encoder.segments();
-        let n = segs.len().min(capacity);
-        if n > 0 {
-            non_null(out, "out")?;
-        }
-        let staged = e.encoder.staged();
-        for (i, seg) in segs[..n].iter().enumerate() {
-            let skip = if i == 0 { e.encoder.offset() } else { 0 };
-            let slice = match *seg {
-                OutSeg::Staged { start, end } => {
-                    HurrayIoSlice { ptr: staged[start + skip..end].as_ptr(), len: end - start - skip }
-                }
-                OutSeg::Borrowed { index, len } => {
-                    let b = e
-                        .borrowed
-                        .get(index)
-                        .ok_or_else(|| FfiError::new(HURRAY_ERR_INTERNAL_PANIC, "borrowed payload missing"))?;
-                    // SAFETY: `skip < len` bytes into a payload range the caller vouched for.
-                    HurrayIoSlice { ptr: unsafe { b.ptr.add(skip) }, len: len - skip }
-                }
-            };
-            // SAFETY: `i < n ≤ capacity` slots of `out` are writable.
-            unsafe { out.add(i).write(slice) };
-        }
+        // SAFETY: `out` is valid for `capacity` writes (# Safety).
+        let n = unsafe { e.list_output(out, capacity)? };
         // SAFETY: `out_count` was checked non-NULL above and is valid for one write (# Safety).
         unsafe { *out_count = n };
         Ok(HURRAY_OK)

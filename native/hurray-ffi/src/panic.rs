@@ -17,6 +17,12 @@ impl FfiError {
     pub(crate) fn new(status: HurrayStatus, message: impl Into<String>) -> Self {
         FfiError { status, message: message.into() }
     }
+
+    /// The same error with `prefix` before its message (which item of a batch failed).
+    pub(crate) fn with_prefix(mut self, prefix: &str) -> Self {
+        self.message.insert_str(0, prefix);
+        self
+    }
 }
 
 impl From<hurray_core::Error> for FfiError {
@@ -29,11 +35,6 @@ pub(crate) type FfiResult<T> = Result<T, FfiError>;
 
 thread_local! {
     static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
-}
-
-/// This thread's last error message (a copy).
-pub(crate) fn last_error_message() -> String {
-    LAST_ERROR.with(|e| e.borrow().clone())
 }
 
 pub(crate) fn set_last_error(msg: &str) {

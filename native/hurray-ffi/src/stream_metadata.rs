@@ -56,6 +56,11 @@ unsafe fn entries_of(entries: *const HurrayMetadataView, count: usize) -> FfiRes
 /// Views of owned entries, for handing out.
 pub(crate) fn views_of(md: &[(String, Vec<u8>)], out: &mut Vec<HurrayMetadataView>) {
     out.clear();
+    append_views(md, out);
+}
+
+/// [`views_of`] without clearing `out` first.
+pub(crate) fn append_views(md: &[(String, Vec<u8>)], out: &mut Vec<HurrayMetadataView>) {
     for (k, v) in md {
         out.push(HurrayMetadataView {
             key: k.as_ptr(),

@@ -129,6 +129,35 @@ pub unsafe extern "C" fn hurray_tensor_destroy(tensor: *mut *mut HurrayTensor) -
     })
 }
 
+/// Destroys `count` tensors at `tensors[0..count]` (as `hurray_tensor_destroy` each) and writes
+/// NULL over each; NULL entries are skipped. A binding that closes many small tensors frees
+/// them in one call. Every tensor is destroyed even when one entry is a dead handle (the error
+/// then names the first such index). Added in ABI 4 (additive).
+///
+/// Errors: `NULL_POINTER` (`tensors` with `count > 0`), `USE_AFTER_DESTROY`.
+///
+/// # Safety
+/// `tensors` valid for `count` reads and writes; each entry NULL or a tensor handle.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_tensor_destroy_many(tensors: *mut *mut HurrayTensor, count: usize) -> HurrayStatus {
+    guard("hurray_tensor_destroy_many", || {
+        // SAFETY: `tensors` is valid for `count` reads and writes (# Safety); slice_mut_arg rejects NULL with a
+        // non-zero count.
+        let slots = unsafe { crate::slices::slice_mut_arg(tensors, count, "tensors")? };
+        let mut first_error = None;
+        for (i, slot) in slots.iter_mut().enumerate() {
+            // SAFETY: each entry is NULL or a tensor handle (# Safety); `slot` is a valid, unaliased pointer slot.
+            if let Err(e) = unsafe { handle::destroy_pp(slot, "tensor") } {
+                first_error.get_or_insert(e.with_prefix(&format!("tensors[{i}]: ")));
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(HURRAY_OK),
+        }
+    })
+}
+
 impl TensorInner {
     /// The descriptor half.
     pub(crate) fn desc_inner(&self) -> Option<&DescInner> {

@@ -163,6 +163,20 @@ int main(void) {
     printf("field HurrayWriterOptions struct_size %zu %zu %d\n", offsetof(HurrayWriterOptions, struct_size), sizeof s_.struct_size, (int) __builtin_classify_type(s_.struct_size));
     printf("field HurrayWriterOptions flags %zu %zu %d\n", offsetof(HurrayWriterOptions, flags), sizeof s_.flags, (int) __builtin_classify_type(s_.flags));
   }
+  printf("struct HurrayTensorSpec %zu %zu\n", sizeof(HurrayTensorSpec), _Alignof(HurrayTensorSpec));
+  {
+    HurrayTensorSpec s_; memset(&s_, 0, sizeof s_);
+    printf("field HurrayTensorSpec descriptor %zu %zu %d\n", offsetof(HurrayTensorSpec, descriptor), sizeof s_.descriptor, (int) __builtin_classify_type(s_.descriptor));
+    printf("field HurrayTensorSpec payloads %zu %zu %d\n", offsetof(HurrayTensorSpec, payloads), sizeof s_.payloads, (int) __builtin_classify_type(s_.payloads));
+    printf("field HurrayTensorSpec payload_count %zu %zu %d\n", offsetof(HurrayTensorSpec, payload_count), sizeof s_.payload_count, (int) __builtin_classify_type(s_.payload_count));
+  }
+  printf("struct HurrayEncodeBatchResult %zu %zu\n", sizeof(HurrayEncodeBatchResult), _Alignof(HurrayEncodeBatchResult));
+  {
+    HurrayEncodeBatchResult s_; memset(&s_, 0, sizeof s_);
+    printf("field HurrayEncodeBatchResult encoded %zu %zu %d\n", offsetof(HurrayEncodeBatchResult, encoded), sizeof s_.encoded, (int) __builtin_classify_type(s_.encoded));
+    printf("field HurrayEncodeBatchResult piece_count %zu %zu %d\n", offsetof(HurrayEncodeBatchResult, piece_count), sizeof s_.piece_count, (int) __builtin_classify_type(s_.piece_count));
+    printf("field HurrayEncodeBatchResult state %zu %zu %d\n", offsetof(HurrayEncodeBatchResult, state), sizeof s_.state, (int) __builtin_classify_type(s_.state));
+  }
   printf("struct HurrayFileWriterOptions %zu %zu\n", sizeof(HurrayFileWriterOptions), _Alignof(HurrayFileWriterOptions));
   {
     HurrayFileWriterOptions s_; memset(&s_, 0, sizeof s_);
@@ -280,6 +294,7 @@ int main(void) {
   printf("const HURRAY_QUANT_PER_CHANNEL_AFFINE %lld %zu %d\n", (long long) (HURRAY_QUANT_PER_CHANNEL_AFFINE), sizeof(HURRAY_QUANT_PER_CHANNEL_AFFINE), (int) __builtin_classify_type(HURRAY_QUANT_PER_CHANNEL_AFFINE));
   printf("const HURRAY_QUANT_CAST %lld %zu %d\n", (long long) (HURRAY_QUANT_CAST), sizeof(HURRAY_QUANT_CAST), (int) __builtin_classify_type(HURRAY_QUANT_CAST));
   printf("const HURRAY_FIELDS_SAME_EXCEPT_NAME %lld %zu %d\n", (long long) (HURRAY_FIELDS_SAME_EXCEPT_NAME), sizeof(HURRAY_FIELDS_SAME_EXCEPT_NAME), (int) __builtin_classify_type(HURRAY_FIELDS_SAME_EXCEPT_NAME));
+  printf("const HURRAY_ENCODE_FINISH %lld %zu %d\n", (long long) (HURRAY_ENCODE_FINISH), sizeof(HURRAY_ENCODE_FINISH), (int) __builtin_classify_type(HURRAY_ENCODE_FINISH));
   printf("const HURRAY_FILE_WRITER_NO_PAYLOAD_CHECKSUMS %lld %zu %d\n", (long long) (HURRAY_FILE_WRITER_NO_PAYLOAD_CHECKSUMS), sizeof(HURRAY_FILE_WRITER_NO_PAYLOAD_CHECKSUMS), (int) __builtin_classify_type(HURRAY_FILE_WRITER_NO_PAYLOAD_CHECKSUMS));
   printf("const HURRAY_FILE_READER_VERIFY_PAYLOADS %lld %zu %d\n", (long long) (HURRAY_FILE_READER_VERIFY_PAYLOADS), sizeof(HURRAY_FILE_READER_VERIFY_PAYLOADS), (int) __builtin_classify_type(HURRAY_FILE_READER_VERIFY_PAYLOADS));
   printf("const HURRAY_FILE_READER_SKIP_PAYLOAD_CHECKS %lld %zu %d\n", (long long) (HURRAY_FILE_READER_SKIP_PAYLOAD_CHECKS), sizeof(HURRAY_FILE_READER_SKIP_PAYLOAD_CHECKS), (int) __builtin_classify_type(HURRAY_FILE_READER_SKIP_PAYLOAD_CHECKS));
@@ -586,6 +601,16 @@ int main(void) {
   KIND(HurrayStatus);
   KIND(struct HurrayDecoder **);
   printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_decoder_next_batch), HurrayStatus (*)(struct HurrayDecoder *, size_t, uint32_t, struct HurrayDecodeResult *, size_t, size_t *)), "hurray_decoder_next_batch: signature differs from the AST");
+  printf("func hurray_decoder_next_batch");
+  KIND(HurrayStatus);
+  KIND(struct HurrayDecoder *);
+  KIND(size_t);
+  KIND(uint32_t);
+  KIND(struct HurrayDecodeResult *);
+  KIND(size_t);
+  KIND(size_t *);
+  printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_decoder_next_item), HurrayStatus (*)(struct HurrayDecoder *, size_t, uint32_t, struct HurrayDecodeResult *, struct HurrayComposite **)), "hurray_decoder_next_item: signature differs from the AST");
   printf("func hurray_decoder_next_item");
   KIND(HurrayStatus);
@@ -831,6 +856,18 @@ int main(void) {
   KIND(const struct HurrayIoSlice *);
   KIND(size_t);
   KIND(struct HurrayEncoderState *);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_encoder_encode_batch), HurrayStatus (*)(struct HurrayEncoder *, uint64_t, const struct HurrayTensorSpec *, size_t, uint32_t, struct HurrayIoSlice *, size_t, struct HurrayEncodeBatchResult *)), "hurray_encoder_encode_batch: signature differs from the AST");
+  printf("func hurray_encoder_encode_batch");
+  KIND(HurrayStatus);
+  KIND(struct HurrayEncoder *);
+  KIND(uint64_t);
+  KIND(const struct HurrayTensorSpec *);
+  KIND(size_t);
+  KIND(uint32_t);
+  KIND(struct HurrayIoSlice *);
+  KIND(size_t);
+  KIND(struct HurrayEncodeBatchResult *);
   printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_encoder_finish), HurrayStatus (*)(struct HurrayEncoder *, struct HurrayEncoderState *)), "hurray_encoder_finish: signature differs from the AST");
   printf("func hurray_encoder_finish");
@@ -1300,6 +1337,12 @@ int main(void) {
   printf("func hurray_tensor_destroy");
   KIND(HurrayStatus);
   KIND(struct HurrayTensor **);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_tensor_destroy_many), HurrayStatus (*)(struct HurrayTensor **, size_t)), "hurray_tensor_destroy_many: signature differs from the AST");
+  printf("func hurray_tensor_destroy_many");
+  KIND(HurrayStatus);
+  KIND(struct HurrayTensor **);
+  KIND(size_t);
   printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_writer_options_init), HurrayStatus (*)(struct HurrayWriterOptions *)), "hurray_writer_options_init: signature differs from the AST");
   printf("func hurray_writer_options_init");

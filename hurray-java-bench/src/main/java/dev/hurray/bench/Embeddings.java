@@ -145,6 +145,24 @@ public final class Embeddings {
                     }
                 }
             }
+            case "natural" -> {
+                // Exactly what a new user writes: a descriptor per tensor, Tensor.copyOf of a
+                // heap array, the default writer.
+                float[] row = new float[DIM];
+                byte[] doc = "bench".getBytes(StandardCharsets.UTF_8);
+                try (Writer w = Writer.of(ch)) {
+                    for (int i = 0; i < n; i++) {
+                        for (int k = 0; k < DIM; k++) {
+                            row[k] = i + k;
+                        }
+                        TensorDescriptor d = TensorDescriptor.builder(ElementType.FLOAT32, DIM)
+                                .name("emb-" + i).metadata("doc", doc).build();
+                        try (Tensor t = Tensor.copyOf(d, MemorySegment.ofArray(row))) {
+                            w.write(t);
+                        }
+                    }
+                }
+            }
             case "hurray", "hurray-rename" -> {
                 boolean rename = impl.equals("hurray-rename");
                 float[] row = new float[DIM];
@@ -217,7 +235,7 @@ public final class Embeddings {
                     check += recvRaw(ch, head, nameBuf, payload, name);
                 }
             }
-            case "hurray", "hurray-rename" -> {
+            case "hurray", "hurray-rename", "natural" -> {
                 try (Reader r = Reader.of(ch)) {
                     for (int i = 0; i < n; i++) {
                         try (Tensor t = r.read()) {
@@ -281,7 +299,7 @@ public final class Embeddings {
 
     /** Every impl in one warm JVM, interleaved rounds; prints the median per impl and the ratios. */
     static void warm(int n, int rounds) throws Exception {
-        String[] impls = {"raw", "dos", "hurray", "hurray-rename"};
+        String[] impls = {"raw", "dos", "natural", "hurray", "hurray-rename"};
         double[][] ms = new double[impls.length][rounds];
         for (int warmup = 0; warmup < 2; warmup++) {
             for (String impl : impls) {

@@ -797,6 +797,16 @@ public final class hurray_h {
         return HURRAY_FIELDS_SAME_EXCEPT_NAME;
     }
 
+    private static final int HURRAY_ENCODE_FINISH = 1;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_ENCODE_FINISH 1
+     * }
+     */
+    public static int HURRAY_ENCODE_FINISH() {
+        return HURRAY_ENCODE_FINISH;
+    }
+
     private static final int HURRAY_FILE_WRITER_NO_PAYLOAD_CHECKSUMS = 1;
     /**
      * Writer flag: do not store payload CRC32Cs (saves one pass over every payload at add time;
@@ -4160,6 +4170,108 @@ public final class hurray_h {
         }
     }
 
+    private static final class hurray_decoder_next_batch {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_decoder_next_batch");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_next_batch(struct HurrayDecoder *decoder,
+     *                                        size_t filled,
+     *                                        uint32_t flags,
+     *                                        struct HurrayDecodeResult *results,
+     *                                        size_t capacity,
+     *                                        size_t *out_count)
+     * }
+     */
+    public static FunctionDescriptor hurray_decoder_next_batch$descriptor() {
+        return hurray_decoder_next_batch.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_next_batch(struct HurrayDecoder *decoder,
+     *                                        size_t filled,
+     *                                        uint32_t flags,
+     *                                        struct HurrayDecodeResult *results,
+     *                                        size_t capacity,
+     *                                        size_t *out_count)
+     * }
+     */
+    public static MethodHandle hurray_decoder_next_batch$handle() {
+        NativeLibrary.requireSymbol(hurray_decoder_next_batch.ADDR, "hurray_decoder_next_batch");
+        return hurray_decoder_next_batch.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_next_batch(struct HurrayDecoder *decoder,
+     *                                        size_t filled,
+     *                                        uint32_t flags,
+     *                                        struct HurrayDecodeResult *results,
+     *                                        size_t capacity,
+     *                                        size_t *out_count)
+     * }
+     */
+    public static MemorySegment hurray_decoder_next_batch$address() {
+        return NativeLibrary.requireSymbol(hurray_decoder_next_batch.ADDR, "hurray_decoder_next_batch");
+    }
+
+    /**
+     * Decodes every tensor the buffered input completes, up to <code>capacity</code> of them, in one call:
+     * <code>hurray_decoder_next</code> for a caller that takes tensors faster than one call each. Takes
+     * <code>filled</code> and <code>flags</code> as <code>hurray_decoder_next</code> does, then fills <code>results[0..*out_count]</code>,
+     * each as <code>hurray_decoder_next</code> fills its result (the tensor owned by the caller; <code>buffers</code>
+     * and <code>metadata</code> owned by the decoder and valid until the next <code>hurray_decoder_next_batch</code>
+     * or <code>hurray_decoder_reset</code>, which other calls on the decoder leave alone). Composites come
+     * as their head and members, as from <code>hurray_decoder_next</code>.
+     * <p>
+     * Returns:
+     * - <code>HURRAY_OK</code> with <code>*out_count</code> ≥ 1. When the decoder then needs input before the next
+     *   tensor, <code>results[0].input</code> and <code>input_len</code> say where it goes, as with
+     *   <code>HURRAY_NEED_INPUT</code>: the caller may fill it and pass the count as <code>filled</code> next time.
+     *   Otherwise they are NULL and 0 (more tensors are buffered; call again with <code>filled</code> 0).
+     *   An end marker or error met after the first tensor is returned by the next call;
+     * - <code>HURRAY_NEED_INPUT</code>, <code>HURRAY_END_OF_STREAM</code> and the errors of <code>hurray_decoder_next</code>,
+     *   with <code>*out_count</code> 0.
+     * <p>
+     * Added in ABI 4 (additive).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>decoder</code> live and not used concurrently; <code>results</code> valid for <code>capacity</code> writes (≥ 1);
+     * <code>out_count</code> valid for one write; the <code>filled</code> bytes were written at the last <code>input</code>.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_next_batch(struct HurrayDecoder *decoder,
+     *                                        size_t filled,
+     *                                        uint32_t flags,
+     *                                        struct HurrayDecodeResult *results,
+     *                                        size_t capacity,
+     *                                        size_t *out_count)
+     * }
+     */
+    public static int hurray_decoder_next_batch(MemorySegment decoder, long filled, int flags, MemorySegment results, long capacity, MemorySegment out_count) {
+        var mh$ = hurray_decoder_next_batch.HANDLE;
+        if (hurray_decoder_next_batch.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_decoder_next_batch");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_decoder_next_batch", decoder, filled, flags, results, capacity, out_count);
+            }
+            return (int) mh$.invokeExact(decoder, filled, flags, results, capacity, out_count);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static final class hurray_decoder_next_item {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
         static final MemorySegment ADDR = hurray_h.findOrNull("hurray_decoder_next_item");
@@ -6531,7 +6643,7 @@ public final class hurray_h {
      * Makes, validates and encodes a descriptor from <code>*spec</code> in one call; writes the owned
      * descriptor to <code>*out_descriptor</code> (destroy it with <code>hurray_descriptor_destroy</code>). The same
      * rules and errors as the <code>hurray_descriptor_builder_*</code> calls it stands for (the message names
-     * the builder step that failed): <code>INVALID_TYPE</code>, <code>INVALID_SHAPE</code>, <code>INVALID_LAYOUT</code>,
+     * the field that was refused): <code>INVALID_TYPE</code>, <code>INVALID_SHAPE</code>, <code>INVALID_LAYOUT</code>,
      * <code>INVALID_ALIGNMENT</code>, <code>BUFFER_TOO_SMALL</code>, <code>INVALID_ARGUMENT</code>, <code>DUPLICATE_NAME</code>,
      * <code>LIMIT_EXCEEDED</code>, <code>UNSUPPORTED</code>, <code>NULL_POINTER</code>.
      * <p>
@@ -6806,6 +6918,116 @@ public final class hurray_h {
                 traceDowncall("hurray_encoder_encode_encoded", encoder, descriptor, len, payloads, count, out_state);
             }
             return (int) mh$.invokeExact(encoder, descriptor, len, payloads, count, out_state);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_encoder_encode_batch {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_encoder_encode_batch");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_encode_batch(struct HurrayEncoder *encoder,
+     *                                          uint64_t consumed,
+     *                                          const struct HurrayTensorSpec *items,
+     *                                          size_t count,
+     *                                          uint32_t flags,
+     *                                          struct HurrayIoSlice *pieces,
+     *                                          size_t capacity,
+     *                                          struct HurrayEncodeBatchResult *out)
+     * }
+     */
+    public static FunctionDescriptor hurray_encoder_encode_batch$descriptor() {
+        return hurray_encoder_encode_batch.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_encode_batch(struct HurrayEncoder *encoder,
+     *                                          uint64_t consumed,
+     *                                          const struct HurrayTensorSpec *items,
+     *                                          size_t count,
+     *                                          uint32_t flags,
+     *                                          struct HurrayIoSlice *pieces,
+     *                                          size_t capacity,
+     *                                          struct HurrayEncodeBatchResult *out)
+     * }
+     */
+    public static MethodHandle hurray_encoder_encode_batch$handle() {
+        NativeLibrary.requireSymbol(hurray_encoder_encode_batch.ADDR, "hurray_encoder_encode_batch");
+        return hurray_encoder_encode_batch.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_encode_batch(struct HurrayEncoder *encoder,
+     *                                          uint64_t consumed,
+     *                                          const struct HurrayTensorSpec *items,
+     *                                          size_t count,
+     *                                          uint32_t flags,
+     *                                          struct HurrayIoSlice *pieces,
+     *                                          size_t capacity,
+     *                                          struct HurrayEncodeBatchResult *out)
+     * }
+     */
+    public static MemorySegment hurray_encoder_encode_batch$address() {
+        return NativeLibrary.requireSymbol(hurray_encoder_encode_batch.ADDR, "hurray_encoder_encode_batch");
+    }
+
+    /**
+     * The encoder's whole step for a batch of tensors, in one call: records that the first
+     * <code>consumed</code> pending bytes were sent (as <code>hurray_encoder_consume</code>), stages <code>items</code> in order
+     * (each as <code>hurray_encoder_encode</code> would, with its descriptor made from its spec as
+     * <code>hurray_descriptor_new</code> makes it: validated and encoded once), then, with
+     * <code>HURRAY_ENCODE_FINISH</code>, the end marker, and lists the pending output in <code>pieces</code> (as
+     * <code>hurray_encoder_output</code>). A binding that queues small tensors thus crosses the boundary
+     * once per batch. Staging stops early, with <code>HURRAY_OK</code>, after an item whose output borrows
+     * its payloads (a payload above the coalescing size): send the output, then call again with
+     * the rest. <code>*out</code> is written on every return, errors included.
+     * <p>
+     * Errors: the item at index <code>out.encoded</code> was refused (every earlier item is staged and
+     * stays pending; it and the later ones are not; list the output with
+     * <code>hurray_encoder_output</code>): the statuses of <code>hurray_descriptor_new</code> and
+     * <code>hurray_encoder_encode</code>. Before any item: <code>INVALID_ARGUMENT</code> (<code>consumed</code> exceeds the
+     * pending bytes, unknown flags), <code>POISONED</code>, <code>NULL_POINTER</code>, <code>USE_AFTER_DESTROY</code>.
+     * <p>
+     * Added in ABI 4 (additive).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>encoder</code> live; <code>items</code> valid for <code>count</code> reads, with every pointer in them valid for its
+     * count (payload ranges as for <code>hurray_encoder_encode</code>); <code>pieces</code> valid for <code>capacity</code>
+     * writes; <code>out</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_encode_batch(struct HurrayEncoder *encoder,
+     *                                          uint64_t consumed,
+     *                                          const struct HurrayTensorSpec *items,
+     *                                          size_t count,
+     *                                          uint32_t flags,
+     *                                          struct HurrayIoSlice *pieces,
+     *                                          size_t capacity,
+     *                                          struct HurrayEncodeBatchResult *out)
+     * }
+     */
+    public static int hurray_encoder_encode_batch(MemorySegment encoder, long consumed, MemorySegment items, long count, int flags, MemorySegment pieces, long capacity, MemorySegment out) {
+        var mh$ = hurray_encoder_encode_batch.HANDLE;
+        if (hurray_encoder_encode_batch.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_encoder_encode_batch");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_encoder_encode_batch", encoder, consumed, items, count, flags, pieces, capacity, out);
+            }
+            return (int) mh$.invokeExact(encoder, consumed, items, count, flags, pieces, capacity, out);
         } catch (RuntimeException | Error ex$) {
             throw ex$;
         } catch (Throwable ex$) {
@@ -11953,6 +12175,75 @@ public final class hurray_h {
                 traceDowncall("hurray_tensor_destroy", tensor);
             }
             return (int) mh$.invokeExact(tensor);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_tensor_destroy_many {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_tensor_destroy_many");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_tensor_destroy_many(struct HurrayTensor **tensors, size_t count)
+     * }
+     */
+    public static FunctionDescriptor hurray_tensor_destroy_many$descriptor() {
+        return hurray_tensor_destroy_many.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_tensor_destroy_many(struct HurrayTensor **tensors, size_t count)
+     * }
+     */
+    public static MethodHandle hurray_tensor_destroy_many$handle() {
+        NativeLibrary.requireSymbol(hurray_tensor_destroy_many.ADDR, "hurray_tensor_destroy_many");
+        return hurray_tensor_destroy_many.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_tensor_destroy_many(struct HurrayTensor **tensors, size_t count)
+     * }
+     */
+    public static MemorySegment hurray_tensor_destroy_many$address() {
+        return NativeLibrary.requireSymbol(hurray_tensor_destroy_many.ADDR, "hurray_tensor_destroy_many");
+    }
+
+    /**
+     * Destroys <code>count</code> tensors at <code>tensors[0..count]</code> (as <code>hurray_tensor_destroy</code> each) and writes
+     * NULL over each; NULL entries are skipped. A binding that closes many small tensors frees
+     * them in one call. Every tensor is destroyed even when one entry is a dead handle (the error
+     * then names the first such index). Added in ABI 4 (additive).
+     * <p>
+     * Errors: <code>NULL_POINTER</code> (<code>tensors</code> with <code>count &gt; 0</code>), <code>USE_AFTER_DESTROY</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>tensors</code> valid for <code>count</code> reads and writes; each entry NULL or a tensor handle.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_tensor_destroy_many(struct HurrayTensor **tensors, size_t count)
+     * }
+     */
+    public static int hurray_tensor_destroy_many(MemorySegment tensors, long count) {
+        var mh$ = hurray_tensor_destroy_many.HANDLE;
+        if (hurray_tensor_destroy_many.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_tensor_destroy_many");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_tensor_destroy_many", tensors, count);
+            }
+            return (int) mh$.invokeExact(tensors, count);
         } catch (RuntimeException | Error ex$) {
             throw ex$;
         } catch (Throwable ex$) {
