@@ -148,6 +148,18 @@
 // Largest rank.
 #define HURRAY_MAX_RANK 32
 
+// Longest name in UTF-8 bytes (docs/spec/descriptor.md §Names).
+#define HURRAY_MAX_NAME_BYTES 4096
+
+// Most metadata entries of one descriptor.
+#define HURRAY_MAX_METADATA_ENTRIES 256
+
+// Longest metadata key in UTF-8 bytes (at least 1).
+#define HURRAY_MAX_METADATA_KEY_BYTES 256
+
+// Longest metadata value in bytes.
+#define HURRAY_MAX_METADATA_VALUE_BYTES 65536
+
 // Size in bytes of a binary buffer handle; `sync_mode` is its byte 13.
 #define HURRAY_BUFFER_HANDLE_BYTES 16
 

@@ -18,7 +18,7 @@ fi
 jar=target/benchmarks.jar
 [ -f "$jar" ] || { echo "build first: ./mvnw -B -ntp -q -pl hurray-java-bench -am package -DskipTests" >&2; exit 2; }
 opts=(-Xms256m -Xmx256m --enable-native-access=ALL-UNNAMED -cp "$jar")
-impls=(${IMPLS:-raw dos raw-ffm natural hurray hurray-rename})
+impls=(${IMPLS:-raw dos raw-ffm raw-ffm-chunk natural hurray hurray-rename})
 declare -A times
 port=$((20000 + RANDOM % 20000))
 for ((r = 0; r < rounds; r++)); do

@@ -115,6 +115,10 @@ pub struct StreamDecoder {
     item_bufs: Vec<PooledBuf>,
     /// Capacity reused for the next frame's descriptor bytes (no allocation per frame).
     spare_bytes: Vec<u8>,
+    /// Set for [`poll_standalone`](Self::poll_standalone): stop before a composite's tensor.
+    stop_before_composite: bool,
+    /// Set when a poll stopped there.
+    stopped: bool,
 }
 
 struct LastDescriptor {
@@ -168,6 +172,8 @@ impl StreamDecoder {
             item_desc: None,
             item_bufs: Vec::new(),
             spare_bytes: Vec::new(),
+            stop_before_composite: false,
+            stopped: false,
         })
     }
 
@@ -280,6 +286,20 @@ impl StreamDecoder {
             Ok(_) => state,
         };
         out
+    }
+
+    /// As [`poll`](Self::poll), but `Ok(None)` instead of a tensor that belongs to a composite
+    /// (its head or a member), once its descriptor is read and before its payloads are: a
+    /// later `poll` returns that tensor as usual. A caller that decodes many standalone tensors
+    /// at once uses it to leave composites to the assembled view.
+    pub fn poll_standalone(&mut self) -> Result<Option<Decoded>> {
+        self.stop_before_composite = true;
+        let r = self.poll();
+        self.stop_before_composite = false;
+        if std::mem::take(&mut self.stopped) {
+            return Ok(None);
+        }
+        r.map(Some)
     }
 
     /// Where the next input bytes go, after a `NeedInput`: write up to `len()` bytes to the
@@ -441,8 +461,14 @@ impl StreamDecoder {
                         Err(e) => return (State::Descriptor { buf, want, crc }, Err(e)),
                         Ok((desc, bufs)) => {
                             self.remember(buf, crc, &desc);
+                            let composite = desc.composite().is_some();
                             self.item_desc = Some(desc);
                             self.item_bufs = bufs;
+                            if composite && self.stop_before_composite {
+                                // The next poll reads this tensor's payloads as usual.
+                                self.stopped = true;
+                                return (State::Payload { index: 0 }, Ok(Decoded::NeedInput));
+                            }
                             State::Payload { index: 0 }
                         }
                     }

@@ -3,7 +3,9 @@
 //! the descriptor version. The C ABI's builder, its one-call spec and the encoder's batch path
 //! all go through [`DescriptorParts::build`].
 
-use crate::descriptor::{check_metadata_entry, LayoutDescriptor, PagingInfo, Quantization, SparseInfo, TensorDescriptor};
+use crate::descriptor::{
+    check_metadata_entry, LayoutDescriptor, PagingInfo, Quantization, SparseInfo, TensorDescriptor,
+};
 use crate::error::{bail, err, Result};
 use crate::{BufferHandle, DeviceTag, ElementType, Shape, SyncMode, MAX_METADATA_ENTRIES, MIN_BUFFER_ALIGNMENT};
 
@@ -59,7 +61,9 @@ impl DescriptorParts {
         if !self.buffers.is_empty() {
             return Ok(self.buffers.clone());
         }
-        let overflow = || err!(InvalidShape, "byte count of {:?} plus offset {} overflows u64", self.shape.dims(), self.byte_offset);
+        let overflow = || {
+            err!(InvalidShape, "byte count of {:?} plus offset {} overflows u64", self.shape.dims(), self.byte_offset)
+        };
         let sizes = match (&self.quantization, &self.layout) {
             (Some(Quantization::Block(bq)), _) => {
                 let mut sizes = bq.buffer_sizes(self.element_type, &self.shape)?;

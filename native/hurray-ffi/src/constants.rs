@@ -86,5 +86,13 @@ pub const HURRAY_DEVICE_BUFFER_ALIGNMENT: u32 = 4096;
 pub const HURRAY_MAX_BUFFER_ALIGNMENT: u32 = 2_097_152;
 /// Largest rank.
 pub const HURRAY_MAX_RANK: u32 = 32;
+/// Longest name in UTF-8 bytes (docs/spec/descriptor.md §Names).
+pub const HURRAY_MAX_NAME_BYTES: u32 = 4096;
+/// Most metadata entries of one descriptor.
+pub const HURRAY_MAX_METADATA_ENTRIES: u32 = 256;
+/// Longest metadata key in UTF-8 bytes (at least 1).
+pub const HURRAY_MAX_METADATA_KEY_BYTES: u32 = 256;
+/// Longest metadata value in bytes.
+pub const HURRAY_MAX_METADATA_VALUE_BYTES: u32 = 65_536;
 /// Size in bytes of a binary buffer handle; `sync_mode` is its byte 13.
 pub const HURRAY_BUFFER_HANDLE_BYTES: u32 = 16;

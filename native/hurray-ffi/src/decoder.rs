@@ -316,11 +316,7 @@ impl DecoderInner {
     /// The handle and result (buffer and metadata pointers unset; the entries appended to the
     /// `views` vectors) of a decoded tensor, with `HURRAY_FIELDS_SAME_EXCEPT_NAME` set when only
     /// its name differs from the previous result's.
-    fn result_of(
-        &mut self,
-        t: hurray_core::ReadTensor,
-        views: Views,
-    ) -> FfiResult<(TensorInner, HurrayDecodeResult)> {
+    fn result_of(&mut self, t: hurray_core::ReadTensor, views: Views) -> FfiResult<(TensorInner, HurrayDecodeResult)> {
         let inner = TensorInner::from_read_encoded(t, self.decoder.last_descriptor_bytes());
         let desc =
             inner.desc_inner().ok_or_else(|| FfiError::new(HURRAY_ERR_INTERNAL_PANIC, "tensor without descriptor"))?;
@@ -345,8 +341,10 @@ impl DecoderInner {
 /// `filled` and `flags` as `hurray_decoder_next` does, then fills `results[0..*out_count]`,
 /// each as `hurray_decoder_next` fills its result (the tensor owned by the caller; `buffers`
 /// and `metadata` owned by the decoder and valid until the next `hurray_decoder_next_batch`
-/// or `hurray_decoder_reset`, which other calls on the decoder leave alone). Composites come
-/// as their head and members, as from `hurray_decoder_next`.
+/// or `hurray_decoder_reset`, which other calls on the decoder leave alone). A tensor of a
+/// composite (its head or a member, as `hurray_decoder_next` returns them) comes alone, in a
+/// result of its own, and a batch stops before one: so `hurray_decoder_next_item` may follow any
+/// batch that did not return one.
 ///
 /// Returns:
 /// - `HURRAY_OK` with `*out_count` ≥ 1. When the decoder then needs input before the next
@@ -392,12 +390,28 @@ pub unsafe extern "C" fn hurray_decoder_next_batch(
         let mut n = 0;
         let mut offer = false;
         while n < capacity {
-            let polled = if n == 0 { d.decoder.poll()? } else {
-                // A failure after the first tensor is sticky: the next call reports it.
-                match d.decoder.poll() {
-                    Ok(p) => p,
-                    Err(_) => break,
+            // Composites are left to the assembled view: a tensor of one comes alone.
+            let polled = match d.decoder.poll_standalone() {
+                Ok(Some(p)) => p,
+                Ok(None) if n == 0 => {
+                    let p = d.decoder.poll()?;
+                    if let Decoded::Tensor(t) = p {
+                        let (inner, r) = d.result_of(t, Views::Batch)?;
+                        // SAFETY: `results` is valid for one write (# Safety); the tensor field is then initialised.
+                        unsafe {
+                            results.write(r);
+                            handle::emit(std::ptr::addr_of_mut!((*results).tensor), inner);
+                        }
+                        offsets.push((0, 0));
+                        n = 1;
+                        break;
+                    }
+                    p
                 }
+                Ok(None) => break,
+                Err(e) if n == 0 => return Err(e.into()),
+                // A failure after the first tensor is sticky: the next call reports it.
+                Err(_) => break,
             };
             match polled {
                 Decoded::End if n == 0 => return Ok(HURRAY_END_OF_STREAM),

@@ -536,6 +536,16 @@ fn null_cases(f: &Fixture) -> Vec<Case<'_>> {
                 Box::new(move || hurray_ffi::decoder::hurray_decoder_next(null_mut(), 0, 0, &mut std::mem::zeroed())),
             ),
             (
+                "hurray_decoder_next_batch",
+                Box::new(move || {
+                    hurray_ffi::decoder::hurray_decoder_next_batch(null_mut(), 0, 0, leak(std::mem::zeroed()), 1, usp)
+                }),
+            ),
+            (
+                "hurray_decoder_next_batch",
+                Box::new(move || hurray_ffi::decoder::hurray_decoder_next_batch(null_mut(), 0, 0, null_mut(), 1, usp)),
+            ),
+            (
                 "hurray_decoder_set_options",
                 Box::new(move || hurray_ffi::decoder::hurray_decoder_set_options(null_mut(), null())),
             ),
@@ -555,6 +565,40 @@ fn null_cases(f: &Fixture) -> Vec<Case<'_>> {
             (
                 "hurray_encoder_output",
                 Box::new(move || hurray_ffi::encoder::hurray_encoder_output(null(), null_mut(), 0, usp)),
+            ),
+            (
+                "hurray_encoder_encode_batch",
+                Box::new(move || {
+                    hurray_ffi::encoder::hurray_encoder_encode_batch(
+                        null_mut(),
+                        0,
+                        null(),
+                        0,
+                        0,
+                        null_mut(),
+                        0,
+                        leak(Default::default()),
+                    )
+                }),
+            ),
+            (
+                "hurray_encoder_encode_batch",
+                Box::new(move || {
+                    hurray_ffi::encoder::hurray_encoder_encode_batch(
+                        null_mut(),
+                        0,
+                        null(),
+                        0,
+                        0,
+                        null_mut(),
+                        0,
+                        null_mut(),
+                    )
+                }),
+            ),
+            (
+                "hurray_tensor_destroy_many",
+                Box::new(move || hurray_ffi::tensor::hurray_tensor_destroy_many(null_mut(), 1)),
             ),
             (
                 "hurray_encoder_consume",
@@ -1342,6 +1386,10 @@ fn c_constants_equal_the_core_discriminants() {
     assert_eq!(u64::from(HURRAY_DEVICE_BUFFER_ALIGNMENT), hurray_core::DEVICE_BUFFER_ALIGNMENT);
     assert_eq!(u64::from(HURRAY_MAX_BUFFER_ALIGNMENT), hurray_core::MAX_BUFFER_ALIGNMENT);
     assert_eq!(HURRAY_MAX_RANK as usize, hurray_core::MAX_RANK);
+    assert_eq!(HURRAY_MAX_NAME_BYTES as usize, hurray_core::MAX_NAME_BYTES);
+    assert_eq!(HURRAY_MAX_METADATA_ENTRIES as usize, hurray_core::MAX_METADATA_ENTRIES);
+    assert_eq!(HURRAY_MAX_METADATA_KEY_BYTES as usize, hurray_core::MAX_METADATA_KEY_BYTES);
+    assert_eq!(HURRAY_MAX_METADATA_VALUE_BYTES as usize, hurray_core::MAX_METADATA_VALUE_BYTES);
     assert_eq!(HURRAY_BUFFER_HANDLE_BYTES as usize, hurray_core::BUFFER_HANDLE_BYTES);
     assert_eq!(hurray_core::SYNC_MODE_OFFSET, 13);
     assert_eq!(HURRAY_C_ABI_VERSION, 4);

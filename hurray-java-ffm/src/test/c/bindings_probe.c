@@ -287,6 +287,10 @@ int main(void) {
   printf("const HURRAY_DEVICE_BUFFER_ALIGNMENT %lld %zu %d\n", (long long) (HURRAY_DEVICE_BUFFER_ALIGNMENT), sizeof(HURRAY_DEVICE_BUFFER_ALIGNMENT), (int) __builtin_classify_type(HURRAY_DEVICE_BUFFER_ALIGNMENT));
   printf("const HURRAY_MAX_BUFFER_ALIGNMENT %lld %zu %d\n", (long long) (HURRAY_MAX_BUFFER_ALIGNMENT), sizeof(HURRAY_MAX_BUFFER_ALIGNMENT), (int) __builtin_classify_type(HURRAY_MAX_BUFFER_ALIGNMENT));
   printf("const HURRAY_MAX_RANK %lld %zu %d\n", (long long) (HURRAY_MAX_RANK), sizeof(HURRAY_MAX_RANK), (int) __builtin_classify_type(HURRAY_MAX_RANK));
+  printf("const HURRAY_MAX_NAME_BYTES %lld %zu %d\n", (long long) (HURRAY_MAX_NAME_BYTES), sizeof(HURRAY_MAX_NAME_BYTES), (int) __builtin_classify_type(HURRAY_MAX_NAME_BYTES));
+  printf("const HURRAY_MAX_METADATA_ENTRIES %lld %zu %d\n", (long long) (HURRAY_MAX_METADATA_ENTRIES), sizeof(HURRAY_MAX_METADATA_ENTRIES), (int) __builtin_classify_type(HURRAY_MAX_METADATA_ENTRIES));
+  printf("const HURRAY_MAX_METADATA_KEY_BYTES %lld %zu %d\n", (long long) (HURRAY_MAX_METADATA_KEY_BYTES), sizeof(HURRAY_MAX_METADATA_KEY_BYTES), (int) __builtin_classify_type(HURRAY_MAX_METADATA_KEY_BYTES));
+  printf("const HURRAY_MAX_METADATA_VALUE_BYTES %lld %zu %d\n", (long long) (HURRAY_MAX_METADATA_VALUE_BYTES), sizeof(HURRAY_MAX_METADATA_VALUE_BYTES), (int) __builtin_classify_type(HURRAY_MAX_METADATA_VALUE_BYTES));
   printf("const HURRAY_BUFFER_HANDLE_BYTES %lld %zu %d\n", (long long) (HURRAY_BUFFER_HANDLE_BYTES), sizeof(HURRAY_BUFFER_HANDLE_BYTES), (int) __builtin_classify_type(HURRAY_BUFFER_HANDLE_BYTES));
   printf("const HURRAY_DECODE_END_OF_INPUT %lld %zu %d\n", (long long) (HURRAY_DECODE_END_OF_INPUT), sizeof(HURRAY_DECODE_END_OF_INPUT), (int) __builtin_classify_type(HURRAY_DECODE_END_OF_INPUT));
   printf("const HURRAY_QUANT_NONE %lld %zu %d\n", (long long) (HURRAY_QUANT_NONE), sizeof(HURRAY_QUANT_NONE), (int) __builtin_classify_type(HURRAY_QUANT_NONE));

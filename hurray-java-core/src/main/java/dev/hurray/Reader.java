@@ -1,6 +1,7 @@
 package dev.hurray;
 
 import dev.hurray.internal.NativeReader;
+import dev.hurray.internal.TensorLedger;
 import dev.hurray.internal.Source;
 import java.io.Closeable;
 import java.io.IOException;
@@ -82,6 +83,8 @@ public final class Reader implements AutoCloseable, Iterable<Tensor> {
     private java.util.Map<String, byte[]> metadata;
     /** The previous tensor's descriptor, shared when the next one encodes identically. */
     private TensorDescriptor previous;
+    /** The native tensors this reader handed out (batched release, one leak check). */
+    private final TensorLedger ledger = TensorLedger.create();
 
     private Reader(NativeReader nativeReader, TensorScope scope) {
         this.nativeReader = nativeReader;
@@ -212,7 +215,7 @@ public final class Reader implements AutoCloseable, Iterable<Tensor> {
                 ended = true;
                 return null;
             }
-            Tensor tensor = Tensor.fromDecoded(nativeReader, scope, previous);
+            Tensor tensor = Tensor.fromDecoded(nativeReader, scope, previous, ledger);
             previous = tensor.descriptor();
             return tensor;
         } finally {
@@ -337,6 +340,7 @@ public final class Reader implements AutoCloseable, Iterable<Tensor> {
     public void close() throws HurrayException {
         try {
             if (guard.close()) {
+                ledger.readerClosed();
                 nativeReader.close();
             }
         } finally {

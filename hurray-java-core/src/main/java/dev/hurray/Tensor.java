@@ -6,6 +6,7 @@ import dev.hurray.internal.NativeDescriptor;
 import dev.hurray.internal.NativeLayouts;
 import dev.hurray.internal.NativeQuant;
 import dev.hurray.internal.NativeReader;
+import dev.hurray.internal.TensorLedger;
 import dev.hurray.internal.NativeTensor;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -63,6 +64,8 @@ public final class Tensor implements AutoCloseable {
     private final AtomicInteger state = new AtomicInteger();
     /** Frees the native tensor (and runs onClose) on close, or from the cleaner if leaked; null for Java-owned memory. */
     private Leaks.Resource resource;
+    /** The arena's close releases the native tensor (a reader's tensor, {@link TensorLedger}). */
+    private boolean ledgered;
 
     private Tensor(TensorDescriptor descriptor, MemorySegment[] buffers, Arena arena,
             MemorySegment nativeTensor, MemorySegment nativeDescriptor, TensorScope scope) {
@@ -140,24 +143,44 @@ public final class Tensor implements AutoCloseable {
      * @param previous the descriptor of the reader's previous tensor, or null: shared when the
      *     new tensor's encoded descriptor is byte-identical
      */
-    static Tensor fromDecoded(NativeReader reader, TensorScope scope, TensorDescriptor previous) throws HurrayException {
+    static Tensor fromDecoded(NativeReader reader, TensorScope scope, TensorDescriptor previous, TensorLedger ledger)
+            throws HurrayException {
         MemorySegment tensor = reader.tensor();
         Arena arena = scope == TensorScope.SHARED ? Arena.ofShared() : Arena.ofConfined();
+        MemorySegment[] bufs;
         try {
-            MemorySegment encoded = reader.encodedView();
-            TensorDescriptor desc;
-            if (previous != null && previous.hasEncoding(encoded)) {
-                desc = previous;
-                reader.remember(previous.fields());
-            } else {
-                desc = TensorDescriptor.fromNative(reader.readFields(), NativeDescriptor.copyOf(encoded));
-            }
-            return new Tensor(desc, reader.buffers(arena), arena, tensor, null, scope).tracked();
-        } catch (HurrayException | RuntimeException | Error e) {
+            bufs = reader.buffers(arena, ledger.add(tensor, reader.payloadBytes()));
+        } catch (RuntimeException | Error e) {
             arena.close();
             NativeTensor.destroy(tensor);
             throw e;
         }
+        try {
+            TensorDescriptor desc;
+            if (reader.descriptorVersion() == 1) {
+                // Version 1: the fields say everything, so no copy of the encoding is kept.
+                DescriptorFields f = reader.readFields();
+                desc = previous != null && previous.fields() == f ? previous : TensorDescriptor.fromNative(f, null, true);
+            } else {
+                MemorySegment encoded = reader.encodedView();
+                if (previous != null && previous.hasEncoding(encoded)) {
+                    desc = previous;
+                    reader.remember(previous.fields());
+                } else {
+                    desc = TensorDescriptor.fromNative(reader.readFields(), NativeDescriptor.copyOf(encoded));
+                }
+            }
+            return new Tensor(desc, bufs, arena, tensor, null, scope).ledgered();
+        } catch (HurrayException | RuntimeException | Error e) {
+            arena.close(); // releases the native tensor through the ledger
+            throw e;
+        }
+    }
+
+    /** Marks a tensor whose native memory its arena's release action gives back (see {@link TensorLedger}). */
+    private Tensor ledgered() {
+        ledgered = true;
+        return this;
     }
 
     /**
@@ -961,6 +984,9 @@ public final class Tensor implements AutoCloseable {
             throw e;
         }
         state.set(CLOSED);
+        if (ledgered) {
+            return;
+        }
         if (resource != null) {
             resource.close();
         } else {

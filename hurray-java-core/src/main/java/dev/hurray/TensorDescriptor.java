@@ -1,7 +1,9 @@
 package dev.hurray;
 
 import dev.hurray.internal.DescriptorFields;
+import dev.hurray.internal.DescriptorLimits;
 import dev.hurray.internal.NativeDescriptor;
+import dev.hurray.internal.Utf8;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -18,23 +20,23 @@ import java.util.Optional;
  * optional quantization block, name and key/value metadata (docs/spec/descriptor.md).
  *
  * <h2>Validation and encoding are native</h2>
- * A descriptor is made by a {@link Builder} whose {@link Builder#build()} hands every field to
- * the native library ({@code hurray_descriptor_builder_*}); the library validates them and
- * encodes the descriptor, and a failure surfaces there as a {@link HurrayException}. The Java
- * fields are then read back from the native descriptor ({@code hurray_descriptor_*}
- * accessors), so what this object reports is exactly what goes on the wire, including
- * defaults the library fills in (a dense layout given no buffer gets one CPU buffer of the
- * exact size at 64-byte alignment). Descriptors of tensors read from a stream are made from
- * the same accessors. Java never encodes or decodes descriptor bytes itself.
+ * Java never encodes or decodes descriptor bytes. A dense, strided or per-tensor/per-channel
+ * quantized descriptor is a plain Java value: {@link Builder#build()} checks the name and
+ * metadata against the format's published limits ({@code HURRAY_MAX_NAME_BYTES} and friends in
+ * {@code hurray.h}) and has the native library validate the rest (element type, shape, layout,
+ * byte offset, buffer table, quantization) once per distinct combination of them, which it
+ * remembers; the default buffer table (one CPU buffer of exactly the needed size at 64-byte
+ * alignment) is the one the library chose. A writer hands the fields to the native encoder,
+ * which validates and encodes them as it writes: no native descriptor is made. Sparse, paged
+ * and block-quantized descriptors are built natively at once ({@code hurray_descriptor_builder_*}).
+ * A native twin (handle or encoding) is made only when something needs one ({@link #encode()},
+ * dequantizing, a container writer).
  *
- * <h2>Native handle caching</h2>
- * Each descriptor keeps its native twin so that writing the same descriptor again costs no
- * validation or encoding: a built descriptor owns the handle {@code build()} returned; a
- * descriptor read from a stream keeps a copy of its encoded bytes and decodes them into an
- * owned handle the first time it is written. The owned handle is bound to an automatic arena
- * ({@code Arena.ofAuto()} plus {@code reinterpret(arena, cleanup)}): the garbage collector's
- * cleaner calls {@code hurray_descriptor_destroy} once this object is unreachable, and a
- * downcall using the handle keeps it alive for its duration. Nothing needs closing.
+ * <h2>Native twin</h2>
+ * The twin, once made, is kept: a built descriptor owns the handle or the encoding the library
+ * returned; a descriptor read from a container keeps a copy of its encoded bytes. An owned
+ * handle is bound to an automatic arena, so the garbage collector frees it once this object is
+ * unreachable. Nothing needs closing.
  *
  * <h2>Values</h2>
  * Immutable and thread-safe. {@code equals}/{@code hashCode} compare all fields (metadata as a
@@ -43,11 +45,18 @@ import java.util.Optional;
  */
 public final class TensorDescriptor {
     private final DescriptorFields fields;
-    private final NativeDescriptor nativeDescriptor;
+    /** The native twin, made on first need when null. */
+    private volatile NativeDescriptor nativeDescriptor;
+    /** True when {@link #fields} say everything (no sparse, paging, composite or block quantization). */
+    private final boolean plain;
+    /** The name and metadata keys in UTF-8, for the writer (made on first need). */
+    private byte[] nameUtf8;
+    private byte[][] keysUtf8;
 
-    private TensorDescriptor(DescriptorFields fields, NativeDescriptor nativeDescriptor) {
+    private TensorDescriptor(DescriptorFields fields, NativeDescriptor nativeDescriptor, boolean plain) {
         this.fields = fields;
         this.nativeDescriptor = nativeDescriptor;
+        this.plain = plain;
     }
 
     /** The fields (internal; shared, never changed). */
@@ -55,9 +64,57 @@ public final class TensorDescriptor {
         return fields;
     }
 
-    /** Wraps fields read from a native descriptor and its native twin. */
+    /**
+     * Wraps fields read from a native descriptor and its native twin (null: made from the
+     * fields when needed, allowed only when {@code plain}).
+     *
+     * @param plain the fields describe the descriptor completely: a version-1 descriptor
+     */
+    static TensorDescriptor fromNative(DescriptorFields fields, NativeDescriptor nativeDescriptor, boolean plain) {
+        return new TensorDescriptor(fields, nativeDescriptor, plain && isPlain(fields));
+    }
+
+    /** Wraps fields and the native twin of a descriptor of any kind. */
     static TensorDescriptor fromNative(DescriptorFields fields, NativeDescriptor nativeDescriptor) {
-        return new TensorDescriptor(fields, nativeDescriptor);
+        return new TensorDescriptor(fields, nativeDescriptor, false);
+    }
+
+    /** Dense or strided, unquantized or quantized per tensor or per channel, or cast. */
+    private static boolean isPlain(DescriptorFields f) {
+        Layout.Kind k = f.layout().kind();
+        Quantization q = f.quantization();
+        return (k == Layout.Kind.ROW_MAJOR || k == Layout.Kind.COLUMN_MAJOR || k == Layout.Kind.STRIDED)
+                && (q == null || q instanceof Quantization.PerTensorAffine || q instanceof Quantization.PerChannelAffine
+                        || q instanceof Quantization.Cast);
+    }
+
+    /** True when a writer can hand this descriptor's fields to the encoder (no twin needed). */
+    boolean isPlain() {
+        return plain;
+    }
+
+    /** The name's UTF-8 bytes, or null (for the writer). */
+    byte[] nameUtf8() {
+        byte[] b = nameUtf8;
+        if (b == null && fields.name() != null) {
+            b = Utf8.encodeOrNull(fields.name());
+            nameUtf8 = b;
+        }
+        return b;
+    }
+
+    /** The metadata keys' UTF-8 bytes in order (for the writer). */
+    byte[][] keysUtf8() {
+        byte[][] k = keysUtf8;
+        if (k == null) {
+            k = new byte[fields.metadata().size()][];
+            int i = 0;
+            for (String key : fields.metadata().keySet()) {
+                k[i++] = Utf8.encodeOrNull(key);
+            }
+            keysUtf8 = k;
+        }
+        return k;
     }
 
     /**
@@ -115,31 +172,42 @@ public final class TensorDescriptor {
      */
     public static TensorDescriptor decode(byte[] encoded) throws HurrayException {
         NativeDescriptor n = NativeDescriptor.decodeNow(encoded);
-        return new TensorDescriptor(n.read(), n);
+        return new TensorDescriptor(n.read(), n, false);
     }
 
-    /** The descriptor's encoding as produced by the native library (a copy; bytes). */
+    /**
+     * The descriptor's encoding as produced by the native library (a copy; bytes).
+     *
+     * @throws IllegalArgumentException if the native library refuses the fields (a rule not
+     *     checked by {@link Builder#build()}; the {@link HurrayException} is the cause)
+     */
     public byte[] encode() {
         try {
-            return nativeDescriptor.encoded();
+            return nativeTwin().encoded();
         } catch (HurrayException e) {
-            throw new IllegalStateException("the native descriptor could not be encoded", e);
+            throw new IllegalArgumentException("the descriptor cannot be encoded: " + e.getMessage(), e);
         }
     }
 
     /** True if this descriptor was read from a stream with exactly these encoded bytes. */
     boolean hasEncoding(MemorySegment encodedView) {
-        return nativeDescriptor.hasEncoding(encodedView);
+        NativeDescriptor n = nativeDescriptor;
+        return n != null && n.hasEncoding(encodedView);
     }
 
-    /** The native twin (handle and/or encoding); for the writer. */
-    NativeDescriptor nativeTwin() {
-        return nativeDescriptor;
+    /** The native twin (handle and/or encoding), made from the fields on first need. */
+    NativeDescriptor nativeTwin() throws HurrayException {
+        NativeDescriptor n = nativeDescriptor;
+        if (n == null) {
+            n = NativeDescriptor.build(fields).descriptor();
+            nativeDescriptor = n;
+        }
+        return n;
     }
 
     /** The native descriptor handle (owned, cached); for the reader and writer. */
     MemorySegment nativeHandle() throws HurrayException {
-        return nativeDescriptor.handle();
+        return nativeTwin().handle();
     }
 
     /**
@@ -155,10 +223,17 @@ public final class TensorDescriptor {
     public TensorDescriptor withName(String name) {
         Objects.requireNonNull(name, "name");
         try {
-            NativeDescriptor n = nativeDescriptor.withName(dev.hurray.internal.Utf8.encode(name, "name"));
             DescriptorFields f = fields;
-            return new TensorDescriptor(new DescriptorFields(f.elementType(), f.shape(), f.layout(), f.byteOffset(),
-                    f.buffers(), f.quantization(), name, f.metadata()), n);
+            DescriptorFields renamed = new DescriptorFields(f.elementType(), f.shape(), f.layout(), f.byteOffset(),
+                    f.buffers(), f.quantization(), name, f.metadata());
+            if (plain) {
+                byte[] utf8 = DescriptorLimits.checkName(name);
+                TensorDescriptor d = new TensorDescriptor(renamed, null, true);
+                d.nameUtf8 = utf8;
+                d.keysUtf8 = keysUtf8;
+                return d;
+            }
+            return new TensorDescriptor(renamed, nativeTwin().withName(Utf8.encode(name, "name")), false);
         } catch (HurrayException e) {
             String shown = name.length() <= 64 ? name : name.substring(0, 64) + "… (" + name.length() + " chars)";
             throw new IllegalArgumentException("name " + shown + ": " + e.getMessage(), e);
@@ -172,6 +247,9 @@ public final class TensorDescriptor {
      * @throws HurrayException if the native descriptor cannot be read
      */
     public Optional<CompositeMembership> compositeMembership() throws HurrayException {
+        if (plain) {
+            return Optional.empty();
+        }
         return Optional.ofNullable(NativeDescriptor.membership(nativeHandle()));
     }
 
@@ -419,7 +497,7 @@ public final class TensorDescriptor {
          */
         public Builder metadata(String key, String value) {
             try {
-                return metadata(key, dev.hurray.internal.Utf8.encode(value, "metadata value"));
+                return metadata(key, Utf8.encode(value, "metadata value"));
             } catch (HurrayException e) {
                 throw new IllegalArgumentException(e.getMessage(), e);
             }
@@ -438,8 +516,19 @@ public final class TensorDescriptor {
         public TensorDescriptor build() throws HurrayException {
             DescriptorFields f = new DescriptorFields(elementType, shape, layout, byteOffset,
                     List.copyOf(buffers), quantization, name, metadata);
-            NativeDescriptor.Built b = NativeDescriptor.build(f);
-            return new TensorDescriptor(b.fields(), b.descriptor());
+            if (!isPlain(f)) {
+                NativeDescriptor.Built b = NativeDescriptor.build(f);
+                return new TensorDescriptor(b.fields(), b.descriptor(), false);
+            }
+            byte[] nameBytes = name == null ? null : DescriptorLimits.checkName(name);
+            byte[][] keys = DescriptorLimits.checkMetadata(metadata);
+            List<BufferSpec> table = DescriptorLimits.validatedTable(f);
+            Map<String, byte[]> md = metadata.isEmpty() ? Collections.emptyMap() : new LinkedHashMap<>(metadata);
+            TensorDescriptor d = new TensorDescriptor(new DescriptorFields(elementType, shape, layout, byteOffset,
+                    table, quantization, name, md), null, true);
+            d.nameUtf8 = nameBytes;
+            d.keysUtf8 = keys;
+            return d;
         }
     }
 }

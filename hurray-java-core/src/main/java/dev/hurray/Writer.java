@@ -15,8 +15,8 @@ import java.nio.channels.WritableByteChannel;
 import java.util.Objects;
 
 /**
- * Writes a Hurray stream through the native writer ({@code hurray_writer_*}; docs/spec/stream.md,
- * docs/spec/c-abi.md §Reading and writing a stream).
+ * Writes a Hurray stream through the native encoder ({@code hurray_encoder_*}; docs/spec/stream.md,
+ * docs/spec/c-abi.md §Decoders and encoders).
  *
  * <pre>{@code
  * try (Writer writer = Writer.of(socket); Tensor t = Tensor.of(new float[] {1, 2, 3, 4, 5, 6}, 2, 3)) {
@@ -26,19 +26,28 @@ import java.util.Objects;
  *
  * <h2>Sinks</h2>
  * {@link #of(WritableByteChannel) channels} (written straight from native memory),
- * {@link #of(OutputStream) output streams} (through one reusable 64 KiB chunk, flushed after
- * each tensor), {@link #of(Socket) sockets} (the channel path when the socket has a channel)
+ * {@link #of(OutputStream) output streams} (through one reusable 64 KiB chunk, flushed when a
+ * batch is sent), {@link #of(Socket) sockets} (the channel path when the socket has a channel)
  * and memory ({@link #toMemory()}, read back with {@link #toByteArray()}).
  *
- * <h2>Semantics</h2>
- * By default a tensor is entirely handed to the sink when {@link #write(Tensor)} returns;
- * nothing is retained after the call. With {@link WriterOptions#batchBytes()} above 0, small
- * tensors are copied into the writer's native staging buffer and sent together once that many
- * bytes are pending, on {@link #flush()}, or on {@link #close()} (a tensor with a payload over
- * 64 KiB is always sent before {@code write} returns); the payloads are never referenced after
- * {@code write} returns either way. {@link #finish()} writes the end-of-stream marker, and
- * {@link #close()} does so if it was not done, then closes the sink (a socket is only shut down
- * for output).
+ * <h2>Semantics: small tensors are batched</h2>
+ * Like a {@code BufferedOutputStream}, a writer collects small tensors and sends them together:
+ * a tensor whose payloads total at most 16 KiB is copied into the writer's native batch area
+ * when {@link #write(Tensor)} returns (the tensor may be closed or changed at once), and the
+ * batch is encoded and sent with one native call and one system call once
+ * {@link WriterOptions#batchBytes()} (64 KiB by default) are queued, on {@link #flush()}, and on
+ * {@link #finish()}/{@link #close()}. A larger tensor is sent, with everything queued before
+ * it, before {@code write} returns, read in place from its own memory. Call {@link #flush()}
+ * when the peer must see what was written so far (a request that waits for its answer);
+ * {@code WriterOptions.defaults().withBatchBytes(0)} sends every tensor before {@code write}
+ * returns. Payloads are never referenced after {@code write} returns either way.
+ * {@link #finish()} writes the end-of-stream marker, and {@link #close()} does so if it was not
+ * done, then closes the sink (a socket is only shut down for output).
+ *
+ * <p>Validation: a descriptor's rules are checked when it is built and again by the encoder.
+ * Should the encoder refuse a queued tensor, the {@code write}, {@code flush} or {@code close}
+ * that sends its batch throws a {@link HurrayException} naming it; that tensor is not written
+ * and every other one is.
  *
  * <h2>Errors</h2>
  * Every failure is a {@link HurrayException}. When the sink throws, the status is
@@ -178,11 +187,16 @@ public final class Writer implements AutoCloseable {
                 }
                 // Memory the tensor owns cannot be freed while it is pinned, so any thread may
                 // write it (the writer reads it by address).
-                MemorySegment d = tensor.nativeDescriptor();
-                if (d != null) {
-                    nativeWriter.write(d, bufs);
+                TensorDescriptor desc = tensor.descriptor();
+                if (desc.isPlain()) {
+                    nativeWriter.writeFields(desc.fields(), desc.nameUtf8(), desc.keysUtf8(), bufs);
                 } else {
-                    write(tensor.descriptor().nativeTwin(), bufs);
+                    MemorySegment d = tensor.nativeDescriptor();
+                    if (d != null) {
+                        nativeWriter.write(d, bufs);
+                    } else {
+                        write(desc.nativeTwin(), bufs);
+                    }
                 }
             } finally {
                 tensor.unpin();
@@ -235,10 +249,21 @@ public final class Writer implements AutoCloseable {
         guard.enter();
         try {
             MemorySegment[] bufs = payloads.clone();
+            long heapBytes = 0;
+            for (int i = 0; i < bufs.length; i++) {
+                requireUsable(bufs[i], i);
+                if (!bufs[i].isNative()) {
+                    heapBytes += bufs[i].byteSize();
+                }
+            }
+            if (descriptor.isPlain() && heapBytes <= NativeWriter.STAGE_MAX_BYTES) {
+                // Small heap payloads are copied once, into the writer's batch area.
+                nativeWriter.writeFields(descriptor.fields(), descriptor.nameUtf8(), descriptor.keysUtf8(), bufs);
+                return;
+            }
             Arena copies = null;
             try {
                 for (int i = 0; i < bufs.length; i++) {
-                    requireUsable(bufs[i], i);
                     if (!bufs[i].isNative()) {
                         if (copies == null) {
                             copies = Arena.ofConfined();
@@ -249,7 +274,11 @@ public final class Writer implements AutoCloseable {
                         bufs[i] = c;
                     }
                 }
-                write(descriptor.nativeTwin(), bufs);
+                if (descriptor.isPlain()) {
+                    nativeWriter.writeFields(descriptor.fields(), descriptor.nameUtf8(), descriptor.keysUtf8(), bufs);
+                } else {
+                    write(descriptor.nativeTwin(), bufs);
+                }
             } finally {
                 if (copies != null) {
                     copies.close();
@@ -260,7 +289,6 @@ public final class Writer implements AutoCloseable {
         }
     }
 
-    /** Writes with the descriptor's handle if it has one, else with its encoding (no handle made). */
     private void write(NativeDescriptor d, MemorySegment[] bufs) throws HurrayException {
         MemorySegment h = d.handleIfPresent();
         if (h != null) {
@@ -341,8 +369,8 @@ public final class Writer implements AutoCloseable {
     }
 
     /**
-     * The bytes written so far by a {@link #toMemory()} writer (a copy); usable before and after
-     * close.
+     * The bytes written so far by a {@link #toMemory()} writer (a copy; queued tensors are sent
+     * first); usable before and after close.
      *
      * @throws IllegalStateException if this writer does not write to memory
      */
@@ -350,19 +378,16 @@ public final class Writer implements AutoCloseable {
         if (memory == null) {
             throw new IllegalStateException("toByteArray() needs a writer made by Writer.toMemory()");
         }
+        if (!guard.isClosed()) {
+            try {
+                flush();
+            } catch (HurrayException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        }
         return memory.toByteArray();
     }
 
-    /**
-     * Finishes the stream if that was not done (a poisoned writer is not finished: its failure
-     * was already reported), destroys the native writer and closes the sink. Idempotent. Throws
-     * {@link IOException}s as they are, never wrapped in an unchecked exception.
-     *
-     * @throws HurrayException if finishing or closing the sink failed (the writer is closed
-     *     regardless; a second failure is attached as suppressed)
-     * @throws IllegalStateException if a write is in progress on another thread (the writer
-     *     stays open)
-     */
     @Override
     public void close() throws HurrayException {
         if (!guard.close()) {

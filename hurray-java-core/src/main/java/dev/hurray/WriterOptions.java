@@ -19,7 +19,7 @@ public record WriterOptions(boolean payloadChecksums, long batchBytes) {
     /** A good batch size for many small tensors over a socket: 64 KiB. */
     public static final long DEFAULT_BATCH_BYTES = 64L << 10;
 
-    private static final WriterOptions DEFAULTS = new WriterOptions(false, 0);
+    private static final WriterOptions DEFAULTS = new WriterOptions(false, DEFAULT_BATCH_BYTES);
 
     /**
      * Validates the settings.
@@ -34,7 +34,7 @@ public record WriterOptions(boolean payloadChecksums, long batchBytes) {
 
     /** Settings with the given checksum choice and no batching. */
     public WriterOptions(boolean payloadChecksums) {
-        this(payloadChecksums, 0);
+        this(payloadChecksums, DEFAULT_BATCH_BYTES);
     }
 
     /** The defaults: no payload checksums, no batching. */

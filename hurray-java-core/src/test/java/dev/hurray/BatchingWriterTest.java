@@ -76,7 +76,7 @@ class BatchingWriterTest {
     @Test
     void withoutBatchingEveryWriteSendsItsItem() throws IOException {
         CountingStream out = new CountingStream();
-        try (Writer w = Writer.of(out)) {
+        try (Writer w = Writer.of(out, WriterOptions.defaults().withBatchBytes(0))) {
             try (Tensor t = tensor(1)) {
                 w.write(t);
             }
@@ -113,7 +113,7 @@ class BatchingWriterTest {
     @Test
     void aFailedWriteBeforeAnyByteCanBeRetriedWithoutDuplicatingTheItem() throws IOException {
         CountingStream out = new CountingStream();
-        Writer w = Writer.of(out);
+        Writer w = Writer.of(out, WriterOptions.defaults().withBatchBytes(0));
         out.failFrom = 1;
         try (Tensor a = tensor(7)) {
             assertEquals(Status.TRANSPORT, assertThrows(HurrayException.class, () -> w.write(a)).status());
@@ -163,8 +163,8 @@ class BatchingWriterTest {
     void batchSizeIsValidated() {
         assertThrows(IllegalArgumentException.class, () -> WriterOptions.defaults().withBatchBytes(-1));
         assertThrows(IllegalArgumentException.class, () -> WriterOptions.defaults().withBatchBytes(WriterOptions.MAX_BATCH_BYTES + 1));
-        assertEquals(0, WriterOptions.defaults().batchBytes());
-        assertArrayEquals(new Object[] {true, 0L},
+        assertEquals(WriterOptions.DEFAULT_BATCH_BYTES, WriterOptions.defaults().batchBytes());
+        assertArrayEquals(new Object[] {true, WriterOptions.DEFAULT_BATCH_BYTES},
                 new Object[] {new WriterOptions(true).payloadChecksums(), new WriterOptions(true).batchBytes()});
     }
 
@@ -217,7 +217,7 @@ class BatchingWriterTest {
             }
         };
         org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(java.time.Duration.ofSeconds(20), () -> {
-            Writer w = Writer.of(zero);
+            Writer w = Writer.of(zero, WriterOptions.defaults().withBatchBytes(0));
             try (Tensor t = tensor(1)) {
                 assertEquals(Status.SINK_CLOSED, assertThrows(HurrayException.class, () -> w.write(t)).status());
             }

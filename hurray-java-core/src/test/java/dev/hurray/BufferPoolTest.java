@@ -58,10 +58,14 @@ class BufferPoolTest {
     @Test
     void closingEachTensorReusesItsMemoryAndTheDataIsRight() throws IOException {
         for (int size : new int[] {1024, 200 * 1024}) {
-            byte[] wire = wire(N, size);
+            // Small tensors are decoded up to 64 per call and freed 64 at a time, so their memory
+            // comes back a batch later; a large one's comes back when it is closed.
+            boolean small = size <= 64 * 1024;
+            int n = small ? 10 * N : N;
+            byte[] wire = wire(n, size);
             Set<Long> addresses = new HashSet<>();
             try (Reader r = Reader.of(wire)) {
-                for (int i = 0; i < N; i++) {
+                for (int i = 0; i < n; i++) {
                     try (Tensor t = r.read()) {
                         assertArrayEquals(TestSupport.bytes(i, size), t.toByteArray(), "tensor " + i);
                         assertEquals(0, t.buffer(0).address() % 64);
@@ -70,7 +74,11 @@ class BufferPoolTest {
                 }
                 assertEquals(null, r.read());
             }
-            assertEquals(1, addresses.size(), size + " bytes: every tensor reused the first one's memory");
+            if (small) {
+                assertTrue(addresses.size() <= 3 * 64, size + " bytes: memory is reused after a batch: " + addresses.size());
+            } else {
+                assertEquals(1, addresses.size(), size + " bytes: every tensor reused the first one's memory");
+            }
         }
     }
 

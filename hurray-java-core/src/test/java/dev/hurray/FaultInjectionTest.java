@@ -201,7 +201,7 @@ class FaultInjectionTest {
           for (boolean channel : new boolean[] {false, true}) {
             FailingOutput cleanStream = new FailingOutput(-1);
             FailingChannel cleanChannel = new FailingChannel(-1);
-            try (Writer w = channel ? Writer.of(cleanChannel) : Writer.of(cleanStream)) {
+            try (Writer w = channel ? Writer.of(cleanChannel, WriterOptions.defaults().withBatchBytes(0)) : Writer.of(cleanStream, WriterOptions.defaults().withBatchBytes(0))) {
                 for (Tensor t : tensors) {
                     w.write(t);
                 }
@@ -217,7 +217,7 @@ class FaultInjectionTest {
                 ByteArrayOutputStream sinkOut = channel ? ch.out : stream.out;
                 boolean dead = false;
                 int done = 0;
-                Writer w = channel ? Writer.of(ch) : Writer.of(stream);
+                Writer w = channel ? Writer.of(ch, WriterOptions.defaults().withBatchBytes(0)) : Writer.of(stream, WriterOptions.defaults().withBatchBytes(0));
                 try {
                     for (Tensor t : tensors) {
                         int before = sinkOut.size();

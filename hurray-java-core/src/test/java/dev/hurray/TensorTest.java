@@ -215,7 +215,8 @@ class TensorTest {
                     super.write(b, off, len);
                 }
             };
-            try (Writer w = Writer.of(closesTheTensor)) {
+            // Unbatched, so that the sink runs inside write().
+            try (Writer w = Writer.of(closesTheTensor, WriterOptions.defaults().withBatchBytes(0))) {
                 HurrayException e = assertThrows(HurrayException.class, () -> w.write(t));
                 assertTrue(e.getCause() instanceof IllegalStateException, String.valueOf(e.getCause()));
                 assertTrue(t.isOpen());

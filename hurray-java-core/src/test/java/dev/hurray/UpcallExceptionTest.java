@@ -200,7 +200,7 @@ class UpcallExceptionTest {
         FlakyOutput sink = new FlakyOutput();
         int tensors = 10_000;
         try (Tensor t = Tensor.of(new short[] {1, 2, 3, 4}, 2, 2)) {
-            try (Writer w = Writer.of(sink)) {
+            try (Writer w = Writer.of(sink, WriterOptions.defaults().withBatchBytes(0))) {
                 for (int i = 0; i < tensors; i++) {
                     HurrayException e = assertThrows(HurrayException.class, () -> w.write(t));
                     assertEquals(Status.TRANSPORT, e.status());
@@ -248,7 +248,7 @@ class UpcallExceptionTest {
         // A payload over 64 KiB is written in place, after the staged header: several calls per item.
         try (Tensor big = filled(TensorDescriptor.of(ElementType.UINT8, 300_000), 3);
                 Tensor small = Tensor.of(new byte[] {1})) {
-            Writer w = Writer.of(sink);
+            Writer w = Writer.of(sink, WriterOptions.defaults().withBatchBytes(0));
             w.write(small);
             HurrayException e = assertThrows(HurrayException.class, () -> w.write(big));
             assertEquals(Status.TRANSPORT, e.status());
@@ -275,7 +275,7 @@ class UpcallExceptionTest {
                 throw onClose;
             }
         };
-        Writer w = Writer.of(sink);
+        Writer w = Writer.of(sink, WriterOptions.defaults().withBatchBytes(0));
         HurrayException e = assertThrows(HurrayException.class, w::close);
         assertEquals(Status.TRANSPORT, e.status());
         assertSame(onClose, e.getCause());

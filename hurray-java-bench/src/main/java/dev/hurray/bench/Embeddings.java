@@ -34,9 +34,14 @@ import java.util.Locale;
  * java ... dev.hurray.bench.Embeddings warm N [ROUNDS]      # both in one JVM, every impl, warm
  * </pre>
  *
- * IMPL is {@code raw} (the baseline), {@code hurray} (a descriptor built per tensor with the
- * builder, batched writer) or {@code hurray-rename} (one template descriptor, renamed per
- * tensor with {@link TensorDescriptor#withName}). {@code raw-ffm} is the raw loop plus the
+ * IMPL is {@code raw} (the baseline), {@code dos} (a buffered {@code DataOutputStream}),
+ * {@code natural} (what a new user writes: a descriptor built per tensor with the builder,
+ * {@code Tensor.copyOf} of a heap array, the default writer, {@code read} and {@code close}),
+ * {@code hurray} (a descriptor built per tensor, {@code write(descriptor, payload)}) or
+ * {@code hurray-rename} (one template descriptor, renamed per tensor with
+ * {@link TensorDescriptor#withName}). {@code raw-ffm-chunk} is the raw loop plus one downcall
+ * into libhurray per 64 KiB on each side: the floor of a binding that crosses the boundary
+ * once per chunk, as Hurray's reader and writer do. {@code raw-ffm} is the raw loop plus the
  * Panama FFM traffic a native binding cannot avoid, with no format work: per tensor, two
  * downcalls into libhurray on each side (calls refused at once for a NULL handle) and a few
  * native-segment reads and writes. It measures what the JDK's FFM machinery alone costs a fresh
@@ -145,6 +150,26 @@ public final class Embeddings {
                     }
                 }
             }
+            case "raw-ffm-chunk" -> {
+                // The raw loop plus what a binding that crosses once per 64 KiB chunk pays: one
+                // downcall per 64 KiB sent (a call refused at once for a NULL handle).
+                ByteBuffer out = ByteBuffer.allocateDirect(8 + 64 + PAYLOAD).order(ByteOrder.LITTLE_ENDIAN);
+                float[] row = new float[DIM];
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment result = arena.allocate(64, 8);
+                    long since = 0;
+                    for (int i = 0; i < n; i++) {
+                        byte[] name = ("emb-" + i).getBytes(StandardCharsets.UTF_8);
+                        since += 8 + name.length + PAYLOAD;
+                        if (since >= 64 * 1024) {
+                            since = 0;
+                            ffmRc += dev.hurray.ffm.hurray_h.hurray_encoder_encode_batch(MemorySegment.NULL, 0,
+                                    MemorySegment.NULL, 0, 0, MemorySegment.NULL, 0, result);
+                        }
+                        sendRaw(ch, out, row, name, i);
+                    }
+                }
+            }
             case "natural" -> {
                 // Exactly what a new user writes: a descriptor per tensor, Tensor.copyOf of a
                 // heap array, the default writer.
@@ -220,6 +245,26 @@ public final class Embeddings {
                         check += recvRaw(ch, head, nameBuf, payload, name);
                         slot.set(ValueLayout.ADDRESS, 0, MemorySegment.NULL);
                         dev.hurray.ffm.hurray_h.hurray_tensor_destroy(slot);
+                    }
+                }
+            }
+            case "raw-ffm-chunk" -> {
+                ByteBuffer head = ByteBuffer.allocateDirect(4).order(ByteOrder.LITTLE_ENDIAN);
+                ByteBuffer nameBuf = ByteBuffer.allocateDirect(4096);
+                ByteBuffer payload = ByteBuffer.allocateDirect(PAYLOAD).order(ByteOrder.LITTLE_ENDIAN);
+                byte[] name = new byte[4096];
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment results = arena.allocate(256, 8);
+                    MemorySegment count = arena.allocate(8, 8);
+                    long since = 0;
+                    for (int i = 0; i < n; i++) {
+                        since += 8 + PAYLOAD;
+                        if (since >= 64 * 1024) {
+                            since = 0;
+                            ffmRc += dev.hurray.ffm.hurray_h.hurray_decoder_next_batch(MemorySegment.NULL, 0, 0, results,
+                                    1, count);
+                        }
+                        check += recvRaw(ch, head, nameBuf, payload, name);
                     }
                 }
             }

@@ -95,6 +95,22 @@ public final class Leaks {
         return r;
     }
 
+    /**
+     * Runs {@code action} once, from the cleaner thread, when {@code owner} is phantom-reachable
+     * (or when the returned handle is cleaned). {@code action} must not refer to {@code owner};
+     * it reports what it finds leaked with {@link #reportLeaked}.
+     */
+    public static Cleaner.Cleanable watch(Object owner, Runnable action) {
+        return CLEANER.register(owner, action);
+    }
+
+    /** Counts and logs {@code count} unclosed resources of kind {@code what} that a watcher freed. */
+    public static void reportLeaked(String what, long count) {
+        for (long i = 0; i < count; i++) {
+            report(what, null);
+        }
+    }
+
     /** Number of resources released by the cleaner because nobody closed them. */
     public static long leaked() {
         return LEAKED.get();

@@ -65,6 +65,11 @@ public final class Native {
         return EVERYTHING.asSlice(at.address(), len);
     }
 
+    /** {@link #view(MemorySegment, long)} of a raw address. */
+    static MemorySegment view(long address, long len) {
+        return EVERYTHING.asSlice(address, len);
+    }
+
     /** A copy of the {@code len} bytes at native address {@code at}. */
     static byte[] bytes(MemorySegment at, long len) {
         if (len > Integer.MAX_VALUE - 8) {

@@ -408,7 +408,7 @@ public final class NativeDescriptor {
         return a.allocateFrom(JAVA_BYTE, b);
     }
 
-    private static void toNative(Quantization q, MemorySegment s) {
+    static void toNative(Quantization q, MemorySegment s) {
         HurrayQuantization.kind(s, (byte) q.code());
         HurrayQuantization.dequantized_type(s, (byte) q.dequantized().code());
         switch (q) {

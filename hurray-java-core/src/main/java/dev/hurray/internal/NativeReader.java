@@ -2,6 +2,7 @@ package dev.hurray.internal;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import dev.hurray.HurrayException;
 import dev.hurray.Status;
@@ -37,9 +38,24 @@ public final class NativeReader {
     private static final int END_OF_INPUT = hurray_h.HURRAY_DECODE_END_OF_INPUT();
     private static final int SAME_EXCEPT_NAME = hurray_h.HURRAY_FIELDS_SAME_EXCEPT_NAME();
 
+    /** Tensors decoded per {@code hurray_decoder_next_batch} call at most. */
+    static final int BATCH = 64;
+    private static final long RESULT_BYTES = HurrayDecodeResult.sizeof();
+
     private final Source source;
-    private final MemorySegment result;
+    /** {@link #BATCH} results of the last batch call, then one for the item, header and composite calls. */
+    private final MemorySegment results;
+    /** The single-call result ({@code hurray_decoder_next_item}, {@code _next_header}). */
+    private final MemorySegment single;
+    /** The result of the tensor returned last. */
+    private MemorySegment result;
+    /** Results of the last batch not yet returned: {@code pendingAt..pendingCount-1}. */
+    private int pendingAt;
+    private int pendingCount;
+    /** The result whose {@code input}/{@code input_len} the source must fill before the next call, or null. */
+    private MemorySegment toFill;
     private final MemorySegment compositeSlot;
+    private final MemorySegment countSlot;
     private MemorySegment handle;
     private Leaks.Resource resource;
     /** Bytes the source put at the last input region, not yet reported to the decoder. */
@@ -60,8 +76,11 @@ public final class NativeReader {
     private NativeReader(Source source, MemorySegment result, MemorySegment compositeSlot, MemorySegment handle,
             Limits limits, long bufferPoolBytes) {
         this.source = source;
-        this.result = result;
+        this.results = result;
+        this.single = result.asSlice(BATCH * RESULT_BYTES, RESULT_BYTES);
+        this.result = single;
         this.compositeSlot = compositeSlot;
+        this.countSlot = Results.countSlot(result);
         this.handle = handle;
         this.limits = limits;
         this.bufferPoolBytes = bufferPoolBytes;
@@ -189,9 +208,9 @@ public final class NativeReader {
      * is freed by the garbage collector (the areas come from automatic arenas).
      */
     static final class Results {
-        private static final long RESULT_BYTES = HurrayDecodeResult.sizeof();
+        private static final long RESULTS_BYTES = (BATCH + 1) * HurrayDecodeResult.sizeof();
         private static final long SLOT_BYTES = ADDRESS.byteSize();
-        private static final long BYTES = RESULT_BYTES + SLOT_BYTES + HurrayReaderOptions.sizeof();
+        private static final long BYTES = RESULTS_BYTES + 2 * SLOT_BYTES + HurrayReaderOptions.sizeof();
         static final int MAX_IDLE = 256;
         private static final java.util.concurrent.ConcurrentLinkedQueue<MemorySegment> IDLE =
                 new java.util.concurrent.ConcurrentLinkedQueue<>();
@@ -212,12 +231,16 @@ public final class NativeReader {
         }
 
         static MemorySegment compositeSlot(MemorySegment area) {
-            return area.asSlice(RESULT_BYTES, SLOT_BYTES);
+            return area.asSlice(RESULTS_BYTES, SLOT_BYTES);
+        }
+
+        static MemorySegment countSlot(MemorySegment area) {
+            return area.asSlice(RESULTS_BYTES + SLOT_BYTES, SLOT_BYTES);
         }
 
         /** Room for a {@code HurrayReaderOptions}, read by the native side only during the call it is passed to. */
         static MemorySegment options(MemorySegment area) {
-            return area.asSlice(RESULT_BYTES + SLOT_BYTES, HurrayReaderOptions.sizeof());
+            return area.asSlice(RESULTS_BYTES + 2 * SLOT_BYTES, HurrayReaderOptions.sizeof());
         }
 
         static void give(MemorySegment area) {
@@ -315,16 +338,29 @@ public final class NativeReader {
      *     exception as its cause; nothing was consumed, so calling again resumes mid-tensor
      */
     public boolean next() throws HurrayException {
+        if (pendingAt < pendingCount) {
+            result = results.asSlice(pendingAt++ * RESULT_BYTES, RESULT_BYTES);
+            emitted++;
+            return true;
+        }
         while (true) {
+            fillIfAsked();
             long f = filled;
             filled = 0;
-            int rc = hurray_h.hurray_decoder_next(handle, f, inputEnded ? END_OF_INPUT : 0, result);
+            int rc = hurray_h.hurray_decoder_next_batch(handle, f, inputEnded ? END_OF_INPUT : 0, results, BATCH, countSlot);
             if (rc == Native.OK) {
+                pendingCount = (int) countSlot.get(JAVA_LONG, 0);
+                pendingAt = 1;
+                result = results.asSlice(0, RESULT_BYTES);
+                if (HurrayDecodeResult.input_len(result) > 0) {
+                    // The decoder already said where the next bytes go: no call just to ask.
+                    toFill = result;
+                }
                 emitted++;
                 return true;
             }
             if (rc == NEED_INPUT) {
-                fill();
+                toFill = results;
                 continue;
             }
             if (rc == Native.END_OF_STREAM) {
@@ -332,6 +368,19 @@ public final class NativeReader {
             }
             throw Native.error(rc, null);
         }
+    }
+
+    /** Fills the region the decoder last offered, if it offered one that is not filled yet. */
+    private void fillIfAsked() throws HurrayException {
+        if (toFill != null) {
+            fill(toFill);
+            toFill = null;
+        }
+    }
+
+    /** True while tensors of the last batch are still to be returned by {@link #next()}. */
+    public boolean hasPending() {
+        return pendingAt < pendingCount;
     }
 
     /**
@@ -344,9 +393,17 @@ public final class NativeReader {
      *     or {@code HurrayComposite*}), or {@code null} at the end-of-stream marker
      */
     public MemorySegment[] nextItem() throws HurrayException {
+        if (pendingAt < pendingCount) {
+            // A tensor the last batch read ahead: an item of its own.
+            result = results.asSlice(pendingAt++ * RESULT_BYTES, RESULT_BYTES);
+            emitted++;
+            return new MemorySegment[] {HurrayDecodeResult.tensor(result), null};
+        }
         while (true) {
+            fillIfAsked();
             long f = filled;
             filled = 0;
+            result = single;
             int rc = hurray_h.hurray_decoder_next_item(handle, f, inputEnded ? END_OF_INPUT : 0, result, compositeSlot);
             if (rc == Native.OK) {
                 emitted++;
@@ -355,7 +412,7 @@ public final class NativeReader {
                 return new MemorySegment[] {t.equals(MemorySegment.NULL) ? null : t, c.equals(MemorySegment.NULL) ? null : c};
             }
             if (rc == NEED_INPUT) {
-                fill();
+                toFill = single;
                 continue;
             }
             if (rc == Native.END_OF_STREAM) {
@@ -365,9 +422,9 @@ public final class NativeReader {
         }
     }
 
-    /** Fills the input region the decoder named from the source (in Java, outside any native frame). */
-    private void fill() throws HurrayException {
-        MemorySegment dst = Native.view(HurrayDecodeResult.input(result), HurrayDecodeResult.input_len(result));
+    /** Fills the input region the decoder named in {@code offer} from the source (in Java, outside any native frame). */
+    private void fill(MemorySegment offer) throws HurrayException {
+        MemorySegment dst = Native.view(HurrayDecodeResult.input(offer), HurrayDecodeResult.input_len(offer));
         int n;
         if (dead != null) {
             // A dead connection reports its failure again, never a later end of input.
@@ -402,16 +459,17 @@ public final class NativeReader {
      */
     public java.util.Map<String, byte[]> metadata() throws HurrayException {
         while (true) {
+            fillIfAsked();
             long f = filled;
             filled = 0;
-            int rc = hurray_h.hurray_decoder_next_header(handle, f, inputEnded ? END_OF_INPUT : 0, result);
+            int rc = hurray_h.hurray_decoder_next_header(handle, f, inputEnded ? END_OF_INPUT : 0, single);
             if (rc == Native.OK) {
-                int n = (int) HurrayDescriptorFields.metadata_count(HurrayDecodeResult.fields(result));
-                return NativeDescriptor.metadataOf(HurrayDecodeResult.metadata(result)
+                int n = (int) HurrayDescriptorFields.metadata_count(HurrayDecodeResult.fields(single));
+                return NativeDescriptor.metadataOf(HurrayDecodeResult.metadata(single)
                         .reinterpret(n * HurrayMetadataView.sizeof()), n);
             }
             if (rc == NEED_INPUT) {
-                fill();
+                toFill = single;
                 continue;
             }
             throw Native.error(rc, null);
@@ -436,8 +494,9 @@ public final class NativeReader {
         if (lastFieldsAt == emitted - 1 && (HurrayDescriptorFields.flags(f) & SAME_EXCEPT_NAME) != 0) {
             // The decoder says only the name differs from the previous tensor's descriptor.
             DescriptorFields p = lastFields;
-            fields = new DescriptorFields(p.elementType(), p.shape(), p.layout(), p.byteOffset(), p.buffers(),
-                    p.quantization(), NativeDescriptor.name(f), p.metadata());
+            String name = NativeDescriptor.name(f);
+            fields = java.util.Objects.equals(name, p.name()) ? p : new DescriptorFields(p.elementType(), p.shape(),
+                    p.layout(), p.byteOffset(), p.buffers(), p.quantization(), name, p.metadata());
         } else {
             long buffers = HurrayDescriptorFields.buffer_count(f);
             long entries = HurrayDescriptorFields.metadata_count(f);
@@ -461,15 +520,53 @@ public final class NativeReader {
     }
 
     public MemorySegment[] buffers(Arena arena) {
+        return buffers(arena, null);
+    }
+
+    /**
+     * The decoded tensor's buffers as segments of {@code arena}; {@code release}, if not null,
+     * runs when the arena closes (and keeps what it refers to reachable while any segment of
+     * the arena is).
+     */
+    public MemorySegment[] buffers(Arena arena, java.util.function.Consumer<MemorySegment> release) {
         int count = (int) HurrayDescriptorFields.buffer_count(HurrayDecodeResult.fields(result));
-        MemorySegment table = Native.view(HurrayDecodeResult.buffers(result), count * HurrayDecodedBuffer.sizeof());
         MemorySegment[] out = new MemorySegment[count];
+        if (count == 0) {
+            if (release != null) {
+                MemorySegment.NULL.reinterpret(0, arena, release);
+            }
+            return out;
+        }
+        long table = HurrayDecodeResult.buffers(result).address();
+        long stride = HurrayDecodedBuffer.sizeof();
         for (int i = 0; i < count; i++) {
-            MemorySegment b = HurrayDecodedBuffer.asSlice(table, i);
-            long size = HurrayBufferSpec.byte_size(HurrayDecodedBuffer.spec(b));
-            out[i] = HurrayDecodedBuffer.data(b).reinterpret(size, arena, null);
+            long at = table + i * stride;
+            long data = Native.EVERYTHING.get(JAVA_LONG, at + DATA);
+            long size = Native.EVERYTHING.get(JAVA_LONG, at + SIZE);
+            out[i] = MemorySegment.ofAddress(data).reinterpret(size, arena, i == 0 ? release : null);
         }
         return out;
+    }
+
+    private static final long DATA = HurrayDecodedBuffer.data$offset();
+    private static final long SIZE = HurrayDecodedBuffer.spec$offset() + HurrayBufferSpec.byte_size$offset();
+
+    /** The decoded tensor's payload bytes in all (the sum of its buffer sizes). */
+    public long payloadBytes() {
+        int count = (int) HurrayDescriptorFields.buffer_count(HurrayDecodeResult.fields(result));
+        long table = HurrayDecodeResult.buffers(result).address();
+        long sum = 0;
+        for (int i = 0; i < count; i++) {
+            sum += Native.EVERYTHING.get(JAVA_LONG, table + i * HurrayDecodedBuffer.sizeof() + SIZE);
+        }
+        return sum;
+    }
+
+    /** The version field of the decoded tensor's descriptor (bytes 4-5 of its encoding, docs/spec/descriptor.md). */
+    public int descriptorVersion() {
+        MemorySegment f = HurrayDecodeResult.fields(result);
+        return Short.toUnsignedInt(Native.EVERYTHING.get(java.lang.foreign.ValueLayout.JAVA_SHORT_UNALIGNED,
+                HurrayDescriptorFields.encoded(f).address() + 4));
     }
 
     /**
@@ -493,7 +590,7 @@ public final class NativeReader {
                 destroy(h);
             }
         }
-        Results.give(result);
+        Results.give(results);
         Native.debug("hurray: decoder {} destroyed", h);
         try {
             source.close();

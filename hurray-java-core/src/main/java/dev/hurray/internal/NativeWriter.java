@@ -51,6 +51,26 @@ public final class NativeWriter {
     private MemorySegment handle;
     private Leaks.Resource resource;
 
+    // Batch staging (docs/spec/c-abi.md, hurray_encoder_encode_batch): tensors queued as
+    // HurrayTensorSpec records with their small payloads copied into `aux`, encoded and sent
+    // with one downcall per batch.
+    /** Most tensors queued for one batch call. */
+    static final int MAX_QUEUED = 256;
+    /** Largest payload (and payload total) copied into the batch area; larger ones are sent from the tensor's memory. */
+    public static final long STAGE_MAX_BYTES = 16 * 1024;
+    private final MemorySegment specs;
+    private final MemorySegment aux;
+    private final MemorySegment batchResult;
+    private long auxUsed;
+    private int queued;
+    private final String[] queuedNames = new String[MAX_QUEUED];
+    /** Bytes of the output sent but not yet reported to the encoder (the next call reports them). */
+    private long unreported;
+    /** The end marker was staged: queuing more is refused at once. */
+    private boolean finished;
+    /** Why the encoder is poisoned (a send failed mid-item), or null. */
+    private String poisoned;
+
     private NativeWriter(Sink sink, long batchBytes, Arena auto, MemorySegment handle) {
         this.sink = sink;
         this.batchBytes = batchBytes;
@@ -60,6 +80,227 @@ public final class NativeWriter {
         this.count = auto.allocate(JAVA_LONG);
         this.descriptorScratch = auto.allocate(4096, 8);
         this.handle = handle;
+        this.specs = auto.allocate(SpecWriter.SPEC_BYTES * MAX_QUEUED, 8);
+        this.aux = auto.allocate(Math.max(batchBytes, 64 * 1024) + 64 * 1024, 64);
+        this.batchResult = dev.hurray.ffm.HurrayEncodeBatchResult.allocate(auto);
+    }
+
+    /**
+     * Queues a tensor given by its descriptor fields (validated and encoded by the encoder,
+     * once) and sends the batch when it is due: at {@code batchBytes} of queued output, at once
+     * when batching is off, and with this tensor when a payload is too large to copy (it is
+     * then read in place, so it must stay live until this call returns). Payloads must be live
+     * native or heap memory of their buffer's size for the duration of the call.
+     *
+     * @param name the name's UTF-8 bytes, or null
+     * @param keys the metadata keys' UTF-8 bytes, in {@code f.metadata()} order
+     * @throws HurrayException as {@link #write}; a tensor the encoder refuses is named in the
+     *     message, is not sent, and every other queued tensor is
+     */
+    public void writeFields(DescriptorFields f, byte[] name, byte[][] keys, MemorySegment[] payloads)
+            throws HurrayException {
+        if (finished) {
+            throw new HurrayException(Status.INVALID_STATE, "the stream is finished; nothing more can be written", null);
+        }
+        if (poisoned != null) {
+            throw new HurrayException(Status.POISONED, poisoned, null);
+        }
+        java.util.List<dev.hurray.BufferSpec> table = f.buffers();
+        if (payloads.length != table.size()) {
+            throw new HurrayException(Status.INVALID_ARGUMENT, payloads.length + " payloads for a descriptor with "
+                    + table.size() + " buffers", null);
+        }
+        long payloadBytes = 0;
+        boolean inPlace = false;
+        for (int i = 0; i < payloads.length; i++) {
+            long n = payloads[i].byteSize();
+            long want = table.get(i).byteSize();
+            if (n != want) {
+                throw new HurrayException(n < want ? Status.BUFFER_TOO_SMALL : Status.INVALID_ARGUMENT, "payload " + i
+                        + " has " + n + " bytes, buffer " + i + " declares " + want, null);
+            }
+            payloadBytes += n;
+            inPlace |= n > STAGE_MAX_BYTES;
+        }
+        inPlace |= payloadBytes > STAGE_MAX_BYTES;
+        if (inPlace) {
+            for (MemorySegment p : payloads) {
+                if (!p.isNative() && p.byteSize() > 0) {
+                    inPlace = false;
+                }
+            }
+        }
+        long need = SpecWriter.auxBytes(f, name, keys, payloads.length, inPlace ? 0 : payloadBytes);
+        if (need > aux.byteSize() - auxUsed || queued == MAX_QUEUED) {
+            if (queued > 0) {
+                sendBatch(0, false);
+            }
+            if (need > aux.byteSize()) {
+                // A descriptor too large for the batch area (megabytes of metadata) takes the
+                // one-tensor path through a descriptor of its own.
+                NativeDescriptor.Built b = NativeDescriptor.build(f);
+                write(b.descriptor().handle(), payloads);
+                return;
+            }
+        }
+        auxUsed = SpecWriter.write(specs, queued, aux, auxUsed, f, name, keys, payloads, !inPlace);
+        queuedNames[queued++] = f.name();
+        if (inPlace || batchBytes == 0 || auxUsed >= batchBytes) {
+            sendBatch(0, true);
+            if (batchBytes == 0) {
+                flushSink();
+            }
+        }
+    }
+
+    /**
+     * Encodes the queued tensors (plus the end marker with {@code flags}) and sends the whole
+     * pending output. On a send failure before the first byte, the last staged item is taken
+     * back when {@code takeBackLast} (the caller's own tensor).
+     */
+    private void sendBatch(int flags, boolean takeBackLast) throws HurrayException {
+        int from = 0;
+        HurrayException refused = null;
+        try {
+            while (true) {
+                int rc = hurray_h.hurray_encoder_encode_batch(handle, unreported,
+                        MemorySegment.ofAddress(specs.address() + from * SpecWriter.SPEC_BYTES), queued - from,
+                        from == queued ? flags : (queued - from > 0 ? flags : 0), pieces, MAX_PIECES, batchResult);
+                unreported = 0;
+                long encoded = dev.hurray.ffm.HurrayEncodeBatchResult.encoded(batchResult);
+                if (rc < 0) {
+                    if (from + encoded >= queued) {
+                        throw Native.error(rc, null);
+                    }
+                    int bad = from + (int) encoded;
+                    HurrayException e = Native.error(rc, null);
+                    HurrayException named = new HurrayException(e.status(), "tensor "
+                            + (queuedNames[bad] == null ? "#" + bad + " of the batch (unnamed)" : quote(queuedNames[bad]))
+                            + " was refused and not written (the other tensors were): " + e.nativeMessage(), null);
+                    if (refused == null) {
+                        refused = named;
+                    } else {
+                        refused.addSuppressed(named);
+                    }
+                    from = bad + 1;
+                    if (from == queued && flags == 0) {
+                        break;
+                    }
+                    continue;
+                }
+                from += (int) encoded;
+                boolean last = from == queued;
+                sendListed(dev.hurray.ffm.HurrayEncodeBatchResult.piece_count(batchResult),
+                        HurrayEncoderState.pending_bytes(dev.hurray.ffm.HurrayEncodeBatchResult.state(batchResult)),
+                        last && takeBackLast && refused == null);
+                if (last) {
+                    break;
+                }
+            }
+        } finally {
+            queued = 0;
+            auxUsed = 0;
+        }
+        if (refused != null) {
+            throw refused;
+        }
+    }
+
+    private static String quote(String name) {
+        return "\"" + (name.length() <= 64 ? name : name.substring(0, 64) + "…") + "\"";
+    }
+
+    /**
+     * Sends the {@code listed} pieces the last call wrote to {@code pieces}, and the rest of
+     * the {@code pending} output after them; when all of it left, the count is reported by the
+     * next call (folded into it) instead of a call of its own.
+     */
+    private void sendListed(long listed, long pending, boolean takeBackLast) throws HurrayException {
+        long total = 0;
+        while (listed > 0) {
+            long sent = sendPieces((int) listed, total, takeBackLast);
+            total += sent;
+            if (total >= pending) {
+                unreported = total;
+                return;
+            }
+            Native.check(hurray_h.hurray_encoder_consume(handle, total, state));
+            pending -= total;
+            total = 0;
+            Native.check(hurray_h.hurray_encoder_output(handle, pieces, MAX_PIECES, count));
+            listed = count.get(JAVA_LONG, 0);
+        }
+    }
+
+    /** Sends {@code n} listed pieces; returns the bytes sent (aborting the output on failure). */
+    private long sendPieces(int n, long alreadySent, boolean takeBackLast) throws HurrayException {
+        if (n > 1 && sink.gathers()) {
+            java.nio.ByteBuffer[] ranges = new java.nio.ByteBuffer[n];
+            long total = 0;
+            for (int i = 0; i < n; i++) {
+                MemorySegment p = HurrayIoSlice.asSlice(pieces, i);
+                long len = HurrayIoSlice.len(p);
+                ranges[i] = HurrayIoSlice.ptr(p).reinterpret(len).asByteBuffer();
+                total += len;
+            }
+            long sent = 0;
+            while (sent < total) {
+                sent += sendSome(() -> sink.write(ranges), alreadySent + sent, takeBackLast);
+            }
+            return sent;
+        }
+        long sent = 0;
+        for (int i = 0; i < n; i++) {
+            long at = i * HurrayIoSlice.sizeof();
+            MemorySegment bytes = Native.view(pieces.get(JAVA_LONG, at + HurrayIoSlice.ptr$offset()),
+                    pieces.get(JAVA_LONG, at + HurrayIoSlice.len$offset()));
+            long off = 0;
+            while (off < bytes.byteSize()) {
+                MemorySegment rest = bytes.asSlice(off);
+                long k = sendSome(() -> sink.write(rest), alreadySent + sent, takeBackLast);
+                off += k;
+                sent += k;
+            }
+        }
+        return sent;
+    }
+
+    /**
+     * Stages the queued tensors and reports output sent but not yet reported, so that a call
+     * of another kind (a composite, metadata, a tensor given by a native descriptor) follows
+     * them in order. Nothing is sent.
+     */
+    private void settle() throws HurrayException {
+        if (queued == 0 && unreported == 0) {
+            return;
+        }
+        int n = queued;
+        try {
+            int rc = hurray_h.hurray_encoder_encode_batch(handle, unreported, specs, n, 0, MemorySegment.NULL, 0,
+                    batchResult);
+            unreported = 0;
+            long encoded = dev.hurray.ffm.HurrayEncodeBatchResult.encoded(batchResult);
+            if (rc < 0) {
+                HurrayException e = Native.error(rc, null);
+                int bad = (int) encoded;
+                if (bad < n) {
+                    // Stage the rest; the refused tensor is reported.
+                    int rest = n - bad - 1;
+                    if (rest > 0) {
+                        Native.check(hurray_h.hurray_encoder_encode_batch(handle, 0,
+                                MemorySegment.ofAddress(specs.address() + (bad + 1) * SpecWriter.SPEC_BYTES), rest, 0,
+                                MemorySegment.NULL, 0, batchResult));
+                    }
+                    throw new HurrayException(e.status(), "tensor " + (queuedNames[bad] == null ? "#" + bad
+                            + " of the batch (unnamed)" : quote(queuedNames[bad]))
+                            + " was refused and not written (the other tensors were): " + e.nativeMessage(), null);
+                }
+                throw e;
+            }
+        } finally {
+            queued = 0;
+            auxUsed = 0;
+        }
     }
 
     /**
@@ -104,6 +345,7 @@ public final class NativeWriter {
      *     retried, unless the message says the writer is poisoned); {@link Status#POISONED}
      */
     public void write(MemorySegment descriptor, MemorySegment[] payloads) throws HurrayException {
+        settle();
         fillSlices(payloads);
         Native.check(hurray_h.hurray_encoder_encode(handle, descriptor, slices, payloads.length, state));
         afterStaging();
@@ -137,6 +379,7 @@ public final class NativeWriter {
         if (encoded.length > descriptorScratch.byteSize()) {
             descriptorScratch = Arena.ofAuto().allocate(Math.max(encoded.length, 2 * descriptorScratch.byteSize()), 8);
         }
+        settle();
         MemorySegment.copy(encoded, 0, descriptorScratch, JAVA_BYTE, 0, encoded.length);
         fillSlices(payloads);
         Native.check(hurray_h.hurray_encoder_encode_encoded(handle, descriptorScratch, encoded.length, slices,
@@ -151,6 +394,7 @@ public final class NativeWriter {
      * builder's payloads must be live native memory for the duration of the call.
      */
     public void writeComposite(MemorySegment builder) throws HurrayException {
+        settle();
         Native.check(hurray_h.hurray_encoder_encode_composite(handle, builder, state));
         afterStaging();
     }
@@ -178,20 +422,21 @@ public final class NativeWriter {
                 dev.hurray.ffm.HurrayMetadataView.value_len(view, v.length);
                 i++;
             }
+            settle();
             Native.check(hurray_h.hurray_encoder_set_metadata(handle, views, n));
         }
     }
 
     /** Sends whatever is pending and flushes the sink. */
     public void flush() throws HurrayException {
-        send(false);
+        sendBatch(0, false);
         flushSink();
     }
 
     /** Stages and sends the end-of-stream marker; idempotent after success. */
     public void finish() throws HurrayException {
-        Native.check(hurray_h.hurray_encoder_finish(handle, state));
-        send(true);
+        sendBatch(hurray_h.HURRAY_ENCODE_FINISH(), true);
+        finished = true;
         flushSink();
     }
 
@@ -280,6 +525,7 @@ public final class NativeWriter {
         }
         int rc = hurray_h.hurray_encoder_abort(handle, takeBackLast ? 1 : 0, state);
         if (rc == hurray_h.HURRAY_ERR_POISONED()) {
+            poisoned = "an earlier write failed after part of the pending output left; the stream on the wire is truncated";
             return new HurrayException(failure.status(), failure.nativeMessage() + " after " + sent
                     + " bytes of the pending output; the writer is poisoned", failure.getCause());
         }

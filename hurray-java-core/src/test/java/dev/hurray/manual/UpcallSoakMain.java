@@ -7,6 +7,7 @@ import dev.hurray.Reader;
 import dev.hurray.Status;
 import dev.hurray.Tensor;
 import dev.hurray.Writer;
+import dev.hurray.WriterOptions;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -253,7 +254,7 @@ public final class UpcallSoakMain {
                             sink.write(b, off, len);
                         }
                     };
-                    try (Writer w = Writer.of(out); Tensor x = Tensor.of(new float[] {1, 2, 3}, 3)) {
+                    try (Writer w = Writer.of(out, WriterOptions.defaults().withBatchBytes(0)); Tensor x = Tensor.of(new float[] {1, 2, 3}, 3)) {
                         bomb.expect(t, () -> w.write(x));
                     }
                 }
@@ -276,7 +277,7 @@ public final class UpcallSoakMain {
                         public void close() {
                         }
                     };
-                    try (Writer w = Writer.of(ch); Tensor x = Tensor.of(new float[] {1, 2, 3}, 3)) {
+                    try (Writer w = Writer.of(ch, WriterOptions.defaults().withBatchBytes(0)); Tensor x = Tensor.of(new float[] {1, 2, 3}, 3)) {
                         bomb.expect(t, () -> w.write(x));
                     }
                 }

@@ -718,6 +718,46 @@ public final class hurray_h {
         return HURRAY_MAX_RANK;
     }
 
+    private static final int HURRAY_MAX_NAME_BYTES = 4096;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_MAX_NAME_BYTES 4096
+     * }
+     */
+    public static int HURRAY_MAX_NAME_BYTES() {
+        return HURRAY_MAX_NAME_BYTES;
+    }
+
+    private static final int HURRAY_MAX_METADATA_ENTRIES = 256;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_MAX_METADATA_ENTRIES 256
+     * }
+     */
+    public static int HURRAY_MAX_METADATA_ENTRIES() {
+        return HURRAY_MAX_METADATA_ENTRIES;
+    }
+
+    private static final int HURRAY_MAX_METADATA_KEY_BYTES = 256;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_MAX_METADATA_KEY_BYTES 256
+     * }
+     */
+    public static int HURRAY_MAX_METADATA_KEY_BYTES() {
+        return HURRAY_MAX_METADATA_KEY_BYTES;
+    }
+
+    private static final int HURRAY_MAX_METADATA_VALUE_BYTES = 65536;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_MAX_METADATA_VALUE_BYTES 65536
+     * }
+     */
+    public static int HURRAY_MAX_METADATA_VALUE_BYTES() {
+        return HURRAY_MAX_METADATA_VALUE_BYTES;
+    }
+
     private static final int HURRAY_BUFFER_HANDLE_BYTES = 16;
     /**
      * {@snippet lang=c :
