@@ -77,4 +77,41 @@ class GgufReferenceTest {
             }
         }
     }
+
+    @Test
+    void mxfp4TensorsOfGptOssTravelAsRawRowsBitForBit() throws IOException {
+        ReferencePython.assume("gguf", "numpy");
+        Path src = tmp.resolve("mxfp4.gguf");
+        Path back = tmp.resolve("back.gguf");
+        String make = """
+                import sys, numpy as np
+                from gguf import GGUFWriter, GGMLQuantizationType as T, quants
+                a = np.random.default_rng(39).standard_normal((6, 64)).astype(np.float32)
+                q = quants.quantize(a, T.MXFP4)
+                w = GGUFWriter(sys.argv[1], 'gpt-oss')
+                w.add_tensor('blk.0.ffn_down_exps.weight', q, raw_shape=q.shape, raw_dtype=T.MXFP4)
+                w.add_tensor('norm', a[0])
+                w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+                """;
+        ReferencePython.run(make, src.toString());
+        try (ForeignModel m = Gguf.read(src)) {
+            ForeignTensor t = m.tensor("blk.0.ffn_down_exps.weight");
+            assertEquals(ElementType.UINT8, t.dtype());
+            org.junit.jupiter.api.Assertions.assertArrayEquals(new long[] {6, 34}, t.shape());
+            assertEquals("mxfp4", m.metadata().get(Gguf.TENSOR_TYPE_KEY_PREFIX + t.name()));
+            Gguf.write(m, back, null);
+        }
+        String check = """
+                import sys, numpy as np
+                from gguf import GGUFReader, quants
+                a, b = GGUFReader(sys.argv[1]), GGUFReader(sys.argv[2])
+                for x, y in zip(a.tensors, b.tensors):
+                    assert x.name == y.name and x.tensor_type == y.tensor_type, (x.name, y.name, x.tensor_type, y.tensor_type)
+                    assert list(x.shape) == list(y.shape), (x.shape, y.shape)
+                    assert bytes(x.data) == bytes(y.data), x.name
+                    assert np.array_equal(quants.dequantize(x.data, x.tensor_type), quants.dequantize(y.data, y.tensor_type))
+                print(len(b.tensors), int(b.tensors[0].tensor_type))
+                """;
+        assertEquals("2 39", ReferencePython.run(check, src.toString(), back.toString()).strip());
+    }
 }
