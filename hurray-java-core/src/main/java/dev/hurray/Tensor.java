@@ -775,6 +775,26 @@ public final class Tensor implements AutoCloseable {
         return toDense(false, maxBytes);
     }
 
+    /**
+     * Checks what this tensor's descriptor cannot vouch for, with the native library's checks
+     * ({@code hurray_layout_check_contents}): every sparse index and indptr entry, every
+     * page-table entry. Nothing to check, and no error, for the other layouts. The readers and
+     * the container writer apply the same checks; call this before moving a tensor built from
+     * foreign bytes elsewhere without densifying it.
+     *
+     * @throws HurrayException {@link Status#CORRUPT} naming the first offending position,
+     *     {@link Status#INVALID_ARGUMENT} for buffers in device memory
+     * @throws IllegalStateException if this tensor is closed
+     */
+    public void checkContents() throws HurrayException {
+        pin();
+        try {
+            NativeLayouts.checkContents(descriptor.nativeHandle(), buffers);
+        } finally {
+            unpin();
+        }
+    }
+
     private Tensor toDense(boolean sparse, long maxBytes) throws HurrayException {
         if (maxBytes < 0) {
             throw new IllegalArgumentException("maxBytes " + maxBytes + " < 0");
