@@ -2458,6 +2458,22 @@ HurrayStatus hurray_paged_gather(const struct HurrayDescriptor *descriptor,
                                  void *out,
                                  uint64_t out_len);
 
+// Checks the buffer contents a descriptor cannot vouch for, without writing anything: every
+// sparse index and indptr entry (COO/CSR/CSC/BSR; canonical order when promised) and every
+// page-table entry (block-paged), exactly the checks densify, gather, the readers and the
+// container writer apply. For other layouts only the payload count is checked.
+// For callers that move a sparse or paged tensor into another format without densifying it.
+//
+// Errors: `CORRUPT` (the first offending position), `BUFFER_TOO_SMALL` (a payload shorter
+// than declared), `INVALID_ARGUMENT` (payload count, device memory), `NULL_POINTER`. Added
+// within ABI 4. Thread-safe.
+//
+// # Safety
+// `descriptor` live; `payloads` valid for `count` slices, each readable for its length.
+HurrayStatus hurray_layout_check_contents(const struct HurrayDescriptor *descriptor,
+                                          const struct HurrayIoSlice *payloads,
+                                          size_t count);
+
 // The constant's name for a status (e.g. `"HURRAY_ERR_TRUNCATED"`), or `"HURRAY_UNKNOWN_STATUS"`.
 // Returns a static NUL-terminated string: never NULL, never freed. Thread-safe.
 const char *hurray_status_name(HurrayStatus status);

@@ -21,6 +21,15 @@ if [ ${#need[@]} -gt 0 ]; then
   $sudo apt-get update -qq
   $sudo apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi
+# The reference implementations the cross-check tests compare against (skipped when absent).
+# pip reaches the machine's configured index; already-satisfied pins cost no download.
+ref_py=(safetensors==0.8.0 gguf==0.19.0 ml_dtypes==0.6.0 scipy numpy)
+if command -v python3 >/dev/null; then
+  python3 -c 'import safetensors, gguf, ml_dtypes, scipy, numpy, importlib.metadata as m
+assert (m.version("safetensors"), m.version("gguf"), m.version("ml_dtypes")) == ("0.8.0", "0.19.0", "0.6.0")' 2>/dev/null \
+    || python3 -m pip install --quiet --retries 0 "${ref_py[@]}" \
+    || echo "setup: could not install ${ref_py[*]}; the reference cross-checks will be skipped"
+fi
 [ -x "$HOME/.cargo/bin/cargo" ] || command -v cargo >/dev/null || { echo "setup: cargo (Rust 1.93+) is required" >&2; exit 1; }
 if command -v npm >/dev/null; then
   bash .ci/fetch-face-api.sh

@@ -725,8 +725,8 @@ pub fn plan(element_type: ElementType, shape: Shape, quantization: Option<Quanti
 /// Supported: every block kind; per-channel affine with an `int8` stored type (symmetric:
 /// `scale[c] = amax_c / 127`, bias 0); and plain or cast descriptors of a float element type
 /// (round to nearest even; minifloats saturate). Rules per kind are in docs/spec/descriptor.md
-/// §Quantization. Errors: `InvalidArgument` (length or buffer count mismatch, a non-finite
-/// input for a kind that cannot carry it), `BufferTooSmall`, `Unsupported` (other
+/// §Quantization. Errors: `InvalidArgument` (length or buffer count mismatch, a NaN or ±Inf
+/// input for a block kind or int8 per-channel affine), `BufferTooSmall`, `Unsupported` (other
 /// combinations).
 pub fn quantize(desc: &TensorDescriptor, input: &[f32], buffers: &mut [&mut [u8]]) -> Result<()> {
     check_buffers(desc, buffers.iter().map(|b| b.len()), buffers.len())?;
@@ -738,12 +738,13 @@ pub fn quantize(desc: &TensorDescriptor, input: &[f32], buffers: &mut [&mut [u8]
     let off = desc.byte_offset() as usize;
     match desc.quantization() {
         Some(Quantization::Block(bq)) => {
-            if input.iter().any(|v| !v.is_finite()) {
-                bail!(InvalidArgument, "{} quantization needs finite inputs", bq.kind.name());
-            }
+            require_finite(input, bq.kind.name())?;
             quantize_block(bq, et, desc.shape(), input, buffers, off)
         }
         Some(Quantization::PerChannelAffine { axis, .. }) if et == ElementType::Int8 => {
+            // The block kinds' rule: an integer code cannot carry NaN or ±Inf, and clamping
+            // them would be a silent wrong value.
+            require_finite(input, "int8 per-channel")?;
             // The storage-order channel stride, as dequantize uses (column-major included).
             let (inner, len) = channel_stride(desc, *axis as usize);
             let (inner, len) = (inner as usize, len as usize);
@@ -790,6 +791,15 @@ pub fn quantize(desc: &TensorDescriptor, input: &[f32], buffers: &mut [&mut [u8]
             Ok(())
         }
         Some(q) => bail!(Unsupported, "quantizing to kind {} with {} is not supported", q.code(), et.name()),
+    }
+}
+
+/// Refuses NaN and ±Inf for a quantization whose codes are integers (every block kind and
+/// int8 per-channel affine), naming the first offending element.
+fn require_finite(input: &[f32], kind: &str) -> Result<()> {
+    match input.iter().position(|v| !v.is_finite()) {
+        Some(i) => bail!(InvalidArgument, "{kind} quantization needs finite inputs (element {i} is {})", input[i]),
+        None => Ok(()),
     }
 }
 
@@ -958,24 +968,28 @@ fn quantize_block(
             });
         }
         BlockKind::GgufQ8_0 => {
+            // llama.cpp's quantize_row_q8_0_ref, bit for bit: codes from the float32 scale's
+            // reciprocal (not the stored float16 one), rounded half away from zero (roundf).
             for (blk, v) in data.chunks_exact_mut(Q8_0_BLOCK_BYTES as usize).zip(input.chunks_exact(32)) {
                 let amax = v.iter().map(|x| x.abs()).fold(0f32, f32::max);
-                let dh = f32_to_f16(amax / 127.0);
-                let d = f16_to_f32(dh);
-                blk[..2].copy_from_slice(&dh.to_le_bytes());
+                let d = amax / 127.0;
+                let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+                blk[..2].copy_from_slice(&f32_to_f16(d).to_le_bytes());
                 for (q, x) in blk[2..].iter_mut().zip(v) {
-                    *q = if d > 0.0 { rne_f32(x / d).clamp(-127.0, 127.0) as i8 as u8 } else { 0 };
+                    *q = (x * id).round().clamp(-127.0, 127.0) as i8 as u8;
                 }
             }
         }
         BlockKind::GgufQ4_0 => {
             for (blk, v) in data.chunks_exact_mut(Q4_0_BLOCK_BYTES as usize).zip(input.chunks_exact(32)) {
-                // llama.cpp's rule: the element of largest magnitude maps to −8.
+                // llama.cpp's quantize_row_q4_0_ref, bit for bit: the first element of largest
+                // magnitude maps to −8; codes are trunc(v × (1/d) + 8.5) from the float32 scale,
+                // capped at 15.
                 let m = v.iter().copied().fold(0f32, |a, x| if x.abs() > a.abs() { x } else { a });
-                let dh = f32_to_f16(m / -8.0);
-                let d = f16_to_f32(dh);
-                blk[..2].copy_from_slice(&dh.to_le_bytes());
-                let q = |x: f32| if d != 0.0 { (rne_f32(x / d) + 8.0).clamp(0.0, 15.0) as u8 } else { 8 };
+                let d = m / -8.0;
+                let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+                blk[..2].copy_from_slice(&f32_to_f16(d).to_le_bytes());
+                let q = |x: f32| ((x * id + 8.5).trunc().max(0.0) as u8).min(15);
                 for j in 0..16 {
                     blk[2 + j] = q(v[j]) | q(v[j + 16]) << 4;
                 }

@@ -327,6 +327,57 @@ fn hand_built_gguf_blocks() {
     }
 }
 
+#[test]
+fn gguf_quantizers_round_as_llama_cpp() {
+    // Q8_0: d = amax / 127 = 1 exactly, so the codes are roundf(v): halves go away from zero
+    // (0.5 → 1, 2.5 → 3, −0.5 → −1), where ties-to-even would give 0, 2, 0.
+    let mut v = vec![0f32; 32];
+    v[..5].copy_from_slice(&[127.0, 0.5, 2.5, -0.5, -2.5]);
+    let q8 = Some(Quantization::Block(BlockQuant::gguf(false, 1)));
+    let (_, bufs) = quantize_to_vec(Int8, Shape::new(vec![32]).unwrap(), q8.clone(), &v).unwrap();
+    assert_eq!(&bufs[0][..2], &[0x00, 0x3c]); // float16 1.0
+    assert_eq!(bufs[0][2..7].iter().map(|&b| b as i8).collect::<Vec<_>>(), [127, 1, 3, -1, -3]);
+    // The codes come from the float32 scale, not the stored float16 one: amax 100 gives
+    // d = 0.7874016 (float16 0.7875977); 0.3937008 × (1 / d) is 0.5 in float32, so roundf
+    // gives 1, where 0.3937008 / 0.7875977 = 0.49987555 would give 0.
+    v.fill(0.0);
+    v[0] = 100.0;
+    v[1] = 0.3937008;
+    let (_, bufs) = quantize_to_vec(Int8, Shape::new(vec![32]).unwrap(), q8, &v).unwrap();
+    let id = 1.0f32 / (100.0f32 / 127.0);
+    assert_eq!(bufs[0][3] as i8, (0.3937008f32 * id).round() as i8);
+    assert_eq!(bufs[0][3] as i8, 1);
+    // Q4_0: the largest magnitude −8 gives d = 1; codes trunc(v + 8.5) capped at 15, so 0.5 → 9
+    // and 2.5 → 11 (ties-to-even on v / d would give 8 and 10), 7.9 → 15 (16 capped).
+    let mut v = vec![0f32; 32];
+    v[..5].copy_from_slice(&[-8.0, 0.5, 2.5, -0.5, 7.9]);
+    let q4 = Some(Quantization::Block(BlockQuant::gguf(true, 1)));
+    let (_, bufs) = quantize_to_vec(Uint4, Shape::new(vec![32]).unwrap(), q4, &v).unwrap();
+    assert_eq!(&bufs[0][..2], &[0x00, 0x3c]); // d = m / −8 = float16 1.0
+    let low: Vec<u8> = bufs[0][2..7].iter().map(|b| b & 15).collect();
+    assert_eq!(low, [0, 9, 11, 8, 15]);
+    assert!(bufs[0][2..18].iter().all(|b| b >> 4 == 8)); // elements 16..32 are 0 → trunc(8.5)
+}
+
+#[test]
+fn integer_quantizers_refuse_non_finite_input_alike() {
+    // Every kind whose codes are integers refuses NaN and ±Inf, int8 per-channel included
+    // (it used to store NaN as 0 and ±Inf as ±127 steps).
+    for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+        let mut v = vec![1f32; 32];
+        v[5] = bad;
+        let shape = Shape::new(vec![1, 32]).unwrap();
+        let pc = Some(Quantization::PerChannelAffine { axis: 0, dequantized: Float32 });
+        let e = quantize_to_vec(Int8, shape.clone(), pc, &v).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{bad}");
+        assert!(e.to_string().contains("element 5"), "{e}");
+        for (et, bq) in [(Int8, BlockQuant::gguf(false, 2)), (Uint4, BlockQuant::nf4(32)), (Int8, BlockQuant::mx(1, 32))] {
+            let e = quantize_to_vec(et, shape.clone(), Some(Quantization::Block(bq)), &v).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{bad} {:?}", bq.kind);
+        }
+    }
+}
+
 /// A named quantized tensor with its buffers and the float32 input it came from.
 type Quantized = (String, TensorDescriptor, Vec<Vec<u8>>, Vec<f32>);
 

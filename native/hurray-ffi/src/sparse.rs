@@ -395,3 +395,32 @@ pub unsafe extern "C" fn hurray_paged_gather(
     // SAFETY: the caller's pointers meet into_caller's contract: this function's # Safety is the same.
     unsafe { into_caller("hurray_paged_gather", descriptor, payloads, count, out, out_len, hurray_core::paged::gather) }
 }
+
+/// Checks the buffer contents a descriptor cannot vouch for, without writing anything: every
+/// sparse index and indptr entry (COO/CSR/CSC/BSR; canonical order when promised) and every
+/// page-table entry (block-paged), exactly the checks densify, gather, the readers and the
+/// container writer apply. For other layouts only the payload count is checked.
+/// For callers that move a sparse or paged tensor into another format without densifying it.
+///
+/// Errors: `CORRUPT` (the first offending position), `BUFFER_TOO_SMALL` (a payload shorter
+/// than declared), `INVALID_ARGUMENT` (payload count, device memory), `NULL_POINTER`. Added
+/// within ABI 4. Thread-safe.
+///
+/// # Safety
+/// `descriptor` live; `payloads` valid for `count` slices, each readable for its length.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_layout_check_contents(
+    descriptor: *const HurrayDescriptor,
+    payloads: *const HurrayIoSlice,
+    count: usize,
+) -> HurrayStatus {
+    guard("hurray_layout_check_contents", || {
+        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
+        // handles.
+        let d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
+        // SAFETY: `payloads` is valid for `count` slices, each valid for its length (# Safety), as host_views requires.
+        let views = unsafe { host_views(d, payloads, count)? };
+        hurray_core::layouts::check_contents(d, &views)?;
+        Ok(HURRAY_OK)
+    })
+}

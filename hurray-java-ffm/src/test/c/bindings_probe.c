@@ -1291,6 +1291,13 @@ int main(void) {
   KIND(void *);
   KIND(uint64_t);
   printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_layout_check_contents), HurrayStatus (*)(const struct HurrayDescriptor *, const struct HurrayIoSlice *, size_t)), "hurray_layout_check_contents: signature differs from the AST");
+  printf("func hurray_layout_check_contents");
+  KIND(HurrayStatus);
+  KIND(const struct HurrayDescriptor *);
+  KIND(const struct HurrayIoSlice *);
+  KIND(size_t);
+  printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_status_name), const char * (*)(HurrayStatus)), "hurray_status_name: signature differs from the AST");
   printf("func hurray_status_name");
   KIND(const char *);

@@ -65,9 +65,20 @@ import java.util.stream.StreamSupport;
  *       declared alignment, which is always the case for alignments up to the page size (the
  *       map starts on a page boundary and the writer aligns every payload in the file); only
  *       a buffer declaring a larger alignment may be an aligned copy. Pages are read lazily by
- *       the operating system; payload checksums are not checked by default (checking touches
- *       every page).</li>
+ *       the operating system.</li>
  * </ul>
+ *
+ * <h2>What is checked, and when</h2>
+ * Both ways check the header, the trailer and every index entry and descriptor they use, and
+ * every sparse index and page table of a tensor they hand out. Payload checksums (CRC32C) are
+ * where the two differ, and the policy is deliberate: {@link #open} checks each payload as it
+ * reads it (it touches every byte anyway); {@link #map} does <em>not</em> by default, because
+ * checking would touch every page of a tensor the caller may only want a slice of, and a
+ * mapping's pages can change after any check anyway. So a mapped read of a damaged payload
+ * returns the damaged bytes without an error. Ask for the checks with
+ * {@link FileReaderOptions#withPayloadChecks} ({@code VERIFY}: each tensor is checked in
+ * place when read), or call {@link #verify()} once, which checks every payload whatever the
+ * options say. A mapped file must also not shrink while mapped (see below).
  *
  * <h2>Costs</h2>
  * Opening reads the header and the trailer, and the whole index when index plus metadata are
@@ -814,20 +825,37 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
     }
 
     /**
-     * Checks the whole index now (docs/spec/hrryfile.md §3): index and metadata checksums,
-     * every entry, record and descriptor, name order and uniqueness, payload lengths, ranges and
-     * alignment, and that no two payloads overlap. Reads no payload (payload checksums are
-     * checked when tensors are read). A file whose index was not loaded at open otherwise checks
-     * each entry only when it is used.
+     * Checks the whole container now: first the index (docs/spec/hrryfile.md §3: index and
+     * metadata checksums, every entry, record and descriptor, name order and uniqueness, payload
+     * lengths, ranges and alignment, and that no two payloads overlap), then every payload
+     * against its stored CRC32C and every sparse index or page table: each tensor is read by a
+     * native reader that checks and freed at once. For a {@link #map mapped} file that is a
+     * second reader over the same mapping with payload checks on, whatever
+     * {@link FileReaderOptions#payloadChecks()} says, so nothing is copied; for {@link #open}
+     * it is this file's reader, which checks payloads unless it was opened with
+     * {@link FileReaderOptions.PayloadChecks#SKIP} (then only the indices and page tables are
+     * checked). Costs one pass over every payload byte.
      *
-     * @throws HurrayException the first problem found ({@link Status#CORRUPT},
-     *     {@link Status#DUPLICATE_NAME}, {@link Status#INVALID_ALIGNMENT}, …), or
-     *     {@link Status#LIMIT_EXCEEDED} above {@link FileReaderOptions#maxIndexBytes()}
+     * @throws HurrayException the first problem found ({@link Status#CORRUPT} for a damaged
+     *     payload too, {@link Status#DUPLICATE_NAME}, {@link Status#INVALID_ALIGNMENT}, …),
+     *     {@link Status#TRUNCATED} when the file shrank, or {@link Status#LIMIT_EXCEEDED} above
+     *     {@link FileReaderOptions#maxIndexBytes()} or {@link FileReaderOptions#maxTensorBytes()}
      */
     public void verify() throws HurrayException {
         guard.enter();
         try {
             reader.verify();
+            if (mapping != null) {
+                NativeFileReader checking = NativeFileReader.openSpan(mapping.start(), mapping.size(),
+                        FileReaderOptions.defaults().withPayloadChecks(FileReaderOptions.PayloadChecks.VERIFY).toNative());
+                try {
+                    checking.readEveryTensor();
+                } finally {
+                    checking.close();
+                }
+            } else {
+                reader.readEveryTensor();
+            }
         } finally {
             guard.exit();
         }

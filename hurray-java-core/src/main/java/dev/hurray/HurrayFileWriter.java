@@ -73,6 +73,12 @@ import org.slf4j.LoggerFactory;
 public final class HurrayFileWriter implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger("dev.hurray");
 
+    /** Set by {@link #abandon()}: the caller discards on purpose. */
+    private boolean abandoning;
+
+    /** Set when one of this writer's own calls failed: the caller already has that exception. */
+    private boolean failed;
+
     /**
      * Receives write progress: called on the writing thread after each tensor is added and
      * after {@link #finish()}, outside the writer (it may call the writer's accessors). An
@@ -249,7 +255,12 @@ public final class HurrayFileWriter implements AutoCloseable {
                         d = desc.nativeHandle();
                     }
                 }
-                nativeWriter.add(d, bufs);
+                try {
+                    nativeWriter.add(d, bufs);
+                } catch (IOException | RuntimeException e) {
+                    failed = true; // reported to the caller: close() adds nothing
+                    throw e;
+                }
             } finally {
                 tensor.unpin();
             }
@@ -297,7 +308,12 @@ public final class HurrayFileWriter implements AutoCloseable {
                         bufs[i] = c;
                     }
                 }
-                nativeWriter.add(descriptor.nativeHandle(), bufs);
+                try {
+                    nativeWriter.add(descriptor.nativeHandle(), bufs);
+                } catch (IOException | RuntimeException e) {
+                    failed = true; // reported to the caller: close() adds nothing
+                    throw e;
+                }
             } finally {
                 if (copies != null) {
                     copies.close();
@@ -348,7 +364,12 @@ public final class HurrayFileWriter implements AutoCloseable {
         guard.enter();
         try {
             requireOpen();
-            composite.writeWith(nativeWriter::addComposite);
+            try {
+                composite.writeWith(nativeWriter::addComposite);
+            } catch (IOException | RuntimeException e) {
+                failed = true; // reported to the caller: close() adds nothing
+                throw e;
+            }
         } finally {
             guard.exit();
         }
@@ -394,7 +415,12 @@ public final class HurrayFileWriter implements AutoCloseable {
         guard.enter();
         try {
             requireOpen();
-            nativeWriter.flush();
+            try {
+                nativeWriter.flush();
+            } catch (IOException | RuntimeException e) {
+                failed = true; // reported to the caller: close() adds nothing
+                throw e;
+            }
             nativeWriter.transport().flush();
         } finally {
             guard.exit();
@@ -425,10 +451,16 @@ public final class HurrayFileWriter implements AutoCloseable {
             if (nativeWriter.isClosed()) {
                 throw new IllegalStateException("the file writer failed while committing and is closed");
             }
-            long size = nativeWriter.finish();
-            nativeWriter.transport().flush();
-            if (output != null) {
-                commit();
+            long size;
+            try {
+                size = nativeWriter.finish();
+                nativeWriter.transport().flush();
+                if (output != null) {
+                    commit();
+                }
+            } catch (IOException | RuntimeException e) {
+                failed = true; // reported to the caller: close() adds nothing
+                throw e;
             }
             finished = true;
             fileSize = size;
@@ -496,12 +528,33 @@ public final class HurrayFileWriter implements AutoCloseable {
     // ---------------------------------------------------------------- close
 
     /**
+     * Discards everything added and closes, on purpose: as {@link #close()}, without the
+     * exception {@code close()} throws for tensors that were never {@link #finish() finished}.
+     * Idempotent.
+     *
+     * @throws IOException as {@link #close()} for a failing sink or temporary file
+     */
+    public void abandon() throws IOException {
+        abandoning = true;
+        close();
+    }
+
+    /**
      * Closes the writer and its sink. Without a successful {@link #finish()} the output is
      * abandoned (see the class comment): a {@link HurrayFile#create create()} writer deletes its
      * temporary file. Idempotent. Throws {@link IOException}s as they are, never wrapped.
      *
+     * <p><b>Closing without finish() loses data, and says so.</b> When tensors were added but
+     * {@code finish()} never succeeded and none of this writer's own calls failed (a failure
+     * was already reported by the exception that call threw), the output is abandoned as above and then this throws
+     * {@link Status#INVALID_STATE} naming how many tensors were discarded (and logs it at WARN
+     * on logger {@code dev.hurray}). In a try-with-resources block whose body already threw,
+     * that exception is added to the body's exception as suppressed, as Java does for every
+     * failing close, so the original error stays the one thrown. Call {@link #abandon()} to
+     * discard on purpose without the exception.
+     *
      * @throws HurrayException {@link Status#TRANSPORT} if closing the sink threw (the writer is
-     *     closed regardless)
+     *     closed regardless); {@link Status#INVALID_STATE} when added tensors were discarded
      * @throws IOException if the temporary file could not be deleted
      * @throws IllegalStateException if a call is in progress on another thread (the writer
      *     stays open)
@@ -511,14 +564,21 @@ public final class HurrayFileWriter implements AutoCloseable {
         if (!guard.close()) {
             return;
         }
-        if (!finished && tensors > 0) {
-            LOG.debug("hurray: file writer closed without finish(): {} tensors abandoned", tensors);
-        }
         IOException failure = null;
+        if (!finished && tensors > 0 && !abandoning && !failed) {
+            LOG.warn("hurray: file writer closed without finish(): {} tensors discarded", tensors);
+            failure = new HurrayException(Status.INVALID_STATE, "the file writer was closed without finish(): " + tensors
+                    + (tensors == 1 ? " tensor was" : " tensors were") + " discarded and no container was written "
+                    + "(call finish() to write them, or abandon() to discard them on purpose)", null);
+        }
         try {
             nativeWriter.close();
         } catch (HurrayException e) {
-            failure = e;
+            if (failure == null) {
+                failure = e;
+            } else {
+                failure.addSuppressed(e);
+            }
         }
         if (output != null && !committed) {
             try {

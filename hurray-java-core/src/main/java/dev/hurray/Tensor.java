@@ -736,13 +736,37 @@ public final class Tensor implements AutoCloseable {
      * @throws IllegalStateException if this tensor is closed or its layout is not sparse
      * @throws HurrayException {@link Status#CORRUPT} for an index out of range or a bad indptr,
      *     {@link Status#UNSUPPORTED} for summing float16/bfloat16/fp8 duplicates,
-     *     {@link Status#INVALID_ARGUMENT} for buffers in device memory
+     *     {@link Status#INVALID_ARGUMENT} for buffers in device memory,
+     *     {@link Status#LIMIT_EXCEEDED} for a result over {@link #DEFAULT_MAX_DENSE_BYTES}
+     *     (checked before anything is allocated; see {@link #densify(long)})
      */
     public Tensor densify() throws HurrayException {
+        return densify(DEFAULT_MAX_DENSE_BYTES);
+    }
+
+    /**
+     * The largest dense result {@link #densify()} and {@link #gather()} make without being
+     * asked for more: 1 GiB. A sparse or paged tensor of a few hundred bytes can describe
+     * terabytes of zeros or repeated pages, so the dense byte count (from the descriptor, before
+     * anything is allocated) is checked against a limit; {@link #densify(long)} and
+     * {@link #gather(long)} take another.
+     */
+    public static final long DEFAULT_MAX_DENSE_BYTES = 1L << 30;
+
+    /**
+     * As {@link #densify()}, refusing a result of more than {@code maxBytes} bytes before
+     * allocating anything.
+     *
+     * @throws HurrayException {@link Status#LIMIT_EXCEEDED} when the dense form of the shape
+     *     needs more than {@code maxBytes} (the message says how much and how to raise the
+     *     limit), and the failures of {@link #densify()}
+     * @throws IllegalArgumentException for a negative {@code maxBytes}
+     */
+    public Tensor densify(long maxBytes) throws HurrayException {
         if (!descriptor.layout().kind().isSparse()) {
             throw new IllegalStateException("densify needs a sparse layout, not " + descriptor.layout());
         }
-        return toDense(true);
+        return toDense(true, maxBytes);
     }
 
     /**
@@ -752,16 +776,65 @@ public final class Tensor implements AutoCloseable {
      *
      * @throws IllegalStateException if this tensor is closed or its layout is not paged
      * @throws HurrayException {@link Status#CORRUPT} for a page-table entry past the page
-     *     buffer, {@link Status#INVALID_ARGUMENT} for device memory
+     *     buffer, {@link Status#INVALID_ARGUMENT} for device memory, {@link Status#LIMIT_EXCEEDED}
+     *     for a result over {@link #DEFAULT_MAX_DENSE_BYTES} (see {@link #gather(long)})
      */
     public Tensor gather() throws HurrayException {
+        return gather(DEFAULT_MAX_DENSE_BYTES);
+    }
+
+    /**
+     * As {@link #gather()}, refusing a result of more than {@code maxBytes} bytes before
+     * allocating anything.
+     *
+     * @throws HurrayException {@link Status#LIMIT_EXCEEDED} when the contiguous form needs more
+     *     than {@code maxBytes}, and the failures of {@link #gather()}
+     * @throws IllegalArgumentException for a negative {@code maxBytes}
+     */
+    public Tensor gather(long maxBytes) throws HurrayException {
         if (descriptor.layout().kind() != Layout.Kind.PAGED) {
             throw new IllegalStateException("gather needs a block-paged layout, not " + descriptor.layout());
         }
-        return toDense(false);
+        return toDense(false, maxBytes);
     }
 
-    private Tensor toDense(boolean sparse) throws HurrayException {
+    /**
+     * Checks what this tensor's descriptor cannot vouch for, with the native library's checks
+     * ({@code hurray_layout_check_contents}): every sparse index and indptr entry, every
+     * page-table entry. Nothing to check, and no error, for the other layouts. The readers and
+     * the container writer apply the same checks; call this before moving a tensor built from
+     * foreign bytes elsewhere without densifying it.
+     *
+     * @throws HurrayException {@link Status#CORRUPT} naming the first offending position,
+     *     {@link Status#INVALID_ARGUMENT} for buffers in device memory
+     * @throws IllegalStateException if this tensor is closed
+     */
+    public void checkContents() throws HurrayException {
+        pin();
+        try {
+            NativeLayouts.checkContents(descriptor.nativeHandle(), buffers);
+        } finally {
+            unpin();
+        }
+    }
+
+    private Tensor toDense(boolean sparse, long maxBytes) throws HurrayException {
+        if (maxBytes < 0) {
+            throw new IllegalArgumentException("maxBytes " + maxBytes + " < 0");
+        }
+        long need;
+        try {
+            need = descriptor.elementType().byteSizeOf(descriptor.elementCount());
+        } catch (IllegalArgumentException | ArithmeticException e) {
+            throw new HurrayException(Status.LIMIT_EXCEEDED, (sparse ? "densify" : "gather") + ": the dense form of "
+                    + descriptor.shape() + " does not fit 64-bit byte counts", e);
+        }
+        if (need > maxBytes) {
+            throw new HurrayException(Status.LIMIT_EXCEEDED, (sparse ? "densify" : "gather") + ": the dense form of "
+                    + descriptor.elementType().formatName() + descriptor.shape() + " needs " + need
+                    + " bytes, over the limit of " + maxBytes + " bytes; pass a larger limit to Tensor."
+                    + (sparse ? "densify" : "gather") + "(maxBytes) if this is intended", null);
+        }
         TensorDescriptor dense = TensorDescriptor.of(descriptor.elementType(), descriptor.shape());
         pin();
         try {

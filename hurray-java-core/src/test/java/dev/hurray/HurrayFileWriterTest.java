@@ -114,11 +114,14 @@ class HurrayFileWriterTest {
     void closingWithoutFinishLeavesNothingAndKeepsTheOldFile() throws IOException {
         Path target = dir.resolve("keep.hrry");
         Files.writeString(target, "the previous file");
-        try (HurrayFileWriter w = HurrayFile.create(target); Tensor t = floats("a", 3, 0)) {
-            w.add(t);
-            w.metadata("k", "v");
-            // An exception in the block: close() runs without finish().
-        }
+        // close() without finish(): the loss is an exception, the temporary file is deleted.
+        HurrayException lost = assertThrows(HurrayException.class, () -> {
+            try (HurrayFileWriter w = HurrayFile.create(target); Tensor t = floats("a", 3, 0)) {
+                w.add(t);
+                w.metadata("k", "v");
+            }
+        });
+        assertEquals(Status.INVALID_STATE, lost.status());
         assertEquals(List.of(target), listing(), "temp file deleted");
         assertEquals("the previous file", Files.readString(target));
 
@@ -267,6 +270,7 @@ class HurrayFileWriterTest {
         try (HurrayFileWriter w = HurrayFileWriter.of(bytes); Tensor a = floats("a", 100, 1)) {
             w.add(a);
             w.flush();
+            w.abandon();
         }
         Path path = dir.resolve("unfinished.hrry");
         Files.write(path, bytes.toByteArray());

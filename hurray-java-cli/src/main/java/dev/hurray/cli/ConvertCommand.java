@@ -1,5 +1,6 @@
 package dev.hurray.cli;
 
+import dev.hurray.cli.io.Densify;
 import dev.hurray.cli.io.Dequantize;
 import dev.hurray.cli.io.Pipeline;
 import dev.hurray.cli.io.Quantize;
@@ -69,8 +70,14 @@ final class ConvertCommand implements Callable<Integer> {
     String scaleSuffix;
 
     @Option(names = "--densify",
-            description = "scipy.sparse input: write the dense matrix instead of keeping the sparse layout.")
+            description = "Write sparse tensors (scipy.sparse npz, HRRYFILE, streams) dense and block-paged ones "
+                    + "gathered, instead of keeping their layout.")
     boolean densify;
+
+    @Option(names = "--max-dense-bytes", paramLabel = "BYTES",
+            description = "--densify: the largest dense tensor made, in bytes (default: ${DEFAULT-VALUE}, 1 GiB); "
+                    + "a larger one is refused before anything is allocated.")
+    long maxDenseBytes = dev.hurray.Tensor.DEFAULT_MAX_DENSE_BYTES;
 
     @Option(names = "--compress", description = "npz: deflate entries (like np.savez_compressed).")
     boolean compress;
@@ -102,15 +109,18 @@ final class ConvertCommand implements Callable<Integer> {
         if (!outFormat.writable()) {
             throw new CliException(ExitCode.USAGE, outFormat + " can be read but not written");
         }
-        if (SparseConvert.applies(in, inFormat, outFormat)) {
+        if (maxDenseBytes < 0) {
+            throw new CliException(ExitCode.USAGE, "--max-dense-bytes: " + maxDenseBytes + " is negative");
+        }
+        if (!densify && SparseConvert.applies(in, inFormat, outFormat)) {
             try {
-                SparseConvert.run(in, inFormat, out, outFormat, densify);
+                SparseConvert.run(in, inFormat, out, outFormat);
             } catch (IOException e) {
                 throw Errors.reading(e, in, out);
             }
             if (!common.quiet) {
                 spec.commandLine().getOut().println("converted 1 sparse tensor " + in + " [" + inFormat + "] -> " + out
-                        + " [" + outFormat + "]" + (densify ? " (densified)" : ""));
+                        + " [" + outFormat + "]");
             }
             return ExitCode.OK;
         }
@@ -140,9 +150,13 @@ final class ConvertCommand implements Callable<Integer> {
             } catch (IOException e) {
                 throw Errors.writing(e, out);
             }
+            Pipeline.Transform values = qs != null ? (item, scratch) -> Quantize.apply(item, scratch, qs)
+                    : dequantize ? Dequantize::apply : (item, scratch) -> item;
+            // The output is opened before the first tensor is read, so a target that cannot be
+            // written is refused before any densify work.
+            Pipeline.Transform dense = densify ? Densify.upTo(maxDenseBytes) : (item, scratch) -> item;
             try (sink; Progress p = Progress.start(err, "writing", src.totalBytes(), common.quiet, terminal)) {
-                stats = Pipeline.copy(src, sink, qs != null ? (item, scratch) -> Quantize.apply(item, scratch, qs)
-                        : dequantize ? Dequantize::apply : (item, scratch) -> item, p);
+                stats = Pipeline.copy(src, sink, (item, scratch) -> values.apply(dense.apply(item, scratch), scratch), p);
             }
         } catch (IOException e) {
             throw Errors.reading(e, in, out);
@@ -182,6 +196,9 @@ final class ConvertCommand implements Callable<Integer> {
             throw Errors.reading(e);
         }
         // Foreign files are read into memory (or mapped) first; the bar is only a guide there.
+        if (densify && inFormat == Format.NPZ && dev.hurray.formats.ScipySparse.isSparseNpz(in)) {
+            return SparseConvert.source(in);
+        }
         try (Progress p = Progress.start(err, "reading", inFormat == Format.TFJS ? 0 : size, common.quiet, terminal)) {
             return Inputs.open(in, inFormat, dequantize, st, p);
         }

@@ -66,6 +66,10 @@ final class Inputs {
     static Source open(Path in, Format format, boolean dequantize, Safetensors.Options safetensors,
                        LongConsumer progress) throws CliException {
         try {
+            // A scipy.sparse save_npz archive is one sparse tensor, not an npz of plain arrays.
+            if (format == Format.NPZ && dev.hurray.formats.ScipySparse.isSparseNpz(in)) {
+                return SparseConvert.source(in);
+            }
             return switch (format) {
                 case HRRYFILE -> HrryFileSource.open(in);
                 case STREAM -> stream(in);

@@ -54,6 +54,16 @@ public final class Main {
                 e.printStackTrace(err);
             }
             code = ExitCode.INTERNAL;
+        } catch (OutOfMemoryError e) {
+            // An Error passes picocli's handler. The heap the failed command held is garbage by
+            // now, so a one-line message can still be printed; the stack would only scare.
+            err.println("hurray: error: out of memory (" + Errors.oneLine(String.valueOf(e.getMessage()))
+                    + "): the input needs more than this JVM's " + (Runtime.getRuntime().maxMemory() >> 20)
+                    + " MiB heap; give it more with HURRAY_JAVA_OPTS=-Xmx<size>");
+            if (java.util.Arrays.asList(args).contains("--verbose") || java.util.Arrays.asList(args).contains("-v")) {
+                e.printStackTrace(err);
+            }
+            code = ExitCode.IO_ERROR;
         }
         out.flush();
         err.flush();

@@ -5,6 +5,9 @@ import dev.hurray.HurrayFileWriter;
 import dev.hurray.Reader;
 import dev.hurray.Tensor;
 import dev.hurray.Writer;
+import dev.hurray.cli.io.Entry;
+import dev.hurray.cli.io.Item;
+import dev.hurray.cli.io.Source;
 import dev.hurray.formats.Format;
 import dev.hurray.formats.ScipySparse;
 import java.io.IOException;
@@ -14,9 +17,9 @@ import java.util.Iterator;
 
 /**
  * The scipy.sparse paths of {@code hurray convert}: a {@code save_npz} archive to HRRYFILE, a
- * stream or another save_npz archive (the layout is kept), or to a dense tensor with
- * {@code --densify}; and a single sparse tensor in HRRYFILE or a stream back to save_npz.
- * Everything else goes through the general pipeline.
+ * stream or another save_npz archive (the layout is kept); and a single sparse tensor in
+ * HRRYFILE or a stream back to save_npz. Everything else, {@code --densify} included, goes
+ * through the general pipeline ({@link #source} gives it a save_npz archive).
  */
 final class SparseConvert {
     private SparseConvert() {}
@@ -67,15 +70,17 @@ final class SparseConvert {
      *
      * @throws CliException for a target that cannot hold the result
      */
-    static int run(Path in, Format inFormat, Path out, Format outFormat, boolean densify) throws IOException, CliException {
-        Tensor t = inFormat == Format.NPZ ? ScipySparse.read(in) : single(in, inFormat);
-        try (Tensor src = t; Tensor result = densify ? src.densify() : null) {
-            Tensor w = result != null ? result : src;
+    static int run(Path in, Format inFormat, Path out, Format outFormat) throws IOException, CliException {
+        if (outFormat != Format.HRRYFILE && outFormat != Format.STREAM && outFormat != Format.NPZ) {
+            throw new CliException(ExitCode.USAGE, "a scipy.sparse matrix can be written to .hrry, "
+                    + ".hrrys or .npz (keeping its layout), or densified with --densify to any format");
+        }
+        try (Tensor w = inFormat == Format.NPZ ? ScipySparse.read(in) : single(in, inFormat)) {
             switch (outFormat) {
                 case HRRYFILE -> {
                     // HurrayFile.create writes through a temporary file and renames it at finish.
                     try (HurrayFileWriter fw = HurrayFile.create(out)) {
-                        fw.add(name(src), w);
+                        fw.add(name(w), w);
                         fw.finish();
                     }
                 }
@@ -87,17 +92,61 @@ final class SparseConvert {
                         o.commit();
                     }
                 }
-                case NPZ -> {
-                    if (result != null) {
-                        throw new CliException(ExitCode.USAGE, "--densify to npz: write .npy (one dense array) instead");
-                    }
-                    ScipySparse.write(w, out);
-                }
-                default -> throw new CliException(ExitCode.USAGE, "a scipy.sparse matrix can be written to .hrry, "
-                        + ".hrrys or .npz (keeping its layout), or densified with --densify to .hrry/.hrrys");
+                default -> ScipySparse.write(w, out);
             }
         }
         return 1;
+    }
+
+    /**
+     * A save_npz archive as a one-tensor {@link Source} (the sparse tensor, read and checked),
+     * for the general pipeline ({@code --densify}).
+     */
+    static Source source(Path in) throws CliException {
+        Tensor t;
+        try {
+            t = ScipySparse.read(in);
+        } catch (dev.hurray.formats.ForeignFormatException e) {
+            throw new CliException(ExitCode.BAD_INPUT, Errors.describe(e), e);
+        } catch (IOException e) {
+            throw Errors.reading(e, in, null);
+        }
+        return new Source() {
+            @Override
+            public Format format() {
+                return Format.NPZ;
+            }
+
+            @Override
+            public java.util.Map<String, byte[]> metadata() {
+                return java.util.Map.of();
+            }
+
+            @Override
+            public long count() {
+                return 1;
+            }
+
+            @Override
+            public long totalBytes() {
+                return t.buffers().totalBytes();
+            }
+
+            @Override
+            public java.util.Optional<java.util.List<Entry>> entries() {
+                return java.util.Optional.of(java.util.List.of(Entry.of(t.descriptor(), -1)));
+            }
+
+            @Override
+            public void forEach(Action action) throws IOException {
+                action.accept(new Item(t.descriptor(), t.buffers(), -1));
+            }
+
+            @Override
+            public void close() {
+                t.close();
+            }
+        };
     }
 
     private static String name(Tensor t) {

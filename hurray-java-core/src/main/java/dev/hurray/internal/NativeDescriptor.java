@@ -659,6 +659,19 @@ public final class NativeDescriptor {
      * (one extra downcall, only for those kinds), written to the thread's scratch area (the call
      * never reaches Java).
      */
+    /**
+     * A u32 wire field as the Java API's {@code int}: values of 2^31 and more, which the core
+     * accepts (e.g. an NF4 block of 2^31 elements), are refused with a {@link HurrayException}
+     * instead of turning negative and failing later with an unchecked exception.
+     */
+    private static int u32AsInt(int raw, String what) throws HurrayException {
+        if (raw < 0) {
+            throw new HurrayException(Status.UNSUPPORTED, "quantization " + what + " " + Integer.toUnsignedString(raw)
+                    + " is 2^31 or more, beyond what the Java API represents", null);
+        }
+        return raw;
+    }
+
     private static Quantization fromNative(Handle handle, MemorySegment s) throws HurrayException {
         int kind = Byte.toUnsignedInt(HurrayQuantization.kind(s));
         if (kind == hurray_h.HURRAY_QUANT_NONE()) {
@@ -667,17 +680,23 @@ public final class NativeDescriptor {
         if (kind >= hurray_h.HURRAY_QUANT_NF4() && kind <= hurray_h.HURRAY_QUANT_GGUF_Q4_0()) {
             MemorySegment b = Native.scratch().asSlice(0, HurrayBlockQuant.sizeof());
             Native.check(hurray_h.hurray_descriptor_block_quant(handle.get(), b));
-            return Quantization.ofBlock(kind,
-                    ElementType.fromCode(Byte.toUnsignedInt(HurrayBlockQuant.dequantized_type(b))),
-                    ElementType.fromCode(Byte.toUnsignedInt(HurrayBlockQuant.scale_type(b))),
-                    HurrayBlockQuant.axis(b), HurrayBlockQuant.block(b), HurrayBlockQuant.block2(b));
+            int axis = u32AsInt(HurrayBlockQuant.axis(b), "axis");
+            int block = u32AsInt(HurrayBlockQuant.block(b), "block size");
+            int block2 = u32AsInt(HurrayBlockQuant.block2(b), "second block size");
+            try {
+                return Quantization.ofBlock(kind,
+                        ElementType.fromCode(Byte.toUnsignedInt(HurrayBlockQuant.dequantized_type(b))),
+                        ElementType.fromCode(Byte.toUnsignedInt(HurrayBlockQuant.scale_type(b))), axis, block, block2);
+            } catch (IllegalArgumentException e) {
+                throw new HurrayException(Status.UNSUPPORTED, "block quantization: " + e.getMessage(), e);
+            }
         }
         ElementType deq = ElementType.fromCode(Byte.toUnsignedInt(HurrayQuantization.dequantized_type(s)));
         if (kind == hurray_h.HURRAY_QUANT_PER_TENSOR_AFFINE()) {
             return new Quantization.PerTensorAffine(HurrayQuantization.scale(s), HurrayQuantization.bias(s), deq);
         }
         if (kind == hurray_h.HURRAY_QUANT_PER_CHANNEL_AFFINE()) {
-            return new Quantization.PerChannelAffine(HurrayQuantization.axis(s), deq);
+            return new Quantization.PerChannelAffine(u32AsInt(HurrayQuantization.axis(s), "axis"), deq);
         }
         if (kind == hurray_h.HURRAY_QUANT_CAST()) {
             return new Quantization.Cast(deq);

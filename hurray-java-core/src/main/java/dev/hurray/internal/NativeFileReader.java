@@ -333,6 +333,21 @@ public final class NativeFileReader {
         return out.get(ADDRESS, 0);
     }
 
+    /**
+     * Reads every tensor in index order and frees it at once: the payload checks this reader
+     * was opened with (a span reader opened with {@code VERIFY_PAYLOADS} checks in place).
+     */
+    public void readEveryTensor() throws HurrayException {
+        for (long i = 0, n = count(); i < n; i++) {
+            MemorySegment e = entry(i);
+            try {
+                NativeTensor.destroy(readTensor(e));
+            } finally {
+                NativeFileEntry.destroy(e);
+            }
+        }
+    }
+
     /** Reads the tensor of {@code entry} ({@code hurray_file_reader_read_tensor}): an owned {@code HurrayTensor*}. */
     public MemorySegment readTensor(MemorySegment entry) throws HurrayException {
         MemorySegment out = out();

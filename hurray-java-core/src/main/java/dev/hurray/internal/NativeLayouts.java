@@ -30,18 +30,36 @@ public final class NativeLayouts {
     public static void toDense(MemorySegment descriptor, MemorySegment[] payloads, MemorySegment dst, boolean sparse)
             throws HurrayException {
         try (Arena a = Arena.ofConfined()) {
-            long size = HurrayIoSlice.layout().byteSize();
-            MemorySegment slices = a.allocate(size * Math.max(1, payloads.length), 8);
-            for (int i = 0; i < payloads.length; i++) {
-                MemorySegment s = slices.asSlice(i * size, size);
-                HurrayIoSlice.ptr(s, payloads[i].byteSize() == 0 ? MemorySegment.NULL : payloads[i]);
-                HurrayIoSlice.len(s, payloads[i].byteSize());
-            }
+            MemorySegment slices = slices(a, payloads);
             MemorySegment out = dst.byteSize() == 0 ? MemorySegment.NULL : dst;
             int status = sparse
                     ? hurray_h.hurray_sparse_densify(descriptor, slices, payloads.length, out, dst.byteSize())
                     : hurray_h.hurray_paged_gather(descriptor, slices, payloads.length, out, dst.byteSize());
             Native.check(status);
         }
+    }
+
+    /**
+     * Checks a sparse or block-paged tensor's indices, indptr or page table
+     * ({@code hurray_layout_check_contents}) without writing anything; other layouts pass.
+     *
+     * @throws HurrayException {@code CORRUPT} naming the first offending position,
+     *     {@code BUFFER_TOO_SMALL}, {@code INVALID_ARGUMENT} (payload count, device memory)
+     */
+    public static void checkContents(MemorySegment descriptor, MemorySegment[] payloads) throws HurrayException {
+        try (Arena a = Arena.ofConfined()) {
+            Native.check(hurray_h.hurray_layout_check_contents(descriptor, slices(a, payloads), payloads.length));
+        }
+    }
+
+    private static MemorySegment slices(Arena a, MemorySegment[] payloads) {
+        long size = HurrayIoSlice.layout().byteSize();
+        MemorySegment slices = a.allocate(size * Math.max(1, payloads.length), 8);
+        for (int i = 0; i < payloads.length; i++) {
+            MemorySegment s = slices.asSlice(i * size, size);
+            HurrayIoSlice.ptr(s, payloads[i].byteSize() == 0 ? MemorySegment.NULL : payloads[i]);
+            HurrayIoSlice.len(s, payloads[i].byteSize());
+        }
+        return slices;
     }
 }

@@ -11654,6 +11654,86 @@ public final class hurray_h {
         }
     }
 
+    private static final class hurray_layout_check_contents {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_layout_check_contents");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_layout_check_contents(const struct HurrayDescriptor *descriptor,
+     *                                           const struct HurrayIoSlice *payloads,
+     *                                           size_t count)
+     * }
+     */
+    public static FunctionDescriptor hurray_layout_check_contents$descriptor() {
+        return hurray_layout_check_contents.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_layout_check_contents(const struct HurrayDescriptor *descriptor,
+     *                                           const struct HurrayIoSlice *payloads,
+     *                                           size_t count)
+     * }
+     */
+    public static MethodHandle hurray_layout_check_contents$handle() {
+        NativeLibrary.requireSymbol(hurray_layout_check_contents.ADDR, "hurray_layout_check_contents");
+        return hurray_layout_check_contents.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_layout_check_contents(const struct HurrayDescriptor *descriptor,
+     *                                           const struct HurrayIoSlice *payloads,
+     *                                           size_t count)
+     * }
+     */
+    public static MemorySegment hurray_layout_check_contents$address() {
+        return NativeLibrary.requireSymbol(hurray_layout_check_contents.ADDR, "hurray_layout_check_contents");
+    }
+
+    /**
+     * Checks the buffer contents a descriptor cannot vouch for, without writing anything: every
+     * sparse index and indptr entry (COO/CSR/CSC/BSR; canonical order when promised) and every
+     * page-table entry (block-paged), exactly the checks densify, gather, the readers and the
+     * container writer apply. For other layouts only the payload count is checked.
+     * For callers that move a sparse or paged tensor into another format without densifying it.
+     * <p>
+     * Errors: <code>CORRUPT</code> (the first offending position), <code>BUFFER_TOO_SMALL</code> (a payload shorter
+     * than declared), <code>INVALID_ARGUMENT</code> (payload count, device memory), <code>NULL_POINTER</code>. Added
+     * within ABI 4. Thread-safe.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>descriptor</code> live; <code>payloads</code> valid for <code>count</code> slices, each readable for its length.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_layout_check_contents(const struct HurrayDescriptor *descriptor,
+     *                                           const struct HurrayIoSlice *payloads,
+     *                                           size_t count)
+     * }
+     */
+    public static int hurray_layout_check_contents(MemorySegment descriptor, MemorySegment payloads, long count) {
+        var mh$ = hurray_layout_check_contents.HANDLE;
+        if (hurray_layout_check_contents.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_layout_check_contents");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_layout_check_contents", descriptor, payloads, count);
+            }
+            return (int) mh$.invokeExact(descriptor, payloads, count);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static final class hurray_status_name {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_POINTER, hurray_h.C_INT);
         static final MemorySegment ADDR = hurray_h.findOrNull("hurray_status_name");

@@ -57,7 +57,9 @@ import java.util.function.LongConsumer;
  *       <td>{@link Quantization.Block} {@code Q4_0}, axis rank − 1, dequantized float32</td>
  *       <td>the file's 18-byte blocks as they are (float16 {@code d}, 16 bytes whose low
  *       nibbles are elements 0–15 and high nibbles 16–31; value {@code d × (q − 8)})</td></tr>
- *   <tr><td>{@code Q4_1}, {@code Q5_0}, {@code Q5_1}, {@code Q8_1}, {@code Q2_K}…{@code Q8_K}</td>
+ *   <tr><td>{@code Q4_1}, {@code Q5_0}, {@code Q5_1}, {@code Q8_1}, {@code Q2_K}…{@code Q8_K},
+ *       the {@code IQ*} and {@code TQ*} types, {@code MXFP4} (39), {@code NVFP4} (40),
+ *       {@code Q1_0} (41): every block type of gguf-py 0.19 but Q8_0 and Q4_0</td>
  *       <td>uint8: <b>raw bytes</b></td><td>none</td><td>a {@code uint8} tensor of shape
  *       {@code […, ne1, rowBytes]} (one row of blocks per last index), the ggml type named in
  *       the model metadata under {@code gguf.tensor_type.NAME} (e.g. {@code q4_k}); written
@@ -270,8 +272,15 @@ public final class Gguf {
         Q8_0(8, 32, 34, Quantization.GgufFormat.Q8_0), Q8_1(9, 32, 36),
         Q2_K(10, 256, 84), Q3_K(11, 256, 110), Q4_K(12, 256, 144), Q5_K(13, 256, 176),
         Q6_K(14, 256, 210), Q8_K(15, 256, 292),
+        IQ2_XXS(16, 256, 66), IQ2_XS(17, 256, 74), IQ3_XXS(18, 256, 98), IQ1_S(19, 256, 50), IQ4_NL(20, 32, 18),
+        IQ3_S(21, 256, 110), IQ2_S(22, 256, 82), IQ4_XS(23, 256, 136),
         I8(24, 1, 1, ElementType.INT8), I16(25, 1, 2, ElementType.INT16), I32(26, 1, 4, ElementType.INT32),
-        I64(27, 1, 8, ElementType.INT64), F64(28, 1, 8, ElementType.FLOAT64), BF16(30, 1, 2, ElementType.BFLOAT16);
+        I64(27, 1, 8, ElementType.INT64), F64(28, 1, 8, ElementType.FLOAT64), IQ1_M(29, 256, 56),
+        BF16(30, 1, 2, ElementType.BFLOAT16), TQ1_0(34, 256, 54), TQ2_0(35, 256, 66),
+        // MXFP4 as gpt-oss ships it: per 32 elements one E8M0 byte then 16 bytes of nibbles in
+        // ggml's own order and scale convention, so it travels as raw rows rather than as
+        // Hurray's MX layout (which would need a conversion).
+        MXFP4(39, 32, 17), NVFP4(40, 64, 36), Q1_0(41, 128, 18);
 
         private final int code;
         private final int blockElements;

@@ -37,7 +37,9 @@ import java.util.function.LongConsumer;
  * the file; the header is a JSON object (starting with <code>'{'</code>) without duplicate keys;
  * every entry has exactly those three fields with the right JSON types; each dtype has a
  * Hurray element type; shapes are non-negative and their byte size does not overflow and
- * equals {@code end - begin}; sorted by offset, the tensors cover the data region exactly, with
+ * equals {@code end - begin}; a sub-byte tensor ({@code F4}, {@code F6_*}) ends on a byte
+ * boundary (an even F4 count, an F6 count that is a multiple of 4: safetensors 0.8's rule,
+ * which the writer applies too); sorted by offset, the tensors cover the data region exactly, with
  * no gap, overlap or trailing byte (the rule the reference implementation applies).
  *
  * <p><b>MX scale pairing.</b> safetensors has MX element dtypes and the E8M0 scale dtype but no
@@ -152,7 +154,9 @@ public final class Safetensors {
             case FLOAT6_E2M3FN -> "F6_E2M3";
             case FLOAT6_E3M2FN -> "F6_E3M2";
             case FLOAT8_E8M0FNU -> "F8_E8M0";
-            case COMPLEX128, INT4, UINT4, FLOAT8_E4M3FNUZ, FLOAT8_E5M2FNUZ, FLOAT8_E3M4 -> null;
+            case FLOAT8_E4M3FNUZ -> "F8_E4M3FNUZ";
+            case FLOAT8_E5M2FNUZ -> "F8_E5M2FNUZ";
+            case COMPLEX128, INT4, UINT4, FLOAT8_E3M4 -> null;
         };
     }
 
@@ -389,7 +393,9 @@ public final class Safetensors {
         }
         long bytes;
         try {
-            bytes = dtype.byteSizeOf(ForeignTensor.elementCount(shape));
+            long count = ForeignTensor.elementCount(shape);
+            bytes = dtype.byteSizeOf(count);
+            requireByteBoundary(dtype, count, where + ": " + ds + java.util.Arrays.toString(shape));
         } catch (ArithmeticException e) {
             throw new ForeignFormatException(where + ": the byte size of shape " + java.util.Arrays.toString(shape) + " overflows");
         }
@@ -398,6 +404,19 @@ public final class Safetensors {
                     + " bytes but data_offsets [" + begin + ", " + end + "] hold " + (end - begin));
         }
         return new Entry(name, dtype, shape, begin, end);
+    }
+
+    /**
+     * Refuses a sub-byte tensor whose bits do not fill its last byte (an odd F4 count, an F6
+     * count that is not a multiple of 4): safetensors 0.8 refuses such a tensor on read and
+     * write ("does not end up at a byte boundary"), so Hurray neither reads nor writes one.
+     */
+    private static void requireByteBoundary(ElementType dtype, long count, String what) throws ForeignFormatException {
+        int bits = dtype.bitWidth();
+        if ((count % 8) * bits % 8 != 0) {
+            throw new ForeignFormatException(what + ": " + count + " elements of " + bits
+                    + " bits do not end on a byte boundary, which safetensors requires");
+        }
     }
 
     private static long nonNegativeLong(Object v, String where) throws ForeignFormatException {
@@ -457,6 +476,8 @@ public final class Safetensors {
             if (dtypeName(t.dtype()) == null) {
                 throw new ForeignFormatException("tensor '" + t.name() + "': safetensors has no dtype for " + t.dtype());
             }
+            requireByteBoundary(t.dtype(), ForeignTensor.elementCount(t.shape()),
+                    "tensor '" + t.name() + "' " + dtypeName(t.dtype()) + java.util.Arrays.toString(t.shape()));
             if (t.quantization().isEmpty()) {
                 plain.add(t);
                 continue;

@@ -35,12 +35,21 @@ import java.util.zip.ZipOutputStream;
  * layouts): values, then indptr and indices (COO: the row and column arrays one after the
  * other). scipy does not store whether indices are sorted, so the tensor is marked
  * non-canonical (densify then sums duplicates, as scipy does). Index arrays of different
- * integer widths are widened to int64. The native library checks every index when the tensor
- * is written or densified. Writing does the reverse, so npz → HRRYFILE → npz gives the same
- * arrays.
+ * integer widths are widened to int64. The shape may be any integer type. scipy's
+ * {@code _is_array} flag (a {@code csr_array} rather than a {@code csr_matrix}) is kept as the
+ * tensor metadata {@value #ARRAY_FLAG_KEY}. The native library checks every index when the
+ * tensor is written (to npz too, before anything is written) or densified. Writing does the
+ * reverse, so npz → HRRYFILE → npz gives the same arrays and the same scipy class.
  */
 public final class ScipySparse {
     private static final long MAX_FORMAT_ENTRY = 4096;
+
+    /**
+     * Per-tensor metadata key (value {@code true}) recording that the archive held a sparse
+     * <em>array</em> ({@code scipy.sparse.csr_array}, {@code coo_array}, …; save_npz's
+     * {@code _is_array} entry) rather than a matrix, so that writing gives load_npz an array back.
+     */
+    public static final String ARRAY_FLAG_KEY = "scipy.sparse.is_array";
 
     private ScipySparse() {}
 
@@ -159,13 +168,13 @@ public final class ScipySparse {
         }
         long[] shape = new long[2];
         for (int i = 0; i < 2; i++) {
-            shape[i] = shapeArr.h().dtype() == ElementType.INT32
-                    ? shapeArr.data().getAtIndex(Payloads.LE_INT, i)
-                    : shapeArr.data().getAtIndex(Payloads.LE_LONG, i);
+            shape[i] = integerAt(shapeArr, i);
             if (shape[i] < 0) {
-                throw new ForeignFormatException(what + ": negative shape");
+                throw new ForeignFormatException(what + ": shape " + (shapeArr.h().dtype() == ElementType.UINT64
+                        ? Long.toUnsignedString(shape[i]) : Long.toString(shape[i])) + " out of range");
             }
         }
+        boolean isArray = arrayFlag(a, what);
         Arr data = need(a, "data", what);
         ElementType et = data.h().dtype();
         try (Arena arena = Arena.ofConfined()) {
@@ -206,6 +215,9 @@ public final class ScipySparse {
                         + "' is not supported (coo, csr, csc and bsr are)");
             }
             TensorDescriptor.Builder b = TensorDescriptor.builder(et, shape).layout(layout);
+            if (isArray) {
+                b.metadata(ARRAY_FLAG_KEY, "true");
+            }
             for (MemorySegment s : bufs) {
                 b.buffer(BufferSpec.cpu(s.byteSize()));
             }
@@ -230,6 +242,9 @@ public final class ScipySparse {
             throw new ForeignFormatException("scipy.sparse npz holds rank-2 coo/csr/csc/bsr matrices, not " + l + " "
                     + d.shape());
         }
+        // The indices go into another format unchecked by any reader on the way: check them here
+        // (HRRYFILE and stream writers check them natively too).
+        t.checkContents();
         ElementType et = d.elementType();
         ElementType it = l.indexType().orElseThrow();
         long nnz = l.nnz();
@@ -240,6 +255,10 @@ public final class ScipySparse {
                 put(z, "shape", new ForeignTensor("shape", ElementType.INT64, new long[] {2}, Layout.Kind.ROW_MAJOR, shape, null, -1));
                 String fmt = l.kind().formatName();
                 putFormat(z, fmt);
+                if (d.metadata().containsKey(ARRAY_FLAG_KEY)) {
+                    put(z, "_is_array", new ForeignTensor("_is_array", ElementType.BOOL, new long[0], Layout.Kind.ROW_MAJOR,
+                            MemorySegment.ofArray(new byte[] {1}), null, -1));
+                }
                 long[] dataShape = l.kind() == Layout.Kind.BSR
                         ? new long[] {nnz, l.blockShape()[0], l.blockShape()[1]} : new long[] {nnz};
                 put(z, "data", new ForeignTensor("data", et, dataShape, Layout.Kind.ROW_MAJOR, t.buffer(0), null, -1));
@@ -294,6 +313,36 @@ public final class ScipySparse {
         o.write(head);
         o.write(body);
         z.closeEntry();
+    }
+
+    /** Element {@code i} of an integer array of any width (uint64 above 2^63 comes back negative). */
+    private static long integerAt(Arr x, long i) {
+        MemorySegment d = x.data();
+        return switch (x.h().dtype()) {
+            case INT8 -> d.get(ValueLayout.JAVA_BYTE, i);
+            case UINT8 -> Byte.toUnsignedLong(d.get(ValueLayout.JAVA_BYTE, i));
+            case INT16 -> d.getAtIndex(Payloads.LE_SHORT, i);
+            case UINT16 -> Short.toUnsignedLong(d.getAtIndex(Payloads.LE_SHORT, i));
+            case INT32 -> d.getAtIndex(Payloads.LE_INT, i);
+            case UINT32 -> Integer.toUnsignedLong(d.getAtIndex(Payloads.LE_INT, i));
+            default -> d.getAtIndex(Payloads.LE_LONG, i);
+        };
+    }
+
+    /**
+     * scipy's {@code _is_array} entry (save_npz of a {@code csr_array}, {@code coo_array}, …:
+     * a 0-d bool), which load_npz uses to give back an array rather than a matrix.
+     */
+    private static boolean arrayFlag(Map<String, Arr> a, String what) throws ForeignFormatException {
+        Arr f = a.get("_is_array");
+        if (f == null) {
+            return false;
+        }
+        if (f.h().dtype() != ElementType.BOOL || f.count() != 1) {
+            throw new ForeignFormatException(what + ": _is_array must be one bool, not " + f.h().dtype()
+                    + java.util.Arrays.toString(f.h().shape()));
+        }
+        return f.data().get(ValueLayout.JAVA_BYTE, 0) != 0;
     }
 
     /** True for the integer element types a scipy shape array may have. */

@@ -90,7 +90,21 @@ public final class SharedDirectoryStore implements ClaimCheckStore {
 
     @Override
     public HurrayFile open(ClaimCheckReference reference, FileReaderOptions options) throws IOException {
-        return HurrayFile.map(path(reference.file()), options);
+        return HurrayFile.map(regularFile(path(reference.file())), options);
+    }
+
+    /**
+     * {@code p} if it is a regular file of this directory itself: a symbolic link (which could
+     * lead a consumer to any file the process can read), a directory or a device is refused.
+     */
+    private Path regularFile(Path p) throws IOException {
+        java.nio.file.attribute.BasicFileAttributes a = Files.readAttributes(p,
+                java.nio.file.attribute.BasicFileAttributes.class, java.nio.file.LinkOption.NOFOLLOW_LINKS);
+        if (a.isSymbolicLink() || !a.isRegularFile()) {
+            throw new java.nio.file.FileSystemException(p.toString(), null, (a.isSymbolicLink() ? "a symbolic link"
+                    : "not a regular file") + " in the claim-check directory; only files the store wrote are opened");
+        }
+        return p;
     }
 
     /**

@@ -260,6 +260,24 @@ class HurrayTensorDeserializerTest {
     }
 
     @Test
+    void storeRefusesASymbolicLinkInsideItsDirectory(@TempDir Path dir, @TempDir Path outside) throws IOException {
+        SharedDirectoryStore store = new SharedDirectoryStore(dir);
+        String key;
+        try (Tensor t = Tensor.of(new float[] {1, 2}, 2)) {
+            key = store.put("t", "w", t);
+        }
+        Path target = Files.move(dir.resolve(key), outside.resolve(key));
+        Files.createSymbolicLink(dir.resolve(key), target);
+        ClaimCheckReference ref = new ClaimCheckReference(store.uri(), key, "w", 0, 0);
+        java.nio.file.FileSystemException e = assertThrows(java.nio.file.FileSystemException.class,
+                () -> store.open(ref, dev.hurray.FileReaderOptions.defaults()));
+        assertTrue(e.getMessage().contains("symbolic link"), e.getMessage());
+        Files.delete(dir.resolve(key));
+        Files.move(target, dir.resolve(key));
+        store.open(ref, dev.hurray.FileReaderOptions.defaults()).close(); // the store's own file opens
+    }
+
+    @Test
     void aMissingStoreDirectoryIsAConfigError(@TempDir Path dir) {
         assertThrows(org.apache.kafka.common.config.ConfigException.class, () -> new HurrayTensorSerializer(
                 Map.of(HurrayKafkaConfig.CLAIM_CHECK_DIR, dir.resolve("absent").toString())));
