@@ -1271,8 +1271,10 @@ HurrayStatus hurray_decoder_destroy(struct HurrayDecoder **decoder);
 // `filled` and `flags` as `hurray_decoder_next` does, then fills `results[0..*out_count]`,
 // each as `hurray_decoder_next` fills its result (the tensor owned by the caller; `buffers`
 // and `metadata` owned by the decoder and valid until the next `hurray_decoder_next_batch`
-// or `hurray_decoder_reset`, which other calls on the decoder leave alone). Composites come
-// as their head and members, as from `hurray_decoder_next`.
+// or `hurray_decoder_reset`, which other calls on the decoder leave alone). A tensor of a
+// composite (its head or a member, as `hurray_decoder_next` returns them) comes alone, in a
+// result of its own, and a batch stops before one: so `hurray_decoder_next_item` may follow any
+// batch that did not return one.
 //
 // Returns:
 // - `HURRAY_OK` with `*out_count` ≥ 1. When the decoder then needs input before the next

@@ -4268,8 +4268,10 @@ public final class hurray_h {
      * <code>filled</code> and <code>flags</code> as <code>hurray_decoder_next</code> does, then fills <code>results[0..*out_count]</code>,
      * each as <code>hurray_decoder_next</code> fills its result (the tensor owned by the caller; <code>buffers</code>
      * and <code>metadata</code> owned by the decoder and valid until the next <code>hurray_decoder_next_batch</code>
-     * or <code>hurray_decoder_reset</code>, which other calls on the decoder leave alone). Composites come
-     * as their head and members, as from <code>hurray_decoder_next</code>.
+     * or <code>hurray_decoder_reset</code>, which other calls on the decoder leave alone). A tensor of a
+     * composite (its head or a member, as <code>hurray_decoder_next</code> returns them) comes alone, in a
+     * result of its own, and a batch stops before one: so <code>hurray_decoder_next_item</code> may follow any
+     * batch that did not return one.
      * <p>
      * Returns:
      * - <code>HURRAY_OK</code> with <code>*out_count</code> ≥ 1. When the decoder then needs input before the next
