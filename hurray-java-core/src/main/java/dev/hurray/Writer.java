@@ -167,28 +167,33 @@ public final class Writer implements AutoCloseable {
         Objects.requireNonNull(tensor, "tensor");
         guard.enter();
         try {
-            tensor.pin();
-            try {
-                MemorySegment[] bufs = tensor.rawBuffers();
-                if (tensor.borrowsMemory()) {
-                    // The caller's segments: their arena may be closed by its owner at any time.
-                    for (int i = 0; i < bufs.length; i++) {
-                        requireUsable(bufs[i], i);
-                    }
-                }
-                // Memory the tensor owns cannot be freed while it is pinned, so any thread may
-                // write it (the writer reads it by address).
-                MemorySegment d = tensor.nativeDescriptor();
-                if (d != null) {
-                    nativeWriter.write(d, bufs);
-                } else {
-                    write(tensor.descriptor().nativeTwin(), bufs);
-                }
-            } finally {
-                tensor.unpin();
-            }
+            write(nativeWriter, tensor);
         } finally {
             guard.exit();
+        }
+    }
+
+    /** Stages one tensor on {@code nativeWriter}, pinned for the call (shared with TensorEncoder). */
+    static void write(NativeWriter nativeWriter, Tensor tensor) throws HurrayException {
+        tensor.pin();
+        try {
+            MemorySegment[] bufs = tensor.rawBuffers();
+            if (tensor.borrowsMemory()) {
+                // The caller's segments: their arena may be closed by its owner at any time.
+                for (int i = 0; i < bufs.length; i++) {
+                    requireUsable(bufs[i], i);
+                }
+            }
+            // Memory the tensor owns cannot be freed while it is pinned, so any thread may
+            // write it (the writer reads it by address).
+            MemorySegment d = tensor.nativeDescriptor();
+            if (d != null) {
+                nativeWriter.write(d, bufs);
+            } else {
+                write(nativeWriter, tensor.descriptor().nativeTwin(), bufs);
+            }
+        } finally {
+            tensor.unpin();
         }
     }
 
@@ -249,7 +254,7 @@ public final class Writer implements AutoCloseable {
                         bufs[i] = c;
                     }
                 }
-                write(descriptor.nativeTwin(), bufs);
+                write(nativeWriter, descriptor.nativeTwin(), bufs);
             } finally {
                 if (copies != null) {
                     copies.close();
@@ -261,7 +266,7 @@ public final class Writer implements AutoCloseable {
     }
 
     /** Writes with the descriptor's handle if it has one, else with its encoding (no handle made). */
-    private void write(NativeDescriptor d, MemorySegment[] bufs) throws HurrayException {
+    private static void write(NativeWriter nativeWriter, NativeDescriptor d, MemorySegment[] bufs) throws HurrayException {
         MemorySegment h = d.handleIfPresent();
         if (h != null) {
             nativeWriter.write(h, bufs);

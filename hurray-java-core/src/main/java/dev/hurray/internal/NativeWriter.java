@@ -118,9 +118,9 @@ public final class NativeWriter {
         }
     }
 
-    /** Sends the pending output unless it may wait for the batch. */
+    /** Sends the pending output unless it may wait for the batch (never for {@link #openDrained}: the caller drains). */
     private void afterStaging() throws HurrayException {
-        if (HurrayEncoderState.borrows_payloads(state) != 0 || HurrayEncoderState.pending_bytes(state) >= batchBytes) {
+        if (!drained && (HurrayEncoderState.borrows_payloads(state) != 0 || HurrayEncoderState.pending_bytes(state) >= batchBytes)) {
             send(true);
             if (batchBytes == 0) {
                 flushSink();
@@ -191,6 +191,9 @@ public final class NativeWriter {
     /** Stages and sends the end-of-stream marker; idempotent after success. */
     public void finish() throws HurrayException {
         Native.check(hurray_h.hurray_encoder_finish(handle, state));
+        if (drained) {
+            return;
+        }
         send(true);
         flushSink();
     }
@@ -292,6 +295,64 @@ public final class NativeWriter {
         } catch (IOException | RuntimeException e) {
             throw new HurrayException(Status.TRANSPORT, "flushing the sink failed", e);
         }
+    }
+
+    // ------------------------------------------------------------ caller-drained output (TensorEncoder)
+
+    /**
+     * Makes a native encoder whose output the caller drains ({@link #output()}, {@link #consume}):
+     * staging never sends, so items stay pending until consumed.
+     *
+     * @param coalesceBytes largest payload copied into the staged output; larger ones are borrowed
+     */
+    public static NativeWriter openDrained(boolean payloadChecksums, long coalesceBytes) throws HurrayException {
+        NativeWriter w = open(new Sink(null) {
+            @Override
+            protected long write(MemorySegment src) {
+                throw new IllegalStateException("a drained encoder has no sink");
+            }
+        }, payloadChecksums, Long.MAX_VALUE);
+        try {
+            Native.check(hurray_h.hurray_encoder_set_coalesce_bytes(w.handle, coalesceBytes));
+        } catch (HurrayException e) {
+            w.close();
+            throw e;
+        }
+        w.drained = true;
+        return w;
+    }
+
+    /** True for {@link #openDrained}: afterStaging and finish leave the output pending. */
+    private boolean drained;
+
+    /** Bytes staged and not yet consumed. */
+    public long pendingBytes() {
+        return HurrayEncoderState.pending_bytes(state);
+    }
+
+    /** True while the pending output refers to a caller's payload (docs/spec/c-abi.md §Decoders and encoders). */
+    public boolean borrowsPayloads() {
+        return HurrayEncoderState.borrows_payloads(state) != 0;
+    }
+
+    /**
+     * The pending output in order ({@code hurray_encoder_output}): views valid until the next
+     * staging or consuming call, the first {@code MAX_PIECES} ranges when there are more.
+     */
+    public MemorySegment[] output() throws HurrayException {
+        Native.check(hurray_h.hurray_encoder_output(handle, pieces, MAX_PIECES, count));
+        int n = (int) count.get(JAVA_LONG, 0);
+        MemorySegment[] out = new MemorySegment[n];
+        for (int i = 0; i < n; i++) {
+            MemorySegment p = HurrayIoSlice.asSlice(pieces, i);
+            out[i] = HurrayIoSlice.ptr(p).reinterpret(HurrayIoSlice.len(p));
+        }
+        return out;
+    }
+
+    /** Records that the first {@code n} pending bytes were sent ({@code hurray_encoder_consume}). */
+    public void consume(long n) throws HurrayException {
+        Native.check(hurray_h.hurray_encoder_consume(handle, n, state));
     }
 
     /**
