@@ -1,0 +1,313 @@
+package dev.hurray.netty.grpc;
+
+import dev.hurray.HurrayException;
+import dev.hurray.ReaderOptions;
+import dev.hurray.Tensor;
+import dev.hurray.TensorDecoder;
+import dev.hurray.TensorEncoder;
+import dev.hurray.TensorScope;
+import dev.hurray.WriterOptions;
+import io.grpc.Detachable;
+import io.grpc.Drainable;
+import io.grpc.HasByteBuffer;
+import io.grpc.KnownLength;
+import io.grpc.MethodDescriptor;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * gRPC marshallers for tensors: a message is one complete Hurray stream (docs/spec/stream.md)
+ * holding one tensor ({@link #tensor()}) or a list of tensors ({@link #tensors()}), so a service
+ * needs no protobuf message and no code generation.
+ *
+ * <pre>{@code
+ * MethodDescriptor<Tensor, Tensor> infer = MethodDescriptor.<Tensor, Tensor>newBuilder()
+ *         .setType(MethodDescriptor.MethodType.UNARY)
+ *         .setFullMethodName("demo.Model/Infer")
+ *         .setRequestMarshaller(HurrayMarshallers.tensor())
+ *         .setResponseMarshaller(HurrayMarshallers.tensor())
+ *         .build();
+ * }</pre>
+ *
+ * <h2>Copies</h2>
+ * Sending: the stream's framing and small payloads are encoded into one array; a payload over
+ * 64 KiB is not copied but drained ({@link Drainable}) from the tensor's memory into gRPC's
+ * buffers. The message length is known up front ({@link KnownLength}). Receiving: where the
+ * transport offers its buffers ({@link HasByteBuffer} and {@link Detachable}, as grpc-netty
+ * does) they are handed straight to a {@link TensorDecoder}, which copies each byte once, a
+ * large payload into the tensor's own allocation; otherwise the stream is read through a
+ * 64 KiB chunk.
+ *
+ * <h2>Ownership</h2>
+ * A tensor given to gRPC to send stays the caller's: keep it open until the call that sends
+ * it ({@code onNext}, {@code sendMessage}) returns, then close it. A received tensor is owned by
+ * the code that gets it ({@code onNext}, the unary handler): close it. Received tensors are
+ * {@link TensorScope#SHARED} by default, since gRPC may deliver them on any executor thread.
+ *
+ * <h2>Size limit</h2>
+ * gRPC refuses messages over 4 MiB by default ({@code maxInboundMessageSize} on the receiving
+ * channel or server). The marshallers refuse, when sending, a message larger than their own
+ * limit (4 MiB unless given) with {@code RESOURCE_EXHAUSTED} naming both settings, rather than
+ * letting the peer fail the call later; raise both together, or send large tensors as several
+ * messages of a streaming call.
+ *
+ * <h2>Errors</h2>
+ * A message that is not a valid stream of exactly the expected tensors fails the call with
+ * {@code INVALID_ARGUMENT} whose cause is the {@link HurrayException}.
+ */
+public final class HurrayMarshallers {
+    /** gRPC's default largest inbound message, bytes. */
+    public static final long GRPC_DEFAULT_MAX_MESSAGE_BYTES = 4L << 20;
+
+    private HurrayMarshallers() {
+    }
+
+    /** One tensor per message, default limits, received tensors {@link TensorScope#SHARED}. */
+    public static MethodDescriptor.Marshaller<Tensor> tensor() {
+        return tensor(ReaderOptions.defaults().withTensorScope(TensorScope.SHARED), GRPC_DEFAULT_MAX_MESSAGE_BYTES);
+    }
+
+    /**
+     * One tensor per message.
+     *
+     * @param options limits and tensor scope for received messages
+     * @param maxMessageBytes largest message sent (match the peer's {@code maxInboundMessageSize})
+     */
+    public static MethodDescriptor.Marshaller<Tensor> tensor(ReaderOptions options, long maxMessageBytes) {
+        Objects.requireNonNull(options, "options");
+        return new MethodDescriptor.Marshaller<>() {
+            @Override
+            public InputStream stream(Tensor value) {
+                return encode(List.of(value), maxMessageBytes);
+            }
+
+            @Override
+            public Tensor parse(InputStream stream) {
+                List<Tensor> ts = decode(stream, options);
+                if (ts.size() != 1) {
+                    ts.forEach(Tensor::close);
+                    throw Status.INVALID_ARGUMENT.withDescription("a tensor message holds " + ts.size()
+                            + " tensors, not 1").asRuntimeException();
+                }
+                return ts.get(0);
+            }
+        };
+    }
+
+    /** A list of tensors per message, default limits, received tensors {@link TensorScope#SHARED}. */
+    public static MethodDescriptor.Marshaller<List<Tensor>> tensors() {
+        return tensors(ReaderOptions.defaults().withTensorScope(TensorScope.SHARED), GRPC_DEFAULT_MAX_MESSAGE_BYTES);
+    }
+
+    /** A list of tensors per message (a whole stream); see {@link #tensor(ReaderOptions, long)}. */
+    public static MethodDescriptor.Marshaller<List<Tensor>> tensors(ReaderOptions options, long maxMessageBytes) {
+        Objects.requireNonNull(options, "options");
+        return new MethodDescriptor.Marshaller<>() {
+            @Override
+            public InputStream stream(List<Tensor> value) {
+                return encode(value, maxMessageBytes);
+            }
+
+            @Override
+            public List<Tensor> parse(InputStream stream) {
+                return decode(stream, options);
+            }
+        };
+    }
+
+    /** Encodes a whole stream: staged bytes copied into one array, borrowed payloads kept as views. */
+    private static InputStream encode(List<Tensor> tensors, long maxMessageBytes) {
+        List<Object> parts = new ArrayList<>();
+        long total = 0;
+        try (TensorEncoder e = TensorEncoder.create(WriterOptions.defaults(), TensorEncoder.MAX_COPY_BYTES)) {
+            java.io.ByteArrayOutputStream staged = new java.io.ByteArrayOutputStream();
+            for (int i = 0; i <= tensors.size(); i++) {
+                if (i < tensors.size()) {
+                    e.encode(Objects.requireNonNull(tensors.get(i), "tensor"));
+                } else {
+                    e.finish();
+                }
+                while (e.pendingBytes() > 0) {
+                    long sent = 0;
+                    for (TensorEncoder.Piece p : e.output()) {
+                        ByteBuffer b = p.bytes();
+                        sent += b.remaining();
+                        if (p.borrowed()) {
+                            if (staged.size() > 0) {
+                                parts.add(staged.toByteArray());
+                                staged.reset();
+                            }
+                            parts.add(b.duplicate());
+                        } else {
+                            byte[] a = new byte[b.remaining()];
+                            b.get(a);
+                            staged.write(a, 0, a.length);
+                        }
+                    }
+                    total += sent;
+                    if (total > maxMessageBytes) {
+                        throw Status.RESOURCE_EXHAUSTED.withDescription("a Hurray message of more than " + maxMessageBytes
+                                + " bytes: raise maxInboundMessageSize on the receiving channel or server and the "
+                                + "marshaller's maxMessageBytes (HurrayMarshallers.tensor(options, maxMessageBytes)), "
+                                + "or send the tensors as several messages").asRuntimeException();
+                    }
+                    e.consumed(sent);
+                }
+            }
+            if (staged.size() > 0) {
+                parts.add(staged.toByteArray());
+            }
+        } catch (HurrayException ex) {
+            throw Status.INVALID_ARGUMENT.withDescription("encoding a tensor failed: " + ex.getMessage()).withCause(ex)
+                    .asRuntimeException();
+        }
+        return new PartsStream(parts, total);
+    }
+
+    private static List<Tensor> decode(InputStream in, ReaderOptions options) {
+        List<Tensor> out = new ArrayList<>();
+        try (TensorDecoder d = TensorDecoder.create(options)) {
+            if (in instanceof Detachable det && in instanceof HasByteBuffer hb && hb.byteBufferSupported()) {
+                // The transport's own buffers, no copy before the decoder's.
+                try (InputStream owned = det.detach()) {
+                    HasByteBuffer buffers = (HasByteBuffer) owned;
+                    while (owned.available() > 0) {
+                        ByteBuffer b = buffers.getByteBuffer();
+                        if (b == null) {
+                            break;
+                        }
+                        int n = b.remaining();
+                        d.feed(b);
+                        drain(d, out);
+                        owned.skip(n);
+                    }
+                    feedRest(owned, d, out);
+                }
+            } else {
+                feedRest(in, d, out);
+            }
+            d.endOfInput();
+            drain(d, out);
+            return out;
+        } catch (HurrayException e) {
+            out.forEach(Tensor::close);
+            throw Status.INVALID_ARGUMENT.withDescription("not a valid Hurray message: " + e.getMessage()).withCause(e)
+                    .asRuntimeException();
+        } catch (IOException | RuntimeException e) {
+            out.forEach(Tensor::close);
+            if (e instanceof StatusRuntimeException s) {
+                throw s;
+            }
+            throw Status.INTERNAL.withDescription("reading a Hurray message failed").withCause(e).asRuntimeException();
+        }
+    }
+
+    private static void feedRest(InputStream in, TensorDecoder d, List<Tensor> out) throws IOException {
+        byte[] chunk = null;
+        for (int n; ; ) {
+            if (chunk == null) {
+                chunk = new byte[64 * 1024];
+            }
+            n = in.read(chunk);
+            if (n < 0) {
+                return;
+            }
+            d.feed(ByteBuffer.wrap(chunk, 0, n));
+            drain(d, out);
+        }
+    }
+
+    private static void drain(TensorDecoder d, List<Tensor> out) throws HurrayException {
+        for (Tensor t; (t = d.next()) != null;) {
+            out.add(t);
+        }
+    }
+
+    /** The encoded message: arrays and payload views, drained in order. */
+    static final class PartsStream extends InputStream implements Drainable, KnownLength {
+        private final List<Object> parts;
+        private long remaining;
+        private int index;
+
+        PartsStream(List<Object> parts, long total) {
+            this.parts = parts;
+            this.remaining = total;
+        }
+
+        private ByteBuffer current() {
+            while (index < parts.size()) {
+                Object p = parts.get(index);
+                if (p instanceof byte[] a) {
+                    parts.set(index, ByteBuffer.wrap(a));
+                    continue;
+                }
+                ByteBuffer b = (ByteBuffer) p;
+                if (b.hasRemaining()) {
+                    return b;
+                }
+                index++;
+            }
+            return null;
+        }
+
+        @Override
+        public int read() {
+            ByteBuffer b = current();
+            if (b == null) {
+                return -1;
+            }
+            remaining--;
+            return b.get() & 0xff;
+        }
+
+        @Override
+        public int read(byte[] dst, int off, int len) {
+            Objects.checkFromIndexSize(off, len, dst.length);
+            if (len == 0) {
+                return 0;
+            }
+            ByteBuffer b = current();
+            if (b == null) {
+                return -1;
+            }
+            int n = Math.min(len, b.remaining());
+            b.get(dst, off, n);
+            remaining -= n;
+            return n;
+        }
+
+        @Override
+        public int available() {
+            return (int) Math.min(remaining, Integer.MAX_VALUE);
+        }
+
+        @Override
+        public int drainTo(OutputStream target) throws IOException {
+            long n = remaining;
+            byte[] chunk = null;
+            for (ByteBuffer b; (b = current()) != null;) {
+                if (b.hasArray()) {
+                    target.write(b.array(), b.arrayOffset() + b.position(), b.remaining());
+                    b.position(b.limit());
+                } else {
+                    // A payload view of native memory: gRPC's output streams take arrays.
+                    if (chunk == null) {
+                        chunk = new byte[64 * 1024];
+                    }
+                    int k = Math.min(chunk.length, b.remaining());
+                    b.get(chunk, 0, k);
+                    target.write(chunk, 0, k);
+                }
+            }
+            remaining = 0;
+            return (int) n;
+        }
+    }
+}
