@@ -194,27 +194,28 @@ public class TensorOutboundHandler extends ChannelOutboundHandlerAdapter {
     /**
      * Hands everything staged to Netty: staged bytes copied into direct buffers, borrowed
      * payloads wrapped. The waiting promises complete, and {@code owner} (the tensor whose
-     * payload was borrowed) is released, when the last of those buffers was written.
+     * payload was borrowed) is released, when the last of those buffers was written. The
+     * encoder is drained before the first {@code ctx.write}, since a write can re-enter this
+     * handler (a writability change makes a producer write again).
      */
     private void emit(ChannelHandlerContext ctx, Object owner) throws HurrayException {
         if (encoder == null || (encoder.pendingBytes() == 0 && waiting.isEmpty())) {
             return;
         }
-        PromiseCombiner all = new PromiseCombiner(ctx.executor());
+        List<ByteBuf> bufs = new ArrayList<>(4);
         try {
             while (encoder.pendingBytes() > 0) {
                 List<TensorEncoder.Piece> pieces = encoder.output();
                 long sent = 0;
                 ByteBuf staged = null;
                 for (TensorEncoder.Piece p : pieces) {
-                    int len = p.bytes().remaining();
-                    sent += len;
+                    sent += p.bytes().remaining();
                     if (p.borrowed()) {
                         if (staged != null) {
-                            all.add(ctx.write(staged));
+                            bufs.add(staged);
                             staged = null;
                         }
-                        all.add(ctx.write(Unpooled.wrappedBuffer(p.bytes())));
+                        bufs.add(Unpooled.wrappedBuffer(p.bytes()));
                     } else {
                         if (staged == null) {
                             staged = ctx.alloc().directBuffer(stagedBytes(pieces));
@@ -223,26 +224,34 @@ public class TensorOutboundHandler extends ChannelOutboundHandlerAdapter {
                     }
                 }
                 if (staged != null) {
-                    all.add(ctx.write(staged));
+                    bufs.add(staged);
                 }
                 encoder.consumed(sent);
             }
-        } finally {
-            List<ChannelPromise> done = new ArrayList<>(waiting);
-            waiting.clear();
-            ChannelPromise aggregate = ctx.newPromise();
-            aggregate.addListener(f -> {
-                TensorMessage.dispose(owner);
-                for (ChannelPromise p : done) {
-                    if (f.isSuccess()) {
-                        p.trySuccess();
-                    } else {
-                        p.tryFailure(f.cause());
-                    }
-                }
-            });
-            all.finish(aggregate);
+        } catch (HurrayException | RuntimeException e) {
+            for (ByteBuf b : bufs) {
+                b.release();
+            }
+            throw e;
         }
+        List<ChannelPromise> done = new ArrayList<>(waiting);
+        waiting.clear();
+        ChannelPromise aggregate = ctx.newPromise();
+        aggregate.addListener(f -> {
+            TensorMessage.dispose(owner);
+            for (ChannelPromise p : done) {
+                if (f.isSuccess()) {
+                    p.trySuccess();
+                } else {
+                    p.tryFailure(f.cause());
+                }
+            }
+        });
+        PromiseCombiner all = new PromiseCombiner(ctx.executor());
+        for (ByteBuf b : bufs) {
+            all.add(ctx.write(b));
+        }
+        all.finish(aggregate);
     }
 
     private static int stagedBytes(List<TensorEncoder.Piece> pieces) {
