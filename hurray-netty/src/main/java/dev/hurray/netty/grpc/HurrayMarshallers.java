@@ -37,9 +37,10 @@ import java.util.Objects;
  * }</pre>
  *
  * <h2>Copies</h2>
- * Sending: the stream's framing and small payloads are encoded into one array; a payload over
- * 64 KiB is not copied but drained ({@link Drainable}) from the tensor's memory into gRPC's
- * buffers. The message length is known up front ({@link KnownLength}). Receiving: where the
+ * Sending: the stream is encoded into arrays, one copy of each byte (the message must not refer
+ * to the tensor: its owner may close it as soon as the send returns, and the in-process
+ * transport reads the message later), and drained ({@link Drainable}) into gRPC's buffers with
+ * one write per array. The message length is known up front ({@link KnownLength}). Receiving: where the
  * transport offers its buffers ({@link HasByteBuffer} and {@link Detachable}, as grpc-netty
  * does) they are handed straight to a {@link TensorDecoder}, which copies each byte once, a
  * large payload into the tensor's own allocation; otherwise the stream is read through a
@@ -122,47 +123,43 @@ public final class HurrayMarshallers {
         };
     }
 
-    /** Encodes a whole stream: staged bytes copied into one array, borrowed payloads kept as views. */
+    /**
+     * Encodes a whole stream into arrays: one copy of every byte. A message stream must not
+     * refer to the tensor, whose owner may close it once the send returns while the transport
+     * reads the stream later (the in-process transport hands the stream itself to the server).
+     */
     private static InputStream encode(List<Tensor> tensors, long maxMessageBytes) {
-        List<Object> parts = new ArrayList<>();
+        List<byte[]> parts = new ArrayList<>();
         long total = 0;
         try (TensorEncoder e = TensorEncoder.create(WriterOptions.defaults(), TensorEncoder.MAX_COPY_BYTES)) {
-            java.io.ByteArrayOutputStream staged = new java.io.ByteArrayOutputStream();
             for (int i = 0; i <= tensors.size(); i++) {
                 if (i < tensors.size()) {
                     e.encode(Objects.requireNonNull(tensors.get(i), "tensor"));
                 } else {
                     e.finish();
                 }
+                // Small items stay staged and leave together; a borrowed payload must leave now.
+                if (i < tensors.size() && !e.borrowsPayloads() && e.pendingBytes() < 1 << 20) {
+                    continue;
+                }
                 while (e.pendingBytes() > 0) {
                     long sent = 0;
                     for (TensorEncoder.Piece p : e.output()) {
                         ByteBuffer b = p.bytes();
+                        total += b.remaining();
                         sent += b.remaining();
-                        if (p.borrowed()) {
-                            if (staged.size() > 0) {
-                                parts.add(staged.toByteArray());
-                                staged.reset();
-                            }
-                            parts.add(b.duplicate());
-                        } else {
-                            byte[] a = new byte[b.remaining()];
-                            b.get(a);
-                            staged.write(a, 0, a.length);
+                        if (total > maxMessageBytes) {
+                            throw Status.RESOURCE_EXHAUSTED.withDescription("a Hurray message of more than "
+                                    + maxMessageBytes + " bytes: raise maxInboundMessageSize on the receiving channel "
+                                    + "or server and the marshaller's maxMessageBytes (HurrayMarshallers.tensor(options, "
+                                    + "maxMessageBytes)), or send the tensors as several messages").asRuntimeException();
                         }
-                    }
-                    total += sent;
-                    if (total > maxMessageBytes) {
-                        throw Status.RESOURCE_EXHAUSTED.withDescription("a Hurray message of more than " + maxMessageBytes
-                                + " bytes: raise maxInboundMessageSize on the receiving channel or server and the "
-                                + "marshaller's maxMessageBytes (HurrayMarshallers.tensor(options, maxMessageBytes)), "
-                                + "or send the tensors as several messages").asRuntimeException();
+                        byte[] a = new byte[b.remaining()];
+                        b.get(a);
+                        parts.add(a);
                     }
                     e.consumed(sent);
                 }
-            }
-            if (staged.size() > 0) {
-                parts.add(staged.toByteArray());
             }
         } catch (HurrayException ex) {
             throw Status.INVALID_ARGUMENT.withDescription("encoding a tensor failed: " + ex.getMessage()).withCause(ex)
@@ -230,41 +227,39 @@ public final class HurrayMarshallers {
         }
     }
 
-    /** The encoded message: arrays and payload views, drained in order. */
+    /** The encoded message: arrays, drained in order. */
     static final class PartsStream extends InputStream implements Drainable, KnownLength {
-        private final List<Object> parts;
+        private final List<byte[]> parts;
         private long remaining;
         private int index;
+        private int offset;
 
-        PartsStream(List<Object> parts, long total) {
+        PartsStream(List<byte[]> parts, long total) {
             this.parts = parts;
             this.remaining = total;
         }
 
-        private ByteBuffer current() {
+        /** The current part, skipping finished ones; null at the end. */
+        private byte[] current() {
             while (index < parts.size()) {
-                Object p = parts.get(index);
-                if (p instanceof byte[] a) {
-                    parts.set(index, ByteBuffer.wrap(a));
-                    continue;
-                }
-                ByteBuffer b = (ByteBuffer) p;
-                if (b.hasRemaining()) {
-                    return b;
+                byte[] p = parts.get(index);
+                if (offset < p.length) {
+                    return p;
                 }
                 index++;
+                offset = 0;
             }
             return null;
         }
 
         @Override
         public int read() {
-            ByteBuffer b = current();
-            if (b == null) {
+            byte[] p = current();
+            if (p == null) {
                 return -1;
             }
             remaining--;
-            return b.get() & 0xff;
+            return p[offset++] & 0xff;
         }
 
         @Override
@@ -273,12 +268,13 @@ public final class HurrayMarshallers {
             if (len == 0) {
                 return 0;
             }
-            ByteBuffer b = current();
-            if (b == null) {
+            byte[] p = current();
+            if (p == null) {
                 return -1;
             }
-            int n = Math.min(len, b.remaining());
-            b.get(dst, off, n);
+            int n = Math.min(len, p.length - offset);
+            System.arraycopy(p, offset, dst, off, n);
+            offset += n;
             remaining -= n;
             return n;
         }
@@ -291,20 +287,9 @@ public final class HurrayMarshallers {
         @Override
         public int drainTo(OutputStream target) throws IOException {
             long n = remaining;
-            byte[] chunk = null;
-            for (ByteBuffer b; (b = current()) != null;) {
-                if (b.hasArray()) {
-                    target.write(b.array(), b.arrayOffset() + b.position(), b.remaining());
-                    b.position(b.limit());
-                } else {
-                    // A payload view of native memory: gRPC's output streams take arrays.
-                    if (chunk == null) {
-                        chunk = new byte[64 * 1024];
-                    }
-                    int k = Math.min(chunk.length, b.remaining());
-                    b.get(chunk, 0, k);
-                    target.write(chunk, 0, k);
-                }
+            for (byte[] p; (p = current()) != null;) {
+                target.write(p, offset, p.length - offset);
+                offset = p.length;
             }
             remaining = 0;
             return (int) n;
