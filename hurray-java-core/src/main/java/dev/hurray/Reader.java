@@ -247,11 +247,16 @@ public final class Reader implements AutoCloseable, Iterable<Tensor> {
                 ended = true;
                 return null;
             }
-            return it[0] != null ? new Item(Tensor.fromNative(it[0], scope, null), null)
-                    : new Item(null, Composite.fromNative(it[1], scope));
+            return item(it, scope);
         } finally {
             guard.exit();
         }
+    }
+
+    /** Takes ownership of what {@link NativeReader#nextItem()} returned (shared with TensorDecoder). */
+    static Item item(MemorySegment[] it, TensorScope scope) throws HurrayException {
+        return it[0] != null ? new Item(Tensor.fromNative(it[0], scope, null), null)
+                : new Item(null, Composite.fromNative(it[1], scope));
     }
 
     /**

@@ -176,33 +176,38 @@ public final class Writer implements AutoCloseable {
         Objects.requireNonNull(tensor, "tensor");
         guard.enter();
         try {
-            tensor.pin();
-            try {
-                MemorySegment[] bufs = tensor.rawBuffers();
-                if (tensor.borrowsMemory()) {
-                    // The caller's segments: their arena may be closed by its owner at any time.
-                    for (int i = 0; i < bufs.length; i++) {
-                        requireUsable(bufs[i], i);
-                    }
-                }
-                // Memory the tensor owns cannot be freed while it is pinned, so any thread may
-                // write it (the writer reads it by address).
-                TensorDescriptor desc = tensor.descriptor();
-                if (desc.isPlain()) {
-                    nativeWriter.writeFields(desc.fields(), desc.nameUtf8(), desc.keysUtf8(), bufs);
-                } else {
-                    MemorySegment d = tensor.nativeDescriptor();
-                    if (d != null) {
-                        nativeWriter.write(d, bufs);
-                    } else {
-                        write(desc.nativeTwin(), bufs);
-                    }
-                }
-            } finally {
-                tensor.unpin();
-            }
+            write(nativeWriter, tensor);
         } finally {
             guard.exit();
+        }
+    }
+
+    /** Stages one tensor on {@code nativeWriter}, pinned for the call (shared with TensorEncoder). */
+    static void write(NativeWriter nativeWriter, Tensor tensor) throws HurrayException {
+        tensor.pin();
+        try {
+            MemorySegment[] bufs = tensor.rawBuffers();
+            if (tensor.borrowsMemory()) {
+                // The caller's segments: their arena may be closed by its owner at any time.
+                for (int i = 0; i < bufs.length; i++) {
+                    requireUsable(bufs[i], i);
+                }
+            }
+            // Memory the tensor owns cannot be freed while it is pinned, so any thread may
+            // write it (the writer reads it by address).
+            TensorDescriptor desc = tensor.descriptor();
+            if (desc.isPlain()) {
+                nativeWriter.writeFields(desc.fields(), desc.nameUtf8(), desc.keysUtf8(), bufs);
+            } else {
+                MemorySegment d = tensor.nativeDescriptor();
+                if (d != null) {
+                    nativeWriter.write(d, bufs);
+                } else {
+                    write(nativeWriter, desc.nativeTwin(), bufs);
+                }
+            }
+        } finally {
+            tensor.unpin();
         }
     }
 
@@ -277,7 +282,7 @@ public final class Writer implements AutoCloseable {
                 if (descriptor.isPlain()) {
                     nativeWriter.writeFields(descriptor.fields(), descriptor.nameUtf8(), descriptor.keysUtf8(), bufs);
                 } else {
-                    write(descriptor.nativeTwin(), bufs);
+                    write(nativeWriter, descriptor.nativeTwin(), bufs);
                 }
             } finally {
                 if (copies != null) {
@@ -289,7 +294,8 @@ public final class Writer implements AutoCloseable {
         }
     }
 
-    private void write(NativeDescriptor d, MemorySegment[] bufs) throws HurrayException {
+    /** Writes with the descriptor's handle if it has one, else with its encoding (no handle made). */
+    private static void write(NativeWriter nativeWriter, NativeDescriptor d, MemorySegment[] bufs) throws HurrayException {
         MemorySegment h = d.handleIfPresent();
         if (h != null) {
             nativeWriter.write(h, bufs);

@@ -34,7 +34,8 @@ import java.lang.foreign.MemorySegment;
  * thread may use it, one at a time.
  */
 public final class NativeReader {
-    private static final int NEED_INPUT = hurray_h.HURRAY_NEED_INPUT();
+    /** {@code HURRAY_NEED_INPUT}, as {@link #poll} returns it. */
+    public static final int NEED_INPUT = hurray_h.HURRAY_NEED_INPUT();
     private static final int END_OF_INPUT = hurray_h.HURRAY_DECODE_END_OF_INPUT();
     private static final int SAME_EXCEPT_NAME = hurray_h.HURRAY_FIELDS_SAME_EXCEPT_NAME();
 
@@ -474,6 +475,98 @@ public final class NativeReader {
             }
             throw Native.error(rc, null);
         }
+    }
+
+    // ------------------------------------------------------------ push decoding (TensorDecoder)
+    // The caller does the I/O: it hands bytes in with supply/endInput and steps the decoder with
+    // poll, which returns NEED_INPUT instead of reading a Source. The same result accessors
+    // (tensor, readFields, buffers, item, headerMetadata) describe what poll decoded.
+
+    /** {@link #poll} kinds: the flat view, the assembled view, the stream header. */
+    public static final int POLL_TENSOR = 0;
+    public static final int POLL_ITEM = 1;
+    public static final int POLL_HEADER = 2;
+
+    /** A source for a reader whose caller supplies the bytes; reading it is a bug. */
+    public static Source noSource() {
+        return new Source(null) {
+            @Override
+            protected int read(MemorySegment dst) throws IOException {
+                throw new IOException("this decoder is fed by its caller");
+            }
+        };
+    }
+
+    /**
+     * One decode step with the bytes supplied since the last one, reading nothing.
+     *
+     * @param kind {@link #POLL_TENSOR} ({@code hurray_decoder_next}), {@link #POLL_ITEM}
+     *     ({@code _next_item}) or {@link #POLL_HEADER} ({@code _next_header})
+     * @return {@link Native#OK} (a result: {@link #tensor()} and the field accessors, {@link #item()},
+     *     or {@link #headerMetadata()}), {@link Status#NEED_INPUT}'s code (fill {@link #inputRegion()}),
+     *     or {@link Native#END_OF_STREAM}
+     * @throws HurrayException the decoder's failure (sticky), e.g. {@link Status#TRUNCATED}
+     *     after {@link #endInput()} inside an item
+     */
+    public int poll(int kind) throws HurrayException {
+        if (kind == POLL_TENSOR && pendingAt < pendingCount) {
+            result = results.asSlice(pendingAt++ * RESULT_BYTES, RESULT_BYTES);
+            emitted++;
+            return Native.OK;
+        }
+        long f = filled;
+        filled = 0;
+        int flags = inputEnded ? END_OF_INPUT : 0;
+        int rc;
+        if (kind == POLL_TENSOR) {
+            // The flat view decodes every buffered tensor at once, as next() does.
+            rc = hurray_h.hurray_decoder_next_batch(handle, f, flags, results, BATCH, countSlot);
+            result = results.asSlice(0, RESULT_BYTES);
+            if (rc == Native.OK) {
+                pendingCount = (int) countSlot.get(JAVA_LONG, 0);
+                pendingAt = 1;
+            }
+        } else {
+            result = single;
+            rc = kind == POLL_ITEM ? hurray_h.hurray_decoder_next_item(handle, f, flags, single, compositeSlot)
+                    : hurray_h.hurray_decoder_next_header(handle, f, flags, single);
+        }
+        if (rc == Native.OK && kind != POLL_HEADER) {
+            emitted++;
+        }
+        if (rc == Native.OK || rc == NEED_INPUT || (rc == Native.END_OF_STREAM && kind != POLL_HEADER)) {
+            return rc;
+        }
+        throw Native.error(rc, null);
+    }
+
+    /** Where the next bytes go after {@link #poll} returned NEED_INPUT: native memory valid until the next poll. */
+    public MemorySegment inputRegion() {
+        return Native.view(HurrayDecodeResult.input(result), HurrayDecodeResult.input_len(result));
+    }
+
+    /** Reports {@code n} bytes put at the front of {@link #inputRegion()}, for the next poll. */
+    public void supply(long n) {
+        filled += n;
+    }
+
+    /** Reports the end of the input: the next poll says whether the stream ended cleanly. */
+    public void endInput() {
+        inputEnded = true;
+    }
+
+    /** After a {@link #POLL_ITEM} poll returned OK: as {@link #nextItem()} returns it. */
+    public MemorySegment[] item() {
+        MemorySegment t = HurrayDecodeResult.tensor(result);
+        MemorySegment c = compositeSlot.get(ADDRESS, 0);
+        return new MemorySegment[] {t.equals(MemorySegment.NULL) ? null : t, c.equals(MemorySegment.NULL) ? null : c};
+    }
+
+    /** After a {@link #POLL_HEADER} poll returned OK: the stream metadata, as {@link #metadata()} returns it. */
+    public java.util.Map<String, byte[]> headerMetadata() {
+        int n = (int) HurrayDescriptorFields.metadata_count(HurrayDecodeResult.fields(result));
+        return NativeDescriptor.metadataOf(HurrayDecodeResult.metadata(result)
+                .reinterpret(n * HurrayMetadataView.sizeof()), n);
     }
 
     /** The decoded tensor ({@code HurrayTensor*}), now owned by the caller (destroy it). */

@@ -70,6 +70,8 @@ public final class NativeWriter {
     private boolean finished;
     /** Why the encoder is poisoned (a send failed mid-item), or null. */
     private String poisoned;
+    /** The state struct the last native call wrote ({@code state} or the batch result's). */
+    private MemorySegment stateNow;
 
     private NativeWriter(Sink sink, long batchBytes, Arena auto, MemorySegment handle) {
         this.sink = sink;
@@ -83,6 +85,7 @@ public final class NativeWriter {
         this.specs = auto.allocate(SpecWriter.SPEC_BYTES * MAX_QUEUED, 8);
         this.aux = auto.allocate(Math.max(batchBytes, 64 * 1024) + 64 * 1024, 64);
         this.batchResult = dev.hurray.ffm.HurrayEncodeBatchResult.allocate(auto);
+        this.stateNow = state;
     }
 
     /**
@@ -145,6 +148,11 @@ public final class NativeWriter {
         }
         auxUsed = SpecWriter.write(specs, queued, aux, auxUsed, f, name, keys, payloads, !inPlace);
         queuedNames[queued++] = f.name();
+        if (drained) {
+            // The caller drains: the tensor is staged now, while it is pinned.
+            settle();
+            return;
+        }
         if (inPlace || batchBytes == 0 || auxUsed >= batchBytes) {
             sendBatch(0, true);
             if (batchBytes == 0) {
@@ -165,8 +173,9 @@ public final class NativeWriter {
             while (true) {
                 int rc = hurray_h.hurray_encoder_encode_batch(handle, unreported,
                         MemorySegment.ofAddress(specs.address() + from * SpecWriter.SPEC_BYTES), queued - from,
-                        from == queued ? flags : (queued - from > 0 ? flags : 0), pieces, MAX_PIECES, batchResult);
+                        flags, pieces, MAX_PIECES, batchResult);
                 unreported = 0;
+                stateNow = dev.hurray.ffm.HurrayEncodeBatchResult.state(batchResult);
                 long encoded = dev.hurray.ffm.HurrayEncodeBatchResult.encoded(batchResult);
                 if (rc < 0) {
                     if (from + encoded >= queued) {
@@ -279,6 +288,7 @@ public final class NativeWriter {
             int rc = hurray_h.hurray_encoder_encode_batch(handle, unreported, specs, n, 0, MemorySegment.NULL, 0,
                     batchResult);
             unreported = 0;
+            stateNow = dev.hurray.ffm.HurrayEncodeBatchResult.state(batchResult);
             long encoded = dev.hurray.ffm.HurrayEncodeBatchResult.encoded(batchResult);
             if (rc < 0) {
                 HurrayException e = Native.error(rc, null);
@@ -360,9 +370,10 @@ public final class NativeWriter {
         }
     }
 
-    /** Sends the pending output unless it may wait for the batch. */
+    /** Sends the pending output unless it may wait for the batch (never for {@link #openDrained}: the caller drains). */
     private void afterStaging() throws HurrayException {
-        if (HurrayEncoderState.borrows_payloads(state) != 0 || HurrayEncoderState.pending_bytes(state) >= batchBytes) {
+        stateNow = state;
+        if (!drained && (HurrayEncoderState.borrows_payloads(state) != 0 || HurrayEncoderState.pending_bytes(state) >= batchBytes)) {
             send(true);
             if (batchBytes == 0) {
                 flushSink();
@@ -435,6 +446,13 @@ public final class NativeWriter {
 
     /** Stages and sends the end-of-stream marker; idempotent after success. */
     public void finish() throws HurrayException {
+        if (drained) {
+            settle();
+            Native.check(hurray_h.hurray_encoder_finish(handle, state));
+            stateNow = state;
+            finished = true;
+            return;
+        }
         sendBatch(hurray_h.HURRAY_ENCODE_FINISH(), true);
         finished = true;
         flushSink();
@@ -538,6 +556,67 @@ public final class NativeWriter {
         } catch (IOException | RuntimeException e) {
             throw new HurrayException(Status.TRANSPORT, "flushing the sink failed", e);
         }
+    }
+
+    // ------------------------------------------------------------ caller-drained output (TensorEncoder)
+
+    /**
+     * Makes a native encoder whose output the caller drains ({@link #output()}, {@link #consume}):
+     * staging never sends, so items stay pending until consumed.
+     *
+     * @param coalesceBytes largest payload copied into the staged output; larger ones are borrowed
+     */
+    public static NativeWriter openDrained(boolean payloadChecksums, long coalesceBytes) throws HurrayException {
+        NativeWriter w = open(new Sink(null) {
+            @Override
+            protected long write(MemorySegment src) {
+                throw new IllegalStateException("a drained encoder has no sink");
+            }
+        }, payloadChecksums, Long.MAX_VALUE);
+        try {
+            Native.check(hurray_h.hurray_encoder_set_coalesce_bytes(w.handle, coalesceBytes));
+        } catch (HurrayException e) {
+            w.close();
+            throw e;
+        }
+        w.drained = true;
+        return w;
+    }
+
+    /** True for {@link #openDrained}: afterStaging and finish leave the output pending. */
+    private boolean drained;
+
+    /** Bytes staged and not yet consumed (queued tensors are staged first). */
+    public long pendingBytes() {
+        return HurrayEncoderState.pending_bytes(stateNow);
+    }
+
+    /** True while the pending output refers to a caller's payload (docs/spec/c-abi.md §Decoders and encoders). */
+    public boolean borrowsPayloads() {
+        return HurrayEncoderState.borrows_payloads(stateNow) != 0;
+    }
+
+    /**
+     * The pending output in order ({@code hurray_encoder_output}): views valid until the next
+     * staging or consuming call, the first {@code MAX_PIECES} ranges when there are more.
+     */
+    public MemorySegment[] output() throws HurrayException {
+        settle();
+        Native.check(hurray_h.hurray_encoder_output(handle, pieces, MAX_PIECES, count));
+        int n = (int) count.get(JAVA_LONG, 0);
+        MemorySegment[] out = new MemorySegment[n];
+        for (int i = 0; i < n; i++) {
+            MemorySegment p = HurrayIoSlice.asSlice(pieces, i);
+            out[i] = HurrayIoSlice.ptr(p).reinterpret(HurrayIoSlice.len(p));
+        }
+        return out;
+    }
+
+    /** Records that the first {@code n} pending bytes were sent ({@code hurray_encoder_consume}). */
+    public void consume(long n) throws HurrayException {
+        settle();
+        Native.check(hurray_h.hurray_encoder_consume(handle, n, state));
+        stateNow = state;
     }
 
     /**

@@ -1,0 +1,429 @@
+package dev.hurray;
+
+import dev.hurray.internal.Native;
+import dev.hurray.internal.NativeReader;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
+import java.util.Collections;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * Decodes a Hurray stream from bytes its caller hands in, doing no I/O of its own (the native
+ * decoder {@code hurray_decoder_*}, docs/spec/c-abi.md §Decoders and encoders; the format is
+ * docs/spec/stream.md). It is what an event loop, a selector loop over non-blocking channels,
+ * Netty or gRPC needs where {@link Reader} would block on its source.
+ *
+ * <pre>{@code
+ * try (TensorDecoder decoder = TensorDecoder.create()) {
+ *     // whenever bytes arrive (a ByteBuffer or a MemorySegment, heap or native):
+ *     decoder.feed(bytes);
+ *     for (Tensor t; (t = decoder.next()) != null; ) {
+ *         try (t) {
+ *             use(t);
+ *         }
+ *     }
+ *     // when the input ends:
+ *     decoder.endOfInput();
+ *     decoder.next(); // Status.TRUNCATED if it ended inside an item or before the end marker
+ * }
+ * }</pre>
+ *
+ * <h2>Two ways in</h2>
+ * <ul>
+ * <li>{@link #feed(ByteBuffer)} / {@link #feed(MemorySegment)} take every byte they are given,
+ *     copying it once: into the decoder's 64 KiB read-ahead, or, for the rest of a payload of
+ *     64 KiB or more, straight into the tensor's own aligned allocation. Items completed by the
+ *     bytes wait in the decoder until {@link #next()} (or {@link #nextItem()}) takes them.</li>
+ * <li>The zero-copy form: {@link #inputRegion()} is the native memory the next bytes go to (the
+ *     read-ahead, or the tensor's own buffer for a large payload); the caller reads into it (a
+ *     {@code SocketChannel.read(region.asByteBuffer())}) and reports the count with
+ *     {@link #filled(long)}.</li>
+ * </ul>
+ * The two may be mixed. A decoder yields either the flat view ({@link #create}: every tensor,
+ * a composite as its head followed by its members, as {@link Reader#read()}) or the assembled
+ * view ({@link #createForItems}: a tensor or a whole composite, as {@link Reader#nextItem()}).
+ * {@link #metadata()} gives the stream metadata once the stream header is in.
+ *
+ * <h2>Selector loops</h2>
+ * Non-blocking {@code SocketChannel}s use this class, not {@link Reader} (which refuses them):
+ * on {@code OP_READ}, read into {@code inputRegion().asByteBuffer()} until the channel returns
+ * 0, calling {@code filled(n)} after each read, then take items with {@code next()}; on -1 call
+ * {@link #endOfInput()}. The writing side is {@link TensorEncoder}.
+ *
+ * <h2>Ownership</h2>
+ * Each tensor or item returned is owned by the caller, who closes it; it stays valid after the
+ * decoder is closed. Items decoded but not yet taken are closed by {@link #close()}.
+ *
+ * <h2>Errors</h2>
+ * Every stream failure is a {@link HurrayException} from the call that meets it, and it is
+ * sticky: damaged bytes are {@link Status#CORRUPT} or {@link Status#INVALID_MAGIC}, a declared
+ * size over the {@link ReaderOptions} limits is {@link Status#LIMIT_EXCEEDED}, and input that
+ * ends ({@link #endOfInput()}) inside an item or before the end-of-stream marker is
+ * {@link Status#TRUNCATED}. Bytes fed after the end-of-stream marker was decoded are
+ * {@link Status#CORRUPT} (bytes after the marker inside the same call are ignored).
+ *
+ * <h2>Threads</h2>
+ * One thread at a time, any thread (a concurrent call fails with {@link IllegalStateException}).
+ * Tensors follow {@link ReaderOptions#tensorScope()}; an {@link #inputRegion()} segment is
+ * confined to the thread that asked for it.
+ */
+public final class TensorDecoder implements AutoCloseable {
+    private final NativeReader reader;
+    private final TensorScope scope;
+    private final boolean items;
+    private final HandleGuard guard = new HandleGuard("decoder");
+    /** Tensors or items decoded and not yet taken. */
+    private final ArrayDeque<AutoCloseable> ready = new ArrayDeque<>();
+    private Map<String, byte[]> metadata;
+    private boolean ended;
+    private boolean inputEnded;
+    /** The decoder's last poll returned NEED_INPUT: {@link #region} is where bytes go. */
+    private boolean haveRegion;
+    private MemorySegment region;
+    /** Bytes supplied at the front of {@link #region} since that poll. */
+    private long regionUsed;
+    /** A poll is due because input ended since the last one. */
+    private boolean endPending;
+    /** The arena of the segment {@link #inputRegion()} last gave out; closed at the next poll. */
+    private Arena regionArena;
+    private TensorDescriptor previous;
+    /** The native tensors this decoder handed out (batched release, one leak check). */
+    private final dev.hurray.internal.TensorLedger ledger = dev.hurray.internal.TensorLedger.create();
+
+    private TensorDecoder(NativeReader reader, TensorScope scope, boolean items) {
+        this.reader = reader;
+        this.scope = scope;
+        this.items = items;
+        reader.watch(this, "TensorDecoder");
+    }
+
+    /** A flat-view decoder ({@link #next()}) with default options. */
+    public static TensorDecoder create() throws HurrayException {
+        return create(ReaderOptions.defaults());
+    }
+
+    /**
+     * A flat-view decoder: {@link #next()} yields every tensor in stream order.
+     *
+     * @throws HurrayException {@link Status#INVALID_ARGUMENT} for options the library refuses
+     */
+    public static TensorDecoder create(ReaderOptions options) throws HurrayException {
+        return open(options, false);
+    }
+
+    /**
+     * An assembled-view decoder: {@link #nextItem()} yields a tensor or a whole composite with
+     * its members (docs/spec/stream.md §Composites).
+     *
+     * @throws HurrayException {@link Status#INVALID_ARGUMENT} for options the library refuses
+     */
+    public static TensorDecoder createForItems(ReaderOptions options) throws HurrayException {
+        return open(options, true);
+    }
+
+    private static TensorDecoder open(ReaderOptions options, boolean items) throws HurrayException {
+        Objects.requireNonNull(options, "options");
+        NativeReader r = NativeReader.open(NativeReader.noSource(), options.maxRank(), options.maxDescriptorBytes(),
+                options.maxTensorBytes(), options.requirePayloadChecksums(), options.bufferPoolBytes());
+        return new TensorDecoder(r, options.tensorScope(), items);
+    }
+
+    /**
+     * Hands in every remaining byte of {@code src} (heap or direct), advancing its position to
+     * its limit. The bytes are copied (see the class comment); {@code src} may be reused at once.
+     *
+     * @throws HurrayException a stream failure the bytes revealed (items completed before it
+     *     are still returned by {@link #next()}); {@link Status#CORRUPT} for bytes after the end
+     * @throws IllegalStateException after {@link #endOfInput()}, or if the decoder is closed or
+     *     in use by another thread
+     */
+    public void feed(ByteBuffer src) throws HurrayException {
+        Objects.requireNonNull(src, "src");
+        guard.enter();
+        try {
+            MemorySegment s = MemorySegment.ofBuffer(src);
+            long taken = 0;
+            try {
+                taken = take(s);
+            } finally {
+                src.position(src.position() + (int) taken);
+            }
+        } finally {
+            guard.exit();
+        }
+    }
+
+    /**
+     * Hands in every byte of {@code src} (heap or native), copied as {@link #feed(ByteBuffer)}
+     * copies.
+     *
+     * @throws HurrayException as {@link #feed(ByteBuffer)}
+     * @throws IllegalStateException as {@link #feed(ByteBuffer)}, or if {@code src}'s arena is closed
+     */
+    public void feed(MemorySegment src) throws HurrayException {
+        Objects.requireNonNull(src, "src");
+        guard.enter();
+        try {
+            take(src);
+        } finally {
+            guard.exit();
+        }
+    }
+
+    /** Copies {@code src} into the decoder's regions; returns the bytes taken. */
+    private long take(MemorySegment src) throws HurrayException {
+        if (inputEnded) {
+            throw new IllegalStateException("the input was ended (endOfInput); nothing more can be fed");
+        }
+        long at = 0;
+        long size = src.byteSize();
+        while (at < size) {
+            if (ended) {
+                throw new HurrayException(Status.CORRUPT, (size - at) + " bytes after the end-of-stream marker", null);
+            }
+            if (!haveRegion || regionUsed == region.byteSize()) {
+                poll();
+                continue;
+            }
+            long n = Math.min(size - at, region.byteSize() - regionUsed);
+            MemorySegment.copy(src, at, region, regionUsed, n);
+            at += n;
+            regionUsed += n;
+            reader.supply(n);
+        }
+        return at;
+    }
+
+    /**
+     * The native memory the next bytes go to: write up to its size at its start, then report
+     * the count with {@link #filled(long)}. Valid, on this thread, until the decoder next
+     * decodes ({@code next}, {@code feed}, another {@code inputRegion} once this one is full, or
+     * {@code close}); after that it throws {@link IllegalStateException}, never touching freed
+     * memory. Decodes items already complete first (they wait for {@link #next()}).
+     *
+     * @return at least one byte of room
+     * @throws HurrayException a stream failure
+     * @throws IllegalStateException once the stream ended or the input was ended, or if the
+     *     decoder is closed or in use by another thread
+     */
+    public MemorySegment inputRegion() throws HurrayException {
+        guard.enter();
+        try {
+            if (inputEnded) {
+                throw new IllegalStateException("the input was ended (endOfInput)");
+            }
+            while (!haveRegion || regionUsed == region.byteSize()) {
+                if (ended) {
+                    throw new IllegalStateException("the end-of-stream marker was decoded; the decoder takes no more input");
+                }
+                poll();
+            }
+            if (regionArena == null) {
+                regionArena = Arena.ofConfined();
+            }
+            return region.asSlice(regionUsed).reinterpret(regionArena, null);
+        } finally {
+            guard.exit();
+        }
+    }
+
+    /**
+     * Reports {@code n} bytes written at the start of the last {@link #inputRegion()}.
+     *
+     * @throws IllegalArgumentException if {@code n} is negative or more than that region's size
+     * @throws IllegalStateException if no region is outstanding, or the decoder is closed or in use
+     */
+    public void filled(long n) {
+        guard.enter();
+        try {
+            if (!haveRegion) {
+                throw new IllegalStateException("no input region is outstanding (call inputRegion() first)");
+            }
+            if (n < 0 || n > region.byteSize() - regionUsed) {
+                throw new IllegalArgumentException(n + " bytes filled, the region holds " + (region.byteSize() - regionUsed));
+            }
+            regionUsed += n;
+            reader.supply(n);
+        } finally {
+            guard.exit();
+        }
+    }
+
+    /**
+     * Reports that the input ended (a peer closed its side). The next {@link #next()} or
+     * {@link #nextItem()} returns what is left, then {@code null} if the stream ended with its
+     * end-of-stream marker, or throws {@link Status#TRUNCATED} if it did not. Idempotent.
+     *
+     * @throws IllegalStateException if the decoder is closed or in use by another thread
+     */
+    public void endOfInput() {
+        guard.enter();
+        try {
+            if (!inputEnded) {
+                inputEnded = true;
+                endPending = true;
+                reader.endInput();
+            }
+        } finally {
+            guard.exit();
+        }
+    }
+
+    /**
+     * The next tensor of the flat view, or {@code null} when more input is needed or the stream
+     * ended ({@link #isEndOfStream()} tells which).
+     *
+     * @return a tensor owned by the caller (close it)
+     * @throws HurrayException a stream failure (see the class comment)
+     * @throws IllegalStateException on a {@link #createForItems} decoder, or if the decoder is
+     *     closed or in use by another thread
+     */
+    public Tensor next() throws HurrayException {
+        if (items) {
+            throw new IllegalStateException("this decoder yields items (createForItems): use nextItem()");
+        }
+        return (Tensor) take();
+    }
+
+    /**
+     * The next item of the assembled view, or {@code null} when more input is needed or the
+     * stream ended.
+     *
+     * @return an item owned by the caller (close it)
+     * @throws HurrayException a stream failure, plus the composite failures of {@link Reader#nextItem()}
+     * @throws IllegalStateException on a {@link #create} decoder, or if the decoder is closed or in use
+     */
+    public Item nextItem() throws HurrayException {
+        if (!items) {
+            throw new IllegalStateException("this decoder yields tensors (create): use next()");
+        }
+        return (Item) take();
+    }
+
+    private AutoCloseable take() throws HurrayException {
+        guard.enter();
+        try {
+            while (ready.isEmpty() && !ended && (!haveRegion || regionUsed > 0 || endPending)) {
+                poll();
+            }
+            return ready.poll();
+        } finally {
+            guard.exit();
+        }
+    }
+
+    /**
+     * The stream metadata (docs/spec/stream.md §Stream metadata), or {@code null} while the
+     * stream header is not complete. Empty when the stream has none.
+     *
+     * @return an unmodifiable map of copies, or null
+     * @throws HurrayException a stream failure
+     * @throws IllegalStateException if the decoder is closed or in use by another thread
+     */
+    public Map<String, byte[]> metadata() throws HurrayException {
+        guard.enter();
+        try {
+            while (metadata == null && (!haveRegion || regionUsed > 0 || endPending)) {
+                poll();
+            }
+            return metadata;
+        } finally {
+            guard.exit();
+        }
+    }
+
+    /**
+     * True when the decoder has used every byte it was given and needs more to make progress:
+     * nothing waits to be taken and the stream has not ended.
+     */
+    public boolean needsInput() {
+        return ready.isEmpty() && !ended && !endPending && (!haveRegion || regionUsed == 0);
+    }
+
+    /**
+     * True once the end-of-stream marker was decoded. Items decoded before it may still wait
+     * for {@link #next()}.
+     */
+    public boolean isEndOfStream() {
+        return ended;
+    }
+
+    /**
+     * One step of the native decoder with the bytes supplied so far: the header first, then
+     * items into {@link #ready}; NEED_INPUT leaves the new region in {@link #region}.
+     */
+    private void poll() throws HurrayException {
+        haveRegion = false;
+        regionUsed = 0;
+        endPending = false;
+        if (regionArena != null) {
+            regionArena.close();
+            regionArena = null;
+        }
+        int rc;
+        if (metadata == null) {
+            rc = reader.poll(NativeReader.POLL_HEADER);
+            if (rc == Native.OK) {
+                metadata = Collections.unmodifiableMap(reader.headerMetadata());
+                return;
+            }
+        } else if (items) {
+            rc = reader.poll(NativeReader.POLL_ITEM);
+            if (rc == Native.OK) {
+                ready.add(Reader.item(reader.item(), scope));
+                return;
+            }
+        } else {
+            rc = reader.poll(NativeReader.POLL_TENSOR);
+            if (rc == Native.OK) {
+                Tensor t = Tensor.fromDecoded(reader, scope, previous, ledger);
+                previous = t.descriptor();
+                ready.add(t);
+                return;
+            }
+        }
+        if (rc == NativeReader.NEED_INPUT) {
+            region = reader.inputRegion();
+            haveRegion = true;
+        } else {
+            ended = true;
+        }
+    }
+
+    /**
+     * Closes the items decoded and not taken, and frees the native decoder. Idempotent. Tensors
+     * already returned stay valid.
+     *
+     * @throws IllegalStateException if a call is in progress on another thread
+     */
+    @Override
+    public void close() {
+        try {
+            if (guard.close()) {
+                for (AutoCloseable c; (c = ready.poll()) != null;) {
+                    try {
+                        c.close();
+                    } catch (Exception e) {
+                        // Tensor and Item close throw only unchecked exceptions on misuse; keep closing.
+                    }
+                }
+                if (regionArena != null) {
+                    regionArena.close();
+                    regionArena = null;
+                }
+                try {
+                    ledger.readerClosed();
+                    reader.close();
+                } catch (HurrayException e) {
+                    // Only a source close can fail, and this decoder has none.
+                    throw new IllegalStateException(e);
+                }
+            }
+        } finally {
+            java.lang.ref.Reference.reachabilityFence(this);
+        }
+    }
+}

@@ -1,0 +1,195 @@
+package dev.hurray.netty;
+
+import dev.hurray.HurrayException;
+import dev.hurray.Item;
+import dev.hurray.ReaderOptions;
+import dev.hurray.Tensor;
+import dev.hurray.TensorDecoder;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.handler.codec.DecoderException;
+import io.netty.util.ReferenceCountUtil;
+import java.nio.ByteBuffer;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * Turns the {@code ByteBuf}s of one Hurray stream (docs/spec/stream.md) into
+ * {@link TensorMessage}s, one per tensor (or per item, see {@link #forItems}), through a
+ * {@link TensorDecoder}.
+ *
+ * <pre>{@code
+ * pipeline.addLast(new TensorInboundHandler(ReaderOptions.defaults().withMaxTensorBytes(64 << 20)));
+ * pipeline.addLast(new SimpleChannelInboundHandler<TensorMessage>() {
+ *     protected void channelRead0(ChannelHandlerContext ctx, TensorMessage m) {
+ *         float[] v = m.tensor().toFloatArray(); // released (the tensor closed) after this returns
+ *     }
+ * });
+ * }</pre>
+ *
+ * <h2>Copies</h2>
+ * Each {@code ByteBuf}'s memory ({@code nioBuffers()}, so a {@code CompositeByteBuf} is read
+ * component by component) is copied once: small items into the decoder's read-ahead, and the
+ * rest of a payload of 64 KiB or more straight into the tensor's own aligned allocation. There
+ * is no cumulation buffer, so a large payload is not copied twice.
+ *
+ * <h2>Reference counting</h2>
+ * Every {@code ByteBuf} that reaches this handler is released by it, at once. Every
+ * {@code TensorMessage} it fires belongs to the next handler, which releases it (the last
+ * release closes the tensor); one that reaches the pipeline's tail is released there.
+ *
+ * <h2>Events and errors</h2>
+ * The stream metadata is fired as a {@link StreamMetadata} user event before the first tensor,
+ * and the end-of-stream marker as {@link StreamEnd#INSTANCE}. A stream failure (damaged bytes,
+ * a declared size over {@link ReaderOptions#maxTensorBytes()}, bytes after the end marker, or
+ * the connection closing inside an item or before the end marker, which is
+ * {@code Status.TRUNCATED}) is fired once as a {@link DecoderException} whose cause is the
+ * {@link HurrayException}, the channel is closed, and every later {@code ByteBuf} is released
+ * unread. Tensors completed before the failure are fired first.
+ *
+ * <h2>Threads and sharing</h2>
+ * Not {@code @Sharable}: one handler per channel. Tensors follow the options'
+ * {@link ReaderOptions#tensorScope()} (default: confined to the event loop).
+ */
+public class TensorInboundHandler extends ChannelInboundHandlerAdapter {
+    /** The stream metadata (docs/spec/stream.md §Stream metadata), fired once as a user event. */
+    public record StreamMetadata(Map<String, byte[]> entries) {
+    }
+
+    /** Fired as a user event when the end-of-stream marker was decoded. */
+    public enum StreamEnd {
+        INSTANCE
+    }
+
+    private final ReaderOptions options;
+    private final boolean items;
+    private TensorDecoder decoder;
+    private boolean failed;
+    private boolean metadataFired;
+    private boolean endFired;
+
+    /** A handler with default options. */
+    public TensorInboundHandler() {
+        this(ReaderOptions.defaults());
+    }
+
+    /** A handler yielding tensors (the flat view: a composite as its head, then each member). */
+    public TensorInboundHandler(ReaderOptions options) {
+        this(options, false);
+    }
+
+    private TensorInboundHandler(ReaderOptions options, boolean items) {
+        this.options = Objects.requireNonNull(options, "options");
+        this.items = items;
+    }
+
+    /** A handler yielding items: a tensor, or a whole composite ({@link TensorMessage#item()}). */
+    public static TensorInboundHandler forItems(ReaderOptions options) {
+        return new TensorInboundHandler(options, true);
+    }
+
+    @Override
+    public void handlerAdded(ChannelHandlerContext ctx) throws Exception {
+        decoder = items ? TensorDecoder.createForItems(options) : TensorDecoder.create(options);
+    }
+
+    @Override
+    public void handlerRemoved(ChannelHandlerContext ctx) {
+        closeDecoder();
+    }
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+        if (!(msg instanceof ByteBuf buf)) {
+            ctx.fireChannelRead(msg);
+            return;
+        }
+        try {
+            if (failed || decoder == null) {
+                return;
+            }
+            int count = buf.nioBufferCount();
+            if (count == 1) {
+                decoder.feed(buf.internalNioBuffer(buf.readerIndex(), buf.readableBytes()));
+            } else if (count > 1) {
+                for (ByteBuffer b : buf.nioBuffers()) {
+                    decoder.feed(b);
+                }
+            } else {
+                // No NIO view (rare: a custom ByteBuf): one copy into a heap array.
+                decoder.feed(ByteBuffer.wrap(ByteBufUtil.getBytes(buf)));
+            }
+            fireDecoded(ctx);
+        } catch (HurrayException | RuntimeException e) {
+            fail(ctx, e);
+        } finally {
+            ReferenceCountUtil.release(buf);
+        }
+    }
+
+    /** Fires the metadata, every complete tensor or item, and the end event. */
+    private void fireDecoded(ChannelHandlerContext ctx) throws HurrayException {
+        if (!metadataFired) {
+            Map<String, byte[]> m = decoder.metadata();
+            if (m == null) {
+                return;
+            }
+            metadataFired = true;
+            ctx.fireUserEventTriggered(new StreamMetadata(m));
+        }
+        while (decoder != null) {
+            TensorMessage m;
+            if (items) {
+                Item it = decoder.nextItem();
+                m = it == null ? null : new TensorMessage(it);
+            } else {
+                Tensor t = decoder.next();
+                m = t == null ? null : new TensorMessage(t);
+            }
+            if (m == null) {
+                break;
+            }
+            ctx.fireChannelRead(m);
+        }
+        if (decoder != null && decoder.isEndOfStream() && !endFired) {
+            endFired = true;
+            ctx.fireUserEventTriggered(StreamEnd.INSTANCE);
+        }
+    }
+
+    @Override
+    public void channelInactive(ChannelHandlerContext ctx) throws Exception {
+        if (!failed && decoder != null) {
+            try {
+                decoder.endOfInput();
+                fireDecoded(ctx);
+            } catch (HurrayException | RuntimeException e) {
+                fail(ctx, e);
+            }
+        }
+        closeDecoder();
+        super.channelInactive(ctx);
+    }
+
+    private void fail(ChannelHandlerContext ctx, Exception e) {
+        failed = true;
+        // Items the bytes completed before the failure still go down the pipeline.
+        try {
+            fireDecoded(ctx);
+        } catch (HurrayException | RuntimeException again) {
+            // The same sticky failure: reported below.
+        }
+        closeDecoder();
+        ctx.fireExceptionCaught(e instanceof DecoderException d ? d : new DecoderException(e));
+        ctx.close();
+    }
+
+    private void closeDecoder() {
+        if (decoder != null) {
+            decoder.close();
+            decoder = null;
+        }
+    }
+}

@@ -1,0 +1,298 @@
+package dev.hurray.netty.grpc;
+
+import dev.hurray.HurrayException;
+import dev.hurray.ReaderOptions;
+import dev.hurray.Tensor;
+import dev.hurray.TensorDecoder;
+import dev.hurray.TensorEncoder;
+import dev.hurray.TensorScope;
+import dev.hurray.WriterOptions;
+import io.grpc.Detachable;
+import io.grpc.Drainable;
+import io.grpc.HasByteBuffer;
+import io.grpc.KnownLength;
+import io.grpc.MethodDescriptor;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * gRPC marshallers for tensors: a message is one complete Hurray stream (docs/spec/stream.md)
+ * holding one tensor ({@link #tensor()}) or a list of tensors ({@link #tensors()}), so a service
+ * needs no protobuf message and no code generation.
+ *
+ * <pre>{@code
+ * MethodDescriptor<Tensor, Tensor> infer = MethodDescriptor.<Tensor, Tensor>newBuilder()
+ *         .setType(MethodDescriptor.MethodType.UNARY)
+ *         .setFullMethodName("demo.Model/Infer")
+ *         .setRequestMarshaller(HurrayMarshallers.tensor())
+ *         .setResponseMarshaller(HurrayMarshallers.tensor())
+ *         .build();
+ * }</pre>
+ *
+ * <h2>Copies</h2>
+ * Sending: the stream is encoded into arrays, one copy of each byte (the message must not refer
+ * to the tensor: its owner may close it as soon as the send returns, and the in-process
+ * transport reads the message later), and drained ({@link Drainable}) into gRPC's buffers with
+ * one write per array. The message length is known up front ({@link KnownLength}). Receiving: where the
+ * transport offers its buffers ({@link HasByteBuffer} and {@link Detachable}, as grpc-netty
+ * does) they are handed straight to a {@link TensorDecoder}, which copies each byte once, a
+ * large payload into the tensor's own allocation; otherwise the stream is read through a
+ * 64 KiB chunk.
+ *
+ * <h2>Ownership</h2>
+ * A tensor given to gRPC to send stays the caller's: keep it open until the call that sends
+ * it ({@code onNext}, {@code sendMessage}) returns, then close it. A received tensor is owned by
+ * the code that gets it ({@code onNext}, the unary handler): close it. Received tensors are
+ * {@link TensorScope#SHARED} by default, since gRPC may deliver them on any executor thread.
+ *
+ * <h2>Size limit</h2>
+ * gRPC refuses messages over 4 MiB by default ({@code maxInboundMessageSize} on the receiving
+ * channel or server). The marshallers refuse, when sending, a message larger than their own
+ * limit (4 MiB unless given) with {@code RESOURCE_EXHAUSTED} naming both settings, rather than
+ * letting the peer fail the call later; raise both together, or send large tensors as several
+ * messages of a streaming call.
+ *
+ * <h2>Errors</h2>
+ * A message that is not a valid stream of exactly the expected tensors fails the call with
+ * {@code INVALID_ARGUMENT} whose cause is the {@link HurrayException}.
+ */
+public final class HurrayMarshallers {
+    /** gRPC's default largest inbound message, bytes. */
+    public static final long GRPC_DEFAULT_MAX_MESSAGE_BYTES = 4L << 20;
+
+    private HurrayMarshallers() {
+    }
+
+    /** One tensor per message, default limits, received tensors {@link TensorScope#SHARED}. */
+    public static MethodDescriptor.Marshaller<Tensor> tensor() {
+        return tensor(ReaderOptions.defaults().withTensorScope(TensorScope.SHARED), GRPC_DEFAULT_MAX_MESSAGE_BYTES);
+    }
+
+    /**
+     * One tensor per message.
+     *
+     * @param options limits and tensor scope for received messages
+     * @param maxMessageBytes largest message sent (match the peer's {@code maxInboundMessageSize})
+     */
+    public static MethodDescriptor.Marshaller<Tensor> tensor(ReaderOptions options, long maxMessageBytes) {
+        Objects.requireNonNull(options, "options");
+        return new MethodDescriptor.Marshaller<>() {
+            @Override
+            public InputStream stream(Tensor value) {
+                return encode(List.of(value), maxMessageBytes);
+            }
+
+            @Override
+            public Tensor parse(InputStream stream) {
+                List<Tensor> ts = decode(stream, options);
+                if (ts.size() != 1) {
+                    ts.forEach(Tensor::close);
+                    throw Status.INVALID_ARGUMENT.withDescription("a tensor message holds " + ts.size()
+                            + " tensors, not 1").asRuntimeException();
+                }
+                return ts.get(0);
+            }
+        };
+    }
+
+    /** A list of tensors per message, default limits, received tensors {@link TensorScope#SHARED}. */
+    public static MethodDescriptor.Marshaller<List<Tensor>> tensors() {
+        return tensors(ReaderOptions.defaults().withTensorScope(TensorScope.SHARED), GRPC_DEFAULT_MAX_MESSAGE_BYTES);
+    }
+
+    /** A list of tensors per message (a whole stream); see {@link #tensor(ReaderOptions, long)}. */
+    public static MethodDescriptor.Marshaller<List<Tensor>> tensors(ReaderOptions options, long maxMessageBytes) {
+        Objects.requireNonNull(options, "options");
+        return new MethodDescriptor.Marshaller<>() {
+            @Override
+            public InputStream stream(List<Tensor> value) {
+                return encode(value, maxMessageBytes);
+            }
+
+            @Override
+            public List<Tensor> parse(InputStream stream) {
+                return decode(stream, options);
+            }
+        };
+    }
+
+    /**
+     * Encodes a whole stream into arrays: one copy of every byte. A message stream must not
+     * refer to the tensor, whose owner may close it once the send returns while the transport
+     * reads the stream later (the in-process transport hands the stream itself to the server).
+     */
+    private static InputStream encode(List<Tensor> tensors, long maxMessageBytes) {
+        List<byte[]> parts = new ArrayList<>();
+        long total = 0;
+        try (TensorEncoder e = TensorEncoder.create(WriterOptions.defaults(), TensorEncoder.MAX_COPY_BYTES)) {
+            for (int i = 0; i <= tensors.size(); i++) {
+                if (i < tensors.size()) {
+                    e.encode(Objects.requireNonNull(tensors.get(i), "tensor"));
+                } else {
+                    e.finish();
+                }
+                // Small items stay staged and leave together; a borrowed payload must leave now.
+                if (i < tensors.size() && !e.borrowsPayloads() && e.pendingBytes() < 1 << 20) {
+                    continue;
+                }
+                while (e.pendingBytes() > 0) {
+                    long sent = 0;
+                    for (TensorEncoder.Piece p : e.output()) {
+                        ByteBuffer b = p.bytes();
+                        total += b.remaining();
+                        sent += b.remaining();
+                        if (total > maxMessageBytes) {
+                            throw Status.RESOURCE_EXHAUSTED.withDescription("a Hurray message of more than "
+                                    + maxMessageBytes + " bytes: raise maxInboundMessageSize on the receiving channel "
+                                    + "or server and the marshaller's maxMessageBytes (HurrayMarshallers.tensor(options, "
+                                    + "maxMessageBytes)), or send the tensors as several messages").asRuntimeException();
+                        }
+                        byte[] a = new byte[b.remaining()];
+                        b.get(a);
+                        parts.add(a);
+                    }
+                    e.consumed(sent);
+                }
+            }
+        } catch (HurrayException ex) {
+            throw Status.INVALID_ARGUMENT.withDescription("encoding a tensor failed: " + ex.getMessage()).withCause(ex)
+                    .asRuntimeException();
+        }
+        return new PartsStream(parts, total);
+    }
+
+    private static List<Tensor> decode(InputStream in, ReaderOptions options) {
+        List<Tensor> out = new ArrayList<>();
+        try (TensorDecoder d = TensorDecoder.create(options)) {
+            if (in instanceof Detachable det && in instanceof HasByteBuffer hb && hb.byteBufferSupported()) {
+                // The transport's own buffers, no copy before the decoder's.
+                try (InputStream owned = det.detach()) {
+                    HasByteBuffer buffers = (HasByteBuffer) owned;
+                    while (owned.available() > 0) {
+                        ByteBuffer b = buffers.getByteBuffer();
+                        if (b == null) {
+                            break;
+                        }
+                        int n = b.remaining();
+                        d.feed(b);
+                        drain(d, out);
+                        owned.skip(n);
+                    }
+                    feedRest(owned, d, out);
+                }
+            } else {
+                feedRest(in, d, out);
+            }
+            d.endOfInput();
+            drain(d, out);
+            return out;
+        } catch (HurrayException e) {
+            out.forEach(Tensor::close);
+            throw Status.INVALID_ARGUMENT.withDescription("not a valid Hurray message: " + e.getMessage()).withCause(e)
+                    .asRuntimeException();
+        } catch (IOException | RuntimeException e) {
+            out.forEach(Tensor::close);
+            if (e instanceof StatusRuntimeException s) {
+                throw s;
+            }
+            throw Status.INTERNAL.withDescription("reading a Hurray message failed").withCause(e).asRuntimeException();
+        }
+    }
+
+    private static void feedRest(InputStream in, TensorDecoder d, List<Tensor> out) throws IOException {
+        byte[] chunk = null;
+        for (int n; ; ) {
+            if (chunk == null) {
+                chunk = new byte[64 * 1024];
+            }
+            n = in.read(chunk);
+            if (n < 0) {
+                return;
+            }
+            d.feed(ByteBuffer.wrap(chunk, 0, n));
+            drain(d, out);
+        }
+    }
+
+    private static void drain(TensorDecoder d, List<Tensor> out) throws HurrayException {
+        for (Tensor t; (t = d.next()) != null;) {
+            out.add(t);
+        }
+    }
+
+    /** The encoded message: arrays, drained in order. */
+    static final class PartsStream extends InputStream implements Drainable, KnownLength {
+        private final List<byte[]> parts;
+        private long remaining;
+        private int index;
+        private int offset;
+
+        PartsStream(List<byte[]> parts, long total) {
+            this.parts = parts;
+            this.remaining = total;
+        }
+
+        /** The current part, skipping finished ones; null at the end. */
+        private byte[] current() {
+            while (index < parts.size()) {
+                byte[] p = parts.get(index);
+                if (offset < p.length) {
+                    return p;
+                }
+                index++;
+                offset = 0;
+            }
+            return null;
+        }
+
+        @Override
+        public int read() {
+            byte[] p = current();
+            if (p == null) {
+                return -1;
+            }
+            remaining--;
+            return p[offset++] & 0xff;
+        }
+
+        @Override
+        public int read(byte[] dst, int off, int len) {
+            Objects.checkFromIndexSize(off, len, dst.length);
+            if (len == 0) {
+                return 0;
+            }
+            byte[] p = current();
+            if (p == null) {
+                return -1;
+            }
+            int n = Math.min(len, p.length - offset);
+            System.arraycopy(p, offset, dst, off, n);
+            offset += n;
+            remaining -= n;
+            return n;
+        }
+
+        @Override
+        public int available() {
+            return (int) Math.min(remaining, Integer.MAX_VALUE);
+        }
+
+        @Override
+        public int drainTo(OutputStream target) throws IOException {
+            long n = remaining;
+            for (byte[] p; (p = current()) != null;) {
+                target.write(p, offset, p.length - offset);
+                offset = p.length;
+            }
+            remaining = 0;
+            return (int) n;
+        }
+    }
+}

@@ -1,0 +1,329 @@
+package dev.hurray.netty;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.hurray.Composite;
+import dev.hurray.ElementType;
+import dev.hurray.HurrayException;
+import dev.hurray.Reader;
+import dev.hurray.ReaderOptions;
+import dev.hurray.Status;
+import dev.hurray.Tensor;
+import dev.hurray.TensorDescriptor;
+import dev.hurray.Writer;
+import dev.hurray.WriterOptions;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.CompositeByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.embedded.EmbeddedChannel;
+import io.netty.handler.codec.DecoderException;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Test;
+
+/** The inbound and outbound handlers on an {@link EmbeddedChannel}: copies, ownership, failures. */
+class TensorCodecTest {
+    static {
+        LeakCheck.install();
+    }
+
+    /** Collects what the inbound handler fires, releasing each message after copying its values. */
+    static final class Collector extends ChannelInboundHandlerAdapter {
+        final List<String> names = new ArrayList<>();
+        final List<float[]> values = new ArrayList<>();
+        final List<Object> events = new ArrayList<>();
+        Throwable failure;
+
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            TensorMessage m = (TensorMessage) msg;
+            try {
+                names.add(m.tensor().descriptor().name().orElse(""));
+                values.add(m.tensor().toFloatArray());
+            } finally {
+                m.release();
+            }
+        }
+
+        @Override
+        public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+            events.add(evt);
+        }
+
+        @Override
+        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+            failure = cause;
+        }
+    }
+
+    static Tensor named(String name, int n, float base) throws HurrayException {
+        Tensor t = Tensor.allocate(TensorDescriptor.builder(ElementType.FLOAT32, n).name(name).build());
+        for (int i = 0; i < n; i++) {
+            t.buffer(0).setAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT_UNALIGNED, i, base + i);
+        }
+        return t;
+    }
+
+    static byte[] stream(List<Tensor> ts) throws IOException {
+        try (Writer w = Writer.toMemory()) {
+            for (Tensor t : ts) {
+                w.write(t);
+            }
+            w.finish();
+            return w.toByteArray();
+        }
+    }
+
+    @AfterAll
+    static void noLeaks() throws InterruptedException {
+        LeakCheck.assertNoLeaks();
+    }
+
+    @Test
+    void oneByteAtATimeAndCompositeBuffers() throws IOException {
+        List<Tensor> ts = List.of(named("a", 3, 1), named("big", 20_000, 7), named("c", 1, 9));
+        byte[] wire = stream(ts);
+        ts.forEach(Tensor::close);
+        for (int mode = 0; mode < 2; mode++) {
+            Collector c = new Collector();
+            EmbeddedChannel ch = new EmbeddedChannel(new TensorInboundHandler(), c);
+            List<ByteBuf> sent = new ArrayList<>();
+            if (mode == 0) {
+                for (byte b : wire) {
+                    // Untracked by the leak detector: PARANOID records every access, per byte.
+                    ByteBuf one = Unpooled.wrappedBuffer(new byte[] {b});
+                    sent.add(one);
+                    ch.writeInbound(one);
+                }
+            } else {
+                // A CompositeByteBuf of uneven heap and direct components.
+                CompositeByteBuf comp = Unpooled.compositeBuffer();
+                int at = 0;
+                for (int k = 0; at < wire.length; k++) {
+                    int n = Math.min(wire.length - at, 1 + k * 977);
+                    ByteBuf part = k % 2 == 0 ? Unpooled.buffer(n) : Unpooled.directBuffer(n);
+                    comp.addComponent(true, part.writeBytes(wire, at, n));
+                    at += n;
+                }
+                sent.add(comp);
+                ch.writeInbound(comp);
+            }
+            assertNull(c.failure);
+            assertEquals(List.of("a", "big", "c"), c.names);
+            assertEquals(7f + 19_999, c.values.get(1)[19_999]);
+            assertInstanceOf(TensorInboundHandler.StreamMetadata.class, c.events.get(0));
+            assertEquals(TensorInboundHandler.StreamEnd.INSTANCE, c.events.get(c.events.size() - 1));
+            for (ByteBuf b : sent) {
+                assertEquals(0, b.refCnt(), "every ByteBuf released by the handler");
+            }
+            assertFalse(ch.finish());
+        }
+    }
+
+    @Test
+    void truncatedStreamFailsWhenTheConnectionCloses() throws IOException {
+        List<Tensor> ts = List.of(named("a", 3, 1), named("b", 30_000, 2));
+        byte[] wire = stream(ts);
+        ts.forEach(Tensor::close);
+        Collector c = new Collector();
+        EmbeddedChannel ch = new EmbeddedChannel(new TensorInboundHandler(), c);
+        ch.writeInbound(Unpooled.wrappedBuffer(wire, 0, wire.length / 2));
+        assertEquals(List.of("a"), c.names);
+        ch.close();
+        assertInstanceOf(DecoderException.class, c.failure);
+        assertEquals(Status.TRUNCATED, ((HurrayException) c.failure.getCause()).status());
+    }
+
+    @Test
+    void maxTensorBytesClosesTheConnection() throws IOException {
+        List<Tensor> ts = List.of(named("small", 10, 1), named("big", 2_000, 2));
+        byte[] wire = stream(ts);
+        ts.forEach(Tensor::close);
+        Collector c = new Collector();
+        EmbeddedChannel ch = new EmbeddedChannel(new TensorInboundHandler(ReaderOptions.defaults().withMaxTensorBytes(1024)), c);
+        ByteBuf in = Unpooled.wrappedBuffer(wire);
+        ch.writeInbound(in);
+        assertEquals(0, in.refCnt());
+        assertEquals(List.of("small"), c.names);
+        assertEquals(Status.LIMIT_EXCEEDED, ((HurrayException) c.failure.getCause()).status());
+        assertFalse(ch.isOpen());
+    }
+
+    /** Every golden stream with bytes flipped: a clean failure, nothing leaked, connection closed. */
+    @Test
+    void hostileGoldenStreams() throws Exception {
+        Path golden = repoRoot().resolve("src").resolve("golden");
+        List<Path> streams;
+        try (Stream<Path> s = Files.list(golden)) {
+            streams = s.filter(p -> p.toString().endsWith(".hrry")).sorted().toList();
+        }
+        assertFalse(streams.isEmpty());
+        int failures = 0;
+        for (Path p : streams) {
+            byte[] wire = Files.readAllBytes(p);
+            for (int i = 0; i < wire.length; i += Math.max(1, wire.length / 97)) {
+                byte[] bad = wire.clone();
+                bad[i] ^= (byte) 0xA5;
+                EmbeddedChannel ch = new EmbeddedChannel(TensorInboundHandler.forItems(ReaderOptions.defaults()),
+                        new ChannelInboundHandlerAdapter() {
+                            @Override
+                            public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                                ((TensorMessage) msg).release();
+                            }
+
+                            @Override
+                            public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+                                assertInstanceOf(HurrayException.class, cause.getCause(), cause.toString());
+                                ctx.channel().attr(FAILED).set(Boolean.TRUE);
+                            }
+                        });
+                ByteBuf in = Unpooled.directBuffer(bad.length).writeBytes(bad);
+                ch.writeInbound(in);
+                assertEquals(0, in.refCnt());
+                ch.finishAndReleaseAll();
+                if (ch.attr(FAILED).get() != null) {
+                    failures++;
+                }
+            }
+        }
+        assertTrue(failures > 0);
+    }
+
+    private static final io.netty.util.AttributeKey<Boolean> FAILED = io.netty.util.AttributeKey.valueOf("failed");
+
+    static Path repoRoot() {
+        Path p = Paths.get("").toAbsolutePath();
+        while (p != null && !Files.exists(p.resolve("hurray.h"))) {
+            p = p.getParent();
+        }
+        assertNotNull(p, "no ancestor holds hurray.h");
+        return p;
+    }
+
+    @Test
+    void outboundWrapsLargePayloadsAndClosesEachTensorOnceWritten() throws Exception {
+        EmbeddedChannel ch = new EmbeddedChannel(new TensorOutboundHandler());
+        Tensor small = named("s", 4, 1);
+        Tensor big = named("b", 100_000, 3);
+        Tensor w = named("w", 2, 5);
+        ChannelFuture f1 = ch.write(small);
+        assertFalse(small.isOpen(), "a copied tensor is closed at once");
+        assertFalse(f1.isDone(), "small tensors wait for flush");
+        ChannelFuture f2 = ch.write(big);
+        ch.write(Composite.builder("layer").add("w", w));
+        ch.writeAndFlush(TensorOutboundHandler.END_OF_STREAM);
+        assertTrue(f1.isSuccess() && f2.isSuccess());
+        assertFalse(big.isOpen(), "closed once Netty wrote its wrapped payload");
+        assertTrue(w.isOpen(), "a composite's tensors stay the caller's");
+        w.close();
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        boolean wrapped = false;
+        for (ByteBuf b; (b = ch.readOutbound()) != null;) {
+            wrapped |= b.readableBytes() == 400_000;
+            byte[] a = new byte[b.readableBytes()];
+            b.readBytes(a);
+            out.write(a);
+            b.release();
+        }
+        assertTrue(wrapped, "the large payload went out as its own buffer");
+        try (Reader r = Reader.of(out.toByteArray())) {
+            try (Tensor t = r.read()) {
+                assertArrayEquals(new float[] {1, 2, 3, 4}, t.toFloatArray());
+            }
+            try (Tensor t = r.read()) {
+                assertEquals(3f + 99_999, t.toFloatArray()[99_999]);
+            }
+            try (Tensor head = r.read(); Tensor member = r.read()) {
+                assertEquals("w", member.descriptor().name().orElseThrow());
+            }
+            assertNull(r.read());
+        }
+        assertFalse(ch.finishAndReleaseAll());
+    }
+
+    @Test
+    void failedWritesStillCloseTheTensor() throws Exception {
+        // A transport that fails every write (as a reset connection does) and releases the buffers.
+        io.netty.channel.ChannelOutboundHandlerAdapter failing = new io.netty.channel.ChannelOutboundHandlerAdapter() {
+            @Override
+            public void write(ChannelHandlerContext ctx, Object msg, io.netty.channel.ChannelPromise promise) {
+                io.netty.util.ReferenceCountUtil.release(msg);
+                promise.setFailure(new IOException("connection reset"));
+            }
+        };
+        EmbeddedChannel ch = new EmbeddedChannel(failing, new TensorOutboundHandler());
+        Tensor big = named("b", 100_000, 3);
+        Tensor small = named("s", 2, 3);
+        ChannelFuture f = ch.write(big);
+        ChannelFuture fs = ch.writeAndFlush(small);
+        assertFalse(f.isSuccess());
+        assertFalse(fs.isSuccess());
+        assertFalse(big.isOpen());
+        assertFalse(small.isOpen());
+        ch.finishAndReleaseAll();
+        // After the pipeline is gone, a TensorMessage is released by Netty itself.
+        EmbeddedChannel closed = new EmbeddedChannel(new TensorOutboundHandler());
+        closed.finishAndReleaseAll();
+        TensorMessage late = new TensorMessage(named("late", 2, 1));
+        assertFalse(closed.writeAndFlush(late).isSuccess());
+        assertEquals(0, late.refCnt());
+        // A confined tensor of another thread is refused and stays the caller's.
+        EmbeddedChannel ch2 = new EmbeddedChannel(new TensorOutboundHandler());
+        Tensor[] other = new Tensor[1];
+        Thread t = Thread.ofPlatform().start(() -> {
+            try {
+                other[0] = named("x", 2, 1);
+            } catch (HurrayException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        t.join();
+        ChannelFuture f3 = ch2.writeAndFlush(other[0]);
+        assertInstanceOf(IllegalArgumentException.class, f3.cause());
+        assertTrue(other[0].isOpen());
+        ch2.finishAndReleaseAll();
+    }
+
+    @Test
+    void smallTensorsAreCoalesced() throws Exception {
+        EmbeddedChannel ch = new EmbeddedChannel(new TensorOutboundHandler());
+        for (int i = 0; i < 100; i++) {
+            ch.write(named("t" + i, 64, i));
+        }
+        ch.writeAndFlush(TensorOutboundHandler.END_OF_STREAM);
+        int buffers = 0;
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        for (ByteBuf b; (b = ch.readOutbound()) != null;) {
+            buffers++;
+            byte[] a = new byte[b.readableBytes()];
+            b.readBytes(a);
+            out.write(a);
+            b.release();
+        }
+        assertTrue(buffers <= 2, buffers + " buffers for 100 tensors of 256 bytes");
+        try (Reader r = Reader.of(out.toByteArray())) {
+            for (int i = 0; i < 100; i++) {
+                try (Tensor t = r.read()) {
+                    assertEquals(i + 63f, t.toFloatArray()[63]);
+                }
+            }
+        }
+        ch.finishAndReleaseAll();
+    }
+}
