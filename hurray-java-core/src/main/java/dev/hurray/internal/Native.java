@@ -57,6 +57,10 @@ public final class Native {
      */
     static final MemorySegment EVERYTHING = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
 
+    static {
+        Prelink.start();
+    }
+
     private Native() {
     }
 

@@ -58,8 +58,46 @@ public final class NativeWriter {
     static final int MAX_QUEUED = 256;
     /** Largest payload (and payload total) copied into the batch area; larger ones are sent from the tensor's memory. */
     public static final long STAGE_MAX_BYTES = 16 * 1024;
+    private final MemorySegment batchArea;
     private final MemorySegment specs;
     private final MemorySegment aux;
+    /** Batch bytes below this share the default area size. */
+    private static final long DEFAULT_AUX_BATCH = 64 * 1024;
+    /** Room beyond the batch for the tensor that fills it. */
+    private static final long AUX_SLACK = 64 * 1024;
+    private static final long DEFAULT_AUX_BYTES = DEFAULT_AUX_BATCH + AUX_SLACK;
+
+    /**
+     * Batch areas of closed writers, kept for the next writer (a writer per Kafka record or
+     * request then allocates none); at most {@link #MAX_IDLE} wait, and one never given back
+     * is freed by the garbage collector (automatic arenas).
+     */
+    static final class BatchAreas {
+        static final int MAX_IDLE = 16;
+        private static final java.util.concurrent.ConcurrentLinkedQueue<MemorySegment> IDLE =
+                new java.util.concurrent.ConcurrentLinkedQueue<>();
+        private static final java.util.concurrent.atomic.AtomicInteger COUNT =
+                new java.util.concurrent.atomic.AtomicInteger();
+
+        private BatchAreas() {
+        }
+
+        static MemorySegment take() {
+            MemorySegment m = IDLE.poll();
+            if (m != null) {
+                COUNT.decrementAndGet();
+            }
+            return m;
+        }
+
+        static void give(MemorySegment area) {
+            if (COUNT.incrementAndGet() <= MAX_IDLE) {
+                IDLE.offer(area);
+            } else {
+                COUNT.decrementAndGet();
+            }
+        }
+    }
     private final MemorySegment batchResult;
     private long auxUsed;
     private int queued;
@@ -82,8 +120,14 @@ public final class NativeWriter {
         this.count = auto.allocate(JAVA_LONG);
         this.descriptorScratch = auto.allocate(4096, 8);
         this.handle = handle;
-        this.specs = auto.allocate(SpecWriter.SPEC_BYTES * MAX_QUEUED, 8);
-        this.aux = auto.allocate(Math.max(batchBytes, 64 * 1024) + 64 * 1024, 64);
+        long auxBytes = Math.max(batchBytes, DEFAULT_AUX_BATCH) + AUX_SLACK;
+        MemorySegment area = auxBytes == DEFAULT_AUX_BYTES ? BatchAreas.take() : null;
+        if (area == null) {
+            area = Arena.ofAuto().allocate(SpecWriter.SPEC_BYTES * MAX_QUEUED + auxBytes, 64);
+        }
+        this.batchArea = area;
+        this.specs = area.asSlice(0, SpecWriter.SPEC_BYTES * MAX_QUEUED);
+        this.aux = area.asSlice(SpecWriter.SPEC_BYTES * MAX_QUEUED);
         this.batchResult = dev.hurray.ffm.HurrayEncodeBatchResult.allocate(auto);
         this.stateNow = state;
     }
@@ -572,7 +616,7 @@ public final class NativeWriter {
             protected long write(MemorySegment src) {
                 throw new IllegalStateException("a drained encoder has no sink");
             }
-        }, payloadChecksums, Long.MAX_VALUE);
+        }, payloadChecksums, 0);
         try {
             Native.check(hurray_h.hurray_encoder_set_coalesce_bytes(w.handle, coalesceBytes));
         } catch (HurrayException e) {
@@ -635,6 +679,9 @@ public final class NativeWriter {
             resource.close();
         } else {
             destroy(h);
+        }
+        if (batchArea.byteSize() == SpecWriter.SPEC_BYTES * MAX_QUEUED + DEFAULT_AUX_BYTES) {
+            BatchAreas.give(batchArea);
         }
         Native.debug("hurray: encoder {} destroyed", h);
         try {

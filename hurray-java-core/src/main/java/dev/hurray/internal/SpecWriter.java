@@ -3,6 +3,7 @@ package dev.hurray.internal;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED;
 import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
 import dev.hurray.BufferSpec;
@@ -96,13 +97,13 @@ final class SpecWriter {
         long[] dims = f.shape().dims();
         specs.set(JAVA_LONG, s + RANK, dims.length);
         if (dims.length > 0) {
-            MemorySegment.copy(dims, 0, aux, JAVA_LONG, at, dims.length);
+            MemorySegment.copy(dims, 0, aux, JAVA_LONG_UNALIGNED, at, dims.length);
             specs.set(JAVA_LONG, s + DIMS, base + at);
             at += 8L * dims.length;
         }
         long[] strides = f.layout().strides();
         if (strides.length > 0) {
-            MemorySegment.copy(strides, 0, aux, JAVA_LONG, at, strides.length);
+            MemorySegment.copy(strides, 0, aux, JAVA_LONG_UNALIGNED, at, strides.length);
             specs.set(JAVA_LONG, s + STRIDES, base + at);
             specs.set(JAVA_LONG, s + STRIDE_COUNT, strides.length);
             at += 8L * strides.length;

@@ -67,6 +67,8 @@ final class RecordEncoder implements AutoCloseable {
 
     /** An encoder, or null when the long-lived writer's output cannot be split into records. */
     static RecordEncoder create(WriterOptions options) throws HurrayException {
+        // One record per write: the writer must hand each tensor to the capture at once.
+        options = options.withBatchBytes(0);
         byte[] empty;
         try (Writer w = Writer.toMemory(options)) {
             w.finish();

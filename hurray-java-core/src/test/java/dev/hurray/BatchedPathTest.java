@@ -1,0 +1,157 @@
+package dev.hurray;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The plain code's path: writers batch small tensors by default, readers decode buffered
+ * tensors in batches and free closed ones in batches, and every ownership rule still holds.
+ */
+class BatchedPathTest {
+    private static float[] row(int i, int n) {
+        float[] r = new float[n];
+        for (int k = 0; k < n; k++) {
+            r[k] = i * 1000 + k;
+        }
+        return r;
+    }
+
+    @Test
+    void smallTensorsWaitForTheBatchOrAFlushAndLargeOnesLeaveAtOnce() throws IOException {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        try (Writer w = Writer.of(out)) {
+            TensorDescriptor d = TensorDescriptor.builder(ElementType.FLOAT32, 8).name("small").build();
+            try (Tensor t = Tensor.copyOf(d, MemorySegment.ofArray(row(1, 8)))) {
+                w.write(t);
+            }
+            assertEquals(0, out.size(), "a small tensor is queued, not sent");
+            w.flush();
+            int afterFlush = out.size();
+            assertTrue(afterFlush > 32, "flush sends it");
+            try (Tensor big = Tensor.of(row(2, 64 * 1024), 64 * 1024)) {
+                w.write(big);
+            }
+            assertTrue(out.size() > afterFlush + 256 * 1024, "a 256 KiB tensor leaves before write returns");
+        }
+        try (Reader r = Reader.of(out.toByteArray())) {
+            try (Tensor a = r.read(); Tensor b = r.read()) {
+                assertEquals("small", a.descriptor().name().orElseThrow());
+                assertArrayEquals(row(1, 8), a.toFloatArray());
+                assertArrayEquals(row(2, 64 * 1024), b.toFloatArray());
+            }
+            assertNull(r.read());
+        }
+    }
+
+    @Test
+    void aBatchFillsAndIsSentWithoutAFlush() throws IOException {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        try (Writer w = Writer.of(out)) {
+            for (int i = 0; i < 64; i++) {
+                TensorDescriptor d = TensorDescriptor.builder(ElementType.FLOAT32, 768).name("emb-" + i)
+                        .metadata("doc", "d" + i).build();
+                try (Tensor t = Tensor.copyOf(d, MemorySegment.ofArray(row(i, 768)))) {
+                    w.write(t);
+                }
+            }
+            assertTrue(out.size() >= 64 * 1024, "64 KiB queued are sent: " + out.size());
+        }
+    }
+
+    @Test
+    void tensorsOfOneBatchAreClosedInAnyOrderAndOutliveTheReader() throws IOException {
+        byte[] wire;
+        try (Writer w = Writer.toMemory()) {
+            for (int i = 0; i < 300; i++) {
+                TensorDescriptor d = TensorDescriptor.builder(ElementType.FLOAT32, 16).name("t" + i).build();
+                w.write(d, MemorySegment.ofArray(row(i, 16)));
+            }
+            w.finish();
+            wire = w.toByteArray();
+        }
+        List<Tensor> kept = new ArrayList<>();
+        List<MemorySegment> segments = new ArrayList<>();
+        try (Reader r = Reader.of(wire)) {
+            for (Tensor t; (t = r.read()) != null;) {
+                kept.add(t);
+                segments.add(t.buffer(0));
+            }
+        }
+        assertEquals(300, kept.size());
+        List<Integer> order = new ArrayList<>();
+        for (int i = 0; i < kept.size(); i++) {
+            order.add(i);
+        }
+        Collections.shuffle(order, new Random(7));
+        for (int i : order) {
+            Tensor t = kept.get(i);
+            assertEquals("t" + i, t.descriptor().name().orElseThrow());
+            assertArrayEquals(row(i, 16), t.toFloatArray(), "tensor " + i + " after the reader closed");
+            t.close();
+            MemorySegment s = segments.get(i);
+            assertThrows(IllegalStateException.class, () -> s.get(ValueLayout.JAVA_FLOAT, 0), "use after close");
+            t.close(); // a second close is a no-op
+        }
+    }
+
+    @Test
+    void sharedTensorsMayBeClosedOnAnotherThread() throws Exception {
+        byte[] wire;
+        try (Writer w = Writer.toMemory()) {
+            for (int i = 0; i < 200; i++) {
+                w.write(TensorDescriptor.builder(ElementType.FLOAT32, 4).name("s" + i).build(),
+                        MemorySegment.ofArray(row(i, 4)));
+            }
+            w.finish();
+            wire = w.toByteArray();
+        }
+        List<Tensor> read = new ArrayList<>();
+        try (Reader r = Reader.of(wire, ReaderOptions.defaults().withTensorScope(TensorScope.SHARED))) {
+            for (Tensor t; (t = r.read()) != null;) {
+                read.add(t);
+            }
+            Thread closer = Thread.ofPlatform().start(() -> {
+                for (int i = 0; i < read.size(); i += 2) {
+                    read.get(i).close();
+                }
+            });
+            for (int i = 1; i < read.size(); i += 2) {
+                read.get(i).close();
+            }
+            closer.join();
+        }
+        for (Tensor t : read) {
+            assertTrue(!t.isOpen());
+        }
+    }
+
+    @Test
+    void aWriteAfterFinishOrWithWrongPayloadsIsRefusedAtOnce() throws IOException {
+        try (Writer w = Writer.toMemory()) {
+            TensorDescriptor d = TensorDescriptor.builder(ElementType.INT32, 4).name("x").build();
+            assertEquals(Status.BUFFER_TOO_SMALL,
+                    assertThrows(HurrayException.class, () -> w.write(d, MemorySegment.ofArray(new int[3]))).status());
+            w.write(d, MemorySegment.ofArray(new int[4]));
+            w.finish();
+            assertEquals(Status.INVALID_STATE,
+                    assertThrows(HurrayException.class, () -> w.write(d, MemorySegment.ofArray(new int[4]))).status());
+            try (Reader r = Reader.of(w.toByteArray()); Tensor t = r.read()) {
+                assertEquals("x", t.descriptor().name().orElseThrow());
+                assertNull(r.read());
+            }
+        }
+    }
+}
