@@ -1654,6 +1654,22 @@ HurrayStatus hurray_encoder_abort(struct HurrayEncoder *encoder,
                                   uint32_t take_back_last,
                                   struct HurrayEncoderState *out_state);
 
+// Makes an encoder ready for a new stream from its first byte, as if just made with the same
+// options and coalesce size (the mirror of `hurray_decoder_reset`): pending output (sent or
+// not, including output borrowing payloads), the stream metadata, the finished state and a
+// poisoning are dropped, and the next `hurray_encoder_encode*` or `hurray_encoder_finish`
+// stages the stream header again. A caller that sends one short stream per message (a Kafka
+// record: header, one item, end marker) keeps one encoder instead of making one per message,
+// and never spells out the header or the end marker itself. `*out_state` (may be NULL) is
+// then all zero. Added in ABI 4 (additive).
+//
+// Errors: `NULL_POINTER`, `USE_AFTER_DESTROY`.
+//
+// # Safety
+// `encoder` live, not used concurrently; `out_state` NULL or valid for one write.
+HurrayStatus hurray_encoder_reset(struct HurrayEncoder *encoder,
+                                  struct HurrayEncoderState *out_state);
+
 // Sets the largest payload the encoder copies into its staged output (default and maximum
 // 65536 bytes); larger payloads are borrowed (see `hurray_encoder_encode`). For callers that
 // send an item's pieces with one gathering write (`writev`), a smaller value saves copying

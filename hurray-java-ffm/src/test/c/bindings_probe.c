@@ -860,6 +860,12 @@ int main(void) {
   KIND(uint32_t);
   KIND(struct HurrayEncoderState *);
   printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_encoder_reset), HurrayStatus (*)(struct HurrayEncoder *, struct HurrayEncoderState *)), "hurray_encoder_reset: signature differs from the AST");
+  printf("func hurray_encoder_reset");
+  KIND(HurrayStatus);
+  KIND(struct HurrayEncoder *);
+  KIND(struct HurrayEncoderState *);
+  printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_encoder_set_coalesce_bytes), HurrayStatus (*)(struct HurrayEncoder *, size_t)), "hurray_encoder_set_coalesce_bytes: signature differs from the AST");
   printf("func hurray_encoder_set_coalesce_bytes");
   KIND(HurrayStatus);

@@ -182,6 +182,18 @@ public final class NativeWriter {
         }
     }
 
+    /**
+     * Starts a new stream ({@code hurray_encoder_reset}): output not yet sent, the stream
+     * metadata, the finished state and a poisoning are dropped; the next item or finish stages
+     * the stream header again. A sink that failed for good stays failed.
+     */
+    public void reset() throws HurrayException {
+        Native.check(hurray_h.hurray_encoder_reset(handle, state));
+        if (sink instanceof Sink.Memory m) {
+            m.clear();
+        }
+    }
+
     /** Sends whatever is pending and flushes the sink. */
     public void flush() throws HurrayException {
         send(false);

@@ -7117,6 +7117,83 @@ public final class hurray_h {
         }
     }
 
+    private static final class hurray_encoder_reset {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_encoder_reset");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_reset(struct HurrayEncoder *encoder,
+     *                                   struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static FunctionDescriptor hurray_encoder_reset$descriptor() {
+        return hurray_encoder_reset.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_reset(struct HurrayEncoder *encoder,
+     *                                   struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static MethodHandle hurray_encoder_reset$handle() {
+        NativeLibrary.requireSymbol(hurray_encoder_reset.ADDR, "hurray_encoder_reset");
+        return hurray_encoder_reset.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_reset(struct HurrayEncoder *encoder,
+     *                                   struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static MemorySegment hurray_encoder_reset$address() {
+        return NativeLibrary.requireSymbol(hurray_encoder_reset.ADDR, "hurray_encoder_reset");
+    }
+
+    /**
+     * Makes an encoder ready for a new stream from its first byte, as if just made with the same
+     * options and coalesce size (the mirror of <code>hurray_decoder_reset</code>): pending output (sent or
+     * not, including output borrowing payloads), the stream metadata, the finished state and a
+     * poisoning are dropped, and the next <code>hurray_encoder_encode*</code> or <code>hurray_encoder_finish</code>
+     * stages the stream header again. A caller that sends one short stream per message (a Kafka
+     * record: header, one item, end marker) keeps one encoder instead of making one per message,
+     * and never spells out the header or the end marker itself. <code>*out_state</code> (may be NULL) is
+     * then all zero. Added in ABI 4 (additive).
+     * <p>
+     * Errors: <code>NULL_POINTER</code>, <code>USE_AFTER_DESTROY</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>encoder</code> live, not used concurrently; <code>out_state</code> NULL or valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_reset(struct HurrayEncoder *encoder,
+     *                                   struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static int hurray_encoder_reset(MemorySegment encoder, MemorySegment out_state) {
+        var mh$ = hurray_encoder_reset.HANDLE;
+        if (hurray_encoder_reset.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_encoder_reset");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_encoder_reset", encoder, out_state);
+            }
+            return (int) mh$.invokeExact(encoder, out_state);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static final class hurray_encoder_set_coalesce_bytes {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG);
         static final MemorySegment ADDR = hurray_h.findOrNull("hurray_encoder_set_coalesce_bytes");
