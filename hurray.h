@@ -1857,6 +1857,53 @@ HurrayStatus hurray_file_reader_open_span(const void *data,
                                           const struct HurrayFileReaderOptions *options,
                                           struct HurrayFileReader **out_reader);
 
+// Opens the container in the file at `path` (as for `hurray_file_reader_open_path`: the OS's
+// bytes, read-only, a regular file only) by mapping the whole file read-only into memory
+// (`mmap`, shared) and reading it there, as `hurray_file_reader_open_span` reads a caller's
+// region: tensors from `hurray_file_reader_read_tensor` point into the map (zero copy,
+// read-only) and payload checksums are checked only with `HURRAY_FILE_READER_VERIFY_PAYLOADS`.
+// The reader owns the map; every tensor buffer pointing into it holds a share, so the map is
+// unmapped (by whichever thread destroys the last of them) only when the reader and every such
+// tensor are destroyed. The file descriptor is closed before this returns. The map of the
+// whole file can be borrowed with `hurray_file_reader_mapping`.
+//
+// **Risk:** a memory map is not protected against another process shortening the file. After
+// such a truncation, any read of a page past the new end, by this library (open, verify, a
+// checksum, a copy) or by the caller through a tensor's pointer, raises `SIGBUS`, which kills
+// a process that does not handle it (a JVM included). Map only files nobody truncates or
+// rewrites in place (writers that rename a new file over the old one are safe; so is
+// deleting); read other files with `hurray_file_reader_open_path`, which reports `TRUNCATED`.
+//
+// Errors: those of `hurray_file_reader_open_path`; `UNSUPPORTED` on a platform without a
+// memory map in this build (use `hurray_file_reader_open_path`); `TRANSPORT` when the OS
+// refuses the map; a file of 0 bytes is `TRUNCATED` (nothing is mapped).
+//
+// Added in ABI 4 (additive, docs/spec/c-abi.md): look it up by name on older libraries.
+//
+// # Safety
+// `path` valid for `path_len` bytes; `options` NULL or valid; `out_reader` valid for one write.
+HurrayStatus hurray_file_reader_open_mapped(const uint8_t *path,
+                                            uint64_t path_len,
+                                            const struct HurrayFileReaderOptions *options,
+                                            struct HurrayFileReader **out_reader);
+
+// Hands out the memory map of a reader made by `hurray_file_reader_open_mapped` as a new
+// owned `HurrayBuffer` over the whole file (offset 0, the file's size at open, alignment
+// 4096, read-only memory): `hurray_buffer_data_ptr` and `hurray_buffer_byte_size` give the
+// region, and `hurray_buffer_destroy` releases the buffer's share of the map, which stays
+// mapped until that buffer, the reader and every tensor pointing into it are destroyed. For a
+// binding that shows the caller the whole map. Do not write through it.
+//
+// Errors: `NULL_POINTER`, `USE_AFTER_DESTROY`, `INVALID_ARGUMENT` (a reader that did not map
+// its file).
+//
+// Added in ABI 4 (additive, docs/spec/c-abi.md).
+//
+// # Safety
+// `reader` live; `out_buffer` valid for one write.
+HurrayStatus hurray_file_reader_mapping(const struct HurrayFileReader *reader,
+                                        struct HurrayBuffer **out_buffer);
+
 // Stores the container's size in bytes (as `size` reported at open, or the span length).
 //
 // Errors: `HURRAY_ERR_NULL_POINTER`, `HURRAY_ERR_USE_AFTER_DESTROY`.

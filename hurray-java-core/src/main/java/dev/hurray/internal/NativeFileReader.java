@@ -181,6 +181,22 @@ public final class NativeFileReader {
      *     and the container's own errors
      */
     public static NativeFileReader openPath(byte[] path, Settings settings) throws HurrayException {
+        return openByPath(path, settings, false);
+    }
+
+    /**
+     * Opens the container at {@code path} by having the native library map the whole file
+     * read-only and read it there ({@code hurray_file_reader_open_mapped}): tensors point into
+     * the map, which the library unmaps once this reader and every such tensor are destroyed.
+     *
+     * @throws HurrayException as {@link #openPath}, and {@link Status#UNSUPPORTED} where the
+     *     library has no memory map for the platform
+     */
+    public static NativeFileReader openMapped(byte[] path, Settings settings) throws HurrayException {
+        return openByPath(path, settings, true);
+    }
+
+    private static NativeFileReader openByPath(byte[] path, Settings settings, boolean mapped) throws HurrayException {
         // No upcall can run during these calls, so the scratch area may hold everything.
         MemorySegment s = Native.scratch();
         MemorySegment opts = settings.fill(s.asSlice(SCRATCH_OPTIONS, HurrayFileReaderOptions.sizeof()));
@@ -188,16 +204,41 @@ public final class NativeFileReader {
         int rc;
         if (path.length <= name.byteSize()) {
             MemorySegment.copy(path, 0, name, JAVA_BYTE, 0, path.length);
-            rc = hurray_h.hurray_file_reader_open_path(name, path.length, opts, s);
+            rc = mapped ? hurray_h.hurray_file_reader_open_mapped(name, path.length, opts, s)
+                    : hurray_h.hurray_file_reader_open_path(name, path.length, opts, s);
         } else {
             try (Arena a = Arena.ofConfined()) {
-                rc = hurray_h.hurray_file_reader_open_path(a.allocateFrom(JAVA_BYTE, path), path.length, opts, s);
+                MemorySegment p = a.allocateFrom(JAVA_BYTE, path);
+                rc = mapped ? hurray_h.hurray_file_reader_open_mapped(p, path.length, opts, s)
+                        : hurray_h.hurray_file_reader_open_path(p, path.length, opts, s);
             }
         }
         Native.check(rc);
         MemorySegment h = s.get(ADDRESS, 0);
-        Native.debug("hurray: file reader {} opened over a file", h);
+        Native.debug(mapped ? "hurray: file reader {} opened over a file it mapped" : "hurray: file reader {} opened over a file", h);
         return new NativeFileReader(null, null, h);
+    }
+
+    /**
+     * The whole memory map of a reader made by {@link #openMapped}, as a new owned native
+     * buffer handle ({@code hurray_file_reader_mapping}) that keeps the map alive until it is
+     * destroyed with {@link #destroyMapping}; its address and size come with it.
+     *
+     * @return {@code {handle address, data address, byte size}}
+     */
+    public long[] mapping() throws HurrayException {
+        MemorySegment s = Native.scratch();
+        Native.check(hurray_h.hurray_file_reader_mapping(live(), s));
+        MemorySegment b = s.get(ADDRESS, 0);
+        Native.check(hurray_h.hurray_buffer_data_ptr(b, s));
+        long data = s.get(ADDRESS, 0).address();
+        Native.check(hurray_h.hurray_buffer_byte_size(b, s));
+        return new long[] {b.address(), data, s.get(JAVA_LONG, 0)};
+    }
+
+    /** Destroys a buffer handle from {@link #mapping()}: its share of the map goes. */
+    public static void destroyMapping(long handle) {
+        Native.destroyThroughSlot(MemorySegment.ofAddress(handle), hurray_h::hurray_buffer_destroy);
     }
 
     /**
