@@ -18,6 +18,22 @@ import java.util.SplittableRandom;
 
 /** Shared helpers: deterministic tensors and sources/sinks that move one byte per call. */
 final class TestSupport {
+    private static final com.fasterxml.jackson.databind.ObjectMapper JSON = new com.fasterxml.jackson.databind.ObjectMapper()
+            .enable(com.fasterxml.jackson.databind.DeserializationFeature.USE_LONG_FOR_INTS)
+            .enable(com.fasterxml.jackson.databind.DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
+
+    /**
+     * A JSON document as plain values: objects as insertion-ordered maps, arrays as lists,
+     * integers as {@code Long}, other numbers as {@code Double} (the golden-vector manifest).
+     */
+    static Object json(String text) {
+        try {
+            return JSON.readValue(text, Object.class);
+        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+            throw new IllegalArgumentException("not JSON: " + e.getOriginalMessage(), e);
+        }
+    }
+
     private TestSupport() {
     }
 
