@@ -696,16 +696,30 @@ fn temp_dir(tag: &str) -> std::path::PathBuf {
     d
 }
 
+/// The signature shared by `hurray_file_reader_open_path` and `_open_mapped`.
+type OpenByPath =
+    unsafe extern "C" fn(*const u8, u64, *const HurrayFileReaderOptions, *mut *mut HurrayFileReader) -> HurrayStatus;
+
 #[cfg(unix)]
-/// `hurray_file_reader_open_path` on `path`: the status and the reader (NULL on failure).
-fn open_path(path: &std::path::Path, opts: *const HurrayFileReaderOptions) -> (HurrayStatus, *mut HurrayFileReader) {
+/// `open` (a by-path opener) on `path`: the status and the reader (NULL on failure).
+fn open_by(
+    open: OpenByPath,
+    path: &std::path::Path,
+    opts: *const HurrayFileReaderOptions,
+) -> (HurrayStatus, *mut HurrayFileReader) {
     use std::os::unix::ffi::OsStrExt;
     let p = path.as_os_str().as_bytes();
     let mut r = null_mut();
     // SAFETY: `p` is valid for its length; `opts` is NULL or a live local of the caller; `r` is a live local.
-    let s = unsafe { hurray_file_reader_open_path(p.as_ptr(), p.len() as u64, opts, &mut r) };
+    let s = unsafe { open(p.as_ptr(), p.len() as u64, opts, &mut r) };
     assert_eq!(s == HURRAY_OK, !r.is_null(), "a reader exactly on success");
     (s, r)
+}
+
+#[cfg(unix)]
+/// `hurray_file_reader_open_path` on `path`: the status and the reader (NULL on failure).
+fn open_path(path: &std::path::Path, opts: *const HurrayFileReaderOptions) -> (HurrayStatus, *mut HurrayFileReader) {
+    open_by(hurray_file_reader_open_path, path, opts)
 }
 
 #[test]
@@ -840,13 +854,7 @@ fn path_reader_refuses_bad_paths_and_hostile_files() {
 #[cfg(unix)]
 /// `hurray_file_reader_open_mapped` on `path`: the status and the reader (NULL on failure).
 fn open_mapped(path: &std::path::Path, opts: *const HurrayFileReaderOptions) -> (HurrayStatus, *mut HurrayFileReader) {
-    use std::os::unix::ffi::OsStrExt;
-    let p = path.as_os_str().as_bytes();
-    let mut r = null_mut();
-    // SAFETY: `p` is valid for its length; `opts` is NULL or a live local of the caller; `r` is a live local.
-    let s = unsafe { hurray_file_reader_open_mapped(p.as_ptr(), p.len() as u64, opts, &mut r) };
-    assert_eq!(s == HURRAY_OK, !r.is_null(), "a reader exactly on success");
-    (s, r)
+    open_by(hurray_file_reader_open_mapped, path, opts)
 }
 
 #[cfg(target_os = "linux")]

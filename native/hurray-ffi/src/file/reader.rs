@@ -225,18 +225,34 @@ pub unsafe extern "C" fn hurray_file_reader_open_path(
     out_reader: *mut *mut HurrayFileReader,
 ) -> HurrayStatus {
     guard("hurray_file_reader_open_path", || {
-        non_null(out_reader, "out_reader")?;
-        // SAFETY: `path` is valid for its length when that is non-zero (# Safety); bytes_arg rejects NULL with a
-        // non-zero length.
-        let p = unsafe { bytes_arg(path, path_len, "path")? };
-        // SAFETY: `options` is non-NULL in this branch and valid for one read (# Safety).
-        let opts = if options.is_null() { HurrayFileReaderOptions::defaults() } else { unsafe { *options } };
-        let opts = opts.to_core(false)?;
+        // SAFETY: the pointers are as `path_args` requires (# Safety).
+        let (p, opts) = unsafe { path_args(path, path_len, options, out_reader, false)? };
         let r = FileReader::open(PathSource::open(p)?, opts)?;
         // SAFETY: `out_reader` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_reader, ReaderInner::Path(r)) };
         Ok(HURRAY_OK)
     })
+}
+
+/// The arguments of the by-path openers, checked: the path bytes and the core options (`span`:
+/// with a span reader's checksum default).
+///
+/// # Safety
+/// `path` valid for `path_len` bytes; `options` NULL or valid for one read.
+unsafe fn path_args<'a>(
+    path: *const u8,
+    path_len: u64,
+    options: *const HurrayFileReaderOptions,
+    out_reader: *mut *mut HurrayFileReader,
+    span: bool,
+) -> FfiResult<(&'a [u8], FileReaderOptions)> {
+    non_null(out_reader, "out_reader")?;
+    // SAFETY: `path` is valid for its length when that is non-zero (# Safety); bytes_arg rejects NULL with a
+    // non-zero length.
+    let p = unsafe { bytes_arg(path, path_len, "path")? };
+    // SAFETY: `options` is non-NULL in this branch and valid for one read (# Safety).
+    let opts = if options.is_null() { HurrayFileReaderOptions::defaults() } else { unsafe { *options } };
+    Ok((p, opts.to_core(span)?))
 }
 
 /// Opens a container held in the caller's memory: `len` bytes at `data` (e.g. a memory map of
@@ -309,13 +325,8 @@ pub unsafe extern "C" fn hurray_file_reader_open_mapped(
     out_reader: *mut *mut HurrayFileReader,
 ) -> HurrayStatus {
     guard("hurray_file_reader_open_mapped", || {
-        non_null(out_reader, "out_reader")?;
-        // SAFETY: `path` is valid for its length when that is non-zero (# Safety); bytes_arg rejects NULL with a
-        // non-zero length.
-        let p = unsafe { bytes_arg(path, path_len, "path")? };
-        // SAFETY: `options` is non-NULL in this branch and valid for one read (# Safety).
-        let opts = if options.is_null() { HurrayFileReaderOptions::defaults() } else { unsafe { *options } };
-        let opts = opts.to_core(true)?;
+        // SAFETY: the pointers are as `path_args` requires (# Safety).
+        let (p, opts) = unsafe { path_args(path, path_len, options, out_reader, true)? };
         let (file, size) = os::open_regular_file(p)?;
         if size == 0 {
             return Err(FfiError::new(HURRAY_ERR_TRUNCATED, "the file is empty (smaller than header plus trailer)"));

@@ -115,20 +115,18 @@ final class TestSupport {
         };
     }
 
-    /** A readable channel that moves at most one byte per read. */
-    static ReadableByteChannel oneByteAtATime(ReadableByteChannel ch) {
+    /** One read of a channel, as a test replaces it. */
+    @FunctionalInterface
+    interface ChannelRead {
+        int read(ByteBuffer dst) throws IOException;
+    }
+
+    /** {@code ch} read through {@code read}; whether it is open, and closing it, stay {@code ch}'s. */
+    static ReadableByteChannel readingThrough(ReadableByteChannel ch, ChannelRead read) {
         return new ReadableByteChannel() {
             @Override
             public int read(ByteBuffer dst) throws IOException {
-                if (!dst.hasRemaining()) {
-                    return 0;
-                }
-                ByteBuffer one = dst.slice(dst.position(), 1);
-                int n = ch.read(one);
-                if (n > 0) {
-                    dst.position(dst.position() + n);
-                }
-                return n;
+                return read.read(dst);
             }
 
             @Override
@@ -141,6 +139,21 @@ final class TestSupport {
                 ch.close();
             }
         };
+    }
+
+    /** A readable channel that moves at most one byte per read. */
+    static ReadableByteChannel oneByteAtATime(ReadableByteChannel ch) {
+        return readingThrough(ch, dst -> {
+            if (!dst.hasRemaining()) {
+                return 0;
+            }
+            ByteBuffer one = dst.slice(dst.position(), 1);
+            int n = ch.read(one);
+            if (n > 0) {
+                dst.position(dst.position() + n);
+            }
+            return n;
+        });
     }
 
     /** A writable channel that takes at most one byte per write. */

@@ -154,23 +154,10 @@ class VirtualThreadTest {
      * Interrupting or closing acts on {@code ch} itself, as the test intends.
      */
     static ReadableByteChannel tripping(SocketChannel ch, CountDownLatch entered) {
-        return new ReadableByteChannel() {
-            @Override
-            public int read(ByteBuffer dst) throws IOException {
-                entered.countDown();
-                return ch.read(dst);
-            }
-
-            @Override
-            public boolean isOpen() {
-                return ch.isOpen();
-            }
-
-            @Override
-            public void close() throws IOException {
-                ch.close();
-            }
-        };
+        return TestSupport.readingThrough(ch, dst -> {
+            entered.countDown();
+            return ch.read(dst);
+        });
     }
 
     /** Interrupting a virtual thread blocked in read() unblocks it with a clear exception. */

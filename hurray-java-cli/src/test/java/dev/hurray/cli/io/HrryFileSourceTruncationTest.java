@@ -3,6 +3,7 @@ package dev.hurray.cli.io;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.hurray.ffm.testing.ChildJvm;
 import dev.hurray.HurrayException;
 import dev.hurray.HurrayFile;
 import dev.hurray.HurrayFileWriter;
@@ -13,7 +14,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -63,19 +63,15 @@ class HrryFileSourceTruncationTest {
             }
             w.finish();
         }
-        String java = ProcessHandle.current().info().command().orElseThrow();
-        Process p = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-cp",
-                System.getProperty("java.class.path"),
-                "-Dhurray.library.path=" + System.getProperty("hurray.library.path", ""),
-                Child.class.getName(), path.toString())
-                .directory(dir.toFile()).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes());
-        assertTrue(p.waitFor(60, TimeUnit.SECONDS), out);
+        // A crash's hs_err file goes to the test's folder, where it fails the test, not into git.
+        ChildJvm.Result r = ChildJvm.run(List.of("-Dhurray.library.path=" + System.getProperty("hurray.library.path", ""),
+                "-XX:ErrorFile=" + dir.resolve("hs_err_pid%p.log")), Child.class.getName(), path.toString());
+        String out = r.out();
         try (var files = Files.list(dir)) {
             assertEquals(List.of(), files.filter(f -> f.getFileName().toString().startsWith("hs_err")).toList(),
                     "the child JVM crashed: " + out);
         }
-        assertEquals(0, p.exitValue(), out);
+        assertEquals(0, r.exit(), out);
         String line = out.lines().filter(l -> l.startsWith("survived ")).findFirst().orElseThrow(() -> new AssertionError(out));
         assertTrue(line.startsWith("survived t0=1.0 t1=2.0 "), line);
         assertTrue(line.endsWith("failed=TRUNCATED"), line);
