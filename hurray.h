@@ -1752,6 +1752,22 @@ HurrayStatus hurray_encoder_abort(struct HurrayEncoder *encoder,
                                   uint32_t take_back_last,
                                   struct HurrayEncoderState *out_state);
 
+// Makes an encoder ready for a new stream from its first byte, as if just made with the same
+// options and coalesce size (the mirror of `hurray_decoder_reset`): pending output (sent or
+// not, including output borrowing payloads), the stream metadata, the finished state and a
+// poisoning are dropped, and the next `hurray_encoder_encode*` or `hurray_encoder_finish`
+// stages the stream header again. A caller that sends one short stream per message (a Kafka
+// record: header, one item, end marker) keeps one encoder instead of making one per message,
+// and never spells out the header or the end marker itself. `*out_state` (may be NULL) is
+// then all zero. Added in ABI 4 (additive).
+//
+// Errors: `NULL_POINTER`, `USE_AFTER_DESTROY`.
+//
+// # Safety
+// `encoder` live, not used concurrently; `out_state` NULL or valid for one write.
+HurrayStatus hurray_encoder_reset(struct HurrayEncoder *encoder,
+                                  struct HurrayEncoderState *out_state);
+
 // Sets the largest payload the encoder copies into its staged output (default and maximum
 // 65536 bytes); larger payloads are borrowed (see `hurray_encoder_encode`). For callers that
 // send an item's pieces with one gathering write (`writev`), a smaller value saves copying
@@ -1938,6 +1954,53 @@ HurrayStatus hurray_file_reader_open_span(const void *data,
                                           uint64_t len,
                                           const struct HurrayFileReaderOptions *options,
                                           struct HurrayFileReader **out_reader);
+
+// Opens the container in the file at `path` (as for `hurray_file_reader_open_path`: the OS's
+// bytes, read-only, a regular file only) by mapping the whole file read-only into memory
+// (`mmap`, shared) and reading it there, as `hurray_file_reader_open_span` reads a caller's
+// region: tensors from `hurray_file_reader_read_tensor` point into the map (zero copy,
+// read-only) and payload checksums are checked only with `HURRAY_FILE_READER_VERIFY_PAYLOADS`.
+// The reader owns the map; every tensor buffer pointing into it holds a share, so the map is
+// unmapped (by whichever thread destroys the last of them) only when the reader and every such
+// tensor are destroyed. The file descriptor is closed before this returns. The map of the
+// whole file can be borrowed with `hurray_file_reader_mapping`.
+//
+// **Risk:** a memory map is not protected against another process shortening the file. After
+// such a truncation, any read of a page past the new end, by this library (open, verify, a
+// checksum, a copy) or by the caller through a tensor's pointer, raises `SIGBUS`, which kills
+// a process that does not handle it (a JVM included). Map only files nobody truncates or
+// rewrites in place (writers that rename a new file over the old one are safe; so is
+// deleting); read other files with `hurray_file_reader_open_path`, which reports `TRUNCATED`.
+//
+// Errors: those of `hurray_file_reader_open_path`; `UNSUPPORTED` on a platform without a
+// memory map in this build (use `hurray_file_reader_open_path`); `TRANSPORT` when the OS
+// refuses the map; a file of 0 bytes is `TRUNCATED` (nothing is mapped).
+//
+// Added in ABI 4 (additive, docs/spec/c-abi.md): look it up by name on older libraries.
+//
+// # Safety
+// `path` valid for `path_len` bytes; `options` NULL or valid; `out_reader` valid for one write.
+HurrayStatus hurray_file_reader_open_mapped(const uint8_t *path,
+                                            uint64_t path_len,
+                                            const struct HurrayFileReaderOptions *options,
+                                            struct HurrayFileReader **out_reader);
+
+// Hands out the memory map of a reader made by `hurray_file_reader_open_mapped` as a new
+// owned `HurrayBuffer` over the whole file (offset 0, the file's size at open, alignment
+// 4096, read-only memory): `hurray_buffer_data_ptr` and `hurray_buffer_byte_size` give the
+// region, and `hurray_buffer_destroy` releases the buffer's share of the map, which stays
+// mapped until that buffer, the reader and every tensor pointing into it are destroyed. For a
+// binding that shows the caller the whole map. Do not write through it.
+//
+// Errors: `NULL_POINTER`, `USE_AFTER_DESTROY`, `INVALID_ARGUMENT` (a reader that did not map
+// its file).
+//
+// Added in ABI 4 (additive, docs/spec/c-abi.md).
+//
+// # Safety
+// `reader` live; `out_buffer` valid for one write.
+HurrayStatus hurray_file_reader_mapping(const struct HurrayFileReader *reader,
+                                        struct HurrayBuffer **out_buffer);
 
 // Stores the container's size in bytes (as `size` reported at open, or the span length).
 //

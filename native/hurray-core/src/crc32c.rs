@@ -428,17 +428,9 @@ mod x86 {
 mod tests {
     use super::*;
 
-    /// A deterministic pseudo-random byte sequence (xorshift).
+    /// A deterministic pseudo-random byte sequence.
     fn bytes(n: usize, seed: u64) -> Vec<u8> {
-        let mut s = seed | 1;
-        (0..n)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                (s >> 24) as u8
-            })
-            .collect()
+        crate::test_rng::Rng::new(seed).bytes(n)
     }
 
     fn kernels() -> impl Iterator<Item = Kernel> {
@@ -493,13 +485,8 @@ mod tests {
     #[test]
     fn every_kernel_agrees_on_random_lengths_and_offsets() {
         let data = bytes(1 << 20, 2);
-        let mut s = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = |m: usize| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s % m as u64) as usize
-        };
+        let mut rng = crate::test_rng::Rng::new(0x9E37_79B9_7F4A_7C15);
+        let mut next = |m: usize| rng.below(m as u64) as usize;
         for _ in 0..300 {
             let len = if next(4) == 0 { next(data.len() / 2) } else { next(70_000) };
             let off = next(data.len() - len);

@@ -24,6 +24,10 @@ use crate::stream::{
     FRAME_TENSOR, STREAM_HEADER_BYTES, STREAM_MAGIC, STREAM_VERSION,
 };
 
+/// Largest staging allocation [`StreamEncoder::reset`] keeps for the next stream (1 MiB): a
+/// reset encoder that once staged a large composite gives that memory back.
+pub const KEEP_STAGING_CAPACITY: usize = 1 << 20;
+
 /// One frame of a group for [`StreamEncoder::encode_group`]: a descriptor, its encoding and
 /// its payloads.
 pub type GroupEntry<'a> = (&'a TensorDescriptor, &'a [u8], &'a [&'a [u8]]);
@@ -113,6 +117,24 @@ impl StreamEncoder {
             coalesce: COALESCE_BYTES,
             metadata: None,
         }
+    }
+
+    /// Makes the encoder ready for a new stream from its first byte, as if just made with the
+    /// same options and coalesce size: pending output (sent or not), the stream metadata, the
+    /// finished state and a poisoning are dropped, and the next item or [`finish`](Self::finish)
+    /// stages the stream header again. One encoder then serves one short stream per message
+    /// (a Kafka record) with the header and end marker written by this module, not by a caller
+    /// that learns them. The staging allocation is kept unless it grew past
+    /// [`KEEP_STAGING_CAPACITY`], so an idle encoder holds no large buffer.
+    pub fn reset(&mut self) {
+        self.clear_output();
+        if self.staged.capacity() > KEEP_STAGING_CAPACITY {
+            self.staged = Vec::new();
+        }
+        self.header_staged = false;
+        self.poisoned = false;
+        self.finished = false;
+        self.metadata = None;
     }
 
     /// Sets the stream's metadata (docs/spec/stream.md §Stream metadata): sent once, right

@@ -80,3 +80,7 @@ pub const DESCRIPTOR_VERSION: u16 = 1;
 pub const DESCRIPTOR_VERSION_2: u16 = 2;
 /// The highest descriptor version this build reads and writes.
 pub const MAX_DESCRIPTOR_VERSION: u16 = 2;
+
+#[cfg(test)]
+#[path = "../tests/common/rng.rs"]
+mod test_rng;

@@ -3,6 +3,7 @@
 //! under test is the one that fires. Every case also asserts that no read left `[0, size)`
 //! and that no allocation exceeded what the (small) input justifies.
 
+mod common;
 mod file_support;
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -464,13 +465,8 @@ fn misbehaving_sources() {
 fn random_mutations_fail_cleanly() {
     let c = base();
     let len = c.bytes.len();
-    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut rng = common::Rng::new(0x9E37_79B9_7F4A_7C15);
+    let mut next = move || rng.next_u64();
     let allowed = [
         ErrorKind::InvalidMagic,
         ErrorKind::VersionMismatch,

@@ -491,3 +491,61 @@ fn options_are_set_only_before_any_input_and_bad_ones_change_nothing() {
     end.unwrap();
     assert_same(&read, &items);
 }
+
+#[test]
+fn a_reset_encoder_writes_each_stream_as_a_fresh_encoder_would() {
+    let items = corpus();
+    for crc in [false, true] {
+        let mut e = StreamEncoder::new(WriterOptions { payload_checksums: crc });
+        // One stream per item, one encoder: each equals the stream a new writer makes of it.
+        for it in &items {
+            e.reset();
+            e.encode(&it.desc, &it.desc.encode().unwrap(), &it.slices()).unwrap();
+            let mut wire = Vec::new();
+            drain(&mut e, &it.slices(), &mut wire);
+            e.finish().unwrap();
+            drain(&mut e, &it.slices(), &mut wire);
+            assert_eq!(wire, encode_stream(std::slice::from_ref(it), crc));
+        }
+    }
+    let (a, b) = (&items[0], &items[1]);
+    let one = |it: &Item| encode_stream(std::slice::from_ref(it), false);
+
+    // A reset drops pending output, the finished state and a poisoning.
+    let mut e = StreamEncoder::new(WriterOptions::default());
+    e.encode(&a.desc, &a.desc.encode().unwrap(), &a.slices()).unwrap();
+    e.consume(5).unwrap();
+    assert!(e.abort(false));
+    assert_eq!(e.finish().unwrap_err().kind(), ErrorKind::Poisoned);
+    e.reset();
+    assert!(!e.is_poisoned() && !e.is_finished());
+    assert_eq!(e.pending_bytes(), 0);
+    e.encode(&b.desc, &b.desc.encode().unwrap(), &b.slices()).unwrap();
+    e.finish().unwrap();
+    let mut wire = Vec::new();
+    drain(&mut e, &b.slices(), &mut wire);
+    assert_eq!(wire, one(b));
+
+    // Output borrowing a large payload is dropped too: the next item need not wait for it.
+    let big = big_item(200 * 1024);
+    e.reset();
+    e.encode(&big.desc, &big.desc.encode().unwrap(), &big.slices()).unwrap();
+    assert!(e.borrows_payloads());
+    e.reset();
+    assert!(!e.borrows_payloads());
+    e.encode(&a.desc, &a.desc.encode().unwrap(), &a.slices()).unwrap();
+    e.finish().unwrap();
+    let mut wire = Vec::new();
+    drain(&mut e, &a.slices(), &mut wire);
+    assert_eq!(wire, one(a));
+
+    // Stream metadata belongs to one stream: after a reset the header carries none.
+    e.reset();
+    e.set_metadata(&[("k".to_string(), b"v".to_vec())]).unwrap();
+    e.reset();
+    e.encode(&a.desc, &a.desc.encode().unwrap(), &a.slices()).unwrap();
+    e.finish().unwrap();
+    let mut wire = Vec::new();
+    drain(&mut e, &a.slices(), &mut wire);
+    assert_eq!(wire, one(a));
+}

@@ -1,6 +1,9 @@
 //! Sparse, block-paged and composite tensors: round trips through a stream (flat and item
 //! views) and a container, densify and gather against values computed here, hostile inputs.
 
+mod common;
+
+use common::Rng;
 use hurray_core::composite::{self, CompositeSpec, Item, ItemReader, Member, NodeRef};
 use hurray_core::crc32c::crc32c;
 use hurray_core::file::Span;
@@ -52,20 +55,6 @@ fn sparse_desc(
     )
 }
 
-/// A small seeded generator (xorshift), so the random cases are reproducible.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 /// A random dense matrix with about a third of its entries non-zero.
 fn random_dense(rng: &mut Rng, rows: usize, cols: usize) -> Vec<f32> {
     (0..rows * cols).map(|_| if rng.below(3) == 0 { (rng.below(1000) as f32) - 500.0 } else { 0.0 }).collect()
@@ -94,7 +83,7 @@ fn densify(d: &TensorDescriptor, bufs: &[&[u8]]) -> hurray_core::Result<Vec<u8>>
 
 #[test]
 fn csr_csc_coo_bsr_densify_to_the_matrix_they_came_from() {
-    let mut rng = Rng(0x5eed);
+    let mut rng = Rng::new(0x5eed);
     for _ in 0..20 {
         let (rows, cols) = (2 * (1 + rng.below(6) as usize), 2 * (1 + rng.below(6) as usize));
         let dense = random_dense(&mut rng, rows, cols);

@@ -524,6 +524,7 @@ pub unsafe extern "C" fn hurray_file_reader_read_composite(
             ReaderInner::Io(x) => composite::read_composite(x, &n)?,
             ReaderInner::Span(x) => composite::read_composite(x, &n)?,
             ReaderInner::Path(x) => composite::read_composite(x, &n)?,
+            ReaderInner::Mapped { reader: x, .. } => composite::read_composite(x, &n)?,
         };
         // SAFETY: `out_composite` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_composite, CompositeInner::from_core(c)?) };

@@ -449,6 +449,35 @@ pub unsafe extern "C" fn hurray_encoder_abort(
     })
 }
 
+/// Makes an encoder ready for a new stream from its first byte, as if just made with the same
+/// options and coalesce size (the mirror of `hurray_decoder_reset`): pending output (sent or
+/// not, including output borrowing payloads), the stream metadata, the finished state and a
+/// poisoning are dropped, and the next `hurray_encoder_encode*` or `hurray_encoder_finish`
+/// stages the stream header again. A caller that sends one short stream per message (a Kafka
+/// record: header, one item, end marker) keeps one encoder instead of making one per message,
+/// and never spells out the header or the end marker itself. `*out_state` (may be NULL) is
+/// then all zero. Added in ABI 4 (additive).
+///
+/// Errors: `NULL_POINTER`, `USE_AFTER_DESTROY`.
+///
+/// # Safety
+/// `encoder` live, not used concurrently; `out_state` NULL or valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_encoder_reset(
+    encoder: *mut HurrayEncoder,
+    out_state: *mut HurrayEncoderState,
+) -> HurrayStatus {
+    guard("hurray_encoder_reset", || {
+        // SAFETY: `encoder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
+        let e = unsafe { handle::inner_mut(encoder, "encoder")? };
+        e.encoder.reset();
+        e.borrowed.clear();
+        put_state(out_state, e.state());
+        Ok(HURRAY_OK)
+    })
+}
+
 /// Sets the largest payload the encoder copies into its staged output (default and maximum
 /// 65536 bytes); larger payloads are borrowed (see `hurray_encoder_encode`). For callers that
 /// send an item's pieces with one gathering write (`writev`), a smaller value saves copying

@@ -23,6 +23,7 @@ pub mod encoder;
 pub mod file;
 mod handle;
 pub mod names;
+mod os;
 pub mod panic;
 pub mod quant;
 pub mod reader;

@@ -608,6 +608,10 @@ fn null_cases(f: &Fixture) -> Vec<Case<'_>> {
                 "hurray_encoder_abort",
                 Box::new(move || hurray_ffi::encoder::hurray_encoder_abort(null_mut(), 0, null_mut())),
             ),
+            (
+                "hurray_encoder_reset",
+                Box::new(move || hurray_ffi::encoder::hurray_encoder_reset(null_mut(), null_mut())),
+            ),
             // Sparse, paged and composite surface (src/sparse.rs, src/composite.rs).
             ("hurray_descriptor_version", Box::new(move || hurray_descriptor_version(null(), leak(0u16)))),
             ("hurray_descriptor_version", Box::new(move || hurray_descriptor_version(d, null_mut()))),

@@ -381,6 +381,50 @@ fn a_failed_send_takes_the_item_back_or_poisons() {
 }
 
 #[test]
+fn a_reset_encoder_writes_one_stream_per_item_and_recovers_from_poisoning() {
+    let items = corpus();
+    // SAFETY: the encoder is made and destroyed here; descriptors and payload slices outlive the calls that borrow
+    // them; out-pointers are live locals.
+    unsafe {
+        let mut e = null_mut();
+        expect(hurray_encoder_new(null(), &mut e), HURRAY_OK);
+        let mut st = HurrayEncoderState::default();
+        for it in &items {
+            // Each stream, after a reset, is what a fresh encoder makes of that item alone.
+            expect(hurray_encoder_reset(e, &mut st), HURRAY_OK);
+            assert_eq!(st, HurrayEncoderState::default());
+            let d = decode(&it.desc.encode().unwrap());
+            let s = slices(&it.payloads);
+            let mut wire = Vec::new();
+            expect(hurray_encoder_encode(e, d, s.as_ptr(), s.len(), &mut st), HURRAY_OK);
+            drain(e, 1000, &mut wire);
+            expect(hurray_encoder_finish(e, &mut st), HURRAY_OK);
+            drain(e, 1000, &mut wire);
+            expect(hurray_descriptor_destroy(d), HURRAY_OK);
+            assert_eq!(wire, ffi_encode(std::slice::from_ref(it), 1000, false));
+        }
+        // A poisoned encoder, and one whose pending output borrows a payload, start afresh.
+        let d0 = decode(&items[0].desc.encode().unwrap());
+        let s0 = slices(&items[0].payloads);
+        expect(hurray_encoder_encode(e, d0, s0.as_ptr(), s0.len(), &mut st), HURRAY_ERR_INVALID_STATE);
+        expect(hurray_encoder_reset(e, null_mut()), HURRAY_OK);
+        expect(hurray_encoder_encode(e, d0, s0.as_ptr(), s0.len(), &mut st), HURRAY_OK);
+        expect(hurray_encoder_consume(e, 3, &mut st), HURRAY_OK);
+        expect(hurray_encoder_abort(e, 1, &mut st), HURRAY_ERR_POISONED);
+        expect(hurray_encoder_reset(e, &mut st), HURRAY_OK);
+        assert_eq!(st, HurrayEncoderState::default());
+        let mut wire = Vec::new();
+        expect(hurray_encoder_encode(e, d0, s0.as_ptr(), s0.len(), &mut st), HURRAY_OK);
+        expect(hurray_encoder_finish(e, &mut st), HURRAY_OK);
+        drain(e, 1000, &mut wire);
+        assert_eq!(wire, ffi_encode(&items[..1], 1000, false));
+        expect(hurray_descriptor_destroy(d0), HURRAY_OK);
+        expect(hurray_encoder_destroy(&mut e), HURRAY_OK);
+        expect(hurray_encoder_reset(null_mut(), null_mut()), HURRAY_ERR_NULL_POINTER);
+    }
+}
+
+#[test]
 fn with_name_renames_and_validates() {
     let mut it = dense(hurray_core::ElementType::Float32, &[4]);
     it.desc = it.desc.with_name("old").unwrap().with_metadata("k", "v").unwrap();

@@ -6,7 +6,9 @@ use std::ffi::c_void;
 use std::ptr::{null, null_mut};
 
 use hurray_core::{BufferHandle, DeviceTag, ElementType, LayoutDescriptor, Shape, SyncMode, TensorDescriptor};
-use hurray_ffi::buffer::{hurray_buffer_alignment, hurray_buffer_byte_size, hurray_buffer_data_ptr};
+use hurray_ffi::buffer::{
+    hurray_buffer_alignment, hurray_buffer_byte_size, hurray_buffer_data_ptr, hurray_buffer_destroy,
+};
 use hurray_ffi::buffer_list::{hurray_buffer_list_get, hurray_buffer_list_len};
 use hurray_ffi::composite::*;
 use hurray_ffi::descriptor::{hurray_descriptor_buffer_count, hurray_descriptor_destroy, hurray_descriptor_name};
@@ -694,16 +696,30 @@ fn temp_dir(tag: &str) -> std::path::PathBuf {
     d
 }
 
+/// The signature shared by `hurray_file_reader_open_path` and `_open_mapped`.
+type OpenByPath =
+    unsafe extern "C" fn(*const u8, u64, *const HurrayFileReaderOptions, *mut *mut HurrayFileReader) -> HurrayStatus;
+
 #[cfg(unix)]
-/// `hurray_file_reader_open_path` on `path`: the status and the reader (NULL on failure).
-fn open_path(path: &std::path::Path, opts: *const HurrayFileReaderOptions) -> (HurrayStatus, *mut HurrayFileReader) {
+/// `open` (a by-path opener) on `path`: the status and the reader (NULL on failure).
+fn open_by(
+    open: OpenByPath,
+    path: &std::path::Path,
+    opts: *const HurrayFileReaderOptions,
+) -> (HurrayStatus, *mut HurrayFileReader) {
     use std::os::unix::ffi::OsStrExt;
     let p = path.as_os_str().as_bytes();
     let mut r = null_mut();
     // SAFETY: `p` is valid for its length; `opts` is NULL or a live local of the caller; `r` is a live local.
-    let s = unsafe { hurray_file_reader_open_path(p.as_ptr(), p.len() as u64, opts, &mut r) };
+    let s = unsafe { open(p.as_ptr(), p.len() as u64, opts, &mut r) };
     assert_eq!(s == HURRAY_OK, !r.is_null(), "a reader exactly on success");
     (s, r)
+}
+
+#[cfg(unix)]
+/// `hurray_file_reader_open_path` on `path`: the status and the reader (NULL on failure).
+fn open_path(path: &std::path::Path, opts: *const HurrayFileReaderOptions) -> (HurrayStatus, *mut HurrayFileReader) {
+    open_by(hurray_file_reader_open_path, path, opts)
 }
 
 #[test]
@@ -835,6 +851,103 @@ fn path_reader_refuses_bad_paths_and_hostile_files() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+#[cfg(unix)]
+/// `hurray_file_reader_open_mapped` on `path`: the status and the reader (NULL on failure).
+fn open_mapped(path: &std::path::Path, opts: *const HurrayFileReaderOptions) -> (HurrayStatus, *mut HurrayFileReader) {
+    open_by(hurray_file_reader_open_mapped, path, opts)
+}
+
+#[cfg(target_os = "linux")]
+/// How many of this process's mappings (/proc/self/maps) are of `path`.
+fn maps_of(path: &std::path::Path) -> usize {
+    let name = std::fs::canonicalize(path).unwrap();
+    let name = format!(" {}", name.display());
+    std::fs::read_to_string("/proc/self/maps").unwrap().lines().filter(|l| l.ends_with(&name)).count()
+}
+
+#[test]
+#[cfg(all(unix, target_pointer_width = "64"))]
+fn mapped_reader_maps_the_file_itself_and_the_last_holder_unmaps() {
+    let bytes = write_container(usize::MAX);
+    let dir = temp_dir("mapped");
+    let file = dir.join("model.hrry");
+    std::fs::write(&file, &bytes).unwrap();
+    let linux = cfg!(target_os = "linux");
+    // SAFETY: handles come from the calls below and are destroyed once; out-pointers are live locals; the region is
+    // read only while a share of the map is held.
+    unsafe {
+        let (s, mut r) = open_mapped(&file, null());
+        assert_eq!(s, HURRAY_OK, "{}", last_error());
+        let mut region = null_mut();
+        assert_eq!(hurray_file_reader_mapping(r, &mut region), HURRAY_OK, "{}", last_error());
+        let mut base: *mut c_void = null_mut();
+        assert_eq!(hurray_buffer_data_ptr(region, &mut base), HURRAY_OK);
+        let base = base as *const u8;
+        let mut len = 0u64;
+        hurray_buffer_byte_size(region, &mut len);
+        assert_eq!(len, bytes.len() as u64);
+        assert_eq!(base as usize % 4096, 0, "page-aligned");
+        assert_eq!(std::slice::from_raw_parts(base, bytes.len()), &bytes[..]);
+        // Tensors point into the map at their file offsets, and keep it after the reader goes.
+        let mut tensors = Vec::new();
+        for sample in samples() {
+            let mut e = null_mut();
+            let n = sample.name.as_bytes();
+            assert_eq!(hurray_file_reader_find(r, n.as_ptr(), n.len() as u64, &mut e), HURRAY_OK);
+            let mut loc = HurrayFileBufferLocation::default();
+            assert_eq!(hurray_file_entry_buffer(e, 0, &mut loc), HURRAY_OK);
+            let mut t = null_mut();
+            assert_eq!(hurray_file_reader_read_tensor(r, e, &mut t), HURRAY_OK, "{}", last_error());
+            assert!(zero_copy(t), "{}", sample.name);
+            let (p, got, _) = tensor_bytes(t, 0);
+            assert_eq!(p as usize, base as usize + loc.offset as usize);
+            assert_eq!(got, sample.payload);
+            hurray_file_entry_destroy(&mut e);
+            tensors.push((t, sample.payload));
+        }
+        assert_eq!(hurray_file_reader_verify(r), HURRAY_OK, "{}", last_error());
+        if linux {
+            assert_eq!(maps_of(&file), 1, "one map, shared by the reader, its tensors and the region");
+        }
+        assert_eq!(hurray_file_reader_destroy(&mut r), HURRAY_OK);
+        hurray_buffer_destroy(&mut region);
+        for (mut t, payload) in tensors {
+            assert_eq!(tensor_bytes(t, 0).1, payload, "still mapped");
+            hurray_tensor_destroy(&mut t);
+        }
+        if linux {
+            assert_eq!(maps_of(&file), 0, "the last holder unmapped");
+        }
+        // A reader over a transport has no map to hand out.
+        let (s, mut p) = open_path(&file, null());
+        assert_eq!(s, HURRAY_OK);
+        let mut none = null_mut();
+        assert_eq!(hurray_file_reader_mapping(p, &mut none), HURRAY_ERR_INVALID_ARGUMENT);
+        assert!(none.is_null());
+        hurray_file_reader_destroy(&mut p);
+    }
+    // Bad files are refused as by open_path, and leave nothing mapped.
+    let put = |name: &str, b: &[u8]| {
+        let p = dir.join(name);
+        std::fs::write(&p, b).unwrap();
+        p
+    };
+    for (p, want) in [
+        (dir.join("missing.hrry"), HURRAY_ERR_NOT_FOUND),
+        (dir.clone(), HURRAY_ERR_INVALID_ARGUMENT),
+        (put("empty.hrry", &[]), HURRAY_ERR_TRUNCATED),
+        (put("cut.hrry", &bytes[..bytes.len() - 10]), HURRAY_ERR_INVALID_MAGIC),
+    ] {
+        let (s, _) = open_mapped(&p, null());
+        assert_eq!(s, want, "{}: {}", p.display(), last_error());
+        assert!(last_error().starts_with("hurray_file_reader_open_mapped: "), "{}", last_error());
+        if linux && p.is_file() {
+            assert_eq!(maps_of(&p), 0, "{}", p.display());
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 fn header_file_functions() -> std::collections::BTreeSet<String> {
     let h = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../hurray.h")).unwrap();
     h.lines()
@@ -913,6 +1026,10 @@ fn null_pointers_destroy_rules_and_stale_handles() {
             ("hurray_file_reader_open_span", hurray_file_reader_open_span(null(), 100, null(), &mut tmp_r)),
             ("hurray_file_reader_open_path", hurray_file_reader_open_path(null(), 4, null(), &mut tmp_r)),
             ("hurray_file_reader_open_path", hurray_file_reader_open_path(k.as_ptr(), 4, null(), null_mut())),
+            ("hurray_file_reader_open_mapped", hurray_file_reader_open_mapped(null(), 4, null(), &mut tmp_r)),
+            ("hurray_file_reader_open_mapped", hurray_file_reader_open_mapped(k.as_ptr(), 4, null(), null_mut())),
+            ("hurray_file_reader_mapping", hurray_file_reader_mapping(null(), &mut null_mut())),
+            ("hurray_file_reader_mapping", hurray_file_reader_mapping(r, null_mut())),
             (
                 "hurray_file_reader_open_span",
                 hurray_file_reader_open_span(bytes.as_ptr() as *const c_void, bytes.len() as u64, null(), null_mut()),

@@ -11,6 +11,4 @@ module dev.hurray {
     requires org.slf4j;
 
     exports dev.hurray;
-    // Implementation classes; no module outside Hurray may depend on them.
-    exports dev.hurray.internal to dev.hurray.formats;
 }

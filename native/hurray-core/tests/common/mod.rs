@@ -13,32 +13,10 @@ use hurray_core::{
     WriterOptions,
 };
 
-/// xorshift64* (Vigna): tiny, seeded, good enough to drive property tests.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Rng(seed ^ 0x9E37_79B9_7F4A_7C15 | 1)
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    /// Uniform in `0..n` (n > 0; the modulo bias is irrelevant here).
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n
-    }
-    pub fn chance(&mut self, one_in: u64) -> bool {
-        self.below(one_in) == 0
-    }
-    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next_u64() as u8).collect()
-    }
-}
+// The one seeded generator of the Rust tests (unit tests include the same file from src/).
+#[path = "rng.rs"]
+mod rng;
+pub use rng::Rng;
 
 /// A tensor to write: its descriptor and one payload per buffer-table entry.
 #[derive(Clone, Debug)]

@@ -5,7 +5,7 @@ use std::ffi::c_void;
 use std::mem::MaybeUninit;
 
 use hurray_core::file::{check_payload, FileReader, FileReaderOptions, Span, SpanBuffer, DEFAULT_EAGER_INDEX_BYTES};
-use hurray_core::BufferHandle;
+use hurray_core::{BufferHandle, DeviceTag, SyncMode};
 
 use crate::buffer::{self, BufferInner};
 use crate::handle::{self, opaque_handle};
@@ -17,6 +17,8 @@ use crate::transport::{HurrayTransport, Owned};
 use super::bytes_arg;
 use super::entry::{EntryInner, HurrayFileEntry};
 use super::path_source::PathSource;
+use crate::os::{self, Mapping};
+use std::sync::Arc;
 
 /// Container reader settings and limits. Initialise with `hurray_file_reader_options_init`,
 /// then change fields; a NULL options pointer means the defaults.
@@ -101,6 +103,13 @@ pub(crate) enum ReaderInner {
     Span(FileReader<Span<'static>>),
     /// A file the reader opened itself (`hurray_file_reader_open_path`).
     Path(FileReader<PathSource>),
+    /// A file the reader mapped itself (`hurray_file_reader_open_mapped`). Fields drop in
+    /// order: the reader, which borrows the map, before the reader's share of the map; every
+    /// tensor read holds a share too, so the map outlives them all.
+    Mapped {
+        reader: FileReader<Span<'static>>,
+        map: Arc<Mapping>,
+    },
 }
 
 /// Runs the same expression on either kind of reader.
@@ -110,6 +119,7 @@ macro_rules! with_reader {
             ReaderInner::Io($x) => $e,
             ReaderInner::Span($x) => $e,
             ReaderInner::Path($x) => $e,
+            ReaderInner::Mapped { reader: $x, .. } => $e,
         }
     };
 }
@@ -215,18 +225,34 @@ pub unsafe extern "C" fn hurray_file_reader_open_path(
     out_reader: *mut *mut HurrayFileReader,
 ) -> HurrayStatus {
     guard("hurray_file_reader_open_path", || {
-        non_null(out_reader, "out_reader")?;
-        // SAFETY: `path` is valid for its length when that is non-zero (# Safety); bytes_arg rejects NULL with a
-        // non-zero length.
-        let p = unsafe { bytes_arg(path, path_len, "path")? };
-        // SAFETY: `options` is non-NULL in this branch and valid for one read (# Safety).
-        let opts = if options.is_null() { HurrayFileReaderOptions::defaults() } else { unsafe { *options } };
-        let opts = opts.to_core(false)?;
+        // SAFETY: the pointers are as `path_args` requires (# Safety).
+        let (p, opts) = unsafe { path_args(path, path_len, options, out_reader, false)? };
         let r = FileReader::open(PathSource::open(p)?, opts)?;
         // SAFETY: `out_reader` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_reader, ReaderInner::Path(r)) };
         Ok(HURRAY_OK)
     })
+}
+
+/// The arguments of the by-path openers, checked: the path bytes and the core options (`span`:
+/// with a span reader's checksum default).
+///
+/// # Safety
+/// `path` valid for `path_len` bytes; `options` NULL or valid for one read.
+unsafe fn path_args<'a>(
+    path: *const u8,
+    path_len: u64,
+    options: *const HurrayFileReaderOptions,
+    out_reader: *mut *mut HurrayFileReader,
+    span: bool,
+) -> FfiResult<(&'a [u8], FileReaderOptions)> {
+    non_null(out_reader, "out_reader")?;
+    // SAFETY: `path` is valid for its length when that is non-zero (# Safety); bytes_arg rejects NULL with a
+    // non-zero length.
+    let p = unsafe { bytes_arg(path, path_len, "path")? };
+    // SAFETY: `options` is non-NULL in this branch and valid for one read (# Safety).
+    let opts = if options.is_null() { HurrayFileReaderOptions::defaults() } else { unsafe { *options } };
+    Ok((p, opts.to_core(span)?))
 }
 
 /// Opens a container held in the caller's memory: `len` bytes at `data` (e.g. a memory map of
@@ -262,6 +288,95 @@ pub unsafe extern "C" fn hurray_file_reader_open_span(
         let r = FileReader::open(Span::new(bytes), opts)?;
         // SAFETY: `out_reader` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_reader, ReaderInner::Span(r)) };
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Opens the container in the file at `path` (as for `hurray_file_reader_open_path`: the OS's
+/// bytes, read-only, a regular file only) by mapping the whole file read-only into memory
+/// (`mmap`, shared) and reading it there, as `hurray_file_reader_open_span` reads a caller's
+/// region: tensors from `hurray_file_reader_read_tensor` point into the map (zero copy,
+/// read-only) and payload checksums are checked only with `HURRAY_FILE_READER_VERIFY_PAYLOADS`.
+/// The reader owns the map; every tensor buffer pointing into it holds a share, so the map is
+/// unmapped (by whichever thread destroys the last of them) only when the reader and every such
+/// tensor are destroyed. The file descriptor is closed before this returns. The map of the
+/// whole file can be borrowed with `hurray_file_reader_mapping`.
+///
+/// **Risk:** a memory map is not protected against another process shortening the file. After
+/// such a truncation, any read of a page past the new end, by this library (open, verify, a
+/// checksum, a copy) or by the caller through a tensor's pointer, raises `SIGBUS`, which kills
+/// a process that does not handle it (a JVM included). Map only files nobody truncates or
+/// rewrites in place (writers that rename a new file over the old one are safe; so is
+/// deleting); read other files with `hurray_file_reader_open_path`, which reports `TRUNCATED`.
+///
+/// Errors: those of `hurray_file_reader_open_path`; `UNSUPPORTED` on a platform without a
+/// memory map in this build (use `hurray_file_reader_open_path`); `TRANSPORT` when the OS
+/// refuses the map; a file of 0 bytes is `TRUNCATED` (nothing is mapped).
+///
+/// Added in ABI 4 (additive, docs/spec/c-abi.md): look it up by name on older libraries.
+///
+/// # Safety
+/// `path` valid for `path_len` bytes; `options` NULL or valid; `out_reader` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_file_reader_open_mapped(
+    path: *const u8,
+    path_len: u64,
+    options: *const HurrayFileReaderOptions,
+    out_reader: *mut *mut HurrayFileReader,
+) -> HurrayStatus {
+    guard("hurray_file_reader_open_mapped", || {
+        // SAFETY: the pointers are as `path_args` requires (# Safety).
+        let (p, opts) = unsafe { path_args(path, path_len, options, out_reader, true)? };
+        let (file, size) = os::open_regular_file(p)?;
+        if size == 0 {
+            return Err(FfiError::new(HURRAY_ERR_TRUNCATED, "the file is empty (smaller than header plus trailer)"));
+        }
+        let map = Arc::new(Mapping::map(&file, size)?);
+        drop(file);
+        // SAFETY: the bytes live as long as `map`, and the reader is dropped before its share
+        // of `map` (ReaderInner::Mapped's field order); tensors hold their own shares.
+        let bytes: &'static [u8] = unsafe { std::slice::from_raw_parts(map.bytes().as_ptr(), map.bytes().len()) };
+        let reader = FileReader::open(Span::new(bytes), opts)?;
+        // SAFETY: `out_reader` was checked non-NULL above and is valid for one pointer write (# Safety).
+        unsafe { handle::emit(out_reader, ReaderInner::Mapped { reader, map }) };
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Hands out the memory map of a reader made by `hurray_file_reader_open_mapped` as a new
+/// owned `HurrayBuffer` over the whole file (offset 0, the file's size at open, alignment
+/// 4096, read-only memory): `hurray_buffer_data_ptr` and `hurray_buffer_byte_size` give the
+/// region, and `hurray_buffer_destroy` releases the buffer's share of the map, which stays
+/// mapped until that buffer, the reader and every tensor pointing into it are destroyed. For a
+/// binding that shows the caller the whole map. Do not write through it.
+///
+/// Errors: `NULL_POINTER`, `USE_AFTER_DESTROY`, `INVALID_ARGUMENT` (a reader that did not map
+/// its file).
+///
+/// Added in ABI 4 (additive, docs/spec/c-abi.md).
+///
+/// # Safety
+/// `reader` live; `out_buffer` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_file_reader_mapping(
+    reader: *const HurrayFileReader,
+    out_buffer: *mut *mut crate::buffer::HurrayBuffer,
+) -> HurrayStatus {
+    guard("hurray_file_reader_mapping", || {
+        non_null(out_buffer, "out_buffer")?;
+        // SAFETY: `reader` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
+        let inner = unsafe { handle::inner_ref(reader, "reader")? };
+        let ReaderInner::Mapped { map, .. } = inner else {
+            return Err(FfiError::new(
+                HURRAY_ERR_INVALID_ARGUMENT,
+                "the reader did not map its file (hurray_file_reader_open_mapped)",
+            ));
+        };
+        let region = map.bytes();
+        let h = BufferHandle::new(region.len() as u64, 4096, DeviceTag::Cpu, SyncMode::ProducerSynced)?;
+        let b = map_share(region.as_ptr(), h, map)?;
+        // SAFETY: `out_buffer` was checked non-NULL above and is valid for one pointer write (# Safety).
+        unsafe { handle::emit(out_buffer, Arc::new(b)) };
         Ok(HURRAY_OK)
     })
 }
@@ -473,14 +588,8 @@ pub unsafe extern "C" fn hurray_file_reader_read_tensor(
         let t = match inner {
             ReaderInner::Io(r) => TensorInner::from_read(r.read_tensor(&e.core)?)?,
             ReaderInner::Path(r) => TensorInner::from_read(r.read_tensor(&e.core)?)?,
-            ReaderInner::Span(r) => {
-                let st = r.span_tensor(&e.core)?;
-                let mut bufs = Vec::with_capacity(st.buffers.len());
-                for (b, h) in st.buffers.into_iter().zip(st.descriptor.buffers()) {
-                    bufs.push(span_buffer(b, *h)?);
-                }
-                TensorInner::from_parts(st.descriptor, bufs)?
-            }
+            ReaderInner::Span(r) => span_tensor(r, &e.core, None)?,
+            ReaderInner::Mapped { reader, map } => span_tensor(reader, &e.core, Some(map))?,
         };
         // SAFETY: `out_tensor` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_tensor, t) };
@@ -488,13 +597,50 @@ pub unsafe extern "C" fn hurray_file_reader_read_tensor(
     })
 }
 
-fn span_buffer(b: SpanBuffer<'static>, h: BufferHandle) -> FfiResult<BufferInner> {
+/// The tensor of `entry` over a span: buffers into the region where aligned. With `map`, each
+/// such buffer holds a share of the map, released with the buffer.
+fn span_tensor(
+    r: &mut FileReader<Span<'static>>,
+    entry: &hurray_core::file::FileEntry,
+    map: Option<&Arc<Mapping>>,
+) -> FfiResult<TensorInner> {
+    let st = r.span_tensor(entry)?;
+    let mut bufs = Vec::with_capacity(st.buffers.len());
+    for (b, h) in st.buffers.into_iter().zip(st.descriptor.buffers()) {
+        bufs.push(span_buffer(b, *h, map)?);
+    }
+    TensorInner::from_parts(st.descriptor, bufs)
+}
+
+fn span_buffer(b: SpanBuffer<'static>, h: BufferHandle, map: Option<&Arc<Mapping>>) -> FfiResult<BufferInner> {
     match b {
-        SpanBuffer::Borrowed(s) => {
-            buffer::external(s.as_ptr() as *mut c_void, buffer::read_handle(h), None, std::ptr::null_mut(), None)
-        }
+        SpanBuffer::Borrowed(s) => match map {
+            None => {
+                buffer::external(s.as_ptr() as *mut c_void, buffer::read_handle(h), None, std::ptr::null_mut(), None)
+            }
+            Some(m) => map_share(s.as_ptr(), buffer::read_handle(h), m),
+        },
         SpanBuffer::Copied(a) => Ok(BufferInner::owned(a.into(), h)),
     }
+}
+
+/// A buffer of `handle`'s size at `ptr` inside `map` that keeps a share of the map until the
+/// buffer's last handle is destroyed.
+fn map_share(ptr: *const u8, handle: BufferHandle, map: &Arc<Mapping>) -> FfiResult<BufferInner> {
+    let share = Arc::into_raw(Arc::clone(map)) as *mut c_void;
+    let b = buffer::external(ptr as *mut c_void, handle, Some(release_map_share), share, None);
+    if b.is_err() {
+        // SAFETY: `share` came from Arc::into_raw just above and was not handed out.
+        unsafe { release_map_share(std::ptr::null_mut(), share) };
+    }
+    b
+}
+
+/// Drops one share of a [`Mapping`] (the last one unmaps).
+unsafe extern "C" fn release_map_share(_data: *mut c_void, share: *mut c_void) {
+    // SAFETY: `share` is one `Arc::into_raw` of a Mapping (map_share), released exactly once
+    // (the buffer's release contract).
+    drop(unsafe { Arc::from_raw(share as *const Mapping) });
 }
 
 /// Lets `hurray_file_reader_read_tensor` reuse the memory of destroyed tensors: keeps up to

@@ -3,7 +3,6 @@ package dev.hurray;
 import dev.hurray.internal.NativeDescriptor;
 import dev.hurray.internal.NativeFileEntry;
 import dev.hurray.internal.NativeFileReader;
-import dev.hurray.internal.NativeMap;
 import dev.hurray.internal.NativePaths;
 import dev.hurray.internal.ReadAtTransport;
 import java.io.IOException;
@@ -57,10 +56,10 @@ import java.util.stream.StreamSupport;
  *       through the channel's positional reads, called back from the native reader
  *       ({@code read_at}/{@code size}). Payload checksums are checked by default. Tensors own
  *       their memory.</li>
- *   <li>{@link #map(Path)} maps the whole file read-only ({@code mmap}, or
- *       {@link FileChannel#map(MapMode, long, long, Arena)} where that is not available; any
- *       size, including over 2 GiB) and hands the mapping to the native span reader
- *       ({@code hurray_file_reader_open_span}). A tensor's buffer then points
+ *   <li>{@link #map(Path)} has the native library map the whole file read-only and read it
+ *       there ({@code hurray_file_reader_open_mapped}; where the library has no memory map,
+ *       {@link FileChannel#map(MapMode, long, long, Arena)} maps it for the native span reader;
+ *       any size, including over 2 GiB). A tensor's buffer then points
  *       <em>into the mapping</em> without copying whenever its payload's address meets its
  *       declared alignment, which is always the case for alignments up to the page size (the
  *       map starts on a page boundary and the writer aligns every payload in the file); only
@@ -101,9 +100,9 @@ import java.util.stream.StreamSupport;
  * Buffers of mapped tensors are read-only segments (a write throws
  * {@link IllegalArgumentException} instead of faulting on the read-only map); copy them
  * ({@link Tensor#copyOf}) to modify. As with
- * any memory map, the file must not be truncated while mapped: a native access to a page past
- * the new end raises {@code SIGBUS}. Use {@link #open} for files other processes may rewrite in
- * place ({@link HurrayFile#create} never does: it renames a new file over the old one).
+ * any memory map, see {@link #map(Path, FileReaderOptions)} for what happens when another
+ * process shortens the file while it is mapped (the JVM can crash), and use {@link #open} for
+ * files that may change.
  * {@link FileEntry} values need no closing and outlive the file.
  *
  * <h2>Errors</h2>
@@ -137,50 +136,50 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
 
     /**
      * A read-only memory map shared by the file and the tensors read from it: one reference
-     * for the file, one per open tensor; the last release unmaps. Either a map made through
-     * the C library ({@link NativeMap}; the usual case) or one made by
-     * {@link FileChannel#map(MapMode, long, long, Arena)} in a shared arena (other file systems
-     * and platforms). The native map is unmapped by the releasing thread with no handshake;
-     * the Java segment over it ({@link #region()}) exists only once asked for, in a shared
-     * arena closed just before the unmap.
+     * for the file, one per open tensor; the last release ends {@link #region()}. Either a map
+     * the native library made ({@code hurray_file_reader_open_mapped}; the usual case), of
+     * which this holds one share (a native buffer handle) while the reader and every tensor
+     * buffer pointing into it hold their own, so the library unmaps only when the last of them
+     * goes; or one made by {@link FileChannel#map(MapMode, long, long, Arena)} in a shared
+     * arena (platforms and file systems the library cannot map). The Java segment over a native
+     * map ({@link #region()}) exists only once asked for, in a shared arena closed at the last
+     * release.
      */
     private static final class Mapping {
         private final Arena arena;
-        private final NativeMap map;
+        /** The native buffer handle holding this mapping's share of a native map; 0 for a channel map. */
+        private final long share;
+        private final long address;
+        private final long size;
         private final AtomicInteger refs = new AtomicInteger(1);
         /** Guarded by this: the segment {@link #region()} returns, and its arena (native map only). */
         private MemorySegment region;
         private Arena regionArena;
-        private boolean unmapped;
+        private boolean released;
 
         /** A map made by a channel: {@code region} belongs to {@code arena}. */
         Mapping(Arena arena, MemorySegment region) {
             this.arena = arena;
-            this.map = null;
+            this.share = 0;
+            this.address = region.address();
+            this.size = region.byteSize();
             this.region = region;
         }
 
-        /** A map made through the C library. */
-        Mapping(NativeMap map) {
+        /** A native map: {@code {share handle, address, size}} from {@link NativeFileReader#mapping()}. */
+        Mapping(long[] nativeMap) {
             this.arena = null;
-            this.map = map;
-        }
-
-        /** The map's first byte, for the native reader. */
-        MemorySegment start() {
-            return map != null ? MemorySegment.ofAddress(map.address()) : region;
-        }
-
-        long size() {
-            return map != null ? map.size() : region.byteSize();
+            this.share = nativeMap[0];
+            this.address = nativeMap[1];
+            this.size = nativeMap[2];
         }
 
         /** The whole map as a read-only segment, valid until the last release. */
         synchronized MemorySegment region() {
             if (region == null) {
-                Arena a = unmapped ? Arena.ofConfined() : Arena.ofShared();
-                region = MemorySegment.ofAddress(map.address()).reinterpret(map.size(), a, null).asReadOnly();
-                if (unmapped) {
+                Arena a = released ? Arena.ofConfined() : Arena.ofShared();
+                region = MemorySegment.ofAddress(address).reinterpret(size, a, null).asReadOnly();
+                if (released) {
                     a.close(); // asked for too late: a segment that throws IllegalStateException
                 } else {
                     regionArena = a;
@@ -198,17 +197,17 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
             if (refs.decrementAndGet() != 0) {
                 return;
             }
-            if (map == null) {
+            if (share == 0) {
                 arena.close();
                 return;
             }
             synchronized (this) {
-                unmapped = true;
+                released = true;
                 if (regionArena != null) {
                     regionArena.close();
                 }
             }
-            map.unmap();
+            NativeFileReader.destroyMapping(share);
         }
     }
 
@@ -355,11 +354,32 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
     /**
      * Maps the container at {@code path} read-only into memory and opens it there, so that
      * tensors point into the mapping without copying (see the class comment for when, and for
-     * the mapping's lifetime). Works for files of any size, including over 2 GiB. On Linux
-     * (x86-64, AArch64) a file of the default file system is mapped with the C library's
-     * {@code mmap}, and unmapped with {@code munmap} by whichever thread releases it last;
-     * elsewhere, and for a file that cannot be mapped so, through a {@link FileChannel}. No
-     * file descriptor or channel stays open either way.
+     * the mapping's lifetime). Works for files of any size, including over 2 GiB. A file of
+     * the default file system is mapped by the native library ({@code
+     * hurray_file_reader_open_mapped}), which unmaps it when the file and the last tensor
+     * pointing into it are closed, on whichever thread that is; where the library has no
+     * memory map, or cannot map the file, a {@link FileChannel} maps it. No file descriptor
+     * or channel stays open either way.
+     *
+     * <h4>What mapping risks, and how to avoid it</h4>
+     * A memory map is not a copy. If another process <em>truncates</em> the file while it is
+     * mapped, every page past the new end is gone, and the next access to one of them, by the
+     * native library (open, {@link #verify()}, a payload checksum, {@link #readBuffer}) or by
+     * Java code reading a tensor's segments or {@link #mapping()}, raises {@code SIGBUS}.
+     * Inside the native library that kills the JVM at once (exit 134 and an {@code hs_err}
+     * file); in Java code the JVM may turn it into an {@link InternalError} or crash as well.
+     * No check can prevent it: a size check before each access still races the truncation. A
+     * file rewritten in place (same inode, new bytes) is not truncated but changes under the
+     * tensors: they then show the new bytes, unchecked. Map only files that no one truncates or
+     * rewrites while they are mapped: files you wrote with {@link #create} (it renames a new
+     * file over the old one, which leaves existing maps intact), read-only model stores.
+     * Deleting (unlinking) a mapped file is safe. For any file another process may change
+     * (shared directories, user input, downloads in progress) use {@link #open}: the same
+     * reads through positional reads into memory the tensors own, where a shortened file is
+     * {@link Status#TRUNCATED} or {@link Status#INVALID_MAGIC}, and a changed one
+     * {@link Status#CORRUPT} where payload checksums are stored. Payload checksums are not
+     * checked for mapped files by default ({@link FileReaderOptions.PayloadChecks#VERIFY}
+     * turns them on, at the cost of reading every page).
      *
      * @throws java.nio.file.NoSuchFileException and other {@link IOException}s of
      *     {@link FileChannel#open} and {@link FileChannel#map}
@@ -370,34 +390,42 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
         Objects.requireNonNull(path, "path");
         Objects.requireNonNull(options, "options");
         byte[] name = NativePaths.bytes(path);
-        NativeMap map = name == null ? null : NativeMap.map(name);
-        if (map != null) {
-            Mapping m = new Mapping(map);
-            NativeFileReader r = null;
+        NativeFileReader r = null;
+        if (name != null) {
             try {
-                r = NativeFileReader.openSpan(m.start(), m.size(), options.toNative());
-                return new HurrayFile(r, m, options.tensorScope(), path.toString());
-            } catch (HurrayException | RuntimeException | Error e) {
-                if (r != null) {
-                    try {
-                        r.close();
-                    } catch (HurrayException suppressed) {
-                        e.addSuppressed(suppressed);
-                    }
+                r = NativeFileReader.openMapped(name, options.toNative());
+            } catch (HurrayException e) {
+                // The operating system refused the file or the map, or this platform has no
+                // native map: the channel below maps it, or repeats the refusal as Java's own
+                // exception (NoSuchFileException, AccessDeniedException, ...).
+                if (e.status() != Status.NOT_FOUND && e.status() != Status.TRANSPORT && e.status() != Status.UNSUPPORTED) {
+                    throw e;
                 }
-                map.unmap();
-                throw e;
             }
         }
+        if (r != null) {
+            Mapping m;
+            try {
+                m = new Mapping(r.mapping());
+            } catch (HurrayException | RuntimeException | Error e) {
+                try {
+                    r.close();
+                } catch (HurrayException suppressed) {
+                    e.addSuppressed(suppressed);
+                }
+                throw e;
+            }
+            return new HurrayFile(r, m, options.tensorScope(), path.toString());
+        }
         requireRegularIfPresent(path);
-        // Anything the C library could not map (see NativeMap) maps here, or fails with Java's
+        // Anything the native library could not map maps here, or fails with Java's
         // own exception. Shared: the last tensor, which unmaps, may be closed on another thread.
         Arena arena = Arena.ofShared();
         try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
             long size = ch.size();
             MemorySegment region = size == 0 ? MemorySegment.NULL : ch.map(MapMode.READ_ONLY, 0, size, arena);
-            NativeFileReader r = NativeFileReader.openSpan(region, size, options.toNative());
-            return new HurrayFile(r, new Mapping(arena, region), options.tensorScope(), path.toString());
+            NativeFileReader spanReader = NativeFileReader.openSpan(region, size, options.toNative());
+            return new HurrayFile(spanReader, new Mapping(arena, region), options.tensorScope(), path.toString());
         } catch (IOException | RuntimeException | Error e) {
             arena.close();
             throw e;
@@ -470,8 +498,8 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
      * The read-only memory map of a {@link #map mapped} file (the whole file, from offset 0),
      * or empty for {@link #open}. The segment is valid while the file or any of its tensors is
      * open, and then throws {@link IllegalStateException}. A tensor buffer lies inside it
-     * exactly when it was not copied. It is a plain native segment when the C library made the
-     * map ({@link MemorySegment#isMapped()} is then false: use its bytes, not
+     * exactly when it was not copied. It is a plain native segment when the native library
+     * made the map ({@link MemorySegment#isMapped()} is then false: use its bytes, not
      * {@code load()}/{@code force()}); the first call makes it, in a shared arena whose close
      * (a handshake with every thread) then comes with the unmapping.
      */
@@ -846,7 +874,7 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
         try {
             reader.verify();
             if (mapping != null) {
-                NativeFileReader checking = NativeFileReader.openSpan(mapping.start(), mapping.size(),
+                NativeFileReader checking = NativeFileReader.openSpan(MemorySegment.ofAddress(mapping.address), mapping.size,
                         FileReaderOptions.defaults().withPayloadChecks(FileReaderOptions.PayloadChecks.VERIFY).toNative());
                 try {
                     checking.readEveryTensor();

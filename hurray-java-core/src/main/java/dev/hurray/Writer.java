@@ -375,6 +375,28 @@ public final class Writer implements AutoCloseable {
     }
 
     /**
+     * Starts a new stream on the same writer: the next {@link #write} or {@link #finish()}
+     * begins with a stream header, as on a new writer with the same options. The current
+     * stream is forgotten, not ended: tensors a batching writer had not sent yet, the
+     * finished or poisoned state, the {@link #metadata stream metadata} and, for a
+     * {@link #toMemory()} writer, the bytes written so far; call {@link #finish()} first to end
+     * it. For writers that produce one short stream per message (a Kafka record, a datagram):
+     * one native encoder for all of them, instead of one per message. A sink that failed for
+     * good (a reset connection) keeps failing.
+     *
+     * @throws IllegalStateException if the writer is closed or in use by another thread
+     */
+    public void reset() throws HurrayException {
+        guard.enter();
+        try {
+            nativeWriter.reset();
+            finished = false;
+        } finally {
+            guard.exit();
+        }
+    }
+
+    /**
      * The bytes written so far by a {@link #toMemory()} writer (a copy; queued tensors are sent
      * first); usable before and after close.
      *

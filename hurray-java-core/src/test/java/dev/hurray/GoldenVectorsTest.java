@@ -57,7 +57,7 @@ class GoldenVectorsTest {
             fail("golden vectors missing: " + m + " does not exist (they are written by the Rust tests, "
                     + "see src/golden/README.md)");
         }
-        manifest = (Map<String, Object>) MiniJson.parse(Files.readString(m, StandardCharsets.UTF_8));
+        manifest = (Map<String, Object>) TestSupport.json(Files.readString(m, StandardCharsets.UTF_8));
         assertEquals("hurray-golden-manifest", manifest.get("format"));
         assertEquals(1L, manifest.get("manifest_version"));
     }

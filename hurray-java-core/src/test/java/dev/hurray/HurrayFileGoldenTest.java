@@ -61,7 +61,7 @@ class HurrayFileGoldenTest {
         if (!Files.isRegularFile(m)) {
             fail("golden vectors missing: " + m);
         }
-        Map<String, Object> manifest = (Map<String, Object>) MiniJson.parse(Files.readString(m, StandardCharsets.UTF_8));
+        Map<String, Object> manifest = (Map<String, Object>) TestSupport.json(Files.readString(m, StandardCharsets.UTF_8));
         containers = (List<Map<String, Object>>) manifest.get("containers");
         assertNotNull(containers, "the manifest lists no containers");
         assertTrue(containers.size() >= 2);

@@ -158,14 +158,17 @@ class ReaderWriterTest {
     @Test
     @Timeout(30)
     void anInputStreamThatKeepsReturningZeroIsInterruptible() throws Exception {
+        CountDownLatch asked = new CountDownLatch(3);
         java.io.InputStream stuck = new java.io.InputStream() {
             @Override
             public int read() {
+                asked.countDown();
                 return 0;
             }
 
             @Override
             public int read(byte[] b, int off, int len) {
+                asked.countDown();
                 return 0;
             }
         };
@@ -179,7 +182,7 @@ class ReaderWriterTest {
                 failure.complete(t);
             }
         });
-        Thread.sleep(200);
+        asked.await(); // asked again after 0 bytes: the reader is in its back-off loop
         reading.interrupt();
         reading.join(5_000);
         assertFalse(reading.isAlive(), "the read still spins after an interrupt");

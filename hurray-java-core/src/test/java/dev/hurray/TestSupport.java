@@ -18,6 +18,22 @@ import java.util.SplittableRandom;
 
 /** Shared helpers: deterministic tensors and sources/sinks that move one byte per call. */
 final class TestSupport {
+    private static final com.fasterxml.jackson.databind.ObjectMapper JSON = new com.fasterxml.jackson.databind.ObjectMapper()
+            .enable(com.fasterxml.jackson.databind.DeserializationFeature.USE_LONG_FOR_INTS)
+            .enable(com.fasterxml.jackson.databind.DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
+
+    /**
+     * A JSON document as plain values: objects as insertion-ordered maps, arrays as lists,
+     * integers as {@code Long}, other numbers as {@code Double} (the golden-vector manifest).
+     */
+    static Object json(String text) {
+        try {
+            return JSON.readValue(text, Object.class);
+        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+            throw new IllegalArgumentException("not JSON: " + e.getOriginalMessage(), e);
+        }
+    }
+
     private TestSupport() {
     }
 
@@ -99,20 +115,18 @@ final class TestSupport {
         };
     }
 
-    /** A readable channel that moves at most one byte per read. */
-    static ReadableByteChannel oneByteAtATime(ReadableByteChannel ch) {
+    /** One read of a channel, as a test replaces it. */
+    @FunctionalInterface
+    interface ChannelRead {
+        int read(ByteBuffer dst) throws IOException;
+    }
+
+    /** {@code ch} read through {@code read}; whether it is open, and closing it, stay {@code ch}'s. */
+    static ReadableByteChannel readingThrough(ReadableByteChannel ch, ChannelRead read) {
         return new ReadableByteChannel() {
             @Override
             public int read(ByteBuffer dst) throws IOException {
-                if (!dst.hasRemaining()) {
-                    return 0;
-                }
-                ByteBuffer one = dst.slice(dst.position(), 1);
-                int n = ch.read(one);
-                if (n > 0) {
-                    dst.position(dst.position() + n);
-                }
-                return n;
+                return read.read(dst);
             }
 
             @Override
@@ -125,6 +139,21 @@ final class TestSupport {
                 ch.close();
             }
         };
+    }
+
+    /** A readable channel that moves at most one byte per read. */
+    static ReadableByteChannel oneByteAtATime(ReadableByteChannel ch) {
+        return readingThrough(ch, dst -> {
+            if (!dst.hasRemaining()) {
+                return 0;
+            }
+            ByteBuffer one = dst.slice(dst.position(), 1);
+            int n = ch.read(one);
+            if (n > 0) {
+                dst.position(dst.position() + n);
+            }
+            return n;
+        });
     }
 
     /** A writable channel that takes at most one byte per write. */

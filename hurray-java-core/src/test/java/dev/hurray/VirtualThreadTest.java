@@ -13,6 +13,7 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.ClosedByInterruptException;
+import java.nio.channels.ReadableByteChannel;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
@@ -147,6 +148,18 @@ class VirtualThreadTest {
         assertEquals(List.of(), pinned, "carriers pinned while reading or writing");
     }
 
+    /**
+     * {@code ch} with a latch tripped each time a reader enters {@code read}, so a test acts on
+     * a reader that is inside the read instead of one that has probably reached it by now.
+     * Interrupting or closing acts on {@code ch} itself, as the test intends.
+     */
+    static ReadableByteChannel tripping(SocketChannel ch, CountDownLatch entered) {
+        return TestSupport.readingThrough(ch, dst -> {
+            entered.countDown();
+            return ch.read(dst);
+        });
+    }
+
     /** Interrupting a virtual thread blocked in read() unblocks it with a clear exception. */
     @Test
     void interruptingABlockedReadUnblocksIt() throws Exception {
@@ -157,15 +170,13 @@ class VirtualThreadTest {
                     AtomicReference<Throwable> thrown = new AtomicReference<>();
                     CountDownLatch reading = new CountDownLatch(1);
                     Thread t = Thread.ofVirtual().start(() -> {
-                        try (SocketChannel ch = server.accept(); Reader r = Reader.of(ch)) {
-                            reading.countDown();
+                        try (SocketChannel ch = server.accept(); Reader r = Reader.of(tripping(ch, reading))) {
                             r.read();
                         } catch (Throwable e) {
                             thrown.set(e);
                         }
                     });
-                    reading.await();
-                    Thread.sleep(100);
+                    reading.await(); // the reader is inside the channel's read
                     t.interrupt();
                     assertTrue(t.join(Duration.ofSeconds(10)));
                     HurrayException e = assertInstanceOf(HurrayException.class, thrown.get());
@@ -184,15 +195,16 @@ class VirtualThreadTest {
                 server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
                 try (SocketChannel peer = SocketChannel.open(server.getLocalAddress()); SocketChannel ch = server.accept()) {
                     CompletableFuture<Throwable> thrown = new CompletableFuture<>();
+                    CountDownLatch reading = new CountDownLatch(1);
                     Thread.ofVirtual().start(() -> {
-                        try (Reader r = Reader.of(ch)) {
+                        try (Reader r = Reader.of(tripping(ch, reading))) {
                             r.read();
                             thrown.complete(null);
                         } catch (Throwable e) {
                             thrown.complete(e);
                         }
                     });
-                    Thread.sleep(100);
+                    reading.await(); // the reader is inside the channel's read
                     ch.close();
                     HurrayException e = assertInstanceOf(HurrayException.class, thrown.get(10, TimeUnit.SECONDS));
                     assertEquals(Status.TRANSPORT, e.status());

@@ -1,11 +1,12 @@
 package dev.hurray.cli;
 
+import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonGenerator;
+import com.fasterxml.jackson.core.StreamWriteFeature;
 import com.fasterxml.jackson.core.util.DefaultPrettyPrinter;
 import dev.hurray.Quantization;
 import dev.hurray.Reader;
 import dev.hurray.formats.Format;
-import dev.hurray.formats.Json;
 import dev.hurray.cli.io.Entry;
 import dev.hurray.cli.io.Source;
 import dev.hurray.cli.io.StreamSource;
@@ -47,6 +48,9 @@ import picocli.CommandLine.Spec;
 @Command(name = "inspect", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
         description = "List the tensors of a file: name, dtype, shape, layout, quantization, bytes, offset.")
 final class InspectCommand implements Callable<Integer> {
+    /** Writes {@code --json}; the command's writer stays open after the document. */
+    private static final JsonFactory JSON = JsonFactory.builder().disable(StreamWriteFeature.AUTO_CLOSE_TARGET).build();
+
     @Spec
     CommandSpec spec;
 
@@ -189,7 +193,7 @@ final class InspectCommand implements Callable<Integer> {
 
     private static void printJson(PrintWriter out, String in, Format format, Map<String, byte[]> metadata,
                                   List<Entry> entries) throws CliException {
-        try (JsonGenerator g = Json.factory().createGenerator(out)) {
+        try (JsonGenerator g = JSON.createGenerator(out)) {
             g.setPrettyPrinter(new DefaultPrettyPrinter());
             g.writeStartObject();
             g.writeStringField("file", in);

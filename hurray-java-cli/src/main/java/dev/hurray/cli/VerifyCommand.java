@@ -27,8 +27,8 @@ import picocli.CommandLine.Spec;
  *   <li>HRRYFILE: the native whole-index check ({@link HurrayFile#verify()}: header, trailer,
  *       index and metadata CRCs, every entry, record and descriptor, name order, payload
  *       ranges, alignment and overlaps), then every tensor read with its payload CRC32C
- *       checked. The file is memory-mapped, so a large tensor is checked in place, not copied
- *       into memory.</li>
+ *       checked. The file is read with positional reads, not memory-mapped, so a file that
+ *       another process shortens meanwhile fails verification instead of crashing the JVM.</li>
  *   <li>Stream file: every item read (frame and descriptor CRCs always, payload CRCs when the
  *       stream has them) up to an intact end-of-stream marker.</li>
  *   <li>Foreign formats: the full validation their readers apply (offsets, sizes, dtypes;
@@ -87,7 +87,9 @@ final class VerifyCommand implements Callable<Integer> {
         long bytes = 0;
         long checksummed = 0;
         long payloads = 0;
-        try (HurrayFile f = HurrayFile.map(file, opts)) {
+        // Positional reads, not a map: a file shortened by another process while it is checked
+        // fails verification instead of crashing the JVM.
+        try (HurrayFile f = HurrayFile.open(file, opts)) {
             f.verify();
             int metadata = f.metadata().size();
             for (long i = 0, n = f.count(); i < n; i++) {

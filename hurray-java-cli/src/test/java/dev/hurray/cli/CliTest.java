@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.hurray.formats.ForeignModel;
 import dev.hurray.formats.ForeignTensor;
-import dev.hurray.formats.Json;
 import dev.hurray.formats.Npz;
 import dev.hurray.formats.Safetensors;
 import dev.hurray.formats.TestSupport;
@@ -100,7 +99,7 @@ class CliTest {
         Result r = run("inspect", "--json", s(tiny));
         r.assertOk();
         byte[] b = r.out.getBytes(StandardCharsets.UTF_8);
-        Map<String, Object> doc = TestSupport.map(Json.parse(b, 0, b.length, "stdout"));
+        Map<String, Object> doc = TestSupport.map(JsonOut.parse(b));
         assertEquals("tfjs", doc.get("format"));
         assertEquals(19, ((Number) doc.get("tensor_count")).intValue());
         assertEquals(Files.size(tmp.resolve("tiny_face_detector_model.bin")), ((Number) doc.get("total_bytes")).longValue());

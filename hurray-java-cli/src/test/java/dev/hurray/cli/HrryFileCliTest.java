@@ -22,7 +22,6 @@ import dev.hurray.TensorDescriptor;
 import dev.hurray.cli.CliTest.Result;
 import dev.hurray.formats.ForeignModel;
 import dev.hurray.formats.ForeignTensor;
-import dev.hurray.formats.Json;
 import dev.hurray.formats.Npy;
 import dev.hurray.formats.Npz;
 import dev.hurray.formats.Safetensors;
@@ -152,7 +151,7 @@ class HrryFileCliTest {
         r = run("inspect", "--json", s(hrry));
         r.assertOk();
         byte[] jb = r.out().getBytes(StandardCharsets.UTF_8);
-        Map<String, Object> doc = map(Json.parse(jb, 0, jb.length, "stdout"));
+        Map<String, Object> doc = map(JsonOut.parse(jb));
         assertEquals("hrry", doc.get("format"));
         assertEquals(ref.size(), ((Number) doc.get("tensor_count")).intValue());
         for (Object o : list(doc.get("tensors"))) {

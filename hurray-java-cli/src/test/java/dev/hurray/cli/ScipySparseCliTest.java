@@ -8,7 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.hurray.HurrayFile;
 import dev.hurray.Layout;
 import dev.hurray.Tensor;
-import dev.hurray.formats.Json;
 import java.io.IOException;
 import java.io.InputStream;
 import java.lang.foreign.ValueLayout;
@@ -37,7 +36,7 @@ class ScipySparseCliTest {
         try (InputStream in = ScipySparseCliTest.class.getResourceAsStream("/scipy/manifest.json")) {
             b = in.readAllBytes();
         }
-        return (List<Map<String, Object>>) ((Map<String, Object>) Json.parse(b, 0, b.length, "manifest")).get("files");
+        return (List<Map<String, Object>>) ((Map<String, Object>) JsonOut.parse(b)).get("files");
     }
 
     private Path fixture(String name) throws IOException {

@@ -1,14 +1,17 @@
 package dev.hurray.internal;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
-
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import dev.hurray.HurrayException;
 import dev.hurray.Status;
+import dev.hurray.ffm.HurrayDescriptorFields;
 import dev.hurray.ffm.hurray_h;
 import java.lang.foreign.Arena;
+import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.StructLayout;
 import java.lang.foreign.ValueLayout;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -27,17 +30,39 @@ import org.slf4j.LoggerFactory;
 public final class Native {
     private static final Logger LOG = LoggerFactory.getLogger("dev.hurray");
 
-    /** Size of the per-thread scratch area in bytes. */
-    static final long SCRATCH_BYTES = 4096;
-    /** Offset in the scratch area of a {@code HurrayDescriptorFields} (128 bytes); bytes 0–127 hold out-slots. */
-    static final long FIELDS_OFFSET = 128;
-    /** Offset in the scratch area of room for 64 data pointers ({@code hurray_buffer_list_data_ptrs}). */
-    static final long POINTERS_OFFSET = 256;
-    /** Offset in the scratch area where the last-error message buffer starts. */
-    private static final long MESSAGE_OFFSET = 1024;
+    /**
+     * The scratch area's one layout (4096 bytes), instead of offsets kept by hand in each user:
+     * {@code slots}, 16 out-parameters of 8 bytes; {@code fields}, one
+     * {@code HurrayDescriptorFields}; {@code pointers}, 64 data pointers
+     * ({@code hurray_buffer_list_data_ptrs}); {@code name}, 256 bytes for a short name; {@code
+     * text}, 3072 bytes for the last-error message, and for paths and encodings that are no
+     * longer needed when a later failure writes its message there.
+     */
+    static final StructLayout SCRATCH_LAYOUT = MemoryLayout.structLayout(
+            MemoryLayout.sequenceLayout(16, JAVA_LONG).withName("slots"),
+            HurrayDescriptorFields.layout().withName("fields"),
+            MemoryLayout.paddingLayout(128 - HurrayDescriptorFields.layout().byteSize()),
+            MemoryLayout.sequenceLayout(64, ADDRESS).withName("pointers"),
+            MemoryLayout.sequenceLayout(256, JAVA_BYTE).withName("name"),
+            MemoryLayout.sequenceLayout(3072, JAVA_BYTE).withName("text")).withByteAlignment(64);
+
+    /** Size of a scratch area in bytes. */
+    static final long SCRATCH_BYTES = SCRATCH_LAYOUT.byteSize();
+    /** Offset of {@code fields} in {@link #SCRATCH_LAYOUT}; the 128 bytes before it are {@code slots}. */
+    static final long FIELDS_OFFSET = offsetOf("fields");
+    /** Offset of {@code pointers}, room for 64 data pointers. */
+    static final long POINTERS_OFFSET = offsetOf("pointers");
+    /** Offset of {@code name}, 256 bytes. */
+    static final long NAME_OFFSET = offsetOf("name");
+    /** Offset of {@code text}, where the last-error message buffer starts (to the end of the area). */
+    static final long TEXT_OFFSET = offsetOf("text");
+
+    private static long offsetOf(String part) {
+        return SCRATCH_LAYOUT.byteOffset(MemoryLayout.PathElement.groupElement(part));
+    }
 
     private static final ThreadLocal<MemorySegment> SCRATCH =
-            ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(SCRATCH_BYTES, 64));
+            ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(SCRATCH_LAYOUT));
 
     /** {@code HURRAY_OK}. */
     public static final int OK = hurray_h.HURRAY_OK();
@@ -126,21 +151,25 @@ public final class Native {
 
     /** This thread's native last-error message ({@code hurray_last_error_message}); empty if none. */
     public static String lastErrorMessage() {
-        MemorySegment s = scratch();
-        MemorySegment buf = s.asSlice(MESSAGE_OFFSET);
-        int rc = hurray_h.hurray_last_error_message(buf, buf.byteSize(), s);
-        if (rc == ERR_BUFFER_TOO_SMALL) {
-            long len = s.get(JAVA_LONG, 0);
-            try (Arena a = Arena.ofConfined()) {
-                MemorySegment big = a.allocate(len + 1);
-                if (hurray_h.hurray_last_error_message(big, big.byteSize(), s) == OK) {
-                    return big.getString(0);
+        MemorySegment s = ScratchPool.borrow();
+        try {
+            MemorySegment buf = s.asSlice(TEXT_OFFSET);
+            int rc = hurray_h.hurray_last_error_message(buf, buf.byteSize(), s);
+            if (rc == ERR_BUFFER_TOO_SMALL) {
+                long len = s.get(JAVA_LONG, 0);
+                try (Arena a = Arena.ofConfined()) {
+                    MemorySegment big = a.allocate(len + 1);
+                    if (hurray_h.hurray_last_error_message(big, big.byteSize(), s) == OK) {
+                        return big.getString(0);
+                    }
                 }
+            } else if (rc == OK) {
+                return buf.getString(0);
             }
-        } else if (rc == OK) {
-            return buf.getString(0);
+            return "";
+        } finally {
+            ScratchPool.giveBack(s);
         }
-        return "";
     }
 
     /** The C constant name of a status ({@code hurray_status_name}). */

@@ -56,7 +56,7 @@ public final class NativeFileReader {
      * which is written only by a later {@code hurray_last_error_message} call, after the name
      * is no longer needed.
      */
-    private static final long SCRATCH_NAME = 1024;
+    private static final long SCRATCH_NAME = Native.TEXT_OFFSET;
 
     static {
         if (SCRATCH_OPTIONS + HurrayFileReaderOptions.sizeof() > Native.FIELDS_OFFSET
@@ -181,23 +181,73 @@ public final class NativeFileReader {
      *     and the container's own errors
      */
     public static NativeFileReader openPath(byte[] path, Settings settings) throws HurrayException {
-        // No upcall can run during these calls, so the scratch area may hold everything.
-        MemorySegment s = Native.scratch();
-        MemorySegment opts = settings.fill(s.asSlice(SCRATCH_OPTIONS, HurrayFileReaderOptions.sizeof()));
-        MemorySegment name = s.asSlice(SCRATCH_NAME);
-        int rc;
-        if (path.length <= name.byteSize()) {
-            MemorySegment.copy(path, 0, name, JAVA_BYTE, 0, path.length);
-            rc = hurray_h.hurray_file_reader_open_path(name, path.length, opts, s);
-        } else {
-            try (Arena a = Arena.ofConfined()) {
-                rc = hurray_h.hurray_file_reader_open_path(a.allocateFrom(JAVA_BYTE, path), path.length, opts, s);
+        return openByPath(path, settings, false);
+    }
+
+    /**
+     * Opens the container at {@code path} by having the native library map the whole file
+     * read-only and read it there ({@code hurray_file_reader_open_mapped}): tensors point into
+     * the map, which the library unmaps once this reader and every such tensor are destroyed.
+     *
+     * @throws HurrayException as {@link #openPath}, and {@link Status#UNSUPPORTED} where the
+     *     library has no memory map for the platform
+     */
+    public static NativeFileReader openMapped(byte[] path, Settings settings) throws HurrayException {
+        return openByPath(path, settings, true);
+    }
+
+    private static NativeFileReader openByPath(byte[] path, Settings settings, boolean mapped) throws HurrayException {
+        // No upcall can run during these calls, so a lent scratch area may hold everything.
+        MemorySegment s = ScratchPool.borrow();
+        MemorySegment h;
+        try {
+            MemorySegment opts = settings.fill(s.asSlice(SCRATCH_OPTIONS, HurrayFileReaderOptions.sizeof()));
+            MemorySegment name = s.asSlice(SCRATCH_NAME);
+            int rc;
+            if (path.length <= name.byteSize()) {
+                MemorySegment.copy(path, 0, name, JAVA_BYTE, 0, path.length);
+                rc = mapped ? hurray_h.hurray_file_reader_open_mapped(name, path.length, opts, s)
+                        : hurray_h.hurray_file_reader_open_path(name, path.length, opts, s);
+            } else {
+                try (Arena a = Arena.ofConfined()) {
+                    MemorySegment p = a.allocateFrom(JAVA_BYTE, path);
+                    rc = mapped ? hurray_h.hurray_file_reader_open_mapped(p, path.length, opts, s)
+                            : hurray_h.hurray_file_reader_open_path(p, path.length, opts, s);
+                }
             }
+            Native.check(rc);
+            h = s.get(ADDRESS, 0);
+        } finally {
+            ScratchPool.giveBack(s);
         }
-        Native.check(rc);
-        MemorySegment h = s.get(ADDRESS, 0);
-        Native.debug("hurray: file reader {} opened over a file", h);
+        Native.debug(mapped ? "hurray: file reader {} opened over a file it mapped" : "hurray: file reader {} opened over a file", h);
         return new NativeFileReader(null, null, h);
+    }
+
+    /**
+     * The whole memory map of a reader made by {@link #openMapped}, as a new owned native
+     * buffer handle ({@code hurray_file_reader_mapping}) that keeps the map alive until it is
+     * destroyed with {@link #destroyMapping}; its address and size come with it.
+     *
+     * @return {@code {handle address, data address, byte size}}
+     */
+    public long[] mapping() throws HurrayException {
+        MemorySegment s = ScratchPool.borrow();
+        try {
+            Native.check(hurray_h.hurray_file_reader_mapping(live(), s));
+            MemorySegment b = s.get(ADDRESS, 0);
+            Native.check(hurray_h.hurray_buffer_data_ptr(b, s));
+            long data = s.get(ADDRESS, 0).address();
+            Native.check(hurray_h.hurray_buffer_byte_size(b, s));
+            return new long[] {b.address(), data, s.get(JAVA_LONG, 0)};
+        } finally {
+            ScratchPool.giveBack(s);
+        }
+    }
+
+    /** Destroys a buffer handle from {@link #mapping()}: its share of the map goes. */
+    public static void destroyMapping(long handle) {
+        Native.destroyThroughSlot(MemorySegment.ofAddress(handle), hurray_h::hurray_buffer_destroy);
     }
 
     /**
@@ -212,11 +262,16 @@ public final class NativeFileReader {
     public static NativeFileReader openSpan(MemorySegment region, long length, Settings settings) throws HurrayException {
         // The raw address: the region's lifetime is managed by the caller (see above).
         MemorySegment data = length == 0 ? MemorySegment.NULL : MemorySegment.ofAddress(region.address());
-        // No upcall can run during these calls, so the scratch area may hold everything.
-        MemorySegment s = Native.scratch();
-        MemorySegment opts = settings.fill(s.asSlice(SCRATCH_OPTIONS, HurrayFileReaderOptions.sizeof()));
-        Native.check(hurray_h.hurray_file_reader_open_span(data, length, opts, s));
-        MemorySegment h = s.get(ADDRESS, 0);
+        // No upcall can run during these calls, so a lent scratch area may hold everything.
+        MemorySegment s = ScratchPool.borrow();
+        MemorySegment h;
+        try {
+            MemorySegment opts = settings.fill(s.asSlice(SCRATCH_OPTIONS, HurrayFileReaderOptions.sizeof()));
+            Native.check(hurray_h.hurray_file_reader_open_span(data, length, opts, s));
+            h = s.get(ADDRESS, 0);
+        } finally {
+            ScratchPool.giveBack(s);
+        }
         Native.debug("hurray: file reader {} opened over a span of {} bytes", h, length);
         return new NativeFileReader(null, null, h);
     }

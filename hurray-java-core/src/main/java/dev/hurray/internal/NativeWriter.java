@@ -211,6 +211,9 @@ public final class NativeWriter {
      * back when {@code takeBackLast} (the caller's own tensor).
      */
     private void sendBatch(int flags, boolean takeBackLast) throws HurrayException {
+        if (queued == 0 && flags == 0 && HurrayEncoderState.pending_bytes(stateNow) == unreported) {
+            return; // everything staged has been sent
+        }
         int from = 0;
         HurrayException refused = null;
         try {
@@ -479,6 +482,24 @@ public final class NativeWriter {
             }
             settle();
             Native.check(hurray_h.hurray_encoder_set_metadata(handle, views, n));
+        }
+    }
+
+    /**
+     * Starts a new stream ({@code hurray_encoder_reset}): output not yet sent, the stream
+     * metadata, the finished state and a poisoning are dropped; the next item or finish stages
+     * the stream header again. A sink that failed for good stays failed.
+     */
+    public void reset() throws HurrayException {
+        Native.check(hurray_h.hurray_encoder_reset(handle, state));
+        stateNow = state;
+        queued = 0;
+        auxUsed = 0;
+        unreported = 0;
+        finished = false;
+        poisoned = null;
+        if (sink instanceof Sink.Memory m) {
+            m.clear();
         }
     }
 

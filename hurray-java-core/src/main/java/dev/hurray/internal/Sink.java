@@ -157,6 +157,14 @@ public abstract class Sink {
             return n;
         }
 
+        /** Forgets the bytes written so far; a buffer grown past 4 MiB is given back. */
+        void clear() {
+            size = 0;
+            if (buf.length > (4 << 20)) {
+                buf = new byte[1024];
+            }
+        }
+
         /** A copy of the bytes written so far. */
         public byte[] toByteArray() {
             return Arrays.copyOf(buf, size);

@@ -7381,6 +7381,83 @@ public final class hurray_h {
         }
     }
 
+    private static final class hurray_encoder_reset {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_encoder_reset");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_reset(struct HurrayEncoder *encoder,
+     *                                   struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static FunctionDescriptor hurray_encoder_reset$descriptor() {
+        return hurray_encoder_reset.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_reset(struct HurrayEncoder *encoder,
+     *                                   struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static MethodHandle hurray_encoder_reset$handle() {
+        NativeLibrary.requireSymbol(hurray_encoder_reset.ADDR, "hurray_encoder_reset");
+        return hurray_encoder_reset.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_reset(struct HurrayEncoder *encoder,
+     *                                   struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static MemorySegment hurray_encoder_reset$address() {
+        return NativeLibrary.requireSymbol(hurray_encoder_reset.ADDR, "hurray_encoder_reset");
+    }
+
+    /**
+     * Makes an encoder ready for a new stream from its first byte, as if just made with the same
+     * options and coalesce size (the mirror of <code>hurray_decoder_reset</code>): pending output (sent or
+     * not, including output borrowing payloads), the stream metadata, the finished state and a
+     * poisoning are dropped, and the next <code>hurray_encoder_encode*</code> or <code>hurray_encoder_finish</code>
+     * stages the stream header again. A caller that sends one short stream per message (a Kafka
+     * record: header, one item, end marker) keeps one encoder instead of making one per message,
+     * and never spells out the header or the end marker itself. <code>*out_state</code> (may be NULL) is
+     * then all zero. Added in ABI 4 (additive).
+     * <p>
+     * Errors: <code>NULL_POINTER</code>, <code>USE_AFTER_DESTROY</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>encoder</code> live, not used concurrently; <code>out_state</code> NULL or valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_reset(struct HurrayEncoder *encoder,
+     *                                   struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static int hurray_encoder_reset(MemorySegment encoder, MemorySegment out_state) {
+        var mh$ = hurray_encoder_reset.HANDLE;
+        if (hurray_encoder_reset.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_encoder_reset");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_encoder_reset", encoder, out_state);
+            }
+            return (int) mh$.invokeExact(encoder, out_state);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static final class hurray_encoder_set_coalesce_bytes {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG);
         static final MemorySegment ADDR = hurray_h.findOrNull("hurray_encoder_set_coalesce_bytes");
@@ -8482,6 +8559,181 @@ public final class hurray_h {
                 traceDowncall("hurray_file_reader_open_span", data, len, options, out_reader);
             }
             return (int) mh$.invokeExact(data, len, options, out_reader);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_reader_open_mapped {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_reader_open_mapped");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_open_mapped(const uint8_t *path,
+     *                                             uint64_t path_len,
+     *                                             const struct HurrayFileReaderOptions *options,
+     *                                             struct HurrayFileReader **out_reader)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_reader_open_mapped$descriptor() {
+        return hurray_file_reader_open_mapped.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_open_mapped(const uint8_t *path,
+     *                                             uint64_t path_len,
+     *                                             const struct HurrayFileReaderOptions *options,
+     *                                             struct HurrayFileReader **out_reader)
+     * }
+     */
+    public static MethodHandle hurray_file_reader_open_mapped$handle() {
+        NativeLibrary.requireSymbol(hurray_file_reader_open_mapped.ADDR, "hurray_file_reader_open_mapped");
+        return hurray_file_reader_open_mapped.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_open_mapped(const uint8_t *path,
+     *                                             uint64_t path_len,
+     *                                             const struct HurrayFileReaderOptions *options,
+     *                                             struct HurrayFileReader **out_reader)
+     * }
+     */
+    public static MemorySegment hurray_file_reader_open_mapped$address() {
+        return NativeLibrary.requireSymbol(hurray_file_reader_open_mapped.ADDR, "hurray_file_reader_open_mapped");
+    }
+
+    /**
+     * Opens the container in the file at <code>path</code> (as for <code>hurray_file_reader_open_path</code>: the OS's
+     * bytes, read-only, a regular file only) by mapping the whole file read-only into memory
+     * (<code>mmap</code>, shared) and reading it there, as <code>hurray_file_reader_open_span</code> reads a caller's
+     * region: tensors from <code>hurray_file_reader_read_tensor</code> point into the map (zero copy,
+     * read-only) and payload checksums are checked only with <code>HURRAY_FILE_READER_VERIFY_PAYLOADS</code>.
+     * The reader owns the map; every tensor buffer pointing into it holds a share, so the map is
+     * unmapped (by whichever thread destroys the last of them) only when the reader and every such
+     * tensor are destroyed. The file descriptor is closed before this returns. The map of the
+     * whole file can be borrowed with <code>hurray_file_reader_mapping</code>.
+     * <p>
+     * **Risk:** a memory map is not protected against another process shortening the file. After
+     * such a truncation, any read of a page past the new end, by this library (open, verify, a
+     * checksum, a copy) or by the caller through a tensor's pointer, raises <code>SIGBUS</code>, which kills
+     * a process that does not handle it (a JVM included). Map only files nobody truncates or
+     * rewrites in place (writers that rename a new file over the old one are safe; so is
+     * deleting); read other files with <code>hurray_file_reader_open_path</code>, which reports <code>TRUNCATED</code>.
+     * <p>
+     * Errors: those of <code>hurray_file_reader_open_path</code>; <code>UNSUPPORTED</code> on a platform without a
+     * memory map in this build (use <code>hurray_file_reader_open_path</code>); <code>TRANSPORT</code> when the OS
+     * refuses the map; a file of 0 bytes is <code>TRUNCATED</code> (nothing is mapped).
+     * <p>
+     * Added in ABI 4 (additive, docs/spec/c-abi.md): look it up by name on older libraries.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>path</code> valid for <code>path_len</code> bytes; <code>options</code> NULL or valid; <code>out_reader</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_open_mapped(const uint8_t *path,
+     *                                             uint64_t path_len,
+     *                                             const struct HurrayFileReaderOptions *options,
+     *                                             struct HurrayFileReader **out_reader)
+     * }
+     */
+    public static int hurray_file_reader_open_mapped(MemorySegment path, long path_len, MemorySegment options, MemorySegment out_reader) {
+        var mh$ = hurray_file_reader_open_mapped.HANDLE;
+        if (hurray_file_reader_open_mapped.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_reader_open_mapped");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_reader_open_mapped", path, path_len, options, out_reader);
+            }
+            return (int) mh$.invokeExact(path, path_len, options, out_reader);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_reader_mapping {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_reader_mapping");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_mapping(const struct HurrayFileReader *reader,
+     *                                         struct HurrayBuffer **out_buffer)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_reader_mapping$descriptor() {
+        return hurray_file_reader_mapping.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_mapping(const struct HurrayFileReader *reader,
+     *                                         struct HurrayBuffer **out_buffer)
+     * }
+     */
+    public static MethodHandle hurray_file_reader_mapping$handle() {
+        NativeLibrary.requireSymbol(hurray_file_reader_mapping.ADDR, "hurray_file_reader_mapping");
+        return hurray_file_reader_mapping.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_mapping(const struct HurrayFileReader *reader,
+     *                                         struct HurrayBuffer **out_buffer)
+     * }
+     */
+    public static MemorySegment hurray_file_reader_mapping$address() {
+        return NativeLibrary.requireSymbol(hurray_file_reader_mapping.ADDR, "hurray_file_reader_mapping");
+    }
+
+    /**
+     * Hands out the memory map of a reader made by <code>hurray_file_reader_open_mapped</code> as a new
+     * owned <code>HurrayBuffer</code> over the whole file (offset 0, the file's size at open, alignment
+     * 4096, read-only memory): <code>hurray_buffer_data_ptr</code> and <code>hurray_buffer_byte_size</code> give the
+     * region, and <code>hurray_buffer_destroy</code> releases the buffer's share of the map, which stays
+     * mapped until that buffer, the reader and every tensor pointing into it are destroyed. For a
+     * binding that shows the caller the whole map. Do not write through it.
+     * <p>
+     * Errors: <code>NULL_POINTER</code>, <code>USE_AFTER_DESTROY</code>, <code>INVALID_ARGUMENT</code> (a reader that did not map
+     * its file).
+     * <p>
+     * Added in ABI 4 (additive, docs/spec/c-abi.md).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>reader</code> live; <code>out_buffer</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_mapping(const struct HurrayFileReader *reader,
+     *                                         struct HurrayBuffer **out_buffer)
+     * }
+     */
+    public static int hurray_file_reader_mapping(MemorySegment reader, MemorySegment out_buffer) {
+        var mh$ = hurray_file_reader_mapping.HANDLE;
+        if (hurray_file_reader_mapping.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_reader_mapping");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_reader_mapping", reader, out_buffer);
+            }
+            return (int) mh$.invokeExact(reader, out_buffer);
         } catch (RuntimeException | Error ex$) {
             throw ex$;
         } catch (Throwable ex$) {

@@ -428,6 +428,10 @@ final class GgufMetadata {
     /** A growable little-endian byte buffer (the GGUF header being built). */
     static final class Bytes {
         private byte[] b = new byte[4096];
+        /** Strict: an unpaired surrogate is an error, not a silent {@code ?}. One per writer, reset per string. */
+        private final java.nio.charset.CharsetEncoder utf8 = java.nio.charset.StandardCharsets.UTF_8.newEncoder()
+                .onMalformedInput(java.nio.charset.CodingErrorAction.REPORT)
+                .onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPORT);
         private int n;
 
         int size() {
@@ -476,14 +480,16 @@ final class GgufMetadata {
 
         /** A GGUF string: u64 length and UTF-8 bytes; text that is not valid Unicode is refused. */
         void string(String s, String what) throws ForeignFormatException {
-            byte[] u = dev.hurray.internal.Utf8.encodeOrNull(s);
-            if (u == null) {
+            java.nio.ByteBuffer u;
+            try {
+                u = utf8.reset().encode(java.nio.CharBuffer.wrap(s));
+            } catch (java.nio.charset.CharacterCodingException e) {
                 throw new ForeignFormatException(what + ": a string that is not valid Unicode (an unpaired surrogate)");
             }
-            int len = u.length;
+            int len = u.remaining();
             u64(len);
             ensure(len);
-            System.arraycopy(u, 0, b, n, len);
+            u.get(b, n, len);
             n += len;
         }
 

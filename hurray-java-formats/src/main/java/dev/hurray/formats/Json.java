@@ -24,7 +24,7 @@ import java.util.Map;
  * 1000 digits; duplicate object keys are an error. Callers bound the document size themselves
  * before reading it.
  */
-public final class Json {
+final class Json {
     static final JsonFactory FACTORY = new JsonFactoryBuilder()
             .streamReadConstraints(StreamReadConstraints.builder()
                     .maxNestingDepth(64)
@@ -40,7 +40,7 @@ public final class Json {
     }
 
     /** The shared, configured factory (thread-safe). */
-    public static JsonFactory factory() {
+    static JsonFactory factory() {
         return FACTORY;
     }
 
@@ -50,7 +50,7 @@ public final class Json {
      * @throws ForeignFormatException on malformed JSON, a limit exceeded, a duplicate key, or
      *                                trailing content after the document
      */
-    public static Object parse(byte[] bytes, int offset, int length, String what) throws ForeignFormatException {
+    static Object parse(byte[] bytes, int offset, int length, String what) throws ForeignFormatException {
         try (JsonParser p = FACTORY.createParser(bytes, offset, length)) {
             JsonToken first = p.nextToken();
             if (first == null) {

@@ -18,9 +18,19 @@ import java.util.function.LongConsumer;
 import java.util.zip.CRC32;
 
 /**
- * Byte-level helpers for payload segments: allocation, byte swapping, element reordering and
- * streaming copies. All sizes are in bytes unless a name says elements. Nothing here interprets
- * values: every operation moves bytes, so every conversion is bit-exact.
+ * Byte-level helpers for payload segments, public API of this module for code that moves
+ * foreign-format payloads (the {@code hurray} command uses them): aligned allocation
+ * ({@link #allocate}), byte swapping ({@link #swapInPlace}), element reordering
+ * ({@link #columnToRowMajor}, {@link #toRowMajor}), streaming copies ({@link #readFully},
+ * {@link #writeFully}), read-only maps ({@link #mapReadOnly}), zip's CRC-32 ({@link #crc32}) and
+ * a one-line description of a quantization block ({@link #describe}). All sizes are in bytes
+ * unless a name says elements. Nothing here interprets values: every operation moves bytes, so
+ * every conversion is bit-exact.
+ *
+ * <p>Threads: every method is stateless; concurrent calls on different segments are safe, and a
+ * segment is used under its own arena's thread rules. Errors: an argument outside a method's
+ * domain is an {@link IllegalArgumentException}; I/O failures are the stream's or channel's
+ * {@link IOException}s; the streaming copies report a short input as {@link EOFException}.
  */
 public final class Payloads {
     /** Alignment of payloads this package allocates (Hurray's minimum buffer alignment). */

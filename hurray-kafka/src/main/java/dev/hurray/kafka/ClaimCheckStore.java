@@ -10,7 +10,7 @@ import java.util.Map;
 /**
  * Where {@link HurrayTensorSerializer} puts tensors too large for a record, and where
  * {@link HurrayTensorDeserializer} finds them again (the claim-check pattern). Each tensor is
- * written as its own HRRYFILE container, so a consumer maps it and reads the tensor in place.
+ * written as its own HRRYFILE container with payload checksums, which a consumer checks.
  * The first implementation is {@link SharedDirectoryStore}; an object store would implement the
  * same interface.
  *
@@ -50,7 +50,9 @@ public interface ClaimCheckStore extends AutoCloseable {
     String put(String topic, String tensorName, Tensor tensor) throws IOException;
 
     /**
-     * Opens the container a reference names, memory-mapped where the store can.
+     * Opens the container a reference names for positional reads into owned memory
+     * ({@link HurrayFile#open}), never memory-mapped: the deserializer refuses a mapped file
+     * ({@code UNSUPPORTED}), since another process that truncates it would crash the JVM.
      *
      * @throws java.nio.file.NoSuchFileException when the file is gone
      * @throws IllegalArgumentException for a key this store could not have written (e.g. one

@@ -1,5 +1,6 @@
 package dev.hurray.kafka;
 
+import dev.hurray.FileEntry;
 import dev.hurray.FileReaderOptions;
 import dev.hurray.HurrayException;
 import dev.hurray.HurrayFile;
@@ -39,12 +40,14 @@ import org.apache.kafka.common.serialization.Deserializer;
  * copies the payload once, into the tensor's own native memory at its declared alignment, which
  * the tensor needs because Kafka reuses the fetch buffer after {@code poll}. That is the only
  * copy. Callers of the {@code byte[]} variants (Kafka Streams) have had the record copied into a
- * {@code byte[]} by Kafka first. A claim-check tensor is not copied: it points into the memory
- * map of its file.
+ * {@code byte[]} by Kafka first. A claim-check tensor is read from its file with positional reads
+ * into its own native memory, never mapped: the file lives on storage other processes reach, and
+ * a mapped file that one of them truncates would crash the JVM on the next read, where a file
+ * read so is refused with the container's status ({@code INVALID_MAGIC}, {@code TRUNCATED}).
  *
  * <h2>Ownership</h2>
  * Each tensor returned is the caller's, who must close it (a tensor that is never closed keeps
- * its native memory, and for a claim-check its file mapping, until the JVM exits).
+ * its native memory until the JVM exits).
  *
  * <h2>Threads</h2>
  * The tensor's {@link TensorScope} is {@link HurrayKafkaConfig#TENSOR_SCOPE}: CONFINED by
@@ -63,8 +66,9 @@ import org.apache.kafka.common.serialization.Deserializer;
  * descriptor or payload cannot claim more memory than the record holds bytes, so a hostile
  * record cannot make the consumer allocate more than its own size. (The per-record limits cost no
  * native decoder per record: each record's reader takes the one the previous record's reader
- * left, and gives it its own limits.) A claim-check tensor is mapped,
- * not allocated, and bounded by {@link HurrayKafkaConfig#MAX_CLAIM_CHECK_BYTES}.
+ * left, and gives it its own limits.) A claim-check tensor is bounded by
+ * {@link HurrayKafkaConfig#MAX_CLAIM_CHECK_BYTES}, checked against the reference's size before
+ * its file is read; its payloads are checked against the CRC32Cs its container stores.
  *
  * <p>An empty stream (header and end-of-stream marker only; {@code hurray send} marks the end of a
  * transfer with one) and a null record value (a tombstone) both deserialize to {@code null}.
@@ -78,7 +82,8 @@ public class HurrayTensorDeserializer implements Deserializer<Tensor> {
     private final long defaultMaxDescriptor = ReaderOptions.defaults().maxDescriptorBytes();
 
     private ReaderOptions readerOptions = ReaderOptions.defaults().withBufferPoolBytes(0);
-    private FileReaderOptions fileOptions = FileReaderOptions.defaults();
+    private FileReaderOptions fileOptions = FileReaderOptions.defaults()
+            .withPayloadChecks(FileReaderOptions.PayloadChecks.VERIFY);
     private long maxClaimCheck = 64L << 30;
     private ClaimCheckStore store;
 
@@ -97,7 +102,8 @@ public class HurrayTensorDeserializer implements Deserializer<Tensor> {
         readerOptions = ReaderOptions.defaults().withBufferPoolBytes(0).withTensorScope(scope)
                 .withRequirePayloadChecksums(HurrayKafkaConfig.bool(configs, HurrayKafkaConfig.REQUIRE_PAYLOAD_CHECKSUMS, false));
         maxClaimCheck = HurrayKafkaConfig.longValue(configs, HurrayKafkaConfig.MAX_CLAIM_CHECK_BYTES, 64L << 30);
-        fileOptions = FileReaderOptions.defaults().withTensorScope(scope);
+        fileOptions = FileReaderOptions.defaults().withTensorScope(scope)
+                .withPayloadChecks(FileReaderOptions.PayloadChecks.VERIFY);
         store = HurrayKafkaConfig.store(configs);
     }
 
@@ -193,21 +199,27 @@ public class HurrayTensorDeserializer implements Deserializer<Tensor> {
         } catch (IOException e) {
             throw new HurrayException(Status.TRANSPORT, "cannot open the claim-check file of " + ref + ": " + e, e);
         }
-        Tensor t = null;
         try (file) {
-            t = file.read(ref.tensor());
-            long size = Records.payloadBytes(t);
-            if (size != ref.size() || Records.crc32c(t) != ref.crc32c()) {
-                throw new HurrayException(Status.CORRUPT, "the claim-check file of " + ref + " holds " + size
-                        + " bytes that do not match the reference's size and CRC32C", null);
+            if (file.isMapped()) {
+                throw new HurrayException(Status.UNSUPPORTED, "the claim-check store " + store + " opened " + ref
+                        + " memory-mapped; a consumer reads claim-check files into memory it owns (HurrayFile.open), "
+                        + "because a mapped file that another process truncates crashes the JVM on the next read", null);
             }
-            Tensor result = t;
-            t = null;
-            return result;
-        } finally {
-            if (t != null) {
-                t.close();
+            FileEntry e = file.entry(ref.tensor()).orElseThrow(() -> new HurrayException(Status.NOT_FOUND,
+                    "the claim-check file of " + ref + " holds no tensor named \"" + ref.tensor() + "\"", null));
+            if (e.totalBytes() != ref.size()) {
+                throw new HurrayException(Status.CORRUPT, "the claim-check file of " + ref + " holds " + e.totalBytes()
+                        + " payload bytes, not the reference's " + ref.size(), null);
             }
+            for (FileEntry.BufferLocation b : e.buffers()) {
+                if (!b.hasChecksum() && b.length() > 0) {
+                    throw new HurrayException(Status.CORRUPT, "the claim-check file of " + ref
+                            + " stores a payload without its CRC32C, so its bytes cannot be checked", null);
+                }
+            }
+            // Read into the tensor's own memory, every payload checked against the CRC32C the
+            // container stores for it (PayloadChecks.VERIFY).
+            return file.read(e);
         }
     }
 

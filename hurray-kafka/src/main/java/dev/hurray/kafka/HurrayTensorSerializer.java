@@ -63,8 +63,6 @@ public class HurrayTensorSerializer implements Serializer<Tensor> {
     /** One long-lived writer per producing thread (see {@link RecordEncoder}); all of them, to close. */
     private final ThreadLocal<RecordEncoder> encoders = new ThreadLocal<>();
     private final java.util.Queue<RecordEncoder> allEncoders = new java.util.concurrent.ConcurrentLinkedQueue<>();
-    /** False once the long-lived writer's output could not be split into records: then a writer per record. */
-    private volatile boolean fastPath = true;
 
     /** A serializer with the defaults; Kafka then calls {@link #configure}. */
     public HurrayTensorSerializer() {
@@ -149,16 +147,9 @@ public class HurrayTensorSerializer implements Serializer<Tensor> {
     }
 
     private byte[] encode(Tensor tensor) throws HurrayException {
-        if (!fastPath) {
-            return Records.encode(tensor, writerOptions);
-        }
         RecordEncoder enc = encoders.get();
         if (enc == null) {
-            enc = RecordEncoder.create(writerOptions);
-            if (enc == null) {
-                fastPath = false;
-                return Records.encode(tensor, writerOptions);
-            }
+            enc = new RecordEncoder(writerOptions);
             encoders.set(enc);
             allEncoders.add(enc);
         }

@@ -34,15 +34,6 @@ final class Records {
     private Records() {
     }
 
-    /** One tensor as a Hurray stream. */
-    static byte[] encode(Tensor tensor, WriterOptions options) throws HurrayException {
-        try (Writer w = Writer.toMemory(options)) {
-            w.write(tensor);
-            w.finish();
-            return w.toByteArray();
-        }
-    }
-
     /** A claim-check reference as a Hurray stream. */
     static byte[] encode(ClaimCheckReference ref, String name, WriterOptions options) throws HurrayException {
         TensorDescriptor.Builder b = TensorDescriptor.builder(ElementType.UINT8, 0)

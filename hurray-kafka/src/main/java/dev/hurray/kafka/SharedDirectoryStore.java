@@ -1,6 +1,7 @@
 package dev.hurray.kafka;
 
 import dev.hurray.FileReaderOptions;
+import dev.hurray.FileWriterOptions;
 import dev.hurray.HurrayFile;
 import dev.hurray.HurrayFileWriter;
 import dev.hurray.Tensor;
@@ -25,8 +26,10 @@ import java.util.regex.Pattern;
  * <p>Each tensor becomes one file {@code TOPIC-UUID.hrry} (the topic's characters other than
  * letters, digits, {@code . _ -} replaced by {@code _}), written by {@link HurrayFile#create}:
  * to a hidden temporary file first, with payload checksums, forced to storage and renamed into
- * place, so a file that is visible is complete. Consumers {@link HurrayFile#map map} it: the
- * tensor they get points into the mapping (no copy) and keeps it alive until closed.
+ * place, so a file that is visible is complete. Consumers {@link HurrayFile#open open} it and
+ * read the tensor with positional reads into its own memory, never a memory map: a file on
+ * shared storage that another process truncates is then refused with the container's status
+ * ({@code INVALID_MAGIC}, {@code TRUNCATED}) instead of crashing the consumer's JVM.
  *
  * <h2>Retention</h2>
  * Nothing here deletes files by itself. Keep each file at least as long as the topic keeps the
@@ -34,9 +37,10 @@ import java.util.regex.Pattern;
  * {@link #purgeOlderThan(Duration)} from a scheduled job (or a {@code find -mmin +N -delete}).
  * A consumer that reads a reference after its file was deleted gets a
  * {@link org.apache.kafka.common.errors.SerializationException} at once (status
- * {@code NOT_FOUND}), never a hang. A file must not be truncated or rewritten while consumers may
- * have it mapped (a memory-mapped read past a truncated end raises {@code SIGBUS}); deleting
- * (unlinking) a mapped file is safe on POSIX systems.
+ * {@code NOT_FOUND}), never a hang. Deleting a file while a consumer reads it is safe on POSIX
+ * systems (the reader keeps the open file); a file truncated or rewritten under a consumer is
+ * refused with the container's status ({@code INVALID_MAGIC}, {@code TRUNCATED},
+ * {@code CORRUPT}), never a crash.
  *
  * <p>Thread-safe.
  */
@@ -81,7 +85,7 @@ public final class SharedDirectoryStore implements ClaimCheckStore {
             safe = safe.substring(0, 200);
         }
         String key = safe + "-" + UUID.randomUUID() + ".hrry";
-        try (HurrayFileWriter w = HurrayFile.create(dir.resolve(key))) {
+        try (HurrayFileWriter w = HurrayFile.create(dir.resolve(key), FileWriterOptions.defaults().withPayloadChecksums(true))) {
             w.add(tensorName, tensor);
             w.finish();
         }
@@ -90,7 +94,7 @@ public final class SharedDirectoryStore implements ClaimCheckStore {
 
     @Override
     public HurrayFile open(ClaimCheckReference reference, FileReaderOptions options) throws IOException {
-        return HurrayFile.map(regularFile(path(reference.file())), options);
+        return HurrayFile.open(regularFile(path(reference.file())), options);
     }
 
     /**

@@ -222,21 +222,35 @@ class HurrayTensorDeserializerTest {
         assertTrue(ref.length < 1024, ref.length + " bytes");
         assertTrue(TensorHeaders.isClaimCheck(h));
         assertArrayEquals(new long[] {64, 64}, TensorHeaders.shape(h).orElseThrow());
-        try (Tensor back = d.deserialize("big topic/1", h, ref)) {
-            assertArrayEquals(v, back.toFloatArray());
-        }
-        // Damaged file: the CRC32C in the reference catches it (the file's own checks are not needed).
         Path file;
         try (var files = Files.list(dir)) {
             file = files.filter(p -> p.toString().endsWith(".hrry")).findFirst().orElseThrow();
         }
         byte[] bytes = Files.readAllBytes(file);
+        try (Tensor back = d.deserialize("big topic/1", h, ref)) {
+            // The tensor owns its memory: another process truncating the file cannot touch it.
+            try (var ch = java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.WRITE)) {
+                ch.truncate(100);
+            }
+            assertArrayEquals(v, back.toFloatArray());
+        }
+        // Truncated file: refused with the container's status (its trailer is gone), no crash.
+        assertEquals(Status.INVALID_MAGIC, status(() -> d.deserialize("t", ref)));
+        // Damaged file: the container's per-payload CRC32C catches it.
         byte[] pattern = new byte[16];
         ByteBuffer.wrap(pattern).order(java.nio.ByteOrder.LITTLE_ENDIAN).asFloatBuffer().put(v, 0, 4);
         int at = indexOf(bytes, pattern);
         assertTrue(at > 0);
         bytes[at + 100] ^= 1;
         Files.write(file, bytes);
+        assertEquals(Status.CORRUPT, status(() -> d.deserialize("t", ref)));
+        // A file whose payloads carry no CRC32C cannot be checked: refused.
+        try (Tensor t = Tensor.of(v, 64, 64);
+             dev.hurray.HurrayFileWriter w = dev.hurray.HurrayFile.create(file,
+                     dev.hurray.FileWriterOptions.defaults().withPayloadChecksums(false))) {
+            w.add("tensor", t);
+            w.finish();
+        }
         assertEquals(Status.CORRUPT, status(() -> d.deserialize("t", ref)));
         Files.delete(file);
         TensorSerializationException e = assertThrows(TensorSerializationException.class, () -> d.deserialize("t", ref));

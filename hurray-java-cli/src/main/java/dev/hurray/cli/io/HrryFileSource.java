@@ -14,9 +14,11 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * An HRRYFILE container as a {@link Source}. The file is memory-mapped ({@link HurrayFile#map}):
- * listing reads the index only, and a tensor's buffers point into the mapping (no copy), with
- * payload checksums checked as each tensor is read. Tensors are delivered in <em>file</em>
+ * An HRRYFILE container as a {@link Source}. The file is read with positional reads into
+ * memory each tensor owns ({@link HurrayFile#open}), never memory-mapped: a user's file that
+ * another process truncates meanwhile is then an error, not a JVM crash (SIGBUS). Listing
+ * reads the index only, and payload checksums are checked as each tensor is read. Tensors are
+ * delivered in <em>file</em>
  * order (by payload offset: the order they were added), not in the index's name order, so that
  * copying a container into another adds the tensors in the same order and gives the same bytes.
  */
@@ -32,13 +34,13 @@ public final class HrryFileSource implements Source {
     }
 
     /**
-     * Maps and opens {@code path}, reads its metadata and index.
+     * Opens {@code path}, reads its metadata and index.
      *
      * @throws IOException a {@link dev.hurray.HurrayException} for a file that is not a valid
      *     container, or the file system's exception
      */
     public static HrryFileSource open(Path path) throws IOException {
-        HurrayFile f = HurrayFile.map(path, FileReaderOptions.defaults()
+        HurrayFile f = HurrayFile.open(path, FileReaderOptions.defaults()
                 .withPayloadChecks(FileReaderOptions.PayloadChecks.VERIFY));
         try {
             List<FileEntry> list = new ArrayList<>();

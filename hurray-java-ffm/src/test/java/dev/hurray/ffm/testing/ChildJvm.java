@@ -60,6 +60,26 @@ public final class ChildJvm {
                 mainClass, args);
     }
 
+    /**
+     * Runs {@code mainClass} as {@link #run(List, String, String...)} does, with the library of
+     * this JVM ({@code hurray.library.path}), and fails the calling test if the child crashed
+     * (an {@code hs_err} file, which goes to {@code dir} instead of the working directory) or
+     * exited with anything but 0.
+     *
+     * @return the child's output
+     */
+    public static String runWithoutCrash(Path dir, String mainClass, String... args)
+            throws IOException, InterruptedException {
+        Result r = run(List.of("-Dhurray.library.path=" + System.getProperty("hurray.library.path", ""),
+                "-XX:ErrorFile=" + dir.resolve("hs_err_pid%p.log")), mainClass, args);
+        try (var files = Files.list(dir)) {
+            List<Path> crashes = files.filter(f -> f.getFileName().toString().startsWith("hs_err")).toList();
+            assertTrue(crashes.isEmpty(), "the child JVM crashed (" + crashes + "): " + r.out());
+        }
+        assertTrue(r.exit() == 0, "the child JVM exited with " + r.exit() + ": " + r.out());
+        return r.out();
+    }
+
     /** As {@link #run(List, String, String...)}, on class path {@code cp}. */
     public static Result run(String cp, List<String> jvmOptions, String mainClass, String... args)
             throws IOException, InterruptedException {

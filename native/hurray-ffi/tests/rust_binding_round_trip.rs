@@ -50,7 +50,7 @@ fn vtable(pipe: &mut Pipe) -> HurrayTransport {
 }
 
 #[test]
-fn seed_000_rust_example() {
+fn a_rust_binding_writes_and_reads_a_tensor_through_the_c_entry_points() {
     let handle = BufferHandle::new(64, MIN_BUFFER_ALIGNMENT, DeviceTag::Cpu, SyncMode::ProducerSynced).unwrap();
     let descriptor = TensorDescriptor::new(
         1,

@@ -11,9 +11,9 @@ import org.junit.jupiter.api.Test;
  * The round trip of docs/spec/c-abi.md §From Rust, re-expressed in Java: a 64-element uint8 tensor
  * written to memory, read back by iteration, and compared.
  */
-class SeedExampleTest {
+class MemoryRoundTripTest {
     @Test
-    void pythonExampleInJava() throws Exception {
+    void a64ByteTensorWrittenToMemoryReadsBackByIteration() throws Exception {
         byte[] arange = new byte[64];
         for (int i = 0; i < 64; i++) {
             arange[i] = (byte) i;

@@ -1,0 +1,86 @@
+package dev.hurray.bench;
+
+import dev.hurray.Reader;
+import dev.hurray.Tensor;
+import dev.hurray.Writer;
+import java.lang.management.ManagementFactory;
+import java.util.Locale;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import javax.management.ObjectName;
+
+/**
+ * The native memory that per-thread scratch areas cost with one virtual thread per request:
+ * {@code N} short-lived virtual threads (default 100,000) each read one small named tensor from
+ * memory, then the JVM's native memory tracking reports the memory allocated outside the heap
+ * ("Other": where {@code Arena} allocations are counted) before and after a garbage collection.
+ * Run with {@code -XX:NativeMemoryTracking=summary}:
+ *
+ * <pre>
+ * java -XX:NativeMemoryTracking=summary --enable-native-access=ALL-UNNAMED -cp CLASSPATH \
+ *     dev.hurray.bench.ScratchFootprint [threads]
+ * </pre>
+ *
+ * Prints one line per phase: committed "Other" memory in KiB, and the difference to the
+ * baseline taken after a warm-up read on the main thread.
+ */
+public final class ScratchFootprint {
+    private static final Pattern OTHER = Pattern.compile("-\\s+Other \\(reserved=(\\d+)KB, committed=(\\d+)KB\\)");
+
+    private ScratchFootprint() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        Locale.setDefault(Locale.ROOT);
+        int n = args.length > 0 ? Integer.parseInt(args[0]) : 100_000;
+        byte[] stream;
+        try (Writer w = Writer.toMemory(); Tensor t = Tensor.of(new float[] {1, 2, 3, 4}, 4)) {
+            w.write(t);
+            w.finish();
+            stream = w.toByteArray();
+        }
+        readOne(stream);
+        System.gc();
+        long base = otherKiB();
+        System.out.printf("baseline: %d KiB%n", base);
+        try (ExecutorService vt = Executors.newVirtualThreadPerTaskExecutor()) {
+            Future<?>[] fs = new Future<?>[n];
+            for (int i = 0; i < n; i++) {
+                fs[i] = vt.submit(() -> {
+                    readOne(stream);
+                    return null;
+                });
+            }
+            for (Future<?> f : fs) {
+                f.get();
+            }
+        }
+        long after = otherKiB();
+        System.out.printf("after %d virtual threads: %d KiB (+%d KiB, %.0f bytes per thread)%n", n, after, after - base,
+                (after - base) * 1024.0 / n);
+        System.gc();
+        Thread.sleep(500); // the arenas' cleaners run on their own thread after the collection
+        long collected = otherKiB();
+        System.out.printf("after a GC: %d KiB (+%d KiB)%n", collected, collected - base);
+    }
+
+    private static void readOne(byte[] stream) throws Exception {
+        try (Reader r = Reader.of(stream); Tensor t = r.read()) {
+            if (t.descriptor().elementCount() != 4) {
+                throw new AssertionError();
+            }
+        }
+    }
+
+    /** Committed native memory in the NMT category "Other", in KiB (-1 without NMT). */
+    private static long otherKiB() throws Exception {
+        String out = (String) ManagementFactory.getPlatformMBeanServer().invoke(
+                new ObjectName("com.sun.management:type=DiagnosticCommand"), "vmNativeMemory",
+                new Object[] {new String[] {"summary"}}, new String[] {String[].class.getName()});
+        Matcher m = OTHER.matcher(out);
+        return m.find() ? Long.parseLong(m.group(2)) : -1;
+    }
+}
