@@ -1274,7 +1274,8 @@ HurrayStatus hurray_decoder_destroy(struct HurrayDecoder **decoder);
 // or `hurray_decoder_reset`, which other calls on the decoder leave alone). A tensor of a
 // composite (its head or a member, as `hurray_decoder_next` returns them) comes alone, in a
 // result of its own, and a batch stops before one: so `hurray_decoder_next_item` may follow any
-// batch that did not return one.
+// batch that did not return one. A tensor of 64 KiB of payload or more is the last of its
+// batch, so that its memory can go back to the buffer pool before the next one is taken.
 //
 // Returns:
 // - `HURRAY_OK` with `*out_count` ≥ 1. When the decoder then needs input before the next

@@ -14,6 +14,9 @@ use crate::reader::HurrayReaderOptions;
 use crate::status::*;
 use crate::tensor::{HurrayTensor, TensorInner};
 
+/// Payload bytes from which a tensor is the last of its batch (`hurray_decoder_next_batch`).
+const BATCH_STOP_BYTES: u64 = 64 * 1024;
+
 /// `hurray_decoder_next` flag: the input ended (after the `filled` bytes, if any). The next
 /// result is the end marker if the stream was complete, else `HURRAY_ERR_TRUNCATED`.
 pub const HURRAY_DECODE_END_OF_INPUT: u32 = 1;
@@ -344,7 +347,8 @@ impl DecoderInner {
 /// or `hurray_decoder_reset`, which other calls on the decoder leave alone). A tensor of a
 /// composite (its head or a member, as `hurray_decoder_next` returns them) comes alone, in a
 /// result of its own, and a batch stops before one: so `hurray_decoder_next_item` may follow any
-/// batch that did not return one.
+/// batch that did not return one. A tensor of 64 KiB of payload or more is the last of its
+/// batch, so that its memory can go back to the buffer pool before the next one is taken.
 ///
 /// Returns:
 /// - `HURRAY_OK` with `*out_count` ≥ 1. When the decoder then needs input before the next
@@ -424,6 +428,9 @@ pub unsafe extern "C" fn hurray_decoder_next_batch(
                 }
                 Decoded::Tensor(t) => {
                     let at = (d.batch_buffers.len(), d.batch_metadata.len());
+                    // A large tensor ends the batch: its memory may go back to the pool before
+                    // the next tensor's is taken.
+                    let large = t.descriptor.total_buffer_bytes() >= BATCH_STOP_BYTES;
                     let (inner, r) = d.result_of(t, Views::Batch)?;
                     // SAFETY: `n < capacity` slots of `results` are writable (# Safety); the tensor field is
                     // then initialised.
@@ -433,6 +440,9 @@ pub unsafe extern "C" fn hurray_decoder_next_batch(
                     }
                     offsets.push(at);
                     n += 1;
+                    if large {
+                        break;
+                    }
                 }
             }
         }

@@ -4271,7 +4271,8 @@ public final class hurray_h {
      * or <code>hurray_decoder_reset</code>, which other calls on the decoder leave alone). A tensor of a
      * composite (its head or a member, as <code>hurray_decoder_next</code> returns them) comes alone, in a
      * result of its own, and a batch stops before one: so <code>hurray_decoder_next_item</code> may follow any
-     * batch that did not return one.
+     * batch that did not return one. A tensor of 64 KiB of payload or more is the last of its
+     * batch, so that its memory can go back to the buffer pool before the next one is taken.
      * <p>
      * Returns:
      * - <code>HURRAY_OK</code> with <code>*out_count</code> ≥ 1. When the decoder then needs input before the next
