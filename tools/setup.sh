@@ -21,6 +21,9 @@ if [ ${#need[@]} -gt 0 ]; then
   $sudo apt-get update -qq
   $sudo apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi
+# hurray-arrow's interop tests compare with pyarrow itself (the python3 on PATH; -Dhurray.python=... picks another).
+python3 -c 'import pyarrow' 2>/dev/null || python3 -m pip install --retries 0 -q pyarrow==25.0.1 \
+  || echo "setup: pyarrow could not be installed; hurray-arrow's pyarrow tests will be skipped"
 [ -x "$HOME/.cargo/bin/cargo" ] || command -v cargo >/dev/null || { echo "setup: cargo (Rust 1.93+) is required" >&2; exit 1; }
 if command -v npm >/dev/null; then
   bash .ci/fetch-face-api.sh

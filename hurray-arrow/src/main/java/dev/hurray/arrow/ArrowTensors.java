@@ -21,7 +21,6 @@ import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.IntVector;
 import org.apache.arrow.vector.complex.FixedSizeListVector;
 import org.apache.arrow.vector.complex.ListVector;
-import org.apache.arrow.vector.complex.StructVector;
 import org.apache.arrow.vector.extension.InvalidExtensionMetadataException;
 import org.apache.arrow.vector.ipc.message.ArrowFieldNode;
 import org.apache.arrow.vector.types.FloatingPointPrecision;
@@ -267,13 +266,27 @@ public final class ArrowTensors {
 
     /**
      * A variable-shape column, one row per tensor, copied: every tensor must have the same
-     * element type and rank and be row-major.
+     * element type and rank, and be row-major or strided as the same permutation of row-major
+     * (the column's {@code permutation}). The {@code dim_names} come from the first tensor's
+     * {@link #DIM_NAMES_KEY} metadata.
      *
-     * @throws ArrowTensorException for an empty list, differing element types or ranks, another
-     *     layout, or as {@link #toVector(Tensor, String, BufferAllocator)}
+     * @throws ArrowTensorException for an empty list, differing element types, ranks or
+     *     permutations, another layout, or as {@link #toVector(Tensor, String, BufferAllocator)}
      */
     public static VariableShapeTensorVector toVariableVector(List<Tensor> rows, String name, BufferAllocator allocator)
             throws ArrowTensorException {
+        return toVariableVector(rows, name, null, allocator);
+    }
+
+    /**
+     * As {@link #toVariableVector(List, String, BufferAllocator)} with the column's type given
+     * (to keep {@code dim_names} and {@code uniform_shape}); null derives it from the tensors.
+     *
+     * @throws ArrowTensorException also when a tensor breaks the type's permutation, rank or
+     *     {@code uniform_shape}
+     */
+    public static VariableShapeTensorVector toVariableVector(List<Tensor> rows, String name, VariableShapeTensorType type,
+                                                             BufferAllocator allocator) throws ArrowTensorException {
         Objects.requireNonNull(name, "name");
         if (rows.isEmpty()) {
             throw new ArrowTensorException("column '" + name + "': no tensors (the element type and rank of an empty "
@@ -282,34 +295,52 @@ public final class ArrowTensors {
         TensorDescriptor first = rows.get(0).descriptor();
         ArrowType valueType = checkConvertible(first);
         int ndim = first.shape().rank();
+        int[] perm = physical(first, false).permutation;
+        if (type == null) {
+            type = new VariableShapeTensorType(dimNames(first, ndim), perm, null);
+        }
+        try {
+            type.checkRank(ndim);
+        } catch (IllegalArgumentException e) {
+            throw new ArrowTensorException("column '" + name + "': " + e.getMessage());
+        }
+        int[] want = type.permutation().orElse(null);
+        Long[] uniform = type.uniformShape().orElse(null);
+        int n = checkedCount(rows.size(), "rows");
+        long[][] shapes = new long[n][];
         long total = 0;
-        for (Tensor t : rows) {
-            TensorDescriptor d = t.descriptor();
+        for (int i = 0; i < n; i++) {
+            TensorDescriptor d = rows.get(i).descriptor();
             checkConvertible(d);
             if (d.elementType() != first.elementType() || d.shape().rank() != ndim) {
                 throw new ArrowTensorException("column '" + name + "': a variable-shape column needs one element type and "
                         + "rank; " + describe(first) + " and " + describe(d) + " differ");
             }
-            if (d.layout().kind() != Layout.Kind.ROW_MAJOR) {
+            Physical p = d.layout().kind() == Layout.Kind.ROW_MAJOR && want == null ? physical(d, false)
+                    : withPermutation(d, want, false);
+            if (p == null) {
                 throw new ArrowTensorException("column '" + name + "': " + describe(d) + " is " + d.layout()
-                        + "; a variable-shape column is written from row-major tensors");
+                        + ", not the column's permutation " + Arrays.toString(want) + " of row-major");
             }
-            for (long dim : d.shape().dims()) {
-                if (dim > Integer.MAX_VALUE) {
+            for (int j = 0; j < ndim; j++) {
+                if (p.shape[j] > Integer.MAX_VALUE) {
                     throw new ArrowTensorException("column '" + name + "': " + describe(d) + " has a dimension over 2^31-1");
                 }
+                if (uniform != null && uniform[j] != null && uniform[j] != p.shape[j]) {
+                    throw new ArrowTensorException("column '" + name + "': " + describe(d) + " breaks uniform_shape "
+                            + Arrays.toString(uniform));
+                }
             }
+            shapes[i] = p.shape;
             total += d.elementCount();
             checkColumnElements(total, name);
         }
         ElementType et = first.elementType();
-        int n = checkedCount(rows.size(), "rows");
-        VariableShapeTensorType type = VariableShapeTensorType.of();
         Field field = type.field(name, valueType, ndim, true);
         VariableShapeTensorVector v = (VariableShapeTensorVector) field.createVector(allocator);
         try (ArrowBuf offsets = allocator.buffer(4L * (n + 1));
              ArrowBuf values = allocator.buffer(Math.max(1, et.byteSizeOf(total)));
-             ArrowBuf shapes = allocator.buffer(Math.max(1, 4L * n * ndim))) {
+             ArrowBuf shapeBuf = allocator.buffer(Math.max(1, 4L * n * ndim))) {
             MemorySegment dst = segment(values, et.byteSizeOf(total));
             long at = 0;
             int elems = 0;
@@ -317,22 +348,22 @@ public final class ArrowTensors {
             for (int i = 0; i < n; i++) {
                 TensorDescriptor d = rows.get(i).descriptor();
                 long bytes = et.byteSizeOf(d.elementCount());
+                // Row-major, or a permutation of it: the physical elements are contiguous either way.
                 MemorySegment.copy(rows.get(i).buffer(0), d.byteOffset(), dst, at, bytes);
                 at += bytes;
                 elems += (int) d.elementCount();
                 offsets.setInt(4L * (i + 1), elems);
                 for (int j = 0; j < ndim; j++) {
-                    shapes.setInt(4L * ((long) i * ndim + j), (int) d.shape().dim(j));
+                    shapeBuf.setInt(4L * ((long) i * ndim + j), (int) shapes[i][j]);
                 }
             }
-            StructVector storage = v.getUnderlyingVector();
-            load(storage, n, allocator.getEmpty());
+            load(v.getUnderlyingVector(), n, allocator.getEmpty());
             ListVector data = v.data();
             load(data, n, allocator.getEmpty(), offsets);
             load(data.getDataVector(), elems, allocator.getEmpty(), values);
             FixedSizeListVector shape = v.shapes();
             load(shape, n, allocator.getEmpty());
-            load(shape.getDataVector(), n * ndim, allocator.getEmpty(), shapes);
+            load(shape.getDataVector(), (long) n * ndim, allocator.getEmpty(), shapeBuf);
             return v;
         } catch (ArrowTensorException | RuntimeException | Error e) {
             v.close();
@@ -398,31 +429,58 @@ public final class ArrowTensors {
         Arrays.sort(order, (a, b) -> Long.compare(strides[b + skip], strides[a + skip]) != 0
                 ? Long.compare(strides[b + skip], strides[a + skip]) : Integer.compare(a, b));
         int[] perm = new int[r];
-        long[] phys = new long[r];
         for (int k = 0; k < r; k++) {
             perm[order[k]] = k;
-            phys[k] = inner[order[k]];
-        }
-        long expect = 1;
-        boolean ok = true;
-        for (int k = r - 1; k >= 0; k--) {
-            if (strides[order[k] + skip] != expect) {
-                ok = false;
-            }
-            expect *= phys[k];
-        }
-        if (batch && dims[0] > 1 && strides[0] != expect) {
-            ok = false;
-        }
-        if (!ok) {
-            throw new ArrowTensorException(describe(d) + " has strides " + Arrays.toString(strides)
-                    + ", which are not a permutation of a contiguous row-major layout; copy it to row-major first");
         }
         boolean identity = true;
         for (int i = 0; i < r; i++) {
             identity &= perm[i] == i;
         }
-        return new Physical(phys, identity ? null : perm);
+        Physical p = identity ? null : withPermutation(d, perm, batch);
+        if (p == null) {
+            p = withPermutation(d, null, batch);
+        }
+        if (p == null) {
+            throw new ArrowTensorException(describe(d) + " has strides " + Arrays.toString(strides)
+                    + ", which are not a permutation of a contiguous row-major layout; copy it to row-major first");
+        }
+        return p;
+    }
+
+    /**
+     * The physical shape of {@code d} read with {@code perm} (null: the identity), or null when
+     * its layout is not that permutation of row-major. Dimensions of size 1 may have any stride.
+     */
+    private static Physical withPermutation(TensorDescriptor d, int[] perm, boolean batch) {
+        long[] dims = d.shape().dims();
+        int skip = batch ? 1 : 0;
+        int r = dims.length - skip;
+        long[] phys = new long[r];
+        for (int i = 0; i < r; i++) {
+            phys[perm == null ? i : perm[i]] = dims[i + skip];
+        }
+        if (d.layout().kind() == Layout.Kind.ROW_MAJOR) {
+            return perm == null ? new Physical(phys, null) : null;
+        }
+        if (d.layout().kind() != Layout.Kind.STRIDED || d.elementCount() == 0) {
+            return d.layout().kind() == Layout.Kind.STRIDED ? new Physical(phys, perm) : null;
+        }
+        long[] strides = d.layout().strides();
+        long[] rowMajor = new long[r];
+        long s = 1;
+        for (int k = r - 1; k >= 0; k--) {
+            rowMajor[k] = s;
+            s *= phys[k];
+        }
+        for (int i = 0; i < r; i++) {
+            if (dims[i + skip] > 1 && strides[i + skip] != rowMajor[perm == null ? i : perm[i]]) {
+                return null;
+            }
+        }
+        if (batch && dims[0] > 1 && strides[0] != s) {
+            return null;
+        }
+        return new Physical(phys, perm);
     }
 
     private static List<String> dimNames(TensorDescriptor d, int rank) {
@@ -550,7 +608,9 @@ public final class ArrowTensors {
                 throw new ArrowTensorException("column '" + col + "' row " + index + ": shape[" + j + "] is negative ("
                         + phys[j] + ")");
             }
-            if (uniform != null && uniform[j] != null && uniform[j] != phys[j]) {
+        }
+        for (int j = 0; uniform != null && j < ndim; j++) {
+            if (uniform[j] != null && uniform[j] != phys[j]) {
                 throw new ArrowTensorException("column '" + col + "' row " + index + ": shape " + Arrays.toString(phys)
                         + " breaks uniform_shape " + Arrays.toString(uniform) + " at dimension " + j);
             }
