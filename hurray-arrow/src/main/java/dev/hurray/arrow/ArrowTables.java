@@ -24,6 +24,8 @@ import org.apache.arrow.vector.ipc.ArrowReader;
 import org.apache.arrow.vector.ipc.ArrowStreamWriter;
 import org.apache.arrow.vector.ipc.ArrowWriter;
 import org.apache.arrow.vector.types.pojo.ArrowType;
+import dev.hurray.arrow.ArrowTensors.View;
+import java.nio.charset.StandardCharsets;
 
 /**
  * Tables of named tensors: Arrow record batches with a {@code name} column and tensor columns
@@ -70,31 +72,51 @@ public final class ArrowTables {
 
     /**
      * Reads every record batch of {@code reader} and hands each tensor to {@code sink} by the
-     * rules in the class notes; returns the number of tensors.
+     * rules in the class notes; returns the number of tensors. The tensors share the Arrow
+     * memory where it is 64-byte aligned and are copies elsewhere ({@link ArrowTensors}).
      *
      * @throws ArrowTensorException for a table without tensor columns, a null name, or a
      *     refused tensor
      * @throws IOException what the reader or the sink threw
      */
     public static long read(ArrowReader reader, TensorSink sink) throws IOException {
+        return read(reader, (View v) -> {
+            try (Tensor t = v.toTensor()) {
+                sink.accept(t);
+            }
+        }, sink);
+    }
+
+    /** Receives a tensor still in Arrow memory, valid during the call. */
+    private interface ViewSink {
+        void accept(View view) throws IOException;
+    }
+
+    /**
+     * The reading loop: views of every tensor to {@code views}; the fixed-shape columns of a
+     * table without names, after the last batch, as tensors to {@code tensors} (several record
+     * batches are gathered into one, a copy).
+     */
+    private static long read(ArrowReader reader, ViewSink views, TensorSink tensors) throws IOException {
         ArrowTensors.register();
         Map<String, List<Tensor>> pending = new LinkedHashMap<>();
         long[] count = {0};
         long rowBase = 0;
         try {
+            boolean any = false;
             while (reader.loadNextBatch()) {
                 VectorSchemaRoot root = reader.getVectorSchemaRoot();
-                readBatch(root, rowBase, sink, pending, count);
+                readBatch(root, rowBase, views, pending, count);
                 rowBase += root.getRowCount();
+                any = true;
             }
-            if (rowBase == 0) {
-                // No batch at all: still say what the schema holds, and give empty fixed columns.
-                VectorSchemaRoot root = reader.getVectorSchemaRoot();
-                readBatch(root, 0, sink, pending, count);
+            if (!any) {
+                // No batch at all: still check the schema, and give empty fixed columns.
+                readBatch(reader.getVectorSchemaRoot(), 0, views, pending, count);
             }
             for (Map.Entry<String, List<Tensor>> e : pending.entrySet()) {
                 try (Tensor t = concat(e.getKey(), e.getValue())) {
-                    sink.accept(t);
+                    tensors.accept(t);
                     count[0]++;
                 }
             }
@@ -117,7 +139,7 @@ public final class ArrowTables {
         return out;
     }
 
-    private static void readBatch(VectorSchemaRoot root, long rowBase, TensorSink sink, Map<String, List<Tensor>> pending,
+    private static void readBatch(VectorSchemaRoot root, long rowBase, ViewSink sink, Map<String, List<Tensor>> pending,
                                   long[] count) throws IOException {
         List<FieldVector> cols = tensorColumns(root);
         if (cols.isEmpty()) {
@@ -136,33 +158,27 @@ public final class ArrowTables {
         for (FieldVector col : cols) {
             String prefix = cols.size() > 1 ? col.getName() + "/" : "";
             if (names != null) {
+                FixedShapeTensorVector fixed = col instanceof FixedShapeTensorVector f ? f : null;
+                // One descriptor per column and batch; each row only renames it (one native call).
+                TensorDescriptor template = fixed == null ? null : ArrowTensors.rowTemplate(fixed);
                 for (int i = 0; i < rows; i++) {
                     if (names.isNull(i)) {
                         throw new ArrowTensorException("column '" + NAME_COLUMN + "' row " + (rowBase + i) + " is null");
                     }
-                    String name = prefix + new String(names.get(i), java.nio.charset.StandardCharsets.UTF_8);
-                    emit(sink, row(col, i, name), count);
+                    String name = prefix + new String(names.get(i), StandardCharsets.UTF_8);
+                    sink.accept(fixed != null ? ArrowTensors.rowView(fixed, i, ArrowTensors.named(template, name, col.getName()))
+                            : ArrowTensors.rowView((VariableShapeTensorVector) col, i, name));
+                    count[0]++;
                 }
             } else if (col instanceof FixedShapeTensorVector f) {
                 pending.computeIfAbsent(col.getName(), k -> new ArrayList<>()).add(ArrowTensors.toTensor(f, col.getName()));
             } else {
                 for (int i = 0; i < rows; i++) {
-                    emit(sink, row(col, i, col.getName() + "/" + (rowBase + i)), count);
+                    sink.accept(ArrowTensors.rowView((VariableShapeTensorVector) col, i, col.getName() + "/" + (rowBase + i)));
+                    count[0]++;
                 }
             }
         }
-    }
-
-    private static Tensor row(FieldVector col, int i, String name) throws ArrowTensorException {
-        return col instanceof FixedShapeTensorVector f ? ArrowTensors.row(f, i, name)
-                : ArrowTensors.row((VariableShapeTensorVector) col, i, name);
-    }
-
-    private static void emit(TensorSink sink, Tensor t, long[] count) throws IOException {
-        try (t) {
-            sink.accept(t);
-        }
-        count[0]++;
     }
 
     /** One tensor of all batches' rows (the only one, uncopied, for a single batch). */
@@ -236,7 +252,7 @@ public final class ArrowTables {
         try {
             names.allocateNew(tensors.size());
             for (int i = 0; i < tensors.size(); i++) {
-                names.setSafe(i, tensors.get(i).descriptor().name().orElseThrow().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                names.setSafe(i, tensors.get(i).descriptor().name().orElseThrow().getBytes(StandardCharsets.UTF_8));
             }
             names.setValueCount(tensors.size());
             column = sameShape ? ArrowTensors.toVector(tensors, TENSOR_COLUMN, allocator)
@@ -289,13 +305,18 @@ public final class ArrowTables {
         }
     }
 
-    /** Writes every tensor of {@code reader} to a Hurray stream; returns the count. */
+    /**
+     * Writes every tensor of {@code reader} to a Hurray stream, by the naming rules of
+     * {@link #read(ArrowReader, TensorSink)}; returns the count. The payloads are written from
+     * the Arrow memory in place, whatever its alignment (no copy), except the gathering of a
+     * fixed-shape column without names that spans several record batches.
+     */
     public static long toHurray(ArrowReader reader, Writer writer) throws IOException {
-        return read(reader, writer::write);
+        return read(reader, v -> writer.write(v.descriptor(), v.segment()), writer::write);
     }
 
-    /** Adds every tensor of {@code reader} to an HRRYFILE (the caller finishes it); returns the count. */
+    /** As {@link #toHurray(ArrowReader, Writer)}, adding the tensors to an HRRYFILE (the caller finishes it). */
     public static long toHurray(ArrowReader reader, HurrayFileWriter writer) throws IOException {
-        return read(reader, writer::add);
+        return read(reader, v -> writer.add(v.descriptor(), v.segment()), writer::add);
     }
 }

@@ -510,6 +510,11 @@ public final class ArrowTensors {
 
     /** As {@link #toTensor(FixedShapeTensorVector)}, naming the tensor {@code name} (null for none). */
     public static Tensor toTensor(FixedShapeTensorVector column, String name) throws ArrowTensorException {
+        return columnView(column, name).toTensor();
+    }
+
+    /** The whole column's elements and descriptor, without making a tensor (checked as {@link #toTensor}). */
+    static View columnView(FixedShapeTensorVector column, String name) throws ArrowTensorException {
         FixedShapeTensorType type = column.type();
         int rows = column.getValueCount();
         if (column.getNullCount() > 0) {
@@ -525,7 +530,7 @@ public final class ArrowTensors {
         System.arraycopy(logical, 0, dims, 1, logical.length);
         TensorDescriptor d = descriptor(et, dims, type.shape(), type.permutation().orElse(null), true,
                 type.dimNames().orElse(null), name, column.getName());
-        return wrapOrCopy(values.getDataBuffer(), 0, et.byteSizeOf(elems), d);
+        return new View(d, values.getDataBuffer(), 0, et.byteSizeOf(elems));
     }
 
     /**
@@ -541,19 +546,39 @@ public final class ArrowTensors {
 
     /** As {@link #row(FixedShapeTensorVector, int)}, naming the tensor {@code name} (null for none). */
     public static Tensor row(FixedShapeTensorVector column, int index, String name) throws ArrowTensorException {
+        TensorDescriptor template = rowTemplate(column);
+        return rowView(column, index, name == null ? template : named(template, name, column.getName())).toTensor();
+    }
+
+    /** The unnamed descriptor of every row of {@code column}, checking its element storage once. */
+    static TensorDescriptor rowTemplate(FixedShapeTensorVector column) throws ArrowTensorException {
+        FixedShapeTensorType type = column.type();
+        FieldVector values = column.values();
+        ElementType et = valueType(column.getName(), values);
+        return descriptor(et, type.logicalShape(), type.shape(), type.permutation().orElse(null), false,
+                type.dimNames().orElse(null), null, column.getName());
+    }
+
+    static TensorDescriptor named(TensorDescriptor template, String name, String col) throws ArrowTensorException {
+        try {
+            return template.withName(name);
+        } catch (IllegalArgumentException e) {
+            throw new ArrowTensorException("column '" + col + "': " + e.getMessage(), e);
+        }
+    }
+
+    /** Row {@code index} with descriptor {@code d} (from {@link #rowTemplate}), checked for null. */
+    static View rowView(FixedShapeTensorVector column, int index, TensorDescriptor d) throws ArrowTensorException {
         Objects.checkIndex(index, column.getValueCount());
         if (column.isNull(index)) {
             throw nullRow(column.getName(), index);
         }
-        FixedShapeTensorType type = column.type();
-        FieldVector values = column.values();
-        ElementType et = valueType(column.getName(), values);
-        long start = (long) index * type.listSize();
-        checkValues(column.getName(), values, start, type.listSize());
-        TensorDescriptor d = descriptor(et, type.logicalShape(), type.shape(), type.permutation().orElse(null), false,
-                type.dimNames().orElse(null), name, column.getName());
-        return wrapOrCopy(values.getDataBuffer(), et.byteSizeOf(start), et.byteSizeOf(type.listSize()), d);
+        int listSize = column.type().listSize();
+        ElementType et = d.elementType();
+        checkValues(column.getName(), column.values(), (long) index * listSize, listSize);
+        return new View(d, column.values().getDataBuffer(), et.byteSizeOf((long) index * listSize), et.byteSizeOf(listSize));
     }
+
 
     /**
      * Row {@code index} as a tensor of its own logical shape, without copying where its elements
@@ -570,6 +595,11 @@ public final class ArrowTensors {
 
     /** As {@link #row(VariableShapeTensorVector, int)}, naming the tensor {@code name} (null for none). */
     public static Tensor row(VariableShapeTensorVector column, int index, String name) throws ArrowTensorException {
+        return rowView(column, index, name).toTensor();
+    }
+
+    /** Row {@code index}'s elements and descriptor, checked as {@link #row(VariableShapeTensorVector, int)}. */
+    static View rowView(VariableShapeTensorVector column, int index, String name) throws ArrowTensorException {
         Objects.checkIndex(index, column.getValueCount());
         String col = column.getName();
         if (column.isNull(index)) {
@@ -643,7 +673,7 @@ public final class ArrowTensors {
             }
         }
         TensorDescriptor d = descriptor(et, logical, phys, perm, false, type.dimNames().orElse(null), name, col);
-        return wrapOrCopy(values.getDataBuffer(), et.byteSizeOf(start), et.byteSizeOf(count), d);
+        return new View(d, values.getDataBuffer(), et.byteSizeOf(start), et.byteSizeOf(count));
     }
 
     private static ElementType valueType(String col, FieldVector values) throws ArrowTensorException {
@@ -717,6 +747,23 @@ public final class ArrowTensors {
             throw new ArrowTensorException("column '" + col + "': " + e.getMessage(), e);
         }
     }
+
+    /**
+     * A tensor's descriptor and where its elements lie in Arrow memory: {@code bytes} bytes of
+     * {@code buffer} from {@code offset}, valid while the vector holds the buffer.
+     */
+    record View(TensorDescriptor descriptor, ArrowBuf buffer, long offset, long bytes) {
+        /** The elements in place (no copy, any alignment), for writers that take payload segments. */
+        MemorySegment segment() {
+            return bytes == 0 ? EMPTY : MemorySegment.ofAddress(buffer.memoryAddress() + offset).reinterpret(bytes);
+        }
+
+        Tensor toTensor() {
+            return wrapOrCopy(buffer, offset, bytes, descriptor);
+        }
+    }
+
+    private static final MemorySegment EMPTY = java.lang.foreign.Arena.global().allocate(64, 64).asSlice(0, 0);
 
     /**
      * A tensor over {@code bytes} bytes of {@code buf} from {@code offset}: the Arrow memory itself

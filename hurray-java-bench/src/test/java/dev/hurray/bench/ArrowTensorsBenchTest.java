@@ -24,7 +24,8 @@ class ArrowTensorsBenchTest {
         assertEquals(sum, b.columnRoundTrip(true));
         assertEquals(sum, b.columnRoundTrip(false));
         assertEquals(b.payloadBytes(), (long) b.rawSend());
-        assertEquals(b.payloadBytes(), (long) b.ipcToStream());
+        assertEquals(b.payloadBytes(), (long) b.ipcToStream(false));
+        assertEquals(b.payloadBytes(), (long) b.ipcToStream(true));
         assertEquals((217L * 768) % 977, (long) b.hurrayLookup(217));
         assertEquals((217L * 768) % 977, (long) b.arrowLookup(217));
         b.memcpy();
