@@ -100,6 +100,7 @@ public final class ArrowTensors {
         Registration.ONCE.hashCode();
     }
 
+    /** Class initialisation registers exactly once, thread-safely, on first use. */
     private static final class Registration {
         static final Object ONCE = new Object();
 
@@ -695,14 +696,41 @@ public final class ArrowTensors {
             throw new ArrowTensorException("column '" + col + "': the data buffer has " + values.getDataBuffer().capacity()
                     + " bytes, the rows need " + bytes);
         }
-        if (values.getNullCount() > 0) {
-            for (long i = start; i < start + count; i++) {
-                if (values.isNull((int) i)) {
-                    throw new ArrowTensorException("column '" + col + "': element " + i + " is null; Hurray tensors have "
-                            + "no null elements");
+        long firstNull = firstNullElement(values, start, count);
+        if (firstNull >= 0) {
+            throw new ArrowTensorException("column '" + col + "': element " + firstNull + " is null; Hurray tensors have "
+                    + "no null elements");
+        }
+    }
+
+    /**
+     * The first null among elements {@code [start, start + count)}, or -1, from the validity bits
+     * of that range only (a vector's {@code getNullCount()} counts the whole buffer on every call,
+     * which would make converting every row quadratic).
+     */
+    private static long firstNullElement(FieldVector values, long start, long count) {
+        ArrowBuf validity = values.getValidityBuffer();
+        if (count == 0) {
+            return -1;
+        }
+        if (validity == null || validity.capacity() == 0) {
+            return values.getNullCount() == 0 ? -1 : start; // no bitmap: all valid or all null
+        }
+        long i = start;
+        long end = start + count;
+        while (i < end) {
+            if ((i & 7) == 0 && end - i >= 64 && (i >> 3) + 8 <= validity.capacity()) {
+                if (validity.getLong(i >> 3) == -1L) {
+                    i += 64;
+                    continue;
                 }
             }
+            if ((i >> 3) >= validity.capacity() || (validity.getByte(i >> 3) & (1 << (i & 7))) == 0) {
+                return i;
+            }
+            i++;
         }
+        return -1;
     }
 
     private static ElementType elementTypeUnchecked(FieldVector values) throws ArrowTensorException {
