@@ -210,4 +210,39 @@ class ArrowTensorsTest {
                 () -> t.deserialize(new ArrowType.FixedSizeList(6), "{\"shape\":[99999999999999999999999]}"));
         assertTrue(e.getMessage().contains("shape[0] is not an integer"), e.getMessage());
     }
+
+    @Test
+    void tablesGoToHurrayStreamsAndFilesAndBack(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        try (Tensor a = random(ElementType.FLOAT32, 4); Tensor b = random(ElementType.FLOAT32, 4);
+             Tensor na = Tensor.copyOf(a.descriptor().withName("a"), a.buffer(0));
+             Tensor nb = Tensor.copyOf(b.descriptor().withName("b"), b.buffer(0));
+             VectorSchemaRoot root = ArrowTables.table(List.of(na, nb), allocator)) {
+            ByteArrayOutputStream ipc = new ByteArrayOutputStream();
+            ArrowTables.write(root, Channels.newChannel(ipc), true);
+            byte[] stream;
+            try (ArrowStreamReader r = new ArrowStreamReader(new ByteArrayInputStream(ipc.toByteArray()), allocator);
+                 dev.hurray.Writer w = dev.hurray.Writer.toMemory()) {
+                assertEquals(2, ArrowTables.toHurray(r, w));
+                w.finish();
+                stream = w.toByteArray();
+            }
+            try (dev.hurray.Reader r = dev.hurray.Reader.of(stream); VectorSchemaRoot back = ArrowTables.fromHurray(r, allocator)) {
+                assertEquals("b", back.getVector("name").getObject(1).toString());
+                try (Tensor t = ArrowTensors.row((FixedShapeTensorVector) back.getVector("tensor"), 1)) {
+                    assertArrayEquals(TensorBytes.logical(b), TensorBytes.logical(t));
+                }
+            }
+            java.nio.file.Path file = dir.resolve("t.hrry");
+            try (ArrowStreamReader r = new ArrowStreamReader(new ByteArrayInputStream(ipc.toByteArray()), allocator);
+                 dev.hurray.HurrayFileWriter w = dev.hurray.HurrayFile.create(file)) {
+                ArrowTables.toHurray(r, w);
+                w.finish();
+            }
+            try (dev.hurray.HurrayFile f = dev.hurray.HurrayFile.open(file); Tensor t = f.read("a");
+                 VectorSchemaRoot back = ArrowTables.fromHurray(f, allocator)) {
+                assertArrayEquals(TensorBytes.logical(a), TensorBytes.logical(t));
+                assertEquals(2, back.getRowCount());
+            }
+        }
+    }
 }
