@@ -30,6 +30,9 @@ assert (m.version("safetensors"), m.version("gguf"), m.version("ml_dtypes")) == 
     || python3 -m pip install --quiet --retries 0 "${ref_py[@]}" \
     || echo "setup: could not install ${ref_py[*]}; the reference cross-checks will be skipped"
 fi
+# hurray-arrow's interop tests compare with pyarrow itself (the python3 on PATH; -Dhurray.python=... picks another).
+python3 -c 'import pyarrow' 2>/dev/null || python3 -m pip install --retries 0 -q pyarrow==25.0.1 \
+  || echo "setup: pyarrow could not be installed; hurray-arrow's pyarrow tests will be skipped"
 [ -x "$HOME/.cargo/bin/cargo" ] || command -v cargo >/dev/null || { echo "setup: cargo (Rust 1.93+) is required" >&2; exit 1; }
 if command -v npm >/dev/null; then
   bash .ci/fetch-face-api.sh

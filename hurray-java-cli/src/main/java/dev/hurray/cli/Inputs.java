@@ -73,6 +73,7 @@ final class Inputs {
             return switch (format) {
                 case HRRYFILE -> HrryFileSource.open(in);
                 case STREAM -> stream(in);
+                case ARROW -> dev.hurray.cli.io.ArrowSource.open(in);
                 default -> new ForeignSource(ForeignFormats.read(in, format, dequantize, safetensors, progress), format);
             };
         } catch (ForeignFormatException e) {

@@ -42,6 +42,8 @@ public final class ForeignFormats {
                 case NPZ -> Npz.read(file, progress);
                 case TFJS -> Tfjs.read(file, dequantize, progress);
                 case GGUF -> Gguf.read(file);
+                case ARROW -> throw new ForeignFormatException(file + ": Arrow IPC is read by the hurray-arrow module "
+                        + "(dev.hurray.arrow.ArrowTables)");
                 case HRRYFILE, STREAM -> throw new AssertionError(format);
             };
         } catch (IllegalArgumentException e) {

@@ -18,6 +18,11 @@ public enum Format {
     TFJS("tfjs", true),
     /** llama.cpp / ggml model files (magic {@code GGUF}), extension {@code .gguf}; see {@link Gguf}. */
     GGUF("gguf", true),
+    /**
+     * Arrow IPC files ({@code .arrow}, magic {@code ARROW1}) and streams ({@code .arrows}) with
+     * tensor columns; read and written by the {@code hurray-arrow} module, not this one.
+     */
+    ARROW("arrow", true),
     /** Hurray's random-access container (magic {@code HRRYFILE}), extension {@code .hrry}. */
     HRRYFILE("hrry", false),
     /** A Hurray stream saved to a file (magic {@code HRRYSTRM}), extension {@code .hrrys}. */
@@ -62,7 +67,7 @@ public enum Format {
                 return f;
             }
         }
-        throw new IllegalArgumentException("unknown format '" + s + "' (known: safetensors, npy, npz, tfjs, gguf, hrry, stream)");
+        throw new IllegalArgumentException("unknown format '" + s + "' (known: safetensors, npy, npz, tfjs, gguf, arrow, hrry, stream)");
     }
 
     /** The format a file name implies, or {@code null}. */
@@ -79,6 +84,9 @@ public enum Format {
         }
         if (n.endsWith(".gguf")) {
             return GGUF;
+        }
+        if (n.endsWith(".arrow") || n.endsWith(".arrows")) {
+            return ARROW;
         }
         if (n.endsWith(".json")) {
             return TFJS;
@@ -124,6 +132,9 @@ public enum Format {
         }
         if (startsWith(h, "GGUF")) {
             return GGUF;
+        }
+        if (startsWith(h, "ARROW1")) {
+            return ARROW;
         }
         if (startsWith(h, "HRRYFILE")) {
             return HRRYFILE;

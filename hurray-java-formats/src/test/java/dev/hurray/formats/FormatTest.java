@@ -8,6 +8,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class FormatTest {
     @TempDir
@@ -48,5 +49,14 @@ class FormatTest {
         assertEquals(Format.HRRYFILE, Format.parse("hrry"));
         assertEquals(Format.NPZ, Format.parse("NPZ"));
         assertThrows(IllegalArgumentException.class, () -> Format.parse("onnx"));
+        assertEquals(Format.ARROW, Format.parse("arrow"));
+    }
+
+    @Test
+    void arrowIpcFilesByMagicAndStreamsByName() throws IOException {
+        assertEquals(Format.ARROW, Format.detect(file("table", "ARROW1\0\0".getBytes(java.nio.charset.StandardCharsets.US_ASCII))));
+        assertEquals(Format.ARROW, Format.detect(file("t.arrows", new byte[] {-1, -1, -1, -1, 16, 0, 0, 0})));
+        assertEquals(Format.ARROW, Format.byName(Path.of("t.arrow")));
+        assertTrue(Format.ARROW.writable());
     }
 }

@@ -34,6 +34,7 @@ public final class Sinks {
         return switch (format) {
             case HRRYFILE -> HrryFileSink.toFile(target);
             case STREAM -> StreamSink.toFile(target);
+            case ARROW -> new ArrowSink(target);
             default -> new ForeignSink(target, format, compress, dequantize, safetensors, progress, warn);
         };
     }

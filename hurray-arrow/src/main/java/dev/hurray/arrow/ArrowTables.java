@@ -1,0 +1,322 @@
+package dev.hurray.arrow;
+
+import dev.hurray.FileEntry;
+import dev.hurray.HurrayFile;
+import dev.hurray.HurrayFileWriter;
+import dev.hurray.Reader;
+import dev.hurray.Tensor;
+import dev.hurray.TensorDescriptor;
+import dev.hurray.TensorScope;
+import dev.hurray.Writer;
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.nio.channels.WritableByteChannel;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.VarCharVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.ipc.ArrowFileWriter;
+import org.apache.arrow.vector.ipc.ArrowReader;
+import org.apache.arrow.vector.ipc.ArrowStreamWriter;
+import org.apache.arrow.vector.ipc.ArrowWriter;
+import org.apache.arrow.vector.types.pojo.ArrowType;
+import dev.hurray.arrow.ArrowTensors.View;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * Tables of named tensors: Arrow record batches with a {@code name} column and tensor columns
+ * on one side, Hurray streams and HRRYFILEs of named tensors on the other.
+ *
+ * <h2>Reading a table ({@link #read(ArrowReader, TensorSink)})</h2>
+ * The tensor columns are those of type {@link FixedShapeTensorType} or
+ * {@link VariableShapeTensorType}; other columns are ignored.
+ * <ul>
+ *   <li>With a utf8 column {@code name}: every row of each tensor column is one tensor named by
+ *       that row's {@code name}, or {@code COLUMN/NAME} when there are several tensor columns.</li>
+ *   <li>Without one: a fixed-shape column is one tensor {@code [rows, ...shape]} named after the
+ *       column (all record batches together, handed over after the last one), and a
+ *       variable-shape column one tensor per row named {@code COLUMN/ROW} (row numbers count
+ *       across record batches).</li>
+ * </ul>
+ * A null name, a table without tensor columns, or a tensor the conversions refuse
+ * ({@link ArrowTensors}) is an {@link ArrowTensorException}.
+ *
+ * <h2>Writing a table ({@link #table(List, BufferAllocator)})</h2>
+ * Two columns: {@code name} (utf8) and {@code tensor}, {@code arrow.fixed_shape_tensor} when every
+ * tensor has the same element type and shape, else {@code arrow.variable_shape_tensor} when they
+ * share the element type and rank. Mixed element types are refused.
+ */
+public final class ArrowTables {
+    /** The name column's name, {@value}. */
+    public static final String NAME_COLUMN = "name";
+    /** The tensor column's name in tables this class writes, {@value}. */
+    public static final String TENSOR_COLUMN = "tensor";
+
+    static {
+        ArrowTensors.register();
+    }
+
+    private ArrowTables() {
+    }
+
+    /** Receives the tensors of a table, each valid only during the call (it is closed afterwards). */
+    @FunctionalInterface
+    public interface TensorSink {
+        /** Takes one named tensor (write it, copy it; do not keep it). */
+        void accept(Tensor tensor) throws IOException;
+    }
+
+    /**
+     * Reads every record batch of {@code reader} and hands each tensor to {@code sink} by the
+     * rules in the class notes; returns the number of tensors. The tensors share the Arrow
+     * memory where it is 64-byte aligned and are copies elsewhere ({@link ArrowTensors}).
+     *
+     * @throws ArrowTensorException for a table without tensor columns, a null name, or a
+     *     refused tensor
+     * @throws IOException what the reader or the sink threw
+     */
+    public static long read(ArrowReader reader, TensorSink sink) throws IOException {
+        return read(reader, (View v) -> {
+            try (Tensor t = v.toTensor()) {
+                sink.accept(t);
+            }
+        }, sink);
+    }
+
+    /** Receives a tensor still in Arrow memory, valid during the call. */
+    private interface ViewSink {
+        void accept(View view) throws IOException;
+    }
+
+    /**
+     * The reading loop: views of every tensor to {@code views}; the fixed-shape columns of a
+     * table without names, after the last batch, as tensors to {@code tensors} (several record
+     * batches are gathered into one, a copy).
+     */
+    private static long read(ArrowReader reader, ViewSink views, TensorSink tensors) throws IOException {
+        ArrowTensors.register();
+        Map<String, List<Tensor>> pending = new LinkedHashMap<>();
+        long[] count = {0};
+        long rowBase = 0;
+        try {
+            boolean any = false;
+            while (reader.loadNextBatch()) {
+                VectorSchemaRoot root = reader.getVectorSchemaRoot();
+                readBatch(root, rowBase, views, pending, count);
+                rowBase += root.getRowCount();
+                any = true;
+            }
+            if (!any) {
+                // No batch at all: still check the schema, and give empty fixed columns.
+                readBatch(reader.getVectorSchemaRoot(), 0, views, pending, count);
+            }
+            for (Map.Entry<String, List<Tensor>> e : pending.entrySet()) {
+                try (Tensor t = concat(e.getKey(), e.getValue())) {
+                    tensors.accept(t);
+                    count[0]++;
+                }
+            }
+        } finally {
+            for (List<Tensor> l : pending.values()) {
+                l.forEach(Tensor::close);
+            }
+        }
+        return count[0];
+    }
+
+    /** The tensor columns of a table, in order. */
+    static List<FieldVector> tensorColumns(VectorSchemaRoot root) {
+        List<FieldVector> out = new ArrayList<>();
+        for (FieldVector v : root.getFieldVectors()) {
+            if (v instanceof FixedShapeTensorVector || v instanceof VariableShapeTensorVector) {
+                out.add(v);
+            }
+        }
+        return out;
+    }
+
+    private static void readBatch(VectorSchemaRoot root, long rowBase, ViewSink sink, Map<String, List<Tensor>> pending,
+                                  long[] count) throws IOException {
+        List<FieldVector> cols = tensorColumns(root);
+        if (cols.isEmpty()) {
+            throw new ArrowTensorException("the table has no tensor column (" + FixedShapeTensorType.EXTENSION_NAME + " or "
+                    + VariableShapeTensorType.EXTENSION_NAME + "); its schema is " + root.getSchema());
+        }
+        FieldVector nameVector = root.getVector(NAME_COLUMN);
+        VarCharVector names = null;
+        if (nameVector != null && !cols.contains(nameVector)) {
+            if (!(nameVector instanceof VarCharVector v) || !(nameVector.getField().getType() instanceof ArrowType.Utf8)) {
+                throw new ArrowTensorException("column '" + NAME_COLUMN + "' must be utf8, is " + nameVector.getField().getType());
+            }
+            names = v;
+        }
+        int rows = root.getRowCount();
+        for (FieldVector col : cols) {
+            String prefix = cols.size() > 1 ? col.getName() + "/" : "";
+            if (names != null) {
+                FixedShapeTensorVector fixed = col instanceof FixedShapeTensorVector f ? f : null;
+                // One descriptor per column and batch; each row only renames it (one native call).
+                TensorDescriptor template = fixed == null ? null : ArrowTensors.rowTemplate(fixed);
+                for (int i = 0; i < rows; i++) {
+                    if (names.isNull(i)) {
+                        throw new ArrowTensorException("column '" + NAME_COLUMN + "' row " + (rowBase + i) + " is null");
+                    }
+                    String name = prefix + new String(names.get(i), StandardCharsets.UTF_8);
+                    sink.accept(fixed != null ? ArrowTensors.rowView(fixed, i, ArrowTensors.named(template, name, col.getName()))
+                            : ArrowTensors.rowView((VariableShapeTensorVector) col, i, name));
+                    count[0]++;
+                }
+            } else if (col instanceof FixedShapeTensorVector f) {
+                pending.computeIfAbsent(col.getName(), k -> new ArrayList<>()).add(ArrowTensors.toTensor(f, col.getName()));
+            } else {
+                for (int i = 0; i < rows; i++) {
+                    sink.accept(ArrowTensors.rowView((VariableShapeTensorVector) col, i, col.getName() + "/" + (rowBase + i)));
+                    count[0]++;
+                }
+            }
+        }
+    }
+
+    /** One tensor of all batches' rows (the only one, uncopied, for a single batch). */
+    private static Tensor concat(String name, List<Tensor> parts) throws ArrowTensorException {
+        if (parts.size() == 1) {
+            return parts.remove(0);
+        }
+        TensorDescriptor first = parts.get(0).descriptor();
+        long rows = 0;
+        long bytes = 0;
+        for (Tensor t : parts) {
+            rows += t.descriptor().shape().dim(0);
+            bytes += t.descriptor().totalBufferBytes();
+        }
+        long[] dims = first.shape().dims();
+        dims[0] = rows;
+        TensorDescriptor d;
+        try {
+            // The strides of a permuted column do not depend on the row count: the layout carries over.
+            TensorDescriptor.Builder b = TensorDescriptor.builder(first.elementType(), dims).layout(first.layout()).name(name);
+            if (first.layout().kind() == dev.hurray.Layout.Kind.STRIDED) {
+                b.buffer(dev.hurray.BufferSpec.cpu(bytes));
+            }
+            first.metadata().forEach(b::metadata);
+            d = b.build();
+        } catch (dev.hurray.HurrayException e) {
+            throw new ArrowTensorException("column '" + name + "': " + e.getMessage(), e);
+        }
+        Tensor out = Tensor.allocate(d, TensorScope.SHARED);
+        long at = 0;
+        for (Tensor t : parts) {
+            long n = t.descriptor().totalBufferBytes();
+            MemorySegment.copy(t.buffer(0), 0, out.buffer(0), at, n);
+            at += n;
+        }
+        assert at == bytes;
+        return out;
+    }
+
+    // ------------------------------------------------------------------ Hurray -> Arrow
+
+    /**
+     * A table of {@code name} and {@code tensor} columns, one row per tensor, copied (see the
+     * class notes for which tensor type). The caller closes the root.
+     *
+     * @throws ArrowTensorException for an empty list, a tensor without a name, mixed element
+     *     types, or mixed ranks with differing shapes
+     */
+    public static VectorSchemaRoot table(List<Tensor> tensors, BufferAllocator allocator) throws ArrowTensorException {
+        ArrowTensors.register();
+        if (tensors.isEmpty()) {
+            throw new ArrowTensorException("no tensors to write (an Arrow tensor column needs an element type and shape)");
+        }
+        TensorDescriptor first = tensors.get(0).descriptor();
+        boolean sameShape = true;
+        for (Tensor t : tensors) {
+            TensorDescriptor d = t.descriptor();
+            if (d.name().isEmpty()) {
+                throw new ArrowTensorException("a tensor " + ArrowTensors.describe(d) + " has no name; the table's '"
+                        + NAME_COLUMN + "' column needs one per tensor");
+            }
+            if (d.elementType() != first.elementType()) {
+                throw new ArrowTensorException("mixed element types (" + ArrowTensors.describe(first) + ", "
+                        + ArrowTensors.describe(d) + "): an Arrow tensor column holds one element type; convert them "
+                        + "or write them to separate files");
+            }
+            sameShape &= d.shape().equals(first.shape()) && d.layout().equals(first.layout());
+        }
+        VarCharVector names = new VarCharVector(NAME_COLUMN, allocator);
+        FieldVector column = null;
+        try {
+            names.allocateNew(tensors.size());
+            for (int i = 0; i < tensors.size(); i++) {
+                names.setSafe(i, tensors.get(i).descriptor().name().orElseThrow().getBytes(StandardCharsets.UTF_8));
+            }
+            names.setValueCount(tensors.size());
+            column = sameShape ? ArrowTensors.toVector(tensors, TENSOR_COLUMN, allocator)
+                    : ArrowTensors.toVariableVector(tensors, TENSOR_COLUMN, allocator);
+            return new VectorSchemaRoot(List.of(names.getField(), column.getField()), List.of(names, column), tensors.size());
+        } catch (ArrowTensorException | RuntimeException | Error e) {
+            names.close();
+            if (column != null) {
+                column.close();
+            }
+            throw e;
+        }
+    }
+
+    /**
+     * Writes {@code root} as one record batch to {@code out}: the IPC file format, or the IPC
+     * stream format when {@code stream}. Does not close {@code out}.
+     */
+    public static void write(VectorSchemaRoot root, WritableByteChannel out, boolean stream) throws IOException {
+        try (ArrowWriter w = stream ? new ArrowStreamWriter(root, null, out) : new ArrowFileWriter(root, null, out)) {
+            w.start();
+            w.writeBatch();
+            w.end();
+        }
+    }
+
+    /** Every tensor of a Hurray stream, as {@link #table(List, BufferAllocator)} (they are read, then copied). */
+    public static VectorSchemaRoot fromHurray(Reader reader, BufferAllocator allocator) throws IOException {
+        List<Tensor> all = new ArrayList<>();
+        try {
+            for (Tensor t : reader) {
+                all.add(t);
+            }
+            return table(all, allocator);
+        } finally {
+            all.forEach(Tensor::close);
+        }
+    }
+
+    /** Every tensor of an HRRYFILE in index order, as {@link #table(List, BufferAllocator)}. */
+    public static VectorSchemaRoot fromHurray(HurrayFile file, BufferAllocator allocator) throws IOException {
+        List<Tensor> all = new ArrayList<>();
+        try {
+            for (FileEntry e : file) {
+                all.add(file.read(e));
+            }
+            return table(all, allocator);
+        } finally {
+            all.forEach(Tensor::close);
+        }
+    }
+
+    /**
+     * Writes every tensor of {@code reader} to a Hurray stream, by the naming rules of
+     * {@link #read(ArrowReader, TensorSink)}; returns the count. The payloads are written from
+     * the Arrow memory in place, whatever its alignment (no copy), except the gathering of a
+     * fixed-shape column without names that spans several record batches.
+     */
+    public static long toHurray(ArrowReader reader, Writer writer) throws IOException {
+        return read(reader, v -> writer.write(v.descriptor(), v.segment()), writer::write);
+    }
+
+    /** As {@link #toHurray(ArrowReader, Writer)}, adding the tensors to an HRRYFILE (the caller finishes it). */
+    public static long toHurray(ArrowReader reader, HurrayFileWriter writer) throws IOException {
+        return read(reader, v -> writer.add(v.descriptor(), v.segment()), writer::add);
+    }
+}

@@ -1,0 +1,393 @@
+package dev.hurray.bench;
+
+import dev.hurray.HurrayFile;
+import dev.hurray.HurrayFileWriter;
+import dev.hurray.Reader;
+import dev.hurray.Tensor;
+import dev.hurray.TensorDescriptor;
+import dev.hurray.Writer;
+import dev.hurray.ElementType;
+import dev.hurray.arrow.ArrowTables;
+import dev.hurray.arrow.ArrowTensors;
+import dev.hurray.arrow.FixedShapeTensorVector;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.VarCharVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.ipc.ArrowFileReader;
+import org.apache.arrow.vector.ipc.ArrowFileWriter;
+import org.apache.arrow.vector.ipc.message.ArrowBlock;
+
+/**
+ * Arrow tensor columns against Hurray, N float32[768] embeddings (default 100,000), each figure
+ * with a baseline measured in the same run, interleaved rounds, medians:
+ * <ol>
+ *   <li><b>column</b>: an HRRYFILE holding the embeddings as one {@code [N, 768]} tensor, read
+ *       ({@code map}: zero copy; {@code open}: one positional read into fresh memory), made an
+ *       Arrow {@code arrow.fixed_shape_tensor} column ({@link ArrowTensors#toVector}) and a Hurray
+ *       tensor again ({@link ArrowTensors#toTensor}), every row's first element summed; against
+ *       {@code MemorySegment.copy} of the payload into a reused buffer.</li>
+ *   <li><b>ipc-to-stream</b>: an Arrow IPC file with that column read by {@code ArrowFileReader}
+ *       and written as a Hurray stream to a loopback socket ({@link ArrowTables#toHurray}), read
+ *       by a {@code Reader} on another thread; against the same payload bytes read from the file
+ *       into a reused direct buffer and sent through the same kind of socket.</li>
+ *   <li><b>lookup</b>: one embedding by name from an HRRYFILE of N named tensors
+ *       ({@code HurrayFile.open} + {@code read(name)} + close) against finding it in an Arrow IPC
+ *       file of {@code name} and {@code tensor} columns (record batches of 10,000 rows, scanned
+ *       until the name is found, the row converted).</li>
+ * </ol>
+ *
+ * <pre>java -XX:+AlwaysPreTouch -Xms2g -Xmx2g --enable-native-access=ALL-UNNAMED \
+ *   --add-opens=java.base/java.nio=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow \
+ *   -cp hurray-java-bench/target/benchmarks.jar dev.hurray.bench.ArrowTensorsBench [N] [ROUNDS] [DIR]</pre>
+ */
+public final class ArrowTensorsBench {
+    static final int DIM = 768;
+
+    private final int rows;
+    private final Path dir;
+    final Path column;
+    final Path named;
+    final Path ipc;
+    final Path ipcNamed;
+    private final BufferAllocator allocator = new RootAllocator();
+
+    ArrowTensorsBench(int rows, Path dir) throws IOException {
+        ArrowTensors.register();
+        this.rows = rows;
+        this.dir = dir;
+        column = dir.resolve("column.hrry");
+        named = dir.resolve("named.hrry");
+        ipc = dir.resolve("column.arrow");
+        ipcNamed = dir.resolve("named.arrow");
+        write();
+    }
+
+    long payloadBytes() {
+        return (long) rows * DIM * 4;
+    }
+
+    private void write() throws IOException {
+        try (Tensor t = Tensor.allocate(TensorDescriptor.builder(ElementType.FLOAT32, rows, DIM).name("emb").build())) {
+            MemorySegment s = t.buffer(0);
+            for (long i = 0; i < (long) rows * DIM; i++) {
+                s.setAtIndex(ValueLayout.JAVA_FLOAT, i, i % 977);
+            }
+            try (HurrayFileWriter w = HurrayFile.create(column)) {
+                w.add(t);
+                w.finish();
+            }
+            try (HurrayFileWriter w = HurrayFile.create(named)) {
+                TensorDescriptor row = TensorDescriptor.of(ElementType.FLOAT32, DIM);
+                for (int i = 0; i < rows; i++) {
+                    w.add(row.withName(name(i)), s.asSlice((long) i * DIM * 4, DIM * 4L));
+                }
+                w.finish();
+            }
+            try (FixedShapeTensorVector v = ArrowTensors.toVector(t, "emb", allocator);
+                 VectorSchemaRoot root = new VectorSchemaRoot(List.of(v.getField()), List.of(v), rows);
+                 FileChannel ch = FileChannel.open(ipc, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+                         StandardOpenOption.TRUNCATE_EXISTING)) {
+                ArrowTables.write(root, ch, false);
+            }
+            writeNamedIpc(t);
+        }
+    }
+
+    static String name(int i) {
+        return "emb-" + i;
+    }
+
+    private void writeNamedIpc(Tensor t) throws IOException {
+        int batch = Math.min(rows, 10_000);
+        try (FileChannel ch = FileChannel.open(ipcNamed, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+                StandardOpenOption.TRUNCATE_EXISTING)) {
+            ArrowFileWriter w = null;
+            VectorSchemaRoot out = null;
+            try {
+                for (int start = 0; start < rows; start += batch) {
+                    int n = Math.min(batch, rows - start);
+                    try (Tensor part = Tensor.copyOf(TensorDescriptor.of(ElementType.FLOAT32, n, DIM),
+                            t.buffer(0).asSlice((long) start * DIM * 4, (long) n * DIM * 4));
+                         VarCharVector names = new VarCharVector("name", allocator);
+                         FixedShapeTensorVector v = ArrowTensors.toVector(part, "tensor", allocator)) {
+                        names.allocateNew(n);
+                        for (int i = 0; i < n; i++) {
+                            names.setSafe(i, name(start + i).getBytes(StandardCharsets.UTF_8));
+                        }
+                        names.setValueCount(n);
+                        try (VectorSchemaRoot b = new VectorSchemaRoot(List.of(names.getField(), v.getField()),
+                                List.of(names, v), n)) {
+                            if (w == null) {
+                                out = VectorSchemaRoot.create(b.getSchema(), allocator);
+                                w = new ArrowFileWriter(out, null, ch);
+                                w.start();
+                            }
+                            try (var rb = new org.apache.arrow.vector.VectorUnloader(b).getRecordBatch()) {
+                                new org.apache.arrow.vector.VectorLoader(out).load(rb);
+                            }
+                            w.writeBatch();
+                            out.clear();
+                        }
+                    }
+                }
+                w.end();
+            } finally {
+                if (w != null) {
+                    w.close();
+                }
+                if (out != null) {
+                    out.close();
+                }
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- 1. column
+
+    private MemorySegment copyDst;
+    private MemorySegment copySrc;
+
+    /** Baseline: one copy of the payload into a reused, pre-touched buffer. */
+    double memcpy() {
+        if (copyDst == null) {
+            copySrc = Arena.global().allocate(payloadBytes(), 64);
+            copyDst = Arena.global().allocate(payloadBytes(), 64);
+            copySrc.fill((byte) 1);
+            copyDst.fill((byte) 0);
+        }
+        MemorySegment.copy(copySrc, 0, copyDst, 0, payloadBytes());
+        return copyDst.get(ValueLayout.JAVA_FLOAT, 0);
+    }
+
+    /** HRRYFILE -> Arrow column -> Hurray tensor; returns the sum of every row's first element. */
+    double columnRoundTrip(boolean map) throws IOException {
+        try (HurrayFile f = map ? HurrayFile.map(column) : HurrayFile.open(column); Tensor t = f.read("emb")) {
+            Tensor back;
+            try (FixedShapeTensorVector v = ArrowTensors.toVector(t, "emb", allocator)) {
+                back = ArrowTensors.toTensor(v);
+            }
+            try (back) {
+                MemorySegment s = back.buffer(0);
+                double sum = 0;
+                for (long r = 0; r < rows; r++) {
+                    sum += s.get(ValueLayout.JAVA_FLOAT, r * DIM * 4);
+                }
+                return sum;
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- 2. ipc to stream
+
+    private ByteBuffer rawBuf;
+
+    /** Baseline: the IPC file's payload bytes read into a reused buffer and sent over loopback. */
+    double rawSend() throws Exception {
+        if (rawBuf == null) {
+            rawBuf = ByteBuffer.allocateDirect(1 << 20);
+        }
+        return overLoopback(out -> {
+            long left = payloadBytes();
+            try (FileChannel ch = FileChannel.open(ipc, StandardOpenOption.READ)) {
+                long pos = 0;
+                while (left > 0) {
+                    rawBuf.clear().limit((int) Math.min(rawBuf.capacity(), left));
+                    int n = ch.read(rawBuf, pos);
+                    pos += n;
+                    left -= n;
+                    rawBuf.flip();
+                    while (rawBuf.hasRemaining()) {
+                        out.write(rawBuf);
+                    }
+                }
+            }
+        }, in -> {
+            ByteBuffer b = ByteBuffer.allocateDirect(1 << 20);
+            long got = 0;
+            while (got < payloadBytes()) {
+                b.clear();
+                int n = in.read(b);
+                if (n < 0) {
+                    break;
+                }
+                got += n;
+            }
+            return got;
+        });
+    }
+
+    /**
+     * An Arrow IPC file as a Hurray stream over loopback ({@code named}: the file of name and
+     * tensor columns in 10,000-row batches, one tensor per row; else one batch, one tensor);
+     * returns the payload bytes received. The receiver's buffer pool holds the largest tensor,
+     * as the baseline reuses its buffer.
+     */
+    double ipcToStream(boolean named) throws Exception {
+        return overLoopback(out -> {
+            try (FileChannel ch = FileChannel.open(named ? ipcNamed : ipc, StandardOpenOption.READ);
+                 ArrowFileReader r = new ArrowFileReader(ch, allocator);
+                 // Batching: 100,000 tensors of 3 KiB go out one system call per 64 KiB, as the raw loop's 1 MiB writes do.
+                 Writer w = Writer.of(out, dev.hurray.WriterOptions.defaults().withBatchBytes(dev.hurray.WriterOptions.DEFAULT_BATCH_BYTES))) {
+                ArrowTables.toHurray(r, w);
+            }
+        }, in -> {
+            long got = 0;
+            try (Reader r = Reader.of(in, dev.hurray.ReaderOptions.defaults().withBufferPoolBytes(2 * payloadBytes() + (1 << 20)))) {
+                for (Tensor t : r) {
+                    try (t) {
+                        got += t.descriptor().totalBufferBytes();
+                    }
+                }
+            }
+            return got;
+        });
+    }
+
+    interface Send {
+        void run(SocketChannel out) throws Exception;
+    }
+
+    interface Receive {
+        long run(SocketChannel in) throws Exception;
+    }
+
+    private static double overLoopback(Send send, Receive receive) throws Exception {
+        try (ServerSocketChannel server = ServerSocketChannel.open()) {
+            server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+            Exception[] failed = {null};
+            Thread sender = Thread.ofPlatform().start(() -> {
+                try (SocketChannel out = SocketChannel.open(server.getLocalAddress())) {
+                    send.run(out);
+                } catch (Exception e) {
+                    failed[0] = e;
+                }
+            });
+            long got;
+            try (SocketChannel in = server.accept()) {
+                got = receive.run(in);
+            }
+            sender.join();
+            if (failed[0] != null) {
+                throw failed[0];
+            }
+            return got;
+        }
+    }
+
+    // ---------------------------------------------------------------- 3. lookup
+
+    /** One embedding by name from the HRRYFILE of named tensors; returns its first element. */
+    double hurrayLookup(int i) throws IOException {
+        try (HurrayFile f = HurrayFile.open(named); Tensor t = f.read(name(i))) {
+            return t.buffer(0).get(ValueLayout.JAVA_FLOAT, 0);
+        }
+    }
+
+    /** The same embedding found by scanning the Arrow IPC file's name column batch by batch. */
+    double arrowLookup(int i) throws IOException {
+        byte[] want = name(i).getBytes(StandardCharsets.UTF_8);
+        try (FileChannel ch = FileChannel.open(ipcNamed, StandardOpenOption.READ);
+             ArrowFileReader r = new ArrowFileReader(ch, allocator)) {
+            for (ArrowBlock block : r.getRecordBlocks()) {
+                r.loadRecordBatch(block);
+                VectorSchemaRoot root = r.getVectorSchemaRoot();
+                VarCharVector names = (VarCharVector) root.getVector("name");
+                for (int row = 0; row < root.getRowCount(); row++) {
+                    if (Arrays.equals(names.get(row), want)) {
+                        try (Tensor t = ArrowTensors.row((FixedShapeTensorVector) root.getVector("tensor"), row)) {
+                            return t.buffer(0).get(ValueLayout.JAVA_FLOAT, 0);
+                        }
+                    }
+                }
+            }
+        }
+        throw new IOException(name(i) + " not found");
+    }
+
+    // ---------------------------------------------------------------- harness
+
+    /** Median seconds of {@code rounds} runs, interleaved with the others by the caller. */
+    static double time(Callable<?> c) throws Exception {
+        long t0 = System.nanoTime();
+        c.call();
+        return (System.nanoTime() - t0) / 1e9;
+    }
+
+    static double median(List<Double> v) {
+        double[] a = v.stream().mapToDouble(Double::doubleValue).sorted().toArray();
+        return a[a.length / 2];
+    }
+
+    public static void main(String[] args) throws Exception {
+        int rows = args.length > 0 ? Integer.parseInt(args[0]) : 100_000;
+        int rounds = args.length > 1 ? Integer.parseInt(args[1]) : 7;
+        Path dir = args.length > 2 ? Path.of(args[2]) : Files.createTempDirectory("hurray-arrow-bench");
+        ArrowTensorsBench b = new ArrowTensorsBench(rows, dir);
+        String[] names = {"memcpy", "column map", "column open", "raw loopback", "ipc -> stream", "hrry lookup", "arrow lookup",
+            "named ipc -> stream"};
+        List<List<Double>> times = new ArrayList<>();
+        for (String n : names) {
+            times.add(new ArrayList<>());
+        }
+        int target = rows / 2 + 17 % Math.max(1, rows);
+        for (int round = -1; round < rounds; round++) { // round -1 warms up
+            List<Callable<?>> ops = List.of(b::memcpy, () -> b.columnRoundTrip(true), () -> b.columnRoundTrip(false),
+                    b::rawSend, () -> b.ipcToStream(false), () -> b.hurrayLookup(target), () -> b.arrowLookup(target),
+                    () -> b.ipcToStream(true));
+            for (int k = 0; k < ops.size(); k++) {
+                int j = (k + Math.max(0, round)) % ops.size(); // rotating order
+                double s = time(ops.get(j));
+                if (round >= 0) {
+                    times.get(j).add(s);
+                }
+            }
+        }
+        double gb = b.payloadBytes() / 1e9;
+        double[] m = new double[names.length];
+        for (int i = 0; i < names.length; i++) {
+            m[i] = median(times.get(i));
+        }
+        System.out.printf(Locale.ROOT, "%,d float32[%d] embeddings (%.1f MB), %d rounds, medians%n%n", rows, DIM, gb * 1e3, rounds);
+        System.out.println("| operation | ms | GB/s | vs baseline | baseline |");
+        System.out.println("|---|---:|---:|---:|---|");
+        row(names[0], m[0], gb, 1, "");
+        row("HRRYFILE map -> Arrow column -> tensor", m[1], gb, m[0] / m[1], "memcpy");
+        row("HRRYFILE open -> Arrow column -> tensor", m[2], gb, m[0] / m[2], "memcpy");
+        row(names[3], m[3], gb, 1, "");
+        row("Arrow IPC file (1 batch) -> one Hurray tensor, stream (loopback)", m[4], gb, m[3] / m[4], "raw loopback");
+        row("Arrow IPC file (10,000-row batches, names) -> N tensors, stream (loopback)", m[7], gb, m[3] / m[7], "raw loopback");
+        row("HRRYFILE open + read by name + close", m[5], 0, m[6] / m[5], "arrow lookup (x faster)");
+        row("Arrow IPC file: scan names + convert row", m[6], 0, 1, "");
+        b.allocator.close();
+    }
+
+    private static void row(String name, double s, double gb, double ratio, String base) {
+        System.out.printf(Locale.ROOT, "| %s | %.3f | %s | %s | %s |%n", name, s * 1e3, gb > 0 ? String.format(Locale.ROOT, "%.2f", gb / s) : "",
+                base.isEmpty() ? "" : String.format(Locale.ROOT, "%.2f", ratio), base);
+    }
+
+    /** Closes the allocator (every Arrow buffer must have been released). */
+    void close() {
+        allocator.close();
+    }
+}
