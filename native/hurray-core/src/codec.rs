@@ -545,6 +545,11 @@ fn for_blocks(
     mut decode: impl FnMut(u64, &mut [f32]),
     mut post: impl FnMut(&mut [f32], usize),
 ) {
+    // A tensor without elements has no blocks. The loops below run over outer × axis rows,
+    // which a zero-length inner dimension would leave unbounded by the element count.
+    if out.is_empty() {
+        return;
+    }
     let block = bq.block as usize;
     let (outer, a, inner) = if bq.kind == BlockKind::Nf4 { (1, out.len() as u64, 1) } else { bq.geometry(shape) };
     if inner == 1 {
@@ -795,6 +800,9 @@ pub fn quantize(desc: &TensorDescriptor, input: &[f32], buffers: &mut [&mut [u8]
 
 /// Visits every block: `f(block index, element indices)`.
 fn each_block(bq: &BlockQuant, shape: &Shape, n: usize, mut f: impl FnMut(usize, &mut dyn Iterator<Item = usize>)) {
+    if n == 0 {
+        return;
+    }
     let block = bq.block as usize;
     let (a, inner) = if bq.kind == BlockKind::Nf4 {
         (n, 1)
