@@ -228,6 +228,17 @@ fn stored_param(t: ElementType, v: f32) -> f32 {
     }
 }
 
+/// A vector of `n` default values for scratch memory, or `OutOfMemory`: an allocation that
+/// fails is an error status, never a process abort. Callers size it by memory the caller
+/// already backs (the input, the output or the buffers), never by a declared size alone.
+pub(crate) fn scratch<T: Clone + Default>(n: usize) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n)
+        .map_err(|_| err!(OutOfMemory, "cannot allocate {n} scratch values of {} bytes", std::mem::size_of::<T>()))?;
+    v.resize(n, T::default());
+    Ok(v)
+}
+
 // ---------------------------------------------------------------------------------------------
 // Checks shared by both directions
 
@@ -377,7 +388,8 @@ pub fn dequantize_into(desc: &TensorDescriptor, buffers: &[&[u8]], target: Eleme
             }
         }
         Some(Quantization::Block(_)) => {
-            let mut v = vec![0f32; n];
+            // n floats: at most 4 times the output the caller gave.
+            let mut v = scratch::<f32>(n)?;
             dequantize(desc, buffers, &mut v)?;
             if target == Float32 {
                 for (o, x) in out.chunks_exact_mut(4).zip(&v) {
@@ -752,7 +764,8 @@ pub fn quantize(desc: &TensorDescriptor, input: &[f32], buffers: &mut [&mut [u8]
             // The storage-order channel stride, as dequantize uses (column-major included).
             let (inner, len) = channel_stride(desc, *axis as usize);
             let (inner, len) = (inner as usize, len as usize);
-            let mut amax = vec![0f32; len];
+            // One float per channel: the parameter buffers the caller gave hold 4 bytes each.
+            let mut amax = scratch::<f32>(len)?;
             for (i, v) in input.iter().enumerate() {
                 let c = (i / inner) % len;
                 amax[c] = amax[c].max(v.abs());
@@ -844,12 +857,16 @@ fn quantize_block(
     let w = et.bit_width();
     let (data, params) = buffers.split_at_mut(1);
     let data = &mut data[0][off..];
-    let mut idx: Vec<usize> = Vec::with_capacity(bq.block as usize);
+    // The element indices of one block: never more than the input holds, whatever the
+    // declared block size.
+    let mut idx: Vec<usize> = scratch(0)?;
+    idx.try_reserve_exact((bq.block as usize).min(n))
+        .map_err(|_| err!(OutOfMemory, "cannot allocate block scratch"))?;
     match bq.kind {
         BlockKind::Nf4 => {
             let mids: [f32; 15] = std::array::from_fn(|i| (NF4_CODEBOOK[i] + NF4_CODEBOOK[i + 1]) / 2.0);
             let nb = n.div_ceil(bq.block as usize);
-            let mut absmax = vec![0f32; nb];
+            let mut absmax = scratch::<f32>(nb)?;
             each_block(bq, shape, n, |b, it| absmax[b] = it.map(|i| input[i].abs()).fold(0.0, f32::max));
             // Double quantization replaces each absmax with its stored approximation first,
             // so the codes are chosen against the scale a reader will use.
@@ -1001,7 +1018,12 @@ pub fn quantize_to_vec(
     input: &[f32],
 ) -> Result<(TensorDescriptor, Vec<Vec<u8>>)> {
     let desc = plan(element_type, shape, quantization)?;
-    let mut bufs: Vec<Vec<u8>> = desc.buffers().iter().map(|b| vec![0u8; b.byte_size() as usize]).collect();
+    check_len(&desc, input.len(), "the input")?;
+    let mut bufs = Vec::with_capacity(desc.buffers().len());
+    for b in desc.buffers() {
+        let n = usize::try_from(b.byte_size()).map_err(|_| err!(LimitExceeded, "buffer does not fit this platform"))?;
+        bufs.push(scratch::<u8>(n)?);
+    }
     let mut refs: Vec<&mut [u8]> = bufs.iter_mut().map(|b| b.as_mut_slice()).collect();
     quantize(&desc, input, &mut refs)?;
     Ok((desc, bufs))
@@ -1012,7 +1034,7 @@ pub fn dequantize_to_vec(desc: &TensorDescriptor, buffers: &[&[u8]]) -> Result<V
     let n = usize::try_from(desc.shape().element_count())
         .map_err(|_| err!(LimitExceeded, "element count does not fit this platform"))?;
     check_buffers(desc, buffers.iter().map(|b| b.len()), buffers.len())?;
-    let mut out = vec![0f32; n];
+    let mut out = scratch::<f32>(n)?;
     dequantize(desc, buffers, &mut out)?;
     Ok(out)
 }
