@@ -243,21 +243,25 @@ pub(crate) fn scratch<T: Clone + Default>(n: usize) -> Result<Vec<T>> {
 // Checks shared by both directions
 
 fn check_buffers(desc: &TensorDescriptor, lens: impl Iterator<Item = usize>, count: usize) -> Result<()> {
+    if desc.is_composite_head() {
+        bail!(InvalidArgument, "a composite head has no elements or buffers: (de)quantize its members");
+    }
     let table = desc.buffers();
     if count != table.len() {
         bail!(InvalidArgument, "{count} buffers given for a buffer table of {}", table.len());
     }
+    let overflow = || err!(LimitExceeded, "buffer byte count overflows u64");
     let need = match desc.quantization() {
         Some(Quantization::Block(b)) => {
             let mut v = b.buffer_sizes(desc.element_type(), desc.shape())?;
-            v[0] += desc.byte_offset();
+            v[0] = v[0].checked_add(desc.byte_offset()).ok_or_else(overflow)?;
             v
         }
         _ => {
             let mut v: Vec<u64> = table.iter().map(|b| b.byte_size()).collect();
-            v[0] = desc.byte_offset() + desc.dense_byte_count();
+            v[0] = desc.byte_offset().checked_add(desc.dense_byte_count()).ok_or_else(overflow)?;
             if let Some(Quantization::PerChannelAffine { axis, .. }) = desc.quantization() {
-                let c = desc.shape().dims()[*axis as usize] * 4;
+                let c = desc.shape().dims()[*axis as usize].checked_mul(4).ok_or_else(overflow)?;
                 v[1] = c;
                 v[2] = c;
             }

@@ -7,7 +7,38 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use hurray_core::codec;
-use hurray_core::{BlockQuant, ElementType, ErrorKind, Quantization, Shape};
+use hurray_core::composite;
+use hurray_core::{
+    BlockQuant, BufferHandle, DeviceTag, ElementType, ErrorKind, LayoutDescriptor, Quantization, Shape, SyncMode,
+    TensorDescriptor, DESCRIPTOR_VERSION,
+};
+
+fn cpu(n: u64) -> BufferHandle {
+    BufferHandle::new(n, 64, DeviceTag::Cpu, SyncMode::ProducerSynced).unwrap()
+}
+
+/// A version-1 strided descriptor of `et[dims]` with one buffer of `buffer` bytes.
+fn strided(
+    et: ElementType,
+    dims: &[u64],
+    strides: &[i64],
+    offset: u64,
+    buffer: u64,
+) -> hurray_core::Result<TensorDescriptor> {
+    TensorDescriptor::new(
+        DESCRIPTOR_VERSION,
+        0,
+        et,
+        Shape::new(dims.to_vec()).unwrap(),
+        offset,
+        LayoutDescriptor::Strided(strides.to_vec()),
+        vec![cpu(buffer)],
+        None,
+        None,
+        None,
+        None,
+    )
+}
 
 /// Runs `f` on a thread and fails the test if it has not returned within 20 s (a hang).
 fn within_time<R: Send + 'static>(what: &str, f: impl FnOnce() -> R + Send + 'static) -> R {
@@ -48,4 +79,30 @@ fn block_kinds_without_elements_return_at_once() {
         });
         out.unwrap_or_else(|e| panic!("{}: {e}", bq.kind.name()));
     }
+}
+
+#[test]
+fn a_composite_head_is_refused_not_indexed() {
+    let head = composite::head_descriptor(Some("layer"), vec!["w".into(), "b".into()]).unwrap();
+    let mut out = [0f32; 1];
+    assert_eq!(codec::dequantize(&head, &[], &mut out).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    let mut bytes = [0u8; 8];
+    let e = codec::dequantize_into(&head, &[], ElementType::Float32, &mut bytes).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert_eq!(codec::quantize(&head, &[1.0], &mut []).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(codec::dequantize_to_vec(&head, &[]).unwrap_err().kind(), ErrorKind::InvalidArgument);
+}
+
+#[test]
+fn a_strided_tensor_at_a_huge_offset_is_an_error_not_an_overflow() {
+    // Valid: elements at offset 2^64 − 8 and 4 bytes before it (stride −1).
+    let off = u64::MAX - 7;
+    let d = strided(ElementType::Float32, &[2], &[-1], off, u64::MAX).unwrap();
+    let data = [0u8; 8];
+    let mut out = [0f32; 2];
+    assert!(codec::dequantize(&d, &[&data], &mut out).is_err());
+    let mut bytes = [0u8; 16];
+    assert!(codec::dequantize_into(&d, &[&data], ElementType::Float64, &mut bytes).is_err());
+    let mut w = [0u8; 8];
+    assert!(codec::quantize(&d, &[1.0, 2.0], &mut [&mut w[..]]).is_err());
 }
