@@ -242,10 +242,41 @@ pub(crate) fn scratch<T: Clone + Default>(n: usize) -> Result<Vec<T>> {
 // ---------------------------------------------------------------------------------------------
 // Checks shared by both directions
 
-fn check_buffers(desc: &TensorDescriptor, lens: impl Iterator<Item = usize>, count: usize) -> Result<()> {
+/// Refusals that depend on the descriptor alone (and on the direction), made before any
+/// buffer is looked at, so that a call's status never depends on spare buffer bytes.
+fn check_descriptor(desc: &TensorDescriptor, quantizing: bool) -> Result<()> {
+    use ElementType::*;
     if desc.is_composite_head() {
         bail!(InvalidArgument, "a composite head has no elements or buffers: (de)quantize its members");
     }
+    if matches!(desc.layout(), LayoutDescriptor::Strided(_)) {
+        bail!(Unsupported, "strided tensors cannot be (de)quantized; make them dense first");
+    }
+    let et = desc.element_type();
+    if !quantizing {
+        if matches!(et, Complex64 | Complex128) {
+            bail!(Unsupported, "cannot dequantize {}", et.name());
+        }
+        return Ok(());
+    }
+    match desc.quantization() {
+        Some(Quantization::Block(_)) => Ok(()),
+        Some(Quantization::PerChannelAffine { .. }) if et == Int8 => Ok(()),
+        None | Some(Quantization::Cast { .. }) if matches!(et, Float32 | Float16 | Bfloat16) => Ok(()),
+        None | Some(Quantization::Cast { .. }) if MiniFloat::of(et).is_some() => Ok(()),
+        None | Some(Quantization::Cast { .. }) => bail!(Unsupported, "cannot quantize float32 to plain {}", et.name()),
+        Some(q) => bail!(Unsupported, "quantizing to kind {} with {} is not supported", q.code(), et.name()),
+    }
+}
+
+/// [`check_descriptor`], then the caller's buffers against what the descriptor needs.
+fn check_buffers(
+    desc: &TensorDescriptor,
+    quantizing: bool,
+    lens: impl Iterator<Item = usize>,
+    count: usize,
+) -> Result<()> {
+    check_descriptor(desc, quantizing)?;
     let table = desc.buffers();
     if count != table.len() {
         bail!(InvalidArgument, "{count} buffers given for a buffer table of {}", table.len());
@@ -272,9 +303,6 @@ fn check_buffers(desc: &TensorDescriptor, lens: impl Iterator<Item = usize>, cou
         if (len as u64) < need {
             bail!(BufferTooSmall, "buffer {i} has {len} bytes, the descriptor needs {need}");
         }
-    }
-    if matches!(desc.layout(), LayoutDescriptor::Strided(_)) {
-        bail!(Unsupported, "strided tensors cannot be (de)quantized; make them dense first");
     }
     Ok(())
 }
@@ -303,7 +331,7 @@ fn check_len(desc: &TensorDescriptor, len: usize, what: &str) -> Result<usize> {
 /// `0xFF`), `BufferTooSmall` (a slice shorter than the descriptor needs), `Unsupported`
 /// (complex types, strided layouts). Never panics on any input that passes these checks.
 pub fn dequantize(desc: &TensorDescriptor, buffers: &[&[u8]], out: &mut [f32]) -> Result<()> {
-    check_buffers(desc, buffers.iter().map(|b| b.len()), buffers.len())?;
+    check_buffers(desc, false, buffers.iter().map(|b| b.len()), buffers.len())?;
     let n = check_len(desc, out.len(), "the output")? as u64;
     let et = desc.element_type();
     let off = desc.byte_offset() as usize;
@@ -366,7 +394,7 @@ pub fn dequantize_into(desc: &TensorDescriptor, buffers: &[&[u8]], target: Eleme
             target.name()
         );
     }
-    check_buffers(desc, buffers.iter().map(|b| b.len()), buffers.len())?;
+    check_buffers(desc, false, buffers.iter().map(|b| b.len()), buffers.len())?;
     let n = desc.shape().element_count();
     let need = target.bytes_for(n).ok_or_else(|| err!(LimitExceeded, "output byte count overflows"))?;
     if (out.len() as u64) < need {
@@ -750,7 +778,7 @@ pub fn plan(element_type: ElementType, shape: Shape, quantization: Option<Quanti
 /// input for a kind that cannot carry it), `BufferTooSmall`, `Unsupported` (other
 /// combinations).
 pub fn quantize(desc: &TensorDescriptor, input: &[f32], buffers: &mut [&mut [u8]]) -> Result<()> {
-    check_buffers(desc, buffers.iter().map(|b| b.len()), buffers.len())?;
+    check_buffers(desc, true, buffers.iter().map(|b| b.len()), buffers.len())?;
     let n = check_len(desc, input.len(), "the input")?;
     for b in buffers.iter_mut() {
         b.fill(0);
@@ -1037,7 +1065,7 @@ pub fn quantize_to_vec(
 pub fn dequantize_to_vec(desc: &TensorDescriptor, buffers: &[&[u8]]) -> Result<Vec<f32>> {
     let n = usize::try_from(desc.shape().element_count())
         .map_err(|_| err!(LimitExceeded, "element count does not fit this platform"))?;
-    check_buffers(desc, buffers.iter().map(|b| b.len()), buffers.len())?;
+    check_buffers(desc, false, buffers.iter().map(|b| b.len()), buffers.len())?;
     let mut out = scratch::<f32>(n)?;
     dequantize(desc, buffers, &mut out)?;
     Ok(out)

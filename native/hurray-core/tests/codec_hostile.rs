@@ -100,9 +100,39 @@ fn a_strided_tensor_at_a_huge_offset_is_an_error_not_an_overflow() {
     let d = strided(ElementType::Float32, &[2], &[-1], off, u64::MAX).unwrap();
     let data = [0u8; 8];
     let mut out = [0f32; 2];
-    assert!(codec::dequantize(&d, &[&data], &mut out).is_err());
+    assert_eq!(codec::dequantize(&d, &[&data], &mut out).unwrap_err().kind(), ErrorKind::Unsupported);
     let mut bytes = [0u8; 16];
-    assert!(codec::dequantize_into(&d, &[&data], ElementType::Float64, &mut bytes).is_err());
+    let e = codec::dequantize_into(&d, &[&data], ElementType::Float64, &mut bytes).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported);
     let mut w = [0u8; 8];
-    assert!(codec::quantize(&d, &[1.0, 2.0], &mut [&mut w[..]]).is_err());
+    assert_eq!(codec::quantize(&d, &[1.0, 2.0], &mut [&mut w[..]]).unwrap_err().kind(), ErrorKind::Unsupported);
+}
+
+#[test]
+fn the_status_depends_on_the_descriptor_not_on_spare_buffer_bytes() {
+    // Elements at bytes 4 and 0 (offset 4, stride −1): the exact buffer is 8 bytes.
+    let d = strided(ElementType::Float32, &[2], &[-1], 4, 8).unwrap();
+    for len in [0usize, 8, 12, 64] {
+        let data = vec![0u8; len];
+        let mut out = [0f32; 2];
+        assert_eq!(codec::dequantize(&d, &[&data], &mut out).unwrap_err().kind(), ErrorKind::Unsupported, "{len}");
+        let mut bytes = [0u8; 8];
+        let e = codec::dequantize_into(&d, &[&data], ElementType::Float32, &mut bytes).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Unsupported, "{len}");
+        let mut w = vec![0u8; len];
+        let e = codec::quantize(&d, &[1.0, 2.0], &mut [&mut w[..]]).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Unsupported, "{len}");
+    }
+    // Complex elements cannot be dequantized, and int32 cannot be quantized to, whatever
+    // the buffers hold.
+    let c = TensorDescriptor::dense(ElementType::Complex64, Shape::new(vec![2]).unwrap()).unwrap();
+    let i = TensorDescriptor::dense(ElementType::Int32, Shape::new(vec![2]).unwrap()).unwrap();
+    for len in [0usize, 16] {
+        let data = vec![0u8; len];
+        let mut out = [0f32; 2];
+        assert_eq!(codec::dequantize(&c, &[&data], &mut out).unwrap_err().kind(), ErrorKind::Unsupported, "{len}");
+        let mut w = vec![0u8; len];
+        let e = codec::quantize(&i, &[1.0, 2.0], &mut [&mut w[..]]).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Unsupported, "{len}");
+    }
 }

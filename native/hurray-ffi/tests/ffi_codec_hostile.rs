@@ -36,3 +36,31 @@ fn a_composite_head_gets_invalid_argument_from_every_codec_call() {
     // SAFETY: `d` is the live descriptor decoded above, destroyed once.
     expect(unsafe { hurray_descriptor_destroy(d) }, HURRAY_OK);
 }
+
+#[test]
+fn a_strided_tensor_is_unsupported_with_exact_buffers_and_with_slack() {
+    use hurray_core::{BufferHandle, DeviceTag, ElementType, LayoutDescriptor, Shape, SyncMode, TensorDescriptor};
+    // float32 [2] at offset 4 with stride −1: elements at bytes 4 and 0, buffer of exactly 8.
+    let core = TensorDescriptor::new(
+        hurray_core::DESCRIPTOR_VERSION,
+        0,
+        ElementType::Float32,
+        Shape::new(vec![2]).unwrap(),
+        4,
+        LayoutDescriptor::Strided(vec![-1]),
+        vec![BufferHandle::new(8, 64, DeviceTag::Cpu, SyncMode::ProducerSynced).unwrap()],
+        None,
+        None,
+        None,
+        None,
+    )
+    .unwrap();
+    let d = decode(&core.encode().unwrap());
+    for len in [8usize, 12] {
+        let data = vec![0u8; len];
+        let mut out = [0u8; 8];
+        expect(dequantize_to(d, &[&data], HURRAY_DTYPE_FLOAT32, &mut out), HURRAY_ERR_UNSUPPORTED);
+    }
+    // SAFETY: `d` is the live descriptor decoded above, destroyed once.
+    expect(unsafe { hurray_descriptor_destroy(d) }, HURRAY_OK);
+}
