@@ -5,10 +5,14 @@
 //! Both work on the buffer table of a validated [`TensorDescriptor`]: `buffers[i]` holds the
 //! bytes of table entry *i* (buffer 0 from its start, the descriptor's byte offset applies).
 //! Elements are produced and consumed in storage order (row-major or column-major, as the
-//! layout says); strided layouts are `Unsupported`. Scratch memory per call: the 256-entry
-//! decode tables, one float per channel for per-channel quantization, and, only in
-//! [`dequantize_into`] for a block kind with a target other than float32, a float32 copy of the
-//! whole tensor (4 bytes per element: up to 4 times the output, for an 8-bit target).
+//! layout says); strided layouts are `Unsupported`. Sparse and block-paged tensors
+//! dequantize to their dense form (densify or gather, then the plain tensor); quantize
+//! writes dense tensors only. Scratch memory per call: the 256-entry decode tables, one float
+//! per channel for per-channel quantization, and, only in [`dequantize_into`] for a block kind
+//! with a target other than float32, a float32 copy of the whole tensor (4 bytes per element:
+//! up to 4 times the output, for an 8-bit target); for a sparse or paged tensor, its dense
+//! element bytes (up to 8 per output element). Scratch is sized by the caller's memory, never
+//! by a declared size alone, and a failed allocation is `OutOfMemory`.
 
 use crate::descriptor::{Quantization, TensorDescriptor};
 use crate::error::{bail, err, Result};
@@ -259,6 +263,13 @@ fn check_descriptor(desc: &TensorDescriptor, quantizing: bool) -> Result<()> {
         }
         return Ok(());
     }
+    if desc.sparse().is_some() || desc.paging().is_some() {
+        bail!(
+            Unsupported,
+            "quantize writes dense tensors, not {}: plan a dense descriptor and quantize the dense values",
+            desc.layout().name()
+        );
+    }
     match desc.quantization() {
         Some(Quantization::Block(_)) => Ok(()),
         Some(Quantization::PerChannelAffine { .. }) if et == Int8 => Ok(()),
@@ -288,6 +299,8 @@ fn check_buffers(
             v[0] = v[0].checked_add(desc.byte_offset()).ok_or_else(overflow)?;
             v
         }
+        // Sparse and paged buffers are read as a whole (values, indices, pages, page table).
+        _ if desc.sparse().is_some() || desc.paging().is_some() => table.iter().map(|b| b.byte_size()).collect(),
         _ => {
             let mut v: Vec<u64> = table.iter().map(|b| b.byte_size()).collect();
             v[0] = desc.byte_offset().checked_add(desc.dense_byte_count()).ok_or_else(overflow)?;
@@ -305,6 +318,26 @@ fn check_buffers(
         }
     }
     Ok(())
+}
+
+/// For a sparse or block-paged tensor, its dense row-major form (by [`crate::sparse::densify`]
+/// or [`crate::paged::gather`]) and a plain descriptor of it, so that dequantize agrees with
+/// them by construction; `None` for the other layouts. The copy holds at most 8 bytes per
+/// element of the output the caller gave, and its allocation failing is `OutOfMemory`.
+fn dense_form(desc: &TensorDescriptor, buffers: &[&[u8]]) -> Result<Option<(TensorDescriptor, Vec<u8>)>> {
+    let expand: fn(&TensorDescriptor, &[&[u8]], &mut [u8]) -> Result<()> = if desc.sparse().is_some() {
+        crate::sparse::densify
+    } else if desc.paging().is_some() {
+        crate::paged::gather
+    } else {
+        return Ok(None);
+    };
+    let plain = TensorDescriptor::dense(desc.element_type(), desc.shape().clone())?;
+    let n = usize::try_from(plain.dense_byte_count())
+        .map_err(|_| err!(LimitExceeded, "the dense form does not fit this platform"))?;
+    let mut dense = scratch::<u8>(n)?;
+    expand(desc, buffers, &mut dense)?;
+    Ok(Some((plain, dense)))
 }
 
 fn check_len(desc: &TensorDescriptor, len: usize, what: &str) -> Result<usize> {
@@ -327,12 +360,19 @@ fn check_len(desc: &TensorDescriptor, len: usize, what: &str) -> Result<usize> {
 /// and rounded once to float32; cast is the exact conversion; the block kinds follow
 /// docs/spec/descriptor.md §Block quantization kinds, in float32.
 ///
+/// A sparse or block-paged tensor gives its logical shape in row-major order: exactly
+/// [`crate::sparse::densify`] or [`crate::paged::gather`], then the plain tensor.
+///
 /// Errors: `InvalidArgument` (buffer count, `out.len()` ≠ element count, a NaN E8M0 scale
-/// `0xFF`), `BufferTooSmall` (a slice shorter than the descriptor needs), `Unsupported`
-/// (complex types, strided layouts). Never panics on any input that passes these checks.
+/// `0xFF`, a composite head), `BufferTooSmall` (a slice shorter than the descriptor needs),
+/// `Unsupported` (complex types, strided layouts), `Corrupt` (sparse indices, page table).
+/// Refusals that depend on the descriptor alone come first. Never panics.
 pub fn dequantize(desc: &TensorDescriptor, buffers: &[&[u8]], out: &mut [f32]) -> Result<()> {
     check_buffers(desc, false, buffers.iter().map(|b| b.len()), buffers.len())?;
     let n = check_len(desc, out.len(), "the output")? as u64;
+    if let Some((plain, dense)) = dense_form(desc, buffers)? {
+        return dequantize(&plain, &[&dense], out);
+    }
     let et = desc.element_type();
     let off = desc.byte_offset() as usize;
     let data = &buffers[0][off..];
@@ -401,6 +441,9 @@ pub fn dequantize_into(desc: &TensorDescriptor, buffers: &[&[u8]], target: Eleme
         bail!(BufferTooSmall, "the output has {} bytes, {n} {} elements need {need}", out.len(), target.name());
     }
     let n = usize::try_from(n).map_err(|_| err!(LimitExceeded, "element count does not fit this platform"))?;
+    if let Some((plain, dense)) = dense_form(desc, buffers)? {
+        return dequantize_into(&plain, &[&dense], target, out);
+    }
     let out = &mut out[..need as usize];
     let et = desc.element_type();
     let data = &buffers[0][desc.byte_offset() as usize..];
@@ -775,8 +818,8 @@ pub fn plan(element_type: ElementType, shape: Shape, quantization: Option<Quanti
 /// `scale[c] = amax_c / 127`, bias 0); and plain or cast descriptors of a float element type
 /// (round to nearest even; minifloats saturate). Rules per kind are in docs/spec/descriptor.md
 /// §Quantization. Errors: `InvalidArgument` (length or buffer count mismatch, a non-finite
-/// input for a kind that cannot carry it), `BufferTooSmall`, `Unsupported` (other
-/// combinations).
+/// input for a kind that cannot carry it, a composite head), `BufferTooSmall`, `Unsupported`
+/// (sparse, paged and strided layouts, other combinations), the descriptor's refusals first.
 pub fn quantize(desc: &TensorDescriptor, input: &[f32], buffers: &mut [&mut [u8]]) -> Result<()> {
     check_buffers(desc, true, buffers.iter().map(|b| b.len()), buffers.len())?;
     let n = check_len(desc, input.len(), "the input")?;

@@ -8,9 +8,11 @@ use std::time::Duration;
 
 use hurray_core::codec;
 use hurray_core::composite;
+use hurray_core::paged::{self, PagingInfo};
+use hurray_core::sparse::{self, IndexType, SparseInfo};
 use hurray_core::{
     BlockQuant, BufferHandle, DeviceTag, ElementType, ErrorKind, LayoutDescriptor, Quantization, Shape, SyncMode,
-    TensorDescriptor, DESCRIPTOR_VERSION,
+    TensorDescriptor, DESCRIPTOR_VERSION, DESCRIPTOR_VERSION_2,
 };
 
 fn cpu(n: u64) -> BufferHandle {
@@ -135,4 +137,117 @@ fn the_status_depends_on_the_descriptor_not_on_spare_buffer_bytes() {
         let e = codec::quantize(&i, &[1.0, 2.0], &mut [&mut w[..]]).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Unsupported, "{len}");
     }
+}
+
+fn v2(
+    et: ElementType,
+    dims: &[u64],
+    layout: LayoutDescriptor,
+    bufs: &[&[u8]],
+    sparse: Option<SparseInfo>,
+    paging: Option<PagingInfo>,
+) -> TensorDescriptor {
+    let handles = bufs.iter().map(|b| cpu(b.len() as u64)).collect();
+    let shape = Shape::new(dims.to_vec()).unwrap();
+    TensorDescriptor::new(DESCRIPTOR_VERSION_2, 0, et, shape, 0, layout, handles, None, sparse, paging, None).unwrap()
+}
+
+fn le<T: Copy, const N: usize>(v: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
+    v.iter().flat_map(|&x| f(x)).collect()
+}
+
+/// Dequantize (both entry points) of `d` must equal dequantize of its dense form `dense`.
+fn agrees_with_dense_form(d: &TensorDescriptor, bufs: &[&[u8]], dense: &[u8]) -> Vec<f32> {
+    let plain = TensorDescriptor::dense(d.element_type(), d.shape().clone()).unwrap();
+    let want = codec::dequantize_to_vec(&plain, &[dense]).unwrap();
+    let got = codec::dequantize_to_vec(d, bufs).unwrap();
+    assert_eq!(got, want, "dequantize of {} != dequantize of its dense form", d.layout().name());
+    for target in [ElementType::Float64, ElementType::Int16, ElementType::Float16] {
+        let w = (target.bit_width() / 8) as usize * want.len();
+        let (mut a, mut b) = (vec![0u8; w], vec![0u8; w]);
+        codec::dequantize_into(d, bufs, target, &mut a).unwrap();
+        codec::dequantize_into(&plain, &[dense], target, &mut b).unwrap();
+        assert_eq!(a, b, "dequantize_into {} of {}", target.name(), d.layout().name());
+    }
+    got
+}
+
+#[test]
+fn dequantize_of_a_paged_tensor_follows_the_page_table() {
+    // Four rows, one per page, stored as pages 0..3 holding 0, 1, 2, 3; the table says logical
+    // row b lives in page [2, 3, 0, 1][b], so the tensor is 2 3 0 1 (not storage order).
+    let pages = le(&[0f32, 1.0, 2.0, 3.0], f32::to_le_bytes);
+    let table = le(&[2i32, 3, 0, 1], i32::to_le_bytes);
+    let d = v2(
+        ElementType::Float32,
+        &[4, 1],
+        LayoutDescriptor::BlockPaged,
+        &[&pages, &table],
+        None,
+        Some(PagingInfo::new(IndexType::Int32, 1, 4, 4)),
+    );
+    let mut dense = vec![0u8; 16];
+    paged::gather(&d, &[&pages, &table], &mut dense).unwrap();
+    assert_eq!(agrees_with_dense_form(&d, &[&pages, &table], &dense), [2.0, 3.0, 0.0, 1.0]);
+    // Shared pages, a partly used last page, int16 elements.
+    let pages = le(&[1i16, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12], i16::to_le_bytes);
+    let table = le(&[1i64, 1, 0], i64::to_le_bytes);
+    let d = v2(
+        ElementType::Int16,
+        &[5, 2],
+        LayoutDescriptor::BlockPaged,
+        &[&pages, &table],
+        None,
+        Some(PagingInfo::new(IndexType::Int64, 2, 3, 3)),
+    );
+    let mut dense = vec![0u8; 20];
+    paged::gather(&d, &[&pages, &table], &mut dense).unwrap();
+    let got = agrees_with_dense_form(&d, &[&pages, &table], &dense);
+    assert_eq!(got, [5.0, 6.0, 7.0, 8.0, 5.0, 6.0, 7.0, 8.0, 1.0, 2.0]);
+}
+
+#[test]
+fn dequantize_of_a_sparse_tensor_is_its_dense_form() {
+    // CSR [[0, 7], [0, 0], [5, 0]]: nnz 2 of 6 elements; dequantize was sized as if dense.
+    let vals = le(&[7f32, 5.0], f32::to_le_bytes);
+    let ptr = le(&[0i32, 1, 1, 2], i32::to_le_bytes);
+    let idx = le(&[1i32, 0], i32::to_le_bytes);
+    let bufs: [&[u8]; 3] = [&vals, &ptr, &idx];
+    let d = v2(
+        ElementType::Float32,
+        &[3, 2],
+        LayoutDescriptor::Csr,
+        &bufs,
+        Some(SparseInfo::new(IndexType::Int32, 2, true)),
+        None,
+    );
+    let mut dense = vec![0u8; 24];
+    sparse::densify(&d, &bufs, &mut dense).unwrap();
+    assert_eq!(agrees_with_dense_form(&d, &bufs, &dense), [0.0, 7.0, 0.0, 0.0, 5.0, 0.0]);
+    // The values buffer alone is 8 bytes: dense-sized slack must not be needed.
+    let mut out = [0f32; 6];
+    codec::dequantize(&d, &bufs, &mut out).unwrap();
+    // Non-canonical COO int8 with a duplicate: summed in int8 (wrapping), as densify does.
+    let vals = [100u8, 100, 3];
+    let coords = le(&[0i64, 0, 2, 1, 1, 0], i64::to_le_bytes); // rows then columns
+    let bufs: [&[u8]; 2] = [&vals, &coords];
+    let d = v2(
+        ElementType::Int8,
+        &[3, 2],
+        LayoutDescriptor::Coo,
+        &bufs,
+        Some(SparseInfo::new(IndexType::Int64, 3, false)),
+        None,
+    );
+    let mut dense = vec![0u8; 6];
+    sparse::densify(&d, &bufs, &mut dense).unwrap();
+    assert_eq!(agrees_with_dense_form(&d, &bufs, &dense), [0.0, -56.0, 0.0, 0.0, 3.0, 0.0]);
+    // A bad index is the densify error, not a value.
+    let bad = le(&[0i64, 0, 9, 1, 1, 0], i64::to_le_bytes);
+    let mut out = [0f32; 6];
+    assert_eq!(codec::dequantize(&d, &[&vals, &bad], &mut out).unwrap_err().kind(), ErrorKind::Corrupt);
+    // Quantize writes dense tensors only.
+    let (mut a, mut b) = (vec![0u8; 3], vec![0u8; 48]);
+    let e = codec::quantize(&d, &[0.0; 6], &mut [&mut a[..], &mut b[..]]).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported);
 }
