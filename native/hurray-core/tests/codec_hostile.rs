@@ -251,3 +251,62 @@ fn dequantize_of_a_sparse_tensor_is_its_dense_form() {
     let e = codec::quantize(&d, &[0.0; 6], &mut [&mut a[..], &mut b[..]]).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Unsupported);
 }
+
+#[test]
+fn element_bytes_overflowing_u64_are_refused_on_every_layout() {
+    // float32 COO of 2^62 elements (2^64 bytes dense) with nothing stored.
+    let e = TensorDescriptor::new(
+        DESCRIPTOR_VERSION_2,
+        0,
+        ElementType::Float32,
+        Shape::new(vec![1 << 62]).unwrap(),
+        0,
+        LayoutDescriptor::Coo,
+        vec![cpu(0), cpu(0)],
+        None,
+        Some(SparseInfo::new(IndexType::Int64, 0, true)),
+        None,
+        None,
+    )
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidShape);
+    // float64 paged of 2^62 rows (2^65 bytes): one page of 2^31 rows that all 2^31 page-table
+    // entries share (both buffers 16 GiB, so the descriptor is otherwise consistent).
+    let e = TensorDescriptor::new(
+        DESCRIPTOR_VERSION_2,
+        0,
+        ElementType::Float64,
+        Shape::new(vec![1 << 62, 1]).unwrap(),
+        0,
+        LayoutDescriptor::BlockPaged,
+        vec![cpu(8 << 31), cpu(8 << 31)],
+        None,
+        None,
+        Some(PagingInfo::new(IndexType::Int64, 1 << 31, 1 << 31, 1)),
+        None,
+    )
+    .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidShape);
+    // The same through the decoder: 2^61 float32 elements (2^63 bytes) decode; with the
+    // dimension patched to 2^62 the decoder refuses the descriptor.
+    let ok = TensorDescriptor::new(
+        DESCRIPTOR_VERSION_2,
+        0,
+        ElementType::Float32,
+        Shape::new(vec![1 << 61]).unwrap(),
+        0,
+        LayoutDescriptor::Coo,
+        vec![cpu(0), cpu(0)],
+        None,
+        Some(SparseInfo::new(IndexType::Int64, 0, true)),
+        None,
+        None,
+    )
+    .unwrap();
+    let mut bytes = ok.encode().unwrap();
+    assert!(TensorDescriptor::decode(&bytes).is_ok());
+    // Dimension 0 is the first u64 after the 24-byte fixed header.
+    assert_eq!(bytes[24..32], (1u64 << 61).to_le_bytes());
+    bytes[24..32].copy_from_slice(&(1u64 << 62).to_le_bytes());
+    assert_eq!(TensorDescriptor::decode(&bytes).unwrap_err().kind(), ErrorKind::InvalidShape);
+}
