@@ -261,6 +261,9 @@ fn check_descriptor(desc: &TensorDescriptor, quantizing: bool) -> Result<()> {
         if matches!(et, Complex64 | Complex128) {
             bail!(Unsupported, "cannot dequantize {}", et.name());
         }
+        if desc.sparse().is_some() {
+            crate::sparse::densify_supported(desc)?;
+        }
         return Ok(());
     }
     if desc.sparse().is_some() || desc.paging().is_some() {

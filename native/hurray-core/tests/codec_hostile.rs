@@ -310,3 +310,25 @@ fn element_bytes_overflowing_u64_are_refused_on_every_layout() {
     bytes[24..32].copy_from_slice(&(1u64 << 62).to_le_bytes());
     assert_eq!(TensorDescriptor::decode(&bytes).unwrap_err().kind(), ErrorKind::InvalidShape);
 }
+
+#[test]
+fn a_sparse_tensor_densify_cannot_sum_is_unsupported_whatever_its_buffers() {
+    // Non-canonical float16 COO: duplicates would need float16 addition.
+    let vals = [0u8; 4];
+    let coords = le(&[0i32, 1], i32::to_le_bytes);
+    let d = v2(
+        ElementType::Float16,
+        &[4],
+        LayoutDescriptor::Coo,
+        &[&vals, &coords],
+        Some(SparseInfo::new(IndexType::Int32, 2, false)),
+        None,
+    );
+    for cut in [0usize, 1, 4] {
+        let (v, c) = (&vals[..4 - cut.min(4)], &coords[..8 - cut]);
+        let mut out = [0f32; 4];
+        assert_eq!(codec::dequantize(&d, &[v, c], &mut out).unwrap_err().kind(), ErrorKind::Unsupported, "{cut}");
+        let mut dense = [0u8; 8];
+        assert_eq!(sparse::densify(&d, &[v, c], &mut dense).unwrap_err().kind(), ErrorKind::Unsupported, "{cut}");
+    }
+}
