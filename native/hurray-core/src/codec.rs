@@ -328,18 +328,19 @@ fn check_buffers(
 /// them by construction; `None` for the other layouts. The copy holds at most 8 bytes per
 /// element of the output the caller gave, and its allocation failing is `OutOfMemory`.
 fn dense_form(desc: &TensorDescriptor, buffers: &[&[u8]]) -> Result<Option<(TensorDescriptor, Vec<u8>)>> {
-    let expand: fn(&TensorDescriptor, &[&[u8]], &mut [u8]) -> Result<()> = if desc.sparse().is_some() {
-        crate::sparse::densify
-    } else if desc.paging().is_some() {
-        crate::paged::gather
-    } else {
+    let sparse = desc.sparse().is_some();
+    if !sparse && desc.paging().is_none() {
         return Ok(None);
-    };
+    }
     let plain = TensorDescriptor::dense(desc.element_type(), desc.shape().clone())?;
     let n = usize::try_from(plain.dense_byte_count())
         .map_err(|_| err!(LimitExceeded, "the dense form does not fit this platform"))?;
     let mut dense = scratch::<u8>(n)?;
-    expand(desc, buffers, &mut dense)?;
+    if sparse {
+        crate::sparse::densify(desc, buffers, &mut dense)?;
+    } else {
+        crate::paged::gather(desc, buffers, &mut dense)?;
+    }
     Ok(Some((plain, dense)))
 }
 
