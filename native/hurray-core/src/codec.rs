@@ -938,7 +938,7 @@ fn quantize_block(
     let data = &mut data[0][off..];
     // The element indices of one block: never more than the input holds, whatever the
     // declared block size.
-    let mut idx: Vec<usize> = scratch(0)?;
+    let mut idx: Vec<usize> = Vec::new();
     idx.try_reserve_exact((bq.block as usize).min(n))
         .map_err(|_| err!(OutOfMemory, "cannot allocate block scratch"))?;
     match bq.kind {
