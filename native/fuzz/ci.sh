@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The build's reliability hook (native/pom.xml, phase verify), for CI: the C tests under
 # ASan/UBSan/LSan and valgrind (src/c/sanitize.sh, ~1 min), then every fuzz target for
-# $HURRAY_FUZZ_SECONDS seconds each (.ci/run sets 40: about 4.5 minutes in all with the builds).
+# $HURRAY_FUZZ_SECONDS seconds each (.ci/run sets 40: about 5 minutes in all with the builds).
 # Unset or 0, as for a developer's `./mvnw verify`, it does nothing.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

@@ -6,6 +6,12 @@
  *    (docs/spec/stream.md §Decoding and encoding without a transport);
  *  - assembled view (hurray_decoder_next_item) fed the same pieces never panics, returns each
  *    item once, and its final status is sticky (asking again gives it again);
+ *  - the assembled view does not depend on the pieces (same items, digest and status as one
+ *    whole-input run) and equals the callback reader's assembled view (hurray_reader_next_item);
+ *  - flattened in preorder (head, then members), its items are the flat view's tensors: when
+ *    the flat view reaches the end of the stream the assembled view does too with the same
+ *    digest, or refuses a malformed composite (CORRUPT, TRUNCATED, LIMIT_EXCEEDED); when the
+ *    flat view fails, the assembled view fails the same way or on a composite rule first;
  *  - every error is sticky in the flat view too, and the decoder asks for at least 1 byte. */
 #include "fuzz_common.h"
 
@@ -14,6 +20,44 @@ typedef struct {
     HurrayStatus end;
     size_t tensors;
 } Run;
+
+/* Digest of an assembled composite in preorder, as the flat view digests its descriptors:
+ * the head (no buffers), then each member. Counts every descriptor in `*count`. */
+static void digest_composite(Digest *d, const HurrayComposite *c, size_t *count) {
+    HurrayDescriptor *head = NULL;
+    FUZZ_CHECK(hurray_composite_head(c, &head) == HURRAY_OK);
+    const uint8_t *enc = NULL;
+    size_t enc_len = 0;
+    FUZZ_CHECK(hurray_descriptor_encoded(head, &enc, &enc_len) == HURRAY_OK);
+    digest_u64(d, enc_len);
+    digest_bytes(d, enc, enc_len);
+    (*count)++;
+    size_t n = 0;
+    FUZZ_CHECK(hurray_composite_member_count(c, &n) == HURRAY_OK && n >= 1);
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *role = NULL;
+        size_t role_len = 0;
+        HurrayTensor *t = NULL;
+        HurrayComposite *sub = NULL;
+        FUZZ_CHECK(hurray_composite_member(c, i, &role, &role_len, &t, &sub) == HURRAY_OK);
+        FUZZ_CHECK((t == NULL) != (sub == NULL));
+        if (t) {
+            digest_tensor(d, t);
+            (*count)++;
+        } else {
+            digest_composite(d, sub, count);
+        }
+    }
+    size_t role_len = 0;
+    const uint8_t *role = NULL;
+    HurrayTensor *t = NULL;
+    HurrayComposite *sub = NULL;
+    FUZZ_CHECK(hurray_composite_member(c, n, &role, &role_len, &t, &sub) == HURRAY_ERR_INVALID_ARGUMENT);
+}
+
+static int composite_error(HurrayStatus s) {
+    return s == HURRAY_ERR_CORRUPT || s == HURRAY_ERR_TRUNCATED || s == HURRAY_ERR_LIMIT_EXCEEDED;
+}
 
 static HurrayReaderOptions limits(void) {
     HurrayReaderOptions o;
@@ -43,6 +87,39 @@ static Run reference(const uint8_t *bytes, size_t len) {
         digest_tensor(&run.digest, tensor);
         run.tensors++;
         FUZZ_CHECK(hurray_tensor_destroy(&tensor) == HURRAY_OK);
+    }
+    FUZZ_CHECK(hurray_reader_destroy(&r) == HURRAY_OK);
+    return run;
+}
+
+/* The callback reader's assembled view over the whole input. */
+static Run reference_items(const uint8_t *bytes, size_t len) {
+    Source src = {.bytes = bytes, .len = len, .chunk_scale = 37};
+    HurrayTransport t = {.ctx = &src, .read = source_read};
+    HurrayReaderOptions o = limits();
+    HurrayReader *r = NULL;
+    FUZZ_CHECK(hurray_reader_new(&t, &o, &r) == HURRAY_OK);
+    Run run = {.tensors = 0};
+    digest_init(&run.digest);
+    for (;;) {
+        HurrayTensor *tensor = NULL;
+        HurrayComposite *c = NULL;
+        HurrayStatus s = hurray_reader_next_item(r, &tensor, &c);
+        FUZZ_NO_PANIC(s);
+        if (s != HURRAY_OK) {
+            FUZZ_CHECK(tensor == NULL && c == NULL);
+            run.end = s;
+            break;
+        }
+        FUZZ_CHECK((tensor == NULL) != (c == NULL));
+        if (tensor) {
+            digest_tensor(&run.digest, tensor);
+            run.tensors++;
+            FUZZ_CHECK(hurray_tensor_destroy(&tensor) == HURRAY_OK);
+        } else {
+            digest_composite(&run.digest, c, &run.tensors);
+            FUZZ_CHECK(hurray_composite_destroy(&c) == HURRAY_OK);
+        }
     }
     FUZZ_CHECK(hurray_reader_destroy(&r) == HURRAY_OK);
     return run;
@@ -94,7 +171,7 @@ static Run decode(const uint8_t *bytes, size_t len, const uint8_t *plan, size_t 
         }
         if (c != NULL) {
             FUZZ_CHECK(items && r.tensor == NULL);
-            run.tensors++;
+            digest_composite(&run.digest, c, &run.tensors);
             FUZZ_CHECK(hurray_composite_destroy(&c) == HURRAY_OK);
             continue;
         }
@@ -103,7 +180,7 @@ static Run decode(const uint8_t *bytes, size_t len, const uint8_t *plan, size_t 
         for (size_t i = 0; i < r.fields.buffer_count; i++) {
             FUZZ_CHECK(((uintptr_t)b[i].data % b[i].spec.alignment) == 0);
         }
-        if (!items) digest_tensor(&run.digest, r.tensor);
+        digest_tensor(&run.digest, r.tensor);
         run.tensors++;
         FUZZ_CHECK(hurray_tensor_destroy(&r.tensor) == HURRAY_OK);
     }
@@ -126,5 +203,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     Run assembled = decode(stream, len, plan, plan_len, 1);
     /* Every item is at most as many tensors as the flat view saw. */
     FUZZ_CHECK(assembled.tensors <= ref.tensors);
+    Run whole = decode(stream, len, NULL, 0, 1);
+    FUZZ_CHECK(whole.end == assembled.end && whole.tensors == assembled.tensors &&
+               whole.digest.h == assembled.digest.h);
+    Run ref_items = reference_items(stream, len);
+    FUZZ_CHECK(ref_items.end == assembled.end && ref_items.tensors == assembled.tensors &&
+               ref_items.digest.h == assembled.digest.h);
+    if (ref.end == HURRAY_END_OF_STREAM) {
+        FUZZ_CHECK(assembled.end == HURRAY_END_OF_STREAM || composite_error(assembled.end));
+        if (assembled.end == HURRAY_END_OF_STREAM) {
+            FUZZ_CHECK(assembled.tensors == ref.tensors && assembled.digest.h == ref.digest.h);
+        }
+    } else {
+        FUZZ_CHECK(assembled.end == ref.end || composite_error(assembled.end));
+    }
     return 0;
 }

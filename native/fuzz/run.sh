@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs one libFuzzer target, or all of them, for a bounded time (docs/reliability.md):
 #   native/fuzz/run.sh TARGET|all SECONDS [extra libFuzzer flags...]
-# TARGET is descriptor, stream, decoder, file or writer (or fuzz_<name>). Builds the targets first
+# TARGET is descriptor, stream, decoder, file, writer or codec (or fuzz_<name>). Builds the targets first
 # (build.sh). Starts from the committed seeds (native/fuzz/seeds/<target>, made from the golden
 # vectors) plus what earlier runs found (native/target/fuzz/corpus/<target>, kept between runs);
 # a crash, oracle violation, leak or timeout is written to native/target/fuzz/artifacts/ and
@@ -9,7 +9,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 native=$(cd "$here/.." && pwd)
-[ $# -ge 2 ] || { echo "usage: $0 descriptor|stream|decoder|file|writer|all SECONDS [libFuzzer flags]" >&2; exit 64; }
+[ $# -ge 2 ] || { echo "usage: $0 descriptor|stream|decoder|file|writer|codec|all SECONDS [libFuzzer flags]" >&2; exit 64; }
 what=$1 secs=$2
 shift 2
 "$here/build.sh" >/dev/null

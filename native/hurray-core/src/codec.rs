@@ -5,10 +5,14 @@
 //! Both work on the buffer table of a validated [`TensorDescriptor`]: `buffers[i]` holds the
 //! bytes of table entry *i* (buffer 0 from its start, the descriptor's byte offset applies).
 //! Elements are produced and consumed in storage order (row-major or column-major, as the
-//! layout says); strided layouts are `Unsupported`. Scratch memory per call: the 256-entry
-//! decode tables, one float per channel for per-channel quantization, and, only in
-//! [`dequantize_into`] for a block kind with a target other than float32, a float32 copy of the
-//! whole tensor (4 bytes per element: up to 4 times the output, for an 8-bit target).
+//! layout says); strided layouts are `Unsupported`. Sparse and block-paged tensors
+//! dequantize to their dense form (densify or gather, then the plain tensor); quantize
+//! writes dense tensors only. Scratch memory per call: the 256-entry decode tables, one float
+//! per channel for per-channel quantization, and, only in [`dequantize_into`] for a block kind
+//! with a target other than float32, a float32 copy of the whole tensor (4 bytes per element:
+//! up to 4 times the output, for an 8-bit target); for a sparse or paged tensor, its dense
+//! element bytes (up to 8 per output element). Scratch is sized by the caller's memory, never
+//! by a declared size alone, and a failed allocation is `OutOfMemory`.
 
 use crate::descriptor::{Quantization, TensorDescriptor};
 use crate::error::{bail, err, Result};
@@ -228,25 +232,83 @@ fn stored_param(t: ElementType, v: f32) -> f32 {
     }
 }
 
+/// A vector of `n` default values for scratch memory, or `OutOfMemory`: an allocation that
+/// fails is an error status, never a process abort. Callers size it by memory the caller
+/// already backs (the input, the output or the buffers), never by a declared size alone.
+pub(crate) fn scratch<T: Clone + Default>(n: usize) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n)
+        .map_err(|_| err!(OutOfMemory, "cannot allocate {n} scratch values of {} bytes", std::mem::size_of::<T>()))?;
+    v.resize(n, T::default());
+    Ok(v)
+}
+
 // ---------------------------------------------------------------------------------------------
 // Checks shared by both directions
 
-fn check_buffers(desc: &TensorDescriptor, lens: impl Iterator<Item = usize>, count: usize) -> Result<()> {
+/// Refusals that depend on the descriptor alone (and on the direction), made before any
+/// buffer is looked at, so that a call's status never depends on spare buffer bytes.
+fn check_descriptor(desc: &TensorDescriptor, quantizing: bool) -> Result<()> {
+    use ElementType::*;
+    if desc.is_composite_head() {
+        bail!(InvalidArgument, "a composite head has no elements or buffers: (de)quantize its members");
+    }
+    if matches!(desc.layout(), LayoutDescriptor::Strided(_)) {
+        bail!(Unsupported, "strided tensors cannot be (de)quantized; make them dense first");
+    }
+    let et = desc.element_type();
+    if !quantizing {
+        if matches!(et, Complex64 | Complex128) {
+            bail!(Unsupported, "cannot dequantize {}", et.name());
+        }
+        if desc.sparse().is_some() {
+            crate::sparse::densify_supported(desc)?;
+        }
+        return Ok(());
+    }
+    if desc.sparse().is_some() || desc.paging().is_some() {
+        bail!(
+            Unsupported,
+            "quantize writes dense tensors, not {}: plan a dense descriptor and quantize the dense values",
+            desc.layout().name()
+        );
+    }
+    match desc.quantization() {
+        Some(Quantization::Block(_)) => Ok(()),
+        Some(Quantization::PerChannelAffine { .. }) if et == Int8 => Ok(()),
+        None | Some(Quantization::Cast { .. }) if matches!(et, Float32 | Float16 | Bfloat16) => Ok(()),
+        None | Some(Quantization::Cast { .. }) if MiniFloat::of(et).is_some() => Ok(()),
+        None | Some(Quantization::Cast { .. }) => bail!(Unsupported, "cannot quantize float32 to plain {}", et.name()),
+        Some(q) => bail!(Unsupported, "quantizing to kind {} with {} is not supported", q.code(), et.name()),
+    }
+}
+
+/// [`check_descriptor`], then the caller's buffers against what the descriptor needs.
+fn check_buffers(
+    desc: &TensorDescriptor,
+    quantizing: bool,
+    lens: impl Iterator<Item = usize>,
+    count: usize,
+) -> Result<()> {
+    check_descriptor(desc, quantizing)?;
     let table = desc.buffers();
     if count != table.len() {
         bail!(InvalidArgument, "{count} buffers given for a buffer table of {}", table.len());
     }
+    let overflow = || err!(LimitExceeded, "buffer byte count overflows u64");
     let need = match desc.quantization() {
         Some(Quantization::Block(b)) => {
             let mut v = b.buffer_sizes(desc.element_type(), desc.shape())?;
-            v[0] += desc.byte_offset();
+            v[0] = v[0].checked_add(desc.byte_offset()).ok_or_else(overflow)?;
             v
         }
+        // Sparse and paged buffers are read as a whole (values, indices, pages, page table).
+        _ if desc.sparse().is_some() || desc.paging().is_some() => table.iter().map(|b| b.byte_size()).collect(),
         _ => {
             let mut v: Vec<u64> = table.iter().map(|b| b.byte_size()).collect();
-            v[0] = desc.byte_offset() + desc.dense_byte_count();
+            v[0] = desc.byte_offset().checked_add(desc.dense_byte_count()).ok_or_else(overflow)?;
             if let Some(Quantization::PerChannelAffine { axis, .. }) = desc.quantization() {
-                let c = desc.shape().dims()[*axis as usize] * 4;
+                let c = desc.shape().dims()[*axis as usize].checked_mul(4).ok_or_else(overflow)?;
                 v[1] = c;
                 v[2] = c;
             }
@@ -258,10 +320,28 @@ fn check_buffers(desc: &TensorDescriptor, lens: impl Iterator<Item = usize>, cou
             bail!(BufferTooSmall, "buffer {i} has {len} bytes, the descriptor needs {need}");
         }
     }
-    if matches!(desc.layout(), LayoutDescriptor::Strided(_)) {
-        bail!(Unsupported, "strided tensors cannot be (de)quantized; make them dense first");
-    }
     Ok(())
+}
+
+/// For a sparse or block-paged tensor, its dense row-major form (by [`crate::sparse::densify`]
+/// or [`crate::paged::gather`]) and a plain descriptor of it, so that dequantize agrees with
+/// them by construction; `None` for the other layouts. The copy holds at most 8 bytes per
+/// element of the output the caller gave, and its allocation failing is `OutOfMemory`.
+fn dense_form(desc: &TensorDescriptor, buffers: &[&[u8]]) -> Result<Option<(TensorDescriptor, Vec<u8>)>> {
+    let sparse = desc.sparse().is_some();
+    if !sparse && desc.paging().is_none() {
+        return Ok(None);
+    }
+    let plain = TensorDescriptor::dense(desc.element_type(), desc.shape().clone())?;
+    let n = usize::try_from(plain.dense_byte_count())
+        .map_err(|_| err!(LimitExceeded, "the dense form does not fit this platform"))?;
+    let mut dense = scratch::<u8>(n)?;
+    if sparse {
+        crate::sparse::densify(desc, buffers, &mut dense)?;
+    } else {
+        crate::paged::gather(desc, buffers, &mut dense)?;
+    }
+    Ok(Some((plain, dense)))
 }
 
 fn check_len(desc: &TensorDescriptor, len: usize, what: &str) -> Result<usize> {
@@ -284,12 +364,19 @@ fn check_len(desc: &TensorDescriptor, len: usize, what: &str) -> Result<usize> {
 /// and rounded once to float32; cast is the exact conversion; the block kinds follow
 /// docs/spec/descriptor.md §Block quantization kinds, in float32.
 ///
+/// A sparse or block-paged tensor gives its logical shape in row-major order: exactly
+/// [`crate::sparse::densify`] or [`crate::paged::gather`], then the plain tensor.
+///
 /// Errors: `InvalidArgument` (buffer count, `out.len()` ≠ element count, a NaN E8M0 scale
-/// `0xFF`), `BufferTooSmall` (a slice shorter than the descriptor needs), `Unsupported`
-/// (complex types, strided layouts). Never panics on any input that passes these checks.
+/// `0xFF`, a composite head), `BufferTooSmall` (a slice shorter than the descriptor needs),
+/// `Unsupported` (complex types, strided layouts), `Corrupt` (sparse indices, page table).
+/// Refusals that depend on the descriptor alone come first. Never panics.
 pub fn dequantize(desc: &TensorDescriptor, buffers: &[&[u8]], out: &mut [f32]) -> Result<()> {
-    check_buffers(desc, buffers.iter().map(|b| b.len()), buffers.len())?;
+    check_buffers(desc, false, buffers.iter().map(|b| b.len()), buffers.len())?;
     let n = check_len(desc, out.len(), "the output")? as u64;
+    if let Some((plain, dense)) = dense_form(desc, buffers)? {
+        return dequantize(&plain, &[&dense], out);
+    }
     let et = desc.element_type();
     let off = desc.byte_offset() as usize;
     let data = &buffers[0][off..];
@@ -351,13 +438,16 @@ pub fn dequantize_into(desc: &TensorDescriptor, buffers: &[&[u8]], target: Eleme
             target.name()
         );
     }
-    check_buffers(desc, buffers.iter().map(|b| b.len()), buffers.len())?;
+    check_buffers(desc, false, buffers.iter().map(|b| b.len()), buffers.len())?;
     let n = desc.shape().element_count();
     let need = target.bytes_for(n).ok_or_else(|| err!(LimitExceeded, "output byte count overflows"))?;
     if (out.len() as u64) < need {
         bail!(BufferTooSmall, "the output has {} bytes, {n} {} elements need {need}", out.len(), target.name());
     }
     let n = usize::try_from(n).map_err(|_| err!(LimitExceeded, "element count does not fit this platform"))?;
+    if let Some((plain, dense)) = dense_form(desc, buffers)? {
+        return dequantize_into(&plain, &[&dense], target, out);
+    }
     let out = &mut out[..need as usize];
     let et = desc.element_type();
     let data = &buffers[0][desc.byte_offset() as usize..];
@@ -377,7 +467,8 @@ pub fn dequantize_into(desc: &TensorDescriptor, buffers: &[&[u8]], target: Eleme
             }
         }
         Some(Quantization::Block(_)) => {
-            let mut v = vec![0f32; n];
+            // n floats: at most 4 times the output the caller gave.
+            let mut v = scratch::<f32>(n)?;
             dequantize(desc, buffers, &mut v)?;
             if target == Float32 {
                 for (o, x) in out.chunks_exact_mut(4).zip(&v) {
@@ -545,6 +636,11 @@ fn for_blocks(
     mut decode: impl FnMut(u64, &mut [f32]),
     mut post: impl FnMut(&mut [f32], usize),
 ) {
+    // A tensor without elements has no blocks. The loops below run over outer × axis rows,
+    // which a zero-length inner dimension would leave unbounded by the element count.
+    if out.is_empty() {
+        return;
+    }
     let block = bq.block as usize;
     let (outer, a, inner) = if bq.kind == BlockKind::Nf4 { (1, out.len() as u64, 1) } else { bq.geometry(shape) };
     if inner == 1 {
@@ -726,10 +822,10 @@ pub fn plan(element_type: ElementType, shape: Shape, quantization: Option<Quanti
 /// `scale[c] = amax_c / 127`, bias 0); and plain or cast descriptors of a float element type
 /// (round to nearest even; minifloats saturate). Rules per kind are in docs/spec/descriptor.md
 /// §Quantization. Errors: `InvalidArgument` (length or buffer count mismatch, a NaN or ±Inf
-/// input for a block kind or int8 per-channel affine), `BufferTooSmall`, `Unsupported` (other
-/// combinations).
+/// input for a block kind or int8 per-channel affine, a composite head), `BufferTooSmall`, `Unsupported`
+/// (sparse, paged and strided layouts, other combinations), the descriptor's refusals first.
 pub fn quantize(desc: &TensorDescriptor, input: &[f32], buffers: &mut [&mut [u8]]) -> Result<()> {
-    check_buffers(desc, buffers.iter().map(|b| b.len()), buffers.len())?;
+    check_buffers(desc, true, buffers.iter().map(|b| b.len()), buffers.len())?;
     let n = check_len(desc, input.len(), "the input")?;
     for b in buffers.iter_mut() {
         b.fill(0);
@@ -748,7 +844,8 @@ pub fn quantize(desc: &TensorDescriptor, input: &[f32], buffers: &mut [&mut [u8]
             // The storage-order channel stride, as dequantize uses (column-major included).
             let (inner, len) = channel_stride(desc, *axis as usize);
             let (inner, len) = (inner as usize, len as usize);
-            let mut amax = vec![0f32; len];
+            // One float per channel: the parameter buffers the caller gave hold 4 bytes each.
+            let mut amax = scratch::<f32>(len)?;
             for (i, v) in input.iter().enumerate() {
                 let c = (i / inner) % len;
                 amax[c] = amax[c].max(v.abs());
@@ -805,6 +902,9 @@ fn require_finite(input: &[f32], kind: &str) -> Result<()> {
 
 /// Visits every block: `f(block index, element indices)`.
 fn each_block(bq: &BlockQuant, shape: &Shape, n: usize, mut f: impl FnMut(usize, &mut dyn Iterator<Item = usize>)) {
+    if n == 0 {
+        return;
+    }
     let block = bq.block as usize;
     let (a, inner) = if bq.kind == BlockKind::Nf4 {
         (n, 1)
@@ -846,12 +946,16 @@ fn quantize_block(
     let w = et.bit_width();
     let (data, params) = buffers.split_at_mut(1);
     let data = &mut data[0][off..];
-    let mut idx: Vec<usize> = Vec::with_capacity(bq.block as usize);
+    // The element indices of one block: never more than the input holds, whatever the
+    // declared block size.
+    let mut idx: Vec<usize> = Vec::new();
+    idx.try_reserve_exact((bq.block as usize).min(n))
+        .map_err(|_| err!(OutOfMemory, "cannot allocate block scratch"))?;
     match bq.kind {
         BlockKind::Nf4 => {
             let mids: [f32; 15] = std::array::from_fn(|i| (NF4_CODEBOOK[i] + NF4_CODEBOOK[i + 1]) / 2.0);
             let nb = n.div_ceil(bq.block as usize);
-            let mut absmax = vec![0f32; nb];
+            let mut absmax = scratch::<f32>(nb)?;
             each_block(bq, shape, n, |b, it| absmax[b] = it.map(|i| input[i].abs()).fold(0.0, f32::max));
             // Double quantization replaces each absmax with its stored approximation first,
             // so the codes are chosen against the scale a reader will use.
@@ -1007,7 +1111,12 @@ pub fn quantize_to_vec(
     input: &[f32],
 ) -> Result<(TensorDescriptor, Vec<Vec<u8>>)> {
     let desc = plan(element_type, shape, quantization)?;
-    let mut bufs: Vec<Vec<u8>> = desc.buffers().iter().map(|b| vec![0u8; b.byte_size() as usize]).collect();
+    check_len(&desc, input.len(), "the input")?;
+    let mut bufs = Vec::with_capacity(desc.buffers().len());
+    for b in desc.buffers() {
+        let n = usize::try_from(b.byte_size()).map_err(|_| err!(LimitExceeded, "buffer does not fit this platform"))?;
+        bufs.push(scratch::<u8>(n)?);
+    }
     let mut refs: Vec<&mut [u8]> = bufs.iter_mut().map(|b| b.as_mut_slice()).collect();
     quantize(&desc, input, &mut refs)?;
     Ok((desc, bufs))
@@ -1017,8 +1126,8 @@ pub fn quantize_to_vec(
 pub fn dequantize_to_vec(desc: &TensorDescriptor, buffers: &[&[u8]]) -> Result<Vec<f32>> {
     let n = usize::try_from(desc.shape().element_count())
         .map_err(|_| err!(LimitExceeded, "element count does not fit this platform"))?;
-    check_buffers(desc, buffers.iter().map(|b| b.len()), buffers.len())?;
-    let mut out = vec![0f32; n];
+    check_buffers(desc, false, buffers.iter().map(|b| b.len()), buffers.len())?;
+    let mut out = scratch::<f32>(n)?;
     dequantize(desc, buffers, &mut out)?;
     Ok(out)
 }

@@ -402,7 +402,8 @@ impl TensorDescriptor {
     pub fn total_buffer_bytes(&self) -> u64 {
         self.buffers.iter().map(|b| b.byte_size()).sum()
     }
-    /// Bytes the elements occupy when stored densely (`ceil` for sub-byte types).
+    /// Bytes the elements occupy when stored densely (`ceil` for sub-byte types), for every
+    /// layout: validation refuses a descriptor whose count overflows u64.
     pub fn dense_byte_count(&self) -> u64 {
         self.element_type.bytes_for(self.shape.element_count()).unwrap_or(u64::MAX)
     }
@@ -451,15 +452,16 @@ impl TensorDescriptor {
         if let Some(n) = &self.name {
             check_name(n)?;
         }
-        if crate::layouts::validate_extended(self)? {
-            return Ok(());
-        }
         let rank = self.shape.rank();
         let elements = self.shape.element_count();
         let et = self.element_type;
+        // For every layout: the logical tensor's bytes (what densify and gather write) fit u64.
         let dense_bytes = et
             .bytes_for(elements)
             .ok_or_else(|| err!(InvalidShape, "{elements} elements of {} overflow a u64 byte count", et.name()))?;
+        if crate::layouts::validate_extended(self)? {
+            return Ok(());
+        }
         if let Some(Quantization::Block(b)) = &self.quantization {
             b.validate(et, &self.shape, &self.layout, self.byte_offset, &self.buffers)?;
             if let Some(n) = &self.name {

@@ -366,6 +366,21 @@ fn accumulate(et: ElementType, dst: &mut [u8], src: &[u8]) {
     }
 }
 
+/// The refusals of [`densify`] that depend on the descriptor alone (made before any buffer is
+/// looked at): not sparse (`InvalidArgument`), duplicates it cannot sum (`Unsupported`).
+pub(crate) fn densify_supported(d: &TensorDescriptor) -> Result<&SparseInfo> {
+    let s =
+        d.sparse().ok_or_else(|| err!(InvalidArgument, "densify needs a sparse tensor, not {}", d.layout().name()))?;
+    if !s.canonical && !summable(d.element_type()) {
+        bail!(
+            Unsupported,
+            "densify of a non-canonical {} tensor would have to sum duplicates",
+            d.element_type().name()
+        );
+    }
+    Ok(s)
+}
+
 /// Writes the dense row-major form of a sparse tensor into `out` (at least the dense byte
 /// count of the shape; exactly that many bytes are written, zeros where nothing is stored).
 /// Duplicates of a non-canonical tensor are summed, as scipy's `toarray` does; that needs
@@ -375,15 +390,11 @@ fn accumulate(et: ElementType, dst: &mut [u8], src: &[u8]) {
 /// never a write out of bounds. Errors: `InvalidArgument` (not sparse), `BufferTooSmall`
 /// (`out` or a payload too short), `Corrupt`, `Unsupported`.
 pub fn densify(d: &TensorDescriptor, bufs: &[&[u8]], out: &mut [u8]) -> Result<()> {
-    let s =
-        d.sparse().ok_or_else(|| err!(InvalidArgument, "densify needs a sparse tensor, not {}", d.layout().name()))?;
+    let s = densify_supported(d)?;
     let et = d.element_type();
     let dense = d.dense_byte_count();
     if (out.len() as u64) < dense {
         bail!(BufferTooSmall, "densify needs {dense} output bytes, got {}", out.len());
-    }
-    if !s.canonical && !summable(et) {
-        bail!(Unsupported, "densify of a non-canonical {} tensor would have to sum duplicates", et.name());
     }
     check_contents(d, bufs)?;
     let out = &mut out[..dense as usize];

@@ -159,3 +159,27 @@ fn end_marker() -> Vec<u8> {
     f.extend_from_slice(&c.to_le_bytes());
     f
 }
+
+/// A block size the data does not back must not size scratch memory: NF4 (whose last block
+/// may be partial, so its block may exceed the element count) with a block of nearly 2^32
+/// elements over a 4-element tensor asked for 2^32 words of index scratch, 34 GB, and
+/// aborted the process when that failed.
+#[test]
+fn a_huge_declared_block_over_few_elements_allocates_by_the_data() {
+    use hurray_core::{codec, BlockQuant, Shape};
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    for block in [u32::MAX - 1, 1 << 31] {
+        let q = Some(Quantization::Block(BlockQuant::nf4(block)));
+        let input = [0.5f32, -1.0, 0.25, 1.0];
+        let (r, peak) =
+            peak_during(|| codec::quantize_to_vec(ElementType::Uint4, Shape::new(vec![4]).unwrap(), q, &input));
+        let (d, bufs) = r.unwrap();
+        assert!(peak < 1 << 20, "block {block}: quantizing 4 elements peaked at {peak} bytes");
+        let views: Vec<&[u8]> = bufs.iter().map(|b| b.as_slice()).collect();
+        let (r, peak) = peak_during(|| codec::dequantize_to_vec(&d, &views));
+        // NF4 is lossy: one block of absmax 1 gives each value its nearest code.
+        let got = r.unwrap();
+        assert!(got.iter().zip(&input).all(|(g, x)| (g - x).abs() < 0.07), "{got:?}");
+        assert!(peak < 1 << 20, "block {block}: dequantizing 4 elements peaked at {peak} bytes");
+    }
+}

@@ -200,11 +200,15 @@ unsafe fn slices_mut<'a>(ptrs: *const *mut u8, lens: *const usize, count: usize)
 /// entry *i* of `descriptor` (buffer 0 from its start; the byte offset applies). Writes
 /// `out_len` floats, which must equal the element count, in storage order. Works for every
 /// element type but complex (integers convert numerically, float16/bfloat16/minifloats
-/// exactly) and every quantization kind. Runs on the calling thread; no callbacks.
+/// exactly) and every quantization kind. A sparse or block-paged tensor gives its dense
+/// row-major form, exactly as `hurray_sparse_densify` / `hurray_paged_gather` then
+/// dequantize. Runs on the calling thread; no callbacks.
 ///
 /// Errors: `NULL_POINTER`, `USE_AFTER_DESTROY`, `INVALID_ARGUMENT` (buffer count, `out_len`,
-/// an E8M0 scale 0xFF), `BUFFER_TOO_SMALL` (a buffer shorter than the descriptor needs),
-/// `UNSUPPORTED` (complex types, strided layouts).
+/// an E8M0 scale 0xFF, a composite head), `BUFFER_TOO_SMALL` (a buffer shorter than the
+/// descriptor needs), `UNSUPPORTED` (complex types, strided layouts), `CORRUPT` (a sparse
+/// index or page-table entry out of range). The status depends on the descriptor, not on
+/// spare buffer bytes.
 ///
 /// # Safety
 /// `buffers` and `buffer_lens` valid for `buffer_count` reads, each `buffers[i]` valid for
@@ -279,7 +283,8 @@ pub unsafe extern "C" fn hurray_dequantize_to(
 /// §Quantization. Runs on the calling thread; no callbacks.
 ///
 /// Errors: `NULL_POINTER`, `USE_AFTER_DESTROY`, `INVALID_ARGUMENT` (counts, a non-finite input
-/// for a block kind), `BUFFER_TOO_SMALL`, `UNSUPPORTED`.
+/// for a block kind, a composite head), `BUFFER_TOO_SMALL`, `UNSUPPORTED` (sparse, paged and
+/// strided layouts, kinds and types it cannot write).
 ///
 /// # Safety
 /// `input` valid for `in_len` reads; `buffers`/`buffer_lens` valid for `buffer_count` reads,

@@ -10793,11 +10793,15 @@ public final class hurray_h {
      * entry *i* of <code>descriptor</code> (buffer 0 from its start; the byte offset applies). Writes
      * <code>out_len</code> floats, which must equal the element count, in storage order. Works for every
      * element type but complex (integers convert numerically, float16/bfloat16/minifloats
-     * exactly) and every quantization kind. Runs on the calling thread; no callbacks.
+     * exactly) and every quantization kind. A sparse or block-paged tensor gives its dense
+     * row-major form, exactly as <code>hurray_sparse_densify</code> / <code>hurray_paged_gather</code> then
+     * dequantize. Runs on the calling thread; no callbacks.
      * <p>
      * Errors: <code>NULL_POINTER</code>, <code>USE_AFTER_DESTROY</code>, <code>INVALID_ARGUMENT</code> (buffer count, <code>out_len</code>,
-     * an E8M0 scale 0xFF), <code>BUFFER_TOO_SMALL</code> (a buffer shorter than the descriptor needs),
-     * <code>UNSUPPORTED</code> (complex types, strided layouts).
+     * an E8M0 scale 0xFF, a composite head), <code>BUFFER_TOO_SMALL</code> (a buffer shorter than the
+     * descriptor needs), <code>UNSUPPORTED</code> (complex types, strided layouts), <code>CORRUPT</code> (a sparse
+     * index or page-table entry out of range). The status depends on the descriptor, not on
+     * spare buffer bytes.
      * <p>
      * <b>Safety</b><br>
      * <code>buffers</code> and <code>buffer_lens</code> valid for <code>buffer_count</code> reads, each <code>buffers[i]</code> valid for
@@ -10988,7 +10992,8 @@ public final class hurray_h {
      * §Quantization. Runs on the calling thread; no callbacks.
      * <p>
      * Errors: <code>NULL_POINTER</code>, <code>USE_AFTER_DESTROY</code>, <code>INVALID_ARGUMENT</code> (counts, a non-finite input
-     * for a block kind), <code>BUFFER_TOO_SMALL</code>, <code>UNSUPPORTED</code>.
+     * for a block kind, a composite head), <code>BUFFER_TOO_SMALL</code>, <code>UNSUPPORTED</code> (sparse, paged and
+     * strided layouts, kinds and types it cannot write).
      * <p>
      * <b>Safety</b><br>
      * <code>input</code> valid for <code>in_len</code> reads; <code>buffers</code>/<code>buffer_lens</code> valid for <code>buffer_count</code> reads,
