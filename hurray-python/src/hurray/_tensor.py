@@ -543,35 +543,40 @@ def _descriptor_from_spec(
 
 
 def _renamed(desc: int, name: Optional[str], metadata: MetadataArg) -> int:
-    """A new owned copy of ``desc`` (fields and buffer table) with ``name`` and ``metadata``."""
+    """A new owned copy of ``desc`` with ``name`` and, when given, ``metadata`` (replacing its
+    own): ``hurray_descriptor_with_name`` for a name alone, else the builder."""
+    out = c_void_p()
+    nb = name.encode("utf-8") if name is not None else None
+    if not metadata:
+        check(lib.hurray_descriptor_with_name(desc, nb, len(nb) if nb else 0, byref(out)))
+        return out.value  # type: ignore[return-value]
     f = DescriptorFields()
     check(lib.hurray_descriptor_fields(desc, byref(f)))
-    n = f.buffer_count
-    specs = (BufferSpec * max(n, 1))()
-    for i in range(n):
-        check(lib.hurray_descriptor_buffer_spec(desc, i, byref(specs[i])))
-    spec = DescriptorSpec()
-    spec.element_type = f.element_type
-    spec.layout = f.layout
-    spec.rank = f.rank
-    spec.dims = ctypes.cast(f.dims, c_void_p)
-    if f.layout == 2:
-        spec.strides = ctypes.cast(f.strides, c_void_p)
-        spec.stride_count = f.rank
-    spec.byte_offset = f.byte_offset
-    spec.buffer_count = n
-    spec.buffers = ctypes.cast(specs, c_void_p)
-    nb = name.encode("utf-8") if name is not None else None
-    if nb is not None:
-        spec.name = ctypes.cast(ctypes.c_char_p(nb), c_void_p)
-        spec.name_len = len(nb)
-    meta = _encode_meta(metadata)
-    views = _views(meta)
-    spec.metadata_count = len(meta)
-    spec.metadata = ctypes.cast(views, c_void_p)
-    spec.quantization = f.quantization
-    out = c_void_p()
-    check(lib.hurray_descriptor_new(byref(spec), byref(out)))
+    if f.layout > 2:
+        raise ValueError("metadata can be given to dense, strided and quantized tensors only")
+    b = c_void_p()
+    check(lib.hurray_descriptor_builder_new(f.element_type, f.dims, f.rank, byref(b)))
+    try:
+        check(lib.hurray_descriptor_builder_set_layout(b, f.layout, f.strides if f.layout == 2 else None,
+                                                       f.rank if f.layout == 2 else 0))
+        check(lib.hurray_descriptor_builder_set_byte_offset(b, f.byte_offset))
+        spec = BufferSpec()
+        for i in range(f.buffer_count):
+            check(lib.hurray_descriptor_buffer_spec(desc, i, byref(spec)))
+            check(lib.hurray_descriptor_builder_add_buffer(b, byref(spec)))
+        bq = BlockQuant()
+        check(lib.hurray_descriptor_block_quant(desc, byref(bq)))
+        if bq.kind:
+            check(lib.hurray_descriptor_builder_set_block_quant(b, byref(bq)))
+        elif f.quantization.kind:
+            check(lib.hurray_descriptor_builder_set_quantization(b, byref(f.quantization)))
+        if nb is not None:
+            check(lib.hurray_descriptor_builder_set_name(b, nb, len(nb)))
+        for k, v in _encode_meta(metadata):
+            check(lib.hurray_descriptor_builder_add_metadata(b, k, len(k), v, len(v)))
+        check(lib.hurray_descriptor_builder_build(b, byref(out)))
+    finally:
+        lib.hurray_descriptor_builder_destroy(byref(b))
     return out.value  # type: ignore[return-value]
 
 
@@ -582,14 +587,16 @@ def from_numpy(a: Any, name: Optional[str] = None, metadata: MetadataArg = None)
     and the ``ml_dtypes`` bfloat16/fp8/e8m0 types). C-contiguous arrays become row-major,
     Fortran-contiguous ones column-major, others strided (strides in elements; negative ones
     allowed); strides that are not a multiple of the item size are copied to C order first.
-    ``ml_dtypes``' one-byte int4/uint4/fp4/fp6 arrays are packed by the core into a new
-    buffer (a copy, as packing requires). ``name``: UTF-8, at most 4096 bytes; ``metadata``:
+    ``ml_dtypes``' one-byte fp4/fp6 arrays are packed by the core into a new buffer (a copy,
+    as packing requires); int4/uint4 go through ``from_buffer`` with their packed bytes. ``name``: UTF-8, at most 4096 bytes; ``metadata``:
     ``str`` keys, ``str`` or ``bytes`` values. The tensor keeps ``a`` alive; writing to ``a``
     while a tensor is being sent is a data race. Errors: ``ValueError`` (no such element type),
     ``HurrayError`` (limits: names, metadata, rank ≤ 32)."""
     a = np.asarray(a)
     dt = _dtypes.lookup(a.dtype)
     if a.dtype in _dtypes.UNPACKED:
+        if dt.name in ("int4", "uint4"):
+            raise ValueError(f"{dt.name} arrays are sent as packed bytes: hurray.from_buffer(packed, '{dt.name}', shape)")
         return quantize(a.astype(np.float32), dt, name=name, metadata=metadata)
     es = a.dtype.itemsize
     shape = a.shape
@@ -610,6 +617,20 @@ def from_numpy(a: Any, name: Optional[str] = None, metadata: MetadataArg = None)
         layout, strides, off, base, size = 0, None, 0, a.ctypes.data, a.nbytes
     desc = _descriptor_from_spec(dt, shape, layout, strides, off, size if layout == 2 else None, name, metadata)
     return Tensor._make(desc, True, None, [(base, size)], keep=a, readonly=not a.flags.writeable)
+
+
+def from_buffer(
+    data: Any, dtype: Any, shape: Sequence[int], name: Optional[str] = None, metadata: MetadataArg = None
+) -> Tensor:
+    """A row-major tensor of ``dtype`` and ``shape`` over the bytes of ``data`` (any buffer:
+    ``bytes``, a numpy array, ``memoryview``), without copying: the way to send packed
+    sub-byte types (int4, uint4, fp4, fp6) whose packed bytes you have, or raw storage
+    whose numpy dtype is only a stand-in. ``data`` must hold exactly the bytes the shape
+    needs (``HurrayError`` ``BUFFER_TOO_SMALL`` or ``INVALID_LAYOUT`` otherwise)."""
+    raw = np.frombuffer(data, np.uint8) if not isinstance(data, np.ndarray) else data.reshape(-1).view(np.uint8)
+    dt = _dtypes.lookup(dtype)
+    desc = _descriptor_from_spec(dt, tuple(shape), 0, None, 0, raw.nbytes, name, metadata)
+    return Tensor._make(desc, True, None, [(raw.ctypes.data, raw.nbytes)], keep=raw, readonly=not raw.flags.writeable)
 
 
 def from_dlpack(x: Any, name: Optional[str] = None, metadata: MetadataArg = None) -> Tensor:
