@@ -100,7 +100,7 @@ def export(t: Any, legacy: bool) -> Any:
     owned = c_void_p()
     if t._handle:
         lst = c_void_p()
-        check(lib.hurray_tensor_buffers(t._handle, byref(lst)))
+        check(lib.hurray_tensor_buffers(t._handle.ptr, byref(lst)))
         buf = c_void_p()
         check(lib.hurray_buffer_list_get(lst, 0, byref(buf)))
     else:

@@ -35,7 +35,7 @@ from ._lib import (
     error,
     lib,
 )
-from ._tensor import Composite, MetadataArg, Tensor, _encode_meta, _views
+from ._tensor import Composite, MetadataArg, Tensor, _encode_meta, _Handle, _views
 
 DEFAULT_BATCH_BYTES = 64 * 1024
 DEFAULT_BUFFER_POOL_BYTES = 256 << 20
@@ -379,7 +379,7 @@ class StreamReader:
         n = f.buffer_count
         b = r.buffers
         bufs = [(b[i].data or 0, b[i].spec.byte_size) for i in range(n)]
-        t = Tensor._make(d.value, False, handle, bufs)  # type: ignore[arg-type]
+        t = Tensor._make(d.value, False, _Handle(handle), bufs)  # type: ignore[arg-type]
         t._fields = f
         prev = self._prev
         if prev is not None and f.flags & FIELDS_SAME_EXCEPT_NAME:

@@ -129,6 +129,24 @@ def raw_view(ptr: int, size: int, owner: object, readonly: bool = False) -> np.n
     return np.asarray(_Memory(ptr, size, owner, readonly))
 
 
+class _Handle:
+    """Owns a ``HurrayTensor*``: destroyed when the last holder (the tensor, a numpy view, a
+    composite) lets go, so ``Tensor.close`` never frees memory a view still uses."""
+
+    __slots__ = ("ptr",)
+
+    def __init__(self, ptr: int):
+        self.ptr = ptr
+
+    def __del__(self) -> None:
+        p, self.ptr = self.ptr, 0
+        if p:
+            try:
+                lib.hurray_tensor_destroy(byref(c_void_p(p)))
+            except Exception:
+                pass
+
+
 class Tensor:
     """A Hurray tensor: element type, shape, layout, quantization, name and metadata, plus the
     buffers they describe.
@@ -168,7 +186,7 @@ class Tensor:
         cls,
         desc: int,
         owns_desc: bool,
-        handle: Optional[int],
+        handle: Optional[_Handle],
         bufs: list[tuple[int, int]],
         keep: object = None,
         readonly: bool = False,
@@ -206,7 +224,7 @@ class Tensor:
         for i in range(n):
             check(lib.hurray_descriptor_buffer_spec(d, i, byref(spec)))
             bufs.append((ptrs[i] or 0, spec.byte_size))
-        t = cls._make(d.value, False, handle, bufs, keep, readonly)
+        t = cls._make(d.value, False, _Handle(handle), bufs, keep, readonly)
         t._fields = f
         return t
 
@@ -354,7 +372,8 @@ class Tensor:
         """Every buffer of the buffer table as a zero-copy ``uint8`` array, in table order
         (values, indices, scales, … as docs/spec/descriptor.md orders them)."""
         self._alive()
-        return [raw_view(p, n, self, self._readonly) for p, n in self._bufs]
+        owner = (self._handle, self._keep)
+        return [raw_view(p, n, owner, self._readonly) for p, n in self._bufs]
 
     def numpy(self) -> np.ndarray:
         """A zero-copy numpy view of a dense or strided tensor, shaped and strided as declared,
@@ -370,7 +389,7 @@ class Tensor:
         if f.layout > 2 or not self._bufs:
             raise ValueError(f"a {self.layout} tensor has no dense view; use densify() or buffers()")
         ptr, size = self._bufs[0]
-        raw = raw_view(ptr, size, self, self._readonly)
+        raw = raw_view(ptr, size, (self._handle, self._keep), self._readonly)
         dt = self.dtype
         off = int(f.byte_offset)
         if dt.packed:
@@ -473,10 +492,9 @@ class Tensor:
     def close(self) -> None:
         """Releases this tensor's reference to its descriptor and memory now (views and
         capsules made from it keep theirs). Idempotent."""
-        h, self._handle = self._handle, None
+        self._handle = None  # the handle goes with its last holder (see _Handle)
         d, self._desc = self._desc, None
-        if h:
-            lib.hurray_tensor_destroy(byref(c_void_p(h)))
+        self._fields = None
         if d and self._owns_desc:
             lib.hurray_descriptor_destroy(d)
         self._keep = None
@@ -878,7 +896,8 @@ class Composite:
             r = bytes_at(role.value, rl.value).decode("utf-8")
             if t.value:
                 m = Tensor._from_handle(t.value, keep=owner, readonly=readonly)
-                m._handle = None  # borrowed from the composite: the owner destroys it
+                m._handle.ptr = 0  # borrowed from the composite: the owner destroys it
+                m._handle = None
                 members[r] = m
             else:
                 members[r] = cls._read(c.value, owner, readonly)  # type: ignore[arg-type]
