@@ -317,6 +317,7 @@ _PROTOS = {
     "hurray_descriptor_composite_role": [P, c_uint32, PP, POINTER(c_size_t)],
     "hurray_descriptor_new": [POINTER(DescriptorSpec), PP],
     "hurray_descriptor_with_name": [P, c_char_p, c_size_t, PP],
+    "hurray_descriptor_clone": [P, PP],
     "hurray_descriptor_builder_new": [c_uint8, P, c_size_t, PP],
     "hurray_descriptor_builder_set_name": [P, c_char_p, c_size_t],
     "hurray_descriptor_builder_add_buffer": [P, POINTER(BufferSpec)],

@@ -47,6 +47,16 @@ def _region(ptr: int, n: int) -> memoryview:
     return memoryview((ctypes.c_char * n).from_address(ptr)).cast("B")
 
 
+def _gather(target: Any) -> Any:
+    """A gathering write ``writev(views) -> int`` for sockets and fds (one system call for an
+    item's pieces), or ``None``."""
+    if isinstance(target, socket.socket):
+        return target.sendmsg
+    if isinstance(target, int):
+        return lambda views: os.writev(target, views)
+    return None
+
+
 def _sink(target: Any) -> Any:
     """A function ``write(view) -> int`` (bytes accepted; 0 = closed) for a target."""
     if isinstance(target, socket.socket):
@@ -102,8 +112,10 @@ class StreamWriter:
                 return len(mv)
 
             self._write = write_memory
+            self._writev = None
         else:
             self._write = _sink(target)
+            self._writev = _gather(target)
         opts = WriterOptions()
         check(lib.hurray_writer_options_init(byref(opts)))
         opts.flags = 1 if payload_checksums else 0
@@ -111,6 +123,8 @@ class StreamWriter:
         check(lib.hurray_encoder_new(byref(opts), byref(e)))
         self._enc: Optional[int] = e.value
         self._state = EncoderState()
+        self._state_ref = byref(self._state)
+        self._one = (IoSlice * 1)()
         self._pieces = (IoSlice * _PIECES)()
         self._count = c_size_t()
         self._batch = batch_bytes
@@ -142,9 +156,18 @@ class StreamWriter:
             finally:
                 lib.hurray_composite_builder_destroy(byref(b))
         else:
-            if item._desc is None:
+            d = item._desc
+            if d is None:
                 raise ValueError("tensor is closed")
-            self._check(lib.hurray_encoder_encode(enc, item._desc, item._slices(), len(item._bufs), byref(st)))
+            bufs = item._bufs
+            if len(bufs) == 1:
+                one = self._one[0]
+                one.ptr, one.len = bufs[0]
+                s = lib.hurray_encoder_encode(enc, d, self._one, 1, self._state_ref)
+            else:
+                s = lib.hurray_encoder_encode(enc, d, item._slices(), len(bufs), self._state_ref)
+            if s < 0:
+                raise error(s)
         if st.borrows_payloads or st.pending_bytes >= self._batch:
             self._send(take_back=True)
 
@@ -156,8 +179,19 @@ class StreamWriter:
         enc = self._live()
         st = self._state
         pieces, count, write = self._pieces, self._count, self._write
+        writev = self._writev
         while st.pending_bytes:
             self._check(lib.hurray_encoder_output(enc, pieces, _PIECES, byref(count)))
+            if writev is not None and count.value > 1:
+                views = [_region(pieces[i].ptr, pieces[i].len) for i in range(count.value)]
+                try:
+                    n = writev(views)
+                except BaseException as e:  # rule 3: report, then poison or take back
+                    self._fail(ERR_TRANSPORT, f"the sink raised {type(e).__name__}: {e}", take_back, e)
+                if not n:
+                    self._fail(ERR_SINK_CLOSED, "the sink accepted 0 bytes (closed)", take_back, None)
+                self._check(lib.hurray_encoder_consume(enc, n, byref(st)))
+                continue
             for i in range(count.value):
                 p = pieces[i]
                 view = _region(p.ptr, p.len)
@@ -306,6 +340,7 @@ class StreamReader:
         check(lib.hurray_decoder_new(byref(opts), buffer_pool_bytes, byref(d)))
         self._dec: Optional[int] = d.value
         self._result = DecodeResult()
+        self._result_ref = byref(self._result)
         self._flags = 0
         self._metadata: Optional[dict[str, bytes]] = None
         self._done = False
@@ -332,9 +367,10 @@ class StreamReader:
         if dec is None:
             raise ValueError("reader is closed")
         r = self._result
+        ref = self._result_ref
         filled = 0
         while True:
-            s = fn(dec, filled, self._flags, byref(r), *extra)
+            s = fn(dec, filled, self._flags, ref, *extra)
             if s != NEED_INPUT:
                 if s < 0:
                     raise error(s)
@@ -373,13 +409,15 @@ class StreamReader:
     def _tensor(self) -> Tensor:
         r = self._result
         f = DescriptorFields.from_buffer_copy(r, _FIELDS_OFFSET)
-        handle = r.tensor
-        d = c_void_p()
-        lib.hurray_tensor_descriptor(handle, byref(d))
         n = f.buffer_count
         b = r.buffers
-        bufs = [(b[i].data or 0, b[i].spec.byte_size) for i in range(n)]
-        t = Tensor._make(d.value, False, _Handle(handle), bufs)  # type: ignore[arg-type]
+        if n == 1:
+            b0 = b[0]
+            bufs = [(b0.data or 0, b0.spec.byte_size)]
+        else:
+            bufs = [(b[i].data or 0, b[i].spec.byte_size) for i in range(n)]
+        # The descriptor pointer is looked up only if a property needs it (Tensor._desc).
+        t = Tensor._make(0, False, _Handle(r.tensor), bufs)
         t._fields = f
         prev = self._prev
         if prev is not None and f.flags & FIELDS_SAME_EXCEPT_NAME:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import threading
 from ctypes import byref, c_size_t, c_uint64, c_void_p
 from typing import Any, Iterator, Mapping, NamedTuple, Optional, Sequence, Union
 
@@ -23,6 +24,7 @@ from ._lib import (
     Sparse,
     bytes_at,
     check,
+    error,
     lib,
 )
 
@@ -163,7 +165,7 @@ class Tensor:
     """
 
     __slots__ = (
-        "_desc",
+        "_d",
         "_owns_desc",
         "_handle",
         "_bufs",
@@ -192,7 +194,7 @@ class Tensor:
         readonly: bool = False,
     ) -> "Tensor":
         t = object.__new__(cls)
-        t._desc = desc
+        t._d = desc
         t._owns_desc = owns_desc
         t._handle = handle
         t._bufs = bufs
@@ -227,6 +229,25 @@ class Tensor:
         t = cls._make(d.value, False, _Handle(handle), bufs, keep, readonly)
         t._fields = f
         return t
+
+    @property
+    def _desc(self) -> Optional[int]:
+        """The ``HurrayDescriptor*`` (``None`` once closed). A read tensor's, borrowed from its
+        handle, is looked up on first use: a stream of tensors whose fields come with the
+        decode result never asks."""
+        d = self._d
+        if d == 0:
+            h = self._handle
+            if h is None:
+                return None
+            out = c_void_p()
+            check(lib.hurray_tensor_descriptor(h.ptr, byref(out)))
+            d = self._d = out.value
+        return d
+
+    @_desc.setter
+    def _desc(self, value: Optional[int]) -> None:
+        self._d = value
 
     def _f(self) -> DescriptorFields:
         f = self._fields
@@ -416,6 +437,7 @@ class Tensor:
         return a if dtype is None else a.astype(dtype)
 
     def _slices(self) -> Any:
+        """The buffers as ``HurrayIoSlice[]`` (borrowed for one call)."""
         arr = (IoSlice * max(len(self._bufs), 1))()
         for i, (p, n) in enumerate(self._bufs):
             arr[i].ptr = p or None
@@ -501,10 +523,15 @@ class Tensor:
         self._bufs = []
 
     def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
+        # The handle (and the memory) goes with its last holder; only an owned descriptor
+        # is this tensor's to free.
+        d = self._d
+        if d and self._owns_desc:
+            self._d = None
+            try:
+                lib.hurray_descriptor_destroy(d)
+            except Exception:
+                pass
 
     def __enter__(self) -> "Tensor":
         return self
@@ -606,34 +633,76 @@ def from_numpy(a: Any, name: Optional[str] = None, metadata: MetadataArg = None)
     Fortran-contiguous ones column-major, others strided (strides in elements; negative ones
     allowed); strides that are not a multiple of the item size are copied to C order first.
     ``ml_dtypes``' one-byte fp4/fp6 arrays are packed by the core into a new buffer (a copy,
-    as packing requires); int4/uint4 go through ``from_buffer`` with their packed bytes. ``name``: UTF-8, at most 4096 bytes; ``metadata``:
-    ``str`` keys, ``str`` or ``bytes`` values. The tensor keeps ``a`` alive; writing to ``a``
-    while a tensor is being sent is a data race. Errors: ``ValueError`` (no such element type),
-    ``HurrayError`` (limits: names, metadata, rank ≤ 32)."""
-    a = np.asarray(a)
+    as packing requires); int4/uint4 go through ``from_buffer`` with their packed bytes.
+    ``name``: UTF-8, at most 4096 bytes; ``metadata``: ``str`` keys, ``str`` or ``bytes``
+    values. The tensor keeps ``a`` alive; writing to ``a`` while a tensor is being sent is a
+    data race. Errors: ``ValueError`` (no such element type), ``HurrayError`` (limits: names,
+    metadata, rank ≤ 32)."""
+    if type(a) is not np.ndarray:
+        a = np.asarray(a)
+    plan = _plans.get((a.dtype, a.shape, a.strides))
+    if plan is None or metadata:
+        return _from_numpy_planned(a, name, metadata)
+    template, off, size = plan
+    out = c_void_p()
+    if name is None:
+        s = lib.hurray_descriptor_clone(template, byref(out))
+    else:
+        nb = name.encode("utf-8")
+        s = lib.hurray_descriptor_with_name(template, nb, len(nb), byref(out))
+    if s < 0:
+        raise error(s)
+    return Tensor._make(out.value, True, None, [(_address(a) - off, size)], keep=a, readonly=not a.flags.writeable)
+
+
+def _address(a: np.ndarray) -> int:
+    # ctypes' from_buffer is several times cheaper than a.ctypes.data; it needs a writable,
+    # contiguous, non-empty buffer, else the general way.
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(a))
+    except (TypeError, ValueError, BufferError):
+        return a.ctypes.data if a.size else 0
+
+
+# (dtype, shape, strides) -> (unnamed template descriptor, byte offset of element 0, buffer
+# size): a tensor of a shape seen before costs one library call (a renamed copy of the
+# template). Templates live as long as the process; at most _MAX_PLANS are kept.
+_plans: "dict[tuple, tuple[int, int, int]]" = {}
+_plans_lock = threading.Lock()
+_MAX_PLANS = 256
+
+
+def _from_numpy_planned(a: np.ndarray, name: Optional[str], metadata: MetadataArg) -> Tensor:
     dt = _dtypes.lookup(a.dtype)
     if a.dtype in _dtypes.UNPACKED:
         if dt.name in ("int4", "uint4"):
             raise ValueError(f"{dt.name} arrays are sent as packed bytes: hurray.from_buffer(packed, '{dt.name}', shape)")
         return quantize(a.astype(np.float32), dt, name=name, metadata=metadata)
+    key: Optional[tuple] = (a.dtype, a.shape, a.strides)
     es = a.dtype.itemsize
     shape = a.shape
     if a.size == 0 or a.flags.c_contiguous:
-        layout, strides, off, base, size = 0, None, 0, a.ctypes.data, a.nbytes
+        layout, strides, off, size = 0, None, 0, a.nbytes
     elif a.flags.f_contiguous:
-        layout, strides, off, base, size = 1, None, 0, a.ctypes.data, a.nbytes
+        layout, strides, off, size = 1, None, 0, a.nbytes
     elif all(s % es == 0 for s in a.strides):
         el = [s // es for s in a.strides]
         lo = sum(min(0, (n - 1) * s) for n, s in zip(shape, el))
         hi = sum(max(0, (n - 1) * s) for n, s in zip(shape, el))
         layout, strides = 2, el
         off = -lo * es
-        base = a.ctypes.data - off
         size = (hi - lo + 1) * es
     else:
         a = np.ascontiguousarray(a)
-        layout, strides, off, base, size = 0, None, 0, a.ctypes.data, a.nbytes
-    desc = _descriptor_from_spec(dt, shape, layout, strides, off, size if layout == 2 else None, name, metadata)
+        key = None
+        layout, strides, off, size = 0, None, 0, a.nbytes
+    explicit = size if layout == 2 else None
+    desc = _descriptor_from_spec(dt, shape, layout, strides, off, explicit, name, metadata)
+    if key is not None and not metadata and len(_plans) < _MAX_PLANS:
+        with _plans_lock:
+            if key not in _plans:
+                _plans[key] = (_descriptor_from_spec(dt, shape, layout, strides, off, explicit, None, None), off, size)
+    base = (a.ctypes.data if a.size else 0) - off
     return Tensor._make(desc, True, None, [(base, size)], keep=a, readonly=not a.flags.writeable)
 
 
