@@ -125,6 +125,8 @@ class StreamWriter:
         self._state = EncoderState()
         self._state_ref = byref(self._state)
         self._one = (IoSlice * 1)()
+        self._scratch = ctypes.create_string_buffer(4096)
+        self._scratch_len = c_size_t()
         self._pieces = (IoSlice * _PIECES)()
         self._count = c_size_t()
         self._batch = batch_bytes
@@ -156,20 +158,43 @@ class StreamWriter:
             finally:
                 lib.hurray_composite_builder_destroy(byref(b))
         else:
-            d = item._desc
-            if d is None:
-                raise ValueError("tensor is closed")
             bufs = item._bufs
-            if len(bufs) == 1:
+            if item._tpl and item._d == 0 and len(bufs) == 1:
+                s = self._encode_template(enc, item)
+            elif len(bufs) == 1:
+                d = item._desc
+                if d is None:
+                    raise ValueError("tensor is closed")
                 one = self._one[0]
                 one.ptr, one.len = bufs[0]
                 s = lib.hurray_encoder_encode(enc, d, self._one, 1, self._state_ref)
             else:
+                d = item._desc
+                if d is None:
+                    raise ValueError("tensor is closed")
                 s = lib.hurray_encoder_encode(enc, d, item._slices(), len(bufs), self._state_ref)
             if s < 0:
                 raise error(s)
         if st.borrows_payloads or st.pending_bytes >= self._batch:
             self._send(take_back=True)
+
+    def _encode_template(self, enc: int, item: Tensor) -> int:
+        """Encodes a ``from_numpy`` tensor of a known shape from its template descriptor and
+        name: two library calls and no descriptor made (docs/spec/c-abi.md,
+        ``hurray_descriptor_encode_with_name``)."""
+        one = self._one[0]
+        one.ptr, one.len = item._bufs[0]
+        nb = item._nb
+        if nb is None:
+            return lib.hurray_encoder_encode(enc, item._tpl, self._one, 1, self._state_ref)
+        scratch, n = self._scratch, self._scratch_len
+        s = lib.hurray_descriptor_encode_with_name(item._tpl, nb, len(nb), scratch, len(scratch), byref(n))
+        if s == -5:  # BUFFER_TOO_SMALL: n is the size needed
+            self._scratch = scratch = ctypes.create_string_buffer(n.value)
+            s = lib.hurray_descriptor_encode_with_name(item._tpl, nb, len(nb), scratch, len(scratch), byref(n))
+        if s < 0:
+            return s
+        return lib.hurray_encoder_encode_encoded(enc, scratch, n.value, self._one, 1, self._state_ref)
 
     def flush(self) -> None:
         """Sends every pending byte now."""

@@ -177,6 +177,8 @@ class Tensor:
         "_name",
         "_fields",
         "_metadata",
+        "_tpl",
+        "_nb",
         "__weakref__",
     )
 
@@ -206,6 +208,8 @@ class Tensor:
         t._name = False
         t._fields = None
         t._metadata = None
+        t._tpl = 0
+        t._nb = None
         return t
 
     @classmethod
@@ -236,7 +240,18 @@ class Tensor:
         handle, is looked up on first use: a stream of tensors whose fields come with the
         decode result never asks."""
         d = self._d
-        if d == 0:
+        if d == 0 and self._tpl:
+            # A from_numpy tensor of a known shape: its descriptor is made when first needed
+            # (a writer encodes it straight from the template and the name).
+            out = c_void_p()
+            nb = self._nb
+            if nb is None:
+                check(lib.hurray_descriptor_clone(self._tpl, byref(out)))
+            else:
+                check(lib.hurray_descriptor_with_name(self._tpl, nb, len(nb), byref(out)))
+            d = self._d = out.value
+            self._tpl = 0
+        elif d == 0:
             h = self._handle
             if h is None:
                 return None
@@ -311,6 +326,8 @@ class Tensor:
     @property
     def name(self) -> Optional[str]:
         """The name, or ``None``."""
+        if self._name is False and self._tpl:
+            self._name = None if self._nb is None else self._nb.decode("utf-8")
         if self._name is False:
             f = self._f()
             self._name = bytes_at(f.name, f.name_len).decode("utf-8") if f.name else None
@@ -644,15 +661,16 @@ def from_numpy(a: Any, name: Optional[str] = None, metadata: MetadataArg = None)
     if plan is None or metadata:
         return _from_numpy_planned(a, name, metadata)
     template, off, size = plan
-    out = c_void_p()
-    if name is None:
-        s = lib.hurray_descriptor_clone(template, byref(out))
-    else:
+    t = Tensor._make(0, True, None, [(_address(a) - off, size)], keep=a, readonly=not a.flags.writeable)
+    t._tpl = template
+    if name is not None:
         nb = name.encode("utf-8")
-        s = lib.hurray_descriptor_with_name(template, nb, len(nb), byref(out))
-    if s < 0:
-        raise error(s)
-    return Tensor._make(out.value, True, None, [(_address(a) - off, size)], keep=a, readonly=not a.flags.writeable)
+        if len(nb) > 4096 or b"\0" in nb:  # checked now, as a made descriptor would be
+            s = lib.hurray_name_check(nb, len(nb), 0)
+            if s < 0:
+                raise error(s)
+        t._nb = nb
+    return t
 
 
 def _address(a: np.ndarray) -> int:
