@@ -6,10 +6,11 @@ named tensor with its descriptor and receives it as a new tensor each time. Both
 same process and the same run, a sender thread and the receiving main thread, so only their
 ratio means anything on a noisy machine.
 
-    python3 hurray-python/bench.py [--repeat 3]
+    python3 hurray-python/bench.py [--repeat 3] [--processes]
 """
 
 import argparse
+import multiprocessing
 import socket
 import threading
 import time
@@ -29,6 +30,18 @@ def pair():
     return c, s
 
 
+SEPARATE = False  # --processes: the sender in a forked process (its own interpreter lock)
+
+
+def start(send, tx):
+    if SEPARATE:
+        p = multiprocessing.get_context("fork").Process(target=send)
+        p.start()
+        tx.close()
+        return p
+    return threading.Thread(target=send)
+
+
 def raw(nbytes, count):
     tx, rx = pair()
     src = np.random.default_rng(0).integers(0, 255, nbytes, dtype=np.uint8)
@@ -39,9 +52,10 @@ def raw(nbytes, count):
             tx.sendall(src)
         tx.close()
 
-    th = threading.Thread(target=send)
     t0 = time.perf_counter()
-    th.start()
+    th = start(send, tx)
+    if not SEPARATE:
+        th.start()
     view = memoryview(dst)
     for _ in range(count):
         got = 0
@@ -71,9 +85,10 @@ def hurray_stream(nbytes, count, named):
                     w.write(t)
         tx.close()
 
-    th = threading.Thread(target=send)
     t0 = time.perf_counter()
-    th.start()
+    th = start(send, tx)
+    if not SEPARATE:
+        th.start()
     n = 0
     for t in hurray.StreamReader(rx):
         if named:
@@ -92,7 +107,10 @@ CASES = [("1 MiB", 1 << 20, 300, False), ("16 MiB", 16 << 20, 30, False), ("3 Ki
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--processes", action="store_true", help="sender in a separate process")
     args = ap.parse_args()
+    global SEPARATE
+    SEPARATE = args.processes
     print(f"{'case':<14}{'raw loop MB/s':>16}{'hurray MB/s':>14}{'ratio':>8}")
     for label, nbytes, count, named in CASES:
         raw_best = min(raw(nbytes, count) for _ in range(args.repeat))

@@ -41,6 +41,7 @@ DEFAULT_BATCH_BYTES = 64 * 1024
 DEFAULT_BUFFER_POOL_BYTES = 256 << 20
 _FIELDS_OFFSET = DecodeResult.fields.offset
 _PIECES = 16
+_READ_AHEAD = 64 * 1024  # the decoder's read-ahead (docs/spec/c-abi.md §Decoders and encoders)
 
 
 def _region(ptr: int, n: int) -> memoryview:
@@ -366,6 +367,7 @@ class StreamReader:
         self._dec: Optional[int] = d.value
         self._result = DecodeResult()
         self._result_ref = byref(self._result)
+        self._error: Optional[HurrayError] = None
         self._flags = 0
         self._metadata: Optional[dict[str, bytes]] = None
         self._done = False
@@ -380,12 +382,29 @@ class StreamReader:
                 ctypes.memmove(ptr, self._base + self._pos, k)
                 self._pos += k
             return k
+        err, self._error = self._error, None
+        if err is not None:
+            raise err
+        read = self._read
+        view = _region(ptr, n)
+        got = 0
         try:
-            return self._read(_region(ptr, n))  # type: ignore[misc]
+            got = read(view)  # type: ignore[misc]
+            if n > _READ_AHEAD:
+                # A region larger than the read-ahead is the rest of one payload, all of which
+                # the decoder needs: fill it here instead of one decoder call per chunk.
+                while 0 < got < n:
+                    k = read(view[got:])  # type: ignore[misc]
+                    if not k:
+                        break
+                    got += k
         except BaseException as e:
-            raise HurrayError(
-                ERR_TRANSPORT, f"the source raised {type(e).__name__}: {e}; call again to resume"
-            ) from e
+            failure = HurrayError(ERR_TRANSPORT, f"the source raised {type(e).__name__}: {e}; call again to resume")
+            failure.__cause__ = e
+            if not got:
+                raise failure from e
+            self._error = failure  # report the bytes that did arrive first; raise on the next read
+        return got
 
     def _drive(self, fn: Any, *extra: Any) -> int:
         dec = self._dec
