@@ -185,3 +185,26 @@ def test_the_reader_uses_the_callers_exceptions_only_as_causes():
     with pytest.raises(hurray.HurrayError) as e:
         hurray.StreamReader(Boom()).read()
     assert isinstance(e.value.__cause__, KeyboardInterrupt)
+
+
+def test_a_failure_inside_a_large_payload_keeps_the_bytes_that_arrived():
+    a = np.random.default_rng(1).standard_normal(300_000).astype(np.float32)  # 1.2 MB: read in place
+    w = hurray.StreamWriter()
+    w.write(hurray.from_numpy(a, name="big"))
+    w.write(hurray.from_numpy(a[:10], name="small"))
+    w.finish()
+    data = w.getvalue()
+    r = hurray.StreamReader(Trickle(data, step=50_000, fail_at={200_000, 650_000, 1_100_000}))
+    got, failures = [], 0
+    while True:
+        try:
+            t = r.read()
+        except hurray.HurrayError as e:
+            assert e.status_name == "HURRAY_ERR_TRANSPORT" and isinstance(e.__cause__, ConnectionResetError)
+            failures += 1
+            continue
+        if t is None:
+            break
+        got.append(t)
+    assert failures == 3 and [t.name for t in got] == ["big", "small"]
+    np.testing.assert_array_equal(got[0].numpy(), a)
