@@ -1684,8 +1684,9 @@ HurrayStatus hurray_dlpack_export_legacy(const struct HurrayDescriptor *descript
 //
 // Errors: `NULL_POINTER` (`managed` or `out_tensor`; nothing is called), `VERSION_MISMATCH`
 // (major version other than 1), `UNSUPPORTED` (device memory, lanes, an unknown type code),
-// `INVALID_SHAPE`, `INVALID_LAYOUT`, `LIMIT_EXCEEDED` (ndim above 32, sizes overflowing),
-// `NULL_POINTER` (NULL shape or data where they are needed; the deleter has run).
+// `INVALID_SHAPE`, `INVALID_LAYOUT`, `LIMIT_EXCEEDED` (ndim above 32, a byte count above
+// 2^63 - 1), `INVALID_ARGUMENT` (a NULL shape or data pointer inside the struct where one is
+// needed); on all of these the deleter has run.
 //
 // # Safety
 // `managed` a valid DLPack producer's struct; `out_tensor` valid for one write.

@@ -189,9 +189,22 @@ int main(void) {
     p.dl_tensor.dtype.lanes = 4;
     CHECK(hurray_dlpack_import(&p, &t) == HURRAY_ERR_UNSUPPORTED);
     CHECK(deletes == 7);
+    p.dl_tensor.dtype.lanes = 1;
+    p.dl_tensor.byte_offset = (uint64_t)INT64_MAX - 4;
+    CHECK(hurray_dlpack_import(&p, &t) == HURRAY_ERR_LIMIT_EXCEEDED);
+    CHECK(deletes == 8);
+    p.dl_tensor.byte_offset = 0;
+    p.dl_tensor.shape = NULL;
+    CHECK(hurray_dlpack_import(&p, &t) == HURRAY_ERR_INVALID_ARGUMENT);
+    CHECK(deletes == 9);
+    p.dl_tensor.shape = shape;
+    p.dl_tensor.data = NULL;
+    CHECK(hurray_dlpack_import(&p, &t) == HURRAY_ERR_INVALID_ARGUMENT);
+    CHECK(deletes == 10);
+    p.dl_tensor.data = src;
     CHECK(hurray_dlpack_import(NULL, &t) == HURRAY_ERR_NULL_POINTER);
     CHECK(hurray_dlpack_import(&p, NULL) == HURRAY_ERR_NULL_POINTER);
-    CHECK(deletes == 7);
+    CHECK(deletes == 10);
 
     /* The unversioned struct. */
     HurrayDLManagedTensor q;
@@ -201,7 +214,7 @@ int main(void) {
     q.dl_tensor.dtype.lanes = 1;
     OK(hurray_dlpack_import_legacy(&q, &t));
     OK(hurray_tensor_destroy(&t));
-    CHECK(deletes == 8);
+    CHECK(deletes == 11);
 
     free(src);
     free(data);

@@ -191,7 +191,9 @@ pub fn import(f: &DlpackImport<'_>) -> Result<TensorDescriptor> {
         ty.bytes_for(count).ok_or_else(overflow)?
     };
     let offset = if count == 0 { 0 } else { f.byte_offset };
-    let size = offset.checked_add(extent).ok_or_else(overflow)?;
+    // Sizes beyond i64 cannot be addressed (and a hostile byte_offset must not become a
+    // buffer that spans the address space).
+    let size = offset.checked_add(extent).filter(|&s| s <= i64::MAX as u64).ok_or_else(overflow)?;
     let buffer = BufferHandle::new(size, crate::MIN_BUFFER_ALIGNMENT, DeviceTag::Cpu, SyncMode::ProducerSynced)?;
     TensorDescriptor::new(ty.min_version(), 0, ty, shape, offset, layout, vec![buffer], None, None, None, None)
 }
@@ -235,6 +237,9 @@ mod tests {
         assert!(import(&fields(2, 32, &[4], Some(&[-1]))).is_err());
         assert!(import(&fields(0, 4, &[4, 4], Some(&[1, 4]))).is_err());
         assert!(import(&fields(2, 64, &[i64::MAX, 4], None)).is_err());
+        let mut far = fields(2, 32, &[4], None);
+        far.byte_offset = i64::MAX as u64 - 4;
+        assert_eq!(import(&far).unwrap_err().kind(), crate::ErrorKind::LimitExceeded);
         let mut gpu = fields(2, 32, &[4], None);
         gpu.device_type = DL_CUDA;
         assert_eq!(import(&gpu).unwrap_err().kind(), crate::ErrorKind::Unsupported);

@@ -146,10 +146,7 @@ type ExportParts = (HurrayDLTensor, Vec<i64>, Vec<i64>, Arc<BufferInner>);
 ///
 /// # Safety
 /// `descriptor` and `buffer` NULL or live handles.
-unsafe fn export_parts(
-    descriptor: *const HurrayDescriptor,
-    buffer: *const HurrayBuffer,
-) -> FfiResult<ExportParts> {
+unsafe fn export_parts(descriptor: *const HurrayDescriptor, buffer: *const HurrayBuffer) -> FfiResult<ExportParts> {
     // SAFETY: NULL or live handles (the caller's contract); NULL and stale handles are refused.
     let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
     // SAFETY: as above.
@@ -301,7 +298,7 @@ unsafe fn import_tensor(
     }
     let n = ndim as usize;
     if n > 0 && t.shape.is_null() {
-        return Err(FfiError::new(HURRAY_ERR_NULL_POINTER, format!("DLPack shape is NULL with ndim {n}")));
+        return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("DLPack shape is NULL with ndim {n}")));
     }
     // SAFETY: DLPack's shape is `int64_t[ndim]` (non-NULL checked above for ndim > 0).
     let shape = if n == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(t.shape, n) } };
@@ -318,7 +315,7 @@ unsafe fn import_tensor(
     })?;
     let h = desc.buffers()[0];
     if t.data.is_null() && h.byte_size() > 0 {
-        return Err(FfiError::new(HURRAY_ERR_NULL_POINTER, "DLPack data is NULL for a non-empty tensor"));
+        return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "DLPack data is NULL for a non-empty tensor"));
     }
     if !t.data.is_null() && (t.data as usize).is_multiple_of(hurray_core::MIN_BUFFER_ALIGNMENT as usize) {
         // Encode first: `from_parts` fails only there, and must not fail once the buffer holds
@@ -354,8 +351,9 @@ unsafe fn import_tensor(
 ///
 /// Errors: `NULL_POINTER` (`managed` or `out_tensor`; nothing is called), `VERSION_MISMATCH`
 /// (major version other than 1), `UNSUPPORTED` (device memory, lanes, an unknown type code),
-/// `INVALID_SHAPE`, `INVALID_LAYOUT`, `LIMIT_EXCEEDED` (ndim above 32, sizes overflowing),
-/// `NULL_POINTER` (NULL shape or data where they are needed; the deleter has run).
+/// `INVALID_SHAPE`, `INVALID_LAYOUT`, `LIMIT_EXCEEDED` (ndim above 32, a byte count above
+/// 2^63 - 1), `INVALID_ARGUMENT` (a NULL shape or data pointer inside the struct where one is
+/// needed); on all of these the deleter has run.
 ///
 /// # Safety
 /// `managed` a valid DLPack producer's struct; `out_tensor` valid for one write.

@@ -6822,8 +6822,9 @@ public final class hurray_h {
      * <p>
      * Errors: <code>NULL_POINTER</code> (<code>managed</code> or <code>out_tensor</code>; nothing is called), <code>VERSION_MISMATCH</code>
      * (major version other than 1), <code>UNSUPPORTED</code> (device memory, lanes, an unknown type code),
-     * <code>INVALID_SHAPE</code>, <code>INVALID_LAYOUT</code>, <code>LIMIT_EXCEEDED</code> (ndim above 32, sizes overflowing),
-     * <code>NULL_POINTER</code> (NULL shape or data where they are needed; the deleter has run).
+     * <code>INVALID_SHAPE</code>, <code>INVALID_LAYOUT</code>, <code>LIMIT_EXCEEDED</code> (ndim above 32, a byte count above
+     * 2^63 - 1), <code>INVALID_ARGUMENT</code> (a NULL shape or data pointer inside the struct where one is
+     * needed); on all of these the deleter has run.
      * <p>
      * <b>Safety</b><br>
      * <code>managed</code> a valid DLPack producer's struct; <code>out_tensor</code> valid for one write.
