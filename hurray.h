@@ -1648,7 +1648,8 @@ HurrayStatus hurray_descriptor_new(const struct HurrayDescriptorSpec *spec,
 // once, from any thread; it frees the struct, its shape and strides, and drops the share,
 // which may run the buffer's release callback on that thread). Strides are written in
 // elements for every rank above 0; `data` is NULL for zero elements.
-// `flags` may hold `HURRAY_DLPACK_FLAG_READ_ONLY`, copied into the struct.
+// `flags` may hold `HURRAY_DLPACK_FLAG_READ_ONLY` and `HURRAY_DLPACK_FLAG_IS_COPIED` (the
+// caller's statement that the buffer is a copy made for this export), copied into the struct.
 //
 // Errors: `NULL_POINTER`; `UNSUPPORTED` (quantized, sparse, paged, composite head, more than
 // one buffer); `BUFFER_TOO_SMALL` (the buffer is shorter than the table's buffer 0);

@@ -115,13 +115,13 @@ int main(void) {
 
     /* Legacy export of the same. */
     OK(hurray_buffer_from_ptr(data, 24, 64, 0, count_release, NULL, &buf));
+    CHECK(hurray_dlpack_export(d, buf, 4, &m) == HURRAY_ERR_INVALID_ARGUMENT);  /* unknown flag */
     HurrayDLManagedTensor *legacy = NULL;
     OK(hurray_dlpack_export_legacy(d, buf, &legacy));
     OK(hurray_buffer_destroy(&buf));
     CHECK(legacy->dl_tensor.shape[1] == 3 && legacy->dl_tensor.data == data);
     legacy->deleter(legacy);
     CHECK(releases == 2);
-    CHECK(hurray_dlpack_export(d, NULL, 4, &m) != HURRAY_OK);
     hurray_descriptor_destroy(d);
 
     /* Import: a producer's strided int16[3,2] (column-major strides), zero copy. */

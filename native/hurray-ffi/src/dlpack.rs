@@ -6,7 +6,7 @@ use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use hurray_core::dlpack::{self as core_dlpack, DlpackImport, DLPACK_FLAG_READ_ONLY};
+use hurray_core::dlpack::{self as core_dlpack, DlpackImport, DLPACK_FLAG_IS_COPIED, DLPACK_FLAG_READ_ONLY};
 use hurray_core::{AlignedBuf, PooledBuf};
 
 use crate::buffer::{self, BufferInner, HurrayBuffer};
@@ -182,7 +182,8 @@ unsafe fn export_parts(descriptor: *const HurrayDescriptor, buffer: *const Hurra
 /// once, from any thread; it frees the struct, its shape and strides, and drops the share,
 /// which may run the buffer's release callback on that thread). Strides are written in
 /// elements for every rank above 0; `data` is NULL for zero elements.
-/// `flags` may hold `HURRAY_DLPACK_FLAG_READ_ONLY`, copied into the struct.
+/// `flags` may hold `HURRAY_DLPACK_FLAG_READ_ONLY` and `HURRAY_DLPACK_FLAG_IS_COPIED` (the
+/// caller's statement that the buffer is a copy made for this export), copied into the struct.
 ///
 /// Errors: `NULL_POINTER`; `UNSUPPORTED` (quantized, sparse, paged, composite head, more than
 /// one buffer); `BUFFER_TOO_SMALL` (the buffer is shorter than the table's buffer 0);
@@ -199,7 +200,7 @@ pub unsafe extern "C" fn hurray_dlpack_export(
 ) -> HurrayStatus {
     guard("hurray_dlpack_export", || {
         non_null(out_managed, "out_managed")?;
-        if flags & !DLPACK_FLAG_READ_ONLY != 0 {
+        if flags & !(DLPACK_FLAG_READ_ONLY | DLPACK_FLAG_IS_COPIED) != 0 {
             return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("unknown flags {flags:#x}")));
         }
         // SAFETY: the handles are NULL or live (this function's contract).

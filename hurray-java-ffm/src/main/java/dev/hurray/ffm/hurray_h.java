@@ -6661,7 +6661,8 @@ public final class hurray_h {
      * once, from any thread; it frees the struct, its shape and strides, and drops the share,
      * which may run the buffer's release callback on that thread). Strides are written in
      * elements for every rank above 0; <code>data</code> is NULL for zero elements.
-     * <code>flags</code> may hold <code>HURRAY_DLPACK_FLAG_READ_ONLY</code>, copied into the struct.
+     * <code>flags</code> may hold <code>HURRAY_DLPACK_FLAG_READ_ONLY</code> and <code>HURRAY_DLPACK_FLAG_IS_COPIED</code> (the
+     * caller's statement that the buffer is a copy made for this export), copied into the struct.
      * <p>
      * Errors: <code>NULL_POINTER</code>; <code>UNSUPPORTED</code> (quantized, sparse, paged, composite head, more than
      * one buffer); <code>BUFFER_TOO_SMALL</code> (the buffer is shorter than the table's buffer 0);
