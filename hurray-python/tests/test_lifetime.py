@@ -11,6 +11,20 @@ from hurray import _dlpack
 from conftest import golden
 
 
+class Holder:
+    """Hands numpy a capsule made earlier (so the test decides when it is made and consumed)."""
+
+    def __init__(self, cap):
+        self.cap = cap
+
+    def __dlpack__(self, **kw):
+        cap, self.cap = self.cap, None
+        return cap
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
 def test_a_tensor_and_its_views_outlive_the_reader():
     r = hurray.StreamReader(golden("stream_v1_checksums.hrry"))
     t = next(iter(r))
@@ -45,14 +59,7 @@ def test_a_capsule_outlives_its_tensor_and_is_released_once():
     del t, r
     gc.collect()
 
-    class Holder:
-        def __dlpack__(self, **kw):
-            return cap
-
-        def __dlpack_device__(self):
-            return (1, 0)
-
-    a = np.from_dlpack(Holder())
+    a = np.from_dlpack(Holder(cap))
     del cap
     np.testing.assert_array_equal(a, expected)
 
@@ -68,15 +75,7 @@ def test_lent_memory_is_released_exactly_once():
         gc.collect()
         assert len(_dlpack._lent) == before
         c2 = t.__dlpack__(max_version=(1, 1))
-
-        class H:
-            def __dlpack__(self, **kw):
-                return c2
-
-            def __dlpack_device__(self):
-                return (1, 0)
-
-        a = np.from_dlpack(H())
+        a = np.from_dlpack(Holder(c2))
         del c2
         gc.collect()
         assert len(_dlpack._lent) == before + 1  # the consumer holds it

@@ -20,7 +20,6 @@ from ._lib import (
     IoSlice,
     MetadataView,
     Paging,
-    Quantization,
     Sparse,
     bytes_at,
     check,
