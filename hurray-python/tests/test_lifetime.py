@@ -50,6 +50,21 @@ def test_tensors_of_a_map_outlive_the_file(tmp_path):
     assert x[999] == 999 and not x.flags.writeable
 
 
+def test_a_dlpack_consumer_of_a_mapped_tensor_keeps_the_map(tmp_path):
+    p = tmp_path / "m.hrry"
+    with hurray.FileWriter(p) as w:
+        w.add(hurray.from_numpy(np.arange(4096, dtype=np.float32)), name="x")
+    f = hurray.File.map(p)
+    t = f["x"]
+    a = np.from_dlpack(t)
+    assert a.ctypes.data == t.buffers()[0].ctypes.data and not a.flags.writeable
+    f.close()
+    t.close()
+    del f, t
+    gc.collect()
+    assert a[4095] == 4095
+
+
 def test_a_capsule_outlives_its_tensor_and_is_released_once():
     r = hurray.StreamReader(golden("stream_v1_checksums.hrry"))
     t = [x for x in r if x.name == "dtype/float32"][0]

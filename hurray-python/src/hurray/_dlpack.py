@@ -98,14 +98,16 @@ def export(t: Any, legacy: bool) -> Any:
     if len(t._bufs) != 1:
         raise BufferError(f"DLPack carries one buffer; this {t.layout} tensor has {len(t._bufs)}")
     owned = c_void_p()
-    if t._handle:
+    if t._handle and t._keep is None:
+        # Memory the library owns: the export shares the tensor's own buffer.
         lst = c_void_p()
         check(lib.hurray_tensor_buffers(t._handle.ptr, byref(lst)))
         buf = c_void_p()
         check(lib.hurray_buffer_list_get(lst, 0, byref(buf)))
     else:
+        # Memory Python keeps alive (an array, a file's mapping): lend it with its owner.
         ptr, size = t._bufs[0]
-        owner: object = t._keep
+        owner: object = (t._handle, t._keep)
         if ptr % 64:
             # Hurray buffers are 64-byte aligned: lend an aligned copy instead.
             copy = aligned_empty(size)
