@@ -1,6 +1,7 @@
 """HRRYFILE: golden files, lookup, in-place reads from a map, atomic writes."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -72,3 +73,17 @@ def test_stream_bytes_are_not_a_container(tmp_path):
     p.write_bytes(golden("stream_v1_plain.hrry"))
     with pytest.raises(hurray.HurrayError):
         hurray.File.open(p)
+
+
+def test_a_failing_file_write_comes_back_as_the_cause(tmp_path):
+    p = tmp_path / "f.hrry"
+    w = hurray.FileWriter(p)
+    ro = os.open(p.parent, os.O_RDONLY)  # a descriptor that refuses writes, in the writer's slot:
+    os.dup2(ro, w._fd)  # every write now raises OSError inside the library's callback
+    os.close(ro)
+    with pytest.raises(hurray.HurrayError) as e:
+        w.add(hurray.from_numpy(np.zeros(1 << 20, np.uint8), name="big"))
+        w.finish()
+    assert e.value.status_name == "HURRAY_ERR_TRANSPORT" and isinstance(e.value.__cause__, OSError)
+    w.close()
+    assert not p.exists() and list(tmp_path.iterdir()) == []

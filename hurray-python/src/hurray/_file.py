@@ -322,7 +322,10 @@ class FileWriter:
     def _discard(self) -> None:
         fd, self._fd = self._fd, None
         if fd is not None:
-            os.close(fd)
+            try:
+                os.close(fd)
+            except OSError:
+                pass  # already unusable (the failure being reported); the file goes anyway
             try:
                 os.unlink(self._tmp)
             except OSError:
