@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import hurray
-from conftest import GOLDEN, golden
+from conftest import GOLDEN, golden, need
 
 
 def test_golden_container_names_and_metadata():
@@ -87,3 +87,16 @@ def test_a_failing_file_write_comes_back_as_the_cause(tmp_path):
     assert e.value.status_name == "HURRAY_ERR_TRANSPORT" and isinstance(e.value.__cause__, OSError)
     w.close()
     assert not p.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_a_safetensors_checkpoint_becomes_an_hrryfile(tmp_path):
+    st = need("safetensors.numpy")
+    tensors = {"layer0/w": np.arange(12, dtype=np.float32).reshape(3, 4), "layer0/b": np.ones(4, np.int64)}
+    st.save_file(tensors, str(tmp_path / "m.safetensors"))
+    with hurray.FileWriter(tmp_path / "m.hrry") as w:
+        for name, value in st.load_file(str(tmp_path / "m.safetensors")).items():
+            w.add(hurray.from_numpy(value, name=name))
+    with hurray.File.map(tmp_path / "m.hrry") as f:
+        assert sorted(f.names()) == sorted(tensors)
+        for name, value in tensors.items():
+            np.testing.assert_array_equal(f[name].numpy(), value)
