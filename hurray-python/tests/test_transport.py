@@ -208,3 +208,20 @@ def test_a_failure_inside_a_large_payload_keeps_the_bytes_that_arrived():
         got.append(t)
     assert failures == 3 and [t.name for t in got] == ["big", "small"]
     np.testing.assert_array_equal(got[0].numpy(), a)
+
+
+def test_close_ends_the_stream_but_not_after_a_failure_or_an_exception():
+    sink = Sink()
+    w = hurray.StreamWriter(sink)
+    w.write(tensors(1)[0])
+    w.close()
+    w.close()
+    assert read_names(sink.out) == ["t0"]
+    sink = Sink()
+    with pytest.raises(RuntimeError):
+        with hurray.StreamWriter(sink) as w:
+            w.write(tensors(1)[0])
+            raise RuntimeError("producer failed")
+    with pytest.raises(hurray.HurrayError) as e:
+        read_names(sink.out)  # not ended as if complete
+    assert e.value.status_name == "HURRAY_ERR_TRUNCATED"

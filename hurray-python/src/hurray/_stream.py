@@ -132,6 +132,7 @@ class StreamWriter:
         self._count = c_size_t()
         self._batch = batch_bytes
         self._finished = False
+        self._failed = False
         if metadata:
             entries = _encode_meta(metadata)
             self._check(lib.hurray_encoder_set_metadata(self._enc, _views(entries), len(entries)))
@@ -231,8 +232,10 @@ class StreamWriter:
                         self._fail(ERR_SINK_CLOSED, "the sink accepted 0 bytes (closed)", take_back, None)
                     sent += n
                     self._check(lib.hurray_encoder_consume(enc, n, byref(st)))
+        self._failed = False  # everything pending went out
 
     def _fail(self, status: int, message: str, take_back: bool, cause: Optional[BaseException]) -> None:
+        self._failed = True
         s = lib.hurray_encoder_abort(self._enc, 1 if take_back else 0, byref(self._state))
         if s < 0:
             message += "; the stream ends inside an item and the writer is poisoned"
@@ -244,7 +247,8 @@ class StreamWriter:
         raise err
 
     def finish(self) -> None:
-        """Writes the end-of-stream marker and sends everything pending. Idempotent."""
+        """Writes the end-of-stream marker and sends everything pending. Idempotent. After a
+        failed send it may be called again (a writer that took its item back still works)."""
         if self._finished:
             return
         enc = self._live()
@@ -259,8 +263,16 @@ class StreamWriter:
         return bytes(self._memory)
 
     def close(self) -> None:
-        """Destroys the encoder; pending bytes not yet sent are dropped (``finish`` first to
-        end the stream). Idempotent."""
+        """Ends the stream (``finish``) unless it is finished or a send failed, then destroys
+        the encoder. Raises what ``finish`` raises (the encoder is destroyed either way).
+        Idempotent; the target stays open."""
+        try:
+            if self._enc is not None and not self._finished and not self._failed:
+                self.finish()
+        finally:
+            self._destroy()
+
+    def _destroy(self) -> None:
         e, self._enc = self._enc, None
         if e:
             lib.hurray_encoder_destroy(byref(c_void_p(e)))
@@ -269,15 +281,16 @@ class StreamWriter:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        try:
-            if exc_type is None:
-                self.finish()
-        finally:
+        if exc_type is None:
             self.close()
+        else:
+            self._destroy()  # the block failed: do not end the stream as if it were complete
 
     def __del__(self) -> None:
+        # No I/O from the garbage collector: an unfinished stream stays unfinished (its reader
+        # sees TRUNCATED), as after a failure.
         try:
-            self.close()
+            self._destroy()
         except Exception:
             pass
 
