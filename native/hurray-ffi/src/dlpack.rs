@@ -115,6 +115,23 @@ struct Exported<M> {
     _keep: Arc<BufferInner>,
 }
 
+/// Moves an export into its allocation and points the struct's `manager_ctx` at it; returns
+/// the struct's address (the allocation's, `Exported` being `repr(C)` with the struct first).
+fn boxed<M>(
+    managed: M,
+    shape: Vec<i64>,
+    strides: Vec<i64>,
+    keep: Arc<BufferInner>,
+    ctx: fn(&mut M) -> &mut *mut c_void,
+) -> *mut M {
+    // The shape and strides the struct points into are the Vecs' heap buffers, which moving the
+    // Vecs into the box does not move.
+    let p = Box::into_raw(Box::new(Exported { managed, shape, strides, _keep: keep }));
+    // SAFETY: `p` is the allocation just made, valid and uniquely owned here.
+    unsafe { *ctx(&mut (*p).managed) = p as *mut c_void };
+    p as *mut M
+}
+
 unsafe extern "C" fn delete_versioned(managed: *mut HurrayDLManagedTensorVersioned) {
     if managed.is_null() {
         return;
@@ -205,23 +222,16 @@ pub unsafe extern "C" fn hurray_dlpack_export(
         }
         // SAFETY: the handles are NULL or live (this function's contract).
         let (dl_tensor, shape, strides, keep) = unsafe { export_parts(descriptor, buffer)? };
-        let b = Box::new(Exported {
-            managed: HurrayDLManagedTensorVersioned {
-                version: HurrayDLPackVersion { major: HURRAY_DLPACK_MAJOR_VERSION, minor: HURRAY_DLPACK_MINOR_VERSION },
-                manager_ctx: std::ptr::null_mut(),
-                deleter: Some(delete_versioned),
-                flags,
-                dl_tensor,
-            },
-            shape,
-            strides,
-            _keep: keep,
-        });
-        let p = Box::into_raw(b);
-        // SAFETY: `p` is the allocation just made; its struct names itself as the context.
-        unsafe { (*p).managed.manager_ctx = p as *mut c_void };
+        let managed = HurrayDLManagedTensorVersioned {
+            version: HurrayDLPackVersion { major: HURRAY_DLPACK_MAJOR_VERSION, minor: HURRAY_DLPACK_MINOR_VERSION },
+            manager_ctx: std::ptr::null_mut(),
+            deleter: Some(delete_versioned),
+            flags,
+            dl_tensor,
+        };
+        let p = boxed(managed, shape, strides, keep, |m| &mut m.manager_ctx);
         // SAFETY: `out_managed` checked non-NULL, valid for one write (contract).
-        unsafe { *out_managed = p as *mut HurrayDLManagedTensorVersioned };
+        unsafe { *out_managed = p };
         Ok(HURRAY_OK)
     })
 }
@@ -241,21 +251,11 @@ pub unsafe extern "C" fn hurray_dlpack_export_legacy(
         non_null(out_managed, "out_managed")?;
         // SAFETY: the handles are NULL or live (this function's contract).
         let (dl_tensor, shape, strides, keep) = unsafe { export_parts(descriptor, buffer)? };
-        let b = Box::new(Exported {
-            managed: HurrayDLManagedTensor {
-                dl_tensor,
-                manager_ctx: std::ptr::null_mut(),
-                deleter: Some(delete_legacy),
-            },
-            shape,
-            strides,
-            _keep: keep,
-        });
-        let p = Box::into_raw(b);
+        let managed =
+            HurrayDLManagedTensor { dl_tensor, manager_ctx: std::ptr::null_mut(), deleter: Some(delete_legacy) };
+        let p = boxed(managed, shape, strides, keep, |m| &mut m.manager_ctx);
         // SAFETY: as in `hurray_dlpack_export`.
-        unsafe { (*p).managed.manager_ctx = p as *mut c_void };
-        // SAFETY: as in `hurray_dlpack_export`.
-        unsafe { *out_managed = p as *mut HurrayDLManagedTensor };
+        unsafe { *out_managed = p };
         Ok(HURRAY_OK)
     })
 }
