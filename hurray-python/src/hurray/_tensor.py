@@ -163,23 +163,16 @@ class Tensor:
     read from any thread; the library calls it makes are thread-safe on a live tensor.
     """
 
-    __slots__ = (
-        "_d",
-        "_owns_desc",
-        "_handle",
-        "_bufs",
-        "_keep",
-        "_readonly",
-        "_type",
-        "_layout",
-        "_shape",
-        "_name",
-        "_fields",
-        "_metadata",
-        "_tpl",
-        "_nb",
-        "__weakref__",
-    )
+    # Fields a tensor fills lazily start as these class-level defaults, so making one (once
+    # per received or sent tensor) sets only what it has.
+    _type: Optional[DType] = None
+    _layout: Optional[str] = None
+    _shape: Optional[tuple[int, ...]] = None
+    _name: Any = False
+    _fields: Optional[DescriptorFields] = None
+    _metadata: Optional[dict[str, bytes]] = None
+    _tpl = 0
+    _nb: Optional[bytes] = None
 
     def __init__(self) -> None:
         raise TypeError("make tensors with hurray.from_numpy, from_dlpack, quantize, csr or coo")
@@ -201,14 +194,6 @@ class Tensor:
         t._bufs = bufs
         t._keep = keep
         t._readonly = readonly
-        t._type = None
-        t._layout = None
-        t._shape = None
-        t._name = False
-        t._fields = None
-        t._metadata = None
-        t._tpl = 0
-        t._nb = None
         return t
 
     @classmethod
