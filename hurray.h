@@ -188,6 +188,18 @@
 // either way. Added in ABI 4 (additive).
 #define HURRAY_FIELDS_SAME_EXCEPT_NAME 1
 
+// DLPack major version a Hurray export writes and an import requires.
+#define HURRAY_DLPACK_MAJOR_VERSION 1
+
+// DLPack minor version a Hurray export writes (1.1).
+#define HURRAY_DLPACK_MINOR_VERSION 1
+
+// `DLPACK_FLAG_BITMASK_READ_ONLY`: the consumer must not write the data.
+#define HURRAY_DLPACK_FLAG_READ_ONLY 1
+
+// `DLPACK_FLAG_BITMASK_IS_COPIED`: the data is a copy the producer no longer uses.
+#define HURRAY_DLPACK_FLAG_IS_COPIED 2
+
 // `hurray_encoder_encode_batch` flag: stage the end-of-stream marker after the items.
 #define HURRAY_ENCODE_FINISH 1
 
@@ -575,6 +587,74 @@ typedef struct HurrayDescriptorSpec {
   // Quantization (`kind == HURRAY_QUANT_NONE` for none).
   struct HurrayQuantization quantization;
 } HurrayDescriptorSpec;
+
+// DLPack's `DLPackVersion`.
+typedef struct HurrayDLPackVersion {
+  // Major version (1).
+  uint32_t major;
+  // Minor version.
+  uint32_t minor;
+} HurrayDLPackVersion;
+
+// DLPack's `DLDevice`.
+typedef struct HurrayDLDevice {
+  // `DLDeviceType` (1 CPU, 2 CUDA, 3 CUDA host, 7 Vulkan, 8 Metal, 10 ROCm, …).
+  int32_t device_type;
+  // Device ordinal.
+  int32_t device_id;
+} HurrayDLDevice;
+
+// DLPack's `DLDataType`.
+typedef struct HurrayDLDataType {
+  // `DLDataTypeCode`.
+  uint8_t code;
+  // Bits per element (4 and 6 for packed sub-byte types).
+  uint8_t bits;
+  // Vector lanes (1).
+  uint16_t lanes;
+} HurrayDLDataType;
+
+// DLPack's `DLTensor`.
+typedef struct HurrayDLTensor {
+  // The data, before `byte_offset` is applied.
+  void *data;
+  // Where the data lives.
+  struct HurrayDLDevice device;
+  // Rank.
+  int32_t ndim;
+  // Element type.
+  struct HurrayDLDataType dtype;
+  // `int64_t[ndim]`.
+  int64_t *shape;
+  // `int64_t[ndim]` in elements, or NULL for compact row-major.
+  int64_t *strides;
+  // Bytes from `data` to the first element.
+  uint64_t byte_offset;
+} HurrayDLTensor;
+
+// DLPack's `DLManagedTensorVersioned` (DLPack ≥ 1.0).
+typedef struct HurrayDLManagedTensorVersioned {
+  // The DLPack version the producer wrote.
+  struct HurrayDLPackVersion version;
+  // The producer's context; only the deleter reads it.
+  void *manager_ctx;
+  // Frees the tensor; called exactly once by the consumer (NULL: nothing to free).
+  void (*deleter)(struct HurrayDLManagedTensorVersioned *managed);
+  // `HURRAY_DLPACK_FLAG_*` bits.
+  uint64_t flags;
+  // The tensor.
+  struct HurrayDLTensor dl_tensor;
+} HurrayDLManagedTensorVersioned;
+
+// DLPack's `DLManagedTensor` (the unversioned struct of DLPack before 1.0).
+typedef struct HurrayDLManagedTensor {
+  // The tensor.
+  struct HurrayDLTensor dl_tensor;
+  // The producer's context; only the deleter reads it.
+  void *manager_ctx;
+  // Frees the tensor; called exactly once by the consumer (NULL: nothing to free).
+  void (*deleter)(struct HurrayDLManagedTensor *managed);
+} HurrayDLManagedTensor;
 
 // Writer settings. Initialise with `hurray_writer_options_init`; NULL means defaults.
 typedef struct HurrayWriterOptions {
@@ -1627,6 +1707,68 @@ HurrayStatus hurray_descriptor_builder_destroy(struct HurrayDescriptorBuilder **
 // for one write.
 HurrayStatus hurray_descriptor_new(const struct HurrayDescriptorSpec *spec,
                                    struct HurrayDescriptor **out_descriptor);
+
+// Exports a tensor to DLPack 1.x without copying: a new `DLManagedTensorVersioned` whose
+// data is `buffer`'s memory (buffer 0 of `descriptor`'s table; `buffer` is borrowed and may
+// be a read tensor's, from `hurray_buffer_list_get`, or one of `hurray_buffer_from_ptr`).
+// The struct holds a share of the buffer, so the memory stays valid after the tensor or
+// buffer handle is destroyed, until the consumer calls the struct's `deleter` (exactly
+// once, from any thread; it frees the struct, its shape and strides, and drops the share,
+// which may run the buffer's release callback on that thread). Strides are written in
+// elements for every rank above 0; `data` is NULL for zero elements.
+// `flags` may hold `HURRAY_DLPACK_FLAG_READ_ONLY` and `HURRAY_DLPACK_FLAG_IS_COPIED` (the
+// caller's statement that the buffer is a copy made for this export), copied into the struct.
+//
+// Errors: `NULL_POINTER`; `UNSUPPORTED` (quantized, sparse, paged, composite head, more than
+// one buffer); `BUFFER_TOO_SMALL` (the buffer is shorter than the table's buffer 0);
+// `INVALID_ARGUMENT` (other flag bits); `LIMIT_EXCEEDED`. Nothing is allocated on failure.
+//
+// # Safety
+// `descriptor` and `buffer` live handles; `out_managed` valid for one write.
+HurrayStatus hurray_dlpack_export(const struct HurrayDescriptor *descriptor,
+                                  const struct HurrayBuffer *buffer,
+                                  uint64_t flags,
+                                  struct HurrayDLManagedTensorVersioned **out_managed);
+
+// As `hurray_dlpack_export`, as the unversioned `DLManagedTensor` of DLPack before 1.0 (no
+// version and no flags: a consumer that asked for it gets the same data and ownership).
+//
+// # Safety
+// As `hurray_dlpack_export`.
+HurrayStatus hurray_dlpack_export_legacy(const struct HurrayDescriptor *descriptor,
+                                         const struct HurrayBuffer *buffer,
+                                         struct HurrayDLManagedTensor **out_managed);
+
+// Imports a producer's `DLManagedTensorVersioned` as a new owned tensor (descriptor plus one
+// buffer; destroy it with `hurray_tensor_destroy`). The buffer is the producer's memory
+// when `data` is 64-byte aligned (Hurray's minimum alignment): the producer's deleter then
+// runs exactly once, when the last handle sharing the buffer is destroyed, on that thread.
+// Otherwise the bytes are copied into an aligned allocation and the deleter runs before this
+// returns. Strides that are NULL or compact give a row-major descriptor, others a strided
+// one; `flags` (read-only, copied) are the caller's to read before the call.
+//
+// Ownership: once both pointers are non-NULL the struct is consumed, whatever the status:
+// on every failure the deleter has run before the call returns (DLPack's rule for a
+// consumer that gives up), so the caller must not call it again.
+//
+// Errors: `NULL_POINTER` (`managed` or `out_tensor`; nothing is called), `VERSION_MISMATCH`
+// (major version other than 1), `UNSUPPORTED` (device memory, lanes, an unknown type code),
+// `INVALID_SHAPE`, `INVALID_LAYOUT`, `LIMIT_EXCEEDED` (ndim above 32, a byte count above
+// 2^63 - 1), `INVALID_ARGUMENT` (a NULL shape or data pointer inside the struct where one is
+// needed); on all of these the deleter has run.
+//
+// # Safety
+// `managed` a valid DLPack producer's struct; `out_tensor` valid for one write.
+HurrayStatus hurray_dlpack_import(struct HurrayDLManagedTensorVersioned *managed,
+                                  struct HurrayTensor **out_tensor);
+
+// As `hurray_dlpack_import` for the unversioned `DLManagedTensor` of DLPack before 1.0
+// (no version to check, no flags).
+//
+// # Safety
+// As `hurray_dlpack_import`.
+HurrayStatus hurray_dlpack_import_legacy(struct HurrayDLManagedTensor *managed,
+                                         struct HurrayTensor **out_tensor);
 
 // Makes an encoder (`options` NULL: defaults) and writes it to `*out_encoder` (destroy it with
 // `hurray_encoder_destroy`). Nothing is staged until the first item or `hurray_encoder_finish`.

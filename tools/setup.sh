@@ -33,6 +33,26 @@ fi
 # hurray-arrow's interop tests compare with pyarrow itself (the python3 on PATH; -Dhurray.python=... picks another).
 python3 -c 'import pyarrow' 2>/dev/null || python3 -m pip install --retries 0 -q pyarrow==25.0.1 \
   || echo "setup: pyarrow could not be installed; hurray-arrow's pyarrow tests will be skipped"
+# hurray-python's tests (the python3 on PATH, as hurray-python/run-tests.sh uses it): numpy,
+# pytest and setuptools are needed; ml_dtypes, torch (CPU) and safetensors are optional (the
+# tests that use them skip without them). pip installs offline from the configured index.
+py=${HURRAY_PYTHON:-python3}
+if command -v "$py" >/dev/null; then
+  pyneed=()
+  "$py" -c 'import numpy' 2>/dev/null || pyneed+=(numpy)
+  "$py" -c 'import pytest' 2>/dev/null || pyneed+=(pytest)
+  "$py" -c 'import setuptools' 2>/dev/null || pyneed+=(setuptools)
+  "$py" -c 'import ml_dtypes; assert ml_dtypes.__version__ == "0.6.0"' 2>/dev/null || pyneed+=(ml_dtypes==0.6.0)
+  "$py" -c 'import torch; assert torch.__version__ == "2.13.0+cpu"' 2>/dev/null || pyneed+=(torch==2.13.0+cpu)
+  "$py" -c 'import safetensors; assert safetensors.__version__ == "0.8.0"' 2>/dev/null || pyneed+=(safetensors==0.8.0)
+  if [ ${#pyneed[@]} -gt 0 ]; then
+    echo "setup: pip installing ${pyneed[*]} for $py"
+    "$py" -m pip install -q --retries 0 --disable-pip-version-check "${pyneed[@]}" 2>&1 | grep -v "is ignored: it is neither" \
+      || echo "setup: pip could not install ${pyneed[*]}; the Python tests needing them will skip or fail" >&2
+  fi
+else
+  echo "setup: $py not found; hurray-python's tests need python3 with numpy and pytest" >&2
+fi
 [ -x "$HOME/.cargo/bin/cargo" ] || command -v cargo >/dev/null || { echo "setup: cargo (Rust 1.93+) is required" >&2; exit 1; }
 if command -v npm >/dev/null; then
   bash .ci/fetch-face-api.sh

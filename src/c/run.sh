@@ -30,7 +30,8 @@ ldd "$tmp/socketpair_shared" | grep "$dist/libhurray.so" >/dev/null || { echo "s
 
 "$CC" "${cflags[@]}" -o "$tmp/sans_io_static" "$here/sans_io_test.c" "$root/native/target/dist/libhurray.a" "${static_libs[@]}"
 "$CC" "${cflags[@]}" -o "$tmp/sans_io_shared" "$here/sans_io_test.c" -L"$dist" -lhurray -Wl,-rpath,"$dist" -lpthread
-for t in sans_io_static sans_io_shared; do
+"$CC" "${cflags[@]}" -o "$tmp/dlpack_shared" "$here/dlpack_test.c" -L"$dist" -lhurray -Wl,-rpath,"$dist" -lpthread
+for t in sans_io_static sans_io_shared dlpack_shared; do
   echo "== $t"
   "$tmp/$t"
 done

@@ -17,6 +17,7 @@ pub mod composite;
 pub mod crc32c;
 pub mod decoder;
 mod descriptor;
+pub mod dlpack;
 pub mod encoder;
 mod error;
 pub mod file;

@@ -19,6 +19,7 @@ pub mod context;
 pub mod decoder;
 pub mod descriptor;
 pub mod descriptor_spec;
+pub mod dlpack;
 pub mod encoder;
 pub mod file;
 mod handle;
@@ -43,6 +44,10 @@ pub use context::{HurrayOwnerReleaseFn, HurrayTensorContext};
 pub use decoder::{HurrayDecodeResult, HurrayDecodedBuffer, HurrayDecoder, HurrayMetadataView};
 pub use descriptor::{hurray_descriptor_decode, HurrayDescriptor, HurrayDescriptorBuilder, HurrayQuantization};
 pub use descriptor_spec::{hurray_descriptor_new, HurrayDescriptorSpec};
+pub use dlpack::{
+    HurrayDLDataType, HurrayDLDevice, HurrayDLManagedTensor, HurrayDLManagedTensorVersioned, HurrayDLPackVersion,
+    HurrayDLTensor,
+};
 pub use encoder::{HurrayEncoder, HurrayEncoderState};
 pub use file::{
     HurrayFileBufferLocation, HurrayFileEntry, HurrayFileReader, HurrayFileReaderOptions, HurrayFileWriter,

@@ -22,6 +22,7 @@ use hurray_ffi::buffer_list::*;
 use hurray_ffi::composite::*;
 use hurray_ffi::context::*;
 use hurray_ffi::descriptor::*;
+use hurray_ffi::dlpack::*;
 use hurray_ffi::panic::hurray_last_error_message;
 use hurray_ffi::reader::*;
 use hurray_ffi::sparse::*;
@@ -691,6 +692,23 @@ fn null_cases(f: &Fixture) -> Vec<Case<'_>> {
             ),
             ("hurray_writer_write_composite", Box::new(move || hurray_writer_write_composite(null_mut(), null()))),
             ("hurray_writer_write_composite", Box::new(move || hurray_writer_write_composite(w, null()))),
+            ("hurray_dlpack_export", Box::new(move || hurray_dlpack_export(null(), b, 0, leak(null_mut())))),
+            ("hurray_dlpack_export", Box::new(move || hurray_dlpack_export(d, null(), 0, leak(null_mut())))),
+            ("hurray_dlpack_export", Box::new(move || hurray_dlpack_export(d, b, 0, null_mut()))),
+            ("hurray_dlpack_export_legacy", Box::new(move || hurray_dlpack_export_legacy(null(), b, leak(null_mut())))),
+            ("hurray_dlpack_export_legacy", Box::new(move || hurray_dlpack_export_legacy(d, null(), leak(null_mut())))),
+            ("hurray_dlpack_export_legacy", Box::new(move || hurray_dlpack_export_legacy(d, b, null_mut()))),
+            // A NULL out pointer is refused before the struct is read (it is not consumed).
+            ("hurray_dlpack_import", Box::new(move || hurray_dlpack_import(null_mut(), leak(null_mut())))),
+            ("hurray_dlpack_import", Box::new(move || hurray_dlpack_import(leak(zeroed_versioned()), null_mut()))),
+            (
+                "hurray_dlpack_import_legacy",
+                Box::new(move || hurray_dlpack_import_legacy(null_mut(), leak(null_mut()))),
+            ),
+            (
+                "hurray_dlpack_import_legacy",
+                Box::new(move || hurray_dlpack_import_legacy(leak(zeroed_legacy()), null_mut())),
+            ),
         ]
     }
 }
@@ -712,6 +730,17 @@ const DESTROYS: &[&str] = &[
     "hurray_composite_destroy",
     "hurray_composite_builder_destroy",
 ];
+
+fn zeroed_versioned() -> HurrayDLManagedTensorVersioned {
+    // SAFETY: the struct is integers, raw pointers and an optional function pointer, for all of
+    // which all-zero bytes are valid (NULL, None).
+    unsafe { std::mem::zeroed() }
+}
+
+fn zeroed_legacy() -> HurrayDLManagedTensor {
+    // SAFETY: as in `zeroed_versioned`.
+    unsafe { std::mem::zeroed() }
+}
 
 /// A leaked out-slot for a NULL case (the case fails before writing it).
 fn leak<T>(v: T) -> *mut T {

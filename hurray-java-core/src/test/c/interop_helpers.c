@@ -195,17 +195,6 @@ dl_managed *interop_dlpack_make_f32(int64_t n, uint64_t byte_offset, int misalig
     return &p->m;
 }
 
-/* A struct whose deleter is `deleter` and manager_ctx is `ctx`, for calling a Java deleter
- * stub from a native thread with a chosen context. Freed by interop_free. */
-dl_managed *interop_dlpack_shell(void (*deleter)(dl_managed *), void *ctx) {
-    dl_managed *m = calloc(1, sizeof *m);
-    m->version.major = 1;
-    m->version.minor = 1;
-    m->manager_ctx = ctx;
-    m->deleter = deleter;
-    return m;
-}
-
 void interop_free(void *p) {
     free(p);
 }

@@ -157,6 +157,52 @@ int main(void) {
     printf("field HurrayDescriptorSpec metadata %zu %zu %d\n", offsetof(HurrayDescriptorSpec, metadata), sizeof s_.metadata, (int) __builtin_classify_type(s_.metadata));
     printf("field HurrayDescriptorSpec quantization %zu %zu %d\n", offsetof(HurrayDescriptorSpec, quantization), sizeof s_.quantization, (int) __builtin_classify_type(s_.quantization));
   }
+  printf("struct HurrayDLPackVersion %zu %zu\n", sizeof(HurrayDLPackVersion), _Alignof(HurrayDLPackVersion));
+  {
+    HurrayDLPackVersion s_; memset(&s_, 0, sizeof s_);
+    printf("field HurrayDLPackVersion major %zu %zu %d\n", offsetof(HurrayDLPackVersion, major), sizeof s_.major, (int) __builtin_classify_type(s_.major));
+    printf("field HurrayDLPackVersion minor %zu %zu %d\n", offsetof(HurrayDLPackVersion, minor), sizeof s_.minor, (int) __builtin_classify_type(s_.minor));
+  }
+  printf("struct HurrayDLDevice %zu %zu\n", sizeof(HurrayDLDevice), _Alignof(HurrayDLDevice));
+  {
+    HurrayDLDevice s_; memset(&s_, 0, sizeof s_);
+    printf("field HurrayDLDevice device_type %zu %zu %d\n", offsetof(HurrayDLDevice, device_type), sizeof s_.device_type, (int) __builtin_classify_type(s_.device_type));
+    printf("field HurrayDLDevice device_id %zu %zu %d\n", offsetof(HurrayDLDevice, device_id), sizeof s_.device_id, (int) __builtin_classify_type(s_.device_id));
+  }
+  printf("struct HurrayDLDataType %zu %zu\n", sizeof(HurrayDLDataType), _Alignof(HurrayDLDataType));
+  {
+    HurrayDLDataType s_; memset(&s_, 0, sizeof s_);
+    printf("field HurrayDLDataType code %zu %zu %d\n", offsetof(HurrayDLDataType, code), sizeof s_.code, (int) __builtin_classify_type(s_.code));
+    printf("field HurrayDLDataType bits %zu %zu %d\n", offsetof(HurrayDLDataType, bits), sizeof s_.bits, (int) __builtin_classify_type(s_.bits));
+    printf("field HurrayDLDataType lanes %zu %zu %d\n", offsetof(HurrayDLDataType, lanes), sizeof s_.lanes, (int) __builtin_classify_type(s_.lanes));
+  }
+  printf("struct HurrayDLTensor %zu %zu\n", sizeof(HurrayDLTensor), _Alignof(HurrayDLTensor));
+  {
+    HurrayDLTensor s_; memset(&s_, 0, sizeof s_);
+    printf("field HurrayDLTensor data %zu %zu %d\n", offsetof(HurrayDLTensor, data), sizeof s_.data, (int) __builtin_classify_type(s_.data));
+    printf("field HurrayDLTensor device %zu %zu %d\n", offsetof(HurrayDLTensor, device), sizeof s_.device, (int) __builtin_classify_type(s_.device));
+    printf("field HurrayDLTensor ndim %zu %zu %d\n", offsetof(HurrayDLTensor, ndim), sizeof s_.ndim, (int) __builtin_classify_type(s_.ndim));
+    printf("field HurrayDLTensor dtype %zu %zu %d\n", offsetof(HurrayDLTensor, dtype), sizeof s_.dtype, (int) __builtin_classify_type(s_.dtype));
+    printf("field HurrayDLTensor shape %zu %zu %d\n", offsetof(HurrayDLTensor, shape), sizeof s_.shape, (int) __builtin_classify_type(s_.shape));
+    printf("field HurrayDLTensor strides %zu %zu %d\n", offsetof(HurrayDLTensor, strides), sizeof s_.strides, (int) __builtin_classify_type(s_.strides));
+    printf("field HurrayDLTensor byte_offset %zu %zu %d\n", offsetof(HurrayDLTensor, byte_offset), sizeof s_.byte_offset, (int) __builtin_classify_type(s_.byte_offset));
+  }
+  printf("struct HurrayDLManagedTensorVersioned %zu %zu\n", sizeof(HurrayDLManagedTensorVersioned), _Alignof(HurrayDLManagedTensorVersioned));
+  {
+    HurrayDLManagedTensorVersioned s_; memset(&s_, 0, sizeof s_);
+    printf("field HurrayDLManagedTensorVersioned version %zu %zu %d\n", offsetof(HurrayDLManagedTensorVersioned, version), sizeof s_.version, (int) __builtin_classify_type(s_.version));
+    printf("field HurrayDLManagedTensorVersioned manager_ctx %zu %zu %d\n", offsetof(HurrayDLManagedTensorVersioned, manager_ctx), sizeof s_.manager_ctx, (int) __builtin_classify_type(s_.manager_ctx));
+    printf("field HurrayDLManagedTensorVersioned deleter %zu %zu %d\n", offsetof(HurrayDLManagedTensorVersioned, deleter), sizeof s_.deleter, (int) __builtin_classify_type(s_.deleter));
+    printf("field HurrayDLManagedTensorVersioned flags %zu %zu %d\n", offsetof(HurrayDLManagedTensorVersioned, flags), sizeof s_.flags, (int) __builtin_classify_type(s_.flags));
+    printf("field HurrayDLManagedTensorVersioned dl_tensor %zu %zu %d\n", offsetof(HurrayDLManagedTensorVersioned, dl_tensor), sizeof s_.dl_tensor, (int) __builtin_classify_type(s_.dl_tensor));
+  }
+  printf("struct HurrayDLManagedTensor %zu %zu\n", sizeof(HurrayDLManagedTensor), _Alignof(HurrayDLManagedTensor));
+  {
+    HurrayDLManagedTensor s_; memset(&s_, 0, sizeof s_);
+    printf("field HurrayDLManagedTensor dl_tensor %zu %zu %d\n", offsetof(HurrayDLManagedTensor, dl_tensor), sizeof s_.dl_tensor, (int) __builtin_classify_type(s_.dl_tensor));
+    printf("field HurrayDLManagedTensor manager_ctx %zu %zu %d\n", offsetof(HurrayDLManagedTensor, manager_ctx), sizeof s_.manager_ctx, (int) __builtin_classify_type(s_.manager_ctx));
+    printf("field HurrayDLManagedTensor deleter %zu %zu %d\n", offsetof(HurrayDLManagedTensor, deleter), sizeof s_.deleter, (int) __builtin_classify_type(s_.deleter));
+  }
   printf("struct HurrayWriterOptions %zu %zu\n", sizeof(HurrayWriterOptions), _Alignof(HurrayWriterOptions));
   {
     HurrayWriterOptions s_; memset(&s_, 0, sizeof s_);
@@ -298,6 +344,10 @@ int main(void) {
   printf("const HURRAY_QUANT_PER_CHANNEL_AFFINE %lld %zu %d\n", (long long) (HURRAY_QUANT_PER_CHANNEL_AFFINE), sizeof(HURRAY_QUANT_PER_CHANNEL_AFFINE), (int) __builtin_classify_type(HURRAY_QUANT_PER_CHANNEL_AFFINE));
   printf("const HURRAY_QUANT_CAST %lld %zu %d\n", (long long) (HURRAY_QUANT_CAST), sizeof(HURRAY_QUANT_CAST), (int) __builtin_classify_type(HURRAY_QUANT_CAST));
   printf("const HURRAY_FIELDS_SAME_EXCEPT_NAME %lld %zu %d\n", (long long) (HURRAY_FIELDS_SAME_EXCEPT_NAME), sizeof(HURRAY_FIELDS_SAME_EXCEPT_NAME), (int) __builtin_classify_type(HURRAY_FIELDS_SAME_EXCEPT_NAME));
+  printf("const HURRAY_DLPACK_MAJOR_VERSION %lld %zu %d\n", (long long) (HURRAY_DLPACK_MAJOR_VERSION), sizeof(HURRAY_DLPACK_MAJOR_VERSION), (int) __builtin_classify_type(HURRAY_DLPACK_MAJOR_VERSION));
+  printf("const HURRAY_DLPACK_MINOR_VERSION %lld %zu %d\n", (long long) (HURRAY_DLPACK_MINOR_VERSION), sizeof(HURRAY_DLPACK_MINOR_VERSION), (int) __builtin_classify_type(HURRAY_DLPACK_MINOR_VERSION));
+  printf("const HURRAY_DLPACK_FLAG_READ_ONLY %lld %zu %d\n", (long long) (HURRAY_DLPACK_FLAG_READ_ONLY), sizeof(HURRAY_DLPACK_FLAG_READ_ONLY), (int) __builtin_classify_type(HURRAY_DLPACK_FLAG_READ_ONLY));
+  printf("const HURRAY_DLPACK_FLAG_IS_COPIED %lld %zu %d\n", (long long) (HURRAY_DLPACK_FLAG_IS_COPIED), sizeof(HURRAY_DLPACK_FLAG_IS_COPIED), (int) __builtin_classify_type(HURRAY_DLPACK_FLAG_IS_COPIED));
   printf("const HURRAY_ENCODE_FINISH %lld %zu %d\n", (long long) (HURRAY_ENCODE_FINISH), sizeof(HURRAY_ENCODE_FINISH), (int) __builtin_classify_type(HURRAY_ENCODE_FINISH));
   printf("const HURRAY_FILE_WRITER_NO_PAYLOAD_CHECKSUMS %lld %zu %d\n", (long long) (HURRAY_FILE_WRITER_NO_PAYLOAD_CHECKSUMS), sizeof(HURRAY_FILE_WRITER_NO_PAYLOAD_CHECKSUMS), (int) __builtin_classify_type(HURRAY_FILE_WRITER_NO_PAYLOAD_CHECKSUMS));
   printf("const HURRAY_FILE_READER_VERIFY_PAYLOADS %lld %zu %d\n", (long long) (HURRAY_FILE_READER_VERIFY_PAYLOADS), sizeof(HURRAY_FILE_READER_VERIFY_PAYLOADS), (int) __builtin_classify_type(HURRAY_FILE_READER_VERIFY_PAYLOADS));
@@ -835,6 +885,33 @@ int main(void) {
   KIND(HurrayStatus);
   KIND(const struct HurrayDescriptorSpec *);
   KIND(struct HurrayDescriptor **);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_dlpack_export), HurrayStatus (*)(const struct HurrayDescriptor *, const struct HurrayBuffer *, uint64_t, struct HurrayDLManagedTensorVersioned **)), "hurray_dlpack_export: signature differs from the AST");
+  printf("func hurray_dlpack_export");
+  KIND(HurrayStatus);
+  KIND(const struct HurrayDescriptor *);
+  KIND(const struct HurrayBuffer *);
+  KIND(uint64_t);
+  KIND(struct HurrayDLManagedTensorVersioned **);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_dlpack_export_legacy), HurrayStatus (*)(const struct HurrayDescriptor *, const struct HurrayBuffer *, struct HurrayDLManagedTensor **)), "hurray_dlpack_export_legacy: signature differs from the AST");
+  printf("func hurray_dlpack_export_legacy");
+  KIND(HurrayStatus);
+  KIND(const struct HurrayDescriptor *);
+  KIND(const struct HurrayBuffer *);
+  KIND(struct HurrayDLManagedTensor **);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_dlpack_import), HurrayStatus (*)(struct HurrayDLManagedTensorVersioned *, struct HurrayTensor **)), "hurray_dlpack_import: signature differs from the AST");
+  printf("func hurray_dlpack_import");
+  KIND(HurrayStatus);
+  KIND(struct HurrayDLManagedTensorVersioned *);
+  KIND(struct HurrayTensor **);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_dlpack_import_legacy), HurrayStatus (*)(struct HurrayDLManagedTensor *, struct HurrayTensor **)), "hurray_dlpack_import_legacy: signature differs from the AST");
+  printf("func hurray_dlpack_import_legacy");
+  KIND(HurrayStatus);
+  KIND(struct HurrayDLManagedTensor *);
+  KIND(struct HurrayTensor **);
   printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_encoder_new), HurrayStatus (*)(const struct HurrayWriterOptions *, struct HurrayEncoder **)), "hurray_encoder_new: signature differs from the AST");
   printf("func hurray_encoder_new");

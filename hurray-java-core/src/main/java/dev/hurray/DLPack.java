@@ -2,48 +2,33 @@ package dev.hurray;
 
 import static dev.hurray.internal.DLPackStructs.FLAG_IS_COPIED;
 import static dev.hurray.internal.DLPackStructs.FLAG_READ_ONLY;
-import static dev.hurray.internal.DLPackStructs.OFF_BITS;
-import static dev.hurray.internal.DLPackStructs.OFF_BYTE_OFFSET;
-import static dev.hurray.internal.DLPackStructs.OFF_CODE;
-import static dev.hurray.internal.DLPackStructs.OFF_DATA;
-import static dev.hurray.internal.DLPackStructs.OFF_DELETER;
-import static dev.hurray.internal.DLPackStructs.OFF_DEVICE_ID;
-import static dev.hurray.internal.DLPackStructs.OFF_DEVICE_TYPE;
 import static dev.hurray.internal.DLPackStructs.OFF_FLAGS;
-import static dev.hurray.internal.DLPackStructs.OFF_LANES;
-import static dev.hurray.internal.DLPackStructs.OFF_MAJOR;
-import static dev.hurray.internal.DLPackStructs.OFF_MANAGER_CTX;
-import static dev.hurray.internal.DLPackStructs.OFF_MINOR;
-import static dev.hurray.internal.DLPackStructs.OFF_NDIM;
-import static dev.hurray.internal.DLPackStructs.OFF_SHAPE;
-import static dev.hurray.internal.DLPackStructs.OFF_STRIDES;
-import static java.lang.foreign.ValueLayout.ADDRESS;
-import static java.lang.foreign.ValueLayout.JAVA_BYTE;
-import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
-import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
 import dev.hurray.internal.DLPackStructs;
+import dev.hurray.internal.NativeDLPack;
+import dev.hurray.internal.NativeTensor;
 import dev.hurray.internal.Releases;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Map;
 import java.util.Objects;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
- * DLPack 1.x interchange ({@code DLManagedTensorVersioned*}) through FFM; the struct, the type
- * codes and the ownership rules are in docs/spec/dlpack.md.
+ * DLPack 1.x interchange ({@code DLManagedTensorVersioned*}) through the C ABI
+ * ({@code hurray_dlpack_export}/{@code _import}, which build and read the structs); the struct,
+ * the type codes and the ownership rules are in docs/spec/dlpack.md.
  *
  * <h2>Export</h2>
- * {@link #export(Tensor)} hands a tensor to a DLPack consumer without copying: the struct (with
- * its shape and strides, in elements) is one C allocation; {@code manager_ctx} keys a
- * {@link TensorShare} that keeps the tensor's memory alive, and {@code deleter} is a process-wide
- * upcall stub that closes the share and frees the struct. The consumer calls the deleter exactly
- * once, on any thread (a non-Java thread's first upcall attaches it to the JVM, once). Until
- * then the tensor cannot be closed ({@link IllegalStateException}). Read-only buffers (a
+ * {@link #export(Tensor)} hands a tensor to a DLPack consumer without copying: the library makes
+ * the struct (with its shape and strides, in elements) over the tensor's buffer, lent to it with
+ * a release action that closes a {@link TensorShare}; the consumer's call of the deleter (exactly
+ * once, on any thread) frees the struct and runs that action (a non-Java thread's first upcall
+ * attaches it to the JVM, once). Until then the tensor cannot be closed
+ * ({@link IllegalStateException}). Read-only buffers (a
  * {@link HurrayFile#map memory-mapped} tensor) set {@code READ_ONLY}. {@link #exportCopy(Tensor)}
- * copies the data into the allocation and sets {@code IS_COPIED}: the tensor may then be closed at
- * once.
+ * exports a copy of the data (its own allocation, freed by the deleter) and sets
+ * {@code IS_COPIED}: the tensor may then be closed at once.
  *
  * <h2>Import</h2>
  * {@link #importTensor(MemorySegment)} takes ownership of a producer's struct: the returned
@@ -53,11 +38,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * the DLPack rules require of a consumer that gives up.
  *
  * <h2>Element types</h2>
- * Mapped by {@link ElementType#formatName()} in one table ({@link #DTYPES}): bool, the signed and
- * unsigned integers (4-bit packed ones as DLPack's packed sub-byte types), float16/32/64, bfloat16,
- * complex64/128, and the OCP fp8/fp6/fp4/e8m0 codes of DLPack 1.1. <b>Extension point:</b> an
- * element type added to {@link ElementType} later is mapped by adding its format name to
- * {@code DTYPES}; until then export and import refuse it with a message naming it.
+ * Mapped by the library (docs/spec/dlpack.md §Element types): bool, the signed and unsigned
+ * integers (4-bit packed ones as DLPack's packed sub-byte types), float16/32/64, bfloat16,
+ * complex64/128, and the OCP fp8/fp6/fp4/e8m0 codes of DLPack 1.1. {@link #DTYPES} lists the
+ * same codes by format name, for callers that need a code without exporting.
  */
 public final class DLPack {
     /** DLPack {@code kDLCPU}. */
@@ -113,76 +97,47 @@ public final class DLPack {
     private static MemorySegment export(Tensor tensor, boolean copy) {
         Objects.requireNonNull(tensor, "tensor");
         TensorDescriptor d = tensor.descriptor();
-        int dtype = dtypeOf(d.elementType());
-        if (d.quantization().isPresent()) {
-            throw new IllegalArgumentException("DLPack cannot carry quantization (" + d.quantization().get()
-                    + "); dequantize first");
-        }
         if (d.buffers().size() != 1) {
             throw new IllegalArgumentException("DLPack carries one buffer; this tensor has " + d.buffers().size());
         }
-        long[] dims = d.shape().dims();
-        long[] strides = strides(d);
         MemorySegment buf = tensor.buffer(0);
-        int deviceType = deviceType(d.buffers().get(0).deviceTag());
-        int rank = dims.length;
-        long header = DLPackStructs.SIZE + 16L * rank;
-        long dataAt = (header + 255) / 256 * 256;
-        MemorySegment m = DLPackStructs.alloc(copy ? dataAt + buf.byteSize() : header, 256);
+        BufferSpec spec = d.buffers().get(0);
+        Tensor held = null;
         TensorShare share = null;
+        long flags = 0;
+        MemorySegment data;
+        if (copy) {
+            held = Tensor.allocate(d, TensorScope.SHARED); // the deleter may run on any thread
+            held.buffer(0).copyFrom(buf);
+            data = held.buffer(0);
+            flags |= FLAG_IS_COPIED;
+        } else {
+            share = tensor.share();
+            data = buf;
+            if (buf.isReadOnly()) {
+                flags |= FLAG_READ_ONLY;
+            }
+        }
+        TensorShare keepShare = share;
+        Tensor keepCopy = held;
+        long key = Releases.register(() -> {
+            try {
+                if (keepShare != null) {
+                    keepShare.close();
+                }
+            } finally {
+                if (keepCopy != null) {
+                    keepCopy.close();
+                }
+            }
+        });
         try {
-            long flags = 0;
-            MemorySegment data;
-            if (copy) {
-                MemorySegment.copy(buf, 0, m, dataAt, buf.byteSize());
-                data = m.asSlice(dataAt);
-                flags |= FLAG_IS_COPIED;
-            } else {
-                share = tensor.share();
-                data = buf;
-                if (buf.isReadOnly()) {
-                    flags |= FLAG_READ_ONLY;
-                }
-            }
-            TensorShare keep = share;
-            long key = Releases.register(() -> {
-                try {
-                    if (keep != null) {
-                        keep.close();
-                    }
-                } finally {
-                    DLPackStructs.free(m);
-                }
-            });
-            m.set(JAVA_INT, OFF_MAJOR, DLPackStructs.MAJOR);
-            m.set(JAVA_INT, OFF_MINOR, DLPackStructs.MINOR);
-            m.set(ADDRESS, OFF_MANAGER_CTX, Releases.keyPointer(key));
-            m.set(ADDRESS, OFF_DELETER, DLPackStructs.DELETER);
-            m.set(JAVA_LONG, OFF_FLAGS, flags);
-            boolean empty = d.elementCount() == 0;
-            m.set(ADDRESS, OFF_DATA, empty ? MemorySegment.NULL : MemorySegment.ofAddress(data.address()));
-            m.set(JAVA_INT, OFF_DEVICE_TYPE, deviceType);
-            m.set(JAVA_INT, OFF_DEVICE_ID, 0);
-            m.set(JAVA_INT, OFF_NDIM, rank);
-            m.set(JAVA_BYTE, OFF_CODE, (byte) (dtype >>> 8));
-            m.set(JAVA_BYTE, OFF_BITS, (byte) dtype);
-            m.set(JAVA_SHORT, OFF_LANES, (short) 1);
-            MemorySegment shape = m.asSlice(DLPackStructs.SIZE, 8L * rank);
-            MemorySegment str = m.asSlice(DLPackStructs.SIZE + 8L * rank, 8L * rank);
-            for (int i = 0; i < rank; i++) {
-                shape.setAtIndex(JAVA_LONG, i, dims[i]);
-                str.setAtIndex(JAVA_LONG, i, strides[i]);
-            }
-            m.set(ADDRESS, OFF_SHAPE, rank == 0 ? MemorySegment.NULL : MemorySegment.ofAddress(shape.address()));
-            m.set(ADDRESS, OFF_STRIDES, rank == 0 ? MemorySegment.NULL : MemorySegment.ofAddress(str.address()));
-            m.set(JAVA_LONG, OFF_BYTE_OFFSET, empty ? 0 : d.byteOffset());
-            return MemorySegment.ofAddress(m.address());
-        } catch (RuntimeException | Error e) {
-            if (share != null) {
-                share.close();
-            }
-            DLPackStructs.free(m);
-            throw e;
+            // The library validates (one buffer, dense or strided, no quantization) and refuses
+            // with UNSUPPORTED; on any failure it has run the release action above.
+            return NativeDLPack.export(d.encode(), data, Math.max(spec.alignment(), DeviceTag.MIN_ALIGNMENT),
+                    spec.deviceTag().code(), flags, key);
+        } catch (HurrayException e) {
+            throw new IllegalArgumentException("DLPack cannot carry this tensor: " + e.getMessage(), e);
         }
     }
 
@@ -209,124 +164,19 @@ public final class DLPack {
         if (managed.equals(MemorySegment.NULL)) {
             throw new IllegalArgumentException("NULL DLManagedTensorVersioned");
         }
-        MemorySegment m = managed.reinterpret(DLPackStructs.SIZE);
-        MemorySegment deleter = m.get(ADDRESS, OFF_DELETER);
-        AtomicBoolean deleted = new AtomicBoolean();
-        Runnable delete = () -> {
-            if (deleted.compareAndSet(false, true)) {
-                DLPackStructs.callDeleter(deleter, m);
-            }
-        };
+        boolean readOnly = (managed.reinterpret(DLPackStructs.SIZE).get(JAVA_LONG, OFF_FLAGS) & FLAG_READ_ONLY) != 0;
+        MemorySegment t = NativeDLPack.importTensor(managed); // consumed: on failure the deleter has run
         try {
-            try {
-                return importUnchecked(m, scope, delete);
-            } catch (ArithmeticException overflow) {
-                throw new HurrayException(Status.LIMIT_EXCEEDED, "DLPack shape, strides or byte_offset overflow a "
-                        + "64-bit byte count", overflow);
+            TensorDescriptor d = TensorDescriptor.decode(NativeDLPack.descriptorBytes(t));
+            MemorySegment[] raw = NativeTensor.buffers(t, d.buffers(), Arena.global());
+            if (readOnly) {
+                raw[0] = raw[0].asReadOnly();
             }
+            return Tensor.adoptViews(d, raw, scope, () -> NativeTensor.destroy(t));
         } catch (HurrayException | RuntimeException | Error e) {
-            try {
-                delete.run();
-            } catch (RuntimeException | Error d) {
-                e.addSuppressed(d);
-            }
+            NativeTensor.destroy(t);
             throw e;
         }
-    }
-
-    private static Tensor importUnchecked(MemorySegment m, TensorScope scope, Runnable delete) throws HurrayException {
-        int major = m.get(JAVA_INT, OFF_MAJOR);
-        if (major != DLPackStructs.MAJOR) {
-            throw new HurrayException(Status.VERSION_MISMATCH, "DLPack major version " + major + ", this library reads "
-                    + DLPackStructs.MAJOR, null);
-        }
-        int device = m.get(JAVA_INT, OFF_DEVICE_TYPE);
-        if (device != DEVICE_CPU && device != DEVICE_CUDA_HOST) {
-            throw new HurrayException(Status.UNSUPPORTED, "DLPack device type " + device
-                    + " is not host memory (kDLCPU or kDLCUDAHost)", null);
-        }
-        int code = m.get(JAVA_BYTE, OFF_CODE) & 0xFF;
-        int bits = m.get(JAVA_BYTE, OFF_BITS) & 0xFF;
-        int lanes = m.get(JAVA_SHORT, OFF_LANES) & 0xFFFF;
-        if (lanes != 1) {
-            throw new HurrayException(Status.UNSUPPORTED, "DLPack vector types (lanes " + lanes + ") are not supported", null);
-        }
-        ElementType type = elementTypeOf(code, bits);
-        int ndim = m.get(JAVA_INT, OFF_NDIM);
-        if (ndim < 0 || ndim > Shape.MAX_RANK) {
-            throw new HurrayException(Status.LIMIT_EXCEEDED, "DLPack ndim " + ndim + " outside 0.." + Shape.MAX_RANK, null);
-        }
-        long[] dims = new long[ndim];
-        long[] strides = null;
-        if (ndim > 0) {
-            if (m.get(ADDRESS, OFF_SHAPE).equals(MemorySegment.NULL)) {
-                throw new HurrayException(Status.INVALID_ARGUMENT, "DLPack shape is NULL with ndim " + ndim, null);
-            }
-            MemorySegment shape = m.get(ADDRESS, OFF_SHAPE).reinterpret(8L * ndim);
-            dims = shape.toArray(JAVA_LONG);
-            MemorySegment s = m.get(ADDRESS, OFF_STRIDES);
-            if (!s.equals(MemorySegment.NULL)) {
-                strides = s.reinterpret(8L * ndim).toArray(JAVA_LONG);
-            }
-        }
-        Shape shape;
-        try {
-            shape = Shape.of(dims);
-        } catch (IllegalArgumentException e) {
-            throw new HurrayException(Status.INVALID_SHAPE, "DLPack shape: " + e.getMessage(), null);
-        }
-        long byteOffset = m.get(JAVA_LONG, OFF_BYTE_OFFSET);
-        if (byteOffset < 0) {
-            throw new HurrayException(Status.LIMIT_EXCEEDED, "DLPack byte_offset above 2^63", null);
-        }
-        long[] rowMajor = rowMajor(dims);
-        Layout layout = strides == null || java.util.Arrays.equals(strides, rowMajor) || shape.elementCount() <= 1
-                ? Layout.rowMajor() : Layout.strided(strides);
-        long extent;
-        if (shape.elementCount() == 0) {
-            extent = 0;
-        } else if (layout.kind() == Layout.Kind.ROW_MAJOR) {
-            extent = type.byteSizeOf(shape.elementCount());
-        } else {
-            long lo = 0;
-            long hi = 0;
-            for (int i = 0; i < ndim; i++) {
-                long span = Math.multiplyExact(dims[i] - 1, strides[i]);
-                lo += Math.min(0, span);
-                hi += Math.max(0, span);
-            }
-            long es = type.bitWidth() / 8;
-            if (es == 0 || byteOffset + lo * es < 0) {
-                throw new HurrayException(Status.INVALID_LAYOUT, "DLPack strides reach before the data", null);
-            }
-            extent = Math.multiplyExact(hi + 1, es);
-        }
-        long size = Math.addExact(byteOffset, extent);
-        MemorySegment data = m.get(ADDRESS, OFF_DATA);
-        if (data.equals(MemorySegment.NULL) && shape.elementCount() > 0) {
-            throw new HurrayException(Status.INVALID_ARGUMENT, "DLPack data is NULL for " + shape.elementCount()
-                    + " elements", null);
-        }
-        boolean readOnly = (m.get(JAVA_LONG, OFF_FLAGS) & FLAG_READ_ONLY) != 0;
-        TensorDescriptor.Builder b = TensorDescriptor.builder(type, shape).layout(layout).byteOffset(byteOffset);
-        if (data.address() % DeviceTag.MIN_ALIGNMENT != 0 || data.equals(MemorySegment.NULL)) {
-            // Hurray buffers are at least 64-byte aligned: copy, and give the producer's memory back now.
-            TensorDescriptor d = b.buffer(new BufferSpec(Math.max(size, 0), DeviceTag.MIN_ALIGNMENT, DeviceTag.CPU,
-                    SyncMode.PRODUCER_SYNCED)).build();
-            Tensor t = Tensor.allocate(d, scope);
-            if (size > 0) {
-                MemorySegment.copy(data.reinterpret(size), 0, t.buffer(0), 0, size);
-            }
-            delete.run();
-            return t;
-        }
-        TensorDescriptor d = b.buffer(new BufferSpec(size, DeviceTag.MIN_ALIGNMENT, DeviceTag.CPU,
-                SyncMode.PRODUCER_SYNCED)).build();
-        MemorySegment raw = data.reinterpret(size);
-        if (readOnly) {
-            raw = raw.asReadOnly();
-        }
-        return Tensor.adoptViews(d, new MemorySegment[] {raw}, scope, delete);
     }
 
     /** DLPack {@code (code << 8) | bits} of {@code t}. @throws IllegalArgumentException if DLPack has no code for it */
@@ -339,59 +189,4 @@ public final class DLPack {
         return v;
     }
 
-    private static ElementType elementTypeOf(int code, int bits) throws HurrayException {
-        int want = dt(code, bits);
-        for (Map.Entry<String, Integer> e : DTYPES.entrySet()) {
-            if (e.getValue() == want) {
-                try {
-                    return ElementType.fromFormatName(e.getKey());
-                } catch (IllegalArgumentException notYet) {
-                    // a DLPack type this build's ElementType lacks (e.g. fp6 before it is added)
-                }
-            }
-        }
-        throw new HurrayException(Status.UNSUPPORTED, "DLPack type code " + code + " with " + bits
-                + " bits has no Hurray element type", null);
-    }
-
-    private static int deviceType(DeviceTag tag) {
-        return switch (tag) {
-            case CPU, IPC -> DEVICE_CPU;
-            case CUDA -> DEVICE_CUDA;
-            case CUDA_HOST -> DEVICE_CUDA_HOST;
-            case ROCM -> 10;
-            case METAL -> 8;
-            case VULKAN -> 7;
-            default -> throw new IllegalArgumentException("no DLPack device type for " + tag);
-        };
-    }
-
-    private static long[] rowMajor(long[] dims) {
-        long[] s = new long[dims.length];
-        long acc = 1;
-        for (int i = dims.length - 1; i >= 0; i--) {
-            s[i] = acc;
-            acc *= Math.max(dims[i], 1);
-        }
-        return s;
-    }
-
-    private static long[] strides(TensorDescriptor d) {
-        long[] dims = d.shape().dims();
-        return switch (d.layout().kind()) {
-            case ROW_MAJOR -> rowMajor(dims);
-            case COLUMN_MAJOR -> {
-                long[] s = new long[dims.length];
-                long acc = 1;
-                for (int i = 0; i < dims.length; i++) {
-                    s[i] = acc;
-                    acc *= Math.max(dims[i], 1);
-                }
-                yield s;
-            }
-            case STRIDED -> d.layout().strides();
-            default -> throw new IllegalArgumentException("DLPack carries dense and strided layouts, not "
-                    + d.layout().kind());
-        };
-    }
 }

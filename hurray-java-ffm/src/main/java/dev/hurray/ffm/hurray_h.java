@@ -837,6 +837,46 @@ public final class hurray_h {
         return HURRAY_FIELDS_SAME_EXCEPT_NAME;
     }
 
+    private static final int HURRAY_DLPACK_MAJOR_VERSION = 1;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_DLPACK_MAJOR_VERSION 1
+     * }
+     */
+    public static int HURRAY_DLPACK_MAJOR_VERSION() {
+        return HURRAY_DLPACK_MAJOR_VERSION;
+    }
+
+    private static final int HURRAY_DLPACK_MINOR_VERSION = 1;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_DLPACK_MINOR_VERSION 1
+     * }
+     */
+    public static int HURRAY_DLPACK_MINOR_VERSION() {
+        return HURRAY_DLPACK_MINOR_VERSION;
+    }
+
+    private static final int HURRAY_DLPACK_FLAG_READ_ONLY = 1;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_DLPACK_FLAG_READ_ONLY 1
+     * }
+     */
+    public static int HURRAY_DLPACK_FLAG_READ_ONLY() {
+        return HURRAY_DLPACK_FLAG_READ_ONLY;
+    }
+
+    private static final int HURRAY_DLPACK_FLAG_IS_COPIED = 2;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_DLPACK_FLAG_IS_COPIED 2
+     * }
+     */
+    public static int HURRAY_DLPACK_FLAG_IS_COPIED() {
+        return HURRAY_DLPACK_FLAG_IS_COPIED;
+    }
+
     private static final int HURRAY_ENCODE_FINISH = 1;
     /**
      * {@snippet lang=c :
@@ -1028,6 +1068,9 @@ public final class hurray_h {
 
     private static final int HURRAY_ERR_INVALID_MAGIC = -1;
     /**
+     * Not an error: a decoder (<code>hurray_decoder_next</code>) needs more input before it can go on.
+     * Added in ABI 4 (additive); only the decoder functions return it.
+     * <p>
      * {@snippet lang=c :
      * #define HURRAY_ERR_INVALID_MAGIC -1
      * }
@@ -6711,6 +6754,321 @@ public final class hurray_h {
                 traceDowncall("hurray_descriptor_new", spec, out_descriptor);
             }
             return (int) mh$.invokeExact(spec, out_descriptor);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_dlpack_export {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_dlpack_export");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_dlpack_export(const struct HurrayDescriptor *descriptor,
+     *                                   const struct HurrayBuffer *buffer,
+     *                                   uint64_t flags,
+     *                                   struct HurrayDLManagedTensorVersioned **out_managed)
+     * }
+     */
+    public static FunctionDescriptor hurray_dlpack_export$descriptor() {
+        return hurray_dlpack_export.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_dlpack_export(const struct HurrayDescriptor *descriptor,
+     *                                   const struct HurrayBuffer *buffer,
+     *                                   uint64_t flags,
+     *                                   struct HurrayDLManagedTensorVersioned **out_managed)
+     * }
+     */
+    public static MethodHandle hurray_dlpack_export$handle() {
+        NativeLibrary.requireSymbol(hurray_dlpack_export.ADDR, "hurray_dlpack_export");
+        return hurray_dlpack_export.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_dlpack_export(const struct HurrayDescriptor *descriptor,
+     *                                   const struct HurrayBuffer *buffer,
+     *                                   uint64_t flags,
+     *                                   struct HurrayDLManagedTensorVersioned **out_managed)
+     * }
+     */
+    public static MemorySegment hurray_dlpack_export$address() {
+        return NativeLibrary.requireSymbol(hurray_dlpack_export.ADDR, "hurray_dlpack_export");
+    }
+
+    /**
+     * Exports a tensor to DLPack 1.x without copying: a new <code>DLManagedTensorVersioned</code> whose
+     * data is <code>buffer</code>'s memory (buffer 0 of <code>descriptor</code>'s table; <code>buffer</code> is borrowed and may
+     * be a read tensor's, from <code>hurray_buffer_list_get</code>, or one of <code>hurray_buffer_from_ptr</code>).
+     * The struct holds a share of the buffer, so the memory stays valid after the tensor or
+     * buffer handle is destroyed, until the consumer calls the struct's <code>deleter</code> (exactly
+     * once, from any thread; it frees the struct, its shape and strides, and drops the share,
+     * which may run the buffer's release callback on that thread). Strides are written in
+     * elements for every rank above 0; <code>data</code> is NULL for zero elements.
+     * <code>flags</code> may hold <code>HURRAY_DLPACK_FLAG_READ_ONLY</code> and <code>HURRAY_DLPACK_FLAG_IS_COPIED</code> (the
+     * caller's statement that the buffer is a copy made for this export), copied into the struct.
+     * <p>
+     * Errors: <code>NULL_POINTER</code>; <code>UNSUPPORTED</code> (quantized, sparse, paged, composite head, more than
+     * one buffer); <code>BUFFER_TOO_SMALL</code> (the buffer is shorter than the table's buffer 0);
+     * <code>INVALID_ARGUMENT</code> (other flag bits); <code>LIMIT_EXCEEDED</code>. Nothing is allocated on failure.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>descriptor</code> and <code>buffer</code> live handles; <code>out_managed</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_dlpack_export(const struct HurrayDescriptor *descriptor,
+     *                                   const struct HurrayBuffer *buffer,
+     *                                   uint64_t flags,
+     *                                   struct HurrayDLManagedTensorVersioned **out_managed)
+     * }
+     */
+    public static int hurray_dlpack_export(MemorySegment descriptor, MemorySegment buffer, long flags, MemorySegment out_managed) {
+        var mh$ = hurray_dlpack_export.HANDLE;
+        if (hurray_dlpack_export.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_dlpack_export");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_dlpack_export", descriptor, buffer, flags, out_managed);
+            }
+            return (int) mh$.invokeExact(descriptor, buffer, flags, out_managed);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_dlpack_export_legacy {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_dlpack_export_legacy");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_dlpack_export_legacy(const struct HurrayDescriptor *descriptor,
+     *                                          const struct HurrayBuffer *buffer,
+     *                                          struct HurrayDLManagedTensor **out_managed)
+     * }
+     */
+    public static FunctionDescriptor hurray_dlpack_export_legacy$descriptor() {
+        return hurray_dlpack_export_legacy.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_dlpack_export_legacy(const struct HurrayDescriptor *descriptor,
+     *                                          const struct HurrayBuffer *buffer,
+     *                                          struct HurrayDLManagedTensor **out_managed)
+     * }
+     */
+    public static MethodHandle hurray_dlpack_export_legacy$handle() {
+        NativeLibrary.requireSymbol(hurray_dlpack_export_legacy.ADDR, "hurray_dlpack_export_legacy");
+        return hurray_dlpack_export_legacy.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_dlpack_export_legacy(const struct HurrayDescriptor *descriptor,
+     *                                          const struct HurrayBuffer *buffer,
+     *                                          struct HurrayDLManagedTensor **out_managed)
+     * }
+     */
+    public static MemorySegment hurray_dlpack_export_legacy$address() {
+        return NativeLibrary.requireSymbol(hurray_dlpack_export_legacy.ADDR, "hurray_dlpack_export_legacy");
+    }
+
+    /**
+     * As <code>hurray_dlpack_export</code>, as the unversioned <code>DLManagedTensor</code> of DLPack before 1.0 (no
+     * version and no flags: a consumer that asked for it gets the same data and ownership).
+     * <p>
+     * <b>Safety</b><br>
+     * As <code>hurray_dlpack_export</code>.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_dlpack_export_legacy(const struct HurrayDescriptor *descriptor,
+     *                                          const struct HurrayBuffer *buffer,
+     *                                          struct HurrayDLManagedTensor **out_managed)
+     * }
+     */
+    public static int hurray_dlpack_export_legacy(MemorySegment descriptor, MemorySegment buffer, MemorySegment out_managed) {
+        var mh$ = hurray_dlpack_export_legacy.HANDLE;
+        if (hurray_dlpack_export_legacy.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_dlpack_export_legacy");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_dlpack_export_legacy", descriptor, buffer, out_managed);
+            }
+            return (int) mh$.invokeExact(descriptor, buffer, out_managed);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_dlpack_import {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_dlpack_import");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_dlpack_import(struct HurrayDLManagedTensorVersioned *managed,
+     *                                   struct HurrayTensor **out_tensor)
+     * }
+     */
+    public static FunctionDescriptor hurray_dlpack_import$descriptor() {
+        return hurray_dlpack_import.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_dlpack_import(struct HurrayDLManagedTensorVersioned *managed,
+     *                                   struct HurrayTensor **out_tensor)
+     * }
+     */
+    public static MethodHandle hurray_dlpack_import$handle() {
+        NativeLibrary.requireSymbol(hurray_dlpack_import.ADDR, "hurray_dlpack_import");
+        return hurray_dlpack_import.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_dlpack_import(struct HurrayDLManagedTensorVersioned *managed,
+     *                                   struct HurrayTensor **out_tensor)
+     * }
+     */
+    public static MemorySegment hurray_dlpack_import$address() {
+        return NativeLibrary.requireSymbol(hurray_dlpack_import.ADDR, "hurray_dlpack_import");
+    }
+
+    /**
+     * Imports a producer's <code>DLManagedTensorVersioned</code> as a new owned tensor (descriptor plus one
+     * buffer; destroy it with <code>hurray_tensor_destroy</code>). The buffer is the producer's memory
+     * when <code>data</code> is 64-byte aligned (Hurray's minimum alignment): the producer's deleter then
+     * runs exactly once, when the last handle sharing the buffer is destroyed, on that thread.
+     * Otherwise the bytes are copied into an aligned allocation and the deleter runs before this
+     * returns. Strides that are NULL or compact give a row-major descriptor, others a strided
+     * one; <code>flags</code> (read-only, copied) are the caller's to read before the call.
+     * <p>
+     * Ownership: once both pointers are non-NULL the struct is consumed, whatever the status:
+     * on every failure the deleter has run before the call returns (DLPack's rule for a
+     * consumer that gives up), so the caller must not call it again.
+     * <p>
+     * Errors: <code>NULL_POINTER</code> (<code>managed</code> or <code>out_tensor</code>; nothing is called), <code>VERSION_MISMATCH</code>
+     * (major version other than 1), <code>UNSUPPORTED</code> (device memory, lanes, an unknown type code),
+     * <code>INVALID_SHAPE</code>, <code>INVALID_LAYOUT</code>, <code>LIMIT_EXCEEDED</code> (ndim above 32, a byte count above
+     * 2^63 - 1), <code>INVALID_ARGUMENT</code> (a NULL shape or data pointer inside the struct where one is
+     * needed); on all of these the deleter has run.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>managed</code> a valid DLPack producer's struct; <code>out_tensor</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_dlpack_import(struct HurrayDLManagedTensorVersioned *managed,
+     *                                   struct HurrayTensor **out_tensor)
+     * }
+     */
+    public static int hurray_dlpack_import(MemorySegment managed, MemorySegment out_tensor) {
+        var mh$ = hurray_dlpack_import.HANDLE;
+        if (hurray_dlpack_import.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_dlpack_import");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_dlpack_import", managed, out_tensor);
+            }
+            return (int) mh$.invokeExact(managed, out_tensor);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_dlpack_import_legacy {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_dlpack_import_legacy");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_dlpack_import_legacy(struct HurrayDLManagedTensor *managed,
+     *                                          struct HurrayTensor **out_tensor)
+     * }
+     */
+    public static FunctionDescriptor hurray_dlpack_import_legacy$descriptor() {
+        return hurray_dlpack_import_legacy.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_dlpack_import_legacy(struct HurrayDLManagedTensor *managed,
+     *                                          struct HurrayTensor **out_tensor)
+     * }
+     */
+    public static MethodHandle hurray_dlpack_import_legacy$handle() {
+        NativeLibrary.requireSymbol(hurray_dlpack_import_legacy.ADDR, "hurray_dlpack_import_legacy");
+        return hurray_dlpack_import_legacy.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_dlpack_import_legacy(struct HurrayDLManagedTensor *managed,
+     *                                          struct HurrayTensor **out_tensor)
+     * }
+     */
+    public static MemorySegment hurray_dlpack_import_legacy$address() {
+        return NativeLibrary.requireSymbol(hurray_dlpack_import_legacy.ADDR, "hurray_dlpack_import_legacy");
+    }
+
+    /**
+     * As <code>hurray_dlpack_import</code> for the unversioned <code>DLManagedTensor</code> of DLPack before 1.0
+     * (no version to check, no flags).
+     * <p>
+     * <b>Safety</b><br>
+     * As <code>hurray_dlpack_import</code>.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_dlpack_import_legacy(struct HurrayDLManagedTensor *managed,
+     *                                          struct HurrayTensor **out_tensor)
+     * }
+     */
+    public static int hurray_dlpack_import_legacy(MemorySegment managed, MemorySegment out_tensor) {
+        var mh$ = hurray_dlpack_import_legacy.HANDLE;
+        if (hurray_dlpack_import_legacy.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_dlpack_import_legacy");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_dlpack_import_legacy", managed, out_tensor);
+            }
+            return (int) mh$.invokeExact(managed, out_tensor);
         } catch (RuntimeException | Error ex$) {
             throw ex$;
         } catch (Throwable ex$) {

@@ -1,0 +1,156 @@
+"""DLPack capsules over the core's export and import (``hurray_dlpack_*``, docs/spec/dlpack.md).
+
+The structs are built and read by the library; Python only wraps them in capsules with the
+names and ownership rules of the Python DLPack protocol: a consumer renames a capsule to
+``used_dltensor_versioned``/``used_dltensor`` when it takes the struct, and a capsule that
+dies unconsumed calls the struct's deleter itself.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+import threading
+from ctypes import POINTER, byref, c_char_p, c_int, c_void_p, py_object
+from typing import Any
+
+from ._lib import (
+    BUFFER_RELEASE_FN,
+    DLManagedTensor,
+    DLManagedTensorVersioned,
+    check,
+    lib,
+)
+
+_VERSIONED = b"dltensor_versioned"
+_USED_VERSIONED = b"used_dltensor_versioned"
+_LEGACY = b"dltensor"
+_USED_LEGACY = b"used_dltensor"
+READ_ONLY = 1
+
+_api = ctypes.pythonapi
+_api.PyCapsule_IsValid.argtypes = [c_void_p, c_char_p]
+_api.PyCapsule_IsValid.restype = c_int
+_api.PyCapsule_GetPointer.argtypes = [c_void_p, c_char_p]
+_api.PyCapsule_GetPointer.restype = c_void_p
+_api.PyCapsule_SetName.argtypes = [py_object, c_char_p]
+_api.PyCapsule_SetName.restype = c_int
+
+_DESTRUCTOR = ctypes.CFUNCTYPE(None, c_void_p)
+_capsule_new = ctypes.PYFUNCTYPE(py_object, c_void_p, c_char_p, _DESTRUCTOR)(("PyCapsule_New", _api))
+
+
+@_DESTRUCTOR
+def _capsule_destructor(cap: int) -> None:
+    # Runs when a capsule is freed. A consumed capsule was renamed and holds nothing; an
+    # unconsumed one still owns its struct, whose deleter runs here, exactly once.
+    try:
+        if _api.PyCapsule_IsValid(cap, _VERSIONED):
+            p = _api.PyCapsule_GetPointer(cap, _VERSIONED)
+            m = ctypes.cast(p, POINTER(DLManagedTensorVersioned))
+            if m.contents.deleter:
+                m.contents.deleter(m)
+        elif _api.PyCapsule_IsValid(cap, _LEGACY):
+            p = _api.PyCapsule_GetPointer(cap, _LEGACY)
+            lm = ctypes.cast(p, POINTER(DLManagedTensor))
+            if lm.contents.deleter:
+                lm.contents.deleter(lm)
+    except BaseException:  # a destructor must not raise; there is nobody to tell
+        pass
+
+
+# Memory Python owns, lent to the library by hurray_buffer_from_ptr: key -> owner, dropped by
+# the release callback (on whichever thread drops the last share of the buffer).
+_lent: dict[int, object] = {}
+_keys = itertools.count(1)
+_lent_lock = threading.Lock()
+
+
+@BUFFER_RELEASE_FN
+def _release_lent(_data: int, ctx: int) -> None:
+    try:
+        with _lent_lock:
+            _lent.pop(ctx, None)
+    except BaseException:  # never unwind into the library
+        pass
+
+
+def lend(ptr: int, size: int, owner: object) -> int:
+    """A new owned ``HurrayBuffer*`` over Python-owned memory (64-byte aligned ``ptr``) that
+    keeps ``owner`` alive until the library releases the buffer."""
+    with _lent_lock:
+        key = next(_keys)
+        _lent[key] = owner
+    out = c_void_p()
+    try:
+        check(lib.hurray_buffer_from_ptr(ptr or None, size, 64, 0, _release_lent, key, byref(out)))
+    except BaseException:
+        with _lent_lock:
+            _lent.pop(key, None)
+        raise
+    return out.value  # type: ignore[return-value]
+
+
+def export(t: Any, legacy: bool) -> Any:
+    """A capsule holding a new ``DLManagedTensor[Versioned]`` of tensor ``t``."""
+    from ._tensor import aligned_empty
+
+    if len(t._bufs) != 1:
+        raise BufferError(f"DLPack carries one buffer; this {t.layout} tensor has {len(t._bufs)}")
+    owned = c_void_p()
+    if t._handle and t._keep is None:
+        # Memory the library owns: the export shares the tensor's own buffer.
+        lst = c_void_p()
+        check(lib.hurray_tensor_buffers(t._handle.ptr, byref(lst)))
+        buf = c_void_p()
+        check(lib.hurray_buffer_list_get(lst, 0, byref(buf)))
+    else:
+        # Memory Python keeps alive (an array, a file's mapping): lend it with its owner.
+        ptr, size = t._bufs[0]
+        owner: object = (t._handle, t._keep)
+        if ptr % 64:
+            # Hurray buffers are 64-byte aligned: lend an aligned copy instead.
+            copy = aligned_empty(size)
+            ctypes.memmove(copy.ctypes.data, ptr, size)
+            ptr, owner = copy.ctypes.data, copy
+        owned.value = lend(ptr, size, owner)
+        buf = owned
+    try:
+        if legacy:
+            lm = POINTER(DLManagedTensor)()
+            check(lib.hurray_dlpack_export_legacy(t._desc, buf, byref(lm)))
+            return _capsule_new(ctypes.cast(lm, c_void_p), _LEGACY, _capsule_destructor)
+        m = POINTER(DLManagedTensorVersioned)()
+        check(lib.hurray_dlpack_export(t._desc, buf, READ_ONLY if t._readonly else 0, byref(m)))
+        return _capsule_new(ctypes.cast(m, c_void_p), _VERSIONED, _capsule_destructor)
+    finally:
+        if owned.value:
+            lib.hurray_buffer_destroy(byref(owned))
+
+
+def import_(x: Any) -> Any:
+    """A ``Tensor`` over the memory of DLPack producer ``x``."""
+    from ._tensor import Tensor
+
+    if not hasattr(x, "__dlpack__"):
+        raise TypeError(f"{type(x).__name__} does not implement __dlpack__")
+    try:
+        cap = x.__dlpack__(max_version=(1, 1))
+    except TypeError:  # a producer that predates max_version
+        cap = x.__dlpack__()
+    addr = id(cap)
+    out = c_void_p()
+    if _api.PyCapsule_IsValid(addr, _VERSIONED):
+        p = _api.PyCapsule_GetPointer(addr, _VERSIONED)
+        readonly = bool(ctypes.cast(p, POINTER(DLManagedTensorVersioned)).contents.flags & READ_ONLY)
+        # Renamed first: from here on the struct is ours (the library consumes it).
+        _api.PyCapsule_SetName(cap, _USED_VERSIONED)
+        check(lib.hurray_dlpack_import(p, byref(out)))
+    elif _api.PyCapsule_IsValid(addr, _LEGACY):
+        p = _api.PyCapsule_GetPointer(addr, _LEGACY)
+        readonly = False
+        _api.PyCapsule_SetName(cap, _USED_LEGACY)
+        check(lib.hurray_dlpack_import_legacy(p, byref(out)))
+    else:
+        raise TypeError("__dlpack__ returned no unconsumed dltensor capsule")
+    return Tensor._from_handle(out.value, readonly=readonly)  # type: ignore[arg-type]

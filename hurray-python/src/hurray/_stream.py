@@ -1,0 +1,532 @@
+"""Streams over the sans-I/O decoder and encoder (docs/spec/c-abi.md §Decoders and encoders).
+
+No Python code runs inside a library call: the decoder says where the next bytes go and the
+encoder which bytes are pending, and this module does the I/O. An exception from a socket or
+file therefore never crosses the C boundary; it comes back from the call that did the I/O, as
+the ``__cause__`` of a ``HurrayError``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import socket
+from ctypes import byref, c_size_t, c_void_p
+from typing import Any, Iterator, Optional, Union
+
+import numpy as np
+
+from ._lib import (
+    DECODE_END_OF_INPUT,
+    END_OF_STREAM,
+    ERR_SINK_CLOSED,
+    ERR_TRANSPORT,
+    FIELDS_SAME_EXCEPT_NAME,
+    NEED_INPUT,
+    DecodeResult,
+    DescriptorFields,
+    EncoderState,
+    HurrayError,
+    IoSlice,
+    ReaderOptions,
+    WriterOptions,
+    bytes_at,
+    check,
+    error,
+    lib,
+)
+from ._tensor import Composite, MetadataArg, Tensor, _encode_meta, _Handle, _views
+
+DEFAULT_BATCH_BYTES = 64 * 1024
+DEFAULT_BUFFER_POOL_BYTES = 256 << 20
+_FIELDS_OFFSET = DecodeResult.fields.offset
+_PIECES = 16
+_READ_AHEAD = 64 * 1024  # the decoder's read-ahead (docs/spec/c-abi.md §Decoders and encoders)
+
+
+def _region(ptr: int, n: int) -> memoryview:
+    return memoryview((ctypes.c_char * n).from_address(ptr)).cast("B")
+
+
+def _gather(target: Any) -> Any:
+    """A gathering write ``writev(views) -> int`` for sockets and fds (one system call for an
+    item's pieces), or ``None``."""
+    if isinstance(target, socket.socket):
+        return target.sendmsg
+    if isinstance(target, int):
+        return lambda views: os.writev(target, views)
+    return None
+
+
+def _sink(target: Any) -> Any:
+    """A function ``write(view) -> int`` (bytes accepted; 0 = closed) for a target."""
+    if isinstance(target, socket.socket):
+        return target.send
+    if isinstance(target, int):
+        return lambda mv: os.write(target, mv)
+    if hasattr(target, "write"):
+        w = target.write
+
+        def write(mv: memoryview) -> int:
+            n = w(mv)
+            return len(mv) if n is None else n
+
+        return write
+    raise TypeError(f"cannot write a stream to {type(target).__name__}: give a socket, a file object or an fd")
+
+
+class StreamWriter:
+    """Writes a Hurray stream (docs/spec/stream.md): ``write`` tensors and composites, then
+    ``finish`` (or leave a ``with`` block) to write the end marker.
+
+    ``target``: ``None`` keeps the bytes in memory (``getvalue()``); a ``socket.socket``
+    (``send``), a file object (``write``; raw files may accept fewer bytes, which is fine) or
+    an ``int`` file descriptor (``os.write``). The writer never closes the target.
+    ``metadata``: stream metadata (``str`` keys, ``str``/``bytes`` values), readable as
+    ``StreamReader.metadata``. ``payload_checksums``: store a CRC32C per payload.
+    ``batch_bytes``: small tensors are kept and sent together once this many bytes are pending
+    (one system call per 64 KiB by default; ``flush()`` sends now); payloads above 64 KiB are
+    sent from the tensor's own memory without a copy, before ``write`` returns.
+
+    Errors: ``HurrayError``. When the target raises, or accepts 0 bytes, the status is
+    ``HURRAY_ERR_TRANSPORT`` (``__cause__`` is what it raised) or ``HURRAY_ERR_SINK_CLOSED``.
+    If no byte of the failing item had been sent, the item is taken back (write it again
+    later); otherwise the stream on the wire ends inside an item and the writer is poisoned:
+    every later call raises ``HURRAY_ERR_POISONED`` (the four transport rules, stream.md
+    §Transport rules). Threads: one thread at a time.
+    """
+
+    def __init__(
+        self,
+        target: Any = None,
+        *,
+        metadata: MetadataArg = None,
+        payload_checksums: bool = False,
+        batch_bytes: int = DEFAULT_BATCH_BYTES,
+    ):
+        self._memory: Optional[bytearray] = bytearray() if target is None else None
+        if self._memory is not None:
+            mem = self._memory
+
+            def write_memory(mv: memoryview) -> int:
+                mem.extend(mv)
+                return len(mv)
+
+            self._write = write_memory
+            self._writev = None
+        else:
+            self._write = _sink(target)
+            self._writev = _gather(target)
+        opts = WriterOptions()
+        check(lib.hurray_writer_options_init(byref(opts)))
+        opts.flags = 1 if payload_checksums else 0
+        e = c_void_p()
+        check(lib.hurray_encoder_new(byref(opts), byref(e)))
+        self._enc: Optional[int] = e.value
+        self._state = EncoderState()
+        self._state_ref = byref(self._state)
+        self._one = (IoSlice * 1)()
+        self._scratch = ctypes.create_string_buffer(4096)
+        self._scratch_len = c_size_t()
+        self._pieces = (IoSlice * _PIECES)()
+        self._count = c_size_t()
+        self._batch = batch_bytes
+        self._finished = False
+        self._failed = False
+        if metadata:
+            entries = _encode_meta(metadata)
+            self._check(lib.hurray_encoder_set_metadata(self._enc, _views(entries), len(entries)))
+
+    def _check(self, status: int) -> int:
+        if status < 0:
+            raise error(status)
+        return status
+
+    def _live(self) -> int:
+        if self._enc is None:
+            raise ValueError("writer is closed")
+        return self._enc
+
+    def write(self, item: Union[Tensor, Composite]) -> None:
+        """Writes one tensor (its descriptor and buffers) or a whole composite. The tensor's
+        memory is read before this returns or, for payloads up to 64 KiB, copied: the tensor
+        may be changed or dropped afterwards."""
+        enc = self._live()
+        st = self._state
+        if isinstance(item, Composite):
+            b = c_void_p(item._builder())
+            try:
+                self._check(lib.hurray_encoder_encode_composite(enc, b, byref(st)))
+            finally:
+                lib.hurray_composite_builder_destroy(byref(b))
+        else:
+            bufs = item._bufs
+            if item._tpl and item._d == 0 and len(bufs) == 1:
+                s = self._encode_template(enc, item)
+            elif len(bufs) == 1:
+                d = item._desc
+                if d is None:
+                    raise ValueError("tensor is closed")
+                one = self._one[0]
+                one.ptr, one.len = bufs[0]
+                s = lib.hurray_encoder_encode(enc, d, self._one, 1, self._state_ref)
+            else:
+                d = item._desc
+                if d is None:
+                    raise ValueError("tensor is closed")
+                s = lib.hurray_encoder_encode(enc, d, item._slices(), len(bufs), self._state_ref)
+            if s < 0:
+                raise error(s)
+        if st.borrows_payloads or st.pending_bytes >= self._batch:
+            self._send(take_back=True)
+
+    def _encode_template(self, enc: int, item: Tensor) -> int:
+        """Encodes a ``from_numpy`` tensor of a known shape from its template descriptor and
+        name: two library calls and no descriptor made (docs/spec/c-abi.md,
+        ``hurray_descriptor_encode_with_name``)."""
+        one = self._one[0]
+        one.ptr, one.len = item._bufs[0]
+        nb = item._nb
+        if nb is None:
+            return lib.hurray_encoder_encode(enc, item._tpl, self._one, 1, self._state_ref)
+        scratch, n = self._scratch, self._scratch_len
+        s = lib.hurray_descriptor_encode_with_name(item._tpl, nb, len(nb), scratch, len(scratch), byref(n))
+        if s == -5:  # BUFFER_TOO_SMALL: n is the size needed
+            self._scratch = scratch = ctypes.create_string_buffer(n.value)
+            s = lib.hurray_descriptor_encode_with_name(item._tpl, nb, len(nb), scratch, len(scratch), byref(n))
+        if s < 0:
+            return s
+        return lib.hurray_encoder_encode_encoded(enc, scratch, n.value, self._one, 1, self._state_ref)
+
+    def flush(self) -> None:
+        """Sends every pending byte now."""
+        self._send(take_back=False)
+
+    def _send(self, take_back: bool) -> None:
+        enc = self._live()
+        st = self._state
+        pieces, count, write = self._pieces, self._count, self._write
+        writev = self._writev
+        while st.pending_bytes:
+            self._check(lib.hurray_encoder_output(enc, pieces, _PIECES, byref(count)))
+            if writev is not None and count.value > 1:
+                views = [_region(pieces[i].ptr, pieces[i].len) for i in range(count.value)]
+                try:
+                    n = writev(views)
+                except BaseException as e:  # rule 3: report, then poison or take back
+                    self._fail(ERR_TRANSPORT, f"the sink raised {type(e).__name__}: {e}", take_back, e)
+                if not n:
+                    self._fail(ERR_SINK_CLOSED, "the sink accepted 0 bytes (closed)", take_back, None)
+                self._check(lib.hurray_encoder_consume(enc, n, byref(st)))
+                continue
+            for i in range(count.value):
+                p = pieces[i]
+                view = _region(p.ptr, p.len)
+                sent = 0
+                while sent < p.len:
+                    try:
+                        n = write(view[sent:])
+                    except BaseException as e:  # rule 3: report, then poison or take back
+                        self._fail(ERR_TRANSPORT, f"the sink raised {type(e).__name__}: {e}", take_back, e)
+                    if not n:
+                        self._fail(ERR_SINK_CLOSED, "the sink accepted 0 bytes (closed)", take_back, None)
+                    sent += n
+                    self._check(lib.hurray_encoder_consume(enc, n, byref(st)))
+        self._failed = False  # everything pending went out
+
+    def _fail(self, status: int, message: str, take_back: bool, cause: Optional[BaseException]) -> None:
+        self._failed = True
+        s = lib.hurray_encoder_abort(self._enc, 1 if take_back else 0, byref(self._state))
+        if s < 0:
+            message += "; the stream ends inside an item and the writer is poisoned"
+        elif take_back:
+            message += "; nothing of this item was sent (write it again)"
+        err = HurrayError(status, message)
+        if cause is not None:
+            raise err from cause
+        raise err
+
+    def finish(self) -> None:
+        """Writes the end-of-stream marker and sends everything pending. Idempotent. After a
+        failed send it may be called again (a writer that took its item back still works)."""
+        if self._finished:
+            return
+        enc = self._live()
+        self._check(lib.hurray_encoder_finish(enc, byref(self._state)))
+        self._send(take_back=True)
+        self._finished = True
+
+    def getvalue(self) -> bytes:
+        """The bytes written so far (an in-memory writer only)."""
+        if self._memory is None:
+            raise ValueError("getvalue() is for a writer made without a target")
+        return bytes(self._memory)
+
+    def close(self) -> None:
+        """Ends the stream (``finish``) unless it is finished or a send failed, then destroys
+        the encoder. Raises what ``finish`` raises (the encoder is destroyed either way).
+        Idempotent; the target stays open."""
+        try:
+            if self._enc is not None and not self._finished and not self._failed:
+                self.finish()
+        finally:
+            self._destroy()
+
+    def _destroy(self) -> None:
+        e, self._enc = self._enc, None
+        if e:
+            lib.hurray_encoder_destroy(byref(c_void_p(e)))
+
+    def __enter__(self) -> "StreamWriter":
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self._destroy()  # the block failed: do not end the stream as if it were complete
+
+    def __del__(self) -> None:
+        # No I/O from the garbage collector: an unfinished stream stays unfinished (its reader
+        # sees TRUNCATED), as after a failure.
+        try:
+            self._destroy()
+        except Exception:
+            pass
+
+
+def _source(src: Any) -> Any:
+    """A function ``read(view) -> int`` (0 = end of input), or ``None`` for in-memory bytes."""
+    if isinstance(src, socket.socket):
+        return src.recv_into
+    if isinstance(src, int):
+        return lambda mv: os.readv(src, [mv])
+    if hasattr(src, "readinto"):
+        r = src.readinto
+
+        def readinto(mv: memoryview) -> int:
+            n = r(mv)
+            if n is None:
+                raise BlockingIOError("the source has no bytes ready (non-blocking)")
+            return n
+
+        return readinto
+    if hasattr(src, "read"):
+        rd = src.read
+
+        def read(mv: memoryview) -> int:
+            b = rd(len(mv))
+            if b is None:
+                raise BlockingIOError("the source has no bytes ready (non-blocking)")
+            mv[: len(b)] = b
+            return len(b)
+
+        return read
+    raise TypeError(f"cannot read a stream from {type(src).__name__}: give bytes, a socket, a file object or an fd")
+
+
+class StreamReader:
+    """Reads a Hurray stream: iterate it for each tensor as its bytes arrive (composites come
+    flat: the head, a tensor without buffers, then each member), or call ``items()`` for
+    whole composites.
+
+    ``source``: ``bytes``/``bytearray``/``memoryview`` (read in place), a ``socket.socket``
+    (``recv_into`` straight into the tensors' memory for large payloads), a binary file object
+    (``readinto``, else ``read``) or an ``int`` file descriptor.
+    ``max_tensor_bytes``/``max_descriptor_bytes``/``max_rank``: limits a hostile stream cannot
+    pass (defaults as docs/spec/c-abi.md says: 64 GiB, 1 MiB, 32). ``require_checksums``:
+    refuse payloads without CRC32C. ``buffer_pool_bytes``: memory of tensors that are gone
+    (with every view and capsule of them) is reused for the next ones, up to this many bytes.
+
+    Errors: ``HurrayError`` with the library's status (``TRUNCATED``, ``CORRUPT``, …; sticky),
+    or ``HURRAY_ERR_TRANSPORT`` when the source raised (``__cause__``): then the reader is
+    unchanged and the next call resumes where the stream stopped, mid-tensor included.
+    Ownership: each tensor is the caller's and outlives the reader. Threads: one thread at a
+    time; tensors may go to any thread.
+    """
+
+    def __init__(
+        self,
+        source: Any,
+        *,
+        max_tensor_bytes: Optional[int] = None,
+        max_descriptor_bytes: Optional[int] = None,
+        max_rank: Optional[int] = None,
+        require_checksums: bool = False,
+        buffer_pool_bytes: int = DEFAULT_BUFFER_POOL_BYTES,
+    ):
+        if isinstance(source, (bytes, bytearray, memoryview)):
+            self._data: Optional[memoryview] = memoryview(source).cast("B")
+            # ctypes cannot take the address of a read-only buffer (bytes); numpy can.
+            self._array = np.frombuffer(self._data, np.uint8)
+            self._base = self._array.ctypes.data
+            self._pos = 0
+            self._read = None
+        else:
+            self._data = None
+            self._read = _source(source)
+        opts = ReaderOptions()
+        check(lib.hurray_reader_options_init(byref(opts)))
+        if max_tensor_bytes is not None:
+            opts.max_tensor_bytes = max_tensor_bytes
+        if max_descriptor_bytes is not None:
+            opts.max_descriptor_bytes = max_descriptor_bytes
+        if max_rank is not None:
+            opts.max_rank = max_rank
+        if require_checksums:
+            opts.flags |= 1
+        d = c_void_p()
+        check(lib.hurray_decoder_new(byref(opts), buffer_pool_bytes, byref(d)))
+        self._dec: Optional[int] = d.value
+        self._result = DecodeResult()
+        self._result_ref = byref(self._result)
+        self._error: Optional[HurrayError] = None
+        self._flags = 0
+        self._metadata: Optional[dict[str, bytes]] = None
+        self._done = False
+        self._prev: Optional[Tensor] = None
+
+    def _fill(self, ptr: int, n: int) -> int:
+        """Reads into the decoder's region; returns the count (0 = end of input)."""
+        data = self._data
+        if data is not None:
+            k = min(n, len(data) - self._pos)
+            if k:
+                ctypes.memmove(ptr, self._base + self._pos, k)
+                self._pos += k
+            return k
+        err, self._error = self._error, None
+        if err is not None:
+            raise err
+        read = self._read
+        view = _region(ptr, n)
+        got = 0
+        try:
+            got = read(view)  # type: ignore[misc]
+            if n > _READ_AHEAD:
+                # A region larger than the read-ahead is the rest of one payload, all of which
+                # the decoder needs: fill it here instead of one decoder call per chunk.
+                while 0 < got < n:
+                    k = read(view[got:])  # type: ignore[misc]
+                    if not k:
+                        break
+                    got += k
+        except BaseException as e:
+            failure = HurrayError(ERR_TRANSPORT, f"the source raised {type(e).__name__}: {e}; call again to resume")
+            failure.__cause__ = e
+            if not got:
+                raise failure from e
+            self._error = failure  # report the bytes that did arrive first; raise on the next read
+        return got
+
+    def _drive(self, fn: Any, *extra: Any) -> int:
+        dec = self._dec
+        if dec is None:
+            raise ValueError("reader is closed")
+        r = self._result
+        ref = self._result_ref
+        filled = 0
+        while True:
+            s = fn(dec, filled, self._flags, ref, *extra)
+            if s != NEED_INPUT:
+                if s < 0:
+                    raise error(s)
+                return s
+            filled = self._fill(r.input, r.input_len)
+            if filled == 0:
+                self._flags = DECODE_END_OF_INPUT
+
+    @property
+    def metadata(self) -> dict[str, bytes]:
+        """The stream's metadata (``{}`` when it has none); reads the header if needed."""
+        if self._metadata is None:
+            self._header()
+        return dict(self._metadata or {})
+
+    def _header(self) -> None:
+        self._drive(lib.hurray_decoder_next_header)
+        r = self._result
+        meta = {}
+        for i in range(r.fields.metadata_count):
+            m = r.metadata[i]
+            meta[bytes_at(m.key, m.key_len).decode("utf-8")] = bytes_at(m.value, m.value_len)
+        self._metadata = meta
+
+    def read(self) -> Optional[Tensor]:
+        """The next tensor, or ``None`` at the end of the stream."""
+        if self._done:
+            return None
+        if self._metadata is None:
+            self._header()
+        if self._drive(lib.hurray_decoder_next) == END_OF_STREAM:
+            self._done = True
+            return None
+        return self._tensor()
+
+    def _tensor(self) -> Tensor:
+        r = self._result
+        f = DescriptorFields.from_buffer_copy(r, _FIELDS_OFFSET)
+        n = f.buffer_count
+        b = r.buffers
+        if n == 1:
+            b0 = b[0]
+            bufs = [(b0.data or 0, b0.spec.byte_size)]
+        else:
+            bufs = [(b[i].data or 0, b[i].spec.byte_size) for i in range(n)]
+        # The descriptor pointer is looked up only if a property needs it (Tensor._desc).
+        t = Tensor._make(0, False, _Handle(r.tensor), bufs)
+        t._fields = f
+        prev = self._prev
+        if prev is not None and f.flags & FIELDS_SAME_EXCEPT_NAME:
+            # Same descriptor but the name: reuse the parsed fields instead of reading them.
+            t._type, t._shape, t._layout = prev._type, prev._shape, prev._layout
+        self._prev = t
+        return t
+
+    def __iter__(self) -> Iterator[Tensor]:
+        return self
+
+    def __next__(self) -> Tensor:
+        t = self.read()
+        if t is None:
+            raise StopIteration
+        return t
+
+    def items(self) -> Iterator[Union[Tensor, Composite]]:
+        """Each item whole: a ``Tensor``, or a ``Composite`` with its members (nested ones
+        included). Do not mix with plain iteration inside one composite."""
+        if self._metadata is None:
+            self._header()
+        comp = c_void_p()
+        while not self._done:
+            if self._drive(lib.hurray_decoder_next_item, byref(comp)) == END_OF_STREAM:
+                self._done = True
+                return
+            if comp.value:
+                c = Composite._from_handle(comp.value)
+                comp.value = None
+                yield c
+            else:
+                yield self._tensor()
+
+    def close(self) -> None:
+        """Destroys the decoder (tensors already read stay valid). Idempotent."""
+        d, self._dec = self._dec, None
+        self._prev = None
+        if d:
+            lib.hurray_decoder_destroy(byref(c_void_p(d)))
+
+    def __enter__(self) -> "StreamReader":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+__all__ = ["StreamReader", "StreamWriter"]

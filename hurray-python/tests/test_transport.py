@@ -1,0 +1,227 @@
+"""The four transport rules (docs/spec/stream.md §Transport rules) with Python sources and
+sinks: short counts, failures that resume, failures that poison, closed sinks, sockets."""
+
+import io
+import os
+import socket
+import threading
+
+import numpy as np
+import pytest
+
+import hurray
+from conftest import golden
+
+
+class Trickle(io.RawIOBase):
+    """Gives at most ``step`` bytes per read; raises once at byte offsets in ``fail_at``."""
+
+    def __init__(self, data, step=1, fail_at=()):
+        self.data, self.pos, self.step, self.fail_at = data, 0, step, set(fail_at)
+
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        if self.pos in self.fail_at:
+            self.fail_at.discard(self.pos)
+            raise ConnectionResetError(f"injected at {self.pos}")
+        n = min(self.step, len(b), len(self.data) - self.pos)
+        b[:n] = self.data[self.pos : self.pos + n]
+        self.pos += n
+        return n
+
+
+class Sink:
+    """Accepts at most ``step`` bytes per write; raises (or returns 0) once it has ``fail_at`` bytes."""
+
+    def __init__(self, step=1 << 30, fail_at=None, closed_at=None):
+        self.out, self.step, self.fail_at, self.closed_at = bytearray(), step, fail_at, closed_at
+
+    def write(self, b):
+        if self.fail_at is not None and len(self.out) >= self.fail_at:
+            self.fail_at = None
+            raise BrokenPipeError("injected")
+        if self.closed_at is not None and len(self.out) >= self.closed_at:
+            return 0
+        n = min(self.step, len(b))
+        self.out += bytes(b[:n])
+        return n
+
+
+def test_short_reads_give_the_same_tensors():
+    data = golden("stream_v1_checksums.hrry")
+    whole = [bytes(b) for t in hurray.StreamReader(data) for b in t.buffers()]
+    for step in (1, 7, 4096):
+        got = [bytes(b) for t in hurray.StreamReader(Trickle(data, step)) for b in t.buffers()]
+        assert got == whole
+
+
+def test_a_failed_read_resumes_mid_tensor():
+    data = golden("stream_v1_checksums.hrry")
+    expected = [t.name for t in hurray.StreamReader(data)]
+    src = Trickle(data, step=13, fail_at={13 * k for k in range(3, len(data) // 13, 17)})
+    r = hurray.StreamReader(src)
+    names, failures = [], 0
+    while True:
+        try:
+            t = r.read()
+        except hurray.HurrayError as e:
+            assert e.status_name == "HURRAY_ERR_TRANSPORT"
+            assert isinstance(e.__cause__, ConnectionResetError)
+            failures += 1
+            continue
+        if t is None:
+            break
+        names.append(t.name)
+    assert failures > 5 and names == expected
+
+
+def test_end_of_input_inside_an_item_is_truncated():
+    data = golden("stream_v1_plain.hrry")
+    with pytest.raises(hurray.HurrayError) as e:
+        list(hurray.StreamReader(Trickle(data[:-9], 5)))
+    assert e.value.status_name == "HURRAY_ERR_TRUNCATED"
+
+
+def tensors(n=50, size=300):
+    return [hurray.from_numpy(np.full(size, i, np.float32), name=f"t{i}") for i in range(n)]
+
+
+def read_names(data):
+    return [t.name for t in hurray.StreamReader(bytes(data))]
+
+
+def test_short_writes_give_the_same_bytes():
+    ref = hurray.StreamWriter()
+    sink = Sink(step=3)
+    w = hurray.StreamWriter(sink)
+    for t in tensors():
+        ref.write(t)
+        w.write(t)
+    ref.finish()
+    w.finish()
+    assert bytes(sink.out) == ref.getvalue()
+
+
+def test_a_failure_before_the_item_is_sent_takes_it_back():
+    big = hurray.from_numpy(np.arange(100_000, dtype=np.float32), name="big")  # > 64 KiB: sent at once
+    sink = Sink()
+    w = hurray.StreamWriter(sink)
+    w.write(tensors(1)[0])
+    w.flush()
+    sink.fail_at = len(sink.out)
+    with pytest.raises(hurray.HurrayError) as e:
+        w.write(big)
+    assert e.value.status_name == "HURRAY_ERR_TRANSPORT" and isinstance(e.value.__cause__, BrokenPipeError)
+    w.write(big)  # the writer is still good: the item was not sent
+    w.finish()
+    assert read_names(sink.out) == ["t0", "big"]
+
+
+def test_a_failure_after_the_first_byte_poisons_the_writer():
+    big = hurray.from_numpy(np.arange(100_000, dtype=np.float32), name="big")
+    sink = Sink(step=1000, fail_at=5000)
+    w = hurray.StreamWriter(sink)
+    with pytest.raises(hurray.HurrayError) as e:
+        w.write(big)
+    assert "poisoned" in str(e.value)
+    with pytest.raises(hurray.HurrayError) as e:
+        w.write(tensors(1)[0])
+    assert e.value.status_name == "HURRAY_ERR_POISONED"
+    with pytest.raises(hurray.HurrayError) as e:
+        list(hurray.StreamReader(bytes(sink.out)))
+    assert e.value.status_name == "HURRAY_ERR_TRUNCATED"
+
+
+def test_a_closed_sink_is_reported():
+    w = hurray.StreamWriter(Sink(closed_at=0))
+    w.write(tensors(1)[0])
+    with pytest.raises(hurray.HurrayError) as e:
+        w.finish()
+    assert e.value.status_name == "HURRAY_ERR_SINK_CLOSED"
+
+
+def test_fd_and_file_targets(tmp_path):
+    p = tmp_path / "s.hrrys"
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT)
+    with hurray.StreamWriter(fd) as w:
+        for t in tensors(5):
+            w.write(t)
+    os.close(fd)
+    with open(p, "rb") as f:
+        assert [t.name for t in hurray.StreamReader(f)] == [f"t{i}" for i in range(5)]
+    fd = os.open(p, os.O_RDONLY)
+    assert len(list(hurray.StreamReader(fd))) == 5
+    os.close(fd)
+
+
+def test_loopback_socket_both_ways():
+    a, b = socket.socketpair()
+    payloads = [np.random.default_rng(i).standard_normal(n).astype(np.float32) for i, n in enumerate([1, 3000, 70_000, 5_000_000])]
+
+    def send():
+        with a, hurray.StreamWriter(a, metadata={"from": "thread"}) as w:
+            for i, p in enumerate(payloads):
+                w.write(hurray.from_numpy(p, name=f"p{i}"))
+
+    th = threading.Thread(target=send)
+    th.start()
+    with b:
+        r = hurray.StreamReader(b)
+        got = list(r)
+        assert r.metadata == {"from": b"thread"}
+    th.join()
+    for t, p in zip(got, payloads):
+        np.testing.assert_array_equal(t.numpy(), p)
+    assert len(got) == len(payloads)
+
+
+def test_the_reader_uses_the_callers_exceptions_only_as_causes():
+    class Boom:
+        def read(self, n):
+            raise KeyboardInterrupt  # even BaseExceptions come back from the call, not from C
+
+    with pytest.raises(hurray.HurrayError) as e:
+        hurray.StreamReader(Boom()).read()
+    assert isinstance(e.value.__cause__, KeyboardInterrupt)
+
+
+def test_a_failure_inside_a_large_payload_keeps_the_bytes_that_arrived():
+    a = np.random.default_rng(1).standard_normal(300_000).astype(np.float32)  # 1.2 MB: read in place
+    w = hurray.StreamWriter()
+    w.write(hurray.from_numpy(a, name="big"))
+    w.write(hurray.from_numpy(a[:10], name="small"))
+    w.finish()
+    data = w.getvalue()
+    r = hurray.StreamReader(Trickle(data, step=50_000, fail_at={200_000, 650_000, 1_100_000}))
+    got, failures = [], 0
+    while True:
+        try:
+            t = r.read()
+        except hurray.HurrayError as e:
+            assert e.status_name == "HURRAY_ERR_TRANSPORT" and isinstance(e.__cause__, ConnectionResetError)
+            failures += 1
+            continue
+        if t is None:
+            break
+        got.append(t)
+    assert failures == 3 and [t.name for t in got] == ["big", "small"]
+    np.testing.assert_array_equal(got[0].numpy(), a)
+
+
+def test_close_ends_the_stream_but_not_after_a_failure_or_an_exception():
+    sink = Sink()
+    w = hurray.StreamWriter(sink)
+    w.write(tensors(1)[0])
+    w.close()
+    w.close()
+    assert read_names(sink.out) == ["t0"]
+    sink = Sink()
+    with pytest.raises(RuntimeError):
+        with hurray.StreamWriter(sink) as w:
+            w.write(tensors(1)[0])
+            raise RuntimeError("producer failed")
+    with pytest.raises(hurray.HurrayError) as e:
+        read_names(sink.out)  # not ended as if complete
+    assert e.value.status_name == "HURRAY_ERR_TRUNCATED"
