@@ -666,6 +666,10 @@ fn null_cases(f: &Fixture) -> Vec<Case<'_>> {
             ("hurray_paged_gather", Box::new(move || hurray_paged_gather(null(), slice_ok.as_ptr(), 1, data, 8))),
             ("hurray_paged_gather", Box::new(move || hurray_paged_gather(td, null(), 1, data, 8))),
             (
+                "hurray_layout_check_contents",
+                Box::new(move || hurray_ffi::sparse::hurray_layout_check_contents(null(), slice_ok.as_ptr(), 1)),
+            ),
+            (
                 "hurray_reader_next_item",
                 Box::new(move || hurray_reader_next_item(null_mut(), leak(null_mut()), leak(null_mut()))),
             ),
