@@ -106,7 +106,9 @@ public abstract class InMemory implements AutoCloseable {
             MemorySegment payload = arena.allocate(size, 64);
             Payloads.fill(payload);
             tensor = Tensor.wrap(payload, TensorDescriptor.of(ElementType.FLOAT32, size / 4));
-            writer = Writer.of(ring);
+            // Each operation moves one tensor through the channel, as the baseline moves one copy:
+            // unbatched writers (a batching writer would only queue it).
+            writer = Writer.of(ring, dev.hurray.WriterOptions.defaults().withBatchBytes(0));
             byte[] stream;
             try (Writer w = Writer.toMemory()) {
                 w.write(tensor);
@@ -117,7 +119,7 @@ public abstract class InMemory implements AutoCloseable {
             reader = Reader.of(new MemoryChannels.CyclicSource(Arrays.copyOfRange(stream, 0, 16),
                     Arrays.copyOfRange(stream, 16, stream.length - 24)));
             MemoryChannels.Pipe pipe = new MemoryChannels.Pipe(RING_BYTES);
-            pipeWriter = Writer.of(pipe.sink());
+            pipeWriter = Writer.of(pipe.sink(), dev.hurray.WriterOptions.defaults().withBatchBytes(0));
             pipeReader = Reader.of(pipe.source());
         }
 

@@ -530,42 +530,9 @@ public final class NativeWriter {
     private void send(boolean takeBackLast) throws HurrayException {
         while (HurrayEncoderState.pending_bytes(state) > 0) {
             Native.check(hurray_h.hurray_encoder_output(handle, pieces, MAX_PIECES, count));
-            long n = count.get(JAVA_LONG, 0);
-            long sent = 0;
-            if (n > 1 && sink.gathers()) {
-                sendGathered((int) n, takeBackLast);
-                continue;
-            }
-            for (int i = 0; i < n; i++) {
-                MemorySegment p = HurrayIoSlice.asSlice(pieces, i);
-                MemorySegment bytes = HurrayIoSlice.ptr(p).reinterpret(HurrayIoSlice.len(p));
-                long off = 0;
-                while (off < bytes.byteSize()) {
-                    MemorySegment rest = bytes.asSlice(off);
-                    long k = sendSome(() -> sink.write(rest), sent, takeBackLast);
-                    off += k;
-                    sent += k;
-                }
-            }
+            long sent = sendPieces((int) count.get(JAVA_LONG, 0), 0, takeBackLast);
             Native.check(hurray_h.hurray_encoder_consume(handle, sent, state));
         }
-    }
-
-    /** Sends {@code n} listed pieces with gathering writes (one system call when the socket takes them all). */
-    private void sendGathered(int n, boolean takeBackLast) throws HurrayException {
-        java.nio.ByteBuffer[] ranges = new java.nio.ByteBuffer[n];
-        long total = 0;
-        for (int i = 0; i < n; i++) {
-            MemorySegment p = HurrayIoSlice.asSlice(pieces, i);
-            long len = HurrayIoSlice.len(p);
-            ranges[i] = HurrayIoSlice.ptr(p).reinterpret(len).asByteBuffer();
-            total += len;
-        }
-        long sent = 0;
-        while (sent < total) {
-            sent += sendSome(() -> sink.write(ranges), sent, takeBackLast);
-        }
-        Native.check(hurray_h.hurray_encoder_consume(handle, sent, state));
     }
 
     /** One write to the sink. */
