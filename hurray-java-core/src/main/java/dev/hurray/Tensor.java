@@ -897,10 +897,9 @@ public final class Tensor implements AutoCloseable {
         return nativeDescriptor;
     }
 
-    // ---------------------------------------------------------------- interop (issue 11)
-    // Additions for zero-copy interop: rank-0 factories, java.nio views, the keep-alive share,
-    // and a factory for tensors over memory whose release is someone else's (ExternalBuffer,
-    // DLPack import). Kept in one block so that merges with other edits of this class are easy.
+    // ---------------------------------------------------------------- interop
+    // Zero-copy interop: rank-0 factories, java.nio views, the keep-alive share, and a factory
+    // for tensors over memory whose release is someone else's (ExternalBuffer, DLPack import).
 
     /**
      * A rank-0 (scalar) float32 tensor: shape {@code []}, one element, as
