@@ -312,7 +312,7 @@ public final class DLPack {
         if (data.address() % DeviceTag.MIN_ALIGNMENT != 0 || data.equals(MemorySegment.NULL)) {
             // Hurray buffers are at least 64-byte aligned: copy, and give the producer's memory back now.
             TensorDescriptor d = b.buffer(new BufferSpec(Math.max(size, 0), DeviceTag.MIN_ALIGNMENT, DeviceTag.CPU,
-                    SyncMode.PRODUCER_SYNCED)).build();
+                    SyncMode.PRODUCER_SYNCED)).buildChecked();
             Tensor t = Tensor.allocate(d, scope);
             if (size > 0) {
                 MemorySegment.copy(data.reinterpret(size), 0, t.buffer(0), 0, size);
@@ -321,7 +321,7 @@ public final class DLPack {
             return t;
         }
         TensorDescriptor d = b.buffer(new BufferSpec(size, DeviceTag.MIN_ALIGNMENT, DeviceTag.CPU,
-                SyncMode.PRODUCER_SYNCED)).build();
+                SyncMode.PRODUCER_SYNCED)).buildChecked();
         MemorySegment raw = data.reinterpret(size);
         if (readOnly) {
             raw = raw.asReadOnly();

@@ -558,7 +558,7 @@ public final class Tensor implements AutoCloseable {
     public Tensor dequantize() throws HurrayException {
         requireOpen();
         Layout layout = descriptor.layout().kind() == Layout.Kind.COLUMN_MAJOR ? Layout.columnMajor() : Layout.rowMajor();
-        TensorDescriptor d = TensorDescriptor.builder(ElementType.FLOAT32, descriptor.shape()).layout(layout).build();
+        TensorDescriptor d = TensorDescriptor.builder(ElementType.FLOAT32, descriptor.shape()).layout(layout).buildChecked();
         Tensor t = allocate(d);
         try {
             NativeQuant.dequantize(descriptor.nativeHandle(), buffers, t.buffers[0], descriptor.elementCount());
@@ -597,7 +597,7 @@ public final class Tensor implements AutoCloseable {
         Objects.requireNonNull(target, "target");
         requireOpen();
         Layout layout = descriptor.layout().kind() == Layout.Kind.COLUMN_MAJOR ? Layout.columnMajor() : Layout.rowMajor();
-        TensorDescriptor d = TensorDescriptor.builder(target, descriptor.shape()).layout(layout).build();
+        TensorDescriptor d = TensorDescriptor.builder(target, descriptor.shape()).layout(layout).buildChecked();
         Tensor t = allocate(d);
         try {
             NativeQuant.dequantizeTo(descriptor.nativeHandle(), buffers, target.code(), t.buffers[0]);
@@ -646,7 +646,7 @@ public final class Tensor implements AutoCloseable {
         if (quantization != null) {
             b.quantization(quantization);
         }
-        Tensor t = allocate(b.build());
+        Tensor t = allocate(b.buildChecked());
         try {
             NativeQuant.quantize(t.descriptor.nativeHandle(), in, descriptor.elementCount(), t.buffers);
             return t;

@@ -1,7 +1,6 @@
 package dev.hurray.cli.io;
 
 import dev.hurray.ElementType;
-import dev.hurray.HurrayException;
 import dev.hurray.TensorDescriptor;
 import dev.hurray.formats.ForeignFormatException;
 import java.util.Map;
@@ -47,7 +46,7 @@ public final class StreamMetadata {
         metadata.forEach(b::metadata);
         try {
             return b.build();
-        } catch (HurrayException e) {
+        } catch (IllegalArgumentException e) {
             throw new ForeignFormatException("the file metadata (" + metadata.size() + " entries) does not fit a stream's "
                     + "metadata item (at most 256 entries, keys up to 256 bytes, values up to 64 KiB): " + e.getMessage(), e);
         }
