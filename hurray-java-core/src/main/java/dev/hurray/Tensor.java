@@ -797,16 +797,7 @@ public final class Tensor implements AutoCloseable {
         if (descriptor.quantization().isEmpty() && java.util.Arrays.asList(bitwise).contains(descriptor.elementType())) {
             return toArray.apply(elements(layout, bitwise));
         }
-        requireOpen();
-        if (descriptor.layout().kind() != Layout.Kind.ROW_MAJOR) {
-            throw new IllegalStateException("tensor layout is " + descriptor.layout()
-                    + "; typed copies are row-major only (read buffer(0) directly)");
-        }
-        long n = descriptor.elementCount();
-        if (n > MAX_ARRAY) {
-            throw new IllegalStateException(n + " elements do not fit a Java array");
-        }
-        long bytes = n * layout.byteSize();
+        long bytes = copyableCount() * layout.byteSize();
         try (Arena a = Arena.ofConfined()) {
             MemorySegment out = a.allocate(Math.max(1, bytes), 8).asSlice(0, bytes);
             NativeQuant.dequantizeTo(descriptor.nativeHandle(), buffers, target.code(), out);
@@ -826,6 +817,12 @@ public final class Tensor implements AutoCloseable {
         if (!ok) {
             throw new IllegalStateException("tensor is " + t + "; this copy needs " + java.util.Arrays.toString(accepted));
         }
+        return buffers[0].asSlice(descriptor.byteOffset(), copyableCount() * layout.byteSize());
+    }
+
+    /** The element count of an open row-major tensor that fits a Java array, else the reason as an exception. */
+    private long copyableCount() {
+        requireOpen();
         if (descriptor.layout().kind() != Layout.Kind.ROW_MAJOR) {
             throw new IllegalStateException("tensor layout is " + descriptor.layout()
                     + "; typed copies are row-major only (read buffer(0) directly)");
@@ -834,7 +831,7 @@ public final class Tensor implements AutoCloseable {
         if (n > MAX_ARRAY) {
             throw new IllegalStateException(n + " elements do not fit a Java array");
         }
-        return buffers[0].asSlice(descriptor.byteOffset(), n * layout.byteSize());
+        return n;
     }
 
     /**
