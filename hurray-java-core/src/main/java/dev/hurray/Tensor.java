@@ -673,7 +673,7 @@ public final class Tensor implements AutoCloseable {
         try {
             return quantize(target, null);
         } catch (HurrayException e) {
-            throw TensorDescriptor.callerMistake(e);
+            throw e.asCallerMistake();
         }
     }
 

@@ -413,19 +413,6 @@ public final class TensorDescriptor {
     }
 
     /**
-     * The unchecked exception for a native refusal of caller-supplied fields
-     * (hurray-java-core/README.md §Exceptions): {@link IllegalStateException} when the library
-     * itself failed, else {@link IllegalArgumentException}; {@code e} is the cause.
-     */
-    static RuntimeException callerMistake(HurrayException e) {
-        Status s = e.status();
-        if (s == Status.OUT_OF_MEMORY || s == Status.INTERNAL_PANIC) {
-            return new IllegalStateException(e.getMessage(), e);
-        }
-        return new IllegalArgumentException(e.getMessage(), e);
-    }
-
-    /**
      * Collects the fields of a new descriptor; {@link #build()} validates them (see the class
      * documentation). Not thread-safe; reusable (each {@code build()} makes a new descriptor).
      */
@@ -536,7 +523,7 @@ public final class TensorDescriptor {
             try {
                 return buildChecked();
             } catch (HurrayException e) {
-                throw callerMistake(e);
+                throw e.asCallerMistake();
             }
         }
 

@@ -42,6 +42,23 @@ class TensorApiRulesTest {
         }
     }
 
+    @Test
+    void externalBufferArgumentMistakesAreUnchecked() {
+        try (java.lang.foreign.Arena a = java.lang.foreign.Arena.ofConfined();
+             ExternalBuffer b = ExternalBuffer.wrap(a.allocate(64, 64), null)) {
+            ExternalBuffer[] many = new ExternalBuffer[65];
+            java.util.Arrays.fill(many, b);
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ExternalBufferList.of(many));
+            assertEquals(Status.LIMIT_EXCEEDED, ((HurrayException) e.getCause()).status());
+            IllegalArgumentException align = assertThrows(IllegalArgumentException.class,
+                    () -> ExternalBuffer.wrap(a.allocate(64, 64), 3, DeviceTag.CPU, null));
+            assertEquals(Status.INVALID_ALIGNMENT, ((HurrayException) align.getCause()).status());
+            try (ExternalBufferList ok = ExternalBufferList.of(b, b)) {
+                assertEquals(2, ok.size());
+            }
+        }
+    }
+
     // ---- typed copies
 
     @Test
