@@ -371,7 +371,9 @@ fn integer_quantizers_refuse_non_finite_input_alike() {
         let e = quantize_to_vec(Int8, shape.clone(), pc, &v).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{bad}");
         assert!(e.to_string().contains("element 5"), "{e}");
-        for (et, bq) in [(Int8, BlockQuant::gguf(false, 2)), (Uint4, BlockQuant::nf4(32)), (Int8, BlockQuant::mx(1, 32))] {
+        for (et, bq) in
+            [(Int8, BlockQuant::gguf(false, 2)), (Uint4, BlockQuant::nf4(32)), (Int8, BlockQuant::mx(1, 32))]
+        {
             let e = quantize_to_vec(et, shape.clone(), Some(Quantization::Block(bq)), &v).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{bad} {:?}", bq.kind);
         }
