@@ -1,4 +1,4 @@
-//! HRRYFILE benchmark (issue 4 "Benchmark"): open time for 1, 1,000 and 100,000 tensors, and
+//! HRRYFILE benchmark: open time for 1, 1,000 and 100,000 tensors, and
 //! random-read throughput through the read_at reader against raw `pread`s of the same ranges,
 //! in the same run, on a warm page cache.
 //!

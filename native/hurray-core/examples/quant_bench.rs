@@ -1,4 +1,4 @@
-//! Quantization benchmark (issue 9 "Performance"): dequantize throughput, in float32 output
+//! Quantization benchmark: dequantize throughput, in float32 output
 //! bytes per second, for MXFP4, NF4 and GGUF Q4_0 (plus the other kinds) against a `memcpy` of
 //! the same output size, and quantize throughput (float32 input bytes per second), one thread,
 //! same run.

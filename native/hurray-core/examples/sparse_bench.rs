@@ -1,5 +1,5 @@
 //! Densify (CSR, COO, BSR) and paged gather throughput against memcpy of the output in the
-//! same run (issue 10 "Performance"). Not a test: run it with
+//! same run. Not a test: run it with
 //!
 //! ```sh
 //! cd native && cargo run --release --offline -p hurray-core --example sparse_bench [-- RUNS]

@@ -1,5 +1,5 @@
 //! Stream throughput through an in-memory transport, against memcpy of the same bytes in the
-//! same run (issue 2 "Benchmark"; target ≥ 0.8× memcpy). Not a test: run it with
+//! same run (target ≥ 0.8× memcpy). Not a test: run it with
 //!
 //! ```sh
 //! cd native && cargo run --release --offline -p hurray-core --example stream_bench [-- TENSORS RUNS MIB]

@@ -120,8 +120,7 @@ pub fn check_alignment(alignment: u64, device_tag: DeviceTag) -> Result<()> {
 /// than the buffer (`capacity() >= len()`) when a [`BufferPool`](crate::BufferPool) reuses it
 /// for a shorter payload; only `[0, len)` is ever reachable. A stream reader's buffer may also
 /// start smaller than its length (`capacity() < len()`, see [`AlignedBuf::growable`]) and grow
-/// as its bytes arrive, so a declared size costs memory only once the input backs it up. This
-/// is the only `unsafe` in the core.
+/// as its bytes arrive, so a declared size costs memory only once the input backs it up.
 pub struct AlignedBuf {
     ptr: NonNull<u8>,
     len: usize,

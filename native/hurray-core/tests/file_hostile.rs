@@ -1,4 +1,4 @@
-//! Hostile containers (issue 4, "Hostile files"; docs/spec/hrryfile.md §6 Hostile input). Each
+//! Hostile containers (docs/spec/hrryfile.md §6 Hostile input). Each
 //! case edits a valid container and re-seals every checksum that covers the edit, so the check
 //! under test is the one that fires. Every case also asserts that no read left `[0, size)`
 //! and that no allocation exceeded what the (small) input justifies.

@@ -362,7 +362,7 @@ fn gguf_quantizers_round_as_llama_cpp() {
 #[test]
 fn integer_quantizers_refuse_non_finite_input_alike() {
     // Every kind whose codes are integers refuses NaN and ±Inf, int8 per-channel included
-    // (it used to store NaN as 0 and ±Inf as ±127 steps).
+    // (storing NaN as 0 and ±Inf as ±127 steps would be a silent wrong result).
     for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
         let mut v = vec![1f32; 32];
         v[5] = bad;

@@ -1,4 +1,5 @@
-//! Handle conversions, written once (CONVENTIONS: rustls-ffi's `try_ref!`/`try_mut!`).
+//! Handle conversions, written once: every `extern "C"` function reaches a handle through
+//! `inner_ref`, `inner_mut`, `emit` or `destroy` (docs/spec/c-abi.md §Handles and ownership).
 //!
 //! Every opaque handle is a `Box`-owned shell `{ magic, borrowed, inner }`. Destroying a handle
 //! drops `inner` and writes a dead sentinel into `magic`. Release builds then free the shell;

@@ -60,7 +60,7 @@ public final class ExternalBuffer implements AutoCloseable {
      *
      * @see #wrap(MemorySegment, int, DeviceTag, Runnable)
      */
-    public static ExternalBuffer wrap(MemorySegment data, Runnable release) throws HurrayException {
+    public static ExternalBuffer wrap(MemorySegment data, Runnable release) {
         return wrap(data, DeviceTag.MIN_ALIGNMENT, DeviceTag.CPU, release);
     }
 
@@ -75,17 +75,20 @@ public final class ExternalBuffer implements AutoCloseable {
      * @param deviceTag where the memory lives
      * @param release run exactly once when the last reference drops, or null (then the memory
      *     must outlive every reference)
-     * @throws HurrayException {@code INVALID_ALIGNMENT} for a bad or unmet alignment
-     * @throws IllegalArgumentException for a heap segment
+     * @throws IllegalArgumentException for a heap segment, or a bad or unmet alignment (a
+     *     caller mistake: the cause is the {@link HurrayException} with
+     *     {@link Status#INVALID_ALIGNMENT}); nothing is released then
      */
-    public static ExternalBuffer wrap(MemorySegment data, int alignment, DeviceTag deviceTag, Runnable release)
-            throws HurrayException {
+    public static ExternalBuffer wrap(MemorySegment data, int alignment, DeviceTag deviceTag, Runnable release) {
         requireNative(data);
         long key = release == null ? 0 : Releases.register(release);
         try {
             MemorySegment h = NativeBuffers.fromPtr(data, data.byteSize(), alignment, deviceTag.code(), key);
             return new ExternalBuffer(h, data, new AtomicBoolean());
-        } catch (HurrayException | RuntimeException | Error e) {
+        } catch (HurrayException e) {
+            Releases.forget(key);
+            throw e.asCallerMistake();
+        } catch (RuntimeException | Error e) {
             Releases.forget(key);
             throw e;
         }

@@ -28,10 +28,19 @@ public final class ExternalBufferList implements AutoCloseable {
      * A list of {@code buffers}, in order (element {@code i} is buffer {@code i} of the
      * descriptor's buffer table). The caller keeps its handles (close them as usual).
      *
-     * @throws HurrayException {@code LIMIT_EXCEEDED} above 64 buffers
+     * @throws IllegalArgumentException above 64 buffers (the cause is the
+     *     {@link HurrayException} with {@link Status#LIMIT_EXCEEDED})
      * @throws IllegalStateException if a handle is closed
      */
-    public static ExternalBufferList of(ExternalBuffer... buffers) throws HurrayException {
+    public static ExternalBufferList of(ExternalBuffer... buffers) {
+        try {
+            return make(buffers);
+        } catch (HurrayException e) {
+            throw e.asCallerMistake();
+        }
+    }
+
+    private static ExternalBufferList make(ExternalBuffer... buffers) throws HurrayException {
         MemorySegment list = NativeBuffers.listCreate();
         try {
             for (ExternalBuffer b : buffers) {

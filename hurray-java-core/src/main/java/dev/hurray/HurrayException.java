@@ -138,4 +138,17 @@ public class HurrayException extends IOException {
     public String nativeMessage() {
         return nativeMessage;
     }
+
+    /**
+     * This failure as the unchecked exception of a caller mistake, for a call that only checks
+     * the caller's arguments (hurray-java-core/README.md §Exceptions): an
+     * {@link IllegalStateException} when the library itself failed ({@link Status#OUT_OF_MEMORY},
+     * {@link Status#INTERNAL_PANIC}), else an {@link IllegalArgumentException}; this is the cause.
+     */
+    RuntimeException asCallerMistake() {
+        if (status == Status.OUT_OF_MEMORY || status == Status.INTERNAL_PANIC) {
+            return new IllegalStateException(getMessage(), this);
+        }
+        return new IllegalArgumentException(getMessage(), this);
+    }
 }

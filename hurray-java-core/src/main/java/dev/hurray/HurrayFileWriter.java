@@ -248,7 +248,7 @@ public final class HurrayFileWriter implements AutoCloseable {
                 MemorySegment d;
                 TensorDescriptor desc = tensor.descriptor();
                 if (name != null && !name.equals(desc.name().orElse(null))) {
-                    d = desc.toBuilder().name(name).build().nativeHandle();
+                    d = desc.toBuilder().name(name).buildChecked().nativeHandle();
                 } else {
                     d = tensor.nativeDescriptor();
                     if (d == null) {

@@ -21,8 +21,8 @@ import java.util.stream.Stream;
 import java.util.stream.StreamSupport;
 
 /**
- * Reads a Hurray stream tensor by tensor through the native reader ({@code hurray_reader_*};
- * docs/spec/stream.md, docs/spec/c-abi.md §Reading and writing a stream).
+ * Reads a Hurray stream tensor by tensor through the native decoder ({@code hurray_decoder_*};
+ * docs/spec/stream.md, docs/spec/c-abi.md §Decoders and encoders).
  *
  * <pre>{@code
  * try (Reader reader = Reader.of(socket)) {
@@ -67,13 +67,13 @@ import java.util.stream.StreamSupport;
  * {@link ReaderOptions#tensorScope()}.
  *
  * <h2>Virtual threads and cost</h2>
- * No Java code runs inside a native call: the native decoder ({@code hurray_decoder_next},
- * docs/spec/c-abi.md §Decoders and encoders) returns either a tensor or the memory region the
+ * No Java code runs inside a native call: the native decoder ({@code hurray_decoder_next_batch},
+ * docs/spec/c-abi.md §Decoders and encoders) returns either tensors or the memory region the
  * next bytes must go to, and the reader fills that region from the source in Java. A virtual
  * thread blocked on the source therefore unmounts from its carrier, and interrupting it closes
- * an interruptible channel and fails the read with {@link Status#TRANSPORT}. A tensor whose
- * bytes are already buffered costs one native call, which also returns its descriptor fields
- * and buffer addresses.
+ * an interruptible channel and fails the read with {@link Status#TRANSPORT}. Tensors whose
+ * bytes are already buffered come back up to 64 per native call, each with its descriptor
+ * fields and buffer addresses.
  */
 public final class Reader implements AutoCloseable, Iterable<Tensor> {
     private final NativeReader nativeReader;

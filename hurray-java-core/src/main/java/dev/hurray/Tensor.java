@@ -298,14 +298,34 @@ public final class Tensor implements AutoCloseable {
      * @throws IllegalArgumentException if the shape's element count differs from {@code data.length}
      */
     public static Tensor of(float[] data, long... shape) {
-        Tensor t = dense(ElementType.FLOAT32, data.length, shape);
+        return of((String) null, data, shape);
+    }
+
+    /**
+     * A named float32 tensor holding a copy of {@code data} in row-major order: the short form
+     * of {@code TensorDescriptor.builder(FLOAT32, shape).name(name).build()} plus one copy of the
+     * array, and as cheap to write (the descriptor is a plain Java value).
+     *
+     * @param name the tensor's name (UTF-8 without NUL, at most 4096 bytes), or null for none
+     * @param data the elements, row-major
+     * @param shape dimensions in elements; none means one dimension of {@code data.length}
+     * @throws IllegalArgumentException if the shape's element count differs from
+     *     {@code data.length}, or for a name the format refuses
+     */
+    public static Tensor of(String name, float[] data, long... shape) {
+        Tensor t = dense(ElementType.FLOAT32, name, data.length, shape);
         MemorySegment.copy(data, 0, t.buffers[0], le(ValueLayout.JAVA_FLOAT), 0, data.length);
         return t;
     }
 
     /** A float64 tensor holding a copy of {@code data}; see {@link #of(float[], long...)}. */
     public static Tensor of(double[] data, long... shape) {
-        Tensor t = dense(ElementType.FLOAT64, data.length, shape);
+        return of((String) null, data, shape);
+    }
+
+    /** A named float64 tensor holding a copy of {@code data}; see {@link #of(String, float[], long...)}. */
+    public static Tensor of(String name, double[] data, long... shape) {
+        Tensor t = dense(ElementType.FLOAT64, name, data.length, shape);
         MemorySegment.copy(data, 0, t.buffers[0], le(ValueLayout.JAVA_DOUBLE), 0, data.length);
         return t;
     }
@@ -330,6 +350,26 @@ public final class Tensor implements AutoCloseable {
         return of(ElementType.INT8, data, shape);
     }
 
+    /** A named int32 tensor holding a copy of {@code data}; see {@link #of(String, float[], long...)}. */
+    public static Tensor of(String name, int[] data, long... shape) {
+        return copied(ElementType.INT32, name, data, shape);
+    }
+
+    /** A named int64 tensor holding a copy of {@code data}; see {@link #of(String, float[], long...)}. */
+    public static Tensor of(String name, long[] data, long... shape) {
+        return copied(ElementType.INT64, name, data, shape);
+    }
+
+    /** A named int16 tensor holding a copy of {@code data}; see {@link #of(String, float[], long...)}. */
+    public static Tensor of(String name, short[] data, long... shape) {
+        return copied(ElementType.INT16, name, data, shape);
+    }
+
+    /** A named int8 tensor holding a copy of {@code data}; see {@link #of(String, float[], long...)}. */
+    public static Tensor of(String name, byte[] data, long... shape) {
+        return copied(ElementType.INT8, name, data, shape);
+    }
+
     /**
      * A tensor of a one-byte element type ({@code bool}, {@code int8}, {@code uint8}, the FP8
      * types) holding a copy of {@code data}.
@@ -338,7 +378,11 @@ public final class Tensor implements AutoCloseable {
      */
     public static Tensor of(ElementType type, byte[] data, long... shape) {
         requireWidth(type, 8);
-        Tensor t = dense(type, data.length, shape);
+        return copied(type, null, data, shape);
+    }
+
+    private static Tensor copied(ElementType type, String name, byte[] data, long[] shape) {
+        Tensor t = dense(type, name, data.length, shape);
         MemorySegment.copy(data, 0, t.buffers[0], ValueLayout.JAVA_BYTE, 0, data.length);
         return t;
     }
@@ -351,7 +395,11 @@ public final class Tensor implements AutoCloseable {
      */
     public static Tensor of(ElementType type, short[] data, long... shape) {
         requireWidth(type, 16);
-        Tensor t = dense(type, data.length, shape);
+        return copied(type, null, data, shape);
+    }
+
+    private static Tensor copied(ElementType type, String name, short[] data, long[] shape) {
+        Tensor t = dense(type, name, data.length, shape);
         MemorySegment.copy(data, 0, t.buffers[0], le(ValueLayout.JAVA_SHORT), 0, data.length);
         return t;
     }
@@ -363,7 +411,11 @@ public final class Tensor implements AutoCloseable {
      */
     public static Tensor of(ElementType type, int[] data, long... shape) {
         requireType(type, ElementType.INT32, ElementType.UINT32);
-        Tensor t = dense(type, data.length, shape);
+        return copied(type, null, data, shape);
+    }
+
+    private static Tensor copied(ElementType type, String name, int[] data, long[] shape) {
+        Tensor t = dense(type, name, data.length, shape);
         MemorySegment.copy(data, 0, t.buffers[0], le(ValueLayout.JAVA_INT), 0, data.length);
         return t;
     }
@@ -375,7 +427,11 @@ public final class Tensor implements AutoCloseable {
      */
     public static Tensor of(ElementType type, long[] data, long... shape) {
         requireType(type, ElementType.INT64, ElementType.UINT64);
-        Tensor t = dense(type, data.length, shape);
+        return copied(type, null, data, shape);
+    }
+
+    private static Tensor copied(ElementType type, String name, long[] data, long[] shape) {
+        Tensor t = dense(type, name, data.length, shape);
         MemorySegment.copy(data, 0, t.buffers[0], le(ValueLayout.JAVA_LONG), 0, data.length);
         return t;
     }
@@ -443,13 +499,13 @@ public final class Tensor implements AutoCloseable {
         return new Tensor(descriptor, bufs, null, null, null, TensorScope.SHARED);
     }
 
-    private static Tensor dense(ElementType type, int length, long[] shape) {
+    private static Tensor dense(ElementType type, String name, int length, long[] shape) {
         Shape s = shape.length == 0 ? Shape.of(length) : Shape.of(shape);
         if (s.elementCount() != length) {
             throw new IllegalArgumentException("shape " + s + " has " + s.elementCount() + " elements, the data "
                     + length);
         }
-        return allocate(TensorDescriptor.of(type, s));
+        return allocate(name == null ? TensorDescriptor.of(type, s) : TensorDescriptor.builder(type, s).name(name).build());
     }
 
     private static void requireWidth(ElementType type, int bits) {
@@ -511,34 +567,17 @@ public final class Tensor implements AutoCloseable {
     }
 
     /**
-     * The elements as float32, row-major. A plain float32 tensor is copied; every other type
-     * that dequantizes (integers, float16, bfloat16, float64, every FP8/FP6/FP4 and E8M0 type,
-     * and every quantization kind: affine, cast, NF4, MX, NVFP4, per-group, GGUF blocks) is
-     * converted by the native core, as {@link #dequantize()} does.
+     * The values as float32, row-major: see {@link #toIntArray()} for the rule every typed copy
+     * follows. A plain float32 tensor is copied bit for bit; every other type (integers,
+     * float16, bfloat16, float64, the FP8/FP6/FP4 and E8M0 types, every quantization kind) is
+     * converted by the native core, with the values of {@link #dequantize()}.
      *
-     * @throws IllegalStateException for a complex type, a layout other than row-major, a
-     *     native dequantization error (its {@link HurrayException} is the cause), more elements
-     *     than a Java array holds, or after close
+     * @throws IllegalStateException for a complex type, a layout other than row-major, more
+     *     elements than a Java array holds, or after close
      */
     public float[] toFloatArray() {
-        if (descriptor.elementType() == ElementType.FLOAT32 && descriptor.quantization().isEmpty()) {
-            return elements(ValueLayout.JAVA_FLOAT_UNALIGNED, ElementType.FLOAT32).toArray(le(ValueLayout.JAVA_FLOAT_UNALIGNED));
-        }
-        requireOpen();
-        if (descriptor.layout().kind() != Layout.Kind.ROW_MAJOR) {
-            throw new IllegalStateException("tensor layout is " + descriptor.layout() + "; typed copies are row-major only");
-        }
-        long n = descriptor.elementCount();
-        if (n > MAX_ARRAY) {
-            throw new IllegalStateException(n + " elements do not fit a Java array");
-        }
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment out = a.allocate(ValueLayout.JAVA_FLOAT, Math.max(1, n)).asSlice(0, 4 * n);
-            NativeQuant.dequantize(descriptor.nativeHandle(), buffers, out, n);
-            return out.toArray(ValueLayout.JAVA_FLOAT);
-        } catch (HurrayException e) {
-            throw new IllegalStateException("cannot dequantize " + descriptor + ": " + e.getMessage(), e);
-        }
+        return values(ElementType.FLOAT32, ValueLayout.JAVA_FLOAT_UNALIGNED,
+                s -> s.toArray(le(ValueLayout.JAVA_FLOAT_UNALIGNED)), ElementType.FLOAT32);
     }
 
     /**
@@ -558,7 +597,7 @@ public final class Tensor implements AutoCloseable {
     public Tensor dequantize() throws HurrayException {
         requireOpen();
         Layout layout = descriptor.layout().kind() == Layout.Kind.COLUMN_MAJOR ? Layout.columnMajor() : Layout.rowMajor();
-        TensorDescriptor d = TensorDescriptor.builder(ElementType.FLOAT32, descriptor.shape()).layout(layout).build();
+        TensorDescriptor d = TensorDescriptor.builder(ElementType.FLOAT32, descriptor.shape()).layout(layout).buildChecked();
         Tensor t = allocate(d);
         try {
             NativeQuant.dequantize(descriptor.nativeHandle(), buffers, t.buffers[0], descriptor.elementCount());
@@ -597,7 +636,7 @@ public final class Tensor implements AutoCloseable {
         Objects.requireNonNull(target, "target");
         requireOpen();
         Layout layout = descriptor.layout().kind() == Layout.Kind.COLUMN_MAJOR ? Layout.columnMajor() : Layout.rowMajor();
-        TensorDescriptor d = TensorDescriptor.builder(target, descriptor.shape()).layout(layout).build();
+        TensorDescriptor d = TensorDescriptor.builder(target, descriptor.shape()).layout(layout).buildChecked();
         Tensor t = allocate(d);
         try {
             NativeQuant.dequantizeTo(descriptor.nativeHandle(), buffers, target.code(), t.buffers[0]);
@@ -615,6 +654,27 @@ public final class Tensor implements AutoCloseable {
      */
     public ElementType dequantizedType() {
         return descriptor.quantization().map(Quantization::dequantized).orElse(descriptor.elementType());
+    }
+
+    /**
+     * This float32 row-major tensor cast to the floating-point type {@code target} (float16,
+     * bfloat16, an FP8, FP6 or FP4 type; float32 copies), each value rounded to the nearest
+     * representable one, ties to even, by the native core (docs/spec/descriptor.md
+     * §Low-precision element formats); what {@code quantize(target, null)} computes. The usual
+     * use: {@code t.cast(ElementType.BFLOAT16)}.
+     *
+     * <p>Ownership: the caller owns and closes the result; this tensor stays open.
+     *
+     * @throws IllegalArgumentException for a target the core cannot cast float32 to (an integer
+     *     or complex type, float64); the {@link HurrayException} is the cause
+     * @throws IllegalStateException if this tensor is not plain float32 row-major, or after close
+     */
+    public Tensor cast(ElementType target) {
+        try {
+            return quantize(target, null);
+        } catch (HurrayException e) {
+            throw e.asCallerMistake();
+        }
     }
 
     /**
@@ -646,7 +706,7 @@ public final class Tensor implements AutoCloseable {
         if (quantization != null) {
             b.quantization(quantization);
         }
-        Tensor t = allocate(b.build());
+        Tensor t = allocate(b.buildChecked());
         try {
             NativeQuant.quantize(t.descriptor.nativeHandle(), in, descriptor.elementCount(), t.buffers);
             return t;
@@ -657,50 +717,94 @@ public final class Tensor implements AutoCloseable {
     }
 
     /**
-     * The float64 elements, row-major.
+     * The values as float64, row-major: see {@link #toIntArray()} for the rule. A plain float64
+     * tensor is copied bit for bit; every other type is converted by the native core as
+     * {@link #dequantize(ElementType) dequantize(FLOAT64)} does (exactly, for every plain type).
      *
-     * @throws IllegalStateException for another dtype or layout, or after close
+     * @throws IllegalStateException for a complex type, a layout other than row-major, more
+     *     elements than a Java array holds, or after close
      */
     public double[] toDoubleArray() {
-        return elements(ValueLayout.JAVA_DOUBLE_UNALIGNED, ElementType.FLOAT64).toArray(le(ValueLayout.JAVA_DOUBLE_UNALIGNED));
+        return values(ElementType.FLOAT64, ValueLayout.JAVA_DOUBLE_UNALIGNED,
+                s -> s.toArray(le(ValueLayout.JAVA_DOUBLE_UNALIGNED)), ElementType.FLOAT64);
     }
 
     /**
-     * The int32 or uint32 elements (raw bits), row-major.
+     * The values as Java {@code int}s, row-major. The rule of every typed copy
+     * ({@code toByteArray}, {@code toShortArray}, {@code toIntArray}, {@code toLongArray},
+     * {@code toFloatArray}, {@code toDoubleArray}): it gives the tensor's values as that Java
+     * type, whatever the element type. The element type of exactly that Java type, and the
+     * types of the same width that Java has no type for (unsigned integers, {@code bool},
+     * float16, bfloat16, the FP8 and E8M0 types: their bits, as Java reads an unsigned value),
+     * are copied bit for bit when not quantized; every other tensor, quantized ones included, is converted
+     * by the native core as {@link #dequantize(ElementType)} does to int8, int16, int32, int64,
+     * float32 or float64 (integers: rounded once, halves towards +∞, wrapped modulo 2^bits; NaN
+     * and infinities give 0). So an int8 tensor's {@code toIntArray()} is its values widened,
+     * and a float32 tensor's is its values rounded.
      *
-     * @throws IllegalStateException for another dtype or layout, or after close
+     * @throws IllegalStateException for a complex type, a layout other than row-major, more
+     *     elements than a Java array holds, or after close
      */
     public int[] toIntArray() {
-        return elements(ValueLayout.JAVA_INT_UNALIGNED, ElementType.INT32, ElementType.UINT32).toArray(le(ValueLayout.JAVA_INT_UNALIGNED));
+        return values(ElementType.INT32, ValueLayout.JAVA_INT_UNALIGNED,
+                s -> s.toArray(le(ValueLayout.JAVA_INT_UNALIGNED)), ElementType.INT32, ElementType.UINT32);
     }
 
     /**
-     * The int64 or uint64 elements (raw bits), row-major.
+     * The values as Java {@code long}s, row-major (int64 and uint64 bit for bit; every other
+     * type converted: the rule of {@link #toIntArray()}).
      *
-     * @throws IllegalStateException for another dtype or layout, or after close
+     * @throws IllegalStateException as for {@link #toIntArray()}
      */
     public long[] toLongArray() {
-        return elements(ValueLayout.JAVA_LONG_UNALIGNED, ElementType.INT64, ElementType.UINT64).toArray(le(ValueLayout.JAVA_LONG_UNALIGNED));
+        return values(ElementType.INT64, ValueLayout.JAVA_LONG_UNALIGNED,
+                s -> s.toArray(le(ValueLayout.JAVA_LONG_UNALIGNED)), ElementType.INT64, ElementType.UINT64);
     }
 
     /**
-     * The elements of a 16-bit type (int16, uint16, float16, bfloat16; raw bits), row-major.
+     * The values as Java {@code short}s, row-major (int16, uint16, float16 and bfloat16 bit for
+     * bit; every other type converted to int16: the rule of {@link #toIntArray()}).
      *
-     * @throws IllegalStateException for another dtype or layout, or after close
+     * @throws IllegalStateException as for {@link #toIntArray()}
      */
     public short[] toShortArray() {
-        return elements(ValueLayout.JAVA_SHORT_UNALIGNED, ElementType.INT16, ElementType.UINT16, ElementType.FLOAT16,
-                ElementType.BFLOAT16).toArray(le(ValueLayout.JAVA_SHORT_UNALIGNED));
+        return values(ElementType.INT16, ValueLayout.JAVA_SHORT_UNALIGNED,
+                s -> s.toArray(le(ValueLayout.JAVA_SHORT_UNALIGNED)), ElementType.INT16, ElementType.UINT16,
+                ElementType.FLOAT16, ElementType.BFLOAT16);
     }
 
     /**
-     * The elements of a one-byte type (bool, int8, uint8, float8_e4m3fn, float8_e5m2), row-major.
+     * The values as Java {@code byte}s, row-major (every one-byte type bit for bit: bool, int8,
+     * uint8, the FP8 types and E8M0; every other type converted to int8: the rule of
+     * {@link #toIntArray()}).
      *
-     * @throws IllegalStateException for another dtype or layout, or after close
+     * @throws IllegalStateException as for {@link #toIntArray()}
      */
     public byte[] toByteArray() {
-        return elements(ValueLayout.JAVA_BYTE, ElementType.BOOL, ElementType.INT8, ElementType.UINT8,
-                ElementType.FLOAT8_E4M3FN, ElementType.FLOAT8_E5M2).toArray(ValueLayout.JAVA_BYTE);
+        return values(ElementType.INT8, ValueLayout.JAVA_BYTE, s -> s.toArray(ValueLayout.JAVA_BYTE),
+                ElementType.BOOL, ElementType.INT8, ElementType.UINT8, ElementType.FLOAT8_E4M3FN, ElementType.FLOAT8_E5M2,
+                ElementType.FLOAT8_E4M3FNUZ, ElementType.FLOAT8_E5M2FNUZ, ElementType.FLOAT8_E3M4,
+                ElementType.FLOAT8_E8M0FNU);
+    }
+
+    /**
+     * A typed copy made by {@code toArray} from buffer 0 itself when the tensor is an
+     * unquantized one of {@code bitwise}, else from the values converted to {@code target} by
+     * the native core.
+     */
+    private <A> A values(ElementType target, ValueLayout layout, java.util.function.Function<MemorySegment, A> toArray,
+            ElementType... bitwise) {
+        if (descriptor.quantization().isEmpty() && java.util.Arrays.asList(bitwise).contains(descriptor.elementType())) {
+            return toArray.apply(elements(layout, bitwise));
+        }
+        long bytes = copyableCount() * layout.byteSize();
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment out = a.allocate(Math.max(1, bytes), 8).asSlice(0, bytes);
+            NativeQuant.dequantizeTo(descriptor.nativeHandle(), buffers, target.code(), out);
+            return toArray.apply(out);
+        } catch (HurrayException e) {
+            throw new IllegalStateException("cannot convert " + descriptor + " to " + target + ": " + e.getMessage(), e);
+        }
     }
 
     private MemorySegment elements(ValueLayout layout, ElementType... accepted) {
@@ -713,6 +817,12 @@ public final class Tensor implements AutoCloseable {
         if (!ok) {
             throw new IllegalStateException("tensor is " + t + "; this copy needs " + java.util.Arrays.toString(accepted));
         }
+        return buffers[0].asSlice(descriptor.byteOffset(), copyableCount() * layout.byteSize());
+    }
+
+    /** The element count of an open row-major tensor that fits a Java array, else the reason as an exception. */
+    private long copyableCount() {
+        requireOpen();
         if (descriptor.layout().kind() != Layout.Kind.ROW_MAJOR) {
             throw new IllegalStateException("tensor layout is " + descriptor.layout()
                     + "; typed copies are row-major only (read buffer(0) directly)");
@@ -721,7 +831,7 @@ public final class Tensor implements AutoCloseable {
         if (n > MAX_ARRAY) {
             throw new IllegalStateException(n + " elements do not fit a Java array");
         }
-        return buffers[0].asSlice(descriptor.byteOffset(), n * layout.byteSize());
+        return n;
     }
 
     /**
@@ -897,10 +1007,9 @@ public final class Tensor implements AutoCloseable {
         return nativeDescriptor;
     }
 
-    // ---------------------------------------------------------------- interop (issue 11)
-    // Additions for zero-copy interop: rank-0 factories, java.nio views, the keep-alive share,
-    // and a factory for tensors over memory whose release is someone else's (ExternalBuffer,
-    // DLPack import). Kept in one block so that merges with other edits of this class are easy.
+    // ---------------------------------------------------------------- interop
+    // Zero-copy interop: rank-0 factories, java.nio views, the keep-alive share, and a factory
+    // for tensors over memory whose release is someone else's (ExternalBuffer, DLPack import).
 
     /**
      * A rank-0 (scalar) float32 tensor: shape {@code []}, one element, as

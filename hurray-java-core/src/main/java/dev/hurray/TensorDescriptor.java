@@ -158,8 +158,8 @@ public final class TensorDescriptor {
     public static TensorDescriptor of(ElementType elementType, Shape shape) {
         try {
             return builder(elementType, shape).build();
-        } catch (HurrayException e) {
-            throw new IllegalArgumentException(elementType + shape.toString() + ": " + e.getMessage(), e);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(elementType + shape.toString() + ": " + e.getMessage(), e.getCause());
         }
     }
 
@@ -413,8 +413,8 @@ public final class TensorDescriptor {
     }
 
     /**
-     * Collects the fields of a new descriptor; {@link #build()} has the native library validate
-     * and encode them. Not thread-safe; reusable (each {@code build()} makes a new descriptor).
+     * Collects the fields of a new descriptor; {@link #build()} validates them (see the class
+     * documentation). Not thread-safe; reusable (each {@code build()} makes a new descriptor).
      */
     public static final class Builder {
         private final ElementType elementType;
@@ -504,16 +504,35 @@ public final class TensorDescriptor {
         }
 
         /**
-         * Validates and encodes the descriptor in the native library.
+         * Validates the fields (see the class documentation) and makes the descriptor. A field
+         * the format refuses is a caller mistake, so it is unchecked (hurray-java-core/README.md
+         * §Exceptions).
          *
-         * @throws HurrayException with the native status and message, e.g.
+         * @throws IllegalArgumentException for fields the format refuses; its cause is the
+         *     {@link HurrayException} with the status and message, e.g.
          *     {@link Status#INVALID_LAYOUT} (stride count differs from the rank, wrong buffer
          *     count), {@link Status#BUFFER_TOO_SMALL} (elements reach past buffer 0),
          *     {@link Status#INVALID_ALIGNMENT}, {@link Status#INVALID_SHAPE} (byte count
          *     overflow), {@link Status#INVALID_ARGUMENT}, {@link Status#DUPLICATE_NAME},
          *     {@link Status#LIMIT_EXCEEDED}, {@link Status#UNSUPPORTED}
+         * @throws IllegalStateException if the native library fails for another reason
+         *     ({@link Status#OUT_OF_MEMORY}, {@link Status#INTERNAL_PANIC}); the
+         *     {@link HurrayException} is the cause
          */
-        public TensorDescriptor build() throws HurrayException {
+        public TensorDescriptor build() {
+            try {
+                return buildChecked();
+            } catch (HurrayException e) {
+                throw e.asCallerMistake();
+            }
+        }
+
+        /**
+         * As {@link #build()}, reporting a refusal as the checked {@link HurrayException}: for
+         * the I/O and input-data calls (a writer's name, a DLPack import) whose contract is a
+         * checked error.
+         */
+        TensorDescriptor buildChecked() throws HurrayException {
             DescriptorFields f = new DescriptorFields(elementType, shape, layout, byteOffset,
                     List.copyOf(buffers), quantization, name, metadata);
             if (!isPlain(f)) {

@@ -6,12 +6,13 @@ package dev.hurray;
  * @param payloadChecksums follow every payload with its CRC32C (docs/spec/stream.md), so readers
  *     detect corrupted payloads ({@link Status#CORRUPT}) at the cost of one pass over the bytes;
  *     default false (descriptors and frame headers are always checksummed)
- * @param batchBytes 0 (the default): every {@link Writer#write} sends its item before it
- *     returns, as a request/response protocol needs. Above 0: small items are kept in the
- *     writer's native staging buffer and sent together, in one system call, once this many
- *     bytes are pending, on {@link Writer#flush()}, and on {@link Writer#close()}, as a
- *     {@code BufferedOutputStream} does (an item with a payload over 64 KiB is always sent
- *     before {@code write} returns, together with what is pending). Bytes; at most 64 MiB
+ * @param batchBytes above 0 ({@link #DEFAULT_BATCH_BYTES}, 64 KiB, by default): small items
+ *     are kept in the writer's native staging buffer and sent together, in one system call,
+ *     once this many bytes are pending, on {@link Writer#flush()}, and on
+ *     {@link Writer#close()}, as a {@code BufferedOutputStream} does (an item with a payload
+ *     over 64 KiB is always sent before {@code write} returns, together with what is pending).
+ *     0: every {@link Writer#write} sends its item before it returns, as a request/response
+ *     protocol without {@code flush()} calls needs. Bytes; at most 64 MiB
  */
 public record WriterOptions(boolean payloadChecksums, long batchBytes) {
     /** Largest {@link #batchBytes()}: 64 MiB. */
@@ -32,12 +33,12 @@ public record WriterOptions(boolean payloadChecksums, long batchBytes) {
         }
     }
 
-    /** Settings with the given checksum choice and no batching. */
+    /** Settings with the given checksum choice and the default batch size. */
     public WriterOptions(boolean payloadChecksums) {
         this(payloadChecksums, DEFAULT_BATCH_BYTES);
     }
 
-    /** The defaults: no payload checksums, no batching. */
+    /** The defaults: no payload checksums, batches of {@link #DEFAULT_BATCH_BYTES}. */
     public static WriterOptions defaults() {
         return DEFAULTS;
     }

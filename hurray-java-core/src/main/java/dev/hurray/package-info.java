@@ -22,9 +22,13 @@
  *       {@link dev.hurray.FileEntry entries} without reading payloads;
  *       {@link dev.hurray.HurrayFileWriter} writes one to a file (atomically), a stream or a
  *       channel.</li>
- *   <li>Every native failure is a {@link dev.hurray.HurrayException} (an
+ *   <li>Failures of I/O and of input data are a {@link dev.hurray.HurrayException} (an
  *       {@link java.io.IOException}) carrying a {@link dev.hurray.Status} and the native
- *       message; a failure of your source or sink is its cause.</li>
+ *       message; a failure of your source or sink is its cause. Caller mistakes (an argument
+ *       the format refuses, a call in the wrong state) are an
+ *       {@link java.lang.IllegalArgumentException} or {@link java.lang.IllegalStateException},
+ *       with the {@code HurrayException} as cause when the native library gave the reason
+ *       (hurray-java-core/README.md §Exceptions).</li>
  * </ul>
  *
  * <h2>Units</h2>

@@ -21,8 +21,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * ONNX Runtime on tensors streamed through Hurray, without copying the input, and the aliasing
- * scenario of issue 11: a tensor handed to ORT is closed and the reader's buffer pool reuses its
- * memory for the next tensor. With a {@link TensorShare} the close is refused, so the reuse cannot
+ * hazard: a tensor handed to ORT is closed and the reader's buffer pool reuses its memory for the
+ * next tensor. With a {@link TensorShare} the close is refused, so the reuse cannot
  * happen.
  */
 class OrtInteropTest {

@@ -19,7 +19,8 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * The README's Java quickstart, compiled and run: the code between the markers below must be
- * identical to the {@code java} block of {@code hurray-java-core/README.md} (checked here too).
+ * identical to the first {@code java} block of the repository's {@code README.md} §Java
+ * quickstart (checked here too).
  */
 class QuickstartTest {
     @Test
@@ -63,7 +64,7 @@ class QuickstartTest {
     @Test
     void readmeShowsExactlyThisCode() throws IOException {
         Path test = Path.of("src/test/java/dev/hurray/QuickstartTest.java");
-        Path readme = Path.of("README.md");
+        Path readme = Path.of("../README.md");
         List<String> code = Files.readAllLines(test);
         int begin = code.indexOf("        // BEGIN quickstart");
         int end = code.indexOf("        // END quickstart");
@@ -71,10 +72,12 @@ class QuickstartTest {
         String fromTest = String.join("\n", code.subList(begin + 1, end).stream()
                 .map(l -> l.length() >= 8 ? l.substring(8) : l.strip()).toList());
         String md = Files.readString(readme);
-        int start = md.indexOf("```java\n");
+        int section = md.indexOf("## Java quickstart");
+        assertTrue(section >= 0, "README has the Java quickstart section");
+        int start = md.indexOf("```java\n", section);
         assertTrue(start >= 0, "README has a java block");
         String block = md.substring(start + 8, md.indexOf("```", start + 8));
-        // The README block starts with its imports; compare the statements after them.
+        // Compare the statements (a block may start with its imports).
         String statements = block.substring(block.indexOf("try (ServerSocket")).stripTrailing();
         assertEquals(fromTest, statements);
     }

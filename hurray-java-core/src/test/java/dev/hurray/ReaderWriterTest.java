@@ -152,8 +152,8 @@ class ReaderWriterTest {
     /**
      * An input stream that keeps returning 0 (InputStream's contract allows it only for a 0-byte
      * request) is asked again with a back-off, as a channel is, and an interrupt ends the read
-     * with TRANSPORT. It used to be asked again in a hot loop that no interrupt ended: one core
-     * held for good, and a reader nobody could stop or close.
+     * with TRANSPORT, never in a hot loop that no interrupt ends (one core held for good, and a
+     * reader nobody can stop or close).
      */
     @Test
     @Timeout(30)

@@ -37,7 +37,7 @@ class TensorNamesTest {
 
     @Test
     void aDescriptorNameFollowsTheSameRule() {
-        assertEquals(Status.INVALID_ARGUMENT, assertThrows(HurrayException.class,
+        assertEquals(Status.INVALID_ARGUMENT, TestSupport.refusedBuild(
                 () -> TensorDescriptor.builder(ElementType.FLOAT32, 1).name("a\0b").build()).status());
     }
     /**
@@ -52,9 +52,9 @@ class TensorNamesTest {
         TensorDescriptor d = TensorDescriptor.of(ElementType.FLOAT32, 2);
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> d.withName(lone));
         assertTrue(e.getMessage().contains("unpaired UTF-16 surrogate"), e.getMessage());
-        assertEquals(Status.INVALID_ARGUMENT, assertThrows(HurrayException.class,
+        assertEquals(Status.INVALID_ARGUMENT, TestSupport.refusedBuild(
                 () -> TensorDescriptor.builder(ElementType.FLOAT32, 2).name("\uDC00").build()).status());
-        assertEquals(Status.INVALID_ARGUMENT, assertThrows(HurrayException.class,
+        assertEquals(Status.INVALID_ARGUMENT, TestSupport.refusedBuild(
                 () -> TensorDescriptor.builder(ElementType.FLOAT32, 2).metadata("k\uD800", "v").build()).status());
         assertEquals(Status.INVALID_ARGUMENT, assertThrows(HurrayException.class, () -> TensorNames.check(lone)).status());
         // A proper pair (an emoji) is fine and round-trips.

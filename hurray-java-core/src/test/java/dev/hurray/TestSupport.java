@@ -1,6 +1,8 @@
 package dev.hurray;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.FilterInputStream;
@@ -15,6 +17,7 @@ import java.nio.channels.WritableByteChannel;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
+import org.junit.jupiter.api.function.Executable;
 
 /** Shared helpers: deterministic tensors and sources/sinks that move one byte per call. */
 final class TestSupport {
@@ -32,6 +35,15 @@ final class TestSupport {
         } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
             throw new IllegalArgumentException("not JSON: " + e.getOriginalMessage(), e);
         }
+    }
+
+    /**
+     * The native refusal behind {@code build()}'s {@link IllegalArgumentException}: a field the
+     * format refuses is a caller mistake, unchecked, with the {@link HurrayException} as cause.
+     */
+    static HurrayException refusedBuild(Executable build) {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, build);
+        return assertInstanceOf(HurrayException.class, e.getCause(), e.toString());
     }
 
     private TestSupport() {

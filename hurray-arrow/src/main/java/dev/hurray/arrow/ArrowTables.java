@@ -204,7 +204,7 @@ public final class ArrowTables {
             }
             first.metadata().forEach(b::metadata);
             d = b.build();
-        } catch (dev.hurray.HurrayException e) {
+        } catch (IllegalArgumentException e) {
             throw new ArrowTensorException("column '" + name + "': " + e.getMessage(), e);
         }
         Tensor out = Tensor.allocate(d, TensorScope.SHARED);

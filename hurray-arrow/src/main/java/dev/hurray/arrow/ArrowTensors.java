@@ -771,7 +771,7 @@ public final class ArrowTensors {
                 b.name(name);
             }
             return b.build();
-        } catch (HurrayException | IllegalArgumentException e) {
+        } catch (IllegalArgumentException e) {
             throw new ArrowTensorException("column '" + col + "': " + e.getMessage(), e);
         }
     }
@@ -805,7 +805,7 @@ public final class ArrowTensors {
             ExternalBuffer eb;
             try {
                 eb = ExternalBuffer.wrap(MemorySegment.ofAddress(address).reinterpret(bytes), rm::release);
-            } catch (HurrayException | RuntimeException | Error e) {
+            } catch (RuntimeException | Error e) {
                 rm.release(); // wrap never runs the release action when it throws
                 return copy(buf, offset, bytes, d);
             }

@@ -23,7 +23,7 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * Dequantization through the Java API (issue 9, target ≥ 0.5× memcpy of the output on one
+ * Dequantization through the Java API (target ≥ 0.5× memcpy of the output on one
  * core): one operation dequantizes a [2048, 2048] tensor (16 MiB of float32 output) into a new
  * float32 {@link Tensor} with {@link Tensor#dequantize()}, which calls the native core.
  * {@code kind=raw} is the baseline: a new tensor of the same size filled by a segment copy.

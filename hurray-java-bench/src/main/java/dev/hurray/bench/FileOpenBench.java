@@ -19,7 +19,7 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * HRRYFILE open time (issue 4) for containers of 1, 1,000 and 100,000 tensors of 64 bytes:
+ * HRRYFILE open time for containers of 1, 1,000 and 100,000 tensors of 64 bytes:
  * µs per open + count + close, or open + lookup by name + close ({@code op}; {@link FileOpens});
  * {@code impl=raw} is opening the file and reading its trailer.
  */

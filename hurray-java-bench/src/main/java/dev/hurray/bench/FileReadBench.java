@@ -19,7 +19,7 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * HRRYFILE random-read throughput (issue 4): one operation reads one random tensor of
+ * HRRYFILE random-read throughput: one operation reads one random tensor of
  * {@code size} bytes from a 128 MiB container warm in the page cache and sums its longs
  * ({@link FileReads}); {@code impl=raw} is {@code FileChannel.read} of the same ranges into a
  * reused direct buffer. ops/s × size is bytes/s ({@link Suite} prints GB/s and ratios).

@@ -17,7 +17,7 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * Small tensors in memory (issue 3, target ≤ 2 µs per 1 KiB tensor written and read): µs per
+ * Small tensors in memory (target ≤ 2 µs per 1 KiB tensor written and read): µs per
  * operation for {@code write}, {@code read} and {@code writeRead} (see {@link InMemory}).
  * {@code impl=raw} is a plain copy of the payload bytes (the floor); {@code arrow} is Arrow Java
  * IPC (the reference).

@@ -17,7 +17,7 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * Loopback TCP throughput (issue 3, target ≥ 0.9× raw): one operation receives one message of
+ * Loopback TCP throughput (target ≥ 0.9× raw): one operation receives one message of
  * {@code size} payload bytes, sent by a thread that sends as fast as the receiver takes them.
  * {@code impl=raw} is the baseline; ops/s × size is bytes/s, and {@link Suite} prints GB/s and
  * the ratio to raw.

@@ -27,7 +27,7 @@ import org.openjdk.jmh.annotations.Warmup;
  * {@code Tensor.densify()} (CSR, 1024 × 1024 float32 at 10 % density) and {@code Tensor.gather()}
  * (a 2048 × 512 float32 KV cache in shuffled pages of 16 rows), each producing a 4 MiB dense
  * tensor, against {@code raw}: allocating a tensor of the same size and copying 4 MiB into it
- * (the least any routine producing that output must do). µs per call; issue 10 "Performance".
+ * (the least any routine producing that output must do). µs per call.
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)

@@ -31,8 +31,8 @@ import picocli.CommandLine.Spec;
 @Command(name = "convert", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
         description = {
         "Convert tensors between formats, bit-exact.",
-        "Reads safetensors, npy, npz, tfjs weights, HRRYFILE (.hrry) and stream files",
-        "(.hrrys); writes all of them but tfjs. Quantized tensors keep their quantization",
+        "Reads safetensors, npy, npz, GGUF, tfjs weights, HRRYFILE (.hrry) and stream",
+        "files (.hrrys); writes all of them but tfjs. Quantized tensors keep their quantization",
         "in HRRYFILE and streams (and MX in safetensors, Q8_0/Q4_0 in GGUF);",
         "other targets need --dequantize."})
 final class ConvertCommand implements Callable<Integer> {

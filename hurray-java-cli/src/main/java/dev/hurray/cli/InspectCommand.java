@@ -61,7 +61,7 @@ final class InspectCommand implements Callable<Integer> {
     CommonOptions common;
 
     @Parameters(index = "0", paramLabel = "FILE",
-            description = "HRRYFILE (.hrry), stream (.hrrys), safetensors, .npy, .npz, tfjs model.json / "
+            description = "HRRYFILE (.hrry), stream (.hrrys), safetensors, .npy, .npz, .gguf, tfjs model.json / "
                     + "*weights_manifest.json; '-' reads a stream from stdin.")
     String file;
 

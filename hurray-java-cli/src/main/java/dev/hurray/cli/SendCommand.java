@@ -26,7 +26,7 @@ import picocli.CommandLine.Spec;
  */
 @Command(name = "send", mixinStandardHelpOptions = true, versionProvider = VersionProvider.class,
         description = {"Send a file's tensors as a Hurray stream over TCP.",
-        "FILE is any readable format (HRRYFILE, stream, safetensors, npy, npz, tfjs)."})
+        "FILE is any readable format (HRRYFILE, stream, safetensors, npy, npz, GGUF, tfjs)."})
 final class SendCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;

@@ -186,8 +186,8 @@ class GgufCliTest {
 
     /**
      * The table prints the head of a long metadata value, decoded from the head of its bytes:
-     * a GGUF file whose header is one 8 MiB uint8 array (32 MiB of text) used to cost a UTF-16
-     * copy and a String of the whole text, which took 'inspect' past a 1 GiB heap at 64 MiB.
+     * a GGUF file whose header is one 8 MiB uint8 array (32 MiB of text) must not cost a UTF-16
+     * copy and a String of the whole text (at 64 MiB that takes 'inspect' past a 1 GiB heap).
      */
     @Test
     void inspectDecodesOnlyTheHeadOfALongMetadataValue() throws IOException {
@@ -225,8 +225,8 @@ class GgufCliTest {
 
     /**
      * File metadata survives GGUF -> HRRYFILE -> GGUF: the GGUF writer records it as string
-     * values, so the sink keeps it (it used to drop it all, warning that GGUF cannot hold file
-     * metadata).
+     * values, so the sink keeps it rather than dropping it with a warning that GGUF cannot hold
+     * file metadata.
      */
     @Test
     void fileMetadataReachesGgufOutput() throws IOException {

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.hurray.formats.SafetensorsTestAccess;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -18,9 +19,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Hostile inputs found by the reliability review (docs/reliability.md) get exit 2 and one line
- * from every command: a stream declaring far more than it carries, and tensor names against
- * the one name rule (docs/spec/descriptor.md §Names).
+ * Hostile inputs (docs/reliability.md) get a clear failure from every command: exit 2 and one
+ * line for a stream declaring far more than it carries, tensor names against the one name rule
+ * (docs/spec/descriptor.md §Names), JSON headers beyond the parser's limits and escape
+ * sequences in names; exit 4 from {@code verify} for composites that lie about their members.
  */
 class HostileInputCliTest {
     @TempDir
@@ -170,6 +172,43 @@ class HostileInputCliTest {
         r = CliTest.run("convert", gguf.toString(), dir.resolve("x.safetensors").toString());
         r.assertError(ExitCode.BAD_INPUT, "tensor 'w\\x1b[2J' is quantized");
         assertFalse(r.err().chars().anyMatch(c -> c == 0x1b), r.err());
+    }
+
+    @Test
+    void jsonBeyondTheParserLimitsIsBadInput() throws IOException {
+        String[] headers = {
+            "{\"a\":" + "[".repeat(1500) + "]".repeat(1500) + "}",
+            "{\"a\":{\"dtype\":\"F32\",\"shape\":[1" + "0".repeat(1500) + "],\"data_offsets\":[0,4]}}",
+            "{\"" + "k".repeat(60_000) + "\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+        };
+        for (String h : headers) {
+            Path st = dir.resolve("x.safetensors");
+            Files.write(st, SafetensorsTestAccess.file(h, new byte[4]));
+            CliTest.Result r = CliTest.run("inspect", st.toString());
+            r.assertError(ExitCode.BAD_INPUT, "invalid JSON");
+            assertEquals(1, r.err().strip().lines().count(), r.err());
+        }
+    }
+
+    /**
+     * Composites whose head lies about its member count pass the flat view; verify checks the
+     * assembled view too (fixtures written by a hostile-input pass: a head declaring 1 member
+     * followed by 2, and a head declaring 1,024 members followed by the end marker).
+     */
+    @Test
+    void compositesWithLyingMemberCountsFailVerification() throws IOException {
+        for (String name : new String[] {"composite_member_count_too_small.hrrys", "composite_member_count_too_large.hrrys"}) {
+            Path f = dir.resolve(name);
+            try (var in = HostileInputCliTest.class.getResourceAsStream("/hostile/" + name)) {
+                Files.copy(in, f);
+            }
+            CliTest.Result r = CliTest.run("verify", f.toString());
+            r.assertError(ExitCode.VERIFY_FAILED, "composite");
+        }
+        Path ok = Path.of(System.getProperty("hurray.golden.dir", "../src/golden"), "stream_v2_sparse_composite.hrry");
+        if (Files.exists(ok)) {
+            assertEquals(0, CliTest.run("verify", ok.toString()).code());
+        }
     }
 
     private static void ggufString(ByteArrayOutputStream f, String s) throws IOException {

@@ -19,7 +19,7 @@ import java.util.concurrent.Semaphore;
 /**
  * Manual measuring tool, not a test (surefire does not run it; nothing here asserts a time):
  * loopback TCP throughput of Hurray tensors through channel readers and writers, against a raw
- * {@link SocketChannel} moving the same bytes, in the same run (issue 3 "Benchmark").
+ * {@link SocketChannel} moving the same bytes, in the same run.
  *
  * <pre>
  * java --enable-native-access=ALL-UNNAMED -Xms2g -Xmx2g -XX:+AlwaysPreTouch \

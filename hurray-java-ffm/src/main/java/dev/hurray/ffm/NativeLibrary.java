@@ -58,11 +58,14 @@ import java.util.Locale;
  *
  * <h2>Checks</h2>
  * <ul>
- *   <li>Native access must be enabled for this module: run the JVM with
+ *   <li>Native access follows the JDK's rule: enable it with
  *       {@code --enable-native-access=ALL-UNNAMED} on the class path, or
  *       {@code --enable-native-access=dev.hurray.ffm} on the module path (the jar's
- *       {@code Automatic-Module-Name}). Otherwise an {@link IllegalCallerException} names the
- *       flag to add.</li>
+ *       {@code Automatic-Module-Name}). Without it the JDK allows the calls (with its own
+ *       warning under the default {@code --illegal-native-access=warn}, silently under
+ *       {@code allow}); where it refuses them ({@code --illegal-native-access=deny}, or an
+ *       {@code --enable-native-access} list without this module), an
+ *       {@link IllegalCallerException} names the flag to add.</li>
  *   <li>After loading, {@code hurray_c_abi_version()} must equal
  *       {@link hurray_h#HURRAY_C_ABI_VERSION()}, the version of the {@code hurray.h} these
  *       bindings were generated from; otherwise an {@link UnsatisfiedLinkError}.</li>
@@ -547,16 +550,32 @@ public final class NativeLibrary {
         }
     }
 
+    /** Set once a restricted call from this module went through. */
+    private static volatile boolean nativeAccessAllowed;
+
     /**
-     * Throws unless the JVM allows this module to call restricted FFM methods.
+     * Throws unless the JVM lets this module call restricted FFM methods, by the JDK's own rule:
+     * a module without {@code --enable-native-access} may still call them, with a warning under
+     * the default {@code --illegal-native-access=warn} and silently under {@code allow}, and is
+     * refused under {@code deny} or by an {@code --enable-native-access} list that leaves it
+     * out. So the JDK decides: a harmless restricted call is tried, and only its refusal fails.
      *
-     * @throws IllegalCallerException naming the {@code --enable-native-access} flag to add
+     * @throws IllegalCallerException naming the {@code --enable-native-access} flag to add, the
+     *     JDK's refusal as its cause
      */
     static void requireNativeAccess() {
+        if (nativeAccessAllowed) {
+            return;
+        }
         Module m = NativeLibrary.class.getModule();
         if (!m.isNativeAccessEnabled()) {
-            throw new IllegalCallerException(nativeAccessMessage(m));
+            try {
+                MemorySegment.NULL.reinterpret(0);
+            } catch (IllegalCallerException e) {
+                throw new IllegalCallerException(nativeAccessMessage(m), e);
+            }
         }
+        nativeAccessAllowed = true;
     }
 
     /** The message for a module without native access, naming the exact flag. */

@@ -131,11 +131,16 @@ class NativeLibraryTest {
         assertTrue(named.contains("--enable-native-access=java.base,dev.hurray") && !named.contains("manifest"), named);
     }
 
-    /** A child JVM without the flag: the first call fails with the flag in the message. */
+    /**
+     * A child JVM whose native access the JDK denies (JDK 24+: {@code --illegal-native-access=deny};
+     * JDK 22-23: an {@code --enable-native-access} list without this module): the first call
+     * fails with the flag in the message.
+     */
     @Test
-    void withoutNativeAccessTheErrorNamesTheFlag() throws Exception {
+    void whenTheJdkDeniesNativeAccessTheErrorNamesTheFlag() throws Exception {
         String java = ProcessHandle.current().info().command().orElseThrow();
-        ProcessBuilder pb = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"),
+        String deny = Runtime.version().feature() >= 24 ? "--illegal-native-access=deny" : "--enable-native-access=java.base";
+        ProcessBuilder pb = new ProcessBuilder(java, deny, "-cp", System.getProperty("java.class.path"),
                 "-D" + NativeLibrary.LIBRARY_PATH_PROPERTY + "=" + System.getProperty(NativeLibrary.LIBRARY_PATH_PROPERTY, ""),
                 NoNativeAccessMain.class.getName());
         pb.redirectErrorStream(true);
@@ -145,6 +150,29 @@ class NativeLibraryTest {
         assertEquals(0, p.exitValue(), out);
         assertTrue(out.contains("IllegalCallerException"), out);
         assertTrue(out.contains("--enable-native-access=ALL-UNNAMED"), out);
+    }
+
+    /**
+     * A child JVM without {@code --enable-native-access} under {@code --illegal-native-access=allow}
+     * (JDK 24+), and under the default {@code warn}: the JDK allows the calls, so the library loads.
+     */
+    @Test
+    void withoutTheFlagTheJdkRuleDecides() throws Exception {
+        Assumptions.assumeTrue(Runtime.version().feature() >= 24, "--illegal-native-access is JDK 24+");
+        String java = ProcessHandle.current().info().command().orElseThrow();
+        for (String mode : new String[] {"--illegal-native-access=allow", "--illegal-native-access=warn"}) {
+            ProcessBuilder pb = new ProcessBuilder(java, mode, "-cp", System.getProperty("java.class.path"),
+                    "-D" + NativeLibrary.LIBRARY_PATH_PROPERTY + "=" + System.getProperty(NativeLibrary.LIBRARY_PATH_PROPERTY, ""),
+                    PackedMain.class.getName());
+            pb.redirectErrorStream(true);
+            pb.environment().remove(NativeLibrary.LIBRARY_PATH_ENV);
+            Process p = pb.start();
+            String out = new String(p.getInputStream().readAllBytes());
+            assertTrue(p.waitFor(60, TimeUnit.SECONDS));
+            assertEquals(0, p.exitValue(), mode + ": " + out);
+            assertTrue(out.contains("abi=4"), mode + ": " + out);
+            assertEquals(mode.endsWith("warn"), out.contains("WARNING: A restricted method"), mode + ": " + out);
+        }
     }
 
     /** A child JVM with no override loads the copy packed under META-INF/native/. */

@@ -3,7 +3,6 @@ package dev.hurray.formats;
 import dev.hurray.BufferSpec;
 import dev.hurray.DeviceTag;
 import dev.hurray.ElementType;
-import dev.hurray.HurrayException;
 import dev.hurray.Layout;
 import dev.hurray.Quantization;
 import dev.hurray.Shape;
@@ -56,8 +55,8 @@ final class Bridge {
                 b.buffer(BufferSpec.cpu(s.byteSize()));
             }
             return b.build();
-        } catch (HurrayException e) {
-            throw new ForeignFormatException("tensor '" + t.name() + "' cannot be a Hurray tensor: " + e.getMessage());
+        } catch (IllegalArgumentException e) {
+            throw new ForeignFormatException("tensor '" + t.name() + "' cannot be a Hurray tensor: " + e.getMessage(), e);
         }
     }
 

@@ -11,6 +11,22 @@ public final class ForeignFormats {
     }
 
     /**
+     * Reads {@code file} in the foreign format its content (or, when that does not tell, its
+     * name) shows ({@link Format#detect}), with the defaults: tfjs quantization kept, MX scale
+     * pairing for safetensors, no progress callback. The common call; the other overloads name
+     * the format and options.
+     *
+     * @throws ForeignFormatException if no known format is recognised, or the file is not valid
+     *     in its format
+     * @throws IllegalArgumentException if the file is a Hurray container or stream (read those
+     *     with {@code HurrayFile} or {@code Reader})
+     * @throws IOException if the file cannot be read
+     */
+    public static ForeignModel read(Path file) throws IOException {
+        return read(file, Format.detect(file), false, null);
+    }
+
+    /**
      * Reads {@code file} as {@code format}.
      *
      * @param dequantize tfjs only: compute dequantized values instead of keeping quantization

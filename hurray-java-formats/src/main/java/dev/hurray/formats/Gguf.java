@@ -29,105 +29,16 @@ import java.util.function.LongConsumer;
  * typed metadata and tensor infos, map its tensors to Hurray tensors, and write the files whose
  * types Hurray can express.
  *
- * <p><b>Layout</b> (all integers little-endian): magic {@code GGUF}; {@code uint32} version;
- * {@code uint64} tensor count; {@code uint64} metadata count; the metadata (key string,
- * {@code uint32} value type, value); the tensor infos (name string, {@code uint32} rank,
- * {@code uint64} dimensions with the fastest-varying first, {@code uint32} ggml type,
- * {@code uint64} offset into the data section); padding to the alignment
- * ({@code general.alignment}, default 32); the data section. A string is a {@code uint64} byte
- * length and UTF-8 bytes; an array is a {@code uint32} element type, a {@code uint64} count and
- * the elements. Version 1 (32-bit counts) and big-endian files are refused.
- *
- * <p><b>Mapping to Hurray.</b> A GGUF dimension list {@code [ne0, ne1, …]} (ne0 contiguous) is
- * the row-major shape {@code [… , ne1, ne0]}; an empty list (rank 0, one element, as ggml
- * reads it) is a scalar, both ways, for the plain types. The ggml types map as follows (both ways
- * unless noted):
- * <table>
- *   <caption>ggml types as Hurray tensors</caption>
- *   <tr><th>ggml type</th><th>Hurray element type</th><th>Hurray quantization</th><th>buffer 0</th></tr>
- *   <tr><td>{@code F32}, {@code F16}, {@code BF16}, {@code F64}</td>
- *       <td>float32, float16, bfloat16, float64</td><td>none</td><td>the elements</td></tr>
- *   <tr><td>{@code I8}, {@code I16}, {@code I32}, {@code I64}</td>
- *       <td>int8, int16, int32, int64</td><td>none</td><td>the elements</td></tr>
- *   <tr><td>{@code Q8_0}</td><td>int8</td>
- *       <td>{@link Quantization.Block} {@code Q8_0}, axis rank − 1, dequantized float32</td>
- *       <td>the file's 34-byte blocks as they are (float16 {@code d}, 32 int8 {@code q};
- *       value {@code d × q})</td></tr>
- *   <tr><td>{@code Q4_0}</td><td>uint4</td>
- *       <td>{@link Quantization.Block} {@code Q4_0}, axis rank − 1, dequantized float32</td>
- *       <td>the file's 18-byte blocks as they are (float16 {@code d}, 16 bytes whose low
- *       nibbles are elements 0–15 and high nibbles 16–31; value {@code d × (q − 8)})</td></tr>
- *   <tr><td>{@code Q4_1}, {@code Q5_0}, {@code Q5_1}, {@code Q8_1}, {@code Q2_K}…{@code Q8_K},
- *       the {@code IQ*} and {@code TQ*} types, {@code MXFP4} (39), {@code NVFP4} (40),
- *       {@code Q1_0} (41): every block type of gguf-py 0.19 but Q8_0 and Q4_0</td>
- *       <td>uint8: <b>raw bytes</b></td><td>none</td><td>a {@code uint8} tensor of shape
- *       {@code […, ne1, rowBytes]} (one row of blocks per last index), the ggml type named in
- *       the model metadata under {@code gguf.tensor_type.NAME} (e.g. {@code q4_k}); written
- *       back as that type with {@code ne0 = rowBytes / blockBytes × blockElements}</td></tr>
- * </table>
- * So {@code Q8_0} and {@code Q4_0} tensors keep their logical shape, their bytes are used in
- * place (no conversion), and {@link dev.hurray.Tensor#dequantize()} computes their values;
- * every tensor converts to HRRYFILE or a stream and back to GGUF bit for bit.
- *
- * <p><b>Metadata.</b> {@link ForeignModel#metadata()} holds strings, so each GGUF metadata entry
- * {@code KEY} becomes readable text under {@code KEY}, plus records under reserved keys that
- * {@link #write} uses to give back the same GGUF bytes:
- * <table>
- *   <caption>GGUF metadata in a model</caption>
- *   <tr><th>model key</th><th>value</th></tr>
- *   <tr><td>{@code KEY}</td><td>the text: a {@code STRING} as it is; an integer in decimal
- *       ({@code UINT64} unsigned); {@code FLOAT32} and {@code FLOAT64} as Java's
- *       {@link Float#toString(float)} / {@link Double#toString(double)} write them (the
- *       shortest decimal that reads back as the same value: {@code 1.0E-5}, {@code -0.0}), with
- *       {@code NaN}, {@code Infinity}, {@code -Infinity}; {@code BOOL} as {@code true} or
- *       {@code false}; an {@code ARRAY} as a JSON array of those (strings quoted and escaped as
- *       JSON, arrays of arrays nested), without spaces</td></tr>
- *   <tr><td>{@value #TYPE_KEY_PREFIX}{@code KEY}</td><td>the type record, for every value but a
- *       {@code STRING}: {@code uint8}, {@code int8}, {@code uint16}, {@code int16},
- *       {@code uint32}, {@code int32}, {@code uint64}, {@code int64}, {@code float32},
- *       {@code float64}, {@code bool}, {@code string}; {@code array[T]} for an array of scalars
- *       of type {@code T}; for an array of arrays, {@code array[A1,A2,…]} listing each element's
- *       own array type ({@code array[]} when empty), since GGUF gives every inner array its own
- *       element type: {@code [[1,2],["a"]]} is {@code array[array[int32],array[string]]}; no
- *       spaces, at most 4 arrays deep</td></tr>
- *   <tr><td>{@value #KEY_ORDER_KEY}</td><td>the GGUF keys in file order, a JSON array of strings
- *       (an HRRYFILE sorts its metadata keys)</td></tr>
- *   <tr><td>{@value #VERSION_KEY}</td><td>the GGUF version, {@code 2} or {@code 3}</td></tr>
- *   <tr><td>{@value #TENSOR_TYPE_KEY_PREFIX}{@code NAME}</td><td>the lower-case ggml type of a
- *       tensor carried as raw bytes (above)</td></tr>
- * </table>
- * Writing parses each text as its record's type, so a record and a value that disagree (a
- * {@code uint8} of 256, a float where a bool belongs, an array with another number of inner
- * arrays than its record lists) are refused, never coerced (a float inside its type's range is
- * rounded to the nearest value of the type, so {@code 1e-50} is a float32 0); JSON whitespace
- * between array tokens is allowed, nothing else around a value. An entry without a record (from another
- * format, or added by hand) is written as a {@code STRING}, except {@code general.alignment},
- * always a {@code uint32}. Records whose key is gone are ignored; keys missing from the key
- * order follow the listed ones in model order. The prefixes and keys above are reserved: a GGUF
- * file with such a metadata key is refused by {@link #read}.
- *
- * <p><b>Round trip.</b> {@link #write} puts the keys back in order with their types, writes the
- * version, pads the header and each tensor's data to the alignment ({@code general.alignment} or
- * 32) as gguf-py and llama.cpp do, and places the tensors in model order one after the other. So
- * GGUF → model → HRRYFILE or stream → model → GGUF gives the original bytes whenever the
- * original was laid out that way (what gguf-py and llama.cpp write, at any alignment; a file
- * without tensors ends unpadded, as llama.cpp's vocabulary files do). What differs otherwise:
- * tensor data in another order than the tensor infos, or gaps, are closed up (the offsets
- * change, not the bytes of any tensor); a {@code NaN} metadata value is written as the canonical
- * quiet NaN; a file without tensors that ended padded loses the padding. A stream's metadata
- * frame holds at most 256 entries of up to 64 KiB each, so a real model's vocabulary crosses an
- * HRRYFILE (16 MiB per value) but not a stream.
- *
- * <p><b>Hostile input.</b> Every length and count is checked against the bytes that remain
- * before anything is allocated for it; array nesting is bounded (depth 4, and 2^20 arrays
- * inside arrays per file), ranks by 32; a block type's ne0 must be a multiple of its block (32
- * for {@code Q8_0}/{@code Q4_0}); each tensor's
- * data, whose size follows from its type and dimensions, must lie inside the data section at an
- * aligned offset without reaching into another tensor's.
+ * <p>The file layout, the mapping of ggml types to Hurray element types and quantizations, the
+ * metadata records under {@value #TYPE_KEY_PREFIX}, {@value #KEY_ORDER_KEY},
+ * {@value #VERSION_KEY} and {@value #TENSOR_TYPE_KEY_PREFIX}, the round-trip guarantee and the
+ * hostile-input checks are documented once, in hurray-java-formats/README.md (§Format notes,
+ * GGUF, and §GGUF metadata and round trip).
  *
  * <p><b>Ownership and threads.</b> {@link #read} maps the file read-only; tensor payloads are
  * slices of the mapping (zero copy), owned by the returned model's shared arena, valid until it is
  * closed and readable from any thread until then. The file must not be truncated meanwhile.
+ * Every failure on bad input is a {@link ForeignFormatException}.
  */
 public final class Gguf {
     /** {@code GGUF} as a little-endian {@code uint32}. */

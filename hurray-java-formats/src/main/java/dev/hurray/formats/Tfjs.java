@@ -344,7 +344,7 @@ public final class Tfjs {
                 MemorySegment.copy(v.buffer(0), 0, out, 0, out.byteSize());
                 return out;
             }
-        } catch (HurrayException e) {
+        } catch (HurrayException | IllegalArgumentException e) {
             throw new ForeignFormatException(what + ": weight '" + w.name + "': " + e.getMessage(), e);
         }
     }

@@ -43,6 +43,30 @@ class FormatTest {
         assertEquals(true, e.getMessage().contains("unrecognised format"));
     }
 
+    /** The one-argument entry point detects the format and reads with the defaults. */
+    @Test
+    void foreignFormatsReadDetectsTheFormat() throws IOException {
+        Path npy = TestSupport.resourceDir("npy").resolve("float32_c.npy");
+        Path gguf = TestSupport.resourceDir("gguf").resolve("typed.gguf");
+        for (Path p : new Path[] {npy, gguf, file("renamed", Files.readAllBytes(npy))}) {
+            try (ForeignModel one = ForeignFormats.read(p);
+                 ForeignModel four = ForeignFormats.read(p, Format.detect(p), false, null)) {
+                assertEquals(four.tensors().size(), one.tensors().size(), p.toString());
+                assertEquals(four.metadata(), one.metadata(), p.toString());
+                for (int i = 0; i < one.tensors().size(); i++) {
+                    ForeignTensor a = one.tensors().get(i);
+                    ForeignTensor b = four.tensors().get(i);
+                    assertEquals(b.name(), a.name());
+                    assertEquals(b.dtype(), a.dtype());
+                    assertEquals(TestSupport.hex(b.data()), TestSupport.hex(a.data()));
+                }
+            }
+        }
+        assertThrows(ForeignFormatException.class, () -> ForeignFormats.read(file("mystery", new byte[] {1, 2, 3})));
+        assertThrows(IllegalArgumentException.class,
+                () -> ForeignFormats.read(file("y.hrry", "HRRYFILE\0\1".getBytes(StandardCharsets.US_ASCII))));
+    }
+
     @Test
     void namesParse() {
         assertEquals(Format.HRRYFILE, Format.parse("HRRYFILE"));

@@ -533,8 +533,8 @@ class GgufTest {
 
     /**
      * Metadata arrays of numbers and booleans keep their values and text, and cost about the
-     * bytes the file spends on them: a 4 MiB uint8 array used to become a list of boxed Longs
-     * (some 20 bytes per element), so a GGUF file of a few hundred MiB exhausted the heap.
+     * bytes the file spends on them: a 4 MiB uint8 array must not become a list of boxed Longs
+     * (some 20 bytes per element, which exhausts the heap on a GGUF file of a few hundred MiB).
      */
     @Test
     void numericMetadataArraysCostTheirBytes() throws IOException {

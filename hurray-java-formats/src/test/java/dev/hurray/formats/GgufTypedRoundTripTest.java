@@ -166,9 +166,8 @@ class GgufTypedRoundTripTest {
 
     /**
      * A tensor of rank 0 (gguf-py writes a 0-d numpy array with no dimensions; write() writes a
-     * scalar so) reads as a scalar and comes back byte for byte by every route. It used to be
-     * refused on read, so a scalar converted to GGUF could not be read back. A block type has no
-     * scalar (its ne0 would be 1).
+     * scalar so) reads as a scalar and comes back byte for byte by every route, so a scalar
+     * converted to GGUF can be read back. A block type has no scalar (its ne0 would be 1).
      */
     @Test
     void scalarTensorsReadAndRoundTripByteForByte() throws IOException {

@@ -35,7 +35,7 @@ class HostileInputsTest {
         assertTrue(e.getMessage().contains(contains), e.getMessage());
     }
 
-    /** Jackson's stream constraints (no location on the exception) used to end in an NPE. */
+    /** Jackson's stream constraints (an exception without a location) end in one format error, not an NPE. */
     @Test
     void jsonBeyondTheStreamConstraintsIsAOneLineFormatError() throws IOException {
         String[] headers = {

@@ -242,7 +242,7 @@ class NpyTest {
         Files.write(bomb, b);
         assertNpzRejects(bomb, "more than deflate can produce");
         // The scipy.sparse reader reads npz members too and applies the same checks before
-        // allocating (it used to allocate what the header declared).
+        // allocating, rather than allocating what the header declares.
         ForeignFormatException e = assertThrows(ForeignFormatException.class, () -> ScipySparse.read(bomb));
         assertTrue(e.getMessage().contains("more than deflate can produce"), e.getMessage());
     }

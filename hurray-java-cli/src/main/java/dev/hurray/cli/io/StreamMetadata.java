@@ -1,18 +1,16 @@
 package dev.hurray.cli.io;
 
 import dev.hurray.ElementType;
-import dev.hurray.HurrayException;
 import dev.hurray.TensorDescriptor;
 import dev.hurray.formats.ForeignFormatException;
 import java.util.Map;
 
 /**
- * The earlier way file-level metadata crossed a stream, still read for compatibility (and used
- * by the Kafka transport, whose records are single-tensor streams). Streams now carry file
- * metadata in their metadata frame (docs/spec/stream.md §Stream metadata), which the command
- * writes; before that frame existed the {@code hurray} command sent a file's metadata as the
- * stream's <em>first</em> item: a {@code uint8} tensor of shape {@code [0]} (no payload bytes) named
- * {@value #NAME}, whose descriptor metadata entries are the file's entries, bytes unchanged. A
+ * File-level metadata as a stream's <em>first</em> item, read for compatibility with streams
+ * that carry no metadata frame, and used by the Kafka transport, whose records are single-tensor
+ * streams. The command writes file metadata in the stream's metadata frame (docs/spec/stream.md
+ * §Stream metadata); this item is a {@code uint8} tensor of shape {@code [0]} (no payload bytes)
+ * named {@value #NAME}, whose descriptor metadata entries are the file's entries, bytes unchanged. A
  * receiver that writes a file turns that item back into file metadata; any other reader sees
  * an ordinary empty tensor. A stream without file metadata has no such item.
  *
@@ -47,7 +45,7 @@ public final class StreamMetadata {
         metadata.forEach(b::metadata);
         try {
             return b.build();
-        } catch (HurrayException e) {
+        } catch (IllegalArgumentException e) {
             throw new ForeignFormatException("the file metadata (" + metadata.size() + " entries) does not fit a stream's "
                     + "metadata item (at most 256 entries, keys up to 256 bytes, values up to 64 KiB): " + e.getMessage(), e);
         }
