@@ -47,6 +47,9 @@ class PublicApiOnlyTest {
         // hurray-kafka has no module descriptor: it is one package, all of it public API.
         assertEquals(dev.hurray.kafka.HurrayTensorSerializer.class.getPackageName(), "dev.hurray.kafka");
         exported.add("dev.hurray.kafka");
+        // hurray-arrow likewise: one package of public API, no module descriptor.
+        assertEquals(dev.hurray.arrow.ArrowTensors.class.getPackageName(), "dev.hurray.arrow");
+        exported.add("dev.hurray.arrow");
 
         Path classes = Path.of("target/classes");
         assertTrue(Files.isDirectory(classes), "run from the module folder after compiling (surefire does)");
