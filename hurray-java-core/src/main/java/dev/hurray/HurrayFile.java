@@ -827,7 +827,8 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
     /**
      * Checks the whole container now: first the index (docs/spec/hrryfile.md §3: index and
      * metadata checksums, every entry, record and descriptor, name order and uniqueness, payload
-     * lengths, ranges and alignment, and that no two payloads overlap), then every payload
+     * lengths, ranges and alignment, that no two payloads overlap, and the composite
+     * structure of {@link #checkComposites()}), then every payload
      * against its stored CRC32C and every sparse index or page table: each tensor is read by a
      * native reader that checks and freed at once. For a {@link #map mapped} file that is a
      * second reader over the same mapping with payload checks on, whatever
@@ -856,6 +857,26 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
             } else {
                 reader.readEveryTensor();
             }
+        } finally {
+            guard.exit();
+        }
+    }
+
+    /**
+     * Checks the structure of every composite in the container from its index, reading no
+     * payload (docs/spec/hrryfile.md §2): each top-level head's members are stored under
+     * {@code name/role} at the right depth and index, recursively; no composite holds more
+     * than 65,536 descriptors; and every entry marked as a member belongs to a composite.
+     * {@link #verify()} includes this check. Costs one entry read per entry (none with a
+     * loaded index) and one lookup per member, and keeps nothing.
+     *
+     * @throws HurrayException {@link Status#CORRUPT} naming the first bad entry,
+     *     {@link Status#LIMIT_EXCEEDED}, or a failure of reading the index
+     */
+    public void checkComposites() throws HurrayException {
+        guard.enter();
+        try {
+            reader.checkComposites();
         } finally {
             guard.exit();
         }

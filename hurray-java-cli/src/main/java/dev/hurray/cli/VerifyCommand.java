@@ -26,11 +26,12 @@ import picocli.CommandLine.Spec;
  * <ul>
  *   <li>HRRYFILE: the native whole-index check ({@link HurrayFile#verify()}: header, trailer,
  *       index and metadata CRCs, every entry, record and descriptor, name order, payload
- *       ranges, alignment and overlaps), then every tensor read with its payload CRC32C
+ *       ranges, alignment and overlaps, composite structure), then every tensor read with its payload CRC32C
  *       checked. The file is memory-mapped, so a large tensor is checked in place, not copied
  *       into memory.</li>
  *   <li>Stream file: every item read (frame and descriptor CRCs always, payload CRCs when the
- *       stream has them) up to an intact end-of-stream marker.</li>
+ *       stream has them) up to an intact end-of-stream marker, in the assembled view: every
+ *       composite's member count, depths and indices, and size.</li>
  *   <li>Foreign formats: the full validation their readers apply (offsets, sizes, dtypes;
  *       npz CRCs), every payload byte read.</li>
  * </ul>
@@ -108,26 +109,16 @@ final class VerifyCommand implements Callable<Integer> {
         }
     }
 
+    /** Every item read in the assembled view, which checks composite structure as it goes. */
     private String verifyStream() throws IOException {
         long[] totals = new long[2];
+        long composites;
         try (StreamSource src = Inputs.stream(file)) {
             src.forEach(item -> {
                 totals[0]++;
                 totals[1] += item.bytes();
             });
-        }
-        // A second pass in the assembled view checks the composite structure: member counts,
-        // positions, nesting and size limits (docs/spec/c-abi.md §Sparse, paged and composite tensors).
-        long composites = 0;
-        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.READ);
-             dev.hurray.Reader r = dev.hurray.Reader.of(ch)) {
-            for (dev.hurray.Item next = r.nextItem(); next != null; next = r.nextItem()) {
-                try (dev.hurray.Item item = next) {
-                    if (item.isComposite()) {
-                        composites++;
-                    }
-                }
-            }
+            composites = src.composites();
         }
         return Units.count(totals[0], "tensor") + ", " + totals[1] + " bytes"
                 + (composites > 0 ? ", " + Units.count(composites, "composite") : "");

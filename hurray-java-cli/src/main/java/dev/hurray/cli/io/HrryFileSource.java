@@ -1,17 +1,22 @@
 package dev.hurray.cli.io;
 
+import dev.hurray.CompositeMembership;
 import dev.hurray.FileEntry;
 import dev.hurray.FileReaderOptions;
+import dev.hurray.HurrayException;
 import dev.hurray.HurrayFile;
+import dev.hurray.Status;
 import dev.hurray.Tensor;
 import dev.hurray.formats.Format;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 
 /**
  * An HRRYFILE container as a {@link Source}. The file is memory-mapped ({@link HurrayFile#map}):
@@ -41,6 +46,9 @@ public final class HrryFileSource implements Source {
         HurrayFile f = HurrayFile.map(path, FileReaderOptions.defaults()
                 .withPayloadChecks(FileReaderOptions.PayloadChecks.VERIFY));
         try {
+            // Composite structure first, from the index alone (no payload read): a malformed
+            // composite fails opening instead of being copied or listed.
+            f.checkComposites();
             List<FileEntry> list = new ArrayList<>();
             for (long i = 0, n = f.count(); i < n; i++) {
                 list.add(f.entry(i));
@@ -117,13 +125,63 @@ public final class HrryFileSource implements Source {
         return l;
     }
 
+    /**
+     * Tensors outside composites in file order; each composite whole, as a stream carries it
+     * (its head, then its members in preorder, docs/spec/stream.md §Composites), at the place
+     * of its first tensor member in the file (every composite has one: its tree ends in
+     * tensors), so that copying a container keeps the payload order and writing a stream gives
+     * a valid one. The structure was checked at open.
+     */
     @Override
     public void forEach(Action action) throws IOException {
+        Set<String> done = new HashSet<>();
         for (FileEntry e : inFileOrder()) {
-            try (Tensor t = file.read(e)) {
-                action.accept(new Item(t.descriptor(), t.buffers(), offset(e)));
+            Optional<CompositeMembership> c = e.descriptor().compositeMembership();
+            if (c.isEmpty()) {
+                handOn(e, action);
+            } else if (c.get().depth() > 0 && !c.get().isHead()) {
+                String top = topLevel(e.name(), c.get().depth());
+                if (done.add(top)) {
+                    handOnComposite(entry(top), action);
+                }
             }
         }
+    }
+
+    private void handOn(FileEntry e, Action action) throws IOException {
+        try (Tensor t = file.read(e)) {
+            action.accept(new Item(t.descriptor(), t.buffers(), offset(e)));
+        }
+    }
+
+    private void handOnComposite(FileEntry head, Action action) throws IOException {
+        action.accept(new Item(head.descriptor(), List.of(), -1));
+        for (String role : head.descriptor().compositeMembership().orElseThrow().roles()) {
+            FileEntry m = entry(head.name() + "/" + role);
+            if (m.descriptor().compositeMembership().orElseThrow().isHead()) {
+                handOnComposite(m, action);
+            } else {
+                handOn(m, action);
+            }
+        }
+    }
+
+    private FileEntry entry(String name) throws IOException {
+        return file.entry(name).orElseThrow(() -> new HurrayException(Status.CORRUPT,
+                "composite member \"" + name + "\" is missing", null));
+    }
+
+    /** The top-level composite's name: {@code name} less its last {@code depth} roles (roles hold no '/'). */
+    static String topLevel(String name, int depth) throws HurrayException {
+        int end = name.length();
+        for (int i = 0; i < depth && end > 0; i++) {
+            end = name.lastIndexOf('/', end - 1);
+        }
+        if (end <= 0) {
+            throw new HurrayException(Status.CORRUPT, "entry \"" + name + "\" at composite depth " + depth
+                    + " is not stored under a composite's name", null);
+        }
+        return name.substring(0, end);
     }
 
     @Override
