@@ -91,8 +91,7 @@ final class VerifyCommand implements Callable<Integer> {
         try (HurrayFile f = HurrayFile.map(file, opts)) {
             f.verify();
             int metadata = f.metadata().size();
-            for (long i = 0, n = f.count(); i < n; i++) {
-                FileEntry e = f.entry(i);
+            for (FileEntry e : f.index()) {
                 try (Tensor t = f.read(e)) {
                     tensors++;
                     bytes += t.buffers().totalBytes();

@@ -9,8 +9,9 @@ import dev.hurray.Status;
 import dev.hurray.Tensor;
 import dev.hurray.formats.Format;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Path;
-import java.util.ArrayList;
+import java.util.AbstractList;
 import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
@@ -24,20 +25,25 @@ import java.util.Set;
  * payload checksums checked as each tensor is read. Tensors are delivered in <em>file</em>
  * order (by payload offset: the order they were added), not in the index's name order, so that
  * copying a container into another adds the tensors in the same order and gives the same bytes.
+ *
+ * <p>The index is read lazily ({@link HurrayFile#index()}): nothing is kept per entry but, for
+ * {@link #forEach}, its payload offset and position (16 bytes), so a container of a million
+ * small entries is listed or copied without holding a million entries.
  */
 public final class HrryFileSource implements Source {
     private final HurrayFile file;
     private final Map<String, byte[]> metadata;
-    private final List<FileEntry> entries;
+    private final List<FileEntry> index;
+    private long totalBytes = -1;
 
-    private HrryFileSource(HurrayFile file, Map<String, byte[]> metadata, List<FileEntry> entries) {
+    private HrryFileSource(HurrayFile file, Map<String, byte[]> metadata, List<FileEntry> index) {
         this.file = file;
         this.metadata = metadata;
-        this.entries = entries;
+        this.index = index;
     }
 
     /**
-     * Maps and opens {@code path}, reads its metadata and index.
+     * Maps and opens {@code path}, reads its metadata and checks its composites from the index.
      *
      * @throws IOException a {@link dev.hurray.HurrayException} for a file that is not a valid
      *     container, or the file system's exception
@@ -49,11 +55,7 @@ public final class HrryFileSource implements Source {
             // Composite structure first, from the index alone (no payload read): a malformed
             // composite fails opening instead of being copied or listed.
             f.checkComposites();
-            List<FileEntry> list = new ArrayList<>();
-            for (long i = 0, n = f.count(); i < n; i++) {
-                list.add(f.entry(i));
-            }
-            return new HrryFileSource(f, f.metadata(), List.copyOf(list));
+            return new HrryFileSource(f, f.metadata(), f.index());
         } catch (IOException | RuntimeException e) {
             try {
                 f.close();
@@ -69,9 +71,9 @@ public final class HrryFileSource implements Source {
         return file;
     }
 
-    /** The index entries, in name order. */
+    /** The index entries, in name order: a view read on demand ({@link HurrayFile#index()}). */
     public List<FileEntry> fileEntries() {
-        return entries;
+        return index;
     }
 
     @Override
@@ -86,26 +88,44 @@ public final class HrryFileSource implements Source {
 
     @Override
     public long count() {
-        return entries.size();
+        return index.size();
     }
 
+    /** One pass over the index on the first call; -1 (unknown) if the index cannot be read ({@link #forEach} says why). */
     @Override
     public long totalBytes() {
-        long n = 0;
-        for (FileEntry e : entries) {
-            n += e.totalBytes();
+        if (totalBytes < 0) {
+            try {
+                long n = 0;
+                for (FileEntry e : index) {
+                    n += e.totalBytes();
+                }
+                totalBytes = n;
+            } catch (UncheckedIOException | ArithmeticException e) {
+                return -1;
+            }
         }
-        return n;
+        return totalBytes;
     }
 
-    /** Name order, as the index lists them; the offset is buffer 0's. */
+    /**
+     * Name order, as the index lists them; the offset is buffer 0's. A view: each iteration
+     * reads the index again, entry by entry.
+     */
     @Override
     public Optional<List<Entry>> entries() {
-        List<Entry> l = new ArrayList<>();
-        for (FileEntry e : entries) {
-            l.add(Entry.of(e.descriptor(), offset(e)));
-        }
-        return Optional.of(l);
+        return Optional.of(new AbstractList<>() {
+            @Override
+            public Entry get(int i) {
+                FileEntry e = index.get(i);
+                return Entry.of(e.descriptor(), offset(e));
+            }
+
+            @Override
+            public int size() {
+                return index.size();
+            }
+        });
     }
 
     private static long offset(FileEntry e) {
@@ -115,14 +135,34 @@ public final class HrryFileSource implements Source {
     /**
      * The entries in file order: by buffer 0's offset. A zero-length payload sits at the
      * writer's position when it was added, which is also where the next payload starts, so on a
-     * tie the empty one was added first; ties between empty ones fall back to name order.
+     * tie the empty one was added first; ties between empty ones fall back to name order. One
+     * pass over the index keeps each entry's offset and position; the result is a view.
      */
     public List<FileEntry> inFileOrder() {
-        List<FileEntry> l = new ArrayList<>(entries);
-        l.sort(Comparator.comparingLong(HrryFileSource::offset)
-                .thenComparing(e -> e.totalBytes() > 0)
-                .thenComparingLong(FileEntry::index));
-        return l;
+        int n = index.size();
+        long[] offsets = new long[n];
+        java.util.BitSet nonEmpty = new java.util.BitSet(n);
+        for (int i = 0; i < n; i++) {
+            FileEntry e = index.get(i);
+            offsets[i] = offset(e);
+            if (e.totalBytes() > 0) {
+                nonEmpty.set(i);
+            }
+        }
+        int[] order = java.util.stream.IntStream.range(0, n).boxed()
+                .sorted(Comparator.<Integer>comparingLong(i -> offsets[i]).thenComparing((Integer i) -> nonEmpty.get(i)))
+                .mapToInt(Integer::intValue).toArray();
+        return new AbstractList<>() {
+            @Override
+            public FileEntry get(int k) {
+                return index.get(order[k]);
+            }
+
+            @Override
+            public int size() {
+                return n;
+            }
+        };
     }
 
     /**
@@ -134,6 +174,14 @@ public final class HrryFileSource implements Source {
      */
     @Override
     public void forEach(Action action) throws IOException {
+        try {
+            copy(action);
+        } catch (UncheckedIOException e) {
+            throw e.getCause(); // an index entry that could not be read
+        }
+    }
+
+    private void copy(Action action) throws IOException {
         Set<String> done = new HashSet<>();
         for (FileEntry e : inFileOrder()) {
             Optional<CompositeMembership> c = e.descriptor().compositeMembership();
