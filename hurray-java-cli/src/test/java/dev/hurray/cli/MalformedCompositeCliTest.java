@@ -199,4 +199,27 @@ class MalformedCompositeCliTest {
         CliTest.run("convert", s.toString(), back.toString()).assertOk();
         CliTest.run("verify", back.toString()).assertOk();
     }
+
+    /**
+     * The golden composite stream, whose members carry no names, converts to a container
+     * that stores each member under its path, and back to a valid stream.
+     */
+    @Test
+    void unnamedMembersAreStoredUnderTheirPathInAContainer() throws Exception {
+        Path golden = Path.of(System.getProperty("hurray.golden.dir", "../src/golden"), "stream_v2_sparse_composite.hrry");
+        Path hrry = tmp.resolve("golden.hrry");
+        CliTest.run("convert", golden.toString(), hrry.toString()).assertOk();
+        CliTest.run("verify", hrry.toString()).assertOk();
+        try (HurrayFile f = HurrayFile.open(hrry)) {
+            assertEquals(List.of("csr", "layer0", "layer0/bias", "layer0/kv", "layer0/kv/cache", "layer0/kv/scales",
+                    "layer0/weight"), f.stream().map(dev.hurray.FileEntry::name).toList());
+            try (Composite c = f.readComposite("layer0")) {
+                assertEquals(List.of("weight", "kv", "kv/cache", "kv/scales", "bias"),
+                        c.walk().stream().map(Composite.Node::path).toList());
+            }
+        }
+        Path back = tmp.resolve("golden-back.hrrys");
+        CliTest.run("convert", hrry.toString(), back.toString()).assertOk();
+        assertTrue(CliTest.run("verify", back.toString()).out().contains("1 composite"));
+    }
 }
