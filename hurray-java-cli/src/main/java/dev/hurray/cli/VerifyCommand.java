@@ -3,7 +3,6 @@ package dev.hurray.cli;
 import dev.hurray.FileEntry;
 import dev.hurray.FileReaderOptions;
 import dev.hurray.HurrayFile;
-import dev.hurray.Tensor;
 import dev.hurray.formats.ForeignModel;
 import dev.hurray.formats.ForeignTensor;
 import dev.hurray.formats.Format;
@@ -26,9 +25,10 @@ import picocli.CommandLine.Spec;
  * <ul>
  *   <li>HRRYFILE: the native whole-index check ({@link HurrayFile#verify()}: header, trailer,
  *       index and metadata CRCs, every entry, record and descriptor, name order, payload
- *       ranges, alignment and overlaps, composite structure), then every tensor read with its payload CRC32C
- *       checked. The file is memory-mapped, so a large tensor is checked in place, not copied
- *       into memory.</li>
+ *       ranges, alignment and overlaps, composite structure), and every tensor read once with
+ *       its payload CRC32C and indices checked. The file is read with positional reads, not
+ *       mapped, so another process shortening it is an error ({@code TRUNCATED}), not a
+ *       crash; each tensor is in memory only while it is checked.</li>
  *   <li>Stream file: every item read (frame and descriptor CRCs always, payload CRCs when the
  *       stream has them) up to an intact end-of-stream marker, in the assembled view: every
  *       composite's member count, depths and indices, and size.</li>
@@ -88,14 +88,12 @@ final class VerifyCommand implements Callable<Integer> {
         long bytes = 0;
         long checksummed = 0;
         long payloads = 0;
-        try (HurrayFile f = HurrayFile.map(file, opts)) {
-            f.verify();
+        try (HurrayFile f = HurrayFile.open(file, opts)) {
+            f.verify(); // reads and checks every tensor, so the counts below need no payload read
             int metadata = f.metadata().size();
             for (FileEntry e : f.index()) {
-                try (Tensor t = f.read(e)) {
-                    tensors++;
-                    bytes += t.buffers().totalBytes();
-                }
+                tensors++;
+                bytes += e.totalBytes();
                 for (FileEntry.BufferLocation b : e.buffers()) {
                     payloads++;
                     if (b.hasChecksum()) {

@@ -20,9 +20,11 @@ import java.util.Optional;
 import java.util.Set;
 
 /**
- * An HRRYFILE container as a {@link Source}. The file is memory-mapped ({@link HurrayFile#map}):
- * listing reads the index only, and a tensor's buffers point into the mapping (no copy), with
- * payload checksums checked as each tensor is read. Tensors are delivered in <em>file</em>
+ * An HRRYFILE container as a {@link Source}. The file is read with positional reads
+ * ({@link HurrayFile#open}), not mapped: a user's file may be shortened by another process
+ * while it is read, which a read reports as an error ({@code TRUNCATED}) where a mapping would
+ * raise SIGBUS and kill the JVM. Listing reads the index only; each tensor is read into native
+ * memory with its payload checksums checked, handed on, and freed. Tensors are delivered in <em>file</em>
  * order (by payload offset: the order they were added), not in the index's name order, so that
  * copying a container into another adds the tensors in the same order and gives the same bytes.
  *
@@ -43,13 +45,13 @@ public final class HrryFileSource implements Source {
     }
 
     /**
-     * Maps and opens {@code path}, reads its metadata and checks its composites from the index.
+     * Opens {@code path}, reads its metadata and checks its composites from the index.
      *
      * @throws IOException a {@link dev.hurray.HurrayException} for a file that is not a valid
      *     container, or the file system's exception
      */
     public static HrryFileSource open(Path path) throws IOException {
-        HurrayFile f = HurrayFile.map(path, FileReaderOptions.defaults()
+        HurrayFile f = HurrayFile.open(path, FileReaderOptions.defaults()
                 .withPayloadChecks(FileReaderOptions.PayloadChecks.VERIFY));
         try {
             // Composite structure first, from the index alone (no payload read): a malformed
