@@ -65,10 +65,8 @@ final class InspectCommand implements Callable<Integer> {
     @Option(names = "--json", description = "Machine-readable output.")
     boolean json;
 
-    @Option(names = "--from", paramLabel = "FORMAT", converter = FormatConverter.class,
-            description = "Input format, when the content and name do not tell: ${COMPLETION-CANDIDATES}.",
-            completionCandidates = FormatNames.class)
-    Format from;
+    @Mixin
+    SharedOptions.From input;
 
     @Override
     public Integer call() throws CliException {
@@ -109,7 +107,7 @@ final class InspectCommand implements Callable<Integer> {
             }
         }
         Path in = Path.of(file);
-        return Inputs.open(in, Inputs.format(in, from), false, null);
+        return Inputs.open(in, Inputs.format(in, input.format), false, null);
     }
 
     static long total(List<Entry> entries) {

@@ -14,7 +14,6 @@ import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
-import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
@@ -49,13 +48,12 @@ final class VerifyCommand implements Callable<Integer> {
     @Parameters(index = "0", paramLabel = "FILE", description = "File to check.")
     Path file;
 
-    @Option(names = "--from", paramLabel = "FORMAT", converter = FormatConverter.class,
-            completionCandidates = FormatNames.class, description = "Input format: ${COMPLETION-CANDIDATES}.")
-    Format from;
+    @Mixin
+    SharedOptions.From input;
 
     @Override
     public Integer call() throws CliException {
-        Format format = Inputs.format(file, from);
+        Format format = Inputs.format(file, input.format);
         String summary;
         try {
             summary = switch (format) {
