@@ -769,6 +769,9 @@ fn an_item_of_66561_descriptors_exceeds_the_limit_in_the_item_view() {
     assert_eq!(e.kind(), ErrorKind::LimitExceeded, "{}", e.message());
 }
 
+/// Named descriptors to store in a container.
+type Entries = Vec<(String, TensorDescriptor)>;
+
 /// A container of the given entries (empty payloads), finished.
 fn container(entries: &[(String, TensorDescriptor)]) -> Vec<u8> {
     let mut w = FileWriter::new(Vec::new(), FileWriterOptions::default()).unwrap();
@@ -795,11 +798,16 @@ fn container_composite_structure_is_checked_from_the_index() {
     w.finish().unwrap();
     check(&w.into_transport()).unwrap();
 
-    let e = |s: &str| (s.to_string(), TensorDescriptor::dense(ElementType::Bool, Shape::new(vec![0]).unwrap()).unwrap());
+    let e =
+        |s: &str| (s.to_string(), TensorDescriptor::dense(ElementType::Bool, Shape::new(vec![0]).unwrap()).unwrap());
     let head3 = ("x".to_string(), head_at(&roles(&["a", "b", "c"]), 0, 0));
     let member = |name: &str, depth, index| (name.to_string(), leaf_member(depth, index));
-    let cases: Vec<(&str, Vec<(String, TensorDescriptor)>, &str)> = vec![
-        ("3 promised, 1 stored", vec![head3.clone(), member("x/a", 1, 0), e("y")], "\"x/b\" of composite \"x\" is missing"),
+    let cases: Vec<(&str, Entries, &str)> = vec![
+        (
+            "3 promised, 1 stored",
+            vec![head3.clone(), member("x/a", 1, 0), e("y")],
+            "\"x/b\" of composite \"x\" is missing",
+        ),
         (
             "a member at the wrong index",
             vec![head3.clone(), member("x/a", 1, 0), member("x/b", 1, 2), member("x/c", 1, 2)],
