@@ -231,6 +231,8 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
      * own their native entry themselves (freed by the garbage collector).
      */
     private final NativeFileEntry.Owned ownedEntries = new NativeFileEntry.Owned(ENTRY_CACHE_MAX);
+    /** Entries handed out that own their native entry (beyond {@link #ownedEntries}), for {@link #retainedNativeEntries()}. */
+    private final AtomicInteger detachedOwn = new AtomicInteger();
 
     private HurrayFile(NativeFileReader reader, Mapping mapping, TensorScope scope, String source) {
         this.reader = reader;
@@ -853,11 +855,7 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
         return ownedEntries.size() + detachedOwn.get();
     }
 
-    /** Entries handed out that own their native entry (beyond {@link #ownedEntries}). */
-    private final AtomicInteger detachedOwn = new AtomicInteger();
-
     /** The entry for native entry {@code raw}, which this takes over (see {@link #ownedEntries}). */
-
     private FileEntry toEntry(MemorySegment raw) throws HurrayException {
         long index;
         try {
