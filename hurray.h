@@ -1211,6 +1211,18 @@ HurrayStatus hurray_file_reader_read_composite(struct HurrayFileReader *reader,
                                                size_t name_len,
                                                struct HurrayComposite **out_composite);
 
+// Checks the composite structure of the whole container from its index, reading no payload
+// (docs/spec/hrryfile.md §2 Composites): every top-level head's members are present under
+// `name/role_i` at the right depth and index (recursively), no composite holds more than
+// 65,536 descriptors, and every entry marked as a member (depth ≥ 1) belongs to a composite.
+// `hurray_file_reader_verify` runs the same check. Costs one entry read per entry (none with
+// a loaded index) and one lookup per member. Errors: `CORRUPT` (the message names the entry),
+// `LIMIT_EXCEEDED`, and those of `hurray_file_reader_entry`. Added within ABI 4.
+//
+// # Safety
+// `reader` live.
+HurrayStatus hurray_file_reader_check_composites(struct HurrayFileReader *reader);
+
 // Makes a context holding a copy of `descriptor_bytes[0..descriptor_len]` (validated as a
 // descriptor when non-empty; empty is allowed), the producer's `abi_version`, and an opaque
 // `owner` released by `owner_release` exactly once at destroy (not if this call fails).
@@ -2312,14 +2324,17 @@ HurrayStatus hurray_file_reader_metadata_find(struct HurrayFileReader *reader,
 // every entry and record, strict name order (no duplicates), every descriptor against its
 // payload lengths and alignments, payload ranges, that no two payloads overlap, and that
 // every padding byte of the payload area (after the header, between payloads, before the
-// index) is zero. Loads index plus metadata in one range unless loaded at open
+// index) is zero, and the composite structure (`hurray_file_reader_check_composites`). Loads
+// index plus metadata in one range unless loaded at open
 // (`LIMIT_EXCEEDED` above `max_index_bytes`). Reads no payload; reads the padding through
 // `read_at` in chunks of at most 64 KiB (a span reader scans it in place). A lazily opened
 // reader checks each entry only when it is used, and no read checks padding; call this to
 // check everything up front.
 //
 // Errors: those of `hurray_file_reader_open` and `hurray_file_reader_entry`;
-// `HURRAY_ERR_CORRUPT` for a non-zero padding byte (the message names its offset).
+// `HURRAY_ERR_CORRUPT` for a non-zero padding byte (the message names its offset) or a
+// malformed composite (the message names the entry); `HURRAY_ERR_LIMIT_EXCEEDED` for a
+// composite of more than 65,536 descriptors.
 //
 // # Safety
 // `reader` live.

@@ -564,17 +564,22 @@ pub fn read_composite<R: ReadAt>(r: &mut FileReader<R>, name: &str) -> Result<Co
         bail!(InvalidArgument, "{name:?} is not a top-level composite");
     }
     let mut count = 1;
-    read_members(r, e.descriptor().clone(), name, &mut count)
+    read_members(r, e.descriptor().clone(), name, &mut count, true)
 }
 
+/// Finds every member of `head` (stored under `path`) by name and checks that it is in place
+/// (depth and index); with `read`, reads each tensor member (payloads and indices checked) into
+/// the returned composite, else its member list stays empty (an index-only check). `count`
+/// counts descriptors, heads included.
 fn read_members<R: ReadAt>(
     r: &mut FileReader<R>,
     head: TensorDescriptor,
     path: &str,
     count: &mut usize,
+    read: bool,
 ) -> Result<Composite> {
     let info = head.composite().expect("head").clone();
-    let mut members = Vec::with_capacity(info.roles().len());
+    let mut members = Vec::with_capacity(if read { info.roles().len() } else { 0 });
     for (i, role) in info.roles().iter().enumerate() {
         *count += 1;
         if *count > MAX_COMPOSITE_TENSORS {
@@ -589,10 +594,65 @@ fn read_members<R: ReadAt>(
             bail!(Corrupt, "entry {child:?} is not member {i} of composite {path:?}");
         }
         if e.descriptor().is_composite_head() {
-            members.push(Item::Composite(read_members(r, e.descriptor().clone(), &child, count)?));
-        } else {
+            let nested = read_members(r, e.descriptor().clone(), &child, count, read)?;
+            if read {
+                members.push(Item::Composite(nested));
+            }
+        } else if read {
             members.push(Item::Tensor(r.read_tensor(&e)?));
         }
     }
     Ok(Composite { head, members })
+}
+
+/// Checks the composite structure of a whole container from its index, reading no payload
+/// (docs/spec/hrryfile.md §2): every top-level head's members are stored under `name/role_i`
+/// at the head's depth + 1 and index *i*, recursively; no top-level composite holds more than
+/// [`MAX_COMPOSITE_TENSORS`] descriptors; and every entry that says it is a member (depth ≥ 1)
+/// is reached that way from some top-level head. Costs one entry read per entry and one
+/// lookup per member. Errors: `Corrupt` (a member missing, out of place, or belonging to no
+/// composite), `LimitExceeded`, and the failures of reading the index.
+pub fn check_container<R: ReadAt>(r: &mut FileReader<R>) -> Result<()> {
+    let mut members = 0u64;
+    let mut reached = 0u64;
+    for i in 0..r.entry_count() {
+        let e = r.entry(i)?;
+        let Some(c) = e.descriptor().composite() else { continue };
+        if c.depth() > 0 {
+            members += 1;
+            continue;
+        }
+        let mut count = 1;
+        read_members(r, e.descriptor().clone(), e.name(), &mut count, false)?;
+        reached += count as u64 - 1;
+    }
+    if members == reached {
+        return Ok(());
+    }
+    // Some member belongs to no composite: a second pass names the first one.
+    for i in 0..r.entry_count() {
+        let e = r.entry(i)?;
+        let Some(c) = e.descriptor().composite().filter(|c| c.depth() > 0) else { continue };
+        let parent = e.name().rsplit_once('/');
+        let listed = match parent {
+            Some((p, role)) => match r.find(p.as_bytes())? {
+                Some(h) => h.descriptor().composite().is_some_and(|hc| {
+                    hc.depth() + 1 == c.depth() && hc.roles().get(c.index() as usize).is_some_and(|r| r == role)
+                }),
+                None => false,
+            },
+            None => false,
+        };
+        if !listed {
+            bail!(
+                Corrupt,
+                "entry {:?} is marked as member {} at depth {} of a composite, but no composite head lists it",
+                e.name(),
+                c.index(),
+                c.depth()
+            );
+        }
+    }
+    // Every member is listed by its parent, so some parent chain does not reach depth 0.
+    bail!(Corrupt, "{} composite members are not reached from any top-level composite", members - reached)
 }

@@ -714,3 +714,111 @@ fn the_v2_golden_stream_is_what_the_code_writes() {
     let committed = std::fs::read(&path).expect("committed golden stream (regenerate with HURRAY_REGEN_GOLDEN=1)");
     assert!(committed == bytes, "src/golden/stream_v2_sparse_composite.hrry differs from what the code writes");
 }
+
+/// A head listing `roles`, at `depth` and `index` (a nested head when depth > 0).
+fn head_at(roles: &[String], depth: u16, index: u32) -> TensorDescriptor {
+    let h = composite::head_descriptor(None, roles.to_vec()).unwrap();
+    let info = h.composite().unwrap().clone().at(depth, index);
+    h.with_composite(Some(info)).unwrap()
+}
+
+/// An empty bool tensor stamped as member `index` at `depth`.
+fn leaf_member(depth: u16, index: u32) -> TensorDescriptor {
+    let t = TensorDescriptor::dense(ElementType::Bool, Shape::new(vec![0]).unwrap()).unwrap();
+    t.with_composite(Some(composite::CompositeInfo::member(depth, index))).unwrap()
+}
+
+fn roles(names: &[&str]) -> Vec<String> {
+    names.iter().map(|r| r.to_string()).collect()
+}
+
+/// A composite of 1 + 1,024 + 1,024 × 64 = 66,561 descriptors: a head of 1,024 nested heads of
+/// 64 members each, in preorder, each with its container path.
+fn oversized_composite() -> Vec<(String, TensorDescriptor)> {
+    let outer: Vec<String> = (0..1024).map(|i| format!("m{i}")).collect();
+    let inner: Vec<String> = (0..64).map(|i| format!("l{i}")).collect();
+    let mut out = Vec::with_capacity(66_561);
+    out.push(("big".to_string(), head_at(&outer, 0, 0)));
+    for (i, r) in outer.iter().enumerate() {
+        out.push((format!("big/{r}"), head_at(&inner, 1, i as u32)));
+        for (j, l) in inner.iter().enumerate() {
+            out.push((format!("big/{r}/{l}"), leaf_member(2, j as u32)));
+        }
+    }
+    assert_eq!(out.len(), 66_561);
+    out
+}
+
+#[test]
+fn an_item_of_66561_descriptors_exceeds_the_limit_in_the_item_view() {
+    let frames: Vec<Vec<u8>> = oversized_composite().into_iter().map(|(_, d)| d.encode().unwrap()).collect();
+    let s = write_frames(&frames);
+    let mut r = StreamReader::new(SliceSource::new(&s, 1 << 16), ReaderOptions::default()).unwrap();
+    let e = ItemReader::new().next_item(&mut r).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::LimitExceeded, "{}", e.message());
+}
+
+/// Named descriptors to store in a container.
+type Entries = Vec<(String, TensorDescriptor)>;
+
+/// A container of the given entries (empty payloads), finished.
+fn container(entries: &[(String, TensorDescriptor)]) -> Vec<u8> {
+    let mut w = FileWriter::new(Vec::new(), FileWriterOptions::default()).unwrap();
+    for (name, d) in entries {
+        let d = d.clone().with_name(name.clone()).unwrap();
+        let payloads: Vec<&[u8]> = d.buffers().iter().map(|_| &[][..]).collect();
+        w.add_tensor(&d, &payloads).unwrap();
+    }
+    w.finish().unwrap();
+    w.into_transport()
+}
+
+fn check(bytes: &[u8]) -> hurray_core::Result<()> {
+    let mut r = FileReader::open(Span::new(bytes), FileReaderOptions::default()).unwrap();
+    composite::check_container(&mut r)
+}
+
+#[test]
+fn container_composite_structure_is_checked_from_the_index() {
+    let f = fixture();
+    // A well-formed nested composite and a plain tensor pass.
+    let mut w = FileWriter::new(Vec::new(), FileWriterOptions::default()).unwrap();
+    composite::add_composite(&mut w, &layer_spec(&f)).unwrap();
+    w.finish().unwrap();
+    check(&w.into_transport()).unwrap();
+
+    let e =
+        |s: &str| (s.to_string(), TensorDescriptor::dense(ElementType::Bool, Shape::new(vec![0]).unwrap()).unwrap());
+    let head3 = ("x".to_string(), head_at(&roles(&["a", "b", "c"]), 0, 0));
+    let member = |name: &str, depth, index| (name.to_string(), leaf_member(depth, index));
+    let cases: Vec<(&str, Entries, &str)> = vec![
+        (
+            "3 promised, 1 stored",
+            vec![head3.clone(), member("x/a", 1, 0), e("y")],
+            "\"x/b\" of composite \"x\" is missing",
+        ),
+        (
+            "a member at the wrong index",
+            vec![head3.clone(), member("x/a", 1, 0), member("x/b", 1, 2), member("x/c", 1, 2)],
+            "\"x/b\" is not member 1",
+        ),
+        (
+            "a member at the wrong depth",
+            vec![head3.clone(), member("x/a", 1, 0), member("x/b", 2, 1), member("x/c", 1, 2)],
+            "\"x/b\" is not member 1",
+        ),
+        (
+            "a member of no composite",
+            vec![head3.clone(), member("x/a", 1, 0), member("x/b", 1, 1), member("x/c", 1, 2), member("x/d", 1, 3)],
+            "\"x/d\" is marked as member 3",
+        ),
+        ("an orphan without a head", vec![e("plain"), member("lone/w", 1, 0)], "\"lone/w\""),
+    ];
+    for (what, entries, msg) in cases {
+        let err = check(&container(&entries)).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Corrupt, "{what}: {}", err.message());
+        assert!(err.message().contains(msg), "{what}: {}", err.message());
+    }
+    let err = check(&container(&oversized_composite())).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::LimitExceeded, "{}", err.message());
+}

@@ -531,3 +531,29 @@ pub unsafe extern "C" fn hurray_file_reader_read_composite(
         Ok(HURRAY_OK)
     })
 }
+
+/// Checks the composite structure of the whole container from its index, reading no payload
+/// (docs/spec/hrryfile.md §2 Composites): every top-level head's members are present under
+/// `name/role_i` at the right depth and index (recursively), no composite holds more than
+/// 65,536 descriptors, and every entry marked as a member (depth ≥ 1) belongs to a composite.
+/// `hurray_file_reader_verify` runs the same check. Costs one entry read per entry (none with
+/// a loaded index) and one lookup per member. Errors: `CORRUPT` (the message names the entry),
+/// `LIMIT_EXCEEDED`, and those of `hurray_file_reader_entry`. Added within ABI 4.
+///
+/// # Safety
+/// `reader` live.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_file_reader_check_composites(reader: *mut HurrayFileReader) -> HurrayStatus {
+    guard("hurray_file_reader_check_composites", || {
+        // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
+        let r = unsafe { handle::inner_mut(reader, "reader")? };
+        match r {
+            ReaderInner::Io(x) => composite::check_container(x)?,
+            ReaderInner::Span(x) => composite::check_container(x)?,
+            ReaderInner::Path(x) => composite::check_container(x)?,
+            ReaderInner::Mapped { reader: x, .. } => composite::check_container(x)?,
+        }
+        Ok(HURRAY_OK)
+    })
+}

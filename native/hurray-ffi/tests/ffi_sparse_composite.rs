@@ -259,6 +259,8 @@ fn a_composite_is_found_by_name_in_a_container_through_the_c_abi() {
         expect(hurray_file_reader_read_composite(r, b"layer/weight".as_ptr(), 12, &mut c), HURRAY_ERR_INVALID_ARGUMENT);
         expect(hurray_file_reader_read_composite(r, b"nope".as_ptr(), 4, &mut c), HURRAY_ERR_NOT_FOUND);
         assert!(c.is_null());
+        expect(hurray_file_reader_check_composites(r), HURRAY_OK);
+        expect(hurray_file_reader_verify(r), HURRAY_OK);
         expect(hurray_file_reader_destroy(&mut r), HURRAY_OK);
         expect(hurray_descriptor_destroy(d), HURRAY_OK);
     }
@@ -297,5 +299,30 @@ fn hostile_sparse_tensors_are_refused_through_the_c_abi() {
         expect(hurray_descriptor_builder_build(bl, &mut out), HURRAY_ERR_INVALID_ARGUMENT);
         expect(hurray_descriptor_builder_destroy(&mut bl), HURRAY_OK);
         expect(hurray_descriptor_destroy(d), HURRAY_OK);
+    }
+}
+
+#[test]
+fn a_container_composite_missing_a_member_fails_the_structure_check_and_verify() {
+    use hurray_core::composite::{head_descriptor, CompositeInfo};
+    use hurray_core::{ElementType, FileWriter, FileWriterOptions, Shape, TensorDescriptor};
+    // Head "x" lists two members; only "x/a" is stored.
+    let mut w = FileWriter::new(Vec::new(), FileWriterOptions::default()).unwrap();
+    let head = head_descriptor(Some("x"), vec!["a".into(), "b".into()]).unwrap();
+    w.add_tensor(&head, &[]).unwrap();
+    let a = TensorDescriptor::dense(ElementType::Uint8, Shape::new(vec![1]).unwrap()).unwrap();
+    let a = a.with_composite(Some(CompositeInfo::member(1, 0))).unwrap().with_name("x/a").unwrap();
+    w.add_tensor(&a, &[&[7]]).unwrap();
+    w.finish().unwrap();
+    let bytes = w.into_transport();
+    // SAFETY: `bytes` outlives the reader made and destroyed here.
+    unsafe {
+        let mut r = null_mut();
+        expect(hurray_file_reader_open_span(bytes.as_ptr().cast(), bytes.len() as u64, null(), &mut r), HURRAY_OK);
+        expect(hurray_file_reader_check_composites(r), HURRAY_ERR_CORRUPT);
+        assert!(last_error().contains("\"x/b\""), "{}", last_error());
+        expect(hurray_file_reader_verify(r), HURRAY_ERR_CORRUPT);
+        expect(hurray_file_reader_destroy(&mut r), HURRAY_OK);
+        expect(hurray_file_reader_check_composites(null_mut()), HURRAY_ERR_NULL_POINTER);
     }
 }

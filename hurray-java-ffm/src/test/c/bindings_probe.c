@@ -590,6 +590,11 @@ int main(void) {
   KIND(size_t);
   KIND(struct HurrayComposite **);
   printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_file_reader_check_composites), HurrayStatus (*)(struct HurrayFileReader *)), "hurray_file_reader_check_composites: signature differs from the AST");
+  printf("func hurray_file_reader_check_composites");
+  KIND(HurrayStatus);
+  KIND(struct HurrayFileReader *);
+  printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_tensor_context_new), HurrayStatus (*)(uint32_t, const uint8_t *, uint64_t, void *, HurrayOwnerReleaseFn, struct HurrayTensorContext **)), "hurray_tensor_context_new: signature differs from the AST");
   printf("func hurray_tensor_context_new");
   KIND(HurrayStatus);

@@ -843,14 +843,17 @@ pub unsafe extern "C" fn hurray_file_reader_metadata_find(
 /// every entry and record, strict name order (no duplicates), every descriptor against its
 /// payload lengths and alignments, payload ranges, that no two payloads overlap, and that
 /// every padding byte of the payload area (after the header, between payloads, before the
-/// index) is zero. Loads index plus metadata in one range unless loaded at open
+/// index) is zero, and the composite structure (`hurray_file_reader_check_composites`). Loads
+/// index plus metadata in one range unless loaded at open
 /// (`LIMIT_EXCEEDED` above `max_index_bytes`). Reads no payload; reads the padding through
 /// `read_at` in chunks of at most 64 KiB (a span reader scans it in place). A lazily opened
 /// reader checks each entry only when it is used, and no read checks padding; call this to
 /// check everything up front.
 ///
 /// Errors: those of `hurray_file_reader_open` and `hurray_file_reader_entry`;
-/// `HURRAY_ERR_CORRUPT` for a non-zero padding byte (the message names its offset).
+/// `HURRAY_ERR_CORRUPT` for a non-zero padding byte (the message names its offset) or a
+/// malformed composite (the message names the entry); `HURRAY_ERR_LIMIT_EXCEEDED` for a
+/// composite of more than 65,536 descriptors.
 ///
 /// # Safety
 /// `reader` live.
@@ -861,6 +864,7 @@ pub unsafe extern "C" fn hurray_file_reader_verify(reader: *mut HurrayFileReader
         // rejects NULL and dead handles.
         let inner = unsafe { handle::inner_mut(reader, "reader")? };
         with_reader!(inner, |r| r.verify())?;
+        with_reader!(inner, |r| hurray_core::composite::check_container(r))?;
         Ok(HURRAY_OK)
     })
 }

@@ -12,12 +12,14 @@ import java.util.Objects;
  * <p>Obtained from {@link HurrayFile#entry(String)}, {@link HurrayFile#entry(long)},
  * {@link HurrayFile#entries()} or by iterating a {@link HurrayFile}; read its tensor with
  * {@link HurrayFile#read(FileEntry)}. An entry is an immutable value that needs no closing and
- * may be kept after its file is closed (its fields stay readable); it refers to a small native
- * copy of the index entry, so that reading its tensor costs no further index reads. That copy
- * is freed when the file closes (for the first 65,536 distinct entries a file hands out; a
- * file returns the same {@code FileEntry} for an index again) or by the garbage collector
- * (beyond those). Only the file that returned it can read its tensor, and only while open.
- * Thread-safe.
+ * may be kept after its file is closed (its fields stay readable). An entry looked up with
+ * {@code entry(…)} refers to a small native copy of the index entry, so that reading its
+ * tensor costs no further index reads. That copy is freed when the file closes (for the first
+ * 65,536 distinct entries a file hands out; a file returns the same {@code FileEntry} for an
+ * index again) or by the garbage collector (beyond those). A <em>listed</em> entry (from
+ * iteration, {@link HurrayFile#stream()} or {@link HurrayFile#entries()}) holds no native
+ * memory: reading its tensor finds the index entry again. Only the file that returned it can
+ * read its tensor, and only while open. Thread-safe.
  */
 public final class FileEntry {
     /**
@@ -59,7 +61,10 @@ public final class FileEntry {
         return file;
     }
 
-    /** The native entry ({@code HurrayFileEntry*}); valid while its file is open (see the class comment). */
+    /**
+     * The native entry ({@code HurrayFileEntry*}), valid while its file is open (see the class
+     * comment), or null for a listed entry.
+     */
     MemorySegment handle() {
         return handle;
     }

@@ -230,6 +230,8 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
      * own their native entry themselves (freed by the garbage collector).
      */
     private final NativeFileEntry.Owned ownedEntries = new NativeFileEntry.Owned(ENTRY_CACHE_MAX);
+    /** Entries handed out that own their native entry (beyond {@link #ownedEntries}), for {@link #retainedNativeEntries()}. */
+    private final AtomicInteger detachedOwn = new AtomicInteger();
 
     private HurrayFile(NativeFileReader reader, Mapping mapping, TensorScope scope, String source) {
         this.reader = reader;
@@ -611,7 +613,8 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
 
     /**
      * Every entry in name order (the whole index, no payload): {@link #count()} entries, each
-     * costing two small reads when the index was not loaded at open.
+     * costing two small reads when the index was not loaded at open. The entries are
+     * <em>listed</em> ones (see {@link #iterator()}): they hold no native memory.
      */
     public List<FileEntry> entries() throws HurrayException {
         guard.enter();
@@ -619,7 +622,7 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
             long n = reader.count();
             List<FileEntry> out = new ArrayList<>((int) Math.min(n, Integer.MAX_VALUE - 8));
             for (long i = 0; i < n; i++) {
-                out.add(entryAt(i));
+                out.add(listedEntryAt(i));
             }
             return Collections.unmodifiableList(out);
         } finally {
@@ -628,9 +631,59 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
     }
 
     /**
-     * Iterates the entries in name order, reading each when it is reached (no payload). A
-     * failure is thrown from {@code hasNext()}/{@code next()} as an {@link UncheckedIOException}
-     * whose cause is the {@link HurrayException}.
+     * The index as a list in name order, read on demand: {@code get(i)} reads entry {@code i}
+     * when called (a listed entry, see {@link #iterator()}: no native memory kept; two small
+     * reads when the index was not loaded at open) and {@code size()} is {@link #count()}.
+     * Nothing is read or kept up front, so a container of a million entries can be sorted,
+     * scanned or listed at the cost of the entries the caller keeps. The view is valid while
+     * the file is open (then {@link IllegalStateException}) and follows the file's thread
+     * rule; a failed read is an {@link UncheckedIOException} whose cause is the
+     * {@link HurrayException}.
+     *
+     * @throws HurrayException {@link Status#LIMIT_EXCEEDED} for more than
+     *     {@link Integer#MAX_VALUE} entries (use {@link #entry(long)})
+     */
+    public List<FileEntry> index() throws HurrayException {
+        long n = count();
+        if (n > Integer.MAX_VALUE) {
+            throw new HurrayException(Status.LIMIT_EXCEEDED, n + " entries do not fit a List; use entry(long)", null);
+        }
+        int size = (int) n;
+        return new IndexView(size);
+    }
+
+    /** {@link #index()}. */
+    private final class IndexView extends java.util.AbstractList<FileEntry> implements java.util.RandomAccess {
+        private final int size;
+
+        IndexView(int size) {
+            this.size = size;
+        }
+
+        @Override
+        public FileEntry get(int i) {
+            Objects.checkIndex(i, size);
+            try {
+                return listedEntry(i);
+            } catch (HurrayException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+
+        @Override
+        public int size() {
+            return size;
+        }
+    }
+
+    /**
+     * Iterates the entries in name order, reading each when it is reached (no payload). Listed
+     * entries hold no native memory: each entry's native copy is freed as soon as its fields
+     * are read, so iterating a container of a million entries costs the Java objects of the
+     * entries the caller keeps, nothing per entry it drops. Reading the tensor of a listed
+     * entry ({@link #read(FileEntry)}) finds its index entry again: no read with a loaded
+     * index, two small ones otherwise. A failure is thrown from {@code hasNext()}/{@code next()}
+     * as an {@link UncheckedIOException} whose cause is the {@link HurrayException}.
      */
     @Override
     public Iterator<FileEntry> iterator() {
@@ -656,7 +709,7 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
                     throw new NoSuchElementException("no more entries");
                 }
                 try {
-                    FileEntry e = entry(next);
+                    FileEntry e = listedEntry(next);
                     next++;
                     return e;
                 } catch (HurrayException e) {
@@ -721,7 +774,16 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
         requireMine(entry);
         guard.enter();
         try {
-            return readLocked(entry.handle(), entry.descriptor());
+            MemorySegment h = entry.handle();
+            if (h != null) {
+                return readLocked(h, entry.descriptor());
+            }
+            h = reader.entry(entry.index());
+            try {
+                return readLocked(h, entry.descriptor());
+            } finally {
+                NativeFileEntry.destroy(h); // the tensor does not borrow its entry
+            }
         } finally {
             guard.exit();
         }
@@ -757,7 +819,16 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
         }
         guard.enter();
         try {
-            return reader.readBufferInto(entry.handle(), buffer, dst);
+            MemorySegment h = entry.handle();
+            if (h != null) {
+                return reader.readBufferInto(h, buffer, dst);
+            }
+            h = reader.entry(entry.index());
+            try {
+                return reader.readBufferInto(h, buffer, dst);
+            } finally {
+                NativeFileEntry.destroy(h);
+            }
         } finally {
             guard.exit();
         }
@@ -770,13 +841,49 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
         }
     }
 
-    /** The entry for native entry {@code raw}, which this takes over (see {@link #ownedEntries}). */
     /** Entry {@code index}: the one already made, else read from the native reader. */
     private FileEntry entryAt(long index) throws HurrayException {
         FileEntry known = entriesByIndex.get(index);
         return known != null ? known : toEntry(reader.entry(index));
     }
 
+    /** {@link #listedEntryAt} for a caller outside the guard. */
+    private FileEntry listedEntry(long index) throws HurrayException {
+        guard.enter();
+        try {
+            return listedEntryAt(index);
+        } finally {
+            guard.exit();
+        }
+    }
+
+    /**
+     * Entry {@code index} as a listed entry: the one already made, else one whose native copy
+     * is freed before this returns (its {@link FileEntry#handle()} is null; reads look the
+     * index entry up again).
+     */
+    private FileEntry listedEntryAt(long index) throws HurrayException {
+        FileEntry known = entriesByIndex.get(index);
+        if (known != null) {
+            return known;
+        }
+        MemorySegment raw = reader.entry(index);
+        try {
+            return toEntry(raw, null, index);
+        } finally {
+            NativeFileEntry.destroy(raw);
+        }
+    }
+
+    /**
+     * Native entries this file holds, plus those handed out to own their native entry (freed
+     * by the garbage collector): for tests of what listing costs.
+     */
+    int retainedNativeEntries() {
+        return ownedEntries.size() + detachedOwn.get();
+    }
+
+    /** The entry for native entry {@code raw}, which this takes over (see {@link #ownedEntries}). */
     private FileEntry toEntry(MemorySegment raw) throws HurrayException {
         long index;
         try {
@@ -791,14 +898,18 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
             return known;
         }
         boolean owned = ownedEntries.add(raw);
-        FileEntry e = toEntry(owned ? raw : NativeFileEntry.own(raw), index);
+        if (!owned) {
+            detachedOwn.incrementAndGet();
+        }
+        FileEntry e = toEntry(raw, owned ? raw : NativeFileEntry.own(raw), index);
         if (owned) {
             entriesByIndex.put(index, e);
         }
         return e;
     }
 
-    private FileEntry toEntry(MemorySegment h, long index) throws HurrayException {
+    /** An entry read from native entry {@code h}, keeping {@code handle} (null: a listed entry). */
+    private FileEntry toEntry(MemorySegment h, MemorySegment handle, long index) throws HurrayException {
         String name = NativeFileEntry.name(h);
         MemorySegment d = NativeFileEntry.descriptor(h);
         NativeDescriptor twin = NativeDescriptor.copyOf(NativeDescriptor.encodedView(d));
@@ -810,7 +921,7 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
             locations.add(new FileEntry.BufferLocation(l[0], l[1], (int) l[2],
                     (l[4] & NativeFileEntry.HAS_CRC) != 0, l[3]));
         }
-        return new FileEntry(this, h, index, name, descriptor, locations);
+        return new FileEntry(this, handle, index, name, descriptor, locations);
     }
 
     // ---------------------------------------------------------------- metadata, verify
@@ -855,7 +966,8 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
     /**
      * Checks the whole container now: first the index (docs/spec/hrryfile.md §3: index and
      * metadata checksums, every entry, record and descriptor, name order and uniqueness, payload
-     * lengths, ranges and alignment, and that no two payloads overlap), then every payload
+     * lengths, ranges and alignment, that no two payloads overlap, and the composite
+     * structure of {@link #checkComposites()}), then every payload
      * against its stored CRC32C and every sparse index or page table: each tensor is read by a
      * native reader that checks and freed at once. For a {@link #map mapped} file that is a
      * second reader over the same mapping with payload checks on, whatever
@@ -884,6 +996,26 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
             } else {
                 reader.readEveryTensor();
             }
+        } finally {
+            guard.exit();
+        }
+    }
+
+    /**
+     * Checks the structure of every composite in the container from its index, reading no
+     * payload (docs/spec/hrryfile.md §2): each top-level head's members are stored under
+     * {@code name/role} at the right depth and index, recursively; no composite holds more
+     * than 65,536 descriptors; and every entry marked as a member belongs to a composite.
+     * {@link #verify()} includes this check. Costs one entry read per entry (none with a
+     * loaded index) and one lookup per member, and keeps nothing.
+     *
+     * @throws HurrayException {@link Status#CORRUPT} naming the first bad entry,
+     *     {@link Status#LIMIT_EXCEEDED}, or a failure of reading the index
+     */
+    public void checkComposites() throws HurrayException {
+        guard.enter();
+        try {
+            reader.checkComposites();
         } finally {
             guard.exit();
         }

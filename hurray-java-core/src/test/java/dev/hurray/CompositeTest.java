@@ -157,4 +157,35 @@ class CompositeTest {
             assertEquals(Status.TRUNCATED, assertThrows(HurrayException.class, r::nextItem).status());
         }
     }
+
+    /** A container whose composite head promises a member that is not stored: refused by the index-only check and verify. */
+    @Test
+    void aContainerCompositeMissingAMemberFailsTheStructureCheck(@TempDir Path dir) throws Exception {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        try (Tensor w = csr(); Writer writer = Writer.of(out)) {
+            writer.write(Composite.builder("x").add("a", w).add("b", w));
+        }
+        Path file = dir.resolve("bad.hrry");
+        try (Reader r = Reader.of(out.toByteArray()); Tensor head = r.read(); Tensor a = r.read();
+             HurrayFileWriter fw = HurrayFile.create(file)) {
+            fw.add(head.descriptor().withName("x"));
+            fw.add(a.descriptor().withName("x/a"), a.buffers().toArray(MemorySegment[]::new));
+            fw.finish();
+        }
+        try (HurrayFile f = HurrayFile.open(file)) {
+            HurrayException e = assertThrows(HurrayException.class, f::checkComposites);
+            assertEquals(Status.CORRUPT, e.status());
+            assertTrue(e.getMessage().contains("\"x/b\""), e.getMessage());
+            assertEquals(Status.CORRUPT, assertThrows(HurrayException.class, f::verify).status());
+        }
+        Path good = dir.resolve("good.hrry");
+        try (Tensor w = csr(); HurrayFileWriter fw = HurrayFile.create(good)) {
+            fw.add(layer(w, w));
+            fw.finish();
+        }
+        try (HurrayFile f = HurrayFile.open(good)) {
+            f.checkComposites();
+            f.verify();
+        }
+    }
 }

@@ -112,8 +112,35 @@ class HurrayFileScaleTest {
                     assertEquals((byte) (k % 251), t.buffer(0).get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0));
                 }
             }
-            assertSame(all.get(10), f.entry(10), "an owned entry is handed out again");
+            assertSame(f.entry(10), f.entry(10), "an owned entry is handed out again");
+            assertEquals(all.get(10), f.entry(10), "a listed entry equals the looked-up one");
             assertEquals(name(N - 1), f.entry(N - 1).name());
+        }
+    }
+
+    /**
+     * Listing keeps no native entry: a million-entry container must not cost a native index
+     * entry per tensor while it is listed (counted, not timed). Lookups by index still keep
+     * theirs, for repeated reads.
+     */
+    @Test
+    void listingTheIndexHoldsNoNativeEntry() throws IOException {
+        try (HurrayFile f = HurrayFile.open(path)) {
+            long n = 0;
+            for (FileEntry e : f) {
+                n++;
+                if (n == N / 2) {
+                    try (Tensor t = f.read(e)) { // a listed entry reads its tensor
+                        assertEquals((byte) ((N / 2 - 1) % 251), t.buffer(0).get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0));
+                    }
+                }
+            }
+            assertEquals(N, n);
+            assertEquals(N, f.stream().count());
+            assertEquals(N, f.entries().size());
+            assertEquals(0, f.retainedNativeEntries(), "iterate, stream and entries() keep no native entry");
+            f.entry(3);
+            assertEquals(1, f.retainedNativeEntries());
         }
     }
 }

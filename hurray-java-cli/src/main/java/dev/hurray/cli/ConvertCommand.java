@@ -51,18 +51,15 @@ final class ConvertCommand implements Callable<Integer> {
     @Parameters(index = "1", paramLabel = "OUT", description = "Output file (replaced atomically if it exists).")
     Path out;
 
-    @Option(names = "--from", paramLabel = "FORMAT", converter = FormatConverter.class,
-            completionCandidates = FormatNames.class, description = "Input format: ${COMPLETION-CANDIDATES}.")
-    Format from;
+    @Mixin
+    SharedOptions.From input;
 
     @Option(names = "--to", paramLabel = "FORMAT", converter = FormatConverter.class,
             completionCandidates = FormatNames.class, description = "Output format (default: from OUT's extension).")
     Format to;
 
-    @Option(names = "--dequantize",
-            description = "Compute the values of quantized tensors (float64, rounded once, as tfjs does) "
-                    + "instead of keeping the quantization.")
-    boolean dequantize;
+    @Mixin
+    SharedOptions.Dequantize dequantizing;
 
     @Option(names = "--safetensors-scale-suffix", paramLabel = "SUFFIX",
             description = "safetensors: the scales of an MX tensor W are the F8_E8M0 tensor W+SUFFIX (default: "
@@ -79,8 +76,8 @@ final class ConvertCommand implements Callable<Integer> {
                     + "a larger one is refused before anything is allocated.")
     long maxDenseBytes = dev.hurray.Tensor.DEFAULT_MAX_DENSE_BYTES;
 
-    @Option(names = "--compress", description = "npz: deflate entries (like np.savez_compressed).")
-    boolean compress;
+    @Mixin
+    SharedOptions.Compress npz;
 
     @Option(names = "--quantize", paramLabel = "KIND[:block=N][:axis=K]",
             description = {"Quantize float tensors in the native core: nf4, mxfp4, mxfp6_e2m3, mxfp6_e3m2, mxfp8_e4m3,",
@@ -94,7 +91,7 @@ final class ConvertCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws CliException {
-        Format inFormat = Inputs.format(in, from);
+        Format inFormat = Inputs.format(in, input.format);
         try {
             if (Files.exists(out) && Files.isSameFile(in, out)) {
                 throw new CliException(ExitCode.USAGE, "input and output are the same file: " + out);
@@ -125,7 +122,7 @@ final class ConvertCommand implements Callable<Integer> {
             return ExitCode.OK;
         }
         Quantize.Spec q = null;
-        if (quantize != null && dequantize) {
+        if (quantize != null && dequantizing.dequantize) {
             // Quantizing after dequantizing would only write the quantized values dequantized
             // again (lossy floats) to a format that cannot hold quantization.
             throw new CliException(ExitCode.USAGE, "--quantize and --dequantize contradict each other: pass one");
@@ -146,12 +143,12 @@ final class ConvertCommand implements Callable<Integer> {
         try (Source src = open(inFormat, st, err, terminal)) {
             Sink sink;
             try {
-                sink = Sinks.file(out, outFormat, compress, dequantize, st, null, this::warn);
+                sink = Sinks.file(out, outFormat, npz.compress, dequantizing.dequantize, st, null, this::warn);
             } catch (IOException e) {
                 throw Errors.writing(e, out);
             }
             Pipeline.Transform values = qs != null ? (item, scratch) -> Quantize.apply(item, scratch, qs)
-                    : dequantize ? Dequantize::apply : (item, scratch) -> item;
+                    : dequantizing.dequantize ? Dequantize::apply : (item, scratch) -> item;
             // The output is opened before the first tensor is read, so a target that cannot be
             // written is refused before any densify work.
             Pipeline.Transform dense = densify ? Densify.upTo(maxDenseBytes) : (item, scratch) -> item;
@@ -200,7 +197,7 @@ final class ConvertCommand implements Callable<Integer> {
             return SparseConvert.source(in);
         }
         try (Progress p = Progress.start(err, "reading", inFormat == Format.TFJS ? 0 : size, common.quiet, terminal)) {
-            return Inputs.open(in, inFormat, dequantize, st, p);
+            return Inputs.open(in, inFormat, dequantizing.dequantize, st, p);
         }
     }
 }

@@ -32,7 +32,8 @@ import picocli.CommandLine.Spec;
 /**
  * {@code hurray inspect FILE|-}: one row per tensor (name, dtype, shape, layout, quantization,
  * bytes, offset), or the same as JSON with {@code --json}. An HRRYFILE is listed from its index
- * alone (no payload is read); a stream (a {@code .hrrys} file, or stdin for {@code -}) has no
+ * alone (no payload is read), entry by entry as the index is read, so its size does not
+ * matter; a stream (a {@code .hrrys} file, or stdin for {@code -}) has no
  * index, so it is read through and its payloads discarded.
  *
  * <p>JSON shape: {@code {"file", "format", "tensor_count", "total_bytes", "metadata": {…},
@@ -68,10 +69,8 @@ final class InspectCommand implements Callable<Integer> {
     @Option(names = "--json", description = "Machine-readable output.")
     boolean json;
 
-    @Option(names = "--from", paramLabel = "FORMAT", converter = FormatConverter.class,
-            description = "Input format, when the content and name do not tell: ${COMPLETION-CANDIDATES}.",
-            completionCandidates = FormatNames.class)
-    Format from;
+    @Mixin
+    SharedOptions.From input;
 
     @Override
     public Integer call() throws CliException {
@@ -97,6 +96,8 @@ final class InspectCommand implements Callable<Integer> {
             out.flush();
         } catch (IOException e) {
             throw Errors.reading(e, name, null);
+        } catch (java.io.UncheckedIOException e) {
+            throw Errors.reading(e.getCause(), name, null); // from a lazily read index
         }
         return ExitCode.OK;
     }
@@ -110,7 +111,7 @@ final class InspectCommand implements Callable<Integer> {
             }
         }
         Path in = Path.of(file);
-        return Inputs.open(in, Inputs.format(in, from), false, null);
+        return Inputs.open(in, Inputs.format(in, input.format), false, null);
     }
 
     static long total(List<Entry> entries) {
@@ -182,12 +183,13 @@ final class InspectCommand implements Callable<Integer> {
             }
             out.println("  " + Errors.printable(e.getKey()) + " = " + v);
         }
-        List<String[]> rows = new ArrayList<>();
-        rows.add(new String[] {"NAME", "DTYPE", "SHAPE", "LAYOUT", "QUANTIZATION", "BYTES", "OFFSET"});
-        for (Entry t : entries) {
-            rows.add(new String[] {t.name(), t.elementType().formatName(), t.shapeString(), t.layout(),
-                    Entry.describe(t.quantization()), Long.toString(t.bytes()), t.offset() < 0 ? "-" : Long.toString(t.offset())});
-        }
+        // Rows are made as the table iterates them (twice: widths, then lines), never held:
+        // a container's entries are a view of its index.
+        String[] header = {"NAME", "DTYPE", "SHAPE", "LAYOUT", "QUANTIZATION", "BYTES", "OFFSET"};
+        Iterable<String[]> rows = () -> java.util.stream.Stream.concat(java.util.stream.Stream.<String[]>of(header),
+                entries.stream().map(t -> new String[] {t.name(), t.elementType().formatName(), t.shapeString(), t.layout(),
+                        Entry.describe(t.quantization()), Long.toString(t.bytes()),
+                        t.offset() < 0 ? "-" : Long.toString(t.offset())})).iterator();
         Table.print(out, rows, new boolean[] {false, false, false, false, false, true, true});
     }
 

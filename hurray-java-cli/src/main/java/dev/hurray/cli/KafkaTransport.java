@@ -211,6 +211,7 @@ final class KafkaTransport {
             if (item.name().equals(StreamMetadata.NAME)) {
                 throw new IOException("a tensor named '" + StreamMetadata.NAME + "' cannot be sent: the name marks file metadata");
             }
+            refuseComposite(item.descriptor(), target);
             try (Tensor t = view(item)) {
                 send(null, item.name().isEmpty() ? null : item.name(), t, null);
             }
@@ -422,6 +423,7 @@ final class KafkaTransport {
                     if (StreamMetadata.isMetadataItem(t.descriptor())) {
                         continue;   // each partition starts with a copy
                     }
+                    refuseComposite(t.descriptor(), target);
                     action.accept(new Item(t.descriptor(), t.buffers(), -1));
                     got++;
                 }
@@ -441,6 +443,19 @@ final class KafkaTransport {
             }
             pending.clear();
             consumer.close(Duration.ofSeconds(5));
+        }
+    }
+
+    /**
+     * Composites do not travel over Kafka: each tensor is its own record, and records of
+     * different partitions arrive in no set order, so a head and its members could not be kept
+     * together (docs/spec/stream.md §Composites). Refused on both sides.
+     */
+    static void refuseComposite(dev.hurray.TensorDescriptor d, Target target) throws IOException {
+        if (d.compositeMembership().isPresent()) {
+            throw new dev.hurray.formats.ForeignFormatException("'" + d.name().orElse("") + "' is part of a composite, which "
+                    + target + " cannot carry (one record per tensor, no order across partitions); send a file or a "
+                    + "stream instead");
         }
     }
 

@@ -4,7 +4,6 @@ import java.io.InputStream;
 import java.io.PrintWriter;
 import java.nio.charset.Charset;
 import picocli.CommandLine;
-import picocli.CommandLine.ParseResult;
 
 /**
  * Entry point of the {@code hurray} command. {@link #run} is the whole program, with its
@@ -85,7 +84,7 @@ public final class Main {
         });
         cl.setExecutionExceptionHandler((ex, cmd, parseResult) -> {
             PrintWriter e = cmd.getErr();
-            boolean verbose = matched(parseResult, "--verbose");
+            boolean verbose = verbose(cmd);
             int code;
             if (ex instanceof CliException c) {
                 e.println("hurray: error: " + Errors.oneLine(c.getMessage()));
@@ -107,13 +106,8 @@ public final class Main {
         return cl;
     }
 
-    /** Whether {@code option} was given to the command or any subcommand on the line. */
-    static boolean matched(ParseResult pr, String option) {
-        for (ParseResult p = pr; p != null; p = p.subcommand()) {
-            if (p.hasMatchedOption(option)) {
-                return true;
-            }
-        }
-        return false;
+    /** Whether the subcommand that failed was given {@code --verbose} ({@link CommonOptions#verbose}). */
+    static boolean verbose(CommandLine cmd) {
+        return cmd.getMixins().get("common") instanceof CommonOptions c && c.verbose;
     }
 }

@@ -74,11 +74,11 @@ final class RecvCommand implements Callable<Integer> {
             completionCandidates = FormatNames.class, description = "Output format (default: from the extension).")
     Format to;
 
-    @Option(names = "--dequantize", description = "Write the values of quantized tensors instead of their quantization.")
-    boolean dequantize;
+    @Mixin
+    SharedOptions.Dequantize dequantizing;
 
-    @Option(names = "--compress", description = "npz: deflate entries.")
-    boolean compress;
+    @Mixin
+    SharedOptions.Compress npz;
 
     @Option(names = "--timeout", paramLabel = "SECONDS", defaultValue = "0",
             description = "Give up when no connection arrives within this long (default: 0, wait forever).")
@@ -129,7 +129,7 @@ final class RecvCommand implements Callable<Integer> {
         }
         Sink sink;
         try {
-            sink = Sinks.file(out, format, compress, dequantize, null, this::warn);
+            sink = Sinks.file(out, format, npz.compress, dequantizing.dequantize, null, this::warn);
         } catch (IOException e) {
             throw Errors.writing(e, out);
         }
@@ -153,7 +153,7 @@ final class RecvCommand implements Callable<Integer> {
                 t0 = System.nanoTime();
                 try (StreamSource src = new StreamSource(reader(conn));
                      Progress p = Progress.start(err, "receiving", 0, common.quiet, terminal)) {
-                    stats = Pipeline.copy(src, sink, dequantize, p);
+                    stats = Pipeline.copy(src, sink, dequantizing.dequantize, p);
                 } catch (IOException e) {
                     if (idleTimeout > 0 && timedOut(e)) {
                         throw new CliException(ExitCode.IO_ERROR, "reading failed: stream from " + peer
@@ -178,7 +178,7 @@ final class RecvCommand implements Callable<Integer> {
         KafkaTransport.Target t = KafkaTransport.parse(from);
         Sink sink;
         try {
-            sink = Sinks.file(out, format, compress, dequantize, null, this::warn);
+            sink = Sinks.file(out, format, npz.compress, dequantizing.dequantize, null, this::warn);
         } catch (IOException e) {
             throw Errors.writing(e, out);
         }
@@ -187,7 +187,7 @@ final class RecvCommand implements Callable<Integer> {
             Pipeline.Stats stats;
             try (KafkaTransport.KafkaSource src = new KafkaTransport.KafkaSource(t, kafka, KafkaTransport.seconds(idleTimeout));
                  Progress p = Progress.start(err, "receiving", 0, common.quiet, terminal)) {
-                stats = Pipeline.copy(src, sink, dequantize, p);
+                stats = Pipeline.copy(src, sink, dequantizing.dequantize, p);
             } catch (IOException e) {
                 throw Errors.reading(e, t, out);
             }

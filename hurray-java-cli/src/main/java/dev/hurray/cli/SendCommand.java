@@ -50,12 +50,11 @@ final class SendCommand implements Callable<Integer> {
     @Parameters(index = "1", paramLabel = "FILE", description = "File whose tensors to send.")
     Path file;
 
-    @Option(names = "--from", paramLabel = "FORMAT", converter = FormatConverter.class,
-            completionCandidates = FormatNames.class, description = "Input format: ${COMPLETION-CANDIDATES}.")
-    Format from;
+    @Mixin
+    SharedOptions.From input;
 
-    @Option(names = "--dequantize", description = "Send the values of quantized tensors instead of their quantization.")
-    boolean dequantize;
+    @Mixin
+    SharedOptions.Dequantize dequantizing;
 
     @Option(names = "--connect-timeout", paramLabel = "SECONDS", defaultValue = "10",
             description = "Give up connecting after this long; a refused connection (nothing listening yet) is"
@@ -69,23 +68,23 @@ final class SendCommand implements Callable<Integer> {
         }
         if (KafkaTransport.isKafka(to)) {
             KafkaTransport.Target t = KafkaTransport.parse(to);
-            return sendToKafka(t, Inputs.format(file, from));
+            return sendToKafka(t, Inputs.format(file, input.format));
         }
         try {
             target = HostPort.parse(to);
         } catch (IllegalArgumentException e) {
             throw new CliException(ExitCode.USAGE, "HOST:PORT: " + e.getMessage());
         }
-        Format format = Inputs.format(file, from);
+        Format format = Inputs.format(file, input.format);
         PrintWriter err = spec.commandLine().getErr();
         boolean terminal = parent != null && parent.terminal();
-        try (Source src = Inputs.open(file, format, dequantize, null)) {
+        try (Source src = Inputs.open(file, format, dequantizing.dequantize, null)) {
             SocketChannel ch = connect();
             long t0 = System.nanoTime();
             Pipeline.Stats stats;
             try (StreamSink sink = StreamSink.toChannel(ch);
                  Progress p = Progress.start(err, "sending", src.totalBytes(), common.quiet, terminal)) {
-                stats = Pipeline.copy(src, sink, dequantize, p);
+                stats = Pipeline.copy(src, sink, dequantizing.dequantize, p);
             } catch (IOException e) {
                 throw Errors.reading(e, file, target);
             }
@@ -104,12 +103,12 @@ final class SendCommand implements Callable<Integer> {
     private int sendToKafka(KafkaTransport.Target t, Format format) throws CliException {
         PrintWriter err = spec.commandLine().getErr();
         boolean terminal = parent != null && parent.terminal();
-        try (Source src = Inputs.open(file, format, dequantize, null)) {
+        try (Source src = Inputs.open(file, format, dequantizing.dequantize, null)) {
             long t0 = System.nanoTime();
             Pipeline.Stats stats;
             try (KafkaTransport.KafkaSink sink = new KafkaTransport.KafkaSink(t, kafka, KafkaTransport.seconds(connectTimeout));
                  Progress p = Progress.start(err, "sending", src.totalBytes(), common.quiet, terminal)) {
-                stats = Pipeline.copy(src, sink, dequantize, p);
+                stats = Pipeline.copy(src, sink, dequantizing.dequantize, p);
             }
             long dt = System.nanoTime() - t0;
             if (!common.quiet) {

@@ -3,7 +3,6 @@ package dev.hurray.cli;
 import dev.hurray.FileEntry;
 import dev.hurray.FileReaderOptions;
 import dev.hurray.HurrayFile;
-import dev.hurray.Tensor;
 import dev.hurray.formats.ForeignModel;
 import dev.hurray.formats.ForeignTensor;
 import dev.hurray.formats.Format;
@@ -15,7 +14,6 @@ import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
-import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
@@ -26,11 +24,13 @@ import picocli.CommandLine.Spec;
  * <ul>
  *   <li>HRRYFILE: the native whole-index check ({@link HurrayFile#verify()}: header, trailer,
  *       index and metadata CRCs, every entry, record and descriptor, name order, payload
- *       ranges, alignment and overlaps), then every tensor read with its payload CRC32C
- *       checked. The file is read with positional reads, not memory-mapped, so a file that
- *       another process shortens meanwhile fails verification instead of crashing the JVM.</li>
+ *       ranges, alignment and overlaps, composite structure), and every tensor read once with
+ *       its payload CRC32C and indices checked. The file is read with positional reads, not
+ *       mapped, so another process shortening it is an error ({@code TRUNCATED}), not a
+ *       crash; each tensor is in memory only while it is checked.</li>
  *   <li>Stream file: every item read (frame and descriptor CRCs always, payload CRCs when the
- *       stream has them) up to an intact end-of-stream marker.</li>
+ *       stream has them) up to an intact end-of-stream marker, in the assembled view: every
+ *       composite's member count, depths and indices, and size.</li>
  *   <li>Foreign formats: the full validation their readers apply (offsets, sizes, dtypes;
  *       npz CRCs), every payload byte read.</li>
  * </ul>
@@ -48,13 +48,12 @@ final class VerifyCommand implements Callable<Integer> {
     @Parameters(index = "0", paramLabel = "FILE", description = "File to check.")
     Path file;
 
-    @Option(names = "--from", paramLabel = "FORMAT", converter = FormatConverter.class,
-            completionCandidates = FormatNames.class, description = "Input format: ${COMPLETION-CANDIDATES}.")
-    Format from;
+    @Mixin
+    SharedOptions.From input;
 
     @Override
     public Integer call() throws CliException {
-        Format format = Inputs.format(file, from);
+        Format format = Inputs.format(file, input.format);
         String summary;
         try {
             summary = switch (format) {
@@ -87,17 +86,12 @@ final class VerifyCommand implements Callable<Integer> {
         long bytes = 0;
         long checksummed = 0;
         long payloads = 0;
-        // Positional reads, not a map: a file shortened by another process while it is checked
-        // fails verification instead of crashing the JVM.
         try (HurrayFile f = HurrayFile.open(file, opts)) {
-            f.verify();
+            f.verify(); // reads and checks every tensor, so the counts below need no payload read
             int metadata = f.metadata().size();
-            for (long i = 0, n = f.count(); i < n; i++) {
-                FileEntry e = f.entry(i);
-                try (Tensor t = f.read(e)) {
-                    tensors++;
-                    bytes += t.buffers().totalBytes();
-                }
+            for (FileEntry e : f.index()) {
+                tensors++;
+                bytes += e.totalBytes();
                 for (FileEntry.BufferLocation b : e.buffers()) {
                     payloads++;
                     if (b.hasChecksum()) {
@@ -110,26 +104,16 @@ final class VerifyCommand implements Callable<Integer> {
         }
     }
 
+    /** Every item read in the assembled view, which checks composite structure as it goes. */
     private String verifyStream() throws IOException {
         long[] totals = new long[2];
+        long composites;
         try (StreamSource src = Inputs.stream(file)) {
             src.forEach(item -> {
                 totals[0]++;
                 totals[1] += item.bytes();
             });
-        }
-        // A second pass in the assembled view checks the composite structure: member counts,
-        // positions, nesting and size limits (docs/spec/c-abi.md §Sparse, paged and composite tensors).
-        long composites = 0;
-        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.READ);
-             dev.hurray.Reader r = dev.hurray.Reader.of(ch)) {
-            for (dev.hurray.Item next = r.nextItem(); next != null; next = r.nextItem()) {
-                try (dev.hurray.Item item = next) {
-                    if (item.isComposite()) {
-                        composites++;
-                    }
-                }
-            }
+            composites = src.composites();
         }
         return Units.count(totals[0], "tensor") + ", " + totals[1] + " bytes"
                 + (composites > 0 ? ", " + Units.count(composites, "composite") : "");

@@ -102,6 +102,17 @@ class KafkaCliTest {
         assertFalse(Files.exists(out2));
     }
 
+    /** A composite cannot keep its order over Kafka's partitions: send refuses it, nothing is half sent as a success. */
+    @Test
+    void aCompositeIsRefusedBySend() throws Exception {
+        Path in = tmp.resolve("composite.hrry");
+        try (Tensor t = Tensor.of(new float[] {1, 2}, 2); HurrayFileWriter w = HurrayFile.create(in)) {
+            w.add(dev.hurray.Composite.builder("layer").add("w", t).add("b", t));
+            w.finish();
+        }
+        CliTest.run("send", "kafka://" + bootstrap + "/composites", in.toString()).assertError(ExitCode.BAD_INPUT, "composite");
+    }
+
     @Test
     void badKafkaTargetsAreUsageErrors() {
         CliTest.run("send", "kafka://localhost:9092", "x.hrry").assertError(ExitCode.USAGE, "kafka://HOST:PORT/TOPIC");

@@ -55,6 +55,11 @@ public final class NativeFileEntry {
             this.capacity = capacity;
         }
 
+        /** How many entries are held now. */
+        public synchronized int size() {
+            return size;
+        }
+
         /** Takes {@code raw}; false (nothing taken) when full or already destroyed. */
         public synchronized boolean add(MemorySegment raw) {
             if (closed || size == capacity) {

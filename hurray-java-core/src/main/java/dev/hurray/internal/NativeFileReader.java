@@ -482,6 +482,13 @@ public final class NativeFileReader {
         call(hurray_h.hurray_file_reader_verify(h));
     }
 
+    /** Checks every composite's structure from the index ({@code hurray_file_reader_check_composites}). */
+    public void checkComposites() throws HurrayException {
+        MemorySegment h = live();
+        clear();
+        call(hurray_h.hurray_file_reader_check_composites(h));
+    }
+
     private static String utf8(MemorySegment p, long len) {
         return new String(copy(p, len), StandardCharsets.UTF_8);
     }

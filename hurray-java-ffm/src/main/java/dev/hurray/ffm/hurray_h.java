@@ -3493,6 +3493,76 @@ public final class hurray_h {
         }
     }
 
+    private static final class hurray_file_reader_check_composites {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_reader_check_composites");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_check_composites(struct HurrayFileReader *reader)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_reader_check_composites$descriptor() {
+        return hurray_file_reader_check_composites.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_check_composites(struct HurrayFileReader *reader)
+     * }
+     */
+    public static MethodHandle hurray_file_reader_check_composites$handle() {
+        NativeLibrary.requireSymbol(hurray_file_reader_check_composites.ADDR, "hurray_file_reader_check_composites");
+        return hurray_file_reader_check_composites.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_check_composites(struct HurrayFileReader *reader)
+     * }
+     */
+    public static MemorySegment hurray_file_reader_check_composites$address() {
+        return NativeLibrary.requireSymbol(hurray_file_reader_check_composites.ADDR, "hurray_file_reader_check_composites");
+    }
+
+    /**
+     * Checks the composite structure of the whole container from its index, reading no payload
+     * (docs/spec/hrryfile.md §2 Composites): every top-level head's members are present under
+     * <code>name/role_i</code> at the right depth and index (recursively), no composite holds more than
+     * 65,536 descriptors, and every entry marked as a member (depth ≥ 1) belongs to a composite.
+     * <code>hurray_file_reader_verify</code> runs the same check. Costs one entry read per entry (none with
+     * a loaded index) and one lookup per member. Errors: <code>CORRUPT</code> (the message names the entry),
+     * <code>LIMIT_EXCEEDED</code>, and those of <code>hurray_file_reader_entry</code>. Added within ABI 4.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>reader</code> live.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_check_composites(struct HurrayFileReader *reader)
+     * }
+     */
+    public static int hurray_file_reader_check_composites(MemorySegment reader) {
+        var mh$ = hurray_file_reader_check_composites.HANDLE;
+        if (hurray_file_reader_check_composites.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_reader_check_composites");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_reader_check_composites", reader);
+            }
+            return (int) mh$.invokeExact(reader);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static final class hurray_tensor_context_new {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
         static final MemorySegment ADDR = hurray_h.findOrNull("hurray_tensor_context_new");
@@ -10079,14 +10149,17 @@ public final class hurray_h {
      * every entry and record, strict name order (no duplicates), every descriptor against its
      * payload lengths and alignments, payload ranges, that no two payloads overlap, and that
      * every padding byte of the payload area (after the header, between payloads, before the
-     * index) is zero. Loads index plus metadata in one range unless loaded at open
+     * index) is zero, and the composite structure (<code>hurray_file_reader_check_composites</code>). Loads
+     * index plus metadata in one range unless loaded at open
      * (<code>LIMIT_EXCEEDED</code> above <code>max_index_bytes</code>). Reads no payload; reads the padding through
      * <code>read_at</code> in chunks of at most 64 KiB (a span reader scans it in place). A lazily opened
      * reader checks each entry only when it is used, and no read checks padding; call this to
      * check everything up front.
      * <p>
      * Errors: those of <code>hurray_file_reader_open</code> and <code>hurray_file_reader_entry</code>;
-     * <code>HURRAY_ERR_CORRUPT</code> for a non-zero padding byte (the message names its offset).
+     * <code>HURRAY_ERR_CORRUPT</code> for a non-zero padding byte (the message names its offset) or a
+     * malformed composite (the message names the entry); <code>HURRAY_ERR_LIMIT_EXCEEDED</code> for a
+     * composite of more than 65,536 descriptors.
      * <p>
      * <b>Safety</b><br>
      * <code>reader</code> live.

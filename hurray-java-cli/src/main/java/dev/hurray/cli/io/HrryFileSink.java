@@ -1,12 +1,19 @@
 package dev.hurray.cli.io;
 
+import dev.hurray.CompositeMembership;
 import dev.hurray.FileWriterOptions;
 import dev.hurray.HurrayFile;
 import dev.hurray.HurrayFileWriter;
+import dev.hurray.TensorDescriptor;
+import dev.hurray.formats.ForeignFormatException;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
+import java.util.ArrayDeque;
+import java.util.Deque;
+import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 
 /**
  * Writes an HRRYFILE container with {@link HurrayFile#create}: default writer options (payload
@@ -47,9 +54,42 @@ public final class HrryFileSink implements Sink {
         }
     }
 
+    /** A composite being added: its container path and its members' roles. */
+    private record Open(String path, List<String> roles) {
+    }
+
+    /** The composites being added, outermost first: element {@code k} is the head at depth {@code k}. */
+    private final Deque<Open> open = new ArrayDeque<>();
+
+    /**
+     * Adds {@code item}. A composite member is stored under its composite's path and its role,
+     * {@code head/role}, recursively ({@code layer0/kv/cache}; docs/spec/hrryfile.md §2), which
+     * is how a container finds it: the name it carried on a stream, if any, is not kept.
+     * Sources deliver composites whole and in preorder (checked), so the path follows from the
+     * member's depth and index. A top-level tensor or composite needs its own name.
+     */
     @Override
     public void accept(Item item) throws IOException {
-        writer.add(item.descriptor(), item.payloads().toArray(MemorySegment[]::new));
+        TensorDescriptor d = item.descriptor();
+        Optional<CompositeMembership> c = d.compositeMembership();
+        int depth = c.map(CompositeMembership::depth).orElse(0);
+        while (open.size() > depth) {
+            open.removeLast();
+        }
+        if (depth > 0) {
+            Open parent = open.peekLast();
+            if (parent == null || open.size() != depth || c.get().index() >= parent.roles().size()) {
+                throw new ForeignFormatException("composite member at depth " + depth + " arrived outside its composite");
+            }
+            d = d.withName(parent.path() + "/" + parent.roles().get((int) c.get().index()));
+        } else if (d.name().isEmpty()) {
+            throw new ForeignFormatException("a " + (c.isPresent() ? "composite" : "tensor") + " without a name cannot be "
+                    + "stored in an HRRYFILE (a container finds tensors and composites by name)");
+        }
+        if (c.isPresent() && c.get().isHead()) {
+            open.addLast(new Open(d.name().orElseThrow(), c.get().roles()));
+        }
+        writer.add(d, item.payloads().toArray(MemorySegment[]::new));
     }
 
     @Override

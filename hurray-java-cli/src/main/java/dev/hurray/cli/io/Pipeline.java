@@ -1,5 +1,6 @@
 package dev.hurray.cli.io;
 
+import dev.hurray.formats.ForeignFormatException;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.util.function.LongConsumer;
@@ -52,6 +53,13 @@ public final class Pipeline {
         source.forEach(item -> {
             try (Arena scratch = Arena.ofConfined()) {
                 Item it = transform.apply(item, scratch);
+                if (it != item && item.descriptor().compositeMembership().isPresent()
+                        && it.descriptor().compositeMembership().isEmpty()) {
+                    // A changed member would lose its place in its composite, and the output
+                    // would be a malformed composite (docs/spec/stream.md §Composites).
+                    throw new ForeignFormatException("tensor '" + item.name() + "' is a member of a composite; "
+                            + "--dequantize, --quantize and --densify change standalone tensors only");
+                }
                 try {
                     sink.accept(it);
                 } catch (IOException e) {
