@@ -34,7 +34,7 @@ for ((r = 0; r < rounds; r++)); do
     times[$impl]="${times[$impl]:-} $(( (t1 - t0) / 1000000 ))"
   done
 done
-median() { tr ' ' '\n' <<< "$1" | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+median() { tr ' ' '\n' <<< "$1" | awk 'NF' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 raw=$(median "${times[raw]}")
 dos=$(median "${times[dos]:-}")
 best=$raw

@@ -82,10 +82,6 @@ public final class Native {
      */
     static final MemorySegment EVERYTHING = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
 
-    static {
-        Prelink.start();
-    }
-
     private Native() {
     }
 
