@@ -1106,6 +1106,10 @@ fn null_pointers_destroy_rules_and_stale_handles() {
                 hurray_file_reader_metadata_find(r, k.as_ptr(), 4, &mut bp, null_mut()),
             ),
             ("hurray_file_reader_verify", hurray_file_reader_verify(null_mut())),
+            (
+                "hurray_file_reader_check_composites",
+                hurray_ffi::composite::hurray_file_reader_check_composites(null_mut()),
+            ),
             ("hurray_file_reader_set_buffer_pool_bytes", hurray_file_reader_set_buffer_pool_bytes(null_mut(), 1 << 20)),
             ("hurray_file_entry_index", hurray_file_entry_index(null(), &mut u)),
             ("hurray_file_entry_index", hurray_file_entry_index(e, null_mut())),
