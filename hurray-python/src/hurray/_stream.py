@@ -11,6 +11,8 @@ from __future__ import annotations
 import ctypes
 import os
 import socket
+import struct
+from collections import deque
 from ctypes import byref, c_size_t, c_void_p
 from typing import Any, Iterator, Optional, Union
 
@@ -24,11 +26,14 @@ from ._lib import (
     FIELDS_SAME_EXCEPT_NAME,
     NEED_INPUT,
     DecodeResult,
+    BufferSpec,
     DescriptorFields,
-    EncoderState,
+    DescriptorSpec,
+    EncodeBatchResult,
     HurrayError,
     IoSlice,
     ReaderOptions,
+    TensorSpec,
     WriterOptions,
     bytes_at,
     check,
@@ -42,6 +47,42 @@ DEFAULT_BUFFER_POOL_BYTES = 256 << 20
 _FIELDS_OFFSET = DecodeResult.fields.offset
 _PIECES = 16
 _READ_AHEAD = 64 * 1024  # the decoder's read-ahead (docs/spec/c-abi.md §Decoders and encoders)
+# Payloads up to this size are copied into the writer's batch area and staged together, one
+# hurray_encoder_encode_batch call per batch; larger ones are staged at once, read in place.
+_SMALL = 16 * 1024
+_AREA_MAX = 1 << 20  # a batch_bytes above this stages (without sending) each MiB queued
+_QUEUE = 256  # tensors per batch call at most
+_SPEC = ctypes.sizeof(TensorSpec)
+_DSPEC = ctypes.sizeof(DescriptorSpec)
+_NAME_AT = DescriptorSpec.name.offset
+_RESULTS = 64  # tensors per hurray_decoder_next_batch call at most
+_pack2 = struct.Struct("=QQ").pack_into
+
+# template descriptor -> (its HurrayDescriptorSpec bytes, the BufferSpec they point to).
+# Templates live as long as the process (_tensor._plans), so the borrowed pointers stay valid.
+_template_specs: "dict[int, tuple[bytes, Any]]" = {}
+
+
+def _template_spec(tpl: int) -> bytes:
+    hit = _template_specs.get(tpl)
+    if hit is None:
+        f = DescriptorFields()
+        check(lib.hurray_descriptor_fields(tpl, byref(f)))
+        spec = DescriptorSpec()
+        spec.element_type, spec.layout, spec.rank = f.element_type, f.layout, f.rank
+        spec.dims = ctypes.cast(f.dims, c_void_p)
+        if f.layout == 2:
+            spec.strides = ctypes.cast(f.strides, c_void_p)
+            spec.stride_count = f.rank
+        spec.byte_offset = f.byte_offset
+        bufs = (BufferSpec * max(f.buffer_count, 1))()
+        for i in range(f.buffer_count):
+            check(lib.hurray_descriptor_buffer_spec(tpl, i, byref(bufs[i])))
+        spec.buffer_count = f.buffer_count
+        spec.buffers = ctypes.cast(bufs, c_void_p)
+        spec.quantization = f.quantization
+        hit = _template_specs[tpl] = (ctypes.string_at(ctypes.addressof(spec), _DSPEC), bufs)
+    return hit[0]
 
 
 def _region(ptr: int, n: int) -> memoryview:
@@ -123,8 +164,27 @@ class StreamWriter:
         e = c_void_p()
         check(lib.hurray_encoder_new(byref(opts), byref(e)))
         self._enc: Optional[int] = e.value
-        self._state = EncoderState()
+        self._bres = EncodeBatchResult()
+        self._bres_ref = byref(self._bres)
+        # The state every encoder call reports into is the batch result's own (shared memory).
+        self._state = self._bres.state
         self._state_ref = byref(self._state)
+        # The queue of small tensors: their specs, payload slices, and an area holding their
+        # payloads and names, so that write() may return before they are staged.
+        self._qspecs = (TensorSpec * _QUEUE)()
+        self._qslices = (IoSlice * _QUEUE)()
+        for i in range(_QUEUE):
+            self._qspecs[i].payloads = ctypes.addressof(self._qslices[i])
+            self._qspecs[i].payload_count = 1
+        self._qaddr = ctypes.addressof(self._qspecs)
+        self._qspec_mv = memoryview(self._qspecs).cast("B")
+        self._qslice_mv = memoryview(self._qslices).cast("B")
+        self._qn = 0
+        self._area_cap = min(max(batch_bytes, 0), _AREA_MAX) + _SMALL + 4096
+        self._area = (ctypes.c_char * self._area_cap)()
+        self._area_mv = memoryview(self._area).cast("B")
+        self._area_addr = ctypes.addressof(self._area)
+        self._used = 0
         self._one = (IoSlice * 1)()
         self._scratch = ctypes.create_string_buffer(4096)
         self._scratch_len = c_size_t()
@@ -153,6 +213,16 @@ class StreamWriter:
         may be changed or dropped afterwards."""
         enc = self._live()
         st = self._state
+        if type(item) is Tensor and item._tpl and item._d == 0 and len(item._bufs) == 1:
+            ptr, size = item._bufs[0]
+            if size <= _SMALL:
+                self._queue(item._tpl, ptr, size, item._nb)
+                if self._used + st.pending_bytes >= self._batch:
+                    self._stage()
+                    self._send(take_back=True, listed=True)
+                return
+        if self._qn:
+            self._stage()
         if isinstance(item, Composite):
             b = c_void_p(item._builder())
             try:
@@ -180,6 +250,46 @@ class StreamWriter:
         if st.borrows_payloads or st.pending_bytes >= self._batch:
             self._send(take_back=True)
 
+    def _queue(self, tpl: int, ptr: int, size: int, nb: Optional[bytes]) -> None:
+        """Queues a small template tensor: its spec, its payload and name copied to the area."""
+        nl = len(nb) if nb is not None else 0
+        if self._qn == _QUEUE or self._used + size + nl > self._area_cap:
+            self._stage()
+        i, used = self._qn, self._used
+        at = i * _SPEC
+        mv = self._qspec_mv
+        mv[at:at + _DSPEC] = _template_spec(tpl)
+        pay = self._area_addr + used
+        if size:
+            ctypes.memmove(pay, ptr, size)
+        _pack2(self._qslice_mv, i * 16, pay, size)
+        used += size
+        if nb is not None:
+            self._area_mv[used:used + nl] = nb
+            _pack2(mv, at + _NAME_AT, self._area_addr + used, nl)
+            used += nl
+        self._qn, self._used = i + 1, used
+
+    def _stage(self) -> None:
+        """Stages every queued tensor with one hurray_encoder_encode_batch call (more only if
+        the encoder stops early) and lists the pending output in ``_pieces``. The queue is
+        empty afterwards, whatever happens: its tensors are staged, or the error says which
+        one was refused (that one and the ones after it are dropped)."""
+        n, self._qn, self._used = self._qn, 0, 0
+        enc = self._live()
+        r = self._bres
+        done = 0
+        while done < n:
+            s = lib.hurray_encoder_encode_batch(enc, 0, self._qaddr + done * _SPEC, n - done, 0,
+                                                self._pieces, _PIECES, self._bres_ref)
+            if s < 0:
+                raise error(s)
+            done += r.encoded
+            if done < n:  # the encoder stopped after an item that borrows: send it first
+                self._count.value = r.piece_count
+                self._send(take_back=True, listed=True)
+        self._count.value = r.piece_count
+
     def _encode_template(self, enc: int, item: Tensor) -> int:
         """Encodes a ``from_numpy`` tensor of a known shape from its template descriptor and
         name: two library calls and no descriptor made (docs/spec/c-abi.md,
@@ -199,16 +309,24 @@ class StreamWriter:
         return lib.hurray_encoder_encode_encoded(enc, scratch, n.value, self._one, 1, self._state_ref)
 
     def flush(self) -> None:
-        """Sends every pending byte now."""
-        self._send(take_back=False)
+        """Sends every pending byte now (tensors queued by ``write`` included)."""
+        if self._qn:
+            self._stage()
+            self._send(take_back=False, listed=True)
+        else:
+            self._send(take_back=False)
 
-    def _send(self, take_back: bool) -> None:
+    def _send(self, take_back: bool, listed: bool = False) -> None:
+        """Sends the pending output. ``listed``: ``_pieces``/``_count`` already list it."""
         enc = self._live()
         st = self._state
         pieces, count, write = self._pieces, self._count, self._write
         writev = self._writev
         while st.pending_bytes:
-            self._check(lib.hurray_encoder_output(enc, pieces, _PIECES, byref(count)))
+            if listed:
+                listed = False
+            else:
+                self._check(lib.hurray_encoder_output(enc, pieces, _PIECES, byref(count)))
             if writev is not None and count.value > 1:
                 views = [_region(pieces[i].ptr, pieces[i].len) for i in range(count.value)]
                 try:
@@ -252,6 +370,8 @@ class StreamWriter:
         if self._finished:
             return
         enc = self._live()
+        if self._qn:
+            self._stage()
         self._check(lib.hurray_encoder_finish(enc, byref(self._state)))
         self._send(take_back=True)
         self._finished = True
@@ -380,6 +500,14 @@ class StreamReader:
         self._dec: Optional[int] = d.value
         self._result = DecodeResult()
         self._result_ref = byref(self._result)
+        self._results = (DecodeResult * _RESULTS)()
+        self._count = c_size_t()
+        self._count_ref = byref(self._count)
+        # Tensors a batch returned beyond the first, and the input region the decoder offered
+        # after it (filled by the next read that needs bytes, so no read blocks while tensors
+        # are ready).
+        self._ready: "deque[Tensor]" = deque()
+        self._region: Optional[tuple[int, int]] = None
         self._error: Optional[HurrayError] = None
         self._flags = 0
         self._metadata: Optional[dict[str, bytes]] = None
@@ -454,17 +582,47 @@ class StreamReader:
 
     def read(self) -> Optional[Tensor]:
         """The next tensor, or ``None`` at the end of the stream."""
+        ready = self._ready
+        if ready:
+            return ready.popleft()
         if self._done:
             return None
         if self._metadata is None:
             self._header()
-        if self._drive(lib.hurray_decoder_next) == END_OF_STREAM:
+        dec = self._dec
+        if dec is None:
+            raise ValueError("reader is closed")
+        results, count = self._results, self._count
+        filled = 0
+        region, self._region = self._region, None
+        if region is not None:
+            filled = self._fill(*region)
+            if filled == 0:
+                self._flags = DECODE_END_OF_INPUT
+        while True:
+            s = lib.hurray_decoder_next_batch(dec, filled, self._flags, results, _RESULTS, self._count_ref)
+            if s != NEED_INPUT:
+                break
+            r0 = results[0]
+            filled = self._fill(r0.input, r0.input_len)
+            if filled == 0:
+                self._flags = DECODE_END_OF_INPUT
+        if s < 0:
+            raise error(s)
+        if s == END_OF_STREAM:
             self._done = True
             return None
-        return self._tensor()
+        tensor = self._tensor
+        n = count.value
+        first = tensor(results[0])
+        if n > 1:
+            ready.extend([tensor(results[i]) for i in range(1, n)])
+        r0 = results[0]
+        if r0.input:
+            self._region = (r0.input, r0.input_len)
+        return first
 
-    def _tensor(self) -> Tensor:
-        r = self._result
+    def _tensor(self, r: DecodeResult) -> Tensor:
         f = DescriptorFields.from_buffer_copy(r, _FIELDS_OFFSET)
         n = f.buffer_count
         b = r.buffers
@@ -497,6 +655,10 @@ class StreamReader:
         included). Do not mix with plain iteration inside one composite."""
         if self._metadata is None:
             self._header()
+        ready = self._ready
+        while ready:  # tensors a batch read ahead (a batch stops before a composite)
+            yield ready.popleft()
+        self._region = None  # an offered region left unfilled: next_item asks again
         comp = c_void_p()
         while not self._done:
             if self._drive(lib.hurray_decoder_next_item, byref(comp)) == END_OF_STREAM:
@@ -507,12 +669,14 @@ class StreamReader:
                 comp.value = None
                 yield c
             else:
-                yield self._tensor()
+                yield self._tensor(self._result)
 
     def close(self) -> None:
         """Destroys the decoder (tensors already read stay valid). Idempotent."""
         d, self._dec = self._dec, None
         self._prev = None
+        self._region = None
+        self._ready.clear()
         if d:
             lib.hurray_decoder_destroy(byref(c_void_p(d)))
 
