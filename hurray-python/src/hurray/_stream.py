@@ -57,6 +57,12 @@ _DSPEC = ctypes.sizeof(DescriptorSpec)
 _NAME_AT = DescriptorSpec.name.offset
 _RESULTS = 64  # tensors per hurray_decoder_next_batch call at most
 _pack2 = struct.Struct("=QQ").pack_into
+# A HurrayDecodeResult's tensor, fields.flags, fields.buffer_count and buffers (LP64 offsets
+# 0, 28, 72, 144; test_abi checks them), and a HurrayDecodedBuffer's data and byte_size.
+_RESULT = struct.Struct("=Q20xI40xQ64xQ").unpack_from
+_RESULT_BYTES = ctypes.sizeof(DecodeResult)
+_BUFFER = struct.Struct("=QQ8x")
+_LEDGER_MAX_PAYLOAD = 64 * 1024  # tensors this large are destroyed at once (their memory is pooled)
 
 # template descriptor -> (its HurrayDescriptorSpec bytes, the BufferSpec they point to).
 # Templates live as long as the process (_tensor._plans), so the borrowed pointers stay valid.
@@ -415,6 +421,61 @@ class StreamWriter:
             pass
 
 
+class _Ledger:
+    """Read tensors of small payloads whose last holder let go, destroyed together by one
+    ``hurray_tensor_destroy_many`` call: the reader drains it before its next batch call (so
+    their memory is back in the buffer pool before the next tensors are made), and whatever
+    is left goes when the reader is closed or the ledger itself goes."""
+
+    __slots__ = ("pending", "open")
+
+    def __init__(self) -> None:
+        self.pending: list[int] = []
+        self.open = True
+
+    def drain(self) -> None:
+        p = self.pending
+        k = len(p)
+        if k:
+            # Other threads may append while this runs: only the first k entries are taken.
+            arr = (c_void_p * k)(*p[:k])
+            del p[:k]
+            lib.hurray_tensor_destroy_many(arr, k)
+
+    def close(self) -> None:
+        self.open = False
+        self.drain()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class _LedgerHandle(_Handle):
+    """A read tensor's handle that hands its tensor to the reader's ledger instead of
+    destroying it with a call of its own (destroyed at once once the reader is closed)."""
+
+    __slots__ = ("ledger",)
+
+    def __init__(self, ptr: int, ledger: _Ledger):
+        self.ptr = ptr
+        self.ledger = ledger
+
+    def __del__(self) -> None:
+        p, self.ptr = self.ptr, 0
+        if p:
+            try:
+                led = self.ledger
+                if led.open:
+                    led.pending.append(p)
+                else:
+                    lib.hurray_tensor_destroy(byref(c_void_p(p)))
+            except Exception:
+                pass
+
+
 def _source(src: Any) -> Any:
     """A function ``read(view) -> int`` (0 = end of input), or ``None`` for in-memory bytes."""
     if isinstance(src, socket.socket):
@@ -501,6 +562,8 @@ class StreamReader:
         self._result = DecodeResult()
         self._result_ref = byref(self._result)
         self._results = (DecodeResult * _RESULTS)()
+        self._results_mv = memoryview(self._results).cast("B")
+        self._ledger = _Ledger()
         self._count = c_size_t()
         self._count_ref = byref(self._count)
         # Tensors a batch returned beyond the first, and the input region the decoder offered
@@ -593,6 +656,8 @@ class StreamReader:
         if dec is None:
             raise ValueError("reader is closed")
         results, count = self._results, self._count
+        if self._ledger.pending:
+            self._ledger.drain()
         filled = 0
         region, self._region = self._region, None
         if region is not None:
@@ -612,15 +677,36 @@ class StreamReader:
         if s == END_OF_STREAM:
             self._done = True
             return None
-        tensor = self._tensor
+        tensor = self._batch_tensor
         n = count.value
-        first = tensor(results[0])
+        first = tensor(0)
         if n > 1:
-            ready.extend([tensor(results[i]) for i in range(1, n)])
+            ready.extend([tensor(i * _RESULT_BYTES) for i in range(1, n)])
         r0 = results[0]
         if r0.input:
             self._region = (r0.input, r0.input_len)
         return first
+
+    def _batch_tensor(self, off: int) -> Tensor:
+        """The tensor of the batch result at byte ``off`` of ``_results``, read with struct
+        instead of ctypes attributes (a few objects fewer per tensor)."""
+        mv = self._results_mv
+        ptr, flags, n, b = _RESULT(mv, off)
+        if n == 1:
+            d, size = _BUFFER.unpack(ctypes.string_at(b, 24))
+            bufs = [(d, size)]
+        else:
+            raw = ctypes.string_at(b, 24 * n) if n else b""
+            bufs = list(_BUFFER.iter_unpack(raw))
+            size = sum(x[1] for x in bufs)
+        h = _LedgerHandle(ptr, self._ledger) if size < _LEDGER_MAX_PAYLOAD else _Handle(ptr)
+        t = Tensor._make(0, False, h, bufs)
+        t._fields = DescriptorFields.from_buffer_copy(mv, off + _FIELDS_OFFSET)
+        prev = self._prev
+        if prev is not None and flags & FIELDS_SAME_EXCEPT_NAME:
+            t._type, t._shape, t._layout = prev._type, prev._shape, prev._layout
+        self._prev = t
+        return t
 
     def _tensor(self, r: DecodeResult) -> Tensor:
         f = DescriptorFields.from_buffer_copy(r, _FIELDS_OFFSET)
@@ -677,6 +763,7 @@ class StreamReader:
         self._prev = None
         self._region = None
         self._ready.clear()
+        self._ledger.close()
         if d:
             lib.hurray_decoder_destroy(byref(c_void_p(d)))
 
