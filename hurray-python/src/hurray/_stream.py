@@ -62,6 +62,7 @@ _pack2 = struct.Struct("=QQ").pack_into
 _RESULT = struct.Struct("=Q20xI40xQ64xQ").unpack_from
 _RESULT_BYTES = ctypes.sizeof(DecodeResult)
 _BUFFER = struct.Struct("=QQ8x")
+_BUFFER_AT = ctypes.c_char * 24  # one HurrayDecodedBuffer, read in place
 _LEDGER_MAX_PAYLOAD = 64 * 1024  # tensors this large are destroyed at once (their memory is pooled)
 
 # template descriptor -> (its HurrayDescriptorSpec bytes, the BufferSpec they point to).
@@ -693,7 +694,7 @@ class StreamReader:
         mv = self._results_mv
         ptr, flags, n, b = _RESULT(mv, off)
         if n == 1:
-            d, size = _BUFFER.unpack(ctypes.string_at(b, 24))
+            d, size = _BUFFER.unpack_from(_BUFFER_AT.from_address(b))
             bufs = [(d, size)]
         else:
             raw = ctypes.string_at(b, 24 * n) if n else b""
@@ -731,6 +732,9 @@ class StreamReader:
         return self
 
     def __next__(self) -> Tensor:
+        ready = self._ready
+        if ready:
+            return ready.popleft()
         t = self.read()
         if t is None:
             raise StopIteration

@@ -1,0 +1,115 @@
+"""Batches (docs/spec/c-abi.md §Decoders and encoders): the writer queues small tensors and
+stages each batch with one call, the reader takes every buffered tensor with one call. The
+bytes and the behaviour are those of one tensor at a time."""
+
+import gc
+import io
+
+import numpy as np
+import pytest
+
+import hurray
+from hurray import _stream
+
+
+def mixed_items():
+    rng = np.random.default_rng(7)
+    items = []
+    for i in range(300):
+        n = (3, 700, 5000, 40000)[i % 4]  # below and above the 16 KiB copy limit
+        items.append(rng.standard_normal(n).astype(np.float32))
+    return items
+
+
+def write_all(arrays, batch_bytes, composite_at=None):
+    w = hurray.StreamWriter(batch_bytes=batch_bytes, metadata={"k": "v"})
+    for i, a in enumerate(arrays):
+        w.write(hurray.from_numpy(a, name=f"t/{i}"))
+        w.write(hurray.from_numpy(a))  # unnamed, same template
+        if i == composite_at:
+            w.write(hurray.Composite("c", {"x": hurray.from_numpy(np.arange(4, dtype=np.int32))}))
+    w.finish()
+    return w.getvalue()
+
+
+def test_batched_bytes_equal_one_tensor_at_a_time():
+    arrays = mixed_items()
+    one_by_one = write_all(arrays, 0, composite_at=10)
+    assert write_all(arrays, 64 * 1024, composite_at=10) == one_by_one
+    assert write_all(arrays, 1 << 30, composite_at=10) == one_by_one  # everything queued until finish
+
+
+def test_many_tiny_tensors_fill_more_than_one_queue():
+    arrays = [np.full(1, i, np.int16) for i in range(3 * _stream._QUEUE + 5)]
+    wire = write_all(arrays, 1 << 30)
+    got = list(hurray.StreamReader(wire))
+    assert len(got) == 2 * len(arrays)
+    for i, a in enumerate(arrays):
+        assert got[2 * i].name == f"t/{i}" and got[2 * i + 1].name is None
+        assert np.array_equal(got[2 * i].numpy(), a)
+
+
+def test_a_queued_tensor_is_copied_when_written():
+    a = np.arange(100, dtype=np.float32)
+    hurray.from_numpy(a, name="warm")  # a known shape: the queued path
+    w = hurray.StreamWriter()
+    w.write(hurray.from_numpy(a, name="x"))
+    a[:] = -1  # after write returns, the array is the caller's again
+    w.finish()
+    (t,) = list(hurray.StreamReader(w.getvalue()))
+    assert np.array_equal(t.numpy(), np.arange(100, dtype=np.float32))
+
+
+def test_flush_sends_the_queue():
+    out = io.BytesIO()
+    a = np.arange(10, dtype=np.uint8)
+    hurray.from_numpy(a)
+    w = hurray.StreamWriter(out)
+    w.write(hurray.from_numpy(a, name="q"))
+    assert out.getvalue() == b""  # queued
+    w.flush()
+    sent = out.getvalue()
+    assert sent and sent.count(b"q") == 1
+    w.finish()
+
+
+def test_reader_batches_then_composites_in_item_view():
+    arrays = mixed_items()[:40]
+    wire = write_all(arrays, 64 * 1024, composite_at=20)
+    r = hurray.StreamReader(wire)
+    first = [next(r) for _ in range(5)]  # plain iteration reads a batch ahead
+    rest = list(r.items())
+    assert [t.name for t in first] == ["t/0", None, "t/1", None, "t/2"]
+    composites = [x for x in rest if isinstance(x, hurray.Composite)]
+    assert len(composites) == 1
+    assert len(first) + len(rest) == 2 * len(arrays) + 1
+    names = [x.name for x in rest if not isinstance(x, hurray.Composite)]
+    assert names[0] is None and names[1] == "t/3"
+
+
+def test_read_tensors_outlive_the_reader_and_are_destroyed_once():
+    arrays = mixed_items()[:60]
+    wire = write_all(arrays, 64 * 1024)
+    r = hurray.StreamReader(wire)
+    kept = []
+    for i, t in enumerate(r):
+        if i % 3 == 0:
+            kept.append((t, t.numpy()))  # others are dropped: the ledger destroys them
+    r.close()
+    del r
+    gc.collect()
+    for k, (t, view) in enumerate(kept):
+        a = arrays[(3 * k) // 2]
+        assert np.array_equal(view, a)
+    del t, view
+    kept.clear()  # after the reader is closed: destroyed at once
+    gc.collect()
+
+
+def test_read_after_close_is_refused_even_with_a_batch_read_ahead():
+    wire = write_all([np.arange(3, dtype=np.uint8)] * 10, 64 * 1024)
+    r = hurray.StreamReader(wire)
+    next(r)
+    r.close()
+    with pytest.raises(ValueError):
+        r.read()
