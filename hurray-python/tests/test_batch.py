@@ -113,3 +113,13 @@ def test_read_after_close_is_refused_even_with_a_batch_read_ahead():
     r.close()
     with pytest.raises(ValueError):
         r.read()
+
+
+def test_queued_names_empty_and_absent_stay_apart():
+    a = np.arange(6, dtype=np.uint16)
+    w = hurray.StreamWriter()
+    for name in ("", None, "long/" + "n" * 4000, None, ""):
+        w.write(hurray.from_numpy(a, name=name))
+    w.finish()
+    got = [t.name for t in hurray.StreamReader(w.getvalue())]
+    assert got == ["", None, "long/" + "n" * 4000, None, ""]

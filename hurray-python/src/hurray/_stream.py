@@ -67,7 +67,8 @@ _LEDGER_MAX_PAYLOAD = 64 * 1024  # tensors this large are destroyed at once (the
 
 # template descriptor -> (its HurrayDescriptorSpec bytes, the BufferSpec they point to).
 # Templates live as long as the process (_tensor._plans), so the borrowed pointers stay valid.
-_template_specs: "dict[int, tuple[bytes, Any]]" = {}
+_template_specs: "dict[int, bytes]" = {}
+_template_buffers: list = []
 
 
 def _template_spec(tpl: int) -> bytes:
@@ -88,8 +89,9 @@ def _template_spec(tpl: int) -> bytes:
         spec.buffer_count = f.buffer_count
         spec.buffers = ctypes.cast(bufs, c_void_p)
         spec.quantization = f.quantization
-        hit = _template_specs[tpl] = (ctypes.string_at(ctypes.addressof(spec), _DSPEC), bufs)
-    return hit[0]
+        _template_buffers.append(bufs)
+        hit = _template_specs[tpl] = ctypes.string_at(ctypes.addressof(spec), _DSPEC)
+    return hit
 
 
 def _region(ptr: int, n: int) -> memoryview:
@@ -220,11 +222,32 @@ class StreamWriter:
         may be changed or dropped afterwards."""
         enc = self._live()
         st = self._state
-        if type(item) is Tensor and item._tpl and item._d == 0 and len(item._bufs) == 1:
-            ptr, size = item._bufs[0]
+        tpl = item._tpl if type(item) is Tensor else 0
+        if tpl and item._d == 0 and len(item._bufs) == 1:  # type: ignore[union-attr]
+            ptr, size = item._bufs[0]  # type: ignore[union-attr]
             if size <= _SMALL:
-                self._queue(item._tpl, ptr, size, item._nb)
-                if self._used + st.pending_bytes >= self._batch:
+                # Queued (inline: once per small tensor): its descriptor spec, its payload
+                # and name copied to the area.
+                nb = item._nb  # type: ignore[union-attr]
+                nl = len(nb) if nb is not None else 0
+                if self._qn == _QUEUE or self._used + size + nl > self._area_cap:
+                    self._stage()
+                i, used = self._qn, self._used
+                at = i * _SPEC
+                mv = self._qspec_mv
+                spec = _template_specs.get(tpl)
+                mv[at:at + _DSPEC] = spec if spec is not None else _template_spec(tpl)
+                pay = self._area_addr + used
+                if size:
+                    ctypes.memmove(pay, ptr, size)
+                _pack2(self._qslice_mv, i * 16, pay, size)
+                used += size
+                if nl or nb is not None:
+                    self._area_mv[used:used + nl] = nb
+                    _pack2(mv, at + _NAME_AT, self._area_addr + used, nl)
+                    used += nl
+                self._qn, self._used = i + 1, used
+                if used + st.pending_bytes >= self._batch:
                     self._stage()
                     self._send(take_back=True, listed=True)
                 return
@@ -256,26 +279,6 @@ class StreamWriter:
                 raise error(s)
         if st.borrows_payloads or st.pending_bytes >= self._batch:
             self._send(take_back=True)
-
-    def _queue(self, tpl: int, ptr: int, size: int, nb: Optional[bytes]) -> None:
-        """Queues a small template tensor: its spec, its payload and name copied to the area."""
-        nl = len(nb) if nb is not None else 0
-        if self._qn == _QUEUE or self._used + size + nl > self._area_cap:
-            self._stage()
-        i, used = self._qn, self._used
-        at = i * _SPEC
-        mv = self._qspec_mv
-        mv[at:at + _DSPEC] = _template_spec(tpl)
-        pay = self._area_addr + used
-        if size:
-            ctypes.memmove(pay, ptr, size)
-        _pack2(self._qslice_mv, i * 16, pay, size)
-        used += size
-        if nb is not None:
-            self._area_mv[used:used + nl] = nb
-            _pack2(mv, at + _NAME_AT, self._area_addr + used, nl)
-            used += nl
-        self._qn, self._used = i + 1, used
 
     def _stage(self) -> None:
         """Stages every queued tensor with one hurray_encoder_encode_batch call (more only if
