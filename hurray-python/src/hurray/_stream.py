@@ -135,8 +135,10 @@ class StreamWriter:
     ``metadata``: stream metadata (``str`` keys, ``str``/``bytes`` values), readable as
     ``StreamReader.metadata``. ``payload_checksums``: store a CRC32C per payload.
     ``batch_bytes``: small tensors are kept and sent together once this many bytes are pending
-    (one system call per 64 KiB by default; ``flush()`` sends now); payloads above 64 KiB are
-    sent from the tensor's own memory without a copy, before ``write`` returns.
+    (one system call per 64 KiB by default; ``flush()`` sends now). ``from_numpy`` tensors of a
+    shape seen before with payloads up to 16 KiB are copied into a batch area and staged
+    together, one library call per batch; payloads above 64 KiB are sent from the tensor's own
+    memory without a copy, before ``write`` returns.
 
     Errors: ``HurrayError``. When the target raises, or accepts 0 bytes, the status is
     ``HURRAY_ERR_TRANSPORT`` (``__cause__`` is what it raised) or ``HURRAY_ERR_SINK_CLOSED``.
