@@ -123,3 +123,60 @@ def test_queued_names_empty_and_absent_stay_apart():
     w.finish()
     got = [t.name for t in hurray.StreamReader(w.getvalue())]
     assert got == ["", None, "long/" + "n" * 4000, None, ""]
+
+
+class FailingSink:
+    def __init__(self):
+        self.out, self.fail, self.step, self.fail_after = bytearray(), False, 1 << 30, None
+
+    def write(self, b):
+        if self.fail_after is not None:
+            self.fail_after -= 1
+            self.fail = self.fail_after < 0
+        if self.fail:
+            self.fail = False
+            self.fail_after = None
+            raise BrokenPipeError("injected")
+        n = min(self.step, len(b))
+        self.out += bytes(b[:n])
+        return n
+
+
+def small(i):
+    return hurray.from_numpy(np.full(256, i, np.float32), name=f"s{i}")
+
+
+def test_a_failed_batch_send_takes_the_last_tensor_back():
+    small(0)  # a known shape: queued
+    sink = FailingSink()
+    w = hurray.StreamWriter(sink, batch_bytes=4096)
+    i = 0
+    sink.fail = True
+    with pytest.raises(hurray.HurrayError) as e:
+        while True:  # the write that fills the batch sends it, and fails
+            w.write(small(i))
+            i += 1
+    assert e.value.status_name == "HURRAY_ERR_TRANSPORT" and isinstance(e.value.__cause__, BrokenPipeError)
+    assert i > 1 and sink.out == b""
+    w.write(small(i))  # taken back: write it again
+    w.write(small(i + 1))
+    w.finish()
+    names = [t.name for t in hurray.StreamReader(bytes(sink.out))]
+    assert names == [f"s{k}" for k in range(i + 2)]
+
+
+def test_a_poisoned_writer_refuses_small_tensors_at_once():
+    small(0)
+    sink = FailingSink()
+    sink.step = 100  # the first write sends part of the batch, the next one fails
+    w = hurray.StreamWriter(sink, batch_bytes=1 << 20)
+    for i in range(3):
+        w.write(small(i))
+    assert sink.out == b""  # queued
+    sink.fail_after = 1
+    with pytest.raises(hurray.HurrayError) as e:
+        w.flush()
+    assert "poisoned" in str(e.value)
+    with pytest.raises(hurray.HurrayError) as e:
+        w.write(small(9))
+    assert e.value.status_name == "HURRAY_ERR_POISONED"

@@ -224,7 +224,9 @@ class StreamWriter:
         may be changed or dropped afterwards."""
         enc = self._live()
         st = self._state
-        tpl = item._tpl if type(item) is Tensor else 0
+        # After a failed send, each write goes to the encoder at once (it refuses a poisoned
+        # stream with POISONED, or stages normally after a take-back).
+        tpl = item._tpl if type(item) is Tensor and not self._failed else 0
         if tpl and item._d == 0 and len(item._bufs) == 1:  # type: ignore[union-attr]
             ptr, size = item._bufs[0]  # type: ignore[union-attr]
             if size <= _SMALL:
