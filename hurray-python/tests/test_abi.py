@@ -21,6 +21,8 @@ TABLE = {
     _lib.DecodeResult: (160, {"input": 8, "input_len": 16, "fields": 24, "buffers": 144, "metadata": 152}),
     _lib.DecodedBuffer: (24, {"spec": 8}),
     _lib.MetadataView: (32, {"key_len": 8, "value": 16, "value_len": 24}),
+    _lib.TensorSpec: (136, {"payloads": 120, "payload_count": 128}),
+    _lib.EncodeBatchResult: (32, {"piece_count": 8, "state": 16}),
     _lib.EncoderState: (16, {"pending_pieces": 8, "borrows_payloads": 12}),
     _lib.Transport: (48, {"write": 16, "size": 40}),
     _lib.ReaderOptions: (32, {"max_descriptor_bytes": 8, "max_tensor_bytes": 16, "flags": 24}),

@@ -45,6 +45,7 @@ BUFFER_TOO_SMALL = -5
 
 DECODE_END_OF_INPUT = 1
 FIELDS_SAME_EXCEPT_NAME = 1
+ENCODE_FINISH = 1
 
 
 class HurrayError(OSError):
@@ -150,6 +151,16 @@ class DecodeResult(Structure):
 
 class EncoderState(Structure):
     _fields_ = [("pending_bytes", c_uint64), ("pending_pieces", c_uint32), ("borrows_payloads", c_uint32)]
+
+
+class TensorSpec(Structure):
+    """One item of ``hurray_encoder_encode_batch``: a descriptor spec and its payloads."""
+
+    _fields_ = [("descriptor", DescriptorSpec), ("payloads", c_void_p), ("payload_count", c_size_t)]
+
+
+class EncodeBatchResult(Structure):
+    _fields_ = [("encoded", c_size_t), ("piece_count", c_size_t), ("state", EncoderState)]
 
 
 class ReaderOptions(Structure):
@@ -305,6 +316,7 @@ _PROTOS = {
     "hurray_tensor_descriptor": [P, PP],
     "hurray_tensor_buffers": [P, PP],
     "hurray_tensor_destroy": [PP],
+    "hurray_tensor_destroy_many": [PP, c_size_t],
     "hurray_descriptor_destroy": [P],
     "hurray_descriptor_decode": [P, c_size_t, PP],
     "hurray_descriptor_fields": [P, POINTER(DescriptorFields)],
@@ -341,11 +353,14 @@ _PROTOS = {
     "hurray_decoder_next": [P, c_size_t, c_uint32, POINTER(DecodeResult)],
     "hurray_decoder_next_header": [P, c_size_t, c_uint32, POINTER(DecodeResult)],
     "hurray_decoder_next_item": [P, c_size_t, c_uint32, POINTER(DecodeResult), PP],
+    "hurray_decoder_next_batch": [P, c_size_t, c_uint32, POINTER(DecodeResult), c_size_t, POINTER(c_size_t)],
     "hurray_decoder_destroy": [PP],
     "hurray_reader_options_init": [POINTER(ReaderOptions)],
     "hurray_encoder_new": [POINTER(WriterOptions), PP],
     "hurray_encoder_encode": [P, P, POINTER(IoSlice), c_size_t, POINTER(EncoderState)],
     "hurray_encoder_encode_encoded": [P, P, c_size_t, POINTER(IoSlice), c_size_t, POINTER(EncoderState)],
+    "hurray_encoder_encode_batch": [P, c_uint64, P, c_size_t, c_uint32, POINTER(IoSlice), c_size_t,
+                                    POINTER(EncodeBatchResult)],
     "hurray_encoder_encode_composite": [P, P, POINTER(EncoderState)],
     "hurray_encoder_set_metadata": [P, POINTER(MetadataView), c_size_t],
     "hurray_encoder_finish": [P, POINTER(EncoderState)],

@@ -11,6 +11,8 @@ from __future__ import annotations
 import ctypes
 import os
 import socket
+import struct
+from collections import deque
 from ctypes import byref, c_size_t, c_void_p
 from typing import Any, Iterator, Optional, Union
 
@@ -24,11 +26,14 @@ from ._lib import (
     FIELDS_SAME_EXCEPT_NAME,
     NEED_INPUT,
     DecodeResult,
+    BufferSpec,
     DescriptorFields,
-    EncoderState,
+    DescriptorSpec,
+    EncodeBatchResult,
     HurrayError,
     IoSlice,
     ReaderOptions,
+    TensorSpec,
     WriterOptions,
     bytes_at,
     check,
@@ -42,6 +47,51 @@ DEFAULT_BUFFER_POOL_BYTES = 256 << 20
 _FIELDS_OFFSET = DecodeResult.fields.offset
 _PIECES = 16
 _READ_AHEAD = 64 * 1024  # the decoder's read-ahead (docs/spec/c-abi.md §Decoders and encoders)
+# Payloads up to this size are copied into the writer's batch area and staged together, one
+# hurray_encoder_encode_batch call per batch; larger ones are staged at once, read in place.
+_SMALL = 16 * 1024
+_AREA_MAX = 1 << 20  # a batch_bytes above this stages (without sending) each MiB queued
+_QUEUE = 256  # tensors per batch call at most
+_SPEC = ctypes.sizeof(TensorSpec)
+_DSPEC = ctypes.sizeof(DescriptorSpec)
+_NAME_AT = DescriptorSpec.name.offset
+_RESULTS = 64  # tensors per hurray_decoder_next_batch call at most
+_pack2 = struct.Struct("=QQ").pack_into
+# A HurrayDecodeResult's tensor, fields.flags, fields.buffer_count and buffers (LP64 offsets
+# 0, 28, 72, 144; test_abi checks them), and a HurrayDecodedBuffer's data and byte_size.
+_RESULT = struct.Struct("=Q20xI40xQ64xQ").unpack_from
+_RESULT_BYTES = ctypes.sizeof(DecodeResult)
+_BUFFER = struct.Struct("=QQ8x")
+_BUFFER_AT = ctypes.c_char * 24  # one HurrayDecodedBuffer, read in place
+_LEDGER_MAX_PAYLOAD = 64 * 1024  # tensors this large are destroyed at once (their memory is pooled)
+
+# template descriptor -> (its HurrayDescriptorSpec bytes, the BufferSpec they point to).
+# Templates live as long as the process (_tensor._plans), so the borrowed pointers stay valid.
+_template_specs: "dict[int, bytes]" = {}
+_template_buffers: list = []
+
+
+def _template_spec(tpl: int) -> bytes:
+    hit = _template_specs.get(tpl)
+    if hit is None:
+        f = DescriptorFields()
+        check(lib.hurray_descriptor_fields(tpl, byref(f)))
+        spec = DescriptorSpec()
+        spec.element_type, spec.layout, spec.rank = f.element_type, f.layout, f.rank
+        spec.dims = ctypes.cast(f.dims, c_void_p)
+        if f.layout == 2:
+            spec.strides = ctypes.cast(f.strides, c_void_p)
+            spec.stride_count = f.rank
+        spec.byte_offset = f.byte_offset
+        bufs = (BufferSpec * max(f.buffer_count, 1))()
+        for i in range(f.buffer_count):
+            check(lib.hurray_descriptor_buffer_spec(tpl, i, byref(bufs[i])))
+        spec.buffer_count = f.buffer_count
+        spec.buffers = ctypes.cast(bufs, c_void_p)
+        spec.quantization = f.quantization
+        _template_buffers.append(bufs)
+        hit = _template_specs[tpl] = ctypes.string_at(ctypes.addressof(spec), _DSPEC)
+    return hit
 
 
 def _region(ptr: int, n: int) -> memoryview:
@@ -85,8 +135,10 @@ class StreamWriter:
     ``metadata``: stream metadata (``str`` keys, ``str``/``bytes`` values), readable as
     ``StreamReader.metadata``. ``payload_checksums``: store a CRC32C per payload.
     ``batch_bytes``: small tensors are kept and sent together once this many bytes are pending
-    (one system call per 64 KiB by default; ``flush()`` sends now); payloads above 64 KiB are
-    sent from the tensor's own memory without a copy, before ``write`` returns.
+    (one system call per 64 KiB by default; ``flush()`` sends now). ``from_numpy`` tensors of a
+    shape seen before with payloads up to 16 KiB are copied into a batch area and staged
+    together, one library call per batch; payloads above 64 KiB are sent from the tensor's own
+    memory without a copy, before ``write`` returns.
 
     Errors: ``HurrayError``. When the target raises, or accepts 0 bytes, the status is
     ``HURRAY_ERR_TRANSPORT`` (``__cause__`` is what it raised) or ``HURRAY_ERR_SINK_CLOSED``.
@@ -123,8 +175,27 @@ class StreamWriter:
         e = c_void_p()
         check(lib.hurray_encoder_new(byref(opts), byref(e)))
         self._enc: Optional[int] = e.value
-        self._state = EncoderState()
+        self._bres = EncodeBatchResult()
+        self._bres_ref = byref(self._bres)
+        # The state every encoder call reports into is the batch result's own (shared memory).
+        self._state = self._bres.state
         self._state_ref = byref(self._state)
+        # The queue of small tensors: their specs, payload slices, and an area holding their
+        # payloads and names, so that write() may return before they are staged.
+        self._qspecs = (TensorSpec * _QUEUE)()
+        self._qslices = (IoSlice * _QUEUE)()
+        for i in range(_QUEUE):
+            self._qspecs[i].payloads = ctypes.addressof(self._qslices[i])
+            self._qspecs[i].payload_count = 1
+        self._qaddr = ctypes.addressof(self._qspecs)
+        self._qspec_mv = memoryview(self._qspecs).cast("B")
+        self._qslice_mv = memoryview(self._qslices).cast("B")
+        self._qn = 0
+        self._area_cap = min(max(batch_bytes, 0), _AREA_MAX) + _SMALL + 4096
+        self._area = (ctypes.c_char * self._area_cap)()
+        self._area_mv = memoryview(self._area).cast("B")
+        self._area_addr = ctypes.addressof(self._area)
+        self._used = 0
         self._one = (IoSlice * 1)()
         self._scratch = ctypes.create_string_buffer(4096)
         self._scratch_len = c_size_t()
@@ -153,6 +224,39 @@ class StreamWriter:
         may be changed or dropped afterwards."""
         enc = self._live()
         st = self._state
+        # After a failed send, each write goes to the encoder at once (it refuses a poisoned
+        # stream with POISONED, or stages normally after a take-back).
+        tpl = item._tpl if type(item) is Tensor and not self._failed else 0
+        if tpl and item._d == 0 and len(item._bufs) == 1:  # type: ignore[union-attr]
+            ptr, size = item._bufs[0]  # type: ignore[union-attr]
+            if size <= _SMALL:
+                # Queued (inline: once per small tensor): its descriptor spec, its payload
+                # and name copied to the area.
+                nb = item._nb  # type: ignore[union-attr]
+                nl = len(nb) if nb is not None else 0
+                if self._qn == _QUEUE or self._used + size + nl > self._area_cap:
+                    self._stage()
+                i, used = self._qn, self._used
+                at = i * _SPEC
+                mv = self._qspec_mv
+                spec = _template_specs.get(tpl)
+                mv[at:at + _DSPEC] = spec if spec is not None else _template_spec(tpl)
+                pay = self._area_addr + used
+                if size:
+                    ctypes.memmove(pay, ptr, size)
+                _pack2(self._qslice_mv, i * 16, pay, size)
+                used += size
+                if nl or nb is not None:
+                    self._area_mv[used:used + nl] = nb
+                    _pack2(mv, at + _NAME_AT, self._area_addr + used, nl)
+                    used += nl
+                self._qn, self._used = i + 1, used
+                if used + st.pending_bytes >= self._batch:
+                    self._stage()
+                    self._send(take_back=True, listed=True)
+                return
+        if self._qn:
+            self._stage()
         if isinstance(item, Composite):
             b = c_void_p(item._builder())
             try:
@@ -180,6 +284,26 @@ class StreamWriter:
         if st.borrows_payloads or st.pending_bytes >= self._batch:
             self._send(take_back=True)
 
+    def _stage(self) -> None:
+        """Stages every queued tensor with one hurray_encoder_encode_batch call (more only if
+        the encoder stops early) and lists the pending output in ``_pieces``. The queue is
+        empty afterwards, whatever happens: its tensors are staged, or the error says which
+        one was refused (that one and the ones after it are dropped)."""
+        n, self._qn, self._used = self._qn, 0, 0
+        enc = self._live()
+        r = self._bres
+        done = 0
+        while done < n:
+            s = lib.hurray_encoder_encode_batch(enc, 0, self._qaddr + done * _SPEC, n - done, 0,
+                                                self._pieces, _PIECES, self._bres_ref)
+            if s < 0:
+                raise error(s)
+            done += r.encoded
+            if done < n:  # the encoder stopped after an item that borrows: send it first
+                self._count.value = r.piece_count
+                self._send(take_back=True, listed=True)
+        self._count.value = r.piece_count
+
     def _encode_template(self, enc: int, item: Tensor) -> int:
         """Encodes a ``from_numpy`` tensor of a known shape from its template descriptor and
         name: two library calls and no descriptor made (docs/spec/c-abi.md,
@@ -199,16 +323,24 @@ class StreamWriter:
         return lib.hurray_encoder_encode_encoded(enc, scratch, n.value, self._one, 1, self._state_ref)
 
     def flush(self) -> None:
-        """Sends every pending byte now."""
-        self._send(take_back=False)
+        """Sends every pending byte now (tensors queued by ``write`` included)."""
+        if self._qn:
+            self._stage()
+            self._send(take_back=False, listed=True)
+        else:
+            self._send(take_back=False)
 
-    def _send(self, take_back: bool) -> None:
+    def _send(self, take_back: bool, listed: bool = False) -> None:
+        """Sends the pending output. ``listed``: ``_pieces``/``_count`` already list it."""
         enc = self._live()
         st = self._state
         pieces, count, write = self._pieces, self._count, self._write
         writev = self._writev
         while st.pending_bytes:
-            self._check(lib.hurray_encoder_output(enc, pieces, _PIECES, byref(count)))
+            if listed:
+                listed = False
+            else:
+                self._check(lib.hurray_encoder_output(enc, pieces, _PIECES, byref(count)))
             if writev is not None and count.value > 1:
                 views = [_region(pieces[i].ptr, pieces[i].len) for i in range(count.value)]
                 try:
@@ -252,6 +384,8 @@ class StreamWriter:
         if self._finished:
             return
         enc = self._live()
+        if self._qn:
+            self._stage()
         self._check(lib.hurray_encoder_finish(enc, byref(self._state)))
         self._send(take_back=True)
         self._finished = True
@@ -293,6 +427,61 @@ class StreamWriter:
             self._destroy()
         except Exception:
             pass
+
+
+class _Ledger:
+    """Read tensors of small payloads whose last holder let go, destroyed together by one
+    ``hurray_tensor_destroy_many`` call: the reader drains it before its next batch call (so
+    their memory is back in the buffer pool before the next tensors are made), and whatever
+    is left goes when the reader is closed or the ledger itself goes."""
+
+    __slots__ = ("pending", "open")
+
+    def __init__(self) -> None:
+        self.pending: list[int] = []
+        self.open = True
+
+    def drain(self) -> None:
+        p = self.pending
+        k = len(p)
+        if k:
+            # Other threads may append while this runs: only the first k entries are taken.
+            arr = (c_void_p * k)(*p[:k])
+            del p[:k]
+            lib.hurray_tensor_destroy_many(arr, k)
+
+    def close(self) -> None:
+        self.open = False
+        self.drain()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class _LedgerHandle(_Handle):
+    """A read tensor's handle that hands its tensor to the reader's ledger instead of
+    destroying it with a call of its own (destroyed at once once the reader is closed)."""
+
+    __slots__ = ("ledger",)
+
+    def __init__(self, ptr: int, ledger: _Ledger):
+        self.ptr = ptr
+        self.ledger = ledger
+
+    def __del__(self) -> None:
+        p, self.ptr = self.ptr, 0
+        if p:
+            try:
+                led = self.ledger
+                if led.open:
+                    led.pending.append(p)
+                else:
+                    lib.hurray_tensor_destroy(byref(c_void_p(p)))
+            except Exception:
+                pass
 
 
 def _source(src: Any) -> Any:
@@ -380,6 +569,16 @@ class StreamReader:
         self._dec: Optional[int] = d.value
         self._result = DecodeResult()
         self._result_ref = byref(self._result)
+        self._results = (DecodeResult * _RESULTS)()
+        self._results_mv = memoryview(self._results).cast("B")
+        self._ledger = _Ledger()
+        self._count = c_size_t()
+        self._count_ref = byref(self._count)
+        # Tensors a batch returned beyond the first, and the input region the decoder offered
+        # after it (filled by the next read that needs bytes, so no read blocks while tensors
+        # are ready).
+        self._ready: "deque[Tensor]" = deque()
+        self._region: Optional[tuple[int, int]] = None
         self._error: Optional[HurrayError] = None
         self._flags = 0
         self._metadata: Optional[dict[str, bytes]] = None
@@ -454,17 +653,70 @@ class StreamReader:
 
     def read(self) -> Optional[Tensor]:
         """The next tensor, or ``None`` at the end of the stream."""
+        ready = self._ready
+        if ready:
+            return ready.popleft()
         if self._done:
             return None
         if self._metadata is None:
             self._header()
-        if self._drive(lib.hurray_decoder_next) == END_OF_STREAM:
+        dec = self._dec
+        if dec is None:
+            raise ValueError("reader is closed")
+        results, count = self._results, self._count
+        if self._ledger.pending:
+            self._ledger.drain()
+        filled = 0
+        region, self._region = self._region, None
+        if region is not None:
+            filled = self._fill(*region)
+            if filled == 0:
+                self._flags = DECODE_END_OF_INPUT
+        while True:
+            s = lib.hurray_decoder_next_batch(dec, filled, self._flags, results, _RESULTS, self._count_ref)
+            if s != NEED_INPUT:
+                break
+            r0 = results[0]
+            filled = self._fill(r0.input, r0.input_len)
+            if filled == 0:
+                self._flags = DECODE_END_OF_INPUT
+        if s < 0:
+            raise error(s)
+        if s == END_OF_STREAM:
             self._done = True
             return None
-        return self._tensor()
+        tensor = self._batch_tensor
+        n = count.value
+        first = tensor(0)
+        if n > 1:
+            ready.extend([tensor(i * _RESULT_BYTES) for i in range(1, n)])
+        r0 = results[0]
+        if r0.input:
+            self._region = (r0.input, r0.input_len)
+        return first
 
-    def _tensor(self) -> Tensor:
-        r = self._result
+    def _batch_tensor(self, off: int) -> Tensor:
+        """The tensor of the batch result at byte ``off`` of ``_results``, read with struct
+        instead of ctypes attributes (a few objects fewer per tensor)."""
+        mv = self._results_mv
+        ptr, flags, n, b = _RESULT(mv, off)
+        if n == 1:
+            d, size = _BUFFER.unpack_from(_BUFFER_AT.from_address(b))
+            bufs = [(d, size)]
+        else:
+            raw = ctypes.string_at(b, 24 * n) if n else b""
+            bufs = list(_BUFFER.iter_unpack(raw))
+            size = sum(x[1] for x in bufs)
+        h = _LedgerHandle(ptr, self._ledger) if size < _LEDGER_MAX_PAYLOAD else _Handle(ptr)
+        t = Tensor._make(0, False, h, bufs)
+        t._fields = DescriptorFields.from_buffer_copy(mv, off + _FIELDS_OFFSET)
+        prev = self._prev
+        if prev is not None and flags & FIELDS_SAME_EXCEPT_NAME:
+            t._type, t._shape, t._layout = prev._type, prev._shape, prev._layout
+        self._prev = t
+        return t
+
+    def _tensor(self, r: DecodeResult) -> Tensor:
         f = DescriptorFields.from_buffer_copy(r, _FIELDS_OFFSET)
         n = f.buffer_count
         b = r.buffers
@@ -487,6 +739,9 @@ class StreamReader:
         return self
 
     def __next__(self) -> Tensor:
+        ready = self._ready
+        if ready:
+            return ready.popleft()
         t = self.read()
         if t is None:
             raise StopIteration
@@ -497,6 +752,10 @@ class StreamReader:
         included). Do not mix with plain iteration inside one composite."""
         if self._metadata is None:
             self._header()
+        ready = self._ready
+        while ready:  # tensors a batch read ahead (a batch stops before a composite)
+            yield ready.popleft()
+        self._region = None  # an offered region left unfilled: next_item asks again
         comp = c_void_p()
         while not self._done:
             if self._drive(lib.hurray_decoder_next_item, byref(comp)) == END_OF_STREAM:
@@ -507,12 +766,15 @@ class StreamReader:
                 comp.value = None
                 yield c
             else:
-                yield self._tensor()
+                yield self._tensor(self._result)
 
     def close(self) -> None:
         """Destroys the decoder (tensors already read stay valid). Idempotent."""
         d, self._dec = self._dec, None
         self._prev = None
+        self._region = None
+        self._ready.clear()
+        self._ledger.close()
         if d:
             lib.hurray_decoder_destroy(byref(c_void_p(d)))
 
