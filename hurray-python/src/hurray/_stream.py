@@ -551,15 +551,18 @@ class _Received(Tensor):
 
     @property
     def name(self) -> Optional[str]:
+        """The name, or ``None``."""
         n = self._name
         if n is False:
-            self._alive()
+            if self._d is None:
+                raise ValueError("tensor is closed")
             p, k = _name_at(self._raw, _NAME_OFFSET)
             n = self._name = _string_at(p, k).decode("utf-8") if p else None
         return n
 
     @property
     def dtype(self) -> _dtypes.DType:
+        """The element type."""
         fam = self._fam
         v = fam[0]
         if v is None:
@@ -568,6 +571,7 @@ class _Received(Tensor):
 
     @property
     def shape(self) -> tuple[int, ...]:
+        """The logical shape, outermost first."""
         fam = self._fam
         v = fam[1]
         if v is None:
@@ -577,6 +581,7 @@ class _Received(Tensor):
 
     @property
     def layout(self) -> str:
+        """The layout's name (``"row-major"``, …)."""
         fam = self._fam
         v = fam[2]
         if v is None:

@@ -652,7 +652,14 @@ def from_numpy(a: Any, name: Optional[str] = None, metadata: MetadataArg = None)
     metadata, rank ≤ 32)."""
     if type(a) is not np.ndarray:
         a = np.asarray(a)
-    plan = _plans.get((a.dtype, a.shape, a.strides))
+    dt, geometry = a.dtype, (a.shape, a.strides)
+    hit = _last_plan.get(geometry)
+    if hit is not None and hit[0] is dt:
+        plan = hit[1]  # the same dtype object as last time: no dtype hash (numpy computes it each time)
+    else:
+        plan = _plans.get((dt, geometry[0], geometry[1]))
+        if plan is not None:
+            _last_plan[geometry] = (dt, plan)
     if plan is None or metadata:
         return _from_numpy_planned(a, name, metadata)
     # A shape seen before: three attributes, no library call (see _Planned).
@@ -720,6 +727,9 @@ class _Planned(Tensor):
 # spec bytes' pointers (dims, strides, buffer table) stay valid; at most _MAX_PLANS are kept.
 _plans: "dict[tuple, tuple[int, int, int, bool, bytes]]" = {}
 _template_buffers: list = []
+# (shape, strides) -> (dtype, plan) of the last from_numpy of that geometry, found by
+# identity of the dtype object; bounded like _plans (one entry per plan at most).
+_last_plan: "dict[tuple, tuple[np.dtype, tuple]]" = {}
 
 
 def _template_spec(tpl: int) -> bytes:
