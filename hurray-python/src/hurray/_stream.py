@@ -820,24 +820,32 @@ class StreamReader:
         new, R = _new, _Received
         out = []
         append = out.append
-        dense = total == n and counts.count(1) == n
-        at = 0
-        for i in range(n):
-            t = new(R)
-            t._hp = ptrs[i]
-            t._led = led
-            off = i * size
-            t._raw = raw[off : off + size]
-            if dense:
-                t._bufs = [(data[i], sizes[i])]
-            else:
-                k = counts[i]
+        raws = [raw[off : off + size] for off in range(0, n * size, size)]
+        same = FIELDS_SAME_EXCEPT_NAME
+        if total == n and counts.count(1) == n:  # one buffer each: the common case, unrolled
+            for p, d, k, fl, r in zip(ptrs, data, sizes, flags, raws):
+                t = new(R)
+                t._hp = p
+                t._led = led
+                t._raw = r
+                t._bufs = [(d, k)]
+                if fam is None or not fl & same:
+                    fam = [None, None, None]
+                t._fam = fam
+                append(t)
+        else:
+            at = 0
+            for p, k, fl, r in zip(ptrs, counts, flags, raws):
+                t = new(R)
+                t._hp = p
+                t._led = led
+                t._raw = r
                 t._bufs = list(zip(data[at : at + k], sizes[at : at + k]))
                 at += k
-            if fam is None or not flags[i] & FIELDS_SAME_EXCEPT_NAME:
-                fam = [None, None, None]
-            t._fam = fam
-            append(t)
+                if fam is None or not fl & same:
+                    fam = [None, None, None]
+                t._fam = fam
+                append(t)
         last = out[-1]
         if sum(b[1] for b in last._bufs) >= _LEDGER_MAX_PAYLOAD:
             last._big = True  # only the last tensor of a batch can be large

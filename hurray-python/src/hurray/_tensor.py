@@ -669,7 +669,7 @@ def from_numpy(a: Any, name: Optional[str] = None, metadata: MetadataArg = None)
     t._tpl = plan[0]
     if name is not None:
         nb = name.encode("utf-8")
-        if len(nb) > 4096 or b"\0" in nb:  # checked now, as a made descriptor would be
+        if len(nb) > 4096 or "\0" in name:  # checked now, as a made descriptor would be
             s = lib.hurray_name_check(nb, len(nb), 0)
             if s < 0:
                 raise error(s)
