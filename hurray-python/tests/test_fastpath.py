@@ -182,6 +182,26 @@ def test_threads_taking_one_tensors_handle_take_it_once(monkeypatch):
     assert sorted(counter.destroyed) == ptrs
 
 
+def test_a_copied_received_tensor_shares_its_memory_and_is_destroyed_once(monkeypatch):
+    import copy
+
+    counter = DestroyCounter(_stream.lib)
+    monkeypatch.setattr(_stream, "lib", counter)
+    monkeypatch.setattr(_tensor, "lib", counter)
+    r = hurray.StreamReader(small_wire(3))
+    t = next(r)
+    c = copy.copy(t)
+    assert c._handle is t._handle and c._hp == 0 == t._hp and c.name == "t0"
+    p = t._handle.ptr
+    r.close()
+    del t, r
+    gc.collect()
+    assert np.array_equal(c.numpy(), np.zeros(16, np.float32))
+    del c
+    gc.collect()
+    assert counter.destroyed.count(p) == 1
+
+
 def test_a_received_tensor_closed_refuses_use_and_its_views_live():
     r = hurray.StreamReader(small_wire(10))
     t, u = next(r), next(r)
