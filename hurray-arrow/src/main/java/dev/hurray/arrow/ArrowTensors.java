@@ -781,9 +781,25 @@ public final class ArrowTensors {
      * {@code buffer} from {@code offset}, valid while the vector holds the buffer.
      */
     record View(TensorDescriptor descriptor, ArrowBuf buffer, long offset, long bytes) {
-        /** The elements in place (no copy, any alignment), for writers that take payload segments. */
-        MemorySegment segment() {
-            return bytes == 0 ? EMPTY : MemorySegment.ofAddress(buffer.memoryAddress() + offset).reinterpret(bytes);
+        /**
+         * The elements in place (no copy, any alignment), for writers that take payload
+         * segments. The segment belongs to {@code scope}: the caller closes it before the vector
+         * can release the buffer, so a segment kept past that throws instead of reading freed
+         * memory.
+         */
+        MemorySegment segment(java.lang.foreign.Arena scope) {
+            return bytes == 0 ? EMPTY : MemorySegment.ofAddress(buffer.memoryAddress() + offset).reinterpret(bytes, scope, null);
+        }
+
+        /** Holds a reference to the Arrow memory (until {@link #release()}), so it outlives its vector. */
+        View retain() {
+            buffer.getReferenceManager().retain();
+            return this;
+        }
+
+        /** Drops the reference {@link #retain()} took. */
+        void release() {
+            buffer.getReferenceManager().release();
         }
 
         Tensor toTensor() {
