@@ -178,6 +178,8 @@ public final class ArrowTables {
                 FixedShapeTensorVector fixed = col instanceof FixedShapeTensorVector f ? f : null;
                 // One descriptor per column and batch; each row only renames it (one native call).
                 TensorDescriptor template = fixed == null ? null : ArrowTensors.rowTemplate(fixed);
+                // Nulls and storage bounds checked once for the batch, not once per row.
+                boolean checked = fixed != null && ArrowTensors.allRowsValid(fixed, rows);
                 for (int i = 0; i < rows; i++) {
                     if (names.isNull(i)) {
                         throw new ArrowTensorException("column '" + NAME_COLUMN + "' row " + (rowBase + i) + " is null");
@@ -191,7 +193,7 @@ public final class ArrowTables {
                     names.getDataBuffer().getBytes(start, nameBytes, 0, len);
                     String own = new String(nameBytes, 0, len, StandardCharsets.UTF_8);
                     String name = prefix.isEmpty() ? own : prefix + own;
-                    sink.accept(fixed != null ? ArrowTensors.rowView(fixed, i, ArrowTensors.named(template, name, col.getName()))
+                    sink.accept(fixed != null ? ArrowTensors.rowView(fixed, i, ArrowTensors.named(template, name, col.getName()), checked)
                             : ArrowTensors.rowView((VariableShapeTensorVector) col, i, name), scope);
                     count[0]++;
                 }

@@ -568,15 +568,42 @@ public final class ArrowTensors {
         }
     }
 
-    /** Row {@code index} with descriptor {@code d} (from {@link #rowTemplate}), checked for null. */
-    static View rowView(FixedShapeTensorVector column, int index, TensorDescriptor d) throws ArrowTensorException {
-        Objects.checkIndex(index, column.getValueCount());
-        if (column.isNull(index)) {
-            throw nullRow(column.getName(), index);
+    /**
+     * True when no row of {@code column}'s first {@code rows} is null, none of their elements
+     * is, and the storage holds them all: {@link #rowView(FixedShapeTensorVector, int, TensorDescriptor, boolean)}
+     * may then skip its per-row checks. One pass over the validity bits for the whole batch.
+     */
+    static boolean allRowsValid(FixedShapeTensorVector column, int rows) {
+        try {
+            if (rows > column.getValueCount() || column.getNullCount() > 0) {
+                return false;
+            }
+            checkValues(column.getName(), column.values(), 0, (long) rows * column.type().listSize());
+            return true;
+        } catch (ArrowTensorException e) {
+            return false; // the per-row checks name the fault
         }
+    }
+
+    static View rowView(FixedShapeTensorVector column, int index, TensorDescriptor d) throws ArrowTensorException {
+        return rowView(column, index, d, false);
+    }
+
+    /**
+     * Row {@code index} with descriptor {@code d} (from {@link #rowTemplate}), checked for null
+     * unless {@code checked} says {@link #allRowsValid} held for the batch.
+     */
+    static View rowView(FixedShapeTensorVector column, int index, TensorDescriptor d, boolean checked)
+            throws ArrowTensorException {
+        Objects.checkIndex(index, column.getValueCount());
         int listSize = column.type().listSize();
         ElementType et = d.elementType();
-        checkValues(column.getName(), column.values(), (long) index * listSize, listSize);
+        if (!checked) {
+            if (column.isNull(index)) {
+                throw nullRow(column.getName(), index);
+            }
+            checkValues(column.getName(), column.values(), (long) index * listSize, listSize);
+        }
         return new View(d, column.values().getDataBuffer(), et.byteSizeOf((long) index * listSize), et.byteSizeOf(listSize));
     }
 

@@ -75,6 +75,12 @@ class InPlaceConversionTest {
      * when {@code named}) in record batches of {@code batches[i]} rows each.
      */
     byte[] ipc(Tensor all, boolean stream, boolean named, int... batches) throws IOException {
+        return ipc(all, stream, named, v -> { }, batches);
+    }
+
+    /** As {@link #ipc(Tensor, boolean, boolean, int...)}, {@code edit} changing each batch's column first. */
+    byte[] ipc(Tensor all, boolean stream, boolean named, java.util.function.Consumer<FixedShapeTensorVector> edit, int... batches)
+            throws IOException {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         ArrowWriter w = null;
         VectorSchemaRoot out = null;
@@ -90,6 +96,7 @@ class InPlaceConversionTest {
                         names.setSafe(i, ("r" + (start + i)).getBytes(StandardCharsets.UTF_8));
                     }
                     names.setValueCount(n);
+                    edit.accept(v);
                     try (VectorSchemaRoot b = named ? new VectorSchemaRoot(List.of(names.getField(), v.getField()),
                             List.of(names, v), n) : new VectorSchemaRoot(List.of(v.getField()), List.of(v), n)) {
                         if (w == null) {
@@ -235,6 +242,24 @@ class InPlaceConversionTest {
             }
         }
         // noLeaks() closes the allocator: it throws if a held batch was kept.
+    }
+
+    @Test
+    void nullRowsAndElementsOfNamedBatchesAreStillNamed() throws IOException {
+        try (Tensor all = rows(4)) {
+            byte[] nullElement = ipc(all, true, true, v -> ((org.apache.arrow.vector.BaseFixedWidthVector) v.values()).setNull(7), 4);
+            byte[] nullRow = ipc(all, true, true, v -> v.getUnderlyingVector().setNull(1), 4);
+            for (byte[] ipc : List.of(nullElement, nullRow)) {
+                List<String> written = new ArrayList<>();
+                try (ArrowReader r = reader(ipc, true)) {
+                    ArrowTensorException e = assertThrows(ArrowTensorException.class,
+                            () -> ArrowTables.read(r, (v, scope) -> written.add(v.descriptor().name().orElseThrow()), t -> { }));
+                    assertTrue(e.getMessage().contains(ipc == nullRow ? "column 'x' row 1 is null" : "element 7 is null"), e.getMessage());
+                }
+                // Rows before the faulty one are handed over; none after it.
+                assertEquals(ipc == nullRow ? List.of("r0") : List.of("r0", "r1"), written);
+            }
+        }
     }
 
     /**
