@@ -22,8 +22,6 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorLoader;
 import org.apache.arrow.vector.VectorSchemaRoot;
@@ -35,9 +33,11 @@ import org.apache.arrow.vector.ipc.ArrowStreamReader;
 import org.apache.arrow.vector.ipc.ArrowStreamWriter;
 import org.apache.arrow.vector.ipc.ArrowWriter;
 import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
+import org.apache.arrow.vector.types.FloatingPointPrecision;
+import org.apache.arrow.vector.types.pojo.ArrowType;
+import org.apache.arrow.vector.types.pojo.Field;
+import org.apache.arrow.vector.types.pojo.Schema;
 import org.apache.arrow.vector.util.ByteArrayReadableSeekableByteChannel;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -45,21 +45,8 @@ import org.junit.jupiter.api.Test;
  * alignment), the segments dead once the batch is done, held batches released on every path,
  * truncated IPC input refused without a leak.
  */
-class InPlaceConversionTest {
+class InPlaceConversionTest extends WithAllocator {
     static final int DIM = 3;
-
-    BufferAllocator allocator;
-
-    @BeforeEach
-    void open() {
-        ArrowTensors.register();
-        allocator = new RootAllocator();
-    }
-
-    @AfterEach
-    void noLeaks() {
-        allocator.close(); // throws if a held batch was not released
-    }
 
     /** {@code rows} float32[DIM] rows: row r holds r*DIM .. r*DIM+DIM-1. */
     static Tensor rows(int rows) {
@@ -82,10 +69,14 @@ class InPlaceConversionTest {
     byte[] ipc(Tensor all, boolean stream, boolean named, java.util.function.Consumer<FixedShapeTensorVector> edit, int... batches)
             throws IOException {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-        ArrowWriter w = null;
-        VectorSchemaRoot out = null;
-        int start = 0;
-        try {
+        Field x = new FixedShapeTensorType(new long[] {DIM}, null, null)
+                .field("x", new ArrowType.FloatingPoint(FloatingPointPrecision.SINGLE), true);
+        Schema schema = new Schema(named ? List.of(Field.nullable(ArrowTables.NAME_COLUMN, ArrowType.Utf8.INSTANCE), x) : List.of(x));
+        try (VectorSchemaRoot out = VectorSchemaRoot.create(schema, allocator);
+             ArrowWriter w = stream ? new ArrowStreamWriter(out, null, Channels.newChannel(bytes))
+                     : new ArrowFileWriter(out, null, Channels.newChannel(bytes))) {
+            w.start();
+            int start = 0;
             for (int n : batches) {
                 try (Tensor part = Tensor.copyOf(TensorDescriptor.of(ElementType.FLOAT32, n, DIM),
                         all.buffer(0).asSlice((long) start * DIM * 4, (long) n * DIM * 4));
@@ -98,16 +89,9 @@ class InPlaceConversionTest {
                     names.setValueCount(n);
                     edit.accept(v);
                     try (VectorSchemaRoot b = named ? new VectorSchemaRoot(List.of(names.getField(), v.getField()),
-                            List.of(names, v), n) : new VectorSchemaRoot(List.of(v.getField()), List.of(v), n)) {
-                        if (w == null) {
-                            out = VectorSchemaRoot.create(b.getSchema(), allocator);
-                            w = stream ? new ArrowStreamWriter(out, null, Channels.newChannel(bytes))
-                                    : new ArrowFileWriter(out, null, Channels.newChannel(bytes));
-                            w.start();
-                        }
-                        try (ArrowRecordBatch rb = new VectorUnloader(b).getRecordBatch()) {
-                            new VectorLoader(out).load(rb);
-                        }
+                            List.of(names, v), n) : new VectorSchemaRoot(List.of(v.getField()), List.of(v), n);
+                         ArrowRecordBatch rb = new VectorUnloader(b).getRecordBatch()) {
+                        new VectorLoader(out).load(rb);
                         w.writeBatch();
                         out.clear(); // drops its hold on the part's memory
                     }
@@ -115,13 +99,6 @@ class InPlaceConversionTest {
                 start += n;
             }
             w.end();
-        } finally {
-            if (w != null) {
-                w.close();
-            }
-            if (out != null) {
-                out.close();
-            }
         }
         return bytes.toByteArray();
     }

@@ -49,14 +49,16 @@ import org.apache.arrow.vector.ipc.message.ArrowBlock;
  *   <li><b>ipc-to-stream</b>: an Arrow IPC file with that column read by {@code ArrowFileReader}
  *       and written as a Hurray stream to a loopback socket ({@link ArrowTables#toHurray}), read
  *       by a {@code Reader} on another thread; against the same payload bytes read from the file
- *       into a reused direct buffer and sent through the same kind of socket.</li>
+ *       into a reused direct buffer and sent through the same kind of socket. Its parts, in
+ *       the same run: the same streams from a Hurray tensor (or its named rows) already in
+ *       memory, and {@code ArrowFileReader} loading the file alone.</li>
  *   <li><b>lookup</b>: one embedding by name from an HRRYFILE of N named tensors
  *       ({@code HurrayFile.open} + {@code read(name)} + close) against finding it in an Arrow IPC
  *       file of {@code name} and {@code tensor} columns (record batches of 10,000 rows, scanned
  *       until the name is found, the row converted).</li>
  * </ol>
  *
- * <pre>java -XX:+AlwaysPreTouch -Xms2g -Xmx2g --enable-native-access=ALL-UNNAMED \
+ * <pre>java -Xms1g -Xmx1g --enable-native-access=ALL-UNNAMED \
  *   --add-opens=java.base/java.nio=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow \
  *   -cp hurray-java-bench/target/benchmarks.jar dev.hurray.bench.ArrowTensorsBench [N] [ROUNDS] [DIR]</pre>
  */
