@@ -394,7 +394,7 @@ public final class NativeWriter {
             if (sink.gathers()) {
                 // Pieces leave in one gathering write, so copying mid-sized payloads into the
                 // staging buffer would only cost a memcpy.
-                Native.check(hurray_h.hurray_encoder_set_coalesce_bytes(h, GATHER_COALESCE_BYTES));
+                Native.check(hurray_h.hurray_encoder_set_coalesce_bytes$raw(h.address(), GATHER_COALESCE_BYTES));
             }
             return new NativeWriter(sink, batchBytes, Arena.ofAuto(), h);
         }
