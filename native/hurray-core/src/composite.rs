@@ -9,158 +9,17 @@
 //! In a container the head is stored under the composite's name and member *i* under
 //! `name/role_i` (recursively), so [`read_composite`] finds a composite by name.
 
-use crate::descriptor::{Cursor, LayoutDescriptor, TensorDescriptor};
+use crate::descriptor::{LayoutDescriptor, TensorDescriptor};
 use crate::error::{bail, err, Error, ErrorKind, Result};
 use crate::file::{FileReader, FileWriter, ReadAt};
 use crate::shape::Shape;
 use crate::stream::{ReadTensor, ReadTransport, StreamReader, StreamWriter, WriteTransport};
 use crate::types::ElementType;
 
-/// Deepest nesting: a top-level head is depth 0, its members depth 1, …; a member deeper than
-/// this is `LimitExceeded`.
-pub const MAX_COMPOSITE_DEPTH: u16 = 16;
-/// Most members one head may list.
-pub const MAX_COMPOSITE_MEMBERS: u32 = 1024;
-/// Most descriptors (heads included) in one composite item.
-pub const MAX_COMPOSITE_TENSORS: usize = 65_536;
-/// Longest role, in UTF-8 bytes.
-pub const MAX_ROLE_BYTES: usize = 256;
-/// Fixed part of the composite block, in bytes.
-pub const COMPOSITE_BLOCK_FIXED_BYTES: usize = 16;
-
-/// The composite-membership block (extension bit 5).
-///
-/// A **head** has `member_count() > 0` and lists one role per member; a **plain member** has
-/// no roles. `depth` is 0 for a top-level head and the parent's depth + 1 for a member;
-/// `index` is the member's position in its parent (0 at depth 0).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct CompositeInfo {
-    depth: u16,
-    index: u32,
-    roles: Vec<String>,
-}
-
-impl CompositeInfo {
-    /// A top-level head listing `roles` (1..=[`MAX_COMPOSITE_MEMBERS`], each 1..=256 UTF-8
-    /// bytes without NUL or `/`, unique). Errors: `InvalidArgument`, `LimitExceeded`,
-    /// `DuplicateName`.
-    pub fn head(roles: Vec<String>) -> Result<Self> {
-        if roles.is_empty() {
-            bail!(InvalidArgument, "a composite has at least one member");
-        }
-        let c = CompositeInfo { depth: 0, index: 0, roles };
-        c.validate()?;
-        Ok(c)
-    }
-    /// A plain member at `depth` (≥ 1), position `index` in its parent.
-    pub fn member(depth: u16, index: u32) -> Self {
-        CompositeInfo { depth, index, roles: Vec::new() }
-    }
-    /// This block moved to `depth` and `index` (used when nesting a head inside a parent).
-    pub fn at(mut self, depth: u16, index: u32) -> Self {
-        self.depth = depth;
-        self.index = index;
-        self
-    }
-    /// Members listed (0 for a plain member).
-    pub fn member_count(&self) -> u32 {
-        self.roles.len() as u32
-    }
-    /// Nesting depth (0 = top level).
-    pub fn depth(&self) -> u16 {
-        self.depth
-    }
-    /// Position in the parent (0 at depth 0).
-    pub fn index(&self) -> u32 {
-        self.index
-    }
-    /// Member roles, in member order.
-    pub fn roles(&self) -> &[String] {
-        &self.roles
-    }
-
-    pub(crate) fn validate(&self) -> Result<()> {
-        if self.depth > MAX_COMPOSITE_DEPTH {
-            bail!(LimitExceeded, "composite nesting depth {} exceeds the maximum {MAX_COMPOSITE_DEPTH}", self.depth);
-        }
-        if self.depth == 0 && (self.index != 0 || self.roles.is_empty()) {
-            bail!(Corrupt, "a depth-0 composite block must be a head at index 0");
-        }
-        if self.roles.len() > MAX_COMPOSITE_MEMBERS as usize {
-            bail!(LimitExceeded, "{} members exceed the maximum {MAX_COMPOSITE_MEMBERS}", self.roles.len());
-        }
-        if !self.roles.is_empty() && self.depth == MAX_COMPOSITE_DEPTH {
-            bail!(LimitExceeded, "a head at depth {MAX_COMPOSITE_DEPTH} would nest its members too deep");
-        }
-        for (i, r) in self.roles.iter().enumerate() {
-            if r.is_empty() || r.len() > MAX_ROLE_BYTES || r.contains('\0') || r.contains('/') {
-                bail!(InvalidArgument, "role {r:?} must be 1..={MAX_ROLE_BYTES} bytes without NUL or '/'");
-            }
-            if self.roles[..i].contains(r) {
-                bail!(DuplicateName, "role {r:?} appears twice in one composite");
-            }
-        }
-        Ok(())
-    }
-
-    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&(self.roles.len() as u32).to_le_bytes());
-        out.extend_from_slice(&self.depth.to_le_bytes());
-        out.extend_from_slice(&[0, 0]);
-        out.extend_from_slice(&self.index.to_le_bytes());
-        out.extend_from_slice(&[0; 4]);
-        for r in &self.roles {
-            out.extend_from_slice(&(r.len() as u16).to_le_bytes());
-            out.extend_from_slice(r.as_bytes());
-        }
-    }
-
-    pub(crate) fn decode(c: &mut Cursor<'_>) -> Result<Self> {
-        let b = c.take(COMPOSITE_BLOCK_FIXED_BYTES)?;
-        let count = u32::from_le_bytes(b[0..4].try_into().unwrap());
-        let depth = u16::from_le_bytes(b[4..6].try_into().unwrap());
-        let index = u32::from_le_bytes(b[8..12].try_into().unwrap());
-        if b[6..8] != [0; 2] || b[12..16] != [0; 4] {
-            bail!(Corrupt, "reserved bytes of the composite block are not zero");
-        }
-        if count > MAX_COMPOSITE_MEMBERS {
-            bail!(LimitExceeded, "{count} members exceed the maximum {MAX_COMPOSITE_MEMBERS}");
-        }
-        // Each role takes at least 3 bytes: never size by a count the input cannot back.
-        let left = c.b.len() - c.pos;
-        if count as usize * 3 > left {
-            bail!(Corrupt, "composite block lists {count} roles but only {left} bytes remain");
-        }
-        let mut roles = Vec::with_capacity(count as usize);
-        for _ in 0..count {
-            let n = c.u16()? as usize;
-            if n > MAX_ROLE_BYTES {
-                bail!(LimitExceeded, "role of {n} bytes exceeds {MAX_ROLE_BYTES}");
-            }
-            roles.push(c.utf8(n)?);
-        }
-        let ci = CompositeInfo { depth, index, roles };
-        ci.validate()?;
-        Ok(ci)
-    }
-}
-
-/// Descriptor rules of a head: element type code 0, row-major, rank 0, byte offset 0, no
-/// buffers and no quantization, sparse or paging block.
-pub(crate) fn validate_head(d: &TensorDescriptor) -> Result<()> {
-    if d.element_type() != ElementType::Bool
-        || *d.layout() != LayoutDescriptor::RowMajor
-        || d.shape().rank() != 0
-        || d.byte_offset() != 0
-        || !d.buffers().is_empty()
-        || d.quantization().is_some()
-        || d.sparse().is_some()
-        || d.paging().is_some()
-    {
-        bail!(InvalidLayout, "a composite head is a buffer-less rank-0 descriptor with element code 0 and layout 0");
-    }
-    Ok(())
-}
+pub use crate::descriptor::CompositeInfo;
+pub use crate::wire::{
+    COMPOSITE_BLOCK_FIXED_BYTES, MAX_COMPOSITE_DEPTH, MAX_COMPOSITE_MEMBERS, MAX_COMPOSITE_TENSORS, MAX_ROLE_BYTES,
+};
 
 /// A top-level composite head descriptor with `name` (optional on a stream, required in a
 /// container) and member `roles`.

@@ -31,7 +31,7 @@ use crate::wire::{
 /// straight into the tensor's allocation.
 pub const READ_AHEAD_BYTES: usize = 64 * 1024;
 /// Bytes of a tensor's buffers the reader allocates before their bytes arrive; beyond this a
-/// buffer's allocation starts at [`GROW_MIN_BYTES`](crate::GROW_MIN_BYTES) (or what is left of this budget, if more)
+/// buffer's allocation starts at [`GROW_MIN_BYTES`] (or what is left of this budget, if more)
 /// and doubles as its bytes arrive (docs/spec/stream.md §Limits), so a short input declaring a
 /// huge tensor costs at most this much memory, and a real one at most twice its bytes.
 pub const EAGER_RESERVE_BYTES: usize = 64 << 20;

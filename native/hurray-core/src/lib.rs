@@ -40,8 +40,8 @@ pub use composite::{Composite, CompositeSpec, Item, ItemReader, Member};
 pub use decoder::ReaderOptions;
 pub use decoder::{Decoded, StreamDecoder};
 pub use descriptor::{
-    min_version_for, CompositeInfo, LayoutDescriptor, PagingInfo, Quantization, SparseInfo, TensorDescriptor,
-    DESCRIPTOR_MAGIC,
+    min_version_for, CompositeInfo, IndexType, LayoutDescriptor, PagingInfo, Quantization, SparseInfo,
+    TensorDescriptor, DESCRIPTOR_MAGIC,
 };
 pub use encoder::WriterOptions;
 pub use encoder::{OutSeg, StreamEncoder};
@@ -51,7 +51,6 @@ pub use parts::DescriptorParts;
 pub use pool::{BufferPool, PoolStats, PooledBuf, MAX_POOLED_BUFFERS};
 pub use quant::{BlockKind, BlockQuant};
 pub use shape::Shape;
-pub use sparse::IndexType;
 pub use stream::{ReadTransport, StreamReader, StreamWriter, WriteTransport};
 pub use tensor::ReadTensor;
 pub use types::{DeviceTag, ElementType, SyncMode};

@@ -4,6 +4,8 @@
 
 // Descriptors (docs/spec/descriptor.md).
 
+/// Magic at the start of every encoded descriptor.
+pub const DESCRIPTOR_MAGIC: [u8; 4] = *b"HRDS";
 /// Smallest buffer alignment in bytes; the default for CPU buffers (docs/spec/descriptor.md
 /// §Device tags).
 pub const MIN_BUFFER_ALIGNMENT: u64 = 64;
@@ -34,6 +36,39 @@ pub const DESCRIPTOR_VERSION: u16 = 1;
 pub const DESCRIPTOR_VERSION_2: u16 = 2;
 /// The highest descriptor version this build reads and writes.
 pub const MAX_DESCRIPTOR_VERSION: u16 = 2;
+
+// The fixed part of an encoded descriptor and its extension bits (docs/spec/descriptor.md
+// §Encoding).
+pub(crate) const EXT_NAME: u32 = 1 << 0;
+pub(crate) const EXT_METADATA: u32 = 1 << 1;
+pub(crate) const EXT_QUANT: u32 = 1 << 2;
+pub(crate) const EXT_SPARSE: u32 = 1 << 3;
+pub(crate) const EXT_PAGING: u32 = 1 << 4;
+pub(crate) const EXT_COMPOSITE: u32 = 1 << 5;
+pub(crate) const EXT_KNOWN: u32 = EXT_NAME | EXT_METADATA | EXT_QUANT;
+/// Extension bits a version-2 descriptor may also set (sparse, paging, composite).
+pub(crate) const EXT_KNOWN_V2: u32 = EXT_KNOWN | EXT_SPARSE | EXT_PAGING | EXT_COMPOSITE;
+pub(crate) const FIXED_BYTES: usize = 24;
+pub(crate) const QUANT_BYTES: usize = 24;
+
+// The version-2 blocks (docs/spec/descriptor.md §Sparse layouts, §Block-paged layout,
+// §Composite membership).
+
+/// Size of the sparse block in bytes.
+pub const SPARSE_BLOCK_BYTES: usize = 24;
+/// Size of the paging block in bytes.
+pub const PAGING_BLOCK_BYTES: usize = 24;
+/// Deepest nesting: a top-level head is depth 0, its members depth 1, …; a member deeper than
+/// this is `LimitExceeded`.
+pub const MAX_COMPOSITE_DEPTH: u16 = 16;
+/// Most members one head may list.
+pub const MAX_COMPOSITE_MEMBERS: u32 = 1024;
+/// Most descriptors (heads included) in one composite item.
+pub const MAX_COMPOSITE_TENSORS: usize = 65_536;
+/// Longest role, in UTF-8 bytes.
+pub const MAX_ROLE_BYTES: usize = 256;
+/// Fixed part of the composite block, in bytes.
+pub const COMPOSITE_BLOCK_FIXED_BYTES: usize = 16;
 
 // Streams (docs/spec/stream.md §Stream header, §Frames).
 
