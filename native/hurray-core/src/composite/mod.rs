@@ -4,16 +4,27 @@
 //! is allowed up to [`MAX_COMPOSITE_DEPTH`].
 //!
 //! On a stream every member is an ordinary tensor frame, so a reader that knows nothing of
-//! composites still decodes it frame by frame (the *flat view*, [`StreamReader::next_tensor`]).
+//! composites still decodes it frame by frame (the *flat view*, [`StreamReader::next_tensor`](crate::StreamReader::next_tensor)).
 //! [`ItemReader`] assembles the *item view*: one [`Item`] per top-level tensor or composite.
 //! In a container the head is stored under the composite's name and member *i* under
 //! `name/role_i` (recursively), so [`read_composite`] finds a composite by name.
+//!
+//! This file holds what needs no I/O: the assembled [`Composite`] and [`Item`], the push-fed
+//! assembler [`ItemReader`] and the flattening of a [`CompositeSpec`]. The readers and writers
+//! sit above the two I/O stacks: `stream.rs` over [`StreamReader`](crate::StreamReader) and
+//! [`StreamWriter`](crate::StreamWriter), `file.rs` over [`FileReader`](crate::FileReader) and
+//! [`FileWriter`](crate::FileWriter).
+
+mod file;
+mod stream;
+
+pub use file::{add_composite, check_container, read_composite};
+pub use stream::write_composite;
 
 use crate::descriptor::{LayoutDescriptor, TensorDescriptor};
-use crate::error::{bail, err, Error, ErrorKind, Result};
-use crate::file::{FileReader, FileWriter, ReadAt};
+use crate::error::{bail, err, Error, Result};
 use crate::shape::Shape;
-use crate::stream::{ReadTensor, ReadTransport, StreamReader, StreamWriter, WriteTransport};
+use crate::tensor::ReadTensor;
 use crate::types::ElementType;
 
 pub use crate::descriptor::CompositeInfo;
@@ -144,8 +155,9 @@ impl Composite {
     }
 }
 
-/// Assembles items from a [`StreamReader`] (the item view). Keep one per reader: a failed
-/// transport read leaves the partly assembled composite here, and the next call resumes.
+/// Assembles items (the item view) from a [`StreamReader`](crate::StreamReader), or from
+/// tensors pushed in. Keep one per reader: a failed transport read leaves the partly assembled
+/// composite here, and the next call resumes.
 #[derive(Debug, Default)]
 pub struct ItemReader {
     stack: Vec<Composite>,
@@ -164,62 +176,6 @@ impl ItemReader {
     /// True while a composite is partly read.
     pub fn is_mid_item(&self) -> bool {
         !self.stack.is_empty()
-    }
-
-    /// The next item: a tensor, or a whole composite, or `None` at the end of the stream.
-    ///
-    /// Errors: every error of `next_tensor` (a `Transport` error keeps the partial composite
-    /// for the next call; any other drops it); `Truncated` (the stream ends inside a
-    /// composite); `Corrupt` (a head's member count disagrees with the members that follow,
-    /// either way, or a member is out of place); `LimitExceeded` (deeper than
-    /// [`MAX_COMPOSITE_DEPTH`], more than [`MAX_COMPOSITE_TENSORS`] descriptors).
-    pub fn next_item<T: ReadTransport>(&mut self, r: &mut StreamReader<T>) -> Result<Option<Item>> {
-        if let Some(e) = &self.failed {
-            return Err(e.clone());
-        }
-        let out = self.next_item_inner(r);
-        if let Err(e) = &out {
-            if e.kind() != ErrorKind::Transport {
-                self.failed = Some(e.clone());
-            }
-        }
-        out
-    }
-
-    fn next_item_inner<T: ReadTransport>(&mut self, r: &mut StreamReader<T>) -> Result<Option<Item>> {
-        loop {
-            let t = match r.next_tensor() {
-                Ok(t) => t,
-                Err(e) => {
-                    if e.kind() != ErrorKind::Transport {
-                        self.reset();
-                    }
-                    return Err(e);
-                }
-            };
-            let Some(t) = t else {
-                if let Some(top) = self.stack.last() {
-                    let e = err!(
-                        Truncated,
-                        "the stream ended inside composite {:?} after {} of its {} members",
-                        top.name().unwrap_or(""),
-                        top.members.len(),
-                        top.roles().len()
-                    );
-                    self.reset();
-                    return Err(e);
-                }
-                return Ok(None);
-            };
-            match self.push(t) {
-                Err(e) => {
-                    self.reset();
-                    return Err(e);
-                }
-                Ok(Some(item)) => return Ok(Some(item)),
-                Ok(None) => {}
-            }
-        }
     }
 
     /// Push form of [`next_item`](Self::next_item), for a caller that decodes tensors itself
@@ -375,143 +331,4 @@ impl<'a> CompositeSpec<'a> {
         }
         Ok(())
     }
-}
-
-/// Writes a composite to a stream: the head, then every member in preorder. Everything is
-/// validated first, so only a transport failure can stop it part-way; the writer is then
-/// poisoned (a partial composite is on the wire). Errors: those of [`CompositeSpec::flatten`]
-/// and of [`StreamWriter::write_tensor`].
-pub fn write_composite<T: WriteTransport>(w: &mut StreamWriter<T>, spec: &CompositeSpec<'_>) -> Result<()> {
-    let flat = spec.flatten()?;
-    for (i, (d, p)) in flat.iter().enumerate() {
-        if let Err(e) = w.write_tensor(d, p) {
-            if i > 0 {
-                w.poison();
-                return Err(Error::new(
-                    e.kind(),
-                    format!("{} after part of a composite was written; the writer is poisoned", e.message()),
-                ));
-            }
-            return Err(e);
-        }
-    }
-    Ok(())
-}
-
-/// Adds a composite to a container: the head under `spec.name` (required), member *i* under
-/// `name/role_i`, recursively. Errors: `InvalidArgument` (no name), those of `flatten` and
-/// `add_tensor`. A failure part-way leaves the members already added in the container.
-pub fn add_composite<T: WriteTransport>(w: &mut FileWriter<T>, spec: &CompositeSpec<'_>) -> Result<()> {
-    let name = match spec.name.as_deref() {
-        Some(n) if !n.is_empty() => n,
-        _ => bail!(InvalidArgument, "a composite in a container needs a non-empty name"),
-    };
-    let mut flat = Vec::new();
-    spec.flatten_into(0, 0, Some(name), &mut flat)?;
-    for (d, p) in &flat {
-        w.add_tensor(d, p)?;
-    }
-    Ok(())
-}
-
-/// Reads the composite stored under `name` with all its members (their contents checked).
-/// Errors: `NotFound`, `InvalidArgument` (the entry is not a composite head), `Corrupt`
-/// (a member missing or out of place), `LimitExceeded`, and those of `read_tensor`.
-pub fn read_composite<R: ReadAt>(r: &mut FileReader<R>, name: &str) -> Result<Composite> {
-    let e = r.find(name.as_bytes())?.ok_or_else(|| err!(NotFound, "no tensor named {name:?}"))?;
-    if !e.descriptor().is_composite_head() || e.descriptor().composite().is_some_and(|c| c.depth() != 0) {
-        bail!(InvalidArgument, "{name:?} is not a top-level composite");
-    }
-    let mut count = 1;
-    read_members(r, e.descriptor().clone(), name, &mut count, true)
-}
-
-/// Finds every member of `head` (stored under `path`) by name and checks that it is in place
-/// (depth and index); with `read`, reads each tensor member (payloads and indices checked) into
-/// the returned composite, else its member list stays empty (an index-only check). `count`
-/// counts descriptors, heads included.
-fn read_members<R: ReadAt>(
-    r: &mut FileReader<R>,
-    head: TensorDescriptor,
-    path: &str,
-    count: &mut usize,
-    read: bool,
-) -> Result<Composite> {
-    let info = head.composite().expect("head").clone();
-    let mut members = Vec::with_capacity(if read { info.roles().len() } else { 0 });
-    for (i, role) in info.roles().iter().enumerate() {
-        *count += 1;
-        if *count > MAX_COMPOSITE_TENSORS {
-            bail!(LimitExceeded, "composite {path:?} holds more than {MAX_COMPOSITE_TENSORS} descriptors");
-        }
-        let child = format!("{path}/{role}");
-        let e = r
-            .find(child.as_bytes())?
-            .ok_or_else(|| err!(Corrupt, "member {child:?} of composite {path:?} is missing"))?;
-        let ok = e.descriptor().composite().is_some_and(|c| c.depth() == info.depth() + 1 && c.index() as usize == i);
-        if !ok {
-            bail!(Corrupt, "entry {child:?} is not member {i} of composite {path:?}");
-        }
-        if e.descriptor().is_composite_head() {
-            let nested = read_members(r, e.descriptor().clone(), &child, count, read)?;
-            if read {
-                members.push(Item::Composite(nested));
-            }
-        } else if read {
-            members.push(Item::Tensor(r.read_tensor(&e)?));
-        }
-    }
-    Ok(Composite { head, members })
-}
-
-/// Checks the composite structure of a whole container from its index, reading no payload
-/// (docs/spec/hrryfile.md §2): every top-level head's members are stored under `name/role_i`
-/// at the head's depth + 1 and index *i*, recursively; no top-level composite holds more than
-/// [`MAX_COMPOSITE_TENSORS`] descriptors; and every entry that says it is a member (depth ≥ 1)
-/// is reached that way from some top-level head. Costs one entry read per entry and one
-/// lookup per member. Errors: `Corrupt` (a member missing, out of place, or belonging to no
-/// composite), `LimitExceeded`, and the failures of reading the index.
-pub fn check_container<R: ReadAt>(r: &mut FileReader<R>) -> Result<()> {
-    let mut members = 0u64;
-    let mut reached = 0u64;
-    for i in 0..r.entry_count() {
-        let e = r.entry(i)?;
-        let Some(c) = e.descriptor().composite() else { continue };
-        if c.depth() > 0 {
-            members += 1;
-            continue;
-        }
-        let mut count = 1;
-        read_members(r, e.descriptor().clone(), e.name(), &mut count, false)?;
-        reached += count as u64 - 1;
-    }
-    if members == reached {
-        return Ok(());
-    }
-    // Some member belongs to no composite: a second pass names the first one.
-    for i in 0..r.entry_count() {
-        let e = r.entry(i)?;
-        let Some(c) = e.descriptor().composite().filter(|c| c.depth() > 0) else { continue };
-        let parent = e.name().rsplit_once('/');
-        let listed = match parent {
-            Some((p, role)) => match r.find(p.as_bytes())? {
-                Some(h) => h.descriptor().composite().is_some_and(|hc| {
-                    hc.depth() + 1 == c.depth() && hc.roles().get(c.index() as usize).is_some_and(|r| r == role)
-                }),
-                None => false,
-            },
-            None => false,
-        };
-        if !listed {
-            bail!(
-                Corrupt,
-                "entry {:?} is marked as member {} at depth {} of a composite, but no composite head lists it",
-                e.name(),
-                c.index(),
-                c.depth()
-            );
-        }
-    }
-    // Every member is listed by its parent, so some parent chain does not reach depth 0.
-    bail!(Corrupt, "{} composite members are not reached from any top-level composite", members - reached)
 }
