@@ -12,7 +12,6 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod buffer;
-pub mod codec;
 pub mod composite;
 pub mod crc32c;
 pub mod decoder;
@@ -28,6 +27,7 @@ pub mod paged;
 pub mod parts;
 pub mod pool;
 pub mod quant;
+pub mod quantize;
 mod shape;
 pub mod sparse;
 pub mod stream;

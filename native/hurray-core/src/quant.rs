@@ -1,7 +1,7 @@
 //! Block-scaled quantization kinds of descriptor version 2 (NF4, OCP MX, NVFP4, per-group
 //! affine, GGUF Q8_0 / Q4_0): their parameters, buffer tables and size validation
 //! (docs/spec/descriptor.md §Block quantization kinds). A descriptor's use of a kind is checked
-//! in `descriptor/validate.rs`; dequantization and quantization live in [`crate::codec`].
+//! in `descriptor/validate.rs`; dequantization and quantization live in [`crate::quantize`].
 
 use crate::error::{bail, err, Result};
 use crate::shape::Shape;

@@ -2,7 +2,7 @@
 //! (docs/spec/c-abi.md §Quantization; docs/spec/descriptor.md §Block quantization kinds).
 //! Additions within C ABI version 4.
 
-use hurray_core::{codec, BlockKind, BlockQuant, ElementType, Quantization, Shape};
+use hurray_core::{quantize, BlockKind, BlockQuant, ElementType, Quantization, Shape};
 
 use crate::descriptor::{DescInner, HurrayDescriptor, HurrayDescriptorBuilder};
 use crate::handle;
@@ -165,7 +165,7 @@ pub unsafe extern "C" fn hurray_quantize_plan(
             // SAFETY: non-null and valid by the caller's contract.
             Some(Quantization::Block(unsafe { *quant }.to_core()?))
         };
-        let d = codec::plan(ElementType::from_code(element_type)?, Shape::new(dims)?, q)?;
+        let d = quantize::plan(ElementType::from_code(element_type)?, Shape::new(dims)?, q)?;
         // SAFETY: `out_descriptor` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_descriptor, DescInner::new(d)?) };
         Ok(HURRAY_OK)
@@ -231,7 +231,7 @@ pub unsafe extern "C" fn hurray_dequantize(
         let bufs = unsafe { slices(buffers, buffer_lens, buffer_count)? };
         // SAFETY: `out` is valid for `out_len` writes and not aliased (# Safety).
         let out = unsafe { out_bytes(out, out_len)? };
-        codec::dequantize(d, &bufs, out)?;
+        quantize::dequantize(d, &bufs, out)?;
         Ok(HURRAY_OK)
     })
 }
@@ -272,7 +272,7 @@ pub unsafe extern "C" fn hurray_dequantize_to(
         let bufs = unsafe { slices(buffers, buffer_lens, buffer_count)? };
         // SAFETY: `out` is valid for `out_len` writes and not aliased (# Safety).
         let out = unsafe { out_bytes(out, out_len)? };
-        codec::dequantize_into(d, &bufs, target, out)?;
+        quantize::dequantize_into(d, &bufs, target, out)?;
         Ok(HURRAY_OK)
     })
 }
@@ -307,7 +307,7 @@ pub unsafe extern "C" fn hurray_quantize(
         // SAFETY: `buffers` and `buffer_lens` are valid for `buffer_count` reads, each buffer writable for its
         // length and not overlapping the others (# Safety).
         let mut rw = unsafe { slices_mut(buffers, buffer_lens, buffer_count)? };
-        codec::quantize(d, input, &mut rw)?;
+        quantize::quantize(d, input, &mut rw)?;
         Ok(HURRAY_OK)
     })
 }
