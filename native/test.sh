@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The native test suite, run by Maven's test phase (native/pom.xml) and usable by hand:
-#   1. cargo test (Rust unit, property and C-ABI tests; debug build, so handle sentinels are on)
+#   1. cargo test (Rust unit, property and C-ABI tests, and hurray-core/tests/module_layers.rs,
+#      which fails on a module cycle in hurray-core; debug build, so handle sentinels are on)
 #   2. hurray.h drift check (cbindgen)
 #   3. C examples compiled with gcc against hurray.h and run (src/c/run.sh, src/c/file/run.sh)
 #   4. cargo fmt --check and cargo clippy --all-targets -D warnings (when installed)
