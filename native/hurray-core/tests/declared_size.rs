@@ -26,6 +26,8 @@ fn note(delta_add: usize, delta_sub: usize) {
     PEAK.fetch_max(now, Ordering::Relaxed);
 }
 
+// SAFETY: every method forwards to `System` unchanged and only counts bytes on the side, so
+// `System`'s guarantees are this allocator's.
 unsafe impl GlobalAlloc for Peak {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
         // SAFETY: forwarded unchanged: `l` meets GlobalAlloc::alloc's contract, which System shares.

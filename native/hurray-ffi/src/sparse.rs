@@ -150,11 +150,8 @@ unsafe fn get<T>(
     f: impl FnOnce(&TensorDescriptor) -> T,
 ) -> HurrayStatus {
     guard(what, || {
-        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
-        // handles.
-        let d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
-        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
-        unsafe { handle::put(out, "out", f(d))? };
+        let d = &handle::handle_ref!(descriptor)?.desc;
+        handle::put_out!(out, f(d))?;
         Ok(HURRAY_OK)
     })
 }
@@ -239,9 +236,7 @@ pub unsafe extern "C" fn hurray_descriptor_composite_role(
     out_len: *mut usize,
 ) -> HurrayStatus {
     guard("hurray_descriptor_composite_role", || {
-        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
-        // handles.
-        let d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
+        let d = &handle::handle_ref!(descriptor)?.desc;
         non_null(out_bytes, "out_bytes")?;
         non_null(out_len, "out_len")?;
         let roles = d.composite().map(|c| c.roles()).unwrap_or(&[]);
@@ -322,9 +317,7 @@ unsafe fn into_caller(
     f: IntoCaller,
 ) -> HurrayStatus {
     guard(what, || {
-        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
-        // handles.
-        let d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
+        let d = &handle::handle_ref!(descriptor)?.desc;
         // SAFETY: `payloads` is valid for `count` slices, each valid for its length (# Safety), as host_views requires.
         let views = unsafe { host_views(d, payloads, count)? };
         let need = d.dense_byte_count();
@@ -415,9 +408,7 @@ pub unsafe extern "C" fn hurray_layout_check_contents(
     count: usize,
 ) -> HurrayStatus {
     guard("hurray_layout_check_contents", || {
-        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
-        // handles.
-        let d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
+        let d = &handle::handle_ref!(descriptor)?.desc;
         // SAFETY: `payloads` is valid for `count` slices, each valid for its length (# Safety), as host_views requires.
         let views = unsafe { host_views(d, payloads, count)? };
         hurray_core::layouts::check_contents(d, &views)?;
