@@ -891,6 +891,13 @@ int main(void) {
   KIND(const struct HurrayDescriptorSpec *);
   KIND(struct HurrayDescriptor **);
   printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_descriptor_check), HurrayStatus (*)(const struct HurrayDescriptorSpec *, struct HurrayBufferSpec *, size_t *)), "hurray_descriptor_check: signature differs from the AST");
+  printf("func hurray_descriptor_check");
+  KIND(HurrayStatus);
+  KIND(const struct HurrayDescriptorSpec *);
+  KIND(struct HurrayBufferSpec *);
+  KIND(size_t *);
+  printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_dlpack_export), HurrayStatus (*)(const struct HurrayDescriptor *, const struct HurrayBuffer *, uint64_t, struct HurrayDLManagedTensorVersioned **)), "hurray_dlpack_export: signature differs from the AST");
   printf("func hurray_dlpack_export");
   KIND(HurrayStatus);

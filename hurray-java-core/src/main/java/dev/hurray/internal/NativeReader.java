@@ -173,11 +173,10 @@ public final class NativeReader {
                         bufferPoolBytes);
             }
             MemorySegment slot = Results.compositeSlot(result); // free until the first nextItem
-            Native.check(hurray_h.hurray_decoder_new(opts, bufferPoolBytes, slot));
+            Native.check(hurray_h.hurray_decoder_new$raw(opts.address(), bufferPoolBytes, slot.address()));
             DECODERS_MADE.incrementAndGet();
             MemorySegment h = slot.get(ADDRESS, 0);
             slot.set(ADDRESS, 0, MemorySegment.NULL);
-            Native.debug("hurray: decoder {} created", h);
             return new NativeReader(source, result, Results.compositeSlot(result), h, limits, bufferPoolBytes);
         } catch (HurrayException | RuntimeException | Error e) {
             Results.give(result);
@@ -320,7 +319,7 @@ public final class NativeReader {
     public static long[] defaultLimits() {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment opts = HurrayReaderOptions.allocate(a);
-            hurray_h.hurray_reader_options_init(opts);
+            hurray_h.hurray_reader_options_init$raw(opts.address());
             return new long[] {
                 Integer.toUnsignedLong(HurrayReaderOptions.max_rank(opts)),
                 HurrayReaderOptions.max_descriptor_bytes(opts),
@@ -348,7 +347,8 @@ public final class NativeReader {
             fillIfAsked();
             long f = filled;
             filled = 0;
-            int rc = hurray_h.hurray_decoder_next_batch(handle, f, inputEnded ? END_OF_INPUT : 0, results, BATCH, countSlot);
+            int rc = hurray_h.hurray_decoder_next_batch$raw(handle.address(), f, inputEnded ? END_OF_INPUT : 0, results.address(),
+                    BATCH, countSlot.address());
             if (rc == Native.OK) {
                 pendingCount = (int) countSlot.get(JAVA_LONG, 0);
                 pendingAt = 1;
@@ -520,7 +520,7 @@ public final class NativeReader {
         int rc;
         if (kind == POLL_TENSOR) {
             // The flat view decodes every buffered tensor at once, as next() does.
-            rc = hurray_h.hurray_decoder_next_batch(handle, f, flags, results, BATCH, countSlot);
+            rc = hurray_h.hurray_decoder_next_batch$raw(handle.address(), f, flags, results.address(), BATCH, countSlot.address());
             result = results.asSlice(0, RESULT_BYTES);
             if (rc == Native.OK) {
                 pendingCount = (int) countSlot.get(JAVA_LONG, 0);
@@ -678,13 +678,12 @@ public final class NativeReader {
         // be one the cleaner can no longer destroy. If the cleaner got there first (the owner
         // was unreachable), the decoder is gone and nothing more is done with it.
         if (resource == null || resource.disarm()) {
-            if (hurray_h.hurray_decoder_reset(h) != Native.OK
+            if (hurray_h.hurray_decoder_reset$raw(h.address()) != Native.OK
                     || !IdleDecoders.offer(new IdleDecoders.Idle(h, bufferPoolBytes, limits))) {
                 destroy(h);
             }
         }
         Results.give(results);
-        Native.debug("hurray: decoder {} destroyed", h);
         try {
             source.close();
         } catch (IOException | RuntimeException e) {
@@ -706,6 +705,6 @@ public final class NativeReader {
         // hold the slot (Native's scratch rule); the leak cleaner's thread has its own.
         MemorySegment slot = Native.scratch();
         slot.set(ADDRESS, 0, h);
-        hurray_h.hurray_decoder_destroy(slot);
+        hurray_h.hurray_decoder_destroy$raw(slot.address());
     }
 }
