@@ -2,7 +2,8 @@
 //! `crate::…` path outside comments and string literals, maps each to the top-level module it
 //! names (directly, or through a `pub use` of `src/lib.rs`), and fails naming the first cycle.
 //! A folder module (`file/`, `descriptor/`, `composite/`) counts as one module. Paths to items
-//! that `lib.rs` defines itself, and `$crate` paths in macros, are not edges.
+//! that `lib.rs` defines itself, and `$crate` paths in macros, are not edges. A second test
+//! holds the modules to the layers listed in ARCHITECTURE.md.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -307,6 +308,40 @@ fn hurray_core_has_no_module_cycle() {
         let edges: Vec<String> = g.iter().map(|(k, v)| format!("  {k} -> {v:?}")).collect();
         panic!("module cycle in hurray-core: {}\nall edges:\n{}", c.join(" -> "), edges.join("\n"));
     }
+}
+
+/// The layers of ARCHITECTURE.md §The Rust core's modules, lowest first: a module may use
+/// modules of its own layer or a lower one. A module not listed here is held only to the
+/// no-cycle rule.
+const LAYERS: &[&[&str]] = &[
+    &["wire", "error", "test_rng"],
+    &["types", "shape", "names", "buffer", "crc32c", "lowp", "quant"],
+    &["descriptor", "parts", "dlpack"],
+    &["sparse", "paged", "layouts", "quantize"],
+    &["pool", "tensor"],
+    &["decoder", "encoder"],
+    &["stream", "file"],
+    &["composite"],
+];
+
+fn layer_of(m: &str) -> Option<usize> {
+    LAYERS.iter().position(|l| l.contains(&m))
+}
+
+#[test]
+fn no_module_uses_a_higher_layer() {
+    let g = module_graph();
+    let mut wrong = Vec::new();
+    for (from, tos) in &g {
+        for to in tos {
+            if let (Some(a), Some(b)) = (layer_of(from), layer_of(to)) {
+                if b > a {
+                    wrong.push(format!("{from} (layer {a}) uses {to} (layer {b})"));
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "modules using a higher layer:\n{}", wrong.join("\n"));
 }
 
 /// The scanner sees the edges it must see (so an empty graph cannot pass for a layered one).
