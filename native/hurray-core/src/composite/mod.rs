@@ -204,19 +204,25 @@ impl ItemReader {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
-        if let Some(top) = self.stack.last() {
-            let e = err!(
-                Truncated,
-                "the stream ended inside composite {:?} after {} of its {} members",
-                top.name().unwrap_or(""),
-                top.members.len(),
-                top.roles().len()
-            );
+        if let Some(e) = self.ended_inside() {
             self.reset();
             self.failed = Some(e.clone());
             return Err(e);
         }
         Ok(())
+    }
+
+    /// `Truncated` naming the partly read composite, if one is open.
+    fn ended_inside(&self) -> Option<Error> {
+        self.stack.last().map(|top| {
+            err!(
+                Truncated,
+                "the stream ended inside composite {:?} after {} of its {} members",
+                top.name().unwrap_or(""),
+                top.members.len(),
+                top.roles().len()
+            )
+        })
     }
 
     fn reset(&mut self) {

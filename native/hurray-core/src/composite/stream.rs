@@ -2,7 +2,7 @@
 //! written through a [`StreamWriter`] (docs/spec/stream.md §Composites).
 
 use super::{CompositeSpec, Item, ItemReader};
-use crate::error::{err, Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::stream::{ReadTransport, StreamReader, StreamWriter, WriteTransport};
 
 impl ItemReader {
@@ -39,14 +39,7 @@ impl ItemReader {
                 }
             };
             let Some(t) = t else {
-                if let Some(top) = self.stack.last() {
-                    let e = err!(
-                        Truncated,
-                        "the stream ended inside composite {:?} after {} of its {} members",
-                        top.name().unwrap_or(""),
-                        top.members.len(),
-                        top.roles().len()
-                    );
+                if let Some(e) = self.ended_inside() {
                     self.reset();
                     return Err(e);
                 }
