@@ -4,8 +4,8 @@
 //! is allowed up to [`MAX_COMPOSITE_DEPTH`].
 //!
 //! On a stream every member is an ordinary tensor frame, so a reader that knows nothing of
-//! composites still decodes it frame by frame (the *flat view*, [`StreamReader::next_tensor`](crate::StreamReader::next_tensor)).
-//! [`ItemReader`] assembles the *item view*: one [`Item`] per top-level tensor or composite.
+//! composites still decodes it frame by frame (the *flat view*,
+//! [`StreamReader::next_tensor`](crate::StreamReader::next_tensor)). [`ItemReader`] assembles the *item view*: one [`Item`] per top-level tensor or composite.
 //! In a container the head is stored under the composite's name and member *i* under
 //! `name/role_i` (recursively), so [`read_composite`] finds a composite by name.
 //!
@@ -27,6 +27,8 @@ use crate::shape::Shape;
 use crate::tensor::ReadTensor;
 use crate::types::ElementType;
 
+// The composite block and its limits belong to the descriptor and the format's constants; they
+// are re-exported here under the composite's name.
 pub use crate::descriptor::CompositeInfo;
 pub use crate::wire::{
     COMPOSITE_BLOCK_FIXED_BYTES, MAX_COMPOSITE_DEPTH, MAX_COMPOSITE_MEMBERS, MAX_COMPOSITE_TENSORS, MAX_ROLE_BYTES,

@@ -118,7 +118,7 @@ impl TensorDescriptor {
                     }
                 }
             }
-            // Handled by `layouts::validate_extended`, which returned above.
+            // Handled by `validate_extended`, which returned above.
             _ => bail!(InvalidLayout, "layout {} needs its extension block", self.layout.name()),
         }
         if let Some(q) = &self.quantization {
