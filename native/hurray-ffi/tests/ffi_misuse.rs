@@ -469,7 +469,7 @@ fn null_cases(f: &Fixture) -> Vec<Case<'_>> {
             ),
             (
                 "hurray_descriptor_check",
-                Box::new(move || hurray_ffi::descriptor_spec::hurray_descriptor_check(null(), null_mut(), null_mut())),
+                Box::new(move || hurray_ffi::descriptor_spec::hurray_descriptor_check(null(), null_mut(), pp.cast())),
             ),
             (
                 "hurray_encoder_encode_encoded",

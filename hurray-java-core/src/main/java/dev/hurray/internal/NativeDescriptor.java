@@ -563,9 +563,12 @@ public final class NativeDescriptor {
 
     /** The name a {@code HurrayDescriptorFields} points at, or null when the descriptor has none. */
     static String name(MemorySegment fields) {
-        MemorySegment p = HurrayDescriptorFields.name(fields);
-        return p.equals(MemorySegment.NULL) ? null
-                : new String(Native.bytes(p, HurrayDescriptorFields.name_len(fields)), StandardCharsets.UTF_8);
+        return name(HurrayDescriptorFields.name(fields).address(), HurrayDescriptorFields.name_len(fields));
+    }
+
+    /** The name at {@code address} ({@code length} UTF-8 bytes), or null when the address is 0 (unnamed). */
+    static String name(long address, long length) {
+        return address == 0 ? null : new String(Native.bytes(address, length), StandardCharsets.UTF_8);
     }
 
     /**
