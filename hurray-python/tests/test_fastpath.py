@@ -298,3 +298,32 @@ def test_small_tensors_after_a_pending_large_one_still_batch():
     w.finish()
     assert sum(sizes) > 100 * 1024 and max(sizes) < 8192 + 2 * 1100
     assert len(sizes) < 25  # about one send per 8 KiB, not one per tensor
+
+
+def test_a_tensor_cannot_be_pickled_or_deep_copied_and_a_shallow_copy_shares_it():
+    import copy
+    import pickle
+
+    t = hurray.from_numpy(np.arange(6, dtype=np.float32), name="p")
+    with pytest.raises(TypeError, match="cannot be pickled"):
+        pickle.dumps(t)
+    with pytest.raises(TypeError, match="cannot be deep-copied"):
+        copy.deepcopy(t)
+    u = copy.copy(t)
+    del t
+    gc.collect()
+    assert u.name == "p"
+    assert u.numpy().tolist() == [0, 1, 2, 3, 4, 5]
+    # A received tensor: the same rules, and the copy outlives the original.
+    buf = io.BytesIO()
+    with hurray.StreamWriter(buf) as w:
+        w.write(hurray.from_numpy(np.arange(3, dtype=np.int32), name="r"))
+    with hurray.StreamReader(io.BytesIO(buf.getvalue())) as r:
+        got = r.read()
+        with pytest.raises(TypeError):
+            pickle.dumps(got)
+        c = copy.copy(got)
+        got.close()
+        del got
+        gc.collect()
+        assert c.numpy().tolist() == [0, 1, 2]

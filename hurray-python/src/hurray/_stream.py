@@ -530,11 +530,11 @@ class _Received(Tensor):
             except Exception:
                 pass
 
-    def __reduce_ex__(self, protocol: Any) -> Any:
-        # copy.copy: the copy shares the handle object, never the raw pointer (which would
-        # then be given back twice).
+    def __copy__(self) -> "Tensor":
+        # The copy shares the handle object, never the raw pointer (which would then be given
+        # back twice).
         self._handle
-        return super().__reduce_ex__(protocol)
+        return super().__copy__()
 
     def close(self) -> None:
         with _handle_lock:

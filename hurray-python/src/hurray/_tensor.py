@@ -197,6 +197,21 @@ class Tensor:
     def __init__(self) -> None:
         raise TypeError("make tensors with hurray.from_numpy, from_dlpack, quantize, csr or coo")
 
+    def __copy__(self) -> "Tensor":
+        # A second reference to the same tensor: it shares the objects that own the native
+        # handle and descriptor, so each is still destroyed once, when the last one goes.
+        new = self.__class__.__new__(self.__class__)
+        new.__dict__.update(self.__dict__)
+        return new
+
+    def __deepcopy__(self, memo: Any) -> "Tensor":
+        raise TypeError("a hurray.Tensor owns native memory and cannot be deep-copied: copy its data "
+                        "(hurray.from_numpy(numpy.array(t.numpy()), name=t.name)) or share it with copy.copy")
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise TypeError("a hurray.Tensor owns native memory and cannot be pickled: send it through a "
+                        "StreamWriter or a FileWriter, or pickle its numpy() copy")
+
     @classmethod
     def _make(
         cls,
