@@ -422,8 +422,10 @@ typedef struct HurrayDescriptorFields {
   uint8_t element_type;
   // Layout code (`HURRAY_LAYOUT_*`).
   uint8_t layout;
-  // Always 0.
-  uint16_t reserved;
+  // The descriptor's format version (its encoding's `version` field, docs/spec/descriptor.md):
+  // 1, or 2 for the features that need it. Added in ABI 4 (this word was reserved and always
+  // 0 before, so 0 means a library that does not report it).
+  uint16_t version;
   // `HURRAY_FIELDS_*` bits. `hurray_descriptor_fields` sets none; a decoder sets
   // `HURRAY_FIELDS_SAME_EXCEPT_NAME` (added in ABI 4; this word was reserved and always 0
   // before, so older callers ignore it).

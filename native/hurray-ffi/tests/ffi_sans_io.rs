@@ -126,6 +126,8 @@ unsafe fn decode_on(d: *mut HurrayDecoder, bytes: &[u8], chunk: usize) -> (Vec<B
                     assert!(!r.tensor.is_null());
                     let back = copy_out(r.tensor);
                     assert_eq!(std::slice::from_raw_parts(r.fields.encoded, r.fields.encoded_len), &back.encoded[..]);
+                    // The fields report the encoding's version field (bytes 4-5).
+                    assert_eq!(r.fields.version, u16::from_le_bytes([back.encoded[4], back.encoded[5]]));
                     let bufs = std::slice::from_raw_parts(r.buffers, r.fields.buffer_count);
                     for (b, want) in bufs.iter().zip(&back.buffers) {
                         assert_eq!(b.spec.byte_size as usize, want.len());

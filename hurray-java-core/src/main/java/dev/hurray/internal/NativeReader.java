@@ -655,11 +655,9 @@ public final class NativeReader {
         return sum;
     }
 
-    /** The version field of the decoded tensor's descriptor (bytes 4-5 of its encoding, docs/spec/descriptor.md). */
+    /** The decoded tensor's descriptor format version, as the decoder reports it in its fields. */
     public int descriptorVersion() {
-        MemorySegment f = HurrayDecodeResult.fields(result);
-        return Short.toUnsignedInt(Native.EVERYTHING.get(java.lang.foreign.ValueLayout.JAVA_SHORT_UNALIGNED,
-                HurrayDescriptorFields.encoded(f).address() + 4));
+        return Short.toUnsignedInt(HurrayDescriptorFields.version(HurrayDecodeResult.fields(result)));
     }
 
     /**

@@ -332,27 +332,43 @@ public final class NativeWriter {
         }
         int n = queued;
         try {
-            int rc = hurray_h.hurray_encoder_encode_batch$raw(handle.address(), unreported, specs.address(), n, 0, 0,
-                    0, batchResult.address());
-            unreported = 0;
-            stateNow = dev.hurray.ffm.HurrayEncodeBatchResult.state(batchResult);
-            long encoded = dev.hurray.ffm.HurrayEncodeBatchResult.encoded(batchResult);
-            if (rc < 0) {
-                HurrayException e = Native.error(rc, null);
-                int bad = (int) encoded;
-                if (bad < n) {
-                    // Stage the rest; the refused tensor is reported.
-                    int rest = n - bad - 1;
-                    if (rest > 0) {
-                        Native.check(hurray_h.hurray_encoder_encode_batch$raw(handle.address(), 0,
-                                specs.address() + (bad + 1) * SpecWriter.SPEC_BYTES, rest, 0, 0, 0,
-                                batchResult.address()));
-                    }
-                    throw new HurrayException(e.status(), "tensor " + (queuedNames[bad] == null ? "#" + bad
-                            + " of the batch (unnamed)" : quote(queuedNames[bad]))
-                            + " was refused and not written (the other tensors were): " + e.nativeMessage(), null);
+            // Every queued tensor is staged but the refused ones; the first refusal is thrown
+            // with any later ones attached as suppressed, so no refusal goes unreported.
+            HurrayException first = null;
+            int from = 0;
+            long report = unreported;
+            while (from < n) {
+                int rc = hurray_h.hurray_encoder_encode_batch$raw(handle.address(), report,
+                        specs.address() + from * SpecWriter.SPEC_BYTES, n - from, 0, 0, 0, batchResult.address());
+                report = 0;
+                unreported = 0;
+                stateNow = dev.hurray.ffm.HurrayEncodeBatchResult.state(batchResult);
+                long encoded = dev.hurray.ffm.HurrayEncodeBatchResult.encoded(batchResult);
+                if (rc >= 0) {
+                    break;
                 }
-                throw e;
+                HurrayException e = Native.error(rc, null);
+                int bad = from + (int) encoded;
+                if (bad >= n) {
+                    // Not an item's refusal (a poisoned or finished encoder): nothing more stages.
+                    if (first == null) {
+                        throw e;
+                    }
+                    first.addSuppressed(e);
+                    break;
+                }
+                HurrayException refused = new HurrayException(e.status(), "tensor " + (queuedNames[bad] == null
+                        ? "#" + bad + " of the batch (unnamed)" : quote(queuedNames[bad]))
+                        + " was refused and not written (the other tensors were): " + e.nativeMessage(), null);
+                if (first == null) {
+                    first = refused;
+                } else {
+                    first.addSuppressed(refused);
+                }
+                from = bad + 1;
+            }
+            if (first != null) {
+                throw first;
             }
         } finally {
             queued = 0;
