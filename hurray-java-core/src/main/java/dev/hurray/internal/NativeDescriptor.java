@@ -158,17 +158,15 @@ public final class NativeDescriptor {
         return s.get(ADDRESS, 0).reinterpret(s.get(JAVA_LONG, 8)).toArray(JAVA_BYTE);
     }
 
-    /** Bytes of the per-thread area {@link #build} lays a {@code HurrayDescriptorSpec} out in. */
-    private static final long BUILD_AREA_BYTES = 16 * 1024;
-    private static final ThreadLocal<MemorySegment> BUILD_AREA =
-            ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(BUILD_AREA_BYTES, 64));
+    /** Bytes of the area {@link #build} lays a {@code HurrayDescriptorSpec} out in ({@link ScratchPool#BUILD}). */
+    private static final long BUILD_AREA_BYTES = ScratchPool.BUILD_BYTES;
 
     /**
      * Builds, validates and encodes a descriptor with one {@code hurray_descriptor_new} call
      * (the builder's rules, one downcall instead of one per field), and returns it with the
      * fields it was built from (buffer 0 read back when the native library chose the default
-     * buffer). The spec is laid out in a per-thread area (an arena for descriptors whose
-     * dimensions, names and metadata exceed 16 KiB).
+     * buffer). The spec is laid out in an area borrowed from {@link ScratchPool#BUILD} (an arena
+     * for descriptors whose dimensions, names and metadata exceed 16 KiB).
      *
      * @throws HurrayException with the native status and message of the failing rule
      */
@@ -196,7 +194,12 @@ public final class NativeDescriptor {
             i++;
         }
         if (need <= BUILD_AREA_BYTES) {
-            return build(f, name, keys, values, BUILD_AREA.get());
+            MemorySegment area = ScratchPool.BUILD.lend();
+            try {
+                return build(f, name, keys, values, area);
+            } finally {
+                ScratchPool.BUILD.takeBack(area);
+            }
         }
         try (Arena a = Arena.ofConfined()) {
             return build(f, name, keys, values, a.allocate(need, 64));
@@ -216,7 +219,6 @@ public final class NativeDescriptor {
      * @throws HurrayException the library's refusal
      */
     public static List<BufferSpec> checkedTable(DescriptorFields f) throws HurrayException {
-        MemorySegment area = BUILD_AREA.get();
         long need = HurrayDescriptorSpec.sizeof() + 8L * f.shape().rank() + 8L * f.layout().strides().length
                 + HurrayBufferSpec.sizeof() * (f.buffers().size() + MAX_TABLE) + 8 + 64;
         if (need > BUILD_AREA_BYTES) {
@@ -224,7 +226,12 @@ public final class NativeDescriptor {
                 return checkedTable(f, a.allocate(need, 64));
             }
         }
-        return checkedTable(f, area);
+        MemorySegment area = ScratchPool.BUILD.lend();
+        try {
+            return checkedTable(f, area);
+        } finally {
+            ScratchPool.BUILD.takeBack(area);
+        }
     }
 
     private static List<BufferSpec> checkedTable(DescriptorFields f, MemorySegment area) throws HurrayException {
