@@ -20,7 +20,6 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketException;
 import java.net.SocketTimeoutException;
-import java.nio.ByteBuffer;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ReadableByteChannel;
 import java.nio.channels.SocketChannel;
@@ -96,29 +95,15 @@ class TransportResetTest {
 
     /** {@code ch} with the latch of {@link #tripping(InputStream, int, CountDownLatch)}. */
     private static ReadableByteChannel tripping(SocketChannel ch, int prefix, CountDownLatch waiting) {
-        return new ReadableByteChannel() {
-            private long seen;
-
-            @Override
-            public int read(ByteBuffer dst) throws IOException {
-                if (seen >= prefix) {
-                    waiting.countDown();
-                }
-                int n = ch.read(dst);
-                seen += Math.max(0, n);
-                return n;
+        long[] seen = new long[1];
+        return TestSupport.readingThrough(ch, dst -> {
+            if (seen[0] >= prefix) {
+                waiting.countDown();
             }
-
-            @Override
-            public boolean isOpen() {
-                return ch.isOpen();
-            }
-
-            @Override
-            public void close() throws IOException {
-                ch.close();
-            }
-        };
+            int n = ch.read(dst);
+            seen[0] += Math.max(0, n);
+            return n;
+        });
     }
 
     /**

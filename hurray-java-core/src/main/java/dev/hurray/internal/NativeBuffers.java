@@ -85,13 +85,7 @@ public final class NativeBuffers {
 
     /** {@code hurray_buffer_clone}. */
     public static MemorySegment clone(MemorySegment buffer) throws HurrayException {
-        MemorySegment s = ScratchPool.borrow();
-        try {
-            Native.check(hurray_h.hurray_buffer_clone(buffer, s));
-            return s.get(ADDRESS, 0);
-        } finally {
-            ScratchPool.giveBack(s);
-        }
+        return ScratchPool.outAddress(s -> hurray_h.hurray_buffer_clone(buffer, s));
     }
 
     /**
@@ -125,13 +119,7 @@ public final class NativeBuffers {
 
     /** {@code hurray_buffer_list_create}. */
     public static MemorySegment listCreate() throws HurrayException {
-        MemorySegment s = ScratchPool.borrow();
-        try {
-            Native.check(hurray_h.hurray_buffer_list_create(s));
-            return s.get(ADDRESS, 0);
-        } finally {
-            ScratchPool.giveBack(s);
-        }
+        return ScratchPool.outAddress(hurray_h::hurray_buffer_list_create);
     }
 
     /** {@code hurray_buffer_list_push} (ownership of {@code buffer} moves to the list on success). */

@@ -323,20 +323,28 @@ public final class NativeDescriptor {
         MemorySegment spec = area.asSlice(0, HurrayDescriptorSpec.sizeof());
         layOut(f, name, keys, values, area);
         List<BufferSpec> buffers = f.buffers();
-        MemorySegment slot = Native.scratch();
-        Native.check(hurray_h.hurray_descriptor_new(spec, slot));
-        MemorySegment raw = slot.get(ADDRESS, 0);
+        // A lent area, not the thread's: the first per-thread area of a virtual thread is made in
+        // an automatic arena, whose cleaner registration may park the thread, and a thread
+        // parked while it holds the build area makes the pool lend others.
+        MemorySegment slot = ScratchPool.borrow();
+        MemorySegment raw;
         List<BufferSpec> table = buffers;
-        if (buffers.isEmpty()) {
-            MemorySegment s = Native.scratch();
-            int rc = hurray_h.hurray_descriptor_buffer_spec(raw, 0, s);
-            if (rc < 0) {
-                destroyQuietly(raw);
-                throw Native.error(rc, null);
+        try {
+            Native.check(hurray_h.hurray_descriptor_new(spec, slot));
+            raw = slot.get(ADDRESS, 0);
+            if (buffers.isEmpty()) {
+                MemorySegment s = slot;
+                int rc = hurray_h.hurray_descriptor_buffer_spec(raw, 0, s);
+                if (rc < 0) {
+                    destroyQuietly(raw);
+                    throw Native.error(rc, null);
+                }
+                table = List.of(new BufferSpec(HurrayBufferSpec.byte_size(s), HurrayBufferSpec.alignment(s),
+                        DeviceTag.fromCode(Byte.toUnsignedInt(HurrayBufferSpec.device_tag(s))),
+                        SyncMode.fromCode(Byte.toUnsignedInt(HurrayBufferSpec.sync_mode(s)))));
             }
-            table = List.of(new BufferSpec(HurrayBufferSpec.byte_size(s), HurrayBufferSpec.alignment(s),
-                    DeviceTag.fromCode(Byte.toUnsignedInt(HurrayBufferSpec.device_tag(s))),
-                    SyncMode.fromCode(Byte.toUnsignedInt(HurrayBufferSpec.sync_mode(s)))));
+        } finally {
+            ScratchPool.giveBack(slot);
         }
         NativeDescriptor n = takeEncoding(raw);
         Map<String, byte[]> metadata = keys.length == 0 ? Collections.emptyMap() : new LinkedHashMap<>();
@@ -354,12 +362,13 @@ public final class NativeDescriptor {
      * ({@link #handle()}); the stream writer takes the bytes.
      */
     private static NativeDescriptor takeEncoding(MemorySegment raw) throws HurrayException {
+        MemorySegment s = ScratchPool.borrow();
         try {
-            MemorySegment s = Native.scratch();
             Native.check(hurray_h.hurray_descriptor_encoded(raw, s, s.asSlice(8)));
             byte[] bytes = s.get(ADDRESS, 0).reinterpret(s.get(JAVA_LONG, 8)).toArray(JAVA_BYTE);
             return new NativeDescriptor(null, bytes);
         } finally {
+            ScratchPool.giveBack(s);
             destroyQuietly(raw);
         }
     }

@@ -34,13 +34,7 @@ public final class NativeFileEntry {
 
     /** Destroys an owned entry pointer now, on this thread. */
     public static void destroy(MemorySegment raw) {
-        MemorySegment s = ScratchPool.borrow();
-        try {
-            s.set(ADDRESS, 0, raw);
-            hurray_h.hurray_file_entry_destroy(s);
-        } finally {
-            ScratchPool.giveBack(s);
-        }
+        ScratchPool.destroyThroughSlot(raw, hurray_h::hurray_file_entry_destroy);
     }
 
     /**
@@ -111,13 +105,7 @@ public final class NativeFileEntry {
 
     /** The entry's position in the name-sorted index. */
     public static long index(MemorySegment entry) throws HurrayException {
-        MemorySegment s = ScratchPool.borrow();
-        try {
-            Native.check(hurray_h.hurray_file_entry_index(entry, s));
-            return s.get(JAVA_LONG, 0);
-        } finally {
-            ScratchPool.giveBack(s);
-        }
+        return ScratchPool.outLong(s -> hurray_h.hurray_file_entry_index(entry, s));
     }
 
     /** The entry's name. */
@@ -134,24 +122,12 @@ public final class NativeFileEntry {
 
     /** The entry's borrowed descriptor, valid while the entry lives; never destroy it. */
     public static MemorySegment descriptor(MemorySegment entry) throws HurrayException {
-        MemorySegment s = ScratchPool.borrow();
-        try {
-            Native.check(hurray_h.hurray_file_entry_descriptor(entry, s));
-            return s.get(ADDRESS, 0);
-        } finally {
-            ScratchPool.giveBack(s);
-        }
+        return ScratchPool.outAddress(s -> hurray_h.hurray_file_entry_descriptor(entry, s));
     }
 
     /** The number of payloads. */
     public static int bufferCount(MemorySegment entry) throws HurrayException {
-        MemorySegment s = ScratchPool.borrow();
-        try {
-            Native.check(hurray_h.hurray_file_entry_buffer_count(entry, s));
-            return (int) s.get(JAVA_LONG, 0);
-        } finally {
-            ScratchPool.giveBack(s);
-        }
+        return (int) ScratchPool.outLong(s -> hurray_h.hurray_file_entry_buffer_count(entry, s));
     }
 
     /**

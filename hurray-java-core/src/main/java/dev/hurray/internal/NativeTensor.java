@@ -21,13 +21,7 @@ public final class NativeTensor {
 
     /** The tensor's borrowed descriptor ({@code hurray_tensor_descriptor}); valid until the tensor is destroyed. */
     public static MemorySegment descriptor(MemorySegment tensor) throws HurrayException {
-        MemorySegment s = ScratchPool.borrow();
-        try {
-            Native.check(hurray_h.hurray_tensor_descriptor(tensor, s));
-            return s.get(ADDRESS, 0);
-        } finally {
-            ScratchPool.giveBack(s);
-        }
+        return ScratchPool.outAddress(s -> hurray_h.hurray_tensor_descriptor(tensor, s));
     }
 
     /**
@@ -61,12 +55,6 @@ public final class NativeTensor {
 
     /** Destroys a native tensor ({@code hurray_tensor_destroy}); its buffers are freed. */
     public static void destroy(MemorySegment tensor) {
-        MemorySegment s = ScratchPool.borrow();
-        try {
-            s.set(ADDRESS, 0, tensor);
-            hurray_h.hurray_tensor_destroy(s);
-        } finally {
-            ScratchPool.giveBack(s);
-        }
+        ScratchPool.destroyThroughSlot(tensor, hurray_h::hurray_tensor_destroy);
     }
 }

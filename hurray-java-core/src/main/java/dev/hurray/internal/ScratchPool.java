@@ -58,6 +58,45 @@ public final class ScratchPool {
         SCRATCH.takeBack(area);
     }
 
+    /**
+     * Calls {@code call} with a lent area as its one pointer out-parameter, checks its status
+     * and returns the pointer it wrote. {@code call} must not reach Java code.
+     */
+    static MemorySegment outAddress(java.util.function.ToIntFunction<MemorySegment> call) throws dev.hurray.HurrayException {
+        MemorySegment s = borrow();
+        try {
+            Native.check(call.applyAsInt(s));
+            return s.get(java.lang.foreign.ValueLayout.ADDRESS, 0);
+        } finally {
+            giveBack(s);
+        }
+    }
+
+    /** As {@link #outAddress}, for a {@code uint64_t}/{@code size_t} out-parameter. */
+    static long outLong(java.util.function.ToIntFunction<MemorySegment> call) throws dev.hurray.HurrayException {
+        MemorySegment s = borrow();
+        try {
+            Native.check(call.applyAsInt(s));
+            return s.get(java.lang.foreign.ValueLayout.JAVA_LONG, 0);
+        } finally {
+            giveBack(s);
+        }
+    }
+
+    /**
+     * Calls a {@code hurray_*_destroy(T **)} that cannot reach Java code on {@code handle},
+     * through a slot in a lent area.
+     */
+    static void destroyThroughSlot(MemorySegment handle, java.util.function.ToIntFunction<MemorySegment> destroy) {
+        MemorySegment s = borrow();
+        try {
+            s.set(java.lang.foreign.ValueLayout.ADDRESS, 0, handle);
+            destroy.applyAsInt(s);
+        } finally {
+            giveBack(s);
+        }
+    }
+
     /** Lends an area of this pool's size, 64-aligned; its contents are undefined. */
     MemorySegment lend() {
         int start = (int) (Thread.currentThread().threadId() % KEEP);
