@@ -65,6 +65,7 @@ RAW_FUNCTIONS = [
     "hurray_reader_options_init",
     "hurray_encoder_new",
     "hurray_encoder_encode_batch",
+    "hurray_encoder_set_coalesce_bytes",
     "hurray_encoder_reset",
     "hurray_encoder_destroy",
     "hurray_decoder_new",

@@ -97,6 +97,16 @@ public final class Native {
         return EVERYTHING.asSlice(address, len);
     }
 
+    /** A copy of the {@code len} bytes at native address {@code address}. */
+    static byte[] bytes(long address, long len) {
+        if (len > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException(len + " bytes do not fit a Java array");
+        }
+        byte[] b = new byte[(int) len];
+        MemorySegment.copy(EVERYTHING, ValueLayout.JAVA_BYTE, address, b, 0, b.length);
+        return b;
+    }
+
     /** A copy of the {@code len} bytes at native address {@code at}. */
     static byte[] bytes(MemorySegment at, long len) {
         if (len > Integer.MAX_VALUE - 8) {

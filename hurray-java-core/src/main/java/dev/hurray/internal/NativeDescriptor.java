@@ -242,6 +242,7 @@ public final class NativeDescriptor {
         MemorySegment table = area.asSlice(at + 8, HurrayBufferSpec.sizeof() * MAX_TABLE);
         count.set(JAVA_LONG, 0, MAX_TABLE);
         Native.check(hurray_h.hurray_descriptor_check$raw(area.address(), table.address(), count.address()));
+        java.lang.ref.Reference.reachabilityFence(area); // passed by address
         int n = (int) count.get(JAVA_LONG, 0);
         BufferSpec[] out = new BufferSpec[n];
         for (int i = 0; i < n; i++) {
@@ -579,9 +580,12 @@ public final class NativeDescriptor {
 
     /** The name a {@code HurrayDescriptorFields} points at, or null when the descriptor has none. */
     static String name(MemorySegment fields) {
-        MemorySegment p = HurrayDescriptorFields.name(fields);
-        return p.equals(MemorySegment.NULL) ? null
-                : new String(Native.bytes(p, HurrayDescriptorFields.name_len(fields)), StandardCharsets.UTF_8);
+        return name(HurrayDescriptorFields.name(fields).address(), HurrayDescriptorFields.name_len(fields));
+    }
+
+    /** The name at {@code address} ({@code length} UTF-8 bytes), or null when the address is 0 (unnamed). */
+    static String name(long address, long length) {
+        return address == 0 ? null : new String(Native.bytes(address, length), StandardCharsets.UTF_8);
     }
 
     /**

@@ -221,6 +221,7 @@ public final class NativeWriter {
                 int rc = hurray_h.hurray_encoder_encode_batch$raw(handle.address(), unreported,
                         specs.address() + from * SpecWriter.SPEC_BYTES, queued - from,
                         flags, pieces.address(), MAX_PIECES, batchResult.address());
+                java.lang.ref.Reference.reachabilityFence(this); // the areas above are passed by address
                 unreported = 0;
                 stateNow = dev.hurray.ffm.HurrayEncodeBatchResult.state(batchResult);
                 long encoded = dev.hurray.ffm.HurrayEncodeBatchResult.encoded(batchResult);
@@ -340,6 +341,7 @@ public final class NativeWriter {
             while (from < n) {
                 int rc = hurray_h.hurray_encoder_encode_batch$raw(handle.address(), report,
                         specs.address() + from * SpecWriter.SPEC_BYTES, n - from, 0, 0, 0, batchResult.address());
+                java.lang.ref.Reference.reachabilityFence(this); // the areas above are passed by address
                 report = 0;
                 unreported = 0;
                 stateNow = dev.hurray.ffm.HurrayEncodeBatchResult.state(batchResult);
@@ -394,7 +396,7 @@ public final class NativeWriter {
             if (sink.gathers()) {
                 // Pieces leave in one gathering write, so copying mid-sized payloads into the
                 // staging buffer would only cost a memcpy.
-                Native.check(hurray_h.hurray_encoder_set_coalesce_bytes(h, GATHER_COALESCE_BYTES));
+                Native.check(hurray_h.hurray_encoder_set_coalesce_bytes$raw(h.address(), GATHER_COALESCE_BYTES));
             }
             return new NativeWriter(sink, batchBytes, Arena.ofAuto(), h);
         }
@@ -507,6 +509,7 @@ public final class NativeWriter {
      */
     public void reset() throws HurrayException {
         Native.check(hurray_h.hurray_encoder_reset$raw(handle.address(), state.address()));
+        java.lang.ref.Reference.reachabilityFence(this); // the areas above are passed by address
         stateNow = state;
         queued = 0;
         auxUsed = 0;

@@ -8311,6 +8311,38 @@ public final class hurray_h {
         }
     }
 
+    private static final class hurray_encoder_set_coalesce_bytes$raw {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_LONG, hurray_h.C_LONG);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_encoder_set_coalesce_bytes");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * As {@link #hurray_encoder_set_coalesce_bytes}, with every pointer passed as its address: the caller keeps the
+     * memory behind each address alive and unchanged by other threads for the call. Shares
+     * its downcall shape with the other {@code $raw} functions of the same arity.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_set_coalesce_bytes(struct HurrayEncoder *encoder, size_t bytes)
+     * }
+     */
+    public static int hurray_encoder_set_coalesce_bytes$raw(long encoder, long bytes) {
+        var mh$ = hurray_encoder_set_coalesce_bytes$raw.HANDLE;
+        if (hurray_encoder_set_coalesce_bytes$raw.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_encoder_set_coalesce_bytes");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_encoder_set_coalesce_bytes", encoder, bytes);
+            }
+            return (int) mh$.invokeExact(encoder, bytes);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static final class hurray_encoder_destroy {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
         static final MemorySegment ADDR = hurray_h.findOrNull("hurray_encoder_destroy");
