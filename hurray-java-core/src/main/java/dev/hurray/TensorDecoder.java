@@ -2,6 +2,7 @@ package dev.hurray;
 
 import dev.hurray.internal.Native;
 import dev.hurray.internal.NativeReader;
+import dev.hurray.internal.TensorAdopters;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
@@ -379,7 +380,7 @@ public final class TensorDecoder implements AutoCloseable {
         } else {
             rc = reader.poll(NativeReader.POLL_TENSOR);
             if (rc == Native.OK) {
-                Tensor t = Tensor.fromDecoded(reader, scope, previous, ledger);
+                Tensor t = TensorAdopters.fromDecoded(reader, scope, previous, ledger);
                 previous = t.descriptor();
                 ready.add(t);
                 return;
