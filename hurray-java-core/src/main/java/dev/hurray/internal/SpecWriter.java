@@ -112,15 +112,7 @@ final class SpecWriter {
         List<BufferSpec> buffers = f.buffers();
         specs.set(JAVA_LONG, s + BUFFER_COUNT, buffers.size());
         specs.set(JAVA_LONG, s + BUFFERS, base + at);
-        for (int i = 0; i < buffers.size(); i++) {
-            BufferSpec b = buffers.get(i);
-            aux.set(JAVA_LONG, at + BUF_SIZE, b.byteSize());
-            aux.set(JAVA_INT, at + BUF_ALIGN, (int) b.alignment());
-            aux.set(JAVA_BYTE, at + BUF_TAG, (byte) b.deviceTag().code());
-            aux.set(JAVA_BYTE, at + BUF_SYNC, (byte) b.syncMode().code());
-            aux.set(JAVA_SHORT, at + BUF_RES, (short) 0);
-            at += BUF;
-        }
+        at = writeBuffers(aux, at, buffers);
         Quantization q = f.quantization();
         if (q != null) {
             NativeDescriptor.toNative(q, specs.asSlice(s + QUANT, QUANT_BYTES));
@@ -133,29 +125,60 @@ final class SpecWriter {
         }
         if (keys.length > 0) {
             long views = at;
-            at += VIEW * keys.length;
             specs.set(JAVA_LONG, s + MD_COUNT, keys.length);
             specs.set(JAVA_LONG, s + MD, base + views);
-            int i = 0;
-            for (Map.Entry<String, byte[]> e : f.metadata().entrySet()) {
-                byte[] k = keys[i];
-                byte[] v = e.getValue();
-                long view = views + i * VIEW;
-                MemorySegment.copy(k, 0, aux, JAVA_BYTE, at, k.length);
-                aux.set(JAVA_LONG, view + HurrayMetadataView.key$offset(), base + at);
-                aux.set(JAVA_LONG, view + HurrayMetadataView.key_len$offset(), k.length);
-                at += pad(k.length);
-                MemorySegment.copy(v, 0, aux, JAVA_BYTE, at, v.length);
-                aux.set(JAVA_LONG, view + HurrayMetadataView.value$offset(), v.length == 0 ? 0 : base + at);
-                aux.set(JAVA_LONG, view + HurrayMetadataView.value_len$offset(), v.length);
-                at += pad(v.length);
-                i++;
-            }
+            at = writeMetadata(aux, at, f.metadata(), keys);
         }
         long slices = at;
-        at += SLICE * payloads.length;
         specs.set(JAVA_LONG, s + PAYLOADS, base + slices);
         specs.set(JAVA_LONG, s + PAYLOAD_COUNT, payloads.length);
+        return writePayloads(aux, at, payloads, copy);
+    }
+
+    // The parts of write() are methods of their own so that each stays small enough for the
+    // JIT: as one method, C1's tier 3 gave up on it ("out of virtual registers") and C2 never
+    // compiled it, leaving the per-tensor path in slow tier-2 code.
+
+    private static long writeBuffers(MemorySegment aux, long at, List<BufferSpec> buffers) {
+        for (int i = 0; i < buffers.size(); i++) {
+            BufferSpec b = buffers.get(i);
+            aux.set(JAVA_LONG, at + BUF_SIZE, b.byteSize());
+            aux.set(JAVA_INT, at + BUF_ALIGN, (int) b.alignment());
+            aux.set(JAVA_BYTE, at + BUF_TAG, (byte) b.deviceTag().code());
+            aux.set(JAVA_BYTE, at + BUF_SYNC, (byte) b.syncMode().code());
+            aux.set(JAVA_SHORT, at + BUF_RES, (short) 0);
+            at += BUF;
+        }
+        return at;
+    }
+
+    /** The metadata views at {@code at}, then each key and value; returns the new end. */
+    private static long writeMetadata(MemorySegment aux, long at, Map<String, byte[]> metadata, byte[][] keys) {
+        long base = aux.address();
+        long views = at;
+        at += VIEW * keys.length;
+        int i = 0;
+        for (Map.Entry<String, byte[]> e : metadata.entrySet()) {
+            byte[] k = keys[i];
+            byte[] v = e.getValue();
+            long view = views + i * VIEW;
+            MemorySegment.copy(k, 0, aux, JAVA_BYTE, at, k.length);
+            aux.set(JAVA_LONG, view + HurrayMetadataView.key$offset(), base + at);
+            aux.set(JAVA_LONG, view + HurrayMetadataView.key_len$offset(), k.length);
+            at += pad(k.length);
+            MemorySegment.copy(v, 0, aux, JAVA_BYTE, at, v.length);
+            aux.set(JAVA_LONG, view + HurrayMetadataView.value$offset(), v.length == 0 ? 0 : base + at);
+            aux.set(JAVA_LONG, view + HurrayMetadataView.value_len$offset(), v.length);
+            at += pad(v.length);
+            i++;
+        }
+        return at;
+    }
+
+    /** The payload slices at {@code slices}, then (when copying) the payloads; returns the new end. */
+    private static long writePayloads(MemorySegment aux, long slices, MemorySegment[] payloads, boolean copy) {
+        long base = aux.address();
+        long at = slices + SLICE * payloads.length;
         for (int i = 0; i < payloads.length; i++) {
             MemorySegment p = payloads[i];
             long len = p.byteSize();
