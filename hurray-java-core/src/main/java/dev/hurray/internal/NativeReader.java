@@ -602,7 +602,7 @@ public final class NativeReader {
         toFill = null;
         filled = 0;
         inputEnded = false;
-        result = single;
+        at(single);
     }
 
     /** Where the next bytes go after {@link #poll} returned NEED_INPUT: native memory valid until the next poll. */

@@ -39,8 +39,10 @@ import java.util.Objects;
  * <h2>Copies</h2>
  * Sending: the stream is encoded into arrays, one copy of each byte (the message must not refer
  * to the tensor: its owner may close it as soon as the send returns, and the in-process
- * transport reads the message later), and drained ({@link Drainable}) into gRPC's buffers with
- * one write per array. The message length is known up front ({@link KnownLength}). Receiving: where the
+ * transport reads the message later): one array for a message of small tensors, one more per
+ * payload above 64 KiB. It is drained ({@link Drainable}) into gRPC's buffers with one write
+ * per array. Encoders and decoders are reset and kept between messages (at most 16 idle of
+ * each kind), so a message makes no native encoder or decoder of its own. The message length is known up front ({@link KnownLength}). Receiving: where the
  * transport offers its buffers ({@link HasByteBuffer} and {@link Detachable}, as grpc-netty
  * does) they are handed straight to a {@link TensorDecoder}, which copies each byte once, a
  * large payload into the tensor's own allocation; otherwise the stream is read through a
@@ -48,7 +50,10 @@ import java.util.Objects;
  *
  * <h2>Ownership</h2>
  * A tensor given to gRPC to send stays the caller's: keep it open until the call that sends
- * it ({@code onNext}, {@code sendMessage}) returns, then close it. A received tensor is owned by
+ * it ({@code onNext}, {@code sendMessage}) returns, then close it. On a channel that has not
+ * resolved its address yet, gRPC queues the first messages of a call and marshals them later
+ * (a delayed call), so the tensor must stay open longer: connect first (one call, or
+ * {@code getState(true)} until {@code READY}) before streaming tensors you close at once. A received tensor is owned by
  * the code that gets it ({@code onNext}, the unary handler): close it. Received tensors are
  * {@link TensorScope#SHARED} by default, since gRPC may deliver them on any executor thread.
  *
