@@ -356,7 +356,9 @@ public final class NativeWriter {
             HurrayException first = null;
             int from = 0;
             long report = unreported;
-            while (from < n) {
+            // Also with no tensor queued: output sent and not yet reported must be reported
+            // before a call of another kind (a composite after a borrowed payload).
+            while (from < n || report != 0) {
                 int rc = hurray_h.hurray_encoder_encode_batch$raw(handle.address(), report,
                         specs.address() + from * SpecWriter.SPEC_BYTES, n - from, 0, 0, 0, batchResult.address());
                 report = 0;
