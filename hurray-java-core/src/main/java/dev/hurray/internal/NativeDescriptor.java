@@ -235,6 +235,7 @@ public final class NativeDescriptor {
         MemorySegment table = area.asSlice(at + 8, HurrayBufferSpec.sizeof() * MAX_TABLE);
         count.set(JAVA_LONG, 0, MAX_TABLE);
         Native.check(hurray_h.hurray_descriptor_check$raw(area.address(), table.address(), count.address()));
+        java.lang.ref.Reference.reachabilityFence(area); // passed by address
         int n = (int) count.get(JAVA_LONG, 0);
         BufferSpec[] out = new BufferSpec[n];
         for (int i = 0; i < n; i++) {

@@ -398,6 +398,7 @@ public final class NativeReader {
             filled = 0;
             int rc = hurray_h.hurray_decoder_next_batch$raw(handle.address(), f, inputEnded ? END_OF_INPUT : 0, results.address(),
                     BATCH, countSlot.address());
+            java.lang.ref.Reference.reachabilityFence(this); // the areas above are passed by address
             if (rc == Native.OK) {
                 pendingCount = (int) countSlot.get(JAVA_LONG, 0);
                 pendingAt = 1;
@@ -570,6 +571,7 @@ public final class NativeReader {
         if (kind == POLL_TENSOR) {
             // The flat view decodes every buffered tensor at once, as next() does.
             rc = hurray_h.hurray_decoder_next_batch$raw(handle.address(), f, flags, results.address(), BATCH, countSlot.address());
+            java.lang.ref.Reference.reachabilityFence(this); // the areas above are passed by address
             at(results.asSlice(0, RESULT_BYTES));
             if (rc == Native.OK) {
                 pendingCount = (int) countSlot.get(JAVA_LONG, 0);

@@ -240,6 +240,7 @@ public final class NativeWriter {
                 int rc = hurray_h.hurray_encoder_encode_batch$raw(handle.address(), unreported,
                         specs.address() + from * SpecWriter.SPEC_BYTES, queued - from,
                         flags, pieces.address(), MAX_PIECES, batchResult.address());
+                java.lang.ref.Reference.reachabilityFence(this); // the areas above are passed by address
                 unreported = 0;
                 stateNow = dev.hurray.ffm.HurrayEncodeBatchResult.state(batchResult);
                 long encoded = dev.hurray.ffm.HurrayEncodeBatchResult.encoded(batchResult);
@@ -361,6 +362,7 @@ public final class NativeWriter {
             while (from < n || report != 0) {
                 int rc = hurray_h.hurray_encoder_encode_batch$raw(handle.address(), report,
                         specs.address() + from * SpecWriter.SPEC_BYTES, n - from, 0, 0, 0, batchResult.address());
+                java.lang.ref.Reference.reachabilityFence(this); // the areas above are passed by address
                 report = 0;
                 unreported = 0;
                 stateNow = dev.hurray.ffm.HurrayEncodeBatchResult.state(batchResult);
@@ -528,6 +530,7 @@ public final class NativeWriter {
      */
     public void reset() throws HurrayException {
         Native.check(hurray_h.hurray_encoder_reset$raw(handle.address(), state.address()));
+        java.lang.ref.Reference.reachabilityFence(this); // the areas above are passed by address
         stateNow = state;
         queued = 0;
         auxUsed = 0;
