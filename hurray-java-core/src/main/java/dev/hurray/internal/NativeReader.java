@@ -591,6 +591,22 @@ public final class NativeReader {
         throw Native.error(rc, null);
     }
 
+    /**
+     * Makes the decoder ready for a new stream from its first byte ({@code hurray_decoder_reset}):
+     * buffered input, a partial item, the header and a sticky failure are dropped; tensors
+     * already returned stay valid. For push decoding (a caller that decodes one short stream per
+     * message keeps one decoder).
+     */
+    public void reset() throws HurrayException {
+        Native.check(hurray_h.hurray_decoder_reset(handle));
+        pendingAt = 0;
+        pendingCount = 0;
+        toFill = null;
+        filled = 0;
+        inputEnded = false;
+        at(single);
+    }
+
     /** Where the next bytes go after {@link #poll} returned NEED_INPUT: native memory valid until the next poll. */
     public MemorySegment inputRegion() {
         return Native.view(HurrayDecodeResult.input(result), HurrayDecodeResult.input_len(result));
