@@ -543,16 +543,24 @@ pub fn write_composite<T: WriteTransport>(w: &mut StreamWriter<T>, spec: &Compos
 /// `name/role_i`, recursively. Errors: `InvalidArgument` (no name), those of `flatten` and
 /// `add_tensor`. A failure part-way leaves the members already added in the container.
 pub fn add_composite<T: WriteTransport>(w: &mut FileWriter<T>, spec: &CompositeSpec<'_>) -> Result<()> {
+    for (d, p) in &container_tensors(spec)? {
+        w.add_tensor(d, p)?;
+    }
+    Ok(())
+}
+
+/// The tensors a container stores for a composite, in preorder: the head under `spec.name`
+/// (required), member *i* under `name/role_i`, recursively (what [`add_composite`] adds, for a
+/// caller that stages them itself, e.g. through a [`FileEncoder`](crate::file::FileEncoder)).
+/// Errors: `InvalidArgument` (no name), those of `flatten`.
+pub fn container_tensors<'a>(spec: &CompositeSpec<'a>) -> Result<Vec<FlatTensor<'a>>> {
     let name = match spec.name.as_deref() {
         Some(n) if !n.is_empty() => n,
         _ => bail!(InvalidArgument, "a composite in a container needs a non-empty name"),
     };
     let mut flat = Vec::new();
     spec.flatten_into(0, 0, Some(name), &mut flat)?;
-    for (d, p) in &flat {
-        w.add_tensor(d, p)?;
-    }
-    Ok(())
+    Ok(flat)
 }
 
 /// Reads the composite stored under `name` with all its members (their contents checked).

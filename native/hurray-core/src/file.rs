@@ -24,4 +24,4 @@ pub use reader::{
     check_payload, BufferLocation, FileEntry, FileReader, FileReaderOptions, ReadAt, Span, SpanBuffer, SpanTensor,
     DEFAULT_EAGER_INDEX_BYTES, OPEN_TAIL_BYTES, PADDING_CHUNK_BYTES,
 };
-pub use writer::{FileWriter, FileWriterOptions, WRITE_STAGING_BYTES};
+pub use writer::{Abort, FileEncoder, FileWriter, FileWriterOptions, WRITE_STAGING_BYTES};
