@@ -12,6 +12,7 @@
 //! index (entry table, then records) · metadata block · trailer (72 bytes).
 
 mod format;
+mod ranges;
 mod reader;
 mod writer;
 
@@ -24,4 +25,5 @@ pub use reader::{
     check_payload, BufferLocation, FileEntry, FileReader, FileReaderOptions, ReadAt, Span, SpanBuffer, SpanTensor,
     DEFAULT_EAGER_INDEX_BYTES, OPEN_TAIL_BYTES, PADDING_CHUNK_BYTES,
 };
+pub use ranges::{PendingDst, PendingRead, Ranges};
 pub use writer::{Abort, FileEncoder, FileWriter, FileWriterOptions, WRITE_STAGING_BYTES};
