@@ -77,8 +77,11 @@ pub struct PendingRead<'a> {
 #[derive(Debug)]
 pub struct Ranges {
     size: u64,
-    /// Supplied copies: (offset, bytes), in supply order.
-    windows: Vec<(u64, AlignedBuf)>,
+    /// Supplied copies: (offset, bytes), in supply order; a supply that continues the last
+    /// one extends it, so a range read in many short reads is one window.
+    windows: Vec<(u64, Vec<u8>)>,
+    /// A supply of 0 bytes said the source ends here.
+    end: Option<u64>,
     in_place: Option<InPlace>,
     request: Option<Request>,
     /// A range was supplied since the last [`begin_call`](Self::begin_call).
@@ -95,6 +98,7 @@ impl Ranges {
         Ranges {
             size,
             windows: Vec::new(),
+            end: None,
             in_place: None,
             request: None,
             resumed: false,
@@ -114,7 +118,8 @@ impl Ranges {
     }
 
     /// Records that the caller wrote `filled` bytes of the pending read into its destination
-    /// (0: the input ends at the requested offset; the repeated call then reports `Truncated`).
+    /// (0: the input ends at the requested offset; the repeated call then reports `Truncated`). Each
+    /// supply counts as one read ([`FileReader::read_calls`](super::FileReader::read_calls)).
     /// The caller then repeats the call that asked.
     ///
     /// Errors (nothing recorded): `InvalidState` (no read pending), `InvalidArgument`
@@ -127,10 +132,18 @@ impl Ranges {
             bail!(InvalidArgument, "{filled} bytes supplied for a read of {}", r.len);
         }
         let r = self.request.take().expect("checked above");
+        if filled == 0 {
+            self.end = Some(r.offset);
+            self.resumed = true;
+            return Ok(());
+        }
         match r.dst {
             Dst::Own(mut b) => {
                 b.advance(filled as usize);
-                self.windows.push((r.offset, b));
+                match self.windows.last_mut() {
+                    Some((at, w)) if *at + w.len() as u64 == r.offset => w.extend_from_slice(b.as_slice()),
+                    _ => self.windows.push((r.offset, b.as_slice().to_vec())),
+                }
             }
             Dst::InPlace(addr) => {
                 self.in_place = match self.in_place {
@@ -142,9 +155,7 @@ impl Ranges {
                 };
             }
         }
-        if filled > 0 {
-            self.supplied += 1;
-        }
+        self.supplied += 1;
         self.resumed = true;
         Ok(())
     }
@@ -155,6 +166,7 @@ impl Ranges {
         if !self.resumed {
             self.windows.clear();
             self.in_place = None;
+            self.end = None;
         }
         self.resumed = false;
         self.request = None;
@@ -199,12 +211,15 @@ impl ReadAt for Ranges {
                 return Ok(p.filled.min(dst.len() as u64) as usize);
             }
         }
-        for (at, b) in &self.windows {
-            let end = at + b.filled() as u64;
-            if offset == *at || (*at < offset && offset < end) {
+        if self.end == Some(offset) {
+            return Ok(0);
+        }
+        // Latest first: a repeat mostly asks again for what was supplied last.
+        for (at, b) in self.windows.iter().rev() {
+            if *at <= offset && offset < at + b.len() as u64 {
                 let from = (offset - at) as usize;
-                let n = dst.len().min(b.filled() - from);
-                dst[..n].write_copy_of_slice(&b.as_slice()[from..from + n]);
+                let n = dst.len().min(b.len() - from);
+                dst[..n].write_copy_of_slice(&b[from..from + n]);
                 return Ok(n);
             }
         }
@@ -212,7 +227,7 @@ impl ReadAt for Ranges {
     }
 
     fn release(&mut self, offset: u64, len: u64) {
-        self.windows.retain(|(at, b)| !(*at >= offset && at + b.filled() as u64 <= offset + len));
+        self.windows.retain(|(at, b)| !(*at >= offset && at + b.len() as u64 <= offset + len));
     }
 
     fn reads_made(&self) -> Option<u64> {
