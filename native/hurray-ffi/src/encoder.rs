@@ -117,7 +117,9 @@ pub(crate) unsafe fn list_pieces(
     for (i, seg) in segs[..n].iter().enumerate() {
         let skip = if i == 0 { offset } else { 0 };
         let slice = match *seg {
-            OutSeg::Staged { start, end } => HurrayIoSlice { ptr: staged[start + skip..end].as_ptr(), len: end - start - skip },
+            OutSeg::Staged { start, end } => {
+                HurrayIoSlice { ptr: staged[start + skip..end].as_ptr(), len: end - start - skip }
+            }
             OutSeg::Borrowed { index, len } => {
                 let b = borrowed
                     .get(index)

@@ -1011,7 +1011,10 @@ fn null_pointers_destroy_rules_and_stale_handles() {
             ("hurray_file_encoder_new", hurray_file_encoder_new(null(), null_mut())),
             ("hurray_file_encoder_add_tensor", hurray_file_encoder_add_tensor(null_mut(), d, &slice, 1, null_mut())),
             ("hurray_file_encoder_add_composite", hurray_file_encoder_add_composite(null_mut(), null(), null_mut())),
-            ("hurray_file_encoder_set_metadata", hurray_file_encoder_set_metadata(null_mut(), k.as_ptr(), 4, null(), 0)),
+            (
+                "hurray_file_encoder_set_metadata",
+                hurray_file_encoder_set_metadata(null_mut(), k.as_ptr(), 4, null(), 0),
+            ),
             ("hurray_file_encoder_finish", hurray_file_encoder_finish(null_mut(), null_mut(), null_mut())),
             ("hurray_file_encoder_output", hurray_file_encoder_output(null(), null_mut(), 0, &mut pieces)),
             ("hurray_file_encoder_consume", hurray_file_encoder_consume(null_mut(), 0, null_mut())),

@@ -193,7 +193,11 @@ unsafe extern "C" fn vec_write(ctx: *mut c_void, src: *const u8, len: usize, out
 /// The samples written through the callback writer (the reference bytes).
 fn write_all() -> Vec<u8> {
     let mut sink = VecSink(Vec::new());
-    let t = HurrayTransport { ctx: &mut sink as *mut VecSink as *mut c_void, write: Some(vec_write), ..HurrayTransport::default() };
+    let t = HurrayTransport {
+        ctx: &mut sink as *mut VecSink as *mut c_void,
+        write: Some(vec_write),
+        ..HurrayTransport::default()
+    };
     // SAFETY: `t` and `sink` outlive the writer; payloads outlive each call.
     unsafe {
         let mut w = null_mut();
@@ -218,7 +222,12 @@ fn write_all() -> Vec<u8> {
 ///
 /// # Safety
 /// `r` is a live ranges reader.
-unsafe fn drive(r: *mut HurrayFileReader, file: &[u8], chunk: usize, mut call: impl FnMut() -> HurrayStatus) -> HurrayStatus {
+unsafe fn drive(
+    r: *mut HurrayFileReader,
+    file: &[u8],
+    chunk: usize,
+    mut call: impl FnMut() -> HurrayStatus,
+) -> HurrayStatus {
     let mut rounds = 0;
     loop {
         let s = call();
@@ -241,7 +250,12 @@ unsafe fn drive(r: *mut HurrayFileReader, file: &[u8], chunk: usize, mut call: i
 }
 
 /// A ranges reader over `file` claiming `size` bytes, opened; the open status.
-fn open_ranges(file: &[u8], size: u64, opts: *const HurrayFileReaderOptions, chunk: usize) -> (HurrayStatus, *mut HurrayFileReader) {
+fn open_ranges(
+    file: &[u8],
+    size: u64,
+    opts: *const HurrayFileReaderOptions,
+    chunk: usize,
+) -> (HurrayStatus, *mut HurrayFileReader) {
     let mut r = null_mut();
     // SAFETY: `r` is a live local; the reader is live after new.
     unsafe {
@@ -256,7 +270,10 @@ fn open_ranges(file: &[u8], size: u64, opts: *const HurrayFileReaderOptions, chu
 ///
 /// # Safety
 /// `r` live.
-unsafe fn summary(r: *mut HurrayFileReader, call: &mut dyn FnMut(&mut dyn FnMut() -> HurrayStatus) -> HurrayStatus) -> Vec<String> {
+unsafe fn summary(
+    r: *mut HurrayFileReader,
+    call: &mut dyn FnMut(&mut dyn FnMut() -> HurrayStatus) -> HurrayStatus,
+) -> Vec<String> {
     let mut out = Vec::new();
     let mut n = 0u64;
     // SAFETY: `r` is live (# Safety); every out-pointer is a live local; tensors and entries are destroyed here.
@@ -279,9 +296,20 @@ unsafe fn summary(r: *mut HurrayFileReader, call: &mut dyn FnMut(&mut dyn FnMut(
             let mut dst = vec![0u8; 400_000];
             let mut len = 0u64;
             let s = call(&mut || {
-                hurray_file_reader_read_buffer_into(r, e, 0, dst.as_mut_ptr() as *mut c_void, dst.len() as u64, &mut len)
+                hurray_file_reader_read_buffer_into(
+                    r,
+                    e,
+                    0,
+                    dst.as_mut_ptr() as *mut c_void,
+                    dst.len() as u64,
+                    &mut len,
+                )
             });
-            out.push(format!("into {i} {} {}", status_name(s), if s == HURRAY_OK { crc(&dst[..len as usize]) } else { 0 }));
+            out.push(format!(
+                "into {i} {} {}",
+                status_name(s),
+                if s == HURRAY_OK { crc(&dst[..len as usize]) } else { 0 }
+            ));
             hurray_file_entry_destroy(&mut e);
         }
         let mut e = null_mut();
@@ -452,7 +480,10 @@ fn misuse_of_the_ranges_calls_is_refused() {
 
         // The ranges calls on another kind of reader.
         let mut span = null_mut();
-        assert_eq!(hurray_file_reader_open_span(file.as_ptr() as *const c_void, file.len() as u64, null(), &mut span), HURRAY_OK);
+        assert_eq!(
+            hurray_file_reader_open_span(file.as_ptr() as *const c_void, file.len() as u64, null(), &mut span),
+            HURRAY_OK
+        );
         assert_eq!(hurray_file_reader_open_ranges(span), HURRAY_ERR_INVALID_ARGUMENT);
         assert_eq!(hurray_file_reader_pending_read(span, &mut rd), HURRAY_ERR_INVALID_ARGUMENT);
         assert_eq!(hurray_file_reader_supply(span, 0), HURRAY_ERR_INVALID_ARGUMENT);
@@ -689,7 +720,10 @@ fn encoder_rules() {
         let (s, mut r) = open_ranges(&file, file.len() as u64, null(), usize::MAX);
         assert_eq!(s, HURRAY_OK);
         let mut c = null_mut();
-        assert_eq!(drive(r, &file, 7000, || hurray_file_reader_read_composite(r, b"pair".as_ptr(), 4, &mut c)), HURRAY_OK);
+        assert_eq!(
+            drive(r, &file, 7000, || hurray_file_reader_read_composite(r, b"pair".as_ptr(), 4, &mut c)),
+            HURRAY_OK
+        );
         hurray_composite_destroy(&mut c);
         assert_eq!(drive(r, &file, 7000, || hurray_file_reader_check_composites(r)), HURRAY_OK);
         hurray_file_reader_destroy(&mut r);

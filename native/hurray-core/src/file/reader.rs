@@ -10,13 +10,13 @@ use super::format::{
     check_header, decode_metadata, BufferRecord, RawEntry, Trailer, BUFFER_RECORD_BYTES, ENTRY_BYTES, HEADER_BYTES,
     MAX_FILE_METADATA_BYTES, MIN_DESCRIPTOR_BYTES, NAME_PREFIX_BYTES, TRAILER_BYTES,
 };
+use super::ranges::Ranges;
 use crate::buffer::AlignedBuf;
 use crate::crc32c::crc32c;
 use crate::descriptor::TensorDescriptor;
 use crate::error::{bail, err, Error, ErrorKind, Result};
 use crate::pool::{BufferPool, PooledBuf};
 use crate::stream::ReadTensor;
-use super::ranges::Ranges;
 use crate::{MAX_DESCRIPTOR_BYTES, MAX_NAME_BYTES, MIN_BUFFER_ALIGNMENT};
 
 /// An addressed byte source (the transport's `read_at` and `size`, docs/spec/c-abi.md
@@ -962,18 +962,18 @@ fn transport_err(e: Error) -> Error {
 fn check_options(opts: &FileReaderOptions) -> Result<()> {
     if opts.max_descriptor_bytes > MAX_DESCRIPTOR_BYTES as u64 {
         bail!(
-                InvalidArgument,
-                "max_descriptor_bytes {} exceeds the format maximum {MAX_DESCRIPTOR_BYTES}",
-                opts.max_descriptor_bytes
-            );
-        }
-        if opts.max_metadata_bytes > MAX_FILE_METADATA_BYTES {
-            bail!(
-                InvalidArgument,
-                "max_metadata_bytes {} exceeds the format maximum {MAX_FILE_METADATA_BYTES}",
-                opts.max_metadata_bytes
-            );
-        }
+            InvalidArgument,
+            "max_descriptor_bytes {} exceeds the format maximum {MAX_DESCRIPTOR_BYTES}",
+            opts.max_descriptor_bytes
+        );
+    }
+    if opts.max_metadata_bytes > MAX_FILE_METADATA_BYTES {
+        bail!(
+            InvalidArgument,
+            "max_metadata_bytes {} exceeds the format maximum {MAX_FILE_METADATA_BYTES}",
+            opts.max_metadata_bytes
+        );
+    }
     Ok(())
 }
 

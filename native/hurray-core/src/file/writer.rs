@@ -11,8 +11,8 @@ use super::format::{
 };
 use crate::crc32c::crc32c;
 use crate::descriptor::{LayoutDescriptor, TensorDescriptor};
+use crate::encoder::{GroupEntry, OutSeg};
 use crate::error::{bail, err, Error, ErrorKind, Result};
-use crate::encoder::OutSeg;
 use crate::stream::WriteTransport;
 use crate::{MAX_BUFFER_ALIGNMENT, MAX_DESCRIPTOR_BYTES, MIN_BUFFER_ALIGNMENT};
 
@@ -234,7 +234,7 @@ impl FileEncoder {
     /// composite's head and members): every payload is copied, so nothing is borrowed and the
     /// group can be sent whenever the caller likes. Everything is checked before anything is
     /// staged. The group is taken back by [`abort`](Self::abort) only as a whole.
-    pub fn add_group(&mut self, items: &[(&TensorDescriptor, &[u8], &[&[u8]])]) -> Result<()> {
+    pub fn add_group(&mut self, items: &[GroupEntry<'_>]) -> Result<()> {
         self.check_open()?;
         if self.borrowed {
             bail!(InvalidState, "the pending output borrows the previous tensor's payloads; send it first");
@@ -290,7 +290,13 @@ impl FileEncoder {
     }
 
     /// Stages one tensor, copying payloads of at most `copy_up_to` bytes and borrowing larger ones.
-    fn add_inner(&mut self, desc: &TensorDescriptor, encoded: &[u8], payloads: &[&[u8]], copy_up_to: usize) -> Result<()> {
+    fn add_inner(
+        &mut self,
+        desc: &TensorDescriptor,
+        encoded: &[u8],
+        payloads: &[&[u8]],
+        copy_up_to: usize,
+    ) -> Result<()> {
         self.check_open()?;
         if self.borrowed {
             bail!(InvalidState, "the pending output borrows the previous tensor's payloads; send it first");

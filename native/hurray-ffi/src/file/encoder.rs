@@ -43,10 +43,7 @@ pub(crate) struct FileEncoderInner {
 
 impl FileEncoderInner {
     /// Stages a group of tensors (a composite), every payload copied.
-    pub(crate) fn add_group(
-        &mut self,
-        items: &[(&hurray_core::TensorDescriptor, &[u8], &[&[u8]])],
-    ) -> hurray_core::Result<()> {
+    pub(crate) fn add_group(&mut self, items: &[hurray_core::encoder::GroupEntry<'_>]) -> hurray_core::Result<()> {
         self.encoder.add_group(items)?;
         self.borrowed.clear();
         Ok(())

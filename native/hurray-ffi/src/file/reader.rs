@@ -176,7 +176,8 @@ impl RangesReader {
             r.verify()?;
         }
         if let RangesReader::Verifying(_) = self {
-            let RangesReader::Verifying(r) = std::mem::replace(self, RangesReader::Opening(None, FileReaderOptions::default()))
+            let RangesReader::Verifying(r) =
+                std::mem::replace(self, RangesReader::Opening(None, FileReaderOptions::default()))
             else {
                 unreachable!()
             };
@@ -497,7 +498,10 @@ pub unsafe extern "C" fn hurray_file_reader_open_ranges(reader: *mut HurrayFileR
         // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
         // rejects NULL and dead handles.
         let ReaderInner::Ranges(r) = (unsafe { handle::inner_mut(reader, "reader")? }) else {
-            return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "not a reader made by hurray_file_reader_new_ranges"));
+            return Err(FfiError::new(
+                HURRAY_ERR_INVALID_ARGUMENT,
+                "not a reader made by hurray_file_reader_new_ranges",
+            ));
         };
         r.open()?;
         Ok(HURRAY_OK)
