@@ -371,9 +371,7 @@ public final class NativeFileReader {
             }
             ByteBuffer dst = Native.view(HurrayFileRead.dst(pendingRead), len).asByteBuffer();
             n = Math.max(0, channel.read(dst, offset));
-        } catch (VirtualMachineError e) {
-            throw e;
-        } catch (Throwable e) {
+        } catch (Throwable e) { // whatever the channel threw is its failure: the cause, never lost
             if (dead == null && !HurrayException.isRetryableCause(e)) {
                 dead = e;
             }

@@ -208,9 +208,7 @@ public final class NativeFileWriter {
                     throw dead;
                 }
                 k = n > 1 && sink.gathers() ? sink.write(listed(n)) : sink.write(piece(0));
-            } catch (VirtualMachineError e) {
-                throw e;
-            } catch (Throwable e) {
+            } catch (Throwable e) { // everything the sink threw is its failure
                 if (dead == null && !HurrayException.isRetryableCause(e)) {
                     dead = e;
                 }
