@@ -106,7 +106,8 @@ public final class TensorLedger {
 
         private void flush() {
             if (queued > 0) {
-                hurray_h.hurray_tensor_destroy_many(queue, queued);
+                hurray_h.hurray_tensor_destroy_many$raw(queue.address(), queued);
+                java.lang.ref.Reference.reachabilityFence(queue); // passed by address
                 queued = 0;
                 queuedBytes = 0;
             }
@@ -136,7 +137,8 @@ public final class TensorLedger {
 
         private void destroyOne(long handle) {
             queue.set(JAVA_LONG, 8L * queued, handle);
-            hurray_h.hurray_tensor_destroy_many(queue.asSlice(8L * queued), 1);
+            hurray_h.hurray_tensor_destroy_many$raw(queue.address() + 8L * queued, 1);
+            java.lang.ref.Reference.reachabilityFence(queue); // passed by address
         }
     }
 }
