@@ -287,6 +287,10 @@ typedef struct HurrayDescriptorBuilder HurrayDescriptorBuilder;
 // one thread at a time (any thread, one after another).
 typedef struct HurrayEncoder HurrayEncoder;
 
+// Builds an HRRYFILE container into bytes the caller writes, with no transport and no
+// callbacks. Owned; one thread at a time (any thread, one after another).
+typedef struct HurrayFileEncoder HurrayFileEncoder;
+
 // An index entry: a tensor's position in name order, its name, its descriptor and where its
 // payloads are — everything but the payload bytes. Owned by the caller (destroy with
 // `hurray_file_entry_destroy`); independent of the reader's lifetime, but only the reader it
@@ -370,6 +374,26 @@ typedef struct HurrayEncoderState {
   // consume it before those payloads may change or be freed, and before the next item.
   uint32_t borrows_payloads;
 } HurrayEncoderState;
+
+// The container encoder's progress, written by every staging, consuming and aborting call
+// (its pointer may be NULL).
+typedef struct HurrayFileEncoderState {
+  // Bytes staged and not yet consumed.
+  uint64_t pending_bytes;
+  // Bytes consumed so far (the file size once `finished`).
+  uint64_t bytes_written;
+  // Tensors in the container so far.
+  uint64_t tensor_count;
+  // Pieces of pending output (`hurray_file_encoder_output` lists them).
+  uint32_t pending_pieces;
+  // 1 while the pending output points into the last tensor's payloads: send it all and
+  // consume it before those payloads change or are freed, and before the next add or finish.
+  uint32_t borrows_payloads;
+  // 1 once the trailer was staged and every byte consumed: the output is a container.
+  uint32_t finished;
+  // 1 once a failed send cut a tensor: every later call is `POISONED`.
+  uint32_t poisoned;
+} HurrayFileEncoderState;
 
 // Releases the producer's owner object. Invoked exactly once, during
 // `hurray_tensor_context_destroy`.
@@ -761,6 +785,18 @@ typedef struct HurrayFileReaderOptions {
   // Largest index plus metadata `hurray_file_reader_verify` loads, in bytes (default 1 GiB).
   uint64_t max_index_bytes;
 } HurrayFileReaderOptions;
+
+// The read a reader asks for after `HURRAY_NEED_INPUT`.
+typedef struct HurrayFileRead {
+  // Absolute offset of the first byte in the source.
+  uint64_t offset;
+  // Bytes wanted (at least 1); fewer may be supplied.
+  uint64_t len;
+  // Where they go: `len` writable bytes owned by the reader, valid until the next call on
+  // it. For a payload of `hurray_file_reader_read_tensor` this is the tensor's own
+  // allocation, so the bytes are never copied again.
+  void *dst;
+} HurrayFileRead;
 
 // Where one payload lies in the container (a plain struct, copied out).
 typedef struct HurrayFileBufferLocation {
@@ -1199,6 +1235,21 @@ HurrayStatus hurray_encoder_encode_composite(struct HurrayEncoder *encoder,
 // `writer` and `builder` live; the builder's payloads valid.
 HurrayStatus hurray_file_writer_add_composite(struct HurrayFileWriter *writer,
                                               const struct HurrayCompositeBuilder *builder);
+
+// Adds a composite to a container encoder, as `hurray_file_writer_add_composite` adds it
+// (the head under the builder's name, members under `name/role`, recursively), staged as one
+// group with every payload copied: nothing is borrowed, and `hurray_file_encoder_abort` takes
+// the whole composite back. Everything is checked before anything is staged. Writes the
+// state to `*out_state` (may be NULL). Added within ABI 4.
+//
+// Errors: `INVALID_ARGUMENT` (no name), `DUPLICATE_NAME`, those of the builder's flattening
+// and of `hurray_file_encoder_add_tensor`.
+//
+// # Safety
+// `encoder` and `builder` live; the builder's payloads valid; `out_state` NULL or valid.
+HurrayStatus hurray_file_encoder_add_composite(struct HurrayFileEncoder *encoder,
+                                               const struct HurrayCompositeBuilder *builder,
+                                               struct HurrayFileEncoderState *out_state);
 
 // Reads the composite stored under `name[0..name_len]` with all its members into
 // `*out_composite` (owned; destroy with `hurray_composite_destroy`). Member payloads are
@@ -2056,6 +2107,132 @@ HurrayStatus hurray_file_writer_tensor_count(const struct HurrayFileWriter *writ
 // `writer` NULL or valid for read and write.
 HurrayStatus hurray_file_writer_destroy(struct HurrayFileWriter **writer);
 
+// Makes a container encoder (`options` as for `hurray_file_writer_new`, NULL for the
+// defaults) and writes it to `*out_encoder` (destroy with `hurray_file_encoder_destroy`). The
+// 16-byte header is the first pending output.
+//
+// Errors: `NULL_POINTER`, `INVALID_ARGUMENT` (options), `INVALID_ALIGNMENT`
+// (`min_payload_alignment`).
+//
+// Added in ABI 4 (additive, docs/spec/c-abi.md).
+//
+// # Safety
+// `options` NULL or valid for one read; `out_encoder` valid for one write.
+HurrayStatus hurray_file_encoder_new(const struct HurrayFileWriterOptions *options,
+                                     struct HurrayFileEncoder **out_encoder);
+
+// Appends one tensor under the rules of `hurray_file_writer_add_tensor` (name required and
+// unique, one payload per buffer of exactly its size, each placed at a multiple of its
+// alignment after zero padding) and writes the state to `*out_state` (may be NULL). Nothing
+// is sent: payloads of up to 64 KiB are copied into the pending output, larger ones are
+// referenced (`borrows_payloads`), and must then be sent and consumed before they change and
+// before the next add or finish.
+//
+// Errors (nothing staged): `NULL_POINTER`, `INVALID_ARGUMENT`, `BUFFER_TOO_SMALL`,
+// `DUPLICATE_NAME`, `LIMIT_EXCEEDED`, `INVALID_STATE` (after finish, or while the pending
+// output borrows the previous tensor's payloads), `POISONED`, `USE_AFTER_DESTROY`.
+//
+// Added in ABI 4 (additive, docs/spec/c-abi.md).
+//
+// # Safety
+// `encoder` and `descriptor` live; `payloads` valid for `count` slices, each readable for its
+// length and unchanged until the output borrowing it was consumed (or the tensor taken back).
+HurrayStatus hurray_file_encoder_add_tensor(struct HurrayFileEncoder *encoder,
+                                            const struct HurrayDescriptor *descriptor,
+                                            const struct HurrayIoSlice *payloads,
+                                            uint64_t count,
+                                            struct HurrayFileEncoderState *out_state);
+
+// Sets a file-level metadata entry under the rules of `hurray_file_writer_set_metadata` (both
+// copied; allowed until finish).
+//
+// Errors: `NULL_POINTER`, `INVALID_ARGUMENT`, `LIMIT_EXCEEDED`, `INVALID_STATE`, `POISONED`.
+//
+// Added in ABI 4 (additive, docs/spec/c-abi.md).
+//
+// # Safety
+// `encoder` live; `key`/`value` valid for their lengths.
+HurrayStatus hurray_file_encoder_set_metadata(struct HurrayFileEncoder *encoder,
+                                              const uint8_t *key,
+                                              uint64_t key_len,
+                                              const uint8_t *value,
+                                              uint64_t value_len);
+
+// Stages the index, the metadata block and the trailer (idempotent) and stores the
+// container's size in bytes in `*out_file_size` (may be NULL). The output is a container only
+// once every pending byte was consumed (`state.finished`); a sink that fails before that
+// leaves output without a valid trailer, which every reader rejects.
+//
+// Errors: `POISONED`, `INVALID_STATE` (the pending output borrows payloads), `LIMIT_EXCEEDED`,
+// `NULL_POINTER`, `USE_AFTER_DESTROY`.
+//
+// Added in ABI 4 (additive, docs/spec/c-abi.md).
+//
+// # Safety
+// `encoder` live; `out_file_size` and `out_state` NULL or valid for one write.
+HurrayStatus hurray_file_encoder_finish(struct HurrayFileEncoder *encoder,
+                                        uint64_t *out_file_size,
+                                        struct HurrayFileEncoderState *out_state);
+
+// Lists the pending output in order as up to `capacity` ranges at `pieces` (`*out_count` of
+// them; adjacent staged bytes are one piece) and returns `HURRAY_OK`. Staged pieces are owned
+// by the encoder and valid until its next call; borrowed ones are the caller's payloads.
+//
+// Errors: `NULL_POINTER` (`out_count`, or `pieces` when something is pending and `capacity` is
+// not 0), `USE_AFTER_DESTROY`.
+//
+// Added in ABI 4 (additive, docs/spec/c-abi.md).
+//
+// # Safety
+// `encoder` live; `pieces` valid for `capacity` writes; `out_count` valid for one write.
+HurrayStatus hurray_file_encoder_output(const struct HurrayFileEncoder *encoder,
+                                        struct HurrayIoSlice *pieces,
+                                        size_t capacity,
+                                        size_t *out_count);
+
+// Records that the first `n` pending bytes were written. When none remain after a finish, the
+// output is a complete container (`state.finished`).
+//
+// Errors (nothing recorded): `INVALID_ARGUMENT` (`n` above the pending bytes), `NULL_POINTER`,
+// `USE_AFTER_DESTROY`.
+//
+// Added in ABI 4 (additive, docs/spec/c-abi.md).
+//
+// # Safety
+// `encoder` live; `out_state` NULL or valid for one write.
+HurrayStatus hurray_file_encoder_consume(struct HurrayFileEncoder *encoder,
+                                         uint64_t n,
+                                         struct HurrayFileEncoderState *out_state);
+
+// Reports that writing the pending output failed, having written nothing of the failed write
+// (transport rule 3). Bytes the encoder owns (header, padding, copied payloads, index) stay
+// pending, so nothing already consumed is lost and a failed finish can simply be sent again.
+// The last added tensor (or composite) is taken back when `take_back_last` is non-zero, or
+// when its payloads are borrowed, provided none of its bytes were consumed: it is then not in
+// the container (`state.tensor_count` drops) and adding it again is allowed. If some of its
+// bytes were consumed, the encoder is poisoned instead (a container never holds part of a
+// tensor), and every later call, this one included, returns `HURRAY_ERR_POISONED`.
+//
+// Errors: `POISONED`, `NULL_POINTER`, `USE_AFTER_DESTROY`.
+//
+// Added in ABI 4 (additive, docs/spec/c-abi.md).
+//
+// # Safety
+// `encoder` live; `out_state` NULL or valid for one write.
+HurrayStatus hurray_file_encoder_abort(struct HurrayFileEncoder *encoder,
+                                       bool take_back_last,
+                                       struct HurrayFileEncoderState *out_state);
+
+// Destroys a container encoder and writes NULL to `*encoder`; pending output is dropped (the
+// output has no trailer unless `state.finished` was reached). NULL or `*encoder == NULL` is a
+// no-op.
+//
+// Added in ABI 4 (additive, docs/spec/c-abi.md).
+//
+// # Safety
+// `encoder` NULL or valid for read and write.
+HurrayStatus hurray_file_encoder_destroy(struct HurrayFileEncoder **encoder);
+
 // Fills `*out` with the default container reader options.
 //
 // # Safety
@@ -2160,6 +2337,72 @@ HurrayStatus hurray_file_reader_open_mapped(const uint8_t *path,
                                             uint64_t path_len,
                                             const struct HurrayFileReaderOptions *options,
                                             struct HurrayFileReader **out_reader);
+
+// Makes a container reader over a source of `size` bytes that the caller reads itself, range
+// by range, between calls: no transport, no callbacks, so none of the caller's code runs
+// inside a call of this library (docs/spec/c-abi.md §Containers without a transport). Nothing
+// is read yet; open it with `hurray_file_reader_open_ranges`. The options and their defaults
+// are those of `hurray_file_reader_open` (payload checksums checked).
+//
+// Every reader call that needs bytes it was not given returns `HURRAY_NEED_INPUT` (positive,
+// not an error) having changed nothing: `hurray_file_reader_pending_read` says which range
+// and where the bytes go, the caller reads them (fewer is fine), reports the count with
+// `hurray_file_reader_supply`, and repeats the same call with the same arguments. A payload
+// read by `hurray_file_reader_read_tensor` goes straight into the tensor's allocation.
+//
+// Errors: `NULL_POINTER` (`out_reader`), `INVALID_ARGUMENT` (options).
+//
+// Added in ABI 4 (additive, docs/spec/c-abi.md).
+//
+// # Safety
+// `options` NULL or valid for one read; `out_reader` valid for one write.
+HurrayStatus hurray_file_reader_new_ranges(uint64_t size,
+                                           const struct HurrayFileReaderOptions *options,
+                                           struct HurrayFileReader **out_reader);
+
+// Opens a reader made by `hurray_file_reader_new_ranges`, exactly as `hurray_file_reader_open`
+// opens a transport (the same at most three ranges, the same checks, `VERIFY_AT_OPEN`
+// included). Returns `HURRAY_NEED_INPUT` until every range it needs was supplied: supply
+// each and call again. `HURRAY_OK` once open (later calls do nothing). Any other call on the
+// reader before that is `INVALID_STATE`. After an error other than `NEED_INPUT` the reader
+// stays unopened (every call, this one included, is `INVALID_STATE`): destroy it.
+//
+// Errors: those of `hurray_file_reader_open` (`TRUNCATED` when `supply` reported 0 bytes
+// inside the declared size), `INVALID_STATE`, `NULL_POINTER`, `USE_AFTER_DESTROY`.
+//
+// Added in ABI 4 (additive, docs/spec/c-abi.md).
+//
+// # Safety
+// `reader` live (not in use by another thread).
+HurrayStatus hurray_file_reader_open_ranges(struct HurrayFileReader *reader);
+
+// Stores in `*out` the range the reader's last `HURRAY_NEED_INPUT` asked for: read up to
+// `len` bytes of the source at `offset` into `dst`, then call `hurray_file_reader_supply`.
+//
+// Errors: `INVALID_STATE` (no read pending: the last call did not return `NEED_INPUT`),
+// `INVALID_ARGUMENT` (not a ranges reader), `NULL_POINTER`, `USE_AFTER_DESTROY`.
+//
+// Added in ABI 4 (additive, docs/spec/c-abi.md).
+//
+// # Safety
+// `reader` live; `out` valid for one write.
+HurrayStatus hurray_file_reader_pending_read(struct HurrayFileReader *reader,
+                                             struct HurrayFileRead *out);
+
+// Reports that the caller wrote `filled` bytes (at most the `len` asked for) of the pending
+// read into its `dst`; 0 means the source ends at `offset` (the repeated call then reports
+// `TRUNCATED`). Then repeat the call that returned `HURRAY_NEED_INPUT`. A caller that cannot
+// read (its I/O failed) simply does not supply: the reader is unchanged and the call can be
+// repeated later, or another call made.
+//
+// Errors (nothing recorded): `INVALID_STATE` (no read pending), `INVALID_ARGUMENT` (`filled`
+// above `len`, or not a ranges reader), `NULL_POINTER`, `USE_AFTER_DESTROY`.
+//
+// Added in ABI 4 (additive, docs/spec/c-abi.md).
+//
+// # Safety
+// `reader` live; the bytes were written to the `dst` of `hurray_file_reader_pending_read`.
+HurrayStatus hurray_file_reader_supply(struct HurrayFileReader *reader, uint64_t filled);
 
 // Hands out the memory map of a reader made by `hurray_file_reader_open_mapped` as a new
 // owned `HurrayBuffer` over the whole file (offset 0, the file's size at open, alignment

@@ -50,6 +50,9 @@ pub enum ErrorKind {
     DuplicateName,
     /// The call is not valid in the object's current state (e.g. write after finish).
     InvalidState,
+    /// Not an error: a sans-I/O reader needs bytes its caller has not supplied yet
+    /// (`file::Ranges`); the caller supplies them and repeats the call.
+    NeedInput,
 }
 
 /// An error with its kind and a human-readable message.

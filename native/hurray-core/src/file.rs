@@ -12,6 +12,7 @@
 //! index (entry table, then records) · metadata block · trailer (72 bytes).
 
 mod format;
+mod ranges;
 mod reader;
 mod writer;
 
@@ -20,8 +21,9 @@ pub use format::{
     MAX_FILE_METADATA_BYTES, MAX_FILE_METADATA_ENTRIES, MAX_FILE_METADATA_KEY_BYTES, MAX_FILE_METADATA_VALUE_BYTES,
     NAME_PREFIX_BYTES, TRAILER_BYTES, TRAILER_MAGIC,
 };
+pub use ranges::{PendingDst, PendingRead, Ranges};
 pub use reader::{
     check_payload, BufferLocation, FileEntry, FileReader, FileReaderOptions, ReadAt, Span, SpanBuffer, SpanTensor,
     DEFAULT_EAGER_INDEX_BYTES, OPEN_TAIL_BYTES, PADDING_CHUNK_BYTES,
 };
-pub use writer::{FileWriter, FileWriterOptions, WRITE_STAGING_BYTES};
+pub use writer::{Abort, FileEncoder, FileWriter, FileWriterOptions, WRITE_STAGING_BYTES};

@@ -471,6 +471,39 @@ pub unsafe extern "C" fn hurray_file_writer_add_composite(
     })
 }
 
+/// Adds a composite to a container encoder, as `hurray_file_writer_add_composite` adds it
+/// (the head under the builder's name, members under `name/role`, recursively), staged as one
+/// group with every payload copied: nothing is borrowed, and `hurray_file_encoder_abort` takes
+/// the whole composite back. Everything is checked before anything is staged. Writes the
+/// state to `*out_state` (may be NULL). Added within ABI 4.
+///
+/// Errors: `INVALID_ARGUMENT` (no name), `DUPLICATE_NAME`, those of the builder's flattening
+/// and of `hurray_file_encoder_add_tensor`.
+///
+/// # Safety
+/// `encoder` and `builder` live; the builder's payloads valid; `out_state` NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_file_encoder_add_composite(
+    encoder: *mut crate::file::HurrayFileEncoder,
+    builder: *const HurrayCompositeBuilder,
+    out_state: *mut crate::file::HurrayFileEncoderState,
+) -> HurrayStatus {
+    guard("hurray_file_encoder_add_composite", || {
+        // SAFETY: `encoder` is NULL or a handle from this library, used by one thread at a time (# Safety).
+        let e = unsafe { crate::file::encoder_inner(encoder)? };
+        // SAFETY: `builder` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
+        let b = unsafe { handle::inner_ref(builder, "builder")? };
+        // SAFETY: the builder's payload slices are valid for this call (# Safety).
+        let spec = unsafe { b.spec() };
+        let flat = composite::container_tensors(&spec)?;
+        let encoded = flat.iter().map(|(d, _)| d.encode()).collect::<hurray_core::Result<Vec<_>>>()?;
+        let items: Vec<_> = flat.iter().zip(&encoded).map(|((d, p), enc)| (d, enc.as_slice(), p.as_slice())).collect();
+        e.add_group(&items)?;
+        e.put_state(out_state);
+        Ok(HURRAY_OK)
+    })
+}
+
 /// Reads the composite stored under `name[0..name_len]` with all its members into
 /// `*out_composite` (owned; destroy with `hurray_composite_destroy`). Member payloads are
 /// read (copied) and sparse indices checked. Errors: `NOT_FOUND`, `INVALID_ARGUMENT` (not a
@@ -497,6 +530,7 @@ pub unsafe extern "C" fn hurray_file_reader_read_composite(
             ReaderInner::Span(x) => composite::read_composite(x, &n)?,
             ReaderInner::Path(x) => composite::read_composite(x, &n)?,
             ReaderInner::Mapped { reader: x, .. } => composite::read_composite(x, &n)?,
+            ReaderInner::Ranges(x) => composite::read_composite(x.begin()?, &n)?,
         };
         // SAFETY: `out_composite` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_composite, CompositeInner::from_core(c)?) };
@@ -523,6 +557,7 @@ pub unsafe extern "C" fn hurray_file_reader_check_composites(reader: *mut Hurray
             ReaderInner::Span(x) => composite::check_container(x)?,
             ReaderInner::Path(x) => composite::check_container(x)?,
             ReaderInner::Mapped { reader: x, .. } => composite::check_container(x)?,
+            ReaderInner::Ranges(x) => composite::check_container(x.begin()?)?,
         }
         Ok(HURRAY_OK)
     })

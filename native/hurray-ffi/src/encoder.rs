@@ -49,31 +49,9 @@ impl EncoderInner {
     /// # Safety
     /// `out` valid for `capacity` writes.
     unsafe fn list_output(&self, out: *mut HurrayIoSlice, capacity: usize) -> FfiResult<usize> {
-        let segs = self.encoder.segments();
-        let n = segs.len().min(capacity);
-        if n > 0 {
-            non_null(out, "out")?;
-        }
-        let staged = self.encoder.staged();
-        for (i, seg) in segs[..n].iter().enumerate() {
-            let skip = if i == 0 { self.encoder.offset() } else { 0 };
-            let slice = match *seg {
-                OutSeg::Staged { start, end } => {
-                    HurrayIoSlice { ptr: staged[start + skip..end].as_ptr(), len: end - start - skip }
-                }
-                OutSeg::Borrowed { index, len } => {
-                    let b = self
-                        .borrowed
-                        .get(index)
-                        .ok_or_else(|| FfiError::new(HURRAY_ERR_INTERNAL_PANIC, "borrowed payload missing"))?;
-                    // SAFETY: `skip < len` bytes into a payload range the caller vouched for.
-                    HurrayIoSlice { ptr: unsafe { b.ptr.add(skip) }, len: len - skip }
-                }
-            };
-            // SAFETY: `i < n ≤ capacity` slots of `out` are writable (# Safety).
-            unsafe { out.add(i).write(slice) };
-        }
-        Ok(n)
+        let e = &self.encoder;
+        // SAFETY: as this function's (# Safety); the borrowed ranges are the last item's payloads.
+        unsafe { list_pieces(e.segments(), e.offset(), e.staged(), &self.borrowed, out, capacity) }
     }
 
     /// Stages one tensor with its payload ranges (checked, at most [`MAX_PAYLOADS`]).
@@ -115,6 +93,45 @@ impl EncoderInner {
             borrows_payloads: self.encoder.borrows_payloads() as u32,
         }
     }
+}
+
+/// Writes up to `capacity` ranges of pending output (`segs`, the first from byte `offset` on)
+/// to `out` and returns how many: staged pieces point into `staged`, borrowed ones into
+/// `borrowed` (the payload ranges of the call that staged them). Shared by the stream and the
+/// container encoders.
+///
+/// # Safety
+/// `out` valid for `capacity` writes; every `borrowed` range valid for its length.
+pub(crate) unsafe fn list_pieces(
+    segs: &[OutSeg],
+    offset: usize,
+    staged: &[u8],
+    borrowed: &[HurrayIoSlice],
+    out: *mut HurrayIoSlice,
+    capacity: usize,
+) -> FfiResult<usize> {
+    let n = segs.len().min(capacity);
+    if n > 0 {
+        non_null(out, "out")?;
+    }
+    for (i, seg) in segs[..n].iter().enumerate() {
+        let skip = if i == 0 { offset } else { 0 };
+        let slice = match *seg {
+            OutSeg::Staged { start, end } => {
+                HurrayIoSlice { ptr: staged[start + skip..end].as_ptr(), len: end - start - skip }
+            }
+            OutSeg::Borrowed { index, len } => {
+                let b = borrowed
+                    .get(index)
+                    .ok_or_else(|| FfiError::new(HURRAY_ERR_INTERNAL_PANIC, "borrowed payload missing"))?;
+                // SAFETY: `skip < len` bytes into a payload range the caller vouched for.
+                HurrayIoSlice { ptr: unsafe { b.ptr.add(skip) }, len: len - skip }
+            }
+        };
+        // SAFETY: `i < n ≤ capacity` slots of `out` are writable (# Safety).
+        unsafe { out.add(i).write(slice) };
+    }
+    Ok(n)
 }
 
 /// Encodes a stream into bytes the caller sends, with no transport and no callbacks. Owned;

@@ -1,6 +1,7 @@
 //! HRRYFILE containers through the C ABI (docs/spec/hrryfile.md §8 C ABI summary): a writer over a
-//! transport's `write`, a reader over its `read_at`/`size`, and the same reader over a
-//! caller's memory span (e.g. a memory map) that hands out payloads in place.
+//! transport's `write` and an encoder that hands its bytes to the caller instead, a reader over
+//! a transport's `read_at`/`size`, over ranges the caller reads itself, over a file it opens or
+//! maps, and over a caller's memory span (e.g. a memory map) that hands out payloads in place.
 //!
 //! Conventions of this module: counts, indexes, offsets and lengths are `uint64_t`; strings are
 //! (pointer, length) pairs of UTF-8 bytes, never NUL-terminated on input; every out-pointer is
@@ -11,12 +12,15 @@
 // (blank lines keep rustfmt from sorting them).
 mod writer;
 
+mod encoder;
+
 mod reader;
 
 mod entry;
 
 mod path_source;
 
+pub use encoder::*;
 pub use entry::*;
 pub use reader::*;
 pub use writer::*;

@@ -90,6 +90,7 @@ pub(crate) fn from_kind(kind: ErrorKind) -> HurrayStatus {
         ErrorKind::NotFound => HURRAY_ERR_NOT_FOUND,
         ErrorKind::DuplicateName => HURRAY_ERR_DUPLICATE_NAME,
         ErrorKind::InvalidState => HURRAY_ERR_INVALID_STATE,
+        ErrorKind::NeedInput => HURRAY_NEED_INPUT,
         _ => HURRAY_ERR_INTERNAL_PANIC,
     }
 }

@@ -1004,7 +1004,25 @@ fn null_pointers_destroy_rules_and_stale_handles() {
         let mut tmp_e = null_mut();
         let mut tmp_t = null_mut();
         let k = b"arch";
+        let mut pieces = 0usize;
+        let mut fread = HurrayFileRead { offset: 0, len: 0, dst: null_mut() };
+        let mut tmp_fe: *mut HurrayFileEncoder = null_mut();
         let cases: Vec<(&str, HurrayStatus)> = vec![
+            ("hurray_file_encoder_new", hurray_file_encoder_new(null(), null_mut())),
+            ("hurray_file_encoder_add_tensor", hurray_file_encoder_add_tensor(null_mut(), d, &slice, 1, null_mut())),
+            ("hurray_file_encoder_add_composite", hurray_file_encoder_add_composite(null_mut(), null(), null_mut())),
+            (
+                "hurray_file_encoder_set_metadata",
+                hurray_file_encoder_set_metadata(null_mut(), k.as_ptr(), 4, null(), 0),
+            ),
+            ("hurray_file_encoder_finish", hurray_file_encoder_finish(null_mut(), null_mut(), null_mut())),
+            ("hurray_file_encoder_output", hurray_file_encoder_output(null(), null_mut(), 0, &mut pieces)),
+            ("hurray_file_encoder_consume", hurray_file_encoder_consume(null_mut(), 0, null_mut())),
+            ("hurray_file_encoder_abort", hurray_file_encoder_abort(null_mut(), false, null_mut())),
+            ("hurray_file_reader_new_ranges", hurray_file_reader_new_ranges(0, null(), null_mut())),
+            ("hurray_file_reader_open_ranges", hurray_file_reader_open_ranges(null_mut())),
+            ("hurray_file_reader_pending_read", hurray_file_reader_pending_read(null_mut(), &mut fread)),
+            ("hurray_file_reader_supply", hurray_file_reader_supply(null_mut(), 0)),
             ("hurray_file_writer_options_init", hurray_file_writer_options_init(null_mut())),
             ("hurray_file_writer_new", hurray_file_writer_new(null(), null(), &mut tmp_w)),
             ("hurray_file_writer_new", hurray_file_writer_new(&wt, null(), null_mut())),
@@ -1139,7 +1157,14 @@ fn null_pointers_destroy_rules_and_stale_handles() {
         }
         assert!(tmp_r.is_null() && tmp_w.is_null() && tmp_e.is_null() && tmp_t.is_null());
         assert!(last_error().contains("NULL"));
-        let destroys = ["hurray_file_writer_destroy", "hurray_file_reader_destroy", "hurray_file_entry_destroy"];
+        let destroys = [
+            "hurray_file_writer_destroy",
+            "hurray_file_reader_destroy",
+            "hurray_file_entry_destroy",
+            "hurray_file_encoder_destroy",
+        ];
+        assert_eq!(hurray_file_encoder_destroy(null_mut()), HURRAY_OK);
+        assert_eq!(hurray_file_encoder_destroy(&mut tmp_fe), HURRAY_OK);
         let missing: Vec<String> = header_file_functions()
             .into_iter()
             .filter(|n| !covered.contains(n) && !destroys.contains(&n.as_str()))

@@ -1,7 +1,7 @@
 //! Composites in a container (docs/spec/hrryfile.md §2): the head under the composite's name,
 //! member *i* under `name/role_i`, recursively.
 
-use super::{Composite, CompositeSpec, Item};
+use super::{Composite, CompositeSpec, FlatTensor, Item};
 use crate::descriptor::TensorDescriptor;
 use crate::error::{bail, err, Result};
 use crate::file::{FileReader, FileWriter, ReadAt};
@@ -12,16 +12,24 @@ use crate::wire::MAX_COMPOSITE_TENSORS;
 /// `name/role_i`, recursively. Errors: `InvalidArgument` (no name), those of `flatten` and
 /// `add_tensor`. A failure part-way leaves the members already added in the container.
 pub fn add_composite<T: WriteTransport>(w: &mut FileWriter<T>, spec: &CompositeSpec<'_>) -> Result<()> {
+    for (d, p) in &container_tensors(spec)? {
+        w.add_tensor(d, p)?;
+    }
+    Ok(())
+}
+
+/// The tensors a container stores for a composite, in preorder: the head under `spec.name`
+/// (required), member *i* under `name/role_i`, recursively (what [`add_composite`] adds, for a
+/// caller that stages them itself, e.g. through a [`FileEncoder`](crate::file::FileEncoder)).
+/// Errors: `InvalidArgument` (no name), those of `flatten`.
+pub fn container_tensors<'a>(spec: &CompositeSpec<'a>) -> Result<Vec<FlatTensor<'a>>> {
     let name = match spec.name.as_deref() {
         Some(n) if !n.is_empty() => n,
         _ => bail!(InvalidArgument, "a composite in a container needs a non-empty name"),
     };
     let mut flat = Vec::new();
     spec.flatten_into(0, 0, Some(name), &mut flat)?;
-    for (d, p) in &flat {
-        w.add_tensor(d, p)?;
-    }
-    Ok(())
+    Ok(flat)
 }
 
 /// Reads the composite stored under `name` with all its members (their contents checked).

@@ -18,7 +18,7 @@
 mod file;
 mod stream;
 
-pub use file::{add_composite, check_container, read_composite};
+pub use file::{add_composite, check_container, container_tensors, read_composite};
 pub use stream::write_composite;
 
 use crate::descriptor::{LayoutDescriptor, TensorDescriptor};

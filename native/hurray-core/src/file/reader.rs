@@ -10,6 +10,7 @@ use super::format::{
     check_header, decode_metadata, BufferRecord, RawEntry, Trailer, BUFFER_RECORD_BYTES, ENTRY_BYTES, HEADER_BYTES,
     MAX_FILE_METADATA_BYTES, MIN_DESCRIPTOR_BYTES, NAME_PREFIX_BYTES, TRAILER_BYTES,
 };
+use super::ranges::Ranges;
 use crate::buffer::AlignedBuf;
 use crate::crc32c::crc32c;
 use crate::descriptor::TensorDescriptor;
@@ -35,6 +36,28 @@ pub trait ReadAt {
     fn as_bytes(&self) -> Option<&[u8]> {
         None
     }
+
+    /// Tells the source that the current reader call will not ask for the bytes in
+    /// `[offset, offset + len)` again (the default ignores it; [`Ranges`](super::Ranges) drops
+    /// its copies).
+    fn release(&mut self, offset: u64, len: u64) {
+        let _ = (offset, len);
+    }
+
+    /// The number of reads the source made itself, when it counts them (a [`Ranges`](super::Ranges)
+    /// counts the ranges its caller supplied); `None` (the default) lets the reader count its
+    /// successful `read_at` calls.
+    fn reads_made(&self) -> Option<u64> {
+        None
+    }
+
+    /// True when a failing read is answered by repeating the whole call (a
+    /// [`Ranges`](super::Ranges), whose misses are `NeedInput`): the reader then keeps what a
+    /// call loaded at great cost (the index that `verify` read) so the repeat does not load it
+    /// again. Default false.
+    fn replayed(&self) -> bool {
+        false
+    }
 }
 
 impl<R: ReadAt + ?Sized> ReadAt for &mut R {
@@ -47,6 +70,15 @@ impl<R: ReadAt + ?Sized> ReadAt for &mut R {
     fn as_bytes(&self) -> Option<&[u8]> {
         (**self).as_bytes()
     }
+    fn release(&mut self, offset: u64, len: u64) {
+        (**self).release(offset, len)
+    }
+    fn reads_made(&self) -> Option<u64> {
+        (**self).reads_made()
+    }
+    fn replayed(&self) -> bool {
+        (**self).replayed()
+    }
 }
 
 impl<R: ReadAt + ?Sized> ReadAt for Box<R> {
@@ -58,6 +90,15 @@ impl<R: ReadAt + ?Sized> ReadAt for Box<R> {
     }
     fn as_bytes(&self) -> Option<&[u8]> {
         (**self).as_bytes()
+    }
+    fn release(&mut self, offset: u64, len: u64) {
+        (**self).release(offset, len)
+    }
+    fn reads_made(&self) -> Option<u64> {
+        (**self).reads_made()
+    }
+    fn replayed(&self) -> bool {
+        (**self).replayed()
     }
 }
 
@@ -253,6 +294,12 @@ pub struct FileReader<R: ReadAt> {
     metadata: Option<Vec<(String, Vec<u8>)>>,
     read_calls: u64,
     pool: Option<BufferPool>,
+    /// `verify` found every padding byte before this offset zero, during a call that failed
+    /// for want of input: its repeat starts there (0: nothing known).
+    padding_checked: u64,
+    /// A tensor [`read_tensor_in_place`](Self::read_tensor_in_place) is filling: entry index,
+    /// its buffers, how many are complete.
+    pending: Option<(u64, Vec<PooledBuf>, usize)>,
 }
 
 impl<R: ReadAt> FileReader<R> {
@@ -268,19 +315,14 @@ impl<R: ReadAt> FileReader<R> {
     /// `Corrupt` (checksums, impossible offsets), `DuplicateName`, `InvalidArgument`
     /// (options), `LimitExceeded`, `Unsupported`.
     pub fn open(source: R, opts: FileReaderOptions) -> Result<Self> {
-        if opts.max_descriptor_bytes > MAX_DESCRIPTOR_BYTES as u64 {
-            bail!(
-                InvalidArgument,
-                "max_descriptor_bytes {} exceeds the format maximum {MAX_DESCRIPTOR_BYTES}",
-                opts.max_descriptor_bytes
-            );
-        }
-        if opts.max_metadata_bytes > MAX_FILE_METADATA_BYTES {
-            bail!(
-                InvalidArgument,
-                "max_metadata_bytes {} exceeds the format maximum {MAX_FILE_METADATA_BYTES}",
-                opts.max_metadata_bytes
-            );
+        Self::open_or_return(source, opts).map_err(|(e, _)| e)
+    }
+
+    /// As [`open`](Self::open), handing the source back on failure (so that an open that failed
+    /// for want of input, or a transport failure, can be repeated with the same source).
+    pub fn open_or_return(source: R, opts: FileReaderOptions) -> std::result::Result<Self, (Error, R)> {
+        if let Err(e) = check_options(&opts) {
+            return Err((e, source));
         }
         let mut r = FileReader {
             source,
@@ -300,7 +342,17 @@ impl<R: ReadAt> FileReader<R> {
             metadata: None,
             read_calls: 0,
             pool: None,
+            padding_checked: 0,
+            pending: None,
         };
+        match r.open_steps() {
+            Ok(()) => Ok(r),
+            Err(e) => Err((e, r.source)),
+        }
+    }
+
+    fn open_steps(&mut self) -> Result<()> {
+        let r = self;
         let size = r.source.size().map_err(transport_err)?;
         if size < HEADER_BYTES + TRAILER_BYTES {
             bail!(
@@ -340,7 +392,7 @@ impl<R: ReadAt> FileReader<R> {
         if r.opts.verify_at_open {
             r.verify()?;
         }
-        Ok(r)
+        Ok(())
     }
 
     /// The source.
@@ -386,7 +438,7 @@ impl<R: ReadAt> FileReader<R> {
 
     /// Number of `read_at` calls made so far (open included).
     pub fn read_calls(&self) -> u64 {
-        self.read_calls
+        self.source.reads_made().unwrap_or(self.read_calls)
     }
 
     /// The name of entry `index` (entries are sorted by name bytes). Reads the entry (and, for
@@ -553,23 +605,39 @@ impl<R: ReadAt> FileReader<R> {
     /// not read (nor their checksums checked); padding is read in chunks of at most
     /// [`PADDING_CHUNK_BYTES`], or scanned in place for a [`Span`].
     pub fn verify(&mut self) -> Result<()> {
+        let result = self.verify_all();
+        if !matches!(result.as_ref().map_err(Error::kind), Err(ErrorKind::NeedInput | ErrorKind::Transport)) {
+            // The padding memo only serves a repeat of a call that the source interrupted.
+            self.padding_checked = 0;
+        }
+        result
+    }
+
+    fn verify_all(&mut self) -> Result<()> {
         let t = self.trailer;
         let tail = t.index_length + t.metadata_length;
-        let loaded;
-        let image: &[u8] = match &self.image {
-            Some(i) => i.as_slice(),
-            None => {
-                if tail > self.opts.max_index_bytes {
-                    bail!(
-                        LimitExceeded,
-                        "index and metadata of {tail} bytes exceed max_index_bytes {}",
-                        self.opts.max_index_bytes
-                    );
-                }
-                loaded = self.read_range(t.index_offset, tail)?;
-                check_image(&self.geo, &t, &self.opts, loaded.as_slice())?;
-                loaded.as_slice()
+        let mut loaded = None;
+        if self.image.is_none() {
+            if tail > self.opts.max_index_bytes {
+                bail!(
+                    LimitExceeded,
+                    "index and metadata of {tail} bytes exceed max_index_bytes {}",
+                    self.opts.max_index_bytes
+                );
             }
+            let b = self.read_range(t.index_offset, tail)?;
+            let md = check_image(&self.geo, &t, &self.opts, b.as_slice())?;
+            if self.source.replayed() {
+                // A repeat of this call (and every later lookup) must not read the index again.
+                self.image = Some(b);
+                self.metadata = Some(md);
+            } else {
+                loaded = Some(b);
+            }
+        }
+        let image: &[u8] = match (&self.image, &loaded) {
+            (Some(i), _) | (None, Some(i)) => i.as_slice(),
+            (None, None) => bail!(InvalidState, "internal: no index image to verify"),
         };
         // (offset, length) of every payload: 16 bytes per buffer, less than the 24-byte buffer
         // record each came from, so bounded by the index just loaded.
@@ -619,6 +687,12 @@ impl<R: ReadAt> FileReader<R> {
         // Read windows of at most one chunk, each starting at a gap and covering as many
         // whole gaps as fit (and the payload bytes between them, which are skipped): many
         // small tensors cost about one read per chunk of the payload area, not one per gap.
+        // A repeat of a call that stopped for want of input starts where that one stopped.
+        let done = self.padding_checked;
+        gaps.retain(|&(_, to)| to > done);
+        if let Some(g) = gaps.first_mut() {
+            g.0 = g.0.max(done);
+        }
         let window = (end - HEADER_BYTES).min(PADDING_CHUNK_BYTES);
         let mut buf = AlignedBuf::new(window, MIN_BUFFER_ALIGNMENT)?;
         let mut i = 0;
@@ -646,6 +720,8 @@ impl<R: ReadAt> FileReader<R> {
                     bail!(Corrupt, "non-zero padding byte at offset {} (padding must be zero)", f + k as u64);
                 }
             }
+            self.padding_checked = to;
+            self.source.release(from, to - from);
             if gaps[last].1 > to {
                 // A gap longer than a chunk: continue it in the next window.
                 gaps[last].0 = to;
@@ -744,6 +820,67 @@ impl<R: ReadAt> FileReader<R> {
     }
 }
 
+impl FileReader<Ranges> {
+    /// As [`read_tensor`](Self::read_tensor), with each payload requested from the caller
+    /// straight into the tensor's own allocation (no copy, docs/spec/c-abi.md §Containers
+    /// without a transport). The allocations are kept while the call is repeated for the same
+    /// entry, so each repeat continues where the last supply ended; a call for another entry
+    /// drops them.
+    ///
+    /// Errors: those of [`read_tensor`](Self::read_tensor), `NeedInput`.
+    pub fn read_tensor_in_place(&mut self, entry: &FileEntry) -> Result<ReadTensor> {
+        self.check_mine(entry)?;
+        let total = entry.total_bytes();
+        if total > self.opts.max_tensor_bytes {
+            bail!(
+                LimitExceeded,
+                "tensor {:?} of {total} bytes exceeds the limit of {}",
+                entry.name(),
+                self.opts.max_tensor_bytes
+            );
+        }
+        let (mut buffers, mut done) = match self.pending.take() {
+            Some((index, b, done)) if index == entry.index => (b, done),
+            _ => {
+                self.source.forget_in_place();
+                let mut b = Vec::with_capacity(entry.buffers.len());
+                for (loc, h) in entry.buffers.iter().zip(entry.descriptor.buffers()) {
+                    b.push(match &self.pool {
+                        Some(p) => p.take(loc.length, h.alignment())?,
+                        None => PooledBuf::unpooled(AlignedBuf::new(loc.length, h.alignment())?),
+                    });
+                }
+                (b, 0)
+            }
+        };
+        while done < buffers.len() {
+            let loc = entry.buffers[done];
+            let b = &mut buffers[done];
+            let len = b.len();
+            self.source.set_in_place(true);
+            let r = self.read_exact_at(loc.offset, b.spare_mut());
+            self.source.set_in_place(false);
+            if let Err(e) = r {
+                if e.kind() == ErrorKind::NeedInput {
+                    self.pending = Some((entry.index, buffers, done));
+                }
+                return Err(e);
+            }
+            b.advance(len);
+            if self.opts.verify_payloads {
+                check_payload(entry, done, b.as_slice())?;
+            }
+            done += 1;
+        }
+        self.source.forget_in_place();
+        if crate::layouts::has_contents_check(&entry.descriptor) {
+            let views: Vec<&[u8]> = buffers.iter().map(|b| b.as_slice()).collect();
+            crate::layouts::check_contents(&entry.descriptor, &views)?;
+        }
+        Ok(ReadTensor { descriptor: entry.descriptor.clone(), buffers })
+    }
+}
+
 impl<'a> FileReader<Span<'a>> {
     /// Opens a container held in memory (e.g. a memory map); the same as
     /// `FileReader::open(Span::new(bytes), opts)`.
@@ -814,11 +951,30 @@ pub fn check_payload(entry: &FileEntry, buffer: usize, bytes: &[u8]) -> Result<(
 }
 
 fn transport_err(e: Error) -> Error {
-    if e.kind() == ErrorKind::Transport {
+    if matches!(e.kind(), ErrorKind::Transport | ErrorKind::NeedInput) {
         e
     } else {
         Error::new(ErrorKind::Transport, e.message().to_string())
     }
+}
+
+/// Checks reader options against the format's maxima.
+fn check_options(opts: &FileReaderOptions) -> Result<()> {
+    if opts.max_descriptor_bytes > MAX_DESCRIPTOR_BYTES as u64 {
+        bail!(
+            InvalidArgument,
+            "max_descriptor_bytes {} exceeds the format maximum {MAX_DESCRIPTOR_BYTES}",
+            opts.max_descriptor_bytes
+        );
+    }
+    if opts.max_metadata_bytes > MAX_FILE_METADATA_BYTES {
+        bail!(
+            InvalidArgument,
+            "max_metadata_bytes {} exceeds the format maximum {MAX_FILE_METADATA_BYTES}",
+            opts.max_metadata_bytes
+        );
+    }
+    Ok(())
 }
 
 /// Checks the trailer's offsets against the file size and the reader's limits.

@@ -11,6 +11,7 @@ use super::format::{
 };
 use crate::crc32c::crc32c;
 use crate::descriptor::{LayoutDescriptor, TensorDescriptor};
+use crate::encoder::{GroupEntry, OutSeg};
 use crate::error::{bail, err, Error, ErrorKind, Result};
 use crate::stream::WriteTransport;
 use crate::{MAX_BUFFER_ALIGNMENT, MAX_DESCRIPTOR_BYTES, MIN_BUFFER_ALIGNMENT};
@@ -48,35 +49,71 @@ struct Pending {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
     Open,
-    /// Index, metadata and trailer are staged; flushing them is what is left.
+    /// Index, metadata and trailer are staged; sending them is what is left.
     Finishing,
     Finished,
     Poisoned,
 }
 
-/// Writes a container through a sequential transport. One handle, one thread at a time.
+/// The encoder before the last added tensor, so that a tensor none of whose bytes were sent
+/// can be taken back.
+#[derive(Clone, Copy, Debug)]
+struct Mark {
+    staging: usize,
+    segs: usize,
+    /// Logical offset where the tensor (its padding first) begins.
+    position: u64,
+}
+
+/// What [`FileEncoder::abort`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Abort {
+    /// Nothing changed: every pending byte is the encoder's own and stays pending.
+    Kept,
+    /// The last tensor was taken back (none of its bytes had been sent): it is not in the
+    /// container, and adding it again is allowed.
+    TakenBack,
+    /// Part of the last tensor was sent and the rest cannot be (or was not to be) kept: the
+    /// encoder accepts nothing more.
+    Poisoned,
+}
+
+/// Builds a container without a transport (docs/spec/hrryfile.md §5 Writing, docs/spec/c-abi.md
+/// §Containers without a transport): the caller adds tensors, sends the pending output
+/// ([`segments`](Self::segments)) however it likes, and reports what left
+/// ([`consume`](Self::consume)) or that sending failed ([`abort`](Self::abort)). Nothing here
+/// performs I/O, so a caller's blocking write never runs inside a call of this type (a Java
+/// virtual thread then parks without pinning its carrier).
 ///
-/// Memory: the writer keeps every tensor's encoded descriptor and buffer records (about 200
-/// bytes per tensor plus the descriptor) until [`finish`](Self::finish) writes the index, plus
-/// up to [`WRITE_STAGING_BYTES`] of staged bytes (more while padding to a large alignment, and
-/// the whole index during finish).
+/// Output: the header, then per tensor zero padding and its payloads, then at
+/// [`finish`](Self::finish) the index, the metadata block and the trailer, strictly in file
+/// order: the container is the concatenation of every byte consumed. Payloads of at most
+/// [`WRITE_STAGING_BYTES`] are copied into the encoder's staging buffer; a larger payload is
+/// borrowed ([`OutSeg::Borrowed`], indexing the last `add` call's payloads): while
+/// [`borrows_payloads`](Self::borrows_payloads) is true the caller must send the pending
+/// output before it changes or frees that payload, and before the next `add` or `finish`.
+/// Output that borrows nothing may stay pending across calls (many small tensors leave in one
+/// write); the caller chooses when to send it.
 ///
-/// Failure rules (docs/spec/stream.md §Transport rules): a failing `write` moved no bytes, so the
-/// writer knows exactly what reached the transport. Bytes it owns (header, padding, small payloads,
-/// index) stay staged and go out on the next call. A tensor whose bytes had not started reaching
-/// the transport when the failure happened is not added and the call can be retried; once any of
-/// its bytes went out, the writer is poisoned (the caller's payload slices are not retained, so the
-/// rest cannot be sent later). A failing `finish` can be retried.
-pub struct FileWriter<T: WriteTransport> {
-    transport: T,
+/// Memory: as [`FileWriter`], plus whatever pending output the caller leaves unsent.
+pub struct FileEncoder {
     opts: FileWriterOptions,
     staging: Vec<u8>,
-    /// Prefix of `staging` already accepted by the transport.
-    staged_sent: usize,
-    /// Bytes the transport accepted.
+    segs: Vec<OutSeg>,
+    /// Pending output: `segs[seg..]`, the first of them from byte `offset` on.
+    seg: usize,
+    offset: usize,
+    /// Bytes consumed (sent) so far.
     written: u64,
-    /// Logical size of the file so far: `written` plus the unsent staged bytes.
+    /// Bytes pending.
+    pending: u64,
+    /// Logical size of the file so far: `written + pending`.
     position: u64,
+    borrowed: bool,
+    /// The last tensor, while some of its bytes are pending.
+    last: Option<Mark>,
+    /// When the last staging was a group: the entry count before it.
+    group_start: Option<usize>,
     entries: Vec<Pending>,
     names: HashSet<String>,
     metadata: BTreeMap<String, Vec<u8>>,
@@ -84,56 +121,44 @@ pub struct FileWriter<T: WriteTransport> {
     state: State,
 }
 
-impl<T: WriteTransport> FileWriter<T> {
-    /// A writer over `transport`. The header is staged, not written: nothing reaches the
-    /// transport before the first call that flushes.
+impl FileEncoder {
+    /// An encoder with the 16-byte header pending.
     ///
     /// Errors: `InvalidAlignment` for a `min_payload_alignment` that is not a power of two in
     /// `64..=2 MiB`.
-    pub fn new(transport: T, opts: FileWriterOptions) -> Result<Self> {
+    pub fn new(opts: FileWriterOptions) -> Result<Self> {
         let a = opts.min_payload_alignment;
         if !a.is_power_of_two() || !(MIN_BUFFER_ALIGNMENT..=MAX_BUFFER_ALIGNMENT).contains(&a) {
             bail!(InvalidAlignment, "min_payload_alignment {a} is not a power of two in 64..={MAX_BUFFER_ALIGNMENT}");
         }
-        let header = encode_header();
-        Ok(FileWriter {
-            transport,
+        let mut e = FileEncoder {
             opts,
-            staging: header.to_vec(),
-            staged_sent: 0,
+            staging: Vec::new(),
+            segs: Vec::new(),
+            seg: 0,
+            offset: 0,
             written: 0,
-            position: header.len() as u64,
+            pending: 0,
+            position: 0,
+            borrowed: false,
+            last: None,
+            group_start: None,
             entries: Vec::new(),
             names: HashSet::new(),
             metadata: BTreeMap::new(),
             metadata_bytes: 8,
             state: State::Open,
-        })
+        };
+        e.stage(&encode_header());
+        Ok(e)
     }
 
-    /// The transport.
-    pub fn transport(&self) -> &T {
-        &self.transport
-    }
-
-    /// The transport, mutably.
-    pub fn transport_mut(&mut self) -> &mut T {
-        &mut self.transport
-    }
-
-    /// Consumes the writer, returning the transport. Nothing more is written: if `finish` did
-    /// not succeed, the output has no valid trailer and readers reject it.
-    pub fn into_transport(self) -> T {
-        self.transport
-    }
-
-    /// Bytes the transport has accepted so far (a progress counter).
+    /// Bytes consumed so far (a progress counter; the file size once finished).
     pub fn bytes_written(&self) -> u64 {
         self.written
     }
 
-    /// Logical size of the output so far, in bytes: what was written plus what is staged.
-    /// After a successful `finish` it is the file size.
+    /// Logical size of the output so far: consumed plus pending bytes.
     pub fn position(&self) -> u64 {
         self.position
     }
@@ -143,34 +168,100 @@ impl<T: WriteTransport> FileWriter<T> {
         self.entries.len() as u64
     }
 
-    /// True once `finish` succeeded.
+    /// True once the trailer was staged and every byte consumed: the output is a container.
     pub fn is_finished(&self) -> bool {
         self.state == State::Finished
     }
 
-    /// True once a failure left part of a tensor on the transport; the writer accepts nothing
-    /// more.
+    /// True once a failed send cut a tensor; the encoder accepts nothing more.
     pub fn is_poisoned(&self) -> bool {
         self.state == State::Poisoned
     }
 
-    /// Appends one tensor. Its name (required: names are the container's keys, 1..=4096 UTF-8
-    /// bytes) comes from the descriptor. `payloads[i]` is buffer `i` of the descriptor's buffer
-    /// table and must be exactly its `byte_size` long. Small payloads may stay staged until a
-    /// later call; nothing of `payloads` is retained after the call returns.
-    ///
-    /// Errors: `InvalidArgument` (no or empty name, wrong payload count, payload longer than
-    /// declared), `BufferTooSmall` (payload shorter), `DuplicateName` (a tensor of that name
-    /// was added before), `LimitExceeded`, `InvalidState` (after finish), `Poisoned`,
-    /// `Transport` / `SinkClosed` (see the type's failure rules).
-    pub fn add_tensor(&mut self, desc: &TensorDescriptor, payloads: &[&[u8]]) -> Result<()> {
-        let encoded = desc.encode()?;
-        self.add_encoded(desc, &encoded, payloads)
+    /// The pending output, in order; the first segment's first [`offset`](Self::offset) bytes
+    /// were already consumed.
+    pub fn segments(&self) -> &[OutSeg] {
+        &self.segs[self.seg..]
     }
 
-    /// As [`add_tensor`](Self::add_tensor) with `encoded == desc.encode()` precomputed.
+    /// Bytes of the first pending segment already consumed.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    /// The staged bytes that [`OutSeg::Staged`] segments index.
+    pub fn staged(&self) -> &[u8] {
+        &self.staging
+    }
+
+    /// Bytes pending.
+    pub fn pending_bytes(&self) -> u64 {
+        self.pending
+    }
+
+    /// True while pending output refers to the last added tensor's payloads.
+    pub fn borrows_payloads(&self) -> bool {
+        self.borrowed
+    }
+
+    /// The first pending piece: staged bytes, or (with the last `add`'s `payloads`) a borrowed
+    /// payload, from the first byte not yet consumed. Empty when nothing is pending.
+    ///
+    /// Errors: `InvalidArgument` when `payloads` lacks the borrowed payload.
+    pub fn first_piece<'a>(&'a self, payloads: &[&'a [u8]]) -> Result<&'a [u8]> {
+        let Some(seg) = self.segments().first() else { return Ok(&[]) };
+        let whole: &[u8] = match *seg {
+            OutSeg::Staged { start, end } => &self.staging[start..end],
+            OutSeg::Borrowed { index, len } => match payloads.get(index) {
+                Some(p) if p.len() == len => p,
+                _ => bail!(InvalidArgument, "the pending output borrows payload {index}, which was not given"),
+            },
+        };
+        Ok(&whole[self.offset..])
+    }
+
+    /// Appends one tensor; see [`FileWriter::add_tensor`] for the rules on names and payloads.
+    /// Nothing is sent: the tensor's padding and payloads become pending output.
+    ///
+    /// Errors (nothing is staged): `InvalidArgument`, `BufferTooSmall`, `DuplicateName`,
+    /// `LimitExceeded`, `InvalidState` (after finish, or while the pending output borrows the
+    /// previous tensor's payloads), `Poisoned`.
     pub fn add_encoded(&mut self, desc: &TensorDescriptor, encoded: &[u8], payloads: &[&[u8]]) -> Result<()> {
+        self.add_inner(desc, encoded, payloads, WRITE_STAGING_BYTES)
+    }
+
+    /// As [`add_encoded`](Self::add_encoded) for several tensors that must leave together (a
+    /// composite's head and members): every payload is copied, so nothing is borrowed and the
+    /// group can be sent whenever the caller likes. Everything is checked before anything is
+    /// staged. The group is taken back by [`abort`](Self::abort) only as a whole.
+    pub fn add_group(&mut self, items: &[GroupEntry<'_>]) -> Result<()> {
         self.check_open()?;
+        if self.borrowed {
+            bail!(InvalidState, "the pending output borrows the previous tensor's payloads; send it first");
+        }
+        let mut seen = HashSet::new();
+        for (desc, encoded, payloads) in items {
+            self.check_tensor(desc, encoded, payloads)?;
+            let name = desc.name().unwrap_or_default();
+            if !seen.insert(name) {
+                bail!(DuplicateName, "the group names {name:?} twice");
+            }
+        }
+        let mark = self.mark();
+        let count = self.entries.len();
+        for (desc, encoded, payloads) in items {
+            if let Err(e) = self.add_inner(desc, encoded, payloads, usize::MAX) {
+                // Checked above; only offset overflow can get here. Undo the whole group.
+                self.take_back(mark, count);
+                return Err(e);
+            }
+        }
+        self.last = Some(mark);
+        self.group_start = Some(count);
+        Ok(())
+    }
+
+    fn check_tensor(&self, desc: &TensorDescriptor, encoded: &[u8], payloads: &[&[u8]]) -> Result<usize> {
         let name = match desc.name() {
             Some(n) if !n.is_empty() => n,
             _ => bail!(InvalidArgument, "a tensor in a container needs a non-empty name"),
@@ -195,51 +286,56 @@ impl<T: WriteTransport> FileWriter<T> {
         if encoded.len() > MAX_DESCRIPTOR_BYTES {
             bail!(LimitExceeded, "descriptor of {} bytes exceeds {MAX_DESCRIPTOR_BYTES}", encoded.len());
         }
-        let name_at = name_offset_in(desc, encoded)?;
+        name_offset_in(desc, encoded)
+    }
 
-        // Plan the placement first so overflow is an error before any byte moves.
+    /// Stages one tensor, copying payloads of at most `copy_up_to` bytes and borrowing larger ones.
+    fn add_inner(
+        &mut self,
+        desc: &TensorDescriptor,
+        encoded: &[u8],
+        payloads: &[&[u8]],
+        copy_up_to: usize,
+    ) -> Result<()> {
+        self.check_open()?;
+        if self.borrowed {
+            bail!(InvalidState, "the pending output borrows the previous tensor's payloads; send it first");
+        }
+        let name_at = self.check_tensor(desc, encoded, payloads)?;
+        let name = desc.name().unwrap_or_default();
+        // Plan the placement first so overflow is an error before anything is staged.
         let mut pos = self.position;
         let mut plan = Vec::with_capacity(payloads.len());
-        for (p, h) in payloads.iter().zip(table) {
+        for (p, h) in payloads.iter().zip(desc.buffers()) {
             let align = h.alignment().max(self.opts.min_payload_alignment);
             let at = align_up(pos, align).ok_or_else(|| err!(LimitExceeded, "file offset overflows u64"))?;
             plan.push((at - pos, at));
             pos = at.checked_add(p.len() as u64).ok_or_else(|| err!(LimitExceeded, "file offset overflows u64"))?;
         }
-
-        let start = self.position;
+        let mark = self.mark();
         let mut records = Vec::with_capacity(payloads.len());
-        let result = (|| -> Result<()> {
-            for (p, &(pad, at)) in payloads.iter().zip(&plan) {
-                self.stage_zeros(pad as usize);
-                debug_assert_eq!(self.position, at);
-                let (crc, flags) = if self.opts.payload_checksums { (crc32c(p), BUFFER_HAS_CRC) } else { (0, 0) };
-                self.put_payload(p)?;
-                records.push(BufferRecord { offset: at, length: p.len() as u64, crc, flags });
+        for (i, (p, &(pad, at))) in payloads.iter().zip(&plan).enumerate() {
+            self.stage_zeros(pad as usize);
+            debug_assert_eq!(self.position, at);
+            let (crc, flags) = if self.opts.payload_checksums { (crc32c(p), BUFFER_HAS_CRC) } else { (0, 0) };
+            if p.len() <= copy_up_to {
+                self.stage(p);
+            } else {
+                self.segs.push(OutSeg::Borrowed { index: i, len: p.len() });
+                self.pending += p.len() as u64;
+                self.position += p.len() as u64;
+                self.borrowed = true;
             }
-            Ok(())
-        })();
-        if let Err(e) = result {
-            if self.written > start {
-                self.state = State::Poisoned;
-                return Err(Error::new(
-                    e.kind(),
-                    format!("{} after part of tensor {name:?} was written; the writer is poisoned", e.message()),
-                ));
-            }
-            self.rollback_to(start);
-            return Err(e);
+            records.push(BufferRecord { offset: at, length: p.len() as u64, crc, flags });
         }
         self.names.insert(name.to_string());
         self.entries.push(Pending { name: name.to_string(), encoded: encoded.to_vec(), name_at, buffers: records });
+        self.last = Some(mark);
+        self.group_start = None;
         Ok(())
     }
 
-    /// Sets a file-level metadata entry, replacing any value the key had. Keys are
-    /// 1..=4096 UTF-8 bytes; values at most 16 MiB; at most 65,536 entries and 64 MiB in all.
-    /// Allowed any time before `finish`.
-    ///
-    /// Errors: `InvalidArgument` (key), `LimitExceeded`, `InvalidState`, `Poisoned`.
+    /// Sets a file-level metadata entry; see [`FileWriter::set_metadata`].
     pub fn set_metadata(&mut self, key: &str, value: &[u8]) -> Result<()> {
         self.check_open()?;
         if key.is_empty() || key.len() > MAX_FILE_METADATA_KEY_BYTES {
@@ -261,39 +357,131 @@ impl<T: WriteTransport> FileWriter<T> {
         Ok(())
     }
 
-    /// Pushes staged bytes to the transport. Not needed for correctness (`finish` flushes);
-    /// useful to bound latency when writing into a pipe.
+    /// Stages the index, the metadata block and the trailer (once; later calls do nothing)
+    /// and returns the file size in bytes. The output is a container once every pending byte
+    /// is consumed ([`is_finished`](Self::is_finished)); until then it has no valid trailer.
     ///
-    /// Errors: `Transport` / `SinkClosed` (retryable: what is still staged stays staged),
-    /// `Poisoned`.
-    pub fn flush(&mut self) -> Result<()> {
-        if self.state == State::Poisoned {
-            bail!(Poisoned, "an earlier failure left part of a tensor on the transport");
-        }
-        self.flush_staging()
-    }
-
-    /// Writes the index, the metadata block and the trailer, and returns the file size in
-    /// bytes. Idempotent once it succeeded; a failed call can be retried and continues where
-    /// it stopped. Until it succeeds the output is not a valid container.
-    ///
-    /// Errors: `Poisoned`, `Transport`, `SinkClosed`, `LimitExceeded` (offsets overflow u64).
+    /// Errors: `Poisoned`, `InvalidState` (the pending output borrows payloads),
+    /// `LimitExceeded` (offsets overflow u64).
     pub fn finish(&mut self) -> Result<u64> {
         match self.state {
-            State::Finished => return Ok(self.position),
-            State::Poisoned => bail!(Poisoned, "an earlier failure left part of a tensor on the transport"),
-            State::Open => self.stage_index()?,
-            State::Finishing => {}
+            State::Finished | State::Finishing => return Ok(self.file_size()),
+            State::Poisoned => bail!(Poisoned, "an earlier failure left part of a tensor on the output"),
+            State::Open => {}
         }
-        self.flush_staging()?;
-        self.state = State::Finished;
-        Ok(self.position)
+        if self.borrowed {
+            bail!(InvalidState, "the pending output borrows the last tensor's payloads; send it first");
+        }
+        self.stage_index()?;
+        self.last = None;
+        if self.pending == 0 {
+            self.state = State::Finished;
+        }
+        Ok(self.file_size())
+    }
+
+    fn file_size(&self) -> u64 {
+        self.position
+    }
+
+    /// Records that the first `n` pending bytes were sent. Errors: `InvalidArgument` if `n`
+    /// exceeds the pending bytes (nothing is recorded).
+    pub fn consume(&mut self, mut n: u64) -> Result<()> {
+        if n > self.pending {
+            bail!(InvalidArgument, "{n} bytes consumed, but only {} are pending", self.pending);
+        }
+        self.pending -= n;
+        self.written += n;
+        while n > 0 {
+            let left = (self.segs[self.seg].len() - self.offset) as u64;
+            if n < left {
+                self.offset += n as usize;
+                n = 0;
+            } else {
+                n -= left;
+                self.seg += 1;
+                self.offset = 0;
+            }
+        }
+        if self.pending == 0 {
+            self.staging.clear();
+            self.segs.clear();
+            self.seg = 0;
+            self.offset = 0;
+            self.borrowed = false;
+            self.last = None;
+            if self.state == State::Finishing {
+                self.state = State::Finished;
+            }
+        } else if self.borrowed && !self.segs[self.seg..].iter().any(|s| matches!(s, OutSeg::Borrowed { .. })) {
+            self.borrowed = false;
+        }
+        Ok(())
+    }
+
+    /// Reports that sending the pending output failed (transport rule 3: the failed write
+    /// moved nothing). Bytes the encoder owns stay pending and go out on a later send, so a
+    /// failed [`finish`](Self::finish) or flush loses nothing. The last added tensor (or
+    /// group) is taken back when `take_back_last` is set or its payloads are borrowed, provided
+    /// none of its bytes were sent; if some were, and it borrows payloads or `take_back_last`
+    /// is set, the encoder is poisoned (a tensor is never left half-written in a container
+    /// that could still be finished).
+    pub fn abort(&mut self, take_back_last: bool) -> Abort {
+        if self.state == State::Poisoned {
+            return Abort::Poisoned;
+        }
+        let Some(m) = self.last else { return Abort::Kept };
+        if !take_back_last && !self.borrowed {
+            return Abort::Kept;
+        }
+        if self.written > m.position {
+            self.state = State::Poisoned;
+            return Abort::Poisoned;
+        }
+        let count = self.group_start.unwrap_or(self.entries.len().saturating_sub(1));
+        self.take_back(m, count);
+        Abort::TakenBack
+    }
+
+    /// Marks the encoder poisoned (a caller's multi-call item stopped part-way).
+    pub fn poison(&mut self) {
+        self.state = State::Poisoned;
+    }
+
+    fn mark(&self) -> Mark {
+        Mark { staging: self.staging.len(), segs: self.segs.len(), position: self.position }
+    }
+
+    /// Forgets everything staged since `m` (only bytes never consumed) and the entries from
+    /// `count` on.
+    fn take_back(&mut self, m: Mark, count: usize) {
+        debug_assert!(self.written <= m.position);
+        self.staging.truncate(m.staging);
+        self.segs.truncate(m.segs);
+        // A piece merged with the taken-back tensor ends where the tensor began.
+        if let Some(OutSeg::Staged { end, .. }) = self.segs.last_mut() {
+            *end = (*end).min(m.staging);
+        }
+        for p in self.entries.drain(count..) {
+            self.names.remove(&p.name);
+        }
+        self.position = m.position;
+        self.pending = m.position - self.written;
+        self.borrowed = false;
+        self.last = None;
+        self.group_start = None;
+        if self.pending == 0 {
+            self.staging.clear();
+            self.segs.clear();
+            self.seg = 0;
+            self.offset = 0;
+        }
     }
 
     fn check_open(&self) -> Result<()> {
         match self.state {
             State::Open => Ok(()),
-            State::Poisoned => bail!(Poisoned, "an earlier failure left part of a tensor on the transport"),
+            State::Poisoned => bail!(Poisoned, "an earlier failure left part of a tensor on the output"),
             State::Finishing | State::Finished => bail!(InvalidState, "the container is finished"),
         }
     }
@@ -362,59 +550,195 @@ impl<T: WriteTransport> FileWriter<T> {
         Ok(())
     }
 
-    fn unsent(&self) -> usize {
-        self.staging.len() - self.staged_sent
-    }
-
     fn stage(&mut self, b: &[u8]) {
+        let start = self.staging.len();
         self.staging.extend_from_slice(b);
-        self.position += b.len() as u64;
+        self.staged_to(start);
     }
 
     fn stage_zeros(&mut self, n: usize) {
-        self.staging.resize(self.staging.len() + n, 0);
-        self.position += n as u64;
+        let start = self.staging.len();
+        self.staging.resize(start + n, 0);
+        self.staged_to(start);
     }
 
-    fn put_payload(&mut self, p: &[u8]) -> Result<()> {
-        if self.unsent() + p.len() <= WRITE_STAGING_BYTES {
-            self.stage(p);
+    /// Makes staged bytes `start..` pending, merging with a staged piece that ends at `start`.
+    fn staged_to(&mut self, start: usize) {
+        let end = self.staging.len();
+        if end == start {
+            return;
+        }
+        let n = (end - start) as u64;
+        self.pending += n;
+        self.position += n;
+        if let Some(OutSeg::Staged { end: last_end, .. }) = self.segs[self.seg..].last_mut() {
+            if *last_end == start {
+                *last_end = end;
+                return;
+            }
+        }
+        self.segs.push(OutSeg::Staged { start, end });
+    }
+}
+
+/// Writes a container through a sequential transport: a [`FileEncoder`] whose output this
+/// writer sends itself. One handle, one thread at a time.
+///
+/// Memory: the writer keeps every tensor's encoded descriptor and buffer records (about 200
+/// bytes per tensor plus the descriptor) until [`finish`](Self::finish) writes the index, plus
+/// up to about [`WRITE_STAGING_BYTES`] of staged bytes (more while padding to a large
+/// alignment, and the whole index during finish).
+///
+/// Failure rules (docs/spec/stream.md §Transport rules): a failing `write` moved no bytes, so the
+/// writer knows exactly what reached the transport. Bytes it owns (header, padding, small payloads,
+/// index) stay staged and go out on the next call. A tensor whose bytes had not started reaching
+/// the transport when the failure happened is not added and the call can be retried; once any of
+/// its bytes went out, the writer is poisoned (the caller's payload slices are not retained, so the
+/// rest cannot be sent later). A failing `finish` can be retried.
+pub struct FileWriter<T: WriteTransport> {
+    transport: T,
+    enc: FileEncoder,
+}
+
+impl<T: WriteTransport> FileWriter<T> {
+    /// A writer over `transport`. The header is staged, not written: nothing reaches the
+    /// transport before the first call that flushes.
+    ///
+    /// Errors: `InvalidAlignment` for a `min_payload_alignment` that is not a power of two in
+    /// `64..=2 MiB`.
+    pub fn new(transport: T, opts: FileWriterOptions) -> Result<Self> {
+        Ok(FileWriter { transport, enc: FileEncoder::new(opts)? })
+    }
+
+    /// The transport.
+    pub fn transport(&self) -> &T {
+        &self.transport
+    }
+
+    /// The transport, mutably.
+    pub fn transport_mut(&mut self) -> &mut T {
+        &mut self.transport
+    }
+
+    /// Consumes the writer, returning the transport. Nothing more is written: if `finish` did
+    /// not succeed, the output has no valid trailer and readers reject it.
+    pub fn into_transport(self) -> T {
+        self.transport
+    }
+
+    /// Bytes the transport has accepted so far (a progress counter).
+    pub fn bytes_written(&self) -> u64 {
+        self.enc.bytes_written()
+    }
+
+    /// Logical size of the output so far, in bytes: what was written plus what is staged.
+    /// After a successful `finish` it is the file size.
+    pub fn position(&self) -> u64 {
+        self.enc.position()
+    }
+
+    /// Number of tensors added.
+    pub fn tensor_count(&self) -> u64 {
+        self.enc.tensor_count()
+    }
+
+    /// True once `finish` succeeded.
+    pub fn is_finished(&self) -> bool {
+        self.enc.is_finished()
+    }
+
+    /// True once a failure left part of a tensor on the transport; the writer accepts nothing
+    /// more.
+    pub fn is_poisoned(&self) -> bool {
+        self.enc.is_poisoned()
+    }
+
+    /// Appends one tensor. Its name (required: names are the container's keys, 1..=4096 UTF-8
+    /// bytes) comes from the descriptor. `payloads[i]` is buffer `i` of the descriptor's buffer
+    /// table and must be exactly its `byte_size` long. Small payloads may stay staged until a
+    /// later call; nothing of `payloads` is retained after the call returns.
+    ///
+    /// Errors: `InvalidArgument` (no or empty name, wrong payload count, payload longer than
+    /// declared), `BufferTooSmall` (payload shorter), `DuplicateName` (a tensor of that name
+    /// was added before), `LimitExceeded`, `InvalidState` (after finish), `Poisoned`,
+    /// `Transport` / `SinkClosed` (see the type's failure rules).
+    pub fn add_tensor(&mut self, desc: &TensorDescriptor, payloads: &[&[u8]]) -> Result<()> {
+        let encoded = desc.encode()?;
+        self.add_encoded(desc, &encoded, payloads)
+    }
+
+    /// As [`add_tensor`](Self::add_tensor) with `encoded == desc.encode()` precomputed.
+    pub fn add_encoded(&mut self, desc: &TensorDescriptor, encoded: &[u8], payloads: &[&[u8]]) -> Result<()> {
+        self.enc.add_encoded(desc, encoded, payloads)?;
+        if !self.enc.borrows_payloads() && self.enc.pending_bytes() < WRITE_STAGING_BYTES as u64 {
             return Ok(());
         }
-        self.flush_staging()?;
-        if p.len() <= WRITE_STAGING_BYTES {
-            self.stage(p);
-            return Ok(());
-        }
-        let mut rest = p;
-        while !rest.is_empty() {
-            let n = write_once(&mut self.transport, rest)?;
-            rest = &rest[n..];
-            self.written += n as u64;
-            self.position += n as u64;
+        if let Err(e) = send_all(&mut self.transport, &mut self.enc, payloads) {
+            return Err(match self.enc.abort(true) {
+                Abort::Poisoned => Error::new(
+                    e.kind(),
+                    format!(
+                        "{} after part of tensor {:?} was written; the writer is poisoned",
+                        e.message(),
+                        desc.name().unwrap_or_default()
+                    ),
+                ),
+                _ => e,
+            });
         }
         Ok(())
     }
 
-    fn flush_staging(&mut self) -> Result<()> {
-        while self.staged_sent < self.staging.len() {
-            let n = write_once(&mut self.transport, &self.staging[self.staged_sent..])?;
-            self.staged_sent += n;
-            self.written += n as u64;
-        }
-        self.staging.clear();
-        self.staged_sent = 0;
-        Ok(())
+    /// Sets a file-level metadata entry, replacing any value the key had. Keys are
+    /// 1..=4096 UTF-8 bytes; values at most 16 MiB; at most 65,536 entries and 64 MiB in all.
+    /// Allowed any time before `finish`.
+    ///
+    /// Errors: `InvalidArgument` (key), `LimitExceeded`, `InvalidState`, `Poisoned`.
+    pub fn set_metadata(&mut self, key: &str, value: &[u8]) -> Result<()> {
+        self.enc.set_metadata(key, value)
     }
 
-    /// Forgets everything staged after logical offset `pos` (only bytes that never reached the
-    /// transport: the caller checked `written <= pos`).
-    fn rollback_to(&mut self, pos: u64) {
-        debug_assert!(self.written <= pos);
-        let keep = (pos - self.written) as usize;
-        self.staging.truncate(self.staged_sent + keep);
-        self.position = pos;
+    /// Pushes staged bytes to the transport. Not needed for correctness (`finish` flushes);
+    /// useful to bound latency when writing into a pipe.
+    ///
+    /// Errors: `Transport` / `SinkClosed` (retryable: what is still staged stays staged),
+    /// `Poisoned`.
+    pub fn flush(&mut self) -> Result<()> {
+        if self.enc.is_poisoned() {
+            bail!(Poisoned, "an earlier failure left part of a tensor on the transport");
+        }
+        send_all(&mut self.transport, &mut self.enc, &[]).inspect_err(|_| {
+            self.enc.abort(false);
+        })
     }
+
+    /// Writes the index, the metadata block and the trailer, and returns the file size in
+    /// bytes. Idempotent once it succeeded; a failed call can be retried and continues where
+    /// it stopped. Until it succeeds the output is not a valid container.
+    ///
+    /// Errors: `Poisoned`, `Transport`, `SinkClosed`, `LimitExceeded` (offsets overflow u64).
+    pub fn finish(&mut self) -> Result<u64> {
+        let size = self.enc.finish().map_err(|e| {
+            if e.kind() == ErrorKind::Poisoned {
+                err!(Poisoned, "an earlier failure left part of a tensor on the transport")
+            } else {
+                e
+            }
+        })?;
+        send_all(&mut self.transport, &mut self.enc, &[]).inspect_err(|_| {
+            self.enc.abort(false);
+        })?;
+        Ok(size)
+    }
+}
+
+/// Sends every pending byte of `enc` through `t`, one `write` per piece (or less).
+fn send_all<T: WriteTransport>(t: &mut T, enc: &mut FileEncoder, payloads: &[&[u8]]) -> Result<()> {
+    while enc.pending_bytes() > 0 {
+        let n = write_once(t, enc.first_piece(payloads)?)?;
+        enc.consume(n as u64)?;
+    }
+    Ok(())
 }
 
 fn write_once<T: WriteTransport>(t: &mut T, bytes: &[u8]) -> Result<usize> {

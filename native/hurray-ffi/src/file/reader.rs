@@ -4,7 +4,9 @@
 use std::ffi::c_void;
 use std::mem::MaybeUninit;
 
-use hurray_core::file::{check_payload, FileReader, FileReaderOptions, Span, SpanBuffer, DEFAULT_EAGER_INDEX_BYTES};
+use hurray_core::file::{
+    check_payload, FileReader, FileReaderOptions, PendingDst, Ranges, Span, SpanBuffer, DEFAULT_EAGER_INDEX_BYTES,
+};
 use hurray_core::{BufferHandle, DeviceTag, SyncMode};
 
 use crate::buffer::{self, BufferInner};
@@ -110,6 +112,83 @@ pub(crate) enum ReaderInner {
         reader: FileReader<Span<'static>>,
         map: Arc<Mapping>,
     },
+    /// A reader whose caller reads the ranges it asks for (`hurray_file_reader_new_ranges`).
+    Ranges(RangesReader),
+}
+
+/// A reader over caller-supplied ranges, through its open: `Opening` until
+/// `hurray_file_reader_open_ranges` succeeded (`Verifying` while it runs the verification that
+/// `VERIFY_AT_OPEN` asks for, as a step of its own so that its repeats keep their progress).
+pub(crate) enum RangesReader {
+    Opening(Option<Ranges>, FileReaderOptions),
+    Verifying(FileReader<Ranges>),
+    Open(FileReader<Ranges>),
+}
+
+impl RangesReader {
+    fn ranges(&mut self) -> FfiResult<&mut Ranges> {
+        match self {
+            RangesReader::Opening(Some(r), _) => Ok(r),
+            RangesReader::Opening(None, _) => Err(FfiError::new(HURRAY_ERR_INVALID_STATE, "the reader failed to open")),
+            RangesReader::Verifying(r) | RangesReader::Open(r) => Ok(r.source_mut()),
+        }
+    }
+
+    /// The open reader at the start of a call (see `Ranges::begin_call`).
+    pub(crate) fn begin(&mut self) -> FfiResult<&mut FileReader<Ranges>> {
+        match self {
+            RangesReader::Open(r) => {
+                r.source_mut().begin_call();
+                Ok(r)
+            }
+            _ => Err(not_open()),
+        }
+    }
+
+    fn open_ref(&self) -> FfiResult<&FileReader<Ranges>> {
+        match self {
+            RangesReader::Open(r) => Ok(r),
+            _ => Err(not_open()),
+        }
+    }
+
+    /// One step of `hurray_file_reader_open_ranges`.
+    fn open(&mut self) -> FfiResult<()> {
+        if let RangesReader::Opening(src, opts) = self {
+            let mut ranges = src.take().ok_or_else(|| {
+                FfiError::new(HURRAY_ERR_INVALID_STATE, "an earlier open failed (not for want of input)")
+            })?;
+            ranges.begin_call();
+            let verify = opts.verify_at_open;
+            let o = FileReaderOptions { verify_at_open: false, ..*opts };
+            match FileReader::open_or_return(ranges, o) {
+                Ok(r) => *self = if verify { RangesReader::Verifying(r) } else { RangesReader::Open(r) },
+                Err((e, r)) => {
+                    if e.kind() == hurray_core::ErrorKind::NeedInput {
+                        *src = Some(r);
+                    }
+                    return Err(e.into());
+                }
+            }
+        }
+        if let RangesReader::Verifying(r) = self {
+            r.source_mut().begin_call();
+            r.verify()?;
+        }
+        if let RangesReader::Verifying(_) = self {
+            let RangesReader::Verifying(r) =
+                std::mem::replace(self, RangesReader::Opening(None, FileReaderOptions::default()))
+            else {
+                unreachable!()
+            };
+            *self = RangesReader::Open(r);
+        }
+        Ok(())
+    }
+}
+
+fn not_open() -> FfiError {
+    FfiError::new(HURRAY_ERR_INVALID_STATE, "the reader is not open yet (hurray_file_reader_open_ranges)")
 }
 
 /// Runs the same expression on either kind of reader.
@@ -120,6 +199,26 @@ macro_rules! with_reader {
             ReaderInner::Span($x) => $e,
             ReaderInner::Path($x) => $e,
             ReaderInner::Mapped { reader: $x, .. } => $e,
+            ReaderInner::Ranges(rr) => {
+                let $x = rr.begin()?;
+                $e
+            }
+        }
+    };
+}
+
+/// As `with_reader!` for a shared borrow (accessors that read no bytes).
+macro_rules! with_reader_ref {
+    ($r:expr, |$x:ident| $e:expr) => {
+        match $r {
+            ReaderInner::Io($x) => $e,
+            ReaderInner::Span($x) => $e,
+            ReaderInner::Path($x) => $e,
+            ReaderInner::Mapped { reader: $x, .. } => $e,
+            ReaderInner::Ranges(rr) => {
+                let $x = rr.open_ref()?;
+                $e
+            }
         }
     };
 }
@@ -342,6 +441,151 @@ pub unsafe extern "C" fn hurray_file_reader_open_mapped(
     })
 }
 
+/// Makes a container reader over a source of `size` bytes that the caller reads itself, range
+/// by range, between calls: no transport, no callbacks, so none of the caller's code runs
+/// inside a call of this library (docs/spec/c-abi.md §Containers without a transport). Nothing
+/// is read yet; open it with `hurray_file_reader_open_ranges`. The options and their defaults
+/// are those of `hurray_file_reader_open` (payload checksums checked).
+///
+/// Every reader call that needs bytes it was not given returns `HURRAY_NEED_INPUT` (positive,
+/// not an error) having changed nothing: `hurray_file_reader_pending_read` says which range
+/// and where the bytes go, the caller reads them (fewer is fine), reports the count with
+/// `hurray_file_reader_supply`, and repeats the same call with the same arguments. A payload
+/// read by `hurray_file_reader_read_tensor` goes straight into the tensor's allocation.
+///
+/// Errors: `NULL_POINTER` (`out_reader`), `INVALID_ARGUMENT` (options).
+///
+/// Added in ABI 4 (additive, docs/spec/c-abi.md).
+///
+/// # Safety
+/// `options` NULL or valid for one read; `out_reader` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_file_reader_new_ranges(
+    size: u64,
+    options: *const HurrayFileReaderOptions,
+    out_reader: *mut *mut HurrayFileReader,
+) -> HurrayStatus {
+    guard("hurray_file_reader_new_ranges", || {
+        non_null(out_reader, "out_reader")?;
+        // SAFETY: `options` is non-NULL in this branch and valid for one read (# Safety).
+        let opts = if options.is_null() { HurrayFileReaderOptions::defaults() } else { unsafe { *options } };
+        let opts = opts.to_core(false)?;
+        let r = RangesReader::Opening(Some(Ranges::new(size)), opts);
+        // SAFETY: `out_reader` was checked non-NULL above and is valid for one pointer write (# Safety).
+        unsafe { handle::emit(out_reader, ReaderInner::Ranges(r)) };
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Opens a reader made by `hurray_file_reader_new_ranges`, exactly as `hurray_file_reader_open`
+/// opens a transport (the same at most three ranges, the same checks, `VERIFY_AT_OPEN`
+/// included). Returns `HURRAY_NEED_INPUT` until every range it needs was supplied: supply
+/// each and call again. `HURRAY_OK` once open (later calls do nothing). Any other call on the
+/// reader before that is `INVALID_STATE`. After an error other than `NEED_INPUT` the reader
+/// stays unopened (every call, this one included, is `INVALID_STATE`): destroy it.
+///
+/// Errors: those of `hurray_file_reader_open` (`TRUNCATED` when `supply` reported 0 bytes
+/// inside the declared size), `INVALID_STATE`, `NULL_POINTER`, `USE_AFTER_DESTROY`.
+///
+/// Added in ABI 4 (additive, docs/spec/c-abi.md).
+///
+/// # Safety
+/// `reader` live (not in use by another thread).
+#[no_mangle]
+pub unsafe extern "C" fn hurray_file_reader_open_ranges(reader: *mut HurrayFileReader) -> HurrayStatus {
+    guard("hurray_file_reader_open_ranges", || {
+        // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+        // rejects NULL and dead handles.
+        let ReaderInner::Ranges(r) = (unsafe { handle::inner_mut(reader, "reader")? }) else {
+            return Err(FfiError::new(
+                HURRAY_ERR_INVALID_ARGUMENT,
+                "not a reader made by hurray_file_reader_new_ranges",
+            ));
+        };
+        r.open()?;
+        Ok(HURRAY_OK)
+    })
+}
+
+/// The read a reader asks for after `HURRAY_NEED_INPUT`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HurrayFileRead {
+    /// Absolute offset of the first byte in the source.
+    pub offset: u64,
+    /// Bytes wanted (at least 1); fewer may be supplied.
+    pub len: u64,
+    /// Where they go: `len` writable bytes owned by the reader, valid until the next call on
+    /// it. For a payload of `hurray_file_reader_read_tensor` this is the tensor's own
+    /// allocation, so the bytes are never copied again.
+    pub dst: *mut c_void,
+}
+
+/// Stores in `*out` the range the reader's last `HURRAY_NEED_INPUT` asked for: read up to
+/// `len` bytes of the source at `offset` into `dst`, then call `hurray_file_reader_supply`.
+///
+/// Errors: `INVALID_STATE` (no read pending: the last call did not return `NEED_INPUT`),
+/// `INVALID_ARGUMENT` (not a ranges reader), `NULL_POINTER`, `USE_AFTER_DESTROY`.
+///
+/// Added in ABI 4 (additive, docs/spec/c-abi.md).
+///
+/// # Safety
+/// `reader` live; `out` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_file_reader_pending_read(
+    reader: *mut HurrayFileReader,
+    out: *mut HurrayFileRead,
+) -> HurrayStatus {
+    guard("hurray_file_reader_pending_read", || {
+        non_null(out, "out")?;
+        // SAFETY: `reader` is as `ranges_of` requires (# Safety).
+        let src = unsafe { ranges_of(reader)? };
+        let p = src.pending().ok_or_else(|| FfiError::new(HURRAY_ERR_INVALID_STATE, "no read is pending"))?;
+        let dst = match p.dst {
+            PendingDst::Own(b) => b.as_mut_ptr() as *mut c_void,
+            PendingDst::InPlace(a) => a as *mut c_void,
+        };
+        // SAFETY: `out` was checked non-NULL above and is valid for one write (# Safety).
+        unsafe { *out = HurrayFileRead { offset: p.offset, len: p.len, dst } };
+        Ok(HURRAY_OK)
+    })
+}
+
+/// Reports that the caller wrote `filled` bytes (at most the `len` asked for) of the pending
+/// read into its `dst`; 0 means the source ends at `offset` (the repeated call then reports
+/// `TRUNCATED`). Then repeat the call that returned `HURRAY_NEED_INPUT`. A caller that cannot
+/// read (its I/O failed) simply does not supply: the reader is unchanged and the call can be
+/// repeated later, or another call made.
+///
+/// Errors (nothing recorded): `INVALID_STATE` (no read pending), `INVALID_ARGUMENT` (`filled`
+/// above `len`, or not a ranges reader), `NULL_POINTER`, `USE_AFTER_DESTROY`.
+///
+/// Added in ABI 4 (additive, docs/spec/c-abi.md).
+///
+/// # Safety
+/// `reader` live; the bytes were written to the `dst` of `hurray_file_reader_pending_read`.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_file_reader_supply(reader: *mut HurrayFileReader, filled: u64) -> HurrayStatus {
+    guard("hurray_file_reader_supply", || {
+        // SAFETY: `reader` is as `ranges_of` requires (# Safety).
+        unsafe { ranges_of(reader)? }.supply(filled)?;
+        Ok(HURRAY_OK)
+    })
+}
+
+/// The range source of a ranges reader.
+///
+/// # Safety
+/// As the callers' `reader`.
+unsafe fn ranges_of<'a>(reader: *mut HurrayFileReader) -> FfiResult<&'a mut Ranges> {
+    // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
+    // rejects NULL and dead handles.
+    match unsafe { handle::inner_mut(reader, "reader")? } {
+        ReaderInner::Ranges(r) => r.ranges(),
+        _ => Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "not a reader made by hurray_file_reader_new_ranges")),
+    }
+}
+
 /// Hands out the memory map of a reader made by `hurray_file_reader_open_mapped` as a new
 /// owned `HurrayBuffer` over the whole file (offset 0, the file's size at open, alignment
 /// 4096, read-only memory): `hurray_buffer_data_ptr` and `hurray_buffer_byte_size` give the
@@ -389,7 +633,7 @@ pub unsafe extern "C" fn hurray_file_reader_mapping(
 pub unsafe extern "C" fn hurray_file_reader_size(reader: *const HurrayFileReader, out: *mut u64) -> HurrayStatus {
     guard("hurray_file_reader_size", || {
         let inner = handle::handle_ref!(reader)?;
-        let v = with_reader!(inner, |r| r.size());
+        let v = with_reader_ref!(inner, |r| r.size());
         handle::put_out!(out, v)?;
         Ok(HURRAY_OK)
     })
@@ -405,7 +649,7 @@ pub unsafe extern "C" fn hurray_file_reader_size(reader: *const HurrayFileReader
 pub unsafe extern "C" fn hurray_file_reader_count(reader: *const HurrayFileReader, out: *mut u64) -> HurrayStatus {
     guard("hurray_file_reader_count", || {
         let inner = handle::handle_ref!(reader)?;
-        let v = with_reader!(inner, |r| r.entry_count());
+        let v = with_reader_ref!(inner, |r| r.entry_count());
         handle::put_out!(out, v)?;
         Ok(HURRAY_OK)
     })
@@ -426,7 +670,7 @@ pub unsafe extern "C" fn hurray_file_reader_read_at_calls(
 ) -> HurrayStatus {
     guard("hurray_file_reader_read_at_calls", || {
         let inner = handle::handle_ref!(reader)?;
-        let v = with_reader!(inner, |r| r.read_calls());
+        let v = with_reader_ref!(inner, |r| r.read_calls());
         handle::put_out!(out, v)?;
         Ok(HURRAY_OK)
     })
@@ -573,6 +817,7 @@ pub unsafe extern "C" fn hurray_file_reader_read_tensor(
             ReaderInner::Path(r) => TensorInner::from_read(r.read_tensor(&e.core)?)?,
             ReaderInner::Span(r) => span_tensor(r, &e.core, None)?,
             ReaderInner::Mapped { reader, map } => span_tensor(reader, &e.core, Some(map))?,
+            ReaderInner::Ranges(r) => TensorInner::from_read(r.begin()?.read_tensor_in_place(&e.core)?)?,
         };
         // SAFETY: `out_tensor` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_tensor, t) };

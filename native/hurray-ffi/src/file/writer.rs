@@ -31,7 +31,7 @@ pub struct HurrayFileWriterOptions {
 pub const HURRAY_FILE_WRITER_NO_PAYLOAD_CHECKSUMS: u32 = 1;
 
 impl HurrayFileWriterOptions {
-    fn defaults() -> Self {
+    pub(super) fn defaults() -> Self {
         let d = FileWriterOptions::default();
         HurrayFileWriterOptions {
             struct_size: std::mem::size_of::<HurrayFileWriterOptions>() as u32,
@@ -40,7 +40,7 @@ impl HurrayFileWriterOptions {
         }
     }
 
-    fn to_core(self) -> FfiResult<FileWriterOptions> {
+    pub(super) fn to_core(self) -> FfiResult<FileWriterOptions> {
         if (self.struct_size as usize) < std::mem::size_of::<HurrayFileWriterOptions>() {
             return Err(FfiError::new(
                 HURRAY_ERR_INVALID_ARGUMENT,

@@ -4,7 +4,6 @@ import dev.hurray.internal.NativeDescriptor;
 import dev.hurray.internal.NativeFileEntry;
 import dev.hurray.internal.NativeFileReader;
 import dev.hurray.internal.NativePaths;
-import dev.hurray.internal.ReadAtTransport;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
@@ -334,7 +333,7 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
     }
 
     private static HurrayFile open(FileChannel ch, FileReaderOptions options, String source) throws HurrayException {
-        return opened(NativeFileReader.open(ReadAtTransport.of(ch, ch), options.toNative()), options, source);
+        return opened(NativeFileReader.open(ch, ch, options.toNative()), options, source);
     }
 
     /** A file over a newly opened reader {@code r}, which it destroys if this fails. */

@@ -2,7 +2,7 @@ package dev.hurray;
 
 import dev.hurray.internal.NativeFileWriter;
 import dev.hurray.internal.NativeWriter;
-import dev.hurray.internal.WriteTransport;
+import dev.hurray.internal.Sink;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.lang.foreign.Arena;
@@ -127,7 +127,7 @@ public final class HurrayFileWriter implements AutoCloseable {
      */
     public static HurrayFileWriter of(OutputStream out, FileWriterOptions options) throws HurrayException {
         Objects.requireNonNull(out, "out");
-        return open(WriteTransport.of(out, out), options);
+        return open(Sink.of(out, out), options);
     }
 
     /** A writer to {@code channel} with default options; see {@link #of(WritableByteChannel, FileWriterOptions)}. */
@@ -152,12 +152,12 @@ public final class HurrayFileWriter implements AutoCloseable {
             throw new IllegalArgumentException("the channel is in non-blocking mode; Hurray writers need a blocking "
                     + "channel (configureBlocking(true)), because a write of 0 bytes would mean a closed sink");
         }
-        return open(WriteTransport.of(channel, channel), options);
+        return open(Sink.of(channel, channel), options);
     }
 
-    private static HurrayFileWriter open(WriteTransport transport, FileWriterOptions options) throws HurrayException {
+    private static HurrayFileWriter open(Sink sink, FileWriterOptions options) throws HurrayException {
         Objects.requireNonNull(options, "options");
-        NativeFileWriter w = NativeFileWriter.open(transport, options.payloadChecksums(), options.minPayloadAlignment());
+        NativeFileWriter w = NativeFileWriter.open(sink, options.payloadChecksums(), options.minPayloadAlignment());
         return new HurrayFileWriter(w, null, null, false);
     }
 
@@ -181,7 +181,7 @@ public final class HurrayFileWriter implements AutoCloseable {
         AtomicOutput out = AtomicOutput.create(target);
         try {
             WritableByteChannel sink = wrap == null ? out.channel() : wrap.apply(out.channel());
-            NativeFileWriter w = NativeFileWriter.open(WriteTransport.of(sink, sink), options.payloadChecksums(),
+            NativeFileWriter w = NativeFileWriter.open(Sink.of(sink, sink), options.payloadChecksums(),
                     options.minPayloadAlignment());
             LOG.debug("hurray: writing {} through {}", target, out.temporaryFile());
             return new HurrayFileWriter(w, target, out, options.syncOnFinish());
@@ -421,7 +421,7 @@ public final class HurrayFileWriter implements AutoCloseable {
                 failed = true; // reported to the caller: close() adds nothing
                 throw e;
             }
-            nativeWriter.transport().flush();
+            nativeWriter.sink().flush();
         } finally {
             guard.exit();
         }
@@ -454,7 +454,7 @@ public final class HurrayFileWriter implements AutoCloseable {
             long size;
             try {
                 size = nativeWriter.finish();
-                nativeWriter.transport().flush();
+                nativeWriter.sink().flush();
                 if (output != null) {
                     commit();
                 }

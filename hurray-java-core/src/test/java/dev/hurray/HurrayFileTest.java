@@ -9,7 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.hurray.internal.Transport;
+import dev.hurray.internal.NativeFileReader;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.file.NoSuchFileException;
@@ -505,7 +505,7 @@ class HurrayFileTest {
         };
         for (boolean mapped : new boolean[] {false, true}) {
             for (FileReaderOptions o : options) {
-                long before = Transport.registrations();
+                long before = NativeFileReader.channelReaders();
                 MemorySegment kept;
                 try (HurrayFile f = mapped ? HurrayFile.map(path, o) : HurrayFile.open(path, o)) {
                     assertEquals(1, f.readAtCalls(), "a container of at most 4 KiB opens in one read");
@@ -522,15 +522,15 @@ class HurrayFileTest {
                     assertThrows(IllegalStateException.class, () -> f.read(e));
                     assertThrows(IllegalStateException.class, f::count);
                 }
-                assertEquals(before, Transport.registrations(), "no Java transport: no upcall could run");
+                assertEquals(before, NativeFileReader.channelReaders(), "no Java channel: no Java code ran inside the reader's I/O");
             }
         }
-        // The channel route still works, and does register a transport (the control).
-        long before = Transport.registrations();
+        // The channel route still works, and is counted (the control).
+        long before = NativeFileReader.channelReaders();
         try (HurrayFile f = HurrayFile.open(FileChannel.open(path)); Tensor t = f.read("only")) {
             assertArrayEquals(v, t.toFloatArray());
         }
-        assertEquals(before + 1, Transport.registrations());
+        assertEquals(before + 1, NativeFileReader.channelReaders());
     }
 
     @Test
@@ -538,11 +538,11 @@ class HurrayFileTest {
         // A name holding U+FFFD cannot be told from one decoded lossily, so it takes the channel.
         Path path = dir.resolve("odd\uFFFDname.hrry");
         float[] v = writeOne(path, 4);
-        long before = Transport.registrations();
+        long before = NativeFileReader.channelReaders();
         try (HurrayFile f = HurrayFile.open(path); Tensor t = f.read("only")) {
             assertArrayEquals(v, t.toFloatArray());
         }
-        assertEquals(before + 1, Transport.registrations());
+        assertEquals(before + 1, NativeFileReader.channelReaders());
         try (HurrayFile f = HurrayFile.map(path); Tensor t = f.read("only")) {
             assertTrue(f.mapping().orElseThrow().isMapped(), "mapped by FileChannel.map");
             assertArrayEquals(v, t.toFloatArray());

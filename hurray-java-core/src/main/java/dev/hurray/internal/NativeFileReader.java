@@ -6,11 +6,15 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import dev.hurray.HurrayException;
 import dev.hurray.Status;
+import dev.hurray.ffm.HurrayFileRead;
 import dev.hurray.ffm.HurrayFileReaderOptions;
-import dev.hurray.ffm.HurrayTransport;
 import dev.hurray.ffm.hurray_h;
+import java.io.Closeable;
+import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.util.AbstractMap;
 import java.util.ArrayList;
@@ -20,21 +24,29 @@ import java.util.Map;
 /**
  * A native container reader ({@code HurrayFileReader*}; docs/spec/hrryfile.md §4, §8) over a
  * file the library opens and reads itself ({@code hurray_file_reader_open_path}), over a
- * {@link ReadAtTransport} ({@code hurray_file_reader_open}), or over a caller's memory region
- * ({@code hurray_file_reader_open_span}).
+ * {@link FileChannel} that this class reads for it ({@code hurray_file_reader_new_ranges}), or
+ * over a caller's memory region ({@code hurray_file_reader_open_span}).
  *
- * <p><b>Memory.</b> A reader over a path or a span makes no upcalls, so its calls keep their
- * out-parameters, options and names in the thread's scratch area ({@link Native#scratch()},
- * under its rule): opening one allocates nothing in Java but this object. A reader over a
- * transport may run arbitrary Java code inside any call (the {@code read_at} upcall), so it
- * has an area of its own: out-parameters and a name buffer (one allocation) in an automatic
- * arena, freed by the garbage collector with this object, so a reader made on one thread can
- * be used (one thread at a time) and closed on another without a shared arena, whose close is
- * a handshake with every Java thread. Its upcall stubs ({@code read_at}, {@code size},
- * {@code release}) are process-wide (see {@link Transport}); the transport is entered in the
- * transport table at open and leaves it right after {@code hurray_file_reader_destroy} (or a
- * failed open), so the native reader can reach it exactly as long as it lives. Nothing is
- * allocated per call except for names and keys longer than the name buffer.
+ * <p><b>No upcalls.</b> Over a channel, every native call that needs bytes it was not given
+ * returns {@code HURRAY_NEED_INPUT}; this class then reads the range the reader names with a
+ * positional {@link FileChannel#read(ByteBuffer, long)} in Java, outside any native frame,
+ * straight into the native destination (for a tensor's payload, the tensor's own allocation),
+ * supplies the count and repeats the call (docs/spec/c-abi.md §Containers without a
+ * transport). A virtual thread blocked on the channel unmounts from its carrier, and a channel
+ * that throws cannot unwind through native code: its exception becomes the cause of a
+ * {@link Status#TRANSPORT} failure, and the native reader is unchanged, so the call can be
+ * repeated. A channel that failed fatally ({@link HurrayException#isRetryableCause}) reports
+ * that failure again on every later read.
+ *
+ * <p><b>Memory.</b> A reader over a path or a span runs no Java code during its calls, so its
+ * calls keep their out-parameters, options and names in the thread's scratch area
+ * ({@link Native#scratch()}, under its rule): opening one allocates nothing in Java but this
+ * object. A reader over a channel runs the channel's code between its downcalls, so it has an
+ * area of its own: out-parameters, the pending-read struct and a name buffer (one allocation)
+ * in an automatic arena, freed by the garbage collector with this object, so a reader made on
+ * one thread can be used (one thread at a time) and closed on another without a shared arena,
+ * whose close is a handshake with every Java thread. Nothing is allocated per call except for
+ * names and keys longer than the name buffer.
  *
  * <p><b>Entries.</b> {@link #entry} and {@link #find} return owned {@code HurrayFileEntry*}
  * pointers: the caller destroys them ({@link NativeFileEntry#destroy}), hands them to a
@@ -45,6 +57,8 @@ import java.util.Map;
  * <p>Not thread-safe: the public {@code HurrayFile} serialises access.
  */
 public final class NativeFileReader {
+    /** {@code HURRAY_NEED_INPUT}: a channel reader's call wants a range read first. */
+    private static final int NEED_INPUT = hurray_h.HURRAY_NEED_INPUT();
     /** Bytes of the reusable name/key buffer (names are at most 4096 bytes). */
     private static final long NAME_BYTES = 4096;
     /** Bytes of the out-parameter area (up to four 8-byte results). */
@@ -65,19 +79,37 @@ public final class NativeFileReader {
         }
     }
 
-    /** Null for a path or span reader (see the class comment on memory). */
-    private final ReadAtTransport transport;
-    /** The reader's own area for a transport reader; null when it uses the thread's scratch. */
+    /** How many readers were opened over a Java channel since the process started (for tests). */
+    private static final java.util.concurrent.atomic.AtomicLong CHANNEL_READERS = new java.util.concurrent.atomic.AtomicLong();
+
+    /** The channel this class reads for the native reader; null for a path or span reader. */
+    private final FileChannel channel;
+    /** Closes the channel's owner at {@link #close()}, or null. */
+    private final Closeable onClose;
+    /** The reader's own area for a channel reader; null when it uses the thread's scratch. */
     private final MemorySegment ownOut;
     private final MemorySegment ownNameBuf;
+    private final MemorySegment pendingRead;
+    /** The channel's first fatal failure, reported again by every later read. */
+    private Throwable dead;
     private MemorySegment handle;
     private Leaks.Resource resource;
 
-    private NativeFileReader(ReadAtTransport transport, MemorySegment area, MemorySegment handle) {
-        this.transport = transport;
+    private NativeFileReader(FileChannel channel, Closeable onClose, MemorySegment area, MemorySegment handle) {
+        this.channel = channel;
+        this.onClose = onClose;
         this.ownOut = area == null ? null : area.asSlice(0, OUT_BYTES);
         this.ownNameBuf = area == null ? null : area.asSlice(OUT_BYTES, NAME_BYTES);
+        this.pendingRead = area == null ? null : area.asSlice(OUT_BYTES + NAME_BYTES, HurrayFileRead.sizeof());
         this.handle = handle;
+    }
+
+    /**
+     * How many readers were opened over a Java channel ({@link #open(FileChannel, Closeable, Settings)})
+     * since the process started. Lets tests check that a path does not take the Java I/O route.
+     */
+    public static long channelReaders() {
+        return CHANNEL_READERS.get();
     }
 
     /** The out-parameter slots for this reader's calls (see the class comment on memory). */
@@ -90,9 +122,9 @@ public final class NativeFileReader {
         return ownNameBuf != null ? ownNameBuf : Native.scratch().asSlice(SCRATCH_NAME);
     }
 
-    /** The per-handle area: {@code OUT_BYTES} of out-parameters, then the name buffer. */
+    /** The per-handle area: {@code OUT_BYTES} of out-parameters, the name buffer, the pending-read struct. */
     private static MemorySegment area() {
-        return Arena.ofAuto().allocate(OUT_BYTES + NAME_BYTES, 8);
+        return Arena.ofAuto().allocate(OUT_BYTES + NAME_BYTES + HurrayFileRead.sizeof(), 8);
     }
 
     /**
@@ -137,36 +169,37 @@ public final class NativeFileReader {
     }
 
     /**
-     * Opens a container through {@code transport} ({@code hurray_file_reader_open}): one
-     * {@code size} call and at most three {@code read_at} ranges. On failure nothing is kept
-     * and the source is not closed.
+     * Opens a container read through {@code channel} ({@code hurray_file_reader_new_ranges},
+     * then {@code _open_ranges}): one {@link FileChannel#size()} call and at most three
+     * positional reads, made here between downcalls. On failure nothing is kept and the channel
+     * is not closed.
      *
-     * @throws HurrayException the native status; {@link Status#TRANSPORT} carries the source's
+     * @param onClose closed by {@link #close()} (the channel, usually), or null
+     * @throws HurrayException the native status; {@link Status#TRANSPORT} carries the channel's
      *     exception as its cause
      */
-    public static NativeFileReader open(ReadAtTransport transport, Settings settings) throws HurrayException {
+    public static NativeFileReader open(FileChannel channel, Closeable onClose, Settings settings) throws HurrayException {
+        long size;
+        try {
+            size = channel.size();
+        } catch (IOException | RuntimeException e) {
+            throw new HurrayException(Status.TRANSPORT, "the channel's size could not be read", e);
+        }
         MemorySegment area = area();
         MemorySegment out = area.asSlice(0, OUT_BYTES);
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment t = HurrayTransport.allocate(arena);
-            HurrayTransport.read_at(t, ReadAtTransport.READ_AT_STUB);
-            HurrayTransport.size(t, ReadAtTransport.SIZE_STUB);
-            HurrayTransport.release(t, Transport.RELEASE_STUB);
-            MemorySegment opts = settings.toNative(arena);
-            HurrayTransport.ctx(t, transport.register());
-            transport.clearFailure();
-            int rc = hurray_h.hurray_file_reader_open(t, opts, out);
-            if (rc < 0) {
-                throw Native.error(rc, transport.takeFailure());
-            }
+            Native.check(hurray_h.hurray_file_reader_new_ranges(size, settings.toNative(arena), out));
+        }
+        NativeFileReader r = new NativeFileReader(channel, onClose, area, out.get(ADDRESS, 0));
+        try {
+            r.call(() -> hurray_h.hurray_file_reader_open_ranges(r.handle));
         } catch (HurrayException | RuntimeException | Error e) {
-            // A failed open keeps nothing (the native side released nothing), so the slot is free.
-            transport.unregister();
+            r.destroyNative();
             throw e;
         }
-        MemorySegment h = out.get(ADDRESS, 0);
-        Native.debug("hurray: file reader {} opened", h);
-        return new NativeFileReader(transport, area, h);
+        CHANNEL_READERS.incrementAndGet();
+        Native.debug("hurray: file reader {} opened over a channel", r.handle);
+        return r;
     }
 
     /**
@@ -197,7 +230,7 @@ public final class NativeFileReader {
     }
 
     private static NativeFileReader openByPath(byte[] path, Settings settings, boolean mapped) throws HurrayException {
-        // No upcall can run during these calls, so a lent scratch area may hold everything.
+        // No Java code runs during these calls, so a lent scratch area may hold everything.
         MemorySegment s = ScratchPool.borrow();
         MemorySegment h;
         try {
@@ -221,7 +254,7 @@ public final class NativeFileReader {
             ScratchPool.giveBack(s);
         }
         Native.debug(mapped ? "hurray: file reader {} opened over a file it mapped" : "hurray: file reader {} opened over a file", h);
-        return new NativeFileReader(null, null, h);
+        return new NativeFileReader(null, null, null, h);
     }
 
     /**
@@ -262,7 +295,7 @@ public final class NativeFileReader {
     public static NativeFileReader openSpan(MemorySegment region, long length, Settings settings) throws HurrayException {
         // The raw address: the region's lifetime is managed by the caller (see above).
         MemorySegment data = length == 0 ? MemorySegment.NULL : MemorySegment.ofAddress(region.address());
-        // No upcall can run during these calls, so a lent scratch area may hold everything.
+        // No Java code runs during these calls, so a lent scratch area may hold everything.
         MemorySegment s = ScratchPool.borrow();
         MemorySegment h;
         try {
@@ -273,7 +306,7 @@ public final class NativeFileReader {
             ScratchPool.giveBack(s);
         }
         Native.debug("hurray: file reader {} opened over a span of {} bytes", h, length);
-        return new NativeFileReader(null, null, h);
+        return new NativeFileReader(null, null, null, h);
     }
 
     /**
@@ -294,20 +327,58 @@ public final class NativeFileReader {
         return h;
     }
 
-    private void clear() {
-        if (transport != null) {
-            transport.clearFailure();
+    /**
+     * Runs {@code op} (a native reader call) until it stops asking for input: after each
+     * {@code HURRAY_NEED_INPUT} reads the range the reader names from the channel and supplies
+     * it. Returns the last status.
+     */
+    private int run(java.util.function.IntSupplier op) throws HurrayException {
+        int rc = op.getAsInt();
+        while (rc == NEED_INPUT) {
+            supplyPendingRead();
+            rc = op.getAsInt();
         }
+        return rc;
     }
 
-    private HurrayException failure(int rc) {
-        return Native.error(rc, transport == null ? null : transport.takeFailure());
+    private void call(java.util.function.IntSupplier op) throws HurrayException {
+        call(run(op));
     }
 
     private void call(int rc) throws HurrayException {
         if (rc < 0) {
-            throw failure(rc);
+            throw Native.error(rc, null);
         }
+    }
+
+    /**
+     * Reads the range of the last {@code HURRAY_NEED_INPUT} with one positional read into its
+     * native destination and supplies the count (fewer bytes than asked are fine; the end of
+     * the channel supplies 0). A failing read supplies nothing: the native reader is unchanged.
+     */
+    private void supplyPendingRead() throws HurrayException {
+        MemorySegment h = live();
+        Native.check(hurray_h.hurray_file_reader_pending_read(h, pendingRead));
+        long offset = HurrayFileRead.offset(pendingRead);
+        long len = Math.min(HurrayFileRead.len(pendingRead), Source.MAX_CHANNEL_TRANSFER);
+        long n;
+        try {
+            if (dead != null) {
+                throw dead;
+            }
+            if (offset < 0) {
+                throw new IOException("a read beyond 2^63 bytes (offset " + Long.toUnsignedString(offset) + ")");
+            }
+            ByteBuffer dst = Native.view(HurrayFileRead.dst(pendingRead), len).asByteBuffer();
+            n = Math.max(0, channel.read(dst, offset));
+        } catch (Throwable e) { // whatever the channel threw is its failure: the cause, never lost
+            if (dead == null && !HurrayException.isRetryableCause(e)) {
+                dead = e;
+            }
+            throw new HurrayException(Status.TRANSPORT, "reading " + len + " bytes at offset " + offset
+                    + " of the channel failed: " + e, e);
+        }
+        Native.check(hurray_h.hurray_file_reader_supply(h, n));
     }
 
     /** The container's size in bytes. */
@@ -336,15 +407,13 @@ public final class NativeFileReader {
         MemorySegment out = out();
         MemorySegment nameBuf = nameBuf();
         MemorySegment h = live();
-        clear();
-        int rc = hurray_h.hurray_file_reader_name(h, index, nameBuf, nameBuf.byteSize(), out);
+        int rc = run(() -> hurray_h.hurray_file_reader_name(h, index, nameBuf, nameBuf.byteSize(), out));
         if (rc == Native.ERR_BUFFER_TOO_SMALL) {
             // Names are at most 4096 bytes; the scratch area's name buffer holds 3 KiB.
             long len = out.get(JAVA_LONG, 0);
             try (Arena a = Arena.ofConfined()) {
                 MemorySegment big = a.allocate(Math.max(1, len));
-                clear();
-                call(hurray_h.hurray_file_reader_name(h, index, big, big.byteSize(), out));
+                call(() -> hurray_h.hurray_file_reader_name(h, index, big, big.byteSize(), out));
                 return utf8(big, out.get(JAVA_LONG, 0));
             }
         }
@@ -356,8 +425,7 @@ public final class NativeFileReader {
     public MemorySegment entry(long index) throws HurrayException {
         MemorySegment out = out();
         MemorySegment h = live();
-        clear();
-        call(hurray_h.hurray_file_reader_entry(h, index, out));
+        call(() -> hurray_h.hurray_file_reader_entry(h, index, out));
         return out.get(ADDRESS, 0);
     }
 
@@ -372,13 +440,11 @@ public final class NativeFileReader {
         int rc;
         if (name.length <= nameBuf.byteSize()) {
             MemorySegment.copy(name, 0, nameBuf, JAVA_BYTE, 0, name.length);
-            clear();
-            rc = hurray_h.hurray_file_reader_find(h, nameBuf, name.length, out);
+            rc = run(() -> hurray_h.hurray_file_reader_find(h, nameBuf, name.length, out));
         } else {
             try (Arena a = Arena.ofConfined()) {
                 MemorySegment n = a.allocateFrom(JAVA_BYTE, name);
-                clear();
-                rc = hurray_h.hurray_file_reader_find(h, n, name.length, out);
+                rc = run(() -> hurray_h.hurray_file_reader_find(h, n, name.length, out));
             }
         }
         if (rc == hurray_h.HURRAY_ERR_NOT_FOUND()) {
@@ -407,8 +473,7 @@ public final class NativeFileReader {
     public MemorySegment readTensor(MemorySegment entry) throws HurrayException {
         MemorySegment out = out();
         MemorySegment h = live();
-        clear();
-        call(hurray_h.hurray_file_reader_read_tensor(h, entry, out));
+        call(() -> hurray_h.hurray_file_reader_read_tensor(h, entry, out));
         return out.get(ADDRESS, 0);
     }
 
@@ -419,10 +484,9 @@ public final class NativeFileReader {
     public MemorySegment readComposite(byte[] name) throws HurrayException {
         MemorySegment out = out();
         MemorySegment h = live();
-        clear();
         try (java.lang.foreign.Arena a = java.lang.foreign.Arena.ofConfined()) {
             MemorySegment n = name.length == 0 ? MemorySegment.NULL : a.allocateFrom(java.lang.foreign.ValueLayout.JAVA_BYTE, name);
-            call(hurray_h.hurray_file_reader_read_composite(h, n, name.length, out));
+            call(() -> hurray_h.hurray_file_reader_read_composite(h, n, name.length, out));
         }
         return out.get(ADDRESS, 0);
     }
@@ -436,8 +500,7 @@ public final class NativeFileReader {
     public long readBufferInto(MemorySegment entry, long buffer, MemorySegment dst) throws HurrayException {
         MemorySegment out = out();
         MemorySegment h = live();
-        clear();
-        call(hurray_h.hurray_file_reader_read_buffer_into(h, entry, buffer, dst, dst.byteSize(), out));
+        call(() -> hurray_h.hurray_file_reader_read_buffer_into(h, entry, buffer, dst, dst.byteSize(), out));
         return out.get(JAVA_LONG, 0);
     }
 
@@ -445,13 +508,12 @@ public final class NativeFileReader {
     public List<Map.Entry<String, byte[]>> metadata() throws HurrayException {
         MemorySegment out = out();
         MemorySegment h = live();
-        clear();
-        call(hurray_h.hurray_file_reader_metadata_count(h, out));
+        call(() -> hurray_h.hurray_file_reader_metadata_count(h, out));
         long n = out.get(JAVA_LONG, 0);
         List<Map.Entry<String, byte[]>> list = new ArrayList<>((int) Math.min(n, 1 << 16));
         for (long i = 0; i < n; i++) {
-            clear();
-            call(hurray_h.hurray_file_reader_metadata_get(h, i, out, out.asSlice(8), out.asSlice(16), out.asSlice(24)));
+            long k = i;
+            call(() -> hurray_h.hurray_file_reader_metadata_get(h, k, out, out.asSlice(8), out.asSlice(16), out.asSlice(24)));
             String key = utf8(out.get(ADDRESS, 0), out.get(JAVA_LONG, 8));
             byte[] value = copy(out.get(ADDRESS, 16), out.get(JAVA_LONG, 24));
             list.add(new AbstractMap.SimpleImmutableEntry<>(key, value));
@@ -465,8 +527,7 @@ public final class NativeFileReader {
         MemorySegment h = live();
         try (Arena a = Arena.ofConfined()) {
             MemorySegment k = key.length == 0 ? MemorySegment.NULL : a.allocateFrom(JAVA_BYTE, key);
-            clear();
-            int rc = hurray_h.hurray_file_reader_metadata_find(h, k, key.length, out, out.asSlice(8));
+            int rc = run(() -> hurray_h.hurray_file_reader_metadata_find(h, k, key.length, out, out.asSlice(8)));
             if (rc == hurray_h.HURRAY_ERR_NOT_FOUND()) {
                 return null;
             }
@@ -478,15 +539,13 @@ public final class NativeFileReader {
     /** Checks the whole index ({@code hurray_file_reader_verify}); reads no payload. */
     public void verify() throws HurrayException {
         MemorySegment h = live();
-        clear();
-        call(hurray_h.hurray_file_reader_verify(h));
+        call(() -> hurray_h.hurray_file_reader_verify(h));
     }
 
     /** Checks every composite's structure from the index ({@code hurray_file_reader_check_composites}). */
     public void checkComposites() throws HurrayException {
         MemorySegment h = live();
-        clear();
-        call(hurray_h.hurray_file_reader_check_composites(h));
+        call(() -> hurray_h.hurray_file_reader_check_composites(h));
     }
 
     private static String utf8(MemorySegment p, long len) {
@@ -498,8 +557,7 @@ public final class NativeFileReader {
     }
 
     /**
-     * Destroys the native reader (its release callback closes the source), then takes the
-     * transport out of the transport table. Idempotent.
+     * Destroys the native reader, then closes the channel's owner. Idempotent.
      *
      * @throws HurrayException {@link Status#TRANSPORT} if closing the source threw (the cause)
      */
@@ -508,44 +566,58 @@ public final class NativeFileReader {
             return;
         }
         MemorySegment h = handle;
-        handle = null;
         if (resource != null && !resource.disarm()) {
             // The leak cleaner ran first (the owner became unreachable during its own close):
             // it destroyed the reader already; destroying it again would free it twice.
+            handle = null;
             return;
         }
-        MemorySegment out = out();
-        out.set(ADDRESS, 0, h);
-        int rc = hurray_h.hurray_file_reader_destroy(out);
-        if (transport != null) {
-            transport.unregister();
-        }
+        int rc = destroyNative();
         Native.debug("hurray: file reader {} destroyed", h);
+        Throwable t = null;
+        if (onClose != null) {
+            try {
+                onClose.close();
+            } catch (IOException | RuntimeException e) {
+                t = e;
+            }
+        }
         if (rc < 0) {
             throw Native.error(rc, null);
         }
-        Throwable t = transport == null ? null : transport.closeFailure();
         if (t != null) {
             throw new HurrayException(Status.TRANSPORT, "closing the source failed", t);
         }
     }
 
+    /** Destroys the native reader (not the channel); returns the status. */
+    private int destroyNative() {
+        MemorySegment out = out();
+        out.set(ADDRESS, 0, handle);
+        handle = null;
+        return hurray_h.hurray_file_reader_destroy(out);
+    }
+
     /**
-     * Lets the leak cleaner destroy the native reader (and free its transport slot) once
+     * Lets the leak cleaner destroy the native reader (and close the channel's owner) once
      * {@code owner} (the public file) is unreachable without having been closed; {@code also}
      * runs after that (releasing a mapping), or is null. See {@link Leaks}.
      */
     public void watch(Object owner, Runnable also) {
         MemorySegment h = handle;
-        Transport t = transport;
+        Closeable c = onClose;
         resource = Leaks.track(owner, "HurrayFile", () -> {
             try (Arena a = Arena.ofConfined()) {
                 MemorySegment slot = a.allocate(ADDRESS);
                 slot.set(ADDRESS, 0, h);
                 hurray_h.hurray_file_reader_destroy(slot);
             }
-            if (t != null) {
-                t.unregister();
+            if (c != null) {
+                try {
+                    c.close();
+                } catch (IOException | RuntimeException ignored) {
+                    // nobody is left to tell: the owner was dropped without close()
+                }
             }
             if (also != null) {
                 also.run();

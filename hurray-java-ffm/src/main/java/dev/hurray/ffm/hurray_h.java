@@ -3413,6 +3413,85 @@ public final class hurray_h {
         }
     }
 
+    private static final class hurray_file_encoder_add_composite {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_encoder_add_composite");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_encoder_add_composite(struct HurrayFileEncoder *encoder,
+     *                                                const struct HurrayCompositeBuilder *builder,
+     *                                                struct HurrayFileEncoderState *out_state)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_encoder_add_composite$descriptor() {
+        return hurray_file_encoder_add_composite.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_encoder_add_composite(struct HurrayFileEncoder *encoder,
+     *                                                const struct HurrayCompositeBuilder *builder,
+     *                                                struct HurrayFileEncoderState *out_state)
+     * }
+     */
+    public static MethodHandle hurray_file_encoder_add_composite$handle() {
+        NativeLibrary.requireSymbol(hurray_file_encoder_add_composite.ADDR, "hurray_file_encoder_add_composite");
+        return hurray_file_encoder_add_composite.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_encoder_add_composite(struct HurrayFileEncoder *encoder,
+     *                                                const struct HurrayCompositeBuilder *builder,
+     *                                                struct HurrayFileEncoderState *out_state)
+     * }
+     */
+    public static MemorySegment hurray_file_encoder_add_composite$address() {
+        return NativeLibrary.requireSymbol(hurray_file_encoder_add_composite.ADDR, "hurray_file_encoder_add_composite");
+    }
+
+    /**
+     * Adds a composite to a container encoder, as <code>hurray_file_writer_add_composite</code> adds it
+     * (the head under the builder's name, members under <code>name/role</code>, recursively), staged as one
+     * group with every payload copied: nothing is borrowed, and <code>hurray_file_encoder_abort</code> takes
+     * the whole composite back. Everything is checked before anything is staged. Writes the
+     * state to <code>*out_state</code> (may be NULL). Added within ABI 4.
+     * <p>
+     * Errors: <code>INVALID_ARGUMENT</code> (no name), <code>DUPLICATE_NAME</code>, those of the builder's flattening
+     * and of <code>hurray_file_encoder_add_tensor</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>encoder</code> and <code>builder</code> live; the builder's payloads valid; <code>out_state</code> NULL or valid.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_encoder_add_composite(struct HurrayFileEncoder *encoder,
+     *                                                const struct HurrayCompositeBuilder *builder,
+     *                                                struct HurrayFileEncoderState *out_state)
+     * }
+     */
+    public static int hurray_file_encoder_add_composite(MemorySegment encoder, MemorySegment builder, MemorySegment out_state) {
+        var mh$ = hurray_file_encoder_add_composite.HANDLE;
+        if (hurray_file_encoder_add_composite.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_encoder_add_composite");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_encoder_add_composite", encoder, builder, out_state);
+            }
+            return (int) mh$.invokeExact(encoder, builder, out_state);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static final class hurray_file_reader_read_composite {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
         static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_reader_read_composite");
@@ -9085,6 +9164,650 @@ public final class hurray_h {
         }
     }
 
+    private static final class hurray_file_encoder_new {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_encoder_new");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_encoder_new(const struct HurrayFileWriterOptions *options,
+     *                                      struct HurrayFileEncoder **out_encoder)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_encoder_new$descriptor() {
+        return hurray_file_encoder_new.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_encoder_new(const struct HurrayFileWriterOptions *options,
+     *                                      struct HurrayFileEncoder **out_encoder)
+     * }
+     */
+    public static MethodHandle hurray_file_encoder_new$handle() {
+        NativeLibrary.requireSymbol(hurray_file_encoder_new.ADDR, "hurray_file_encoder_new");
+        return hurray_file_encoder_new.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_encoder_new(const struct HurrayFileWriterOptions *options,
+     *                                      struct HurrayFileEncoder **out_encoder)
+     * }
+     */
+    public static MemorySegment hurray_file_encoder_new$address() {
+        return NativeLibrary.requireSymbol(hurray_file_encoder_new.ADDR, "hurray_file_encoder_new");
+    }
+
+    /**
+     * Makes a container encoder (<code>options</code> as for <code>hurray_file_writer_new</code>, NULL for the
+     * defaults) and writes it to <code>*out_encoder</code> (destroy with <code>hurray_file_encoder_destroy</code>). The
+     * 16-byte header is the first pending output.
+     * <p>
+     * Errors: <code>NULL_POINTER</code>, <code>INVALID_ARGUMENT</code> (options), <code>INVALID_ALIGNMENT</code>
+     * (<code>min_payload_alignment</code>).
+     * <p>
+     * Added in ABI 4 (additive, docs/spec/c-abi.md).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>options</code> NULL or valid for one read; <code>out_encoder</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_encoder_new(const struct HurrayFileWriterOptions *options,
+     *                                      struct HurrayFileEncoder **out_encoder)
+     * }
+     */
+    public static int hurray_file_encoder_new(MemorySegment options, MemorySegment out_encoder) {
+        var mh$ = hurray_file_encoder_new.HANDLE;
+        if (hurray_file_encoder_new.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_encoder_new");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_encoder_new", options, out_encoder);
+            }
+            return (int) mh$.invokeExact(options, out_encoder);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_encoder_add_tensor {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_encoder_add_tensor");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_encoder_add_tensor(struct HurrayFileEncoder *encoder,
+     *                                             const struct HurrayDescriptor *descriptor,
+     *                                             const struct HurrayIoSlice *payloads,
+     *                                             uint64_t count,
+     *                                             struct HurrayFileEncoderState *out_state)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_encoder_add_tensor$descriptor() {
+        return hurray_file_encoder_add_tensor.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_encoder_add_tensor(struct HurrayFileEncoder *encoder,
+     *                                             const struct HurrayDescriptor *descriptor,
+     *                                             const struct HurrayIoSlice *payloads,
+     *                                             uint64_t count,
+     *                                             struct HurrayFileEncoderState *out_state)
+     * }
+     */
+    public static MethodHandle hurray_file_encoder_add_tensor$handle() {
+        NativeLibrary.requireSymbol(hurray_file_encoder_add_tensor.ADDR, "hurray_file_encoder_add_tensor");
+        return hurray_file_encoder_add_tensor.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_encoder_add_tensor(struct HurrayFileEncoder *encoder,
+     *                                             const struct HurrayDescriptor *descriptor,
+     *                                             const struct HurrayIoSlice *payloads,
+     *                                             uint64_t count,
+     *                                             struct HurrayFileEncoderState *out_state)
+     * }
+     */
+    public static MemorySegment hurray_file_encoder_add_tensor$address() {
+        return NativeLibrary.requireSymbol(hurray_file_encoder_add_tensor.ADDR, "hurray_file_encoder_add_tensor");
+    }
+
+    /**
+     * Appends one tensor under the rules of <code>hurray_file_writer_add_tensor</code> (name required and
+     * unique, one payload per buffer of exactly its size, each placed at a multiple of its
+     * alignment after zero padding) and writes the state to <code>*out_state</code> (may be NULL). Nothing
+     * is sent: payloads of up to 64 KiB are copied into the pending output, larger ones are
+     * referenced (<code>borrows_payloads</code>), and must then be sent and consumed before they change and
+     * before the next add or finish.
+     * <p>
+     * Errors (nothing staged): <code>NULL_POINTER</code>, <code>INVALID_ARGUMENT</code>, <code>BUFFER_TOO_SMALL</code>,
+     * <code>DUPLICATE_NAME</code>, <code>LIMIT_EXCEEDED</code>, <code>INVALID_STATE</code> (after finish, or while the pending
+     * output borrows the previous tensor's payloads), <code>POISONED</code>, <code>USE_AFTER_DESTROY</code>.
+     * <p>
+     * Added in ABI 4 (additive, docs/spec/c-abi.md).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>encoder</code> and <code>descriptor</code> live; <code>payloads</code> valid for <code>count</code> slices, each readable for its
+     * length and unchanged until the output borrowing it was consumed (or the tensor taken back).
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_encoder_add_tensor(struct HurrayFileEncoder *encoder,
+     *                                             const struct HurrayDescriptor *descriptor,
+     *                                             const struct HurrayIoSlice *payloads,
+     *                                             uint64_t count,
+     *                                             struct HurrayFileEncoderState *out_state)
+     * }
+     */
+    public static int hurray_file_encoder_add_tensor(MemorySegment encoder, MemorySegment descriptor, MemorySegment payloads, long count, MemorySegment out_state) {
+        var mh$ = hurray_file_encoder_add_tensor.HANDLE;
+        if (hurray_file_encoder_add_tensor.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_encoder_add_tensor");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_encoder_add_tensor", encoder, descriptor, payloads, count, out_state);
+            }
+            return (int) mh$.invokeExact(encoder, descriptor, payloads, count, out_state);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_encoder_set_metadata {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_LONG);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_encoder_set_metadata");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_encoder_set_metadata(struct HurrayFileEncoder *encoder,
+     *                                               const uint8_t *key,
+     *                                               uint64_t key_len,
+     *                                               const uint8_t *value,
+     *                                               uint64_t value_len)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_encoder_set_metadata$descriptor() {
+        return hurray_file_encoder_set_metadata.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_encoder_set_metadata(struct HurrayFileEncoder *encoder,
+     *                                               const uint8_t *key,
+     *                                               uint64_t key_len,
+     *                                               const uint8_t *value,
+     *                                               uint64_t value_len)
+     * }
+     */
+    public static MethodHandle hurray_file_encoder_set_metadata$handle() {
+        NativeLibrary.requireSymbol(hurray_file_encoder_set_metadata.ADDR, "hurray_file_encoder_set_metadata");
+        return hurray_file_encoder_set_metadata.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_encoder_set_metadata(struct HurrayFileEncoder *encoder,
+     *                                               const uint8_t *key,
+     *                                               uint64_t key_len,
+     *                                               const uint8_t *value,
+     *                                               uint64_t value_len)
+     * }
+     */
+    public static MemorySegment hurray_file_encoder_set_metadata$address() {
+        return NativeLibrary.requireSymbol(hurray_file_encoder_set_metadata.ADDR, "hurray_file_encoder_set_metadata");
+    }
+
+    /**
+     * Sets a file-level metadata entry under the rules of <code>hurray_file_writer_set_metadata</code> (both
+     * copied; allowed until finish).
+     * <p>
+     * Errors: <code>NULL_POINTER</code>, <code>INVALID_ARGUMENT</code>, <code>LIMIT_EXCEEDED</code>, <code>INVALID_STATE</code>, <code>POISONED</code>.
+     * <p>
+     * Added in ABI 4 (additive, docs/spec/c-abi.md).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>encoder</code> live; <code>key</code>/<code>value</code> valid for their lengths.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_encoder_set_metadata(struct HurrayFileEncoder *encoder,
+     *                                               const uint8_t *key,
+     *                                               uint64_t key_len,
+     *                                               const uint8_t *value,
+     *                                               uint64_t value_len)
+     * }
+     */
+    public static int hurray_file_encoder_set_metadata(MemorySegment encoder, MemorySegment key, long key_len, MemorySegment value, long value_len) {
+        var mh$ = hurray_file_encoder_set_metadata.HANDLE;
+        if (hurray_file_encoder_set_metadata.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_encoder_set_metadata");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_encoder_set_metadata", encoder, key, key_len, value, value_len);
+            }
+            return (int) mh$.invokeExact(encoder, key, key_len, value, value_len);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_encoder_finish {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_encoder_finish");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_encoder_finish(struct HurrayFileEncoder *encoder,
+     *                                         uint64_t *out_file_size,
+     *                                         struct HurrayFileEncoderState *out_state)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_encoder_finish$descriptor() {
+        return hurray_file_encoder_finish.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_encoder_finish(struct HurrayFileEncoder *encoder,
+     *                                         uint64_t *out_file_size,
+     *                                         struct HurrayFileEncoderState *out_state)
+     * }
+     */
+    public static MethodHandle hurray_file_encoder_finish$handle() {
+        NativeLibrary.requireSymbol(hurray_file_encoder_finish.ADDR, "hurray_file_encoder_finish");
+        return hurray_file_encoder_finish.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_encoder_finish(struct HurrayFileEncoder *encoder,
+     *                                         uint64_t *out_file_size,
+     *                                         struct HurrayFileEncoderState *out_state)
+     * }
+     */
+    public static MemorySegment hurray_file_encoder_finish$address() {
+        return NativeLibrary.requireSymbol(hurray_file_encoder_finish.ADDR, "hurray_file_encoder_finish");
+    }
+
+    /**
+     * Stages the index, the metadata block and the trailer (idempotent) and stores the
+     * container's size in bytes in <code>*out_file_size</code> (may be NULL). The output is a container only
+     * once every pending byte was consumed (<code>state.finished</code>); a sink that fails before that
+     * leaves output without a valid trailer, which every reader rejects.
+     * <p>
+     * Errors: <code>POISONED</code>, <code>INVALID_STATE</code> (the pending output borrows payloads), <code>LIMIT_EXCEEDED</code>,
+     * <code>NULL_POINTER</code>, <code>USE_AFTER_DESTROY</code>.
+     * <p>
+     * Added in ABI 4 (additive, docs/spec/c-abi.md).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>encoder</code> live; <code>out_file_size</code> and <code>out_state</code> NULL or valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_encoder_finish(struct HurrayFileEncoder *encoder,
+     *                                         uint64_t *out_file_size,
+     *                                         struct HurrayFileEncoderState *out_state)
+     * }
+     */
+    public static int hurray_file_encoder_finish(MemorySegment encoder, MemorySegment out_file_size, MemorySegment out_state) {
+        var mh$ = hurray_file_encoder_finish.HANDLE;
+        if (hurray_file_encoder_finish.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_encoder_finish");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_encoder_finish", encoder, out_file_size, out_state);
+            }
+            return (int) mh$.invokeExact(encoder, out_file_size, out_state);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_encoder_output {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_encoder_output");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_encoder_output(const struct HurrayFileEncoder *encoder,
+     *                                         struct HurrayIoSlice *pieces,
+     *                                         size_t capacity,
+     *                                         size_t *out_count)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_encoder_output$descriptor() {
+        return hurray_file_encoder_output.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_encoder_output(const struct HurrayFileEncoder *encoder,
+     *                                         struct HurrayIoSlice *pieces,
+     *                                         size_t capacity,
+     *                                         size_t *out_count)
+     * }
+     */
+    public static MethodHandle hurray_file_encoder_output$handle() {
+        NativeLibrary.requireSymbol(hurray_file_encoder_output.ADDR, "hurray_file_encoder_output");
+        return hurray_file_encoder_output.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_encoder_output(const struct HurrayFileEncoder *encoder,
+     *                                         struct HurrayIoSlice *pieces,
+     *                                         size_t capacity,
+     *                                         size_t *out_count)
+     * }
+     */
+    public static MemorySegment hurray_file_encoder_output$address() {
+        return NativeLibrary.requireSymbol(hurray_file_encoder_output.ADDR, "hurray_file_encoder_output");
+    }
+
+    /**
+     * Lists the pending output in order as up to <code>capacity</code> ranges at <code>pieces</code> (<code>*out_count</code> of
+     * them; adjacent staged bytes are one piece) and returns <code>HURRAY_OK</code>. Staged pieces are owned
+     * by the encoder and valid until its next call; borrowed ones are the caller's payloads.
+     * <p>
+     * Errors: <code>NULL_POINTER</code> (<code>out_count</code>, or <code>pieces</code> when something is pending and <code>capacity</code> is
+     * not 0), <code>USE_AFTER_DESTROY</code>.
+     * <p>
+     * Added in ABI 4 (additive, docs/spec/c-abi.md).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>encoder</code> live; <code>pieces</code> valid for <code>capacity</code> writes; <code>out_count</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_encoder_output(const struct HurrayFileEncoder *encoder,
+     *                                         struct HurrayIoSlice *pieces,
+     *                                         size_t capacity,
+     *                                         size_t *out_count)
+     * }
+     */
+    public static int hurray_file_encoder_output(MemorySegment encoder, MemorySegment pieces, long capacity, MemorySegment out_count) {
+        var mh$ = hurray_file_encoder_output.HANDLE;
+        if (hurray_file_encoder_output.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_encoder_output");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_encoder_output", encoder, pieces, capacity, out_count);
+            }
+            return (int) mh$.invokeExact(encoder, pieces, capacity, out_count);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_encoder_consume {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_encoder_consume");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_encoder_consume(struct HurrayFileEncoder *encoder,
+     *                                          uint64_t n,
+     *                                          struct HurrayFileEncoderState *out_state)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_encoder_consume$descriptor() {
+        return hurray_file_encoder_consume.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_encoder_consume(struct HurrayFileEncoder *encoder,
+     *                                          uint64_t n,
+     *                                          struct HurrayFileEncoderState *out_state)
+     * }
+     */
+    public static MethodHandle hurray_file_encoder_consume$handle() {
+        NativeLibrary.requireSymbol(hurray_file_encoder_consume.ADDR, "hurray_file_encoder_consume");
+        return hurray_file_encoder_consume.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_encoder_consume(struct HurrayFileEncoder *encoder,
+     *                                          uint64_t n,
+     *                                          struct HurrayFileEncoderState *out_state)
+     * }
+     */
+    public static MemorySegment hurray_file_encoder_consume$address() {
+        return NativeLibrary.requireSymbol(hurray_file_encoder_consume.ADDR, "hurray_file_encoder_consume");
+    }
+
+    /**
+     * Records that the first <code>n</code> pending bytes were written. When none remain after a finish, the
+     * output is a complete container (<code>state.finished</code>).
+     * <p>
+     * Errors (nothing recorded): <code>INVALID_ARGUMENT</code> (<code>n</code> above the pending bytes), <code>NULL_POINTER</code>,
+     * <code>USE_AFTER_DESTROY</code>.
+     * <p>
+     * Added in ABI 4 (additive, docs/spec/c-abi.md).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>encoder</code> live; <code>out_state</code> NULL or valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_encoder_consume(struct HurrayFileEncoder *encoder,
+     *                                          uint64_t n,
+     *                                          struct HurrayFileEncoderState *out_state)
+     * }
+     */
+    public static int hurray_file_encoder_consume(MemorySegment encoder, long n, MemorySegment out_state) {
+        var mh$ = hurray_file_encoder_consume.HANDLE;
+        if (hurray_file_encoder_consume.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_encoder_consume");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_encoder_consume", encoder, n, out_state);
+            }
+            return (int) mh$.invokeExact(encoder, n, out_state);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_encoder_abort {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_BOOL, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_encoder_abort");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_encoder_abort(struct HurrayFileEncoder *encoder,
+     *                                        bool take_back_last,
+     *                                        struct HurrayFileEncoderState *out_state)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_encoder_abort$descriptor() {
+        return hurray_file_encoder_abort.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_encoder_abort(struct HurrayFileEncoder *encoder,
+     *                                        bool take_back_last,
+     *                                        struct HurrayFileEncoderState *out_state)
+     * }
+     */
+    public static MethodHandle hurray_file_encoder_abort$handle() {
+        NativeLibrary.requireSymbol(hurray_file_encoder_abort.ADDR, "hurray_file_encoder_abort");
+        return hurray_file_encoder_abort.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_encoder_abort(struct HurrayFileEncoder *encoder,
+     *                                        bool take_back_last,
+     *                                        struct HurrayFileEncoderState *out_state)
+     * }
+     */
+    public static MemorySegment hurray_file_encoder_abort$address() {
+        return NativeLibrary.requireSymbol(hurray_file_encoder_abort.ADDR, "hurray_file_encoder_abort");
+    }
+
+    /**
+     * Reports that writing the pending output failed, having written nothing of the failed write
+     * (transport rule 3). Bytes the encoder owns (header, padding, copied payloads, index) stay
+     * pending, so nothing already consumed is lost and a failed finish can simply be sent again.
+     * The last added tensor (or composite) is taken back when <code>take_back_last</code> is non-zero, or
+     * when its payloads are borrowed, provided none of its bytes were consumed: it is then not in
+     * the container (<code>state.tensor_count</code> drops) and adding it again is allowed. If some of its
+     * bytes were consumed, the encoder is poisoned instead (a container never holds part of a
+     * tensor), and every later call, this one included, returns <code>HURRAY_ERR_POISONED</code>.
+     * <p>
+     * Errors: <code>POISONED</code>, <code>NULL_POINTER</code>, <code>USE_AFTER_DESTROY</code>.
+     * <p>
+     * Added in ABI 4 (additive, docs/spec/c-abi.md).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>encoder</code> live; <code>out_state</code> NULL or valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_encoder_abort(struct HurrayFileEncoder *encoder,
+     *                                        bool take_back_last,
+     *                                        struct HurrayFileEncoderState *out_state)
+     * }
+     */
+    public static int hurray_file_encoder_abort(MemorySegment encoder, boolean take_back_last, MemorySegment out_state) {
+        var mh$ = hurray_file_encoder_abort.HANDLE;
+        if (hurray_file_encoder_abort.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_encoder_abort");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_encoder_abort", encoder, take_back_last, out_state);
+            }
+            return (int) mh$.invokeExact(encoder, take_back_last, out_state);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_encoder_destroy {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_encoder_destroy");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_encoder_destroy(struct HurrayFileEncoder **encoder)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_encoder_destroy$descriptor() {
+        return hurray_file_encoder_destroy.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_encoder_destroy(struct HurrayFileEncoder **encoder)
+     * }
+     */
+    public static MethodHandle hurray_file_encoder_destroy$handle() {
+        NativeLibrary.requireSymbol(hurray_file_encoder_destroy.ADDR, "hurray_file_encoder_destroy");
+        return hurray_file_encoder_destroy.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_encoder_destroy(struct HurrayFileEncoder **encoder)
+     * }
+     */
+    public static MemorySegment hurray_file_encoder_destroy$address() {
+        return NativeLibrary.requireSymbol(hurray_file_encoder_destroy.ADDR, "hurray_file_encoder_destroy");
+    }
+
+    /**
+     * Destroys a container encoder and writes NULL to <code>*encoder</code>; pending output is dropped (the
+     * output has no trailer unless <code>state.finished</code> was reached). NULL or <code>*encoder == NULL</code> is a
+     * no-op.
+     * <p>
+     * Added in ABI 4 (additive, docs/spec/c-abi.md).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>encoder</code> NULL or valid for read and write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_encoder_destroy(struct HurrayFileEncoder **encoder)
+     * }
+     */
+    public static int hurray_file_encoder_destroy(MemorySegment encoder) {
+        var mh$ = hurray_file_encoder_destroy.HANDLE;
+        if (hurray_file_encoder_destroy.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_encoder_destroy");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_encoder_destroy", encoder);
+            }
+            return (int) mh$.invokeExact(encoder);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static final class hurray_file_reader_options_init {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
         static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_reader_options_init");
@@ -9506,6 +10229,313 @@ public final class hurray_h {
                 traceDowncall("hurray_file_reader_open_mapped", path, path_len, options, out_reader);
             }
             return (int) mh$.invokeExact(path, path_len, options, out_reader);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_reader_new_ranges {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_LONG, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_reader_new_ranges");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_new_ranges(uint64_t size,
+     *                                            const struct HurrayFileReaderOptions *options,
+     *                                            struct HurrayFileReader **out_reader)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_reader_new_ranges$descriptor() {
+        return hurray_file_reader_new_ranges.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_new_ranges(uint64_t size,
+     *                                            const struct HurrayFileReaderOptions *options,
+     *                                            struct HurrayFileReader **out_reader)
+     * }
+     */
+    public static MethodHandle hurray_file_reader_new_ranges$handle() {
+        NativeLibrary.requireSymbol(hurray_file_reader_new_ranges.ADDR, "hurray_file_reader_new_ranges");
+        return hurray_file_reader_new_ranges.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_new_ranges(uint64_t size,
+     *                                            const struct HurrayFileReaderOptions *options,
+     *                                            struct HurrayFileReader **out_reader)
+     * }
+     */
+    public static MemorySegment hurray_file_reader_new_ranges$address() {
+        return NativeLibrary.requireSymbol(hurray_file_reader_new_ranges.ADDR, "hurray_file_reader_new_ranges");
+    }
+
+    /**
+     * Makes a container reader over a source of <code>size</code> bytes that the caller reads itself, range
+     * by range, between calls: no transport, no callbacks, so none of the caller's code runs
+     * inside a call of this library (docs/spec/c-abi.md §Containers without a transport). Nothing
+     * is read yet; open it with <code>hurray_file_reader_open_ranges</code>. The options and their defaults
+     * are those of <code>hurray_file_reader_open</code> (payload checksums checked).
+     * <p>
+     * Every reader call that needs bytes it was not given returns <code>HURRAY_NEED_INPUT</code> (positive,
+     * not an error) having changed nothing: <code>hurray_file_reader_pending_read</code> says which range
+     * and where the bytes go, the caller reads them (fewer is fine), reports the count with
+     * <code>hurray_file_reader_supply</code>, and repeats the same call with the same arguments. A payload
+     * read by <code>hurray_file_reader_read_tensor</code> goes straight into the tensor's allocation.
+     * <p>
+     * Errors: <code>NULL_POINTER</code> (<code>out_reader</code>), <code>INVALID_ARGUMENT</code> (options).
+     * <p>
+     * Added in ABI 4 (additive, docs/spec/c-abi.md).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>options</code> NULL or valid for one read; <code>out_reader</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_new_ranges(uint64_t size,
+     *                                            const struct HurrayFileReaderOptions *options,
+     *                                            struct HurrayFileReader **out_reader)
+     * }
+     */
+    public static int hurray_file_reader_new_ranges(long size, MemorySegment options, MemorySegment out_reader) {
+        var mh$ = hurray_file_reader_new_ranges.HANDLE;
+        if (hurray_file_reader_new_ranges.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_reader_new_ranges");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_reader_new_ranges", size, options, out_reader);
+            }
+            return (int) mh$.invokeExact(size, options, out_reader);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_reader_open_ranges {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_reader_open_ranges");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_open_ranges(struct HurrayFileReader *reader)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_reader_open_ranges$descriptor() {
+        return hurray_file_reader_open_ranges.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_open_ranges(struct HurrayFileReader *reader)
+     * }
+     */
+    public static MethodHandle hurray_file_reader_open_ranges$handle() {
+        NativeLibrary.requireSymbol(hurray_file_reader_open_ranges.ADDR, "hurray_file_reader_open_ranges");
+        return hurray_file_reader_open_ranges.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_open_ranges(struct HurrayFileReader *reader)
+     * }
+     */
+    public static MemorySegment hurray_file_reader_open_ranges$address() {
+        return NativeLibrary.requireSymbol(hurray_file_reader_open_ranges.ADDR, "hurray_file_reader_open_ranges");
+    }
+
+    /**
+     * Opens a reader made by <code>hurray_file_reader_new_ranges</code>, exactly as <code>hurray_file_reader_open</code>
+     * opens a transport (the same at most three ranges, the same checks, <code>VERIFY_AT_OPEN</code>
+     * included). Returns <code>HURRAY_NEED_INPUT</code> until every range it needs was supplied: supply
+     * each and call again. <code>HURRAY_OK</code> once open (later calls do nothing). Any other call on the
+     * reader before that is <code>INVALID_STATE</code>. After an error other than <code>NEED_INPUT</code> the reader
+     * stays unopened (every call, this one included, is <code>INVALID_STATE</code>): destroy it.
+     * <p>
+     * Errors: those of <code>hurray_file_reader_open</code> (<code>TRUNCATED</code> when <code>supply</code> reported 0 bytes
+     * inside the declared size), <code>INVALID_STATE</code>, <code>NULL_POINTER</code>, <code>USE_AFTER_DESTROY</code>.
+     * <p>
+     * Added in ABI 4 (additive, docs/spec/c-abi.md).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>reader</code> live (not in use by another thread).
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_open_ranges(struct HurrayFileReader *reader)
+     * }
+     */
+    public static int hurray_file_reader_open_ranges(MemorySegment reader) {
+        var mh$ = hurray_file_reader_open_ranges.HANDLE;
+        if (hurray_file_reader_open_ranges.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_reader_open_ranges");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_reader_open_ranges", reader);
+            }
+            return (int) mh$.invokeExact(reader);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_reader_pending_read {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_reader_pending_read");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_pending_read(struct HurrayFileReader *reader,
+     *                                              struct HurrayFileRead *out)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_reader_pending_read$descriptor() {
+        return hurray_file_reader_pending_read.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_pending_read(struct HurrayFileReader *reader,
+     *                                              struct HurrayFileRead *out)
+     * }
+     */
+    public static MethodHandle hurray_file_reader_pending_read$handle() {
+        NativeLibrary.requireSymbol(hurray_file_reader_pending_read.ADDR, "hurray_file_reader_pending_read");
+        return hurray_file_reader_pending_read.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_pending_read(struct HurrayFileReader *reader,
+     *                                              struct HurrayFileRead *out)
+     * }
+     */
+    public static MemorySegment hurray_file_reader_pending_read$address() {
+        return NativeLibrary.requireSymbol(hurray_file_reader_pending_read.ADDR, "hurray_file_reader_pending_read");
+    }
+
+    /**
+     * Stores in <code>*out</code> the range the reader's last <code>HURRAY_NEED_INPUT</code> asked for: read up to
+     * <code>len</code> bytes of the source at <code>offset</code> into <code>dst</code>, then call <code>hurray_file_reader_supply</code>.
+     * <p>
+     * Errors: <code>INVALID_STATE</code> (no read pending: the last call did not return <code>NEED_INPUT</code>),
+     * <code>INVALID_ARGUMENT</code> (not a ranges reader), <code>NULL_POINTER</code>, <code>USE_AFTER_DESTROY</code>.
+     * <p>
+     * Added in ABI 4 (additive, docs/spec/c-abi.md).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>reader</code> live; <code>out</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_pending_read(struct HurrayFileReader *reader,
+     *                                              struct HurrayFileRead *out)
+     * }
+     */
+    public static int hurray_file_reader_pending_read(MemorySegment reader, MemorySegment out) {
+        var mh$ = hurray_file_reader_pending_read.HANDLE;
+        if (hurray_file_reader_pending_read.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_reader_pending_read");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_reader_pending_read", reader, out);
+            }
+            return (int) mh$.invokeExact(reader, out);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_file_reader_supply {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_reader_supply");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_supply(struct HurrayFileReader *reader, uint64_t filled)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_reader_supply$descriptor() {
+        return hurray_file_reader_supply.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_supply(struct HurrayFileReader *reader, uint64_t filled)
+     * }
+     */
+    public static MethodHandle hurray_file_reader_supply$handle() {
+        NativeLibrary.requireSymbol(hurray_file_reader_supply.ADDR, "hurray_file_reader_supply");
+        return hurray_file_reader_supply.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_supply(struct HurrayFileReader *reader, uint64_t filled)
+     * }
+     */
+    public static MemorySegment hurray_file_reader_supply$address() {
+        return NativeLibrary.requireSymbol(hurray_file_reader_supply.ADDR, "hurray_file_reader_supply");
+    }
+
+    /**
+     * Reports that the caller wrote <code>filled</code> bytes (at most the <code>len</code> asked for) of the pending
+     * read into its <code>dst</code>; 0 means the source ends at <code>offset</code> (the repeated call then reports
+     * <code>TRUNCATED</code>). Then repeat the call that returned <code>HURRAY_NEED_INPUT</code>. A caller that cannot
+     * read (its I/O failed) simply does not supply: the reader is unchanged and the call can be
+     * repeated later, or another call made.
+     * <p>
+     * Errors (nothing recorded): <code>INVALID_STATE</code> (no read pending), <code>INVALID_ARGUMENT</code> (<code>filled</code>
+     * above <code>len</code>, or not a ranges reader), <code>NULL_POINTER</code>, <code>USE_AFTER_DESTROY</code>.
+     * <p>
+     * Added in ABI 4 (additive, docs/spec/c-abi.md).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>reader</code> live; the bytes were written to the <code>dst</code> of <code>hurray_file_reader_pending_read</code>.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_supply(struct HurrayFileReader *reader, uint64_t filled)
+     * }
+     */
+    public static int hurray_file_reader_supply(MemorySegment reader, long filled) {
+        var mh$ = hurray_file_reader_supply.HANDLE;
+        if (hurray_file_reader_supply.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_reader_supply");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_reader_supply", reader, filled);
+            }
+            return (int) mh$.invokeExact(reader, filled);
         } catch (RuntimeException | Error ex$) {
             throw ex$;
         } catch (Throwable ex$) {
