@@ -422,8 +422,10 @@ typedef struct HurrayDescriptorFields {
   uint8_t element_type;
   // Layout code (`HURRAY_LAYOUT_*`).
   uint8_t layout;
-  // Always 0.
-  uint16_t reserved;
+  // The descriptor's format version (its encoding's `version` field, docs/spec/descriptor.md):
+  // 1, or 2 for the features that need it. Added in ABI 4 (this word was reserved and always
+  // 0 before, so 0 means a library that does not report it).
+  uint16_t version;
   // `HURRAY_FIELDS_*` bits. `hurray_descriptor_fields` sets none; a decoder sets
   // `HURRAY_FIELDS_SAME_EXCEPT_NAME` (added in ABI 4; this word was reserved and always 0
   // before, so older callers ignore it).
@@ -1719,6 +1721,25 @@ HurrayStatus hurray_descriptor_builder_destroy(struct HurrayDescriptorBuilder **
 // for one write.
 HurrayStatus hurray_descriptor_new(const struct HurrayDescriptorSpec *spec,
                                    struct HurrayDescriptor **out_descriptor);
+
+// Validates `*spec` by exactly the rules of `hurray_descriptor_new`, without making a
+// descriptor, and writes the buffer table the descriptor would have (the default table when
+// the spec has none) to `out_buffers`. `*inout_buffer_count` is the room in `out_buffers` on
+// entry and the table's entry count on return. A binding that keeps its descriptors as plain
+// values checks one with this call and learns the sizes of its buffers. Errors: those of
+// `hurray_descriptor_new` (`*inout_buffer_count` unchanged), and `BUFFER_TOO_SMALL` when the
+// table has more entries than there is room for (`*inout_buffer_count` is then the count
+// needed and nothing is written to `out_buffers`).
+//
+// Added in ABI 4 (additive).
+//
+// # Safety
+// `spec` valid for reads and every pointer in it valid for its count; `inout_buffer_count`
+// valid for one read and one write; `out_buffers` valid for `*inout_buffer_count` writes (may
+// be NULL when that is 0).
+HurrayStatus hurray_descriptor_check(const struct HurrayDescriptorSpec *spec,
+                                     struct HurrayBufferSpec *out_buffers,
+                                     size_t *inout_buffer_count);
 
 // Exports a tensor to DLPack 1.x without copying: a new `DLManagedTensorVersioned` whose
 // data is `buffer`'s memory (buffer 0 of `descriptor`'s table; `buffer` is borrowed and may

@@ -53,6 +53,29 @@ STATUS_TYPEDEF = "HurrayStatus"
 STATUS_ON_THROW = "HURRAY_ERR_TRANSPORT"
 
 
+# Functions that also get a `NAME$raw` variant taking every pointer as its address (a `long`).
+# They are the calls of a binding's per-tensor path: with addresses as longs their signatures
+# collapse to a few shapes ((long) -> int, (long, long) -> int, ...), and the JDK links each
+# distinct shape once (about 10 ms in a fresh JVM), so a first write and read links fewer; a
+# warm call also skips the per-argument segment checks. The caller keeps the memory behind
+# each address alive for the call.
+RAW_FUNCTIONS = [
+    "hurray_descriptor_check",
+    "hurray_writer_options_init",
+    "hurray_reader_options_init",
+    "hurray_encoder_new",
+    "hurray_encoder_encode_batch",
+    "hurray_encoder_set_coalesce_bytes",
+    "hurray_encoder_reset",
+    "hurray_encoder_destroy",
+    "hurray_decoder_new",
+    "hurray_decoder_next_batch",
+    "hurray_decoder_reset",
+    "hurray_decoder_destroy",
+    "hurray_tensor_destroy_many",
+]
+
+
 class BindgenError(Exception):
     pass
 
@@ -717,10 +740,70 @@ def emit_header_class(h):
         b.append("        }")
         b.append("    }")
         b.append("")
+        if name in RAW_FUNCTIONS:
+            b += emit_raw_variant(name, ret, params, text)
+    missing = sorted(set(RAW_FUNCTIONS) - {f[0] for f in h.functions})
+    if missing:
+        raise BindgenError("RAW_FUNCTIONS names functions the header lacks: " + ", ".join(missing))
     if b[-1] == "":
         b.pop()
     b.append("}")
     return java_file(used_imports(b), b)
+
+
+def emit_raw_variant(name, ret, params, text):
+    """`NAME$raw`: the function with every pointer (parameter or result) as a `long` address."""
+    for n, t in list(params) + [("result", ret)]:
+        if t.kind == "struct":
+            raise BindgenError("%s passes a struct by value; it cannot have a $raw variant" % name)
+
+    def layout(t):
+        return HEADER_CLASS + ".C_LONG" if t.kind == "pointer" else t.layout_expr()
+
+    def carrier(t):
+        return "long" if t.kind == "pointer" else t.carrier
+
+    args = [layout(t) for _, t in params]
+    if ret.kind == "void":
+        desc = "FunctionDescriptor.ofVoid(%s)" % ", ".join(args)
+    else:
+        desc = "FunctionDescriptor.of(%s)" % ", ".join([layout(ret)] + args)
+    raw = name + "$raw"
+    b = []
+    b.append("    private static final class %s {" % raw)
+    b.append("        static final FunctionDescriptor DESC = %s;" % desc)
+    b.append("        static final MemorySegment ADDR = %s.findOrNull(\"%s\");" % (HEADER_CLASS, name))
+    b.append("        static final MethodHandle HANDLE = ADDR == null ? null : %s.linker().downcallHandle(ADDR, DESC);"
+             % HEADER_CLASS)
+    b.append("    }")
+    b.append("")
+    b += javadoc(4, ["As {@link #%s}, with every pointer passed as its address: the caller keeps the" % name,
+                     "memory behind each address alive and unchanged by other threads for the call. Shares",
+                     "its downcall shape with the other {@code $raw} functions of the same arity."]
+                 + ["<p>"] + snippet(text))
+    sig = ", ".join("%s %s" % (carrier(t), jname(n)) for n, t in params)
+    call = ", ".join(jname(n) for n, _ in params)
+    b.append("    public static %s %s(%s) {" % (carrier(ret), raw, sig))
+    b.append("        var mh$ = %s.HANDLE;" % raw)
+    b.append("        if (%s.ADDR == null) {" % raw)
+    b.append("            throw NativeLibrary.missingSymbol(\"%s\");" % name)
+    b.append("        }")
+    b.append("        try {")
+    b.append("            if (TRACE_DOWNCALLS) {")
+    b.append("                traceDowncall(\"%s\"%s);" % (name, "".join(", " + jname(n) for n, _ in params)))
+    b.append("            }")
+    if ret.kind == "void":
+        b.append("            mh$.invokeExact(%s);" % call)
+    else:
+        b.append("            return (%s) mh$.invokeExact(%s);" % (carrier(ret), call))
+    b.append("        } catch (RuntimeException | Error ex$) {")
+    b.append("            throw ex$;")
+    b.append("        } catch (Throwable ex$) {")
+    b.append("            throw new AssertionError(\"should not reach here\", ex$);")
+    b.append("        }")
+    b.append("    }")
+    b.append("")
+    return b
 
 
 def accessor_doc(kind, struct_text_line):

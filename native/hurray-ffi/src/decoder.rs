@@ -606,7 +606,7 @@ fn zeroed_fields() -> HurrayDescriptorFields {
     HurrayDescriptorFields {
         element_type: 0,
         layout: 0,
-        reserved: 0,
+        version: 0,
         flags: 0,
         rank: 0,
         dims: std::ptr::null(),

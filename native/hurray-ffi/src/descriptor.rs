@@ -562,8 +562,10 @@ pub struct HurrayDescriptorFields {
     pub element_type: u8,
     /// Layout code (`HURRAY_LAYOUT_*`).
     pub layout: u8,
-    /// Always 0.
-    pub reserved: u16,
+    /// The descriptor's format version (its encoding's `version` field, docs/spec/descriptor.md):
+    /// 1, or 2 for the features that need it. Added in ABI 4 (this word was reserved and always
+    /// 0 before, so 0 means a library that does not report it).
+    pub version: u16,
     /// `HURRAY_FIELDS_*` bits. `hurray_descriptor_fields` sets none; a decoder sets
     /// `HURRAY_FIELDS_SAME_EXCEPT_NAME` (added in ABI 4; this word was reserved and always 0
     /// before, so older callers ignore it).
@@ -615,7 +617,7 @@ pub(crate) fn fields_of(inner: &DescInner) -> HurrayDescriptorFields {
     HurrayDescriptorFields {
         element_type: d.element_type().code(),
         layout: d.layout().code(),
-        reserved: 0,
+        version: d.version(),
         flags: 0,
         rank,
         dims: if rank == 0 { std::ptr::null() } else { d.shape().dims().as_ptr() },

@@ -79,6 +79,55 @@ pub unsafe extern "C" fn hurray_descriptor_new(
     })
 }
 
+/// Validates `*spec` by exactly the rules of `hurray_descriptor_new`, without making a
+/// descriptor, and writes the buffer table the descriptor would have (the default table when
+/// the spec has none) to `out_buffers`. `*inout_buffer_count` is the room in `out_buffers` on
+/// entry and the table's entry count on return. A binding that keeps its descriptors as plain
+/// values checks one with this call and learns the sizes of its buffers. Errors: those of
+/// `hurray_descriptor_new` (`*inout_buffer_count` unchanged), and `BUFFER_TOO_SMALL` when the
+/// table has more entries than there is room for (`*inout_buffer_count` is then the count
+/// needed and nothing is written to `out_buffers`).
+///
+/// Added in ABI 4 (additive).
+///
+/// # Safety
+/// `spec` valid for reads and every pointer in it valid for its count; `inout_buffer_count`
+/// valid for one read and one write; `out_buffers` valid for `*inout_buffer_count` writes (may
+/// be NULL when that is 0).
+#[no_mangle]
+pub unsafe extern "C" fn hurray_descriptor_check(
+    spec: *const HurrayDescriptorSpec,
+    out_buffers: *mut HurrayBufferSpec,
+    inout_buffer_count: *mut usize,
+) -> HurrayStatus {
+    guard("hurray_descriptor_check", || {
+        non_null(spec, "spec")?;
+        non_null(inout_buffer_count, "inout_buffer_count")?;
+        // SAFETY: `inout_buffer_count` was checked non-NULL and is valid for reads (# Safety).
+        let capacity = unsafe { *inout_buffer_count };
+        if capacity > 0 {
+            non_null(out_buffers, "out_buffers")?;
+        }
+        // SAFETY: `spec` was checked non-NULL and, with every pointer in it, is valid for reads (# Safety).
+        let d = unsafe { descriptor_of_spec(&*spec)? };
+        let table = d.buffers();
+        // SAFETY: `inout_buffer_count` was checked non-NULL and is valid for one write (# Safety).
+        unsafe { *inout_buffer_count = table.len() };
+        if table.len() > capacity {
+            return Err(FfiError::new(
+                HURRAY_ERR_BUFFER_TOO_SMALL,
+                format!("the buffer table has {} entries, room was given for {capacity}", table.len()),
+            ));
+        }
+        for (i, h) in table.iter().enumerate() {
+            // SAFETY: `out_buffers` is non-NULL here (capacity > 0 was checked) and valid for
+            // `capacity` writes, and `i < table.len() <= capacity` (# Safety).
+            unsafe { out_buffers.add(i).write(HurrayBufferSpec::from_handle(h)) };
+        }
+        Ok(HURRAY_OK)
+    })
+}
+
 /// Validates a spec and makes its descriptor (the builder's rules: `DescriptorParts::build`).
 /// Every length is checked against the format's limits before anything is copied, so a wrong
 /// length is an error, never a huge allocation or a read past the caller's bytes.

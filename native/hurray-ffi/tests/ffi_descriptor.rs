@@ -180,7 +180,10 @@ unsafe fn check_fields(h: *const HurrayDescriptor, d: &TensorDescriptor) {
         expect(hurray_descriptor_fields(h, &mut f), HURRAY_OK);
         let (mut ep, mut el) = (null(), 0usize);
         expect(hurray_descriptor_encoded(h, &mut ep, &mut el), HURRAY_OK);
-        assert_eq!((f.element_type, f.layout, f.reserved, f.flags), (et, layout, 0, 0));
+        let mut version = 0u16;
+        expect(hurray_ffi::sparse::hurray_descriptor_version(h, &mut version), HURRAY_OK);
+        assert_eq!(u16::from_le_bytes([*ep.add(4), *ep.add(5)]), version, "bytes 4-5 of the encoding");
+        assert_eq!((f.element_type, f.layout, f.version, f.flags), (et, layout, version, 0));
         assert_eq!((f.rank, f.dims, f.strides), (rank, dims, strides));
         assert_eq!((f.byte_offset, f.element_count), (off, count));
         assert_eq!((f.buffer_count, f.metadata_count), (nbuf, nmd));

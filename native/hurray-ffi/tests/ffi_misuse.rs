@@ -468,6 +468,10 @@ fn null_cases(f: &Fixture) -> Vec<Case<'_>> {
                 Box::new(move || hurray_ffi::descriptor_spec::hurray_descriptor_new(null(), pp.cast())),
             ),
             (
+                "hurray_descriptor_check",
+                Box::new(move || hurray_ffi::descriptor_spec::hurray_descriptor_check(null(), null_mut(), pp.cast())),
+            ),
+            (
                 "hurray_encoder_encode_encoded",
                 Box::new(move || {
                     hurray_ffi::encoder::hurray_encoder_encode_encoded(null_mut(), hb, 16, null(), 0, null_mut())

@@ -126,6 +126,8 @@ unsafe fn decode_on(d: *mut HurrayDecoder, bytes: &[u8], chunk: usize) -> (Vec<B
                     assert!(!r.tensor.is_null());
                     let back = copy_out(r.tensor);
                     assert_eq!(std::slice::from_raw_parts(r.fields.encoded, r.fields.encoded_len), &back.encoded[..]);
+                    // The fields report the encoding's version field (bytes 4-5).
+                    assert_eq!(r.fields.version, u16::from_le_bytes([back.encoded[4], back.encoded[5]]));
                     let bufs = std::slice::from_raw_parts(r.buffers, r.fields.buffer_count);
                     for (b, want) in bufs.iter().zip(&back.buffers) {
                         assert_eq!(b.spec.byte_size as usize, want.len());
@@ -584,6 +586,90 @@ fn descriptor_new_equals_the_builder_and_reports_the_failing_step() {
         expect(hurray_descriptor_new(&bad, &mut d), HURRAY_ERR_NULL_POINTER);
         expect(hurray_descriptor_new(null(), &mut d), HURRAY_ERR_NULL_POINTER);
         expect(hurray_descriptor_new(&spec, null_mut()), HURRAY_ERR_NULL_POINTER);
+    }
+}
+
+#[test]
+fn descriptor_check_agrees_with_descriptor_new_and_writes_the_buffer_table() {
+    use hurray_ffi::buffer::HurrayBufferSpec;
+    use hurray_ffi::descriptor_spec::*;
+    let dims = [2u64, 3];
+    let spec = HurrayDescriptorSpec {
+        element_type: hurray_core::ElementType::Float32.code(),
+        layout: 0,
+        reserved: 0,
+        reserved2: 0,
+        rank: 2,
+        dims: dims.as_ptr(),
+        strides: null(),
+        stride_count: 0,
+        byte_offset: 0,
+        buffer_count: 0,
+        buffers: null(),
+        name: b"w".as_ptr(),
+        name_len: 1,
+        metadata_count: 0,
+        metadata: null(),
+        quantization: HurrayQuantization::default(),
+    };
+    let zero = HurrayBufferSpec { byte_size: 0, alignment: 0, device_tag: 9, sync_mode: 9, reserved: 7 };
+    // SAFETY: `spec` and the arrays it points at are live locals; out-pointers are live locals
+    // with room for the counts passed.
+    unsafe {
+        // The default table: one CPU buffer of exactly 2 * 3 * 4 bytes, as hurray_descriptor_new chooses.
+        let mut table = [zero; 4];
+        let mut n = 4usize;
+        expect(hurray_descriptor_check(&spec, table.as_mut_ptr(), &mut n), HURRAY_OK);
+        assert_eq!(n, 1);
+        let mut d = null_mut();
+        expect(hurray_descriptor_new(&spec, &mut d), HURRAY_OK);
+        let mut b = zero;
+        expect(hurray_descriptor_buffer_spec(d, 0, &mut b), HURRAY_OK);
+        expect(hurray_descriptor_destroy(d), HURRAY_OK);
+        assert_eq!((table[0].byte_size, table[0].alignment), (24, 64));
+        assert_eq!(
+            (table[0].byte_size, table[0].alignment, table[0].device_tag, table[0].sync_mode, table[0].reserved),
+            (b.byte_size, b.alignment, b.device_tag, b.sync_mode, b.reserved)
+        );
+        assert_eq!(table[1].reserved, 7, "nothing is written past the table");
+        // A given table comes back as given.
+        let given = [HurrayBufferSpec { byte_size: 100, alignment: 128, device_tag: 0, sync_mode: 0, reserved: 0 }];
+        let with_table = HurrayDescriptorSpec { buffer_count: 1, buffers: given.as_ptr(), ..spec };
+        n = 4;
+        expect(hurray_descriptor_check(&with_table, table.as_mut_ptr(), &mut n), HURRAY_OK);
+        assert_eq!((n, table[0].byte_size, table[0].alignment), (1, 100, 128));
+        // Too little room: the count needed, nothing written.
+        let mut none = [zero; 1];
+        n = 0;
+        expect(hurray_descriptor_check(&spec, none.as_mut_ptr(), &mut n), HURRAY_ERR_BUFFER_TOO_SMALL);
+        assert_eq!(n, 1);
+        assert_eq!(none[0].reserved, 7);
+        n = 0;
+        expect(hurray_descriptor_check(&spec, null_mut(), &mut n), HURRAY_ERR_BUFFER_TOO_SMALL);
+        assert_eq!(n, 1);
+        // Every refusal of hurray_descriptor_new, with the same status.
+        let small = [HurrayBufferSpec { byte_size: 23, alignment: 64, device_tag: 0, sync_mode: 0, reserved: 0 }];
+        let bads = [
+            HurrayDescriptorSpec { name_len: usize::MAX, ..spec },
+            HurrayDescriptorSpec { rank: usize::MAX, ..spec },
+            HurrayDescriptorSpec { element_type: 200, ..spec },
+            HurrayDescriptorSpec { reserved: 1, ..spec },
+            HurrayDescriptorSpec { buffer_count: 1, ..spec },
+            HurrayDescriptorSpec { buffer_count: 1, buffers: small.as_ptr(), ..spec },
+            HurrayDescriptorSpec { name: b"\xff".as_ptr(), ..spec },
+        ];
+        for bad in &bads {
+            let mut d = null_mut();
+            let want = hurray_descriptor_new(bad, &mut d);
+            assert!(want < 0 && d.is_null());
+            n = 4;
+            expect(hurray_descriptor_check(bad, table.as_mut_ptr(), &mut n), want);
+            assert_eq!(n, 4, "a refused spec leaves the count as it was");
+        }
+        expect(hurray_descriptor_check(null(), table.as_mut_ptr(), &mut n), HURRAY_ERR_NULL_POINTER);
+        expect(hurray_descriptor_check(&spec, table.as_mut_ptr(), null_mut()), HURRAY_ERR_NULL_POINTER);
+        n = 4;
+        expect(hurray_descriptor_check(&spec, null_mut(), &mut n), HURRAY_ERR_NULL_POINTER);
     }
 }
 

@@ -68,7 +68,7 @@ int main(void) {
     HurrayDescriptorFields s_; memset(&s_, 0, sizeof s_);
     printf("field HurrayDescriptorFields element_type %zu %zu %d\n", offsetof(HurrayDescriptorFields, element_type), sizeof s_.element_type, (int) __builtin_classify_type(s_.element_type));
     printf("field HurrayDescriptorFields layout %zu %zu %d\n", offsetof(HurrayDescriptorFields, layout), sizeof s_.layout, (int) __builtin_classify_type(s_.layout));
-    printf("field HurrayDescriptorFields reserved %zu %zu %d\n", offsetof(HurrayDescriptorFields, reserved), sizeof s_.reserved, (int) __builtin_classify_type(s_.reserved));
+    printf("field HurrayDescriptorFields version %zu %zu %d\n", offsetof(HurrayDescriptorFields, version), sizeof s_.version, (int) __builtin_classify_type(s_.version));
     printf("field HurrayDescriptorFields flags %zu %zu %d\n", offsetof(HurrayDescriptorFields, flags), sizeof s_.flags, (int) __builtin_classify_type(s_.flags));
     printf("field HurrayDescriptorFields rank %zu %zu %d\n", offsetof(HurrayDescriptorFields, rank), sizeof s_.rank, (int) __builtin_classify_type(s_.rank));
     printf("field HurrayDescriptorFields dims %zu %zu %d\n", offsetof(HurrayDescriptorFields, dims), sizeof s_.dims, (int) __builtin_classify_type(s_.dims));
@@ -890,6 +890,13 @@ int main(void) {
   KIND(HurrayStatus);
   KIND(const struct HurrayDescriptorSpec *);
   KIND(struct HurrayDescriptor **);
+  printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_descriptor_check), HurrayStatus (*)(const struct HurrayDescriptorSpec *, struct HurrayBufferSpec *, size_t *)), "hurray_descriptor_check: signature differs from the AST");
+  printf("func hurray_descriptor_check");
+  KIND(HurrayStatus);
+  KIND(const struct HurrayDescriptorSpec *);
+  KIND(struct HurrayBufferSpec *);
+  KIND(size_t *);
   printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_dlpack_export), HurrayStatus (*)(const struct HurrayDescriptor *, const struct HurrayBuffer *, uint64_t, struct HurrayDLManagedTensorVersioned **)), "hurray_dlpack_export: signature differs from the AST");
   printf("func hurray_dlpack_export");

@@ -39,6 +39,21 @@ public record BufferSpec(long byteSize, int alignment, DeviceTag deviceTag, Sync
         return new BufferSpec(byteSize, DeviceTag.MIN_ALIGNMENT, DeviceTag.CPU, SyncMode.PRODUCER_SYNCED);
     }
 
+    // equals and hashCode are written out (the same component-wise rule a record derives): the
+    // derived ones are bootstrapped through ObjectMethods on first use, which a fresh JVM pays
+    // for on its first descriptor.
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof BufferSpec b && byteSize == b.byteSize && alignment == b.alignment
+                && deviceTag == b.deviceTag && syncMode == b.syncMode;
+    }
+
+    @Override
+    public int hashCode() {
+        return ((Long.hashCode(byteSize) * 31 + alignment) * 31 + deviceTag.hashCode()) * 31 + syncMode.hashCode();
+    }
+
     /** {@code 24B@64 cpu}, plus the sync mode when it is not producer-synced. */
     @Override
     public String toString() {

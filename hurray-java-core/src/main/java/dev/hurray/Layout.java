@@ -236,6 +236,18 @@ public sealed interface Layout permits Layout.Dense, Layout.Strided, Layout.Spar
             return columnMajor ? Kind.COLUMN_MAJOR : Kind.ROW_MAJOR;
         }
 
+        // Written out (the rule a record derives) so that comparing layouts needs no
+        // ObjectMethods bootstrap in a fresh JVM.
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Dense d && columnMajor == d.columnMajor;
+        }
+
+        @Override
+        public int hashCode() {
+            return Boolean.hashCode(columnMajor);
+        }
+
         /** {@code row-major} or {@code column-major}. */
         @Override
         public String toString() {

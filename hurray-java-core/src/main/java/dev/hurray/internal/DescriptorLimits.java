@@ -28,9 +28,46 @@ public final class DescriptorLimits {
     /** Distinct shapes remembered; beyond it the cache starts again (descriptors stay valid). */
     private static final int MAX_REMEMBERED = 1024;
 
-    /** Everything of a descriptor but its name and metadata. */
-    private record ShapeKey(ElementType type, Shape shape, Layout layout, long byteOffset, List<BufferSpec> buffers,
-            Quantization quantization) {
+    /**
+     * Everything of a descriptor but its name and metadata. A class rather than a record: a
+     * record's {@code equals} and {@code hashCode} are bootstrapped through
+     * {@code ObjectMethods} on first use, which costs a fresh JVM milliseconds on its first
+     * descriptor.
+     */
+    private static final class ShapeKey {
+        private final ElementType type;
+        private final Shape shape;
+        private final Layout layout;
+        private final long byteOffset;
+        private final List<BufferSpec> buffers;
+        private final Quantization quantization;
+
+        ShapeKey(ElementType type, Shape shape, Layout layout, long byteOffset, List<BufferSpec> buffers,
+                Quantization quantization) {
+            this.type = type;
+            this.shape = shape;
+            this.layout = layout;
+            this.byteOffset = byteOffset;
+            this.buffers = buffers;
+            this.quantization = quantization;
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof ShapeKey k && type == k.type && byteOffset == k.byteOffset && shape.equals(k.shape)
+                    && layout.equals(k.layout) && buffers.equals(k.buffers)
+                    && java.util.Objects.equals(quantization, k.quantization);
+        }
+
+        @Override
+        public int hashCode() {
+            int h = type.hashCode();
+            h = 31 * h + shape.hashCode();
+            h = 31 * h + layout.hashCode();
+            h = 31 * h + Long.hashCode(byteOffset);
+            h = 31 * h + buffers.hashCode();
+            return 31 * h + java.util.Objects.hashCode(quantization);
+        }
     }
 
     private static final ConcurrentHashMap<ShapeKey, List<BufferSpec>> TABLES = new ConcurrentHashMap<>();
@@ -109,9 +146,7 @@ public final class DescriptorLimits {
             LAST = new Last(f.elementType(), f.shape(), f.layout(), f.byteOffset(), f.buffers(), f.quantization(), t);
             return t;
         }
-        DescriptorFields bare = new DescriptorFields(f.elementType(), f.shape(), f.layout(), f.byteOffset(), f.buffers(),
-                f.quantization(), null, Map.of());
-        t = NativeDescriptor.build(bare).fields().buffers();
+        t = NativeDescriptor.checkedTable(f);
         if (TABLES.size() >= MAX_REMEMBERED) {
             TABLES.clear();
         }

@@ -2,8 +2,6 @@ package dev.hurray.internal;
 
 import java.lang.ref.Cleaner;
 import java.util.concurrent.atomic.AtomicLong;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The safety net for native resources nobody closed: a reader, writer, file or tensor that
@@ -18,7 +16,6 @@ import org.slf4j.LoggerFactory;
  * segments: while any segment obtained from it is reachable, nothing is freed.
  */
 public final class Leaks {
-    private static final Logger LOG = LoggerFactory.getLogger("dev.hurray.Leaks");
     private static final Cleaner CLEANER = Cleaner.create(r -> {
         Thread t = new Thread(r, "hurray-cleaner");
         t.setDaemon(true);
@@ -76,7 +73,7 @@ public final class Leaks {
                 release.run();
             } catch (Throwable t) {
                 if (!explicit) {
-                    LOG.warn("releasing a leaked {} failed", what, t);
+                    Log.leaks().warn("releasing a leaked {} failed", what, t);
                 } else {
                     throw t;
                 }
@@ -120,7 +117,7 @@ public final class Leaks {
         long n = LEAKED.incrementAndGet();
         if (n <= 10 || n % 1000 == 0) {
             String hint = origin == null ? " (run with -Dhurray.leaks.track=true to see where it was created)" : "";
-            LOG.warn("a {} was never closed; its native memory was freed by the garbage collector's cleaner "
+            Log.leaks().warn("a {} was never closed; its native memory was freed by the garbage collector's cleaner "
                     + "({} such leaks so far){}. Close every Reader, Writer, HurrayFile and Tensor (try-with-resources).",
                     what, n, hint, origin);
         }

@@ -13,8 +13,6 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.StructLayout;
 import java.lang.foreign.ValueLayout;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * Status checks, the native last-error message, and a per-thread scratch area for the out
@@ -28,7 +26,6 @@ import org.slf4j.LoggerFactory;
  * writer write/finish/destroy) use per-handle areas instead.
  */
 public final class Native {
-    private static final Logger LOG = LoggerFactory.getLogger("dev.hurray");
 
     /**
      * The scratch area's one layout (4096 bytes), instead of offsets kept by hand in each user:
@@ -95,6 +92,16 @@ public final class Native {
         return EVERYTHING.asSlice(address, len);
     }
 
+    /** A copy of the {@code len} bytes at native address {@code address}. */
+    static byte[] bytes(long address, long len) {
+        if (len > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException(len + " bytes do not fit a Java array");
+        }
+        byte[] b = new byte[(int) len];
+        MemorySegment.copy(EVERYTHING, ValueLayout.JAVA_BYTE, address, b, 0, b.length);
+        return b;
+    }
+
     /** A copy of the {@code len} bytes at native address {@code at}. */
     static byte[] bytes(MemorySegment at, long len) {
         if (len > Integer.MAX_VALUE - 8) {
@@ -139,8 +146,8 @@ public final class Native {
     public static HurrayException error(int status, Throwable cause) {
         String message = lastErrorMessage();
         HurrayException e = new HurrayException(Status.fromValue(status), status, message, cause);
-        if (LOG.isDebugEnabled()) {
-            LOG.debug("native call failed: {}", e.getMessage());
+        if (Log.core().isDebugEnabled()) {
+            Log.core().debug("native call failed: {}", e.getMessage());
         }
         return e;
     }
@@ -173,10 +180,10 @@ public final class Native {
         return hurray_h.hurray_status_name(status).reinterpret(256).getString(0);
     }
 
-    /** Logs at debug level (handle creation and destruction). */
+    /** Logs at debug level (file reader and writer handles made and destroyed). */
     static void debug(String format, Object... args) {
-        if (LOG.isDebugEnabled()) {
-            LOG.debug(format, args);
+        if (Log.core().isDebugEnabled()) {
+            Log.core().debug(format, args);
         }
     }
 

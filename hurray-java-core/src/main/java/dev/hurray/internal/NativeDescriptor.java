@@ -203,8 +203,54 @@ public final class NativeDescriptor {
         }
     }
 
-    private static Built build(DescriptorFields f, byte[] name, byte[][] keys, byte[][] values, MemorySegment area)
-            throws HurrayException {
+    /** The most buffers a descriptor has ({@code HurrayTensorSpec.payload_count}'s limit). */
+    private static final int MAX_TABLE = 64;
+
+    /**
+     * The buffer table of a descriptor with these fields (its default one when {@code f} has
+     * none), after the native library checked every rule of {@code hurray_descriptor_new} with
+     * one {@code hurray_descriptor_check} call; no descriptor is made. Only for fields a
+     * {@code HurrayDescriptorSpec} expresses (row-major, column-major and strided layouts,
+     * per-tensor or per-channel affine and cast quantization), without name or metadata.
+     *
+     * @throws HurrayException the library's refusal
+     */
+    public static List<BufferSpec> checkedTable(DescriptorFields f) throws HurrayException {
+        MemorySegment area = BUILD_AREA.get();
+        long need = HurrayDescriptorSpec.sizeof() + 8L * f.shape().rank() + 8L * f.layout().strides().length
+                + HurrayBufferSpec.sizeof() * (f.buffers().size() + MAX_TABLE) + 8 + 64;
+        if (need > BUILD_AREA_BYTES) {
+            try (Arena a = Arena.ofConfined()) {
+                return checkedTable(f, a.allocate(need, 64));
+            }
+        }
+        return checkedTable(f, area);
+    }
+
+    private static List<BufferSpec> checkedTable(DescriptorFields f, MemorySegment area) throws HurrayException {
+        byte[][] none = new byte[0][];
+        long at = layOut(f, null, none, none, area);
+        at = (at + 7) & ~7L;
+        MemorySegment count = area.asSlice(at, 8);
+        MemorySegment table = area.asSlice(at + 8, HurrayBufferSpec.sizeof() * MAX_TABLE);
+        count.set(JAVA_LONG, 0, MAX_TABLE);
+        Native.check(hurray_h.hurray_descriptor_check$raw(area.address(), table.address(), count.address()));
+        int n = (int) count.get(JAVA_LONG, 0);
+        BufferSpec[] out = new BufferSpec[n];
+        for (int i = 0; i < n; i++) {
+            MemorySegment s = table.asSlice(i * HurrayBufferSpec.sizeof(), HurrayBufferSpec.sizeof());
+            out[i] = new BufferSpec(HurrayBufferSpec.byte_size(s), HurrayBufferSpec.alignment(s),
+                    DeviceTag.fromCode(Byte.toUnsignedInt(HurrayBufferSpec.device_tag(s))),
+                    SyncMode.fromCode(Byte.toUnsignedInt(HurrayBufferSpec.sync_mode(s))));
+        }
+        return List.of(out);
+    }
+
+    /**
+     * Lays a {@code HurrayDescriptorSpec} for {@code f} out at the start of {@code area}, its
+     * arrays and bytes after it; returns the offset after the last byte written.
+     */
+    private static long layOut(DescriptorFields f, byte[] name, byte[][] keys, byte[][] values, MemorySegment area) {
         MemorySegment spec = area.asSlice(0, HurrayDescriptorSpec.sizeof());
         spec.fill((byte) 0);
         long at = HurrayDescriptorSpec.sizeof();
@@ -262,6 +308,14 @@ public final class NativeDescriptor {
             HurrayDescriptorSpec.name(spec, area.asSlice(at - name.length));
             HurrayDescriptorSpec.name_len(spec, name.length);
         }
+        return at;
+    }
+
+    private static Built build(DescriptorFields f, byte[] name, byte[][] keys, byte[][] values, MemorySegment area)
+            throws HurrayException {
+        MemorySegment spec = area.asSlice(0, HurrayDescriptorSpec.sizeof());
+        layOut(f, name, keys, values, area);
+        List<BufferSpec> buffers = f.buffers();
         MemorySegment slot = Native.scratch();
         Native.check(hurray_h.hurray_descriptor_new(spec, slot));
         MemorySegment raw = slot.get(ADDRESS, 0);
@@ -509,9 +563,12 @@ public final class NativeDescriptor {
 
     /** The name a {@code HurrayDescriptorFields} points at, or null when the descriptor has none. */
     static String name(MemorySegment fields) {
-        MemorySegment p = HurrayDescriptorFields.name(fields);
-        return p.equals(MemorySegment.NULL) ? null
-                : new String(Native.bytes(p, HurrayDescriptorFields.name_len(fields)), StandardCharsets.UTF_8);
+        return name(HurrayDescriptorFields.name(fields).address(), HurrayDescriptorFields.name_len(fields));
+    }
+
+    /** The name at {@code address} ({@code length} UTF-8 bytes), or null when the address is 0 (unnamed). */
+    static String name(long address, long length) {
+        return address == 0 ? null : new String(Native.bytes(address, length), StandardCharsets.UTF_8);
     }
 
     /**

@@ -3,6 +3,7 @@ package dev.hurray.internal;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED;
 
 import dev.hurray.HurrayException;
 import dev.hurray.Status;
@@ -42,6 +43,33 @@ public final class NativeReader {
     /** Tensors decoded per {@code hurray_decoder_next_batch} call at most. */
     static final int BATCH = 64;
     private static final long RESULT_BYTES = HurrayDecodeResult.sizeof();
+    private static final int RESULT_WORDS = (int) (RESULT_BYTES / 8);
+    private static final long FIELDS = HurrayDecodeResult.fields$offset();
+    private static final int W_TENSOR = word(HurrayDecodeResult.tensor$offset());
+    private static final int W_BUFFERS = word(HurrayDecodeResult.buffers$offset());
+    private static final int W_METADATA = word(HurrayDecodeResult.metadata$offset());
+    private static final int W_BUFFER_COUNT = word(FIELDS + HurrayDescriptorFields.buffer_count$offset());
+    private static final int W_METADATA_COUNT = word(FIELDS + HurrayDescriptorFields.metadata_count$offset());
+    private static final int W_NAME = word(FIELDS + HurrayDescriptorFields.name$offset());
+    private static final int W_NAME_LEN = word(FIELDS + HurrayDescriptorFields.name_len$offset());
+    private static final int W_ENCODED = word(FIELDS + HurrayDescriptorFields.encoded$offset());
+    private static final int W_ENCODED_LEN = word(FIELDS + HurrayDescriptorFields.encoded_len$offset());
+    /** The version (16 bits) and flags (32 bits) share a word with the element type and layout. */
+    private static final long VERSION_AT = FIELDS + HurrayDescriptorFields.version$offset();
+    private static final long FLAGS_AT = FIELDS + HurrayDescriptorFields.flags$offset();
+
+    private static int word(long offset) {
+        if ((offset & 7) != 0) {
+            throw new ExceptionInInitializerError("HurrayDecodeResult field at " + offset + " is not 8-aligned");
+        }
+        return (int) (offset >>> 3);
+    }
+
+    /** {@code bytes} bytes at byte {@code offset} of the words (little-endian, as on every supported platform). */
+    private static long bits(long[] w, long offset, int bytes) {
+        long v = w[(int) (offset >>> 3)] >>> (8 * (offset & 7));
+        return bytes == 8 ? v : v & ((1L << (8 * bytes)) - 1);
+    }
 
     private final Source source;
     /** {@link #BATCH} results of the last batch call, then one for the item, header and composite calls. */
@@ -50,6 +78,13 @@ public final class NativeReader {
     private final MemorySegment single;
     /** The result of the tensor returned last. */
     private MemorySegment result;
+    /**
+     * The current result as words, copied out once ({@link #words()}) and read with array
+     * loads: the per-tensor accessors then cost no segment read each, which a fresh JVM
+     * interprets slowly and the compiled code checks one by one.
+     */
+    private final long[] words = new long[RESULT_WORDS];
+    private boolean snapped;
     /** Results of the last batch not yet returned: {@code pendingAt..pendingCount-1}. */
     private int pendingAt;
     private int pendingCount;
@@ -173,11 +208,10 @@ public final class NativeReader {
                         bufferPoolBytes);
             }
             MemorySegment slot = Results.compositeSlot(result); // free until the first nextItem
-            Native.check(hurray_h.hurray_decoder_new(opts, bufferPoolBytes, slot));
+            Native.check(hurray_h.hurray_decoder_new$raw(opts.address(), bufferPoolBytes, slot.address()));
             DECODERS_MADE.incrementAndGet();
             MemorySegment h = slot.get(ADDRESS, 0);
             slot.set(ADDRESS, 0, MemorySegment.NULL);
-            Native.debug("hurray: decoder {} created", h);
             return new NativeReader(source, result, Results.compositeSlot(result), h, limits, bufferPoolBytes);
         } catch (HurrayException | RuntimeException | Error e) {
             Results.give(result);
@@ -320,13 +354,27 @@ public final class NativeReader {
     public static long[] defaultLimits() {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment opts = HurrayReaderOptions.allocate(a);
-            hurray_h.hurray_reader_options_init(opts);
+            hurray_h.hurray_reader_options_init$raw(opts.address());
             return new long[] {
                 Integer.toUnsignedLong(HurrayReaderOptions.max_rank(opts)),
                 HurrayReaderOptions.max_descriptor_bytes(opts),
                 HurrayReaderOptions.max_tensor_bytes(opts)
             };
         }
+    }
+
+    /** Makes {@code r} the current result; its words are copied out when first read. */
+    private void at(MemorySegment r) {
+        result = r;
+        snapped = false;
+    }
+
+    private long[] words() {
+        if (!snapped) {
+            MemorySegment.copy(result, JAVA_LONG_UNALIGNED, 0, words, 0, RESULT_WORDS);
+            snapped = true;
+        }
+        return words;
     }
 
     /**
@@ -340,7 +388,7 @@ public final class NativeReader {
      */
     public boolean next() throws HurrayException {
         if (pendingAt < pendingCount) {
-            result = results.asSlice(pendingAt++ * RESULT_BYTES, RESULT_BYTES);
+            at(results.asSlice(pendingAt++ * RESULT_BYTES, RESULT_BYTES));
             emitted++;
             return true;
         }
@@ -348,11 +396,12 @@ public final class NativeReader {
             fillIfAsked();
             long f = filled;
             filled = 0;
-            int rc = hurray_h.hurray_decoder_next_batch(handle, f, inputEnded ? END_OF_INPUT : 0, results, BATCH, countSlot);
+            int rc = hurray_h.hurray_decoder_next_batch$raw(handle.address(), f, inputEnded ? END_OF_INPUT : 0, results.address(),
+                    BATCH, countSlot.address());
             if (rc == Native.OK) {
                 pendingCount = (int) countSlot.get(JAVA_LONG, 0);
                 pendingAt = 1;
-                result = results.asSlice(0, RESULT_BYTES);
+                at(results.asSlice(0, RESULT_BYTES));
                 if (HurrayDecodeResult.input_len(result) > 0) {
                     // The decoder already said where the next bytes go: no call just to ask.
                     toFill = result;
@@ -396,7 +445,7 @@ public final class NativeReader {
     public MemorySegment[] nextItem() throws HurrayException {
         if (pendingAt < pendingCount) {
             // A tensor the last batch read ahead: an item of its own.
-            result = results.asSlice(pendingAt++ * RESULT_BYTES, RESULT_BYTES);
+            at(results.asSlice(pendingAt++ * RESULT_BYTES, RESULT_BYTES));
             emitted++;
             return new MemorySegment[] {HurrayDecodeResult.tensor(result), null};
         }
@@ -404,7 +453,7 @@ public final class NativeReader {
             fillIfAsked();
             long f = filled;
             filled = 0;
-            result = single;
+            at(single);
             int rc = hurray_h.hurray_decoder_next_item(handle, f, inputEnded ? END_OF_INPUT : 0, result, compositeSlot);
             if (rc == Native.OK) {
                 emitted++;
@@ -510,7 +559,7 @@ public final class NativeReader {
      */
     public int poll(int kind) throws HurrayException {
         if (kind == POLL_TENSOR && pendingAt < pendingCount) {
-            result = results.asSlice(pendingAt++ * RESULT_BYTES, RESULT_BYTES);
+            at(results.asSlice(pendingAt++ * RESULT_BYTES, RESULT_BYTES));
             emitted++;
             return Native.OK;
         }
@@ -520,14 +569,14 @@ public final class NativeReader {
         int rc;
         if (kind == POLL_TENSOR) {
             // The flat view decodes every buffered tensor at once, as next() does.
-            rc = hurray_h.hurray_decoder_next_batch(handle, f, flags, results, BATCH, countSlot);
-            result = results.asSlice(0, RESULT_BYTES);
+            rc = hurray_h.hurray_decoder_next_batch$raw(handle.address(), f, flags, results.address(), BATCH, countSlot.address());
+            at(results.asSlice(0, RESULT_BYTES));
             if (rc == Native.OK) {
                 pendingCount = (int) countSlot.get(JAVA_LONG, 0);
                 pendingAt = 1;
             }
         } else {
-            result = single;
+            at(single);
             rc = kind == POLL_ITEM ? hurray_h.hurray_decoder_next_item(handle, f, flags, single, compositeSlot)
                     : hurray_h.hurray_decoder_next_header(handle, f, flags, single);
         }
@@ -571,28 +620,29 @@ public final class NativeReader {
 
     /** The decoded tensor ({@code HurrayTensor*}), now owned by the caller (destroy it). */
     public MemorySegment tensor() {
-        return HurrayDecodeResult.tensor(result);
+        return MemorySegment.ofAddress(words()[W_TENSOR]);
     }
 
     /** The decoded tensor's encoded descriptor, as a view valid while the tensor lives. */
     public MemorySegment encodedView() {
-        MemorySegment f = HurrayDecodeResult.fields(result);
-        return Native.view(HurrayDescriptorFields.encoded(f), HurrayDescriptorFields.encoded_len(f));
+        long[] w = words();
+        return Native.view(w[W_ENCODED], w[W_ENCODED_LEN]);
     }
 
     /** The decoded tensor's descriptor fields, read from the result with no downcall. */
     public DescriptorFields readFields() throws HurrayException {
-        MemorySegment f = HurrayDecodeResult.fields(result);
+        long[] w = words();
         DescriptorFields fields;
-        if (lastFieldsAt == emitted - 1 && (HurrayDescriptorFields.flags(f) & SAME_EXCEPT_NAME) != 0) {
+        if (lastFieldsAt == emitted - 1 && (bits(w, FLAGS_AT, 4) & SAME_EXCEPT_NAME) != 0) {
             // The decoder says only the name differs from the previous tensor's descriptor.
             DescriptorFields p = lastFields;
-            String name = NativeDescriptor.name(f);
+            String name = NativeDescriptor.name(w[W_NAME], w[W_NAME_LEN]);
             fields = java.util.Objects.equals(name, p.name()) ? p : new DescriptorFields(p.elementType(), p.shape(),
                     p.layout(), p.byteOffset(), p.buffers(), p.quantization(), name, p.metadata());
         } else {
-            long buffers = HurrayDescriptorFields.buffer_count(f);
-            long entries = HurrayDescriptorFields.metadata_count(f);
+            MemorySegment f = HurrayDecodeResult.fields(result);
+            long buffers = w[W_BUFFER_COUNT];
+            long entries = w[W_METADATA_COUNT];
             fields = NativeDescriptor.readDecoded(f,
                     Native.view(HurrayDecodeResult.buffers(result), buffers * HurrayDecodedBuffer.sizeof()),
                     Native.view(HurrayDecodeResult.metadata(result), entries * HurrayMetadataView.sizeof()),
@@ -622,7 +672,8 @@ public final class NativeReader {
      * the arena is).
      */
     public MemorySegment[] buffers(Arena arena, java.util.function.Consumer<MemorySegment> release) {
-        int count = (int) HurrayDescriptorFields.buffer_count(HurrayDecodeResult.fields(result));
+        long[] w = words();
+        int count = (int) w[W_BUFFER_COUNT];
         MemorySegment[] out = new MemorySegment[count];
         if (count == 0) {
             if (release != null) {
@@ -630,7 +681,7 @@ public final class NativeReader {
             }
             return out;
         }
-        long table = HurrayDecodeResult.buffers(result).address();
+        long table = w[W_BUFFERS];
         long stride = HurrayDecodedBuffer.sizeof();
         for (int i = 0; i < count; i++) {
             long at = table + i * stride;
@@ -646,8 +697,9 @@ public final class NativeReader {
 
     /** The decoded tensor's payload bytes in all (the sum of its buffer sizes). */
     public long payloadBytes() {
-        int count = (int) HurrayDescriptorFields.buffer_count(HurrayDecodeResult.fields(result));
-        long table = HurrayDecodeResult.buffers(result).address();
+        long[] w = words();
+        int count = (int) w[W_BUFFER_COUNT];
+        long table = w[W_BUFFERS];
         long sum = 0;
         for (int i = 0; i < count; i++) {
             sum += Native.EVERYTHING.get(JAVA_LONG, table + i * HurrayDecodedBuffer.sizeof() + SIZE);
@@ -655,11 +707,9 @@ public final class NativeReader {
         return sum;
     }
 
-    /** The version field of the decoded tensor's descriptor (bytes 4-5 of its encoding, docs/spec/descriptor.md). */
+    /** The decoded tensor's descriptor format version, as the decoder reports it in its fields. */
     public int descriptorVersion() {
-        MemorySegment f = HurrayDecodeResult.fields(result);
-        return Short.toUnsignedInt(Native.EVERYTHING.get(java.lang.foreign.ValueLayout.JAVA_SHORT_UNALIGNED,
-                HurrayDescriptorFields.encoded(f).address() + 4));
+        return (int) bits(words(), VERSION_AT, 2);
     }
 
     /**
@@ -678,13 +728,12 @@ public final class NativeReader {
         // be one the cleaner can no longer destroy. If the cleaner got there first (the owner
         // was unreachable), the decoder is gone and nothing more is done with it.
         if (resource == null || resource.disarm()) {
-            if (hurray_h.hurray_decoder_reset(h) != Native.OK
+            if (hurray_h.hurray_decoder_reset$raw(h.address()) != Native.OK
                     || !IdleDecoders.offer(new IdleDecoders.Idle(h, bufferPoolBytes, limits))) {
                 destroy(h);
             }
         }
         Results.give(results);
-        Native.debug("hurray: decoder {} destroyed", h);
         try {
             source.close();
         } catch (IOException | RuntimeException e) {
@@ -706,6 +755,6 @@ public final class NativeReader {
         // hold the slot (Native's scratch rule); the leak cleaner's thread has its own.
         MemorySegment slot = Native.scratch();
         slot.set(ADDRESS, 0, h);
-        hurray_h.hurray_decoder_destroy(slot);
+        hurray_h.hurray_decoder_destroy$raw(slot.address());
     }
 }

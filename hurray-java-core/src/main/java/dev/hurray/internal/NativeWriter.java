@@ -218,9 +218,9 @@ public final class NativeWriter {
         HurrayException refused = null;
         try {
             while (true) {
-                int rc = hurray_h.hurray_encoder_encode_batch(handle, unreported,
-                        MemorySegment.ofAddress(specs.address() + from * SpecWriter.SPEC_BYTES), queued - from,
-                        flags, pieces, MAX_PIECES, batchResult);
+                int rc = hurray_h.hurray_encoder_encode_batch$raw(handle.address(), unreported,
+                        specs.address() + from * SpecWriter.SPEC_BYTES, queued - from,
+                        flags, pieces.address(), MAX_PIECES, batchResult.address());
                 unreported = 0;
                 stateNow = dev.hurray.ffm.HurrayEncodeBatchResult.state(batchResult);
                 long encoded = dev.hurray.ffm.HurrayEncodeBatchResult.encoded(batchResult);
@@ -332,27 +332,43 @@ public final class NativeWriter {
         }
         int n = queued;
         try {
-            int rc = hurray_h.hurray_encoder_encode_batch(handle, unreported, specs, n, 0, MemorySegment.NULL, 0,
-                    batchResult);
-            unreported = 0;
-            stateNow = dev.hurray.ffm.HurrayEncodeBatchResult.state(batchResult);
-            long encoded = dev.hurray.ffm.HurrayEncodeBatchResult.encoded(batchResult);
-            if (rc < 0) {
-                HurrayException e = Native.error(rc, null);
-                int bad = (int) encoded;
-                if (bad < n) {
-                    // Stage the rest; the refused tensor is reported.
-                    int rest = n - bad - 1;
-                    if (rest > 0) {
-                        Native.check(hurray_h.hurray_encoder_encode_batch(handle, 0,
-                                MemorySegment.ofAddress(specs.address() + (bad + 1) * SpecWriter.SPEC_BYTES), rest, 0,
-                                MemorySegment.NULL, 0, batchResult));
-                    }
-                    throw new HurrayException(e.status(), "tensor " + (queuedNames[bad] == null ? "#" + bad
-                            + " of the batch (unnamed)" : quote(queuedNames[bad]))
-                            + " was refused and not written (the other tensors were): " + e.nativeMessage(), null);
+            // Every queued tensor is staged but the refused ones; the first refusal is thrown
+            // with any later ones attached as suppressed, so no refusal goes unreported.
+            HurrayException first = null;
+            int from = 0;
+            long report = unreported;
+            while (from < n) {
+                int rc = hurray_h.hurray_encoder_encode_batch$raw(handle.address(), report,
+                        specs.address() + from * SpecWriter.SPEC_BYTES, n - from, 0, 0, 0, batchResult.address());
+                report = 0;
+                unreported = 0;
+                stateNow = dev.hurray.ffm.HurrayEncodeBatchResult.state(batchResult);
+                long encoded = dev.hurray.ffm.HurrayEncodeBatchResult.encoded(batchResult);
+                if (rc >= 0) {
+                    break;
                 }
-                throw e;
+                HurrayException e = Native.error(rc, null);
+                int bad = from + (int) encoded;
+                if (bad >= n) {
+                    // Not an item's refusal (a poisoned or finished encoder): nothing more stages.
+                    if (first == null) {
+                        throw e;
+                    }
+                    first.addSuppressed(e);
+                    break;
+                }
+                HurrayException refused = new HurrayException(e.status(), "tensor " + (queuedNames[bad] == null
+                        ? "#" + bad + " of the batch (unnamed)" : quote(queuedNames[bad]))
+                        + " was refused and not written (the other tensors were): " + e.nativeMessage(), null);
+                if (first == null) {
+                    first = refused;
+                } else {
+                    first.addSuppressed(refused);
+                }
+                from = bad + 1;
+            }
+            if (first != null) {
+                throw first;
             }
         } finally {
             queued = 0;
@@ -370,17 +386,16 @@ public final class NativeWriter {
     public static NativeWriter open(Sink sink, boolean payloadChecksums, long batchBytes) throws HurrayException {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment opts = HurrayWriterOptions.allocate(arena);
-            Native.check(hurray_h.hurray_writer_options_init(opts));
+            Native.check(hurray_h.hurray_writer_options_init$raw(opts.address()));
             HurrayWriterOptions.flags(opts, payloadChecksums ? hurray_h.HURRAY_WRITER_PAYLOAD_CHECKSUMS() : 0);
             MemorySegment slot = arena.allocate(ADDRESS);
-            Native.check(hurray_h.hurray_encoder_new(opts, slot));
+            Native.check(hurray_h.hurray_encoder_new$raw(opts.address(), slot.address()));
             MemorySegment h = slot.get(ADDRESS, 0);
             if (sink.gathers()) {
                 // Pieces leave in one gathering write, so copying mid-sized payloads into the
                 // staging buffer would only cost a memcpy.
-                Native.check(hurray_h.hurray_encoder_set_coalesce_bytes(h, GATHER_COALESCE_BYTES));
+                Native.check(hurray_h.hurray_encoder_set_coalesce_bytes$raw(h.address(), GATHER_COALESCE_BYTES));
             }
-            Native.debug("hurray: encoder {} created", h);
             return new NativeWriter(sink, batchBytes, Arena.ofAuto(), h);
         }
     }
@@ -491,7 +506,7 @@ public final class NativeWriter {
      * the stream header again. A sink that failed for good stays failed.
      */
     public void reset() throws HurrayException {
-        Native.check(hurray_h.hurray_encoder_reset(handle, state));
+        Native.check(hurray_h.hurray_encoder_reset$raw(handle.address(), state.address()));
         stateNow = state;
         queued = 0;
         auxUsed = 0;
@@ -671,7 +686,6 @@ public final class NativeWriter {
         if (batchArea.byteSize() == SpecWriter.SPEC_BYTES * MAX_QUEUED + DEFAULT_AUX_BYTES) {
             BatchAreas.give(batchArea);
         }
-        Native.debug("hurray: encoder {} destroyed", h);
         try {
             sink.close();
         } catch (IOException | RuntimeException e) {
@@ -689,6 +703,10 @@ public final class NativeWriter {
     }
 
     private static void destroy(MemorySegment h) {
-        Native.destroyThroughSlot(h, hurray_h::hurray_encoder_destroy);
+        // hurray_encoder_destroy never calls back into Java (an encoder has no transport), so
+        // the thread's scratch area may hold the slot (Native's scratch rule).
+        MemorySegment slot = Native.scratch();
+        slot.set(ADDRESS, 0, h);
+        hurray_h.hurray_encoder_destroy$raw(slot.address());
     }
 }

@@ -7,8 +7,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The process-wide release upcalls: one stub per callback kind, made once in the global arena,
@@ -30,7 +28,6 @@ import org.slf4j.LoggerFactory;
  * under a microsecond.
  */
 public final class Releases {
-    private static final Logger LOG = LoggerFactory.getLogger("dev.hurray");
 
     /** Pending actions by key. */
     private static final ConcurrentHashMap<Long, Runnable> ACTIONS = new ConcurrentHashMap<>();
@@ -80,7 +77,7 @@ public final class Releases {
             Runnable r = ACTIONS.remove(key);
             if (r == null) {
                 UNKNOWN.incrementAndGet();
-                LOG.warn("{} upcall for unknown or already released key {}", kind, key);
+                Log.core().warn("{} upcall for unknown or already released key {}", kind, key);
                 return;
             }
             r.run();
@@ -111,7 +108,7 @@ public final class Releases {
             } else if (prev != t) {
                 prev.addSuppressed(t);
             }
-            LOG.warn("{} action failed on thread {}", kind, Thread.currentThread().getName(), t);
+            Log.core().warn("{} action failed on thread {}", kind, Thread.currentThread().getName(), t);
         } catch (Throwable ignored) {
             // Logging itself failed (e.g. out of memory): nothing more can be done inside an upcall.
         }

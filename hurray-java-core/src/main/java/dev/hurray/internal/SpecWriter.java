@@ -1,10 +1,8 @@
 package dev.hurray.internal;
 
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
-import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED;
-import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
 import dev.hurray.BufferSpec;
 import dev.hurray.Quantization;
@@ -15,7 +13,6 @@ import dev.hurray.ffm.HurrayMetadataView;
 import dev.hurray.ffm.HurrayTensorSpec;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
-import java.util.Map;
 
 /**
  * Lays a tensor's descriptor fields and payload ranges out as a {@code HurrayTensorSpec}
@@ -23,9 +20,9 @@ import java.util.Map;
  * a batch of tensors reaches {@code hurray_encoder_encode_batch} in one call. Java only copies
  * fields here; the encoder validates and encodes them.
  *
- * <p>Offsets are read once from the generated struct classes; every store is a plain
- * segment write, and pointers are written as addresses ({@code JAVA_LONG}), as the bindings
- * test proves the layouts equal to the compiler's.
+ * <p>Offsets are read once from the generated struct classes (the bindings test proves them
+ * equal to the compiler's); each struct is assembled in a {@code long[]} and copied out in one
+ * call, with pointers as addresses.
  */
 final class SpecWriter {
     static final long SPEC_BYTES = HurrayTensorSpec.sizeof();
@@ -57,6 +54,60 @@ final class SpecWriter {
     private static final long SLICE = HurrayIoSlice.sizeof();
     private static final long SLICE_PTR = HurrayIoSlice.ptr$offset();
     private static final long SLICE_LEN = HurrayIoSlice.len$offset();
+
+    // Word indexes of the 8-byte fields, and byte offsets of the narrow ones, for building a
+    // spec in a long[] (little-endian words, as on every platform the library is built for)
+    // and copying it out in one call: plain array stores cost a fresh JVM's interpreter a
+    // fraction of a segment store each, and the compiled code checks bounds once per copy.
+    static final int SPEC_WORDS = words(SPEC_BYTES);
+    private static final int W_RANK = word(RANK);
+    private static final int W_DIMS = word(DIMS);
+    private static final int W_STRIDES = word(STRIDES);
+    private static final int W_STRIDE_COUNT = word(STRIDE_COUNT);
+    private static final int W_OFFSET = word(OFFSET);
+    private static final int W_BUFFER_COUNT = word(BUFFER_COUNT);
+    private static final int W_BUFFERS = word(BUFFERS);
+    private static final int W_NAME = word(NAME);
+    private static final int W_NAME_LEN = word(NAME_LEN);
+    private static final int W_MD_COUNT = word(MD_COUNT);
+    private static final int W_MD = word(MD);
+    private static final int W_PAYLOADS = word(PAYLOADS);
+    private static final int W_PAYLOAD_COUNT = word(PAYLOAD_COUNT);
+    private static final int BUF_WORDS = words(BUF);
+    private static final int W_BUF_SIZE = word(BUF_SIZE);
+    private static final int VIEW_WORDS = words(VIEW);
+    private static final int W_KEY = word(HurrayMetadataView.key$offset());
+    private static final int W_KEY_LEN = word(HurrayMetadataView.key_len$offset());
+    private static final int W_VALUE = word(HurrayMetadataView.value$offset());
+    private static final int W_VALUE_LEN = word(HurrayMetadataView.value_len$offset());
+    private static final int SLICE_WORDS = words(SLICE);
+    private static final int W_SLICE_PTR = word(SLICE_PTR);
+    private static final int W_SLICE_LEN = word(SLICE_LEN);
+
+    static {
+        if (java.nio.ByteOrder.nativeOrder() != java.nio.ByteOrder.LITTLE_ENDIAN) {
+            throw new ExceptionInInitializerError("SpecWriter packs little-endian words; this platform is big-endian");
+        }
+    }
+
+    /** The word index of an 8-byte field at {@code offset}; it must be 8-aligned. */
+    private static int word(long offset) {
+        if ((offset & 7) != 0) {
+            throw new ExceptionInInitializerError("field offset " + offset + " is not 8-aligned");
+        }
+        return (int) (offset >>> 3);
+    }
+
+    /** Words in a struct of {@code bytes}; a multiple of 8. */
+    private static int words(long bytes) {
+        return word(bytes);
+    }
+
+    /** ORs the low {@code bytes} bytes of {@code value} into {@code w} at byte {@code offset} (little-endian). */
+    private static void put(long[] w, int base, long offset, long value, int bytes) {
+        long mask = bytes == 8 ? -1L : (1L << (8 * bytes)) - 1;
+        w[base + (int) (offset >>> 3)] |= (value & mask) << (8 * (offset & 7));
+    }
 
     private SpecWriter() {
     }
@@ -91,71 +142,73 @@ final class SpecWriter {
             byte[][] keys, MemorySegment[] payloads, boolean copy) {
         long s = index * SPEC_BYTES;
         long base = aux.address();
-        specs.asSlice(s, SPEC_BYTES).fill((byte) 0);
-        specs.set(JAVA_BYTE, s + ET, (byte) f.elementType().code());
-        specs.set(JAVA_BYTE, s + LAYOUT, (byte) f.layout().kind().code());
+        long[] w = new long[SPEC_WORDS];
+        put(w, 0, ET, f.elementType().code(), 1);
+        put(w, 0, LAYOUT, f.layout().kind().code(), 1);
         long[] dims = f.shape().dims();
-        specs.set(JAVA_LONG, s + RANK, dims.length);
+        w[W_RANK] = dims.length;
         if (dims.length > 0) {
             MemorySegment.copy(dims, 0, aux, JAVA_LONG_UNALIGNED, at, dims.length);
-            specs.set(JAVA_LONG, s + DIMS, base + at);
+            w[W_DIMS] = base + at;
             at += 8L * dims.length;
         }
         long[] strides = f.layout().strides();
         if (strides.length > 0) {
             MemorySegment.copy(strides, 0, aux, JAVA_LONG_UNALIGNED, at, strides.length);
-            specs.set(JAVA_LONG, s + STRIDES, base + at);
-            specs.set(JAVA_LONG, s + STRIDE_COUNT, strides.length);
+            w[W_STRIDES] = base + at;
+            w[W_STRIDE_COUNT] = strides.length;
             at += 8L * strides.length;
         }
-        specs.set(JAVA_LONG, s + OFFSET, f.byteOffset());
+        w[W_OFFSET] = f.byteOffset();
         List<BufferSpec> buffers = f.buffers();
-        specs.set(JAVA_LONG, s + BUFFER_COUNT, buffers.size());
-        specs.set(JAVA_LONG, s + BUFFERS, base + at);
-        for (int i = 0; i < buffers.size(); i++) {
+        int nb = buffers.size();
+        w[W_BUFFER_COUNT] = nb;
+        w[W_BUFFERS] = base + at;
+        long[] table = new long[nb * BUF_WORDS];
+        for (int i = 0; i < nb; i++) {
             BufferSpec b = buffers.get(i);
-            aux.set(JAVA_LONG, at + BUF_SIZE, b.byteSize());
-            aux.set(JAVA_INT, at + BUF_ALIGN, (int) b.alignment());
-            aux.set(JAVA_BYTE, at + BUF_TAG, (byte) b.deviceTag().code());
-            aux.set(JAVA_BYTE, at + BUF_SYNC, (byte) b.syncMode().code());
-            aux.set(JAVA_SHORT, at + BUF_RES, (short) 0);
-            at += BUF;
+            int t = i * BUF_WORDS;
+            table[t + W_BUF_SIZE] = b.byteSize();
+            put(table, t, BUF_ALIGN, b.alignment(), 4);
+            put(table, t, BUF_TAG, b.deviceTag().code(), 1);
+            put(table, t, BUF_SYNC, b.syncMode().code(), 1);
+            // BUF_RES stays 0.
         }
-        Quantization q = f.quantization();
-        if (q != null) {
-            NativeDescriptor.toNative(q, specs.asSlice(s + QUANT, QUANT_BYTES));
-        }
+        MemorySegment.copy(table, 0, aux, JAVA_LONG_UNALIGNED, at, table.length);
+        at += BUF * nb;
         if (name != null) {
             MemorySegment.copy(name, 0, aux, JAVA_BYTE, at, name.length);
-            specs.set(JAVA_LONG, s + NAME, base + at);
-            specs.set(JAVA_LONG, s + NAME_LEN, name.length);
+            w[W_NAME] = base + at;
+            w[W_NAME_LEN] = name.length;
             at += pad(name.length);
         }
         if (keys.length > 0) {
             long views = at;
             at += VIEW * keys.length;
-            specs.set(JAVA_LONG, s + MD_COUNT, keys.length);
-            specs.set(JAVA_LONG, s + MD, base + views);
+            w[W_MD_COUNT] = keys.length;
+            w[W_MD] = base + views;
+            long[] v = new long[keys.length * VIEW_WORDS];
             int i = 0;
-            for (Map.Entry<String, byte[]> e : f.metadata().entrySet()) {
+            for (byte[] value : f.metadata().values()) {
                 byte[] k = keys[i];
-                byte[] v = e.getValue();
-                long view = views + i * VIEW;
+                int e = i * VIEW_WORDS;
                 MemorySegment.copy(k, 0, aux, JAVA_BYTE, at, k.length);
-                aux.set(JAVA_LONG, view + HurrayMetadataView.key$offset(), base + at);
-                aux.set(JAVA_LONG, view + HurrayMetadataView.key_len$offset(), k.length);
+                v[e + W_KEY] = base + at;
+                v[e + W_KEY_LEN] = k.length;
                 at += pad(k.length);
-                MemorySegment.copy(v, 0, aux, JAVA_BYTE, at, v.length);
-                aux.set(JAVA_LONG, view + HurrayMetadataView.value$offset(), v.length == 0 ? 0 : base + at);
-                aux.set(JAVA_LONG, view + HurrayMetadataView.value_len$offset(), v.length);
-                at += pad(v.length);
+                MemorySegment.copy(value, 0, aux, JAVA_BYTE, at, value.length);
+                v[e + W_VALUE] = value.length == 0 ? 0 : base + at;
+                v[e + W_VALUE_LEN] = value.length;
+                at += pad(value.length);
                 i++;
             }
+            MemorySegment.copy(v, 0, aux, JAVA_LONG_UNALIGNED, views, v.length);
         }
         long slices = at;
         at += SLICE * payloads.length;
-        specs.set(JAVA_LONG, s + PAYLOADS, base + slices);
-        specs.set(JAVA_LONG, s + PAYLOAD_COUNT, payloads.length);
+        w[W_PAYLOADS] = base + slices;
+        w[W_PAYLOAD_COUNT] = payloads.length;
+        long[] sl = new long[payloads.length * SLICE_WORDS];
         for (int i = 0; i < payloads.length; i++) {
             MemorySegment p = payloads[i];
             long len = p.byteSize();
@@ -172,8 +225,14 @@ final class SpecWriter {
             } else {
                 ptr = p.address();
             }
-            aux.set(JAVA_LONG, slices + i * SLICE + SLICE_PTR, ptr);
-            aux.set(JAVA_LONG, slices + i * SLICE + SLICE_LEN, len);
+            sl[i * SLICE_WORDS + W_SLICE_PTR] = ptr;
+            sl[i * SLICE_WORDS + W_SLICE_LEN] = len;
+        }
+        MemorySegment.copy(sl, 0, aux, JAVA_LONG_UNALIGNED, slices, sl.length);
+        MemorySegment.copy(w, 0, specs, JAVA_LONG_UNALIGNED, s, SPEC_WORDS);
+        Quantization q = f.quantization();
+        if (q != null) {
+            NativeDescriptor.toNative(q, specs.asSlice(s + QUANT, QUANT_BYTES));
         }
         return pad(at);
     }

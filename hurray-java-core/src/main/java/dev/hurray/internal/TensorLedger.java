@@ -106,7 +106,7 @@ public final class TensorLedger {
 
         private void flush() {
             if (queued > 0) {
-                hurray_h.hurray_tensor_destroy_many(queue, queued);
+                hurray_h.hurray_tensor_destroy_many$raw(queue.address(), queued);
                 queued = 0;
                 queuedBytes = 0;
             }
@@ -136,7 +136,7 @@ public final class TensorLedger {
 
         private void destroyOne(long handle) {
             queue.set(JAVA_LONG, 8L * queued, handle);
-            hurray_h.hurray_tensor_destroy_many(queue.asSlice(8L * queued), 1);
+            hurray_h.hurray_tensor_destroy_many$raw(queue.address() + 8L * queued, 1);
         }
     }
 }

@@ -29,8 +29,10 @@ import java.util.function.Consumer;
  *   uint8_t element_type;
  *   // Layout code (`HURRAY_LAYOUT_*`).
  *   uint8_t layout;
- *   // Always 0.
- *   uint16_t reserved;
+ *   // The descriptor's format version (its encoding's `version` field, docs/spec/descriptor.md):
+ *   // 1, or 2 for the features that need it. Added in ABI 4 (this word was reserved and always
+ *   // 0 before, so 0 means a library that does not report it).
+ *   uint16_t version;
  *   // `HURRAY_FIELDS_*` bits. `hurray_descriptor_fields` sets none; a decoder sets
  *   // `HURRAY_FIELDS_SAME_EXCEPT_NAME` (added in ABI 4; this word was reserved and always 0
  *   // before, so older callers ignore it).
@@ -73,7 +75,7 @@ public final class HurrayDescriptorFields {
     private static final GroupLayout $LAYOUT = MemoryLayout.structLayout(
         hurray_h.C_CHAR.withName("element_type"),
         hurray_h.C_CHAR.withName("layout"),
-        hurray_h.C_SHORT.withName("reserved"),
+        hurray_h.C_SHORT.withName("version"),
         hurray_h.C_INT.withName("flags"),
         hurray_h.C_LONG.withName("rank"),
         hurray_h.C_POINTER.withName("dims"),
@@ -190,52 +192,56 @@ public final class HurrayDescriptorFields {
         struct.set(layout$LAYOUT, layout$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfShort reserved$LAYOUT = (ValueLayout.OfShort) $LAYOUT.select(MemoryLayout.PathElement.groupElement("reserved"));
+    private static final ValueLayout.OfShort version$LAYOUT = (ValueLayout.OfShort) $LAYOUT.select(MemoryLayout.PathElement.groupElement("version"));
 
     /**
      * Layout for field:
      * {@snippet lang=c :
-     * uint16_t reserved
+     * uint16_t version
      * }
      */
-    public static final ValueLayout.OfShort reserved$layout() {
-        return reserved$LAYOUT;
+    public static final ValueLayout.OfShort version$layout() {
+        return version$LAYOUT;
     }
 
-    private static final long reserved$OFFSET = 2;
+    private static final long version$OFFSET = 2;
 
     /**
      * Offset in bytes for field:
      * {@snippet lang=c :
-     * uint16_t reserved
+     * uint16_t version
      * }
      */
-    public static final long reserved$offset() {
-        return reserved$OFFSET;
+    public static final long version$offset() {
+        return version$OFFSET;
     }
 
     /**
-     * Always 0.
+     * The descriptor's format version (its encoding's <code>version</code> field, docs/spec/descriptor.md):
+     * 1, or 2 for the features that need it. Added in ABI 4 (this word was reserved and always
+     * 0 before, so 0 means a library that does not report it).
      * <p>
      * Getter for field:
      * {@snippet lang=c :
-     * uint16_t reserved
+     * uint16_t version
      * }
      */
-    public static short reserved(MemorySegment struct) {
-        return struct.get(reserved$LAYOUT, reserved$OFFSET);
+    public static short version(MemorySegment struct) {
+        return struct.get(version$LAYOUT, version$OFFSET);
     }
 
     /**
-     * Always 0.
+     * The descriptor's format version (its encoding's <code>version</code> field, docs/spec/descriptor.md):
+     * 1, or 2 for the features that need it. Added in ABI 4 (this word was reserved and always
+     * 0 before, so 0 means a library that does not report it).
      * <p>
      * Setter for field:
      * {@snippet lang=c :
-     * uint16_t reserved
+     * uint16_t version
      * }
      */
-    public static void reserved(MemorySegment struct, short fieldValue) {
-        struct.set(reserved$LAYOUT, reserved$OFFSET, fieldValue);
+    public static void version(MemorySegment struct, short fieldValue) {
+        struct.set(version$LAYOUT, version$OFFSET, fieldValue);
     }
 
     private static final ValueLayout.OfInt flags$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("flags"));

@@ -193,9 +193,25 @@ public final class NativeLibrary {
         }
         int version = callAbiVersion(lookup, origin[0]);
         checkAbiVersion(version, hurray_h.HURRAY_C_ABI_VERSION(), origin[0]);
-        org.slf4j.LoggerFactory.getLogger(NativeLibrary.class).info("libhurray loaded from {} (C ABI version {})",
-                origin[0], version);
+        announce(origin[0], version);
         return new Loaded(lookup, origin[0], version);
+    }
+
+    /**
+     * Logs the load (one INFO line) on a short-lived thread of its own: when nothing has logged
+     * yet, SLF4J's start (finding and configuring its provider) takes tens of milliseconds in
+     * a fresh JVM, and this way it overlaps the first calls instead of delaying them. The
+     * thread is not a daemon, so a JVM that exits at once still prints the line. Where no
+     * thread can be started, the line is logged here.
+     */
+    private static void announce(String origin, int version) {
+        Runnable log = () -> org.slf4j.LoggerFactory.getLogger(NativeLibrary.class)
+                .info("libhurray loaded from {} (C ABI version {})", origin, version);
+        try {
+            Thread.ofPlatform().name("hurray-load-log").start(log);
+        } catch (RuntimeException | OutOfMemoryError e) {
+            log.run();
+        }
     }
 
     /**

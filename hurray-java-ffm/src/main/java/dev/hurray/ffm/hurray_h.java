@@ -3935,6 +3935,40 @@ public final class hurray_h {
         }
     }
 
+    private static final class hurray_decoder_new$raw {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_LONG, hurray_h.C_LONG, hurray_h.C_LONG);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_decoder_new");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * As {@link #hurray_decoder_new}, with every pointer passed as its address: the caller keeps the
+     * memory behind each address alive and unchanged by other threads for the call. Shares
+     * its downcall shape with the other {@code $raw} functions of the same arity.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_new(const struct HurrayReaderOptions *options,
+     *                                 uint64_t buffer_pool_bytes,
+     *                                 struct HurrayDecoder **out_decoder)
+     * }
+     */
+    public static int hurray_decoder_new$raw(long options, long buffer_pool_bytes, long out_decoder) {
+        var mh$ = hurray_decoder_new$raw.HANDLE;
+        if (hurray_decoder_new$raw.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_decoder_new");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_decoder_new", options, buffer_pool_bytes, out_decoder);
+            }
+            return (int) mh$.invokeExact(options, buffer_pool_bytes, out_decoder);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static final class hurray_decoder_next {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_INT, hurray_h.C_POINTER);
         static final MemorySegment ADDR = hurray_h.findOrNull("hurray_decoder_next");
@@ -4087,6 +4121,38 @@ public final class hurray_h {
     public static int hurray_decoder_reset(MemorySegment decoder) {
         var mh$ = hurray_decoder_reset.HANDLE;
         if (hurray_decoder_reset.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_decoder_reset");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_decoder_reset", decoder);
+            }
+            return (int) mh$.invokeExact(decoder);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_decoder_reset$raw {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_LONG);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_decoder_reset");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * As {@link #hurray_decoder_reset}, with every pointer passed as its address: the caller keeps the
+     * memory behind each address alive and unchanged by other threads for the call. Shares
+     * its downcall shape with the other {@code $raw} functions of the same arity.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_reset(struct HurrayDecoder *decoder)
+     * }
+     */
+    public static int hurray_decoder_reset$raw(long decoder) {
+        var mh$ = hurray_decoder_reset$raw.HANDLE;
+        if (hurray_decoder_reset$raw.ADDR == null) {
             throw NativeLibrary.missingSymbol("hurray_decoder_reset");
         }
         try {
@@ -4323,6 +4389,38 @@ public final class hurray_h {
         }
     }
 
+    private static final class hurray_decoder_destroy$raw {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_LONG);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_decoder_destroy");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * As {@link #hurray_decoder_destroy}, with every pointer passed as its address: the caller keeps the
+     * memory behind each address alive and unchanged by other threads for the call. Shares
+     * its downcall shape with the other {@code $raw} functions of the same arity.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_destroy(struct HurrayDecoder **decoder)
+     * }
+     */
+    public static int hurray_decoder_destroy$raw(long decoder) {
+        var mh$ = hurray_decoder_destroy$raw.HANDLE;
+        if (hurray_decoder_destroy$raw.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_decoder_destroy");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_decoder_destroy", decoder);
+            }
+            return (int) mh$.invokeExact(decoder);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static final class hurray_decoder_next_batch {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
         static final MemorySegment ADDR = hurray_h.findOrNull("hurray_decoder_next_batch");
@@ -4414,6 +4512,43 @@ public final class hurray_h {
     public static int hurray_decoder_next_batch(MemorySegment decoder, long filled, int flags, MemorySegment results, long capacity, MemorySegment out_count) {
         var mh$ = hurray_decoder_next_batch.HANDLE;
         if (hurray_decoder_next_batch.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_decoder_next_batch");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_decoder_next_batch", decoder, filled, flags, results, capacity, out_count);
+            }
+            return (int) mh$.invokeExact(decoder, filled, flags, results, capacity, out_count);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_decoder_next_batch$raw {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_LONG, hurray_h.C_LONG, hurray_h.C_INT, hurray_h.C_LONG, hurray_h.C_LONG, hurray_h.C_LONG);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_decoder_next_batch");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * As {@link #hurray_decoder_next_batch}, with every pointer passed as its address: the caller keeps the
+     * memory behind each address alive and unchanged by other threads for the call. Shares
+     * its downcall shape with the other {@code $raw} functions of the same arity.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_next_batch(struct HurrayDecoder *decoder,
+     *                                        size_t filled,
+     *                                        uint32_t flags,
+     *                                        struct HurrayDecodeResult *results,
+     *                                        size_t capacity,
+     *                                        size_t *out_count)
+     * }
+     */
+    public static int hurray_decoder_next_batch$raw(long decoder, long filled, int flags, long results, long capacity, long out_count) {
+        var mh$ = hurray_decoder_next_batch$raw.HANDLE;
+        if (hurray_decoder_next_batch$raw.ADDR == null) {
             throw NativeLibrary.missingSymbol("hurray_decoder_next_batch");
         }
         try {
@@ -6831,6 +6966,123 @@ public final class hurray_h {
         }
     }
 
+    private static final class hurray_descriptor_check {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_check");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_check(const struct HurrayDescriptorSpec *spec,
+     *                                      struct HurrayBufferSpec *out_buffers,
+     *                                      size_t *inout_buffer_count)
+     * }
+     */
+    public static FunctionDescriptor hurray_descriptor_check$descriptor() {
+        return hurray_descriptor_check.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_check(const struct HurrayDescriptorSpec *spec,
+     *                                      struct HurrayBufferSpec *out_buffers,
+     *                                      size_t *inout_buffer_count)
+     * }
+     */
+    public static MethodHandle hurray_descriptor_check$handle() {
+        NativeLibrary.requireSymbol(hurray_descriptor_check.ADDR, "hurray_descriptor_check");
+        return hurray_descriptor_check.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_check(const struct HurrayDescriptorSpec *spec,
+     *                                      struct HurrayBufferSpec *out_buffers,
+     *                                      size_t *inout_buffer_count)
+     * }
+     */
+    public static MemorySegment hurray_descriptor_check$address() {
+        return NativeLibrary.requireSymbol(hurray_descriptor_check.ADDR, "hurray_descriptor_check");
+    }
+
+    /**
+     * Validates <code>*spec</code> by exactly the rules of <code>hurray_descriptor_new</code>, without making a
+     * descriptor, and writes the buffer table the descriptor would have (the default table when
+     * the spec has none) to <code>out_buffers</code>. <code>*inout_buffer_count</code> is the room in <code>out_buffers</code> on
+     * entry and the table's entry count on return. A binding that keeps its descriptors as plain
+     * values checks one with this call and learns the sizes of its buffers. Errors: those of
+     * <code>hurray_descriptor_new</code> (<code>*inout_buffer_count</code> unchanged), and <code>BUFFER_TOO_SMALL</code> when the
+     * table has more entries than there is room for (<code>*inout_buffer_count</code> is then the count
+     * needed and nothing is written to <code>out_buffers</code>).
+     * <p>
+     * Added in ABI 4 (additive).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>spec</code> valid for reads and every pointer in it valid for its count; <code>inout_buffer_count</code>
+     * valid for one read and one write; <code>out_buffers</code> valid for <code>*inout_buffer_count</code> writes (may
+     * be NULL when that is 0).
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_check(const struct HurrayDescriptorSpec *spec,
+     *                                      struct HurrayBufferSpec *out_buffers,
+     *                                      size_t *inout_buffer_count)
+     * }
+     */
+    public static int hurray_descriptor_check(MemorySegment spec, MemorySegment out_buffers, MemorySegment inout_buffer_count) {
+        var mh$ = hurray_descriptor_check.HANDLE;
+        if (hurray_descriptor_check.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_check");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_descriptor_check", spec, out_buffers, inout_buffer_count);
+            }
+            return (int) mh$.invokeExact(spec, out_buffers, inout_buffer_count);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_descriptor_check$raw {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_LONG, hurray_h.C_LONG, hurray_h.C_LONG);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_check");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * As {@link #hurray_descriptor_check}, with every pointer passed as its address: the caller keeps the
+     * memory behind each address alive and unchanged by other threads for the call. Shares
+     * its downcall shape with the other {@code $raw} functions of the same arity.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_descriptor_check(const struct HurrayDescriptorSpec *spec,
+     *                                      struct HurrayBufferSpec *out_buffers,
+     *                                      size_t *inout_buffer_count)
+     * }
+     */
+    public static int hurray_descriptor_check$raw(long spec, long out_buffers, long inout_buffer_count) {
+        var mh$ = hurray_descriptor_check$raw.HANDLE;
+        if (hurray_descriptor_check$raw.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_descriptor_check");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_descriptor_check", spec, out_buffers, inout_buffer_count);
+            }
+            return (int) mh$.invokeExact(spec, out_buffers, inout_buffer_count);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static final class hurray_dlpack_export {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
         static final MemorySegment ADDR = hurray_h.findOrNull("hurray_dlpack_export");
@@ -7216,6 +7468,39 @@ public final class hurray_h {
         }
     }
 
+    private static final class hurray_encoder_new$raw {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_LONG, hurray_h.C_LONG);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_encoder_new");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * As {@link #hurray_encoder_new}, with every pointer passed as its address: the caller keeps the
+     * memory behind each address alive and unchanged by other threads for the call. Shares
+     * its downcall shape with the other {@code $raw} functions of the same arity.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_new(const struct HurrayWriterOptions *options,
+     *                                 struct HurrayEncoder **out_encoder)
+     * }
+     */
+    public static int hurray_encoder_new$raw(long options, long out_encoder) {
+        var mh$ = hurray_encoder_new$raw.HANDLE;
+        if (hurray_encoder_new$raw.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_encoder_new");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_encoder_new", options, out_encoder);
+            }
+            return (int) mh$.invokeExact(options, out_encoder);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static final class hurray_encoder_encode {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_POINTER);
         static final MemorySegment ADDR = hurray_h.findOrNull("hurray_encoder_encode");
@@ -7492,6 +7777,45 @@ public final class hurray_h {
     public static int hurray_encoder_encode_batch(MemorySegment encoder, long consumed, MemorySegment items, long count, int flags, MemorySegment pieces, long capacity, MemorySegment out) {
         var mh$ = hurray_encoder_encode_batch.HANDLE;
         if (hurray_encoder_encode_batch.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_encoder_encode_batch");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_encoder_encode_batch", encoder, consumed, items, count, flags, pieces, capacity, out);
+            }
+            return (int) mh$.invokeExact(encoder, consumed, items, count, flags, pieces, capacity, out);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_encoder_encode_batch$raw {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_LONG, hurray_h.C_LONG, hurray_h.C_LONG, hurray_h.C_LONG, hurray_h.C_INT, hurray_h.C_LONG, hurray_h.C_LONG, hurray_h.C_LONG);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_encoder_encode_batch");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * As {@link #hurray_encoder_encode_batch}, with every pointer passed as its address: the caller keeps the
+     * memory behind each address alive and unchanged by other threads for the call. Shares
+     * its downcall shape with the other {@code $raw} functions of the same arity.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_encode_batch(struct HurrayEncoder *encoder,
+     *                                          uint64_t consumed,
+     *                                          const struct HurrayTensorSpec *items,
+     *                                          size_t count,
+     *                                          uint32_t flags,
+     *                                          struct HurrayIoSlice *pieces,
+     *                                          size_t capacity,
+     *                                          struct HurrayEncodeBatchResult *out)
+     * }
+     */
+    public static int hurray_encoder_encode_batch$raw(long encoder, long consumed, long items, long count, int flags, long pieces, long capacity, long out) {
+        var mh$ = hurray_encoder_encode_batch$raw.HANDLE;
+        if (hurray_encoder_encode_batch$raw.ADDR == null) {
             throw NativeLibrary.missingSymbol("hurray_encoder_encode_batch");
         }
         try {
@@ -7887,6 +8211,39 @@ public final class hurray_h {
         }
     }
 
+    private static final class hurray_encoder_reset$raw {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_LONG, hurray_h.C_LONG);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_encoder_reset");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * As {@link #hurray_encoder_reset}, with every pointer passed as its address: the caller keeps the
+     * memory behind each address alive and unchanged by other threads for the call. Shares
+     * its downcall shape with the other {@code $raw} functions of the same arity.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_reset(struct HurrayEncoder *encoder,
+     *                                   struct HurrayEncoderState *out_state)
+     * }
+     */
+    public static int hurray_encoder_reset$raw(long encoder, long out_state) {
+        var mh$ = hurray_encoder_reset$raw.HANDLE;
+        if (hurray_encoder_reset$raw.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_encoder_reset");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_encoder_reset", encoder, out_state);
+            }
+            return (int) mh$.invokeExact(encoder, out_state);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static final class hurray_encoder_set_coalesce_bytes {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG);
         static final MemorySegment ADDR = hurray_h.findOrNull("hurray_encoder_set_coalesce_bytes");
@@ -7954,6 +8311,38 @@ public final class hurray_h {
         }
     }
 
+    private static final class hurray_encoder_set_coalesce_bytes$raw {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_LONG, hurray_h.C_LONG);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_encoder_set_coalesce_bytes");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * As {@link #hurray_encoder_set_coalesce_bytes}, with every pointer passed as its address: the caller keeps the
+     * memory behind each address alive and unchanged by other threads for the call. Shares
+     * its downcall shape with the other {@code $raw} functions of the same arity.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_set_coalesce_bytes(struct HurrayEncoder *encoder, size_t bytes)
+     * }
+     */
+    public static int hurray_encoder_set_coalesce_bytes$raw(long encoder, long bytes) {
+        var mh$ = hurray_encoder_set_coalesce_bytes$raw.HANDLE;
+        if (hurray_encoder_set_coalesce_bytes$raw.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_encoder_set_coalesce_bytes");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_encoder_set_coalesce_bytes", encoder, bytes);
+            }
+            return (int) mh$.invokeExact(encoder, bytes);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static final class hurray_encoder_destroy {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
         static final MemorySegment ADDR = hurray_h.findOrNull("hurray_encoder_destroy");
@@ -8005,6 +8394,38 @@ public final class hurray_h {
     public static int hurray_encoder_destroy(MemorySegment encoder) {
         var mh$ = hurray_encoder_destroy.HANDLE;
         if (hurray_encoder_destroy.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_encoder_destroy");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_encoder_destroy", encoder);
+            }
+            return (int) mh$.invokeExact(encoder);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_encoder_destroy$raw {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_LONG);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_encoder_destroy");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * As {@link #hurray_encoder_destroy}, with every pointer passed as its address: the caller keeps the
+     * memory behind each address alive and unchanged by other threads for the call. Shares
+     * its downcall shape with the other {@code $raw} functions of the same arity.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_encoder_destroy(struct HurrayEncoder **encoder)
+     * }
+     */
+    public static int hurray_encoder_destroy$raw(long encoder) {
+        var mh$ = hurray_encoder_destroy$raw.HANDLE;
+        if (hurray_encoder_destroy$raw.ADDR == null) {
             throw NativeLibrary.missingSymbol("hurray_encoder_destroy");
         }
         try {
@@ -11520,6 +11941,38 @@ public final class hurray_h {
         }
     }
 
+    private static final class hurray_reader_options_init$raw {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_LONG);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_reader_options_init");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * As {@link #hurray_reader_options_init}, with every pointer passed as its address: the caller keeps the
+     * memory behind each address alive and unchanged by other threads for the call. Shares
+     * its downcall shape with the other {@code $raw} functions of the same arity.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_reader_options_init(struct HurrayReaderOptions *out)
+     * }
+     */
+    public static int hurray_reader_options_init$raw(long out) {
+        var mh$ = hurray_reader_options_init$raw.HANDLE;
+        if (hurray_reader_options_init$raw.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_reader_options_init");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_reader_options_init", out);
+            }
+            return (int) mh$.invokeExact(out);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static final class hurray_reader_new {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
         static final MemorySegment ADDR = hurray_h.findOrNull("hurray_reader_new");
@@ -13062,6 +13515,38 @@ public final class hurray_h {
         }
     }
 
+    private static final class hurray_tensor_destroy_many$raw {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_LONG, hurray_h.C_LONG);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_tensor_destroy_many");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * As {@link #hurray_tensor_destroy_many}, with every pointer passed as its address: the caller keeps the
+     * memory behind each address alive and unchanged by other threads for the call. Shares
+     * its downcall shape with the other {@code $raw} functions of the same arity.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_tensor_destroy_many(struct HurrayTensor **tensors, size_t count)
+     * }
+     */
+    public static int hurray_tensor_destroy_many$raw(long tensors, long count) {
+        var mh$ = hurray_tensor_destroy_many$raw.HANDLE;
+        if (hurray_tensor_destroy_many$raw.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_tensor_destroy_many");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_tensor_destroy_many", tensors, count);
+            }
+            return (int) mh$.invokeExact(tensors, count);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static final class hurray_writer_options_init {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
         static final MemorySegment ADDR = hurray_h.findOrNull("hurray_writer_options_init");
@@ -13112,6 +13597,38 @@ public final class hurray_h {
     public static int hurray_writer_options_init(MemorySegment out) {
         var mh$ = hurray_writer_options_init.HANDLE;
         if (hurray_writer_options_init.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_writer_options_init");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_writer_options_init", out);
+            }
+            return (int) mh$.invokeExact(out);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static final class hurray_writer_options_init$raw {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_LONG);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_writer_options_init");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * As {@link #hurray_writer_options_init}, with every pointer passed as its address: the caller keeps the
+     * memory behind each address alive and unchanged by other threads for the call. Shares
+     * its downcall shape with the other {@code $raw} functions of the same arity.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_writer_options_init(struct HurrayWriterOptions *out)
+     * }
+     */
+    public static int hurray_writer_options_init$raw(long out) {
+        var mh$ = hurray_writer_options_init$raw.HANDLE;
+        if (hurray_writer_options_init$raw.ADDR == null) {
             throw NativeLibrary.missingSymbol("hurray_writer_options_init");
         }
         try {
