@@ -6,6 +6,7 @@
 # vectors) plus what earlier runs found (native/target/fuzz/corpus/<target>, kept between runs);
 # a crash, oracle violation, leak or timeout is written to native/target/fuzz/artifacts/ and
 # fails the run. Prints one summary line per target: executions, exec/s, coverage.
+# HURRAY_FUZZ_OPT=3 runs the opt-level 3 build (build.sh; for long runs).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 native=$(cd "$here/.." && pwd)
