@@ -6,7 +6,7 @@ named tensor with its descriptor and receives it as a new tensor each time. Both
 same process and the same run, a sender thread and the receiving main thread, so only their
 ratio means anything on a noisy machine.
 
-    python3 hurray-python/bench.py [--repeat 3] [--processes]
+    python3 hurray-python/bench.py [--repeat 3] [--processes] [--only "3 KiB named"]
 """
 
 import argparse
@@ -108,11 +108,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--processes", action="store_true", help="sender in a separate process")
+    ap.add_argument("--only", action="append", help="run only this case (repeatable), e.g. '1 MiB'")
     args = ap.parse_args()
     global SEPARATE
     SEPARATE = args.processes
     print(f"{'case':<14}{'raw loop MB/s':>16}{'hurray MB/s':>14}{'ratio':>8}")
     for label, nbytes, count, named in CASES:
+        if args.only and label not in args.only:
+            continue
         raw_best = min(raw(nbytes, count) for _ in range(args.repeat))
         h_best = min(hurray_stream(nbytes, count, named) for _ in range(args.repeat))
         mb = nbytes * count / 1e6

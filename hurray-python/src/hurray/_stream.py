@@ -9,9 +9,11 @@ the ``__cause__`` of a ``HurrayError``.
 from __future__ import annotations
 
 import ctypes
+from array import array
 import os
 import socket
 import struct
+import threading
 from collections import deque
 from ctypes import byref, c_size_t, c_void_p
 from typing import Any, Iterator, Optional, Union
@@ -40,7 +42,8 @@ from ._lib import (
     error,
     lib,
 )
-from ._tensor import Composite, MetadataArg, Tensor, _encode_meta, _Handle, _views
+from . import _dtypes
+from ._tensor import LAYOUTS, Composite, MetadataArg, Tensor, _encode_meta, _Handle, _Planned, _views
 
 DEFAULT_BATCH_BYTES = 64 * 1024
 DEFAULT_BUFFER_POOL_BYTES = 256 << 20
@@ -57,41 +60,24 @@ _DSPEC = ctypes.sizeof(DescriptorSpec)
 _NAME_AT = DescriptorSpec.name.offset
 _RESULTS = 64  # tensors per hurray_decoder_next_batch call at most
 _pack2 = struct.Struct("=QQ").pack_into
-# A HurrayDecodeResult's tensor, fields.flags, fields.buffer_count and buffers (LP64 offsets
-# 0, 28, 72, 144; test_abi checks them), and a HurrayDecodedBuffer's data and byte_size.
-_RESULT = struct.Struct("=Q20xI40xQ64xQ").unpack_from
 _RESULT_BYTES = ctypes.sizeof(DecodeResult)
-_BUFFER = struct.Struct("=QQ8x")
-_BUFFER_AT = ctypes.c_char * 24  # one HurrayDecodedBuffer, read in place
+# A batch's results are read as arrays of u64/u32 words (LP64 layout; test_abi checks the
+# offsets): each result's tensor, buffer count and fields.flags, result 0's buffers pointer,
+# and a HurrayDecodedBuffer's data pointer and byte_size (24 bytes: 3 words).
+_RQ = _RESULT_BYTES // 8
+_TENSOR_Q = DecodeResult.tensor.offset // 8
+_COUNT_Q = (_FIELDS_OFFSET + DescriptorFields.buffer_count.offset) // 8
+_BUFFERS_Q = DecodeResult.buffers.offset // 8
+_RI = _RESULT_BYTES // 4
+_FLAGS_I = (_FIELDS_OFFSET + DescriptorFields.flags.offset) // 4
+_NAME_OFFSET = _FIELDS_OFFSET + DescriptorFields.name.offset  # name, then name_len
+_name_at = struct.Struct("=QQ").unpack_from
 _LEDGER_MAX_PAYLOAD = 64 * 1024  # tensors this large are destroyed at once (their memory is pooled)
-
-# template descriptor -> (its HurrayDescriptorSpec bytes, the BufferSpec they point to).
-# Templates live as long as the process (_tensor._plans), so the borrowed pointers stay valid.
-_template_specs: "dict[int, bytes]" = {}
-_template_buffers: list = []
-
-
-def _template_spec(tpl: int) -> bytes:
-    hit = _template_specs.get(tpl)
-    if hit is None:
-        f = DescriptorFields()
-        check(lib.hurray_descriptor_fields(tpl, byref(f)))
-        spec = DescriptorSpec()
-        spec.element_type, spec.layout, spec.rank = f.element_type, f.layout, f.rank
-        spec.dims = ctypes.cast(f.dims, c_void_p)
-        if f.layout == 2:
-            spec.strides = ctypes.cast(f.strides, c_void_p)
-            spec.stride_count = f.rank
-        spec.byte_offset = f.byte_offset
-        bufs = (BufferSpec * max(f.buffer_count, 1))()
-        for i in range(f.buffer_count):
-            check(lib.hurray_descriptor_buffer_spec(tpl, i, byref(bufs[i])))
-        spec.buffer_count = f.buffer_count
-        spec.buffers = ctypes.cast(bufs, c_void_p)
-        spec.quantization = f.quantization
-        _template_buffers.append(bufs)
-        hit = _template_specs[tpl] = ctypes.string_at(ctypes.addressof(spec), _DSPEC)
-    return hit
+# ctypes.string_at without its Python wrapper frame (both copy n bytes at an address).
+_string_at = getattr(ctypes, "_string_at", ctypes.string_at)
+_handle_lock = threading.Lock()
+_new = object.__new__
+_PP = ctypes.POINTER(c_void_p)
 
 
 def _region(ptr: int, n: int) -> memoryview:
@@ -202,6 +188,9 @@ class StreamWriter:
         self._pieces = (IoSlice * _PIECES)()
         self._count = c_size_t()
         self._batch = batch_bytes
+        # batch_bytes less the bytes pending in the encoder, as of the last encoder call that
+        # changed them: a small tensor queued past it stages and sends the batch.
+        self._room = batch_bytes
         self._finished = False
         self._failed = False
         if metadata:
@@ -222,39 +211,43 @@ class StreamWriter:
         """Writes one tensor (its descriptor and buffers) or a whole composite. The tensor's
         memory is read before this returns or, for payloads up to 64 KiB, copied: the tensor
         may be changed or dropped afterwards."""
-        enc = self._live()
-        st = self._state
+        enc = self._enc
+        if enc is None:
+            raise ValueError("writer is closed")
         # After a failed send, each write goes to the encoder at once (it refuses a poisoned
         # stream with POISONED, or stages normally after a take-back).
-        tpl = item._tpl if type(item) is Tensor and not self._failed else 0
-        if tpl and item._d == 0 and len(item._bufs) == 1:  # type: ignore[union-attr]
-            ptr, size = item._bufs[0]  # type: ignore[union-attr]
+        if type(item) is _Planned and item._d == 0 and not self._failed:
+            _tpl, _off, size, contig, spec = item._plan
             if size <= _SMALL:
                 # Queued (inline: once per small tensor): its descriptor spec, its payload
-                # and name copied to the area.
-                nb = item._nb  # type: ignore[union-attr]
+                # and name copied to the area; no library call, no ctypes object.
+                nb = item._nb
                 nl = len(nb) if nb is not None else 0
-                if self._qn == _QUEUE or self._used + size + nl > self._area_cap:
-                    self._stage()
                 i, used = self._qn, self._used
+                if i == _QUEUE or used + size + nl > self._area_cap:
+                    self._stage()
+                    i = used = 0
                 at = i * _SPEC
                 mv = self._qspec_mv
-                spec = _template_specs.get(tpl)
-                mv[at:at + _DSPEC] = spec if spec is not None else _template_spec(tpl)
+                mv[at:at + _DSPEC] = spec
                 pay = self._area_addr + used
                 if size:
-                    ctypes.memmove(pay, ptr, size)
+                    if contig:
+                        self._area_mv[used:used + size] = memoryview(item._keep).cast("B")
+                    else:
+                        ctypes.memmove(pay, item._bufs[0][0], size)
                 _pack2(self._qslice_mv, i * 16, pay, size)
                 used += size
-                if nl or nb is not None:
+                if nb is not None:
                     self._area_mv[used:used + nl] = nb
-                    _pack2(mv, at + _NAME_AT, self._area_addr + used, nl)
+                    _pack2(mv, at + _NAME_AT, pay + size, nl)
                     used += nl
                 self._qn, self._used = i + 1, used
-                if used + st.pending_bytes >= self._batch:
+                if used >= self._room:
                     self._stage()
                     self._send(take_back=True, listed=True)
                 return
+        st = self._state
         if self._qn:
             self._stage()
         if isinstance(item, Composite):
@@ -283,6 +276,8 @@ class StreamWriter:
                 raise error(s)
         if st.borrows_payloads or st.pending_bytes >= self._batch:
             self._send(take_back=True)
+        else:
+            self._room = self._batch - st.pending_bytes
 
     def _stage(self) -> None:
         """Stages every queued tensor with one hurray_encoder_encode_batch call (more only if
@@ -303,6 +298,7 @@ class StreamWriter:
                 self._count.value = r.piece_count
                 self._send(take_back=True, listed=True)
         self._count.value = r.piece_count
+        self._room = self._batch - r.state.pending_bytes
 
     def _encode_template(self, enc: int, item: Tensor) -> int:
         """Encodes a ``from_numpy`` tensor of a known shape from its template descriptor and
@@ -365,6 +361,7 @@ class StreamWriter:
                     sent += n
                     self._check(lib.hurray_encoder_consume(enc, n, byref(st)))
         self._failed = False  # everything pending went out
+        self._room = self._batch
 
     def _fail(self, status: int, message: str, take_back: bool, cause: Optional[BaseException]) -> None:
         self._failed = True
@@ -446,9 +443,9 @@ class _Ledger:
         k = len(p)
         if k:
             # Other threads may append while this runs: only the first k entries are taken.
-            arr = (c_void_p * k)(*p[:k])
+            arr = array("Q", p[:k])
             del p[:k]
-            lib.hurray_tensor_destroy_many(arr, k)
+            lib.hurray_tensor_destroy_many(ctypes.cast(arr.buffer_info()[0], _PP), k)
 
     def close(self) -> None:
         self.open = False
@@ -482,6 +479,120 @@ class _LedgerHandle(_Handle):
                     lib.hurray_tensor_destroy(byref(c_void_p(p)))
             except Exception:
                 pass
+
+
+def _give_back(p: int, ledger: _Ledger, big: bool) -> None:
+    """Destroys read tensor ``p`` through ``ledger`` (at its next drain) or, for a large one
+    or once the reader is closed, at once."""
+    if ledger.open and not big:
+        ledger.pending.append(p)
+    else:
+        lib.hurray_tensor_destroy(byref(c_void_p(p)))
+
+
+class _Received(Tensor):
+    """A tensor of a ``StreamReader`` batch, made with as few Python objects as the batch
+    allows: its decode result copied as bytes (``_raw``; the library reuses its result arrays
+    at the next call), its buffer table, and the ``HurrayTensor*`` it owns (``_hp``). Its
+    name, fields and shape are read from ``_raw`` when asked for; dtype, shape and layout
+    are shared by a run of tensors the decoder flags as alike (``_fam``). A handle object
+    (``_handle``) is made only when a view, capsule or descriptor call needs one; until then
+    this tensor gives its pointer back to the reader's ledger when it goes."""
+
+    _hp = 0
+    _big = False
+    _d = 0  # the descriptor is looked up through the handle if something needs it
+    _keep = None
+    _readonly = False
+
+    def __getattr__(self, attr: str) -> Any:
+        # Called only while "_handle" is unset: moves the pointer into a handle object, which
+        # views and capsules then hold. Locked: two threads must not both take the pointer.
+        if attr != "_handle":
+            raise AttributeError(attr)
+        with _handle_lock:
+            d = self.__dict__
+            if "_handle" not in d:
+                p, self._hp = self._hp, 0
+                d["_handle"] = None if not p else (_Handle(p) if self._big else _LedgerHandle(p, self._led))
+            return d["_handle"]
+
+    def __del__(self) -> None:
+        p = self._hp
+        if p:
+            self._hp = 0
+            led = self._led
+            if led.open and not self._big:  # _give_back, inline: once per tensor
+                led.pending.append(p)
+                return
+            try:
+                lib.hurray_tensor_destroy(byref(c_void_p(p)))
+            except Exception:
+                pass
+
+    def __copy__(self) -> "Tensor":
+        # The copy shares the handle object, never the raw pointer (which would then be given
+        # back twice).
+        self._handle
+        return super().__copy__()
+
+    def close(self) -> None:
+        with _handle_lock:
+            p, self._hp = self._hp, 0
+            self.__dict__.setdefault("_handle", None)
+        if p:
+            _give_back(p, self._led, self._big)
+        super().close()
+
+    def _alive(self) -> None:
+        if self._d is None:
+            raise ValueError("tensor is closed")
+
+    def _f(self) -> DescriptorFields:
+        f = self._fields
+        if f is None:
+            self._alive()
+            f = self._fields = DescriptorFields.from_buffer_copy(self._raw, _FIELDS_OFFSET)
+        return f
+
+    @property
+    def name(self) -> Optional[str]:
+        """The name, or ``None``."""
+        n = self._name
+        if n is False:
+            if self._d is None:
+                raise ValueError("tensor is closed")
+            p, k = _name_at(self._raw, _NAME_OFFSET)
+            n = self._name = _string_at(p, k).decode("utf-8") if p else None
+        return n
+
+    @property
+    def dtype(self) -> _dtypes.DType:
+        """The element type."""
+        fam = self._fam
+        v = fam[0]
+        if v is None:
+            v = fam[0] = _dtypes.BY_CODE[self._f().element_type]
+        return v
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The logical shape, outermost first."""
+        fam = self._fam
+        v = fam[1]
+        if v is None:
+            f = self._f()
+            v = fam[1] = tuple(f.dims[i] for i in range(f.rank))
+        return v
+
+    @property
+    def layout(self) -> str:
+        """The layout's name (``"row-major"``, …)."""
+        fam = self._fam
+        v = fam[2]
+        if v is None:
+            v = fam[2] = LAYOUTS[self._f().layout]
+        return v
 
 
 def _source(src: Any) -> Any:
@@ -583,7 +694,8 @@ class StreamReader:
         self._flags = 0
         self._metadata: Optional[dict[str, bytes]] = None
         self._done = False
-        self._prev: Optional[Tensor] = None
+        self._prev: Optional[Tensor] = None  # the last tensor items() made
+        self._fam: Optional[list] = None  # the last batch tensor's dtype/shape/layout cache
 
     def _fill(self, ptr: int, n: int) -> int:
         """Reads into the decoder's region; returns the count (0 = end of input)."""
@@ -685,36 +797,67 @@ class StreamReader:
         if s == END_OF_STREAM:
             self._done = True
             return None
-        tensor = self._batch_tensor
-        n = count.value
-        first = tensor(0)
-        if n > 1:
-            ready.extend([tensor(i * _RESULT_BYTES) for i in range(1, n)])
+        batch = self._take(count.value)
+        first = batch[0]
+        if len(batch) > 1:
+            ready.extend(batch[1:])
         r0 = results[0]
         if r0.input:
             self._region = (r0.input, r0.input_len)
         return first
 
-    def _batch_tensor(self, off: int) -> Tensor:
-        """The tensor of the batch result at byte ``off`` of ``_results``, read with struct
-        instead of ctypes attributes (a few objects fewer per tensor)."""
-        mv = self._results_mv
-        ptr, flags, n, b = _RESULT(mv, off)
-        if n == 1:
-            d, size = _BUFFER.unpack_from(_BUFFER_AT.from_address(b))
-            bufs = [(d, size)]
+    def _take(self, n: int) -> "list[_Received]":
+        """The ``n`` tensors of the last batch call. Its results are copied out once and read
+        as word arrays, so each tensor costs one object, a bytes slice and its buffer list:
+        no ctypes objects, no library call."""
+        size = _RESULT_BYTES
+        raw = self._results_mv[: n * size].tobytes()
+        q = memoryview(raw).cast("Q")
+        ptrs = q[_TENSOR_Q::_RQ].tolist()
+        counts = q[_COUNT_Q::_RQ].tolist()
+        flags = memoryview(raw).cast("I")[_FLAGS_I::_RI].tolist()
+        total = sum(counts)
+        # Every result's buffers lie in one array, in order (docs/spec/c-abi.md, "Batches").
+        words = memoryview(_string_at(q[_BUFFERS_Q], 24 * total)).cast("Q") if total else memoryview(b"").cast("Q")
+        data = words[0::3].tolist()
+        sizes = words[1::3].tolist()
+        led = self._ledger
+        fam = self._fam
+        new, R = _new, _Received
+        out = []
+        append = out.append
+        raws = [raw[off : off + size] for off in range(0, n * size, size)]
+        same = FIELDS_SAME_EXCEPT_NAME
+        if total == n and counts.count(1) == n:  # one buffer each: the common case, unrolled
+            for p, d, k, fl, r in zip(ptrs, data, sizes, flags, raws):
+                t = new(R)
+                t._hp = p
+                t._led = led
+                t._raw = r
+                t._bufs = [(d, k)]
+                if fam is None or not fl & same:
+                    fam = [None, None, None]
+                t._fam = fam
+                append(t)
         else:
-            raw = ctypes.string_at(b, 24 * n) if n else b""
-            bufs = list(_BUFFER.iter_unpack(raw))
-            size = sum(x[1] for x in bufs)
-        h = _LedgerHandle(ptr, self._ledger) if size < _LEDGER_MAX_PAYLOAD else _Handle(ptr)
-        t = Tensor._make(0, False, h, bufs)
-        t._fields = DescriptorFields.from_buffer_copy(mv, off + _FIELDS_OFFSET)
-        prev = self._prev
-        if prev is not None and flags & FIELDS_SAME_EXCEPT_NAME:
-            t._type, t._shape, t._layout = prev._type, prev._shape, prev._layout
-        self._prev = t
-        return t
+            at = 0
+            for p, k, fl, r in zip(ptrs, counts, flags, raws):
+                t = new(R)
+                t._hp = p
+                t._led = led
+                t._raw = r
+                t._bufs = list(zip(data[at : at + k], sizes[at : at + k]))
+                at += k
+                if fam is None or not fl & same:
+                    fam = [None, None, None]
+                t._fam = fam
+                append(t)
+        last = out[-1]
+        if sum(b[1] for b in last._bufs) >= _LEDGER_MAX_PAYLOAD:
+            last._big = True  # only the last tensor of a batch can be large
+        self._fam = fam
+        self._prev = None
+        return out
 
     def _tensor(self, r: DecodeResult) -> Tensor:
         f = DescriptorFields.from_buffer_copy(r, _FIELDS_OFFSET)
@@ -733,6 +876,7 @@ class StreamReader:
             # Same descriptor but the name: reuse the parsed fields instead of reading them.
             t._type, t._shape, t._layout = prev._type, prev._shape, prev._layout
         self._prev = t
+        self._fam = None
         return t
 
     def __iter__(self) -> Iterator[Tensor]:

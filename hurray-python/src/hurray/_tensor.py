@@ -148,6 +148,25 @@ class _Handle:
                 pass
 
 
+class _Descriptor:
+    """Owns a ``HurrayDescriptor*`` a tensor made (``from_numpy``, ``quantize``, …): destroyed
+    with its tensor. A separate object so that tensors that own none (received ones, or
+    ``from_numpy`` ones not yet asked for a descriptor) have no finalizer to run."""
+
+    __slots__ = ("ptr",)
+
+    def __init__(self, ptr: int):
+        self.ptr = ptr
+
+    def __del__(self) -> None:
+        p, self.ptr = self.ptr, 0
+        if p:
+            try:
+                lib.hurray_descriptor_destroy(p)
+            except Exception:
+                pass
+
+
 class Tensor:
     """A Hurray tensor: element type, shape, layout, quantization, name and metadata, plus the
     buffers they describe.
@@ -173,9 +192,25 @@ class Tensor:
     _metadata: Optional[dict[str, bytes]] = None
     _tpl = 0
     _nb: Optional[bytes] = None
+    _owner: Optional[_Descriptor] = None  # set when the tensor owns its descriptor
 
     def __init__(self) -> None:
         raise TypeError("make tensors with hurray.from_numpy, from_dlpack, quantize, csr or coo")
+
+    def __copy__(self) -> "Tensor":
+        # A second reference to the same tensor: it shares the objects that own the native
+        # handle and descriptor, so each is still destroyed once, when the last one goes.
+        new = self.__class__.__new__(self.__class__)
+        new.__dict__.update(self.__dict__)
+        return new
+
+    def __deepcopy__(self, memo: Any) -> "Tensor":
+        raise TypeError("a hurray.Tensor owns native memory and cannot be deep-copied: copy its data "
+                        "(hurray.from_numpy(numpy.array(t.numpy()), name=t.name)) or share it with copy.copy")
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise TypeError("a hurray.Tensor owns native memory and cannot be pickled: send it through a "
+                        "StreamWriter or a FileWriter, or pickle its numpy() copy")
 
     @classmethod
     def _make(
@@ -189,7 +224,8 @@ class Tensor:
     ) -> "Tensor":
         t = object.__new__(cls)
         t._d = desc
-        t._owns_desc = owns_desc
+        if owns_desc and desc:
+            t._owner = _Descriptor(desc)
         t._handle = handle
         t._bufs = bufs
         t._keep = keep
@@ -234,6 +270,7 @@ class Tensor:
             else:
                 check(lib.hurray_descriptor_with_name(self._tpl, nb, len(nb), byref(out)))
             d = self._d = out.value
+            self._owner = _Descriptor(d)
             self._tpl = 0
         elif d == 0:
             h = self._handle
@@ -516,23 +553,12 @@ class Tensor:
         """Releases this tensor's reference to its descriptor and memory now (views and
         capsules made from it keep theirs). Idempotent."""
         self._handle = None  # the handle goes with its last holder (see _Handle)
-        d, self._desc = self._desc, None
+        self._d = None
+        self._tpl = 0
         self._fields = None
-        if d and self._owns_desc:
-            lib.hurray_descriptor_destroy(d)
+        self._owner = None  # an owned descriptor is destroyed now (_Descriptor)
         self._keep = None
         self._bufs = []
-
-    def __del__(self) -> None:
-        # The handle (and the memory) goes with its last holder; only an owned descriptor
-        # is this tensor's to free.
-        d = self._d
-        if d and self._owns_desc:
-            self._d = None
-            try:
-                lib.hurray_descriptor_destroy(d)
-            except Exception:
-                pass
 
     def __enter__(self) -> "Tensor":
         return self
@@ -641,20 +667,38 @@ def from_numpy(a: Any, name: Optional[str] = None, metadata: MetadataArg = None)
     metadata, rank ≤ 32)."""
     if type(a) is not np.ndarray:
         a = np.asarray(a)
-    plan = _plans.get((a.dtype, a.shape, a.strides))
+    dt, geometry = a.dtype, (a.shape, a.strides)
+    hit = _last_plan.get(geometry)
+    if hit is not None and hit[0] is dt:
+        plan = hit[1]  # the same dtype object as last time: no dtype hash (numpy computes it each time)
+    else:
+        plan = _plans.get((dt, geometry[0], geometry[1]))
+        if plan is not None:
+            _last_plan[geometry] = (dt, plan)
     if plan is None or metadata:
         return _from_numpy_planned(a, name, metadata)
-    template, off, size = plan
-    t = Tensor._make(0, True, None, [(_address(a) - off, size)], keep=a, readonly=not a.flags.writeable)
-    t._tpl = template
+    # A shape seen before: three attributes, no library call (see _Planned).
+    t = _new(_Planned)
+    t._keep = a
+    t._plan = plan
+    t._tpl = plan[0]
     if name is not None:
         nb = name.encode("utf-8")
-        if len(nb) > 4096 or b"\0" in nb:  # checked now, as a made descriptor would be
+        if len(nb) > 4096 or "\0" in name:  # checked now, as a made descriptor would be
             s = lib.hurray_name_check(nb, len(nb), 0)
             if s < 0:
                 raise error(s)
         t._nb = nb
     return t
+
+
+def _bytes_view(a: np.ndarray) -> bool:
+    # Whether memoryview(a).cast("B") gives the array's bytes (the writer copies small C-order
+    # payloads that way); numpy exports no buffer for some dtypes (ml_dtypes' among them).
+    try:
+        return memoryview(a).cast("B").nbytes == a.nbytes
+    except (TypeError, ValueError, BufferError):
+        return False
 
 
 def _address(a: np.ndarray) -> int:
@@ -666,10 +710,63 @@ def _address(a: np.ndarray) -> int:
         return a.ctypes.data if a.size else 0
 
 
+_new = object.__new__
+
+
+class _Planned(Tensor):
+    """A ``from_numpy`` tensor of a (dtype, shape, strides) seen before: its array, its plan
+    and its encoded name. A writer queues it from these alone; its buffer address and
+    read-only flag are read from the array, and its descriptor made from the template, only
+    when something else asks (``_bufs``, ``_readonly``, ``_desc``)."""
+
+    _d = 0
+    _handle = None
+
+    def __getattr__(self, attr: str) -> Any:
+        # Called only for attributes not set yet: the lazily computed ones.
+        if attr == "_bufs":
+            _tpl, off, size, _contig, _spec = self._plan
+            v: Any = [(_address(self._keep) - off, size)]
+        elif attr == "_readonly":
+            v = not self._keep.flags.writeable
+        else:
+            raise AttributeError(attr)
+        setattr(self, attr, v)
+        return v
+
+
 # (dtype, shape, strides) -> (unnamed template descriptor, byte offset of element 0, buffer
-# size): a tensor of a shape seen before costs one library call (a renamed copy of the
-# template). Templates live as long as the process; at most _MAX_PLANS are kept.
-_plans: "dict[tuple, tuple[int, int, int]]" = {}
+# size, C-contiguous, the template's HurrayDescriptorSpec bytes): a tensor of a shape seen
+# before costs no library call until it is written (the writer encodes it from the spec
+# bytes, or from the template and the name). Templates live as long as the process, so the
+# spec bytes' pointers (dims, strides, buffer table) stay valid; at most _MAX_PLANS are kept.
+_plans: "dict[tuple, tuple[int, int, int, bool, bytes]]" = {}
+_template_buffers: list = []
+# (shape, strides) -> (dtype, plan) of the last from_numpy of that geometry, found by
+# identity of the dtype object; bounded like _plans (one entry per plan at most).
+_last_plan: "dict[tuple, tuple[np.dtype, tuple]]" = {}
+
+
+def _template_spec(tpl: int) -> bytes:
+    """The ``HurrayDescriptorSpec`` of template descriptor ``tpl``, as bytes whose pointers
+    borrow the template's fields (and a buffer table kept in ``_template_buffers``)."""
+    f = DescriptorFields()
+    check(lib.hurray_descriptor_fields(tpl, byref(f)))
+    spec = DescriptorSpec()
+    spec.element_type, spec.layout, spec.rank = f.element_type, f.layout, f.rank
+    spec.dims = ctypes.cast(f.dims, c_void_p)
+    if f.layout == 2:
+        spec.strides = ctypes.cast(f.strides, c_void_p)
+        spec.stride_count = f.rank
+    spec.byte_offset = f.byte_offset
+    bufs = (BufferSpec * max(f.buffer_count, 1))()
+    for i in range(f.buffer_count):
+        check(lib.hurray_descriptor_buffer_spec(tpl, i, byref(bufs[i])))
+    spec.buffer_count = f.buffer_count
+    spec.buffers = ctypes.cast(bufs, c_void_p)
+    spec.quantization = f.quantization
+    _template_buffers.append(bufs)
+    return ctypes.string_at(ctypes.addressof(spec), ctypes.sizeof(DescriptorSpec))
 _plans_lock = threading.Lock()
 _MAX_PLANS = 256
 
@@ -703,7 +800,9 @@ def _from_numpy_planned(a: np.ndarray, name: Optional[str], metadata: MetadataAr
     if key is not None and not metadata and len(_plans) < _MAX_PLANS:
         with _plans_lock:
             if key not in _plans:
-                _plans[key] = (_descriptor_from_spec(dt, shape, layout, strides, off, explicit, None, None), off, size)
+                tpl = _descriptor_from_spec(dt, shape, layout, strides, off, explicit, None, None)
+                contig = layout == 0 and a.flags.c_contiguous and _bytes_view(a)
+                _plans[key] = (tpl, off, size, contig, _template_spec(tpl))
     base = (a.ctypes.data if a.size else 0) - off
     return Tensor._make(desc, True, None, [(base, size)], keep=a, readonly=not a.flags.writeable)
 
@@ -736,7 +835,7 @@ def from_dlpack(x: Any, name: Optional[str] = None, metadata: MetadataArg = None
     t = _dlpack.import_(x)
     if name is not None or metadata:
         d = _renamed(t._desc, name, metadata)
-        t._desc, t._owns_desc, t._fields = d, True, None
+        t._desc, t._owner, t._fields = d, _Descriptor(d), None
     return t
 
 

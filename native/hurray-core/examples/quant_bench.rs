@@ -12,7 +12,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use hurray_core::codec::{dequantize, plan, quantize};
+use hurray_core::quantize::{dequantize, plan, quantize};
 use hurray_core::{BlockQuant, ElementType, Quantization, Shape};
 
 fn median(mut v: Vec<f64>) -> f64 {

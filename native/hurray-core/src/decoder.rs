@@ -21,11 +21,53 @@ use crate::crc32c::crc32c;
 use crate::descriptor::TensorDescriptor;
 use crate::error::{bail, err, Error, Result};
 use crate::pool::{BufferPool, PooledBuf};
-use crate::stream::{
-    ReadTensor, ReaderOptions, EAGER_RESERVE_BYTES, FLAG_METADATA, FLAG_PAYLOAD_CRC, FRAME_END, FRAME_HEADER_BYTES,
-    FRAME_METADATA, FRAME_TENSOR, READ_AHEAD_BYTES, STREAM_HEADER_BYTES, STREAM_MAGIC, STREAM_VERSION,
+use crate::tensor::ReadTensor;
+use crate::wire::{
+    FLAG_METADATA, FLAG_PAYLOAD_CRC, FRAME_END, FRAME_HEADER_BYTES, FRAME_METADATA, FRAME_TENSOR, MAX_DESCRIPTOR_BYTES,
+    MAX_RANK, STREAM_HEADER_BYTES, STREAM_MAGIC, STREAM_VERSION,
 };
-use crate::{MAX_DESCRIPTOR_BYTES, MAX_RANK};
+
+/// Reads at most this many bytes ahead into the reader's own buffer; larger payload reads go
+/// straight into the tensor's allocation.
+pub const READ_AHEAD_BYTES: usize = 64 * 1024;
+/// Bytes of a tensor's buffers the reader allocates before their bytes arrive; beyond this a
+/// buffer's allocation starts at [`GROW_MIN_BYTES`] (or what is left of this budget, if more)
+/// and doubles as its bytes arrive (docs/spec/stream.md §Limits), so a short input declaring a
+/// huge tensor costs at most this much memory, and a real one at most twice its bytes.
+pub const EAGER_RESERVE_BYTES: usize = 64 << 20;
+
+/// Limits a reader enforces before allocating anything (docs/spec/stream.md §Limits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReaderOptions {
+    /// Largest accepted encoded descriptor, in bytes (default 1 MiB, at most 16 MiB).
+    pub max_descriptor_bytes: u64,
+    /// Largest accepted rank (default and maximum [`MAX_RANK`]).
+    pub max_rank: u32,
+    /// Largest accepted sum of one tensor's buffer sizes, in bytes (default 64 GiB). Memory
+    /// follows the bytes received, not the declared size: the first
+    /// [`EAGER_RESERVE_BYTES`] of a tensor's buffers are allocated (not touched) up front, the
+    /// rest grows by doubling as bytes arrive.
+    pub max_tensor_bytes: u64,
+    /// Fail with `Corrupt` on a stream written without payload checksums.
+    pub require_payload_checksums: bool,
+    /// Cap in bytes of the reader's own [`BufferPool`] (default 0: no pool, every buffer is a
+    /// new allocation freed when its tensor is dropped). With a cap, a dropped tensor's
+    /// allocations are kept (at most this many bytes of them) and reused for later tensors;
+    /// see [`StreamReader::set_buffer_pool`](crate::StreamReader::set_buffer_pool) and docs/spec/stream.md §Buffer pool.
+    pub pool_bytes: u64,
+}
+
+impl Default for ReaderOptions {
+    fn default() -> Self {
+        ReaderOptions {
+            max_descriptor_bytes: 1 << 20,
+            max_rank: MAX_RANK as u32,
+            max_tensor_bytes: 64 << 30,
+            require_payload_checksums: false,
+            pool_bytes: 0,
+        }
+    }
+}
 
 /// What [`StreamDecoder::poll`] produced.
 // The tensor is moved out once per poll; boxing it would add an allocation per tensor.
@@ -160,7 +202,7 @@ impl StreamDecoder {
             opts,
             state: State::StreamHeader { buf: [0; STREAM_HEADER_BYTES], got: 0 },
             payload_crc: false,
-            ahead: AlignedBuf::new(0, crate::MIN_BUFFER_ALIGNMENT)?,
+            ahead: AlignedBuf::new(0, crate::wire::MIN_BUFFER_ALIGNMENT)?,
             ahead_pos: 0,
             pool: (opts.pool_bytes > 0).then(|| BufferPool::new(opts.pool_bytes)),
             input_ended: false,
@@ -326,7 +368,7 @@ impl StreamDecoder {
             return Ok(&mut []);
         }
         if self.ahead.is_empty() {
-            self.ahead = AlignedBuf::new(READ_AHEAD_BYTES as u64, crate::MIN_BUFFER_ALIGNMENT)?;
+            self.ahead = AlignedBuf::new(READ_AHEAD_BYTES as u64, crate::wire::MIN_BUFFER_ALIGNMENT)?;
         }
         self.ahead.clear();
         self.ahead_pos = 0;

@@ -19,10 +19,20 @@
 use crate::crc32c::{crc32c, Crc32c};
 use crate::descriptor::TensorDescriptor;
 use crate::error::{bail, Result};
-use crate::stream::{
-    WriterOptions, COALESCE_BYTES, FLAG_METADATA, FLAG_PAYLOAD_CRC, FRAME_END, FRAME_HEADER_BYTES, FRAME_METADATA,
-    FRAME_TENSOR, STREAM_HEADER_BYTES, STREAM_MAGIC, STREAM_VERSION,
+use crate::wire::{
+    FLAG_METADATA, FLAG_PAYLOAD_CRC, FRAME_END, FRAME_HEADER_BYTES, FRAME_METADATA, FRAME_TENSOR, STREAM_HEADER_BYTES,
+    STREAM_MAGIC, STREAM_VERSION,
 };
+
+/// Payloads up to this size are copied next to the frame header so an item is one write call.
+pub const COALESCE_BYTES: usize = 64 * 1024;
+
+/// Writer settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct WriterOptions {
+    /// Follow every payload with its CRC32C (costs one pass over the bytes).
+    pub payload_checksums: bool,
+}
 
 /// Largest staging allocation [`StreamEncoder::reset`] keeps for the next stream (1 MiB): a
 /// reset encoder that once staged a large composite gives that memory back.

@@ -1,10 +1,8 @@
 //! Block-scaled quantization kinds of descriptor version 2 (NF4, OCP MX, NVFP4, per-group
 //! affine, GGUF Q8_0 / Q4_0): their parameters, buffer tables and size validation
-//! (docs/spec/descriptor.md §Block quantization kinds). Dequantization and quantization
-//! live in [`crate::codec`].
+//! (docs/spec/descriptor.md §Block quantization kinds). A descriptor's use of a kind is checked
+//! in `descriptor/validate.rs`; dequantization and quantization live in [`crate::quantize`].
 
-use crate::buffer::BufferHandle;
-use crate::descriptor::LayoutDescriptor;
 use crate::error::{bail, err, Result};
 use crate::shape::Shape;
 use crate::types::ElementType;
@@ -258,44 +256,5 @@ impl BlockQuant {
             }
             BlockKind::Nf4 => unreachable!("handled above"),
         })
-    }
-
-    /// Checks a whole descriptor's use of this block: row-major layout, the buffer count, and
-    /// each buffer at least as large as [`buffer_sizes`](Self::buffer_sizes) says (buffer 0
-    /// from `byte_offset`). Errors: those of `buffer_sizes`, `InvalidLayout`, `BufferTooSmall`.
-    pub(crate) fn validate(
-        &self,
-        et: ElementType,
-        shape: &Shape,
-        layout: &LayoutDescriptor,
-        byte_offset: u64,
-        buffers: &[BufferHandle],
-    ) -> Result<()> {
-        if *layout != LayoutDescriptor::RowMajor {
-            bail!(InvalidLayout, "{} quantization needs a row-major layout", self.kind.name());
-        }
-        let sizes = self.buffer_sizes(et, shape)?;
-        if buffers.len() != sizes.len() {
-            bail!(
-                InvalidLayout,
-                "{} quantization needs {} buffers, the table has {}",
-                self.kind.name(),
-                sizes.len(),
-                buffers.len()
-            );
-        }
-        for (i, (b, need)) in buffers.iter().zip(&sizes).enumerate() {
-            let need_total = if i == 0 { byte_offset.checked_add(*need) } else { Some(*need) };
-            if need_total.is_none_or(|t| b.byte_size() < t) {
-                bail!(
-                    BufferTooSmall,
-                    "{} buffer {i} has {} bytes, needs {need}{}",
-                    self.kind.name(),
-                    b.byte_size(),
-                    if i == 0 && byte_offset > 0 { format!(" after offset {byte_offset}") } else { String::new() }
-                );
-            }
-        }
-        Ok(())
     }
 }

@@ -1,5 +1,6 @@
-//! Sparse layouts COO, CSR, CSC and BSR (docs/spec/descriptor.md §Sparse layouts): the
-//! sparse block of a version-2 descriptor, the checks of index contents, and densify.
+//! Sparse layouts COO, CSR, CSC and BSR (docs/spec/descriptor.md §Sparse layouts): the checks
+//! of index contents, and densify. The sparse block itself and the descriptor rules of these
+//! layouts are part of the descriptor (`descriptor/blocks.rs`, `descriptor/validate.rs`).
 //!
 //! Buffer tables (each buffer exactly as long as the block says; byte offset 0):
 //!
@@ -10,59 +11,12 @@
 //! | CSC | nnz values | indptr, `cols + 1` | row indices, nnz |
 //! | BSR | nnz blocks of `br × bc` values, each row-major | block indptr, `rows / br + 1` | block column indices, nnz |
 
-use crate::descriptor::{Cursor, LayoutDescriptor, TensorDescriptor};
+use crate::descriptor::{compressed_dims, LayoutDescriptor, TensorDescriptor};
 use crate::error::{bail, err, Result};
 use crate::types::ElementType;
 
-/// Size of the sparse block in bytes.
-pub const SPARSE_BLOCK_BYTES: usize = 24;
-
-/// Integer type of index buffers (indices, indptr, page tables). Wire codes are the element
-/// type codes of `int32` (3) and `int64` (4). Indices are non-negative in both.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum IndexType {
-    /// Little-endian int32.
-    Int32 = 3,
-    /// Little-endian int64.
-    Int64 = 4,
-}
-
-impl IndexType {
-    /// Decodes a wire code (3 or 4); anything else is `Corrupt`.
-    pub fn from_code(code: u8) -> Result<Self> {
-        match code {
-            3 => Ok(IndexType::Int32),
-            4 => Ok(IndexType::Int64),
-            _ => bail!(Corrupt, "index type code {code} (only 3 int32 and 4 int64)"),
-        }
-    }
-    /// The wire code.
-    pub fn code(self) -> u8 {
-        self as u8
-    }
-    /// Bytes per index: 4 or 8.
-    pub fn bytes(self) -> u64 {
-        match self {
-            IndexType::Int32 => 4,
-            IndexType::Int64 => 8,
-        }
-    }
-    /// The largest index value this type can hold.
-    pub fn max_value(self) -> u64 {
-        match self {
-            IndexType::Int32 => i32::MAX as u64,
-            IndexType::Int64 => i64::MAX as u64,
-        }
-    }
-    /// `int32` or `int64`.
-    pub fn name(self) -> &'static str {
-        match self {
-            IndexType::Int32 => "int32",
-            IndexType::Int64 => "int64",
-        }
-    }
-}
+pub use crate::descriptor::{IndexType, SparseInfo};
+pub use crate::wire::SPARSE_BLOCK_BYTES;
 
 /// Reads index `i` of an index buffer as i64 (int32 sign-extends). `buf` must hold it.
 #[inline]
@@ -73,158 +27,6 @@ pub(crate) fn read_index(buf: &[u8], it: IndexType, i: usize) -> i64 {
     }
 }
 
-/// The sparse block (extension bit 3) of a COO, CSR, CSC or BSR descriptor.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct SparseInfo {
-    index_type: IndexType,
-    canonical: bool,
-    block_rows: u32,
-    block_cols: u32,
-    nnz: u64,
-}
-
-impl SparseInfo {
-    /// A COO, CSR or CSC block: `nnz` stored values, indices of `index_type`. `canonical`
-    /// promises sorted indices without duplicates (COO: coordinates strictly increasing in
-    /// row-major order; CSR/CSC: indices strictly increasing within each row/column); a
-    /// reader checks the promise.
-    pub fn new(index_type: IndexType, nnz: u64, canonical: bool) -> Self {
-        SparseInfo { index_type, canonical, block_rows: 0, block_cols: 0, nnz }
-    }
-    /// A BSR block: `nnz_blocks` stored blocks of `block_rows × block_cols` values.
-    pub fn bsr(index_type: IndexType, nnz_blocks: u64, block_rows: u32, block_cols: u32, canonical: bool) -> Self {
-        SparseInfo { index_type, canonical, block_rows, block_cols, nnz: nnz_blocks }
-    }
-    /// Index type of the index buffers.
-    pub fn index_type(&self) -> IndexType {
-        self.index_type
-    }
-    /// True when indices are promised sorted and free of duplicates.
-    pub fn is_canonical(&self) -> bool {
-        self.canonical
-    }
-    /// Stored entries (BSR: stored blocks).
-    pub fn nnz(&self) -> u64 {
-        self.nnz
-    }
-    /// BSR block shape `[rows, cols]`; `[0, 0]` for the other layouts.
-    pub fn block_shape(&self) -> [u32; 2] {
-        [self.block_rows, self.block_cols]
-    }
-
-    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
-        out.push(self.index_type.code());
-        out.push(u8::from(self.canonical));
-        out.extend_from_slice(&[0, 0]);
-        out.extend_from_slice(&self.block_rows.to_le_bytes());
-        out.extend_from_slice(&self.block_cols.to_le_bytes());
-        out.extend_from_slice(&[0; 4]);
-        out.extend_from_slice(&self.nnz.to_le_bytes());
-    }
-
-    pub(crate) fn decode(c: &mut Cursor<'_>) -> Result<Self> {
-        let b = c.take(SPARSE_BLOCK_BYTES)?;
-        let index_type = IndexType::from_code(b[0])?;
-        if b[1] > 1 || b[2] != 0 || b[3] != 0 || b[12..16] != [0; 4] {
-            bail!(Corrupt, "reserved bytes of the sparse block are not zero");
-        }
-        Ok(SparseInfo {
-            index_type,
-            canonical: b[1] == 1,
-            block_rows: u32::from_le_bytes(b[4..8].try_into().unwrap()),
-            block_cols: u32::from_le_bytes(b[8..12].try_into().unwrap()),
-            nnz: u64::from_le_bytes(b[16..24].try_into().unwrap()),
-        })
-    }
-}
-
-fn mul(a: u64, b: u64, what: &str) -> Result<u64> {
-    a.checked_mul(b).ok_or_else(|| err!(LimitExceeded, "{what} overflows a u64 byte count"))
-}
-
-/// Checks that buffer `i` is exactly `want` bytes.
-pub(crate) fn expect_size(d: &TensorDescriptor, i: usize, want: u64, what: &str) -> Result<()> {
-    let have = d.buffers()[i].byte_size();
-    if have < want {
-        bail!(BufferTooSmall, "buffer {i} ({what}) holds {have} bytes, the layout needs {want}");
-    }
-    if have > want {
-        bail!(InvalidLayout, "buffer {i} ({what}) holds {have} bytes, the layout needs exactly {want}");
-    }
-    Ok(())
-}
-
-/// The dimension the indptr runs over and the one the indices address, for CSR/CSC/BSR.
-fn compressed_dims(d: &TensorDescriptor, s: &SparseInfo) -> (u64, u64) {
-    let dims = d.shape().dims();
-    match d.layout() {
-        LayoutDescriptor::Csc => (dims[1], dims[0]),
-        LayoutDescriptor::Bsr => (dims[0] / u64::from(s.block_rows), dims[1] / u64::from(s.block_cols)),
-        _ => (dims[0], dims[1]),
-    }
-}
-
-/// Descriptor-level checks of a sparse tensor (everything but the index contents).
-pub(crate) fn validate_descriptor(d: &TensorDescriptor, s: &SparseInfo) -> Result<()> {
-    let layout = d.layout();
-    let et = d.element_type();
-    let dims = d.shape().dims();
-    let rank = dims.len();
-    if et.is_sub_byte() {
-        bail!(InvalidLayout, "packed {} cannot be sparse", et.name());
-    }
-    if d.quantization().is_some() {
-        bail!(InvalidLayout, "a sparse tensor cannot carry a quantization block in version 2");
-    }
-    if d.byte_offset() != 0 {
-        bail!(InvalidLayout, "a sparse tensor has byte offset 0, not {}", d.byte_offset());
-    }
-    let bsr = *layout == LayoutDescriptor::Bsr;
-    if bsr != (s.block_rows != 0 || s.block_cols != 0) || (bsr && (s.block_rows == 0 || s.block_cols == 0)) {
-        bail!(InvalidLayout, "block shape {:?} with layout {}", s.block_shape(), layout.name());
-    }
-    if *layout == LayoutDescriptor::Coo {
-        if rank == 0 {
-            bail!(InvalidLayout, "a COO tensor has rank at least 1");
-        }
-    } else if rank != 2 {
-        bail!(InvalidLayout, "a {} tensor has rank 2, not {rank}", layout.name());
-    }
-    let esize = u64::from(et.bit_width() / 8);
-    let isize = s.index_type.bytes();
-    let nnz = s.nnz;
-    let block_elems = if bsr {
-        if !dims[0].is_multiple_of(u64::from(s.block_rows)) || !dims[1].is_multiple_of(u64::from(s.block_cols)) {
-            bail!(InvalidLayout, "shape {dims:?} is not a multiple of block shape {:?}", s.block_shape());
-        }
-        u64::from(s.block_rows) * u64::from(s.block_cols)
-    } else {
-        1
-    };
-    // A canonical tensor stores each position at most once.
-    let positions = d.shape().element_count() / block_elems;
-    if s.canonical && nnz > positions {
-        bail!(Corrupt, "canonical nnz {nnz} exceeds the {positions} positions of the shape");
-    }
-    if nnz > s.index_type.max_value() {
-        bail!(LimitExceeded, "nnz {nnz} does not fit {} indices", s.index_type.name());
-    }
-    let want = if *layout == LayoutDescriptor::Coo { 2 } else { 3 };
-    if d.buffers().len() != want {
-        bail!(InvalidLayout, "a {} tensor has {want} buffers, the table has {}", layout.name(), d.buffers().len());
-    }
-    expect_size(d, 0, mul(mul(nnz, block_elems, "nnz")?, esize, "nnz")?, "values")?;
-    if *layout == LayoutDescriptor::Coo {
-        expect_size(d, 1, mul(mul(nnz, rank as u64, "nnz")?, isize, "nnz")?, "indices")?;
-    } else {
-        let (outer, _) = compressed_dims(d, s);
-        let ptrs = outer.checked_add(1).ok_or_else(|| err!(LimitExceeded, "indptr length overflows"))?;
-        expect_size(d, 1, mul(ptrs, isize, "indptr")?, "indptr")?;
-        expect_size(d, 2, mul(nnz, isize, "nnz")?, "indices")?;
-    }
-    Ok(())
-}
-
 /// Checks the index contents of a sparse tensor whose descriptor is valid: indices in range,
 /// indptr from 0 to nnz without decreasing, and the canonical promise. `bufs` are the
 /// payloads in buffer-table order. Errors: `Corrupt` naming the first offending position,
@@ -232,8 +34,8 @@ pub(crate) fn validate_descriptor(d: &TensorDescriptor, s: &SparseInfo) -> Resul
 pub fn check_contents(d: &TensorDescriptor, bufs: &[&[u8]]) -> Result<()> {
     let s = d.sparse().ok_or_else(|| err!(InvalidArgument, "not a sparse tensor"))?;
     check_payload_lengths(d, bufs)?;
-    let it = s.index_type;
-    let nnz = s.nnz as usize; // fits: the buffers of this size exist in memory
+    let it = s.index_type();
+    let nnz = s.nnz() as usize; // fits: the buffers of this size exist in memory
     let dims = d.shape().dims();
     if *d.layout() == LayoutDescriptor::Coo {
         let idx = bufs[1];
@@ -246,7 +48,7 @@ pub fn check_contents(d: &TensorDescriptor, bufs: &[&[u8]]) -> Result<()> {
                 }
             }
         }
-        if s.canonical {
+        if s.is_canonical() {
             for j in 1..nnz {
                 let mut ord = std::cmp::Ordering::Equal;
                 for k in 0..rank {
@@ -278,8 +80,8 @@ pub fn check_contents(d: &TensorDescriptor, bufs: &[&[u8]]) -> Result<()> {
         if end < prev {
             bail!(Corrupt, "indptr decreases at {}: {prev} then {end}", r + 1);
         }
-        if end as u64 > s.nnz {
-            bail!(Corrupt, "indptr[{}] = {end} exceeds nnz {}", r + 1, s.nnz);
+        if end as u64 > s.nnz() {
+            bail!(Corrupt, "indptr[{}] = {end} exceeds nnz {}", r + 1, s.nnz());
         }
         let mut last = -1i64;
         for j in prev as usize..end as usize {
@@ -287,7 +89,7 @@ pub fn check_contents(d: &TensorDescriptor, bufs: &[&[u8]]) -> Result<()> {
             if c < 0 || c as u64 >= inner {
                 bail!(Corrupt, "index {c} of entry {j} is outside 0..{inner}");
             }
-            if s.canonical && c <= last {
+            if s.is_canonical() && c <= last {
                 bail!(
                     Corrupt,
                     "indices of row/column {r} are not strictly increasing although the tensor is marked canonical"
@@ -297,8 +99,8 @@ pub fn check_contents(d: &TensorDescriptor, bufs: &[&[u8]]) -> Result<()> {
         }
         prev = end;
     }
-    if prev as u64 != s.nnz {
-        bail!(Corrupt, "indptr ends at {prev}, but nnz is {}", s.nnz);
+    if prev as u64 != s.nnz() {
+        bail!(Corrupt, "indptr ends at {prev}, but nnz is {}", s.nnz());
     }
     Ok(())
 }
@@ -371,7 +173,7 @@ fn accumulate(et: ElementType, dst: &mut [u8], src: &[u8]) {
 pub(crate) fn densify_supported(d: &TensorDescriptor) -> Result<&SparseInfo> {
     let s =
         d.sparse().ok_or_else(|| err!(InvalidArgument, "densify needs a sparse tensor, not {}", d.layout().name()))?;
-    if !s.canonical && !summable(d.element_type()) {
+    if !s.is_canonical() && !summable(d.element_type()) {
         bail!(
             Unsupported,
             "densify of a non-canonical {} tensor would have to sum duplicates",
@@ -400,11 +202,11 @@ pub fn densify(d: &TensorDescriptor, bufs: &[&[u8]], out: &mut [u8]) -> Result<(
     let out = &mut out[..dense as usize];
     out.fill(0);
     let es = (et.bit_width() / 8) as usize;
-    let it = s.index_type;
-    let nnz = s.nnz as usize;
+    let it = s.index_type();
+    let nnz = s.nnz() as usize;
     let dims = d.shape().dims();
     let vals = bufs[0];
-    let canonical = s.canonical;
+    let canonical = s.is_canonical();
     let put = |out: &mut [u8], pos: usize, v: &[u8]| {
         let dst = &mut out[pos * es..pos * es + es];
         if canonical {
@@ -441,7 +243,7 @@ pub fn densify(d: &TensorDescriptor, bufs: &[&[u8]], out: &mut [u8]) -> Result<(
         LayoutDescriptor::Bsr => {
             let (ptr, idx) = (bufs[1], bufs[2]);
             let cols = dims[1] as usize;
-            let (br, bc) = (s.block_rows as usize, s.block_cols as usize);
+            let (br, bc) = (s.block_shape()[0] as usize, s.block_shape()[1] as usize);
             let (outer, _) = compressed_dims(d, s);
             for r in 0..outer as usize {
                 let (a, b) = (read_index(ptr, it, r) as usize, read_index(ptr, it, r + 1) as usize);
@@ -451,7 +253,7 @@ pub fn densify(d: &TensorDescriptor, bufs: &[&[u8]], out: &mut [u8]) -> Result<(
                     for i in 0..br {
                         let row = (r * br + i) * cols + c * bc;
                         let src = &block[i * bc * es..(i + 1) * bc * es];
-                        if s.canonical {
+                        if s.is_canonical() {
                             out[row * es..(row + bc) * es].copy_from_slice(src);
                         } else {
                             for k in 0..bc {

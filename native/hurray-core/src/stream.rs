@@ -11,39 +11,18 @@ use crate::decoder::{Decoded, StreamDecoder};
 use crate::descriptor::TensorDescriptor;
 use crate::encoder::{OutSeg, StreamEncoder};
 use crate::error::{bail, Error, ErrorKind, Result};
-use crate::pool::{BufferPool, PooledBuf};
-use crate::MAX_RANK;
+use crate::pool::BufferPool;
 
-/// Stream header magic.
-pub const STREAM_MAGIC: [u8; 8] = *b"HRRYSTRM";
-/// Stream format version written and read by this build.
-pub const STREAM_VERSION: u16 = 1;
-/// Stream header size in bytes.
-pub const STREAM_HEADER_BYTES: usize = 16;
-/// Frame header size in bytes.
-pub const FRAME_HEADER_BYTES: usize = 24;
-/// Frame magic of a tensor item.
-pub const FRAME_TENSOR: [u8; 4] = *b"HRTN";
-/// Frame magic of the end-of-stream marker.
-pub const FRAME_END: [u8; 4] = *b"HREN";
-/// Stream header flag: every payload is followed by its CRC32C.
-pub const FLAG_PAYLOAD_CRC: u16 = 1;
-/// Stream header flag: a metadata frame follows the stream header (docs/spec/stream.md
-/// §Stream metadata).
-pub const FLAG_METADATA: u16 = 2;
-/// Frame magic of the stream-metadata frame (only directly after the stream header).
-pub const FRAME_METADATA: [u8; 4] = *b"HRMD";
-
-/// Reads at most this many bytes ahead into the reader's own buffer; larger payload reads go
-/// straight into the tensor's allocation.
-pub const READ_AHEAD_BYTES: usize = 64 * 1024;
-/// Bytes of a tensor's buffers the reader allocates before their bytes arrive; beyond this a
-/// buffer's allocation starts at [`GROW_MIN_BYTES`](crate::GROW_MIN_BYTES) (or what is left of this budget, if more)
-/// and doubles as its bytes arrive (docs/spec/stream.md §Limits), so a short input declaring a
-/// huge tensor costs at most this much memory, and a real one at most twice its bytes.
-pub const EAGER_RESERVE_BYTES: usize = 64 << 20;
-/// Payloads up to this size are copied next to the frame header so an item is one write call.
-pub const COALESCE_BYTES: usize = 64 * 1024;
+// What a caller of the stream reader and writer needs, under the stream's name: the limits
+// and options live with the decoder and encoder that enforce them, the framing constants in
+// `wire`.
+pub use crate::decoder::{ReaderOptions, EAGER_RESERVE_BYTES, READ_AHEAD_BYTES};
+pub use crate::encoder::{WriterOptions, COALESCE_BYTES};
+pub use crate::tensor::ReadTensor;
+pub use crate::wire::{
+    FLAG_METADATA, FLAG_PAYLOAD_CRC, FRAME_END, FRAME_HEADER_BYTES, FRAME_METADATA, FRAME_TENSOR, STREAM_HEADER_BYTES,
+    STREAM_MAGIC, STREAM_VERSION,
+};
 
 /// A byte source (the transport's `read`, docs/spec/stream.md §Transport rules). Return `Ok(n)`
 /// after writing `n` initialised bytes to the front of `dst` (`0` = end of input, fewer than
@@ -90,57 +69,6 @@ impl WriteTransport for Vec<u8> {
         self.extend_from_slice(src);
         Ok(src.len())
     }
-}
-
-/// Limits a reader enforces before allocating anything (docs/spec/stream.md §Limits).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ReaderOptions {
-    /// Largest accepted encoded descriptor, in bytes (default 1 MiB, at most 16 MiB).
-    pub max_descriptor_bytes: u64,
-    /// Largest accepted rank (default and maximum [`MAX_RANK`]).
-    pub max_rank: u32,
-    /// Largest accepted sum of one tensor's buffer sizes, in bytes (default 64 GiB). Memory
-    /// follows the bytes received, not the declared size: the first
-    /// [`EAGER_RESERVE_BYTES`] of a tensor's buffers are allocated (not touched) up front, the
-    /// rest grows by doubling as bytes arrive.
-    pub max_tensor_bytes: u64,
-    /// Fail with `Corrupt` on a stream written without payload checksums.
-    pub require_payload_checksums: bool,
-    /// Cap in bytes of the reader's own [`BufferPool`] (default 0: no pool, every buffer is a
-    /// new allocation freed when its tensor is dropped). With a cap, a dropped tensor's
-    /// allocations are kept (at most this many bytes of them) and reused for later tensors;
-    /// see [`StreamReader::set_buffer_pool`] and docs/spec/stream.md §Buffer pool.
-    pub pool_bytes: u64,
-}
-
-impl Default for ReaderOptions {
-    fn default() -> Self {
-        ReaderOptions {
-            max_descriptor_bytes: 1 << 20,
-            max_rank: MAX_RANK as u32,
-            max_tensor_bytes: 64 << 30,
-            require_payload_checksums: false,
-            pool_bytes: 0,
-        }
-    }
-}
-
-/// Writer settings.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct WriterOptions {
-    /// Follow every payload with its CRC32C (costs one pass over the bytes).
-    pub payload_checksums: bool,
-}
-
-/// A tensor read from a stream: its descriptor and one owned, aligned allocation per buffer.
-#[derive(Debug)]
-pub struct ReadTensor {
-    /// The validated descriptor.
-    pub descriptor: TensorDescriptor,
-    /// Buffers in buffer-table order, each aligned to its handle's alignment and full. Each
-    /// dereferences to [`AlignedBuf`]; dropping one returns its allocation to the reader's
-    /// pool, if the reader has one and it still exists.
-    pub buffers: Vec<PooledBuf>,
 }
 
 /// Reads a stream item by item through a [`ReadTransport`]: a [`StreamDecoder`] fed by the

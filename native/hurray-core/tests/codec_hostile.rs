@@ -6,9 +6,9 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use hurray_core::codec;
 use hurray_core::composite;
 use hurray_core::paged::{self, PagingInfo};
+use hurray_core::quantize;
 use hurray_core::sparse::{self, IndexType, SparseInfo};
 use hurray_core::{
     BlockQuant, BufferHandle, DeviceTag, ElementType, ErrorKind, LayoutDescriptor, Quantization, Shape, SyncMode,
@@ -67,17 +67,17 @@ fn block_kinds_without_elements_return_at_once() {
     ];
     for (et, bq) in kinds {
         let shape = Shape::new(dims.clone()).unwrap();
-        let d = codec::plan(et, shape, Some(Quantization::Block(bq))).unwrap();
+        let d = quantize::plan(et, shape, Some(Quantization::Block(bq))).unwrap();
         let out = within_time("dequantize_into of a zero-element tensor", move || {
             let bufs = table_buffers(&d, 0);
             let views: Vec<&[u8]> = bufs.iter().map(|b| b.as_slice()).collect();
             let mut out = [0u8; 8];
-            codec::dequantize_into(&d, &views, ElementType::Float32, &mut out).map(|_| ())?;
+            quantize::dequantize_into(&d, &views, ElementType::Float32, &mut out).map(|_| ())?;
             let mut f = [0f32; 0];
-            codec::dequantize(&d, &views, &mut f)?;
+            quantize::dequantize(&d, &views, &mut f)?;
             let mut w = table_buffers(&d, 0);
             let mut wv: Vec<&mut [u8]> = w.iter_mut().map(|b| b.as_mut_slice()).collect();
-            codec::quantize(&d, &[], &mut wv)
+            quantize::quantize(&d, &[], &mut wv)
         });
         out.unwrap_or_else(|e| panic!("{}: {e}", bq.kind.name()));
     }
@@ -87,12 +87,12 @@ fn block_kinds_without_elements_return_at_once() {
 fn a_composite_head_is_refused_not_indexed() {
     let head = composite::head_descriptor(Some("layer"), vec!["w".into(), "b".into()]).unwrap();
     let mut out = [0f32; 1];
-    assert_eq!(codec::dequantize(&head, &[], &mut out).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(quantize::dequantize(&head, &[], &mut out).unwrap_err().kind(), ErrorKind::InvalidArgument);
     let mut bytes = [0u8; 8];
-    let e = codec::dequantize_into(&head, &[], ElementType::Float32, &mut bytes).unwrap_err();
+    let e = quantize::dequantize_into(&head, &[], ElementType::Float32, &mut bytes).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument);
-    assert_eq!(codec::quantize(&head, &[1.0], &mut []).unwrap_err().kind(), ErrorKind::InvalidArgument);
-    assert_eq!(codec::dequantize_to_vec(&head, &[]).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(quantize::quantize(&head, &[1.0], &mut []).unwrap_err().kind(), ErrorKind::InvalidArgument);
+    assert_eq!(quantize::dequantize_to_vec(&head, &[]).unwrap_err().kind(), ErrorKind::InvalidArgument);
 }
 
 #[test]
@@ -102,12 +102,12 @@ fn a_strided_tensor_at_a_huge_offset_is_an_error_not_an_overflow() {
     let d = strided(ElementType::Float32, &[2], &[-1], off, u64::MAX).unwrap();
     let data = [0u8; 8];
     let mut out = [0f32; 2];
-    assert_eq!(codec::dequantize(&d, &[&data], &mut out).unwrap_err().kind(), ErrorKind::Unsupported);
+    assert_eq!(quantize::dequantize(&d, &[&data], &mut out).unwrap_err().kind(), ErrorKind::Unsupported);
     let mut bytes = [0u8; 16];
-    let e = codec::dequantize_into(&d, &[&data], ElementType::Float64, &mut bytes).unwrap_err();
+    let e = quantize::dequantize_into(&d, &[&data], ElementType::Float64, &mut bytes).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Unsupported);
     let mut w = [0u8; 8];
-    assert_eq!(codec::quantize(&d, &[1.0, 2.0], &mut [&mut w[..]]).unwrap_err().kind(), ErrorKind::Unsupported);
+    assert_eq!(quantize::quantize(&d, &[1.0, 2.0], &mut [&mut w[..]]).unwrap_err().kind(), ErrorKind::Unsupported);
 }
 
 #[test]
@@ -117,12 +117,12 @@ fn the_status_depends_on_the_descriptor_not_on_spare_buffer_bytes() {
     for len in [0usize, 8, 12, 64] {
         let data = vec![0u8; len];
         let mut out = [0f32; 2];
-        assert_eq!(codec::dequantize(&d, &[&data], &mut out).unwrap_err().kind(), ErrorKind::Unsupported, "{len}");
+        assert_eq!(quantize::dequantize(&d, &[&data], &mut out).unwrap_err().kind(), ErrorKind::Unsupported, "{len}");
         let mut bytes = [0u8; 8];
-        let e = codec::dequantize_into(&d, &[&data], ElementType::Float32, &mut bytes).unwrap_err();
+        let e = quantize::dequantize_into(&d, &[&data], ElementType::Float32, &mut bytes).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Unsupported, "{len}");
         let mut w = vec![0u8; len];
-        let e = codec::quantize(&d, &[1.0, 2.0], &mut [&mut w[..]]).unwrap_err();
+        let e = quantize::quantize(&d, &[1.0, 2.0], &mut [&mut w[..]]).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Unsupported, "{len}");
     }
     // Complex elements cannot be dequantized, and int32 cannot be quantized to, whatever
@@ -132,9 +132,9 @@ fn the_status_depends_on_the_descriptor_not_on_spare_buffer_bytes() {
     for len in [0usize, 16] {
         let data = vec![0u8; len];
         let mut out = [0f32; 2];
-        assert_eq!(codec::dequantize(&c, &[&data], &mut out).unwrap_err().kind(), ErrorKind::Unsupported, "{len}");
+        assert_eq!(quantize::dequantize(&c, &[&data], &mut out).unwrap_err().kind(), ErrorKind::Unsupported, "{len}");
         let mut w = vec![0u8; len];
-        let e = codec::quantize(&i, &[1.0, 2.0], &mut [&mut w[..]]).unwrap_err();
+        let e = quantize::quantize(&i, &[1.0, 2.0], &mut [&mut w[..]]).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Unsupported, "{len}");
     }
 }
@@ -159,14 +159,14 @@ fn le<T: Copy, const N: usize>(v: &[T], f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
 /// Dequantize (both entry points) of `d` must equal dequantize of its dense form `dense`.
 fn agrees_with_dense_form(d: &TensorDescriptor, bufs: &[&[u8]], dense: &[u8]) -> Vec<f32> {
     let plain = TensorDescriptor::dense(d.element_type(), d.shape().clone()).unwrap();
-    let want = codec::dequantize_to_vec(&plain, &[dense]).unwrap();
-    let got = codec::dequantize_to_vec(d, bufs).unwrap();
+    let want = quantize::dequantize_to_vec(&plain, &[dense]).unwrap();
+    let got = quantize::dequantize_to_vec(d, bufs).unwrap();
     assert_eq!(got, want, "dequantize of {} != dequantize of its dense form", d.layout().name());
     for target in [ElementType::Float64, ElementType::Int16, ElementType::Float16] {
         let w = (target.bit_width() / 8) as usize * want.len();
         let (mut a, mut b) = (vec![0u8; w], vec![0u8; w]);
-        codec::dequantize_into(d, bufs, target, &mut a).unwrap();
-        codec::dequantize_into(&plain, &[dense], target, &mut b).unwrap();
+        quantize::dequantize_into(d, bufs, target, &mut a).unwrap();
+        quantize::dequantize_into(&plain, &[dense], target, &mut b).unwrap();
         assert_eq!(a, b, "dequantize_into {} of {}", target.name(), d.layout().name());
     }
     got
@@ -226,7 +226,7 @@ fn dequantize_of_a_sparse_tensor_is_its_dense_form() {
     assert_eq!(agrees_with_dense_form(&d, &bufs, &dense), [0.0, 7.0, 0.0, 0.0, 5.0, 0.0]);
     // The values buffer alone is 8 bytes: dense-sized slack must not be needed.
     let mut out = [0f32; 6];
-    codec::dequantize(&d, &bufs, &mut out).unwrap();
+    quantize::dequantize(&d, &bufs, &mut out).unwrap();
     // Non-canonical COO int8 with a duplicate: summed in int8 (wrapping), as densify does.
     let vals = [100u8, 100, 3];
     let coords = le(&[0i64, 0, 2, 1, 1, 0], i64::to_le_bytes); // rows then columns
@@ -245,10 +245,10 @@ fn dequantize_of_a_sparse_tensor_is_its_dense_form() {
     // A bad index is the densify error, not a value.
     let bad = le(&[0i64, 0, 9, 1, 1, 0], i64::to_le_bytes);
     let mut out = [0f32; 6];
-    assert_eq!(codec::dequantize(&d, &[&vals, &bad], &mut out).unwrap_err().kind(), ErrorKind::Corrupt);
+    assert_eq!(quantize::dequantize(&d, &[&vals, &bad], &mut out).unwrap_err().kind(), ErrorKind::Corrupt);
     // Quantize writes dense tensors only.
     let (mut a, mut b) = (vec![0u8; 3], vec![0u8; 48]);
-    let e = codec::quantize(&d, &[0.0; 6], &mut [&mut a[..], &mut b[..]]).unwrap_err();
+    let e = quantize::quantize(&d, &[0.0; 6], &mut [&mut a[..], &mut b[..]]).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Unsupported);
 }
 
@@ -327,7 +327,7 @@ fn a_sparse_tensor_densify_cannot_sum_is_unsupported_whatever_its_buffers() {
     for cut in [0usize, 1, 4] {
         let (v, c) = (&vals[..4 - cut.min(4)], &coords[..8 - cut]);
         let mut out = [0f32; 4];
-        assert_eq!(codec::dequantize(&d, &[v, c], &mut out).unwrap_err().kind(), ErrorKind::Unsupported, "{cut}");
+        assert_eq!(quantize::dequantize(&d, &[v, c], &mut out).unwrap_err().kind(), ErrorKind::Unsupported, "{cut}");
         let mut dense = [0u8; 8];
         assert_eq!(sparse::densify(&d, &[v, c], &mut dense).unwrap_err().kind(), ErrorKind::Unsupported, "{cut}");
     }

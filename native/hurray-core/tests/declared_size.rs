@@ -26,6 +26,8 @@ fn note(delta_add: usize, delta_sub: usize) {
     PEAK.fetch_max(now, Ordering::Relaxed);
 }
 
+// SAFETY: every method forwards to `System` unchanged and only counts bytes on the side, so
+// `System`'s guarantees are this allocator's.
 unsafe impl GlobalAlloc for Peak {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
         // SAFETY: forwarded unchanged: `l` meets GlobalAlloc::alloc's contract, which System shares.
@@ -166,17 +168,17 @@ fn end_marker() -> Vec<u8> {
 /// aborted the process when that failed.
 #[test]
 fn a_huge_declared_block_over_few_elements_allocates_by_the_data() {
-    use hurray_core::{codec, BlockQuant, Shape};
+    use hurray_core::{quantize, BlockQuant, Shape};
     let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     for block in [u32::MAX - 1, 1 << 31] {
         let q = Some(Quantization::Block(BlockQuant::nf4(block)));
         let input = [0.5f32, -1.0, 0.25, 1.0];
         let (r, peak) =
-            peak_during(|| codec::quantize_to_vec(ElementType::Uint4, Shape::new(vec![4]).unwrap(), q, &input));
+            peak_during(|| quantize::quantize_to_vec(ElementType::Uint4, Shape::new(vec![4]).unwrap(), q, &input));
         let (d, bufs) = r.unwrap();
         assert!(peak < 1 << 20, "block {block}: quantizing 4 elements peaked at {peak} bytes");
         let views: Vec<&[u8]> = bufs.iter().map(|b| b.as_slice()).collect();
-        let (r, peak) = peak_during(|| codec::dequantize_to_vec(&d, &views));
+        let (r, peak) = peak_during(|| quantize::dequantize_to_vec(&d, &views));
         // NF4 is lossy: one block of absmax 1 gives each value its nearest code.
         let got = r.unwrap();
         assert!(got.iter().zip(&input).all(|(g, x)| (g - x).abs() < 0.07), "{got:?}");

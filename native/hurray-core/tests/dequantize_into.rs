@@ -1,7 +1,7 @@
-//! `codec::dequantize_into`: dequantization to the declared type (docs/spec/descriptor.md
+//! `quantize::dequantize_into`: dequantization to the declared type (docs/spec/descriptor.md
 //! §Dequantization), against values worked out by hand here, and hostile arguments.
 
-use hurray_core::codec::{dequantize_into, dequantize_to_vec, is_dequantize_target, quantize_to_vec};
+use hurray_core::quantize::{dequantize_into, dequantize_to_vec, is_dequantize_target, quantize_to_vec};
 use hurray_core::{
     BlockQuant, BufferHandle, DeviceTag, ElementType, ErrorKind, LayoutDescriptor, Quantization, Shape, SyncMode,
     TensorDescriptor,
@@ -210,7 +210,7 @@ fn plain_integers_convert_to_integers_exactly() {
 /// column-major [2, 3] tensor with channels along axis 0, the two rows get their own scales.
 #[test]
 fn per_channel_quantize_follows_the_storage_order() {
-    use hurray_core::codec::{dequantize, quantize};
+    use hurray_core::quantize::{dequantize, quantize};
     let d = TensorDescriptor::new(
         1,
         0,

@@ -20,6 +20,8 @@ thread_local! {
     static LARGEST: Cell<usize> = const { Cell::new(0) };
 }
 
+// SAFETY: every method forwards to `System` unchanged and only counts bytes on the side, so
+// `System`'s guarantees are this allocator's.
 unsafe impl GlobalAlloc for Tracking {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
         let _ = LARGEST.try_with(|m| m.set(m.get().max(l.size())));

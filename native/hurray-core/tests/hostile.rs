@@ -21,6 +21,8 @@ thread_local! {
     static LARGEST: Cell<usize> = const { Cell::new(0) };
 }
 
+// SAFETY: every method forwards to `System` unchanged and only counts bytes on the side, so
+// `System`'s guarantees are this allocator's.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
         let _ = LARGEST.try_with(|c| c.set(c.get().max(l.size())));

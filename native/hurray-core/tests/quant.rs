@@ -5,9 +5,9 @@
 mod common;
 mod file_support;
 
-use hurray_core::codec::{dequantize, dequantize_to_vec, plan, quantize_to_vec, NF4_CODEBOOK};
 use hurray_core::file::FileReaderOptions;
 use hurray_core::lowp::MiniFloat;
+use hurray_core::quantize::{dequantize, dequantize_to_vec, plan, quantize_to_vec, NF4_CODEBOOK};
 use hurray_core::{
     BlockKind, BlockQuant, BufferHandle, DeviceTag, ElementType, ErrorKind, FileReader, FileWriterOptions,
     LayoutDescriptor, Quantization, ReaderOptions, Shape, SyncMode, TensorDescriptor,

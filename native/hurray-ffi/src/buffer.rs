@@ -303,9 +303,7 @@ pub unsafe extern "C" fn hurray_buffer_sync_payload(
     out: *mut HurraySyncPayload,
 ) -> HurrayStatus {
     guard("hurray_buffer_sync_payload", || {
-        // SAFETY: `buffer` is NULL or a handle this library returned (this function's contract);
-        // NULL and, in debug builds, stale handles are refused.
-        let b = unsafe { handle::inner_ref(buffer, "buffer")? };
+        let b = handle::handle_ref!(buffer)?;
         let zero = HurraySyncPayload {
             sync_handle: std::ptr::null_mut(),
             sync_handle_device_tag: 0,
@@ -314,8 +312,7 @@ pub unsafe extern "C" fn hurray_buffer_sync_payload(
             event_release_context: std::ptr::null_mut(),
             consumer_stream: std::ptr::null_mut(),
         };
-        // SAFETY: `out` is NULL (refused by put) or valid for one write (this function's contract).
-        unsafe { handle::put(out, "out", b.sync.unwrap_or(zero))? };
+        handle::put_out!(out, b.sync.unwrap_or(zero))?;
         Ok(HURRAY_OK)
     })
 }
@@ -331,9 +328,7 @@ pub unsafe extern "C" fn hurray_buffer_clone(
     out_handle: *mut *mut HurrayBuffer,
 ) -> HurrayStatus {
     guard("hurray_buffer_clone", || {
-        // SAFETY: `buffer` is NULL or a handle this library returned (this function's contract);
-        // NULL and, in debug builds, stale handles are refused.
-        let b = unsafe { handle::inner_ref(buffer, "buffer")? };
+        let b = handle::handle_ref!(buffer)?;
         non_null(out_handle, "out_handle")?;
         // SAFETY: `out_handle` was checked non-NULL above and is valid for one pointer write (this
         // function's contract).
@@ -368,11 +363,8 @@ unsafe fn buffer_get<T>(
     f: impl FnOnce(&BufferInner) -> T,
 ) -> HurrayStatus {
     guard(what, || {
-        // SAFETY: `buffer` is NULL or a handle this library returned (this function's contract);
-        // NULL and, in debug builds, stale handles are refused.
-        let b = unsafe { handle::inner_ref(buffer, "buffer")? };
-        // SAFETY: `out` is NULL (refused by put) or valid for one write (this function's contract).
-        unsafe { handle::put(out, "out", f(b))? };
+        let b = handle::handle_ref!(buffer)?;
+        handle::put_out!(out, f(b))?;
         Ok(HURRAY_OK)
     })
 }

@@ -59,9 +59,7 @@ pub unsafe extern "C" fn hurray_buffer_list_push(
     buffer: *mut HurrayBuffer,
 ) -> HurrayStatus {
     guard("hurray_buffer_list_push", || {
-        // SAFETY: `list` is NULL or a handle this library returned, used by one thread at a time
-        // (this function's contract).
-        let l = unsafe { handle::inner_mut(list, "list")? };
+        let l = handle::handle_mut!(list)?;
         // SAFETY: `buffer` is NULL or a handle this library returned (this function's contract);
         // NULL and, in debug builds, stale handles are refused.
         let b = unsafe { handle::live(buffer, "buffer")? };
@@ -88,12 +86,8 @@ pub unsafe extern "C" fn hurray_buffer_list_push(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_buffer_list_len(list: *const HurrayBufferList, out_len: *mut usize) -> HurrayStatus {
     guard("hurray_buffer_list_len", || {
-        // SAFETY: `list` is NULL or a handle this library returned (this function's contract); NULL
-        // and, in debug builds, stale handles are refused.
-        let l = unsafe { handle::inner_ref(list, "list")? };
-        // SAFETY: `out_len` is NULL (refused by put) or valid for one write (this function's
-        // contract).
-        unsafe { handle::put(out_len, "out_len", l.0.len())? };
+        let l = handle::handle_ref!(list)?;
+        handle::put_out!(out_len, l.0.len())?;
         Ok(HURRAY_OK)
     })
 }
@@ -110,9 +104,7 @@ pub unsafe extern "C" fn hurray_buffer_list_get(
     out_buffer: *mut *mut HurrayBuffer,
 ) -> HurrayStatus {
     guard("hurray_buffer_list_get", || {
-        // SAFETY: `list` is NULL or a handle this library returned (this function's contract); NULL
-        // and, in debug builds, stale handles are refused.
-        let l = unsafe { handle::inner_ref(list, "list")? };
+        let l = handle::handle_ref!(list)?;
         non_null(out_buffer, "out_buffer")?;
         let b = l.0.get(index).and_then(|s| s.as_ref()).ok_or_else(|| {
             FfiError::new(
@@ -147,9 +139,7 @@ pub unsafe extern "C" fn hurray_buffer_list_data_ptrs(
     out_len: *mut usize,
 ) -> HurrayStatus {
     guard("hurray_buffer_list_data_ptrs", || {
-        // SAFETY: `list` is NULL or a handle this library returned (this function's contract); NULL
-        // and, in debug builds, stale handles are refused.
-        let l = unsafe { handle::inner_ref(list, "list")? };
+        let l = handle::handle_ref!(list)?;
         non_null(out_len, "out_len")?;
         let n = l.0.len();
         // SAFETY: `out_len` was checked non-NULL above and is valid for one write (contract).

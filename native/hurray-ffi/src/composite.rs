@@ -94,9 +94,7 @@ pub unsafe extern "C" fn hurray_reader_next_item(
             *out_tensor = std::ptr::null_mut();
             *out_composite = std::ptr::null_mut();
         }
-        // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        let r = unsafe { handle::inner_mut(reader, "reader")? };
+        let r = handle::handle_mut!(reader)?;
         let state = &mut *r;
         match state.items.next_item(&mut state.stream)? {
             None => Ok(HURRAY_END_OF_STREAM),
@@ -135,9 +133,7 @@ pub unsafe extern "C" fn hurray_composite_head(
     out_descriptor: *mut *mut HurrayDescriptor,
 ) -> HurrayStatus {
     guard("hurray_composite_head", || {
-        // SAFETY: `composite` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
-        // handles.
-        let c = unsafe { handle::inner_ref(composite, "composite")? };
+        let c = handle::handle_ref!(composite)?;
         non_null(out_descriptor, "out_descriptor")?;
         let p: *const HurrayDescriptor = &**c.head.as_ref().expect("live composite");
         // SAFETY: `out_descriptor` was checked non-NULL above and is valid for one write (# Safety).
@@ -156,11 +152,8 @@ pub unsafe extern "C" fn hurray_composite_member_count(
     out: *mut usize,
 ) -> HurrayStatus {
     guard("hurray_composite_member_count", || {
-        // SAFETY: `composite` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
-        // handles.
-        let c = unsafe { handle::inner_ref(composite, "composite")? };
-        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
-        unsafe { handle::put(out, "out", c.members.len())? };
+        let c = handle::handle_ref!(composite)?;
+        handle::put_out!(out, c.members.len())?;
         Ok(HURRAY_OK)
     })
 }
@@ -183,9 +176,7 @@ pub unsafe extern "C" fn hurray_composite_member(
     out_composite: *mut *mut HurrayComposite,
 ) -> HurrayStatus {
     guard("hurray_composite_member", || {
-        // SAFETY: `composite` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
-        // handles.
-        let c = unsafe { handle::inner_ref(composite, "composite")? };
+        let c = handle::handle_ref!(composite)?;
         for (p, n) in [(out_role as *const u8, "out_role"), (out_role_len as *const u8, "out_role_len")] {
             non_null(p, n)?;
         }
@@ -335,12 +326,8 @@ pub unsafe extern "C" fn hurray_composite_builder_add_tensor(
     count: usize,
 ) -> HurrayStatus {
     guard("hurray_composite_builder_add_tensor", || {
-        // SAFETY: `builder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        let b = unsafe { handle::inner_mut(builder, "builder")? };
-        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
-        // handles.
-        let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
+        let b = handle::handle_mut!(builder)?;
+        let d = handle::handle_ref!(descriptor)?;
         let r = utf8_arg(role, role_len, "role")?;
         let slices = if count == 0 {
             Vec::new()
@@ -381,9 +368,7 @@ pub unsafe extern "C" fn hurray_composite_builder_add_composite(
             return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "a composite cannot contain itself"));
         }
         let r = utf8_arg(role, role_len, "role")?;
-        // SAFETY: `builder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        unsafe { handle::inner_mut(builder, "builder")? };
+        handle::handle_mut!(builder)?;
         // SAFETY: `c` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut rejects
         // NULL and dead handles.
         let inner = unsafe { handle::inner_mut(c, "child")? };
@@ -391,9 +376,7 @@ pub unsafe extern "C" fn hurray_composite_builder_add_composite(
         // SAFETY: `child` is NULL or valid for a read and a write; `*child` is NULL or a handle from this library
         // (# Safety).
         unsafe { handle::destroy_pp(child, "child")? };
-        // SAFETY: `builder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        let b = unsafe { handle::inner_mut(builder, "builder")? };
+        let b = handle::handle_mut!(builder)?;
         b.members.push((r, BMember::Composite(Box::new(taken))));
         Ok(HURRAY_OK)
     })
@@ -430,11 +413,8 @@ pub unsafe extern "C" fn hurray_writer_write_composite(
     builder: *const HurrayCompositeBuilder,
 ) -> HurrayStatus {
     guard("hurray_writer_write_composite", || {
-        // SAFETY: `writer` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        let w = unsafe { handle::inner_mut(writer, "writer")? };
-        // SAFETY: `builder` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
-        let b = unsafe { handle::inner_ref(builder, "builder")? };
+        let w = handle::handle_mut!(writer)?;
+        let b = handle::handle_ref!(builder)?;
         // SAFETY: the builder's payload slices are valid for this call (# Safety).
         composite::write_composite(w, &unsafe { b.spec() })?;
         Ok(HURRAY_OK)
@@ -456,11 +436,8 @@ pub unsafe extern "C" fn hurray_encoder_encode_composite(
     out_state: *mut crate::encoder::HurrayEncoderState,
 ) -> HurrayStatus {
     guard("hurray_encoder_encode_composite", || {
-        // SAFETY: `encoder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        let e = unsafe { handle::inner_mut(encoder, "encoder")? };
-        // SAFETY: `builder` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
-        let b = unsafe { handle::inner_ref(builder, "builder")? };
+        let e = handle::handle_mut!(encoder)?;
+        let b = handle::handle_ref!(builder)?;
         // SAFETY: the builder's payload slices are valid for this call (# Safety).
         let spec = unsafe { b.spec() };
         let flat = spec.flatten()?;
@@ -486,11 +463,8 @@ pub unsafe extern "C" fn hurray_file_writer_add_composite(
     builder: *const HurrayCompositeBuilder,
 ) -> HurrayStatus {
     guard("hurray_file_writer_add_composite", || {
-        // SAFETY: `writer` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        let w = unsafe { handle::inner_mut(writer, "writer")? };
-        // SAFETY: `builder` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
-        let b = unsafe { handle::inner_ref(builder, "builder")? };
+        let w = handle::handle_mut!(writer)?;
+        let b = handle::handle_ref!(builder)?;
         // SAFETY: the builder's payload slices are valid for this call (# Safety).
         composite::add_composite(w, &unsafe { b.spec() })?;
         Ok(HURRAY_OK)
@@ -516,9 +490,7 @@ pub unsafe extern "C" fn hurray_file_reader_read_composite(
         non_null(out_composite, "out_composite")?;
         // SAFETY: `out_composite` was checked non-NULL above and is valid for one write (# Safety).
         unsafe { *out_composite = std::ptr::null_mut() };
-        // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        let r = unsafe { handle::inner_mut(reader, "reader")? };
+        let r = handle::handle_mut!(reader)?;
         let n = utf8_arg(name, name_len, "name")?;
         let c = match r {
             ReaderInner::Io(x) => composite::read_composite(x, &n)?,
@@ -545,9 +517,7 @@ pub unsafe extern "C" fn hurray_file_reader_read_composite(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_file_reader_check_composites(reader: *mut HurrayFileReader) -> HurrayStatus {
     guard("hurray_file_reader_check_composites", || {
-        // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        let r = unsafe { handle::inner_mut(reader, "reader")? };
+        let r = handle::handle_mut!(reader)?;
         match r {
             ReaderInner::Io(x) => composite::check_container(x)?,
             ReaderInner::Span(x) => composite::check_container(x)?,

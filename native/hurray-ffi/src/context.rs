@@ -90,11 +90,8 @@ pub unsafe extern "C" fn hurray_tensor_context_abi_version(
     out: *mut u32,
 ) -> HurrayStatus {
     guard("hurray_tensor_context_abi_version", || {
-        // SAFETY: `ctx` is NULL or a handle this library returned (this function's contract); NULL
-        // and, in debug builds, stale handles are refused.
-        let c = unsafe { handle::inner_ref(ctx, "ctx")? };
-        // SAFETY: `out` is NULL (refused by put) or valid for one write (this function's contract).
-        unsafe { handle::put(out, "out", c.abi_version)? };
+        let c = handle::handle_ref!(ctx)?;
+        handle::put_out!(out, c.abi_version)?;
         Ok(HURRAY_OK)
     })
 }
@@ -111,9 +108,7 @@ pub unsafe extern "C" fn hurray_tensor_context_descriptor(
     out_len: *mut u64,
 ) -> HurrayStatus {
     guard("hurray_tensor_context_descriptor", || {
-        // SAFETY: `ctx` is NULL or a handle this library returned (this function's contract); NULL
-        // and, in debug builds, stale handles are refused.
-        let c = unsafe { handle::inner_ref(ctx, "ctx")? };
+        let c = handle::handle_ref!(ctx)?;
         non_null(out_bytes, "out_bytes")?;
         non_null(out_len, "out_len")?;
         // SAFETY: both out-pointers were checked non-NULL above and are valid for one write each

@@ -168,9 +168,7 @@ pub unsafe extern "C" fn hurray_decoder_next(
         non_null(out, "out")?;
         // SAFETY: `out` was checked non-NULL just above and is valid for one write (# Safety).
         unsafe { out.write(empty_result()) };
-        // SAFETY: `decoder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        let d = unsafe { handle::inner_mut(decoder, "decoder")? };
+        let d = handle::handle_mut!(decoder)?;
         d.take_input(filled, flags)?;
         match d.decoder.poll()? {
             Decoded::End => Ok(HURRAY_END_OF_STREAM),
@@ -200,9 +198,7 @@ pub unsafe extern "C" fn hurray_decoder_next(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_decoder_reset(decoder: *mut HurrayDecoder) -> HurrayStatus {
     guard("hurray_decoder_reset", || {
-        // SAFETY: `decoder` is NULL or a handle from this library (# Safety); inner_mut rejects NULL and dead
-        // handles.
-        let d = unsafe { handle::inner_mut(decoder, "decoder")? };
+        let d = handle::handle_mut!(decoder)?;
         d.decoder.reset();
         d.items = hurray_core::ItemReader::new();
         d.header_views.clear();
@@ -245,9 +241,7 @@ pub unsafe extern "C" fn hurray_decoder_set_options(
     options: *const HurrayReaderOptions,
 ) -> HurrayStatus {
     guard("hurray_decoder_set_options", || {
-        // SAFETY: `decoder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        let d = unsafe { handle::inner_mut(decoder, "decoder")? };
+        let d = handle::handle_mut!(decoder)?;
         // SAFETY: `options` is non-NULL in this branch and valid for one read (# Safety).
         let opts = if options.is_null() { HurrayReaderOptions::defaults() } else { unsafe { *options } };
         d.decoder.set_options(opts.to_core()?)?;
@@ -266,9 +260,7 @@ pub unsafe extern "C" fn hurray_decoder_set_buffer_pool_bytes(
     max_bytes: u64,
 ) -> HurrayStatus {
     guard("hurray_decoder_set_buffer_pool_bytes", || {
-        // SAFETY: `decoder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        unsafe { handle::inner_mut(decoder, "decoder")? }.decoder.set_buffer_pool_bytes(max_bytes);
+        handle::handle_mut!(decoder)?.decoder.set_buffer_pool_bytes(max_bytes);
         Ok(HURRAY_OK)
     })
 }
@@ -383,9 +375,7 @@ pub unsafe extern "C" fn hurray_decoder_next_batch(
         }
         // SAFETY: `results` was checked non-NULL and is valid for `capacity` ≥ 1 writes (# Safety).
         unsafe { results.write(empty_result()) };
-        // SAFETY: `decoder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        let d = unsafe { handle::inner_mut(decoder, "decoder")? };
+        let d = handle::handle_mut!(decoder)?;
         d.take_input(filled, flags)?;
         d.batch_buffers.clear();
         d.batch_metadata.clear();
@@ -496,9 +486,7 @@ pub unsafe extern "C" fn hurray_decoder_next_item(
             out.write(empty_result());
             *out_composite = std::ptr::null_mut();
         }
-        // SAFETY: `decoder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        let d = unsafe { handle::inner_mut(decoder, "decoder")? };
+        let d = handle::handle_mut!(decoder)?;
         // A failed item is sticky, like the decoder's own errors.
         if let Some(e) = d.items.failure() {
             return Err(e.clone().into());

@@ -164,10 +164,8 @@ type ExportParts = (HurrayDLTensor, Vec<i64>, Vec<i64>, Arc<BufferInner>);
 /// # Safety
 /// `descriptor` and `buffer` NULL or live handles.
 unsafe fn export_parts(descriptor: *const HurrayDescriptor, buffer: *const HurrayBuffer) -> FfiResult<ExportParts> {
-    // SAFETY: NULL or live handles (the caller's contract); NULL and stale handles are refused.
-    let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
-    // SAFETY: as above.
-    let b = unsafe { handle::inner_ref(buffer, "buffer")? };
+    let d = handle::handle_ref!(descriptor)?;
+    let b = handle::handle_ref!(buffer)?;
     let e = core_dlpack::export(&d.desc)?;
     let need = d.desc.buffers()[0].byte_size();
     if b.handle.byte_size() < need {

@@ -171,12 +171,8 @@ pub unsafe extern "C" fn hurray_encoder_encode(
     out_state: *mut HurrayEncoderState,
 ) -> HurrayStatus {
     guard("hurray_encoder_encode", || {
-        // SAFETY: `encoder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        let e = unsafe { handle::inner_mut(encoder, "encoder")? };
-        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
-        // handles.
-        let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
+        let e = handle::handle_mut!(encoder)?;
+        let d = handle::handle_ref!(descriptor)?;
         // SAFETY: the caller passes `count` readable slices, each valid for its length (# Safety).
         unsafe { e.encode_one(&d.desc, d.encoded(), payloads, count)? };
         put_state(out_state, e.state());
@@ -202,9 +198,7 @@ pub unsafe extern "C" fn hurray_encoder_encode_encoded(
     out_state: *mut HurrayEncoderState,
 ) -> HurrayStatus {
     guard("hurray_encoder_encode_encoded", || {
-        // SAFETY: `encoder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        let e = unsafe { handle::inner_mut(encoder, "encoder")? };
+        let e = handle::handle_mut!(encoder)?;
         non_null(descriptor, "descriptor")?;
         if len > hurray_core::MAX_DESCRIPTOR_BYTES {
             return Err(FfiError::new(
@@ -287,9 +281,7 @@ pub unsafe extern "C" fn hurray_encoder_encode_batch(
         non_null(out, "out")?;
         // SAFETY: `out` was checked non-NULL and is valid for one write (# Safety).
         unsafe { out.write(HurrayEncodeBatchResult::default()) };
-        // SAFETY: `encoder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        let e = unsafe { handle::inner_mut(encoder, "encoder")? };
+        let e = handle::handle_mut!(encoder)?;
         if flags & !HURRAY_ENCODE_FINISH != 0 {
             return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("unknown encode flags {flags:#x}")));
         }
@@ -351,9 +343,7 @@ pub unsafe extern "C" fn hurray_encoder_finish(
     out_state: *mut HurrayEncoderState,
 ) -> HurrayStatus {
     guard("hurray_encoder_finish", || {
-        // SAFETY: `encoder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        let e = unsafe { handle::inner_mut(encoder, "encoder")? };
+        let e = handle::handle_mut!(encoder)?;
         e.encoder.finish()?;
         put_state(out_state, e.state());
         Ok(HURRAY_OK)
@@ -379,8 +369,7 @@ pub unsafe extern "C" fn hurray_encoder_output(
     out_count: *mut usize,
 ) -> HurrayStatus {
     guard("hurray_encoder_output", || {
-        // SAFETY: `encoder` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
-        let e = unsafe { handle::inner_ref(encoder, "encoder")? };
+        let e = handle::handle_ref!(encoder)?;
         non_null(out_count, "out_count")?;
         // SAFETY: `out` is valid for `capacity` writes (# Safety).
         let n = unsafe { e.list_output(out, capacity)? };
@@ -404,9 +393,7 @@ pub unsafe extern "C" fn hurray_encoder_consume(
     out_state: *mut HurrayEncoderState,
 ) -> HurrayStatus {
     guard("hurray_encoder_consume", || {
-        // SAFETY: `encoder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        let e = unsafe { handle::inner_mut(encoder, "encoder")? };
+        let e = handle::handle_mut!(encoder)?;
         e.encoder.consume(n)?;
         if !e.encoder.borrows_payloads() {
             e.borrowed.clear();
@@ -431,9 +418,7 @@ pub unsafe extern "C" fn hurray_encoder_abort(
     out_state: *mut HurrayEncoderState,
 ) -> HurrayStatus {
     guard("hurray_encoder_abort", || {
-        // SAFETY: `encoder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        let e = unsafe { handle::inner_mut(encoder, "encoder")? };
+        let e = handle::handle_mut!(encoder)?;
         let poisoned = e.encoder.abort(take_back_last != 0);
         if !e.encoder.borrows_payloads() {
             e.borrowed.clear();
@@ -468,9 +453,7 @@ pub unsafe extern "C" fn hurray_encoder_reset(
     out_state: *mut HurrayEncoderState,
 ) -> HurrayStatus {
     guard("hurray_encoder_reset", || {
-        // SAFETY: `encoder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        let e = unsafe { handle::inner_mut(encoder, "encoder")? };
+        let e = handle::handle_mut!(encoder)?;
         e.encoder.reset();
         e.borrowed.clear();
         put_state(out_state, e.state());
@@ -488,9 +471,7 @@ pub unsafe extern "C" fn hurray_encoder_reset(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_encoder_set_coalesce_bytes(encoder: *mut HurrayEncoder, bytes: usize) -> HurrayStatus {
     guard("hurray_encoder_set_coalesce_bytes", || {
-        // SAFETY: `encoder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        unsafe { handle::inner_mut(encoder, "encoder")? }.encoder.set_coalesce_bytes(bytes);
+        handle::handle_mut!(encoder)?.encoder.set_coalesce_bytes(bytes);
         Ok(HURRAY_OK)
     })
 }

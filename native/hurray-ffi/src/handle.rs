@@ -1,5 +1,9 @@
 //! Handle conversions, written once: every `extern "C"` function reaches a handle through
 //! `inner_ref`, `inner_mut`, `emit` or `destroy` (docs/spec/c-abi.md §Handles and ownership).
+//! A handle argument is usually converted with [`handle_ref!`] or [`handle_mut!`], and a result
+//! written through an out-pointer argument with [`put_out!`]: the justification of those unsafe
+//! calls is written once, in the macro, and rests on the `# Safety` section every `extern "C"`
+//! function has.
 //!
 //! Every opaque handle is a `Box`-owned shell `{ magic, borrowed, inner }`. Destroying a handle
 //! drops `inner` and writes a dead sentinel into `magic`. Release builds then free the shell;
@@ -62,6 +66,43 @@ macro_rules! opaque_handle {
     };
 }
 pub(crate) use opaque_handle;
+
+/// `handle_ref!(p)`: the contents of the handle argument `p`, borrowed, as
+/// [`inner_ref`]`(p, "p")` (errors name the argument). The one place that justifies the
+/// conversion: every function that uses it takes `p` from its caller under a `# Safety` contract
+/// saying `p` is NULL or a handle this library returned, and `inner_ref` turns NULL and
+/// destroyed handles into errors.
+macro_rules! handle_ref {
+    ($p:ident) => {{
+        // SAFETY: the enclosing function's `# Safety` contract: `$p` is NULL or a handle from this
+        // library; inner_ref rejects NULL and dead handles.
+        unsafe { $crate::handle::inner_ref($p, stringify!($p)) }
+    }};
+}
+pub(crate) use handle_ref;
+
+/// `handle_mut!(p)`: as [`handle_ref!`], mutably ([`inner_mut`]); the contract also says one
+/// thread at a time uses the handle, so no other reference to it is live.
+macro_rules! handle_mut {
+    ($p:ident) => {{
+        // SAFETY: the enclosing function's `# Safety` contract: `$p` is NULL or a handle from this
+        // library, used by one thread at a time; inner_mut rejects NULL and dead handles.
+        unsafe { $crate::handle::inner_mut($p, stringify!($p)) }
+    }};
+}
+pub(crate) use handle_mut;
+
+/// `put_out!(out, value)`: writes `value` through the out-pointer argument `out`, as
+/// [`put`]`(out, "out", value)`, under the enclosing function's `# Safety` contract that `out`
+/// is NULL or valid for one write (`put` rejects NULL).
+macro_rules! put_out {
+    ($p:ident, $v:expr) => {{
+        // SAFETY: the enclosing function's `# Safety` contract: `$p` is NULL or valid for one
+        // write; put rejects NULL.
+        unsafe { $crate::handle::put($p, stringify!($p), $v) }
+    }};
+}
+pub(crate) use put_out;
 
 /// Makes an owned handle.
 pub(crate) fn new_owned<T: Handle>(inner: T::Inner) -> T {

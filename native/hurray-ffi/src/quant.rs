@@ -2,7 +2,7 @@
 //! (docs/spec/c-abi.md §Quantization; docs/spec/descriptor.md §Block quantization kinds).
 //! Additions within C ABI version 4.
 
-use hurray_core::{codec, BlockKind, BlockQuant, ElementType, Quantization, Shape};
+use hurray_core::{quantize, BlockKind, BlockQuant, ElementType, Quantization, Shape};
 
 use crate::descriptor::{DescInner, HurrayDescriptor, HurrayDescriptorBuilder};
 use crate::handle;
@@ -88,15 +88,12 @@ pub unsafe extern "C" fn hurray_descriptor_block_quant(
     out: *mut HurrayBlockQuant,
 ) -> HurrayStatus {
     guard("hurray_descriptor_block_quant", || {
-        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
-        // handles.
-        let d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
+        let d = &handle::handle_ref!(descriptor)?.desc;
         let v = match d.quantization() {
             Some(Quantization::Block(b)) => HurrayBlockQuant::from_core(b),
             _ => HurrayBlockQuant::default(),
         };
-        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
-        unsafe { handle::put(out, "out", v)? };
+        handle::put_out!(out, v)?;
         Ok(HURRAY_OK)
     })
 }
@@ -117,9 +114,7 @@ pub unsafe extern "C" fn hurray_descriptor_builder_set_block_quant(
     quant: *const HurrayBlockQuant,
 ) -> HurrayStatus {
     guard("hurray_descriptor_builder_set_block_quant", || {
-        // SAFETY: `builder` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        let b = unsafe { handle::inner_mut(builder, "builder")? };
+        let b = handle::handle_mut!(builder)?;
         b.block = if quant.is_null() {
             None
         } else {
@@ -165,7 +160,7 @@ pub unsafe extern "C" fn hurray_quantize_plan(
             // SAFETY: non-null and valid by the caller's contract.
             Some(Quantization::Block(unsafe { *quant }.to_core()?))
         };
-        let d = codec::plan(ElementType::from_code(element_type)?, Shape::new(dims)?, q)?;
+        let d = quantize::plan(ElementType::from_code(element_type)?, Shape::new(dims)?, q)?;
         // SAFETY: `out_descriptor` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_descriptor, DescInner::new(d)?) };
         Ok(HURRAY_OK)
@@ -223,15 +218,13 @@ pub unsafe extern "C" fn hurray_dequantize(
     out_len: usize,
 ) -> HurrayStatus {
     guard("hurray_dequantize", || {
-        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
-        // handles.
-        let d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
+        let d = &handle::handle_ref!(descriptor)?.desc;
         // SAFETY: `buffers` and `buffer_lens` are valid for `buffer_count` reads and each buffer for its length
         // (# Safety).
         let bufs = unsafe { slices(buffers, buffer_lens, buffer_count)? };
         // SAFETY: `out` is valid for `out_len` writes and not aliased (# Safety).
         let out = unsafe { out_bytes(out, out_len)? };
-        codec::dequantize(d, &bufs, out)?;
+        quantize::dequantize(d, &bufs, out)?;
         Ok(HURRAY_OK)
     })
 }
@@ -263,16 +256,14 @@ pub unsafe extern "C" fn hurray_dequantize_to(
     out_len: usize,
 ) -> HurrayStatus {
     guard("hurray_dequantize_to", || {
-        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
-        // handles.
-        let d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
+        let d = &handle::handle_ref!(descriptor)?.desc;
         let target = ElementType::from_code(out_type)?;
         // SAFETY: `buffers` and `buffer_lens` are valid for `buffer_count` reads and each buffer for its length
         // (# Safety).
         let bufs = unsafe { slices(buffers, buffer_lens, buffer_count)? };
         // SAFETY: `out` is valid for `out_len` writes and not aliased (# Safety).
         let out = unsafe { out_bytes(out, out_len)? };
-        codec::dequantize_into(d, &bufs, target, out)?;
+        quantize::dequantize_into(d, &bufs, target, out)?;
         Ok(HURRAY_OK)
     })
 }
@@ -299,15 +290,13 @@ pub unsafe extern "C" fn hurray_quantize(
     buffer_count: usize,
 ) -> HurrayStatus {
     guard("hurray_quantize", || {
-        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
-        // handles.
-        let d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
+        let d = &handle::handle_ref!(descriptor)?.desc;
         // SAFETY: `input` is valid for `in_len` reads (caller's contract); checked by slice_arg.
         let input = unsafe { slice_arg(input, in_len, "input")? };
         // SAFETY: `buffers` and `buffer_lens` are valid for `buffer_count` reads, each buffer writable for its
         // length and not overlapping the others (# Safety).
         let mut rw = unsafe { slices_mut(buffers, buffer_lens, buffer_count)? };
-        codec::quantize(d, input, &mut rw)?;
+        quantize::quantize(d, input, &mut rw)?;
         Ok(HURRAY_OK)
     })
 }

@@ -100,8 +100,7 @@ impl std::ops::DerefMut for ReaderState {
 #[no_mangle]
 pub unsafe extern "C" fn hurray_reader_options_init(out: *mut HurrayReaderOptions) -> HurrayStatus {
     guard("hurray_reader_options_init", || {
-        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
-        unsafe { handle::put(out, "out", HurrayReaderOptions::defaults())? };
+        handle::put_out!(out, HurrayReaderOptions::defaults())?;
         Ok(HURRAY_OK)
     })
 }
@@ -168,9 +167,7 @@ pub unsafe extern "C" fn hurray_reader_next_tensor(
         non_null(out_tensor, "out_tensor")?;
         // SAFETY: `out_tensor` was checked non-NULL above and is valid for one write (# Safety).
         unsafe { *out_tensor = std::ptr::null_mut() };
-        // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        let r = unsafe { handle::inner_mut(reader, "reader")? };
+        let r = handle::handle_mut!(reader)?;
         match r.next_tensor()? {
             None => Ok(HURRAY_END_OF_STREAM),
             Some(t) => {
@@ -209,9 +206,7 @@ pub unsafe extern "C" fn hurray_reader_set_buffer_pool_bytes(
     max_bytes: u64,
 ) -> HurrayStatus {
     guard("hurray_reader_set_buffer_pool_bytes", || {
-        // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        let r = unsafe { handle::inner_mut(reader, "reader")? };
+        let r = handle::handle_mut!(reader)?;
         r.set_buffer_pool_bytes(max_bytes);
         Ok(HURRAY_OK)
     })

@@ -8,7 +8,7 @@ use hurray_core::paged::PagingInfo;
 use hurray_core::sparse::{IndexType, SparseInfo};
 use hurray_core::{DeviceTag, TensorDescriptor};
 
-use crate::descriptor::HurrayDescriptor;
+use crate::descriptor::{field_get, HurrayDescriptor};
 use crate::handle;
 use crate::panic::{guard, non_null, FfiError, FfiResult};
 use crate::status::*;
@@ -139,26 +139,6 @@ fn index_type(code: u8) -> FfiResult<IndexType> {
     })
 }
 
-/// The shared body of this module's descriptor field getters (as `desc_get` in descriptor.rs).
-///
-/// # Safety
-/// `descriptor` NULL or a descriptor handle from this library; `out` NULL or valid for one write.
-unsafe fn get<T>(
-    what: &str,
-    descriptor: *const HurrayDescriptor,
-    out: *mut T,
-    f: impl FnOnce(&TensorDescriptor) -> T,
-) -> HurrayStatus {
-    guard(what, || {
-        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
-        // handles.
-        let d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
-        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
-        unsafe { handle::put(out, "out", f(d))? };
-        Ok(HURRAY_OK)
-    })
-}
-
 /// Stores the descriptor's version (1, or 2 when it has a sparse, paging or composite block)
 /// in `*out`. Errors: `NULL_POINTER`, `USE_AFTER_DESTROY`. Added within ABI 4.
 ///
@@ -166,8 +146,7 @@ unsafe fn get<T>(
 /// `descriptor` a live descriptor; `out` valid for one write.
 #[no_mangle]
 pub unsafe extern "C" fn hurray_descriptor_version(descriptor: *const HurrayDescriptor, out: *mut u16) -> HurrayStatus {
-    // SAFETY: `descriptor` is NULL or a handle from this library, `out` NULL or valid for one write (# Safety).
-    unsafe { get("hurray_descriptor_version", descriptor, out, |d| d.version()) }
+    field_get!("hurray_descriptor_version", descriptor, out, |d| d.version())
 }
 
 /// Stores the sparse block in `*out` (all zero unless the layout is COO, CSR, CSC or BSR).
@@ -180,8 +159,7 @@ pub unsafe extern "C" fn hurray_descriptor_sparse(
     descriptor: *const HurrayDescriptor,
     out: *mut HurraySparse,
 ) -> HurrayStatus {
-    // SAFETY: `descriptor` is NULL or a handle from this library, `out` NULL or valid for one write (# Safety).
-    unsafe { get("hurray_descriptor_sparse", descriptor, out, |d| HurraySparse::from_core(d.sparse())) }
+    field_get!("hurray_descriptor_sparse", descriptor, out, |d| HurraySparse::from_core(d.sparse()))
 }
 
 /// Stores the paging block in `*out` (all zero unless the layout is block-paged).
@@ -194,8 +172,7 @@ pub unsafe extern "C" fn hurray_descriptor_paging(
     descriptor: *const HurrayDescriptor,
     out: *mut HurrayPaging,
 ) -> HurrayStatus {
-    // SAFETY: `descriptor` is NULL or a handle from this library, `out` NULL or valid for one write (# Safety).
-    unsafe { get("hurray_descriptor_paging", descriptor, out, |d| HurrayPaging::from_core(d.paging())) }
+    field_get!("hurray_descriptor_paging", descriptor, out, |d| HurrayPaging::from_core(d.paging()))
 }
 
 /// Stores the composite-membership block in `*out` (all zero when absent). A head has
@@ -209,19 +186,16 @@ pub unsafe extern "C" fn hurray_descriptor_composite(
     descriptor: *const HurrayDescriptor,
     out: *mut HurrayCompositeMembership,
 ) -> HurrayStatus {
-    // SAFETY: `descriptor` is NULL or a handle from this library, `out` NULL or valid for one write (# Safety).
-    unsafe {
-        get("hurray_descriptor_composite", descriptor, out, |d| match d.composite() {
-            None => HurrayCompositeMembership::default(),
-            Some(c) => HurrayCompositeMembership {
-                present: 1,
-                reserved: 0,
-                depth: c.depth(),
-                index: c.index(),
-                member_count: c.member_count(),
-            },
-        })
-    }
+    field_get!("hurray_descriptor_composite", descriptor, out, |d| match d.composite() {
+        None => HurrayCompositeMembership::default(),
+        Some(c) => HurrayCompositeMembership {
+            present: 1,
+            reserved: 0,
+            depth: c.depth(),
+            index: c.index(),
+            member_count: c.member_count(),
+        },
+    })
 }
 
 /// Borrows the role of member `index` of a composite head: `*out_bytes` points at `*out_len`
@@ -239,9 +213,7 @@ pub unsafe extern "C" fn hurray_descriptor_composite_role(
     out_len: *mut usize,
 ) -> HurrayStatus {
     guard("hurray_descriptor_composite_role", || {
-        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
-        // handles.
-        let d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
+        let d = &handle::handle_ref!(descriptor)?.desc;
         non_null(out_bytes, "out_bytes")?;
         non_null(out_len, "out_len")?;
         let roles = d.composite().map(|c| c.roles()).unwrap_or(&[]);
@@ -322,9 +294,7 @@ unsafe fn into_caller(
     f: IntoCaller,
 ) -> HurrayStatus {
     guard(what, || {
-        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
-        // handles.
-        let d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
+        let d = &handle::handle_ref!(descriptor)?.desc;
         // SAFETY: `payloads` is valid for `count` slices, each valid for its length (# Safety), as host_views requires.
         let views = unsafe { host_views(d, payloads, count)? };
         let need = d.dense_byte_count();
@@ -415,9 +385,7 @@ pub unsafe extern "C" fn hurray_layout_check_contents(
     count: usize,
 ) -> HurrayStatus {
     guard("hurray_layout_check_contents", || {
-        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
-        // handles.
-        let d = &unsafe { handle::inner_ref(descriptor, "descriptor")? }.desc;
+        let d = &handle::handle_ref!(descriptor)?.desc;
         // SAFETY: `payloads` is valid for `count` slices, each valid for its length (# Safety), as host_views requires.
         let views = unsafe { host_views(d, payloads, count)? };
         hurray_core::layouts::check_contents(d, &views)?;

@@ -43,9 +43,12 @@ unsafe fn entries_of(entries: *const HurrayMetadataView, count: usize) -> FfiRes
         }
         // SAFETY: the lengths are bounded above and the pointers non-NULL when non-zero.
         let key = if m.key_len == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(m.key, m.key_len) } };
-        // SAFETY: as above.
-        let value =
-            if m.value_len == 0 { &[][..] } else { unsafe { std::slice::from_raw_parts(m.value, m.value_len) } };
+        let value = if m.value_len == 0 {
+            &[][..]
+        } else {
+            // SAFETY: as for the key.
+            unsafe { std::slice::from_raw_parts(m.value, m.value_len) }
+        };
         let key = std::str::from_utf8(key)
             .map_err(|_| FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("metadata key {i} is not UTF-8")))?;
         out.push((key.to_string(), value.to_vec()));
@@ -86,7 +89,7 @@ pub unsafe extern "C" fn hurray_encoder_set_metadata(
     count: usize,
 ) -> HurrayStatus {
     guard("hurray_encoder_set_metadata", || {
-        let e = unsafe { handle::inner_mut(encoder, "encoder")? };
+        let e = handle::handle_mut!(encoder)?;
         // SAFETY: forwarded caller contract.
         let md = unsafe { entries_of(entries, count)? };
         e.set_metadata(&md)?;
@@ -106,7 +109,7 @@ pub unsafe extern "C" fn hurray_writer_set_metadata(
     count: usize,
 ) -> HurrayStatus {
     guard("hurray_writer_set_metadata", || {
-        let w = unsafe { handle::inner_mut(writer, "writer")? };
+        let w = handle::handle_mut!(writer)?;
         // SAFETY: forwarded caller contract.
         let md = unsafe { entries_of(entries, count)? };
         w.set_metadata(&md)?;
@@ -131,7 +134,7 @@ pub unsafe extern "C" fn hurray_decoder_next_header(
 ) -> HurrayStatus {
     guard("hurray_decoder_next_header", || {
         non_null(out, "out")?;
-        let d = unsafe { handle::inner_mut(decoder, "decoder")? };
+        let d = handle::handle_mut!(decoder)?;
         // SAFETY: `out` non-NULL and valid for one write (caller contract).
         unsafe { d.next_header(filled, flags, out) }
     })
@@ -153,7 +156,7 @@ pub unsafe extern "C" fn hurray_reader_metadata(
     guard("hurray_reader_metadata", || {
         non_null(out_entries, "out_entries")?;
         non_null(out_count, "out_count")?;
-        let r = unsafe { handle::inner_mut(reader, "reader")? };
+        let r = handle::handle_mut!(reader)?;
         // The decoder keeps the stream's metadata unchanged once the header is read, so views
         // into it stay valid for the reader's life (earlier views included).
         let md = r.stream.metadata()?;

@@ -79,9 +79,7 @@ pub unsafe extern "C" fn hurray_tensor_descriptor(
     out_descriptor: *mut *mut HurrayDescriptor,
 ) -> HurrayStatus {
     guard("hurray_tensor_descriptor", || {
-        // SAFETY: `tensor` is NULL or a handle this library returned (this function's contract);
-        // NULL and, in debug builds, stale handles are refused.
-        let t = unsafe { handle::inner_ref(tensor, "tensor")? };
+        let t = handle::handle_ref!(tensor)?;
         non_null(out_descriptor, "out_descriptor")?;
         let p: *const HurrayDescriptor = &**t.descriptor.as_ref().expect("live tensor");
         // SAFETY: `out_descriptor` was checked non-NULL above and is valid for one pointer write
@@ -102,9 +100,7 @@ pub unsafe extern "C" fn hurray_tensor_buffers(
     out_buffers: *mut *mut HurrayBufferList,
 ) -> HurrayStatus {
     guard("hurray_tensor_buffers", || {
-        // SAFETY: `tensor` is NULL or a handle this library returned (this function's contract);
-        // NULL and, in debug builds, stale handles are refused.
-        let t = unsafe { handle::inner_ref(tensor, "tensor")? };
+        let t = handle::handle_ref!(tensor)?;
         non_null(out_buffers, "out_buffers")?;
         let p: *const HurrayBufferList = &**t.buffers.as_ref().expect("live tensor");
         // SAFETY: `out_buffers` was checked non-NULL above and is valid for one pointer write

@@ -63,8 +63,7 @@ opaque_handle!(HurrayWriter, StreamWriter<Owned>, 0x4855_5252_5752_3031);
 #[no_mangle]
 pub unsafe extern "C" fn hurray_writer_options_init(out: *mut HurrayWriterOptions) -> HurrayStatus {
     guard("hurray_writer_options_init", || {
-        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
-        unsafe { handle::put(out, "out", HurrayWriterOptions::defaults())? };
+        handle::put_out!(out, HurrayWriterOptions::defaults())?;
         Ok(HURRAY_OK)
     })
 }
@@ -121,12 +120,8 @@ pub unsafe extern "C" fn hurray_writer_write_tensor(
     count: usize,
 ) -> HurrayStatus {
     guard("hurray_writer_write_tensor", || {
-        // SAFETY: `writer` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        let w = unsafe { handle::inner_mut(writer, "writer")? };
-        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
-        // handles.
-        let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
+        let w = handle::handle_mut!(writer)?;
+        let d = handle::handle_ref!(descriptor)?;
         // Bound `count` before building any slice from it (as the file writer does).
         if count > hurray_core::MAX_BUFFERS {
             return Err(FfiError::new(
@@ -149,9 +144,7 @@ pub unsafe extern "C" fn hurray_writer_write_tensor(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_writer_finish(writer: *mut HurrayWriter) -> HurrayStatus {
     guard("hurray_writer_finish", || {
-        // SAFETY: `writer` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        unsafe { handle::inner_mut(writer, "writer")? }.finish()?;
+        handle::handle_mut!(writer)?.finish()?;
         Ok(HURRAY_OK)
     })
 }

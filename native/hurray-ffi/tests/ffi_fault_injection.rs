@@ -32,6 +32,8 @@ use hurray_ffi::*;
 struct Counting;
 static ALIGNED_LIVE: AtomicI64 = AtomicI64::new(0);
 
+// SAFETY: every method forwards to `System` unchanged and only counts bytes on the side, so
+// `System`'s guarantees are this allocator's.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
         // SAFETY: forwarded unchanged: the caller's `GlobalAlloc::alloc` contract (non-zero size) holds for System too.

@@ -725,6 +725,8 @@ fn stream_metadata_through_the_encoder_and_decoder() {
         HurrayMetadataView { key: b"empty".as_ptr(), key_len: 5, value: null(), value_len: 0 },
     ];
     let mut wire = Vec::new();
+    // SAFETY: every handle comes from the call that made it and is destroyed once; `md` and the
+    // payload slices outlive the calls that read them.
     unsafe {
         let mut e = null_mut();
         expect(hurray_encoder_new(null(), &mut e), HURRAY_OK);

@@ -198,30 +198,3 @@ dl_managed *interop_dlpack_make_f32(int64_t n, uint64_t byte_offset, int misalig
 void interop_free(void *p) {
     free(p);
 }
-
-/* ---- measuring the release upcall from a native thread (ReleaseUpcallCostMain) ---- */
-
-struct batch {
-    slot_fn fn;
-    void **handles;
-    int64_t n;
-};
-
-static void *batch_main(void *p) {
-    struct batch *b = p;
-    for (int64_t i = 0; i < b->n; i++) {
-        b->fn(&b->handles[i]);
-    }
-    return NULL;
-}
-
-/* Destroys handles[0..n) with fn, one after another, on one new native thread. */
-int32_t interop_destroy_all_on_new_thread(slot_fn fn, void **handles, int64_t n) {
-    struct batch b = {fn, handles, n};
-    pthread_t t;
-    if (pthread_create(&t, NULL, batch_main, &b) != 0) {
-        return -1000;
-    }
-    pthread_join(t, NULL);
-    return 0;
-}

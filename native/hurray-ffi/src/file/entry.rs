@@ -74,10 +74,8 @@ pub const HURRAY_FILE_BUFFER_HAS_CRC: u32 = 1;
 #[no_mangle]
 pub unsafe extern "C" fn hurray_file_entry_index(entry: *const HurrayFileEntry, out: *mut u64) -> HurrayStatus {
     guard("hurray_file_entry_index", || {
-        // SAFETY: `entry` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
-        let e = unsafe { handle::inner_ref(entry, "entry")? };
-        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
-        unsafe { handle::put(out, "out", e.core.index())? };
+        let e = handle::handle_ref!(entry)?;
+        handle::put_out!(out, e.core.index())?;
         Ok(HURRAY_OK)
     })
 }
@@ -91,10 +89,8 @@ pub unsafe extern "C" fn hurray_file_entry_index(entry: *const HurrayFileEntry, 
 #[no_mangle]
 pub unsafe extern "C" fn hurray_file_entry_buffer_count(entry: *const HurrayFileEntry, out: *mut u64) -> HurrayStatus {
     guard("hurray_file_entry_buffer_count", || {
-        // SAFETY: `entry` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
-        let e = unsafe { handle::inner_ref(entry, "entry")? };
-        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
-        unsafe { handle::put(out, "out", e.core.buffers().len() as u64)? };
+        let e = handle::handle_ref!(entry)?;
+        handle::put_out!(out, e.core.buffers().len() as u64)?;
         Ok(HURRAY_OK)
     })
 }
@@ -108,10 +104,8 @@ pub unsafe extern "C" fn hurray_file_entry_buffer_count(entry: *const HurrayFile
 #[no_mangle]
 pub unsafe extern "C" fn hurray_file_entry_total_bytes(entry: *const HurrayFileEntry, out: *mut u64) -> HurrayStatus {
     guard("hurray_file_entry_total_bytes", || {
-        // SAFETY: `entry` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
-        let e = unsafe { handle::inner_ref(entry, "entry")? };
-        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
-        unsafe { handle::put(out, "out", e.core.total_bytes())? };
+        let e = handle::handle_ref!(entry)?;
+        handle::put_out!(out, e.core.total_bytes())?;
         Ok(HURRAY_OK)
     })
 }
@@ -128,8 +122,7 @@ pub unsafe extern "C" fn hurray_file_entry_name(
     out_len: *mut u64,
 ) -> HurrayStatus {
     guard("hurray_file_entry_name", || {
-        // SAFETY: `entry` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
-        let e = unsafe { handle::inner_ref(entry, "entry")? };
+        let e = handle::handle_ref!(entry)?;
         non_null(out_name, "out_name")?;
         non_null(out_len, "out_len")?;
         // SAFETY: `out_name` and `out_len` were checked non-NULL above and are valid for one write each (# Safety).
@@ -152,8 +145,7 @@ pub unsafe extern "C" fn hurray_file_entry_descriptor(
     out_descriptor: *mut *mut HurrayDescriptor,
 ) -> HurrayStatus {
     guard("hurray_file_entry_descriptor", || {
-        // SAFETY: `entry` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
-        let e = unsafe { handle::inner_ref(entry, "entry")? };
+        let e = handle::handle_ref!(entry)?;
         non_null(out_descriptor, "out_descriptor")?;
         let p: *const HurrayDescriptor = &**e.descriptor.as_ref().expect("live entry");
         // SAFETY: `out_descriptor` was checked non-NULL above and is valid for one write (# Safety).
@@ -174,8 +166,7 @@ pub unsafe extern "C" fn hurray_file_entry_buffer(
     out: *mut HurrayFileBufferLocation,
 ) -> HurrayStatus {
     guard("hurray_file_entry_buffer", || {
-        // SAFETY: `entry` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
-        let e = unsafe { handle::inner_ref(entry, "entry")? };
+        let e = handle::handle_ref!(entry)?;
         let i = usize::try_from(buffer).unwrap_or(usize::MAX);
         let (loc, h) = e.core.buffers().get(i).zip(e.core.descriptor().buffers().get(i)).ok_or_else(|| {
             FfiError::new(
@@ -191,8 +182,7 @@ pub unsafe extern "C" fn hurray_file_entry_buffer(
             flags: if loc.crc32c.is_some() { HURRAY_FILE_BUFFER_HAS_CRC } else { 0 },
             reserved: 0,
         };
-        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
-        unsafe { handle::put(out, "out", v)? };
+        handle::put_out!(out, v)?;
         Ok(HURRAY_OK)
     })
 }
@@ -221,10 +211,8 @@ pub unsafe extern "C" fn hurray_file_entry_destroy(entry: *mut *mut HurrayFileEn
 #[no_mangle]
 pub unsafe extern "C" fn hurray_file_buffer_is_zero_copy(buffer: *const HurrayBuffer, out: *mut bool) -> HurrayStatus {
     guard("hurray_file_buffer_is_zero_copy", || {
-        // SAFETY: `buffer` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
-        let b = unsafe { handle::inner_ref(buffer, "buffer")? };
-        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
-        unsafe { handle::put(out, "out", matches!(b.data, BufData::External { .. }))? };
+        let b = handle::handle_ref!(buffer)?;
+        handle::put_out!(out, matches!(b.data, BufData::External { .. }))?;
         Ok(HURRAY_OK)
     })
 }

@@ -139,8 +139,7 @@ opaque_handle!(HurrayFileReader, ReaderInner, 0x4855_5252_4652_3031);
 #[no_mangle]
 pub unsafe extern "C" fn hurray_file_reader_options_init(out: *mut HurrayFileReaderOptions) -> HurrayStatus {
     guard("hurray_file_reader_options_init", || {
-        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
-        unsafe { handle::put(out, "out", HurrayFileReaderOptions::defaults())? };
+        handle::put_out!(out, HurrayFileReaderOptions::defaults())?;
         Ok(HURRAY_OK)
     })
 }
@@ -364,8 +363,7 @@ pub unsafe extern "C" fn hurray_file_reader_mapping(
 ) -> HurrayStatus {
     guard("hurray_file_reader_mapping", || {
         non_null(out_buffer, "out_buffer")?;
-        // SAFETY: `reader` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
-        let inner = unsafe { handle::inner_ref(reader, "reader")? };
+        let inner = handle::handle_ref!(reader)?;
         let ReaderInner::Mapped { map, .. } = inner else {
             return Err(FfiError::new(
                 HURRAY_ERR_INVALID_ARGUMENT,
@@ -390,11 +388,9 @@ pub unsafe extern "C" fn hurray_file_reader_mapping(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_file_reader_size(reader: *const HurrayFileReader, out: *mut u64) -> HurrayStatus {
     guard("hurray_file_reader_size", || {
-        // SAFETY: `reader` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
-        let inner = unsafe { handle::inner_ref(reader, "reader")? };
+        let inner = handle::handle_ref!(reader)?;
         let v = with_reader!(inner, |r| r.size());
-        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
-        unsafe { handle::put(out, "out", v)? };
+        handle::put_out!(out, v)?;
         Ok(HURRAY_OK)
     })
 }
@@ -408,11 +404,9 @@ pub unsafe extern "C" fn hurray_file_reader_size(reader: *const HurrayFileReader
 #[no_mangle]
 pub unsafe extern "C" fn hurray_file_reader_count(reader: *const HurrayFileReader, out: *mut u64) -> HurrayStatus {
     guard("hurray_file_reader_count", || {
-        // SAFETY: `reader` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
-        let inner = unsafe { handle::inner_ref(reader, "reader")? };
+        let inner = handle::handle_ref!(reader)?;
         let v = with_reader!(inner, |r| r.entry_count());
-        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
-        unsafe { handle::put(out, "out", v)? };
+        handle::put_out!(out, v)?;
         Ok(HURRAY_OK)
     })
 }
@@ -431,11 +425,9 @@ pub unsafe extern "C" fn hurray_file_reader_read_at_calls(
     out: *mut u64,
 ) -> HurrayStatus {
     guard("hurray_file_reader_read_at_calls", || {
-        // SAFETY: `reader` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
-        let inner = unsafe { handle::inner_ref(reader, "reader")? };
+        let inner = handle::handle_ref!(reader)?;
         let v = with_reader!(inner, |r| r.read_calls());
-        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
-        unsafe { handle::put(out, "out", v)? };
+        handle::put_out!(out, v)?;
         Ok(HURRAY_OK)
     })
 }
@@ -459,9 +451,7 @@ pub unsafe extern "C" fn hurray_file_reader_name(
     out_len: *mut u64,
 ) -> HurrayStatus {
     guard("hurray_file_reader_name", || {
-        // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        let inner = unsafe { handle::inner_mut(reader, "reader")? };
+        let inner = handle::handle_mut!(reader)?;
         non_null(out_len, "out_len")?;
         let name = with_reader!(inner, |r| r.name_at(index))?;
         // SAFETY: `out_len` was checked non-NULL above and is valid for one write (# Safety).
@@ -504,9 +494,7 @@ pub unsafe extern "C" fn hurray_file_reader_entry(
         non_null(out_entry, "out_entry")?;
         // SAFETY: `out_entry` was checked non-NULL above and is valid for one write (# Safety).
         unsafe { *out_entry = std::ptr::null_mut() };
-        // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        let inner = unsafe { handle::inner_mut(reader, "reader")? };
+        let inner = handle::handle_mut!(reader)?;
         let e = with_reader!(inner, |r| r.entry(index))?;
         // SAFETY: `out_entry` was checked non-NULL above and is valid for one pointer write (# Safety).
         unsafe { handle::emit(out_entry, EntryInner::new(e)?) };
@@ -534,9 +522,7 @@ pub unsafe extern "C" fn hurray_file_reader_find(
         non_null(out_entry, "out_entry")?;
         // SAFETY: `out_entry` was checked non-NULL above and is valid for one write (# Safety).
         unsafe { *out_entry = std::ptr::null_mut() };
-        // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        let inner = unsafe { handle::inner_mut(reader, "reader")? };
+        let inner = handle::handle_mut!(reader)?;
         // SAFETY: `name` is valid for its length when that is non-zero (# Safety); bytes_arg rejects NULL with a
         // non-zero length.
         let n = unsafe { bytes_arg(name, name_len, "name")? };
@@ -580,11 +566,8 @@ pub unsafe extern "C" fn hurray_file_reader_read_tensor(
         non_null(out_tensor, "out_tensor")?;
         // SAFETY: `out_tensor` was checked non-NULL above and is valid for one write (# Safety).
         unsafe { *out_tensor = std::ptr::null_mut() };
-        // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        let inner = unsafe { handle::inner_mut(reader, "reader")? };
-        // SAFETY: `entry` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
-        let e = unsafe { handle::inner_ref(entry, "entry")? };
+        let inner = handle::handle_mut!(reader)?;
+        let e = handle::handle_ref!(entry)?;
         let t = match inner {
             ReaderInner::Io(r) => TensorInner::from_read(r.read_tensor(&e.core)?)?,
             ReaderInner::Path(r) => TensorInner::from_read(r.read_tensor(&e.core)?)?,
@@ -662,9 +645,7 @@ pub unsafe extern "C" fn hurray_file_reader_set_buffer_pool_bytes(
     max_bytes: u64,
 ) -> HurrayStatus {
     guard("hurray_file_reader_set_buffer_pool_bytes", || {
-        // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        let inner = unsafe { handle::inner_mut(reader, "reader")? };
+        let inner = handle::handle_mut!(reader)?;
         with_reader!(inner, |r| r.set_buffer_pool_bytes(max_bytes));
         Ok(HURRAY_OK)
     })
@@ -692,11 +673,8 @@ pub unsafe extern "C" fn hurray_file_reader_read_buffer_into(
     out_len: *mut u64,
 ) -> HurrayStatus {
     guard("hurray_file_reader_read_buffer_into", || {
-        // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        let inner = unsafe { handle::inner_mut(reader, "reader")? };
-        // SAFETY: `entry` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
-        let e = unsafe { handle::inner_ref(entry, "entry")? };
+        let inner = handle::handle_mut!(reader)?;
+        let e = handle::handle_ref!(entry)?;
         let b = usize::try_from(buffer).unwrap_or(usize::MAX);
         let need = e.core.buffers().get(b).map(|l| l.length).unwrap_or(0);
         if capacity < need {
@@ -743,9 +721,7 @@ pub unsafe extern "C" fn hurray_file_reader_metadata_count(
     out: *mut u64,
 ) -> HurrayStatus {
     guard("hurray_file_reader_metadata_count", || {
-        // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        let inner = unsafe { handle::inner_mut(reader, "reader")? };
+        let inner = handle::handle_mut!(reader)?;
         non_null(out, "out")?;
         let n = with_reader!(inner, |r| r.metadata()?.len());
         // SAFETY: `out` was checked non-NULL above and is valid for one write (# Safety).
@@ -773,9 +749,7 @@ pub unsafe extern "C" fn hurray_file_reader_metadata_get(
     out_value_len: *mut u64,
 ) -> HurrayStatus {
     guard("hurray_file_reader_metadata_get", || {
-        // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        let inner = unsafe { handle::inner_mut(reader, "reader")? };
+        let inner = handle::handle_mut!(reader)?;
         for (p, n) in [
             (out_key as *const (), "out_key"),
             (out_key_len as *const (), "out_key_len"),
@@ -816,9 +790,7 @@ pub unsafe extern "C" fn hurray_file_reader_metadata_find(
     out_value_len: *mut u64,
 ) -> HurrayStatus {
     guard("hurray_file_reader_metadata_find", || {
-        // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        let inner = unsafe { handle::inner_mut(reader, "reader")? };
+        let inner = handle::handle_mut!(reader)?;
         non_null(out_value, "out_value")?;
         non_null(out_value_len, "out_value_len")?;
         // SAFETY: `key` is valid for its length when that is non-zero (# Safety); bytes_arg rejects NULL with a
@@ -860,9 +832,7 @@ pub unsafe extern "C" fn hurray_file_reader_metadata_find(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_file_reader_verify(reader: *mut HurrayFileReader) -> HurrayStatus {
     guard("hurray_file_reader_verify", || {
-        // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        let inner = unsafe { handle::inner_mut(reader, "reader")? };
+        let inner = handle::handle_mut!(reader)?;
         with_reader!(inner, |r| r.verify())?;
         with_reader!(inner, |r| hurray_core::composite::check_container(r))?;
         Ok(HURRAY_OK)

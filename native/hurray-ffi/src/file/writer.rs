@@ -71,8 +71,7 @@ opaque_handle!(HurrayFileWriter, FileWriter<Owned>, 0x4855_5252_4657_3031);
 #[no_mangle]
 pub unsafe extern "C" fn hurray_file_writer_options_init(out: *mut HurrayFileWriterOptions) -> HurrayStatus {
     guard("hurray_file_writer_options_init", || {
-        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
-        unsafe { handle::put(out, "out", HurrayFileWriterOptions::defaults())? };
+        handle::put_out!(out, HurrayFileWriterOptions::defaults())?;
         Ok(HURRAY_OK)
     })
 }
@@ -138,12 +137,8 @@ pub unsafe extern "C" fn hurray_file_writer_add_tensor(
     count: u64,
 ) -> HurrayStatus {
     guard("hurray_file_writer_add_tensor", || {
-        // SAFETY: `writer` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        let w = unsafe { handle::inner_mut(writer, "writer")? };
-        // SAFETY: `descriptor` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead
-        // handles.
-        let d = unsafe { handle::inner_ref(descriptor, "descriptor")? };
+        let w = handle::handle_mut!(writer)?;
+        let d = handle::handle_ref!(descriptor)?;
         if count > hurray_core::MAX_BUFFERS as u64 {
             return Err(FfiError::new(
                 HURRAY_ERR_INVALID_ARGUMENT,
@@ -176,9 +171,7 @@ pub unsafe extern "C" fn hurray_file_writer_set_metadata(
     value_len: u64,
 ) -> HurrayStatus {
     guard("hurray_file_writer_set_metadata", || {
-        // SAFETY: `writer` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        let w = unsafe { handle::inner_mut(writer, "writer")? };
+        let w = handle::handle_mut!(writer)?;
         // SAFETY: `key` is valid for its length when that is non-zero (# Safety); bytes_arg rejects NULL with a
         // non-zero length.
         let k = unsafe { bytes_arg(key, key_len, "key")? };
@@ -200,9 +193,7 @@ pub unsafe extern "C" fn hurray_file_writer_set_metadata(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_file_writer_flush(writer: *mut HurrayFileWriter) -> HurrayStatus {
     guard("hurray_file_writer_flush", || {
-        // SAFETY: `writer` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        unsafe { handle::inner_mut(writer, "writer")? }.flush()?;
+        handle::handle_mut!(writer)?.flush()?;
         Ok(HURRAY_OK)
     })
 }
@@ -222,9 +213,7 @@ pub unsafe extern "C" fn hurray_file_writer_finish(
     out_file_size: *mut u64,
 ) -> HurrayStatus {
     guard("hurray_file_writer_finish", || {
-        // SAFETY: `writer` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
-        // rejects NULL and dead handles.
-        let size = unsafe { handle::inner_mut(writer, "writer")? }.finish()?;
+        let size = handle::handle_mut!(writer)?.finish()?;
         if !out_file_size.is_null() {
             // SAFETY: `out_file_size` is non-NULL (checked just above) and valid for one write (# Safety).
             unsafe { *out_file_size = size };
@@ -244,10 +233,8 @@ pub unsafe extern "C" fn hurray_file_writer_bytes_written(
     out: *mut u64,
 ) -> HurrayStatus {
     guard("hurray_file_writer_bytes_written", || {
-        // SAFETY: `writer` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
-        let w = unsafe { handle::inner_ref(writer, "writer")? };
-        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
-        unsafe { handle::put(out, "out", w.bytes_written())? };
+        let w = handle::handle_ref!(writer)?;
+        handle::put_out!(out, w.bytes_written())?;
         Ok(HURRAY_OK)
     })
 }
@@ -262,10 +249,8 @@ pub unsafe extern "C" fn hurray_file_writer_tensor_count(
     out: *mut u64,
 ) -> HurrayStatus {
     guard("hurray_file_writer_tensor_count", || {
-        // SAFETY: `writer` is NULL or a handle from this library (# Safety); inner_ref rejects NULL and dead handles.
-        let w = unsafe { handle::inner_ref(writer, "writer")? };
-        // SAFETY: `out` is NULL (put rejects it) or valid for one write (# Safety).
-        unsafe { handle::put(out, "out", w.tensor_count())? };
+        let w = handle::handle_ref!(writer)?;
+        handle::put_out!(out, w.tensor_count())?;
         Ok(HURRAY_OK)
     })
 }

@@ -1,6 +1,7 @@
 package dev.hurray;
 
 import dev.hurray.internal.NativeComposite;
+import dev.hurray.internal.TensorAdopters;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -71,7 +72,7 @@ public final class Composite implements AutoCloseable {
         List<Member> members = new ArrayList<>();
         for (NativeComposite.Member m : NativeComposite.members(c)) {
             Member jm = m.tensor() != null
-                    ? new Member(m.role(), Tensor.fromBorrowed(m.tensor(), scope), null)
+                    ? new Member(m.role(), TensorAdopters.fromBorrowed(m.tensor(), scope), null)
                     : new Member(m.role(), null, of(m.composite(), scope, null, new ArrayList<>()));
             members.add(jm);
             built.add(jm);

@@ -9,6 +9,7 @@ import dev.hurray.internal.DLPackStructs;
 import dev.hurray.internal.NativeDLPack;
 import dev.hurray.internal.NativeTensor;
 import dev.hurray.internal.Releases;
+import dev.hurray.internal.TensorAdopters;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Map;
@@ -172,7 +173,7 @@ public final class DLPack {
             if (readOnly) {
                 raw[0] = raw[0].asReadOnly();
             }
-            return Tensor.adoptViews(d, raw, scope, () -> NativeTensor.destroy(t));
+            return TensorAdopters.adoptViews(d, raw, scope, () -> NativeTensor.destroy(t));
         } catch (HurrayException | RuntimeException | Error e) {
             NativeTensor.destroy(t);
             throw e;

@@ -3,6 +3,7 @@ package dev.hurray;
 import dev.hurray.ffm.HurrayEventReleaseFn;
 import dev.hurray.internal.NativeBuffers;
 import dev.hurray.internal.Releases;
+import dev.hurray.internal.TensorAdopters;
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -269,7 +270,7 @@ public final class ExternalBuffer implements AutoCloseable {
                     raw[i] = raw[i].asReadOnly();
                 }
             }
-            return Tensor.adoptViews(descriptor, raw, TensorScope.SHARED, () -> closeAll(refs));
+            return TensorAdopters.adoptViews(descriptor, raw, TensorScope.SHARED, () -> closeAll(refs));
         } catch (RuntimeException | Error e) {
             closeAll(refs);
             throw e;

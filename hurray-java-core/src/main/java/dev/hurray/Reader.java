@@ -1,8 +1,9 @@
 package dev.hurray;
 
 import dev.hurray.internal.NativeReader;
-import dev.hurray.internal.TensorLedger;
 import dev.hurray.internal.Source;
+import dev.hurray.internal.TensorAdopters;
+import dev.hurray.internal.TensorLedger;
 import java.io.Closeable;
 import java.io.IOException;
 import java.io.InputStream;
@@ -215,7 +216,7 @@ public final class Reader implements AutoCloseable, Iterable<Tensor> {
                 ended = true;
                 return null;
             }
-            Tensor tensor = Tensor.fromDecoded(nativeReader, scope, previous, ledger);
+            Tensor tensor = TensorAdopters.fromDecoded(nativeReader, scope, previous, ledger);
             previous = tensor.descriptor();
             return tensor;
         } finally {
@@ -255,7 +256,7 @@ public final class Reader implements AutoCloseable, Iterable<Tensor> {
 
     /** Takes ownership of what {@link NativeReader#nextItem()} returned (shared with TensorDecoder). */
     static Item item(MemorySegment[] it, TensorScope scope) throws HurrayException {
-        return it[0] != null ? new Item(Tensor.fromNative(it[0], scope, null), null)
+        return it[0] != null ? new Item(TensorAdopters.fromNative(it[0], scope, null), null)
                 : new Item(null, Composite.fromNative(it[1], scope));
     }
 

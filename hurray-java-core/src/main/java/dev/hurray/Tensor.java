@@ -4,10 +4,8 @@ import dev.hurray.internal.DescriptorFields;
 import dev.hurray.internal.Leaks;
 import dev.hurray.internal.NativeDescriptor;
 import dev.hurray.internal.NativeLayouts;
-import dev.hurray.internal.NativeQuant;
-import dev.hurray.internal.NativeReader;
-import dev.hurray.internal.TensorLedger;
 import dev.hurray.internal.NativeTensor;
+import dev.hurray.internal.TensorAdopters;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -50,7 +48,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 public final class Tensor implements AutoCloseable {
     private static final int CLOSED = -1;
     private static final int CLOSING = -2;
-    private static final int MAX_ARRAY = Integer.MAX_VALUE - 8;
 
     private final TensorDescriptor descriptor;
     private final MemorySegment[] buffers;
@@ -64,8 +61,12 @@ public final class Tensor implements AutoCloseable {
     private final AtomicInteger state = new AtomicInteger();
     /** Frees the native tensor (and runs onClose) on close, or from the cleaner if leaked; null for Java-owned memory. */
     private Leaks.Resource resource;
-    /** The arena's close releases the native tensor (a reader's tensor, {@link TensorLedger}). */
+    /** The arena's close releases the native tensor (a reader's tensor, {@link dev.hurray.internal.TensorLedger}). */
     private boolean ledgered;
+
+    static {
+        TensorAdopters.install(new Adopting());
+    }
 
     private Tensor(TensorDescriptor descriptor, MemorySegment[] buffers, Arena arena,
             MemorySegment nativeTensor, MemorySegment nativeDescriptor, TensorScope scope) {
@@ -84,124 +85,69 @@ public final class Tensor implements AutoCloseable {
     }
 
     /**
-     * Takes ownership of a native tensor read from a stream. On failure the native tensor is
-     * destroyed.
-     *
-     * @param previous the descriptor of the reader's previous tensor, or null: when the new
-     *     tensor's encoded descriptor is byte-identical (a stream of same-shaped tensors), that
-     *     immutable descriptor is shared instead of being read again field by field
+     * {@link TensorAdopters#fromNative(MemorySegment, TensorScope, TensorDescriptor, boolean, Runnable)},
+     * for {@link HurrayFile}.
      */
     static Tensor fromNative(MemorySegment tensor, TensorScope scope, TensorDescriptor previous) throws HurrayException {
-        return fromNative(tensor, scope, previous, false, null);
+        return TensorAdopters.fromNative(tensor, scope, previous);
     }
 
-    /**
-     * As {@link #fromNative(MemorySegment, TensorScope, TensorDescriptor)}, for a tensor read
-     * from a container ({@link HurrayFile}).
-     *
-     * @param readOnly expose the buffers as read-only segments (they may point into a
-     *     read-only memory map, where a write would crash the process)
-     * @param onClose run once after the native tensor is destroyed (also when this method
-     *     fails), or null
-     */
+    /** As {@link #fromNative(MemorySegment, TensorScope, TensorDescriptor)}, read-only and with an action after close. */
     static Tensor fromNative(MemorySegment tensor, TensorScope scope, TensorDescriptor previous,
             boolean readOnly, Runnable onClose) throws HurrayException {
-        Arena arena = scope == TensorScope.SHARED ? Arena.ofShared() : Arena.ofConfined();
-        try {
-            MemorySegment d = NativeTensor.descriptor(tensor);
-            MemorySegment fields = NativeDescriptor.fields(d);
-            MemorySegment encoded = NativeDescriptor.encodedView(d, fields);
-            TensorDescriptor desc;
-            if (previous != null && previous.hasEncoding(encoded)) {
-                desc = previous;
-            } else {
-                DescriptorFields f = NativeDescriptor.read(d, fields);
-                desc = TensorDescriptor.fromNative(f, NativeDescriptor.copyOf(encoded));
-            }
-            MemorySegment[] bufs = NativeTensor.buffers(tensor, desc.buffers(), arena);
-            if (readOnly) {
-                for (int i = 0; i < bufs.length; i++) {
-                    bufs[i] = bufs[i].asReadOnly();
-                }
-            }
-            return new Tensor(desc, bufs, arena, tensor, d, scope, onClose).tracked();
-        } catch (HurrayException | RuntimeException | Error e) {
-            arena.close();
-            NativeTensor.destroy(tensor);
-            if (onClose != null) {
-                onClose.run();
-            }
-            throw e;
+        return TensorAdopters.fromNative(tensor, scope, previous, readOnly, onClose);
+    }
+
+    /** The constructor and the descriptor's native form, for the adopters in {@code internal}. */
+    private static final class Adopting implements TensorAdopters.Access {
+        @Override
+        public Tensor tracked(TensorDescriptor descriptor, MemorySegment[] buffers, Arena arena, MemorySegment nativeTensor,
+                MemorySegment nativeDescriptor, TensorScope scope, Runnable onClose) {
+            return new Tensor(descriptor, buffers, arena, nativeTensor, nativeDescriptor, scope, onClose).tracked();
+        }
+
+        @Override
+        public Tensor ledgered(TensorDescriptor descriptor, MemorySegment[] buffers, Arena arena, MemorySegment nativeTensor,
+                TensorScope scope) {
+            return new Tensor(descriptor, buffers, arena, nativeTensor, null, scope).ledgered();
+        }
+
+        @Override
+        public Tensor view(TensorDescriptor descriptor, MemorySegment[] buffers, Arena arena, MemorySegment nativeDescriptor,
+                TensorScope scope, Runnable onClose) {
+            return new Tensor(descriptor, buffers, arena, null, nativeDescriptor, scope, onClose);
+        }
+
+        @Override
+        public MemorySegment[] buffers(Tensor tensor) {
+            return tensor.buffers;
+        }
+
+        @Override
+        public TensorDescriptor descriptor(DescriptorFields fields, NativeDescriptor twin, boolean plain) {
+            return TensorDescriptor.fromNative(fields, twin, plain);
+        }
+
+        @Override
+        public TensorDescriptor descriptor(DescriptorFields fields, NativeDescriptor twin) {
+            return TensorDescriptor.fromNative(fields, twin);
+        }
+
+        @Override
+        public boolean hasEncoding(TensorDescriptor descriptor, MemorySegment encodedView) {
+            return descriptor.hasEncoding(encodedView);
+        }
+
+        @Override
+        public DescriptorFields fields(TensorDescriptor descriptor) {
+            return descriptor.fields();
         }
     }
 
-    /**
-     * Takes ownership of the tensor a reader's decoder just returned: its descriptor, fields
-     * and buffer pointers come with the result, so this makes no downcall. On failure the
-     * native tensor is destroyed.
-     *
-     * @param previous the descriptor of the reader's previous tensor, or null: shared when the
-     *     new tensor's encoded descriptor is byte-identical
-     */
-    static Tensor fromDecoded(NativeReader reader, TensorScope scope, TensorDescriptor previous, TensorLedger ledger)
-            throws HurrayException {
-        MemorySegment tensor = reader.tensor();
-        Arena arena = scope == TensorScope.SHARED ? Arena.ofShared() : Arena.ofConfined();
-        MemorySegment[] bufs;
-        try {
-            bufs = reader.buffers(arena, ledger.add(tensor, reader.payloadBytes()));
-        } catch (RuntimeException | Error e) {
-            arena.close();
-            NativeTensor.destroy(tensor);
-            throw e;
-        }
-        try {
-            TensorDescriptor desc;
-            if (reader.descriptorVersion() == 1) {
-                // Version 1: the fields say everything, so no copy of the encoding is kept.
-                DescriptorFields f = reader.readFields();
-                desc = previous != null && previous.fields() == f ? previous : TensorDescriptor.fromNative(f, null, true);
-            } else {
-                MemorySegment encoded = reader.encodedView();
-                if (previous != null && previous.hasEncoding(encoded)) {
-                    desc = previous;
-                    reader.remember(previous.fields());
-                } else {
-                    desc = TensorDescriptor.fromNative(reader.readFields(), NativeDescriptor.copyOf(encoded));
-                }
-            }
-            return new Tensor(desc, bufs, arena, tensor, null, scope).ledgered();
-        } catch (HurrayException | RuntimeException | Error e) {
-            arena.close(); // releases the native tensor through the ledger
-            throw e;
-        }
-    }
-
-    /** Marks a tensor whose native memory its arena's release action gives back (see {@link TensorLedger}). */
+    /** Marks a tensor whose native memory its arena's release action gives back (see {@link dev.hurray.internal.TensorLedger}). */
     private Tensor ledgered() {
         ledgered = true;
         return this;
-    }
-
-    /**
-     * A view of a tensor borrowed from a native composite: its buffers are mapped into a new
-     * arena; closing the view closes that arena and destroys nothing (the composite owns the
-     * memory and closes its views before freeing it).
-     */
-    static Tensor fromBorrowed(MemorySegment tensor, TensorScope scope) throws HurrayException {
-        Arena arena = scope == TensorScope.SHARED ? Arena.ofShared() : Arena.ofConfined();
-        try {
-            MemorySegment d = NativeTensor.descriptor(tensor);
-            MemorySegment fields = NativeDescriptor.fields(d);
-            MemorySegment encoded = NativeDescriptor.encodedView(d, fields);
-            DescriptorFields f = NativeDescriptor.read(d, fields);
-            TensorDescriptor desc = TensorDescriptor.fromNative(f, NativeDescriptor.copyOf(encoded));
-            MemorySegment[] bufs = NativeTensor.buffers(tensor, desc.buffers(), arena);
-            return new Tensor(desc, bufs, arena, null, d, scope, null);
-        } catch (HurrayException | RuntimeException | Error e) {
-            arena.close();
-            throw e;
-        }
     }
 
     /**
@@ -520,7 +466,8 @@ public final class Tensor implements AutoCloseable {
         }
     }
 
-    private static <L extends ValueLayout> L le(L layout) {
+    /** {@code layout} in little-endian order, the format's. */
+    static <L extends ValueLayout> L le(L layout) {
         @SuppressWarnings("unchecked")
         L l = (L) layout.withOrder(ByteOrder.LITTLE_ENDIAN);
         return l;
@@ -576,8 +523,7 @@ public final class Tensor implements AutoCloseable {
      *     elements than a Java array holds, or after close
      */
     public float[] toFloatArray() {
-        return values(ElementType.FLOAT32, ValueLayout.JAVA_FLOAT_UNALIGNED,
-                s -> s.toArray(le(ValueLayout.JAVA_FLOAT_UNALIGNED)), ElementType.FLOAT32);
+        return TensorConversions.toFloatArray(this);
     }
 
     /**
@@ -595,17 +541,7 @@ public final class Tensor implements AutoCloseable {
      * @throws IllegalStateException after close
      */
     public Tensor dequantize() throws HurrayException {
-        requireOpen();
-        Layout layout = descriptor.layout().kind() == Layout.Kind.COLUMN_MAJOR ? Layout.columnMajor() : Layout.rowMajor();
-        TensorDescriptor d = TensorDescriptor.builder(ElementType.FLOAT32, descriptor.shape()).layout(layout).buildChecked();
-        Tensor t = allocate(d);
-        try {
-            NativeQuant.dequantize(descriptor.nativeHandle(), buffers, t.buffers[0], descriptor.elementCount());
-            return t;
-        } catch (HurrayException | RuntimeException e) {
-            t.close();
-            throw e;
-        }
+        return TensorConversions.dequantize(this);
     }
 
     /**
@@ -633,18 +569,7 @@ public final class Tensor implements AutoCloseable {
      * @throws IllegalStateException after close
      */
     public Tensor dequantize(ElementType target) throws HurrayException {
-        Objects.requireNonNull(target, "target");
-        requireOpen();
-        Layout layout = descriptor.layout().kind() == Layout.Kind.COLUMN_MAJOR ? Layout.columnMajor() : Layout.rowMajor();
-        TensorDescriptor d = TensorDescriptor.builder(target, descriptor.shape()).layout(layout).buildChecked();
-        Tensor t = allocate(d);
-        try {
-            NativeQuant.dequantizeTo(descriptor.nativeHandle(), buffers, target.code(), t.buffers[0]);
-            return t;
-        } catch (HurrayException | RuntimeException e) {
-            t.close();
-            throw e;
-        }
+        return TensorConversions.dequantize(this, target);
     }
 
     /**
@@ -670,11 +595,7 @@ public final class Tensor implements AutoCloseable {
      * @throws IllegalStateException if this tensor is not plain float32 row-major, or after close
      */
     public Tensor cast(ElementType target) {
-        try {
-            return quantize(target, null);
-        } catch (HurrayException e) {
-            throw e.asCallerMistake();
-        }
+        return TensorConversions.cast(this, target);
     }
 
     /**
@@ -692,28 +613,7 @@ public final class Tensor implements AutoCloseable {
      * @throws IllegalStateException if this tensor is not plain float32 row-major, or after close
      */
     public Tensor quantize(ElementType storedType, Quantization quantization) throws HurrayException {
-        Objects.requireNonNull(storedType, "storedType");
-        MemorySegment in = elements(ValueLayout.JAVA_FLOAT_UNALIGNED, ElementType.FLOAT32);
-        if (descriptor.quantization().isPresent()) {
-            throw new IllegalStateException("tensor is already quantized");
-        }
-        TensorDescriptor.Builder b = TensorDescriptor.builder(storedType, descriptor.shape());
-        if (quantization instanceof Quantization.PerChannelAffine p) {
-            long channels = p.axis() < descriptor.shape().rank() ? descriptor.shape().dims()[p.axis()] : 0;
-            b.buffer(BufferSpec.cpu(storedType.byteSizeOf(descriptor.elementCount())))
-                    .buffer(BufferSpec.cpu(4 * channels)).buffer(BufferSpec.cpu(4 * channels));
-        }
-        if (quantization != null) {
-            b.quantization(quantization);
-        }
-        Tensor t = allocate(b.buildChecked());
-        try {
-            NativeQuant.quantize(t.descriptor.nativeHandle(), in, descriptor.elementCount(), t.buffers);
-            return t;
-        } catch (HurrayException | RuntimeException e) {
-            t.close();
-            throw e;
-        }
+        return TensorConversions.quantize(this, storedType, quantization);
     }
 
     /**
@@ -725,8 +625,7 @@ public final class Tensor implements AutoCloseable {
      *     elements than a Java array holds, or after close
      */
     public double[] toDoubleArray() {
-        return values(ElementType.FLOAT64, ValueLayout.JAVA_DOUBLE_UNALIGNED,
-                s -> s.toArray(le(ValueLayout.JAVA_DOUBLE_UNALIGNED)), ElementType.FLOAT64);
+        return TensorConversions.toDoubleArray(this);
     }
 
     /**
@@ -746,8 +645,7 @@ public final class Tensor implements AutoCloseable {
      *     elements than a Java array holds, or after close
      */
     public int[] toIntArray() {
-        return values(ElementType.INT32, ValueLayout.JAVA_INT_UNALIGNED,
-                s -> s.toArray(le(ValueLayout.JAVA_INT_UNALIGNED)), ElementType.INT32, ElementType.UINT32);
+        return TensorConversions.toIntArray(this);
     }
 
     /**
@@ -757,8 +655,7 @@ public final class Tensor implements AutoCloseable {
      * @throws IllegalStateException as for {@link #toIntArray()}
      */
     public long[] toLongArray() {
-        return values(ElementType.INT64, ValueLayout.JAVA_LONG_UNALIGNED,
-                s -> s.toArray(le(ValueLayout.JAVA_LONG_UNALIGNED)), ElementType.INT64, ElementType.UINT64);
+        return TensorConversions.toLongArray(this);
     }
 
     /**
@@ -768,9 +665,7 @@ public final class Tensor implements AutoCloseable {
      * @throws IllegalStateException as for {@link #toIntArray()}
      */
     public short[] toShortArray() {
-        return values(ElementType.INT16, ValueLayout.JAVA_SHORT_UNALIGNED,
-                s -> s.toArray(le(ValueLayout.JAVA_SHORT_UNALIGNED)), ElementType.INT16, ElementType.UINT16,
-                ElementType.FLOAT16, ElementType.BFLOAT16);
+        return TensorConversions.toShortArray(this);
     }
 
     /**
@@ -781,57 +676,7 @@ public final class Tensor implements AutoCloseable {
      * @throws IllegalStateException as for {@link #toIntArray()}
      */
     public byte[] toByteArray() {
-        return values(ElementType.INT8, ValueLayout.JAVA_BYTE, s -> s.toArray(ValueLayout.JAVA_BYTE),
-                ElementType.BOOL, ElementType.INT8, ElementType.UINT8, ElementType.FLOAT8_E4M3FN, ElementType.FLOAT8_E5M2,
-                ElementType.FLOAT8_E4M3FNUZ, ElementType.FLOAT8_E5M2FNUZ, ElementType.FLOAT8_E3M4,
-                ElementType.FLOAT8_E8M0FNU);
-    }
-
-    /**
-     * A typed copy made by {@code toArray} from buffer 0 itself when the tensor is an
-     * unquantized one of {@code bitwise}, else from the values converted to {@code target} by
-     * the native core.
-     */
-    private <A> A values(ElementType target, ValueLayout layout, java.util.function.Function<MemorySegment, A> toArray,
-            ElementType... bitwise) {
-        if (descriptor.quantization().isEmpty() && java.util.Arrays.asList(bitwise).contains(descriptor.elementType())) {
-            return toArray.apply(elements(layout, bitwise));
-        }
-        long bytes = copyableCount() * layout.byteSize();
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment out = a.allocate(Math.max(1, bytes), 8).asSlice(0, bytes);
-            NativeQuant.dequantizeTo(descriptor.nativeHandle(), buffers, target.code(), out);
-            return toArray.apply(out);
-        } catch (HurrayException e) {
-            throw new IllegalStateException("cannot convert " + descriptor + " to " + target + ": " + e.getMessage(), e);
-        }
-    }
-
-    private MemorySegment elements(ValueLayout layout, ElementType... accepted) {
-        requireOpen();
-        ElementType t = descriptor.elementType();
-        boolean ok = false;
-        for (ElementType a : accepted) {
-            ok |= a == t;
-        }
-        if (!ok) {
-            throw new IllegalStateException("tensor is " + t + "; this copy needs " + java.util.Arrays.toString(accepted));
-        }
-        return buffers[0].asSlice(descriptor.byteOffset(), copyableCount() * layout.byteSize());
-    }
-
-    /** The element count of an open row-major tensor that fits a Java array, else the reason as an exception. */
-    private long copyableCount() {
-        requireOpen();
-        if (descriptor.layout().kind() != Layout.Kind.ROW_MAJOR) {
-            throw new IllegalStateException("tensor layout is " + descriptor.layout()
-                    + "; typed copies are row-major only (read buffer(0) directly)");
-        }
-        long n = descriptor.elementCount();
-        if (n > MAX_ARRAY) {
-            throw new IllegalStateException(n + " elements do not fit a Java array");
-        }
-        return n;
+        return TensorConversions.toByteArray(this);
     }
 
     /**
@@ -873,10 +718,7 @@ public final class Tensor implements AutoCloseable {
      * @throws IllegalArgumentException for a negative {@code maxBytes}
      */
     public Tensor densify(long maxBytes) throws HurrayException {
-        if (!descriptor.layout().kind().isSparse()) {
-            throw new IllegalStateException("densify needs a sparse layout, not " + descriptor.layout());
-        }
-        return toDense(true, maxBytes);
+        return TensorConversions.densify(this, maxBytes);
     }
 
     /**
@@ -902,10 +744,7 @@ public final class Tensor implements AutoCloseable {
      * @throws IllegalArgumentException for a negative {@code maxBytes}
      */
     public Tensor gather(long maxBytes) throws HurrayException {
-        if (descriptor.layout().kind() != Layout.Kind.PAGED) {
-            throw new IllegalStateException("gather needs a block-paged layout, not " + descriptor.layout());
-        }
-        return toDense(false, maxBytes);
+        return TensorConversions.gather(this, maxBytes);
     }
 
     /**
@@ -928,40 +767,8 @@ public final class Tensor implements AutoCloseable {
         }
     }
 
-    private Tensor toDense(boolean sparse, long maxBytes) throws HurrayException {
-        if (maxBytes < 0) {
-            throw new IllegalArgumentException("maxBytes " + maxBytes + " < 0");
-        }
-        long need;
-        try {
-            need = descriptor.elementType().byteSizeOf(descriptor.elementCount());
-        } catch (IllegalArgumentException | ArithmeticException e) {
-            throw new HurrayException(Status.LIMIT_EXCEEDED, (sparse ? "densify" : "gather") + ": the dense form of "
-                    + descriptor.shape() + " does not fit 64-bit byte counts", e);
-        }
-        if (need > maxBytes) {
-            throw new HurrayException(Status.LIMIT_EXCEEDED, (sparse ? "densify" : "gather") + ": the dense form of "
-                    + descriptor.elementType().formatName() + descriptor.shape() + " needs " + need
-                    + " bytes, over the limit of " + maxBytes + " bytes; pass a larger limit to Tensor."
-                    + (sparse ? "densify" : "gather") + "(maxBytes) if this is intended", null);
-        }
-        TensorDescriptor dense = TensorDescriptor.of(descriptor.elementType(), descriptor.shape());
-        pin();
-        try {
-            Tensor out = allocate(dense);
-            try {
-                NativeLayouts.toDense(descriptor.nativeHandle(), buffers, out.buffers[0], sparse);
-                return out;
-            } catch (HurrayException | RuntimeException | Error e) {
-                out.close();
-                throw e;
-            }
-        } finally {
-            unpin();
-        }
-    }
-
-    private void requireOpen() {
+    /** Throws {@link IllegalStateException} once this tensor is closed. */
+    void requireOpen() {
         if (state.get() < 0) {
             throw new IllegalStateException("the tensor is closed");
         }
@@ -1109,27 +916,6 @@ public final class Tensor implements AutoCloseable {
         requireOpen();
         return TensorViews.elements(descriptor, buffers[0], 2, ElementType.INT16, ElementType.UINT16,
                 ElementType.FLOAT16, ElementType.BFLOAT16).asShortBuffer();
-    }
-
-    /**
-     * A tensor over memory released by {@code onClose}: {@code raw[i]} (global-scope segments
-     * of at least buffer {@code i}'s size and aligned for it, as {@link #wrap} checks) are
-     * reinterpreted onto a new arena of {@code scope}, so that the views die when the tensor
-     * closes, before {@code onClose} runs (exactly once, on the closing thread). If this method
-     * throws, {@code onClose} has not run and the caller cleans up.
-     */
-    static Tensor adoptViews(TensorDescriptor descriptor, MemorySegment[] raw, TensorScope scope, Runnable onClose) {
-        Tensor checked = wrap(descriptor, raw);
-        Arena arena = scope == TensorScope.SHARED ? Arena.ofShared() : Arena.ofConfined();
-        MemorySegment[] views = new MemorySegment[raw.length];
-        for (int i = 0; i < raw.length; i++) {
-            MemorySegment b = checked.buffers[i];
-            views[i] = MemorySegment.ofAddress(b.address()).reinterpret(b.byteSize(), arena, null);
-            if (b.isReadOnly()) {
-                views[i] = views[i].asReadOnly();
-            }
-        }
-        return new Tensor(descriptor, views, arena, null, null, scope, onClose);
     }
 
     // ---------------------------------------------------------------- close

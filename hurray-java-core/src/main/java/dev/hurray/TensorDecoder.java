@@ -2,6 +2,7 @@ package dev.hurray;
 
 import dev.hurray.internal.Native;
 import dev.hurray.internal.NativeReader;
+import dev.hurray.internal.TensorAdopters;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
@@ -303,6 +304,82 @@ public final class TensorDecoder implements AutoCloseable {
         return (Item) take();
     }
 
+    /**
+     * Moves every tensor of the flat view that the bytes given so far complete into {@code out},
+     * in stream order, and returns how many: {@link #next()} until it returns {@code null}, for
+     * a caller that takes tensors faster than one call each (the native decoder decodes them in
+     * batches either way). 0 when more input is needed or the stream ended.
+     *
+     * @return the number of tensors added, each owned by the caller (close it)
+     * @throws HurrayException a stream failure; the tensors added to {@code out} before it stay
+     *     there, owned by the caller
+     * @throws IllegalStateException as {@link #next()}
+     */
+    public int drainTo(java.util.Collection<? super Tensor> out) throws HurrayException {
+        Objects.requireNonNull(out, "out");
+        if (items) {
+            throw new IllegalStateException("this decoder yields items (createForItems): use nextItem()");
+        }
+        guard.enter();
+        try {
+            int n = 0;
+            while (true) {
+                while (ready.isEmpty() && !ended && (!haveRegion || regionUsed > 0 || endPending)) {
+                    poll();
+                }
+                Tensor t = (Tensor) ready.poll();
+                if (t == null) {
+                    return n;
+                }
+                out.add(t);
+                n++;
+            }
+        } finally {
+            guard.exit();
+        }
+    }
+
+    /**
+     * Starts a new stream on the same decoder ({@code hurray_decoder_reset}): buffered input,
+     * a partly decoded item, the stream metadata, the end of the input and a sticky failure are
+     * dropped, and items decoded but not taken are closed, as on a new decoder with the same
+     * options. Tensors already returned stay valid. For one short stream per message (a gRPC
+     * message, a datagram): one native decoder for all of them.
+     *
+     * @throws IllegalStateException if the decoder is closed or in use by another thread
+     */
+    public void reset() throws HurrayException {
+        guard.enter();
+        try {
+            closeReady();
+            if (regionArena != null) {
+                regionArena.close();
+                regionArena = null;
+            }
+            reader.reset();
+            metadata = null;
+            ended = false;
+            inputEnded = false;
+            haveRegion = false;
+            region = null;
+            regionUsed = 0;
+            endPending = false;
+            previous = null;
+        } finally {
+            guard.exit();
+        }
+    }
+
+    private void closeReady() {
+        for (AutoCloseable c; (c = ready.poll()) != null;) {
+            try {
+                c.close();
+            } catch (Exception e) {
+                // Tensor and Item close throw only unchecked exceptions on misuse; keep closing.
+            }
+        }
+    }
+
     private AutoCloseable take() throws HurrayException {
         guard.enter();
         try {
@@ -379,7 +456,7 @@ public final class TensorDecoder implements AutoCloseable {
         } else {
             rc = reader.poll(NativeReader.POLL_TENSOR);
             if (rc == Native.OK) {
-                Tensor t = Tensor.fromDecoded(reader, scope, previous, ledger);
+                Tensor t = TensorAdopters.fromDecoded(reader, scope, previous, ledger);
                 previous = t.descriptor();
                 ready.add(t);
                 return;
@@ -403,13 +480,7 @@ public final class TensorDecoder implements AutoCloseable {
     public void close() {
         try {
             if (guard.close()) {
-                for (AutoCloseable c; (c = ready.poll()) != null;) {
-                    try {
-                        c.close();
-                    } catch (Exception e) {
-                        // Tensor and Item close throw only unchecked exceptions on misuse; keep closing.
-                    }
-                }
+                closeReady();
                 if (regionArena != null) {
                     regionArena.close();
                     regionArena = null;

@@ -48,6 +48,17 @@ import java.util.Objects;
  * call, or one Netty buffer). {@link WriterOptions#batchBytes()} is not used here: the caller
  * decides when to send, from {@link #pendingBytes()}.
  *
+ * <h2>Batches</h2>
+ * A tensor whose payloads are all within the copy limit, and 16 KiB or less in all, is copied
+ * at once into the encoder's batch area and the tensor is free again when {@code encode}
+ * returns; the
+ * native encoder stages the queued tensors together, with one call
+ * ({@code hurray_encoder_encode_batch}), at the next {@link #output()}, {@link #consumed},
+ * {@link #pendingBytes()}, {@link #finish()}, composite or borrowed payload, or when the area
+ * is full. The bytes are those of one call per tensor. A caller that encodes many small
+ * tensors between sends should count their sizes itself rather than ask
+ * {@link #pendingBytes()} after each one, which stages the queue every time.
+ *
  * <h2>Selector loops</h2>
  * Non-blocking {@code SocketChannel}s use this class, not {@link Writer} (which refuses them):
  * write the pieces' {@code bytes()} with a gathering write when the channel is writable, call
@@ -56,7 +67,12 @@ import java.util.Objects;
  *
  * <h2>Errors</h2>
  * Validation failures (a bad descriptor, payload sizes) are {@link HurrayException}s and stage
- * nothing. The encoder cannot know about a failed send: a caller whose connection broke after
+ * nothing. A queued tensor that the native encoder refuses when its batch is staged (its
+ * descriptor was checked when it was built, so this is rare) is not staged, the other queued
+ * tensors are, and the refusal, naming the tensor, is thrown by the call that staged the batch
+ * (by the next {@code output}, {@code consumed}, {@code encode} or {@code finish} when that call
+ * was {@link #pendingBytes()}); when that call was {@code encode}, its own tensor was not
+ * staged either. The encoder cannot know about a failed send: a caller whose connection broke after
  * part of the output left closes the encoder (the stream on the wire is truncated, which the
  * peer reports as {@link Status#TRUNCATED}).
  *
@@ -88,6 +104,8 @@ public final class TensorEncoder implements AutoCloseable {
     private Tensor borrowedFrom;
     /** The arena of the staging pieces {@link #output()} gave out; closed at the next change. */
     private Arena piecesArena;
+    /** A refusal met by {@link #pendingBytes()} staging the queue, thrown by the next call that can. */
+    private HurrayException deferred;
 
     private TensorEncoder(NativeWriter writer) {
         this.writer = writer;
@@ -203,7 +221,8 @@ public final class TensorEncoder implements AutoCloseable {
         }
     }
 
-    private void beforeStaging() {
+    private void beforeStaging() throws HurrayException {
+        throwDeferred();
         if (borrowedFrom != null) {
             throw new IllegalStateException("the pending output borrows a tensor's payload: send it and call "
                     + "consumed() before encoding more");
@@ -211,9 +230,45 @@ public final class TensorEncoder implements AutoCloseable {
         closePieces();
     }
 
-    /** Bytes staged and not yet {@link #consumed}. */
+    /**
+     * Bytes staged and not yet {@link #consumed}, staging queued tensors first (see the class
+     * comment's Batches).
+     *
+     * @throws IllegalStateException if tensors are queued and the encoder is in use by another thread
+     */
     public long pendingBytes() {
+        if (writer.hasQueued() && !guard.isClosed()) {
+            guard.enter();
+            try {
+                stageQueued();
+            } catch (HurrayException e) {
+                // Thrown by the next call that declares it; the rest of the queue is staged.
+                if (deferred == null) {
+                    deferred = e;
+                } else {
+                    deferred.addSuppressed(e);
+                }
+            } finally {
+                guard.exit();
+            }
+        }
         return writer.pendingBytes();
+    }
+
+    /** Stages the queued tensors (and invalidates staging pieces given out: staging may move them). */
+    private void stageQueued() throws HurrayException {
+        if (writer.hasQueued()) {
+            closePieces();
+            writer.stageQueued();
+        }
+    }
+
+    private void throwDeferred() throws HurrayException {
+        HurrayException e = deferred;
+        if (e != null) {
+            deferred = null;
+            throw e;
+        }
     }
 
     /** True while the pending output includes a view of a tensor's payload. */
@@ -231,6 +286,7 @@ public final class TensorEncoder implements AutoCloseable {
         guard.enter();
         try {
             closePieces();
+            throwDeferred();
             MemorySegment[] raw = writer.output();
             List<Piece> out = new ArrayList<>(raw.length);
             MemorySegment[] lent = borrowedFrom == null ? null : borrowedFrom.rawBuffers();
@@ -273,6 +329,7 @@ public final class TensorEncoder implements AutoCloseable {
         guard.enter();
         try {
             closePieces();
+            throwDeferred();
             writer.consume(n);
             if (borrowedFrom != null && !writer.borrowsPayloads()) {
                 borrowedFrom.unpin();
@@ -287,6 +344,30 @@ public final class TensorEncoder implements AutoCloseable {
         if (piecesArena != null) {
             piecesArena.close();
             piecesArena = null;
+        }
+    }
+
+    /**
+     * Starts a new stream on the same encoder ({@code hurray_encoder_reset}): whatever is
+     * pending or queued, the stream metadata and the finished state are dropped, a borrowed
+     * tensor is released, and the next {@code encode} or {@code finish} stages a stream header
+     * again, as on a new encoder with the same options. For one short stream per message (a
+     * gRPC message, a datagram): one native encoder for all of them.
+     *
+     * @throws IllegalStateException if the encoder is closed or in use by another thread
+     */
+    public void reset() throws HurrayException {
+        guard.enter();
+        try {
+            closePieces();
+            deferred = null;
+            if (borrowedFrom != null) {
+                borrowedFrom.unpin();
+                borrowedFrom = null;
+            }
+            writer.reset();
+        } finally {
+            guard.exit();
         }
     }
 

@@ -32,8 +32,6 @@ public final class InteropNative {
             FunctionDescriptor.of(JAVA_DOUBLE, ADDRESS, ADDRESS, JAVA_INT));
     static final MethodHandle DLPACK_MAKE_F32 = fn("interop_dlpack_make_f32",
             FunctionDescriptor.of(ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT, ADDRESS));
-    static final MethodHandle DESTROY_ALL_ON_NEW_THREAD = fn("interop_destroy_all_on_new_thread",
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG));
     static final MethodHandle FREE = fn("interop_free", FunctionDescriptor.ofVoid(ADDRESS));
 
     private InteropNative() {

@@ -9,7 +9,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.EOFException;
+import java.io.FilterInputStream;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
@@ -19,6 +21,7 @@ import java.net.Socket;
 import java.net.SocketException;
 import java.net.SocketTimeoutException;
 import java.nio.channels.ClosedChannelException;
+import java.nio.channels.ReadableByteChannel;
 import java.nio.channels.SocketChannel;
 import java.util.Arrays;
 import java.util.concurrent.CountDownLatch;
@@ -45,14 +48,16 @@ class TransportResetTest {
         }
     }
 
-    /** Accepts one connection, sends {@code prefix} bytes of {@code stream}, then resets it. */
-    private static Thread resettingPeer(ServerSocket server, byte[] stream, int prefix, CountDownLatch sent) {
+    /**
+     * Accepts one connection, sends {@code prefix} bytes of {@code stream}, waits until the
+     * reader is inside a read that waits for more ({@code waiting}), then resets it.
+     */
+    private static Thread resettingPeer(ServerSocket server, byte[] stream, int prefix, CountDownLatch waiting) {
         return Thread.ofPlatform().start(() -> {
             try (Socket s = server.accept()) {
                 s.getOutputStream().write(stream, 0, prefix);
                 s.getOutputStream().flush();
-                sent.await(10, TimeUnit.SECONDS);
-                Thread.sleep(50);
+                waiting.await(10, TimeUnit.SECONDS);
                 s.setSoLinger(true, 0); // close() sends RST instead of FIN
             } catch (IOException | InterruptedException e) {
                 throw new RuntimeException(e);
@@ -61,6 +66,80 @@ class TransportResetTest {
     }
 
     private enum Path { SOCKET_STREAM, SOCKET_CHANNEL, INPUT_STREAM }
+
+    /**
+     * {@code in}, tripping {@code waiting} when a read starts after {@code prefix} bytes came:
+     * the reader then waits for bytes the peer never sends, so the reset meets a blocked read.
+     */
+    private static InputStream tripping(InputStream in, int prefix, CountDownLatch waiting) {
+        return new FilterInputStream(in) {
+            private long seen;
+
+            @Override
+            public int read() throws IOException {
+                byte[] one = new byte[1];
+                return read(one, 0, 1) < 0 ? -1 : one[0] & 0xff;
+            }
+
+            @Override
+            public int read(byte[] b, int off, int len) throws IOException {
+                if (seen >= prefix) {
+                    waiting.countDown();
+                }
+                int n = super.read(b, off, len);
+                seen += Math.max(0, n);
+                return n;
+            }
+        };
+    }
+
+    /** {@code ch} with the latch of {@link #tripping(InputStream, int, CountDownLatch)}. */
+    private static ReadableByteChannel tripping(SocketChannel ch, int prefix, CountDownLatch waiting) {
+        long[] seen = new long[1];
+        return TestSupport.readingThrough(ch, dst -> {
+            if (seen[0] >= prefix) {
+                waiting.countDown();
+            }
+            int n = ch.read(dst);
+            seen[0] += Math.max(0, n);
+            return n;
+        });
+    }
+
+    /**
+     * The socket of one path; for {@link Path#SOCKET_STREAM} its input stream trips
+     * {@code waiting} as {@link #tripping} says.
+     */
+    private static Socket connect(Path path, InetSocketAddress at, int prefix, CountDownLatch waiting) throws IOException {
+        return switch (path) {
+            case SOCKET_STREAM -> new Socket(at.getAddress(), at.getPort()) {
+                private InputStream in;
+
+                @Override
+                public synchronized InputStream getInputStream() throws IOException {
+                    if (in == null) {
+                        in = tripping(super.getInputStream(), prefix, waiting);
+                    }
+                    return in;
+                }
+            };
+            case SOCKET_CHANNEL -> SocketChannel.open(at).socket();
+            case INPUT_STREAM -> new Socket(at.getAddress(), at.getPort());
+        };
+    }
+
+    /**
+     * The reader of one path: the socket's stream (through {@link Reader#of(Socket)}), its
+     * channel or a plain input stream, each tripping {@code waiting}. The failures come from the
+     * socket's own stream or channel.
+     */
+    private static Reader reader(Path path, Socket socket, int prefix, CountDownLatch waiting) throws IOException {
+        return switch (path) {
+            case SOCKET_STREAM -> Reader.of(socket);
+            case SOCKET_CHANNEL -> Reader.of(tripping(socket.getChannel(), prefix, waiting));
+            case INPUT_STREAM -> Reader.of(tripping(socket.getInputStream(), prefix, waiting));
+        };
+    }
 
     private static void assertFatalReset(HurrayException e, String where) {
         assertEquals(Status.TRANSPORT, e.status(), where + ": " + e);
@@ -77,12 +156,11 @@ class TransportResetTest {
             for (int prefix : new int[] {0, 10, 100_000}) {
                 String where = path + " after " + prefix + " bytes";
                 try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-                    CountDownLatch sent = new CountDownLatch(1);
-                    Thread peer = resettingPeer(server, stream, prefix, sent);
+                    CountDownLatch waiting = new CountDownLatch(1);
+                    Thread peer = resettingPeer(server, stream, prefix, waiting);
                     InetSocketAddress at = new InetSocketAddress(server.getInetAddress(), server.getLocalPort());
-                    Socket socket = path == Path.SOCKET_CHANNEL ? SocketChannel.open(at).socket() : new Socket(at.getAddress(), at.getPort());
-                    try (socket; Reader r = path == Path.INPUT_STREAM ? Reader.of(socket.getInputStream()) : Reader.of(socket)) {
-                        sent.countDown();
+                    Socket socket = connect(path, at, prefix, waiting);
+                    try (socket; Reader r = reader(path, socket, prefix, waiting)) {
                         HurrayException first = assertThrows(HurrayException.class, r::read, where);
                         assertFatalReset(first, where);
                         for (int retry = 0; retry < 3; retry++) {

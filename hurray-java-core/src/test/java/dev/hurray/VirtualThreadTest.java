@@ -47,8 +47,9 @@ class VirtualThreadTest {
     Path dir;
 
     /**
-     * N receivers accept and read on virtual threads; N senders connect, wait 200 ms (so every
-     * receiver is parked first), then write one tensor on virtual threads.
+     * N receivers accept and read on virtual threads; N senders connect, wait until every
+     * receiver is inside its read (so all N are parked at once), then write one tensor on
+     * virtual threads.
      */
     @ParameterizedTest
     @ValueSource(ints = {8, 64, 1000})
@@ -58,10 +59,14 @@ class VirtualThreadTest {
                 server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), n);
                 InetSocketAddress at = (InetSocketAddress) server.getLocalAddress();
                 try (ExecutorService vt = Executors.newVirtualThreadPerTaskExecutor()) {
+                    CountDownLatch reading = new CountDownLatch(n);
                     List<Future<float[]>> received = new ArrayList<>();
                     for (int i = 0; i < n; i++) {
                         received.add(vt.submit(() -> {
-                            try (SocketChannel ch = server.accept(); Reader r = Reader.of(ch); Tensor t = r.read()) {
+                            // Each receiver counts once before the senders write: its first read
+                            // blocks until then.
+                            try (SocketChannel ch = server.accept(); Reader r = Reader.of(tripping(ch, reading));
+                                    Tensor t = r.read()) {
                                 float[] v = t.toFloatArray();
                                 assertNull(r.read());
                                 return v;
@@ -73,7 +78,7 @@ class VirtualThreadTest {
                         float x = i;
                         sent.add(vt.submit(() -> {
                             try (SocketChannel ch = SocketChannel.open(at)) {
-                                Thread.sleep(200);
+                                assertTrue(reading.await(60, TimeUnit.SECONDS), "every receiver is inside its read");
                                 try (Writer w = Writer.of(ch); Tensor t = Tensor.of(new float[] {x, x + 1, x + 2})) {
                                     w.write(t);
                                 }
@@ -130,7 +135,9 @@ class VirtualThreadTest {
                     try (SocketChannel ch = SocketChannel.open(at); Writer w = Writer.of(ch); Tensor t = Tensor.of(big)) {
                         for (int k = 0; k < 3; k++) {
                             w.write(t);
-                            Thread.sleep(50); // the reader parks waiting for the next tensor
+                            // A slow producer, the behaviour under test: the reader parks waiting for
+                            // the next tensor. Nothing is ordered by it; the assertion is on pinning.
+                            Thread.sleep(50);
                         }
                     } catch (IOException | InterruptedException e) {
                         throw new RuntimeException(e);
@@ -231,7 +238,7 @@ class VirtualThreadTest {
                         for (int i = 0; i < wire.length; i++) {
                             ch.write(ByteBuffer.wrap(wire, i, 1));
                             if (i % 8 == 0) {
-                                Thread.sleep(1);
+                                Thread.sleep(1); // the stalling peer under test, not a synchronisation
                             }
                         }
                     } catch (IOException | InterruptedException e) {

@@ -9,6 +9,7 @@ import dev.hurray.TensorDescriptor;
 import dev.hurray.TensorScope;
 import dev.hurray.Writer;
 import java.io.IOException;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.WritableByteChannel;
 import java.util.ArrayList;
@@ -80,49 +81,64 @@ public final class ArrowTables {
      * @throws IOException what the reader or the sink threw
      */
     public static long read(ArrowReader reader, TensorSink sink) throws IOException {
-        return read(reader, (View v) -> {
+        return read(reader, (View v, Arena scope) -> {
             try (Tensor t = v.toTensor()) {
                 sink.accept(t);
             }
         }, sink);
     }
 
-    /** Receives a tensor still in Arrow memory, valid during the call. */
-    private interface ViewSink {
-        void accept(View view) throws IOException;
+    /**
+     * Receives a tensor still in Arrow memory, valid during the call; {@code scope} is closed
+     * before that memory can be released (segments made in it die with it).
+     */
+    interface ViewSink {
+        void accept(View view, Arena scope) throws IOException;
     }
 
     /**
      * The reading loop: views of every tensor to {@code views}; the fixed-shape columns of a
-     * table without names, after the last batch, as tensors to {@code tensors} (several record
-     * batches are gathered into one, a copy).
+     * table without names after the last batch: the column of a single record batch as a view
+     * (its memory held past the batch, not copied), several batches gathered into one tensor
+     * (one copy) to {@code tensors}.
      */
-    private static long read(ArrowReader reader, ViewSink views, TensorSink tensors) throws IOException {
+    static long read(ArrowReader reader, ViewSink views, TensorSink tensors) throws IOException {
         ArrowTensors.register();
-        Map<String, List<Tensor>> pending = new LinkedHashMap<>();
+        Map<String, List<View>> pending = new LinkedHashMap<>();
         long[] count = {0};
         long rowBase = 0;
         try {
             boolean any = false;
             while (reader.loadNextBatch()) {
                 VectorSchemaRoot root = reader.getVectorSchemaRoot();
-                readBatch(root, rowBase, views, pending, count);
+                try (Arena scope = Arena.ofConfined()) {
+                    readBatch(root, rowBase, views, scope, pending, count);
+                }
                 rowBase += root.getRowCount();
                 any = true;
             }
             if (!any) {
                 // No batch at all: still check the schema, and give empty fixed columns.
-                readBatch(reader.getVectorSchemaRoot(), 0, views, pending, count);
-            }
-            for (Map.Entry<String, List<Tensor>> e : pending.entrySet()) {
-                try (Tensor t = concat(e.getKey(), e.getValue())) {
-                    tensors.accept(t);
-                    count[0]++;
+                try (Arena scope = Arena.ofConfined()) {
+                    readBatch(reader.getVectorSchemaRoot(), 0, views, scope, pending, count);
                 }
             }
+            for (Map.Entry<String, List<View>> e : pending.entrySet()) {
+                List<View> parts = e.getValue();
+                if (parts.size() == 1) {
+                    try (Arena scope = Arena.ofConfined()) {
+                        views.accept(parts.get(0), scope);
+                    }
+                } else {
+                    try (Tensor t = concat(e.getKey(), parts)) {
+                        tensors.accept(t);
+                    }
+                }
+                count[0]++;
+            }
         } finally {
-            for (List<Tensor> l : pending.values()) {
-                l.forEach(Tensor::close);
+            for (List<View> l : pending.values()) {
+                l.forEach(View::release);
             }
         }
         return count[0];
@@ -139,8 +155,8 @@ public final class ArrowTables {
         return out;
     }
 
-    private static void readBatch(VectorSchemaRoot root, long rowBase, ViewSink sink, Map<String, List<Tensor>> pending,
-                                  long[] count) throws IOException {
+    private static void readBatch(VectorSchemaRoot root, long rowBase, ViewSink sink, Arena scope,
+                                  Map<String, List<View>> pending, long[] count) throws IOException {
         List<FieldVector> cols = tensorColumns(root);
         if (cols.isEmpty()) {
             throw new ArrowTensorException("the table has no tensor column (" + FixedShapeTensorType.EXTENSION_NAME + " or "
@@ -155,43 +171,52 @@ public final class ArrowTables {
             names = v;
         }
         int rows = root.getRowCount();
+        byte[] nameBytes = new byte[64];
         for (FieldVector col : cols) {
             String prefix = cols.size() > 1 ? col.getName() + "/" : "";
             if (names != null) {
                 FixedShapeTensorVector fixed = col instanceof FixedShapeTensorVector f ? f : null;
                 // One descriptor per column and batch; each row only renames it (one native call).
                 TensorDescriptor template = fixed == null ? null : ArrowTensors.rowTemplate(fixed);
+                // Nulls and storage bounds checked once for the batch, not once per row.
+                boolean checked = fixed != null && ArrowTensors.allRowsValid(fixed, rows);
                 for (int i = 0; i < rows; i++) {
                     if (names.isNull(i)) {
                         throw new ArrowTensorException("column '" + NAME_COLUMN + "' row " + (rowBase + i) + " is null");
                     }
-                    String name = prefix + new String(names.get(i), StandardCharsets.UTF_8);
-                    sink.accept(fixed != null ? ArrowTensors.rowView(fixed, i, ArrowTensors.named(template, name, col.getName()))
-                            : ArrowTensors.rowView((VariableShapeTensorVector) col, i, name));
+                    // The name's bytes straight from the vector's buffers into a reused array: one String per row.
+                    long start = names.getStartOffset(i);
+                    int len = names.getValueLength(i);
+                    if (len > nameBytes.length) {
+                        nameBytes = new byte[Math.max(len, 2 * nameBytes.length)];
+                    }
+                    names.getDataBuffer().getBytes(start, nameBytes, 0, len);
+                    String own = new String(nameBytes, 0, len, StandardCharsets.UTF_8);
+                    String name = prefix.isEmpty() ? own : prefix + own;
+                    sink.accept(fixed != null ? ArrowTensors.rowView(fixed, i, ArrowTensors.named(template, name, col.getName()), checked)
+                            : ArrowTensors.rowView((VariableShapeTensorVector) col, i, name), scope);
                     count[0]++;
                 }
             } else if (col instanceof FixedShapeTensorVector f) {
-                pending.computeIfAbsent(col.getName(), k -> new ArrayList<>()).add(ArrowTensors.toTensor(f, col.getName()));
+                // Held, not copied: a single batch is written from the Arrow memory after the last batch.
+                pending.computeIfAbsent(col.getName(), k -> new ArrayList<>()).add(ArrowTensors.columnView(f, col.getName()).retain());
             } else {
                 for (int i = 0; i < rows; i++) {
-                    sink.accept(ArrowTensors.rowView((VariableShapeTensorVector) col, i, col.getName() + "/" + (rowBase + i)));
+                    sink.accept(ArrowTensors.rowView((VariableShapeTensorVector) col, i, col.getName() + "/" + (rowBase + i)), scope);
                     count[0]++;
                 }
             }
         }
     }
 
-    /** One tensor of all batches' rows (the only one, uncopied, for a single batch). */
-    private static Tensor concat(String name, List<Tensor> parts) throws ArrowTensorException {
-        if (parts.size() == 1) {
-            return parts.remove(0);
-        }
+    /** One tensor of several batches' rows, copied once from the Arrow memory. */
+    private static Tensor concat(String name, List<View> parts) throws ArrowTensorException {
         TensorDescriptor first = parts.get(0).descriptor();
         long rows = 0;
         long bytes = 0;
-        for (Tensor t : parts) {
-            rows += t.descriptor().shape().dim(0);
-            bytes += t.descriptor().totalBufferBytes();
+        for (View v : parts) {
+            rows += v.descriptor().shape().dim(0);
+            bytes += v.bytes();
         }
         long[] dims = first.shape().dims();
         dims[0] = rows;
@@ -209,10 +234,11 @@ public final class ArrowTables {
         }
         Tensor out = Tensor.allocate(d, TensorScope.SHARED);
         long at = 0;
-        for (Tensor t : parts) {
-            long n = t.descriptor().totalBufferBytes();
-            MemorySegment.copy(t.buffer(0), 0, out.buffer(0), at, n);
-            at += n;
+        try (Arena scope = Arena.ofConfined()) {
+            for (View v : parts) {
+                MemorySegment.copy(v.segment(scope), 0, out.buffer(0), at, v.bytes());
+                at += v.bytes();
+            }
         }
         assert at == bytes;
         return out;
@@ -312,11 +338,11 @@ public final class ArrowTables {
      * fixed-shape column without names that spans several record batches.
      */
     public static long toHurray(ArrowReader reader, Writer writer) throws IOException {
-        return read(reader, v -> writer.write(v.descriptor(), v.segment()), writer::write);
+        return read(reader, (v, scope) -> writer.write(v.descriptor(), v.segment(scope)), writer::write);
     }
 
     /** As {@link #toHurray(ArrowReader, Writer)}, adding the tensors to an HRRYFILE (the caller finishes it). */
     public static long toHurray(ArrowReader reader, HurrayFileWriter writer) throws IOException {
-        return read(reader, v -> writer.add(v.descriptor(), v.segment()), writer::add);
+        return read(reader, (v, scope) -> writer.add(v.descriptor(), v.segment(scope)), writer::add);
     }
 }

@@ -568,15 +568,42 @@ public final class ArrowTensors {
         }
     }
 
-    /** Row {@code index} with descriptor {@code d} (from {@link #rowTemplate}), checked for null. */
-    static View rowView(FixedShapeTensorVector column, int index, TensorDescriptor d) throws ArrowTensorException {
-        Objects.checkIndex(index, column.getValueCount());
-        if (column.isNull(index)) {
-            throw nullRow(column.getName(), index);
+    /**
+     * True when no row of {@code column}'s first {@code rows} is null, none of their elements
+     * is, and the storage holds them all: {@link #rowView(FixedShapeTensorVector, int, TensorDescriptor, boolean)}
+     * may then skip its per-row checks. One pass over the validity bits for the whole batch.
+     */
+    static boolean allRowsValid(FixedShapeTensorVector column, int rows) {
+        try {
+            if (rows > column.getValueCount() || column.getNullCount() > 0) {
+                return false;
+            }
+            checkValues(column.getName(), column.values(), 0, (long) rows * column.type().listSize());
+            return true;
+        } catch (ArrowTensorException e) {
+            return false; // the per-row checks name the fault
         }
+    }
+
+    static View rowView(FixedShapeTensorVector column, int index, TensorDescriptor d) throws ArrowTensorException {
+        return rowView(column, index, d, false);
+    }
+
+    /**
+     * Row {@code index} with descriptor {@code d} (from {@link #rowTemplate}), checked for null
+     * unless {@code checked} says {@link #allRowsValid} held for the batch.
+     */
+    static View rowView(FixedShapeTensorVector column, int index, TensorDescriptor d, boolean checked)
+            throws ArrowTensorException {
+        Objects.checkIndex(index, column.getValueCount());
         int listSize = column.type().listSize();
         ElementType et = d.elementType();
-        checkValues(column.getName(), column.values(), (long) index * listSize, listSize);
+        if (!checked) {
+            if (column.isNull(index)) {
+                throw nullRow(column.getName(), index);
+            }
+            checkValues(column.getName(), column.values(), (long) index * listSize, listSize);
+        }
         return new View(d, column.values().getDataBuffer(), et.byteSizeOf((long) index * listSize), et.byteSizeOf(listSize));
     }
 
@@ -781,9 +808,25 @@ public final class ArrowTensors {
      * {@code buffer} from {@code offset}, valid while the vector holds the buffer.
      */
     record View(TensorDescriptor descriptor, ArrowBuf buffer, long offset, long bytes) {
-        /** The elements in place (no copy, any alignment), for writers that take payload segments. */
-        MemorySegment segment() {
-            return bytes == 0 ? EMPTY : MemorySegment.ofAddress(buffer.memoryAddress() + offset).reinterpret(bytes);
+        /**
+         * The elements in place (no copy, any alignment), for writers that take payload
+         * segments. The segment belongs to {@code scope}: the caller closes it before the vector
+         * can release the buffer, so a segment kept past that throws instead of reading freed
+         * memory.
+         */
+        MemorySegment segment(java.lang.foreign.Arena scope) {
+            return bytes == 0 ? EMPTY : MemorySegment.ofAddress(buffer.memoryAddress() + offset).reinterpret(bytes, scope, null);
+        }
+
+        /** Holds a reference to the Arrow memory (until {@link #release()}), so it outlives its vector. */
+        View retain() {
+            buffer.getReferenceManager().retain();
+            return this;
+        }
+
+        /** Drops the reference {@link #retain()} took. */
+        void release() {
+            buffer.getReferenceManager().release();
         }
 
         Tensor toTensor() {

@@ -16,32 +16,16 @@ import java.lang.foreign.ValueLayout;
 import java.nio.channels.Channels;
 import java.util.List;
 import java.util.Random;
-import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.extension.InvalidExtensionMetadataException;
 import org.apache.arrow.vector.ipc.ArrowStreamReader;
 import org.apache.arrow.vector.types.pojo.ArrowType;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /** Conversions without pyarrow: round trips, zero copy, lifetimes, refusals, metadata rules. */
-class ArrowTensorsTest {
-    BufferAllocator allocator;
-
-    @BeforeEach
-    void open() {
-        ArrowTensors.register();
-        allocator = new RootAllocator();
-    }
-
-    @AfterEach
-    void noLeaks() {
-        allocator.close(); // throws if an Arrow buffer is still referenced
-    }
+class ArrowTensorsTest extends WithAllocator {
 
     static Tensor random(ElementType t, long... dims) {
         Tensor x = Tensor.allocate(TensorDescriptor.of(t, dims));

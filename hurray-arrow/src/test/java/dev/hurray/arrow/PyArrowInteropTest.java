@@ -250,16 +250,23 @@ class PyArrowInteropTest {
     @ParameterizedTest(name = "{0}")
     @MethodSource("hostileFiles")
     void hostileFilesFailWithAClearMessage(String file, String message) {
-        Exception e = assertThrows(Exception.class, () -> {
-            try (ArrowReader r = open(dir.resolve("hostile/" + file + ".arrow"))) {
-                ArrowTables.read(r, t -> { });
+        // Both paths: tensors (wrapped or copied) and payloads written from the Arrow memory in place.
+        for (boolean inPlace : new boolean[] {false, true}) {
+            Exception e = assertThrows(Exception.class, () -> {
+                try (ArrowReader r = open(dir.resolve("hostile/" + file + ".arrow")); dev.hurray.Writer w = dev.hurray.Writer.toMemory()) {
+                    if (inPlace) {
+                        ArrowTables.toHurray(r, w);
+                    } else {
+                        ArrowTables.read(r, t -> { });
+                    }
+                }
+            });
+            StringBuilder chain = new StringBuilder();
+            for (Throwable t = e; t != null; t = t.getCause()) {
+                chain.append(t.getMessage()).append(" | ");
             }
-        });
-        StringBuilder chain = new StringBuilder();
-        for (Throwable t = e; t != null; t = t.getCause()) {
-            chain.append(t.getMessage()).append(" | ");
+            assertTrue(chain.toString().contains(message), "in place " + inPlace + ": " + chain);
         }
-        assertTrue(chain.toString().contains(message), chain.toString());
     }
 
     /** Every column read here goes back through Hurray tensors into an Arrow file that pyarrow compares with its own. */

@@ -49,14 +49,16 @@ import org.apache.arrow.vector.ipc.message.ArrowBlock;
  *   <li><b>ipc-to-stream</b>: an Arrow IPC file with that column read by {@code ArrowFileReader}
  *       and written as a Hurray stream to a loopback socket ({@link ArrowTables#toHurray}), read
  *       by a {@code Reader} on another thread; against the same payload bytes read from the file
- *       into a reused direct buffer and sent through the same kind of socket.</li>
+ *       into a reused direct buffer and sent through the same kind of socket. Its parts, in
+ *       the same run: the same streams from a Hurray tensor (or its named rows) already in
+ *       memory, and {@code ArrowFileReader} loading the file alone.</li>
  *   <li><b>lookup</b>: one embedding by name from an HRRYFILE of N named tensors
  *       ({@code HurrayFile.open} + {@code read(name)} + close) against finding it in an Arrow IPC
  *       file of {@code name} and {@code tensor} columns (record batches of 10,000 rows, scanned
  *       until the name is found, the row converted).</li>
  * </ol>
  *
- * <pre>java -XX:+AlwaysPreTouch -Xms2g -Xmx2g --enable-native-access=ALL-UNNAMED \
+ * <pre>java -Xms1g -Xmx1g --enable-native-access=ALL-UNNAMED \
  *   --add-opens=java.base/java.nio=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow \
  *   -cp hurray-java-bench/target/benchmarks.jar dev.hurray.bench.ArrowTensorsBench [N] [ROUNDS] [DIR]</pre>
  */
@@ -250,17 +252,64 @@ public final class ArrowTensorsBench {
                  Writer w = Writer.of(out, dev.hurray.WriterOptions.defaults().withBatchBytes(dev.hurray.WriterOptions.DEFAULT_BATCH_BYTES))) {
                 ArrowTables.toHurray(r, w);
             }
-        }, in -> {
-            long got = 0;
-            try (Reader r = Reader.of(in, dev.hurray.ReaderOptions.defaults().withBufferPoolBytes(2 * payloadBytes() + (1 << 20)))) {
-                for (Tensor t : r) {
-                    try (t) {
-                        got += t.descriptor().totalBufferBytes();
-                    }
+        }, this::receive);
+    }
+
+    /** The receiving side of every Hurray stream here: read and close each tensor; returns the payload bytes. */
+    private long receive(SocketChannel in) throws IOException {
+        long got = 0;
+        try (Reader r = Reader.of(in, dev.hurray.ReaderOptions.defaults().withBufferPoolBytes(2 * payloadBytes() + (1 << 20)))) {
+            for (Tensor t : r) {
+                try (t) {
+                    got += t.descriptor().totalBufferBytes();
                 }
             }
-            return got;
-        });
+        }
+        return got;
+    }
+
+    private Tensor inMemory;
+    private String[] rowNames;
+
+    /**
+     * Where the IPC figures go, part 1: the same stream from a Hurray tensor already in memory
+     * (no Arrow involved), written and received as {@link #ipcToStream} does: one
+     * {@code [N, 768]} tensor, or N named rows of it ({@code named}).
+     */
+    double hurrayToStream(boolean named) throws Exception {
+        if (inMemory == null) {
+            inMemory = Tensor.allocate(TensorDescriptor.of(ElementType.FLOAT32, rows, DIM), dev.hurray.TensorScope.SHARED);
+            inMemory.buffer(0).fill((byte) 1);
+            rowNames = new String[rows];
+            for (int i = 0; i < rows; i++) {
+                rowNames[i] = name(i);
+            }
+        }
+        TensorDescriptor row = TensorDescriptor.of(ElementType.FLOAT32, DIM);
+        return overLoopback(out -> {
+            try (Writer w = Writer.of(out)) {
+                if (!named) {
+                    w.write(inMemory);
+                    return;
+                }
+                MemorySegment all = inMemory.buffer(0);
+                for (int i = 0; i < rows; i++) {
+                    w.write(row.withName(rowNames[i]), all.asSlice((long) i * DIM * 4, DIM * 4L));
+                }
+            }
+        }, in -> receive(in));
+    }
+
+    /** Where the IPC figures go, part 2: Arrow's reader loading every record batch of the file, nothing else. */
+    double arrowLoad(boolean named) throws IOException {
+        long n = 0;
+        try (FileChannel ch = FileChannel.open(named ? ipcNamed : ipc, StandardOpenOption.READ);
+             ArrowFileReader r = new ArrowFileReader(ch, allocator)) {
+            while (r.loadNextBatch()) {
+                n += r.getVectorSchemaRoot().getRowCount();
+            }
+        }
+        return n;
     }
 
     interface Send {
@@ -344,7 +393,7 @@ public final class ArrowTensorsBench {
         Path dir = args.length > 2 ? Path.of(args[2]) : Files.createTempDirectory("hurray-arrow-bench");
         ArrowTensorsBench b = new ArrowTensorsBench(rows, dir);
         String[] names = {"memcpy", "column map", "column open", "raw loopback", "ipc -> stream", "hrry lookup", "arrow lookup",
-            "named ipc -> stream"};
+            "named ipc -> stream", "tensor -> stream", "named rows -> stream", "arrow load", "named arrow load"};
         List<List<Double>> times = new ArrayList<>();
         for (String n : names) {
             times.add(new ArrayList<>());
@@ -353,7 +402,8 @@ public final class ArrowTensorsBench {
         for (int round = -1; round < rounds; round++) { // round -1 warms up
             List<Callable<?>> ops = List.of(b::memcpy, () -> b.columnRoundTrip(true), () -> b.columnRoundTrip(false),
                     b::rawSend, () -> b.ipcToStream(false), () -> b.hurrayLookup(target), () -> b.arrowLookup(target),
-                    () -> b.ipcToStream(true));
+                    () -> b.ipcToStream(true), () -> b.hurrayToStream(false), () -> b.hurrayToStream(true),
+                    () -> b.arrowLoad(false), () -> b.arrowLoad(true));
             for (int k = 0; k < ops.size(); k++) {
                 int j = (k + Math.max(0, round)) % ops.size(); // rotating order
                 double s = time(ops.get(j));
@@ -376,9 +426,13 @@ public final class ArrowTensorsBench {
         row(names[3], m[3], gb, 1, "");
         row("Arrow IPC file (1 batch) -> one Hurray tensor, stream (loopback)", m[4], gb, m[3] / m[4], "raw loopback");
         row("Arrow IPC file (10,000-row batches, names) -> N tensors, stream (loopback)", m[7], gb, m[3] / m[7], "raw loopback");
+        row("  split: Hurray tensor in memory -> stream (loopback), no Arrow", m[8], gb, m[3] / m[8], "raw loopback");
+        row("  split: N named rows in memory -> stream (loopback), no Arrow", m[9], gb, m[3] / m[9], "raw loopback");
+        row("  split: ArrowFileReader loads the file (1 batch)", m[10], gb, m[3] / m[10], "raw loopback");
+        row("  split: ArrowFileReader loads the file (10,000-row batches)", m[11], gb, m[3] / m[11], "raw loopback");
         row("HRRYFILE open + read by name + close", m[5], 0, m[6] / m[5], "arrow lookup (x faster)");
         row("Arrow IPC file: scan names + convert row", m[6], 0, 1, "");
-        b.allocator.close();
+        b.close();
     }
 
     private static void row(String name, double s, double gb, double ratio, String base) {
@@ -388,6 +442,9 @@ public final class ArrowTensorsBench {
 
     /** Closes the allocator (every Arrow buffer must have been released). */
     void close() {
+        if (inMemory != null) {
+            inMemory.close();
+        }
         allocator.close();
     }
 }

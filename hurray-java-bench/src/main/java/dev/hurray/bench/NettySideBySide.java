@@ -64,7 +64,8 @@ import java.util.function.Supplier;
  *
  * <pre>
  * java -XX:+AlwaysPreTouch -Xms2g -Xmx2g --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow \
- *      -cp hurray-java-bench/target/benchmarks.jar dev.hurray.bench.NettySideBySide [--rounds 5] [--mib 128]
+ *      -cp hurray-java-bench/target/benchmarks.jar dev.hurray.bench.NettySideBySide [--rounds 5] [--mib 128] \
+ *      [--only netty-1KiB,netty-64KiB,netty-1MiB,netty-16MiB,grpc-3KiB,grpc-1MiB] [--hurray-only]
  * </pre>
  */
 public final class NettySideBySide {
@@ -74,10 +75,13 @@ public final class NettySideBySide {
     public static void main(String[] args) throws Exception {
         int rounds = 5;
         long mib = 128;
+        String only = null;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--rounds" -> rounds = Integer.parseInt(args[++i]);
                 case "--mib" -> mib = Long.parseLong(args[++i]);
+                case "--only" -> only = args[++i];
+                case "--hurray-only" -> hurrayOnly = true;
                 default -> throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
@@ -86,6 +90,9 @@ public final class NettySideBySide {
             System.out.println("| path | message | Hurray MB/s | baseline MB/s | Hurray / baseline |");
             System.out.println("|---|---:|---:|---:|---:|");
             for (int size : new int[] {1024, 64 << 10, 1 << 20, 16 << 20}) {
+                if (!wanted(only, "netty-" + human(size))) {
+                    continue;
+                }
                 long count = Math.max(64, Math.min(200_000, (mib << 20) / size));
                 if (size == 1024) {
                     count = 200_000;
@@ -95,6 +102,9 @@ public final class NettySideBySide {
                         () -> nettyRound(group, size, n, true), () -> nettyRound(group, size, n, false));
             }
             for (int size : new int[] {3072, 1 << 20}) {
+                if (!wanted(only, "grpc-" + human(size))) {
+                    continue;
+                }
                 long n = size == 3072 ? 100_000 : Math.max(64, (mib << 20) / size);
                 boolean named = size == 3072;
                 report("gRPC vs protobuf bytes" + (named ? ", named" : ""), size, rounds,
@@ -105,6 +115,23 @@ public final class NettySideBySide {
         }
     }
 
+    /** Runs only the Hurray contender (for profiling it alone); ratios are then not printed. */
+    private static boolean hurrayOnly;
+
+    /** True when {@code row} ("netty-1 KiB", "grpc-3 KiB", spaces optional) is in the comma-separated {@code only}, or no filter is given. */
+    private static boolean wanted(String only, String row) {
+        if (only == null) {
+            return true;
+        }
+        String r = row.replace(" ", "").toLowerCase(Locale.ROOT);
+        for (String o : only.split(",")) {
+            if (o.replace(" ", "").toLowerCase(Locale.ROOT).equals(r)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     interface Round {
         /** Seconds for the round. */
         double run() throws Exception;
@@ -113,6 +140,14 @@ public final class NettySideBySide {
     private static void report(String path, int size, int rounds, Round hurray, Round base) throws Exception {
         List<Double> h = new ArrayList<>();
         List<Double> b = new ArrayList<>();
+        if (hurrayOnly) {
+            List<Double> only = new ArrayList<>();
+            for (int r = 0; r <= rounds; r++) {
+                only.add(hurray.run());
+            }
+            System.out.printf(Locale.ROOT, "| %s | %s | %.0f | | |%n", path, human(size), 1 / median(only));
+            return;
+        }
         hurray.run(); // warm-up
         base.run();
         for (int r = 0; r < rounds; r++) {

@@ -1,7 +1,10 @@
 package dev.hurray.bench;
 
+import dev.hurray.ElementType;
 import dev.hurray.Reader;
+import dev.hurray.Shape;
 import dev.hurray.Tensor;
+import dev.hurray.TensorDescriptor;
 import dev.hurray.Writer;
 import java.lang.management.ManagementFactory;
 import java.util.Locale;
@@ -14,14 +17,15 @@ import javax.management.ObjectName;
 
 /**
  * The native memory that per-thread scratch areas cost with one virtual thread per request:
- * {@code N} short-lived virtual threads (default 100,000) each read one small named tensor from
- * memory, then the JVM's native memory tracking reports the memory allocated outside the heap
- * ("Other": where {@code Arena} allocations are counted) before and after a garbage collection.
- * Run with {@code -XX:NativeMemoryTracking=summary}:
+ * {@code N} short-lived virtual threads (default 100,000) each read one small tensor from
+ * memory (with {@code build}, each also encodes a named descriptor of its own shape, the path
+ * that lays a descriptor spec out), then the JVM's native memory tracking reports the memory
+ * allocated outside the heap ("Other": where {@code Arena} allocations are counted) before and
+ * after a garbage collection. Run with {@code -XX:NativeMemoryTracking=summary}:
  *
  * <pre>
  * java -XX:NativeMemoryTracking=summary --enable-native-access=ALL-UNNAMED -cp CLASSPATH \
- *     dev.hurray.bench.ScratchFootprint [threads]
+ *     dev.hurray.bench.ScratchFootprint [threads] [build]
  * </pre>
  *
  * Prints one line per phase: committed "Other" memory in KiB, and the difference to the
@@ -36,6 +40,7 @@ public final class ScratchFootprint {
     public static void main(String[] args) throws Exception {
         Locale.setDefault(Locale.ROOT);
         int n = args.length > 0 ? Integer.parseInt(args[0]) : 100_000;
+        boolean build = args.length > 1 && args[1].equals("build");
         byte[] stream;
         try (Writer w = Writer.toMemory(); Tensor t = Tensor.of(new float[] {1, 2, 3, 4}, 4)) {
             w.write(t);
@@ -49,8 +54,14 @@ public final class ScratchFootprint {
         try (ExecutorService vt = Executors.newVirtualThreadPerTaskExecutor()) {
             Future<?>[] fs = new Future<?>[n];
             for (int i = 0; i < n; i++) {
+                int shape = 1 + i % 97;
+                String name = "t" + i;
                 fs[i] = vt.submit(() -> {
                     readOne(stream);
+                    if (build && TensorDescriptor.builder(ElementType.FLOAT32, Shape.of(shape)).name(name).build()
+                            .encode().length == 0) {
+                        throw new AssertionError();
+                    }
                     return null;
                 });
             }

@@ -20,7 +20,6 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -66,28 +65,60 @@ class NetworkCliTest {
         }
     }
 
+    /** Stderr of a command that completes {@code port} as soon as the listening line is written. */
+    static final class Listening extends StringWriter {
+        final CompletableFuture<Integer> port = new CompletableFuture<>();
+
+        @Override
+        public void write(int c) {
+            super.write(c);
+            look();
+        }
+
+        @Override
+        public void write(char[] cbuf, int off, int len) {
+            super.write(cbuf, off, len);
+            look();
+        }
+
+        @Override
+        public void write(String str) {
+            super.write(str);
+            look();
+        }
+
+        @Override
+        public void write(String str, int off, int len) {
+            super.write(str, off, len);
+            look();
+        }
+
+        private void look() {
+            if (!port.isDone()) {
+                Matcher m = LISTENING.matcher(getBuffer());
+                if (m.find()) {
+                    port.complete(Integer.parseInt(m.group(1)));
+                }
+            }
+        }
+    }
+
     /** Starts {@code hurray recv --listen 0 ARGS...} and waits until it reports its port. */
-    static Receiver recv(String... args) throws InterruptedException {
+    static Receiver recv(String... args) throws Exception {
         StringWriter out = new StringWriter();
-        StringWriter err = new StringWriter();
+        Listening err = new Listening();
         String[] all = Stream.concat(Stream.of("recv", "--listen", "0", "--timeout", "20"), Arrays.stream(args)).toArray(String[]::new);
         CompletableFuture<Result> result = new CompletableFuture<>();
         Thread.ofPlatform().daemon().start(() -> {
             int code = Main.run(all, new PrintWriter(out), new PrintWriter(err), false);
             result.complete(new Result(code, out.toString(), err.toString()));
         });
-        long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
-        while (System.nanoTime() < deadline) {
-            Matcher m = LISTENING.matcher(err.toString());
-            if (m.find()) {
-                return new Receiver(result, Integer.parseInt(m.group(1)));
-            }
-            if (result.isDone()) {
-                throw new AssertionError("recv ended before listening: " + result.join());
-            }
-            Thread.sleep(10);
+        // Whichever comes first: the port, or the command ending without one.
+        Object first = CompletableFuture.anyOf(err.port, result).get(20, TimeUnit.SECONDS);
+        if (!(first instanceof Integer port)) {
+            throw new AssertionError("recv ended before listening: " + first);
         }
-        throw new AssertionError("recv did not report a port: " + err);
+        return new Receiver(result, port);
     }
 
     /** A port nothing listens on (bound, then released). */
@@ -284,6 +315,8 @@ class NetworkCliTest {
         Path out = tmp.resolve("late.hrry");
         CompletableFuture<Result> sent = CompletableFuture.supplyAsync(
                 () -> run("send", "--connect-timeout", "20", "127.0.0.1:" + port, s(tinyHrry)));
+        // The receiver starting late is the behaviour under test, not a synchronisation: the sender
+        // must still be trying after this while.
         Thread.sleep(700);
         assertFalse(sent.isDone(), "still trying: " + (sent.isDone() ? sent.join() : ""));
         Result got = run("recv", "--listen", Integer.toString(port), "--timeout", "20", "--out", s(out));

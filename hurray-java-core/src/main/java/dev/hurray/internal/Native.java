@@ -23,7 +23,8 @@ import java.lang.foreign.ValueLayout;
  * the start and end of downcalls that cannot reach Java code (descriptor accessors, builders,
  * tensor destroy, the last-error accessor): a transport upcall runs arbitrary Java code on the
  * same thread, which may itself use the scratch area, so calls that can upcall (reader next,
- * writer write/finish/destroy) use per-handle areas instead.
+ * writer write/finish/destroy) use per-handle areas instead. Prefer {@link ScratchPool}'s lent
+ * areas, which do not multiply with the threads (each virtual thread would get its own here).
  */
 public final class Native {
 
@@ -58,8 +59,12 @@ public final class Native {
         return SCRATCH_LAYOUT.byteOffset(MemoryLayout.PathElement.groupElement(part));
     }
 
-    private static final ThreadLocal<MemorySegment> SCRATCH =
-            ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(SCRATCH_LAYOUT));
+    /** Per-thread areas made so far (tests check which paths still make them). */
+    private static final java.util.concurrent.atomic.AtomicLong SCRATCH_MADE = new java.util.concurrent.atomic.AtomicLong();
+    private static final ThreadLocal<MemorySegment> SCRATCH = ThreadLocal.withInitial(() -> {
+        SCRATCH_MADE.incrementAndGet();
+        return Arena.ofAuto().allocate(SCRATCH_LAYOUT);
+    });
 
     /** {@code HURRAY_OK}. */
     public static final int OK = hurray_h.HURRAY_OK();
@@ -120,6 +125,11 @@ public final class Native {
         byte[] b = new byte[(int) len];
         MemorySegment.copy(s, ValueLayout.JAVA_BYTE, offset, b, 0, b.length);
         return b;
+    }
+
+    /** Per-thread scratch areas made so far, by every thread (for tests). */
+    static long scratchAreasMade() {
+        return SCRATCH_MADE.get();
     }
 
     /** This thread's scratch area (see the class comment for the rule). */

@@ -18,8 +18,9 @@ import java.lang.foreign.MemorySegment;
  * and buffer lists", "Tensor context", "Buffer handoff and sync modes").
  *
  * <p>Calls that can run a release upcall (buffer, list and context destroy) take their out
- * and in-out slots from a confined arena of their own, never the thread's scratch area, since
- * the release action is arbitrary Java code that may itself use the scratch area. The release
+ * and in-out slots from a confined arena of their own, never a scratch area, since the release
+ * action is arbitrary Java code that may run for as long as it likes. The others borrow one
+ * from {@link ScratchPool} around their downcalls. The release
  * upcall's failure, if any, is rethrown after the downcall returns
  * ({@link Releases#rethrowFailure()}).
  */
@@ -84,9 +85,7 @@ public final class NativeBuffers {
 
     /** {@code hurray_buffer_clone}. */
     public static MemorySegment clone(MemorySegment buffer) throws HurrayException {
-        MemorySegment s = Native.scratch();
-        Native.check(hurray_h.hurray_buffer_clone(buffer, s));
-        return s.get(ADDRESS, 0);
+        return ScratchPool.outAddress(s -> hurray_h.hurray_buffer_clone(buffer, s));
     }
 
     /**
@@ -99,26 +98,28 @@ public final class NativeBuffers {
 
     /** {@code hurray_buffer_data_ptr}, {@code _byte_size}, {@code _alignment}, {@code _device_tag}, {@code _sync_mode}. */
     public static long[] info(MemorySegment buffer) throws HurrayException {
-        MemorySegment s = Native.scratch();
-        long[] out = new long[5];
-        Native.check(hurray_h.hurray_buffer_data_ptr(buffer, s));
-        out[0] = s.get(ADDRESS, 0).address();
-        Native.check(hurray_h.hurray_buffer_byte_size(buffer, s));
-        out[1] = s.get(JAVA_LONG, 0);
-        Native.check(hurray_h.hurray_buffer_alignment(buffer, s));
-        out[2] = s.get(JAVA_INT, 0) & 0xFFFFFFFFL;
-        Native.check(hurray_h.hurray_buffer_device_tag(buffer, s));
-        out[3] = s.get(JAVA_BYTE, 0) & 0xFF;
-        Native.check(hurray_h.hurray_buffer_sync_mode(buffer, s));
-        out[4] = s.get(JAVA_BYTE, 0) & 0xFF;
-        return out;
+        MemorySegment s = ScratchPool.borrow();
+        try {
+            long[] out = new long[5];
+            Native.check(hurray_h.hurray_buffer_data_ptr(buffer, s));
+            out[0] = s.get(ADDRESS, 0).address();
+            Native.check(hurray_h.hurray_buffer_byte_size(buffer, s));
+            out[1] = s.get(JAVA_LONG, 0);
+            Native.check(hurray_h.hurray_buffer_alignment(buffer, s));
+            out[2] = s.get(JAVA_INT, 0) & 0xFFFFFFFFL;
+            Native.check(hurray_h.hurray_buffer_device_tag(buffer, s));
+            out[3] = s.get(JAVA_BYTE, 0) & 0xFF;
+            Native.check(hurray_h.hurray_buffer_sync_mode(buffer, s));
+            out[4] = s.get(JAVA_BYTE, 0) & 0xFF;
+            return out;
+        } finally {
+            ScratchPool.giveBack(s);
+        }
     }
 
     /** {@code hurray_buffer_list_create}. */
     public static MemorySegment listCreate() throws HurrayException {
-        MemorySegment s = Native.scratch();
-        Native.check(hurray_h.hurray_buffer_list_create(s));
-        return s.get(ADDRESS, 0);
+        return ScratchPool.outAddress(hurray_h::hurray_buffer_list_create);
     }
 
     /** {@code hurray_buffer_list_push} (ownership of {@code buffer} moves to the list on success). */
@@ -147,21 +148,29 @@ public final class NativeBuffers {
 
     /** {@code hurray_tensor_context_abi_version}. */
     public static int contextAbiVersion(MemorySegment ctx) throws HurrayException {
-        MemorySegment s = Native.scratch();
-        Native.check(hurray_h.hurray_tensor_context_abi_version(ctx, s));
-        return s.get(JAVA_INT, 0);
+        MemorySegment s = ScratchPool.borrow();
+        try {
+            Native.check(hurray_h.hurray_tensor_context_abi_version(ctx, s));
+            return s.get(JAVA_INT, 0);
+        } finally {
+            ScratchPool.giveBack(s);
+        }
     }
 
     /** {@code hurray_tensor_context_descriptor}, copied (an empty array when the context has none). */
     public static byte[] contextDescriptor(MemorySegment ctx) throws HurrayException {
-        MemorySegment s = Native.scratch();
-        Native.check(hurray_h.hurray_tensor_context_descriptor(ctx, s, s.asSlice(8)));
-        MemorySegment p = s.get(ADDRESS, 0);
-        long len = s.get(JAVA_LONG, 8);
-        if (p.equals(MemorySegment.NULL) || len == 0) {
-            return new byte[0];
+        MemorySegment s = ScratchPool.borrow();
+        try {
+            Native.check(hurray_h.hurray_tensor_context_descriptor(ctx, s, s.asSlice(8)));
+            MemorySegment p = s.get(ADDRESS, 0);
+            long len = s.get(JAVA_LONG, 8);
+            if (p.equals(MemorySegment.NULL) || len == 0) {
+                return new byte[0];
+            }
+            return p.reinterpret(len).toArray(JAVA_BYTE);
+        } finally {
+            ScratchPool.giveBack(s);
         }
-        return p.reinterpret(len).toArray(JAVA_BYTE);
     }
 
     /** {@code hurray_tensor_context_destroy}: runs the owner release; rethrows its failure. */

@@ -28,9 +28,7 @@ public final class NativeComposite {
 
     /** The borrowed head descriptor of {@code c}. */
     public static MemorySegment head(MemorySegment c) throws HurrayException {
-        MemorySegment s = Native.scratch();
-        Native.check(hurray_h.hurray_composite_head(c, s));
-        return s.get(ADDRESS, 0);
+        return ScratchPool.outAddress(s -> hurray_h.hurray_composite_head(c, s));
     }
 
     /** Direct members of {@code c}, borrowed (valid until the root is destroyed). */
@@ -54,9 +52,7 @@ public final class NativeComposite {
 
     /** Destroys an owned composite and every member. */
     public static void destroy(MemorySegment c) {
-        MemorySegment s = Native.scratch();
-        s.set(ADDRESS, 0, c);
-        hurray_h.hurray_composite_destroy(s);
+        ScratchPool.destroyThroughSlot(c, hurray_h::hurray_composite_destroy);
     }
 
     /** A member to add to a builder: a tensor (descriptor + native payloads) or a nested builder spec. */
@@ -110,9 +106,7 @@ public final class NativeComposite {
 
     /** Destroys a builder made by {@link #builder}. */
     public static void destroyBuilder(MemorySegment b) {
-        MemorySegment s = Native.scratch();
-        s.set(ADDRESS, 0, b);
-        hurray_h.hurray_composite_builder_destroy(s);
+        ScratchPool.destroyThroughSlot(b, hurray_h::hurray_composite_builder_destroy);
     }
 
     private static MemorySegment bytes(Arena a, byte[] b) {

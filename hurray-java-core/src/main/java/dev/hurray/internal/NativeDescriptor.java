@@ -158,17 +158,15 @@ public final class NativeDescriptor {
         return s.get(ADDRESS, 0).reinterpret(s.get(JAVA_LONG, 8)).toArray(JAVA_BYTE);
     }
 
-    /** Bytes of the per-thread area {@link #build} lays a {@code HurrayDescriptorSpec} out in. */
-    private static final long BUILD_AREA_BYTES = 16 * 1024;
-    private static final ThreadLocal<MemorySegment> BUILD_AREA =
-            ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(BUILD_AREA_BYTES, 64));
+    /** Bytes of the area {@link #build} lays a {@code HurrayDescriptorSpec} out in ({@link ScratchPool#BUILD}). */
+    private static final long BUILD_AREA_BYTES = ScratchPool.BUILD_BYTES;
 
     /**
      * Builds, validates and encodes a descriptor with one {@code hurray_descriptor_new} call
      * (the builder's rules, one downcall instead of one per field), and returns it with the
      * fields it was built from (buffer 0 read back when the native library chose the default
-     * buffer). The spec is laid out in a per-thread area (an arena for descriptors whose
-     * dimensions, names and metadata exceed 16 KiB).
+     * buffer). The spec is laid out in an area borrowed from {@link ScratchPool#BUILD} (an arena
+     * for descriptors whose dimensions, names and metadata exceed 16 KiB).
      *
      * @throws HurrayException with the native status and message of the failing rule
      */
@@ -196,7 +194,12 @@ public final class NativeDescriptor {
             i++;
         }
         if (need <= BUILD_AREA_BYTES) {
-            return build(f, name, keys, values, BUILD_AREA.get());
+            MemorySegment area = ScratchPool.BUILD.lend();
+            try {
+                return build(f, name, keys, values, area);
+            } finally {
+                ScratchPool.BUILD.takeBack(area);
+            }
         }
         try (Arena a = Arena.ofConfined()) {
             return build(f, name, keys, values, a.allocate(need, 64));
@@ -216,7 +219,6 @@ public final class NativeDescriptor {
      * @throws HurrayException the library's refusal
      */
     public static List<BufferSpec> checkedTable(DescriptorFields f) throws HurrayException {
-        MemorySegment area = BUILD_AREA.get();
         long need = HurrayDescriptorSpec.sizeof() + 8L * f.shape().rank() + 8L * f.layout().strides().length
                 + HurrayBufferSpec.sizeof() * (f.buffers().size() + MAX_TABLE) + 8 + 64;
         if (need > BUILD_AREA_BYTES) {
@@ -224,7 +226,12 @@ public final class NativeDescriptor {
                 return checkedTable(f, a.allocate(need, 64));
             }
         }
-        return checkedTable(f, area);
+        MemorySegment area = ScratchPool.BUILD.lend();
+        try {
+            return checkedTable(f, area);
+        } finally {
+            ScratchPool.BUILD.takeBack(area);
+        }
     }
 
     private static List<BufferSpec> checkedTable(DescriptorFields f, MemorySegment area) throws HurrayException {
@@ -235,6 +242,7 @@ public final class NativeDescriptor {
         MemorySegment table = area.asSlice(at + 8, HurrayBufferSpec.sizeof() * MAX_TABLE);
         count.set(JAVA_LONG, 0, MAX_TABLE);
         Native.check(hurray_h.hurray_descriptor_check$raw(area.address(), table.address(), count.address()));
+        java.lang.ref.Reference.reachabilityFence(area); // passed by address
         int n = (int) count.get(JAVA_LONG, 0);
         BufferSpec[] out = new BufferSpec[n];
         for (int i = 0; i < n; i++) {
@@ -316,20 +324,28 @@ public final class NativeDescriptor {
         MemorySegment spec = area.asSlice(0, HurrayDescriptorSpec.sizeof());
         layOut(f, name, keys, values, area);
         List<BufferSpec> buffers = f.buffers();
-        MemorySegment slot = Native.scratch();
-        Native.check(hurray_h.hurray_descriptor_new(spec, slot));
-        MemorySegment raw = slot.get(ADDRESS, 0);
+        // A lent area, not the thread's: the first per-thread area of a virtual thread is made in
+        // an automatic arena, whose cleaner registration may park the thread, and a thread
+        // parked while it holds the build area makes the pool lend others.
+        MemorySegment slot = ScratchPool.borrow();
+        MemorySegment raw;
         List<BufferSpec> table = buffers;
-        if (buffers.isEmpty()) {
-            MemorySegment s = Native.scratch();
-            int rc = hurray_h.hurray_descriptor_buffer_spec(raw, 0, s);
-            if (rc < 0) {
-                destroyQuietly(raw);
-                throw Native.error(rc, null);
+        try {
+            Native.check(hurray_h.hurray_descriptor_new(spec, slot));
+            raw = slot.get(ADDRESS, 0);
+            if (buffers.isEmpty()) {
+                MemorySegment s = slot;
+                int rc = hurray_h.hurray_descriptor_buffer_spec(raw, 0, s);
+                if (rc < 0) {
+                    destroyQuietly(raw);
+                    throw Native.error(rc, null);
+                }
+                table = List.of(new BufferSpec(HurrayBufferSpec.byte_size(s), HurrayBufferSpec.alignment(s),
+                        DeviceTag.fromCode(Byte.toUnsignedInt(HurrayBufferSpec.device_tag(s))),
+                        SyncMode.fromCode(Byte.toUnsignedInt(HurrayBufferSpec.sync_mode(s)))));
             }
-            table = List.of(new BufferSpec(HurrayBufferSpec.byte_size(s), HurrayBufferSpec.alignment(s),
-                    DeviceTag.fromCode(Byte.toUnsignedInt(HurrayBufferSpec.device_tag(s))),
-                    SyncMode.fromCode(Byte.toUnsignedInt(HurrayBufferSpec.sync_mode(s)))));
+        } finally {
+            ScratchPool.giveBack(slot);
         }
         NativeDescriptor n = takeEncoding(raw);
         Map<String, byte[]> metadata = keys.length == 0 ? Collections.emptyMap() : new LinkedHashMap<>();
@@ -347,12 +363,13 @@ public final class NativeDescriptor {
      * ({@link #handle()}); the stream writer takes the bytes.
      */
     private static NativeDescriptor takeEncoding(MemorySegment raw) throws HurrayException {
+        MemorySegment s = ScratchPool.borrow();
         try {
-            MemorySegment s = Native.scratch();
             Native.check(hurray_h.hurray_descriptor_encoded(raw, s, s.asSlice(8)));
             byte[] bytes = s.get(ADDRESS, 0).reinterpret(s.get(JAVA_LONG, 8)).toArray(JAVA_BYTE);
             return new NativeDescriptor(null, bytes);
         } finally {
+            ScratchPool.giveBack(s);
             destroyQuietly(raw);
         }
     }

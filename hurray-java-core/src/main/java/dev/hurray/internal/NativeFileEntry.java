@@ -13,7 +13,8 @@ import java.nio.charset.StandardCharsets;
 
 /**
  * Helpers over a native container entry ({@code HurrayFileEntry*}): ownership and field
- * accessors. The accessors use the thread's scratch area and never call back into Java.
+ * accessors. The accessors borrow a scratch area from {@link ScratchPool} for their
+ * out-parameters and never call back into Java.
  */
 public final class NativeFileEntry {
     /** {@code HURRAY_FILE_BUFFER_HAS_CRC}. */
@@ -33,9 +34,7 @@ public final class NativeFileEntry {
 
     /** Destroys an owned entry pointer now, on this thread. */
     public static void destroy(MemorySegment raw) {
-        MemorySegment s = Native.scratch();
-        s.set(ADDRESS, 0, raw);
-        hurray_h.hurray_file_entry_destroy(s);
+        ScratchPool.destroyThroughSlot(raw, hurray_h::hurray_file_entry_destroy);
     }
 
     /**
@@ -106,31 +105,29 @@ public final class NativeFileEntry {
 
     /** The entry's position in the name-sorted index. */
     public static long index(MemorySegment entry) throws HurrayException {
-        MemorySegment s = Native.scratch();
-        Native.check(hurray_h.hurray_file_entry_index(entry, s));
-        return s.get(JAVA_LONG, 0);
+        return ScratchPool.outLong(s -> hurray_h.hurray_file_entry_index(entry, s));
     }
 
     /** The entry's name. */
     public static String name(MemorySegment entry) throws HurrayException {
-        MemorySegment s = Native.scratch();
-        Native.check(hurray_h.hurray_file_entry_name(entry, s, s.asSlice(8)));
-        long len = s.get(JAVA_LONG, 8);
-        return new String(s.get(ADDRESS, 0).reinterpret(len).toArray(JAVA_BYTE), StandardCharsets.UTF_8);
+        MemorySegment s = ScratchPool.borrow();
+        try {
+            Native.check(hurray_h.hurray_file_entry_name(entry, s, s.asSlice(8)));
+            long len = s.get(JAVA_LONG, 8);
+            return new String(s.get(ADDRESS, 0).reinterpret(len).toArray(JAVA_BYTE), StandardCharsets.UTF_8);
+        } finally {
+            ScratchPool.giveBack(s);
+        }
     }
 
     /** The entry's borrowed descriptor, valid while the entry lives; never destroy it. */
     public static MemorySegment descriptor(MemorySegment entry) throws HurrayException {
-        MemorySegment s = Native.scratch();
-        Native.check(hurray_h.hurray_file_entry_descriptor(entry, s));
-        return s.get(ADDRESS, 0);
+        return ScratchPool.outAddress(s -> hurray_h.hurray_file_entry_descriptor(entry, s));
     }
 
     /** The number of payloads. */
     public static int bufferCount(MemorySegment entry) throws HurrayException {
-        MemorySegment s = Native.scratch();
-        Native.check(hurray_h.hurray_file_entry_buffer_count(entry, s));
-        return (int) s.get(JAVA_LONG, 0);
+        return (int) ScratchPool.outLong(s -> hurray_h.hurray_file_entry_buffer_count(entry, s));
     }
 
     /**
@@ -138,14 +135,18 @@ public final class NativeFileEntry {
      * length in bytes; crc32c and flags as unsigned 32-bit values).
      */
     public static long[] buffer(MemorySegment entry, int buffer) throws HurrayException {
-        MemorySegment s = Native.scratch();
-        Native.check(hurray_h.hurray_file_entry_buffer(entry, buffer, s));
-        return new long[] {
-            HurrayFileBufferLocation.offset(s),
-            HurrayFileBufferLocation.length(s),
-            Integer.toUnsignedLong(HurrayFileBufferLocation.alignment(s)),
-            Integer.toUnsignedLong(HurrayFileBufferLocation.crc32c(s)),
-            Integer.toUnsignedLong(HurrayFileBufferLocation.flags(s))
-        };
+        MemorySegment s = ScratchPool.borrow();
+        try {
+            Native.check(hurray_h.hurray_file_entry_buffer(entry, buffer, s));
+            return new long[] {
+                HurrayFileBufferLocation.offset(s),
+                HurrayFileBufferLocation.length(s),
+                Integer.toUnsignedLong(HurrayFileBufferLocation.alignment(s)),
+                Integer.toUnsignedLong(HurrayFileBufferLocation.crc32c(s)),
+                Integer.toUnsignedLong(HurrayFileBufferLocation.flags(s))
+            };
+        } finally {
+            ScratchPool.giveBack(s);
+        }
     }
 }

@@ -398,6 +398,7 @@ public final class NativeReader {
             filled = 0;
             int rc = hurray_h.hurray_decoder_next_batch$raw(handle.address(), f, inputEnded ? END_OF_INPUT : 0, results.address(),
                     BATCH, countSlot.address());
+            java.lang.ref.Reference.reachabilityFence(this); // the areas above are passed by address
             if (rc == Native.OK) {
                 pendingCount = (int) countSlot.get(JAVA_LONG, 0);
                 pendingAt = 1;
@@ -570,6 +571,7 @@ public final class NativeReader {
         if (kind == POLL_TENSOR) {
             // The flat view decodes every buffered tensor at once, as next() does.
             rc = hurray_h.hurray_decoder_next_batch$raw(handle.address(), f, flags, results.address(), BATCH, countSlot.address());
+            java.lang.ref.Reference.reachabilityFence(this); // the areas above are passed by address
             at(results.asSlice(0, RESULT_BYTES));
             if (rc == Native.OK) {
                 pendingCount = (int) countSlot.get(JAVA_LONG, 0);
@@ -587,6 +589,22 @@ public final class NativeReader {
             return rc;
         }
         throw Native.error(rc, null);
+    }
+
+    /**
+     * Makes the decoder ready for a new stream from its first byte ({@code hurray_decoder_reset}):
+     * buffered input, a partial item, the header and a sticky failure are dropped; tensors
+     * already returned stay valid. For push decoding (a caller that decodes one short stream per
+     * message keeps one decoder).
+     */
+    public void reset() throws HurrayException {
+        Native.check(hurray_h.hurray_decoder_reset(handle));
+        pendingAt = 0;
+        pendingCount = 0;
+        toFill = null;
+        filled = 0;
+        inputEnded = false;
+        at(single);
     }
 
     /** Where the next bytes go after {@link #poll} returned NEED_INPUT: native memory valid until the next poll. */

@@ -11,8 +11,9 @@ import java.lang.foreign.MemorySegment;
 import java.util.List;
 
 /**
- * Helpers over a native tensor ({@code HurrayTensor*}) read from a stream. All of them use the
- * thread's scratch area and never call back into Java.
+ * Helpers over a native tensor ({@code HurrayTensor*}) read from a stream. Each borrows a
+ * scratch area from {@link ScratchPool} for its out-parameters and gives it back before it
+ * returns; none calls back into Java.
  */
 public final class NativeTensor {
     private NativeTensor() {
@@ -20,9 +21,7 @@ public final class NativeTensor {
 
     /** The tensor's borrowed descriptor ({@code hurray_tensor_descriptor}); valid until the tensor is destroyed. */
     public static MemorySegment descriptor(MemorySegment tensor) throws HurrayException {
-        MemorySegment s = Native.scratch();
-        Native.check(hurray_h.hurray_tensor_descriptor(tensor, s));
-        return s.get(ADDRESS, 0);
+        return ScratchPool.outAddress(s -> hurray_h.hurray_tensor_descriptor(tensor, s));
     }
 
     /**
@@ -33,27 +32,29 @@ public final class NativeTensor {
      * {@code arena}.
      */
     public static MemorySegment[] buffers(MemorySegment tensor, List<BufferSpec> specs, Arena arena) throws HurrayException {
-        MemorySegment s = Native.scratch();
-        Native.check(hurray_h.hurray_tensor_buffers(tensor, s));
-        MemorySegment list = s.get(ADDRESS, 0);
-        MemorySegment ptrs = s.asSlice(Native.POINTERS_OFFSET, ADDRESS.byteSize() * NativeWriter.MAX_PAYLOADS);
-        Native.check(hurray_h.hurray_buffer_list_data_ptrs(list, ptrs, NativeWriter.MAX_PAYLOADS, s));
-        long n = s.get(JAVA_LONG, 0);
-        if (n != specs.size()) {
-            throw new HurrayException(dev.hurray.Status.CORRUPT,
-                    "tensor has " + n + " buffers, its descriptor declares " + specs.size(), null);
+        MemorySegment s = ScratchPool.borrow();
+        try {
+            Native.check(hurray_h.hurray_tensor_buffers(tensor, s));
+            MemorySegment list = s.get(ADDRESS, 0);
+            MemorySegment ptrs = s.asSlice(Native.POINTERS_OFFSET, ADDRESS.byteSize() * NativeWriter.MAX_PAYLOADS);
+            Native.check(hurray_h.hurray_buffer_list_data_ptrs(list, ptrs, NativeWriter.MAX_PAYLOADS, s));
+            long n = s.get(JAVA_LONG, 0);
+            if (n != specs.size()) {
+                throw new HurrayException(dev.hurray.Status.CORRUPT,
+                        "tensor has " + n + " buffers, its descriptor declares " + specs.size(), null);
+            }
+            MemorySegment[] out = new MemorySegment[(int) n];
+            for (int i = 0; i < n; i++) {
+                out[i] = ptrs.getAtIndex(ADDRESS, i).reinterpret(specs.get(i).byteSize(), arena, null);
+            }
+            return out;
+        } finally {
+            ScratchPool.giveBack(s);
         }
-        MemorySegment[] out = new MemorySegment[(int) n];
-        for (int i = 0; i < n; i++) {
-            out[i] = ptrs.getAtIndex(ADDRESS, i).reinterpret(specs.get(i).byteSize(), arena, null);
-        }
-        return out;
     }
 
     /** Destroys a native tensor ({@code hurray_tensor_destroy}); its buffers are freed. */
     public static void destroy(MemorySegment tensor) {
-        MemorySegment s = Native.scratch();
-        s.set(ADDRESS, 0, tensor);
-        hurray_h.hurray_tensor_destroy(s);
+        ScratchPool.destroyThroughSlot(tensor, hurray_h::hurray_tensor_destroy);
     }
 }

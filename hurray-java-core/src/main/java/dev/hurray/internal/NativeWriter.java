@@ -159,8 +159,12 @@ public final class NativeWriter {
         }
         long payloadBytes = 0;
         boolean inPlace = false;
+        // Drained: only a tensor the encoder will copy whole may wait in the queue (one it
+        // borrows must be staged while its memory is pinned).
+        boolean mayWait = drained;
         for (int i = 0; i < payloads.length; i++) {
             long n = payloads[i].byteSize();
+            mayWait &= n <= drainedCopyBytes;
             long want = table.get(i).byteSize();
             if (n != want) {
                 throw new HurrayException(n < want ? Status.BUFFER_TOO_SMALL : Status.INVALID_ARGUMENT, "payload " + i
@@ -180,7 +184,11 @@ public final class NativeWriter {
         long need = SpecWriter.auxBytes(f, name, keys, payloads.length, inPlace ? 0 : payloadBytes);
         if (need > aux.byteSize() - auxUsed || queued == MAX_QUEUED) {
             if (queued > 0) {
-                sendBatch(0, false);
+                if (drained) {
+                    settle();
+                } else {
+                    sendBatch(0, false);
+                }
             }
             if (need > aux.byteSize()) {
                 // A descriptor too large for the batch area (megabytes of metadata) takes the
@@ -190,11 +198,22 @@ public final class NativeWriter {
                 return;
             }
         }
+        mayWait &= !inPlace;
+        if (drained && !mayWait && queued > 0) {
+            // Stage the queue alone first: a refusal of one of those tensors is then thrown
+            // before this one (which the output may borrow) is staged.
+            settle();
+        }
         auxUsed = SpecWriter.write(specs, queued, aux, auxUsed, f, name, keys, payloads, !inPlace);
         queuedNames[queued++] = f.name();
         if (drained) {
-            // The caller drains: the tensor is staged now, while it is pinned.
-            settle();
+            // The caller drains. A payload read in place is staged now, while its tensor is
+            // pinned; a copied one waits in the batch area, so that many small tensors are
+            // staged by one call (output, consume, finish, any other kind of item, or
+            // stageQueued).
+            if (!mayWait) {
+                settle();
+            }
             return;
         }
         if (inPlace || batchBytes == 0 || auxUsed >= batchBytes) {
@@ -221,6 +240,7 @@ public final class NativeWriter {
                 int rc = hurray_h.hurray_encoder_encode_batch$raw(handle.address(), unreported,
                         specs.address() + from * SpecWriter.SPEC_BYTES, queued - from,
                         flags, pieces.address(), MAX_PIECES, batchResult.address());
+                java.lang.ref.Reference.reachabilityFence(this); // the areas above are passed by address
                 unreported = 0;
                 stateNow = dev.hurray.ffm.HurrayEncodeBatchResult.state(batchResult);
                 long encoded = dev.hurray.ffm.HurrayEncodeBatchResult.encoded(batchResult);
@@ -337,9 +357,12 @@ public final class NativeWriter {
             HurrayException first = null;
             int from = 0;
             long report = unreported;
-            while (from < n) {
+            // Also with no tensor queued: output sent and not yet reported must be reported
+            // before a call of another kind (a composite after a borrowed payload).
+            while (from < n || report != 0) {
                 int rc = hurray_h.hurray_encoder_encode_batch$raw(handle.address(), report,
                         specs.address() + from * SpecWriter.SPEC_BYTES, n - from, 0, 0, 0, batchResult.address());
+                java.lang.ref.Reference.reachabilityFence(this); // the areas above are passed by address
                 report = 0;
                 unreported = 0;
                 stateNow = dev.hurray.ffm.HurrayEncodeBatchResult.state(batchResult);
@@ -507,6 +530,7 @@ public final class NativeWriter {
      */
     public void reset() throws HurrayException {
         Native.check(hurray_h.hurray_encoder_reset$raw(handle.address(), state.address()));
+        java.lang.ref.Reference.reachabilityFence(this); // the areas above are passed by address
         stateNow = state;
         queued = 0;
         auxUsed = 0;
@@ -627,13 +651,32 @@ public final class NativeWriter {
             throw e;
         }
         w.drained = true;
+        w.drainedCopyBytes = coalesceBytes;
         return w;
+    }
+
+    /**
+     * True while a {@link #openDrained} writer holds tensors queued for its next batch call
+     * (copied into the batch area; {@link #pendingBytes()} does not count them yet).
+     */
+    public boolean hasQueued() {
+        return queued > 0;
+    }
+
+    /**
+     * Stages the queued tensors with one batch call. A tensor the encoder refuses is named in
+     * the exception; every other queued tensor is staged.
+     */
+    public void stageQueued() throws HurrayException {
+        settle();
     }
 
     /** True for {@link #openDrained}: afterStaging and finish leave the output pending. */
     private boolean drained;
+    /** A drained encoder's coalesce size: larger payloads are borrowed, so their tensors are staged at once. */
+    private long drainedCopyBytes;
 
-    /** Bytes staged and not yet consumed (queued tensors are staged first). */
+    /** Bytes staged and not yet consumed; queued tensors ({@link #hasQueued}) are not counted until staged. */
     public long pendingBytes() {
         return HurrayEncoderState.pending_bytes(stateNow);
     }

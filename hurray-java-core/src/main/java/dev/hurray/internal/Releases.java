@@ -24,8 +24,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p><b>Threads.</b> A release runs on the thread that drops the last reference. When that is a
  * thread the JVM did not start, its first upcall attaches it to the JVM (a {@code Thread} object
  * is made; it stays attached until the thread exits): ~60–180 µs once per thread, measured by
- * {@code ReleaseUpcallCostMain}; later upcalls on it, like upcalls on Java threads, cost well
- * under a microsecond.
+ * hurray-java-bench's {@code ReleaseUpcallCost}; later upcalls on it, like upcalls on Java
+ * threads, cost well under a microsecond.
  */
 public final class Releases {
 

@@ -107,6 +107,7 @@ public final class TensorLedger {
         private void flush() {
             if (queued > 0) {
                 hurray_h.hurray_tensor_destroy_many$raw(queue.address(), queued);
+                java.lang.ref.Reference.reachabilityFence(queue); // passed by address
                 queued = 0;
                 queuedBytes = 0;
             }
@@ -137,6 +138,7 @@ public final class TensorLedger {
         private void destroyOne(long handle) {
             queue.set(JAVA_LONG, 8L * queued, handle);
             hurray_h.hurray_tensor_destroy_many$raw(queue.address() + 8L * queued, 1);
+            java.lang.ref.Reference.reachabilityFence(queue); // passed by address
         }
     }
 }

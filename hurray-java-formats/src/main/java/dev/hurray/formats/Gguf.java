@@ -55,7 +55,8 @@ public final class Gguf {
     private static final ValueLayout.OfLong U64 = Payloads.LE_LONG;
     /**
      * Model metadata key prefix of the type records: {@code gguf.type.KEY} holds the GGUF value
-     * type of the metadata value {@code KEY} (the class documentation, §Metadata).
+     * type of the metadata value {@code KEY} (hurray-java-formats/README.md §GGUF metadata and
+     * round trip).
      */
     public static final String TYPE_KEY_PREFIX = "gguf.type.";
     /** Model metadata key prefix naming the ggml type of a tensor carried as raw bytes: {@code gguf.tensor_type.NAME}. */
@@ -121,8 +122,8 @@ public final class Gguf {
         }
 
         /**
-         * The value as metadata text (the class documentation, §Metadata): the string itself,
-         * a decimal number, {@code true}/{@code false}, or a JSON array.
+         * The value as metadata text (hurray-java-formats/README.md §GGUF metadata and round
+         * trip): the string itself, a decimal number, {@code true}/{@code false}, or a JSON array.
          */
         public String text() {
             StringBuilder sb = new StringBuilder();
@@ -131,8 +132,8 @@ public final class Gguf {
         }
 
         /**
-         * The value's type record (the class documentation, §Metadata): {@code uint32},
-         * {@code array[string]}, {@code array[array[int32],array[string]]}.
+         * The value's type record (hurray-java-formats/README.md §GGUF metadata and round
+         * trip): {@code uint32}, {@code array[string]}, {@code array[array[int32],array[string]]}.
          */
         public String typeRecord() {
             return GgufMetadata.typeRecord(this);
@@ -241,7 +242,7 @@ public final class Gguf {
         /**
          * True for the block-quantized types: {@link #Q8_0} and {@link #Q4_0}, which Hurray
          * quantizes the same way ({@link #blockFormat()}), and the others, carried as raw bytes
-         * ({@link #isRaw()}; see the class documentation).
+         * ({@link #isRaw()}; hurray-java-formats/README.md §Format notes, GGUF).
          */
         public boolean isBlock() {
             return elementType == null;
@@ -374,7 +375,8 @@ public final class Gguf {
 
     /**
      * Reads a GGUF file as a model: the tensors (each read into native memory) and the
-     * metadata as text plus type records, as the class documentation describes.
+     * metadata as text plus type records, as hurray-java-formats/README.md §GGUF metadata and
+     * round trip describes.
      *
      * @throws ForeignFormatException as for {@link #readHeader(Path)}, and for a metadata key
      *     in the reserved namespace of the records
@@ -442,8 +444,9 @@ public final class Gguf {
      * Writes {@code model} as a GGUF file, atomically ({@link AtomicOutput}): version 3, or the
      * version {@value #VERSION_KEY} gives (2 or 3; the two differ only in the number).
      *
-     * <p>The metadata: every model metadata entry but the records (the class documentation,
-     * §Metadata), in the order {@value #KEY_ORDER_KEY} gives and then in model order, each as
+     * <p>The metadata: every model metadata entry but the records
+     * (hurray-java-formats/README.md §GGUF metadata and round trip), in the order
+     * {@value #KEY_ORDER_KEY} gives and then in model order, each as
      * the GGUF type its {@code gguf.type.KEY} record names (a {@code STRING} without one), its
      * text parsed as that type. {@code general.alignment} is written only when the model has it
      * (a {@code uint32}, also without a type record); its value, or 32, aligns the data.

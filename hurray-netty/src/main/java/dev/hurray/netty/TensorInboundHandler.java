@@ -69,6 +69,8 @@ public class TensorInboundHandler extends ChannelInboundHandlerAdapter {
     private boolean failed;
     private boolean metadataFired;
     private boolean endFired;
+    /** Tensors of one {@link TensorDecoder#drainTo} call, fired in order (reused). */
+    private final java.util.ArrayList<Tensor> batch = new java.util.ArrayList<>();
 
     /** A handler with default options. */
     public TensorInboundHandler() {
@@ -139,23 +141,37 @@ public class TensorInboundHandler extends ChannelInboundHandlerAdapter {
             metadataFired = true;
             ctx.fireUserEventTriggered(new StreamMetadata(m));
         }
-        while (decoder != null) {
-            TensorMessage m;
-            if (items) {
-                Item it = decoder.nextItem();
-                m = it == null ? null : new TensorMessage(it);
-            } else {
-                Tensor t = decoder.next();
-                m = t == null ? null : new TensorMessage(t);
+        if (items) {
+            for (Item it; decoder != null && (it = decoder.nextItem()) != null;) {
+                ctx.fireChannelRead(new TensorMessage(it));
             }
-            if (m == null) {
-                break;
+        } else if (decoder != null) {
+            // Every tensor the bytes completed, taken in one call; those taken before a
+            // failure are still fired.
+            try {
+                decoder.drainTo(batch);
+            } finally {
+                fireBatch(ctx);
             }
-            ctx.fireChannelRead(m);
         }
         if (decoder != null && decoder.isEndOfStream() && !endFired) {
             endFired = true;
             ctx.fireUserEventTriggered(StreamEnd.INSTANCE);
+        }
+    }
+
+    private void fireBatch(ChannelHandlerContext ctx) {
+        int i = 0;
+        try {
+            for (; i < batch.size(); i++) {
+                ctx.fireChannelRead(new TensorMessage(batch.get(i)));
+            }
+        } finally {
+            // Only if firing itself threw: the tensors not fired are still ours.
+            for (i++; i < batch.size(); i++) {
+                batch.get(i).close();
+            }
+            batch.clear();
         }
     }
 

@@ -10,7 +10,6 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelOutboundHandlerAdapter;
 import io.netty.channel.ChannelPromise;
-import io.netty.util.concurrent.PromiseCombiner;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.ClosedChannelException;
 import java.util.ArrayList;
@@ -74,6 +73,14 @@ public class TensorOutboundHandler extends ChannelOutboundHandlerAdapter {
     private TensorEncoder encoder;
     /** Promises of items staged and not yet handed to Netty. */
     private final List<ChannelPromise> waiting = new ArrayList<>();
+    /**
+     * About how many bytes were encoded since the last hand-over (payloads plus a frame's worth
+     * each): counted here so that deciding when a batch is due stages nothing, which lets the
+     * encoder stage a whole batch of small tensors with one native call.
+     */
+    private long gathered;
+    /** What a frame, descriptor and payload padding add to a small tensor, about (batching only). */
+    private static final long ITEM_OVERHEAD = 64;
     private boolean finished;
 
     /** A handler with default options, batch size and copy limit. */
@@ -146,14 +153,17 @@ public class TensorOutboundHandler extends ChannelOutboundHandlerAdapter {
         Object owner = null;
         try {
             if (tensor != null) {
+                long bytes = tensor.descriptor().totalBufferBytes();
                 encoder.encode(tensor);
                 if (encoder.borrowsPayloads()) {
                     owner = msg;
                 } else {
+                    gathered += bytes + ITEM_OVERHEAD;
                     TensorMessage.dispose(msg);
                 }
             } else if (msg instanceof Composite.Builder c) {
                 encoder.encode(c);
+                gathered = encoder.pendingBytes();
             } else {
                 encoder.finish();
                 finished = true;
@@ -167,7 +177,7 @@ public class TensorOutboundHandler extends ChannelOutboundHandlerAdapter {
         }
         waiting.add(promise);
         try {
-            if (owner != null || msg == END_OF_STREAM || encoder.pendingBytes() >= batchBytes) {
+            if (owner != null || msg == END_OF_STREAM || gathered >= batchBytes) {
                 emit(ctx, owner);
             }
         } catch (HurrayException | RuntimeException e) {
@@ -234,7 +244,26 @@ public class TensorOutboundHandler extends ChannelOutboundHandlerAdapter {
             }
             throw e;
         }
-        List<ChannelPromise> done = new ArrayList<>(waiting);
+        gathered = 0;
+        if (bufs.isEmpty()) {
+            // Nothing to send (the bytes left with an earlier hand-over): the writes are done.
+            TensorMessage.dispose(owner);
+            for (ChannelPromise p : waiting) {
+                p.trySuccess();
+            }
+            waiting.clear();
+            return;
+        }
+        // One buffer, one write: staged bytes and a borrowed payload travel as one composite, so
+        // its promise completes when all of them were written.
+        ByteBuf out = bufs.size() == 1 ? bufs.get(0) : Unpooled.wrappedBuffer(bufs.size(), bufs.toArray(new ByteBuf[0]));
+        if (owner == null && waiting.size() == 1) {
+            ChannelPromise p = waiting.get(0);
+            waiting.clear();
+            ctx.write(out, p);
+            return;
+        }
+        ChannelPromise[] done = waiting.toArray(new ChannelPromise[0]);
         waiting.clear();
         ChannelPromise aggregate = ctx.newPromise();
         aggregate.addListener(f -> {
@@ -247,11 +276,7 @@ public class TensorOutboundHandler extends ChannelOutboundHandlerAdapter {
                 }
             }
         });
-        PromiseCombiner all = new PromiseCombiner(ctx.executor());
-        for (ByteBuf b : bufs) {
-            all.add(ctx.write(b));
-        }
-        all.finish(aggregate);
+        ctx.write(out, aggregate);
     }
 
     private static int stagedBytes(List<TensorEncoder.Piece> pieces) {

@@ -216,12 +216,27 @@ class TensorCodecTest {
         return p;
     }
 
+    /** True if {@code b} is, or has as a component, a view of {@code size} bytes at {@code address}. */
+    static boolean wraps(ByteBuf b, long address, int size) {
+        if (b instanceof io.netty.buffer.CompositeByteBuf c) {
+            for (ByteBuf part : c) {
+                if (wraps(part, address, size)) {
+                    return true;
+                }
+            }
+            return false;
+        }
+        return b.readableBytes() == size && b.nioBufferCount() == 1 && b.nioBuffer().isDirect()
+                && java.lang.foreign.MemorySegment.ofBuffer(b.nioBuffer()).address() == address;
+    }
+
     @Test
     void outboundWrapsLargePayloadsAndClosesEachTensorOnceWritten() throws Exception {
         EmbeddedChannel ch = new EmbeddedChannel(new TensorOutboundHandler());
         Tensor small = named("s", 4, 1);
         Tensor big = named("b", 100_000, 3);
         Tensor w = named("w", 2, 5);
+        long bigAddress = big.buffer(0).address();
         ChannelFuture f1 = ch.write(small);
         assertFalse(small.isOpen(), "a copied tensor is closed at once");
         assertFalse(f1.isDone(), "small tensors wait for flush");
@@ -235,13 +250,14 @@ class TensorCodecTest {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         boolean wrapped = false;
         for (ByteBuf b; (b = ch.readOutbound()) != null;) {
-            wrapped |= b.readableBytes() == 400_000;
+            // Not copied: the tensor's own memory is a component of what was written.
+            wrapped |= wraps(b, bigAddress, 400_000);
             byte[] a = new byte[b.readableBytes()];
             b.readBytes(a);
             out.write(a);
             b.release();
         }
-        assertTrue(wrapped, "the large payload went out as its own buffer");
+        assertTrue(wrapped, "the large payload went out as a view of the tensor's memory");
         try (Reader r = Reader.of(out.toByteArray())) {
             try (Tensor t = r.read()) {
                 assertArrayEquals(new float[] {1, 2, 3, 4}, t.toFloatArray());
@@ -325,5 +341,101 @@ class TensorCodecTest {
             }
         }
         ch.finishAndReleaseAll();
+    }
+
+    @Test
+    void inboundFiresAWholeBatchInOrderThenTheFailure() throws IOException {
+        List<Tensor> ts = new ArrayList<>();
+        for (int i = 0; i < 300; i++) {
+            ts.add(named("t" + i, 8, i));
+        }
+        byte[] wire = stream(ts);
+        ts.forEach(Tensor::close);
+        // The stream without its end marker, then damaged bytes: every tensor the bytes complete
+        // comes first, in order, then one failure.
+        byte[] bad = java.util.Arrays.copyOf(wire, wire.length + 64);
+        java.util.Arrays.fill(bad, wire.length - 8, bad.length, (byte) 0x5a);
+        Collector c = new Collector();
+        EmbeddedChannel ch = new EmbeddedChannel(new TensorInboundHandler(), c);
+        ch.writeInbound(Unpooled.wrappedBuffer(bad));
+        assertEquals(300, c.names.size());
+        for (int i = 0; i < 300; i++) {
+            assertEquals("t" + i, c.names.get(i));
+            assertEquals(i + 7f, c.values.get(i)[7]);
+        }
+        assertInstanceOf(DecoderException.class, c.failure);
+        assertInstanceOf(HurrayException.class, c.failure.getCause());
+        assertFalse(ch.isOpen());
+        assertFalse(ch.finishAndReleaseAll());
+    }
+
+    @Test
+    void outboundStagesManySmallTensorsAsFewBuffers() throws IOException {
+        EmbeddedChannel ch = new EmbeddedChannel(new TensorOutboundHandler());
+        List<ChannelFuture> writes = new ArrayList<>();
+        for (int i = 0; i < 2_000; i++) {
+            Tensor t = named("n" + i, 16, i);
+            writes.add(ch.write(t));
+            assertFalse(t.isOpen(), "a copied tensor is closed at once, even while queued");
+        }
+        ch.writeAndFlush(TensorOutboundHandler.END_OF_STREAM);
+        for (ChannelFuture f : writes) {
+            assertTrue(f.isSuccess());
+        }
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        int buffers = 0;
+        for (ByteBuf b; (b = ch.readOutbound()) != null;) {
+            buffers++;
+            byte[] a = new byte[b.readableBytes()];
+            b.readBytes(a);
+            out.write(a);
+            b.release();
+        }
+        // About 2,000 x 130 bytes in batches of 64 KiB.
+        assertTrue(buffers <= 8, buffers + " buffers");
+        try (Reader r = Reader.of(out.toByteArray())) {
+            for (int i = 0; i < 2_000; i++) {
+                try (Tensor t = r.read()) {
+                    assertEquals("n" + i, t.descriptor().name().orElseThrow());
+                    assertEquals(i + 15f, t.toFloatArray()[15]);
+                }
+            }
+            assertNull(r.read());
+        }
+        assertFalse(ch.finishAndReleaseAll());
+    }
+
+    @Test
+    void outboundAfterAQueuedBatchKeepsOrderWithLargeAndCompositeItems() throws IOException {
+        EmbeddedChannel ch = new EmbeddedChannel(new TensorOutboundHandler());
+        Tensor w = named("w", 3, 1);
+        for (int round = 0; round < 3; round++) {
+            ch.write(named("s" + round, 4, round));
+            ch.write(named("big" + round, 30_000, round));
+            ch.write(Composite.builder("c" + round).add("w", w));
+            ch.write(named("after" + round, 2, round));
+        }
+        ch.writeAndFlush(TensorOutboundHandler.END_OF_STREAM);
+        w.close();
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        for (ByteBuf b; (b = ch.readOutbound()) != null;) {
+            byte[] a = new byte[b.readableBytes()];
+            b.readBytes(a);
+            out.write(a);
+            b.release();
+        }
+        List<String> names = new ArrayList<>();
+        try (Reader r = Reader.of(out.toByteArray())) {
+            for (Tensor t = r.read(); t != null; t = r.read()) {
+                names.add(t.descriptor().name().orElse(""));
+                t.close();
+            }
+        }
+        List<String> want = new ArrayList<>();
+        for (int round = 0; round < 3; round++) {
+            want.addAll(List.of("s" + round, "big" + round, "c" + round, "w", "after" + round));
+        }
+        assertEquals(want, names);
+        assertFalse(ch.finishAndReleaseAll());
     }
 }

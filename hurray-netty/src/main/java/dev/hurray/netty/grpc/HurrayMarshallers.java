@@ -39,8 +39,10 @@ import java.util.Objects;
  * <h2>Copies</h2>
  * Sending: the stream is encoded into arrays, one copy of each byte (the message must not refer
  * to the tensor: its owner may close it as soon as the send returns, and the in-process
- * transport reads the message later), and drained ({@link Drainable}) into gRPC's buffers with
- * one write per array. The message length is known up front ({@link KnownLength}). Receiving: where the
+ * transport reads the message later): one array for a message of small tensors, one more per
+ * payload above 64 KiB. It is drained ({@link Drainable}) into gRPC's buffers with one write
+ * per array. Encoders and decoders are reset and kept between messages (at most 16 idle of
+ * each kind), so a message makes no native encoder or decoder of its own. The message length is known up front ({@link KnownLength}). Receiving: where the
  * transport offers its buffers ({@link HasByteBuffer} and {@link Detachable}, as grpc-netty
  * does) they are handed straight to a {@link TensorDecoder}, which copies each byte once, a
  * large payload into the tensor's own allocation; otherwise the stream is read through a
@@ -48,7 +50,10 @@ import java.util.Objects;
  *
  * <h2>Ownership</h2>
  * A tensor given to gRPC to send stays the caller's: keep it open until the call that sends
- * it ({@code onNext}, {@code sendMessage}) returns, then close it. A received tensor is owned by
+ * it ({@code onNext}, {@code sendMessage}) returns, then close it. On a channel that has not
+ * resolved its address yet, gRPC queues the first messages of a call and marshals them later
+ * (a delayed call), so the tensor must stay open longer: connect first (one call, or
+ * {@code getState(true)} until {@code READY}) before streaming tensors you close at once. A received tensor is owned by
  * the code that gets it ({@code onNext}, the unary handler): close it. Received tensors are
  * {@link TensorScope#SHARED} by default, since gRPC may deliver them on any executor thread.
  *
@@ -124,54 +129,165 @@ public final class HurrayMarshallers {
     }
 
     /**
-     * Encodes a whole stream into arrays: one copy of every byte. A message stream must not
-     * refer to the tensor, whose owner may close it once the send returns while the transport
-     * reads the stream later (the in-process transport hands the stream itself to the server).
+     * Encoders and decoders kept between messages, reset ({@link TensorEncoder#reset()},
+     * {@link TensorDecoder#reset()}): a message costs no native handle, cleaner registration or
+     * staging area of its own. Bounded: at most {@link #MAX_IDLE} wait per kind (and per
+     * {@code ReaderOptions}, for {@link #MAX_OPTION_SETS} of them); more are closed. gRPC calls
+     * marshallers from any thread, so one is taken for a message and given back after it.
+     */
+    static final class Idle<T extends AutoCloseable> {
+        static final int MAX_IDLE = 16;
+        static final int MAX_OPTION_SETS = 8;
+        private final java.util.concurrent.ConcurrentLinkedQueue<T> idle = new java.util.concurrent.ConcurrentLinkedQueue<>();
+        private final java.util.concurrent.atomic.AtomicInteger count = new java.util.concurrent.atomic.AtomicInteger();
+
+        T take() {
+            T t = idle.poll();
+            if (t != null) {
+                count.decrementAndGet();
+            }
+            return t;
+        }
+
+        /** Keeps {@code t}, or closes it when enough wait. */
+        void give(T t) throws Exception {
+            if (count.incrementAndGet() <= MAX_IDLE) {
+                idle.offer(t);
+            } else {
+                count.decrementAndGet();
+                t.close();
+            }
+        }
+
+        int size() {
+            return count.get();
+        }
+    }
+
+    /** Every marshaller encodes with the same options (default writer options, the largest copy limit). */
+    static final Idle<TensorEncoder> ENCODERS = new Idle<>();
+    static final java.util.concurrent.ConcurrentHashMap<ReaderOptions, Idle<TensorDecoder>> DECODERS =
+            new java.util.concurrent.ConcurrentHashMap<>();
+
+    private static Idle<TensorDecoder> decoders(ReaderOptions options) {
+        Idle<TensorDecoder> pool = DECODERS.get(options);
+        if (pool == null && DECODERS.size() < Idle.MAX_OPTION_SETS) {
+            pool = DECODERS.computeIfAbsent(options, o -> new Idle<>());
+        }
+        return pool;
+    }
+
+    /** Resets {@code c} and keeps it in {@code pool}; closes it when it cannot be reset or kept. */
+    private static <T extends AutoCloseable> void recycle(Idle<T> pool, T c, boolean reset) {
+        try {
+            if (pool != null && reset) {
+                if (c instanceof TensorEncoder e) {
+                    e.reset();
+                } else if (c instanceof TensorDecoder d) {
+                    d.reset();
+                }
+                pool.give(c);
+                return;
+            }
+        } catch (Exception e) {
+            // Not reusable: closed below.
+        }
+        try {
+            c.close();
+        } catch (Exception e) {
+            // Encoders and decoders close without checked failures.
+        }
+    }
+
+    /** Bytes of small tensors gathered before a list's output is copied out. */
+    private static final long GATHER_BYTES = 1 << 20;
+
+    /**
+     * Encodes a whole stream into arrays: one copy of every byte, into one array per batch (one
+     * array for a message of small tensors). A message stream must not refer to the tensor,
+     * whose owner may close it once the send returns while the transport reads the stream later
+     * (the in-process transport hands the stream itself to the server).
      */
     private static InputStream encode(List<Tensor> tensors, long maxMessageBytes) {
-        List<byte[]> parts = new ArrayList<>();
-        long total = 0;
-        try (TensorEncoder e = TensorEncoder.create(WriterOptions.defaults(), TensorEncoder.MAX_COPY_BYTES)) {
-            for (int i = 0; i <= tensors.size(); i++) {
-                if (i < tensors.size()) {
-                    e.encode(Objects.requireNonNull(tensors.get(i), "tensor"));
-                } else {
-                    e.finish();
-                }
+        List<byte[]> parts = new ArrayList<>(2);
+        long[] total = {0};
+        TensorEncoder e = ENCODERS.take();
+        boolean reusable = false;
+        try {
+            if (e == null) {
+                e = TensorEncoder.create(WriterOptions.defaults(), TensorEncoder.MAX_COPY_BYTES);
+            }
+            long gathered = 0;
+            for (Tensor t : tensors) {
+                Objects.requireNonNull(t, "tensor");
+                e.encode(t);
+                gathered += t.descriptor().totalBufferBytes() + 64;
                 // Small items stay staged and leave together; a borrowed payload must leave now.
-                if (i < tensors.size() && !e.borrowsPayloads() && e.pendingBytes() < 1 << 20) {
-                    continue;
-                }
-                while (e.pendingBytes() > 0) {
-                    long sent = 0;
-                    for (TensorEncoder.Piece p : e.output()) {
-                        ByteBuffer b = p.bytes();
-                        total += b.remaining();
-                        sent += b.remaining();
-                        if (total > maxMessageBytes) {
-                            throw Status.RESOURCE_EXHAUSTED.withDescription("a Hurray message of more than "
-                                    + maxMessageBytes + " bytes: raise maxInboundMessageSize on the receiving channel "
-                                    + "or server and the marshaller's maxMessageBytes (HurrayMarshallers.tensor(options, "
-                                    + "maxMessageBytes)), or send the tensors as several messages").asRuntimeException();
-                        }
-                        byte[] a = new byte[b.remaining()];
-                        b.get(a);
-                        parts.add(a);
-                    }
-                    e.consumed(sent);
+                if (e.borrowsPayloads() || gathered >= GATHER_BYTES) {
+                    copyOut(e, parts, total, maxMessageBytes);
+                    gathered = 0;
                 }
             }
+            e.finish();
+            copyOut(e, parts, total, maxMessageBytes);
+            reusable = true;
         } catch (HurrayException ex) {
             throw Status.INVALID_ARGUMENT.withDescription("encoding a tensor failed: " + ex.getMessage()).withCause(ex)
                     .asRuntimeException();
+        } finally {
+            if (e != null) {
+                recycle(ENCODERS, e, reusable);
+            }
         }
-        return new PartsStream(parts, total);
+        return new PartsStream(parts, total[0]);
+    }
+
+    /** Copies everything pending into one new array of {@code parts}, refusing a message over the limit first. */
+    private static void copyOut(TensorEncoder e, List<byte[]> parts, long[] total, long maxMessageBytes)
+            throws HurrayException {
+        long n = e.pendingBytes();
+        if (n == 0) {
+            return;
+        }
+        if (total[0] + n > maxMessageBytes || n > Integer.MAX_VALUE - 8) {
+            throw Status.RESOURCE_EXHAUSTED.withDescription("a Hurray message of more than "
+                    + maxMessageBytes + " bytes: raise maxInboundMessageSize on the receiving channel "
+                    + "or server and the marshaller's maxMessageBytes (HurrayMarshallers.tensor(options, "
+                    + "maxMessageBytes)), or send the tensors as several messages").asRuntimeException();
+        }
+        byte[] a = new byte[(int) n];
+        int at = 0;
+        while (at < n) {
+            int sent = 0;
+            for (TensorEncoder.Piece p : e.output()) {
+                ByteBuffer b = p.bytes();
+                int k = b.remaining();
+                b.get(a, at + sent, k);
+                sent += k;
+            }
+            if (sent == 0) {
+                throw new IllegalStateException("the encoder listed no output while " + (n - at) + " bytes are pending");
+            }
+            e.consumed(sent);
+            at += sent;
+        }
+        total[0] += n;
+        parts.add(a);
     }
 
     private static List<Tensor> decode(InputStream in, ReaderOptions options) {
         List<Tensor> out = new ArrayList<>();
-        try (TensorDecoder d = TensorDecoder.create(options)) {
-            if (in instanceof Detachable det && in instanceof HasByteBuffer hb && hb.byteBufferSupported()) {
+        Idle<TensorDecoder> pool = decoders(options);
+        TensorDecoder d = pool == null ? null : pool.take();
+        boolean reusable = false;
+        try {
+            if (d == null) {
+                d = TensorDecoder.create(options);
+            }
+            if (in instanceof PartsStream parts) {
+                // Our own message, handed over as is (the in-process transport): its arrays.
+                parts.feedTo(d, out);
+            } else if (in instanceof Detachable det && in instanceof HasByteBuffer hb && hb.byteBufferSupported()) {
                 // The transport's own buffers, no copy before the decoder's.
                 try (InputStream owned = det.detach()) {
                     HasByteBuffer buffers = (HasByteBuffer) owned;
@@ -182,7 +298,7 @@ public final class HurrayMarshallers {
                         }
                         int n = b.remaining();
                         d.feed(b);
-                        drain(d, out);
+                        d.drainTo(out);
                         owned.skip(n);
                     }
                     feedRest(owned, d, out);
@@ -191,9 +307,12 @@ public final class HurrayMarshallers {
                 feedRest(in, d, out);
             }
             d.endOfInput();
-            drain(d, out);
+            d.drainTo(out);
+            reusable = true;
             return out;
         } catch (HurrayException e) {
+            // A reset decoder forgets the failure: it can serve the next message.
+            reusable = true;
             out.forEach(Tensor::close);
             throw Status.INVALID_ARGUMENT.withDescription("not a valid Hurray message: " + e.getMessage()).withCause(e)
                     .asRuntimeException();
@@ -203,6 +322,10 @@ public final class HurrayMarshallers {
                 throw s;
             }
             throw Status.INTERNAL.withDescription("reading a Hurray message failed").withCause(e).asRuntimeException();
+        } finally {
+            if (d != null) {
+                recycle(pool, d, reusable);
+            }
         }
     }
 
@@ -217,13 +340,7 @@ public final class HurrayMarshallers {
                 return;
             }
             d.feed(ByteBuffer.wrap(chunk, 0, n));
-            drain(d, out);
-        }
-    }
-
-    private static void drain(TensorDecoder d, List<Tensor> out) throws HurrayException {
-        for (Tensor t; (t = d.next()) != null;) {
-            out.add(t);
+            d.drainTo(out);
         }
     }
 
@@ -277,6 +394,17 @@ public final class HurrayMarshallers {
             offset += n;
             remaining -= n;
             return n;
+        }
+
+        /** Feeds what is left to {@code d}, draining its tensors into {@code out}. */
+        void feedTo(TensorDecoder d, List<Tensor> out) throws HurrayException {
+            for (byte[] p; (p = current()) != null;) {
+                int from = offset;
+                offset = p.length;
+                remaining -= p.length - from;
+                d.feed(ByteBuffer.wrap(p, from, p.length - from));
+                d.drainTo(out);
+            }
         }
 
         @Override

@@ -171,6 +171,13 @@ class HurrayMarshallersTest {
     @ValueSource(strings = {"netty", "inprocess"})
     void bidiStreamingCancellationAndDeadline(String transport) throws Exception {
         try (Setup s = Setup.of(transport)) {
+            // Until a channel has resolved its address, gRPC queues sent messages in a delayed
+            // call and marshals them later, after onNext returned and the caller closed the
+            // tensor: connect first (see the README's gRPC ownership note).
+            try (Tensor warm = floats(1); Tensor back = ClientCalls.blockingUnaryCall(s.channel(), PLUS_ONE,
+                    CallOptions.DEFAULT, warm)) {
+                assertEquals(1f, back.toFloatArray()[0]);
+            }
             List<float[]> got = new ArrayList<>();
             CompletableFuture<Void> done = new CompletableFuture<>();
             var call = s.channel().newCall(BIDI, CallOptions.DEFAULT);
