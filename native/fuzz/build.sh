@@ -12,17 +12,17 @@ native=$(cd "$here/.." && pwd)
 export PATH="$HOME/.cargo/bin:$PATH" CARGO_NET_OFFLINE=true
 cc=${HURRAY_FUZZ_CC:-$(command -v clang-14 || command -v clang)}
 out="$native/target/fuzz"
-mkdir -p "$out/bin"
+mkdir -p "$out/bin${HURRAY_FUZZ_OPT:-}"
 RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=3 \
 -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
 -Cllvm-args=-sanitizer-coverage-trace-compares -Cforce-frame-pointers=yes" \
-CARGO_PROFILE_DEV_OPT_LEVEL=1 CARGO_TARGET_DIR="$out/cargo" \
+CARGO_PROFILE_DEV_OPT_LEVEL=${HURRAY_FUZZ_OPT:-1} CARGO_TARGET_DIR="$out/cargo${HURRAY_FUZZ_OPT:-}" \
   cargo build --offline --locked -q -p hurray-ffi --features free-destroyed-shells
-lib="$out/cargo/debug/libhurray_ffi.a"
+lib="$out/cargo${HURRAY_FUZZ_OPT:-}/debug/libhurray_ffi.a"
 for src in "$here"/fuzz_*.c; do
   name=$(basename "$src" .c)
   [ "$name" = fuzz_common ] && continue
   "$cc" -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -I"$native/.." "$src" "$lib" -lpthread -ldl -lm -o "$out/bin/$name"
+    -I"$native/.." "$src" "$lib" -lpthread -ldl -lm -o "$out/bin${HURRAY_FUZZ_OPT:-}/$name"
 done
-echo "fuzz targets in $out/bin: $(cd "$out/bin" && ls | tr '\n' ' ')"
+echo "fuzz targets in $out/bin${HURRAY_FUZZ_OPT:-}: $(cd "$out/bin${HURRAY_FUZZ_OPT:-}" && ls | tr '\n' ' ')"

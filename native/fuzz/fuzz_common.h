@@ -26,13 +26,30 @@ typedef struct {
     uint64_t h;
 } Digest;
 
+/* Harness bookkeeping that is not the library under test is kept out of the coverage
+ * instrumentation: its loops would only add per-byte callbacks and meaningless features. ASan
+ * still checks every load (each byte the library hands back is read). */
+#define FUZZ_UNTRACED __attribute__((no_sanitize("coverage")))
+
 static inline void digest_init(Digest *d) { d->h = 1469598103934665603ULL; }
-static inline void digest_bytes(Digest *d, const void *p, size_t n) {
+/* FNV-1a over 8-byte words (then the tail bytes): any differing byte changes the digest with
+ * the same odds as the bytewise form, at an eighth of the multiplications. */
+FUZZ_UNTRACED static inline void digest_bytes(Digest *d, const void *p, size_t n) {
     const uint8_t *b = p;
-    for (size_t i = 0; i < n; i++) {
-        d->h ^= b[i];
-        d->h *= 1099511628211ULL;
+    uint64_t h = d->h;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, b + i, 8);
+        h ^= w;
+        h *= 1099511628211ULL;
+        h ^= h >> 29;
     }
+    for (; i < n; i++) {
+        h ^= b[i];
+        h *= 1099511628211ULL;
+    }
+    d->h = h;
 }
 static inline void digest_u64(Digest *d, uint64_t v) { digest_bytes(d, &v, sizeof v); }
 

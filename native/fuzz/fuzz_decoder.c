@@ -203,9 +203,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     Run assembled = decode(stream, len, plan, plan_len, 1);
     /* Every item is at most as many tensors as the flat view saw. */
     FUZZ_CHECK(assembled.tensors <= ref.tensors);
-    Run whole = decode(stream, len, NULL, 0, 1);
-    FUZZ_CHECK(whole.end == assembled.end && whole.tensors == assembled.tensors &&
-               whole.digest.h == assembled.digest.h);
+    /* A plan whose first piece already covers the input feeds exactly what a whole-input run
+     * feeds (the read-ahead is larger than any input libFuzzer makes here), so that run would
+     * repeat the one above call for call: only a real split is compared. */
+    if (piece(plan, plan_len, 0, (size_t)-1, len) < len) {
+        Run whole = decode(stream, len, NULL, 0, 1);
+        FUZZ_CHECK(whole.end == assembled.end && whole.tensors == assembled.tensors &&
+                   whole.digest.h == assembled.digest.h);
+    }
     Run ref_items = reference_items(stream, len);
     FUZZ_CHECK(ref_items.end == assembled.end && ref_items.tensors == assembled.tensors &&
                ref_items.digest.h == assembled.digest.h);

@@ -25,6 +25,13 @@ typedef struct {
         _s;                                                                  \
     })
 
+/* FUZZ_DEBUG set: print each entry's status (looked up once, not per entry). */
+static int debug(void) {
+    static int on = -1;
+    if (on < 0) on = getenv("FUZZ_DEBUG") != NULL;
+    return on;
+}
+
 static Run run(const uint8_t *bytes, size_t len, const uint8_t *plan, size_t plan_len, int span, uint32_t flags) {
     Run r;
     digest_init(&r.digest);
@@ -54,7 +61,7 @@ static Run run(const uint8_t *bytes, size_t len, const uint8_t *plan, size_t pla
         HurrayFileEntry *e = NULL;
         HurrayStatus s = RETRY(hurray_file_reader_entry(fr, i, &e), sp);
         digest_u64(&r.digest, (uint64_t)(int64_t)s);
-        if (getenv("FUZZ_DEBUG")) fprintf(stderr, "span %d entry %llu: %d\n", span, (unsigned long long)i, s);
+        if (debug()) fprintf(stderr, "span %d entry %llu: %d\n", span, (unsigned long long)i, s);
         if (s != HURRAY_OK) continue;
         const char *name = NULL;
         size_t name_len = 0;
@@ -63,7 +70,7 @@ static Run run(const uint8_t *bytes, size_t len, const uint8_t *plan, size_t pla
         HurrayTensor *t = NULL;
         s = RETRY(hurray_file_reader_read_tensor(fr, e, &t), sp);
         digest_u64(&r.digest, (uint64_t)(int64_t)s);
-        if (getenv("FUZZ_DEBUG")) {
+        if (debug()) {
             char m[300];
             size_t ml = 0;
             hurray_last_error_message(m, sizeof m, &ml);

@@ -63,6 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const uint8_t *stream = data + 1 + plan_len;
     size_t len = size - 1 - plan_len;
     Run whole = read_all(stream, len, NULL, 0, 0);
+    if (plan_len == 0) return 0; /* the chunked run would repeat the whole one call for call */
     Run chunked = read_all(stream, len, plan, plan_len, 1);
     FUZZ_CHECK(whole.end == chunked.end);
     FUZZ_CHECK(whole.tensors == chunked.tensors);

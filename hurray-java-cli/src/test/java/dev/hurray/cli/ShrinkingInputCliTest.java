@@ -76,7 +76,7 @@ class ShrinkingInputCliTest {
     }
 
     /** {@code hurray ARGS} in a child JVM on the test class path, working directory {@code work}. */
-    private static Process child(Path work, String... args) throws IOException {
+    static Process child(Path work, String... args) throws IOException {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         List<String> cmd = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "-Xmx256m"));
         String lib = System.getProperty("hurray.library.path");
@@ -94,7 +94,7 @@ class ShrinkingInputCliTest {
      * 5 ms: past a short-lived open (a map is made through a descriptor closed at once), so the
      * truncation lands while the file is being read. False on exit or after 60 s.
      */
-    private static boolean waitUntilOpen(Process p, Path f) throws IOException, InterruptedException {
+    static boolean waitUntilOpen(Process p, Path f) throws IOException, InterruptedException {
         Path proc = Path.of("/proc", Long.toString(p.pid()));
         String target = f.toRealPath().toString();
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);

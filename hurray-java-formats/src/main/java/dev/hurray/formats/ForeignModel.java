@@ -25,8 +25,8 @@ import java.util.Set;
  * The tensors of one foreign file, in file order, plus its file-level string metadata
  * (safetensors {@code __metadata__}; tfjs {@code format}/{@code generatedBy}/{@code convertedBy}).
  *
- * <p><b>Ownership.</b> The model owns the arena its payloads live in (file mappings and copies);
- * {@link #close()} unmaps and frees them all, after which every payload segment throws
+ * <p><b>Ownership.</b> The model owns the arena its payloads live in;
+ * {@link #close()} frees them all, after which every payload segment throws
  * {@link IllegalStateException} on access. Closing twice is a no-op. The arena is shared, so
  * payloads may be read from any thread while the model is open; closing while another thread
  * reads fails that read, never the JVM.

@@ -20,11 +20,11 @@ import java.util.Optional;
  * quantization)} bytes of the stored values, little-endian, dense, in {@link #layout()} order:
  * {@code dtype.byteSizeOf(elementCount())}, except for the GGUF block kinds
  * ({@link Quantization.Block}), whose one buffer holds llama.cpp's interleaved blocks. Its size is a
- * {@code long}: payloads over 2 GiB are fine. The segment is either a slice of a read-only file
- * mapping (safetensors, little-endian npy) or memory allocated 64-byte aligned (tfjs tensors,
- * which start at arbitrary offsets in their shards; byte-swapped npy; npz entries). It is owned
+ * {@code long}: payloads over 2 GiB are fine. The readers of this module allocate it 64-byte aligned
+ * and read the file's bytes into it (never a mapping, which a file shortened by another process
+ * would turn into SIGBUS). It is owned
  * by the {@link ForeignModel}'s arena: it stays valid until that model is closed, and touching it
- * afterwards throws {@link IllegalStateException}. A mapped payload is read-only.
+ * afterwards throws {@link IllegalStateException}.
  *
  * <p><b>Hurray types.</b> The element type, the layout kind (row- or column-major only) and the
  * quantization are Hurray's own ({@link ElementType}, {@link Layout.Kind}, {@link Quantization}).
@@ -235,8 +235,7 @@ public final class ForeignTensor {
 
     /**
      * This tensor as a Hurray {@link Tensor}. Zero copy when the payload is native memory at a
-     * 64-byte aligned address (tfjs, npz and byte-swapped npy payloads always are; a mapped
-     * safetensors or npy payload is when its file offset is); otherwise the payload is copied
+     * 64-byte aligned address (every payload this module's readers make is); otherwise the payload is copied
      * into memory allocated from {@code scratch}.
      *
      * <p>Ownership: the tensor borrows its memory from this tensor's model (or from

@@ -35,9 +35,10 @@ import java.util.function.LongConsumer;
  * hostile-input checks are documented once, in hurray-java-formats/README.md (§Format notes,
  * GGUF, and §GGUF metadata and round trip).
  *
- * <p><b>Ownership and threads.</b> {@link #read} maps the file read-only; tensor payloads are
- * slices of the mapping (zero copy), owned by the returned model's shared arena, valid until it is
- * closed and readable from any thread until then. The file must not be truncated meanwhile.
+ * <p><b>Ownership and threads.</b> {@link #read} reads each tensor's payload with positional
+ * reads into native memory (never a mapping, so a file another process shortens meanwhile is a
+ * {@link ForeignFormatException}, not a crash), owned by the returned model's shared arena,
+ * valid until it is closed and readable from any thread until then.
  * Every failure on bad input is a {@link ForeignFormatException}.
  */
 public final class Gguf {
@@ -343,14 +344,37 @@ public final class Gguf {
      *     count, type or offset is invalid
      */
     public static Header readHeader(Path file) throws IOException {
-        try (Arena arena = Arena.ofConfined(); FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
-            MemorySegment map = Payloads.mapReadOnly(ch, ch.size(), arena);
-            return parse(map, file.toString());
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
+            return readHeader(ch, ch.size(), file.toString());
+        }
+    }
+
+    /** First bytes read for the header; doubled until the header fits (it rarely needs more). */
+    private static final long HEADER_PREFIX = 1 << 20;
+
+    /**
+     * Parses the header from a prefix of the file read with positional reads (never a mapping:
+     * a file shortened meanwhile is an error, not SIGBUS). A prefix too short for the header
+     * fails to parse; the prefix is then doubled, up to the whole file, whose parse gives the
+     * real error.
+     */
+    private static Header readHeader(FileChannel ch, long size, String what) throws IOException {
+        for (long prefix = Math.min(size, HEADER_PREFIX); ; prefix = Math.min(size, prefix * 2)) {
+            try (Arena scratch = Arena.ofConfined()) {
+                MemorySegment head = Payloads.readAt(ch, 0, prefix, scratch, what);
+                try {
+                    return parse(head, size, what);
+                } catch (ForeignFormatException e) {
+                    if (prefix == size) {
+                        throw e;
+                    }
+                }
+            }
         }
     }
 
     /**
-     * Reads a GGUF file as a model: the tensors (zero-copy slices of a read-only mapping) and the
+     * Reads a GGUF file as a model: the tensors (each read into native memory) and the
      * metadata as text plus type records, as hurray-java-formats/README.md §GGUF metadata and
      * round trip describes.
      *
@@ -361,8 +385,7 @@ public final class Gguf {
         String what = file.toString();
         Arena arena = Arena.ofShared();
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
-            MemorySegment map = Payloads.mapReadOnly(ch, ch.size(), arena);
-            Header h = parse(map, what);
+            Header h = readHeader(ch, ch.size(), what);
             Map<String, String> meta = new LinkedHashMap<>();
             StringBuilder order = new StringBuilder("[");
             for (Map.Entry<String, Value> e : h.metadata().entrySet()) {
@@ -387,7 +410,7 @@ public final class Gguf {
             meta.put(VERSION_KEY, Integer.toString(h.version()));
             List<ForeignTensor> tensors = new ArrayList<>();
             for (TensorInfo t : h.tensors()) {
-                MemorySegment data = map.asSlice(h.dataOffset() + t.offset(), t.bytes());
+                MemorySegment data = Payloads.readAt(ch, h.dataOffset() + t.offset(), t.bytes(), arena, what);
                 long[] shape = t.shape();
                 ElementType et = t.type().elementType();
                 Quantization q = null;
@@ -699,6 +722,11 @@ public final class Gguf {
     }
 
     static Header parse(MemorySegment seg, String what) throws ForeignFormatException {
+        return parse(seg, seg.byteSize(), what);
+    }
+
+    /** Parses the header from {@code seg}, the first bytes of a file of {@code fileSize} bytes. */
+    static Header parse(MemorySegment seg, long fileSize, String what) throws ForeignFormatException {
         Cursor c = new Cursor(seg, what);
         if (seg.byteSize() < 24 || seg.get(U32, 0) != MAGIC) {
             throw new ForeignFormatException(what + ": not a GGUF file (no GGUF magic)");
@@ -794,7 +822,7 @@ public final class Gguf {
             infos.add(new TensorInfo(name, dims, type, offset, bytes));
         }
         long dataOffset = (c.pos + alignment - 1) / alignment * alignment;
-        long dataBytes = tensorCount == 0 ? 0 : seg.byteSize() - dataOffset;
+        long dataBytes = tensorCount == 0 ? 0 : fileSize - dataOffset;
         for (TensorInfo t : infos) {
             if (dataBytes < 0 || t.offset() > dataBytes || t.bytes() > dataBytes - t.offset()) {
                 throw new ForeignFormatException(what + ": tensor '" + t.name() + "' (" + t.bytes() + " bytes at data offset "

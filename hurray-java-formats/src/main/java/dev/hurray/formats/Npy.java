@@ -36,7 +36,7 @@ import java.util.function.LongConsumer;
  * {@code c8 c16}, with byte order {@code <} or {@code >} ({@code |} or either for one-byte
  * types). Big-endian data is converted to little-endian by reversing the bytes of each element
  * (each component for complex types): a byte permutation, never a value conversion.
- * Little-endian data is not copied (a slice of a read-only mapping). Object ({@code O}),
+ * The data is read into 64-byte aligned native memory with positional reads. Object ({@code O}),
  * structured, string, datetime and other dtypes are rejected with a message naming the dtype.
  * A file must end exactly where the array's bytes end. Fortran-order arrays stay
  * column-major: their bytes are kept as they are and the tensor says {@link Layout.Kind#COLUMN_MAJOR}.
@@ -210,8 +210,9 @@ public final class Npy {
     }
 
     /**
-     * Reads an npy file. Little-endian payloads are slices of a read-only mapping; big-endian
-     * ones are copied (64-byte aligned) and byte-swapped. The tensor is named {@code name}.
+     * Reads an npy file. The payload is read ({@link Payloads#readAt}: 64-byte aligned, and a
+     * file shortened meanwhile is an error, never a crash) into native memory owned by the
+     * returned model; big-endian payloads are then byte-swapped. The tensor is named {@code name}.
      *
      * @throws ForeignFormatException on an invalid or unsupported file, or a size mismatch
      */
@@ -231,13 +232,12 @@ public final class Npy {
                 MemorySegment data;
                 if (need == 0) {
                     data = Payloads.allocate(arena, 0);
-                } else if (h.bigEndian()) {
-                    MemorySegment map = Payloads.mapReadOnly(ch, size, arena);
-                    data = Payloads.allocate(arena, need);
-                    MemorySegment.copy(map, h.headerBytes(), data, 0, need);
-                    Payloads.swapInPlace(data, Payloads.swapUnit(h.dtype()));
                 } else {
-                    data = Payloads.mapReadOnly(ch, size, arena).asSlice(h.headerBytes(), need);
+                    // Positional reads, not a mapping: a file shortened meanwhile is an error, not SIGBUS.
+                    data = Payloads.readAt(ch, h.headerBytes(), need, arena, what);
+                    if (h.bigEndian()) {
+                        Payloads.swapInPlace(data, Payloads.swapUnit(h.dtype()));
+                    }
                 }
                 ForeignTensor t = new ForeignTensor(name, h.dtype(), h.shape(),
                         h.fortran() ? Layout.Kind.COLUMN_MAJOR : Layout.Kind.ROW_MAJOR, data, null,

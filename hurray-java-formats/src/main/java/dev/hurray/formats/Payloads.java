@@ -22,7 +22,7 @@ import java.util.zip.CRC32;
  * foreign-format payloads (the {@code hurray} command uses them): aligned allocation
  * ({@link #allocate}), byte swapping ({@link #swapInPlace}), element reordering
  * ({@link #columnToRowMajor}, {@link #toRowMajor}), streaming copies ({@link #readFully},
- * {@link #writeFully}), read-only maps ({@link #mapReadOnly}), zip's CRC-32 ({@link #crc32}) and
+ * {@link #writeFully}), positional file reads ({@link #readAt}), read-only maps ({@link #mapReadOnly}), zip's CRC-32 ({@link #crc32}) and
  * a one-line description of a quantization block ({@link #describe}). All sizes are in bytes
  * unless a name says elements. Nothing here interprets values: every operation moves bytes, so
  * every conversion is bit-exact.
@@ -286,8 +286,52 @@ public final class Payloads {
     }
 
     /**
+     * Reads {@code size} bytes of {@code ch} from byte {@code offset} into a new segment of
+     * {@code arena} ({@link #allocate}: zeroed, {@link #ALIGNMENT}-aligned), with positional reads
+     * of at most {@link #CHUNK} bytes each (so sizes beyond 2 GiB work and the channel's position
+     * is left alone). This is how the readers of this package load a file's bytes: unlike a
+     * mapping, a copy cannot fault when another process shortens the file while it is read; a
+     * file that ends early is a clear error instead.
+     *
+     * @param what names the file in the error message
+     * @throws ForeignFormatException if the file ends before {@code offset + size}
+     */
+    public static MemorySegment readAt(FileChannel ch, long offset, long size, Arena arena, String what) throws IOException {
+        if (offset < 0 || size < 0 || offset + size < 0) {
+            throw new IllegalArgumentException("range " + offset + "+" + size);
+        }
+        MemorySegment dst = allocate(arena, size);
+        readAt(ch, offset, dst, what);
+        return dst;
+    }
+
+    /** Fills {@code dst} from {@code ch} at byte {@code offset}, as {@link #readAt(FileChannel, long, long, Arena, String)}. */
+    static void readAt(FileChannel ch, long offset, MemorySegment dst, String what) throws IOException {
+        long size = dst.byteSize();
+        long done = 0;
+        while (done < size) {
+            ByteBuffer bb = dst.asSlice(done, Math.min(CHUNK, size - done)).asByteBuffer();
+            while (bb.hasRemaining()) {
+                int r = ch.read(bb, offset + done + bb.position());
+                if (r < 0) {
+                    long at = offset + done + bb.position();
+                    throw new ForeignFormatException(what + ": truncated: the file ended at byte " + at + ", "
+                            + (offset + size - at) + " bytes short of the " + (offset + size)
+                            + " it had when opened (did another process change it?)");
+                }
+            }
+            done += bb.capacity();
+        }
+    }
+
+    /**
      * Maps {@code ch}'s first {@code size} bytes read-only into {@code arena}. A zero-size
      * file gets a zero-length segment (mapping zero bytes is not portable).
+     *
+     * <p><b>Risk.</b> Reading a mapped byte of a file that another process has since shortened
+     * raises SIGBUS, which the JVM cannot turn into an exception: the process dies (exit 134,
+     * an {@code hs_err} file). Use a mapping only for files nothing else shortens while the
+     * segment lives; the readers of this package use {@link #readAt} and never map.
      */
     public static MemorySegment mapReadOnly(FileChannel ch, long size, Arena arena) throws IOException {
         if (size == 0) {

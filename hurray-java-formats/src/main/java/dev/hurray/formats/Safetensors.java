@@ -25,7 +25,8 @@ import java.util.Optional;
 import java.util.function.LongConsumer;
 
 /**
- * safetensors files: read (zero copy, from a read-only mapping) and write (atomically).
+ * safetensors files: read (positional reads into native memory, so another process shortening
+ * the file gives an error, never a crash) and write (atomically).
  *
  * <p>Layout: an 8-byte little-endian unsigned header length {@code N}; {@code N} bytes of UTF-8
  * JSON mapping each tensor name to {@code {"dtype", "shape", "data_offsets": [begin, end]}}
@@ -171,8 +172,9 @@ public final class Safetensors {
     }
 
     /**
-     * Reads a safetensors file. Payloads are slices of a read-only mapping owned by the
-     * returned model (close it to unmap). Tensors come in data-offset order.
+     * Reads a safetensors file. Each payload is read ({@link Payloads#readAt}) into native
+     * memory owned by the returned model (close it to free them). Tensors come in data-offset
+     * order.
      *
      * @throws ForeignFormatException if the file is not a valid safetensors file (see the class
      *                                documentation for what is checked)
@@ -184,8 +186,8 @@ public final class Safetensors {
 
     /**
      * Reads a safetensors file, pairing MX scale tensors with their values as {@code options}
-     * says (see the class documentation). Payloads (values and scales) are slices of a
-     * read-only mapping owned by the returned model (close it to unmap).
+     * says (see the class documentation). Payloads (values and scales) are each read into
+     * native memory owned by the returned model (close it to free them).
      *
      * @throws ForeignFormatException if the file is not a valid safetensors file, or a scale
      *                                partner's shape does not fit its values
@@ -264,19 +266,19 @@ public final class Safetensors {
             }
             Map<Entry, Entry> partners = partners(entries, options, what);
             java.util.Set<Entry> paired = new java.util.HashSet<>(partners.values());
-            MemorySegment map = Payloads.mapReadOnly(ch, size, arena);
             List<ForeignTensor> tensors = new ArrayList<>(entries.size());
             for (Entry x : entries) {
                 if (paired.contains(x)) {
                     continue;
                 }
-                MemorySegment data = map.asSlice(dataStart + x.begin, x.end - x.begin);
+                // Positional reads, not a mapping: a file shortened meanwhile is an error, not SIGBUS.
+                MemorySegment data = Payloads.readAt(ch, dataStart + x.begin, x.end - x.begin, arena, what);
                 Entry sc = partners.get(x);
                 if (sc == null) {
                     tensors.add(new ForeignTensor(x.name, x.dtype, x.shape, Layout.Kind.ROW_MAJOR, data, null,
                             dataStart + x.begin));
                 } else {
-                    MemorySegment scales = map.asSlice(dataStart + sc.begin, sc.end - sc.begin);
+                    MemorySegment scales = Payloads.readAt(ch, dataStart + sc.begin, sc.end - sc.begin, arena, what);
                     tensors.add(new ForeignTensor(x.name, x.dtype, x.shape, Layout.Kind.ROW_MAJOR, data,
                             new Quantization.Mx(x.shape.length - 1, MX_BLOCK, ElementType.FLOAT32), List.of(scales),
                             dataStart + x.begin));

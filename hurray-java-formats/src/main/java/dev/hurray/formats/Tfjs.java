@@ -283,16 +283,16 @@ public final class Tfjs {
 
     private static void copyGroup(Group g, Arena arena, boolean dequantize, List<ForeignTensor> out, String what,
                                   LongConsumer progress) throws IOException {
-        try (Arena maps = Arena.ofConfined()) {
-            List<MemorySegment> shards = new ArrayList<>();
+        // Positional reads from the shards, never a mapping: a shard another process shortens
+        // meanwhile is an error, not SIGBUS.
+        List<FileChannel> shards = new ArrayList<>();
+        try {
             for (int i = 0; i < g.shards.size(); i++) {
-                try (FileChannel ch = FileChannel.open(g.shards.get(i), StandardOpenOption.READ)) {
-                    long sz = ch.size();
-                    if (sz != g.shardSizes.get(i)) {
-                        throw new ForeignFormatException(what + ": shard " + g.shards.get(i).getFileName()
-                                + " changed size while being read");
-                    }
-                    shards.add(Payloads.mapReadOnly(ch, sz, maps));
+                FileChannel ch = FileChannel.open(g.shards.get(i), StandardOpenOption.READ);
+                shards.add(ch);
+                if (ch.size() != g.shardSizes.get(i)) {
+                    throw new ForeignFormatException(what + ": shard " + g.shards.get(i).getFileName()
+                            + " changed size while being read");
                 }
             }
             long offset = 0;
@@ -302,12 +302,13 @@ public final class Tfjs {
                 MemorySegment stored = Payloads.allocate(arena, w.bytes);
                 long done = 0;
                 while (done < w.bytes) {
-                    while (inShard == shards.get(shard).byteSize()) {
+                    while (inShard == g.shardSizes.get(shard)) {
                         shard++;
                         inShard = 0;
                     }
-                    long n = Math.min(w.bytes - done, shards.get(shard).byteSize() - inShard);
-                    MemorySegment.copy(shards.get(shard), inShard, stored, done, n);
+                    long n = Math.min(w.bytes - done, g.shardSizes.get(shard) - inShard);
+                    Payloads.readAt(shards.get(shard), inShard, stored.asSlice(done, n),
+                            what + ": shard " + g.shards.get(shard).getFileName());
                     done += n;
                     inShard += n;
                     if (progress != null) {
@@ -323,6 +324,10 @@ public final class Tfjs {
                 }
                 out.add(t);
                 offset += w.bytes;
+            }
+        } finally {
+            for (FileChannel ch : shards) {
+                ch.close();
             }
         }
     }

@@ -690,4 +690,27 @@ class GgufTest {
         return o.toByteArray();
     }
 
+
+    /** A header past the reader's first 1 MiB prefix (40,000 tensor infos) is read whole: the prefix grows. */
+    @Test
+    void aHeaderLargerThanTheFirstPrefixIsRead() throws IOException {
+        Path p = tmp.resolve("many.gguf");
+        List<ForeignTensor> ts = new java.util.ArrayList<>();
+        Arena arena = Arena.ofShared();
+        MemorySegment four = arena.allocateFrom(java.lang.foreign.ValueLayout.JAVA_FLOAT, 1, 2, 3, 4);
+        for (int i = 0; i < 40_000; i++) {
+            ts.add(new ForeignTensor(String.format("blk.%05d.attn_weight", i), ElementType.FLOAT32, new long[] {i == 39_999 ? 4 : 0},
+                    Layout.Kind.ROW_MAJOR, i == 39_999 ? four : four.asSlice(0, 0), null, -1));
+        }
+        try (ForeignModel m = new ForeignModel(ts, java.util.Map.of(), arena)) {
+            Gguf.write(m, p, null);
+        }
+        Gguf.Header h = Gguf.readHeader(p);
+        assertTrue(h.dataOffset() > 1 << 20, "header of " + h.dataOffset() + " bytes");
+        assertEquals(40_000, h.tensors().size());
+        try (ForeignModel back = Gguf.read(p)) {
+            ForeignTensor last = back.tensors().get(39_999);
+            assertArrayEquals(new float[] {1, 2, 3, 4}, last.data().toArray(java.lang.foreign.ValueLayout.JAVA_FLOAT_UNALIGNED));
+        }
+    }
 }

@@ -25,6 +25,23 @@ class PayloadsTest {
     @TempDir
     Path tmp;
 
+    /** Positional reads: the bytes of the range, 64-byte aligned, across chunks; a short file is a clear error. */
+    @Test
+    void readAtReadsTheRangeAlignedAndReportsAFileThatEndsEarly() throws IOException {
+        byte[] all = new byte[(3 << 20) + 17];
+        new Random(5).nextBytes(all);
+        Path f = Files.write(tmp.resolve("r.bin"), all);
+        try (Arena arena = Arena.ofConfined(); java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(f)) {
+            MemorySegment s = Payloads.readAt(ch, 5, all.length - 9, arena, "r.bin");
+            assertEquals(0, s.address() % Payloads.ALIGNMENT);
+            assertArrayEquals(java.util.Arrays.copyOfRange(all, 5, all.length - 4), bytes(s));
+            assertEquals(0, Payloads.readAt(ch, all.length, 0, arena, "r.bin").byteSize());
+            ForeignFormatException e = assertThrows(ForeignFormatException.class,
+                    () -> Payloads.readAt(ch, 1 << 20, all.length, arena, "r.bin"));
+            assertTrue(e.getMessage().startsWith("r.bin: truncated: the file ended at byte " + all.length), e.getMessage());
+        }
+    }
+
     @Test
     void columnToRowMajorMatchesTheNaiveReorder() throws IOException {
         Random rnd = new Random(11);
