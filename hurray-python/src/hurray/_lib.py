@@ -92,7 +92,7 @@ class DescriptorFields(Structure):
     _fields_ = [
         ("element_type", c_uint8),
         ("layout", c_uint8),
-        ("reserved", c_uint16),
+        ("version", c_uint16),
         ("flags", c_uint32),
         ("rank", c_size_t),
         ("dims", POINTER(c_uint64)),
