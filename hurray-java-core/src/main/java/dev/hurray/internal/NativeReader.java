@@ -769,10 +769,14 @@ public final class NativeReader {
     }
 
     private static void destroy(MemorySegment h) {
-        // hurray_decoder_destroy never calls back into Java, so the thread's scratch area may
-        // hold the slot (Native's scratch rule); the leak cleaner's thread has its own.
-        MemorySegment slot = Native.scratch();
-        slot.set(ADDRESS, 0, h);
-        hurray_h.hurray_decoder_destroy$raw(slot.address());
+        // The destroy never calls back into Java, so a pooled scratch area may hold the slot
+        // (ScratchPool's rule); the leak cleaner's thread borrows one too.
+        MemorySegment slot = ScratchPool.borrow();
+        try {
+            slot.set(ADDRESS, 0, h);
+            hurray_h.hurray_decoder_destroy$raw(slot.address());
+        } finally {
+            ScratchPool.giveBack(slot);
+        }
     }
 }

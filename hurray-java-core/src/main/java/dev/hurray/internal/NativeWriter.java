@@ -746,10 +746,14 @@ public final class NativeWriter {
     }
 
     private static void destroy(MemorySegment h) {
-        // hurray_encoder_destroy never calls back into Java (an encoder has no transport), so
-        // the thread's scratch area may hold the slot (Native's scratch rule).
-        MemorySegment slot = Native.scratch();
-        slot.set(ADDRESS, 0, h);
-        hurray_h.hurray_encoder_destroy$raw(slot.address());
+        // The destroy never calls back into Java, so a pooled scratch area may hold the slot
+        // (ScratchPool's rule); the leak cleaner's thread borrows one too.
+        MemorySegment slot = ScratchPool.borrow();
+        try {
+            slot.set(ADDRESS, 0, h);
+            hurray_h.hurray_encoder_destroy$raw(slot.address());
+        } finally {
+            ScratchPool.giveBack(slot);
+        }
     }
 }
