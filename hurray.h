@@ -2220,7 +2220,7 @@ HurrayStatus hurray_file_encoder_consume(struct HurrayFileEncoder *encoder,
 // # Safety
 // `encoder` live; `out_state` NULL or valid for one write.
 HurrayStatus hurray_file_encoder_abort(struct HurrayFileEncoder *encoder,
-                                       bool take_back_last,
+                                       uint32_t take_back_last,
                                        struct HurrayFileEncoderState *out_state);
 
 // Destroys a container encoder and writes NULL to `*encoder`; pending output is dropped (the

@@ -1018,7 +1018,7 @@ fn null_pointers_destroy_rules_and_stale_handles() {
             ("hurray_file_encoder_finish", hurray_file_encoder_finish(null_mut(), null_mut(), null_mut())),
             ("hurray_file_encoder_output", hurray_file_encoder_output(null(), null_mut(), 0, &mut pieces)),
             ("hurray_file_encoder_consume", hurray_file_encoder_consume(null_mut(), 0, null_mut())),
-            ("hurray_file_encoder_abort", hurray_file_encoder_abort(null_mut(), false, null_mut())),
+            ("hurray_file_encoder_abort", hurray_file_encoder_abort(null_mut(), 0, null_mut())),
             ("hurray_file_reader_new_ranges", hurray_file_reader_new_ranges(0, null(), null_mut())),
             ("hurray_file_reader_open_ranges", hurray_file_reader_open_ranges(null_mut())),
             ("hurray_file_reader_pending_read", hurray_file_reader_pending_read(null_mut(), &mut fread)),

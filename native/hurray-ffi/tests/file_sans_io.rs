@@ -130,7 +130,7 @@ unsafe fn add(e: *mut HurrayFileEncoder, sink: &mut Sink, d: &TensorDescriptor, 
     // SAFETY: `e` is live and `p` is still valid.
     if (st.borrows_payloads == 1 || st.pending_bytes >= 64 * 1024) && !unsafe { sink.send(e) } {
         // SAFETY: `e` is live.
-        return unsafe { hurray_file_encoder_abort(e, true, &mut st) };
+        return unsafe { hurray_file_encoder_abort(e, 1, &mut st) };
     }
     HURRAY_OK
 }
@@ -148,7 +148,7 @@ unsafe fn finish(e: *mut HurrayFileEncoder, sink: &mut Sink) -> (bool, HurrayFil
     let ok = unsafe { sink.send(e) };
     if !ok {
         // SAFETY: `e` is live.
-        assert_eq!(unsafe { hurray_file_encoder_abort(e, false, &mut st) }, HURRAY_OK, "finish stays retryable");
+        assert_eq!(unsafe { hurray_file_encoder_abort(e, 0, &mut st) }, HURRAY_OK, "finish stays retryable");
     }
     // SAFETY: `e` is live; `st` a live local.
     unsafe { hurray_file_encoder_consume(e, 0, &mut st) };
@@ -641,7 +641,7 @@ fn a_write_failure_mid_tensor_poisons_and_no_prefix_looks_complete() {
         sink.fail = vec![sink.calls + 2];
         assert_eq!(add(e, &mut sink, &samples[1].0, &samples[1].1), HURRAY_ERR_POISONED);
         let mut st = HurrayFileEncoderState::default();
-        assert_eq!(hurray_file_encoder_abort(e, false, &mut st), HURRAY_ERR_POISONED);
+        assert_eq!(hurray_file_encoder_abort(e, 0, &mut st), HURRAY_ERR_POISONED);
         assert_eq!(st.poisoned, 1);
         assert_eq!(add(e, &mut sink, &samples[2].0, &samples[2].1), HURRAY_ERR_POISONED);
         assert_eq!(hurray_file_encoder_finish(e, null_mut(), &mut st), HURRAY_ERR_POISONED);
@@ -703,7 +703,7 @@ fn encoder_rules() {
         assert_eq!(hurray_file_encoder_add_composite(e, b, &mut st), HURRAY_OK, "{}", last_error());
         assert_eq!((st.tensor_count, st.borrows_payloads), (4, 0));
         // None of it left: a failed send takes the whole composite back.
-        assert_eq!(hurray_file_encoder_abort(e, true, &mut st), HURRAY_OK);
+        assert_eq!(hurray_file_encoder_abort(e, 1, &mut st), HURRAY_OK);
         assert_eq!((st.tensor_count, st.pending_bytes), (1, 0));
         assert_eq!(hurray_file_encoder_add_composite(e, b, &mut st), HURRAY_OK);
         hurray_composite_builder_destroy(&mut b);

@@ -1135,11 +1135,11 @@ int main(void) {
   KIND(uint64_t);
   KIND(struct HurrayFileEncoderState *);
   printf("\n");
-  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_file_encoder_abort), HurrayStatus (*)(struct HurrayFileEncoder *, _Bool, struct HurrayFileEncoderState *)), "hurray_file_encoder_abort: signature differs from the AST");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_file_encoder_abort), HurrayStatus (*)(struct HurrayFileEncoder *, uint32_t, struct HurrayFileEncoderState *)), "hurray_file_encoder_abort: signature differs from the AST");
   printf("func hurray_file_encoder_abort");
   KIND(HurrayStatus);
   KIND(struct HurrayFileEncoder *);
-  KIND(_Bool);
+  KIND(uint32_t);
   KIND(struct HurrayFileEncoderState *);
   printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_file_encoder_destroy), HurrayStatus (*)(struct HurrayFileEncoder **)), "hurray_file_encoder_destroy: signature differs from the AST");

@@ -297,14 +297,14 @@ pub unsafe extern "C" fn hurray_file_encoder_consume(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_file_encoder_abort(
     encoder: *mut HurrayFileEncoder,
-    take_back_last: bool,
+    take_back_last: u32,
     out_state: *mut HurrayFileEncoderState,
 ) -> HurrayStatus {
     guard("hurray_file_encoder_abort", || {
         // SAFETY: `encoder` is NULL or a handle from this library, used by one thread at a time (# Safety);
         // inner_mut rejects NULL and dead handles.
         let e = unsafe { handle::inner_mut(encoder, "encoder")? };
-        let outcome = e.encoder.abort(take_back_last);
+        let outcome = e.encoder.abort(take_back_last != 0);
         if !e.encoder.borrows_payloads() {
             e.borrowed.clear();
         }

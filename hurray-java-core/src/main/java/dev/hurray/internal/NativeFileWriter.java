@@ -237,7 +237,7 @@ public final class NativeFileWriter {
     }
 
     private HurrayException abort(boolean takeBack, HurrayException failure) {
-        int rc = hurray_h.hurray_file_encoder_abort(handle, takeBack, state);
+        int rc = hurray_h.hurray_file_encoder_abort(handle, takeBack ? 1 : 0, state);
         if (rc == hurray_h.HURRAY_ERR_POISONED()) {
             return new HurrayException(failure.status(), failure.nativeMessage()
                     + " after part of the tensor was written; the writer is poisoned", failure.getCause());

@@ -9658,7 +9658,7 @@ public final class hurray_h {
     }
 
     private static final class hurray_file_encoder_abort {
-        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_BOOL, hurray_h.C_POINTER);
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_INT, hurray_h.C_POINTER);
         static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_encoder_abort");
         static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
     }
@@ -9667,7 +9667,7 @@ public final class hurray_h {
      * Function descriptor for:
      * {@snippet lang=c :
      * HurrayStatus hurray_file_encoder_abort(struct HurrayFileEncoder *encoder,
-     *                                        bool take_back_last,
+     *                                        uint32_t take_back_last,
      *                                        struct HurrayFileEncoderState *out_state)
      * }
      */
@@ -9679,7 +9679,7 @@ public final class hurray_h {
      * Downcall method handle for:
      * {@snippet lang=c :
      * HurrayStatus hurray_file_encoder_abort(struct HurrayFileEncoder *encoder,
-     *                                        bool take_back_last,
+     *                                        uint32_t take_back_last,
      *                                        struct HurrayFileEncoderState *out_state)
      * }
      */
@@ -9692,7 +9692,7 @@ public final class hurray_h {
      * Address of:
      * {@snippet lang=c :
      * HurrayStatus hurray_file_encoder_abort(struct HurrayFileEncoder *encoder,
-     *                                        bool take_back_last,
+     *                                        uint32_t take_back_last,
      *                                        struct HurrayFileEncoderState *out_state)
      * }
      */
@@ -9719,11 +9719,11 @@ public final class hurray_h {
      * <p>
      * {@snippet lang=c :
      * HurrayStatus hurray_file_encoder_abort(struct HurrayFileEncoder *encoder,
-     *                                        bool take_back_last,
+     *                                        uint32_t take_back_last,
      *                                        struct HurrayFileEncoderState *out_state)
      * }
      */
-    public static int hurray_file_encoder_abort(MemorySegment encoder, boolean take_back_last, MemorySegment out_state) {
+    public static int hurray_file_encoder_abort(MemorySegment encoder, int take_back_last, MemorySegment out_state) {
         var mh$ = hurray_file_encoder_abort.HANDLE;
         if (hurray_file_encoder_abort.ADDR == null) {
             throw NativeLibrary.missingSymbol("hurray_file_encoder_abort");
