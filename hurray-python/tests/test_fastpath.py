@@ -327,3 +327,45 @@ def test_a_tensor_cannot_be_pickled_or_deep_copied_and_a_shallow_copy_shares_it(
         del got
         gc.collect()
         assert c.numpy().tolist() == [0, 1, 2]
+
+
+def test_handle_owners_cannot_be_copied_or_pickled(tmp_path):
+    import copy
+    import pickle
+
+    path = tmp_path / "o.hrry"
+    fw = hurray.FileWriter(path)
+    owners = [fw, hurray.StreamWriter()]
+    for o in owners:
+        for attempt in (copy.copy, copy.deepcopy, pickle.dumps):
+            with pytest.raises(TypeError, match="native handle"):
+                attempt(o)
+    fw.add(hurray.from_numpy(np.arange(4, dtype=np.int32), name="a"))
+    fw.finish()
+    buf = io.BytesIO()
+    with hurray.StreamWriter(buf) as w:
+        w.write(hurray.from_numpy(np.arange(2, dtype=np.int32), name="s"))
+    for o in (hurray.File.open(path), hurray.File.map(path), hurray.StreamReader(io.BytesIO(buf.getvalue()))):
+        for attempt in (copy.copy, copy.deepcopy, pickle.dumps):
+            with pytest.raises(TypeError, match="native handle"):
+                attempt(o)
+        o.close()
+
+
+def test_verify_checks_payloads_whatever_the_open_mode(tmp_path):
+    path = tmp_path / "v.hrry"
+    with hurray.FileWriter(path) as fw:
+        fw.add(hurray.from_numpy(np.arange(16, dtype=np.int32), name="a"))
+    hurray.File.map(path).verify()
+    hurray.File.open(path, verify_payloads=False).verify()
+    raw = bytearray(path.read_bytes())
+    with hurray.File.map(path) as f:
+        t = f["a"]
+        start = t.numpy().ctypes.data - f._map.ctypes.data
+        t.close()
+    raw[start] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    for f in (hurray.File.map(path), hurray.File.open(path, verify_payloads=False), hurray.File.open(path)):
+        with f:
+            with pytest.raises(hurray.HurrayError, match="CORRUPT"):
+                f.verify()

@@ -29,6 +29,18 @@ from ._tensor import Composite, MetadataArg, Tensor, _encode_meta
 PathLike = Union[str, "os.PathLike[str]"]
 
 
+def _handle_owner_copy(self: Any) -> Any:
+    raise TypeError(type(self).__name__ + " owns a native handle and cannot be copied: share the object itself")
+
+
+def _handle_owner_deepcopy(self: Any, memo: Any) -> Any:
+    raise TypeError(type(self).__name__ + " owns a native handle and cannot be deep-copied")
+
+
+def _handle_owner_reduce(self: Any, protocol: Any) -> Any:
+    raise TypeError(type(self).__name__ + " owns a native handle and cannot be pickled")
+
+
 class File:
     """An HRRYFILE opened for reading. Make one with ``File.open(path)`` (the library reads
     the file with ``pread``; each tensor gets its own memory) or ``File.map(path)`` (a
@@ -48,11 +60,17 @@ class File:
         raise TypeError("use hurray.File.open(path) or hurray.File.map(path)")
 
     @classmethod
-    def _new(cls, reader: int, mapping: Any) -> "File":
+    def _new(cls, reader: int, mapping: Any, path: bytes) -> "File":
         f = object.__new__(cls)
         f._reader = reader
         f._map = mapping
+        f._path = path
         return f
+
+    # A File owns its native reader: a copy would be a second owner of it.
+    __copy__ = _handle_owner_copy
+    __deepcopy__ = _handle_owner_deepcopy
+    __reduce_ex__ = _handle_owner_reduce
 
     @classmethod
     def open(cls, path: PathLike, *, verify_payloads: bool = True) -> "File":
@@ -65,7 +83,7 @@ class File:
         p = os.fsencode(os.path.abspath(os.fspath(path)))
         r = c_void_p()
         check(lib.hurray_file_reader_open_path(p, len(p), byref(opts), byref(r)))
-        return cls._new(r.value, None)  # type: ignore[arg-type]
+        return cls._new(r.value, None, p)  # type: ignore[arg-type]
 
     @classmethod
     def map(cls, path: PathLike, *, verify_payloads: bool = False) -> "File":
@@ -81,7 +99,7 @@ class File:
             opts.flags |= 1
         r = c_void_p()
         check(lib.hurray_file_reader_open_span(array.ctypes.data if size else None, size, byref(opts), byref(r)))
-        return cls._new(r.value, array)  # type: ignore[arg-type]
+        return cls._new(r.value, array, os.fsencode(os.path.abspath(os.fspath(path))))  # type: ignore[arg-type]
 
     def _live(self) -> int:
         if self._reader is None:
@@ -175,8 +193,23 @@ class File:
         return Composite._from_handle(c.value, keep=self._map, readonly=self._map is not None)  # type: ignore[arg-type]
 
     def verify(self) -> None:
-        """Checks the structure and every checksum; raises ``HurrayError`` (``CORRUPT``)."""
+        """Checks the structure and every checksum, payloads included (each tensor is read
+        once by a reader that checks them, whatever this file's ``verify_payloads``); raises
+        ``HurrayError`` (``CORRUPT``)."""
         check(lib.hurray_file_reader_verify(self._live()))
+        if self._map is not None:
+            size = len(self._map)
+            opts = FileReaderOptions()
+            check(lib.hurray_file_reader_options_init(byref(opts)))
+            opts.flags |= 1
+            r = c_void_p()
+            check(lib.hurray_file_reader_open_span(self._map.ctypes.data if size else None, size, byref(opts), byref(r)))
+            checking = File._new(r.value, self._map, self._path)
+        else:
+            checking = File.open(os.fsdecode(self._path), verify_payloads=True)
+        with checking:
+            for i in range(len(checking)):
+                checking.tensor(i).close()
 
     def close(self) -> None:
         """Closes the reader (tensors already read stay valid). Idempotent."""
@@ -199,6 +232,11 @@ class File:
 
 
 class FileWriter:
+    # A FileWriter owns its native writer: a copy would be a second owner of it.
+    __copy__ = _handle_owner_copy
+    __deepcopy__ = _handle_owner_deepcopy
+    __reduce_ex__ = _handle_owner_reduce
+
     """Writes an HRRYFILE at ``path`` atomically: the bytes go to a temporary file beside it,
     and ``finish()`` writes the index and trailer, syncs, and renames it over ``path``. A
     writer closed (or a ``with`` block left by an exception) without ``finish`` removes the

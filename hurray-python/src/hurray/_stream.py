@@ -43,6 +43,7 @@ from ._lib import (
     lib,
 )
 from . import _dtypes
+from ._file import _handle_owner_copy, _handle_owner_deepcopy, _handle_owner_reduce
 from ._tensor import LAYOUTS, Composite, MetadataArg, Tensor, _encode_meta, _Handle, _Planned, _views
 
 DEFAULT_BATCH_BYTES = 64 * 1024
@@ -133,6 +134,11 @@ class StreamWriter:
     every later call raises ``HURRAY_ERR_POISONED`` (the four transport rules, stream.md
     §Transport rules). Threads: one thread at a time.
     """
+
+    # It owns a native encoder or decoder: a copy would be a second owner of it.
+    __copy__ = _handle_owner_copy
+    __deepcopy__ = _handle_owner_deepcopy
+    __reduce_ex__ = _handle_owner_reduce
 
     def __init__(
         self,
@@ -644,6 +650,11 @@ class StreamReader:
     Ownership: each tensor is the caller's and outlives the reader. Threads: one thread at a
     time; tensors may go to any thread.
     """
+
+    # It owns a native encoder or decoder: a copy would be a second owner of it.
+    __copy__ = _handle_owner_copy
+    __deepcopy__ = _handle_owner_deepcopy
+    __reduce_ex__ = _handle_owner_reduce
 
     def __init__(
         self,

@@ -43,6 +43,24 @@ impl ReadAt for Owned {
     }
 }
 
+/// Refuses a container metadata key or value longer than the format allows
+/// (`hurray_core::file::MAX_FILE_METADATA_*`), by its length alone, before any byte is read.
+fn check_metadata_lengths(key_len: u64, value_len: u64) -> FfiResult<()> {
+    if key_len > hurray_core::file::MAX_FILE_METADATA_KEY_BYTES as u64 {
+        return Err(FfiError::new(
+            HURRAY_ERR_LIMIT_EXCEEDED,
+            format!("metadata key of {key_len} bytes exceeds {}", hurray_core::file::MAX_FILE_METADATA_KEY_BYTES),
+        ));
+    }
+    if value_len > hurray_core::file::MAX_FILE_METADATA_VALUE_BYTES {
+        return Err(FfiError::new(
+            HURRAY_ERR_LIMIT_EXCEEDED,
+            format!("metadata value of {value_len} bytes exceeds {}", hurray_core::file::MAX_FILE_METADATA_VALUE_BYTES),
+        ));
+    }
+    Ok(())
+}
+
 /// `len` bytes at `p` as a slice; NULL is allowed only when `len` is 0.
 unsafe fn bytes_arg<'a>(p: *const u8, len: u64, name: &str) -> FfiResult<&'a [u8]> {
     if len == 0 {

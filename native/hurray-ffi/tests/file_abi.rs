@@ -212,6 +212,8 @@ fn write_container(chunk: usize) -> Vec<u8> {
         );
         let k = "arch";
         assert_eq!(hurray_file_writer_set_metadata(w, k.as_ptr(), 4, b"x".as_ptr(), 1), HURRAY_OK);
+        // A length over the limit is refused by length alone, before a byte is read.
+        assert_eq!(hurray_file_writer_set_metadata(w, k.as_ptr(), 1 << 62, null(), 0), HURRAY_ERR_LIMIT_EXCEEDED);
         assert_eq!(hurray_file_writer_set_metadata(w, k.as_ptr(), 4, b"llama".as_ptr(), 5), HURRAY_OK);
         assert_eq!(hurray_file_writer_set_metadata(w, null(), 0, null(), 0), HURRAY_ERR_INVALID_ARGUMENT);
         let bad = [0xFFu8, 0xFE];

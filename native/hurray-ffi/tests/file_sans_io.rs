@@ -695,6 +695,14 @@ fn encoder_rules() {
         let short = HurrayIoSlice { ptr: s0.ptr, len: 39 };
         assert_eq!(hurray_file_encoder_add_tensor(e, h0, &short, 1, &mut st), HURRAY_ERR_BUFFER_TOO_SMALL);
         assert_eq!(hurray_file_encoder_set_metadata(e, null(), 0, null(), 0), HURRAY_ERR_INVALID_ARGUMENT);
+        // Lengths over the limits are refused by length alone, before a byte is read (the
+        // pointers have one byte behind them).
+        assert_eq!(hurray_file_encoder_set_metadata(e, b"k".as_ptr(), 1 << 62, null(), 0), HURRAY_ERR_LIMIT_EXCEEDED);
+        assert_eq!(hurray_file_encoder_set_metadata(e, b"k".as_ptr(), 1 << 40, null(), 0), HURRAY_ERR_LIMIT_EXCEEDED);
+        assert_eq!(
+            hurray_file_encoder_set_metadata(e, b"k".as_ptr(), 1, b"v".as_ptr(), u64::MAX),
+            HURRAY_ERR_LIMIT_EXCEEDED
+        );
         // A composite: staged whole, payloads copied.
         let mut b = null_mut();
         assert_eq!(hurray_composite_builder_new(b"pair".as_ptr(), 4, &mut b), HURRAY_OK);

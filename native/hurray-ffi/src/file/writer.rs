@@ -172,6 +172,9 @@ pub unsafe extern "C" fn hurray_file_writer_set_metadata(
 ) -> HurrayStatus {
     guard("hurray_file_writer_set_metadata", || {
         let w = handle::handle_mut!(writer)?;
+        // The lengths are checked against the limits before a byte is read, so a wrong length is
+        // an error, never a read past the caller's bytes.
+        crate::file::check_metadata_lengths(key_len, value_len)?;
         // SAFETY: `key` is valid for its length when that is non-zero (# Safety); bytes_arg rejects NULL with a
         // non-zero length.
         let k = unsafe { bytes_arg(key, key_len, "key")? };
