@@ -10,7 +10,8 @@ import picocli.CommandLine.Spec;
 @Command(name = "hurray",
         mixinStandardHelpOptions = true,
         versionProvider = VersionProvider.class,
-        description = {"Inspect, convert and move tensors: safetensors, npy/npz, GGUF and tfjs weights; "
+        description = {"Inspect, convert and move tensors: safetensors, npy/npz, GGUF and tfjs weights; Arrow IPC "
+                + "tensor columns (.arrow, .arrows); "
                 + "Hurray streams (.hrrys) and HRRYFILE containers (.hrry).",
                 "Start with 'hurray demo'."},
         subcommands = {InspectCommand.class, ConvertCommand.class, SendCommand.class, RecvCommand.class,
