@@ -36,6 +36,13 @@ public final class ScratchPool {
     static final long BUILD_BYTES = 16 * 1024;
     /** Areas a {@code HurrayDescriptorSpec}, its arrays and bytes are laid out in ({@code NativeDescriptor}). */
     static final ScratchPool BUILD = new ScratchPool(BUILD_BYTES);
+    /**
+     * The batch-destroy queues of tensor ledgers ({@code TensorLedger}, 64 handles): unlike the
+     * other pools, an area is held from a reader's creation to its close, so the slots are
+     * shared by the readers open at once; a reader beyond them gets an area of its own, and one
+     * never closed keeps its area.
+     */
+    static final ScratchPool LEDGER_QUEUES = new ScratchPool(8L * 64);
 
     private final long bytes;
     private final AtomicReferenceArray<MemorySegment> free = new AtomicReferenceArray<>(KEEP);

@@ -66,7 +66,11 @@ public final class TensorLedger {
         private int[] free = new int[16];
         private int freeCount;
         private int used;
-        private final MemorySegment queue = Arena.ofAuto().allocate(8L * CAPACITY, 8);
+        /**
+         * The handles waiting for one batch destroy: lent from a pool when the reader is made and
+         * given back when it closes (a reader per message then allocates none); null after that.
+         */
+        private MemorySegment queue = ScratchPool.LEDGER_QUEUES.lend();
         private int queued;
         private long queuedBytes;
         private boolean readerClosed;
@@ -116,12 +120,21 @@ public final class TensorLedger {
         synchronized void close() {
             flush();
             readerClosed = true;
+            giveBackQueue();
+        }
+
+        private void giveBackQueue() {
+            if (queue != null) {
+                ScratchPool.LEDGER_QUEUES.takeBack(queue);
+                queue = null;
+            }
         }
 
         /** The cleaner: nothing refers to the ledger any more, so every open tensor leaked. */
         @Override
         public synchronized void run() {
             flush();
+            giveBackQueue();
             long leaked = 0;
             for (int i = 0; i < used; i++) {
                 if (open[i] != 0) {
@@ -135,10 +148,15 @@ public final class TensorLedger {
             }
         }
 
+        /** Destroys one tensor now, through a pooled slot (the destroy never calls back into Java). */
         private void destroyOne(long handle) {
-            queue.set(JAVA_LONG, 8L * queued, handle);
-            hurray_h.hurray_tensor_destroy_many$raw(queue.address() + 8L * queued, 1);
-            java.lang.ref.Reference.reachabilityFence(queue); // passed by address
+            MemorySegment slot = ScratchPool.borrow();
+            try {
+                slot.set(JAVA_LONG, 0, handle);
+                hurray_h.hurray_tensor_destroy_many$raw(slot.address(), 1);
+            } finally {
+                ScratchPool.giveBack(slot);
+            }
         }
     }
 }
