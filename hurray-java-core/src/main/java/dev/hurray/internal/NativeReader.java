@@ -43,33 +43,19 @@ public final class NativeReader {
     /** Tensors decoded per {@code hurray_decoder_next_batch} call at most. */
     static final int BATCH = 64;
     private static final long RESULT_BYTES = HurrayDecodeResult.sizeof();
-    private static final int RESULT_WORDS = (int) (RESULT_BYTES / 8);
+    private static final int RESULT_WORDS = StructWords.index(RESULT_BYTES);
     private static final long FIELDS = HurrayDecodeResult.fields$offset();
-    private static final int W_TENSOR = word(HurrayDecodeResult.tensor$offset());
-    private static final int W_BUFFERS = word(HurrayDecodeResult.buffers$offset());
-    private static final int W_METADATA = word(HurrayDecodeResult.metadata$offset());
-    private static final int W_BUFFER_COUNT = word(FIELDS + HurrayDescriptorFields.buffer_count$offset());
-    private static final int W_METADATA_COUNT = word(FIELDS + HurrayDescriptorFields.metadata_count$offset());
-    private static final int W_NAME = word(FIELDS + HurrayDescriptorFields.name$offset());
-    private static final int W_NAME_LEN = word(FIELDS + HurrayDescriptorFields.name_len$offset());
-    private static final int W_ENCODED = word(FIELDS + HurrayDescriptorFields.encoded$offset());
-    private static final int W_ENCODED_LEN = word(FIELDS + HurrayDescriptorFields.encoded_len$offset());
+    private static final int W_TENSOR = StructWords.index(HurrayDecodeResult.tensor$offset());
+    private static final int W_BUFFERS = StructWords.index(HurrayDecodeResult.buffers$offset());
+    private static final int W_BUFFER_COUNT = StructWords.index(FIELDS + HurrayDescriptorFields.buffer_count$offset());
+    private static final int W_METADATA_COUNT = StructWords.index(FIELDS + HurrayDescriptorFields.metadata_count$offset());
+    private static final int W_NAME = StructWords.index(FIELDS + HurrayDescriptorFields.name$offset());
+    private static final int W_NAME_LEN = StructWords.index(FIELDS + HurrayDescriptorFields.name_len$offset());
+    private static final int W_ENCODED = StructWords.index(FIELDS + HurrayDescriptorFields.encoded$offset());
+    private static final int W_ENCODED_LEN = StructWords.index(FIELDS + HurrayDescriptorFields.encoded_len$offset());
     /** The version (16 bits) and flags (32 bits) share a word with the element type and layout. */
     private static final long VERSION_AT = FIELDS + HurrayDescriptorFields.version$offset();
     private static final long FLAGS_AT = FIELDS + HurrayDescriptorFields.flags$offset();
-
-    private static int word(long offset) {
-        if ((offset & 7) != 0) {
-            throw new ExceptionInInitializerError("HurrayDecodeResult field at " + offset + " is not 8-aligned");
-        }
-        return (int) (offset >>> 3);
-    }
-
-    /** {@code bytes} bytes at byte {@code offset} of the words (little-endian, as on every supported platform). */
-    private static long bits(long[] w, long offset, int bytes) {
-        long v = w[(int) (offset >>> 3)] >>> (8 * (offset & 7));
-        return bytes == 8 ? v : v & ((1L << (8 * bytes)) - 1);
-    }
 
     private final Source source;
     /** {@link #BATCH} results of the last batch call, then one for the item, header and composite calls. */
@@ -651,7 +637,7 @@ public final class NativeReader {
     public DescriptorFields readFields() throws HurrayException {
         long[] w = words();
         DescriptorFields fields;
-        if (lastFieldsAt == emitted - 1 && (bits(w, FLAGS_AT, 4) & SAME_EXCEPT_NAME) != 0) {
+        if (lastFieldsAt == emitted - 1 && (StructWords.get(w, FLAGS_AT, 4) & SAME_EXCEPT_NAME) != 0) {
             // The decoder says only the name differs from the previous tensor's descriptor.
             DescriptorFields p = lastFields;
             String name = NativeDescriptor.name(w[W_NAME], w[W_NAME_LEN]);
@@ -727,7 +713,7 @@ public final class NativeReader {
 
     /** The decoded tensor's descriptor format version, as the decoder reports it in its fields. */
     public int descriptorVersion() {
-        return (int) bits(words(), VERSION_AT, 2);
+        return (int) StructWords.get(words(), VERSION_AT, 2);
     }
 
     /**

@@ -55,59 +55,33 @@ final class SpecWriter {
     private static final long SLICE_PTR = HurrayIoSlice.ptr$offset();
     private static final long SLICE_LEN = HurrayIoSlice.len$offset();
 
-    // Word indexes of the 8-byte fields, and byte offsets of the narrow ones, for building a
-    // spec in a long[] (little-endian words, as on every platform the library is built for)
-    // and copying it out in one call: plain array stores cost a fresh JVM's interpreter a
-    // fraction of a segment store each, and the compiled code checks bounds once per copy.
-    static final int SPEC_WORDS = words(SPEC_BYTES);
-    private static final int W_RANK = word(RANK);
-    private static final int W_DIMS = word(DIMS);
-    private static final int W_STRIDES = word(STRIDES);
-    private static final int W_STRIDE_COUNT = word(STRIDE_COUNT);
-    private static final int W_OFFSET = word(OFFSET);
-    private static final int W_BUFFER_COUNT = word(BUFFER_COUNT);
-    private static final int W_BUFFERS = word(BUFFERS);
-    private static final int W_NAME = word(NAME);
-    private static final int W_NAME_LEN = word(NAME_LEN);
-    private static final int W_MD_COUNT = word(MD_COUNT);
-    private static final int W_MD = word(MD);
-    private static final int W_PAYLOADS = word(PAYLOADS);
-    private static final int W_PAYLOAD_COUNT = word(PAYLOAD_COUNT);
-    private static final int BUF_WORDS = words(BUF);
-    private static final int W_BUF_SIZE = word(BUF_SIZE);
-    private static final int VIEW_WORDS = words(VIEW);
-    private static final int W_KEY = word(HurrayMetadataView.key$offset());
-    private static final int W_KEY_LEN = word(HurrayMetadataView.key_len$offset());
-    private static final int W_VALUE = word(HurrayMetadataView.value$offset());
-    private static final int W_VALUE_LEN = word(HurrayMetadataView.value_len$offset());
-    private static final int SLICE_WORDS = words(SLICE);
-    private static final int W_SLICE_PTR = word(SLICE_PTR);
-    private static final int W_SLICE_LEN = word(SLICE_LEN);
+    // Word indexes of the 8-byte fields (the narrow ones go by byte offset), for building a
+    // spec as StructWords and copying it out in one call.
+    static final int SPEC_WORDS = StructWords.index(SPEC_BYTES);
+    private static final int W_RANK = StructWords.index(RANK);
+    private static final int W_DIMS = StructWords.index(DIMS);
+    private static final int W_STRIDES = StructWords.index(STRIDES);
+    private static final int W_STRIDE_COUNT = StructWords.index(STRIDE_COUNT);
+    private static final int W_OFFSET = StructWords.index(OFFSET);
+    private static final int W_BUFFER_COUNT = StructWords.index(BUFFER_COUNT);
+    private static final int W_BUFFERS = StructWords.index(BUFFERS);
+    private static final int W_NAME = StructWords.index(NAME);
+    private static final int W_NAME_LEN = StructWords.index(NAME_LEN);
+    private static final int W_MD_COUNT = StructWords.index(MD_COUNT);
+    private static final int W_MD = StructWords.index(MD);
+    private static final int W_PAYLOADS = StructWords.index(PAYLOADS);
+    private static final int W_PAYLOAD_COUNT = StructWords.index(PAYLOAD_COUNT);
+    private static final int BUF_WORDS = StructWords.index(BUF);
+    private static final int W_BUF_SIZE = StructWords.index(BUF_SIZE);
+    private static final int VIEW_WORDS = StructWords.index(VIEW);
+    private static final int W_KEY = StructWords.index(HurrayMetadataView.key$offset());
+    private static final int W_KEY_LEN = StructWords.index(HurrayMetadataView.key_len$offset());
+    private static final int W_VALUE = StructWords.index(HurrayMetadataView.value$offset());
+    private static final int W_VALUE_LEN = StructWords.index(HurrayMetadataView.value_len$offset());
+    private static final int SLICE_WORDS = StructWords.index(SLICE);
+    private static final int W_SLICE_PTR = StructWords.index(SLICE_PTR);
+    private static final int W_SLICE_LEN = StructWords.index(SLICE_LEN);
 
-    static {
-        if (java.nio.ByteOrder.nativeOrder() != java.nio.ByteOrder.LITTLE_ENDIAN) {
-            throw new ExceptionInInitializerError("SpecWriter packs little-endian words; this platform is big-endian");
-        }
-    }
-
-    /** The word index of an 8-byte field at {@code offset}; it must be 8-aligned. */
-    private static int word(long offset) {
-        if ((offset & 7) != 0) {
-            throw new ExceptionInInitializerError("field offset " + offset + " is not 8-aligned");
-        }
-        return (int) (offset >>> 3);
-    }
-
-    /** Words in a struct of {@code bytes}; a multiple of 8. */
-    private static int words(long bytes) {
-        return word(bytes);
-    }
-
-    /** ORs the low {@code bytes} bytes of {@code value} into {@code w} at byte {@code offset} (little-endian). */
-    private static void put(long[] w, int base, long offset, long value, int bytes) {
-        long mask = bytes == 8 ? -1L : (1L << (8 * bytes)) - 1;
-        w[base + (int) (offset >>> 3)] |= (value & mask) << (8 * (offset & 7));
-    }
 
     private SpecWriter() {
     }
@@ -143,8 +117,8 @@ final class SpecWriter {
         long s = index * SPEC_BYTES;
         long base = aux.address();
         long[] w = new long[SPEC_WORDS];
-        put(w, 0, ET, f.elementType().code(), 1);
-        put(w, 0, LAYOUT, f.layout().kind().code(), 1);
+        StructWords.put(w, 0, ET, f.elementType().code(), 1);
+        StructWords.put(w, 0, LAYOUT, f.layout().kind().code(), 1);
         long[] dims = f.shape().dims();
         w[W_RANK] = dims.length;
         if (dims.length > 0) {
@@ -169,9 +143,9 @@ final class SpecWriter {
             BufferSpec b = buffers.get(i);
             int t = i * BUF_WORDS;
             table[t + W_BUF_SIZE] = b.byteSize();
-            put(table, t, BUF_ALIGN, b.alignment(), 4);
-            put(table, t, BUF_TAG, b.deviceTag().code(), 1);
-            put(table, t, BUF_SYNC, b.syncMode().code(), 1);
+            StructWords.put(table, t, BUF_ALIGN, b.alignment(), 4);
+            StructWords.put(table, t, BUF_TAG, b.deviceTag().code(), 1);
+            StructWords.put(table, t, BUF_SYNC, b.syncMode().code(), 1);
             // BUF_RES stays 0.
         }
         MemorySegment.copy(table, 0, aux, JAVA_LONG_UNALIGNED, at, table.length);
