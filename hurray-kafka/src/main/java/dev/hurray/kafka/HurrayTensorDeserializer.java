@@ -14,8 +14,8 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.file.NoSuchFileException;
 import java.util.Map;
-import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.lang.ref.Cleaner;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 import org.apache.kafka.common.errors.SerializationException;
 import org.apache.kafka.common.header.Headers;
 import org.apache.kafka.common.serialization.Deserializer;
@@ -97,10 +97,22 @@ public class HurrayTensorDeserializer implements Deserializer<Tensor> {
             .withPayloadChecks(FileReaderOptions.PayloadChecks.VERIFY);
     private long maxClaimCheck = 64L << 30;
     private ClaimCheckStore store;
-    /** Decoders between records, reset when taken; {@link #idleCount} of them. */
-    private final ConcurrentLinkedQueue<TensorDecoder> idle = new ConcurrentLinkedQueue<>();
-    private final AtomicInteger idleCount = new AtomicInteger();
-    private volatile boolean closed;
+    /**
+     * Decoders between records, reset when taken: one slot each, so that taking and giving back
+     * allocate nothing (a consumer's records come from one thread, which keeps using slot 0).
+     */
+    private final Idle idle = new Idle();
+
+    /** Frees the idle decoders of a deserializer nobody closed (they are not leaks of the caller's). */
+    private static final Cleaner CLEANER = Cleaner.create(r -> {
+        Thread t = new Thread(r, "hurray-kafka-cleaner");
+        t.setDaemon(true);
+        return t;
+    });
+
+    {
+        CLEANER.register(this, idle);
+    }
 
     /** A deserializer with the defaults; Kafka then calls {@link #configure}. */
     public HurrayTensorDeserializer() {
@@ -156,9 +168,8 @@ public class HurrayTensorDeserializer implements Deserializer<Tensor> {
         TensorDecoder d = null;
         boolean reusable = false;
         try {
-            d = idle.poll();
+            d = idle.take();
             if (d != null) {
-                idleCount.decrementAndGet();
                 d.reset(opts);
             } else {
                 d = TensorDecoder.create(opts);
@@ -177,7 +188,7 @@ public class HurrayTensorDeserializer implements Deserializer<Tensor> {
                 extra.close();
                 throw new HurrayException(Status.CORRUPT, "the record holds more than one tensor", null);
             }
-            giveBack(d, true);
+            idle.giveBack(d, true);
             d = null;
             if (Records.isReference(t.descriptor())) {
                 ClaimCheckReference ref = Records.reference(t.descriptor());
@@ -202,37 +213,68 @@ public class HurrayTensorDeserializer implements Deserializer<Tensor> {
                 t.close();
             }
             if (d != null) {
-                giveBack(d, reusable);
+                idle.giveBack(d, reusable);
             }
-        }
-    }
-
-    /** Keeps {@code d} for the next record (reset when taken), or closes it. */
-    private void giveBack(TensorDecoder d, boolean reusable) {
-        if (reusable && !closed) {
-            if (idleCount.incrementAndGet() <= MAX_IDLE_DECODERS) {
-                idle.offer(d);
-                if (closed) {
-                    // close() ran meanwhile and may have missed it.
-                    closeIdle();
-                }
-                return;
-            }
-            idleCount.decrementAndGet();
-        }
-        d.close();
-    }
-
-    private void closeIdle() {
-        for (TensorDecoder d; (d = idle.poll()) != null;) {
-            idleCount.decrementAndGet();
-            d.close();
         }
     }
 
     /** Decoders waiting for the next record (tests). */
     int idleDecoders() {
-        return idleCount.get();
+        return idle.count();
+    }
+
+    /** The idle decoders; also the cleaner's action (it never refers to the deserializer). */
+    private static final class Idle implements Runnable {
+        private final AtomicReferenceArray<TensorDecoder> slots = new AtomicReferenceArray<>(MAX_IDLE_DECODERS);
+        private volatile boolean closed;
+
+        /** An idle decoder, or null. */
+        TensorDecoder take() {
+            for (int i = 0; i < MAX_IDLE_DECODERS; i++) {
+                if (slots.getPlain(i) != null) {
+                    TensorDecoder d = slots.getAndSet(i, null);
+                    if (d != null) {
+                        return d;
+                    }
+                }
+            }
+            return null;
+        }
+
+        /** Keeps {@code d} for the next record (reset when taken), or closes it. */
+        void giveBack(TensorDecoder d, boolean reusable) {
+            if (reusable && !closed) {
+                for (int i = 0; i < MAX_IDLE_DECODERS; i++) {
+                    if (slots.getPlain(i) == null && slots.compareAndSet(i, null, d)) {
+                        if (closed) {
+                            run(); // close() ran meanwhile and may have missed it
+                        }
+                        return;
+                    }
+                }
+            }
+            d.close();
+        }
+
+        int count() {
+            int n = 0;
+            for (int i = 0; i < MAX_IDLE_DECODERS; i++) {
+                n += slots.get(i) != null ? 1 : 0;
+            }
+            return n;
+        }
+
+        /** Closes every idle decoder and keeps none from now on. */
+        @Override
+        public void run() {
+            closed = true;
+            for (int i = 0; i < MAX_IDLE_DECODERS; i++) {
+                TensorDecoder d = slots.getAndSet(i, null);
+                if (d != null) {
+                    d.close();
+                }
+            }
+        }
     }
 
     private Tensor resolve(ClaimCheckReference ref) throws HurrayException {
@@ -291,8 +333,7 @@ public class HurrayTensorDeserializer implements Deserializer<Tensor> {
      */
     @Override
     public void close() {
-        closed = true;
-        closeIdle();
+        idle.run();
         if (store != null) {
             try {
                 store.close();
