@@ -101,7 +101,12 @@ public class HurrayTensorDeserializer implements Deserializer<Tensor> {
      * Decoders between records, reset when taken: one slot each, so that taking and giving back
      * allocate nothing (a consumer's records come from one thread, which keeps using slot 0).
      */
-    private final Idle idle = new Idle();
+    private volatile Idle idle = newIdle();
+    /** The limits of the last record's size (records of one topic mostly share a size). */
+    private volatile SizedOptions lastOptions;
+
+    private record SizedOptions(int size, ReaderOptions base, ReaderOptions options) {
+    }
 
     /** Frees the idle decoders of a deserializer nobody closed (they are not leaks of the caller's). */
     private static final Cleaner CLEANER = Cleaner.create(r -> {
@@ -110,8 +115,10 @@ public class HurrayTensorDeserializer implements Deserializer<Tensor> {
         return t;
     });
 
-    {
-        CLEANER.register(this, idle);
+    private Idle newIdle() {
+        Idle i = new Idle();
+        CLEANER.register(this, i);
+        return i;
     }
 
     /** A deserializer with the defaults; Kafka then calls {@link #configure}. */
@@ -132,6 +139,10 @@ public class HurrayTensorDeserializer implements Deserializer<Tensor> {
         fileOptions = FileReaderOptions.defaults().withTensorScope(scope)
                 .withPayloadChecks(FileReaderOptions.PayloadChecks.VERIFY);
         store = HurrayKafkaConfig.store(configs);
+        // Decoders made with the old options (their tensor scope) are not reused.
+        Idle old = idle;
+        idle = newIdle();
+        old.run();
     }
 
     /** The claim-check store, or null. */
@@ -163,10 +174,17 @@ public class HurrayTensorDeserializer implements Deserializer<Tensor> {
         }
         int size = data.remaining();
         // The record's size bounds what it can make us allocate (the reader checks before allocating).
-        ReaderOptions opts = readerOptions.withMaxTensorBytes(size).withMaxDescriptorBytes(Math.min(defaultMaxDescriptor, size));
+        SizedOptions so = lastOptions;
+        if (so == null || so.size() != size || so.base() != readerOptions) {
+            so = new SizedOptions(size, readerOptions, readerOptions.withMaxTensorBytes(size)
+                    .withMaxDescriptorBytes(Math.min(defaultMaxDescriptor, size)));
+            lastOptions = so;
+        }
+        ReaderOptions opts = so.options();
         Tensor t = null;
         TensorDecoder d = null;
         boolean reusable = false;
+        Idle idle = this.idle;
         try {
             d = idle.take();
             if (d != null) {

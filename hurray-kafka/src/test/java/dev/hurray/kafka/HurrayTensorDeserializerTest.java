@@ -317,6 +317,26 @@ class HurrayTensorDeserializerTest {
         }
     }
 
+    @Test
+    void reconfiguringTheScopeStartsFreshDecoders() throws Exception {
+        byte[] rec;
+        try (Tensor t = Tensor.of(floats(768, 8), 768)) {
+            rec = ser.serialize("t", t);
+        }
+        try (Tensor t = de.deserialize("t", rec)) {
+            assertEquals(768, t.toFloatArray().length);
+        }
+        assertEquals(1, de.idleDecoders());
+        de.configure(Map.of(HurrayKafkaConfig.TENSOR_SCOPE, "SHARED"), false);
+        Tensor shared = de.deserialize("t", rec);
+        // A SHARED tensor: another thread may read and close it.
+        java.util.concurrent.CompletableFuture.runAsync(() -> {
+            assertArrayEquals(floats(768, 8), shared.toFloatArray());
+            shared.close();
+        }).get(30, java.util.concurrent.TimeUnit.SECONDS);
+        assertEquals(1, de.idleDecoders());
+    }
+
     private static Tensor renamed(Tensor t, String name) {
         long n = t.descriptor().elementCount();
         return Tensor.copyOf(dev.hurray.TensorDescriptor.builder(ElementType.FLOAT32, n).name(name).build(), t.buffer(0));
