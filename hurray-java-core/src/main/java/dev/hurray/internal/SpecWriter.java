@@ -219,7 +219,11 @@ final class SpecWriter {
                 end = (end + 63) & ~63L;
                 // Native payloads are read by address: the writer pins their tensor, which may
                 // be confined to another thread.
-                MemorySegment.copy(p.isNative() ? Native.view(p.address(), len) : p, 0, aux, end, len);
+                if (p.isNative()) {
+                    MemorySegment.copy(Native.EVERYTHING, p.address(), aux, end, len);
+                } else {
+                    MemorySegment.copy(p, 0, aux, end, len);
+                }
                 ptr = aux.address() + end;
                 end += len;
             } else {
