@@ -107,15 +107,7 @@ public final class TensorAdopters {
         Arena arena = scope == TensorScope.SHARED ? Arena.ofShared() : Arena.ofConfined();
         try {
             MemorySegment d = NativeTensor.descriptor(tensor);
-            MemorySegment fields = NativeDescriptor.fields(d);
-            MemorySegment encoded = NativeDescriptor.encodedView(d, fields);
-            TensorDescriptor desc;
-            if (previous != null && access.hasEncoding(previous, encoded)) {
-                desc = previous;
-            } else {
-                DescriptorFields f = NativeDescriptor.read(d, fields);
-                desc = access.descriptor(f, NativeDescriptor.copyOf(encoded));
-            }
+            TensorDescriptor desc = descriptor(d, previous);
             MemorySegment[] bufs = NativeTensor.buffers(tensor, desc.buffers(), arena);
             if (readOnly) {
                 for (int i = 0; i < bufs.length; i++) {
@@ -131,6 +123,34 @@ public final class TensorAdopters {
             }
             throw e;
         }
+    }
+
+    /**
+     * The Java descriptor of live native descriptor {@code d} (a tensor's or a container
+     * entry's), with a lazily decoded twin holding a copy of its encoding: {@code previous}
+     * itself when its encoding is byte-identical (nothing else is read), else its fields read
+     * with one {@code hurray_descriptor_fields} call and the entry accessors, all in one area
+     * lent by {@link ScratchPool}.
+     *
+     * @param previous a descriptor to share when it has the same encoding, or null
+     */
+    public static TensorDescriptor descriptor(MemorySegment d, TensorDescriptor previous) throws HurrayException {
+        Access access = Holder.ACCESS;
+        DescriptorFields f;
+        NativeDescriptor twin;
+        MemorySegment s = ScratchPool.borrow();
+        try {
+            MemorySegment fields = NativeDescriptor.fields(d, s);
+            MemorySegment encoded = NativeDescriptor.encodedView(d, fields);
+            if (previous != null && access.hasEncoding(previous, encoded)) {
+                return previous;
+            }
+            f = NativeDescriptor.read(d, fields, s);
+            twin = NativeDescriptor.copyOf(encoded);
+        } finally {
+            ScratchPool.giveBack(s);
+        }
+        return access.descriptor(f, twin);
     }
 
     /**
@@ -186,10 +206,7 @@ public final class TensorAdopters {
         Arena arena = scope == TensorScope.SHARED ? Arena.ofShared() : Arena.ofConfined();
         try {
             MemorySegment d = NativeTensor.descriptor(tensor);
-            MemorySegment fields = NativeDescriptor.fields(d);
-            MemorySegment encoded = NativeDescriptor.encodedView(d, fields);
-            DescriptorFields f = NativeDescriptor.read(d, fields);
-            TensorDescriptor desc = access.descriptor(f, NativeDescriptor.copyOf(encoded));
+            TensorDescriptor desc = descriptor(d, null);
             MemorySegment[] bufs = NativeTensor.buffers(tensor, desc.buffers(), arena);
             return access.view(desc, bufs, arena, d, scope, null);
         } catch (HurrayException | RuntimeException | Error e) {
