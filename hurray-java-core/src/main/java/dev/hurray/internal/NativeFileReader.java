@@ -38,16 +38,18 @@ import java.util.Map;
  * repeated. A channel that failed fatally ({@link HurrayException#isRetryableCause}) reports
  * that failure again on every later read.
  *
- * <p><b>Memory.</b> A reader over a path or a span runs no Java code during its calls, so each
- * call keeps its out-parameters, options and names in an area lent by {@link ScratchPool} for
- * the call (the scratch rule in {@link Native}): opening one allocates nothing in Java but this
- * object, and a reader per virtual thread adds no area. A reader over a channel runs the
- * channel's code between its downcalls, so it has an
- * area of its own: out-parameters, the pending-read struct and a name buffer (one allocation)
- * in an automatic arena, freed by the garbage collector with this object, so a reader made on
- * one thread can be used (one thread at a time) and closed on another without a shared arena,
- * whose close is a handshake with every Java thread. Nothing is allocated per call except for
- * names and keys longer than the name buffer.
+ * <p><b>Memory.</b> A reader over a path or a span runs no Java code during its calls. It holds
+ * an area lent by {@link ScratchPool#FILE_READERS} from open to close for its out-parameters,
+ * options and names, so its calls borrow nothing; when every kept area of that pool is held
+ * (many readers open at once), each of its calls borrows an area from {@link ScratchPool} for
+ * the call instead (the scratch rule in {@link Native}). Either way opening one allocates
+ * nothing in Java but this object, and the areas follow the readers or calls in progress, not
+ * the threads. A reader over a channel runs the channel's code between its downcalls, so it
+ * has an area of its own: out-parameters, the pending-read struct and a name buffer (one
+ * allocation) in an automatic arena, freed by the garbage collector with this object, so a
+ * reader made on one thread can be used (one thread at a time) and closed on another without a
+ * shared arena, whose close is a handshake with every Java thread. Nothing is allocated per
+ * call except for names and keys longer than the name buffer.
  *
  * <p><b>Entries.</b> {@link #entry} and {@link #find} return owned {@code HurrayFileEntry*}
  * pointers: the caller destroys them ({@link NativeFileEntry#destroy}), hands them to a
@@ -72,21 +74,35 @@ public final class NativeFileReader {
     private final FileChannel channel;
     /** Closes the channel's owner at {@link #close()}, or null. */
     private final Closeable onClose;
-    /** The reader's own area for a channel reader; null when each call borrows one from {@link ScratchPool}. */
+    /** The reader's own out-parameter slots and name buffer; null when each call borrows an area from {@link ScratchPool}. */
     private final MemorySegment ownOut;
     private final MemorySegment ownNameBuf;
+    /** A channel reader's pending-read struct; null for a path or span reader. */
     private final MemorySegment pendingRead;
+    /** The area lent by {@link ScratchPool#FILE_READERS}, given back when the native reader goes; null if none. */
+    private MemorySegment lent;
     /** The channel's first fatal failure, reported again by every later read. */
     private Throwable dead;
     private MemorySegment handle;
     private Leaks.Resource resource;
 
+    /**
+     * A reader over {@code channel} with its area from {@link #area()}; or, {@code channel}
+     * null, over a path or span with {@code area} lent by {@link ScratchPool#FILE_READERS}, or
+     * null to borrow per call.
+     */
     private NativeFileReader(FileChannel channel, Closeable onClose, MemorySegment area, MemorySegment handle) {
         this.channel = channel;
         this.onClose = onClose;
         this.ownOut = area == null ? null : area.asSlice(0, OUT_BYTES);
-        this.ownNameBuf = area == null ? null : area.asSlice(OUT_BYTES, NAME_BYTES);
-        this.pendingRead = area == null ? null : area.asSlice(OUT_BYTES + NAME_BYTES, HurrayFileRead.sizeof());
+        if (channel != null) {
+            this.ownNameBuf = area.asSlice(OUT_BYTES, NAME_BYTES);
+            this.pendingRead = area.asSlice(OUT_BYTES + NAME_BYTES, HurrayFileRead.sizeof());
+        } else {
+            this.ownNameBuf = area == null ? null : Native.textIn(area);
+            this.pendingRead = null;
+            this.lent = area;
+        }
         this.handle = handle;
     }
 
@@ -99,8 +115,8 @@ public final class NativeFileReader {
     }
 
     /**
-     * The out-parameter slots for one call (see the class comment on memory): the reader's own
-     * area, or an area lent for the call, which {@link #done} gives back.
+     * The out-parameter slots for one call (see the class comment on memory): the reader's own,
+     * or an area lent for the call, which {@link #done} gives back.
      */
     private MemorySegment out() {
         return ownOut != null ? ownOut : ScratchPool.borrow();
@@ -113,7 +129,7 @@ public final class NativeFileReader {
         }
     }
 
-    /** The name buffer that goes with {@code out} from {@link #out()}: the reader's own, or the lent area's {@code text} part. */
+    /** The name buffer that goes with {@code out} from {@link #out()}: the reader's own, or the call's area's {@code text} part. */
     private MemorySegment nameBuf(MemorySegment out) {
         return out == ownOut ? ownNameBuf : Native.textIn(out);
     }
@@ -226,8 +242,10 @@ public final class NativeFileReader {
     }
 
     private static NativeFileReader openByPath(byte[] path, Settings settings, boolean mapped) throws HurrayException {
-        // No Java code runs during these calls, so a lent scratch area may hold everything.
-        MemorySegment s = ScratchPool.borrow();
+        // No Java code runs during these calls, so a lent area may hold everything: the
+        // reader's own when one is free, else one for the open.
+        MemorySegment lent = ScratchPool.FILE_READERS.lendKept();
+        MemorySegment s = lent != null ? lent : ScratchPool.borrow();
         MemorySegment h;
         try {
             MemorySegment opts = settings.fill(Native.optionsIn(s));
@@ -246,11 +264,18 @@ public final class NativeFileReader {
             }
             Native.check(rc);
             h = s.get(ADDRESS, 0);
+        } catch (HurrayException | RuntimeException | Error e) {
+            if (lent != null) {
+                ScratchPool.FILE_READERS.takeBack(lent);
+            }
+            throw e;
         } finally {
-            ScratchPool.giveBack(s);
+            if (lent == null) {
+                ScratchPool.giveBack(s);
+            }
         }
         Native.debug(mapped ? "hurray: file reader {} opened over a file it mapped" : "hurray: file reader {} opened over a file", h);
-        return new NativeFileReader(null, null, null, h);
+        return new NativeFileReader(null, null, lent, h);
     }
 
     /**
@@ -291,18 +316,26 @@ public final class NativeFileReader {
     public static NativeFileReader openSpan(MemorySegment region, long length, Settings settings) throws HurrayException {
         // The raw address: the region's lifetime is managed by the caller (see above).
         MemorySegment data = length == 0 ? MemorySegment.NULL : MemorySegment.ofAddress(region.address());
-        // No Java code runs during these calls, so a lent scratch area may hold everything.
-        MemorySegment s = ScratchPool.borrow();
+        // As for a path: the reader's own lent area when one is free, else one for the open.
+        MemorySegment lent = ScratchPool.FILE_READERS.lendKept();
+        MemorySegment s = lent != null ? lent : ScratchPool.borrow();
         MemorySegment h;
         try {
             MemorySegment opts = settings.fill(Native.optionsIn(s));
             Native.check(hurray_h.hurray_file_reader_open_span(data, length, opts, s));
             h = s.get(ADDRESS, 0);
+        } catch (HurrayException | RuntimeException | Error e) {
+            if (lent != null) {
+                ScratchPool.FILE_READERS.takeBack(lent);
+            }
+            throw e;
         } finally {
-            ScratchPool.giveBack(s);
+            if (lent == null) {
+                ScratchPool.giveBack(s);
+            }
         }
         Native.debug("hurray: file reader {} opened over a span of {} bytes", h, length);
-        return new NativeFileReader(null, null, null, h);
+        return new NativeFileReader(null, null, lent, h);
     }
 
     /**
@@ -597,8 +630,10 @@ public final class NativeFileReader {
         MemorySegment h = handle;
         if (resource != null && !resource.disarm()) {
             // The leak cleaner ran first (the owner became unreachable during its own close):
-            // it destroyed the reader already; destroying it again would free it twice.
+            // it destroyed the reader and gave its area back already; doing either again would
+            // free them twice.
             handle = null;
+            lent = null;
             return;
         }
         int rc = destroyNative();
@@ -619,7 +654,7 @@ public final class NativeFileReader {
         }
     }
 
-    /** Destroys the native reader (not the channel); returns the status. */
+    /** Destroys the native reader (not the channel) and gives a lent area back; returns the status. */
     private int destroyNative() {
         MemorySegment out = out();
         try {
@@ -628,6 +663,11 @@ public final class NativeFileReader {
             return hurray_h.hurray_file_reader_destroy(out);
         } finally {
             done(out);
+            MemorySegment area = lent;
+            if (area != null) {
+                lent = null; // nothing of this reader touches it after
+                ScratchPool.FILE_READERS.takeBack(area);
+            }
         }
     }
 
@@ -639,8 +679,12 @@ public final class NativeFileReader {
     public void watch(Object owner, Runnable also) {
         MemorySegment h = handle;
         Closeable c = onClose;
+        MemorySegment area = lent;
         resource = Leaks.track(owner, "HurrayFile", () -> {
             ScratchPool.destroyThroughSlot(h, hurray_h::hurray_file_reader_destroy);
+            if (area != null) {
+                ScratchPool.FILE_READERS.takeBack(area);
+            }
             if (c != null) {
                 try {
                     c.close();

@@ -105,10 +105,13 @@ public final class TensorAdopters {
             boolean readOnly, Runnable onClose) throws HurrayException {
         Access access = Holder.ACCESS;
         Arena arena = scope == TensorScope.SHARED ? Arena.ofShared() : Arena.ofConfined();
+        MemorySegment s = ScratchPool.borrow(); // one lent area for every out-parameter below
         try {
-            MemorySegment d = NativeTensor.descriptor(tensor);
-            TensorDescriptor desc = descriptor(d, previous);
-            MemorySegment[] bufs = NativeTensor.buffers(tensor, desc.buffers(), arena);
+            MemorySegment d = NativeTensor.descriptor(tensor, s);
+            TensorDescriptor desc = descriptor(d, previous, s);
+            MemorySegment[] bufs = NativeTensor.buffers(tensor, desc.buffers(), arena, s);
+            ScratchPool.giveBack(s);
+            s = null;
             if (readOnly) {
                 for (int i = 0; i < bufs.length; i++) {
                     bufs[i] = bufs[i].asReadOnly();
@@ -116,6 +119,9 @@ public final class TensorAdopters {
             }
             return access.tracked(desc, bufs, arena, tensor, d, scope, onClose);
         } catch (HurrayException | RuntimeException | Error e) {
+            if (s != null) {
+                ScratchPool.giveBack(s);
+            }
             arena.close();
             NativeTensor.destroy(tensor);
             if (onClose != null) {
@@ -135,22 +141,25 @@ public final class TensorAdopters {
      * @param previous a descriptor to share when it has the same encoding, or null
      */
     public static TensorDescriptor descriptor(MemorySegment d, TensorDescriptor previous) throws HurrayException {
-        Access access = Holder.ACCESS;
-        DescriptorFields f;
-        NativeDescriptor twin;
         MemorySegment s = ScratchPool.borrow();
         try {
-            MemorySegment fields = NativeDescriptor.fields(d, s);
-            MemorySegment encoded = NativeDescriptor.encodedView(d, fields);
-            if (previous != null && access.hasEncoding(previous, encoded)) {
-                return previous;
-            }
-            f = NativeDescriptor.read(d, fields, s);
-            twin = NativeDescriptor.copyOf(encoded);
+            return descriptor(d, previous, s);
         } finally {
             ScratchPool.giveBack(s);
         }
-        return access.descriptor(f, twin);
+    }
+
+    /** As {@link #descriptor(MemorySegment, TensorDescriptor)}, in the caller's lent {@code area}. */
+    private static TensorDescriptor descriptor(MemorySegment d, TensorDescriptor previous, MemorySegment area)
+            throws HurrayException {
+        Access access = Holder.ACCESS;
+        MemorySegment fields = NativeDescriptor.fields(d, area);
+        MemorySegment encoded = NativeDescriptor.encodedView(d, fields);
+        if (previous != null && access.hasEncoding(previous, encoded)) {
+            return previous;
+        }
+        DescriptorFields f = NativeDescriptor.read(d, fields, area);
+        return access.descriptor(f, NativeDescriptor.copyOf(encoded));
     }
 
     /**

@@ -30,6 +30,7 @@ import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.function.LongSupplier;
 import java.util.jar.JarFile;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -49,7 +50,18 @@ class ScratchCallersTest {
     @TempDir
     Path dir;
 
-    private static void onVirtualThreads(int threads, ThrowingTask task) throws Exception {
+    /**
+     * Runs {@code task} once on this thread (its first use links downcalls and initializes
+     * classes, which other threads would wait for while holding areas), then on {@code threads}
+     * virtual threads, one call each; returns how many more areas each of {@code counters}
+     * counts after them than after the warm-up call.
+     */
+    private static long[] areasMade(int threads, ThrowingTask task, LongSupplier... counters) throws Exception {
+        task.run(0);
+        long[] made = new long[counters.length];
+        for (int c = 0; c < counters.length; c++) {
+            made[c] = -counters[c].getAsLong();
+        }
         try (ExecutorService vt = Executors.newVirtualThreadPerTaskExecutor()) {
             List<Future<?>> fs = new ArrayList<>();
             for (int i = 0; i < threads; i++) {
@@ -63,6 +75,10 @@ class ScratchCallersTest {
                 f.get();
             }
         }
+        for (int c = 0; c < counters.length; c++) {
+            made[c] += counters[c].getAsLong();
+        }
+        return made;
     }
 
     private interface ThrowingTask {
@@ -77,8 +93,7 @@ class ScratchCallersTest {
     void bufferAccessorsOnManyVirtualThreadsUseOnlyPooledAreas() throws Exception {
         try (Arena arena = Arena.ofShared()) {
             MemorySegment mem = arena.allocate(256, 64);
-            long pooled = ScratchPool.made();
-            onVirtualThreads(THREADS, i -> {
+            long[] made = areasMade(THREADS, i -> {
                 MemorySegment b = NativeBuffers.fromPtr(mem, 256, 64, 0, 0);
                 try {
                     long[] info = NativeBuffers.info(b);
@@ -89,23 +104,22 @@ class ScratchCallersTest {
                 } finally {
                     NativeBuffers.destroy(b);
                 }
-            });
-            assertBounded(ScratchPool.made() - pooled, "pooled areas");
+            }, ScratchPool::made);
+            assertBounded(made[0], "pooled areas");
         }
     }
 
     @Test
     void descriptorBuildsOnManyVirtualThreadsShareAFewBuildAreas() throws Exception {
-        long before = ScratchPool.BUILD.count();
-        onVirtualThreads(THREADS, i -> {
+        long[] made = areasMade(THREADS, i -> {
             DescriptorFields f = new DescriptorFields(ElementType.FLOAT32, Shape.of(1 + i % 97), Layout.rowMajor(), 0,
                     List.of(), null, "t" + i, Map.of());
             NativeDescriptor.Built built = NativeDescriptor.build(f);
             assertEquals(List.of(BufferSpec.cpu(4L * (1 + i % 97))), built.fields().buffers());
             assertEquals(1 + i % 97, NativeDescriptor.checkedTable(new DescriptorFields(ElementType.FLOAT32,
                     Shape.of(1 + i % 97), Layout.rowMajor(), 0, List.of(), null, null, Map.of())).get(0).byteSize() / 4);
-        });
-        assertBounded(ScratchPool.BUILD.count() - before, "build areas");
+        }, ScratchPool.BUILD::count);
+        assertBounded(made[0], "build areas");
     }
 
     @Test
@@ -113,16 +127,15 @@ class ScratchCallersTest {
         NativeDescriptor twin = NativeDescriptor.build(new DescriptorFields(ElementType.INT16, Shape.of(3, 5),
                 Layout.rowMajor(), 0, List.of(), null, "base", Map.of("k", new byte[] {7}))).descriptor();
         MemorySegment handle = twin.handle();
-        long pooled = ScratchPool.made();
-        onVirtualThreads(THREADS, i -> {
+        long[] made = areasMade(THREADS, i -> {
             DescriptorFields f = NativeDescriptor.read(handle);
             assertEquals(Shape.of(3, 5), f.shape());
             assertArrayEquals(new byte[] {7}, f.metadata().get("k"));
             assertEquals(NativeDescriptor.encodedView(handle).byteSize(), twin.encoded().length);
             DescriptorFields renamed = twin.withName(("r" + i).getBytes(StandardCharsets.UTF_8)).read();
             assertEquals("r" + i, renamed.name());
-        });
-        assertBounded(ScratchPool.made() - pooled, "pooled areas");
+        }, ScratchPool::made);
+        assertBounded(made[0], "pooled areas");
     }
 
     @Test
@@ -135,8 +148,7 @@ class ScratchCallersTest {
             w.metadata("m", "v".getBytes(StandardCharsets.UTF_8));
             w.finish();
         }
-        long pooled = ScratchPool.made();
-        onVirtualThreads(THREADS / 4, i -> {
+        long[] made = areasMade(THREADS / 4, i -> {
             try (HurrayFile file = i % 2 == 0 ? HurrayFile.open(path) : HurrayFile.map(path)) {
                 assertEquals(2, file.count());
                 assertEquals("b", file.name(1));
@@ -149,8 +161,36 @@ class ScratchCallersTest {
                 assertEquals("v", file.metadataString("m").orElseThrow());
                 assertEquals(2, file.entries().size());
             }
-        });
-        assertBounded(ScratchPool.made() - pooled, "pooled areas");
+        }, ScratchPool::made, ScratchPool.FILE_READERS::count);
+        assertBounded(made[0], "pooled areas");
+        assertBounded(made[1], "reader areas");
+    }
+
+    @Test
+    void readersBeyondTheKeptAreasBorrowPerCallAndMakeNoArea() throws Exception {
+        Path path = dir.resolve("many.hrry");
+        try (HurrayFileWriter w = HurrayFile.create(path); Tensor a = Tensor.of("a", new long[] {9, 8}, 2)) {
+            w.add(a);
+            w.finish();
+        }
+        List<HurrayFile> open = new ArrayList<>();
+        try {
+            for (int i = 0; i < ScratchPool.KEEP + 5; i++) {
+                open.add(i % 2 == 0 ? HurrayFile.open(path) : HurrayFile.map(path));
+            }
+            for (HurrayFile f : open) {
+                assertEquals("a", f.name(0));
+                try (Tensor t = f.read("a")) {
+                    assertArrayEquals(new long[] {9, 8}, t.toLongArray());
+                }
+            }
+            assertTrue(ScratchPool.FILE_READERS.count() <= ScratchPool.KEEP,
+                    ScratchPool.FILE_READERS.count() + " reader areas for " + open.size() + " open readers");
+        } finally {
+            for (HurrayFile f : open) {
+                f.close();
+            }
+        }
     }
 
     /**
