@@ -20,7 +20,8 @@ import java.util.regex.Pattern;
 import javax.management.ObjectName;
 
 /**
- * The native memory that per-thread scratch areas cost with one virtual thread per request:
+ * The native memory that scratch areas cost with one virtual thread per request (areas are
+ * lent by pools, so it stays flat; an area per thread would show as about 4 KiB per thread):
  * {@code N} short-lived virtual threads (default 100,000) each read one small tensor from
  * memory (with {@code build}, each also encodes a named descriptor of its own shape, the path
  * that lays a descriptor spec out; with {@code file}, each instead opens a small HRRYFILE by

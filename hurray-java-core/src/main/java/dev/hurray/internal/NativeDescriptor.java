@@ -327,9 +327,8 @@ public final class NativeDescriptor {
         MemorySegment spec = area.asSlice(0, HurrayDescriptorSpec.sizeof());
         layOut(f, name, keys, values, area);
         List<BufferSpec> buffers = f.buffers();
-        // A lent area, not the thread's: the first per-thread area of a virtual thread is made in
-        // an automatic arena, whose cleaner registration may park the thread, and a thread
-        // parked while it holds the build area makes the pool lend others.
+        // The out-parameters go in an area of the out-parameter pool, lent around the downcalls
+        // only (the build area holds the spec).
         MemorySegment slot = ScratchPool.borrow();
         MemorySegment raw;
         List<BufferSpec> table = buffers;
