@@ -462,9 +462,14 @@ public final class NativeFileReader {
     /** Entry {@code index} in name order ({@code hurray_file_reader_entry}): an owned pointer (see the class comment). */
     public MemorySegment entry(long index) throws HurrayException {
         MemorySegment h = live();
+        return callForAddress(out -> hurray_h.hurray_file_reader_entry(h, index, out));
+    }
+
+    /** Makes call {@code op} with this call's out-parameter slots as {@link #call} does; returns the pointer it wrote. */
+    private MemorySegment callForAddress(java.util.function.ToIntFunction<MemorySegment> op) throws HurrayException {
         MemorySegment out = out();
         try {
-            call(() -> hurray_h.hurray_file_reader_entry(h, index, out));
+            call(() -> op.applyAsInt(out));
             return out.get(ADDRESS, 0);
         } finally {
             done(out);
@@ -518,13 +523,7 @@ public final class NativeFileReader {
     /** Reads the tensor of {@code entry} ({@code hurray_file_reader_read_tensor}): an owned {@code HurrayTensor*}. */
     public MemorySegment readTensor(MemorySegment entry) throws HurrayException {
         MemorySegment h = live();
-        MemorySegment out = out();
-        try {
-            call(() -> hurray_h.hurray_file_reader_read_tensor(h, entry, out));
-            return out.get(ADDRESS, 0);
-        } finally {
-            done(out);
-        }
+        return callForAddress(out -> hurray_h.hurray_file_reader_read_tensor(h, entry, out));
     }
 
     /**
