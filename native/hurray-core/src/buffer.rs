@@ -99,6 +99,14 @@ impl BufferHandle {
     }
 }
 
+/// The alignment of an [`AlignedBuf`]: a power of two, at most [`MAX_BUFFER_ALIGNMENT`].
+fn check_buf_alignment(align: u64) -> Result<usize> {
+    if align == 0 || !align.is_power_of_two() || align > MAX_BUFFER_ALIGNMENT {
+        bail!(InvalidAlignment, "alignment {align} is not a supported power of two");
+    }
+    Ok(align as usize)
+}
+
 /// Checks an alignment for a device tag (see [`BufferHandle::new`]).
 pub fn check_alignment(alignment: u64, device_tag: DeviceTag) -> Result<()> {
     if alignment == 0 || !alignment.is_power_of_two() {
@@ -115,6 +123,34 @@ pub fn check_alignment(alignment: u64, device_tag: DeviceTag) -> Result<()> {
     Ok(())
 }
 
+/// Alignment of the allocator blocks behind a [growable](AlignedBuf::growable) buffer: what the
+/// C allocator's `malloc` guarantees on 64-bit platforms, so that growing is the allocator's
+/// own `realloc` (see [`AlignedBuf::grow_if_full`]).
+const BLOCK_ALIGN: usize = 16;
+
+/// How an [`AlignedBuf`]'s allocation relates to its bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Block {
+    /// The allocation is exactly `cap` bytes at `ptr`, aligned to `align`.
+    Exact,
+    /// The allocation is a block of `cap + slack(align)` bytes aligned to
+    /// `min(align, BLOCK_ALIGN)` that starts `offset` bytes before `ptr`: the bytes sit at the
+    /// block's first `align`-aligned address, so the block can be given to `realloc`, which
+    /// may enlarge it without moving the bytes (see [`AlignedBuf::grow_if_full`]).
+    Slack { offset: usize },
+}
+
+/// Alignment of a [`Block::Slack`] block for buffers aligned to `align`.
+fn block_align(align: usize) -> usize {
+    align.min(BLOCK_ALIGN)
+}
+
+/// Bytes a [`Block::Slack`] block needs beyond the buffer's capacity, so that an
+/// `align`-aligned address with `cap` bytes after it lies inside wherever the block starts.
+fn slack(align: usize) -> usize {
+    align - block_align(align)
+}
+
 /// An owned, aligned heap allocation filled front to back. Bytes `[0, filled)` are initialised;
 /// the rest are not and can only be reached as `MaybeUninit`. The allocation may be larger
 /// than the buffer (`capacity() >= len()`) when a [`BufferPool`](crate::BufferPool) reuses it
@@ -127,12 +163,21 @@ pub struct AlignedBuf {
     cap: usize,
     align: usize,
     filled: usize,
+    block: Block,
 }
 
 // SAFETY: AlignedBuf owns its allocation exclusively, like a Vec<u8>.
 unsafe impl Send for AlignedBuf {}
 // SAFETY: shared access only reads initialised bytes.
 unsafe impl Sync for AlignedBuf {}
+
+/// Checks `len` against the address space, with room for an alignment's worth of slack.
+fn fit_len(len: u64, align: usize) -> Result<usize> {
+    usize::try_from(len)
+        .ok()
+        .filter(|&l| l <= isize::MAX as usize - align)
+        .ok_or_else(|| err!(LimitExceeded, "{len} bytes do not fit in the address space"))
+}
 
 impl AlignedBuf {
     /// Reserves `len` bytes aligned to `align` (a power of two). Memory is not touched, so a
@@ -141,18 +186,10 @@ impl AlignedBuf {
     /// Errors: `InvalidAlignment` for a bad alignment, `LimitExceeded` when `len` does not fit
     /// the address space, `OutOfMemory` when the allocator refuses.
     pub fn new(len: u64, align: u64) -> Result<Self> {
-        if align == 0 || !align.is_power_of_two() || align > MAX_BUFFER_ALIGNMENT {
-            bail!(InvalidAlignment, "alignment {align} is not a supported power of two");
-        }
-        let len = usize::try_from(len)
-            .ok()
-            .filter(|&l| l <= isize::MAX as usize - align as usize)
-            .ok_or_else(|| err!(LimitExceeded, "{len} bytes do not fit in the address space"))?;
-        let align = align as usize;
+        let align = check_buf_alignment(align)?;
+        let len = fit_len(len, align)?;
         if len == 0 {
-            // A dangling pointer with the requested alignment: valid for zero-byte access.
-            let ptr = NonNull::new(align as *mut u8).expect("align is non-zero");
-            return Ok(AlignedBuf { ptr, len: 0, cap: 0, align, filled: 0 });
+            return Ok(AlignedBuf::empty(align));
         }
         let layout =
             Layout::from_size_align(len, align).map_err(|_| err!(InvalidAlignment, "bad layout {len}/{align}"))?;
@@ -160,7 +197,14 @@ impl AlignedBuf {
         let raw = unsafe { alloc::alloc(layout) };
         let ptr =
             NonNull::new(raw).ok_or_else(|| err!(OutOfMemory, "could not allocate {len} bytes aligned to {align}"))?;
-        Ok(AlignedBuf { ptr, len, cap: len, align, filled: 0 })
+        Ok(AlignedBuf { ptr, len, cap: len, align, filled: 0, block: Block::Exact })
+    }
+
+    /// A zero-capacity buffer: a dangling pointer with the requested alignment, valid for
+    /// zero-byte access.
+    fn empty(align: usize) -> Self {
+        let ptr = NonNull::new(align as *mut u8).expect("align is non-zero");
+        AlignedBuf { ptr, len: 0, cap: 0, align, filled: 0, block: Block::Exact }
     }
 
     /// A buffer of `len` bytes aligned to `align` whose allocation starts at
@@ -169,13 +213,16 @@ impl AlignedBuf {
     ///
     /// Errors: as [`new`](Self::new) (`len` is checked against the address space up front).
     pub fn growable(len: u64, align: u64, initial: usize) -> Result<Self> {
-        let first = len.min(initial as u64);
-        let mut b = Self::new(first, align)?;
-        if len > first {
-            b.len = usize::try_from(len)
-                .ok()
-                .filter(|&l| l <= isize::MAX as usize - b.align)
-                .ok_or_else(|| err!(LimitExceeded, "{len} bytes do not fit in the address space"))?;
+        let align = check_buf_alignment(align)?;
+        let len = fit_len(len, align)?;
+        if len <= initial {
+            return Self::new(len as u64, align as u64);
+        }
+        let mut b = AlignedBuf::empty(align);
+        b.len = len;
+        b.block = Block::Slack { offset: 0 };
+        if initial > 0 {
+            b.resize_block(initial)?;
         }
         Ok(b)
     }
@@ -184,29 +231,65 @@ impl AlignedBuf {
     /// allocation to `min(len, max(2 × capacity, 64 KiB))`, keeping the filled prefix. A no-op
     /// otherwise. So the allocation is never more than twice the bytes filled plus 64 KiB.
     ///
+    /// The filled bytes are not copied where the allocator can avoid it: a growable buffer's
+    /// block goes to the allocator's `realloc`, which enlarges it in place when the memory
+    /// after it is free, and which (glibc, for blocks it maps, i.e. every block above its mmap
+    /// threshold of at most 32 MiB) moves a large block by remapping its pages, so neither the
+    /// bytes nor their pages are touched again. Only when the block comes back at another
+    /// offset from the alignment (a small block the allocator moved by copying) are the filled
+    /// bytes moved inside it.
+    ///
     /// Errors: `OutOfMemory` when the allocator refuses (the buffer is unchanged).
     pub fn grow_if_full(&mut self) -> Result<()> {
         if self.filled < self.cap.min(self.len) || self.filled == self.len {
             return Ok(());
         }
         let new_cap = self.len.min(self.cap.saturating_mul(2).max(GROW_MIN_BYTES));
+        // An exact allocation holds its whole length (cap >= len), so it returned above.
+        debug_assert!(matches!(self.block, Block::Slack { .. }));
+        self.resize_block(new_cap)
+    }
+
+    /// Gives a [`Block::Slack`] buffer an allocation of `new_cap` bytes (more than its
+    /// capacity), keeping its filled prefix; the buffer is unchanged on error.
+    fn resize_block(&mut self, new_cap: usize) -> Result<()> {
+        let Block::Slack { offset } = self.block else {
+            unreachable!("resize_block on an exact allocation");
+        };
+        debug_assert!(new_cap > self.cap && new_cap <= self.len);
+        let balign = block_align(self.align);
+        let new_size = new_cap + slack(self.align);
         let raw = if self.cap == 0 {
-            let layout = Layout::from_size_align(new_cap, self.align)
-                .map_err(|_| err!(InvalidAlignment, "bad layout {new_cap}/{}", self.align))?;
-            // SAFETY: layout has non-zero size (new_cap > filled == cap == 0).
-            unsafe { alloc::alloc(layout) }
+            // SAFETY: the layout has non-zero size (new_cap > cap == 0) and a valid alignment
+            // (a power of two); its size fits isize once rounded up (new_cap <= len, checked by
+            // `fit_len` with room for the slack).
+            unsafe { alloc::alloc(Layout::from_size_align_unchecked(new_size, balign)) }
         } else {
-            // SAFETY: ptr was allocated with exactly this layout (cap, align); new_cap > cap is
-            // non-zero and, as it is at most len, fits isize once rounded up to align (checked
-            // in `growable`).
+            // SAFETY: the block starts `offset` bytes before ptr and was allocated with exactly
+            // this layout (cap + slack, balign); new_size is non-zero and fits isize as above.
             unsafe {
-                alloc::realloc(self.ptr.as_ptr(), Layout::from_size_align_unchecked(self.cap, self.align), new_cap)
+                alloc::realloc(
+                    self.ptr.as_ptr().sub(offset),
+                    Layout::from_size_align_unchecked(self.cap + slack(self.align), balign),
+                    new_size,
+                )
             }
         };
-        self.ptr = NonNull::new(raw).ok_or_else(|| {
+        let raw = NonNull::new(raw).ok_or_else(|| {
             err!(OutOfMemory, "could not grow a buffer to {new_cap} bytes ({} of {} received)", self.filled, self.len)
         })?;
+        let new_offset = raw.as_ptr().align_offset(self.align);
+        debug_assert!(new_offset <= slack(self.align));
+        if self.cap != 0 && new_offset != offset {
+            // SAFETY: realloc kept the block's first cap + slack bytes, so the filled prefix
+            // is at `offset`; both ranges lie inside the new block (offsets at most the slack,
+            // filled <= cap < new_cap). `copy` allows the overlap.
+            unsafe { std::ptr::copy(raw.as_ptr().add(offset), raw.as_ptr().add(new_offset), self.filled) };
+        }
+        // SAFETY: new_offset <= slack, inside the block of new_cap + slack bytes.
+        self.ptr = unsafe { raw.add(new_offset) };
         self.cap = new_cap;
+        self.block = Block::Slack { offset: new_offset };
         Ok(())
     }
 
@@ -299,9 +382,22 @@ impl AlignedBuf {
 
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
-        if self.cap != 0 {
-            // SAFETY: allocated in `new`/`grow_if_full` with exactly this layout.
-            unsafe { alloc::dealloc(self.ptr.as_ptr(), Layout::from_size_align_unchecked(self.cap, self.align)) }
+        if self.cap == 0 {
+            return;
+        }
+        match self.block {
+            // SAFETY: allocated in `new` with exactly this layout.
+            Block::Exact => unsafe {
+                alloc::dealloc(self.ptr.as_ptr(), Layout::from_size_align_unchecked(self.cap, self.align))
+            },
+            // SAFETY: the block starts `offset` bytes before ptr, allocated in `resize_block`
+            // with exactly this layout.
+            Block::Slack { offset } => unsafe {
+                alloc::dealloc(
+                    self.ptr.as_ptr().sub(offset),
+                    Layout::from_size_align_unchecked(self.cap + slack(self.align), block_align(self.align)),
+                )
+            },
         }
     }
 }
