@@ -278,8 +278,8 @@ impl AlignedBuf {
         let raw = NonNull::new(raw).ok_or_else(|| {
             err!(OutOfMemory, "could not grow a buffer to {new_cap} bytes ({} of {} received)", self.filled, self.len)
         })?;
-        let new_offset = raw.as_ptr().align_offset(self.align);
-        debug_assert!(new_offset <= slack(self.align));
+        // The block is aligned to block_align, so this is at most the slack.
+        let new_offset = (self.align - (raw.as_ptr() as usize & (self.align - 1))) & (self.align - 1);
         if self.cap != 0 && new_offset != offset {
             // SAFETY: realloc kept the block's first cap + slack bytes, so the filled prefix
             // is at `offset`; both ranges lie inside the new block (offsets at most the slack,
@@ -450,35 +450,90 @@ mod tests {
         assert_eq!(AlignedBuf::new(u64::MAX, 64).unwrap_err().kind(), ErrorKind::LimitExceeded);
     }
 
+    /// Fills `b` in steps cycled from `steps`, growing before each and checking at every step
+    /// that the filled bytes are intact, the pointer aligned and the allocation at most twice
+    /// the bytes filled plus `slack_bytes`. Returns the bytes written.
+    fn fill_checked(b: &mut AlignedBuf, steps: &[usize], slack_bytes: usize) -> Vec<u8> {
+        let mut want = Vec::with_capacity(b.len());
+        let mut k = 0usize;
+        while !b.is_full() {
+            let before = b.capacity();
+            b.grow_if_full().unwrap();
+            assert_eq!(b.as_ptr() as usize % b.align(), 0, "aligned after growing to {}", b.capacity());
+            if b.capacity() != before {
+                assert!(b.as_slice() == &want[..], "the filled prefix survives growing to {}", b.capacity());
+            }
+            assert!(
+                b.capacity() <= 2 * b.filled() + slack_bytes,
+                "capacity {} for {} filled",
+                b.capacity(),
+                b.filled()
+            );
+            let spare = b.spare_mut();
+            let n = spare.len().min(steps[k % steps.len()]);
+            let bytes: Vec<u8> = (0..n).map(|i| ((want.len() + i) * 7 + k) as u8).collect();
+            spare[..n].write_copy_of_slice(&bytes);
+            b.advance(n);
+            want.extend_from_slice(&bytes);
+            k += 1;
+        }
+        want
+    }
+
     #[test]
     fn growable_buffers_grow_with_their_bytes_keeping_prefix_and_alignment() {
-        for align in [64u64, 4096] {
-            let mut b = AlignedBuf::growable(1_000_000, align, 10).unwrap();
-            assert_eq!((b.len(), b.capacity()), (1_000_000, 10));
-            let mut want = Vec::new();
-            let mut i = 0usize;
-            while !b.is_full() {
-                b.grow_if_full().unwrap();
-                assert_eq!(b.as_ptr() as usize % align as usize, 0);
-                assert!(b.capacity() <= 2 * b.filled() + GROW_MIN_BYTES.max(10));
-                let spare = b.spare_mut();
-                let n = spare.len().min(3001);
-                let bytes: Vec<u8> = (0..n).map(|k| (i + k) as u8).collect();
-                spare[..n].write_copy_of_slice(&bytes);
-                b.advance(n);
-                want.extend_from_slice(&bytes);
-                i += 1;
+        for align in [64u64, 4096, 1 << 21] {
+            // Steps that end exactly on each capacity boundary (64 KiB, then the whole offer),
+            // straddle one (3001 bytes), and cross one a byte at a time.
+            for (initial, steps) in [
+                (GROW_MIN_BYTES, &[GROW_MIN_BYTES, 1, 1, usize::MAX][..]),
+                (10, &[3001][..]),
+                (0, &[1, GROW_MIN_BYTES - 1, 2][..]),
+                (100_000, &[usize::MAX][..]),
+            ] {
+                let len = 12 * GROW_MIN_BYTES + 17;
+                let mut b = AlignedBuf::growable(len as u64, align, initial).unwrap();
+                assert_eq!((b.len(), b.capacity()), (len, initial));
+                let want = fill_checked(&mut b, steps, GROW_MIN_BYTES.max(initial));
+                assert_eq!(b.as_slice(), &want[..]);
+                assert_eq!((b.len(), b.capacity()), (len, len));
+                let at = b.as_ptr();
+                b.grow_if_full().unwrap(); // full: neither grows nor moves
+                assert_eq!((b.capacity(), b.as_ptr()), (len, at));
+                // Reused as a pool reuses it: a shorter buffer in the same block, no growth.
+                b.reset(len - 5);
+                let again = fill_checked(&mut b, &[usize::MAX], len);
+                assert_eq!((b.as_slice(), b.capacity()), (&again[..], len));
             }
-            assert_eq!(b.as_slice(), &want[..]);
-            assert_eq!(b.capacity(), 1_000_000);
-            b.grow_if_full().unwrap(); // full: a no-op
-            assert_eq!(b.capacity(), 1_000_000);
         }
+        // A length within the first allocation is an ordinary exact one.
+        let b = AlignedBuf::growable(1000, 64, 4096).unwrap();
+        assert_eq!((b.capacity(), b.block), (1000, Block::Exact));
         // Starting from nothing, and a length the address space cannot hold.
         let mut z = AlignedBuf::growable(5, 64, 0).unwrap();
         assert_eq!(z.spare_mut().len(), 0);
         z.grow_if_full().unwrap();
         assert_eq!((z.capacity(), z.spare_mut().len()), (5, 5));
         assert_eq!(AlignedBuf::growable(u64::MAX, 64, 10).unwrap_err().kind(), ErrorKind::LimitExceeded);
+    }
+
+    #[test]
+    fn a_growable_buffer_declaring_a_terabyte_allocates_by_its_bytes() {
+        let mut b = AlignedBuf::growable(1 << 40, 64, GROW_MIN_BYTES).unwrap();
+        assert_eq!(b.capacity(), GROW_MIN_BYTES, "only the first step is allocated");
+        let mut filled = 0;
+        for _ in 0..5 {
+            b.grow_if_full().unwrap();
+            let n = b.spare_mut().len();
+            b.spare_mut().iter_mut().for_each(|x| {
+                x.write(3);
+            });
+            b.advance(n);
+            filled += n;
+            assert!(b.capacity() <= 2 * filled, "capacity {} for {filled} bytes", b.capacity());
+        }
+        b.grow_if_full().unwrap();
+        assert_eq!((b.filled(), b.capacity()), (16 * GROW_MIN_BYTES, 32 * GROW_MIN_BYTES));
+        assert!(b.as_slice().iter().all(|&x| x == 3));
     }
 }
