@@ -60,7 +60,12 @@ import org.apache.arrow.vector.ipc.message.ArrowBlock;
  *
  * <pre>java -Xms1g -Xmx1g --enable-native-access=ALL-UNNAMED \
  *   --add-opens=java.base/java.nio=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow \
- *   -cp hurray-java-bench/target/benchmarks.jar dev.hurray.bench.ArrowTensorsBench [N] [ROUNDS] [DIR]</pre>
+ *   -cp hurray-java-bench/target/benchmarks.jar dev.hurray.bench.ArrowTensorsBench [N] [ROUNDS] [DIR] [OPS]</pre>
+ *
+ * <p>{@code OPS} runs only the named operations (comma-separated, as in {@code names} in
+ * {@link #main}, e.g. {@code "memcpy,raw loopback,tensor -> stream"}); a row is printed when its
+ * operation and its baseline ran. {@code -Dhurray.library.path=} another build's
+ * {@code libhurray.so} compares two native builds with the same Java code, JVM by JVM.
  */
 public final class ArrowTensorsBench {
     static final int DIM = 768;
@@ -391,8 +396,6 @@ public final class ArrowTensorsBench {
         int rows = args.length > 0 ? Integer.parseInt(args[0]) : 100_000;
         int rounds = args.length > 1 ? Integer.parseInt(args[1]) : 7;
         Path dir = args.length > 2 ? Path.of(args[2]) : Files.createTempDirectory("hurray-arrow-bench");
-        // A fourth argument picks operations by name (comma-separated, e.g. "memcpy,column open");
-        // rows whose operation or baseline did not run are left out.
         List<String> only = args.length > 3 ? Arrays.asList(args[3].split(",")) : null;
         ArrowTensorsBench b = new ArrowTensorsBench(rows, dir);
         String[] names = {"memcpy", "column map", "column open", "raw loopback", "ipc -> stream", "hrry lookup", "arrow lookup",
