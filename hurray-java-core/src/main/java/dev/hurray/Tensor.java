@@ -5,6 +5,7 @@ import dev.hurray.internal.Leaks;
 import dev.hurray.internal.NativeDescriptor;
 import dev.hurray.internal.NativeLayouts;
 import dev.hurray.internal.NativeTensor;
+import dev.hurray.internal.PayloadPool;
 import dev.hurray.internal.TensorAdopters;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -188,6 +189,15 @@ public final class Tensor implements AutoCloseable {
      * @throws IllegalArgumentException if a buffer's device tag is not {@link DeviceTag#CPU}
      */
     public static Tensor allocate(TensorDescriptor descriptor, TensorScope scope) {
+        return allocate(descriptor, scope, false);
+    }
+
+    /**
+     * As {@link #allocate(TensorDescriptor, TensorScope)}; with {@code filledNow}, the caller
+     * overwrites every byte of every buffer before the tensor is returned, so small buffers come
+     * from {@link PayloadPool} uncleared.
+     */
+    private static Tensor allocate(TensorDescriptor descriptor, TensorScope scope, boolean filledNow) {
         Objects.requireNonNull(descriptor, "descriptor");
         Objects.requireNonNull(scope, "scope");
         for (BufferSpec b : descriptor.buffers()) {
@@ -200,7 +210,8 @@ public final class Tensor implements AutoCloseable {
             MemorySegment[] bufs = new MemorySegment[descriptor.buffers().size()];
             for (int i = 0; i < bufs.length; i++) {
                 BufferSpec b = descriptor.buffers().get(i);
-                bufs[i] = arena.allocate(b.byteSize(), b.alignment());
+                bufs[i] = filledNow ? PayloadPool.filledLater(arena, b.byteSize(), b.alignment())
+                        : arena.allocate(b.byteSize(), b.alignment());
             }
             return new Tensor(descriptor, bufs, arena, null, null, scope);
         } catch (RuntimeException | Error e) {
@@ -229,7 +240,7 @@ public final class Tensor implements AutoCloseable {
                         + " bytes, buffer " + i + " declares " + want);
             }
         }
-        Tensor t = allocate(descriptor);
+        Tensor t = allocate(descriptor, TensorScope.CONFINED, true);
         for (int i = 0; i < contents.length; i++) {
             MemorySegment.copy(contents[i], 0, t.buffers[i], 0, contents[i].byteSize());
         }
@@ -451,7 +462,8 @@ public final class Tensor implements AutoCloseable {
             throw new IllegalArgumentException("shape " + s + " has " + s.elementCount() + " elements, the data "
                     + length);
         }
-        return allocate(name == null ? TensorDescriptor.of(type, s) : TensorDescriptor.builder(type, s).name(name).build());
+        return allocate(name == null ? TensorDescriptor.of(type, s) : TensorDescriptor.builder(type, s).name(name).build(),
+                TensorScope.CONFINED, true);
     }
 
     private static void requireWidth(ElementType type, int bits) {

@@ -326,7 +326,12 @@ public final class TensorDescriptor {
         b.buffers.addAll(buffers());
         b.quantization = fields.quantization();
         b.name = fields.name();
-        fields.metadata().forEach((k, v) -> b.metadata.put(k, v.clone()));
+        if (!fields.metadata().isEmpty()) {
+            // The descriptor's values are never changed: the builder shares them until it is
+            // changed itself.
+            b.metadata = fields.metadata();
+            b.metadataShared = true;
+        }
         return b;
     }
 
@@ -424,7 +429,10 @@ public final class TensorDescriptor {
         private final List<BufferSpec> buffers = new ArrayList<>();
         private Quantization quantization;
         private String name;
-        private final Map<String, byte[]> metadata = new LinkedHashMap<>();
+        // Null until the first entry; after build() (or toBuilder()) the map belongs to a
+        // descriptor too, and the next change copies it first.
+        private Map<String, byte[]> metadata;
+        private boolean metadataShared;
 
         private Builder(ElementType elementType, Shape shape) {
             this.elementType = Objects.requireNonNull(elementType, "elementType");
@@ -485,7 +493,15 @@ public final class TensorDescriptor {
          * most 256 entries; checked by {@link #build()}). The value is copied.
          */
         public Builder metadata(String key, byte[] value) {
-            metadata.put(Objects.requireNonNull(key, "key"), value.clone());
+            Objects.requireNonNull(key, "key");
+            byte[] copy = value.clone();
+            if (metadata == null) {
+                metadata = new LinkedHashMap<>(4);
+            } else if (metadataShared) {
+                metadata = new LinkedHashMap<>(metadata);
+                metadataShared = false;
+            }
+            metadata.put(key, copy);
             return this;
         }
 
@@ -533,16 +549,17 @@ public final class TensorDescriptor {
          * checked error.
          */
         TensorDescriptor buildChecked() throws HurrayException {
+            Map<String, byte[]> md = metadata == null ? Collections.emptyMap() : metadata;
             DescriptorFields f = new DescriptorFields(elementType, shape, layout, byteOffset,
-                    List.copyOf(buffers), quantization, name, metadata);
+                    buffers.isEmpty() ? List.of() : List.copyOf(buffers), quantization, name, md);
+            metadataShared = metadata != null;
             if (!isPlain(f)) {
                 NativeDescriptor.Built b = NativeDescriptor.build(f);
                 return new TensorDescriptor(b.fields(), b.descriptor(), false);
             }
             byte[] nameBytes = name == null ? null : DescriptorLimits.checkName(name);
-            byte[][] keys = DescriptorLimits.checkMetadata(metadata);
+            byte[][] keys = DescriptorLimits.checkMetadata(md);
             List<BufferSpec> table = DescriptorLimits.validatedTable(f);
-            Map<String, byte[]> md = metadata.isEmpty() ? Collections.emptyMap() : new LinkedHashMap<>(metadata);
             TensorDescriptor d = new TensorDescriptor(new DescriptorFields(elementType, shape, layout, byteOffset,
                     table, quantization, name, md), null, true);
             d.nameUtf8 = nameBytes;

@@ -52,9 +52,10 @@
  * {@code --enable-native-access=dev.hurray.ffm,dev.hurray} (module path; this jar is module
  * {@code dev.hurray}); the native library travels in the {@code hurray-java-ffm} jar (under
  * {@code META-INF/native/OS-ARCH/}) and {@code -Dhurray.library.path=...} points at another
- * build. Loading it logs one INFO line (SLF4J) with its origin and C ABI version;
- * {@code -Dhurray.trace.downcalls=true} logs every native call at INFO on logger
- * {@code dev.hurray.ffm.downcalls}.
+ * build. A successful load logs nothing (it does not start the application's SLF4J provider);
+ * {@code dev.hurray.ffm.NativeLibrary.source()} says where the library came from, and
+ * {@code -Dhurray.trace.downcalls=true} logs the load and every native call at INFO (loggers
+ * {@code dev.hurray.ffm.NativeLibrary} and {@code dev.hurray.ffm.downcalls}).
  *
  * <h2>This documentation</h2>
  * Built with the jar: {@code ./mvnw -B -ntp -q package -DskipTests -pl hurray-java-core -am}

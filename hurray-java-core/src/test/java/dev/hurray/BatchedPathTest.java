@@ -154,4 +154,46 @@ class BatchedPathTest {
             }
         }
     }
+
+    /**
+     * The writer lays short names, keys and values into one image and copies long ones on their
+     * own: every length around that boundary (and the format's maxima) arrives intact, in
+     * order, with default and batching writers alike.
+     */
+    @Test
+    void namesKeysAndValuesOfEveryLengthArriveIntact() throws IOException {
+        int[] lengths = {0, 1, 7, 8, 9, 255, 256, 257, 300, 4096, 65536};
+        Random r = new Random(42);
+        List<TensorDescriptor> sent = new ArrayList<>();
+        for (int n : lengths) {
+            byte[] v = new byte[n];
+            r.nextBytes(v);
+            String key = "k".repeat(Math.max(1, Math.min(256, n)));
+            String name = n == 0 ? null : "n".repeat(Math.min(4096, n));
+            TensorDescriptor.Builder b = TensorDescriptor.builder(ElementType.INT8, 3).name(name)
+                    .metadata(key, v).metadata("short", "s").metadata("empty", new byte[0]);
+            sent.add(b.build());
+        }
+        for (WriterOptions o : List.of(WriterOptions.defaults(), WriterOptions.defaults().withBatchBytes(64 * 1024))) {
+            ByteArrayOutputStream out = new ByteArrayOutputStream();
+            try (Writer w = Writer.of(out, o)) {
+                for (TensorDescriptor d : sent) {
+                    w.write(d, MemorySegment.ofArray(new byte[] {1, 2, 3}));
+                }
+            }
+            try (Reader rd = Reader.of(out.toByteArray())) {
+                for (TensorDescriptor d : sent) {
+                    try (Tensor t = rd.read()) {
+                        assertEquals(d.name(), t.descriptor().name());
+                        assertEquals(List.copyOf(d.metadata().keySet()), List.copyOf(t.descriptor().metadata().keySet()));
+                        for (String k : d.metadata().keySet()) {
+                            assertArrayEquals(d.metadata().get(k), t.descriptor().metadata().get(k), k);
+                        }
+                        assertArrayEquals(new byte[] {1, 2, 3}, t.toByteArray());
+                    }
+                }
+                assertNull(rd.read());
+            }
+        }
+    }
 }

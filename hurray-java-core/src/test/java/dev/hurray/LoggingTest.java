@@ -7,10 +7,11 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /**
- * What the library logs through SLF4J (slf4j-simple is the tests' provider): one INFO line when
- * the native library loads, with its origin and C ABI version, and with
- * {@code -Dhurray.trace.downcalls=true} one INFO line per native call on
- * {@code dev.hurray.ffm.downcalls}. Runs in a child JVM, where the library is not loaded yet.
+ * What the library logs through SLF4J (slf4j-simple is the tests' provider): nothing for a
+ * successful load and a first tensor, without even starting SLF4J; with
+ * {@code -Dhurray.trace.downcalls=true}, one INFO line when the native library loads (its origin
+ * and C ABI version) and one per native call on {@code dev.hurray.ffm.downcalls}. Runs in a
+ * child JVM, where the library is not loaded yet.
  */
 class LoggingTest {
     /** The child: makes one tensor (a few downcalls) and exits. */
@@ -19,6 +20,7 @@ class LoggingTest {
             try (Tensor t = Tensor.of(new float[] {1, 2}, 2)) {
                 System.out.println("child: " + t.descriptor());
             }
+            System.out.println("child source: " + dev.hurray.ffm.NativeLibrary.source());
         }
     }
 
@@ -29,6 +31,7 @@ class LoggingTest {
                 "-Dhurray.library.path=" + System.getProperty("hurray.library.path", ""),
                 "-Dhurray.trace.downcalls=" + trace,
                 "-Dorg.slf4j.simpleLogger.logFile=System.out",
+                "-Xlog:class+load=info:stdout",
                 Child.class.getName());
         pb.redirectErrorStream(true);
         Process p = pb.start();
@@ -39,14 +42,18 @@ class LoggingTest {
     }
 
     @Test
-    void loadingLogsOnceAndTheTraceSwitchLogsEachDowncall() throws Exception {
+    void aQuietLoadStartsNoLoggingAndTheTraceSwitchLogsTheLoadAndEachDowncall() throws Exception {
         String quiet = run(false);
-        assertEquals(1, quiet.lines().filter(l -> l.contains("INFO dev.hurray.ffm.NativeLibrary - libhurray loaded from ")
-                && l.contains("(C ABI version 4)")).count(), quiet);
-        assertTrue(quiet.lines().noneMatch(l -> l.contains("dev.hurray.ffm.downcalls")), quiet);
         assertTrue(quiet.contains("child: float32[2]"), quiet);
+        assertTrue(quiet.lines().anyMatch(l -> l.startsWith("child source: ") && !l.contains("not loaded")), quiet);
+        assertTrue(quiet.lines().noneMatch(l -> l.contains("libhurray loaded from")), quiet);
+        assertTrue(quiet.lines().noneMatch(l -> l.contains("dev.hurray.ffm.downcalls")), quiet);
+        // Not one SLF4J class loaded: the application's provider is not started by the library.
+        assertTrue(quiet.lines().noneMatch(l -> l.contains(" org.slf4j.")), quiet);
 
         String traced = run(true);
+        assertEquals(1, traced.lines().filter(l -> l.contains("INFO dev.hurray.ffm.NativeLibrary - libhurray loaded from ")
+                && l.contains("(C ABI version 4)")).count(), traced);
         assertTrue(traced.lines().anyMatch(l -> l.contains("INFO dev.hurray.ffm.downcalls - hurray_")), traced);
     }
 }

@@ -142,4 +142,26 @@ class TensorDescriptorTest {
         assertEquals(Status.LIMIT_EXCEEDED, ((HurrayException) e.getCause()).status());
         assertEquals("template", t.name().orElseThrow());
     }
+
+    @Test
+    void aBuilderReusedAfterBuildOrTakenFromToBuilderNeverChangesADescriptorItMade() throws HurrayException {
+        byte[] value = {1, 2, 3};
+        TensorDescriptor.Builder b = TensorDescriptor.builder(ElementType.FLOAT32, 4).name("a").metadata("k", value);
+        TensorDescriptor first = b.build();
+        value[0] = 9; // the builder copied the value
+        b.metadata("k", new byte[] {7}).metadata("k2", "v2");
+        TensorDescriptor second = b.build();
+        assertArrayEquals(new byte[] {1, 2, 3}, first.metadata().get("k"));
+        assertEquals(1, first.metadata().size());
+        assertArrayEquals(new byte[] {7}, second.metadata().get("k"));
+        assertEquals(List.of("k", "k2"), List.copyOf(second.metadata().keySet()));
+
+        TensorDescriptor.Builder again = second.toBuilder();
+        again.metadata("k3", "v3");
+        TensorDescriptor third = again.build();
+        assertEquals(2, second.metadata().size(), "toBuilder's changes stay out of the descriptor it came from");
+        assertEquals(List.of("k", "k2", "k3"), List.copyOf(third.metadata().keySet()));
+        assertEquals(second, second.toBuilder().build());
+        assertTrue(TensorDescriptor.builder(ElementType.FLOAT32, 4).build().metadata().isEmpty());
+    }
 }

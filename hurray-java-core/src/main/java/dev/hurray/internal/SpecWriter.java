@@ -1,7 +1,6 @@
 package dev.hurray.internal;
 
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
-import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED;
 
 import dev.hurray.BufferSpec;
@@ -88,12 +87,11 @@ final class SpecWriter {
 
     /**
      * Bytes {@link #write} needs in the aux area for these fields (dims, strides, buffer table,
-     * name, metadata views and bytes, payload slices), plus {@code payloadBytes} when the
-     * payloads are copied; 8-byte aligned pieces.
+     * metadata views, payload slices, name, metadata bytes), plus {@code payloadBytes} when the
+     * payloads are copied; 8-byte aligned pieces, each payload 64-byte aligned.
      */
     static long auxBytes(DescriptorFields f, byte[] name, byte[][] keys, int payloads, long payloadBytes) {
-        long n = 8L * f.shape().rank() + 8L * f.layout().strides().length + BUF * f.buffers().size()
-                + SLICE * payloads + VIEW * keys.length + pad(name == null ? 0 : name.length);
+        long n = 8L * imageWords(f, keys.length, payloads) + pad(name == null ? 0 : name.length);
         int i = 0;
         for (byte[] v : f.metadata().values()) {
             n += pad(keys[i++].length) + pad(v.length);
@@ -101,88 +99,116 @@ final class SpecWriter {
         return n + payloadBytes + 64L * payloads;
     }
 
+    /** Words of the fixed-size part of a tensor's aux image: dims, strides, table, views, slices. */
+    private static int imageWords(DescriptorFields f, int entries, int payloads) {
+        return f.shape().rank() + f.layout().strides().length + BUF_WORDS * f.buffers().size() + VIEW_WORDS * entries
+                + SLICE_WORDS * payloads;
+    }
+
     private static long pad(long n) {
         return (n + 7) & ~7L;
     }
+
+    /** Strings up to this many bytes are packed into the image; longer ones are copied on their own. */
+    private static final int PACKED_STRING_MAX = 256;
 
     /**
      * Writes spec {@code index} of {@code specs} for {@code f} with its variable parts in
      * {@code aux} from {@code at}; copies the payloads there too when {@code copy}, else points
      * at them (they must then stay live and unchanged until the encoder no longer needs them).
      *
+     * <p>Everything but the payloads is assembled as one image of words (dims, strides, buffer
+     * table, metadata views, payload slices, then the name and metadata bytes) and copied into
+     * {@code aux} at once, so that a tensor costs three copies: image, payloads, spec.
+     *
      * @return the new end of the used aux area
      */
     static long write(MemorySegment specs, int index, MemorySegment aux, long at, DescriptorFields f, byte[] name,
             byte[][] keys, MemorySegment[] payloads, boolean copy) {
-        long s = index * SPEC_BYTES;
-        long base = aux.address();
+        long base = aux.address() + at;
+        long[] dims = f.shape().dims();
+        long[] strides = f.layout().strides();
+        List<BufferSpec> buffers = f.buffers();
+        int nb = buffers.size();
+        int entries = keys.length;
+        int fixed = imageWords(f, entries, payloads.length);
+        long stringBytes = pad(name == null ? 0 : name.length);
+        for (byte[] v : f.metadata().values()) {
+            stringBytes += pad(v.length);
+        }
+        for (byte[] k : keys) {
+            stringBytes += pad(k.length);
+        }
+        long[] img = new long[fixed + (int) (stringBytes >>> 3)];
         long[] w = new long[SPEC_WORDS];
         StructWords.put(w, 0, ET, f.elementType().code(), 1);
         StructWords.put(w, 0, LAYOUT, f.layout().kind().code(), 1);
-        long[] dims = f.shape().dims();
         w[W_RANK] = dims.length;
+        int wi = 0;
         if (dims.length > 0) {
-            MemorySegment.copy(dims, 0, aux, JAVA_LONG_UNALIGNED, at, dims.length);
-            w[W_DIMS] = base + at;
-            at += 8L * dims.length;
+            System.arraycopy(dims, 0, img, wi, dims.length);
+            w[W_DIMS] = base;
+            wi += dims.length;
         }
-        long[] strides = f.layout().strides();
         if (strides.length > 0) {
-            MemorySegment.copy(strides, 0, aux, JAVA_LONG_UNALIGNED, at, strides.length);
-            w[W_STRIDES] = base + at;
+            System.arraycopy(strides, 0, img, wi, strides.length);
+            w[W_STRIDES] = base + 8L * wi;
             w[W_STRIDE_COUNT] = strides.length;
-            at += 8L * strides.length;
+            wi += strides.length;
         }
         w[W_OFFSET] = f.byteOffset();
-        List<BufferSpec> buffers = f.buffers();
-        int nb = buffers.size();
         w[W_BUFFER_COUNT] = nb;
-        w[W_BUFFERS] = base + at;
-        long[] table = new long[nb * BUF_WORDS];
+        w[W_BUFFERS] = base + 8L * wi;
         for (int i = 0; i < nb; i++) {
             BufferSpec b = buffers.get(i);
-            int t = i * BUF_WORDS;
-            table[t + W_BUF_SIZE] = b.byteSize();
-            StructWords.put(table, t, BUF_ALIGN, b.alignment(), 4);
-            StructWords.put(table, t, BUF_TAG, b.deviceTag().code(), 1);
-            StructWords.put(table, t, BUF_SYNC, b.syncMode().code(), 1);
+            img[wi + W_BUF_SIZE] = b.byteSize();
+            StructWords.put(img, wi, BUF_ALIGN, b.alignment(), 4);
+            StructWords.put(img, wi, BUF_TAG, b.deviceTag().code(), 1);
+            StructWords.put(img, wi, BUF_SYNC, b.syncMode().code(), 1);
             // BUF_RES stays 0.
+            wi += BUF_WORDS;
         }
-        MemorySegment.copy(table, 0, aux, JAVA_LONG_UNALIGNED, at, table.length);
-        at += BUF * nb;
+        int views = wi;
+        wi += VIEW_WORDS * entries;
+        int slices = wi;
+        wi += SLICE_WORDS * payloads.length;
+        // Strings after the fixed part; `sb` counts bytes from the image's start.
+        long sb = 8L * wi;
+        long[] longStrings = null;
+        int longCount = 0;
         if (name != null) {
-            MemorySegment.copy(name, 0, aux, JAVA_BYTE, at, name.length);
-            w[W_NAME] = base + at;
+            w[W_NAME] = base + sb;
             w[W_NAME_LEN] = name.length;
-            at += pad(name.length);
+            if (!pack(img, sb, name)) {
+                longStrings = remember(longStrings, longCount++, sb);
+            }
+            sb += pad(name.length);
         }
-        if (keys.length > 0) {
-            long views = at;
-            at += VIEW * keys.length;
-            w[W_MD_COUNT] = keys.length;
-            w[W_MD] = base + views;
-            long[] v = new long[keys.length * VIEW_WORDS];
+        if (entries > 0) {
+            w[W_MD_COUNT] = entries;
+            w[W_MD] = base + 8L * views;
             int i = 0;
             for (byte[] value : f.metadata().values()) {
                 byte[] k = keys[i];
-                int e = i * VIEW_WORDS;
-                MemorySegment.copy(k, 0, aux, JAVA_BYTE, at, k.length);
-                v[e + W_KEY] = base + at;
-                v[e + W_KEY_LEN] = k.length;
-                at += pad(k.length);
-                MemorySegment.copy(value, 0, aux, JAVA_BYTE, at, value.length);
-                v[e + W_VALUE] = value.length == 0 ? 0 : base + at;
-                v[e + W_VALUE_LEN] = value.length;
-                at += pad(value.length);
+                int e = views + i * VIEW_WORDS;
+                img[e + W_KEY] = base + sb;
+                img[e + W_KEY_LEN] = k.length;
+                if (!pack(img, sb, k)) {
+                    longStrings = remember(longStrings, longCount++, sb);
+                }
+                sb += pad(k.length);
+                img[e + W_VALUE] = value.length == 0 ? 0 : base + sb;
+                img[e + W_VALUE_LEN] = value.length;
+                if (!pack(img, sb, value)) {
+                    longStrings = remember(longStrings, longCount++, sb);
+                }
+                sb += pad(value.length);
                 i++;
             }
-            MemorySegment.copy(v, 0, aux, JAVA_LONG_UNALIGNED, views, v.length);
         }
-        long slices = at;
-        at += SLICE * payloads.length;
-        w[W_PAYLOADS] = base + slices;
+        long end = at + sb;
+        w[W_PAYLOADS] = base + 8L * slices;
         w[W_PAYLOAD_COUNT] = payloads.length;
-        long[] sl = new long[payloads.length * SLICE_WORDS];
         for (int i = 0; i < payloads.length; i++) {
             MemorySegment p = payloads[i];
             long len = p.byteSize();
@@ -190,24 +216,70 @@ final class SpecWriter {
             if (len == 0) {
                 ptr = 0;
             } else if (copy) {
-                at = (at + 63) & ~63L;
+                end = (end + 63) & ~63L;
                 // Native payloads are read by address: the writer pins their tensor, which may
                 // be confined to another thread.
-                MemorySegment.copy(p.isNative() ? Native.view(p.address(), len) : p, 0, aux, at, len);
-                ptr = base + at;
-                at += len;
+                MemorySegment.copy(p.isNative() ? Native.view(p.address(), len) : p, 0, aux, end, len);
+                ptr = aux.address() + end;
+                end += len;
             } else {
                 ptr = p.address();
             }
-            sl[i * SLICE_WORDS + W_SLICE_PTR] = ptr;
-            sl[i * SLICE_WORDS + W_SLICE_LEN] = len;
+            img[slices + i * SLICE_WORDS + W_SLICE_PTR] = ptr;
+            img[slices + i * SLICE_WORDS + W_SLICE_LEN] = len;
         }
-        MemorySegment.copy(sl, 0, aux, JAVA_LONG_UNALIGNED, slices, sl.length);
-        MemorySegment.copy(w, 0, specs, JAVA_LONG_UNALIGNED, s, SPEC_WORDS);
+        MemorySegment.copy(img, 0, aux, JAVA_LONG_UNALIGNED, at, img.length);
+        if (longCount > 0) {
+            copyLongStrings(aux, at, longStrings, longCount, name, keys, f);
+        }
+        MemorySegment.copy(w, 0, specs, JAVA_LONG_UNALIGNED, index * SPEC_BYTES, SPEC_WORDS);
         Quantization q = f.quantization();
         if (q != null) {
-            NativeDescriptor.toNative(q, specs.asSlice(s + QUANT, QUANT_BYTES));
+            NativeDescriptor.toNative(q, specs.asSlice(index * SPEC_BYTES + QUANT, QUANT_BYTES));
         }
-        return pad(at);
+        return pad(end);
+    }
+
+    /** Packs {@code b} into {@code img} at byte {@code at} (little-endian words), if it is short enough. */
+    private static boolean pack(long[] img, long at, byte[] b) {
+        if (b.length > PACKED_STRING_MAX) {
+            return false;
+        }
+        for (int i = 0; i < b.length; i++) {
+            long p = at + i;
+            img[(int) (p >>> 3)] |= (b[i] & 0xFFL) << (8 * (p & 7));
+        }
+        return true;
+    }
+
+    private static long[] remember(long[] list, int n, long at) {
+        long[] l = list == null || n == list.length ? java.util.Arrays.copyOf(list == null ? new long[0] : list, 2 * n + 2)
+                : list;
+        l[n] = at;
+        return l;
+    }
+
+    /**
+     * Copies the strings {@link #pack} left out, in the order {@link #write} met them (name,
+     * then each key and value), to their places after the image was copied.
+     */
+    private static void copyLongStrings(MemorySegment aux, long at, long[] places, int count, byte[] name, byte[][] keys,
+            DescriptorFields f) {
+        int n = 0;
+        int k = 0;
+        byte[][] order = new byte[1 + 2 * keys.length][];
+        int m = 0;
+        if (name != null) {
+            order[m++] = name;
+        }
+        for (byte[] value : f.metadata().values()) {
+            order[m++] = keys[k++];
+            order[m++] = value;
+        }
+        for (int i = 0; i < m && n < count; i++) {
+            if (order[i].length > PACKED_STRING_MAX) {
+                MemorySegment.copy(order[i], 0, aux, JAVA_BYTE, at + places[n++], order[i].length);
+            }
+        }
     }
 }

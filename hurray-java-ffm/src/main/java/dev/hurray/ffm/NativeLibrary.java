@@ -198,19 +198,16 @@ public final class NativeLibrary {
     }
 
     /**
-     * Logs the load (one INFO line) on a short-lived thread of its own: when nothing has logged
-     * yet, SLF4J's start (finding and configuring its provider) takes tens of milliseconds in
-     * a fresh JVM, and this way it overlaps the first calls instead of delaying them. The
-     * thread is not a daemon, so a JVM that exits at once still prints the line. Where no
-     * thread can be started, the line is logged here.
+     * Logs the load (one INFO line on {@code dev.hurray.ffm.NativeLibrary}) when downcalls are
+     * traced ({@code -Dhurray.trace.downcalls=true}); otherwise a successful load logs nothing,
+     * so that loading the library does not start the application's SLF4J provider (in a fresh
+     * JVM that start costs as much CPU as the library's own first use). {@link #source()} and
+     * {@link #abiVersion()} say the same at any time.
      */
     private static void announce(String origin, int version) {
-        Runnable log = () -> org.slf4j.LoggerFactory.getLogger(NativeLibrary.class)
-                .info("libhurray loaded from {} (C ABI version {})", origin, version);
-        try {
-            Thread.ofPlatform().name("hurray-load-log").start(log);
-        } catch (RuntimeException | OutOfMemoryError e) {
-            log.run();
+        if (hurray_h.TRACE_DOWNCALLS) {
+            org.slf4j.LoggerFactory.getLogger(NativeLibrary.class)
+                    .info("libhurray loaded from {} (C ABI version {})", origin, version);
         }
     }
 

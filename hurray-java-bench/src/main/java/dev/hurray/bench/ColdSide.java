@@ -1,0 +1,105 @@
+package dev.hurray.bench;
+
+import dev.hurray.ElementType;
+import dev.hurray.Reader;
+import dev.hurray.Tensor;
+import dev.hurray.TensorDescriptor;
+import dev.hurray.Writer;
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.channels.WritableByteChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.Locale;
+
+/**
+ * One side of the two-JVM embeddings run ({@link Embeddings}, {@code embeddings.sh}) alone in a
+ * fresh JVM, without a socket or a peer, so that its cold cost can be split from the other
+ * side's and from the network: {@code send N} writes N named float32[768] embeddings with the
+ * natural code (builder, {@code Tensor.copyOf}, default writer) to a channel that discards
+ * them; {@code make FILE N} writes the same stream to a file and {@code recv FILE} reads it back
+ * as the receiver does (name and first element of each tensor, then close). Prints the loop's
+ * wall time and the main thread's CPU time (Linux schedstat); run it under {@code /usr/bin/time}
+ * for the whole process's CPU, JIT threads included.
+ */
+public final class ColdSide {
+    private static final int DIM = 768;
+
+    private ColdSide() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        Locale.setDefault(Locale.ROOT);
+        long cpu0 = FirstUsePhases.cpu();
+        long t0 = System.nanoTime();
+        long check = switch (args[0]) {
+            case "send" -> send(new Discard(), Integer.parseInt(args[1]));
+            case "make" -> {
+                try (FileChannel ch = FileChannel.open(Path.of(args[1]), StandardOpenOption.CREATE,
+                        StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING)) {
+                    yield send(ch, Integer.parseInt(args[2]));
+                }
+            }
+            case "recv" -> recv(Path.of(args[1]));
+            default -> throw new IllegalArgumentException(args[0]);
+        };
+        long t1 = System.nanoTime();
+        long cpu1 = FirstUsePhases.cpu();
+        System.out.printf("%s wall %.1f ms, main-thread cpu %.1f ms (check %d)%n", args[0], (t1 - t0) / 1e6,
+                (cpu1 - cpu0) / 1e6, check);
+    }
+
+    private static long send(WritableByteChannel ch, int n) throws IOException {
+        float[] row = new float[DIM];
+        byte[] doc = "bench".getBytes(StandardCharsets.UTF_8);
+        try (Writer w = Writer.of(ch)) {
+            for (int i = 0; i < n; i++) {
+                for (int k = 0; k < DIM; k++) {
+                    row[k] = i + k;
+                }
+                TensorDescriptor d = TensorDescriptor.builder(ElementType.FLOAT32, DIM)
+                        .name("emb-" + i).metadata("doc", doc).build();
+                try (Tensor t = Tensor.copyOf(d, MemorySegment.ofArray(row))) {
+                    w.write(t);
+                }
+            }
+        }
+        return n;
+    }
+
+    private static long recv(Path file) throws IOException {
+        long check = 0;
+        try (FileChannel ch = FileChannel.open(file); Reader r = Reader.of(ch)) {
+            for (Tensor next = r.read(); next != null; next = r.read()) {
+                try (Tensor t = next) {
+                    String s = t.descriptor().name().orElseThrow();
+                    check += s.length() + (long) t.buffer(0).get(ValueLayout.JAVA_FLOAT_UNALIGNED, 0);
+                }
+            }
+        }
+        return check;
+    }
+
+    /** A channel that takes every byte and keeps none. */
+    private static final class Discard implements WritableByteChannel {
+        @Override
+        public int write(ByteBuffer src) {
+            int n = src.remaining();
+            src.position(src.limit());
+            return n;
+        }
+
+        @Override
+        public boolean isOpen() {
+            return true;
+        }
+
+        @Override
+        public void close() {
+        }
+    }
+}
