@@ -624,7 +624,7 @@ def emit_header_class(h):
     b.append("     */")
     b.append("    static MethodHandle guardUpcall(MethodHandle target, Object onThrow) {")
     b.append("        MethodType type = target.type();")
-    b.append("        MethodHandle handler = MethodHandles.insertArguments(UPCALL_THREW, 1, onThrow)")
+    b.append("        MethodHandle handler = MethodHandles.insertArguments(UpcallThrew.HANDLE, 1, onThrow)")
     b.append("                .asType(MethodType.methodType(type.returnType(), Throwable.class));")
     b.append("        return MethodHandles.catchException(target, Throwable.class,")
     b.append("                MethodHandles.dropArguments(handler, 1, type.parameterList()));")
@@ -640,14 +640,17 @@ def emit_header_class(h):
     b.append("        return onThrow;")
     b.append("    }")
     b.append("")
-    b.append("    private static final MethodHandle UPCALL_THREW;")
+    b.append("    /** The handler of {@link #guardUpcall}, made when the first upcall is (downcalls never need it). */")
+    b.append("    private static final class UpcallThrew {")
+    b.append("        static final MethodHandle HANDLE;")
     b.append("")
-    b.append("    static {")
-    b.append("        try {")
-    b.append("            UPCALL_THREW = MethodHandles.lookup().findStatic(%s.class, \"upcallThrew\"," % HEADER_CLASS)
-    b.append("                    MethodType.methodType(Object.class, Throwable.class, Object.class));")
-    b.append("        } catch (ReflectiveOperationException ex) {")
-    b.append("            throw new AssertionError(ex);")
+    b.append("        static {")
+    b.append("            try {")
+    b.append("                HANDLE = MethodHandles.lookup().findStatic(%s.class, \"upcallThrew\"," % HEADER_CLASS)
+    b.append("                        MethodType.methodType(Object.class, Throwable.class, Object.class));")
+    b.append("            } catch (ReflectiveOperationException ex) {")
+    b.append("                throw new AssertionError(ex);")
+    b.append("            }")
     b.append("        }")
     b.append("    }")
     b.append("")
@@ -839,14 +842,16 @@ def emit_struct(name, fields, text, doc, layouts):
     b.append("    }")
     b.append("")
     fdocs = {f[0]: f[2] for f in fields}
-    for m in sl["members"]:
+    for index, m in enumerate(sl["members"]):
         if m[0] != "field":
             continue
         _, f, t, off = m
         decl = "%s %s" % (t.spelling, f) if not t.spelling.endswith("*") else "%s%s" % (t.spelling, f)
         lc = t.layout_class
-        b.append("    private static final %s %s$LAYOUT = (%s) $LAYOUT.select(MemoryLayout.PathElement.groupElement(\"%s\"));"
-                 % (lc, f, lc, f))
+        # The member by its index (paddings counted), not by a layout path: the same object,
+        # without starting the JDK's layout-path machinery when the class initializes.
+        b.append("    private static final %s %s$LAYOUT = (%s) $LAYOUT.memberLayouts().get(%d);"
+                 % (lc, f, lc, index))
         b.append("")
         b += accessor_doc("Layout", decl)
         b.append("    public static final %s %s$layout() {" % (lc, f))

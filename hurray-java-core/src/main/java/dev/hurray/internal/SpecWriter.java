@@ -209,35 +209,62 @@ final class SpecWriter {
         long end = at + sb;
         w[W_PAYLOADS] = base + 8L * slices;
         w[W_PAYLOAD_COUNT] = payloads.length;
+        // Every copy of the tensor goes through the one call in copyAll: the image, each copied
+        // payload, then the spec (one copy loop is far less code for the JIT than one per kind).
+        int copies = 0;
+        MemorySegment[] src = new MemorySegment[payloads.length + 2];
+        long[] from = new long[src.length];
+        MemorySegment[] dst = new MemorySegment[src.length];
+        long[] to = new long[src.length];
+        long[] len = new long[src.length];
+        src[0] = MemorySegment.ofArray(img);
+        dst[0] = aux;
+        to[0] = at;
+        len[0] = 8L * img.length;
+        copies++;
         for (int i = 0; i < payloads.length; i++) {
             MemorySegment p = payloads[i];
-            long len = p.byteSize();
+            long n = p.byteSize();
             long ptr;
-            if (len == 0) {
+            if (n == 0) {
                 ptr = 0;
             } else if (copy) {
                 end = (end + 63) & ~63L;
                 // Native payloads are read by address: the writer pins their tensor, which may
                 // be confined to another thread.
-                MemorySegment.copy(p.isNative() ? Native.view(p.address(), len) : p, 0, aux, end, len);
+                boolean nat = p.isNative();
+                src[copies] = nat ? Native.EVERYTHING : p;
+                from[copies] = nat ? p.address() : 0;
+                dst[copies] = aux;
+                to[copies] = end;
+                len[copies++] = n;
                 ptr = aux.address() + end;
-                end += len;
+                end += n;
             } else {
                 ptr = p.address();
             }
             img[slices + i * SLICE_WORDS + W_SLICE_PTR] = ptr;
-            img[slices + i * SLICE_WORDS + W_SLICE_LEN] = len;
+            img[slices + i * SLICE_WORDS + W_SLICE_LEN] = n;
         }
-        MemorySegment.copy(img, 0, aux, JAVA_LONG_UNALIGNED, at, img.length);
+        src[copies] = MemorySegment.ofArray(w);
+        dst[copies] = specs;
+        to[copies] = index * SPEC_BYTES;
+        len[copies++] = SPEC_BYTES;
+        copyAll(src, from, dst, to, len, copies);
         if (longCount > 0) {
             copyLongStrings(aux, at, longStrings, longCount, name, keys, f);
         }
-        MemorySegment.copy(w, 0, specs, JAVA_LONG_UNALIGNED, index * SPEC_BYTES, SPEC_WORDS);
         Quantization q = f.quantization();
         if (q != null) {
             NativeDescriptor.toNative(q, specs.asSlice(index * SPEC_BYTES + QUANT, QUANT_BYTES));
         }
         return pad(end);
+    }
+
+    private static void copyAll(MemorySegment[] src, long[] from, MemorySegment[] dst, long[] to, long[] len, int n) {
+        for (int i = 0; i < n; i++) {
+            MemorySegment.copy(src[i], from[i], dst[i], to[i], len[i]);
+        }
     }
 
     /** Packs {@code b} into {@code img} at byte {@code at} (little-endian words), if it is short enough. */

@@ -57,7 +57,7 @@ public final class HurrayBlockQuant {
         return $LAYOUT;
     }
 
-    private static final ValueLayout.OfByte kind$LAYOUT = (ValueLayout.OfByte) $LAYOUT.select(MemoryLayout.PathElement.groupElement("kind"));
+    private static final ValueLayout.OfByte kind$LAYOUT = (ValueLayout.OfByte) $LAYOUT.memberLayouts().get(0);
 
     /**
      * Layout for field:
@@ -105,7 +105,7 @@ public final class HurrayBlockQuant {
         struct.set(kind$LAYOUT, kind$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfByte dequantized_type$LAYOUT = (ValueLayout.OfByte) $LAYOUT.select(MemoryLayout.PathElement.groupElement("dequantized_type"));
+    private static final ValueLayout.OfByte dequantized_type$LAYOUT = (ValueLayout.OfByte) $LAYOUT.memberLayouts().get(1);
 
     /**
      * Layout for field:
@@ -153,7 +153,7 @@ public final class HurrayBlockQuant {
         struct.set(dequantized_type$LAYOUT, dequantized_type$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfByte scale_type$LAYOUT = (ValueLayout.OfByte) $LAYOUT.select(MemoryLayout.PathElement.groupElement("scale_type"));
+    private static final ValueLayout.OfByte scale_type$LAYOUT = (ValueLayout.OfByte) $LAYOUT.memberLayouts().get(2);
 
     /**
      * Layout for field:
@@ -201,7 +201,7 @@ public final class HurrayBlockQuant {
         struct.set(scale_type$LAYOUT, scale_type$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfByte reserved$LAYOUT = (ValueLayout.OfByte) $LAYOUT.select(MemoryLayout.PathElement.groupElement("reserved"));
+    private static final ValueLayout.OfByte reserved$LAYOUT = (ValueLayout.OfByte) $LAYOUT.memberLayouts().get(3);
 
     /**
      * Layout for field:
@@ -249,7 +249,7 @@ public final class HurrayBlockQuant {
         struct.set(reserved$LAYOUT, reserved$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfInt axis$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("axis"));
+    private static final ValueLayout.OfInt axis$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(4);
 
     /**
      * Layout for field:
@@ -297,7 +297,7 @@ public final class HurrayBlockQuant {
         struct.set(axis$LAYOUT, axis$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfInt block$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("block"));
+    private static final ValueLayout.OfInt block$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(5);
 
     /**
      * Layout for field:
@@ -345,7 +345,7 @@ public final class HurrayBlockQuant {
         struct.set(block$LAYOUT, block$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfInt block2$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("block2"));
+    private static final ValueLayout.OfInt block2$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(6);
 
     /**
      * Layout for field:

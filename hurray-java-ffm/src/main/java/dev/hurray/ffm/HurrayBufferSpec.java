@@ -51,7 +51,7 @@ public final class HurrayBufferSpec {
         return $LAYOUT;
     }
 
-    private static final ValueLayout.OfLong byte_size$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("byte_size"));
+    private static final ValueLayout.OfLong byte_size$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(0);
 
     /**
      * Layout for field:
@@ -99,7 +99,7 @@ public final class HurrayBufferSpec {
         struct.set(byte_size$LAYOUT, byte_size$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfInt alignment$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("alignment"));
+    private static final ValueLayout.OfInt alignment$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(1);
 
     /**
      * Layout for field:
@@ -147,7 +147,7 @@ public final class HurrayBufferSpec {
         struct.set(alignment$LAYOUT, alignment$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfByte device_tag$LAYOUT = (ValueLayout.OfByte) $LAYOUT.select(MemoryLayout.PathElement.groupElement("device_tag"));
+    private static final ValueLayout.OfByte device_tag$LAYOUT = (ValueLayout.OfByte) $LAYOUT.memberLayouts().get(2);
 
     /**
      * Layout for field:
@@ -195,7 +195,7 @@ public final class HurrayBufferSpec {
         struct.set(device_tag$LAYOUT, device_tag$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfByte sync_mode$LAYOUT = (ValueLayout.OfByte) $LAYOUT.select(MemoryLayout.PathElement.groupElement("sync_mode"));
+    private static final ValueLayout.OfByte sync_mode$LAYOUT = (ValueLayout.OfByte) $LAYOUT.memberLayouts().get(3);
 
     /**
      * Layout for field:
@@ -243,7 +243,7 @@ public final class HurrayBufferSpec {
         struct.set(sync_mode$LAYOUT, sync_mode$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfShort reserved$LAYOUT = (ValueLayout.OfShort) $LAYOUT.select(MemoryLayout.PathElement.groupElement("reserved"));
+    private static final ValueLayout.OfShort reserved$LAYOUT = (ValueLayout.OfShort) $LAYOUT.memberLayouts().get(4);
 
     /**
      * Layout for field:

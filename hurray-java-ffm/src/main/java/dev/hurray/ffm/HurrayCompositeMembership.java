@@ -51,7 +51,7 @@ public final class HurrayCompositeMembership {
         return $LAYOUT;
     }
 
-    private static final ValueLayout.OfByte present$LAYOUT = (ValueLayout.OfByte) $LAYOUT.select(MemoryLayout.PathElement.groupElement("present"));
+    private static final ValueLayout.OfByte present$LAYOUT = (ValueLayout.OfByte) $LAYOUT.memberLayouts().get(0);
 
     /**
      * Layout for field:
@@ -99,7 +99,7 @@ public final class HurrayCompositeMembership {
         struct.set(present$LAYOUT, present$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfByte reserved$LAYOUT = (ValueLayout.OfByte) $LAYOUT.select(MemoryLayout.PathElement.groupElement("reserved"));
+    private static final ValueLayout.OfByte reserved$LAYOUT = (ValueLayout.OfByte) $LAYOUT.memberLayouts().get(1);
 
     /**
      * Layout for field:
@@ -147,7 +147,7 @@ public final class HurrayCompositeMembership {
         struct.set(reserved$LAYOUT, reserved$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfShort depth$LAYOUT = (ValueLayout.OfShort) $LAYOUT.select(MemoryLayout.PathElement.groupElement("depth"));
+    private static final ValueLayout.OfShort depth$LAYOUT = (ValueLayout.OfShort) $LAYOUT.memberLayouts().get(2);
 
     /**
      * Layout for field:
@@ -195,7 +195,7 @@ public final class HurrayCompositeMembership {
         struct.set(depth$LAYOUT, depth$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfInt index$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("index"));
+    private static final ValueLayout.OfInt index$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(3);
 
     /**
      * Layout for field:
@@ -243,7 +243,7 @@ public final class HurrayCompositeMembership {
         struct.set(index$LAYOUT, index$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfInt member_count$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("member_count"));
+    private static final ValueLayout.OfInt member_count$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(4);
 
     /**
      * Layout for field:

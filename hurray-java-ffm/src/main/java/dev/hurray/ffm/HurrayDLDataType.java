@@ -44,7 +44,7 @@ public final class HurrayDLDataType {
         return $LAYOUT;
     }
 
-    private static final ValueLayout.OfByte code$LAYOUT = (ValueLayout.OfByte) $LAYOUT.select(MemoryLayout.PathElement.groupElement("code"));
+    private static final ValueLayout.OfByte code$LAYOUT = (ValueLayout.OfByte) $LAYOUT.memberLayouts().get(0);
 
     /**
      * Layout for field:
@@ -92,7 +92,7 @@ public final class HurrayDLDataType {
         struct.set(code$LAYOUT, code$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfByte bits$LAYOUT = (ValueLayout.OfByte) $LAYOUT.select(MemoryLayout.PathElement.groupElement("bits"));
+    private static final ValueLayout.OfByte bits$LAYOUT = (ValueLayout.OfByte) $LAYOUT.memberLayouts().get(1);
 
     /**
      * Layout for field:
@@ -140,7 +140,7 @@ public final class HurrayDLDataType {
         struct.set(bits$LAYOUT, bits$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfShort lanes$LAYOUT = (ValueLayout.OfShort) $LAYOUT.select(MemoryLayout.PathElement.groupElement("lanes"));
+    private static final ValueLayout.OfShort lanes$LAYOUT = (ValueLayout.OfShort) $LAYOUT.memberLayouts().get(2);
 
     /**
      * Layout for field:

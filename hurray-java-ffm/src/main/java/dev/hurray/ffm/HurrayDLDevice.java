@@ -41,7 +41,7 @@ public final class HurrayDLDevice {
         return $LAYOUT;
     }
 
-    private static final ValueLayout.OfInt device_type$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("device_type"));
+    private static final ValueLayout.OfInt device_type$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(0);
 
     /**
      * Layout for field:
@@ -89,7 +89,7 @@ public final class HurrayDLDevice {
         struct.set(device_type$LAYOUT, device_type$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfInt device_id$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("device_id"));
+    private static final ValueLayout.OfInt device_id$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(1);
 
     /**
      * Layout for field:

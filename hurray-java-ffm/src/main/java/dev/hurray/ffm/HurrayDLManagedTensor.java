@@ -44,7 +44,7 @@ public final class HurrayDLManagedTensor {
         return $LAYOUT;
     }
 
-    private static final GroupLayout dl_tensor$LAYOUT = (GroupLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("dl_tensor"));
+    private static final GroupLayout dl_tensor$LAYOUT = (GroupLayout) $LAYOUT.memberLayouts().get(0);
 
     /**
      * Layout for field:
@@ -92,7 +92,7 @@ public final class HurrayDLManagedTensor {
         MemorySegment.copy(fieldValue, 0L, struct, dl_tensor$OFFSET, dl_tensor$LAYOUT.byteSize());
     }
 
-    private static final AddressLayout manager_ctx$LAYOUT = (AddressLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("manager_ctx"));
+    private static final AddressLayout manager_ctx$LAYOUT = (AddressLayout) $LAYOUT.memberLayouts().get(1);
 
     /**
      * Layout for field:
@@ -140,7 +140,7 @@ public final class HurrayDLManagedTensor {
         struct.set(manager_ctx$LAYOUT, manager_ctx$OFFSET, fieldValue);
     }
 
-    private static final AddressLayout deleter$LAYOUT = (AddressLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("deleter"));
+    private static final AddressLayout deleter$LAYOUT = (AddressLayout) $LAYOUT.memberLayouts().get(2);
 
     /**
      * Layout for field:

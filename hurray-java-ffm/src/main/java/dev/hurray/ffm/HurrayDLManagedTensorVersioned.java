@@ -51,7 +51,7 @@ public final class HurrayDLManagedTensorVersioned {
         return $LAYOUT;
     }
 
-    private static final GroupLayout version$LAYOUT = (GroupLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("version"));
+    private static final GroupLayout version$LAYOUT = (GroupLayout) $LAYOUT.memberLayouts().get(0);
 
     /**
      * Layout for field:
@@ -99,7 +99,7 @@ public final class HurrayDLManagedTensorVersioned {
         MemorySegment.copy(fieldValue, 0L, struct, version$OFFSET, version$LAYOUT.byteSize());
     }
 
-    private static final AddressLayout manager_ctx$LAYOUT = (AddressLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("manager_ctx"));
+    private static final AddressLayout manager_ctx$LAYOUT = (AddressLayout) $LAYOUT.memberLayouts().get(1);
 
     /**
      * Layout for field:
@@ -147,7 +147,7 @@ public final class HurrayDLManagedTensorVersioned {
         struct.set(manager_ctx$LAYOUT, manager_ctx$OFFSET, fieldValue);
     }
 
-    private static final AddressLayout deleter$LAYOUT = (AddressLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("deleter"));
+    private static final AddressLayout deleter$LAYOUT = (AddressLayout) $LAYOUT.memberLayouts().get(2);
 
     /**
      * Layout for field:
@@ -195,7 +195,7 @@ public final class HurrayDLManagedTensorVersioned {
         struct.set(deleter$LAYOUT, deleter$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfLong flags$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("flags"));
+    private static final ValueLayout.OfLong flags$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(3);
 
     /**
      * Layout for field:
@@ -243,7 +243,7 @@ public final class HurrayDLManagedTensorVersioned {
         struct.set(flags$LAYOUT, flags$OFFSET, fieldValue);
     }
 
-    private static final GroupLayout dl_tensor$LAYOUT = (GroupLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("dl_tensor"));
+    private static final GroupLayout dl_tensor$LAYOUT = (GroupLayout) $LAYOUT.memberLayouts().get(4);
 
     /**
      * Layout for field:

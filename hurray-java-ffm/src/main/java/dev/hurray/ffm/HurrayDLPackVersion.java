@@ -41,7 +41,7 @@ public final class HurrayDLPackVersion {
         return $LAYOUT;
     }
 
-    private static final ValueLayout.OfInt major$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("major"));
+    private static final ValueLayout.OfInt major$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(0);
 
     /**
      * Layout for field:
@@ -89,7 +89,7 @@ public final class HurrayDLPackVersion {
         struct.set(major$LAYOUT, major$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfInt minor$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("minor"));
+    private static final ValueLayout.OfInt minor$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(1);
 
     /**
      * Layout for field:

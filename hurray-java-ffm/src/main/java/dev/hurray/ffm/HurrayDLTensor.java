@@ -57,7 +57,7 @@ public final class HurrayDLTensor {
         return $LAYOUT;
     }
 
-    private static final AddressLayout data$LAYOUT = (AddressLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("data"));
+    private static final AddressLayout data$LAYOUT = (AddressLayout) $LAYOUT.memberLayouts().get(0);
 
     /**
      * Layout for field:
@@ -105,7 +105,7 @@ public final class HurrayDLTensor {
         struct.set(data$LAYOUT, data$OFFSET, fieldValue);
     }
 
-    private static final GroupLayout device$LAYOUT = (GroupLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("device"));
+    private static final GroupLayout device$LAYOUT = (GroupLayout) $LAYOUT.memberLayouts().get(1);
 
     /**
      * Layout for field:
@@ -153,7 +153,7 @@ public final class HurrayDLTensor {
         MemorySegment.copy(fieldValue, 0L, struct, device$OFFSET, device$LAYOUT.byteSize());
     }
 
-    private static final ValueLayout.OfInt ndim$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("ndim"));
+    private static final ValueLayout.OfInt ndim$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(2);
 
     /**
      * Layout for field:
@@ -201,7 +201,7 @@ public final class HurrayDLTensor {
         struct.set(ndim$LAYOUT, ndim$OFFSET, fieldValue);
     }
 
-    private static final GroupLayout dtype$LAYOUT = (GroupLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("dtype"));
+    private static final GroupLayout dtype$LAYOUT = (GroupLayout) $LAYOUT.memberLayouts().get(3);
 
     /**
      * Layout for field:
@@ -249,7 +249,7 @@ public final class HurrayDLTensor {
         MemorySegment.copy(fieldValue, 0L, struct, dtype$OFFSET, dtype$LAYOUT.byteSize());
     }
 
-    private static final AddressLayout shape$LAYOUT = (AddressLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("shape"));
+    private static final AddressLayout shape$LAYOUT = (AddressLayout) $LAYOUT.memberLayouts().get(4);
 
     /**
      * Layout for field:
@@ -297,7 +297,7 @@ public final class HurrayDLTensor {
         struct.set(shape$LAYOUT, shape$OFFSET, fieldValue);
     }
 
-    private static final AddressLayout strides$LAYOUT = (AddressLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("strides"));
+    private static final AddressLayout strides$LAYOUT = (AddressLayout) $LAYOUT.memberLayouts().get(5);
 
     /**
      * Layout for field:
@@ -345,7 +345,7 @@ public final class HurrayDLTensor {
         struct.set(strides$LAYOUT, strides$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfLong byte_offset$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("byte_offset"));
+    private static final ValueLayout.OfLong byte_offset$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(6);
 
     /**
      * Layout for field:

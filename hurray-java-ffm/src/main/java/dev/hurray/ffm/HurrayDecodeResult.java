@@ -60,7 +60,7 @@ public final class HurrayDecodeResult {
         return $LAYOUT;
     }
 
-    private static final AddressLayout tensor$LAYOUT = (AddressLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("tensor"));
+    private static final AddressLayout tensor$LAYOUT = (AddressLayout) $LAYOUT.memberLayouts().get(0);
 
     /**
      * Layout for field:
@@ -110,7 +110,7 @@ public final class HurrayDecodeResult {
         struct.set(tensor$LAYOUT, tensor$OFFSET, fieldValue);
     }
 
-    private static final AddressLayout input$LAYOUT = (AddressLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("input"));
+    private static final AddressLayout input$LAYOUT = (AddressLayout) $LAYOUT.memberLayouts().get(1);
 
     /**
      * Layout for field:
@@ -160,7 +160,7 @@ public final class HurrayDecodeResult {
         struct.set(input$LAYOUT, input$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfLong input_len$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("input_len"));
+    private static final ValueLayout.OfLong input_len$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(2);
 
     /**
      * Layout for field:
@@ -208,7 +208,7 @@ public final class HurrayDecodeResult {
         struct.set(input_len$LAYOUT, input_len$OFFSET, fieldValue);
     }
 
-    private static final GroupLayout fields$LAYOUT = (GroupLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("fields"));
+    private static final GroupLayout fields$LAYOUT = (GroupLayout) $LAYOUT.memberLayouts().get(3);
 
     /**
      * Layout for field:
@@ -258,7 +258,7 @@ public final class HurrayDecodeResult {
         MemorySegment.copy(fieldValue, 0L, struct, fields$OFFSET, fields$LAYOUT.byteSize());
     }
 
-    private static final AddressLayout buffers$LAYOUT = (AddressLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("buffers"));
+    private static final AddressLayout buffers$LAYOUT = (AddressLayout) $LAYOUT.memberLayouts().get(4);
 
     /**
      * Layout for field:
@@ -310,7 +310,7 @@ public final class HurrayDecodeResult {
         struct.set(buffers$LAYOUT, buffers$OFFSET, fieldValue);
     }
 
-    private static final AddressLayout metadata$LAYOUT = (AddressLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("metadata"));
+    private static final AddressLayout metadata$LAYOUT = (AddressLayout) $LAYOUT.memberLayouts().get(5);
 
     /**
      * Layout for field:

@@ -42,7 +42,7 @@ public final class HurrayDecodedBuffer {
         return $LAYOUT;
     }
 
-    private static final AddressLayout data$LAYOUT = (AddressLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("data"));
+    private static final AddressLayout data$LAYOUT = (AddressLayout) $LAYOUT.memberLayouts().get(0);
 
     /**
      * Layout for field:
@@ -92,7 +92,7 @@ public final class HurrayDecodedBuffer {
         struct.set(data$LAYOUT, data$OFFSET, fieldValue);
     }
 
-    private static final GroupLayout spec$LAYOUT = (GroupLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("spec"));
+    private static final GroupLayout spec$LAYOUT = (GroupLayout) $LAYOUT.memberLayouts().get(1);
 
     /**
      * Layout for field:

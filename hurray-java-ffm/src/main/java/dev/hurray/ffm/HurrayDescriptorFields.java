@@ -96,7 +96,7 @@ public final class HurrayDescriptorFields {
         return $LAYOUT;
     }
 
-    private static final ValueLayout.OfByte element_type$LAYOUT = (ValueLayout.OfByte) $LAYOUT.select(MemoryLayout.PathElement.groupElement("element_type"));
+    private static final ValueLayout.OfByte element_type$LAYOUT = (ValueLayout.OfByte) $LAYOUT.memberLayouts().get(0);
 
     /**
      * Layout for field:
@@ -144,7 +144,7 @@ public final class HurrayDescriptorFields {
         struct.set(element_type$LAYOUT, element_type$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfByte layout$LAYOUT = (ValueLayout.OfByte) $LAYOUT.select(MemoryLayout.PathElement.groupElement("layout"));
+    private static final ValueLayout.OfByte layout$LAYOUT = (ValueLayout.OfByte) $LAYOUT.memberLayouts().get(1);
 
     /**
      * Layout for field:
@@ -192,7 +192,7 @@ public final class HurrayDescriptorFields {
         struct.set(layout$LAYOUT, layout$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfShort version$LAYOUT = (ValueLayout.OfShort) $LAYOUT.select(MemoryLayout.PathElement.groupElement("version"));
+    private static final ValueLayout.OfShort version$LAYOUT = (ValueLayout.OfShort) $LAYOUT.memberLayouts().get(2);
 
     /**
      * Layout for field:
@@ -244,7 +244,7 @@ public final class HurrayDescriptorFields {
         struct.set(version$LAYOUT, version$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfInt flags$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("flags"));
+    private static final ValueLayout.OfInt flags$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(3);
 
     /**
      * Layout for field:
@@ -296,7 +296,7 @@ public final class HurrayDescriptorFields {
         struct.set(flags$LAYOUT, flags$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfLong rank$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("rank"));
+    private static final ValueLayout.OfLong rank$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(4);
 
     /**
      * Layout for field:
@@ -344,7 +344,7 @@ public final class HurrayDescriptorFields {
         struct.set(rank$LAYOUT, rank$OFFSET, fieldValue);
     }
 
-    private static final AddressLayout dims$LAYOUT = (AddressLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("dims"));
+    private static final AddressLayout dims$LAYOUT = (AddressLayout) $LAYOUT.memberLayouts().get(5);
 
     /**
      * Layout for field:
@@ -392,7 +392,7 @@ public final class HurrayDescriptorFields {
         struct.set(dims$LAYOUT, dims$OFFSET, fieldValue);
     }
 
-    private static final AddressLayout strides$LAYOUT = (AddressLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("strides"));
+    private static final AddressLayout strides$LAYOUT = (AddressLayout) $LAYOUT.memberLayouts().get(6);
 
     /**
      * Layout for field:
@@ -442,7 +442,7 @@ public final class HurrayDescriptorFields {
         struct.set(strides$LAYOUT, strides$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfLong byte_offset$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("byte_offset"));
+    private static final ValueLayout.OfLong byte_offset$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(7);
 
     /**
      * Layout for field:
@@ -490,7 +490,7 @@ public final class HurrayDescriptorFields {
         struct.set(byte_offset$LAYOUT, byte_offset$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfLong element_count$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("element_count"));
+    private static final ValueLayout.OfLong element_count$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(8);
 
     /**
      * Layout for field:
@@ -538,7 +538,7 @@ public final class HurrayDescriptorFields {
         struct.set(element_count$LAYOUT, element_count$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfLong buffer_count$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("buffer_count"));
+    private static final ValueLayout.OfLong buffer_count$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(9);
 
     /**
      * Layout for field:
@@ -586,7 +586,7 @@ public final class HurrayDescriptorFields {
         struct.set(buffer_count$LAYOUT, buffer_count$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfLong metadata_count$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("metadata_count"));
+    private static final ValueLayout.OfLong metadata_count$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(10);
 
     /**
      * Layout for field:
@@ -634,7 +634,7 @@ public final class HurrayDescriptorFields {
         struct.set(metadata_count$LAYOUT, metadata_count$OFFSET, fieldValue);
     }
 
-    private static final AddressLayout name$LAYOUT = (AddressLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("name"));
+    private static final AddressLayout name$LAYOUT = (AddressLayout) $LAYOUT.memberLayouts().get(11);
 
     /**
      * Layout for field:
@@ -682,7 +682,7 @@ public final class HurrayDescriptorFields {
         struct.set(name$LAYOUT, name$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfLong name_len$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("name_len"));
+    private static final ValueLayout.OfLong name_len$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(12);
 
     /**
      * Layout for field:
@@ -730,7 +730,7 @@ public final class HurrayDescriptorFields {
         struct.set(name_len$LAYOUT, name_len$OFFSET, fieldValue);
     }
 
-    private static final AddressLayout encoded$LAYOUT = (AddressLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("encoded"));
+    private static final AddressLayout encoded$LAYOUT = (AddressLayout) $LAYOUT.memberLayouts().get(13);
 
     /**
      * Layout for field:
@@ -778,7 +778,7 @@ public final class HurrayDescriptorFields {
         struct.set(encoded$LAYOUT, encoded$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfLong encoded_len$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("encoded_len"));
+    private static final ValueLayout.OfLong encoded_len$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(14);
 
     /**
      * Layout for field:
@@ -826,7 +826,7 @@ public final class HurrayDescriptorFields {
         struct.set(encoded_len$LAYOUT, encoded_len$OFFSET, fieldValue);
     }
 
-    private static final GroupLayout quantization$LAYOUT = (GroupLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("quantization"));
+    private static final GroupLayout quantization$LAYOUT = (GroupLayout) $LAYOUT.memberLayouts().get(15);
 
     /**
      * Layout for field:

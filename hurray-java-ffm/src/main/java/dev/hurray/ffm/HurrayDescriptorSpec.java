@@ -87,7 +87,7 @@ public final class HurrayDescriptorSpec {
         return $LAYOUT;
     }
 
-    private static final ValueLayout.OfByte element_type$LAYOUT = (ValueLayout.OfByte) $LAYOUT.select(MemoryLayout.PathElement.groupElement("element_type"));
+    private static final ValueLayout.OfByte element_type$LAYOUT = (ValueLayout.OfByte) $LAYOUT.memberLayouts().get(0);
 
     /**
      * Layout for field:
@@ -135,7 +135,7 @@ public final class HurrayDescriptorSpec {
         struct.set(element_type$LAYOUT, element_type$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfByte layout$LAYOUT = (ValueLayout.OfByte) $LAYOUT.select(MemoryLayout.PathElement.groupElement("layout"));
+    private static final ValueLayout.OfByte layout$LAYOUT = (ValueLayout.OfByte) $LAYOUT.memberLayouts().get(1);
 
     /**
      * Layout for field:
@@ -183,7 +183,7 @@ public final class HurrayDescriptorSpec {
         struct.set(layout$LAYOUT, layout$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfShort reserved$LAYOUT = (ValueLayout.OfShort) $LAYOUT.select(MemoryLayout.PathElement.groupElement("reserved"));
+    private static final ValueLayout.OfShort reserved$LAYOUT = (ValueLayout.OfShort) $LAYOUT.memberLayouts().get(2);
 
     /**
      * Layout for field:
@@ -231,7 +231,7 @@ public final class HurrayDescriptorSpec {
         struct.set(reserved$LAYOUT, reserved$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfInt reserved2$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("reserved2"));
+    private static final ValueLayout.OfInt reserved2$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(3);
 
     /**
      * Layout for field:
@@ -279,7 +279,7 @@ public final class HurrayDescriptorSpec {
         struct.set(reserved2$LAYOUT, reserved2$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfLong rank$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("rank"));
+    private static final ValueLayout.OfLong rank$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(4);
 
     /**
      * Layout for field:
@@ -327,7 +327,7 @@ public final class HurrayDescriptorSpec {
         struct.set(rank$LAYOUT, rank$OFFSET, fieldValue);
     }
 
-    private static final AddressLayout dims$LAYOUT = (AddressLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("dims"));
+    private static final AddressLayout dims$LAYOUT = (AddressLayout) $LAYOUT.memberLayouts().get(5);
 
     /**
      * Layout for field:
@@ -375,7 +375,7 @@ public final class HurrayDescriptorSpec {
         struct.set(dims$LAYOUT, dims$OFFSET, fieldValue);
     }
 
-    private static final AddressLayout strides$LAYOUT = (AddressLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("strides"));
+    private static final AddressLayout strides$LAYOUT = (AddressLayout) $LAYOUT.memberLayouts().get(6);
 
     /**
      * Layout for field:
@@ -423,7 +423,7 @@ public final class HurrayDescriptorSpec {
         struct.set(strides$LAYOUT, strides$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfLong stride_count$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("stride_count"));
+    private static final ValueLayout.OfLong stride_count$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(7);
 
     /**
      * Layout for field:
@@ -471,7 +471,7 @@ public final class HurrayDescriptorSpec {
         struct.set(stride_count$LAYOUT, stride_count$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfLong byte_offset$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("byte_offset"));
+    private static final ValueLayout.OfLong byte_offset$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(8);
 
     /**
      * Layout for field:
@@ -519,7 +519,7 @@ public final class HurrayDescriptorSpec {
         struct.set(byte_offset$LAYOUT, byte_offset$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfLong buffer_count$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("buffer_count"));
+    private static final ValueLayout.OfLong buffer_count$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(9);
 
     /**
      * Layout for field:
@@ -569,7 +569,7 @@ public final class HurrayDescriptorSpec {
         struct.set(buffer_count$LAYOUT, buffer_count$OFFSET, fieldValue);
     }
 
-    private static final AddressLayout buffers$LAYOUT = (AddressLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("buffers"));
+    private static final AddressLayout buffers$LAYOUT = (AddressLayout) $LAYOUT.memberLayouts().get(10);
 
     /**
      * Layout for field:
@@ -617,7 +617,7 @@ public final class HurrayDescriptorSpec {
         struct.set(buffers$LAYOUT, buffers$OFFSET, fieldValue);
     }
 
-    private static final AddressLayout name$LAYOUT = (AddressLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("name"));
+    private static final AddressLayout name$LAYOUT = (AddressLayout) $LAYOUT.memberLayouts().get(11);
 
     /**
      * Layout for field:
@@ -667,7 +667,7 @@ public final class HurrayDescriptorSpec {
         struct.set(name$LAYOUT, name$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfLong name_len$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("name_len"));
+    private static final ValueLayout.OfLong name_len$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(12);
 
     /**
      * Layout for field:
@@ -715,7 +715,7 @@ public final class HurrayDescriptorSpec {
         struct.set(name_len$LAYOUT, name_len$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfLong metadata_count$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("metadata_count"));
+    private static final ValueLayout.OfLong metadata_count$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(13);
 
     /**
      * Layout for field:
@@ -763,7 +763,7 @@ public final class HurrayDescriptorSpec {
         struct.set(metadata_count$LAYOUT, metadata_count$OFFSET, fieldValue);
     }
 
-    private static final AddressLayout metadata$LAYOUT = (AddressLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("metadata"));
+    private static final AddressLayout metadata$LAYOUT = (AddressLayout) $LAYOUT.memberLayouts().get(14);
 
     /**
      * Layout for field:
@@ -811,7 +811,7 @@ public final class HurrayDescriptorSpec {
         struct.set(metadata$LAYOUT, metadata$OFFSET, fieldValue);
     }
 
-    private static final GroupLayout quantization$LAYOUT = (GroupLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("quantization"));
+    private static final GroupLayout quantization$LAYOUT = (GroupLayout) $LAYOUT.memberLayouts().get(15);
 
     /**
      * Layout for field:

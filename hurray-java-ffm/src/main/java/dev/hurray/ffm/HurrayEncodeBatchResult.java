@@ -44,7 +44,7 @@ public final class HurrayEncodeBatchResult {
         return $LAYOUT;
     }
 
-    private static final ValueLayout.OfLong encoded$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("encoded"));
+    private static final ValueLayout.OfLong encoded$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(0);
 
     /**
      * Layout for field:
@@ -92,7 +92,7 @@ public final class HurrayEncodeBatchResult {
         struct.set(encoded$LAYOUT, encoded$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfLong piece_count$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("piece_count"));
+    private static final ValueLayout.OfLong piece_count$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(1);
 
     /**
      * Layout for field:
@@ -140,7 +140,7 @@ public final class HurrayEncodeBatchResult {
         struct.set(piece_count$LAYOUT, piece_count$OFFSET, fieldValue);
     }
 
-    private static final GroupLayout state$LAYOUT = (GroupLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("state"));
+    private static final GroupLayout state$LAYOUT = (GroupLayout) $LAYOUT.memberLayouts().get(2);
 
     /**
      * Layout for field:

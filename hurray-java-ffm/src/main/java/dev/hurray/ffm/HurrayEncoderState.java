@@ -46,7 +46,7 @@ public final class HurrayEncoderState {
         return $LAYOUT;
     }
 
-    private static final ValueLayout.OfLong pending_bytes$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("pending_bytes"));
+    private static final ValueLayout.OfLong pending_bytes$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(0);
 
     /**
      * Layout for field:
@@ -94,7 +94,7 @@ public final class HurrayEncoderState {
         struct.set(pending_bytes$LAYOUT, pending_bytes$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfInt pending_pieces$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("pending_pieces"));
+    private static final ValueLayout.OfInt pending_pieces$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(1);
 
     /**
      * Layout for field:
@@ -142,7 +142,7 @@ public final class HurrayEncoderState {
         struct.set(pending_pieces$LAYOUT, pending_pieces$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfInt borrows_payloads$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("borrows_payloads"));
+    private static final ValueLayout.OfInt borrows_payloads$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(2);
 
     /**
      * Layout for field:

@@ -53,7 +53,7 @@ public final class HurrayFileBufferLocation {
         return $LAYOUT;
     }
 
-    private static final ValueLayout.OfLong offset$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("offset"));
+    private static final ValueLayout.OfLong offset$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(0);
 
     /**
      * Layout for field:
@@ -101,7 +101,7 @@ public final class HurrayFileBufferLocation {
         struct.set(offset$LAYOUT, offset$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfLong length$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("length"));
+    private static final ValueLayout.OfLong length$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(1);
 
     /**
      * Layout for field:
@@ -149,7 +149,7 @@ public final class HurrayFileBufferLocation {
         struct.set(length$LAYOUT, length$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfInt alignment$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("alignment"));
+    private static final ValueLayout.OfInt alignment$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(2);
 
     /**
      * Layout for field:
@@ -197,7 +197,7 @@ public final class HurrayFileBufferLocation {
         struct.set(alignment$LAYOUT, alignment$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfInt crc32c$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("crc32c"));
+    private static final ValueLayout.OfInt crc32c$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(3);
 
     /**
      * Layout for field:
@@ -245,7 +245,7 @@ public final class HurrayFileBufferLocation {
         struct.set(crc32c$LAYOUT, crc32c$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfInt flags$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("flags"));
+    private static final ValueLayout.OfInt flags$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(4);
 
     /**
      * Layout for field:
@@ -293,7 +293,7 @@ public final class HurrayFileBufferLocation {
         struct.set(flags$LAYOUT, flags$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfInt reserved$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("reserved"));
+    private static final ValueLayout.OfInt reserved$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(5);
 
     /**
      * Layout for field:

@@ -58,7 +58,7 @@ public final class HurrayFileEncoderState {
         return $LAYOUT;
     }
 
-    private static final ValueLayout.OfLong pending_bytes$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("pending_bytes"));
+    private static final ValueLayout.OfLong pending_bytes$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(0);
 
     /**
      * Layout for field:
@@ -106,7 +106,7 @@ public final class HurrayFileEncoderState {
         struct.set(pending_bytes$LAYOUT, pending_bytes$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfLong bytes_written$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("bytes_written"));
+    private static final ValueLayout.OfLong bytes_written$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(1);
 
     /**
      * Layout for field:
@@ -154,7 +154,7 @@ public final class HurrayFileEncoderState {
         struct.set(bytes_written$LAYOUT, bytes_written$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfLong tensor_count$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("tensor_count"));
+    private static final ValueLayout.OfLong tensor_count$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(2);
 
     /**
      * Layout for field:
@@ -202,7 +202,7 @@ public final class HurrayFileEncoderState {
         struct.set(tensor_count$LAYOUT, tensor_count$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfInt pending_pieces$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("pending_pieces"));
+    private static final ValueLayout.OfInt pending_pieces$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(3);
 
     /**
      * Layout for field:
@@ -250,7 +250,7 @@ public final class HurrayFileEncoderState {
         struct.set(pending_pieces$LAYOUT, pending_pieces$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfInt borrows_payloads$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("borrows_payloads"));
+    private static final ValueLayout.OfInt borrows_payloads$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(4);
 
     /**
      * Layout for field:
@@ -300,7 +300,7 @@ public final class HurrayFileEncoderState {
         struct.set(borrows_payloads$LAYOUT, borrows_payloads$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfInt finished$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("finished"));
+    private static final ValueLayout.OfInt finished$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(5);
 
     /**
      * Layout for field:
@@ -348,7 +348,7 @@ public final class HurrayFileEncoderState {
         struct.set(finished$LAYOUT, finished$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfInt poisoned$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("poisoned"));
+    private static final ValueLayout.OfInt poisoned$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(6);
 
     /**
      * Layout for field:

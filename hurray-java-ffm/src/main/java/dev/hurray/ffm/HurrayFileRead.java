@@ -47,7 +47,7 @@ public final class HurrayFileRead {
         return $LAYOUT;
     }
 
-    private static final ValueLayout.OfLong offset$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("offset"));
+    private static final ValueLayout.OfLong offset$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(0);
 
     /**
      * Layout for field:
@@ -95,7 +95,7 @@ public final class HurrayFileRead {
         struct.set(offset$LAYOUT, offset$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfLong len$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("len"));
+    private static final ValueLayout.OfLong len$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(1);
 
     /**
      * Layout for field:
@@ -143,7 +143,7 @@ public final class HurrayFileRead {
         struct.set(len$LAYOUT, len$OFFSET, fieldValue);
     }
 
-    private static final AddressLayout dst$LAYOUT = (AddressLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("dst"));
+    private static final AddressLayout dst$LAYOUT = (AddressLayout) $LAYOUT.memberLayouts().get(2);
 
     /**
      * Layout for field:

@@ -58,7 +58,7 @@ public final class HurrayFileReaderOptions {
         return $LAYOUT;
     }
 
-    private static final ValueLayout.OfInt struct_size$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("struct_size"));
+    private static final ValueLayout.OfInt struct_size$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(0);
 
     /**
      * Layout for field:
@@ -106,7 +106,7 @@ public final class HurrayFileReaderOptions {
         struct.set(struct_size$LAYOUT, struct_size$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfInt flags$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("flags"));
+    private static final ValueLayout.OfInt flags$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(1);
 
     /**
      * Layout for field:
@@ -154,7 +154,7 @@ public final class HurrayFileReaderOptions {
         struct.set(flags$LAYOUT, flags$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfLong eager_index_bytes$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("eager_index_bytes"));
+    private static final ValueLayout.OfLong eager_index_bytes$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(2);
 
     /**
      * Layout for field:
@@ -204,7 +204,7 @@ public final class HurrayFileReaderOptions {
         struct.set(eager_index_bytes$LAYOUT, eager_index_bytes$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfLong max_descriptor_bytes$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("max_descriptor_bytes"));
+    private static final ValueLayout.OfLong max_descriptor_bytes$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(3);
 
     /**
      * Layout for field:
@@ -252,7 +252,7 @@ public final class HurrayFileReaderOptions {
         struct.set(max_descriptor_bytes$LAYOUT, max_descriptor_bytes$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfLong max_tensor_bytes$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("max_tensor_bytes"));
+    private static final ValueLayout.OfLong max_tensor_bytes$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(4);
 
     /**
      * Layout for field:
@@ -300,7 +300,7 @@ public final class HurrayFileReaderOptions {
         struct.set(max_tensor_bytes$LAYOUT, max_tensor_bytes$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfLong max_metadata_bytes$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("max_metadata_bytes"));
+    private static final ValueLayout.OfLong max_metadata_bytes$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(5);
 
     /**
      * Layout for field:
@@ -348,7 +348,7 @@ public final class HurrayFileReaderOptions {
         struct.set(max_metadata_bytes$LAYOUT, max_metadata_bytes$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfLong max_index_bytes$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("max_index_bytes"));
+    private static final ValueLayout.OfLong max_index_bytes$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(6);
 
     /**
      * Layout for field:

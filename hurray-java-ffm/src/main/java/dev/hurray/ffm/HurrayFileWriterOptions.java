@@ -47,7 +47,7 @@ public final class HurrayFileWriterOptions {
         return $LAYOUT;
     }
 
-    private static final ValueLayout.OfInt struct_size$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("struct_size"));
+    private static final ValueLayout.OfInt struct_size$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(0);
 
     /**
      * Layout for field:
@@ -95,7 +95,7 @@ public final class HurrayFileWriterOptions {
         struct.set(struct_size$LAYOUT, struct_size$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfInt flags$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("flags"));
+    private static final ValueLayout.OfInt flags$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(1);
 
     /**
      * Layout for field:
@@ -143,7 +143,7 @@ public final class HurrayFileWriterOptions {
         struct.set(flags$LAYOUT, flags$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfLong min_payload_alignment$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("min_payload_alignment"));
+    private static final ValueLayout.OfLong min_payload_alignment$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(2);
 
     /**
      * Layout for field:

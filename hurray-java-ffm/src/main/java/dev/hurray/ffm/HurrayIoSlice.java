@@ -42,7 +42,7 @@ public final class HurrayIoSlice {
         return $LAYOUT;
     }
 
-    private static final AddressLayout ptr$LAYOUT = (AddressLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("ptr"));
+    private static final AddressLayout ptr$LAYOUT = (AddressLayout) $LAYOUT.memberLayouts().get(0);
 
     /**
      * Layout for field:
@@ -90,7 +90,7 @@ public final class HurrayIoSlice {
         struct.set(ptr$LAYOUT, ptr$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfLong len$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("len"));
+    private static final ValueLayout.OfLong len$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(1);
 
     /**
      * Layout for field:

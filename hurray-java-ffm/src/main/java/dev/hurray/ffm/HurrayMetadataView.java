@@ -48,7 +48,7 @@ public final class HurrayMetadataView {
         return $LAYOUT;
     }
 
-    private static final AddressLayout key$LAYOUT = (AddressLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("key"));
+    private static final AddressLayout key$LAYOUT = (AddressLayout) $LAYOUT.memberLayouts().get(0);
 
     /**
      * Layout for field:
@@ -96,7 +96,7 @@ public final class HurrayMetadataView {
         struct.set(key$LAYOUT, key$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfLong key_len$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("key_len"));
+    private static final ValueLayout.OfLong key_len$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(1);
 
     /**
      * Layout for field:
@@ -144,7 +144,7 @@ public final class HurrayMetadataView {
         struct.set(key_len$LAYOUT, key_len$OFFSET, fieldValue);
     }
 
-    private static final AddressLayout value$LAYOUT = (AddressLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("value"));
+    private static final AddressLayout value$LAYOUT = (AddressLayout) $LAYOUT.memberLayouts().get(2);
 
     /**
      * Layout for field:
@@ -192,7 +192,7 @@ public final class HurrayMetadataView {
         struct.set(value$LAYOUT, value$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfLong value_len$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("value_len"));
+    private static final ValueLayout.OfLong value_len$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(3);
 
     /**
      * Layout for field:

@@ -54,7 +54,7 @@ public final class HurrayPaging {
         return $LAYOUT;
     }
 
-    private static final ValueLayout.OfByte index_type$LAYOUT = (ValueLayout.OfByte) $LAYOUT.select(MemoryLayout.PathElement.groupElement("index_type"));
+    private static final ValueLayout.OfByte index_type$LAYOUT = (ValueLayout.OfByte) $LAYOUT.memberLayouts().get(0);
 
     /**
      * Layout for field:
@@ -102,7 +102,7 @@ public final class HurrayPaging {
         struct.set(index_type$LAYOUT, index_type$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfByte reserved0$LAYOUT = (ValueLayout.OfByte) $LAYOUT.select(MemoryLayout.PathElement.groupElement("reserved0"));
+    private static final ValueLayout.OfByte reserved0$LAYOUT = (ValueLayout.OfByte) $LAYOUT.memberLayouts().get(1);
 
     /**
      * Layout for field:
@@ -150,7 +150,7 @@ public final class HurrayPaging {
         struct.set(reserved0$LAYOUT, reserved0$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfShort reserved1$LAYOUT = (ValueLayout.OfShort) $LAYOUT.select(MemoryLayout.PathElement.groupElement("reserved1"));
+    private static final ValueLayout.OfShort reserved1$LAYOUT = (ValueLayout.OfShort) $LAYOUT.memberLayouts().get(2);
 
     /**
      * Layout for field:
@@ -198,7 +198,7 @@ public final class HurrayPaging {
         struct.set(reserved1$LAYOUT, reserved1$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfInt page_size$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("page_size"));
+    private static final ValueLayout.OfInt page_size$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(3);
 
     /**
      * Layout for field:
@@ -246,7 +246,7 @@ public final class HurrayPaging {
         struct.set(page_size$LAYOUT, page_size$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfLong block_count$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("block_count"));
+    private static final ValueLayout.OfLong block_count$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(4);
 
     /**
      * Layout for field:
@@ -294,7 +294,7 @@ public final class HurrayPaging {
         struct.set(block_count$LAYOUT, block_count$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfLong page_count$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("page_count"));
+    private static final ValueLayout.OfLong page_count$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(5);
 
     /**
      * Layout for field:

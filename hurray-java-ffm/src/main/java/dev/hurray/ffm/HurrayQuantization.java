@@ -54,7 +54,7 @@ public final class HurrayQuantization {
         return $LAYOUT;
     }
 
-    private static final ValueLayout.OfByte kind$LAYOUT = (ValueLayout.OfByte) $LAYOUT.select(MemoryLayout.PathElement.groupElement("kind"));
+    private static final ValueLayout.OfByte kind$LAYOUT = (ValueLayout.OfByte) $LAYOUT.memberLayouts().get(0);
 
     /**
      * Layout for field:
@@ -102,7 +102,7 @@ public final class HurrayQuantization {
         struct.set(kind$LAYOUT, kind$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfByte dequantized_type$LAYOUT = (ValueLayout.OfByte) $LAYOUT.select(MemoryLayout.PathElement.groupElement("dequantized_type"));
+    private static final ValueLayout.OfByte dequantized_type$LAYOUT = (ValueLayout.OfByte) $LAYOUT.memberLayouts().get(1);
 
     /**
      * Layout for field:
@@ -150,7 +150,7 @@ public final class HurrayQuantization {
         struct.set(dequantized_type$LAYOUT, dequantized_type$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfShort reserved$LAYOUT = (ValueLayout.OfShort) $LAYOUT.select(MemoryLayout.PathElement.groupElement("reserved"));
+    private static final ValueLayout.OfShort reserved$LAYOUT = (ValueLayout.OfShort) $LAYOUT.memberLayouts().get(2);
 
     /**
      * Layout for field:
@@ -198,7 +198,7 @@ public final class HurrayQuantization {
         struct.set(reserved$LAYOUT, reserved$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfInt axis$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("axis"));
+    private static final ValueLayout.OfInt axis$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(3);
 
     /**
      * Layout for field:
@@ -246,7 +246,7 @@ public final class HurrayQuantization {
         struct.set(axis$LAYOUT, axis$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfDouble scale$LAYOUT = (ValueLayout.OfDouble) $LAYOUT.select(MemoryLayout.PathElement.groupElement("scale"));
+    private static final ValueLayout.OfDouble scale$LAYOUT = (ValueLayout.OfDouble) $LAYOUT.memberLayouts().get(4);
 
     /**
      * Layout for field:
@@ -294,7 +294,7 @@ public final class HurrayQuantization {
         struct.set(scale$LAYOUT, scale$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfDouble bias$LAYOUT = (ValueLayout.OfDouble) $LAYOUT.select(MemoryLayout.PathElement.groupElement("bias"));
+    private static final ValueLayout.OfDouble bias$LAYOUT = (ValueLayout.OfDouble) $LAYOUT.memberLayouts().get(5);
 
     /**
      * Layout for field:

@@ -54,7 +54,7 @@ public final class HurrayReaderOptions {
         return $LAYOUT;
     }
 
-    private static final ValueLayout.OfInt struct_size$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("struct_size"));
+    private static final ValueLayout.OfInt struct_size$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(0);
 
     /**
      * Layout for field:
@@ -102,7 +102,7 @@ public final class HurrayReaderOptions {
         struct.set(struct_size$LAYOUT, struct_size$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfInt max_rank$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("max_rank"));
+    private static final ValueLayout.OfInt max_rank$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(1);
 
     /**
      * Layout for field:
@@ -150,7 +150,7 @@ public final class HurrayReaderOptions {
         struct.set(max_rank$LAYOUT, max_rank$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfLong max_descriptor_bytes$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("max_descriptor_bytes"));
+    private static final ValueLayout.OfLong max_descriptor_bytes$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(2);
 
     /**
      * Layout for field:
@@ -198,7 +198,7 @@ public final class HurrayReaderOptions {
         struct.set(max_descriptor_bytes$LAYOUT, max_descriptor_bytes$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfLong max_tensor_bytes$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("max_tensor_bytes"));
+    private static final ValueLayout.OfLong max_tensor_bytes$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(3);
 
     /**
      * Layout for field:
@@ -246,7 +246,7 @@ public final class HurrayReaderOptions {
         struct.set(max_tensor_bytes$LAYOUT, max_tensor_bytes$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfInt flags$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("flags"));
+    private static final ValueLayout.OfInt flags$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(4);
 
     /**
      * Layout for field:
@@ -294,7 +294,7 @@ public final class HurrayReaderOptions {
         struct.set(flags$LAYOUT, flags$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfInt reserved$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("reserved"));
+    private static final ValueLayout.OfInt reserved$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(5);
 
     /**
      * Layout for field:

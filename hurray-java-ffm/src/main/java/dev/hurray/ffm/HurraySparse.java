@@ -57,7 +57,7 @@ public final class HurraySparse {
         return $LAYOUT;
     }
 
-    private static final ValueLayout.OfByte index_type$LAYOUT = (ValueLayout.OfByte) $LAYOUT.select(MemoryLayout.PathElement.groupElement("index_type"));
+    private static final ValueLayout.OfByte index_type$LAYOUT = (ValueLayout.OfByte) $LAYOUT.memberLayouts().get(0);
 
     /**
      * Layout for field:
@@ -105,7 +105,7 @@ public final class HurraySparse {
         struct.set(index_type$LAYOUT, index_type$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfByte canonical$LAYOUT = (ValueLayout.OfByte) $LAYOUT.select(MemoryLayout.PathElement.groupElement("canonical"));
+    private static final ValueLayout.OfByte canonical$LAYOUT = (ValueLayout.OfByte) $LAYOUT.memberLayouts().get(1);
 
     /**
      * Layout for field:
@@ -153,7 +153,7 @@ public final class HurraySparse {
         struct.set(canonical$LAYOUT, canonical$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfShort reserved0$LAYOUT = (ValueLayout.OfShort) $LAYOUT.select(MemoryLayout.PathElement.groupElement("reserved0"));
+    private static final ValueLayout.OfShort reserved0$LAYOUT = (ValueLayout.OfShort) $LAYOUT.memberLayouts().get(2);
 
     /**
      * Layout for field:
@@ -201,7 +201,7 @@ public final class HurraySparse {
         struct.set(reserved0$LAYOUT, reserved0$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfInt block_rows$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("block_rows"));
+    private static final ValueLayout.OfInt block_rows$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(3);
 
     /**
      * Layout for field:
@@ -249,7 +249,7 @@ public final class HurraySparse {
         struct.set(block_rows$LAYOUT, block_rows$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfInt block_cols$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("block_cols"));
+    private static final ValueLayout.OfInt block_cols$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(4);
 
     /**
      * Layout for field:
@@ -297,7 +297,7 @@ public final class HurraySparse {
         struct.set(block_cols$LAYOUT, block_cols$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfInt reserved1$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("reserved1"));
+    private static final ValueLayout.OfInt reserved1$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(5);
 
     /**
      * Layout for field:
@@ -345,7 +345,7 @@ public final class HurraySparse {
         struct.set(reserved1$LAYOUT, reserved1$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfLong nnz$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("nnz"));
+    private static final ValueLayout.OfLong nnz$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(6);
 
     /**
      * Layout for field:

@@ -59,7 +59,7 @@ public final class HurraySyncPayload {
         return $LAYOUT;
     }
 
-    private static final AddressLayout sync_handle$LAYOUT = (AddressLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("sync_handle"));
+    private static final AddressLayout sync_handle$LAYOUT = (AddressLayout) $LAYOUT.memberLayouts().get(0);
 
     /**
      * Layout for field:
@@ -107,7 +107,7 @@ public final class HurraySyncPayload {
         struct.set(sync_handle$LAYOUT, sync_handle$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfByte sync_handle_device_tag$LAYOUT = (ValueLayout.OfByte) $LAYOUT.select(MemoryLayout.PathElement.groupElement("sync_handle_device_tag"));
+    private static final ValueLayout.OfByte sync_handle_device_tag$LAYOUT = (ValueLayout.OfByte) $LAYOUT.memberLayouts().get(1);
 
     /**
      * Layout for field:
@@ -155,7 +155,7 @@ public final class HurraySyncPayload {
         struct.set(sync_handle_device_tag$LAYOUT, sync_handle_device_tag$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfByte consumer_stream_device_tag$LAYOUT = (ValueLayout.OfByte) $LAYOUT.select(MemoryLayout.PathElement.groupElement("consumer_stream_device_tag"));
+    private static final ValueLayout.OfByte consumer_stream_device_tag$LAYOUT = (ValueLayout.OfByte) $LAYOUT.memberLayouts().get(2);
 
     /**
      * Layout for field:
@@ -203,7 +203,7 @@ public final class HurraySyncPayload {
         struct.set(consumer_stream_device_tag$LAYOUT, consumer_stream_device_tag$OFFSET, fieldValue);
     }
 
-    private static final AddressLayout event_release_fn$LAYOUT = (AddressLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("event_release_fn"));
+    private static final AddressLayout event_release_fn$LAYOUT = (AddressLayout) $LAYOUT.memberLayouts().get(4);
 
     /**
      * Layout for field:
@@ -251,7 +251,7 @@ public final class HurraySyncPayload {
         struct.set(event_release_fn$LAYOUT, event_release_fn$OFFSET, fieldValue);
     }
 
-    private static final AddressLayout event_release_context$LAYOUT = (AddressLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("event_release_context"));
+    private static final AddressLayout event_release_context$LAYOUT = (AddressLayout) $LAYOUT.memberLayouts().get(5);
 
     /**
      * Layout for field:
@@ -299,7 +299,7 @@ public final class HurraySyncPayload {
         struct.set(event_release_context$LAYOUT, event_release_context$OFFSET, fieldValue);
     }
 
-    private static final AddressLayout consumer_stream$LAYOUT = (AddressLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("consumer_stream"));
+    private static final AddressLayout consumer_stream$LAYOUT = (AddressLayout) $LAYOUT.memberLayouts().get(6);
 
     /**
      * Layout for field:

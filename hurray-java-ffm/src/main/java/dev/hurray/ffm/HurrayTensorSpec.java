@@ -46,7 +46,7 @@ public final class HurrayTensorSpec {
         return $LAYOUT;
     }
 
-    private static final GroupLayout descriptor$LAYOUT = (GroupLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("descriptor"));
+    private static final GroupLayout descriptor$LAYOUT = (GroupLayout) $LAYOUT.memberLayouts().get(0);
 
     /**
      * Layout for field:
@@ -94,7 +94,7 @@ public final class HurrayTensorSpec {
         MemorySegment.copy(fieldValue, 0L, struct, descriptor$OFFSET, descriptor$LAYOUT.byteSize());
     }
 
-    private static final AddressLayout payloads$LAYOUT = (AddressLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("payloads"));
+    private static final AddressLayout payloads$LAYOUT = (AddressLayout) $LAYOUT.memberLayouts().get(1);
 
     /**
      * Layout for field:
@@ -142,7 +142,7 @@ public final class HurrayTensorSpec {
         struct.set(payloads$LAYOUT, payloads$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfLong payload_count$LAYOUT = (ValueLayout.OfLong) $LAYOUT.select(MemoryLayout.PathElement.groupElement("payload_count"));
+    private static final ValueLayout.OfLong payload_count$LAYOUT = (ValueLayout.OfLong) $LAYOUT.memberLayouts().get(2);
 
     /**
      * Layout for field:

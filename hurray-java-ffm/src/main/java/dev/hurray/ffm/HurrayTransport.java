@@ -59,7 +59,7 @@ public final class HurrayTransport {
         return $LAYOUT;
     }
 
-    private static final AddressLayout ctx$LAYOUT = (AddressLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("ctx"));
+    private static final AddressLayout ctx$LAYOUT = (AddressLayout) $LAYOUT.memberLayouts().get(0);
 
     /**
      * Layout for field:
@@ -107,7 +107,7 @@ public final class HurrayTransport {
         struct.set(ctx$LAYOUT, ctx$OFFSET, fieldValue);
     }
 
-    private static final AddressLayout read$LAYOUT = (AddressLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("read"));
+    private static final AddressLayout read$LAYOUT = (AddressLayout) $LAYOUT.memberLayouts().get(1);
 
     /**
      * Layout for field:
@@ -155,7 +155,7 @@ public final class HurrayTransport {
         struct.set(read$LAYOUT, read$OFFSET, fieldValue);
     }
 
-    private static final AddressLayout write$LAYOUT = (AddressLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("write"));
+    private static final AddressLayout write$LAYOUT = (AddressLayout) $LAYOUT.memberLayouts().get(2);
 
     /**
      * Layout for field:
@@ -203,7 +203,7 @@ public final class HurrayTransport {
         struct.set(write$LAYOUT, write$OFFSET, fieldValue);
     }
 
-    private static final AddressLayout release$LAYOUT = (AddressLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("release"));
+    private static final AddressLayout release$LAYOUT = (AddressLayout) $LAYOUT.memberLayouts().get(3);
 
     /**
      * Layout for field:
@@ -251,7 +251,7 @@ public final class HurrayTransport {
         struct.set(release$LAYOUT, release$OFFSET, fieldValue);
     }
 
-    private static final AddressLayout read_at$LAYOUT = (AddressLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("read_at"));
+    private static final AddressLayout read_at$LAYOUT = (AddressLayout) $LAYOUT.memberLayouts().get(4);
 
     /**
      * Layout for field:
@@ -299,7 +299,7 @@ public final class HurrayTransport {
         struct.set(read_at$LAYOUT, read_at$OFFSET, fieldValue);
     }
 
-    private static final AddressLayout size$LAYOUT = (AddressLayout) $LAYOUT.select(MemoryLayout.PathElement.groupElement("size"));
+    private static final AddressLayout size$LAYOUT = (AddressLayout) $LAYOUT.memberLayouts().get(5);
 
     /**
      * Layout for field:

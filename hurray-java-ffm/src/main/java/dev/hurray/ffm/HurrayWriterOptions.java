@@ -41,7 +41,7 @@ public final class HurrayWriterOptions {
         return $LAYOUT;
     }
 
-    private static final ValueLayout.OfInt struct_size$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("struct_size"));
+    private static final ValueLayout.OfInt struct_size$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(0);
 
     /**
      * Layout for field:
@@ -89,7 +89,7 @@ public final class HurrayWriterOptions {
         struct.set(struct_size$LAYOUT, struct_size$OFFSET, fieldValue);
     }
 
-    private static final ValueLayout.OfInt flags$LAYOUT = (ValueLayout.OfInt) $LAYOUT.select(MemoryLayout.PathElement.groupElement("flags"));
+    private static final ValueLayout.OfInt flags$LAYOUT = (ValueLayout.OfInt) $LAYOUT.memberLayouts().get(1);
 
     /**
      * Layout for field:

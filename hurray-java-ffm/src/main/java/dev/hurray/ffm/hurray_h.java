@@ -82,7 +82,7 @@ public final class hurray_h {
      */
     static MethodHandle guardUpcall(MethodHandle target, Object onThrow) {
         MethodType type = target.type();
-        MethodHandle handler = MethodHandles.insertArguments(UPCALL_THREW, 1, onThrow)
+        MethodHandle handler = MethodHandles.insertArguments(UpcallThrew.HANDLE, 1, onThrow)
                 .asType(MethodType.methodType(type.returnType(), Throwable.class));
         return MethodHandles.catchException(target, Throwable.class,
                 MethodHandles.dropArguments(handler, 1, type.parameterList()));
@@ -98,14 +98,17 @@ public final class hurray_h {
         return onThrow;
     }
 
-    private static final MethodHandle UPCALL_THREW;
+    /** The handler of {@link #guardUpcall}, made when the first upcall is (downcalls never need it). */
+    private static final class UpcallThrew {
+        static final MethodHandle HANDLE;
 
-    static {
-        try {
-            UPCALL_THREW = MethodHandles.lookup().findStatic(hurray_h.class, "upcallThrew",
-                    MethodType.methodType(Object.class, Throwable.class, Object.class));
-        } catch (ReflectiveOperationException ex) {
-            throw new AssertionError(ex);
+        static {
+            try {
+                HANDLE = MethodHandles.lookup().findStatic(hurray_h.class, "upcallThrew",
+                        MethodType.methodType(Object.class, Throwable.class, Object.class));
+            } catch (ReflectiveOperationException ex) {
+                throw new AssertionError(ex);
+            }
         }
     }
 
