@@ -16,6 +16,48 @@
 // policy).
 #define HURRAY_C_ABI_VERSION 4
 
+// `hurray_call` operation: `hurray_c_abi_version()` (the result is the version).
+#define HURRAY_CALL_C_ABI_VERSION 1
+
+// `hurray_call` operation: `hurray_descriptor_check(a0, a1, a2)`.
+#define HURRAY_CALL_DESCRIPTOR_CHECK 2
+
+// `hurray_call` operation: `hurray_writer_options_init(a0)`.
+#define HURRAY_CALL_WRITER_OPTIONS_INIT 3
+
+// `hurray_call` operation: `hurray_reader_options_init(a0)`.
+#define HURRAY_CALL_READER_OPTIONS_INIT 4
+
+// `hurray_call` operation: `hurray_encoder_new(a0, a1)`.
+#define HURRAY_CALL_ENCODER_NEW 5
+
+// `hurray_call` operation: `hurray_encoder_encode_batch(a0, a1, a2, a3, a4, a5, a6, a7)`.
+#define HURRAY_CALL_ENCODER_ENCODE_BATCH 6
+
+// `hurray_call` operation: `hurray_encoder_set_coalesce_bytes(a0, a1)`.
+#define HURRAY_CALL_ENCODER_SET_COALESCE_BYTES 7
+
+// `hurray_call` operation: `hurray_encoder_reset(a0, a1)`.
+#define HURRAY_CALL_ENCODER_RESET 8
+
+// `hurray_call` operation: `hurray_encoder_destroy(a0)`.
+#define HURRAY_CALL_ENCODER_DESTROY 9
+
+// `hurray_call` operation: `hurray_decoder_new(a0, a1, a2)`.
+#define HURRAY_CALL_DECODER_NEW 10
+
+// `hurray_call` operation: `hurray_decoder_next_batch(a0, a1, a2, a3, a4, a5)`.
+#define HURRAY_CALL_DECODER_NEXT_BATCH 11
+
+// `hurray_call` operation: `hurray_decoder_reset(a0)`.
+#define HURRAY_CALL_DECODER_RESET 12
+
+// `hurray_call` operation: `hurray_decoder_destroy(a0)`.
+#define HURRAY_CALL_DECODER_DESTROY 13
+
+// `hurray_call` operation: `hurray_tensor_destroy_many(a0, a1)`.
+#define HURRAY_CALL_TENSOR_DESTROY_MANY 14
+
 // `bool`, one byte per element (0 or 1).
 #define HURRAY_DTYPE_BOOL 0
 
@@ -1106,6 +1148,25 @@ HurrayStatus hurray_buffer_list_data_ptrs(const struct HurrayBufferList *list,
 // # Safety
 // `list` NULL or valid for read and write; `*list` NULL or a list handle.
 HurrayStatus hurray_buffer_list_destroy(struct HurrayBufferList **list);
+
+// Calls the function that operation `op` (`HURRAY_CALL_*`) names with `a0`.. as its arguments
+// in order: a pointer as its address, an integer zero-extended (a `uint32_t` argument takes
+// the low 32 bits of its word). Arguments past the function's own are ignored. Returns what
+// the function returns: its status, or for `HURRAY_CALL_C_ABI_VERSION` the version. An
+// unknown `op` returns `HURRAY_ERR_INVALID_ARGUMENT` and calls nothing. Thread rules,
+// ownership and validity of each argument are those of the named function.
+//
+// # Safety
+// The arguments must satisfy the `# Safety` section of the function `op` names.
+HurrayStatus hurray_call(uint32_t op,
+                         uint64_t a0,
+                         uint64_t a1,
+                         uint64_t a2,
+                         uint64_t a3,
+                         uint64_t a4,
+                         uint64_t a5,
+                         uint64_t a6,
+                         uint64_t a7);
 
 // Reads the next item of the stream (the assembled view): a tensor into `*out_tensor`, or a
 // whole composite, members included, into `*out_composite`; the other is set to NULL. Both

@@ -745,6 +745,8 @@ def emit_header_class(h):
         b.append("")
         if name in RAW_FUNCTIONS:
             b += emit_raw_variant(name, ret, params, text)
+        if name == "hurray_call":
+            b += emit_call_holder()
     missing = sorted(set(RAW_FUNCTIONS) - {f[0] for f in h.functions})
     if missing:
         raise BindgenError("RAW_FUNCTIONS names functions the header lacks: " + ", ".join(missing))
@@ -766,44 +768,58 @@ def emit_raw_variant(name, ret, params, text):
     def carrier(t):
         return "long" if t.kind == "pointer" else t.carrier
 
-    args = [layout(t) for _, t in params]
-    if ret.kind == "void":
-        desc = "FunctionDescriptor.ofVoid(%s)" % ", ".join(args)
-    else:
-        desc = "FunctionDescriptor.of(%s)" % ", ".join([layout(ret)] + args)
+    if len(params) > 8 or ret.kind == "void" or carrier(ret) != "int":
+        raise BindgenError("%s: a $raw function goes through hurray_call, which takes at most eight arguments "
+                           "and returns a status" % name)
+    op = "HURRAY_CALL_" + name[len("hurray_"):].upper()
     raw = name + "$raw"
     b = []
-    b.append("    private static final class %s {" % raw)
-    b.append("        static final FunctionDescriptor DESC = %s;" % desc)
-    b.append("        static final MemorySegment ADDR = %s.findOrNull(\"%s\");" % (HEADER_CLASS, name))
-    b.append("        static final MethodHandle HANDLE = ADDR == null ? null : %s.linker().downcallHandle(ADDR, DESC);"
-             % HEADER_CLASS)
-    b.append("    }")
-    b.append("")
     b += javadoc(4, ["As {@link #%s}, with every pointer passed as its address: the caller keeps the" % name,
-                     "memory behind each address alive and unchanged by other threads for the call. Shares",
-                     "its downcall shape with the other {@code $raw} functions of the same arity."]
+                     "memory behind each address alive and unchanged by other threads for the call. Goes",
+                     "through {@code hurray_call} ({@code %s}), the one downcall shape that every" % op,
+                     "{@code $raw} function shares."]
                  + ["<p>"] + snippet(text))
     sig = ", ".join("%s %s" % (carrier(t), jname(n)) for n, t in params)
-    call = ", ".join(jname(n) for n, _ in params)
-    b.append("    public static %s %s(%s) {" % (carrier(ret), raw, sig))
-    b.append("        var mh$ = %s.HANDLE;" % raw)
-    b.append("        if (%s.ADDR == null) {" % raw)
-    b.append("            throw NativeLibrary.missingSymbol(\"%s\");" % name)
+
+    def word(n, t):
+        c = carrier(t)
+        if c == "long":
+            return jname(n)
+        if c == "int":
+            return "Integer.toUnsignedLong(%s)" % jname(n)
+        raise BindgenError("%s: parameter %s of type %s cannot go through hurray_call" % (name, n, c))
+
+    words = [word(n, t) for n, t in params] + ["0L"] * (8 - len(params))
+    b.append("    public static int %s(%s) {" % (raw, sig))
+    b.append("        var mh$ = Call.HANDLE;")
+    b.append("        if (mh$ == null) {")
+    b.append("            throw NativeLibrary.missingSymbol(\"hurray_call\");")
     b.append("        }")
     b.append("        try {")
     b.append("            if (TRACE_DOWNCALLS) {")
     b.append("                traceDowncall(\"%s\"%s);" % (name, "".join(", " + jname(n) for n, _ in params)))
     b.append("            }")
-    if ret.kind == "void":
-        b.append("            mh$.invokeExact(%s);" % call)
-    else:
-        b.append("            return (%s) mh$.invokeExact(%s);" % (carrier(ret), call))
+    b.append("            return (int) mh$.invokeExact(%s, %s);" % (op, ", ".join(words)))
     b.append("        } catch (RuntimeException | Error ex$) {")
     b.append("            throw ex$;")
     b.append("        } catch (Throwable ex$) {")
     b.append("            throw new AssertionError(\"should not reach here\", ex$);")
     b.append("        }")
+    b.append("    }")
+    b.append("")
+    return b
+
+
+def emit_call_holder():
+    """The one handle every `$raw` function calls: `hurray_call(op, a0..a7)`."""
+    b = []
+    b.append("    /** {@code hurray_call}: the one downcall shape of the {@code $raw} functions. */")
+    b.append("    private static final class Call {")
+    b.append("        static final FunctionDescriptor DESC = FunctionDescriptor.of(%s.C_INT, %s.C_INT%s);"
+             % (HEADER_CLASS, HEADER_CLASS, (", %s.C_LONG" % HEADER_CLASS) * 8))
+    b.append("        static final MemorySegment ADDR = %s.findOrNull(\"hurray_call\");" % HEADER_CLASS)
+    b.append("        static final MethodHandle HANDLE = ADDR == null ? null : %s.linker().downcallHandle(ADDR, DESC);"
+             % HEADER_CLASS)
     b.append("    }")
     b.append("")
     return b

@@ -112,6 +112,26 @@ fn a_tiny_stream_declaring_60_gib_is_truncated_without_allocating_it() {
 }
 
 #[test]
+fn a_stream_declaring_a_terabyte_allocates_by_what_arrives() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let opts = ReaderOptions { max_tensor_bytes: u64::MAX, ..Default::default() };
+    // A few bytes of payload: the untouched eager reserve at most.
+    let s = raw_stream(&[1 << 40], &[7; 16]);
+    let ((_, end), peak) = peak_during(|| read_bytes(&s, usize::MAX, opts));
+    assert_eq!(end.unwrap_err().kind(), ErrorKind::Truncated);
+    assert!(peak <= EAGER_RESERVE_BYTES + (1 << 20), "peak {peak} bytes");
+    // 80 MiB of payload, past the eager reserve: the buffer has grown once, to at most
+    // twice what arrived.
+    let got = 80 << 20;
+    let s = raw_stream(&[1 << 40], &vec![7; got]);
+    for chunk in [usize::MAX, 1 << 20] {
+        let ((_, end), peak) = peak_during(|| read_bytes(&s, chunk, opts));
+        assert_eq!(end.unwrap_err().kind(), ErrorKind::Truncated);
+        assert!(peak <= 2 * got + (1 << 20), "chunk {chunk}: peak {peak} bytes for {got} received");
+    }
+}
+
+#[test]
 fn a_declared_size_the_allocator_cannot_reserve_is_still_plain_truncation() {
     let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     // 2^46 bytes (64 TiB): reserving it up front fails (OutOfMemory) on any machine; the

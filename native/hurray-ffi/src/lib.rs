@@ -13,6 +13,7 @@
 
 pub mod buffer;
 pub mod buffer_list;
+pub mod call;
 pub mod composite;
 pub mod constants;
 pub mod context;

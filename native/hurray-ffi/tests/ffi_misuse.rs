@@ -456,6 +456,12 @@ fn null_cases(f: &Fixture) -> Vec<Case<'_>> {
             ),
             ("hurray_decoder_reset", Box::new(move || hurray_ffi::decoder::hurray_decoder_reset(null_mut()))),
             (
+                "hurray_call",
+                Box::new(move || {
+                    hurray_ffi::call::hurray_call(hurray_ffi::call::HURRAY_CALL_DECODER_RESET, 0, 0, 0, 0, 0, 0, 0, 0)
+                }),
+            ),
+            (
                 "hurray_descriptor_encode_with_name",
                 Box::new(move || hurray_descriptor_encode_with_name(d, null(), 0, null_mut(), 0, null_mut())),
             ),

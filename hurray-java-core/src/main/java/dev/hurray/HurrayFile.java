@@ -1,9 +1,7 @@
 package dev.hurray;
 
-import dev.hurray.internal.NativeDescriptor;
 import dev.hurray.internal.NativeFileEntry;
 import dev.hurray.internal.NativeFileReader;
-import dev.hurray.internal.NativePaths;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
@@ -11,21 +9,16 @@ import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileChannel.MapMode;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
-import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.NoSuchElementException;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Spliterator;
 import java.util.Spliterators;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
 import java.util.stream.StreamSupport;
 
@@ -52,9 +45,9 @@ import java.util.stream.StreamSupport;
  *       positional reads ({@code pread}) straight into the native memory it allocated for each
  *       buffer (at the buffer's declared alignment; no heap copy), with no call back into Java
  *       ({@code hurray_file_reader_open_path}). {@link #open(FileChannel)} reads the same way
- *       through the channel's positional reads, called back from the native reader
- *       ({@code read_at}/{@code size}). Payload checksums are checked by default. Tensors own
- *       their memory.</li>
+ *       through the channel's positional reads, made in Java between native calls for the
+ *       ranges the native reader names ({@code hurray_file_reader_new_ranges}; no callback).
+ *       Payload checksums are checked by default. Tensors own their memory.</li>
  *   <li>{@link #map(Path)} has the native library map the whole file read-only and read it
  *       there ({@code hurray_file_reader_open_mapped}; where the library has no memory map,
  *       {@link FileChannel#map(MapMode, long, long, Arena)} maps it for the native span reader;
@@ -128,116 +121,21 @@ import java.util.stream.StreamSupport;
  */
 public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
     private final NativeFileReader reader;
-    private final Mapping mapping;
+    private final FileMapping mapping;
     private final TensorScope scope;
     private final String source;
     private final HandleGuard guard = new HandleGuard("file");
+    /** The index entries this file hands out ({@link #entry(String)}, listing, iteration). */
+    private final FileIndex entryIndex;
 
-    /**
-     * A read-only memory map shared by the file and the tensors read from it: one reference
-     * for the file, one per open tensor; the last release ends {@link #region()}. Either a map
-     * the native library made ({@code hurray_file_reader_open_mapped}; the usual case), of
-     * which this holds one share (a native buffer handle) while the reader and every tensor
-     * buffer pointing into it hold their own, so the library unmaps only when the last of them
-     * goes; or one made by {@link FileChannel#map(MapMode, long, long, Arena)} in a shared
-     * arena (platforms and file systems the library cannot map). The Java segment over a native
-     * map ({@link #region()}) exists only once asked for, in a shared arena closed at the last
-     * release.
-     */
-    private static final class Mapping {
-        private final Arena arena;
-        /** The native buffer handle holding this mapping's share of a native map; 0 for a channel map. */
-        private final long share;
-        private final long address;
-        private final long size;
-        private final AtomicInteger refs = new AtomicInteger(1);
-        /** Guarded by this: the segment {@link #region()} returns, and its arena (native map only). */
-        private MemorySegment region;
-        private Arena regionArena;
-        private boolean released;
-
-        /** A map made by a channel: {@code region} belongs to {@code arena}. */
-        Mapping(Arena arena, MemorySegment region) {
-            this.arena = arena;
-            this.share = 0;
-            this.address = region.address();
-            this.size = region.byteSize();
-            this.region = region;
-        }
-
-        /** A native map: {@code {share handle, address, size}} from {@link NativeFileReader#mapping()}. */
-        Mapping(long[] nativeMap) {
-            this.arena = null;
-            this.share = nativeMap[0];
-            this.address = nativeMap[1];
-            this.size = nativeMap[2];
-        }
-
-        /** The whole map as a read-only segment, valid until the last release. */
-        synchronized MemorySegment region() {
-            if (region == null) {
-                Arena a = released ? Arena.ofConfined() : Arena.ofShared();
-                region = MemorySegment.ofAddress(address).reinterpret(size, a, null).asReadOnly();
-                if (released) {
-                    a.close(); // asked for too late: a segment that throws IllegalStateException
-                } else {
-                    regionArena = a;
-                }
-            }
-            return region;
-        }
-
-        /** Called only while the file is open, so the count is at least 1. */
-        void acquire() {
-            refs.incrementAndGet();
-        }
-
-        void release() {
-            if (refs.decrementAndGet() != 0) {
-                return;
-            }
-            if (share == 0) {
-                arena.close();
-                return;
-            }
-            synchronized (this) {
-                released = true;
-                if (regionArena != null) {
-                    regionArena.close();
-                }
-            }
-            NativeFileReader.destroyMapping(share);
-        }
-    }
-
-    /**
-     * Entries already looked up by name (immutable values; at most {@link #ENTRY_CACHE_MAX}), so
-     * that repeated lookups cost a hash probe instead of a native search and a new entry.
-     * Guarded by {@link #guard} (one thread at a time).
-     */
-    private final java.util.HashMap<String, FileEntry> entryCache = new java.util.HashMap<>();
-    private static final int ENTRY_CACHE_MAX = 1 << 16;
-    /**
-     * Entries by index whose native entries this file owns ({@link #ownedEntries}), so that one
-     * index has at most one; guarded by {@link #guard}.
-     */
-    private final java.util.HashMap<Long, FileEntry> entriesByIndex = new java.util.HashMap<>();
-    /**
-     * The native entries of the first {@link #ENTRY_CACHE_MAX} distinct entries handed out,
-     * destroyed at {@link #close()}: no cleaner registration per lookup, and their memory comes
-     * back when the file closes rather than after a garbage collection. Entries beyond those
-     * own their native entry themselves (freed by the garbage collector).
-     */
-    private final NativeFileEntry.Owned ownedEntries = new NativeFileEntry.Owned(ENTRY_CACHE_MAX);
-    /** Entries handed out that own their native entry (beyond {@link #ownedEntries}), for {@link #retainedNativeEntries()}. */
-    private final AtomicInteger detachedOwn = new AtomicInteger();
-
-    private HurrayFile(NativeFileReader reader, Mapping mapping, TensorScope scope, String source) {
+    /** A file over newly opened {@code reader} (and {@code mapping}, or null), which it takes over; see {@link FileOpener}. */
+    HurrayFile(NativeFileReader reader, FileMapping mapping, TensorScope scope, String source) {
         this.reader = reader;
         this.mapping = mapping;
         this.scope = scope;
         this.source = source;
-        NativeFileEntry.Owned owned = ownedEntries;
+        this.entryIndex = new FileIndex(this, reader, guard);
+        NativeFileEntry.Owned owned = entryIndex.ownedEntries();
         reader.watch(this, mapping == null ? owned::destroyAll : () -> {
             owned.destroyAll();
             mapping.release();
@@ -264,52 +162,7 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
      *     {@link Status#INVALID_ARGUMENT} when it is a directory or another non-regular file
      */
     public static HurrayFile open(Path path, FileReaderOptions options) throws IOException {
-        Objects.requireNonNull(path, "path");
-        Objects.requireNonNull(options, "options");
-        byte[] name = NativePaths.bytes(path);
-        if (name != null) {
-            NativeFileReader r;
-            try {
-                r = NativeFileReader.openPath(name, options.toNative());
-            } catch (HurrayException e) {
-                if (e.status() != Status.NOT_FOUND && e.status() != Status.TRANSPORT) {
-                    throw e;
-                }
-                // The operating system refused the file. Opening it through a channel repeats
-                // that as Java's own exception (NoSuchFileException, AccessDeniedException, ...),
-                // or, should the file have become readable meanwhile, simply opens it.
-                return openChannel(path, options);
-            }
-            return opened(r, options, path.toString());
-        }
-        return openChannel(path, options);
-    }
-
-    /**
-     * Refuses a directory, FIFO or device before a channel opens it: a container is a regular
-     * file, and opening a FIFO through a channel would block until a writer comes. A missing
-     * file is left to the channel (NoSuchFileException).
-     */
-    private static void requireRegularIfPresent(Path path) throws HurrayException {
-        if (Files.exists(path) && !Files.isRegularFile(path)) {
-            throw new HurrayException(Status.INVALID_ARGUMENT, "'" + path + "' is not a regular file (a container is a file)",
-                    null);
-        }
-    }
-
-    private static HurrayFile openChannel(Path path, FileReaderOptions options) throws IOException {
-        requireRegularIfPresent(path);
-        FileChannel ch = FileChannel.open(path, StandardOpenOption.READ);
-        try {
-            return open(ch, options, path.toString());
-        } catch (IOException | RuntimeException | Error e) {
-            try {
-                ch.close();
-            } catch (IOException suppressed) {
-                e.addSuppressed(suppressed);
-            }
-            throw e;
-        }
+        return FileOpener.open(path, options);
     }
 
     /** {@link #open(FileChannel, FileReaderOptions)} with default options. */
@@ -329,22 +182,7 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
     public static HurrayFile open(FileChannel channel, FileReaderOptions options) throws HurrayException {
         Objects.requireNonNull(channel, "channel");
         Objects.requireNonNull(options, "options");
-        return open(channel, options, channel.toString());
-    }
-
-    private static HurrayFile open(FileChannel ch, FileReaderOptions options, String source) throws HurrayException {
-        return opened(NativeFileReader.open(ch, ch, options.toNative()), options, source);
-    }
-
-    /** A file over a newly opened reader {@code r}, which it destroys if this fails. */
-    private static HurrayFile opened(NativeFileReader r, FileReaderOptions options, String source) throws HurrayException {
-        try {
-            r.setBufferPoolBytes(options.bufferPoolBytes());
-        } catch (HurrayException | RuntimeException e) {
-            r.close();
-            throw e;
-        }
-        return new HurrayFile(r, null, options.tensorScope(), source);
+        return FileOpener.open(channel, options, channel.toString());
     }
 
     /** {@link #map(Path, FileReaderOptions)} with default options. */
@@ -388,49 +226,7 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
      *     {@link Status#INVALID_ARGUMENT} when {@code path} is a directory, FIFO or device
      */
     public static HurrayFile map(Path path, FileReaderOptions options) throws IOException {
-        Objects.requireNonNull(path, "path");
-        Objects.requireNonNull(options, "options");
-        byte[] name = NativePaths.bytes(path);
-        NativeFileReader r = null;
-        if (name != null) {
-            try {
-                r = NativeFileReader.openMapped(name, options.toNative());
-            } catch (HurrayException e) {
-                // The operating system refused the file or the map, or this platform has no
-                // native map: the channel below maps it, or repeats the refusal as Java's own
-                // exception (NoSuchFileException, AccessDeniedException, ...).
-                if (e.status() != Status.NOT_FOUND && e.status() != Status.TRANSPORT && e.status() != Status.UNSUPPORTED) {
-                    throw e;
-                }
-            }
-        }
-        if (r != null) {
-            Mapping m;
-            try {
-                m = new Mapping(r.mapping());
-            } catch (HurrayException | RuntimeException | Error e) {
-                try {
-                    r.close();
-                } catch (HurrayException suppressed) {
-                    e.addSuppressed(suppressed);
-                }
-                throw e;
-            }
-            return new HurrayFile(r, m, options.tensorScope(), path.toString());
-        }
-        requireRegularIfPresent(path);
-        // Anything the native library could not map maps here, or fails with Java's
-        // own exception. Shared: the last tensor, which unmaps, may be closed on another thread.
-        Arena arena = Arena.ofShared();
-        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
-            long size = ch.size();
-            MemorySegment region = size == 0 ? MemorySegment.NULL : ch.map(MapMode.READ_ONLY, 0, size, arena);
-            NativeFileReader spanReader = NativeFileReader.openSpan(region, size, options.toNative());
-            return new HurrayFile(spanReader, new Mapping(arena, region), options.tensorScope(), path.toString());
-        } catch (IOException | RuntimeException | Error e) {
-            arena.close();
-            throw e;
-        }
+        return FileOpener.map(path, options);
     }
 
     /** {@link #create(Path, FileWriterOptions)} with default options. */
@@ -468,12 +264,7 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
      * @throws IllegalStateException if closed or in use
      */
     public long size() throws HurrayException {
-        guard.enter();
-        try {
-            return reader.size();
-        } finally {
-            guard.exit();
-        }
+        return locked(reader::size);
     }
 
     /**
@@ -482,12 +273,7 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
      * @throws IllegalStateException if closed or in use
      */
     public long count() throws HurrayException {
-        guard.enter();
-        try {
-            return reader.count();
-        } finally {
-            guard.exit();
-        }
+        return locked(reader::count);
     }
 
     /** True for a file opened with {@link #map}. */
@@ -514,12 +300,7 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
      * the class comment.
      */
     public long readAtCalls() throws HurrayException {
-        guard.enter();
-        try {
-            return reader.readAtCalls();
-        } finally {
-            guard.exit();
-        }
+        return locked(reader::readAtCalls);
     }
 
     /**
@@ -530,12 +311,7 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
      *     a read failure
      */
     public String name(long index) throws HurrayException {
-        guard.enter();
-        try {
-            return reader.name(index);
-        } finally {
-            guard.exit();
-        }
+        return locked(() -> reader.name(index));
     }
 
     /**
@@ -545,12 +321,7 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
      *     {@link Status#CORRUPT}, {@link Status#INVALID_ALIGNMENT}, … for a damaged entry
      */
     public FileEntry entry(long index) throws HurrayException {
-        guard.enter();
-        try {
-            return entryAt(index);
-        } finally {
-            guard.exit();
-        }
+        return entryIndex.entry(index);
     }
 
     /**
@@ -561,26 +332,7 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
      * @throws HurrayException for a damaged index or a read failure
      */
     public Optional<FileEntry> entry(String name) throws HurrayException {
-        Objects.requireNonNull(name, "name");
-        guard.enter();
-        try {
-            FileEntry cached = entryCache.get(name);
-            if (cached != null) {
-                return Optional.of(cached);
-            }
-            byte[] utf8 = dev.hurray.internal.Utf8.encodeOrNull(name);
-            MemorySegment h = utf8 == null ? null : reader.find(utf8);
-            if (h == null) {
-                return Optional.empty();
-            }
-            FileEntry e = toEntry(h);
-            if (entryCache.size() < ENTRY_CACHE_MAX) {
-                entryCache.put(name, e);
-            }
-            return Optional.of(e);
-        } finally {
-            guard.exit();
-        }
+        return entryIndex.entry(name);
     }
 
     /**
@@ -593,16 +345,13 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
      *     the failures of reading a tensor
      */
     public Composite readComposite(String name) throws HurrayException {
-        guard.enter();
-        try {
+        return locked(() -> {
             byte[] utf8 = dev.hurray.internal.Utf8.encodeOrNull(name);
             if (utf8 == null) {
                 throw new HurrayException(Status.NOT_FOUND, "no composite named \"" + name + "\" in " + source, null);
             }
             return Composite.fromNative(reader.readComposite(utf8), scope);
-        } finally {
-            guard.exit();
-        }
+        });
     }
 
     /** True if the container holds a tensor named {@code name}. */
@@ -616,17 +365,7 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
      * <em>listed</em> ones (see {@link #iterator()}): they hold no native memory.
      */
     public List<FileEntry> entries() throws HurrayException {
-        guard.enter();
-        try {
-            long n = reader.count();
-            List<FileEntry> out = new ArrayList<>((int) Math.min(n, Integer.MAX_VALUE - 8));
-            for (long i = 0; i < n; i++) {
-                out.add(listedEntryAt(i));
-            }
-            return Collections.unmodifiableList(out);
-        } finally {
-            guard.exit();
-        }
+        return entryIndex.entries();
     }
 
     /**
@@ -643,36 +382,7 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
      *     {@link Integer#MAX_VALUE} entries (use {@link #entry(long)})
      */
     public List<FileEntry> index() throws HurrayException {
-        long n = count();
-        if (n > Integer.MAX_VALUE) {
-            throw new HurrayException(Status.LIMIT_EXCEEDED, n + " entries do not fit a List; use entry(long)", null);
-        }
-        int size = (int) n;
-        return new IndexView(size);
-    }
-
-    /** {@link #index()}. */
-    private final class IndexView extends java.util.AbstractList<FileEntry> implements java.util.RandomAccess {
-        private final int size;
-
-        IndexView(int size) {
-            this.size = size;
-        }
-
-        @Override
-        public FileEntry get(int i) {
-            Objects.checkIndex(i, size);
-            try {
-                return listedEntry(i);
-            } catch (HurrayException e) {
-                throw new UncheckedIOException(e);
-            }
-        }
-
-        @Override
-        public int size() {
-            return size;
-        }
+        return entryIndex.index();
     }
 
     /**
@@ -686,36 +396,7 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
      */
     @Override
     public Iterator<FileEntry> iterator() {
-        return new Iterator<>() {
-            private long next;
-            private long count = -1;
-
-            @Override
-            public boolean hasNext() {
-                try {
-                    if (count < 0) {
-                        count = count();
-                    }
-                } catch (HurrayException e) {
-                    throw new UncheckedIOException(e);
-                }
-                return next < count;
-            }
-
-            @Override
-            public FileEntry next() {
-                if (!hasNext()) {
-                    throw new NoSuchElementException("no more entries");
-                }
-                try {
-                    FileEntry e = listedEntry(next);
-                    next++;
-                    return e;
-                } catch (HurrayException e) {
-                    throw new UncheckedIOException(e);
-                }
-            }
-        };
+        return entryIndex.iterator();
     }
 
     /** The entries as a sequential, ordered stream (failures as in {@link #iterator()}). */
@@ -737,7 +418,7 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
         Objects.requireNonNull(name, "name");
         guard.enter();
         try {
-            FileEntry cached = entryCache.get(name);
+            FileEntry cached = entryIndex.cached(name);
             if (cached != null) {
                 return readLocked(cached.handle(), cached.descriptor());
             }
@@ -773,15 +454,11 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
         requireMine(entry);
         guard.enter();
         try {
-            MemorySegment h = entry.handle();
-            if (h != null) {
-                return readLocked(h, entry.descriptor());
-            }
-            h = reader.entry(entry.index());
+            MemorySegment h = entryIndex.nativeEntry(entry);
             try {
                 return readLocked(h, entry.descriptor());
             } finally {
-                NativeFileEntry.destroy(h); // the tensor does not borrow its entry
+                FileIndex.doneWith(entry, h); // the tensor does not borrow its entry
             }
         } finally {
             guard.exit();
@@ -818,15 +495,11 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
         }
         guard.enter();
         try {
-            MemorySegment h = entry.handle();
-            if (h != null) {
-                return reader.readBufferInto(h, buffer, dst);
-            }
-            h = reader.entry(entry.index());
+            MemorySegment h = entryIndex.nativeEntry(entry);
             try {
                 return reader.readBufferInto(h, buffer, dst);
             } finally {
-                NativeFileEntry.destroy(h);
+                FileIndex.doneWith(entry, h);
             }
         } finally {
             guard.exit();
@@ -840,87 +513,24 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
         }
     }
 
-    /** Entry {@code index}: the one already made, else read from the native reader. */
-    private FileEntry entryAt(long index) throws HurrayException {
-        FileEntry known = entriesByIndex.get(index);
-        return known != null ? known : toEntry(reader.entry(index));
+    /** A call on the native reader, made holding the guard (one thread at a time). */
+    @FunctionalInterface
+    private interface Locked<T> {
+        T call() throws HurrayException;
     }
 
-    /** {@link #listedEntryAt} for a caller outside the guard. */
-    private FileEntry listedEntry(long index) throws HurrayException {
+    private <T> T locked(Locked<T> call) throws HurrayException {
         guard.enter();
         try {
-            return listedEntryAt(index);
+            return call.call();
         } finally {
             guard.exit();
         }
     }
 
-    /**
-     * Entry {@code index} as a listed entry: the one already made, else one whose native copy
-     * is freed before this returns (its {@link FileEntry#handle()} is null; reads look the
-     * index entry up again).
-     */
-    private FileEntry listedEntryAt(long index) throws HurrayException {
-        FileEntry known = entriesByIndex.get(index);
-        if (known != null) {
-            return known;
-        }
-        MemorySegment raw = reader.entry(index);
-        try {
-            return toEntry(raw, null, index);
-        } finally {
-            NativeFileEntry.destroy(raw);
-        }
-    }
-
-    /**
-     * Native entries this file holds, plus those handed out to own their native entry (freed
-     * by the garbage collector): for tests of what listing costs.
-     */
+    /** Native entries this file holds, plus those handed out that own theirs: for tests of what listing costs. */
     int retainedNativeEntries() {
-        return ownedEntries.size() + detachedOwn.get();
-    }
-
-    /** The entry for native entry {@code raw}, which this takes over (see {@link #ownedEntries}). */
-    private FileEntry toEntry(MemorySegment raw) throws HurrayException {
-        long index;
-        try {
-            index = NativeFileEntry.index(raw);
-        } catch (HurrayException | RuntimeException e) {
-            NativeFileEntry.destroy(raw);
-            throw e;
-        }
-        FileEntry known = entriesByIndex.get(index);
-        if (known != null) {
-            NativeFileEntry.destroy(raw);
-            return known;
-        }
-        boolean owned = ownedEntries.add(raw);
-        if (!owned) {
-            detachedOwn.incrementAndGet();
-        }
-        FileEntry e = toEntry(raw, owned ? raw : NativeFileEntry.own(raw), index);
-        if (owned) {
-            entriesByIndex.put(index, e);
-        }
-        return e;
-    }
-
-    /** An entry read from native entry {@code h}, keeping {@code handle} (null: a listed entry). */
-    private FileEntry toEntry(MemorySegment h, MemorySegment handle, long index) throws HurrayException {
-        String name = NativeFileEntry.name(h);
-        MemorySegment d = NativeFileEntry.descriptor(h);
-        NativeDescriptor twin = NativeDescriptor.copyOf(NativeDescriptor.encodedView(d));
-        TensorDescriptor descriptor = TensorDescriptor.fromNative(NativeDescriptor.read(d), twin);
-        int n = NativeFileEntry.bufferCount(h);
-        List<FileEntry.BufferLocation> locations = new ArrayList<>(n);
-        for (int b = 0; b < n; b++) {
-            long[] l = NativeFileEntry.buffer(h, b);
-            locations.add(new FileEntry.BufferLocation(l[0], l[1], (int) l[2],
-                    (l[4] & NativeFileEntry.HAS_CRC) != 0, l[3]));
-        }
-        return new FileEntry(this, handle, index, name, descriptor, locations);
+        return entryIndex.retainedNativeEntries();
     }
 
     // ---------------------------------------------------------------- metadata, verify
@@ -933,28 +543,20 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
      * @throws HurrayException {@link Status#CORRUPT} and the other failures of a damaged block
      */
     public Map<String, byte[]> metadata() throws HurrayException {
-        guard.enter();
-        try {
-            Map<String, byte[]> m = new LinkedHashMap<>();
-            for (Map.Entry<String, byte[]> e : reader.metadata()) {
-                m.put(e.getKey(), e.getValue());
-            }
-            return Collections.unmodifiableMap(m);
-        } finally {
-            guard.exit();
+        Map<String, byte[]> m = new LinkedHashMap<>();
+        for (Map.Entry<String, byte[]> e : locked(reader::metadata)) {
+            m.put(e.getKey(), e.getValue());
         }
+        return Collections.unmodifiableMap(m);
     }
 
     /** A copy of the value of file metadata {@code key}, if present. */
     public Optional<byte[]> metadata(String key) throws HurrayException {
         Objects.requireNonNull(key, "key");
-        guard.enter();
-        try {
+        return locked(() -> {
             byte[] utf8 = dev.hurray.internal.Utf8.encodeOrNull(key);
             return utf8 == null ? Optional.empty() : Optional.ofNullable(reader.metadataValue(utf8));
-        } finally {
-            guard.exit();
-        }
+        });
     }
 
     /** The value of file metadata {@code key} decoded as UTF-8, if present. */
@@ -981,23 +583,15 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
      *     {@link FileReaderOptions#maxIndexBytes()} or {@link FileReaderOptions#maxTensorBytes()}
      */
     public void verify() throws HurrayException {
-        guard.enter();
-        try {
+        locked(() -> {
             reader.verify();
             if (mapping != null) {
-                NativeFileReader checking = NativeFileReader.openSpan(MemorySegment.ofAddress(mapping.address), mapping.size,
-                        FileReaderOptions.defaults().withPayloadChecks(FileReaderOptions.PayloadChecks.VERIFY).toNative());
-                try {
-                    checking.readEveryTensor();
-                } finally {
-                    checking.close();
-                }
+                mapping.readEveryTensorChecked();
             } else {
                 reader.readEveryTensor();
             }
-        } finally {
-            guard.exit();
-        }
+            return null;
+        });
     }
 
     /**
@@ -1012,12 +606,10 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
      *     {@link Status#LIMIT_EXCEEDED}, or a failure of reading the index
      */
     public void checkComposites() throws HurrayException {
-        guard.enter();
-        try {
+        locked(() -> {
             reader.checkComposites();
-        } finally {
-            guard.exit();
-        }
+            return null;
+        });
     }
 
     // ---------------------------------------------------------------- close
@@ -1040,7 +632,7 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
         try {
             reader.close();
         } finally {
-            ownedEntries.destroyAll();
+            entryIndex.ownedEntries().destroyAll();
             if (mapping != null) {
                 mapping.release();
             }

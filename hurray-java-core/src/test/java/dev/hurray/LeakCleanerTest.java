@@ -42,6 +42,7 @@ class LeakCleanerTest {
     }
 
     private static void collectUntil(long leaks) throws InterruptedException {
+        // A bounded poll: only the garbage collector, then the cleaner thread, can trip this.
         for (int i = 0; i < 200 && Leaks.leaked() < leaks; i++) {
             System.gc();
             Thread.sleep(20);
@@ -79,6 +80,7 @@ class LeakCleanerTest {
         }
         r.close();
         long before = Leaks.leaked();
+        // Gives the collector and the cleaner thread a bounded chance to (wrongly) free it.
         for (int i = 0; i < 20; i++) {
             System.gc();
             Thread.sleep(10);
@@ -111,6 +113,7 @@ class LeakCleanerTest {
                 assertEquals(42f, t.buffer(0).get(ValueLayout.JAVA_FLOAT_UNALIGNED, 0));
             }
         }
+        // Gives the collector and the cleaner thread a bounded chance to (wrongly) report them.
         for (int i = 0; i < 10; i++) {
             System.gc();
             Thread.sleep(10);

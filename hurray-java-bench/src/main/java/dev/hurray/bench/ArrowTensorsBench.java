@@ -60,7 +60,12 @@ import org.apache.arrow.vector.ipc.message.ArrowBlock;
  *
  * <pre>java -Xms1g -Xmx1g --enable-native-access=ALL-UNNAMED \
  *   --add-opens=java.base/java.nio=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow \
- *   -cp hurray-java-bench/target/benchmarks.jar dev.hurray.bench.ArrowTensorsBench [N] [ROUNDS] [DIR]</pre>
+ *   -cp hurray-java-bench/target/benchmarks.jar dev.hurray.bench.ArrowTensorsBench [N] [ROUNDS] [DIR] [OPS]</pre>
+ *
+ * <p>{@code OPS} runs only the named operations (comma-separated, as in {@code names} in
+ * {@link #main}, e.g. {@code "memcpy,raw loopback,tensor -> stream"}); a row is printed when its
+ * operation and its baseline ran. {@code -Dhurray.library.path=} another build's
+ * {@code libhurray.so} compares two native builds with the same Java code, JVM by JVM.
  */
 public final class ArrowTensorsBench {
     static final int DIM = 768;
@@ -391,6 +396,7 @@ public final class ArrowTensorsBench {
         int rows = args.length > 0 ? Integer.parseInt(args[0]) : 100_000;
         int rounds = args.length > 1 ? Integer.parseInt(args[1]) : 7;
         Path dir = args.length > 2 ? Path.of(args[2]) : Files.createTempDirectory("hurray-arrow-bench");
+        List<String> only = args.length > 3 ? Arrays.asList(args[3].split(",")) : null;
         ArrowTensorsBench b = new ArrowTensorsBench(rows, dir);
         String[] names = {"memcpy", "column map", "column open", "raw loopback", "ipc -> stream", "hrry lookup", "arrow lookup",
             "named ipc -> stream", "tensor -> stream", "named rows -> stream", "arrow load", "named arrow load"};
@@ -406,6 +412,9 @@ public final class ArrowTensorsBench {
                     () -> b.arrowLoad(false), () -> b.arrowLoad(true));
             for (int k = 0; k < ops.size(); k++) {
                 int j = (k + Math.max(0, round)) % ops.size(); // rotating order
+                if (only != null && !only.contains(names[j])) {
+                    continue;
+                }
                 double s = time(ops.get(j));
                 if (round >= 0) {
                     times.get(j).add(s);
@@ -415,7 +424,7 @@ public final class ArrowTensorsBench {
         double gb = b.payloadBytes() / 1e9;
         double[] m = new double[names.length];
         for (int i = 0; i < names.length; i++) {
-            m[i] = median(times.get(i));
+            m[i] = times.get(i).isEmpty() ? Double.NaN : median(times.get(i));
         }
         System.out.printf(Locale.ROOT, "%,d float32[%d] embeddings (%.1f MB), %d rounds, medians%n%n", rows, DIM, gb * 1e3, rounds);
         System.out.println("| operation | ms | GB/s | vs baseline | baseline |");
@@ -436,6 +445,9 @@ public final class ArrowTensorsBench {
     }
 
     private static void row(String name, double s, double gb, double ratio, String base) {
+        if (Double.isNaN(s) || Double.isNaN(ratio)) {
+            return;
+        }
         System.out.printf(Locale.ROOT, "| %s | %.3f | %s | %s | %s |%n", name, s * 1e3, gb > 0 ? String.format(Locale.ROOT, "%.2f", gb / s) : "",
                 base.isEmpty() ? "" : String.format(Locale.ROOT, "%.2f", ratio), base);
     }

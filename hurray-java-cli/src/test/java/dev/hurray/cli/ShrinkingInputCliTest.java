@@ -99,6 +99,7 @@ class ShrinkingInputCliTest {
         String target = f.toRealPath().toString();
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
         long openSince = -1;
+        // A poll: the CLI in another process has no hook to say it opened the file; /proc does.
         while (p.isAlive() && System.nanoTime() < deadline) {
             try (Stream<Path> fds = Files.list(proc.resolve("fd"))) {
                 if (Files.readString(proc.resolve("maps")).contains(target)) {

@@ -2,14 +2,20 @@ package dev.hurray.cli;
 
 import dev.hurray.AtomicOutput;
 import dev.hurray.internal.PendingTempFiles;
+import java.io.BufferedReader;
 import java.io.IOException;
+import java.io.InputStreamReader;
 import java.io.PrintWriter;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -23,8 +29,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * child JVM ({@link Victim}) starts two real {@code hurray recv} commands (an HRRYFILE output,
  * whose temporary file is {@code HurrayFile.create}'s, and a stream output, the CLI's
  * {@link AtomicOutput}) and an {@link AtomicOutput#write} write that blocks half way; once all three
- * temporary files exist the test sends SIGTERM ({@link Process#destroy()}) and checks that the
- * directory is empty afterwards. Plus the registry's bookkeeping, in-process.
+ * temporary files exist (the child says so: each {@code recv} makes its file before it reports
+ * that it listens, and the write's file exists when its body runs) the test sends SIGTERM
+ * ({@link Process#destroy()}) and checks that the directory is empty afterwards. Plus the
+ * registry's bookkeeping, in-process.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class ShutdownCleanupTest {
@@ -43,15 +51,24 @@ class ShutdownCleanupTest {
         }
         cmd.add(Victim.class.getName());
         cmd.add(dir.toString());
-        Process child = new ProcessBuilder(cmd).redirectErrorStream(true)
-                .redirectOutput(tmp.resolve("child.log").toFile()).start();
+        Process child = new ProcessBuilder(cmd).redirectError(tmp.resolve("child.log").toFile()).start();
         try {
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(40);
-            while (temporaries(dir).size() < 3) {
-                assertTrue(child.isAlive(), () -> "child ended early: " + log());
-                assertTrue(System.nanoTime() < deadline, () -> "no three temporary files: " + temporaries(dir) + " " + log());
-                Thread.sleep(20);
+            // The child's report that its three pending outputs exist, or its end.
+            BufferedReader stdout = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
+            String line;
+            try {
+                line = CompletableFuture.supplyAsync(() -> {
+                    try {
+                        return stdout.readLine();
+                    } catch (IOException e) {
+                        throw new UncheckedIOException(e);
+                    }
+                }).get(40, TimeUnit.SECONDS);
+            } catch (TimeoutException e) {
+                throw new AssertionError("no three temporary files: " + temporaries(dir) + " " + log(), e);
             }
+            assertEquals(Victim.READY, line, () -> "child ended early: " + log());
+            assertEquals(3, temporaries(dir).size(), () -> "no three temporary files: " + temporaries(dir) + " " + log());
             child.destroy(); // SIGTERM
             assertTrue(child.waitFor(20, TimeUnit.SECONDS), "the child exits on SIGTERM");
             assertEquals(143, child.exitValue(), this::log); // 128 + SIGTERM: killed, not finished
@@ -99,7 +116,7 @@ class ShutdownCleanupTest {
         try (Stream<Path> l = Files.list(dir)) {
             return l.filter(p -> p.getFileName().toString().endsWith(".tmp")).toList();
         } catch (IOException e) {
-            throw new java.io.UncheckedIOException(e);
+            throw new UncheckedIOException(e);
         }
     }
 
@@ -109,21 +126,40 @@ class ShutdownCleanupTest {
         }
     }
 
-    /** The child: three pending outputs in the directory {@code args[0]}, then waits to be killed. */
+    /**
+     * The child: three pending outputs in the directory {@code args[0]}; prints {@link #READY} on
+     * standard output once all three exist, then waits to be killed.
+     */
     public static final class Victim {
+        static final String READY = "three pending outputs";
+
         private Victim() {
         }
 
         public static void main(String[] args) throws Exception {
             Path dir = Path.of(args[0]);
             PrintWriter sink = new PrintWriter(java.io.Writer.nullWriter());
+            CountDownLatch listening = new CountDownLatch(2);
             for (String out : List.of("a.hrry", "b.hrrys")) {
-                Thread.ofPlatform().start(() -> Main.run(new String[] {"recv", "-q", "--listen", "0",
-                        "--out", dir.resolve(out).toString()}, sink, new PrintWriter(System.err, true), false));
+                // recv opens its temporary output before it listens, then says it listens.
+                PrintWriter err = new PrintWriter(System.err, true) {
+                    @Override
+                    public void println(String x) {
+                        super.println(x);
+                        if (x.startsWith("hurray: listening on")) {
+                            listening.countDown();
+                        }
+                    }
+                };
+                Thread.ofPlatform().start(() -> Main.run(new String[] {"recv", "--listen", "0",
+                        "--out", dir.resolve(out).toString()}, sink, err, false));
             }
             CountDownLatch never = new CountDownLatch(1);
             AtomicOutput.write(dir.resolve("c.npy"), ch -> {
                 try {
+                    listening.await();
+                    System.out.println(READY);
+                    System.out.flush();
                     never.await();
                 } catch (InterruptedException e) {
                     throw new IOException(e);

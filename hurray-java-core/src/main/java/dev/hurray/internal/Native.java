@@ -7,6 +7,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import dev.hurray.HurrayException;
 import dev.hurray.Status;
 import dev.hurray.ffm.HurrayDescriptorFields;
+import dev.hurray.ffm.HurrayFileReaderOptions;
 import dev.hurray.ffm.hurray_h;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemoryLayout;
@@ -15,29 +16,33 @@ import java.lang.foreign.StructLayout;
 import java.lang.foreign.ValueLayout;
 
 /**
- * Status checks, the native last-error message, and a per-thread scratch area for the out
- * parameters of calls that never call back into Java.
+ * Status checks, the native last-error message, and the one layout of the scratch areas that
+ * {@link ScratchPool} lends for the out-parameters of calls that never call back into Java.
  *
- * <p><b>Scratch rule.</b> {@link #scratch()} is one small native area per thread (in an
- * automatic arena, freed when the thread's entry is collected). It may only be used between
- * the start and end of downcalls that cannot reach Java code (descriptor accessors, builders,
- * tensor destroy, the last-error accessor): a transport upcall runs arbitrary Java code on the
- * same thread, which may itself use the scratch area, so calls that can upcall (reader next,
- * writer write/finish/destroy) use per-handle areas instead. Prefer {@link ScratchPool}'s lent
- * areas, which do not multiply with the threads (each virtual thread would get its own here).
+ * <p><b>Scratch rule.</b> No thread owns native scratch memory. A call sequence that needs
+ * out-parameters borrows an area laid out as {@link #SCRATCH_LAYOUT} from {@link ScratchPool}
+ * and gives it back in {@code finally}, and uses it only around downcalls that cannot reach
+ * Java code (descriptor accessors, builders, container readers over a path or a memory region,
+ * tensor destroy, the last-error accessor); what it needs afterwards is copied out first. So the
+ * areas follow the calls in progress, not the threads that ever made one (one virtual thread
+ * per request makes none of its own). Objects whose calls run Java code between downcalls (a
+ * stream reader or writer, a container reader over a channel) own their area instead.
  */
 public final class Native {
 
     /**
      * The scratch area's one layout (4096 bytes), instead of offsets kept by hand in each user:
-     * {@code slots}, 16 out-parameters of 8 bytes; {@code fields}, one
+     * {@code slots}, 8 out-parameters of 8 bytes; {@code options}, one
+     * {@code HurrayFileReaderOptions} (a container reader's open); {@code fields}, one
      * {@code HurrayDescriptorFields}; {@code pointers}, 64 data pointers
      * ({@code hurray_buffer_list_data_ptrs}); {@code name}, 256 bytes for a short name; {@code
-     * text}, 3072 bytes for the last-error message, and for paths and encodings that are no
-     * longer needed when a later failure writes its message there.
+     * text}, 3072 bytes for the last-error message, and for paths, names and encodings that are
+     * no longer needed when a later failure writes its message there.
      */
     static final StructLayout SCRATCH_LAYOUT = MemoryLayout.structLayout(
-            MemoryLayout.sequenceLayout(16, JAVA_LONG).withName("slots"),
+            MemoryLayout.sequenceLayout(8, JAVA_LONG).withName("slots"),
+            HurrayFileReaderOptions.layout().withName("options"),
+            MemoryLayout.paddingLayout(64 - HurrayFileReaderOptions.layout().byteSize()),
             HurrayDescriptorFields.layout().withName("fields"),
             MemoryLayout.paddingLayout(128 - HurrayDescriptorFields.layout().byteSize()),
             MemoryLayout.sequenceLayout(64, ADDRESS).withName("pointers"),
@@ -46,12 +51,18 @@ public final class Native {
 
     /** Size of a scratch area in bytes. */
     static final long SCRATCH_BYTES = SCRATCH_LAYOUT.byteSize();
-    /** Offset of {@code fields} in {@link #SCRATCH_LAYOUT}; the 128 bytes before it are {@code slots}. */
+    /** Bytes of {@code slots}, at offset 0. */
+    static final long SLOTS_BYTES = 64;
+    /** Offset of {@code options} in {@link #SCRATCH_LAYOUT}. */
+    static final long OPTIONS_OFFSET = offsetOf("options");
+    /** Offset of {@code fields}. */
     static final long FIELDS_OFFSET = offsetOf("fields");
     /** Offset of {@code pointers}, room for 64 data pointers. */
     static final long POINTERS_OFFSET = offsetOf("pointers");
     /** Offset of {@code name}, 256 bytes. */
     static final long NAME_OFFSET = offsetOf("name");
+    /** Bytes of {@code name}. */
+    static final int NAME_BYTES = 256;
     /** Offset of {@code text}, where the last-error message buffer starts (to the end of the area). */
     static final long TEXT_OFFSET = offsetOf("text");
 
@@ -59,12 +70,25 @@ public final class Native {
         return SCRATCH_LAYOUT.byteOffset(MemoryLayout.PathElement.groupElement(part));
     }
 
-    /** Per-thread areas made so far (tests check which paths still make them). */
-    private static final java.util.concurrent.atomic.AtomicLong SCRATCH_MADE = new java.util.concurrent.atomic.AtomicLong();
-    private static final ThreadLocal<MemorySegment> SCRATCH = ThreadLocal.withInitial(() -> {
-        SCRATCH_MADE.incrementAndGet();
-        return Arena.ofAuto().allocate(SCRATCH_LAYOUT);
-    });
+    /** The {@code fields} part of scratch area {@code area}: one {@code HurrayDescriptorFields}. */
+    static MemorySegment fieldsIn(MemorySegment area) {
+        return area.asSlice(FIELDS_OFFSET, HurrayDescriptorFields.layout().byteSize());
+    }
+
+    /** The {@code options} part of scratch area {@code area}: one {@code HurrayFileReaderOptions}. */
+    static MemorySegment optionsIn(MemorySegment area) {
+        return area.asSlice(OPTIONS_OFFSET, HurrayFileReaderOptions.layout().byteSize());
+    }
+
+    /** The {@code name} part of scratch area {@code area} ({@link #NAME_BYTES}). */
+    static MemorySegment nameIn(MemorySegment area) {
+        return area.asSlice(NAME_OFFSET, NAME_BYTES);
+    }
+
+    /** The {@code text} part of scratch area {@code area}, to its end. */
+    static MemorySegment textIn(MemorySegment area) {
+        return area.asSlice(TEXT_OFFSET);
+    }
 
     /** {@code HURRAY_OK}. */
     public static final int OK = hurray_h.HURRAY_OK();
@@ -127,16 +151,6 @@ public final class Native {
         return b;
     }
 
-    /** Per-thread scratch areas made so far, by every thread (for tests). */
-    static long scratchAreasMade() {
-        return SCRATCH_MADE.get();
-    }
-
-    /** This thread's scratch area (see the class comment for the rule). */
-    static MemorySegment scratch() {
-        return SCRATCH.get();
-    }
-
     /**
      * Throws the exception for {@code status} if it is negative (an error).
      *
@@ -166,7 +180,7 @@ public final class Native {
     public static String lastErrorMessage() {
         MemorySegment s = ScratchPool.borrow();
         try {
-            MemorySegment buf = s.asSlice(TEXT_OFFSET);
+            MemorySegment buf = textIn(s);
             int rc = hurray_h.hurray_last_error_message(buf, buf.byteSize(), s);
             if (rc == ERR_BUFFER_TOO_SMALL) {
                 long len = s.get(JAVA_LONG, 0);

@@ -180,8 +180,9 @@ public final class NativeBuffers {
 
     /**
      * Calls a {@code hurray_*_destroy(T **)} that may run release upcalls on this thread: the
-     * slot lives in its own arena (an upcall may use the thread's scratch area), a release
-     * failure is rethrown, and a failing status becomes an {@link IllegalStateException}.
+     * slot lives in its own arena (not a lent area: the upcall may run for as long as it
+     * likes), a release failure is rethrown, and a failing status becomes an
+     * {@link IllegalStateException}.
      */
     private static void destroyReleasing(MemorySegment h, java.util.function.ToIntFunction<MemorySegment> destroy,
             String name) {

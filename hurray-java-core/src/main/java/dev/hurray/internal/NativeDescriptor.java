@@ -97,19 +97,23 @@ public final class NativeDescriptor {
      * native bytes; valid only while the descriptor lives, so callers copy what they keep.
      */
     public static MemorySegment encodedView(MemorySegment descriptor) throws HurrayException {
-        MemorySegment s = Native.scratch();
-        Native.check(hurray_h.hurray_descriptor_encoded(descriptor, s, s.asSlice(8)));
-        return s.get(ADDRESS, 0).reinterpret(s.get(JAVA_LONG, 8));
+        MemorySegment s = ScratchPool.borrow();
+        try {
+            Native.check(hurray_h.hurray_descriptor_encoded(descriptor, s, s.asSlice(8)));
+            return Native.view(s.get(ADDRESS, 0), s.get(JAVA_LONG, 8));
+        } finally {
+            ScratchPool.giveBack(s);
+        }
     }
 
     /**
      * Every fixed-size field of a live descriptor in one call ({@code hurray_descriptor_fields}),
-     * as a {@code HurrayDescriptorFields} in this thread's scratch area: valid until the next
-     * call that uses the scratch area's fields slot, and its pointers only while the descriptor
-     * lives.
+     * as a {@code HurrayDescriptorFields} in the {@code fields} part of {@code area} (an area
+     * the caller borrowed from {@link ScratchPool}): valid while the caller holds the area, and
+     * its pointers only while the descriptor lives.
      */
-    public static MemorySegment fields(MemorySegment descriptor) throws HurrayException {
-        MemorySegment f = Native.scratch().asSlice(Native.FIELDS_OFFSET, HurrayDescriptorFields.layout().byteSize());
+    public static MemorySegment fields(MemorySegment descriptor, MemorySegment area) throws HurrayException {
+        MemorySegment f = Native.fieldsIn(area);
         Native.check(hurray_h.hurray_descriptor_fields(descriptor, f));
         return f;
     }
@@ -153,9 +157,8 @@ public final class NativeDescriptor {
         if (encoded != null) {
             return encoded.clone();
         }
-        MemorySegment s = Native.scratch();
-        Native.check(hurray_h.hurray_descriptor_encoded(handle(), s, s.asSlice(8)));
-        return s.get(ADDRESS, 0).reinterpret(s.get(JAVA_LONG, 8)).toArray(JAVA_BYTE);
+        MemorySegment v = encodedView(handle());
+        return Native.bytes(v, 0, v.byteSize());
     }
 
     /** Bytes of the area {@link #build} lays a {@code HurrayDescriptorSpec} out in ({@link ScratchPool#BUILD}). */
@@ -324,9 +327,8 @@ public final class NativeDescriptor {
         MemorySegment spec = area.asSlice(0, HurrayDescriptorSpec.sizeof());
         layOut(f, name, keys, values, area);
         List<BufferSpec> buffers = f.buffers();
-        // A lent area, not the thread's: the first per-thread area of a virtual thread is made in
-        // an automatic arena, whose cleaner registration may park the thread, and a thread
-        // parked while it holds the build area makes the pool lend others.
+        // The out-parameters go in an area of the out-parameter pool, lent around the downcalls
+        // only (the build area holds the spec).
         MemorySegment slot = ScratchPool.borrow();
         MemorySegment raw;
         List<BufferSpec> table = buffers;
@@ -497,34 +499,40 @@ public final class NativeDescriptor {
 
     /**
      * A renamed copy: one downcall ({@code hurray_descriptor_encode_with_name}) that writes the
-     * renamed encoding into this thread's scratch area, no native descriptor made. Names up to
-     * 256 UTF-8 bytes pass through the scratch area too; longer names, and encodings that do not
-     * fit the scratch area, go through a short-lived arena.
+     * renamed encoding into the {@code text} part of a lent scratch area, no native descriptor
+     * made. Names up to 256 UTF-8 bytes pass through the area's {@code name} part; longer
+     * names, and encodings that do not fit the {@code text} part, go through a short-lived
+     * arena.
      *
      * @throws HurrayException {@link Status#INVALID_ARGUMENT} (a NUL in the name),
      *     {@link Status#LIMIT_EXCEEDED} (over 4096 bytes)
      */
     public NativeDescriptor withName(byte[] utf8) throws HurrayException {
         MemorySegment h = handle();
-        MemorySegment s = Native.scratch();
-        if (utf8.length <= NAME_BYTES) {
-            MemorySegment name = s.asSlice(NAME_OFFSET, NAME_BYTES);
-            MemorySegment.copy(utf8, 0, name, JAVA_BYTE, 0, utf8.length);
-            int rc = hurray_h.hurray_descriptor_encode_with_name(h, name, utf8.length, s.asSlice(ENCODED_OFFSET),
-                    ENCODED_BYTES, s);
-            if (rc == Native.OK) {
-                return new NativeDescriptor(null, Native.bytes(s, ENCODED_OFFSET, s.get(JAVA_LONG, 0)));
-            }
-            if (rc != Native.ERR_BUFFER_TOO_SMALL) {
-                throw Native.error(rc, null);
+        long needed = -1;
+        if (utf8.length <= Native.NAME_BYTES) {
+            MemorySegment s = ScratchPool.borrow();
+            try {
+                MemorySegment name = Native.nameIn(s);
+                MemorySegment text = Native.textIn(s);
+                MemorySegment.copy(utf8, 0, name, JAVA_BYTE, 0, utf8.length);
+                int rc = hurray_h.hurray_descriptor_encode_with_name(h, name, utf8.length, text, text.byteSize(), s);
+                if (rc == Native.OK) {
+                    return new NativeDescriptor(null, Native.bytes(text, 0, s.get(JAVA_LONG, 0)));
+                }
+                if (rc != Native.ERR_BUFFER_TOO_SMALL) {
+                    throw Native.error(rc, null);
+                }
+                needed = s.get(JAVA_LONG, 0); // the size the text part lacked
+            } finally {
+                ScratchPool.giveBack(s);
             }
         }
         try (Arena a = Arena.ofConfined()) {
             MemorySegment name = a.allocateFrom(JAVA_BYTE, utf8);
             MemorySegment len = a.allocate(JAVA_LONG);
-            if (utf8.length <= NAME_BYTES) {
-                // The scratch attempt above was too small and reported the size needed.
-                len.set(JAVA_LONG, 0, s.get(JAVA_LONG, 0));
+            if (needed >= 0) {
+                len.set(JAVA_LONG, 0, needed);
             } else {
                 int rc = hurray_h.hurray_descriptor_encode_with_name(h, name, utf8.length, MemorySegment.NULL, 0, len);
                 if (rc != Native.ERR_BUFFER_TOO_SMALL) {
@@ -536,17 +544,6 @@ public final class NativeDescriptor {
             return new NativeDescriptor(null, Native.bytes(out, 0, len.get(JAVA_LONG, 0)));
         }
     }
-
-    /**
-     * Where {@link #withName} has the renamed encoding written in the scratch area, and how many
-     * bytes fit: the region the last-error message uses, which is only read after a failure.
-     */
-    private static final long ENCODED_OFFSET = 1024;
-    private static final long ENCODED_BYTES = Native.SCRATCH_BYTES - ENCODED_OFFSET;
-
-    /** Where {@link #withName} puts short names in the scratch area, and how many bytes fit. */
-    private static final long NAME_OFFSET = 768;
-    private static final int NAME_BYTES = 256;
 
     /**
      * The composite membership of a live descriptor ({@code hurray_descriptor_composite} and
@@ -590,30 +587,36 @@ public final class NativeDescriptor {
 
     /**
      * Reads the fields of a live (owned or borrowed) native descriptor: the fixed ones with one
-     * {@code hurray_descriptor_fields} call, then each buffer-table and metadata entry. Uses the
-     * thread's scratch area (no upcalls).
+     * {@code hurray_descriptor_fields} call, then each buffer-table and metadata entry, in one
+     * area lent by {@link ScratchPool} (no upcalls).
      *
      * @throws HurrayException for a status the accessors report, or {@link Status#LIMIT_EXCEEDED}
      *     when a dimension or the element count exceeds what a Java {@link Shape} holds
      *     ({@code Long.MAX_VALUE})
      */
     public static DescriptorFields read(MemorySegment d) throws HurrayException {
-        return read(d, fields(d));
+        MemorySegment s = ScratchPool.borrow();
+        try {
+            return read(d, fields(d, s), s);
+        } finally {
+            ScratchPool.giveBack(s);
+        }
     }
 
     /**
-     * As {@link #read(MemorySegment)}, with {@code f} the result of {@link #fields(MemorySegment)}
-     * for {@code d}, taken just before (it lives in the scratch area).
+     * As {@link #read(MemorySegment)}, with {@code f} the result of
+     * {@link #fields(MemorySegment, MemorySegment) fields(d, area)}, taken just before in the
+     * same lent {@code area}, whose {@code slots} the accessors' out-values then use.
      */
-    public static DescriptorFields read(MemorySegment d, MemorySegment f) throws HurrayException {
-        MemorySegment s = Native.scratch();
+    public static DescriptorFields read(MemorySegment d, MemorySegment f, MemorySegment area) throws HurrayException {
+        MemorySegment s = area;
         return read(f, () -> d, i -> {
             Native.check(hurray_h.hurray_descriptor_buffer_spec(d, i, s));
             return s;
         }, i -> {
             Native.check(hurray_h.hurray_descriptor_metadata_get(d, i, s, s.asSlice(8), s.asSlice(16), s.asSlice(24)));
             return s;
-        });
+        }, s);
     }
 
     /**
@@ -629,7 +632,7 @@ public final class NativeDescriptor {
         long stride = HurrayDecodedBuffer.sizeof();
         long mdStride = HurrayMetadataView.sizeof();
         return read(f, () -> NativeTensor.descriptor(tensor), i -> buffers.asSlice(i * stride + specOffset, HurrayBufferSpec.sizeof()),
-                i -> metadata.asSlice(i * mdStride, mdStride));
+                i -> metadata.asSlice(i * mdStride, mdStride), null);
     }
 
     /** Reads buffer-table entry {@code i} as a {@code HurrayBufferSpec}, or metadata entry {@code i} as four words. */
@@ -644,7 +647,13 @@ public final class NativeDescriptor {
         MemorySegment get() throws HurrayException;
     }
 
-    private static DescriptorFields read(MemorySegment f, Handle handle, Entry bufferAt, Entry metadataAt) throws HurrayException {
+    /**
+     * The fields of {@code f} with the rest from {@code handle}'s accessors; {@code area} is the
+     * caller's lent scratch area whose {@code slots} the sparse, paging and block-quantization
+     * accessors write, or null to borrow one for those (a decoder's result needs none otherwise).
+     */
+    private static DescriptorFields read(MemorySegment f, Handle handle, Entry bufferAt, Entry metadataAt, MemorySegment area)
+            throws HurrayException {
         int typeCode = Byte.toUnsignedInt(HurrayDescriptorFields.element_type(f));
         int rank = (int) HurrayDescriptorFields.rank(f);
         long[] dims = new long[rank];
@@ -667,38 +676,15 @@ public final class NativeDescriptor {
             }
             layout = Layout.strided(strides);
         } else if (kind.isSparse()) {
-            // HurraySparse (24 bytes) in the scratch area, below the fields slot.
-            MemorySegment s = Native.scratch();
-            Native.check(hurray_h.hurray_descriptor_sparse(handle.get(), s));
-            ElementType it = ElementType.fromCode(Byte.toUnsignedInt(HurraySparse.index_type(s)));
-            boolean canonical = HurraySparse.canonical(s) == 1;
-            long nnz = HurraySparse.nnz(s);
-            if (nnz < 0) {
-                throw tooLarge("nnz " + Long.toUnsignedString(nnz));
-            }
-            layout = switch (kind) {
-                case COO -> Layout.coo(it, nnz, canonical);
-                case CSR -> Layout.csr(it, nnz, canonical);
-                case CSC -> Layout.csc(it, nnz, canonical);
-                default -> Layout.bsr(it, nnz, HurraySparse.block_rows(s), HurraySparse.block_cols(s), canonical);
-            };
+            layout = sparseLayout(kind, handle, area);
         } else if (kind == Layout.Kind.PAGED) {
-            MemorySegment s = Native.scratch();
-            Native.check(hurray_h.hurray_descriptor_paging(handle.get(), s));
-            long blocks = HurrayPaging.block_count(s);
-            long pages = HurrayPaging.page_count(s);
-            if (blocks < 0 || pages < 0) {
-                throw tooLarge("page table of " + Long.toUnsignedString(blocks) + " entries, "
-                        + Long.toUnsignedString(pages) + " pages");
-            }
-            layout = Layout.paged(ElementType.fromCode(Byte.toUnsignedInt(HurrayPaging.index_type(s))),
-                    HurrayPaging.page_size(s), blocks, pages);
+            layout = pagedLayout(handle, area);
         } else {
             layout = kind == Layout.Kind.ROW_MAJOR ? Layout.rowMajor() : Layout.columnMajor();
         }
         long byteOffset = HurrayDescriptorFields.byte_offset(f);
         int count = (int) HurrayDescriptorFields.buffer_count(f);
-        Quantization quantization = fromNative(handle, HurrayDescriptorFields.quantization(f));
+        Quantization quantization = fromNative(handle, HurrayDescriptorFields.quantization(f), area);
         String name = name(f);
         int entries = (int) HurrayDescriptorFields.metadata_count(f);
         List<BufferSpec> buffers = new ArrayList<>(count);
@@ -726,12 +712,64 @@ public final class NativeDescriptor {
                 List.copyOf(buffers), quantization, name, metadata);
     }
 
+    /** {@code area} when the caller lent one, else an area borrowed for one accessor call. */
+    private static MemorySegment slots(MemorySegment area) {
+        return area != null ? area : ScratchPool.borrow();
+    }
+
+    /** Gives {@code s} back if {@link #slots} borrowed it. */
+    private static void done(MemorySegment s, MemorySegment area) {
+        if (s != area) {
+            ScratchPool.giveBack(s);
+        }
+    }
+
+    /** The sparse layout of kind {@code kind} ({@code hurray_descriptor_sparse}, a {@code HurraySparse} in the slots). */
+    private static Layout sparseLayout(Layout.Kind kind, Handle handle, MemorySegment area) throws HurrayException {
+        MemorySegment s = slots(area);
+        try {
+            Native.check(hurray_h.hurray_descriptor_sparse(handle.get(), s));
+            ElementType it = ElementType.fromCode(Byte.toUnsignedInt(HurraySparse.index_type(s)));
+            boolean canonical = HurraySparse.canonical(s) == 1;
+            long nnz = HurraySparse.nnz(s);
+            if (nnz < 0) {
+                throw tooLarge("nnz " + Long.toUnsignedString(nnz));
+            }
+            return switch (kind) {
+                case COO -> Layout.coo(it, nnz, canonical);
+                case CSR -> Layout.csr(it, nnz, canonical);
+                case CSC -> Layout.csc(it, nnz, canonical);
+                default -> Layout.bsr(it, nnz, HurraySparse.block_rows(s), HurraySparse.block_cols(s), canonical);
+            };
+        } finally {
+            done(s, area);
+        }
+    }
+
+    /** The paged layout ({@code hurray_descriptor_paging}, a {@code HurrayPaging} in the slots). */
+    private static Layout pagedLayout(Handle handle, MemorySegment area) throws HurrayException {
+        MemorySegment s = slots(area);
+        try {
+            Native.check(hurray_h.hurray_descriptor_paging(handle.get(), s));
+            long blocks = HurrayPaging.block_count(s);
+            long pages = HurrayPaging.page_count(s);
+            if (blocks < 0 || pages < 0) {
+                throw tooLarge("page table of " + Long.toUnsignedString(blocks) + " entries, "
+                        + Long.toUnsignedString(pages) + " pages");
+            }
+            return Layout.paged(ElementType.fromCode(Byte.toUnsignedInt(HurrayPaging.index_type(s))),
+                    HurrayPaging.page_size(s), blocks, pages);
+        } finally {
+            done(s, area);
+        }
+    }
+
     /**
      * The quantization block {@code s} ({@code HurrayQuantization}) of the descriptor
      * {@code handle} supplies. Block kinds (4–9) carry more than {@code HurrayQuantization}
      * holds: their parameters come from {@code hurray_descriptor_block_quant} on that descriptor
-     * (one extra downcall, only for those kinds), written to the thread's scratch area (the call
-     * never reaches Java).
+     * (one extra downcall, only for those kinds), written to the slots of {@code area} or of an
+     * area borrowed for the call (it never reaches Java).
      */
     /**
      * A u32 wire field as the Java API's {@code int}: values of 2^31 and more, which the core
@@ -746,23 +784,26 @@ public final class NativeDescriptor {
         return raw;
     }
 
-    private static Quantization fromNative(Handle handle, MemorySegment s) throws HurrayException {
+    private static Quantization fromNative(Handle handle, MemorySegment s, MemorySegment area) throws HurrayException {
         int kind = Byte.toUnsignedInt(HurrayQuantization.kind(s));
         if (kind == hurray_h.HURRAY_QUANT_NONE()) {
             return null;
         }
         if (kind >= hurray_h.HURRAY_QUANT_NF4() && kind <= hurray_h.HURRAY_QUANT_GGUF_Q4_0()) {
-            MemorySegment b = Native.scratch().asSlice(0, HurrayBlockQuant.sizeof());
-            Native.check(hurray_h.hurray_descriptor_block_quant(handle.get(), b));
-            int axis = u32AsInt(HurrayBlockQuant.axis(b), "axis");
-            int block = u32AsInt(HurrayBlockQuant.block(b), "block size");
-            int block2 = u32AsInt(HurrayBlockQuant.block2(b), "second block size");
+            MemorySegment slots = slots(area);
             try {
+                MemorySegment b = slots.asSlice(0, HurrayBlockQuant.sizeof());
+                Native.check(hurray_h.hurray_descriptor_block_quant(handle.get(), b));
+                int axis = u32AsInt(HurrayBlockQuant.axis(b), "axis");
+                int block = u32AsInt(HurrayBlockQuant.block(b), "block size");
+                int block2 = u32AsInt(HurrayBlockQuant.block2(b), "second block size");
                 return Quantization.ofBlock(kind,
                         ElementType.fromCode(Byte.toUnsignedInt(HurrayBlockQuant.dequantized_type(b))),
                         ElementType.fromCode(Byte.toUnsignedInt(HurrayBlockQuant.scale_type(b))), axis, block, block2);
             } catch (IllegalArgumentException e) {
                 throw new HurrayException(Status.UNSUPPORTED, "block quantization: " + e.getMessage(), e);
+            } finally {
+                done(slots, area);
             }
         }
         ElementType deq = ElementType.fromCode(Byte.toUnsignedInt(HurrayQuantization.dequantized_type(s)));

@@ -77,30 +77,24 @@ public final class NativeFileEntry {
             if (size == 0) {
                 return;
             }
-            // Not the scratch area: this may run on the cleaner thread (see destroyQuietly).
-            try (Arena a = Arena.ofConfined()) {
-                MemorySegment slot = a.allocate(ADDRESS);
+            // A lent area serves any thread, the cleaner's included (the destroy never reaches Java).
+            MemorySegment slot = ScratchPool.borrow();
+            try {
                 for (int i = 0; i < size; i++) {
                     slot.set(ADDRESS, 0, MemorySegment.ofAddress(addresses[i]));
                     hurray_h.hurray_file_entry_destroy(slot);
                 }
+            } finally {
+                ScratchPool.giveBack(slot);
             }
             size = 0;
             addresses = new long[0];
         }
     }
 
-    /**
-     * The cleanup, on the cleaner thread. Not through {@link Native#scratch()}: the common
-     * cleaner's thread erases its thread-locals after every action, so each cleanup would
-     * allocate (and register for cleaning) a fresh scratch area.
-     */
+    /** The cleanup, on the cleaner thread, through a slot in a lent area (no allocation). */
     private static void destroyQuietly(MemorySegment entry) {
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment slot = a.allocate(ADDRESS);
-            slot.set(ADDRESS, 0, entry);
-            hurray_h.hurray_file_entry_destroy(slot);
-        }
+        ScratchPool.destroyThroughSlot(entry, hurray_h::hurray_file_entry_destroy);
     }
 
     /** The entry's position in the name-sorted index. */

@@ -38,15 +38,18 @@ import java.util.Map;
  * repeated. A channel that failed fatally ({@link HurrayException#isRetryableCause}) reports
  * that failure again on every later read.
  *
- * <p><b>Memory.</b> A reader over a path or a span runs no Java code during its calls, so its
- * calls keep their out-parameters, options and names in the thread's scratch area
- * ({@link Native#scratch()}, under its rule): opening one allocates nothing in Java but this
- * object. A reader over a channel runs the channel's code between its downcalls, so it has an
- * area of its own: out-parameters, the pending-read struct and a name buffer (one allocation)
- * in an automatic arena, freed by the garbage collector with this object, so a reader made on
- * one thread can be used (one thread at a time) and closed on another without a shared arena,
- * whose close is a handshake with every Java thread. Nothing is allocated per call except for
- * names and keys longer than the name buffer.
+ * <p><b>Memory.</b> A reader over a path or a span runs no Java code during its calls. It holds
+ * an area lent by {@link ScratchPool#FILE_READERS} from open to close for its out-parameters,
+ * options and names, so its calls borrow nothing; when every kept area of that pool is held
+ * (many readers open at once), each of its calls borrows an area from {@link ScratchPool} for
+ * the call instead (the scratch rule in {@link Native}). Either way opening one allocates
+ * nothing in Java but this object, and the areas follow the readers or calls in progress, not
+ * the threads. A reader over a channel runs the channel's code between its downcalls, so it
+ * has an area of its own: out-parameters, the pending-read struct and a name buffer (one
+ * allocation) in an automatic arena, freed by the garbage collector with this object, so a
+ * reader made on one thread can be used (one thread at a time) and closed on another without a
+ * shared arena, whose close is a handshake with every Java thread. Nothing is allocated per
+ * call except for names and keys longer than the name buffer.
  *
  * <p><b>Entries.</b> {@link #entry} and {@link #find} return owned {@code HurrayFileEntry*}
  * pointers: the caller destroys them ({@link NativeFileEntry#destroy}), hands them to a
@@ -61,23 +64,8 @@ public final class NativeFileReader {
     private static final int NEED_INPUT = hurray_h.HURRAY_NEED_INPUT();
     /** Bytes of the reusable name/key buffer (names are at most 4096 bytes). */
     private static final long NAME_BYTES = 4096;
-    /** Bytes of the out-parameter area (up to four 8-byte results). */
-    private static final long OUT_BYTES = 64;
-    /** Where in the thread's scratch area the options struct goes (inside its out-slots, after ours). */
-    private static final long SCRATCH_OPTIONS = OUT_BYTES;
-    /**
-     * Where in the thread's scratch area names and paths go: the last-error message buffer,
-     * which is written only by a later {@code hurray_last_error_message} call, after the name
-     * is no longer needed.
-     */
-    private static final long SCRATCH_NAME = Native.TEXT_OFFSET;
-
-    static {
-        if (SCRATCH_OPTIONS + HurrayFileReaderOptions.sizeof() > Native.FIELDS_OFFSET
-                || SCRATCH_NAME + 256 > Native.SCRATCH_BYTES) {
-            throw new AssertionError("the scratch area's layout does not fit the file reader");
-        }
-    }
+    /** Bytes of the out-parameter area (up to four 8-byte results), as a lent area's {@code slots}. */
+    private static final long OUT_BYTES = Native.SLOTS_BYTES;
 
     /** How many readers were opened over a Java channel since the process started (for tests). */
     private static final java.util.concurrent.atomic.AtomicLong CHANNEL_READERS = new java.util.concurrent.atomic.AtomicLong();
@@ -86,21 +74,35 @@ public final class NativeFileReader {
     private final FileChannel channel;
     /** Closes the channel's owner at {@link #close()}, or null. */
     private final Closeable onClose;
-    /** The reader's own area for a channel reader; null when it uses the thread's scratch. */
+    /** The reader's own out-parameter slots and name buffer; null when each call borrows an area from {@link ScratchPool}. */
     private final MemorySegment ownOut;
     private final MemorySegment ownNameBuf;
+    /** A channel reader's pending-read struct; null for a path or span reader. */
     private final MemorySegment pendingRead;
+    /** The area lent by {@link ScratchPool#FILE_READERS}, given back when the native reader goes; null if none. */
+    private MemorySegment lent;
     /** The channel's first fatal failure, reported again by every later read. */
     private Throwable dead;
     private MemorySegment handle;
     private Leaks.Resource resource;
 
+    /**
+     * A reader over {@code channel} with its area from {@link #area()}; or, {@code channel}
+     * null, over a path or span with {@code area} lent by {@link ScratchPool#FILE_READERS}, or
+     * null to borrow per call.
+     */
     private NativeFileReader(FileChannel channel, Closeable onClose, MemorySegment area, MemorySegment handle) {
         this.channel = channel;
         this.onClose = onClose;
         this.ownOut = area == null ? null : area.asSlice(0, OUT_BYTES);
-        this.ownNameBuf = area == null ? null : area.asSlice(OUT_BYTES, NAME_BYTES);
-        this.pendingRead = area == null ? null : area.asSlice(OUT_BYTES + NAME_BYTES, HurrayFileRead.sizeof());
+        if (channel != null) {
+            this.ownNameBuf = area.asSlice(OUT_BYTES, NAME_BYTES);
+            this.pendingRead = area.asSlice(OUT_BYTES + NAME_BYTES, HurrayFileRead.sizeof());
+        } else {
+            this.ownNameBuf = area == null ? null : Native.textIn(area);
+            this.pendingRead = null;
+            this.lent = area;
+        }
         this.handle = handle;
     }
 
@@ -112,14 +114,24 @@ public final class NativeFileReader {
         return CHANNEL_READERS.get();
     }
 
-    /** The out-parameter slots for this reader's calls (see the class comment on memory). */
+    /**
+     * The out-parameter slots for one call (see the class comment on memory): the reader's own,
+     * or an area lent for the call, which {@link #done} gives back.
+     */
     private MemorySegment out() {
-        return ownOut != null ? ownOut : Native.scratch();
+        return ownOut != null ? ownOut : ScratchPool.borrow();
     }
 
-    /** The name buffer for this reader's calls. */
-    private MemorySegment nameBuf() {
-        return ownNameBuf != null ? ownNameBuf : Native.scratch().asSlice(SCRATCH_NAME);
+    /** Ends the use of {@code out} from {@link #out()}: a lent area goes back to the pool. */
+    private void done(MemorySegment out) {
+        if (out != ownOut) {
+            ScratchPool.giveBack(out);
+        }
+    }
+
+    /** The name buffer that goes with {@code out} from {@link #out()}: the reader's own, or the call's area's {@code text} part. */
+    private MemorySegment nameBuf(MemorySegment out) {
+        return out == ownOut ? ownNameBuf : Native.textIn(out);
     }
 
     /** The per-handle area: {@code OUT_BYTES} of out-parameters, the name buffer, the pending-read struct. */
@@ -230,12 +242,14 @@ public final class NativeFileReader {
     }
 
     private static NativeFileReader openByPath(byte[] path, Settings settings, boolean mapped) throws HurrayException {
-        // No Java code runs during these calls, so a lent scratch area may hold everything.
-        MemorySegment s = ScratchPool.borrow();
+        // No Java code runs during these calls, so a lent area may hold everything: the
+        // reader's own when one is free, else one for the open.
+        MemorySegment lent = ScratchPool.FILE_READERS.lendKept();
+        MemorySegment s = lent != null ? lent : ScratchPool.borrow();
         MemorySegment h;
         try {
-            MemorySegment opts = settings.fill(s.asSlice(SCRATCH_OPTIONS, HurrayFileReaderOptions.sizeof()));
-            MemorySegment name = s.asSlice(SCRATCH_NAME);
+            MemorySegment opts = settings.fill(Native.optionsIn(s));
+            MemorySegment name = Native.textIn(s);
             int rc;
             if (path.length <= name.byteSize()) {
                 MemorySegment.copy(path, 0, name, JAVA_BYTE, 0, path.length);
@@ -250,11 +264,18 @@ public final class NativeFileReader {
             }
             Native.check(rc);
             h = s.get(ADDRESS, 0);
+        } catch (HurrayException | RuntimeException | Error e) {
+            if (lent != null) {
+                ScratchPool.FILE_READERS.takeBack(lent);
+            }
+            throw e;
         } finally {
-            ScratchPool.giveBack(s);
+            if (lent == null) {
+                ScratchPool.giveBack(s);
+            }
         }
         Native.debug(mapped ? "hurray: file reader {} opened over a file it mapped" : "hurray: file reader {} opened over a file", h);
-        return new NativeFileReader(null, null, null, h);
+        return new NativeFileReader(null, null, lent, h);
     }
 
     /**
@@ -295,18 +316,26 @@ public final class NativeFileReader {
     public static NativeFileReader openSpan(MemorySegment region, long length, Settings settings) throws HurrayException {
         // The raw address: the region's lifetime is managed by the caller (see above).
         MemorySegment data = length == 0 ? MemorySegment.NULL : MemorySegment.ofAddress(region.address());
-        // No Java code runs during these calls, so a lent scratch area may hold everything.
-        MemorySegment s = ScratchPool.borrow();
+        // As for a path: the reader's own lent area when one is free, else one for the open.
+        MemorySegment lent = ScratchPool.FILE_READERS.lendKept();
+        MemorySegment s = lent != null ? lent : ScratchPool.borrow();
         MemorySegment h;
         try {
-            MemorySegment opts = settings.fill(s.asSlice(SCRATCH_OPTIONS, HurrayFileReaderOptions.sizeof()));
+            MemorySegment opts = settings.fill(Native.optionsIn(s));
             Native.check(hurray_h.hurray_file_reader_open_span(data, length, opts, s));
             h = s.get(ADDRESS, 0);
+        } catch (HurrayException | RuntimeException | Error e) {
+            if (lent != null) {
+                ScratchPool.FILE_READERS.takeBack(lent);
+            }
+            throw e;
         } finally {
-            ScratchPool.giveBack(s);
+            if (lent == null) {
+                ScratchPool.giveBack(s);
+            }
         }
         Native.debug("hurray: file reader {} opened over a span of {} bytes", h, length);
-        return new NativeFileReader(null, null, null, h);
+        return new NativeFileReader(null, null, lent, h);
     }
 
     /**
@@ -381,52 +410,70 @@ public final class NativeFileReader {
         Native.check(hurray_h.hurray_file_reader_supply(h, n));
     }
 
+    /** Calls {@code call} with this call's out-parameter slots, checks its status and returns the {@code uint64_t} it wrote. */
+    private long outLong(java.util.function.ToIntFunction<MemorySegment> call) throws HurrayException {
+        MemorySegment out = out();
+        try {
+            Native.check(call.applyAsInt(out));
+            return out.get(JAVA_LONG, 0);
+        } finally {
+            done(out);
+        }
+    }
+
     /** The container's size in bytes. */
     public long size() throws HurrayException {
-        MemorySegment out = out();
-        Native.check(hurray_h.hurray_file_reader_size(live(), out));
-        return out.get(JAVA_LONG, 0);
+        return outLong(out -> hurray_h.hurray_file_reader_size(live(), out));
     }
 
     /** The number of tensors. */
     public long count() throws HurrayException {
-        MemorySegment out = out();
-        Native.check(hurray_h.hurray_file_reader_count(live(), out));
-        return out.get(JAVA_LONG, 0);
+        return outLong(out -> hurray_h.hurray_file_reader_count(live(), out));
     }
 
     /** The number of {@code read_at} calls made so far, open included (span: index copies). */
     public long readAtCalls() throws HurrayException {
-        MemorySegment out = out();
-        Native.check(hurray_h.hurray_file_reader_read_at_calls(live(), out));
-        return out.get(JAVA_LONG, 0);
+        return outLong(out -> hurray_h.hurray_file_reader_read_at_calls(live(), out));
     }
 
     /** The name of entry {@code index} ({@code hurray_file_reader_name}); decodes no descriptor. */
     public String name(long index) throws HurrayException {
-        MemorySegment out = out();
-        MemorySegment nameBuf = nameBuf();
         MemorySegment h = live();
-        int rc = run(() -> hurray_h.hurray_file_reader_name(h, index, nameBuf, nameBuf.byteSize(), out));
-        if (rc == Native.ERR_BUFFER_TOO_SMALL) {
-            // Names are at most 4096 bytes; the scratch area's name buffer holds 3 KiB.
-            long len = out.get(JAVA_LONG, 0);
-            try (Arena a = Arena.ofConfined()) {
-                MemorySegment big = a.allocate(Math.max(1, len));
-                call(() -> hurray_h.hurray_file_reader_name(h, index, big, big.byteSize(), out));
-                return utf8(big, out.get(JAVA_LONG, 0));
+        MemorySegment out = out();
+        try {
+            MemorySegment nameBuf = nameBuf(out);
+            int rc = run(() -> hurray_h.hurray_file_reader_name(h, index, nameBuf, nameBuf.byteSize(), out));
+            if (rc == Native.ERR_BUFFER_TOO_SMALL) {
+                // Names are at most 4096 bytes; a lent area's name buffer holds 3 KiB.
+                long len = out.get(JAVA_LONG, 0);
+                try (Arena a = Arena.ofConfined()) {
+                    MemorySegment big = a.allocate(Math.max(1, len));
+                    call(() -> hurray_h.hurray_file_reader_name(h, index, big, big.byteSize(), out));
+                    return utf8(big, out.get(JAVA_LONG, 0));
+                }
             }
+            call(rc);
+            return utf8(nameBuf, out.get(JAVA_LONG, 0));
+        } finally {
+            done(out);
         }
-        call(rc);
-        return utf8(nameBuf, out.get(JAVA_LONG, 0));
     }
 
     /** Entry {@code index} in name order ({@code hurray_file_reader_entry}): an owned pointer (see the class comment). */
     public MemorySegment entry(long index) throws HurrayException {
-        MemorySegment out = out();
         MemorySegment h = live();
-        call(() -> hurray_h.hurray_file_reader_entry(h, index, out));
-        return out.get(ADDRESS, 0);
+        return callForAddress(out -> hurray_h.hurray_file_reader_entry(h, index, out));
+    }
+
+    /** Makes call {@code op} with this call's out-parameter slots as {@link #call} does; returns the pointer it wrote. */
+    private MemorySegment callForAddress(java.util.function.ToIntFunction<MemorySegment> op) throws HurrayException {
+        MemorySegment out = out();
+        try {
+            call(() -> op.applyAsInt(out));
+            return out.get(ADDRESS, 0);
+        } finally {
+            done(out);
+        }
     }
 
     /**
@@ -434,24 +481,28 @@ public final class NativeFileReader {
      * owned pointer (see the class comment), or {@code null} when there is none.
      */
     public MemorySegment find(byte[] name) throws HurrayException {
-        MemorySegment out = out();
-        MemorySegment nameBuf = nameBuf();
         MemorySegment h = live();
-        int rc;
-        if (name.length <= nameBuf.byteSize()) {
-            MemorySegment.copy(name, 0, nameBuf, JAVA_BYTE, 0, name.length);
-            rc = run(() -> hurray_h.hurray_file_reader_find(h, nameBuf, name.length, out));
-        } else {
-            try (Arena a = Arena.ofConfined()) {
-                MemorySegment n = a.allocateFrom(JAVA_BYTE, name);
-                rc = run(() -> hurray_h.hurray_file_reader_find(h, n, name.length, out));
+        MemorySegment out = out();
+        try {
+            MemorySegment nameBuf = nameBuf(out);
+            int rc;
+            if (name.length <= nameBuf.byteSize()) {
+                MemorySegment.copy(name, 0, nameBuf, JAVA_BYTE, 0, name.length);
+                rc = run(() -> hurray_h.hurray_file_reader_find(h, nameBuf, name.length, out));
+            } else {
+                try (Arena a = Arena.ofConfined()) {
+                    MemorySegment n = a.allocateFrom(JAVA_BYTE, name);
+                    rc = run(() -> hurray_h.hurray_file_reader_find(h, n, name.length, out));
+                }
             }
+            if (rc == hurray_h.HURRAY_ERR_NOT_FOUND()) {
+                return null;
+            }
+            call(rc);
+            return out.get(ADDRESS, 0);
+        } finally {
+            done(out);
         }
-        if (rc == hurray_h.HURRAY_ERR_NOT_FOUND()) {
-            return null;
-        }
-        call(rc);
-        return out.get(ADDRESS, 0);
     }
 
     /**
@@ -471,10 +522,8 @@ public final class NativeFileReader {
 
     /** Reads the tensor of {@code entry} ({@code hurray_file_reader_read_tensor}): an owned {@code HurrayTensor*}. */
     public MemorySegment readTensor(MemorySegment entry) throws HurrayException {
-        MemorySegment out = out();
         MemorySegment h = live();
-        call(() -> hurray_h.hurray_file_reader_read_tensor(h, entry, out));
-        return out.get(ADDRESS, 0);
+        return callForAddress(out -> hurray_h.hurray_file_reader_read_tensor(h, entry, out));
     }
 
     /**
@@ -482,13 +531,15 @@ public final class NativeFileReader {
      * an owned {@code HurrayComposite*}.
      */
     public MemorySegment readComposite(byte[] name) throws HurrayException {
-        MemorySegment out = out();
         MemorySegment h = live();
-        try (java.lang.foreign.Arena a = java.lang.foreign.Arena.ofConfined()) {
-            MemorySegment n = name.length == 0 ? MemorySegment.NULL : a.allocateFrom(java.lang.foreign.ValueLayout.JAVA_BYTE, name);
+        MemorySegment out = out();
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment n = name.length == 0 ? MemorySegment.NULL : a.allocateFrom(JAVA_BYTE, name);
             call(() -> hurray_h.hurray_file_reader_read_composite(h, n, name.length, out));
+            return out.get(ADDRESS, 0);
+        } finally {
+            done(out);
         }
-        return out.get(ADDRESS, 0);
     }
 
     /**
@@ -498,33 +549,41 @@ public final class NativeFileReader {
      * @return the payload's length in bytes
      */
     public long readBufferInto(MemorySegment entry, long buffer, MemorySegment dst) throws HurrayException {
-        MemorySegment out = out();
         MemorySegment h = live();
-        call(() -> hurray_h.hurray_file_reader_read_buffer_into(h, entry, buffer, dst, dst.byteSize(), out));
-        return out.get(JAVA_LONG, 0);
+        MemorySegment out = out();
+        try {
+            call(() -> hurray_h.hurray_file_reader_read_buffer_into(h, entry, buffer, dst, dst.byteSize(), out));
+            return out.get(JAVA_LONG, 0);
+        } finally {
+            done(out);
+        }
     }
 
     /** The file-level metadata in key order, values copied ({@code hurray_file_reader_metadata_*}). */
     public List<Map.Entry<String, byte[]>> metadata() throws HurrayException {
-        MemorySegment out = out();
         MemorySegment h = live();
-        call(() -> hurray_h.hurray_file_reader_metadata_count(h, out));
-        long n = out.get(JAVA_LONG, 0);
-        List<Map.Entry<String, byte[]>> list = new ArrayList<>((int) Math.min(n, 1 << 16));
-        for (long i = 0; i < n; i++) {
-            long k = i;
-            call(() -> hurray_h.hurray_file_reader_metadata_get(h, k, out, out.asSlice(8), out.asSlice(16), out.asSlice(24)));
-            String key = utf8(out.get(ADDRESS, 0), out.get(JAVA_LONG, 8));
-            byte[] value = copy(out.get(ADDRESS, 16), out.get(JAVA_LONG, 24));
-            list.add(new AbstractMap.SimpleImmutableEntry<>(key, value));
+        MemorySegment out = out();
+        try {
+            call(() -> hurray_h.hurray_file_reader_metadata_count(h, out));
+            long n = out.get(JAVA_LONG, 0);
+            List<Map.Entry<String, byte[]>> list = new ArrayList<>((int) Math.min(n, 1 << 16));
+            for (long i = 0; i < n; i++) {
+                long k = i;
+                call(() -> hurray_h.hurray_file_reader_metadata_get(h, k, out, out.asSlice(8), out.asSlice(16), out.asSlice(24)));
+                String key = utf8(out.get(ADDRESS, 0), out.get(JAVA_LONG, 8));
+                byte[] value = copy(out.get(ADDRESS, 16), out.get(JAVA_LONG, 24));
+                list.add(new AbstractMap.SimpleImmutableEntry<>(key, value));
+            }
+            return list;
+        } finally {
+            done(out);
         }
-        return list;
     }
 
     /** The value of metadata {@code key} (copied), or {@code null} when absent. */
     public byte[] metadataValue(byte[] key) throws HurrayException {
-        MemorySegment out = out();
         MemorySegment h = live();
+        MemorySegment out = out();
         try (Arena a = Arena.ofConfined()) {
             MemorySegment k = key.length == 0 ? MemorySegment.NULL : a.allocateFrom(JAVA_BYTE, key);
             int rc = run(() -> hurray_h.hurray_file_reader_metadata_find(h, k, key.length, out, out.asSlice(8)));
@@ -533,6 +592,8 @@ public final class NativeFileReader {
             }
             call(rc);
             return copy(out.get(ADDRESS, 0), out.get(JAVA_LONG, 8));
+        } finally {
+            done(out);
         }
     }
 
@@ -568,8 +629,10 @@ public final class NativeFileReader {
         MemorySegment h = handle;
         if (resource != null && !resource.disarm()) {
             // The leak cleaner ran first (the owner became unreachable during its own close):
-            // it destroyed the reader already; destroying it again would free it twice.
+            // it destroyed the reader and gave its area back already; doing either again would
+            // free them twice.
             handle = null;
+            lent = null;
             return;
         }
         int rc = destroyNative();
@@ -590,12 +653,21 @@ public final class NativeFileReader {
         }
     }
 
-    /** Destroys the native reader (not the channel); returns the status. */
+    /** Destroys the native reader (not the channel) and gives a lent area back; returns the status. */
     private int destroyNative() {
         MemorySegment out = out();
-        out.set(ADDRESS, 0, handle);
-        handle = null;
-        return hurray_h.hurray_file_reader_destroy(out);
+        try {
+            out.set(ADDRESS, 0, handle);
+            handle = null;
+            return hurray_h.hurray_file_reader_destroy(out);
+        } finally {
+            done(out);
+            MemorySegment area = lent;
+            if (area != null) {
+                lent = null; // nothing of this reader touches it after
+                ScratchPool.FILE_READERS.takeBack(area);
+            }
+        }
     }
 
     /**
@@ -606,11 +678,11 @@ public final class NativeFileReader {
     public void watch(Object owner, Runnable also) {
         MemorySegment h = handle;
         Closeable c = onClose;
+        MemorySegment area = lent;
         resource = Leaks.track(owner, "HurrayFile", () -> {
-            try (Arena a = Arena.ofConfined()) {
-                MemorySegment slot = a.allocate(ADDRESS);
-                slot.set(ADDRESS, 0, h);
-                hurray_h.hurray_file_reader_destroy(slot);
+            ScratchPool.destroyThroughSlot(h, hurray_h::hurray_file_reader_destroy);
+            if (area != null) {
+                ScratchPool.FILE_READERS.takeBack(area);
             }
             if (c != null) {
                 try {

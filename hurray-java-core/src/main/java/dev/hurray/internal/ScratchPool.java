@@ -8,8 +8,9 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
 /**
  * Scratch areas lent for one call sequence and given back, so that their number follows the
  * calls in progress, not the threads that ever made one: the out-parameter areas
- * ({@link Native#SCRATCH_LAYOUT}, {@link #borrow()}) and the areas a descriptor spec is laid out
- * in ({@link #BUILD}).
+ * ({@link Native#SCRATCH_LAYOUT}, {@link #borrow()}), the areas a descriptor spec is laid out
+ * in ({@link #BUILD}), and areas held by one object for its life ({@link #LEDGER_QUEUES},
+ * {@link #FILE_READERS}).
  *
  * <p>Why: a per-thread area in an automatic arena is freed only when a garbage collection finds
  * the thread's entry unreachable. With one virtual thread per request, 100,000 requests that
@@ -43,6 +44,15 @@ public final class ScratchPool {
      * never closed keeps its area.
      */
     static final ScratchPool LEDGER_QUEUES = new ScratchPool(8L * 64);
+    /**
+     * The areas of container readers over a path or a memory region ({@code NativeFileReader};
+     * {@link Native#SCRATCH_BYTES} bytes laid out as {@link Native#SCRATCH_LAYOUT}): an area is
+     * held from the reader's open to its close (or its leak cleanup), so its calls borrow
+     * nothing. Only kept areas are lent ({@link #lendKept()}): a reader opened while all of
+     * them are held borrows an out-parameter area per call instead, so that readers open at
+     * once (each parked virtual thread may hold one) never multiply areas.
+     */
+    static final ScratchPool FILE_READERS = new ScratchPool(Native.SCRATCH_BYTES);
 
     private final long bytes;
     private final AtomicReferenceArray<MemorySegment> free = new AtomicReferenceArray<>(KEEP);
@@ -106,6 +116,19 @@ public final class ScratchPool {
 
     /** Lends an area of this pool's size, 64-aligned; its contents are undefined. */
     MemorySegment lend() {
+        MemorySegment s = lendKept();
+        if (s != null) {
+            return s;
+        }
+        extra.incrementAndGet();
+        return Arena.ofAuto().allocate(bytes, 64);
+    }
+
+    /**
+     * As {@link #lend()}, but only a kept area (a free one, or a new one while fewer than
+     * {@link #KEEP} were made): null when every kept area is lent.
+     */
+    MemorySegment lendKept() {
         int start = (int) (Thread.currentThread().threadId() % KEEP);
         for (int i = 0; i < KEEP; i++) {
             int at = (start + i) % KEEP;
@@ -114,13 +137,12 @@ public final class ScratchPool {
                 return s;
             }
         }
-        // Every kept area is lent: make one that is kept (while there is room) or one of its own.
+        // Every kept area is lent: make one that is kept while there is room.
         if (kept.incrementAndGet() <= KEEP) {
             return Arena.global().allocate(bytes, 64);
         }
         kept.decrementAndGet();
-        extra.incrementAndGet();
-        return Arena.ofAuto().allocate(bytes, 64);
+        return null;
     }
 
     /**

@@ -105,18 +105,13 @@ public final class TensorAdopters {
             boolean readOnly, Runnable onClose) throws HurrayException {
         Access access = Holder.ACCESS;
         Arena arena = scope == TensorScope.SHARED ? Arena.ofShared() : Arena.ofConfined();
+        MemorySegment s = ScratchPool.borrow(); // one lent area for every out-parameter below
         try {
-            MemorySegment d = NativeTensor.descriptor(tensor);
-            MemorySegment fields = NativeDescriptor.fields(d);
-            MemorySegment encoded = NativeDescriptor.encodedView(d, fields);
-            TensorDescriptor desc;
-            if (previous != null && access.hasEncoding(previous, encoded)) {
-                desc = previous;
-            } else {
-                DescriptorFields f = NativeDescriptor.read(d, fields);
-                desc = access.descriptor(f, NativeDescriptor.copyOf(encoded));
-            }
-            MemorySegment[] bufs = NativeTensor.buffers(tensor, desc.buffers(), arena);
+            MemorySegment d = NativeTensor.descriptor(tensor, s);
+            TensorDescriptor desc = descriptor(d, previous, s);
+            MemorySegment[] bufs = NativeTensor.buffers(tensor, desc.buffers(), arena, s);
+            ScratchPool.giveBack(s);
+            s = null;
             if (readOnly) {
                 for (int i = 0; i < bufs.length; i++) {
                     bufs[i] = bufs[i].asReadOnly();
@@ -124,6 +119,9 @@ public final class TensorAdopters {
             }
             return access.tracked(desc, bufs, arena, tensor, d, scope, onClose);
         } catch (HurrayException | RuntimeException | Error e) {
+            if (s != null) {
+                ScratchPool.giveBack(s);
+            }
             arena.close();
             NativeTensor.destroy(tensor);
             if (onClose != null) {
@@ -131,6 +129,37 @@ public final class TensorAdopters {
             }
             throw e;
         }
+    }
+
+    /**
+     * The Java descriptor of live native descriptor {@code d} (a tensor's or a container
+     * entry's), with a lazily decoded twin holding a copy of its encoding: {@code previous}
+     * itself when its encoding is byte-identical (nothing else is read), else its fields read
+     * with one {@code hurray_descriptor_fields} call and the entry accessors, all in one area
+     * lent by {@link ScratchPool}.
+     *
+     * @param previous a descriptor to share when it has the same encoding, or null
+     */
+    public static TensorDescriptor descriptor(MemorySegment d, TensorDescriptor previous) throws HurrayException {
+        MemorySegment s = ScratchPool.borrow();
+        try {
+            return descriptor(d, previous, s);
+        } finally {
+            ScratchPool.giveBack(s);
+        }
+    }
+
+    /** As {@link #descriptor(MemorySegment, TensorDescriptor)}, in the caller's lent {@code area}. */
+    private static TensorDescriptor descriptor(MemorySegment d, TensorDescriptor previous, MemorySegment area)
+            throws HurrayException {
+        Access access = Holder.ACCESS;
+        MemorySegment fields = NativeDescriptor.fields(d, area);
+        MemorySegment encoded = NativeDescriptor.encodedView(d, fields);
+        if (previous != null && access.hasEncoding(previous, encoded)) {
+            return previous;
+        }
+        DescriptorFields f = NativeDescriptor.read(d, fields, area);
+        return access.descriptor(f, NativeDescriptor.copyOf(encoded));
     }
 
     /**
@@ -186,10 +215,7 @@ public final class TensorAdopters {
         Arena arena = scope == TensorScope.SHARED ? Arena.ofShared() : Arena.ofConfined();
         try {
             MemorySegment d = NativeTensor.descriptor(tensor);
-            MemorySegment fields = NativeDescriptor.fields(d);
-            MemorySegment encoded = NativeDescriptor.encodedView(d, fields);
-            DescriptorFields f = NativeDescriptor.read(d, fields);
-            TensorDescriptor desc = access.descriptor(f, NativeDescriptor.copyOf(encoded));
+            TensorDescriptor desc = descriptor(d, null);
             MemorySegment[] bufs = NativeTensor.buffers(tensor, desc.buffers(), arena);
             return access.view(desc, bufs, arena, d, scope, null);
         } catch (HurrayException | RuntimeException | Error e) {

@@ -4,7 +4,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.hurray.ffm.HurrayBlockQuant;
+import dev.hurray.ffm.HurrayBufferSpec;
 import dev.hurray.ffm.HurrayDescriptorFields;
+import dev.hurray.ffm.HurrayFileBufferLocation;
+import dev.hurray.ffm.HurrayFileReaderOptions;
+import dev.hurray.ffm.HurrayPaging;
+import dev.hurray.ffm.HurraySparse;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
@@ -68,10 +74,19 @@ class ScratchPoolTest {
     @Test
     void theLayoutHoldsEveryPartAtItsOffset() {
         assertEquals(4096, Native.SCRATCH_BYTES);
+        assertEquals(64, Native.SLOTS_BYTES);
+        assertEquals(Native.SLOTS_BYTES, Native.OPTIONS_OFFSET);
+        assertTrue(Native.OPTIONS_OFFSET + HurrayFileReaderOptions.sizeof() <= Native.FIELDS_OFFSET);
+        // The structs the descriptor accessors write into the slots fit there.
+        for (long size : new long[] {HurraySparse.sizeof(), HurrayPaging.sizeof(), HurrayBlockQuant.sizeof(),
+                HurrayBufferSpec.sizeof(), HurrayFileBufferLocation.sizeof(), 4 * 8}) {
+            assertTrue(size <= Native.SLOTS_BYTES, size + " bytes in the slots");
+        }
         assertEquals(128, Native.FIELDS_OFFSET);
         assertTrue(Native.FIELDS_OFFSET + HurrayDescriptorFields.layout().byteSize() <= Native.POINTERS_OFFSET);
         assertEquals(256, Native.POINTERS_OFFSET);
         assertEquals(768, Native.NAME_OFFSET);
         assertEquals(1024, Native.TEXT_OFFSET);
+        assertEquals(Native.NAME_OFFSET + Native.NAME_BYTES, Native.TEXT_OFFSET);
     }
 }

@@ -540,6 +540,20 @@ public final class NativeLibrary {
     }
 
     private static int callAbiVersion(SymbolLookup lookup, String origin) {
+        // Through hurray_call when the library has it: the same downcall shape every $raw
+        // function uses, so the JDK links one stub for the load and the first tensors alike.
+        MemorySegment call = lookup.find("hurray_call").orElse(null);
+        if (call != null) {
+            MethodHandle mh = Linker.nativeLinker().downcallHandle(call, FunctionDescriptor.of(ValueLayout.JAVA_INT,
+                    ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
+                    ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
+                    ValueLayout.JAVA_LONG));
+            try {
+                return (int) mh.invokeExact(hurray_h.HURRAY_CALL_C_ABI_VERSION(), 0L, 0L, 0L, 0L, 0L, 0L, 0L, 0L);
+            } catch (Throwable t) {
+                throw linkError("hurray_call(HURRAY_CALL_C_ABI_VERSION) failed in " + origin, t);
+            }
+        }
         MemorySegment addr = lookup.find("hurray_c_abi_version").orElseThrow(() -> new UnsatisfiedLinkError(
                 origin + " is not libhurray: it has no hurray_c_abi_version symbol"));
         MethodHandle mh = Linker.nativeLinker().downcallHandle(addr, FunctionDescriptor.of(ValueLayout.JAVA_INT));

@@ -205,6 +205,146 @@ public final class hurray_h {
         return HURRAY_C_ABI_VERSION;
     }
 
+    private static final int HURRAY_CALL_C_ABI_VERSION = 1;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_CALL_C_ABI_VERSION 1
+     * }
+     */
+    public static int HURRAY_CALL_C_ABI_VERSION() {
+        return HURRAY_CALL_C_ABI_VERSION;
+    }
+
+    private static final int HURRAY_CALL_DESCRIPTOR_CHECK = 2;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_CALL_DESCRIPTOR_CHECK 2
+     * }
+     */
+    public static int HURRAY_CALL_DESCRIPTOR_CHECK() {
+        return HURRAY_CALL_DESCRIPTOR_CHECK;
+    }
+
+    private static final int HURRAY_CALL_WRITER_OPTIONS_INIT = 3;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_CALL_WRITER_OPTIONS_INIT 3
+     * }
+     */
+    public static int HURRAY_CALL_WRITER_OPTIONS_INIT() {
+        return HURRAY_CALL_WRITER_OPTIONS_INIT;
+    }
+
+    private static final int HURRAY_CALL_READER_OPTIONS_INIT = 4;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_CALL_READER_OPTIONS_INIT 4
+     * }
+     */
+    public static int HURRAY_CALL_READER_OPTIONS_INIT() {
+        return HURRAY_CALL_READER_OPTIONS_INIT;
+    }
+
+    private static final int HURRAY_CALL_ENCODER_NEW = 5;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_CALL_ENCODER_NEW 5
+     * }
+     */
+    public static int HURRAY_CALL_ENCODER_NEW() {
+        return HURRAY_CALL_ENCODER_NEW;
+    }
+
+    private static final int HURRAY_CALL_ENCODER_ENCODE_BATCH = 6;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_CALL_ENCODER_ENCODE_BATCH 6
+     * }
+     */
+    public static int HURRAY_CALL_ENCODER_ENCODE_BATCH() {
+        return HURRAY_CALL_ENCODER_ENCODE_BATCH;
+    }
+
+    private static final int HURRAY_CALL_ENCODER_SET_COALESCE_BYTES = 7;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_CALL_ENCODER_SET_COALESCE_BYTES 7
+     * }
+     */
+    public static int HURRAY_CALL_ENCODER_SET_COALESCE_BYTES() {
+        return HURRAY_CALL_ENCODER_SET_COALESCE_BYTES;
+    }
+
+    private static final int HURRAY_CALL_ENCODER_RESET = 8;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_CALL_ENCODER_RESET 8
+     * }
+     */
+    public static int HURRAY_CALL_ENCODER_RESET() {
+        return HURRAY_CALL_ENCODER_RESET;
+    }
+
+    private static final int HURRAY_CALL_ENCODER_DESTROY = 9;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_CALL_ENCODER_DESTROY 9
+     * }
+     */
+    public static int HURRAY_CALL_ENCODER_DESTROY() {
+        return HURRAY_CALL_ENCODER_DESTROY;
+    }
+
+    private static final int HURRAY_CALL_DECODER_NEW = 10;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_CALL_DECODER_NEW 10
+     * }
+     */
+    public static int HURRAY_CALL_DECODER_NEW() {
+        return HURRAY_CALL_DECODER_NEW;
+    }
+
+    private static final int HURRAY_CALL_DECODER_NEXT_BATCH = 11;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_CALL_DECODER_NEXT_BATCH 11
+     * }
+     */
+    public static int HURRAY_CALL_DECODER_NEXT_BATCH() {
+        return HURRAY_CALL_DECODER_NEXT_BATCH;
+    }
+
+    private static final int HURRAY_CALL_DECODER_RESET = 12;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_CALL_DECODER_RESET 12
+     * }
+     */
+    public static int HURRAY_CALL_DECODER_RESET() {
+        return HURRAY_CALL_DECODER_RESET;
+    }
+
+    private static final int HURRAY_CALL_DECODER_DESTROY = 13;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_CALL_DECODER_DESTROY 13
+     * }
+     */
+    public static int HURRAY_CALL_DECODER_DESTROY() {
+        return HURRAY_CALL_DECODER_DESTROY;
+    }
+
+    private static final int HURRAY_CALL_TENSOR_DESTROY_MANY = 14;
+    /**
+     * {@snippet lang=c :
+     * #define HURRAY_CALL_TENSOR_DESTROY_MANY 14
+     * }
+     */
+    public static int HURRAY_CALL_TENSOR_DESTROY_MANY() {
+        return HURRAY_CALL_TENSOR_DESTROY_MANY;
+    }
+
     private static final int HURRAY_DTYPE_BOOL = 0;
     /**
      * {@snippet lang=c :
@@ -2525,6 +2665,114 @@ public final class hurray_h {
         }
     }
 
+    private static final class hurray_call {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_INT, hurray_h.C_LONG, hurray_h.C_LONG, hurray_h.C_LONG, hurray_h.C_LONG, hurray_h.C_LONG, hurray_h.C_LONG, hurray_h.C_LONG, hurray_h.C_LONG);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_call");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_call(uint32_t op,
+     *                          uint64_t a0,
+     *                          uint64_t a1,
+     *                          uint64_t a2,
+     *                          uint64_t a3,
+     *                          uint64_t a4,
+     *                          uint64_t a5,
+     *                          uint64_t a6,
+     *                          uint64_t a7)
+     * }
+     */
+    public static FunctionDescriptor hurray_call$descriptor() {
+        return hurray_call.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_call(uint32_t op,
+     *                          uint64_t a0,
+     *                          uint64_t a1,
+     *                          uint64_t a2,
+     *                          uint64_t a3,
+     *                          uint64_t a4,
+     *                          uint64_t a5,
+     *                          uint64_t a6,
+     *                          uint64_t a7)
+     * }
+     */
+    public static MethodHandle hurray_call$handle() {
+        NativeLibrary.requireSymbol(hurray_call.ADDR, "hurray_call");
+        return hurray_call.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_call(uint32_t op,
+     *                          uint64_t a0,
+     *                          uint64_t a1,
+     *                          uint64_t a2,
+     *                          uint64_t a3,
+     *                          uint64_t a4,
+     *                          uint64_t a5,
+     *                          uint64_t a6,
+     *                          uint64_t a7)
+     * }
+     */
+    public static MemorySegment hurray_call$address() {
+        return NativeLibrary.requireSymbol(hurray_call.ADDR, "hurray_call");
+    }
+
+    /**
+     * Calls the function that operation <code>op</code> (<code>HURRAY_CALL_*</code>) names with <code>a0</code>.. as its arguments
+     * in order: a pointer as its address, an integer zero-extended (a <code>uint32_t</code> argument takes
+     * the low 32 bits of its word). Arguments past the function's own are ignored. Returns what
+     * the function returns: its status, or for <code>HURRAY_CALL_C_ABI_VERSION</code> the version. An
+     * unknown <code>op</code> returns <code>HURRAY_ERR_INVALID_ARGUMENT</code> and calls nothing. Thread rules,
+     * ownership and validity of each argument are those of the named function.
+     * <p>
+     * <b>Safety</b><br>
+     * The arguments must satisfy the <code># Safety</code> section of the function <code>op</code> names.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_call(uint32_t op,
+     *                          uint64_t a0,
+     *                          uint64_t a1,
+     *                          uint64_t a2,
+     *                          uint64_t a3,
+     *                          uint64_t a4,
+     *                          uint64_t a5,
+     *                          uint64_t a6,
+     *                          uint64_t a7)
+     * }
+     */
+    public static int hurray_call(int op, long a0, long a1, long a2, long a3, long a4, long a5, long a6, long a7) {
+        var mh$ = hurray_call.HANDLE;
+        if (hurray_call.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_call");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_call", op, a0, a1, a2, a3, a4, a5, a6, a7);
+            }
+            return (int) mh$.invokeExact(op, a0, a1, a2, a3, a4, a5, a6, a7);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    /** {@code hurray_call}: the one downcall shape of the {@code $raw} functions. */
+    private static final class Call {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_INT, hurray_h.C_LONG, hurray_h.C_LONG, hurray_h.C_LONG, hurray_h.C_LONG, hurray_h.C_LONG, hurray_h.C_LONG, hurray_h.C_LONG, hurray_h.C_LONG);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_call");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
     private static final class hurray_reader_next_item {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
         static final MemorySegment ADDR = hurray_h.findOrNull("hurray_reader_next_item");
@@ -4017,16 +4265,11 @@ public final class hurray_h {
         }
     }
 
-    private static final class hurray_decoder_new$raw {
-        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_LONG, hurray_h.C_LONG, hurray_h.C_LONG);
-        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_decoder_new");
-        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
-    }
-
     /**
      * As {@link #hurray_decoder_new}, with every pointer passed as its address: the caller keeps the
-     * memory behind each address alive and unchanged by other threads for the call. Shares
-     * its downcall shape with the other {@code $raw} functions of the same arity.
+     * memory behind each address alive and unchanged by other threads for the call. Goes
+     * through {@code hurray_call} ({@code HURRAY_CALL_DECODER_NEW}), the one downcall shape that every
+     * {@code $raw} function shares.
      * <p>
      * {@snippet lang=c :
      * HurrayStatus hurray_decoder_new(const struct HurrayReaderOptions *options,
@@ -4035,15 +4278,15 @@ public final class hurray_h {
      * }
      */
     public static int hurray_decoder_new$raw(long options, long buffer_pool_bytes, long out_decoder) {
-        var mh$ = hurray_decoder_new$raw.HANDLE;
-        if (hurray_decoder_new$raw.ADDR == null) {
-            throw NativeLibrary.missingSymbol("hurray_decoder_new");
+        var mh$ = Call.HANDLE;
+        if (mh$ == null) {
+            throw NativeLibrary.missingSymbol("hurray_call");
         }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_decoder_new", options, buffer_pool_bytes, out_decoder);
             }
-            return (int) mh$.invokeExact(options, buffer_pool_bytes, out_decoder);
+            return (int) mh$.invokeExact(HURRAY_CALL_DECODER_NEW, options, buffer_pool_bytes, out_decoder, 0L, 0L, 0L, 0L, 0L);
         } catch (RuntimeException | Error ex$) {
             throw ex$;
         } catch (Throwable ex$) {
@@ -4217,31 +4460,26 @@ public final class hurray_h {
         }
     }
 
-    private static final class hurray_decoder_reset$raw {
-        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_LONG);
-        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_decoder_reset");
-        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
-    }
-
     /**
      * As {@link #hurray_decoder_reset}, with every pointer passed as its address: the caller keeps the
-     * memory behind each address alive and unchanged by other threads for the call. Shares
-     * its downcall shape with the other {@code $raw} functions of the same arity.
+     * memory behind each address alive and unchanged by other threads for the call. Goes
+     * through {@code hurray_call} ({@code HURRAY_CALL_DECODER_RESET}), the one downcall shape that every
+     * {@code $raw} function shares.
      * <p>
      * {@snippet lang=c :
      * HurrayStatus hurray_decoder_reset(struct HurrayDecoder *decoder)
      * }
      */
     public static int hurray_decoder_reset$raw(long decoder) {
-        var mh$ = hurray_decoder_reset$raw.HANDLE;
-        if (hurray_decoder_reset$raw.ADDR == null) {
-            throw NativeLibrary.missingSymbol("hurray_decoder_reset");
+        var mh$ = Call.HANDLE;
+        if (mh$ == null) {
+            throw NativeLibrary.missingSymbol("hurray_call");
         }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_decoder_reset", decoder);
             }
-            return (int) mh$.invokeExact(decoder);
+            return (int) mh$.invokeExact(HURRAY_CALL_DECODER_RESET, decoder, 0L, 0L, 0L, 0L, 0L, 0L, 0L);
         } catch (RuntimeException | Error ex$) {
             throw ex$;
         } catch (Throwable ex$) {
@@ -4471,31 +4709,26 @@ public final class hurray_h {
         }
     }
 
-    private static final class hurray_decoder_destroy$raw {
-        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_LONG);
-        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_decoder_destroy");
-        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
-    }
-
     /**
      * As {@link #hurray_decoder_destroy}, with every pointer passed as its address: the caller keeps the
-     * memory behind each address alive and unchanged by other threads for the call. Shares
-     * its downcall shape with the other {@code $raw} functions of the same arity.
+     * memory behind each address alive and unchanged by other threads for the call. Goes
+     * through {@code hurray_call} ({@code HURRAY_CALL_DECODER_DESTROY}), the one downcall shape that every
+     * {@code $raw} function shares.
      * <p>
      * {@snippet lang=c :
      * HurrayStatus hurray_decoder_destroy(struct HurrayDecoder **decoder)
      * }
      */
     public static int hurray_decoder_destroy$raw(long decoder) {
-        var mh$ = hurray_decoder_destroy$raw.HANDLE;
-        if (hurray_decoder_destroy$raw.ADDR == null) {
-            throw NativeLibrary.missingSymbol("hurray_decoder_destroy");
+        var mh$ = Call.HANDLE;
+        if (mh$ == null) {
+            throw NativeLibrary.missingSymbol("hurray_call");
         }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_decoder_destroy", decoder);
             }
-            return (int) mh$.invokeExact(decoder);
+            return (int) mh$.invokeExact(HURRAY_CALL_DECODER_DESTROY, decoder, 0L, 0L, 0L, 0L, 0L, 0L, 0L);
         } catch (RuntimeException | Error ex$) {
             throw ex$;
         } catch (Throwable ex$) {
@@ -4608,16 +4841,11 @@ public final class hurray_h {
         }
     }
 
-    private static final class hurray_decoder_next_batch$raw {
-        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_LONG, hurray_h.C_LONG, hurray_h.C_INT, hurray_h.C_LONG, hurray_h.C_LONG, hurray_h.C_LONG);
-        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_decoder_next_batch");
-        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
-    }
-
     /**
      * As {@link #hurray_decoder_next_batch}, with every pointer passed as its address: the caller keeps the
-     * memory behind each address alive and unchanged by other threads for the call. Shares
-     * its downcall shape with the other {@code $raw} functions of the same arity.
+     * memory behind each address alive and unchanged by other threads for the call. Goes
+     * through {@code hurray_call} ({@code HURRAY_CALL_DECODER_NEXT_BATCH}), the one downcall shape that every
+     * {@code $raw} function shares.
      * <p>
      * {@snippet lang=c :
      * HurrayStatus hurray_decoder_next_batch(struct HurrayDecoder *decoder,
@@ -4629,15 +4857,15 @@ public final class hurray_h {
      * }
      */
     public static int hurray_decoder_next_batch$raw(long decoder, long filled, int flags, long results, long capacity, long out_count) {
-        var mh$ = hurray_decoder_next_batch$raw.HANDLE;
-        if (hurray_decoder_next_batch$raw.ADDR == null) {
-            throw NativeLibrary.missingSymbol("hurray_decoder_next_batch");
+        var mh$ = Call.HANDLE;
+        if (mh$ == null) {
+            throw NativeLibrary.missingSymbol("hurray_call");
         }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_decoder_next_batch", decoder, filled, flags, results, capacity, out_count);
             }
-            return (int) mh$.invokeExact(decoder, filled, flags, results, capacity, out_count);
+            return (int) mh$.invokeExact(HURRAY_CALL_DECODER_NEXT_BATCH, decoder, filled, Integer.toUnsignedLong(flags), results, capacity, out_count, 0L, 0L);
         } catch (RuntimeException | Error ex$) {
             throw ex$;
         } catch (Throwable ex$) {
@@ -7131,16 +7359,11 @@ public final class hurray_h {
         }
     }
 
-    private static final class hurray_descriptor_check$raw {
-        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_LONG, hurray_h.C_LONG, hurray_h.C_LONG);
-        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_descriptor_check");
-        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
-    }
-
     /**
      * As {@link #hurray_descriptor_check}, with every pointer passed as its address: the caller keeps the
-     * memory behind each address alive and unchanged by other threads for the call. Shares
-     * its downcall shape with the other {@code $raw} functions of the same arity.
+     * memory behind each address alive and unchanged by other threads for the call. Goes
+     * through {@code hurray_call} ({@code HURRAY_CALL_DESCRIPTOR_CHECK}), the one downcall shape that every
+     * {@code $raw} function shares.
      * <p>
      * {@snippet lang=c :
      * HurrayStatus hurray_descriptor_check(const struct HurrayDescriptorSpec *spec,
@@ -7149,15 +7372,15 @@ public final class hurray_h {
      * }
      */
     public static int hurray_descriptor_check$raw(long spec, long out_buffers, long inout_buffer_count) {
-        var mh$ = hurray_descriptor_check$raw.HANDLE;
-        if (hurray_descriptor_check$raw.ADDR == null) {
-            throw NativeLibrary.missingSymbol("hurray_descriptor_check");
+        var mh$ = Call.HANDLE;
+        if (mh$ == null) {
+            throw NativeLibrary.missingSymbol("hurray_call");
         }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_descriptor_check", spec, out_buffers, inout_buffer_count);
             }
-            return (int) mh$.invokeExact(spec, out_buffers, inout_buffer_count);
+            return (int) mh$.invokeExact(HURRAY_CALL_DESCRIPTOR_CHECK, spec, out_buffers, inout_buffer_count, 0L, 0L, 0L, 0L, 0L);
         } catch (RuntimeException | Error ex$) {
             throw ex$;
         } catch (Throwable ex$) {
@@ -7550,16 +7773,11 @@ public final class hurray_h {
         }
     }
 
-    private static final class hurray_encoder_new$raw {
-        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_LONG, hurray_h.C_LONG);
-        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_encoder_new");
-        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
-    }
-
     /**
      * As {@link #hurray_encoder_new}, with every pointer passed as its address: the caller keeps the
-     * memory behind each address alive and unchanged by other threads for the call. Shares
-     * its downcall shape with the other {@code $raw} functions of the same arity.
+     * memory behind each address alive and unchanged by other threads for the call. Goes
+     * through {@code hurray_call} ({@code HURRAY_CALL_ENCODER_NEW}), the one downcall shape that every
+     * {@code $raw} function shares.
      * <p>
      * {@snippet lang=c :
      * HurrayStatus hurray_encoder_new(const struct HurrayWriterOptions *options,
@@ -7567,15 +7785,15 @@ public final class hurray_h {
      * }
      */
     public static int hurray_encoder_new$raw(long options, long out_encoder) {
-        var mh$ = hurray_encoder_new$raw.HANDLE;
-        if (hurray_encoder_new$raw.ADDR == null) {
-            throw NativeLibrary.missingSymbol("hurray_encoder_new");
+        var mh$ = Call.HANDLE;
+        if (mh$ == null) {
+            throw NativeLibrary.missingSymbol("hurray_call");
         }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_encoder_new", options, out_encoder);
             }
-            return (int) mh$.invokeExact(options, out_encoder);
+            return (int) mh$.invokeExact(HURRAY_CALL_ENCODER_NEW, options, out_encoder, 0L, 0L, 0L, 0L, 0L, 0L);
         } catch (RuntimeException | Error ex$) {
             throw ex$;
         } catch (Throwable ex$) {
@@ -7873,16 +8091,11 @@ public final class hurray_h {
         }
     }
 
-    private static final class hurray_encoder_encode_batch$raw {
-        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_LONG, hurray_h.C_LONG, hurray_h.C_LONG, hurray_h.C_LONG, hurray_h.C_INT, hurray_h.C_LONG, hurray_h.C_LONG, hurray_h.C_LONG);
-        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_encoder_encode_batch");
-        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
-    }
-
     /**
      * As {@link #hurray_encoder_encode_batch}, with every pointer passed as its address: the caller keeps the
-     * memory behind each address alive and unchanged by other threads for the call. Shares
-     * its downcall shape with the other {@code $raw} functions of the same arity.
+     * memory behind each address alive and unchanged by other threads for the call. Goes
+     * through {@code hurray_call} ({@code HURRAY_CALL_ENCODER_ENCODE_BATCH}), the one downcall shape that every
+     * {@code $raw} function shares.
      * <p>
      * {@snippet lang=c :
      * HurrayStatus hurray_encoder_encode_batch(struct HurrayEncoder *encoder,
@@ -7896,15 +8109,15 @@ public final class hurray_h {
      * }
      */
     public static int hurray_encoder_encode_batch$raw(long encoder, long consumed, long items, long count, int flags, long pieces, long capacity, long out) {
-        var mh$ = hurray_encoder_encode_batch$raw.HANDLE;
-        if (hurray_encoder_encode_batch$raw.ADDR == null) {
-            throw NativeLibrary.missingSymbol("hurray_encoder_encode_batch");
+        var mh$ = Call.HANDLE;
+        if (mh$ == null) {
+            throw NativeLibrary.missingSymbol("hurray_call");
         }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_encoder_encode_batch", encoder, consumed, items, count, flags, pieces, capacity, out);
             }
-            return (int) mh$.invokeExact(encoder, consumed, items, count, flags, pieces, capacity, out);
+            return (int) mh$.invokeExact(HURRAY_CALL_ENCODER_ENCODE_BATCH, encoder, consumed, items, count, Integer.toUnsignedLong(flags), pieces, capacity, out);
         } catch (RuntimeException | Error ex$) {
             throw ex$;
         } catch (Throwable ex$) {
@@ -8293,16 +8506,11 @@ public final class hurray_h {
         }
     }
 
-    private static final class hurray_encoder_reset$raw {
-        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_LONG, hurray_h.C_LONG);
-        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_encoder_reset");
-        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
-    }
-
     /**
      * As {@link #hurray_encoder_reset}, with every pointer passed as its address: the caller keeps the
-     * memory behind each address alive and unchanged by other threads for the call. Shares
-     * its downcall shape with the other {@code $raw} functions of the same arity.
+     * memory behind each address alive and unchanged by other threads for the call. Goes
+     * through {@code hurray_call} ({@code HURRAY_CALL_ENCODER_RESET}), the one downcall shape that every
+     * {@code $raw} function shares.
      * <p>
      * {@snippet lang=c :
      * HurrayStatus hurray_encoder_reset(struct HurrayEncoder *encoder,
@@ -8310,15 +8518,15 @@ public final class hurray_h {
      * }
      */
     public static int hurray_encoder_reset$raw(long encoder, long out_state) {
-        var mh$ = hurray_encoder_reset$raw.HANDLE;
-        if (hurray_encoder_reset$raw.ADDR == null) {
-            throw NativeLibrary.missingSymbol("hurray_encoder_reset");
+        var mh$ = Call.HANDLE;
+        if (mh$ == null) {
+            throw NativeLibrary.missingSymbol("hurray_call");
         }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_encoder_reset", encoder, out_state);
             }
-            return (int) mh$.invokeExact(encoder, out_state);
+            return (int) mh$.invokeExact(HURRAY_CALL_ENCODER_RESET, encoder, out_state, 0L, 0L, 0L, 0L, 0L, 0L);
         } catch (RuntimeException | Error ex$) {
             throw ex$;
         } catch (Throwable ex$) {
@@ -8393,31 +8601,26 @@ public final class hurray_h {
         }
     }
 
-    private static final class hurray_encoder_set_coalesce_bytes$raw {
-        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_LONG, hurray_h.C_LONG);
-        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_encoder_set_coalesce_bytes");
-        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
-    }
-
     /**
      * As {@link #hurray_encoder_set_coalesce_bytes}, with every pointer passed as its address: the caller keeps the
-     * memory behind each address alive and unchanged by other threads for the call. Shares
-     * its downcall shape with the other {@code $raw} functions of the same arity.
+     * memory behind each address alive and unchanged by other threads for the call. Goes
+     * through {@code hurray_call} ({@code HURRAY_CALL_ENCODER_SET_COALESCE_BYTES}), the one downcall shape that every
+     * {@code $raw} function shares.
      * <p>
      * {@snippet lang=c :
      * HurrayStatus hurray_encoder_set_coalesce_bytes(struct HurrayEncoder *encoder, size_t bytes)
      * }
      */
     public static int hurray_encoder_set_coalesce_bytes$raw(long encoder, long bytes) {
-        var mh$ = hurray_encoder_set_coalesce_bytes$raw.HANDLE;
-        if (hurray_encoder_set_coalesce_bytes$raw.ADDR == null) {
-            throw NativeLibrary.missingSymbol("hurray_encoder_set_coalesce_bytes");
+        var mh$ = Call.HANDLE;
+        if (mh$ == null) {
+            throw NativeLibrary.missingSymbol("hurray_call");
         }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_encoder_set_coalesce_bytes", encoder, bytes);
             }
-            return (int) mh$.invokeExact(encoder, bytes);
+            return (int) mh$.invokeExact(HURRAY_CALL_ENCODER_SET_COALESCE_BYTES, encoder, bytes, 0L, 0L, 0L, 0L, 0L, 0L);
         } catch (RuntimeException | Error ex$) {
             throw ex$;
         } catch (Throwable ex$) {
@@ -8490,31 +8693,26 @@ public final class hurray_h {
         }
     }
 
-    private static final class hurray_encoder_destroy$raw {
-        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_LONG);
-        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_encoder_destroy");
-        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
-    }
-
     /**
      * As {@link #hurray_encoder_destroy}, with every pointer passed as its address: the caller keeps the
-     * memory behind each address alive and unchanged by other threads for the call. Shares
-     * its downcall shape with the other {@code $raw} functions of the same arity.
+     * memory behind each address alive and unchanged by other threads for the call. Goes
+     * through {@code hurray_call} ({@code HURRAY_CALL_ENCODER_DESTROY}), the one downcall shape that every
+     * {@code $raw} function shares.
      * <p>
      * {@snippet lang=c :
      * HurrayStatus hurray_encoder_destroy(struct HurrayEncoder **encoder)
      * }
      */
     public static int hurray_encoder_destroy$raw(long encoder) {
-        var mh$ = hurray_encoder_destroy$raw.HANDLE;
-        if (hurray_encoder_destroy$raw.ADDR == null) {
-            throw NativeLibrary.missingSymbol("hurray_encoder_destroy");
+        var mh$ = Call.HANDLE;
+        if (mh$ == null) {
+            throw NativeLibrary.missingSymbol("hurray_call");
         }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_encoder_destroy", encoder);
             }
-            return (int) mh$.invokeExact(encoder);
+            return (int) mh$.invokeExact(HURRAY_CALL_ENCODER_DESTROY, encoder, 0L, 0L, 0L, 0L, 0L, 0L, 0L);
         } catch (RuntimeException | Error ex$) {
             throw ex$;
         } catch (Throwable ex$) {
@@ -12974,31 +13172,26 @@ public final class hurray_h {
         }
     }
 
-    private static final class hurray_reader_options_init$raw {
-        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_LONG);
-        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_reader_options_init");
-        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
-    }
-
     /**
      * As {@link #hurray_reader_options_init}, with every pointer passed as its address: the caller keeps the
-     * memory behind each address alive and unchanged by other threads for the call. Shares
-     * its downcall shape with the other {@code $raw} functions of the same arity.
+     * memory behind each address alive and unchanged by other threads for the call. Goes
+     * through {@code hurray_call} ({@code HURRAY_CALL_READER_OPTIONS_INIT}), the one downcall shape that every
+     * {@code $raw} function shares.
      * <p>
      * {@snippet lang=c :
      * HurrayStatus hurray_reader_options_init(struct HurrayReaderOptions *out)
      * }
      */
     public static int hurray_reader_options_init$raw(long out) {
-        var mh$ = hurray_reader_options_init$raw.HANDLE;
-        if (hurray_reader_options_init$raw.ADDR == null) {
-            throw NativeLibrary.missingSymbol("hurray_reader_options_init");
+        var mh$ = Call.HANDLE;
+        if (mh$ == null) {
+            throw NativeLibrary.missingSymbol("hurray_call");
         }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_reader_options_init", out);
             }
-            return (int) mh$.invokeExact(out);
+            return (int) mh$.invokeExact(HURRAY_CALL_READER_OPTIONS_INIT, out, 0L, 0L, 0L, 0L, 0L, 0L, 0L);
         } catch (RuntimeException | Error ex$) {
             throw ex$;
         } catch (Throwable ex$) {
@@ -14548,31 +14741,26 @@ public final class hurray_h {
         }
     }
 
-    private static final class hurray_tensor_destroy_many$raw {
-        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_LONG, hurray_h.C_LONG);
-        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_tensor_destroy_many");
-        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
-    }
-
     /**
      * As {@link #hurray_tensor_destroy_many}, with every pointer passed as its address: the caller keeps the
-     * memory behind each address alive and unchanged by other threads for the call. Shares
-     * its downcall shape with the other {@code $raw} functions of the same arity.
+     * memory behind each address alive and unchanged by other threads for the call. Goes
+     * through {@code hurray_call} ({@code HURRAY_CALL_TENSOR_DESTROY_MANY}), the one downcall shape that every
+     * {@code $raw} function shares.
      * <p>
      * {@snippet lang=c :
      * HurrayStatus hurray_tensor_destroy_many(struct HurrayTensor **tensors, size_t count)
      * }
      */
     public static int hurray_tensor_destroy_many$raw(long tensors, long count) {
-        var mh$ = hurray_tensor_destroy_many$raw.HANDLE;
-        if (hurray_tensor_destroy_many$raw.ADDR == null) {
-            throw NativeLibrary.missingSymbol("hurray_tensor_destroy_many");
+        var mh$ = Call.HANDLE;
+        if (mh$ == null) {
+            throw NativeLibrary.missingSymbol("hurray_call");
         }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_tensor_destroy_many", tensors, count);
             }
-            return (int) mh$.invokeExact(tensors, count);
+            return (int) mh$.invokeExact(HURRAY_CALL_TENSOR_DESTROY_MANY, tensors, count, 0L, 0L, 0L, 0L, 0L, 0L);
         } catch (RuntimeException | Error ex$) {
             throw ex$;
         } catch (Throwable ex$) {
@@ -14644,31 +14832,26 @@ public final class hurray_h {
         }
     }
 
-    private static final class hurray_writer_options_init$raw {
-        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_LONG);
-        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_writer_options_init");
-        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
-    }
-
     /**
      * As {@link #hurray_writer_options_init}, with every pointer passed as its address: the caller keeps the
-     * memory behind each address alive and unchanged by other threads for the call. Shares
-     * its downcall shape with the other {@code $raw} functions of the same arity.
+     * memory behind each address alive and unchanged by other threads for the call. Goes
+     * through {@code hurray_call} ({@code HURRAY_CALL_WRITER_OPTIONS_INIT}), the one downcall shape that every
+     * {@code $raw} function shares.
      * <p>
      * {@snippet lang=c :
      * HurrayStatus hurray_writer_options_init(struct HurrayWriterOptions *out)
      * }
      */
     public static int hurray_writer_options_init$raw(long out) {
-        var mh$ = hurray_writer_options_init$raw.HANDLE;
-        if (hurray_writer_options_init$raw.ADDR == null) {
-            throw NativeLibrary.missingSymbol("hurray_writer_options_init");
+        var mh$ = Call.HANDLE;
+        if (mh$ == null) {
+            throw NativeLibrary.missingSymbol("hurray_call");
         }
         try {
             if (TRACE_DOWNCALLS) {
                 traceDowncall("hurray_writer_options_init", out);
             }
-            return (int) mh$.invokeExact(out);
+            return (int) mh$.invokeExact(HURRAY_CALL_WRITER_OPTIONS_INIT, out, 0L, 0L, 0L, 0L, 0L, 0L, 0L);
         } catch (RuntimeException | Error ex$) {
             throw ex$;
         } catch (Throwable ex$) {

@@ -46,6 +46,7 @@ final class LeakCheck {
 
     /** Collects garbage and lets the detectors look, then fails if any leak was reported. */
     static void assertNoLeaks() throws InterruptedException {
+        // Bounded: only a garbage collection makes a leaked buffer's reference reach the detector.
         for (int i = 0; i < 3; i++) {
             System.gc();
             Thread.sleep(50);

@@ -298,6 +298,7 @@ class LoopbackTest {
         CompletableFuture<Integer> done = new CompletableFuture<>();
         AtomicInteger received = new AtomicInteger();
         ConcurrentLinkedQueue<String> errors = new ConcurrentLinkedQueue<>();
+        CountDownLatch stalled = new CountDownLatch(1); // the server's pump stopped at an unwritable channel
         try {
             Channel server = new ServerBootstrap().group(group).channel(tr.server())
                     .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(256 << 10, 1 << 20))
@@ -324,6 +325,9 @@ class LoopbackTest {
                                         if (ob != null) {
                                             maxPending.accumulateAndGet(ob.totalPendingWriteBytes(), Math::max);
                                         }
+                                    }
+                                    if (written.get() < total) {
+                                        stalled.countDown();
                                     }
                                     if (written.get() == total && ctx.channel().isActive()) {
                                         written.incrementAndGet();
@@ -368,7 +372,7 @@ class LoopbackTest {
                             });
                         }
                     }).connect(server.localAddress()).sync().channel();
-            Thread.sleep(500);
+            assertTrue(stalled.await(10, TimeUnit.SECONDS), "the writer was never held back (wrote " + written.get() + ")");
             int stalledAt = written.get();
             assertTrue(stalledAt < total, "the writer was held back (wrote " + stalledAt + " of " + total + ")");
             // Below the high water mark plus the tensor that crossed it.
@@ -377,6 +381,8 @@ class LoopbackTest {
             client.read();
             assertEquals(total, done.get(30, TimeUnit.SECONDS));
             assertEquals(List.of(), List.copyOf(errors));
+            // Held to the same bound through every later stall too.
+            assertTrue(maxPending.get() <= (1 << 20) + 4L * elems + 4096, "pending " + maxPending.get());
             client.close().sync();
             server.close().sync();
         } finally {

@@ -11,6 +11,7 @@ import dev.hurray.Tensor;
 import dev.hurray.TensorDescriptor;
 import dev.hurray.TensorScope;
 import io.grpc.CallOptions;
+import io.grpc.Context;
 import io.grpc.Grpc;
 import io.grpc.InsecureChannelCredentials;
 import io.grpc.InsecureServerCredentials;
@@ -79,8 +80,12 @@ class HurrayMarshallersTest {
                 .addMethod(BIG, ServerCalls.asyncUnaryCall(unary))
                 .addMethod(SLOW, ServerCalls.asyncUnaryCall((req, obs) -> {
                     req.close();
+                    // Answers only once the client's deadline has cancelled the call's context
+                    // (its listener runs on the deadline's own thread, not this call's executor).
+                    CountDownLatch cancelled = new CountDownLatch(1);
+                    Context.current().addListener(c -> cancelled.countDown(), Runnable::run);
                     try {
-                        Thread.sleep(2000);
+                        cancelled.await(10, TimeUnit.SECONDS);
                     } catch (InterruptedException e) {
                         Thread.currentThread().interrupt();
                     }
