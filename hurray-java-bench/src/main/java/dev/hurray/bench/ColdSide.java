@@ -1,17 +1,12 @@
 package dev.hurray.bench;
 
-import dev.hurray.ElementType;
 import dev.hurray.Reader;
 import dev.hurray.Tensor;
-import dev.hurray.TensorDescriptor;
-import dev.hurray.Writer;
 import java.io.IOException;
-import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.channels.WritableByteChannel;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.Locale;
@@ -27,8 +22,6 @@ import java.util.Locale;
  * for the whole process's CPU, JIT threads included.
  */
 public final class ColdSide {
-    private static final int DIM = 768;
-
     private ColdSide() {
     }
 
@@ -54,20 +47,7 @@ public final class ColdSide {
     }
 
     private static long send(WritableByteChannel ch, int n) throws IOException {
-        float[] row = new float[DIM];
-        byte[] doc = "bench".getBytes(StandardCharsets.UTF_8);
-        try (Writer w = Writer.of(ch)) {
-            for (int i = 0; i < n; i++) {
-                for (int k = 0; k < DIM; k++) {
-                    row[k] = i + k;
-                }
-                TensorDescriptor d = TensorDescriptor.builder(ElementType.FLOAT32, DIM)
-                        .name("emb-" + i).metadata("doc", doc).build();
-                try (Tensor t = Tensor.copyOf(d, MemorySegment.ofArray(row))) {
-                    w.write(t);
-                }
-            }
-        }
+        Embeddings.sendNatural(ch, n);
         return n;
     }
 

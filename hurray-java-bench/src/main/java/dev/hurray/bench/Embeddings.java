@@ -171,22 +171,7 @@ public final class Embeddings {
                 }
             }
             case "natural" -> {
-                // Exactly what a new user writes: a descriptor per tensor, Tensor.copyOf of a
-                // heap array, the default writer.
-                float[] row = new float[DIM];
-                byte[] doc = "bench".getBytes(StandardCharsets.UTF_8);
-                try (Writer w = Writer.of(ch)) {
-                    for (int i = 0; i < n; i++) {
-                        for (int k = 0; k < DIM; k++) {
-                            row[k] = i + k;
-                        }
-                        TensorDescriptor d = TensorDescriptor.builder(ElementType.FLOAT32, DIM)
-                                .name("emb-" + i).metadata("doc", doc).build();
-                        try (Tensor t = Tensor.copyOf(d, MemorySegment.ofArray(row))) {
-                            w.write(t);
-                        }
-                    }
-                }
+                sendNatural(ch, n);
             }
             case "hurray", "hurray-rename" -> {
                 boolean rename = impl.equals("hurray-rename");
@@ -297,6 +282,27 @@ public final class Embeddings {
             System.out.print("");
         }
         return ns;
+    }
+
+    /**
+     * Exactly what a new user writes: a descriptor per tensor, {@code Tensor.copyOf} of a heap
+     * array, the default writer (shared with {@link ColdSide}).
+     */
+    static void sendNatural(java.nio.channels.WritableByteChannel ch, int n) throws IOException {
+        float[] row = new float[DIM];
+        byte[] doc = "bench".getBytes(StandardCharsets.UTF_8);
+        try (Writer w = Writer.of(ch)) {
+            for (int i = 0; i < n; i++) {
+                for (int k = 0; k < DIM; k++) {
+                    row[k] = i + k;
+                }
+                TensorDescriptor d = TensorDescriptor.builder(ElementType.FLOAT32, DIM)
+                        .name("emb-" + i).metadata("doc", doc).build();
+                try (Tensor t = Tensor.copyOf(d, MemorySegment.ofArray(row))) {
+                    w.write(t);
+                }
+            }
+        }
     }
 
     /** The raw loop's send of embedding {@code i}: length-prefixed name, length, payload, through one reused buffer. */
