@@ -206,7 +206,8 @@ pub unsafe extern "C" fn hurray_decoder_reset(decoder: *mut HurrayDecoder) -> Hu
         d.metadata.clear();
         d.batch_buffers.clear();
         d.batch_metadata.clear();
-        d.previous = None;
+        // `previous` stays: HURRAY_FIELDS_SAME_EXCEPT_NAME compares descriptors by content, so
+        // the first tensor of the next stream is flagged against the last one returned before.
         Ok(HURRAY_OK)
     })
 }

@@ -252,6 +252,36 @@ fn the_decoder_flags_descriptors_that_repeat_the_previous_one_but_the_name() {
     expect(end, HURRAY_END_OF_STREAM);
     assert_back(&back, &items);
     assert_eq!(flags, vec![0, SAME, SAME, 0, SAME, 0, 0, SAME]);
+    // One stream per message on a reset decoder: the first tensor of the next stream is
+    // compared with the last one before the reset (limits changed or not).
+    let one = |it: Item| encode_stream(&[it], false);
+    // SAFETY: the decoder is made here, used by `decode_on` only, and destroyed here.
+    unsafe {
+        let mut d = null_mut();
+        expect(hurray_decoder_new(null(), 0, &mut d), HURRAY_OK);
+        let mut got = Vec::new();
+        for (k, it) in [
+            named(Float32, &[4], Some("a"), "v"),
+            named(Float32, &[4], Some("b"), "v"),
+            named(Float32, &[4], Some("b"), "v"),
+            named(Int8, &[4], Some("b"), "v"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            expect(hurray_decoder_reset(d), HURRAY_OK);
+            if k == 2 {
+                expect(hurray_decoder_set_options(d, &reader_options(1 << 20, 0)), HURRAY_OK);
+            }
+            let bytes = one(it.clone());
+            let (back, end, _, f) = decode_on(d, &bytes, usize::MAX);
+            expect(end, HURRAY_END_OF_STREAM);
+            assert_back(&back, &[it]);
+            got.extend(f);
+        }
+        assert_eq!(got, vec![0, SAME, SAME, 0]);
+        expect(hurray_decoder_destroy(&mut d), HURRAY_OK);
+    }
     // Affine parameters that differ only in the sign of a zero encode differently: not the same.
     let affine = |name: &str, bias: f64| {
         let mut it = dense(Int8, &[4]);

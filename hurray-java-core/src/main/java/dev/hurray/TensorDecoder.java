@@ -72,9 +72,16 @@ import java.util.Objects;
  * confined to the thread that asked for it.
  */
 public final class TensorDecoder implements AutoCloseable {
-    private final NativeReader reader;
+    /** The native decoder; replaced by {@link #reset(ReaderOptions)} for other limits; null if that failed twice. */
+    private NativeReader reader;
     private final TensorScope scope;
     private final boolean items;
+    private final long bufferPoolBytes;
+    /** The limits {@link #reader} was opened with. */
+    private int maxRank;
+    private long maxDescriptorBytes;
+    private long maxTensorBytes;
+    private boolean requirePayloadChecksums;
     private final HandleGuard guard = new HandleGuard("decoder");
     /** Tensors or items decoded and not yet taken. */
     private final ArrayDeque<AutoCloseable> ready = new ArrayDeque<>();
@@ -90,15 +97,47 @@ public final class TensorDecoder implements AutoCloseable {
     private boolean endPending;
     /** The arena of the segment {@link #inputRegion()} last gave out; closed at the next poll. */
     private Arena regionArena;
+    /**
+     * The descriptor of the last tensor returned, kept across {@link #reset()}: a message per
+     * stream of same-shaped tensors then shares one immutable descriptor instead of reading each.
+     */
     private TensorDescriptor previous;
     /** The native tensors this decoder handed out (batched release, one leak check). */
     private final dev.hurray.internal.TensorLedger ledger = dev.hurray.internal.TensorLedger.create();
 
-    private TensorDecoder(NativeReader reader, TensorScope scope, boolean items) {
+    private TensorDecoder(NativeReader reader, ReaderOptions options, boolean items) {
         this.reader = reader;
-        this.scope = scope;
+        this.scope = options.tensorScope();
         this.items = items;
+        this.bufferPoolBytes = options.bufferPoolBytes();
+        limits(options);
         reader.watch(this, "TensorDecoder");
+    }
+
+    private void limits(ReaderOptions options) {
+        maxRank = options.maxRank();
+        maxDescriptorBytes = options.maxDescriptorBytes();
+        maxTensorBytes = options.maxTensorBytes();
+        requirePayloadChecksums = options.requirePayloadChecksums();
+    }
+
+    private boolean hasLimits(ReaderOptions options) {
+        return maxRank == options.maxRank() && maxDescriptorBytes == options.maxDescriptorBytes()
+                && maxTensorBytes == options.maxTensorBytes() && requirePayloadChecksums == options.requirePayloadChecksums();
+    }
+
+    private static NativeReader openNative(ReaderOptions o) throws HurrayException {
+        return NativeReader.open(NativeReader.noSource(), o.maxRank(), o.maxDescriptorBytes(), o.maxTensorBytes(),
+                o.requirePayloadChecksums(), o.bufferPoolBytes());
+    }
+
+    /** The native decoder, unless a {@link #reset(ReaderOptions)} could not replace it. */
+    private NativeReader live() {
+        NativeReader r = reader;
+        if (r == null) {
+            throw new IllegalStateException("the decoder lost its native decoder when a reset with new limits failed; close it");
+        }
+        return r;
     }
 
     /** A flat-view decoder ({@link #next()}) with default options. */
@@ -127,9 +166,7 @@ public final class TensorDecoder implements AutoCloseable {
 
     private static TensorDecoder open(ReaderOptions options, boolean items) throws HurrayException {
         Objects.requireNonNull(options, "options");
-        NativeReader r = NativeReader.open(NativeReader.noSource(), options.maxRank(), options.maxDescriptorBytes(),
-                options.maxTensorBytes(), options.requirePayloadChecksums(), options.bufferPoolBytes());
-        return new TensorDecoder(r, options.tensorScope(), items);
+        return new TensorDecoder(openNative(options), options, items);
     }
 
     /**
@@ -193,7 +230,7 @@ public final class TensorDecoder implements AutoCloseable {
             MemorySegment.copy(src, at, region, regionUsed, n);
             at += n;
             regionUsed += n;
-            reader.supply(n);
+            live().supply(n);
         }
         return at;
     }
@@ -247,7 +284,7 @@ public final class TensorDecoder implements AutoCloseable {
                 throw new IllegalArgumentException(n + " bytes filled, the region holds " + (region.byteSize() - regionUsed));
             }
             regionUsed += n;
-            reader.supply(n);
+            live().supply(n);
         } finally {
             guard.exit();
         }
@@ -266,7 +303,7 @@ public final class TensorDecoder implements AutoCloseable {
             if (!inputEnded) {
                 inputEnded = true;
                 endPending = true;
-                reader.endInput();
+                live().endInput();
             }
         } finally {
             guard.exit();
@@ -344,29 +381,111 @@ public final class TensorDecoder implements AutoCloseable {
      * a partly decoded item, the stream metadata, the end of the input and a sticky failure are
      * dropped, and items decoded but not taken are closed, as on a new decoder with the same
      * options. Tensors already returned stay valid. For one short stream per message (a gRPC
-     * message, a datagram): one native decoder for all of them.
+     * message, a datagram): one native decoder for all of them. The last tensor's descriptor is
+     * kept, so the next stream's tensor shares it when its encoded descriptor is the same.
      *
      * @throws IllegalStateException if the decoder is closed or in use by another thread
      */
     public void reset() throws HurrayException {
         guard.enter();
         try {
-            closeReady();
-            if (regionArena != null) {
-                regionArena.close();
-                regionArena = null;
-            }
-            reader.reset();
-            metadata = null;
-            ended = false;
-            inputEnded = false;
-            haveRegion = false;
-            region = null;
-            regionUsed = 0;
-            endPending = false;
-            previous = null;
+            dropStream();
+            live().reset();
         } finally {
             guard.exit();
+        }
+    }
+
+    /**
+     * {@link #reset()} with new limits for the next stream: {@code options}' rank, descriptor
+     * and tensor limits and payload checksum requirement apply from the next byte on, as on a
+     * new decoder made with them. For one message per stream whose limits follow the message
+     * (a record of {@code n} bytes may declare at most {@code n} bytes). With the limits the
+     * decoder already has, this is {@link #reset()}; with others, the native decoder is reset
+     * and given them (it is handed back to the library's idle decoders and taken again,
+     * {@code hurray_decoder_set_options}), which makes no new native decoder.
+     *
+     * @param options the new limits; its tensor scope and buffer pool cap must be this decoder's
+     * @throws IllegalArgumentException if {@code options} has another tensor scope or pool cap
+     * @throws HurrayException {@link Status#INVALID_ARGUMENT} for limits the library refuses
+     *     (the decoder keeps its old limits, reset)
+     * @throws IllegalStateException if the decoder is closed or in use by another thread
+     */
+    public void reset(ReaderOptions options) throws HurrayException {
+        Objects.requireNonNull(options, "options");
+        if (options.tensorScope() != scope || options.bufferPoolBytes() != bufferPoolBytes) {
+            throw new IllegalArgumentException("reset(options) changes limits only: the decoder's tensor scope "
+                    + scope + " and buffer pool cap " + bufferPoolBytes + " stay (got " + options.tensorScope() + ", "
+                    + options.bufferPoolBytes() + ")");
+        }
+        guard.enter();
+        try {
+            dropStream();
+            NativeReader old = live();
+            if (hasLimits(options)) {
+                old.reset();
+                return;
+            }
+            // Close resets the native decoder and makes it idle; opening with the new limits
+            // takes it again and sets them. The ledger, and the tensors it tracks, stay.
+            reader = null;
+            old.close();
+            NativeReader fresh;
+            try {
+                fresh = openNative(options);
+            } catch (HurrayException | RuntimeException | Error e) {
+                // Refused: back to the old limits, which a decoder was opened with before.
+                ReaderOptions was = options.withMaxRank(maxRank).withMaxDescriptorBytes(maxDescriptorBytes)
+                        .withMaxTensorBytes(maxTensorBytes).withRequirePayloadChecksums(requirePayloadChecksums);
+                try {
+                    reader = openNative(was);
+                    reader.watch(this, "TensorDecoder");
+                } catch (HurrayException | RuntimeException | Error again) {
+                    e.addSuppressed(again);
+                }
+                throw e;
+            }
+            reader = fresh;
+            fresh.watch(this, "TensorDecoder");
+            limits(options);
+        } finally {
+            guard.exit();
+        }
+    }
+
+    /** Forgets the current stream on the Java side: waiting and read-ahead tensors closed, state cleared. */
+    private void dropStream() {
+        closeReady();
+        closePending();
+        if (regionArena != null) {
+            regionArena.close();
+            regionArena = null;
+        }
+        metadata = null;
+        ended = false;
+        inputEnded = false;
+        haveRegion = false;
+        region = null;
+        regionUsed = 0;
+        endPending = false;
+    }
+
+    /**
+     * Destroys the tensors the native decoder's last batch decoded ahead and nobody took (a
+     * stream reset or closed after its first tensors): each result owns its native tensor.
+     */
+    private void closePending() {
+        NativeReader r = reader;
+        if (r == null) {
+            return;
+        }
+        while (r.hasPending()) {
+            try {
+                r.poll(NativeReader.POLL_TENSOR);
+            } catch (HurrayException e) {
+                return; // a pending result is returned without a call; nothing else can fail
+            }
+            dev.hurray.internal.NativeTensor.destroy(r.tensor());
         }
     }
 
@@ -441,6 +560,7 @@ public final class TensorDecoder implements AutoCloseable {
             regionArena = null;
         }
         int rc;
+        NativeReader reader = live();
         if (metadata == null) {
             rc = reader.poll(NativeReader.POLL_HEADER);
             if (rc == Native.OK) {
@@ -481,13 +601,16 @@ public final class TensorDecoder implements AutoCloseable {
         try {
             if (guard.close()) {
                 closeReady();
+                closePending();
                 if (regionArena != null) {
                     regionArena.close();
                     regionArena = null;
                 }
                 try {
                     ledger.readerClosed();
-                    reader.close();
+                    if (reader != null) {
+                        reader.close();
+                    }
                 } catch (HurrayException e) {
                     // Only a source close can fail, and this decoder has none.
                     throw new IllegalStateException(e);

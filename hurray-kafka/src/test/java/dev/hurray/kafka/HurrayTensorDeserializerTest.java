@@ -3,6 +3,7 @@ package dev.hurray.kafka;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -76,6 +77,8 @@ class HurrayTensorDeserializerTest {
                 assertArrayEquals(new int[] {1, 2, 3, 4, 5, 6}, back.toIntArray());
             }
             assertEquals(Status.CORRUPT, status(() -> strict.deserialize("t", plain)));
+        } finally {
+            strict.close();
         }
     }
 
@@ -187,6 +190,156 @@ class HurrayTensorDeserializerTest {
         }
         assertEquals(0, dev.hurray.internal.NativeReader.decodersMade() - made,
                 "records read one after another make no native decoder");
+    }
+
+    @Test
+    void recordsOfOneShapeShareOneDecoderAndOneDescriptor() {
+        byte[][] records = new byte[3][];
+        for (int k = 0; k < records.length; k++) {
+            try (Tensor t = Tensor.of(floats(768, 10 + k), 768)) {
+                records[k] = ser.serialize("t", t);
+            }
+        }
+        try (Tensor warm = de.deserialize("t", records[0])) {
+            assertEquals(768, warm.descriptor().elementCount());
+        }
+        long made = dev.hurray.internal.NativeReader.decodersMade();
+        Tensor[] back = new Tensor[records.length];
+        for (int k = 0; k < records.length; k++) {
+            back[k] = de.deserialize("t", null, ByteBuffer.wrap(records[k]));
+            assertEquals(1, de.idleDecoders(), "the record's decoder is kept for the next one");
+        }
+        // One immutable descriptor for all three; each tensor its own values, closed in any order.
+        assertSame(back[0].descriptor(), back[1].descriptor());
+        assertSame(back[1].descriptor(), back[2].descriptor());
+        for (int k : new int[] {1, 2, 0}) {
+            assertArrayEquals(floats(768, 10 + k), back[k].toFloatArray());
+            back[k].close();
+        }
+        assertEquals(0, dev.hurray.internal.NativeReader.decodersMade() - made);
+    }
+
+    @Test
+    void aBadRecordDoesNotPoisonTheDecoderThatMetIt() throws IOException {
+        byte[] good;
+        byte[] big;
+        try (Tensor t = Tensor.of(floats(768, 5), 768); Tensor b = Tensor.of(floats(20000, 6), 20000)) {
+            good = ser.serialize("t", t);
+            big = ser.serialize("t", b);
+        }
+        byte[] three;
+        try (Writer w = Writer.toMemory(); Tensor a = Tensor.of(new float[] {1}, 1)) {
+            w.write(a);
+            w.write(a);
+            w.write(a);
+            w.finish();
+            three = w.toByteArray();
+        }
+        byte[] flipped = good.clone();
+        flipped[20] ^= 4; // inside the frame or descriptor: a checksum catches it
+        byte[][] bad = {Arrays.copyOf(good, good.length - 30), flipped, three, Arrays.copyOf(big, big.length / 2),
+            "{\"not\":\"hurray\"}".getBytes(), new byte[0]};
+        Status[] want = {Status.TRUNCATED, null, Status.CORRUPT, Status.LIMIT_EXCEEDED, Status.INVALID_MAGIC, Status.TRUNCATED};
+        try (Tensor t = de.deserialize("t", big)) {
+            assertEquals(20000, t.descriptor().elementCount());
+        }
+        long made = dev.hurray.internal.NativeReader.decodersMade();
+        for (int round = 0; round < 20; round++) {
+            for (int i = 0; i < bad.length; i++) {
+                byte[] b = bad[i];
+                Status s = status(() -> de.deserialize("t", b));
+                if (want[i] == null) {
+                    assertTrue(s != null && s.isError(), "record " + i + ": " + s);
+                } else {
+                    assertEquals(want[i], s, "record " + i);
+                }
+                // The next good record, of another size or the same, through the same decoder.
+                try (Tensor t = de.deserialize("t", null, ByteBuffer.wrap(i % 2 == 0 ? good : big))) {
+                    assertArrayEquals(i % 2 == 0 ? floats(768, 5) : floats(20000, 6), t.toFloatArray());
+                }
+                assertEquals(1, de.idleDecoders());
+            }
+        }
+        assertEquals(0, dev.hurray.internal.NativeReader.decodersMade() - made, "no decoder is made after a bad record");
+    }
+
+    @Test
+    void manyThreadsShareOneDeserializerAndTheirTensorsOutliveIt() throws Exception {
+        int threads = 4;
+        int perThread = 600;
+        byte[][] records = new byte[40][];
+        for (int k = 0; k < records.length; k++) {
+            // Varying sizes and names: per-record limits change from one record to the next.
+            try (Tensor t = Tensor.of(floats(16 + 37 * k, k), 16 + 37 * k); Tensor named = renamed(t, "doc-" + "x".repeat(k))) {
+                records[k] = ser.serialize("t", k % 3 == 0 ? t : named);
+            }
+        }
+        HurrayTensorDeserializer shared = new HurrayTensorDeserializer(Map.of(HurrayKafkaConfig.TENSOR_SCOPE, "SHARED"));
+        java.util.concurrent.ConcurrentLinkedQueue<Object[]> kept = new java.util.concurrent.ConcurrentLinkedQueue<>();
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(threads);
+        try {
+            java.util.List<java.util.concurrent.Future<?>> fs = new java.util.ArrayList<>();
+            for (int th = 0; th < threads; th++) {
+                int seed = th;
+                fs.add(pool.submit(() -> {
+                    Random r = new Random(seed);
+                    for (int i = 0; i < perThread; i++) {
+                        int k = r.nextInt(records.length);
+                        Tensor t = shared.deserialize("t", null, ByteBuffer.wrap(records[k]).asReadOnlyBuffer());
+                        assertArrayEquals(floats(16 + 37 * k, k), t.toFloatArray());
+                        assertEquals(k % 3 == 0 ? Optional.empty() : Optional.of("doc-" + "x".repeat(k)), t.descriptor().name());
+                        if (i % 10 == 0) {
+                            kept.add(new Object[] {t, k}); // closed later, on another thread
+                        } else {
+                            t.close();
+                        }
+                    }
+                    return null;
+                }));
+            }
+            for (var f : fs) {
+                f.get(60, java.util.concurrent.TimeUnit.SECONDS);
+            }
+            assertTrue(shared.idleDecoders() >= 1 && shared.idleDecoders() <= threads, String.valueOf(shared.idleDecoders()));
+        } finally {
+            pool.shutdownNow();
+            shared.close();
+        }
+        assertEquals(0, shared.idleDecoders(), "close frees the idle decoders");
+        java.util.List<Object[]> later = new java.util.ArrayList<>(kept);
+        java.util.Collections.shuffle(later, new Random(7));
+        assertEquals(threads * perThread / 10, later.size());
+        for (Object[] e : later) {
+            Tensor t = (Tensor) e[0];
+            int k = (Integer) e[1];
+            assertArrayEquals(floats(16 + 37 * k, k), t.toFloatArray());
+            t.close();
+        }
+    }
+
+    @Test
+    void reconfiguringTheScopeStartsFreshDecoders() throws Exception {
+        byte[] rec;
+        try (Tensor t = Tensor.of(floats(768, 8), 768)) {
+            rec = ser.serialize("t", t);
+        }
+        try (Tensor t = de.deserialize("t", rec)) {
+            assertEquals(768, t.toFloatArray().length);
+        }
+        assertEquals(1, de.idleDecoders());
+        de.configure(Map.of(HurrayKafkaConfig.TENSOR_SCOPE, "SHARED"), false);
+        Tensor shared = de.deserialize("t", rec);
+        // A SHARED tensor: another thread may read and close it.
+        java.util.concurrent.CompletableFuture.runAsync(() -> {
+            assertArrayEquals(floats(768, 8), shared.toFloatArray());
+            shared.close();
+        }).get(30, java.util.concurrent.TimeUnit.SECONDS);
+        assertEquals(1, de.idleDecoders());
+    }
+
+    private static Tensor renamed(Tensor t, String name) {
+        long n = t.descriptor().elementCount();
+        return Tensor.copyOf(dev.hurray.TensorDescriptor.builder(ElementType.FLOAT32, n).name(name).build(), t.buffer(0));
     }
 
     private static int indexOf(byte[] hay, byte[] needle) {
