@@ -479,14 +479,7 @@ public final class TensorDecoder implements AutoCloseable {
         if (r == null) {
             return;
         }
-        while (r.hasPending()) {
-            try {
-                r.poll(NativeReader.POLL_TENSOR);
-            } catch (HurrayException e) {
-                return; // a pending result is returned without a call; nothing else can fail
-            }
-            dev.hurray.internal.NativeTensor.destroy(r.tensor());
-        }
+        r.dropPending();
     }
 
     private void closeReady() {

@@ -415,6 +415,19 @@ public final class NativeReader {
         }
     }
 
+    /**
+     * Destroys the tensors the last batch decoded ahead that nobody took (a reader closed, or a
+     * push decoder reset, after the first tensors of a batch): each result owns its tensor.
+     */
+    public void dropPending() {
+        while (pendingAt < pendingCount) {
+            MemorySegment t = HurrayDecodeResult.tensor(results.asSlice(pendingAt++ * RESULT_BYTES, RESULT_BYTES));
+            if (t.address() != 0) {
+                NativeTensor.destroy(t);
+            }
+        }
+    }
+
     /** True while tensors of the last batch are still to be returned by {@link #next()}. */
     public boolean hasPending() {
         return pendingAt < pendingCount;
@@ -726,6 +739,7 @@ public final class NativeReader {
         if (handle == null) {
             return;
         }
+        dropPending();
         MemorySegment h = handle;
         handle = null;
         // The leak cleaner's registration goes first: a decoder handed to the next reader must
