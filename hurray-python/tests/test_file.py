@@ -100,3 +100,16 @@ def test_a_safetensors_checkpoint_becomes_an_hrryfile(tmp_path):
         assert sorted(f.names()) == sorted(tensors)
         for name, value in tensors.items():
             np.testing.assert_array_equal(f[name].numpy(), value)
+
+
+def test_a_finished_file_has_the_mode_a_plain_open_gives(tmp_path):
+    import stat
+
+    umask = os.umask(0o022)
+    try:
+        p = tmp_path / "m.hrry"
+        with hurray.FileWriter(p) as w:
+            w.add(hurray.from_numpy(np.arange(3, dtype=np.float32), name="x"))
+        assert stat.S_IMODE(os.stat(p).st_mode) == 0o644
+    finally:
+        os.umask(umask)

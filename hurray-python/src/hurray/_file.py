@@ -262,6 +262,11 @@ class FileWriter:
         self._path = os.path.abspath(os.fspath(path))
         d = os.path.dirname(self._path)
         fd, self._tmp = tempfile.mkstemp(prefix="." + os.path.basename(self._path) + ".", suffix=".tmp", dir=d)
+        # mkstemp makes the file 0600; the finished file gets the mode a plain open() would
+        # (0666 less the umask), as the Java writer and the CLI give it.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
         self._fd: Optional[int] = fd
         self._error: Optional[BaseException] = None
 

@@ -13,8 +13,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.Objects;
 import java.util.function.UnaryOperator;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * Writes an HRRYFILE container (docs/spec/hrryfile.md §5) through the native writer
@@ -71,7 +69,6 @@ import org.slf4j.LoggerFactory;
  * sink, or a close during a call on another thread fails with {@link IllegalStateException}.
  */
 public final class HurrayFileWriter implements AutoCloseable {
-    private static final Logger LOG = LoggerFactory.getLogger("dev.hurray");
 
     /** Set by {@link #abandon()}: the caller discards on purpose. */
     private boolean abandoning;
@@ -183,7 +180,6 @@ public final class HurrayFileWriter implements AutoCloseable {
             WritableByteChannel sink = wrap == null ? out.channel() : wrap.apply(out.channel());
             NativeFileWriter w = NativeFileWriter.open(Sink.of(sink, sink), options.payloadChecksums(),
                     options.minPayloadAlignment());
-            LOG.debug("hurray: writing {} through {}", target, out.temporaryFile());
             return new HurrayFileWriter(w, target, out, options.syncOnFinish());
         } catch (IOException | RuntimeException | Error e) {
             try {
@@ -481,7 +477,6 @@ public final class HurrayFileWriter implements AutoCloseable {
             nativeWriter.close();
             output.commit(false);
             committed = true;
-            LOG.debug("hurray: committed {}", target);
         } catch (IOException | RuntimeException | Error e) {
             try {
                 nativeWriter.close();
@@ -566,7 +561,7 @@ public final class HurrayFileWriter implements AutoCloseable {
         }
         IOException failure = null;
         if (!finished && tensors > 0 && !abandoning && !failed) {
-            LOG.warn("hurray: file writer closed without finish(): {} tensors discarded", tensors);
+            dev.hurray.internal.Log.core().warn("hurray: file writer closed without finish(): {} tensors discarded", tensors);
             failure = new HurrayException(Status.INVALID_STATE, "the file writer was closed without finish(): " + tensors
                     + (tensors == 1 ? " tensor was" : " tensors were") + " discarded and no container was written "
                     + "(call finish() to write them, or abandon() to discard them on purpose)", null);

@@ -8,7 +8,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * What the library logs through SLF4J (slf4j-simple is the tests' provider): nothing for a
- * successful load and a first tensor, without even starting SLF4J; with
+ * successful load, a first tensor and a container written and read, without even starting SLF4J; with
  * {@code -Dhurray.trace.downcalls=true}, one INFO line when the native library loads (its origin
  * and C ABI version) and one per native call on {@code dev.hurray.ffm.downcalls}. Runs in a
  * child JVM, where the library is not loaded yet.
@@ -16,9 +16,21 @@ import org.junit.jupiter.api.Test;
 class LoggingTest {
     /** The child: makes one tensor (a few downcalls) and exits. */
     public static final class Child {
-        public static void main(String[] args) {
+        public static void main(String[] args) throws Exception {
             try (Tensor t = Tensor.of(new float[] {1, 2}, 2)) {
                 System.out.println("child: " + t.descriptor());
+            }
+            // A container written, then opened both ways: no log line either.
+            java.nio.file.Path path = java.nio.file.Files.createTempDirectory("hurray-log").resolve("m.hrry");
+            try (HurrayFileWriter w = HurrayFile.create(path); Tensor t = Tensor.of(new float[] {3}, 1)) {
+                w.add("x", t);
+                w.finish();
+            }
+            try (HurrayFile f = HurrayFile.open(path); Tensor t = f.read("x")) {
+                System.out.println("child file: " + t.toFloatArray()[0]);
+            }
+            try (HurrayFile f = HurrayFile.map(path); Tensor t = f.read("x")) {
+                System.out.println("child map: " + t.toFloatArray()[0]);
             }
             System.out.println("child source: " + dev.hurray.ffm.NativeLibrary.source());
         }
@@ -45,6 +57,7 @@ class LoggingTest {
     void aQuietLoadStartsNoLoggingAndTheTraceSwitchLogsTheLoadAndEachDowncall() throws Exception {
         String quiet = run(false);
         assertTrue(quiet.contains("child: float32[2]"), quiet);
+        assertTrue(quiet.contains("child file: 3.0") && quiet.contains("child map: 3.0"), quiet);
         assertTrue(quiet.lines().anyMatch(l -> l.startsWith("child source: ") && !l.contains("not loaded")), quiet);
         assertTrue(quiet.lines().noneMatch(l -> l.contains("libhurray loaded from")), quiet);
         assertTrue(quiet.lines().noneMatch(l -> l.contains("dev.hurray.ffm.downcalls")), quiet);

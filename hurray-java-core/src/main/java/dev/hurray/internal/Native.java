@@ -204,13 +204,6 @@ public final class Native {
         return hurray_h.hurray_status_name(status).reinterpret(256).getString(0);
     }
 
-    /** Logs at debug level (file reader and writer handles made and destroyed). */
-    static void debug(String format, Object... args) {
-        if (Log.core().isDebugEnabled()) {
-            Log.core().debug(format, args);
-        }
-    }
-
     /**
      * Calls a {@code hurray_*_destroy(T **)} function on handle {@code h} through a short-lived
      * slot (the destroy functions take a pointer to the handle and write NULL to it).

@@ -210,7 +210,6 @@ public final class NativeFileReader {
             throw e;
         }
         CHANNEL_READERS.incrementAndGet();
-        Native.debug("hurray: file reader {} opened over a channel", r.handle);
         return r;
     }
 
@@ -274,7 +273,6 @@ public final class NativeFileReader {
                 ScratchPool.giveBack(s);
             }
         }
-        Native.debug(mapped ? "hurray: file reader {} opened over a file it mapped" : "hurray: file reader {} opened over a file", h);
         return new NativeFileReader(null, null, lent, h);
     }
 
@@ -334,7 +332,6 @@ public final class NativeFileReader {
                 ScratchPool.giveBack(s);
             }
         }
-        Native.debug("hurray: file reader {} opened over a span of {} bytes", h, length);
         return new NativeFileReader(null, null, lent, h);
     }
 
@@ -636,7 +633,6 @@ public final class NativeFileReader {
             return;
         }
         int rc = destroyNative();
-        Native.debug("hurray: file reader {} destroyed", h);
         Throwable t = null;
         if (onClose != null) {
             try {

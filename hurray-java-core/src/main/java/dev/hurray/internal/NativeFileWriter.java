@@ -85,7 +85,6 @@ public final class NativeFileWriter {
             MemorySegment slot = arena.allocate(ADDRESS);
             Native.check(hurray_h.hurray_file_encoder_new(opts, slot));
             MemorySegment h = slot.get(ADDRESS, 0);
-            Native.debug("hurray: file encoder {} created", h);
             return new NativeFileWriter(sink, Arena.ofAuto(), h);
         }
     }
@@ -263,7 +262,6 @@ public final class NativeFileWriter {
             slot.set(ADDRESS, 0, h);
             rc = hurray_h.hurray_file_encoder_destroy(slot);
         }
-        Native.debug("hurray: file encoder {} destroyed", h);
         try {
             sink.close();
         } catch (IOException | RuntimeException e) {

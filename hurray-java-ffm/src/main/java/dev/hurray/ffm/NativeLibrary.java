@@ -142,7 +142,9 @@ public final class NativeLibrary {
 
     /**
      * Where the loaded library came from, e.g. {@code "-Dhurray.library.path=/x/libhurray.so"} or
-     * {@code "jar resource META-INF/native/linux-x86_64/libhurray.so (reused from the cache: …)"}.
+     * {@code "jar resource META-INF/native/linux-x86_64/libhurray.so (reused from the cache: …)"};
+     * {@code "(libhurray not loaded)"} before the first use (this method does not load it: call
+     * {@link #load()} first to find out where it would come from).
      */
     public static String source() {
         Loaded l = loaded;
