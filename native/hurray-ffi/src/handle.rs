@@ -32,7 +32,10 @@ pub(crate) trait Handle: Sized {
     fn from_shell(s: Shell<Self::Inner>) -> Self;
 }
 
-/// The common body of every handle.
+/// The common body of every handle. `repr(C)` puts `magic` first, at the same offset in every
+/// handle type (each handle struct holds only its shell), so a type check of a pointer to a
+/// live handle of another type reads that handle's own initialised tag, never other bytes.
+#[repr(C)]
 pub struct Shell<I> {
     magic: u64,
     borrowed: bool,

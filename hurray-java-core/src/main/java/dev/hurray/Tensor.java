@@ -241,8 +241,14 @@ public final class Tensor implements AutoCloseable {
             }
         }
         Tensor t = allocate(descriptor, TensorScope.CONFINED, true);
-        for (int i = 0; i < contents.length; i++) {
-            MemorySegment.copy(contents[i], 0, t.buffers[i], 0, contents[i].byteSize());
+        try {
+            for (int i = 0; i < contents.length; i++) {
+                MemorySegment.copy(contents[i], 0, t.buffers[i], 0, contents[i].byteSize());
+            }
+        } catch (RuntimeException | Error e) {
+            // A closed or foreign-thread source: the new tensor (and its pooled blocks) go back.
+            t.close();
+            throw e;
         }
         return t;
     }

@@ -102,6 +102,8 @@ public final class NativeWriter {
     private long auxUsed;
     private int queued;
     private final String[] queuedNames = new String[MAX_QUEUED];
+    /** Native copies of heap payloads the encoder may still borrow (drained writers only). */
+    private final java.util.List<MemorySegment[]> heldCopies = new java.util.ArrayList<>();
     /** Bytes of the output sent but not yet reported to the encoder (the next call reports them). */
     private long unreported;
     /** The end marker was staged: queuing more is refused at once. */
@@ -193,8 +195,34 @@ public final class NativeWriter {
             if (need > aux.byteSize()) {
                 // A descriptor too large for the batch area (megabytes of metadata) takes the
                 // one-tensor path through a descriptor of its own.
+                // Heap payloads are copied to native memory first: that path reads them by
+                // address, and the encoder may borrow them until its output is sent. A writer
+                // that sends before returning closes the copies at once; one whose caller drains
+                // keeps them until its output has gone (heldCopies).
                 NativeDescriptor.Built b = NativeDescriptor.build(f);
-                write(b.descriptor().handle(), payloads);
+                java.lang.foreign.Arena copies = drained ? java.lang.foreign.Arena.ofAuto()
+                        : java.lang.foreign.Arena.ofConfined();
+                try {
+                    MemorySegment[] inNative = payloads.clone();
+                    for (int i = 0; i < inNative.length; i++) {
+                        if (!inNative[i].isNative() && inNative[i].byteSize() > 0) {
+                            MemorySegment c = copies.allocate(inNative[i].byteSize(), 64);
+                            MemorySegment.copy(inNative[i], 0, c, 0, inNative[i].byteSize());
+                            inNative[i] = c;
+                        }
+                    }
+                    if (drained) {
+                        if (HurrayEncoderState.pending_bytes(state) == 0) {
+                            heldCopies.clear();
+                        }
+                        heldCopies.add(inNative);
+                    }
+                    write(b.descriptor().handle(), inNative);
+                } finally {
+                    if (!drained) {
+                        copies.close();
+                    }
+                }
                 return;
             }
         }

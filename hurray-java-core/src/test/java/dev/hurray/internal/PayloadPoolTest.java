@@ -121,4 +121,22 @@ class PayloadPoolTest {
             pool.shutdownNow();
         }
     }
+
+    @Test
+    void aCopyFromAClosedSourceFailsAndGivesItsBlockBack() {
+        TensorDescriptor d = TensorDescriptor.of(ElementType.FLOAT32, 256);
+        Tensor.of(row(1, 256), 256).close(); // the pool has a slab and a free block of this class
+        long retained = PayloadPool.retainedBytes();
+        int free = PayloadPool.freeBlocks();
+        MemorySegment gone;
+        try (java.lang.foreign.Arena a = java.lang.foreign.Arena.ofConfined()) {
+            gone = a.allocate(1024, 64);
+        }
+        MemorySegment closed = gone;
+        for (int i = 0; i < 20_000; i++) { // 20 MiB of blocks if each failure kept its tensor
+            assertThrows(IllegalStateException.class, () -> Tensor.copyOf(d, closed));
+        }
+        assertEquals(retained, PayloadPool.retainedBytes(), "failed copies took slabs");
+        assertEquals(free, PayloadPool.freeBlocks(), "failed copies kept blocks");
+    }
 }
