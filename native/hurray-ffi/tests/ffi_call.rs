@@ -141,3 +141,23 @@ fn every_operation_refuses_null_handles_as_its_function_does_and_an_unknown_one_
         assert!(last_error().contains("unknown operation 99"), "{}", last_error());
     }
 }
+
+#[test]
+fn a_handle_of_another_type_is_refused_by_its_tag() {
+    // SAFETY: each handle is live and made here; passing one where the other type is expected
+    // is what the tag check exists to refuse (the tag sits first in every handle).
+    unsafe {
+        let mut d = null_mut();
+        expect(decoder::hurray_decoder_new(null(), 0, &mut d), HURRAY_OK);
+        let mut e = null_mut();
+        expect(encoder::hurray_encoder_new(null(), &mut e), HURRAY_OK);
+        let s = hurray_call(HURRAY_CALL_ENCODER_SET_COALESCE_BYTES, d as usize as u64, 0, 0, 0, 0, 0, 0, 0);
+        assert_eq!(s, HURRAY_ERR_USE_AFTER_DESTROY, "{}", last_error());
+        expect(
+            hurray_call(HURRAY_CALL_DECODER_RESET, e as usize as u64, 0, 0, 0, 0, 0, 0, 0),
+            HURRAY_ERR_USE_AFTER_DESTROY,
+        );
+        expect(decoder::hurray_decoder_destroy(&mut d), HURRAY_OK);
+        expect(encoder::hurray_encoder_destroy(&mut e), HURRAY_OK);
+    }
+}
