@@ -10,7 +10,6 @@ use std::ptr::{null, null_mut};
 use ffi_common::*;
 use hurray_ffi::buffer::HurrayBufferSpec;
 use hurray_ffi::call::*;
-use hurray_ffi::descriptor::HurrayQuantization;
 use hurray_ffi::descriptor_spec::{hurray_descriptor_check, HurrayDescriptorSpec};
 use hurray_ffi::reader::{hurray_reader_options_init, HurrayReaderOptions};
 use hurray_ffi::writer::{hurray_writer_options_init, HurrayWriterOptions};
@@ -52,24 +51,7 @@ fn the_version_and_the_option_defaults_are_those_of_the_named_functions() {
 #[test]
 fn a_descriptor_check_through_the_call_writes_the_same_table() {
     let dims = [2u64, 3];
-    let spec = HurrayDescriptorSpec {
-        element_type: hurray_core::ElementType::Float32.code(),
-        layout: 0,
-        reserved: 0,
-        reserved2: 0,
-        rank: 2,
-        dims: dims.as_ptr(),
-        strides: null(),
-        stride_count: 0,
-        byte_offset: 0,
-        buffer_count: 0,
-        buffers: null(),
-        name: b"w".as_ptr(),
-        name_len: 1,
-        metadata_count: 0,
-        metadata: null(),
-        quantization: HurrayQuantization::default(),
-    };
+    let spec = float32_spec_named_w(&dims);
     let zero = HurrayBufferSpec { byte_size: 0, alignment: 0, device_tag: 9, sync_mode: 9, reserved: 7 };
     // SAFETY: `spec` and the arrays it points at are live locals with room for the counts passed.
     unsafe {

@@ -624,24 +624,7 @@ fn descriptor_check_agrees_with_descriptor_new_and_writes_the_buffer_table() {
     use hurray_ffi::buffer::HurrayBufferSpec;
     use hurray_ffi::descriptor_spec::*;
     let dims = [2u64, 3];
-    let spec = HurrayDescriptorSpec {
-        element_type: hurray_core::ElementType::Float32.code(),
-        layout: 0,
-        reserved: 0,
-        reserved2: 0,
-        rank: 2,
-        dims: dims.as_ptr(),
-        strides: null(),
-        stride_count: 0,
-        byte_offset: 0,
-        buffer_count: 0,
-        buffers: null(),
-        name: b"w".as_ptr(),
-        name_len: 1,
-        metadata_count: 0,
-        metadata: null(),
-        quantization: HurrayQuantization::default(),
-    };
+    let spec = float32_spec_named_w(&dims);
     let zero = HurrayBufferSpec { byte_size: 0, alignment: 0, device_tag: 9, sync_mode: 9, reserved: 7 };
     // SAFETY: `spec` and the arrays it points at are live locals; out-pointers are live locals
     // with room for the counts passed.

@@ -287,3 +287,27 @@ pub fn ffi_read(mut m: Box<Mem>) -> (Vec<Back>, HurrayStatus, usize, Box<Mem>) {
     assert_eq!(m.released, 1, "release exactly once, at destroy");
     (out, end, failures, m)
 }
+
+/// A spec of a float32 tensor named `w` with `dims` (row-major, default buffer table, no
+/// metadata); `dims` must outlive it.
+#[allow(dead_code)]
+pub fn float32_spec_named_w(dims: &[u64]) -> hurray_ffi::descriptor_spec::HurrayDescriptorSpec {
+    hurray_ffi::descriptor_spec::HurrayDescriptorSpec {
+        element_type: hurray_core::ElementType::Float32.code(),
+        layout: 0,
+        reserved: 0,
+        reserved2: 0,
+        rank: dims.len(),
+        dims: dims.as_ptr(),
+        strides: std::ptr::null(),
+        stride_count: 0,
+        byte_offset: 0,
+        buffer_count: 0,
+        buffers: std::ptr::null(),
+        name: b"w".as_ptr(),
+        name_len: 1,
+        metadata_count: 0,
+        metadata: std::ptr::null(),
+        quantization: HurrayQuantization::default(),
+    }
+}
