@@ -174,14 +174,12 @@ final class SpecWriter {
         wi += SLICE_WORDS * payloads.length;
         // Strings after the fixed part; `sb` counts bytes from the image's start.
         long sb = 8L * wi;
-        long[] longStrings = null;
-        int longCount = 0;
+        long stringsAt = at + sb;
+        boolean anyLong = false;
         if (name != null) {
             w[W_NAME] = base + sb;
             w[W_NAME_LEN] = name.length;
-            if (!pack(img, sb, name)) {
-                longStrings = remember(longStrings, longCount++, sb);
-            }
+            anyLong |= !pack(img, sb, name);
             sb += pad(name.length);
         }
         if (entries > 0) {
@@ -193,15 +191,11 @@ final class SpecWriter {
                 int e = views + i * VIEW_WORDS;
                 img[e + W_KEY] = base + sb;
                 img[e + W_KEY_LEN] = k.length;
-                if (!pack(img, sb, k)) {
-                    longStrings = remember(longStrings, longCount++, sb);
-                }
+                anyLong |= !pack(img, sb, k);
                 sb += pad(k.length);
                 img[e + W_VALUE] = value.length == 0 ? 0 : base + sb;
                 img[e + W_VALUE_LEN] = value.length;
-                if (!pack(img, sb, value)) {
-                    longStrings = remember(longStrings, longCount++, sb);
-                }
+                anyLong |= !pack(img, sb, value);
                 sb += pad(value.length);
                 i++;
             }
@@ -251,8 +245,8 @@ final class SpecWriter {
         to[copies] = index * SPEC_BYTES;
         len[copies++] = SPEC_BYTES;
         copyAll(src, from, dst, to, len, copies);
-        if (longCount > 0) {
-            copyLongStrings(aux, at, longStrings, longCount, name, keys, f);
+        if (anyLong) {
+            copyLongStrings(aux, stringsAt, name, keys, f);
         }
         Quantization q = f.quantization();
         if (q != null) {
@@ -279,34 +273,28 @@ final class SpecWriter {
         return true;
     }
 
-    private static long[] remember(long[] list, int n, long at) {
-        long[] l = list == null || n == list.length ? java.util.Arrays.copyOf(list == null ? new long[0] : list, 2 * n + 2)
-                : list;
-        l[n] = at;
-        return l;
+    /**
+     * Copies the strings {@link #pack} left out to their places: the strings start at
+     * {@code stringsAt} in the order {@link #write} lays them (name, then each key and value),
+     * each padded to 8 bytes.
+     */
+    private static void copyLongStrings(MemorySegment aux, long stringsAt, byte[] name, byte[][] keys,
+            DescriptorFields f) {
+        long at = stringsAt;
+        if (name != null) {
+            at = copyIfLong(aux, at, name);
+        }
+        int k = 0;
+        for (byte[] value : f.metadata().values()) {
+            at = copyIfLong(aux, at, keys[k++]);
+            at = copyIfLong(aux, at, value);
+        }
     }
 
-    /**
-     * Copies the strings {@link #pack} left out, in the order {@link #write} met them (name,
-     * then each key and value), to their places after the image was copied.
-     */
-    private static void copyLongStrings(MemorySegment aux, long at, long[] places, int count, byte[] name, byte[][] keys,
-            DescriptorFields f) {
-        int n = 0;
-        int k = 0;
-        byte[][] order = new byte[1 + 2 * keys.length][];
-        int m = 0;
-        if (name != null) {
-            order[m++] = name;
+    private static long copyIfLong(MemorySegment aux, long at, byte[] b) {
+        if (b.length > PACKED_STRING_MAX) {
+            MemorySegment.copy(b, 0, aux, JAVA_BYTE, at, b.length);
         }
-        for (byte[] value : f.metadata().values()) {
-            order[m++] = keys[k++];
-            order[m++] = value;
-        }
-        for (int i = 0; i < m && n < count; i++) {
-            if (order[i].length > PACKED_STRING_MAX) {
-                MemorySegment.copy(order[i], 0, aux, JAVA_BYTE, at + places[n++], order[i].length);
-            }
-        }
+        return at + pad(b.length);
     }
 }
