@@ -54,6 +54,7 @@ pub use file::{
     HurrayFileBufferLocation, HurrayFileEntry, HurrayFileReader, HurrayFileReaderOptions, HurrayFileWriter,
     HurrayFileWriterOptions,
 };
+pub use os::pages::{install as install_page_allocator, page_stats, supported as page_allocator_supported, PageStats};
 pub use quant::*;
 pub use reader::{
     hurray_reader_destroy, hurray_reader_new, hurray_reader_next_tensor, HurrayReader, HurrayReaderOptions,
