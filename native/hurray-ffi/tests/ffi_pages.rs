@@ -1,7 +1,7 @@
 //! Large payloads read through the C ABI come from the page allocator (`os/pages.rs`): the
 //! bytes read back exactly, the buffers are aligned, every mapping is released with its
-//! tensor, and a stream cut short maps in proportion to the bytes received
-//! (docs/spec/stream.md §Limits).
+//! tensor, and a stream that declares more than it carries maps in proportion to the bytes
+//! received (docs/spec/stream.md §Limits).
 
 #[path = "../../hurray-core/tests/common/mod.rs"]
 mod common;
@@ -10,6 +10,7 @@ mod ffi_common;
 use common::*;
 use ffi_common::*;
 use hurray_core::stream::EAGER_RESERVE_BYTES;
+use hurray_core::{ElementType, Shape, TensorDescriptor};
 use hurray_ffi::*;
 
 const MIB: usize = 1 << 20;
@@ -24,8 +25,18 @@ fn large_tensors_are_mapped_by_the_bytes_received_and_unmapped_with_their_tensor
     let item = big_item(len as u64);
     let stream = encode_stream(std::slice::from_ref(&item), false);
 
-    // First (the peak is a high-water mark): cut short after 80 MiB of payload, the
-    // allocation is at most twice what arrived.
+    // In rising order of what they may map (the peak is a high-water mark). A 152-byte stream
+    // declaring 60 GiB: the eager reserve at most, mapped but untouched, then TRUNCATED.
+    let d = TensorDescriptor::dense(ElementType::Uint8, Shape::new(vec![60 << 30]).unwrap()).unwrap();
+    let tiny = tensor_frame_stream(&d.encode().unwrap(), &[7; 48]);
+    let base = page_stats().mapped_bytes;
+    let (_, end, _, _) = ffi_read(Mem::reading(tiny, 0));
+    assert_eq!(end, HURRAY_ERR_TRUNCATED, "{}", last_error());
+    let s = page_stats();
+    assert_eq!(s.mapped_bytes, base);
+    assert!(s.peak_mapped_bytes - base <= EAGER_RESERVE_BYTES as u64, "{s:?}");
+
+    // Cut short after 80 MiB of payload: the allocation is at most twice what arrived.
     let received = 80 * MIB;
     let header = stream.len() - len - 24; // stream header and frame before, end marker after
     let cut = header + received;
