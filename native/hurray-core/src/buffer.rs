@@ -1,5 +1,6 @@
 //! Buffer handles (the fixed 16-byte binary descriptor of one buffer) and the aligned
-//! allocation the reader fills (docs/spec/descriptor.md §Buffer handle).
+//! allocation the reader fills (docs/spec/descriptor.md §Buffer handle), with the hook through
+//! which the embedding layer supplies memory for large payloads ([`LargeAlloc`]).
 
 use std::alloc::{self, Layout};
 use std::mem::MaybeUninit;
