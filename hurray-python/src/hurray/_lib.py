@@ -404,13 +404,14 @@ _PROTOS = {
     "hurray_dlpack_import_legacy": [P, PP],
 }
 _RESTYPES = {"hurray_c_abi_version": c_uint32, "hurray_status_name": c_char_p}
-# Bounded hot calls, also bound through ctypes.PyDLL (``lib.held``), which keeps the GIL:
+# Short hot calls, also bound through ctypes.PyDLL (``lib.held``), which keeps the GIL:
 # releasing and retaking it costs more than these calls themselves. None of them calls back
-# into Python; the callers use them only for work bounded by about 64 KiB (a batch of small
-# tensors, a descriptor, a list of pending pieces), and the GIL-releasing ``lib`` for the rest.
+# into Python; the callers use them only for work of one item bounded by about 64 KiB (a
+# descriptor, a list of pending pieces, a payload without a checksum over it) and the
+# GIL-releasing ``lib`` for the rest. The batch calls (hurray_decoder_next_batch,
+# hurray_encoder_encode_batch: up to hundreds of tensors a call) release it, so that another
+# thread's Python runs beside them.
 _HELD = (
-    "hurray_decoder_next_batch",
-    "hurray_encoder_encode_batch",
     "hurray_encoder_encode",
     "hurray_encoder_encode_encoded",
     "hurray_encoder_output",

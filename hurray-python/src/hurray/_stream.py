@@ -302,7 +302,7 @@ class StreamWriter:
         r = self._bres
         done = 0
         while done < n:
-            s = held.hurray_encoder_encode_batch(enc, 0, self._qaddr + done * _SPEC, n - done, 0,
+            s = lib.hurray_encoder_encode_batch(enc, 0, self._qaddr + done * _SPEC, n - done, 0,
                                                 self._pieces, _PIECES, self._bres_ref)
             if s < 0:
                 raise error(s)
@@ -804,10 +804,9 @@ class StreamReader:
             if filled == 0:
                 self._flags = DECODE_END_OF_INPUT
         while True:
-            # A fill larger than the read-ahead completes a large payload, which the call may
-            # checksum: that call releases the GIL.
-            f = held if filled <= _HELD_MAX else lib
-            s = f.hurray_decoder_next_batch(dec, filled, self._flags, results, _RESULTS, self._count_ref)
+            # It releases the GIL: a batch decodes up to _RESULTS tensors (and may checksum a
+            # large payload), long enough for a sender thread's Python to run beside it.
+            s = lib.hurray_decoder_next_batch(dec, filled, self._flags, results, _RESULTS, self._count_ref)
             if s != NEED_INPUT:
                 break
             r0 = results[0]
