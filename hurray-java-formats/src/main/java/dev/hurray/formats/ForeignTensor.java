@@ -61,7 +61,8 @@ public final class ForeignTensor {
     /**
      * The largest rank a foreign tensor may have: Hurray's ({@link dev.hurray.Shape#MAX_RANK}),
      * so every tensor a reader accepts can be converted. The readers refuse a larger rank with a
-     * {@link ForeignFormatException} when the file is opened.
+     * {@link ForeignFormatException} when the file is opened; a tensor built in memory may have
+     * one (a writer may take it), but {@link #descriptor()} refuses it.
      */
     public static final int MAX_RANK = dev.hurray.Shape.MAX_RANK;
 
@@ -104,10 +105,10 @@ public final class ForeignTensor {
      * @param quantization how stored values map to logical ones, or {@code null}
      * @param sourceOffset byte offset of the payload in the source file, or {@code -1} when it
      *                     has none (compressed, computed, or built in memory)
-     * @throws IllegalArgumentException on a negative dimension, a rank above {@link #MAX_RANK},
-     *                                  an element count or byte size that overflows {@code long},
-     *                                  a payload of the wrong size, or GGUF blocks on a scalar or
-     *                                  a last dimension that is not a multiple of 32
+     * @throws IllegalArgumentException on a negative dimension, an element count or byte size
+     *                                  that overflows {@code long}, a payload of the wrong size,
+     *                                  or GGUF blocks on a scalar or a last dimension that is not
+     *                                  a multiple of 32
      */
     public ForeignTensor(String name, ElementType dtype, long[] shape, Layout.Kind layout, MemorySegment data,
                          Quantization quantization, long sourceOffset) {
@@ -176,10 +177,6 @@ public final class ForeignTensor {
             dev.hurray.TensorNames.check(name);
         } catch (dev.hurray.HurrayException e) {
             throw new IllegalArgumentException("tensor name \"" + printable(name) + "\": " + e.nativeMessage());
-        }
-        if (this.shape.length > MAX_RANK) {
-            throw new IllegalArgumentException("tensor '" + name + "': rank " + this.shape.length
-                    + " exceeds " + MAX_RANK + ", the most a Hurray tensor has");
         }
         try {
             byteSize = payloadSize(dtype, this.shape, quantization);

@@ -212,6 +212,11 @@ public final class Npz {
             return new ZipFile(file.toFile());
         } catch (ZipException e) {
             throw new ForeignFormatException(file + ": not an npz (zip) file: " + e.getMessage(), e);
+        } catch (EOFException e) {
+            // java.util.zip reads the central directory where the end record says it is: a
+            // shortened archive ends first, with a bare EOFException.
+            throw new ForeignFormatException(file + ": truncated or not an npz (zip) file: its central directory ends"
+                    + " past the end of the file", e);
         }
     }
 
