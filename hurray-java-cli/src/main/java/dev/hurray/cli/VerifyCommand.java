@@ -4,7 +4,6 @@ import dev.hurray.FileEntry;
 import dev.hurray.FileReaderOptions;
 import dev.hurray.HurrayFile;
 import dev.hurray.formats.ForeignModel;
-import dev.hurray.formats.ForeignTensor;
 import dev.hurray.formats.Format;
 import dev.hurray.formats.Payloads;
 import dev.hurray.cli.io.StreamSource;
@@ -141,16 +140,12 @@ final class VerifyCommand implements Callable<Integer> {
             return verifyScipySparse();
         }
         try (ForeignModel model = Inputs.readForeign(file, format, false, null)) {
-            for (ForeignTensor t : model.tensors()) {
-                try {
-                    Payloads.crc32(t.data()); // reads every byte: a shortened file or a bad npz member fails here
-                    for (java.lang.foreign.MemorySegment s : t.scaleBuffers()) {
-                        Payloads.crc32(s);
-                    }
-                } finally {
-                    t.release(); // one payload in memory at a time
+            // Reads every byte, one tensor at a time: a shortened file or a bad npz member fails here.
+            model.forEachTensor((t, h) -> {
+                for (java.lang.foreign.MemorySegment s : h.buffers()) {
+                    Payloads.crc32(s);
                 }
-            }
+            });
             return Units.count(model.tensors().size(), "tensor") + ", " + model.totalBytes() + " bytes";
         }
     }

@@ -6,6 +6,7 @@ import dev.hurray.HurrayFile;
 import dev.hurray.HurrayFileWriter;
 import dev.hurray.Reader;
 import dev.hurray.Tensor;
+import dev.hurray.TensorDescriptor;
 import dev.hurray.Writer;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -29,8 +30,8 @@ import java.util.Set;
  * payloads: each tensor reads its own payload on first use and can {@link ForeignTensor#release()
  * release} it (see {@link ForeignTensor}, §Lazy payloads). {@link #residentBytes()} is the payload
  * memory held now. {@link #writeTo(HurrayFileWriter)} and {@link #writeTo(Writer)} read one tensor
- * at a time and release it once written (unless it was loaded before), so writing a model needs
- * memory for its largest tensor, not for all of them. While the model is open it keeps its
+ * at a time and free it once written (a tensor the caller loaded stays loaded), so writing a
+ * model needs memory for its largest tensor, not for all of them. While the model is open it keeps its
  * file(s) open for those reads.
  *
  * <p><b>Ownership.</b> {@link #close()} releases every payload the model's tensors read, closes
@@ -129,10 +130,12 @@ public final class ForeignModel implements AutoCloseable {
     }
 
     /**
-     * Runs {@code action} on each tensor as a Hurray tensor ({@link ForeignTensor#toTensor(Arena)}),
-     * in model order, one at a time: a tensor not loaded before is read, handed to {@code action}
-     * and released when {@code action} returns, so at most one payload is in memory at a time
-     * (besides those loaded by the caller). The Hurray tensor is valid only during the call.
+     * Runs {@code action} on each tensor as a Hurray tensor (as {@link ForeignTensor#toTensor(Arena)}
+     * makes it), in model order, one at a time, on the calling thread. A tensor that is not
+     * loaded is read for this call only, into memory freed when {@code action} returns (the
+     * tensor stays unloaded; {@link #residentBytes()} counts that memory meanwhile), so at most
+     * one payload is in memory at a time besides those the caller loaded. The Hurray tensor is
+     * valid only during the call and only on this thread.
      *
      * @return the number of tensors
      * @throws IOException as {@link ForeignTensor#toTensor(Arena)} and {@code action} throw; the
@@ -140,14 +143,12 @@ public final class ForeignModel implements AutoCloseable {
      */
     public long forEachTensor(TensorAction action) throws IOException {
         for (ForeignTensor t : tensors) {
-            boolean wasLoaded = t.isLoaded();
-            try (Arena scratch = Arena.ofConfined(); Tensor h = t.toTensor(scratch)) {
-                action.accept(t, h);
-            } finally {
-                if (!wasLoaded) {
-                    t.release();
+            TensorDescriptor d = t.descriptor();
+            t.withPayload((data, scales) -> {
+                try (Arena scratch = Arena.ofConfined(); Tensor h = ForeignTensor.wrap(d, data, scales, scratch)) {
+                    action.accept(t, h);
                 }
-            }
+            });
         }
         return tensors.size();
     }
@@ -167,7 +168,7 @@ public final class ForeignModel implements AutoCloseable {
     /**
      * Adds this model to an HRRYFILE being written: its file metadata (UTF-8 values) and each
      * tensor, in model order, under its name, one at a time ({@link #forEachTensor}: a payload
-     * is read, written and released before the next is read; payloads that are not 64-byte
+     * is read, written and freed before the next is read; payloads that are not 64-byte
      * aligned are copied into memory freed right after). The caller finishes the file.
      *
      * @return the number of tensors added
@@ -199,7 +200,7 @@ public final class ForeignModel implements AutoCloseable {
      * Writes each tensor, in model order, to a Hurray stream; the file metadata (if any) goes
      * first, as the stream's metadata (docs/spec/stream.md §Stream metadata), so the writer must
      * not have written anything yet when the model has metadata. Tensors are read, written and
-     * released one at a time, as {@link #writeTo(HurrayFileWriter)}.
+     * freed one at a time, as {@link #writeTo(HurrayFileWriter)}.
      *
      * @return the number of tensors written
      * @throws ForeignFormatException if a tensor cannot be a Hurray tensor, or the file changed

@@ -79,6 +79,8 @@ public final class ForeignTensor {
     /** The payload (buffer 0, then the scale buffers) while in memory; always set without a loader. */
     private volatile Payload payload;
     private boolean modelClosed; // guarded by this
+    /** Bytes of this tensor's payload read for one use only ({@link #readOnce}), while that use runs. */
+    private final java.util.concurrent.atomic.AtomicLong inUse = new java.util.concurrent.atomic.AtomicLong();
 
     /** The payload segments of a tensor and the arena that owns them ({@code null}: owned elsewhere). */
     private record Payload(MemorySegment data, List<MemorySegment> scales, Arena arena) {
@@ -315,9 +317,13 @@ public final class ForeignTensor {
         return payload != null;
     }
 
-    /** {@link #totalBytes()} when the payload is in memory ({@link #isLoaded()}), else 0. */
+    /**
+     * Payload bytes of this tensor in memory now: {@link #totalBytes()} when it is
+     * {@link #isLoaded() loaded}, plus what {@link ForeignModel#forEachTensor} and the writers of
+     * this module have read for the tensor they are writing; else 0.
+     */
     public long residentBytes() {
-        return payload != null ? totalBytes() : 0;
+        return (payload != null ? totalBytes() : 0) + inUse.get();
     }
 
     /**
@@ -350,23 +356,64 @@ public final class ForeignTensor {
     }
 
     /**
-     * Runs {@code body} on the payload ({@link #data()}), then releases it unless it was loaded
-     * before: the writers of this package hold one read payload at a time.
+     * Runs {@code body} on the payload: this tensor's own when it is loaded, else one read for
+     * this use into a confined arena freed when {@code body} returns (the tensor stays unloaded;
+     * {@link #residentBytes()} counts the bytes meanwhile). Writing a model this way holds one
+     * payload at a time, and a confined arena costs far less to free than a shared one, which
+     * matters for models of many small tensors.
      */
-    void withData(PayloadBody body) throws IOException {
-        boolean wasLoaded = isLoaded();
-        try {
-            body.accept(data());
-        } finally {
-            if (!wasLoaded) {
-                release();
+    void withPayload(PayloadBody body) throws IOException {
+        Payload p = payload;
+        if (p != null) {
+            body.accept(p.data(), p.scales());
+            return;
+        }
+        try (Arena once = Arena.ofConfined()) {
+            MemorySegment[] bufs = readOnce(once);
+            try {
+                body.accept(bufs[0], List.of(bufs).subList(1, bufs.length));
+            } finally {
+                inUse.addAndGet(-totalBytes());
             }
         }
     }
 
-    /** What {@link #withData} runs. */
+    /** {@link #withPayload} for buffer 0 alone. */
+    void withData(DataBody body) throws IOException {
+        withPayload((data, scales) -> body.accept(data));
+    }
+
+    /** Reads the payload into {@code arena} without loading this tensor; counts it in {@link #inUse}. */
+    private MemorySegment[] readOnce(Arena arena) throws IOException {
+        synchronized (this) {
+            if (modelClosed) {
+                throw new IllegalStateException("tensor '" + printable(name) + "': its model is closed");
+            }
+        }
+        MemorySegment[] bufs = new MemorySegment[1 + scaleSizes.length];
+        bufs[0] = Payloads.allocate(arena, byteSize);
+        for (int i = 0; i < scaleSizes.length; i++) {
+            bufs[i + 1] = Payloads.allocate(arena, scaleSizes[i]);
+        }
+        inUse.addAndGet(totalBytes());
+        try {
+            loader.load(bufs);
+        } catch (Throwable t) {
+            inUse.addAndGet(-totalBytes());
+            throw t;
+        }
+        return bufs;
+    }
+
+    /** What {@link #withPayload} runs: buffer 0 and the scale buffers. */
     @FunctionalInterface
     interface PayloadBody {
+        void accept(MemorySegment data, List<MemorySegment> scales) throws IOException;
+    }
+
+    /** What {@link #withData} runs. */
+    @FunctionalInterface
+    interface DataBody {
         void accept(MemorySegment data) throws IOException;
     }
 
@@ -447,10 +494,15 @@ public final class ForeignTensor {
     public Tensor toTensor(Arena scratch) throws IOException {
         TensorDescriptor d = descriptor();
         Payload p = payload();
-        MemorySegment[] bufs = new MemorySegment[1 + p.scales().size()];
-        bufs[0] = Bridge.aligned(p.data(), scratch);
-        for (int i = 0; i < p.scales().size(); i++) {
-            bufs[i + 1] = Bridge.aligned(p.scales().get(i), scratch);
+        return wrap(d, p.data(), p.scales(), scratch);
+    }
+
+    /** A Hurray tensor of {@code d} over these buffers, copied aligned into {@code scratch} where they are not. */
+    static Tensor wrap(TensorDescriptor d, MemorySegment data, List<MemorySegment> scales, Arena scratch) {
+        MemorySegment[] bufs = new MemorySegment[1 + scales.size()];
+        bufs[0] = Bridge.aligned(data, scratch);
+        for (int i = 0; i < scales.size(); i++) {
+            bufs[i + 1] = Bridge.aligned(scales.get(i), scratch);
         }
         return Tensor.wrap(d, bufs);
     }

@@ -211,7 +211,9 @@ public final class Npz {
         try {
             return new ZipFile(file.toFile());
         } catch (ZipException e) {
-            throw new ForeignFormatException(file + ": not an npz (zip) file: " + e.getMessage(), e);
+            // A zip is read from its end: a truncated archive has lost its end record, and looks
+            // like no zip at all.
+            throw new ForeignFormatException(file + ": not an npz (zip) file, or a truncated one: " + e.getMessage(), e);
         } catch (EOFException e) {
             // java.util.zip reads the central directory where the end record says it is: a
             // shortened archive ends first, with a bare EOFException.
