@@ -652,7 +652,7 @@ typedef struct HurrayDescriptorSpec {
   size_t metadata_count;
   // Metadata entries in order (NULL when `metadata_count` is 0); keys unique.
   const struct HurrayMetadataView *metadata;
-  // Quantization (`kind == HURRAY_QUANT_NONE` for none).
+  // Quantization (all zero for none: kind `HURRAY_QUANT_NONE` takes no parameters).
   struct HurrayQuantization quantization;
 } HurrayDescriptorSpec;
 
@@ -1769,7 +1769,9 @@ HurrayStatus hurray_descriptor_builder_set_name(struct HurrayDescriptorBuilder *
 HurrayStatus hurray_descriptor_builder_add_buffer(struct HurrayDescriptorBuilder *builder,
                                                   const struct HurrayBufferSpec *spec);
 
-// Sets (or, with `kind == HURRAY_QUANT_NONE`, clears) the quantization block.
+// Sets (or, with `kind == HURRAY_QUANT_NONE` and every other field 0, clears) the
+// quantization block. Errors: `INVALID_ARGUMENT` (unknown kind, reserved bits, a parameter
+// under kind NONE), `INVALID_TYPE`, `UNSUPPORTED` (block kinds 4–9).
 //
 // # Safety
 // `builder` live; `quantization` valid.

@@ -6819,7 +6819,9 @@ public final class hurray_h {
     }
 
     /**
-     * Sets (or, with <code>kind == HURRAY_QUANT_NONE</code>, clears) the quantization block.
+     * Sets (or, with <code>kind == HURRAY_QUANT_NONE</code> and every other field 0, clears) the
+     * quantization block. Errors: <code>INVALID_ARGUMENT</code> (unknown kind, reserved bits, a parameter
+     * under kind NONE), <code>INVALID_TYPE</code>, <code>UNSUPPORTED</code> (block kinds 4–9).
      * <p>
      * <b>Safety</b><br>
      * <code>builder</code> live; <code>quantization</code> valid.
