@@ -202,6 +202,10 @@
 // Longest metadata value in bytes.
 #define HURRAY_MAX_METADATA_VALUE_BYTES 65536
 
+// Longest encoded descriptor in bytes (docs/spec/descriptor.md §Limits): a descriptor whose
+// name and metadata would encode longer is refused with `LIMIT_EXCEEDED`.
+#define HURRAY_MAX_DESCRIPTOR_BYTES 16777216
+
 // Size in bytes of a binary buffer handle; `sync_mode` is its byte 13.
 #define HURRAY_BUFFER_HANDLE_BYTES 16
 

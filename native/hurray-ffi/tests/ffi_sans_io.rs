@@ -661,6 +661,26 @@ fn descriptor_check_names_the_stride_count_and_refuses_parameters_under_no_quant
         let mut table = [hurray_ffi::buffer::HurrayBufferSpec::default(); 1];
         n = 1;
         expect(hurray_descriptor_check(&spec, table.as_mut_ptr(), &mut n), HURRAY_OK);
+        // Every name and metadata limit at once encodes past HURRAY_MAX_DESCRIPTOR_BYTES: check
+        // refuses it as new does, naming the encoded size.
+        let name = vec![b'n'; HURRAY_MAX_NAME_BYTES as usize];
+        let keys: Vec<String> = (0..HURRAY_MAX_METADATA_ENTRIES).map(|i| format!("key-{i:03}")).collect();
+        let value = vec![7u8; HURRAY_MAX_METADATA_VALUE_BYTES as usize];
+        let md: Vec<HurrayMetadataView> = keys
+            .iter()
+            .map(|k| HurrayMetadataView { key: k.as_ptr(), key_len: k.len(), value: value.as_ptr(), value_len: value.len() })
+            .collect();
+        let big = HurrayDescriptorSpec {
+            name: name.as_ptr(),
+            name_len: name.len(),
+            metadata: md.as_ptr(),
+            metadata_count: md.len(),
+            ..spec
+        };
+        n = 1;
+        expect(hurray_descriptor_check(&big, table.as_mut_ptr(), &mut n), HURRAY_ERR_LIMIT_EXCEEDED);
+        assert!(last_error().contains(&HURRAY_MAX_DESCRIPTOR_BYTES.to_string()), "{}", last_error());
+        expect(hurray_descriptor_new(&big, &mut d), HURRAY_ERR_LIMIT_EXCEEDED);
     }
 }
 

@@ -901,6 +901,18 @@ public final class hurray_h {
         return HURRAY_MAX_METADATA_VALUE_BYTES;
     }
 
+    private static final int HURRAY_MAX_DESCRIPTOR_BYTES = 16777216;
+    /**
+     * Longest encoded descriptor in bytes (docs/spec/descriptor.md §Limits): a descriptor whose
+     * <p>
+     * {@snippet lang=c :
+     * #define HURRAY_MAX_DESCRIPTOR_BYTES 16777216
+     * }
+     */
+    public static int HURRAY_MAX_DESCRIPTOR_BYTES() {
+        return HURRAY_MAX_DESCRIPTOR_BYTES;
+    }
+
     private static final int HURRAY_BUFFER_HANDLE_BYTES = 16;
     /**
      * {@snippet lang=c :
