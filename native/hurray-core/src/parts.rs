@@ -8,7 +8,8 @@ use crate::descriptor::{
 };
 use crate::error::{bail, err, Result};
 use crate::{
-    BufferHandle, DeviceTag, ElementType, Shape, SyncMode, MAX_DESCRIPTOR_BYTES, MAX_METADATA_ENTRIES, MIN_BUFFER_ALIGNMENT,
+    BufferHandle, DeviceTag, ElementType, Shape, SyncMode, MAX_DESCRIPTOR_BYTES, MAX_METADATA_ENTRIES,
+    MIN_BUFFER_ALIGNMENT,
 };
 
 /// The fields of a descriptor before validation. An empty `buffers` asks for the default

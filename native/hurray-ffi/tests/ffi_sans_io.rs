@@ -668,7 +668,12 @@ fn descriptor_check_names_the_stride_count_and_refuses_parameters_under_no_quant
         let value = vec![7u8; HURRAY_MAX_METADATA_VALUE_BYTES as usize];
         let md: Vec<HurrayMetadataView> = keys
             .iter()
-            .map(|k| HurrayMetadataView { key: k.as_ptr(), key_len: k.len(), value: value.as_ptr(), value_len: value.len() })
+            .map(|k| HurrayMetadataView {
+                key: k.as_ptr(),
+                key_len: k.len(),
+                value: value.as_ptr(),
+                value_len: value.len(),
+            })
             .collect();
         let big = HurrayDescriptorSpec {
             name: name.as_ptr(),
