@@ -202,6 +202,10 @@
 // Longest metadata value in bytes.
 #define HURRAY_MAX_METADATA_VALUE_BYTES 65536
 
+// Longest encoded descriptor in bytes (docs/spec/descriptor.md §Limits): a descriptor whose
+// name and metadata would encode longer is refused with `LIMIT_EXCEEDED`.
+#define HURRAY_MAX_DESCRIPTOR_BYTES 16777216
+
 // Size in bytes of a binary buffer handle; `sync_mode` is its byte 13.
 #define HURRAY_BUFFER_HANDLE_BYTES 16
 
@@ -652,7 +656,7 @@ typedef struct HurrayDescriptorSpec {
   size_t metadata_count;
   // Metadata entries in order (NULL when `metadata_count` is 0); keys unique.
   const struct HurrayMetadataView *metadata;
-  // Quantization (`kind == HURRAY_QUANT_NONE` for none).
+  // Quantization (all zero for none: kind `HURRAY_QUANT_NONE` takes no parameters).
   struct HurrayQuantization quantization;
 } HurrayDescriptorSpec;
 
@@ -1769,7 +1773,9 @@ HurrayStatus hurray_descriptor_builder_set_name(struct HurrayDescriptorBuilder *
 HurrayStatus hurray_descriptor_builder_add_buffer(struct HurrayDescriptorBuilder *builder,
                                                   const struct HurrayBufferSpec *spec);
 
-// Sets (or, with `kind == HURRAY_QUANT_NONE`, clears) the quantization block.
+// Sets (or, with `kind == HURRAY_QUANT_NONE` and every other field 0, clears) the
+// quantization block. Errors: `INVALID_ARGUMENT` (unknown kind, reserved bits, a parameter
+// under kind NONE), `INVALID_TYPE`, `UNSUPPORTED` (block kinds 4–9).
 //
 // # Safety
 // `builder` live; `quantization` valid.

@@ -7,7 +7,10 @@ use crate::descriptor::{
     check_metadata_entry, LayoutDescriptor, PagingInfo, Quantization, SparseInfo, TensorDescriptor,
 };
 use crate::error::{bail, err, Result};
-use crate::{BufferHandle, DeviceTag, ElementType, Shape, SyncMode, MAX_METADATA_ENTRIES, MIN_BUFFER_ALIGNMENT};
+use crate::{
+    BufferHandle, DeviceTag, ElementType, Shape, SyncMode, MAX_DESCRIPTOR_BYTES, MAX_METADATA_ENTRIES,
+    MIN_BUFFER_ALIGNMENT,
+};
 
 /// The fields of a descriptor before validation. An empty `buffers` asks for the default
 /// table: for a block quantization kind, the buffers the kind needs (buffer 0 after the byte
@@ -85,10 +88,13 @@ impl DescriptorParts {
     /// Validates the parts and makes the descriptor, at the lowest version that can encode it
     /// ([`TensorDescriptor::required_version`]). Errors: every validation error of
     /// [`TensorDescriptor::new`], [`with_name`](TensorDescriptor::with_name) and
-    /// [`with_metadata`](TensorDescriptor::with_metadata).
+    /// [`with_metadata`](TensorDescriptor::with_metadata), and `LimitExceeded` when the
+    /// encoding would be longer than [`MAX_DESCRIPTOR_BYTES`].
     pub fn build(self) -> Result<TensorDescriptor> {
         let buffers = self.buffer_table()?;
         check_metadata(&self.metadata)?;
+        let string_bytes = self.name.as_ref().map_or(0, |n| n.len())
+            + self.metadata.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>();
         let blocks = if self.sparse.is_some() || self.paging.is_some() {
             crate::DESCRIPTOR_VERSION_2
         } else {
@@ -112,6 +118,13 @@ impl DescriptorParts {
             d = d.with_name(n)?;
         }
         d.replace_checked_metadata(self.metadata);
+        // The encoding is at most MAX_DESCRIPTOR_BYTES (docs/spec/descriptor.md §Limits). All
+        // but the name and metadata is a few KiB at most (rank ≤ 32, ≤ 64 buffers, fixed-size
+        // blocks), so only strings near the limit can pass it: that descriptor is encoded to
+        // measure it, and a refusal here is the one `encode` would give.
+        if string_bytes > MAX_DESCRIPTOR_BYTES / 2 {
+            d.encode()?;
+        }
         Ok(d)
     }
 }
@@ -142,4 +155,33 @@ pub fn check_new_metadata_entry(existing: &[(String, Vec<u8>)], key: &str, value
         bail!(LimitExceeded, "more than {MAX_METADATA_ENTRIES} metadata entries");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn every_string_limit_at_once() -> DescriptorParts {
+        let mut p = DescriptorParts::new(ElementType::Float32, Shape::new(vec![4]).unwrap());
+        p.name = Some("n".repeat(crate::MAX_NAME_BYTES));
+        p.metadata = (0..MAX_METADATA_ENTRIES)
+            .map(|i| (format!("key-{i:03}"), vec![7u8; crate::MAX_METADATA_VALUE_BYTES]))
+            .collect();
+        p
+    }
+
+    #[test]
+    fn a_descriptor_whose_encoding_passes_the_limit_is_refused_when_built() {
+        // Every entry is within its own limit; together they encode past MAX_DESCRIPTOR_BYTES.
+        let e = every_string_limit_at_once().build().unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::LimitExceeded, "{e}");
+        let msg = e.to_string();
+        assert!(msg.contains(&MAX_DESCRIPTOR_BYTES.to_string()), "{msg}");
+        assert!(msg.contains("encoded descriptor is 1"), "{msg}");
+        // One entry fewer fits: the refusal is the encoding's size, not the entry limits.
+        let mut p = every_string_limit_at_once();
+        p.metadata.truncate(MAX_METADATA_ENTRIES - 1);
+        let d = p.build().unwrap();
+        assert!(d.encode().unwrap().len() <= MAX_DESCRIPTOR_BYTES);
+    }
 }

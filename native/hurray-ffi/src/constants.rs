@@ -94,5 +94,8 @@ pub const HURRAY_MAX_METADATA_ENTRIES: u32 = 256;
 pub const HURRAY_MAX_METADATA_KEY_BYTES: u32 = 256;
 /// Longest metadata value in bytes.
 pub const HURRAY_MAX_METADATA_VALUE_BYTES: u32 = 65_536;
+/// Longest encoded descriptor in bytes (docs/spec/descriptor.md §Limits): a descriptor whose
+/// name and metadata would encode longer is refused with `LIMIT_EXCEEDED`.
+pub const HURRAY_MAX_DESCRIPTOR_BYTES: u32 = 16_777_216;
 /// Size in bytes of a binary buffer handle; `sync_mode` is its byte 13.
 pub const HURRAY_BUFFER_HANDLE_BYTES: u32 = 16;

@@ -47,7 +47,7 @@ pub struct HurrayDescriptorSpec {
     pub metadata_count: usize,
     /// Metadata entries in order (NULL when `metadata_count` is 0); keys unique.
     pub metadata: *const HurrayMetadataView,
-    /// Quantization (`kind == HURRAY_QUANT_NONE` for none).
+    /// Quantization (all zero for none: kind `HURRAY_QUANT_NONE` takes no parameters).
     pub quantization: HurrayQuantization,
 }
 
@@ -144,10 +144,16 @@ pub(crate) unsafe fn descriptor_of_spec(s: &HurrayDescriptorSpec) -> FfiResult<T
             format!("spec.name: a name of {} bytes exceeds {}", s.name_len, hurray_core::MAX_NAME_BYTES),
         ));
     }
-    if s.rank > hurray_core::MAX_RANK || s.stride_count > hurray_core::MAX_RANK {
+    if s.rank > hurray_core::MAX_RANK {
         return Err(FfiError::new(
             HURRAY_ERR_INVALID_SHAPE,
-            format!("spec.rank: rank {} exceeds {}", s.rank.max(s.stride_count), hurray_core::MAX_RANK),
+            format!("spec.rank: rank {} exceeds {}", s.rank, hurray_core::MAX_RANK),
+        ));
+    }
+    if s.stride_count > hurray_core::MAX_RANK {
+        return Err(FfiError::new(
+            HURRAY_ERR_INVALID_LAYOUT,
+            format!("spec.stride_count: {} strides exceed the rank limit {}", s.stride_count, hurray_core::MAX_RANK),
         ));
     }
     if s.metadata_count > hurray_core::MAX_METADATA_ENTRIES {

@@ -339,7 +339,10 @@ fn the_builder_refuses_what_the_core_refuses() {
         let mut d = null_mut();
         expect(hurray_descriptor_builder_build(b, &mut d), HURRAY_ERR_INVALID_TYPE);
         assert!(d.is_null());
+        // Kind NONE takes no parameters (all zero): it removes the quantization again.
         q.kind = HURRAY_QUANT_NONE;
+        expect(hurray_descriptor_builder_set_quantization(b, &q), HURRAY_ERR_INVALID_ARGUMENT);
+        q = HurrayQuantization::default();
         expect(hurray_descriptor_builder_set_quantization(b, &q), HURRAY_OK);
         expect(hurray_descriptor_builder_build(b, &mut d), HURRAY_OK);
         expect(hurray_descriptor_destroy(d), HURRAY_OK);

@@ -1437,6 +1437,7 @@ fn c_constants_equal_the_core_discriminants() {
     assert_eq!(HURRAY_MAX_METADATA_ENTRIES as usize, hurray_core::MAX_METADATA_ENTRIES);
     assert_eq!(HURRAY_MAX_METADATA_KEY_BYTES as usize, hurray_core::MAX_METADATA_KEY_BYTES);
     assert_eq!(HURRAY_MAX_METADATA_VALUE_BYTES as usize, hurray_core::MAX_METADATA_VALUE_BYTES);
+    assert_eq!(HURRAY_MAX_DESCRIPTOR_BYTES as usize, hurray_core::MAX_DESCRIPTOR_BYTES);
     assert_eq!(HURRAY_BUFFER_HANDLE_BYTES as usize, hurray_core::BUFFER_HANDLE_BYTES);
     assert_eq!(hurray_core::SYNC_MODE_OFFSET, 13);
     assert_eq!(HURRAY_C_ABI_VERSION, 4);

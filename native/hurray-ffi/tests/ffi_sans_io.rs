@@ -620,6 +620,76 @@ fn descriptor_new_equals_the_builder_and_reports_the_failing_step() {
 }
 
 #[test]
+fn descriptor_check_names_the_stride_count_and_refuses_parameters_under_no_quantization() {
+    use hurray_ffi::descriptor_spec::*;
+    let dims = [2u64, 3];
+    let spec = float32_spec_named_w(&dims);
+    let strides = [1i64; 40];
+    // SAFETY: `spec` and the arrays it points at are live locals; out-pointers are live locals.
+    unsafe {
+        let mut n = 0usize;
+        // 33 strides for a rank-2 strided tensor: the message names the stride count, not the rank.
+        let bad = HurrayDescriptorSpec { layout: 2, strides: strides.as_ptr(), stride_count: 33, ..spec };
+        expect(hurray_descriptor_check(&bad, null_mut(), &mut n), HURRAY_ERR_INVALID_LAYOUT);
+        assert!(last_error().contains("spec.stride_count"), "{}", last_error());
+        assert!(!last_error().contains("spec.rank"), "{}", last_error());
+        let mut d = null_mut();
+        expect(hurray_descriptor_new(&bad, &mut d), HURRAY_ERR_INVALID_LAYOUT);
+        assert!(d.is_null());
+        // An oversized rank is still named as the rank.
+        let bad = HurrayDescriptorSpec { rank: 33, ..spec };
+        expect(hurray_descriptor_check(&bad, null_mut(), &mut n), HURRAY_ERR_INVALID_SHAPE);
+        assert!(last_error().contains("spec.rank"), "{}", last_error());
+        // Kind NONE with a parameter set would drop it silently: each one is refused.
+        let none = HurrayQuantization::default();
+        for q in [
+            HurrayQuantization { dequantized_type: HURRAY_DTYPE_FLOAT32, ..none },
+            HurrayQuantization { axis: 1, ..none },
+            HurrayQuantization { scale: 0.5, ..none },
+            HurrayQuantization { bias: -0.0, ..none },
+        ] {
+            let bad = HurrayDescriptorSpec { quantization: q, ..spec };
+            expect(hurray_descriptor_check(&bad, null_mut(), &mut n), HURRAY_ERR_INVALID_ARGUMENT);
+            assert!(last_error().contains("kind NONE"), "{}", last_error());
+            expect(hurray_descriptor_new(&bad, &mut d), HURRAY_ERR_INVALID_ARGUMENT);
+            let mut b = null_mut();
+            expect(hurray_descriptor_builder_new(HURRAY_DTYPE_FLOAT32, dims.as_ptr(), 2, &mut b), HURRAY_OK);
+            expect(hurray_descriptor_builder_set_quantization(b, &q), HURRAY_ERR_INVALID_ARGUMENT);
+            expect(hurray_descriptor_builder_destroy(&mut b), HURRAY_OK);
+        }
+        // All zero is no quantization.
+        let mut table = [hurray_ffi::buffer::HurrayBufferSpec::default(); 1];
+        n = 1;
+        expect(hurray_descriptor_check(&spec, table.as_mut_ptr(), &mut n), HURRAY_OK);
+        // Every name and metadata limit at once encodes past HURRAY_MAX_DESCRIPTOR_BYTES: check
+        // refuses it as new does, naming the encoded size.
+        let name = vec![b'n'; HURRAY_MAX_NAME_BYTES as usize];
+        let keys: Vec<String> = (0..HURRAY_MAX_METADATA_ENTRIES).map(|i| format!("key-{i:03}")).collect();
+        let value = vec![7u8; HURRAY_MAX_METADATA_VALUE_BYTES as usize];
+        let md: Vec<HurrayMetadataView> = keys
+            .iter()
+            .map(|k| HurrayMetadataView {
+                key: k.as_ptr(),
+                key_len: k.len(),
+                value: value.as_ptr(),
+                value_len: value.len(),
+            })
+            .collect();
+        let big = HurrayDescriptorSpec {
+            name: name.as_ptr(),
+            name_len: name.len(),
+            metadata: md.as_ptr(),
+            metadata_count: md.len(),
+            ..spec
+        };
+        n = 1;
+        expect(hurray_descriptor_check(&big, table.as_mut_ptr(), &mut n), HURRAY_ERR_LIMIT_EXCEEDED);
+        assert!(last_error().contains(&HURRAY_MAX_DESCRIPTOR_BYTES.to_string()), "{}", last_error());
+        expect(hurray_descriptor_new(&big, &mut d), HURRAY_ERR_LIMIT_EXCEEDED);
+    }
+}
+
+#[test]
 fn descriptor_check_agrees_with_descriptor_new_and_writes_the_buffer_table() {
     use hurray_ffi::buffer::HurrayBufferSpec;
     use hurray_ffi::descriptor_spec::*;

@@ -369,6 +369,7 @@ int main(void) {
   printf("const HURRAY_MAX_METADATA_ENTRIES %lld %zu %d\n", (long long) (HURRAY_MAX_METADATA_ENTRIES), sizeof(HURRAY_MAX_METADATA_ENTRIES), (int) __builtin_classify_type(HURRAY_MAX_METADATA_ENTRIES));
   printf("const HURRAY_MAX_METADATA_KEY_BYTES %lld %zu %d\n", (long long) (HURRAY_MAX_METADATA_KEY_BYTES), sizeof(HURRAY_MAX_METADATA_KEY_BYTES), (int) __builtin_classify_type(HURRAY_MAX_METADATA_KEY_BYTES));
   printf("const HURRAY_MAX_METADATA_VALUE_BYTES %lld %zu %d\n", (long long) (HURRAY_MAX_METADATA_VALUE_BYTES), sizeof(HURRAY_MAX_METADATA_VALUE_BYTES), (int) __builtin_classify_type(HURRAY_MAX_METADATA_VALUE_BYTES));
+  printf("const HURRAY_MAX_DESCRIPTOR_BYTES %lld %zu %d\n", (long long) (HURRAY_MAX_DESCRIPTOR_BYTES), sizeof(HURRAY_MAX_DESCRIPTOR_BYTES), (int) __builtin_classify_type(HURRAY_MAX_DESCRIPTOR_BYTES));
   printf("const HURRAY_BUFFER_HANDLE_BYTES %lld %zu %d\n", (long long) (HURRAY_BUFFER_HANDLE_BYTES), sizeof(HURRAY_BUFFER_HANDLE_BYTES), (int) __builtin_classify_type(HURRAY_BUFFER_HANDLE_BYTES));
   printf("const HURRAY_DECODE_END_OF_INPUT %lld %zu %d\n", (long long) (HURRAY_DECODE_END_OF_INPUT), sizeof(HURRAY_DECODE_END_OF_INPUT), (int) __builtin_classify_type(HURRAY_DECODE_END_OF_INPUT));
   printf("const HURRAY_QUANT_NONE %lld %zu %d\n", (long long) (HURRAY_QUANT_NONE), sizeof(HURRAY_QUANT_NONE), (int) __builtin_classify_type(HURRAY_QUANT_NONE));

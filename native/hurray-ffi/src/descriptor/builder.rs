@@ -205,7 +205,9 @@ pub unsafe extern "C" fn hurray_descriptor_builder_add_buffer(
     })
 }
 
-/// Sets (or, with `kind == HURRAY_QUANT_NONE`, clears) the quantization block.
+/// Sets (or, with `kind == HURRAY_QUANT_NONE` and every other field 0, clears) the
+/// quantization block. Errors: `INVALID_ARGUMENT` (unknown kind, reserved bits, a parameter
+/// under kind NONE), `INVALID_TYPE`, `UNSUPPORTED` (block kinds 4–9).
 ///
 /// # Safety
 /// `builder` live; `quantization` valid.

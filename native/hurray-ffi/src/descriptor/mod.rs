@@ -123,6 +123,13 @@ impl HurrayQuantization {
             return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "HurrayQuantization.reserved must be 0"));
         }
         if self.kind == HURRAY_QUANT_NONE {
+            // A parameter under kind NONE would be silently dropped: refuse it instead.
+            if self.dequantized_type != 0 || self.axis != 0 || self.scale.to_bits() != 0 || self.bias.to_bits() != 0 {
+                return Err(FfiError::new(
+                    HURRAY_ERR_INVALID_ARGUMENT,
+                    "HurrayQuantization: kind NONE takes no dequantized_type, axis, scale or bias (all must be 0)",
+                ));
+            }
             return Ok(None);
         }
         let dequantized = ElementType::from_code(self.dequantized_type)?;

@@ -23,7 +23,8 @@ import java.util.Optional;
  * Java never encodes or decodes descriptor bytes. A dense, strided or per-tensor/per-channel
  * quantized descriptor is a plain Java value: {@link Builder#build()} checks the name and
  * metadata against the format's published limits ({@code HURRAY_MAX_NAME_BYTES} and friends in
- * {@code hurray.h}) and has the native library validate the rest (element type, shape, layout,
+ * {@code hurray.h}; a name and metadata long enough to bring the encoding near
+ * {@code HURRAY_MAX_DESCRIPTOR_BYTES} are measured by the library, which encodes them) and has the native library validate the rest (element type, shape, layout,
  * byte offset, buffer table, quantization) once per distinct combination of them, which it
  * remembers; the default buffer table (one CPU buffer of exactly the needed size at 64-byte
  * alignment) is the one the library chose. A writer hands the fields to the native encoder,
@@ -228,7 +229,8 @@ public final class TensorDescriptor {
                     f.buffers(), f.quantization(), name, f.metadata());
             if (plain) {
                 byte[] utf8 = DescriptorLimits.checkName(name);
-                TensorDescriptor d = new TensorDescriptor(renamed, null, true);
+                NativeDescriptor measured = DescriptorLimits.checkEncodedSize(renamed, utf8, keysUtf8());
+                TensorDescriptor d = new TensorDescriptor(renamed, measured, true);
                 d.nameUtf8 = utf8;
                 d.keysUtf8 = keysUtf8;
                 return d;
@@ -489,34 +491,75 @@ public final class TensorDescriptor {
         }
 
         /**
-         * Adds or replaces a metadata entry (key: 1–256 UTF-8 bytes; value: at most 64 KiB; at
-         * most 256 entries; checked by {@link #build()}). The value is copied.
+         * Adds a metadata entry at the end (key: 1–256 UTF-8 bytes, unique; value: at most
+         * 64 KiB; at most 256 entries; the limits are checked by {@link #build()}). The value is
+         * copied. A key is given once, as the C ABI requires; {@link #replaceMetadata(String, byte[])}
+         * changes the value of a key already present.
+         *
+         * @throws IllegalArgumentException if the builder already has an entry for {@code key};
+         *     its cause is a {@link HurrayException} with {@link Status#DUPLICATE_NAME}
          */
         public Builder metadata(String key, byte[] value) {
             Objects.requireNonNull(key, "key");
             byte[] copy = value.clone();
+            if (metadata != null && metadata.containsKey(key)) {
+                HurrayException e = new HurrayException(Status.DUPLICATE_NAME, "metadata key '" + key
+                        + "' is already set (replaceMetadata changes its value)", null);
+                throw new IllegalArgumentException(e.getMessage(), e);
+            }
+            entries().put(key, copy);
+            return this;
+        }
+
+        /**
+         * Adds a metadata entry whose value is {@code value} in UTF-8, as {@link #metadata(String, byte[])}.
+         *
+         * @throws IllegalArgumentException if {@code value} has an unpaired UTF-16 surrogate
+         *     (it has no UTF-8 form), or the builder already has an entry for {@code key}
+         */
+        public Builder metadata(String key, String value) {
+            return metadata(key, utf8Value(value));
+        }
+
+        /**
+         * Sets the value of metadata entry {@code key}: replaces the value in place (the entry
+         * keeps its position) or, when there is none, adds the entry at the end. The value is
+         * copied; the limits are those of {@link #metadata(String, byte[])}.
+         */
+        public Builder replaceMetadata(String key, byte[] value) {
+            Objects.requireNonNull(key, "key");
+            byte[] copy = value.clone();
+            entries().put(key, copy);
+            return this;
+        }
+
+        /**
+         * Sets the value of metadata entry {@code key} to {@code value} in UTF-8, as
+         * {@link #replaceMetadata(String, byte[])}.
+         *
+         * @throws IllegalArgumentException if {@code value} has an unpaired UTF-16 surrogate
+         */
+        public Builder replaceMetadata(String key, String value) {
+            return replaceMetadata(key, utf8Value(value));
+        }
+
+        private static byte[] utf8Value(String value) {
+            try {
+                return Utf8.encode(value, "metadata value");
+            } catch (HurrayException e) {
+                throw new IllegalArgumentException(e.getMessage(), e);
+            }
+        }
+
+        /** The entries, ready for a change (a map shared with a built descriptor is copied first). */
+        private Map<String, byte[]> entries() {
             if (metadata == null) {
                 metadata = new LinkedHashMap<>(4);
             } else if (metadataShared) {
                 metadata = new LinkedHashMap<>(metadata);
                 metadataShared = false;
             }
-            metadata.put(key, copy);
-            return this;
-        }
-
-        /**
-         * Adds or replaces a metadata entry whose value is {@code value} in UTF-8.
-         *
-         * @throws IllegalArgumentException if {@code value} has an unpaired UTF-16 surrogate
-         *     (it has no UTF-8 form)
-         */
-        public Builder metadata(String key, String value) {
-            try {
-                return metadata(key, Utf8.encode(value, "metadata value"));
-            } catch (HurrayException e) {
-                throw new IllegalArgumentException(e.getMessage(), e);
-            }
+            return metadata;
         }
 
         /**
@@ -560,8 +603,9 @@ public final class TensorDescriptor {
             byte[] nameBytes = name == null ? null : DescriptorLimits.checkName(name);
             byte[][] keys = DescriptorLimits.checkMetadata(md);
             List<BufferSpec> table = DescriptorLimits.validatedTable(f);
+            NativeDescriptor measured = DescriptorLimits.checkEncodedSize(f, nameBytes, keys);
             TensorDescriptor d = new TensorDescriptor(new DescriptorFields(elementType, shape, layout, byteOffset,
-                    table, quantization, name, md), null, true);
+                    table, quantization, name, md), measured, true);
             d.nameUtf8 = nameBytes;
             d.keysUtf8 = keys;
             return d;

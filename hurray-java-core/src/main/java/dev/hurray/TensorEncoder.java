@@ -51,7 +51,10 @@ import java.util.Objects;
  * <h2>Batches</h2>
  * A tensor whose payloads are all within the copy limit, and 16 KiB or less in all, is copied
  * at once into the encoder's batch area and the tensor is free again when {@code encode}
- * returns; the
+ * returns, provided its descriptor fits the batch area too. One that does not (a name and
+ * metadata over about 128 KiB) is staged at once on its own: its output borrows the payloads,
+ * so the tensor stays pinned until they are consumed, like a large payload's
+ * ({@link #borrowsPayloads()} says so). The
  * native encoder stages the queued tensors together, with one call
  * ({@code hurray_encoder_encode_batch}), at the next {@link #output()}, {@link #consumed},
  * {@link #pendingBytes()}, {@link #finish()}, composite or borrowed payload, or when the area

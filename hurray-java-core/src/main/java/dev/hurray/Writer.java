@@ -170,7 +170,10 @@ public final class Writer implements AutoCloseable {
      *     {@link Status#SINK_CLOSED}, {@link Status#POISONED}, {@link Status#INVALID_STATE} after
      *     {@link #finish()})
      * @throws IllegalStateException if the tensor or the writer is closed, or the writer is in use
-     * @throws WrongThreadException if the tensor's buffers are confined to another thread
+     * @throws WrongThreadException if the tensor wraps caller segments ({@code Tensor.wrap})
+     *     confined to another thread. Memory the tensor owns (allocated, copied, read) is written
+     *     from any thread: the tensor is pinned for the call and its memory read by address, so
+     *     a tensor read on one thread can be relayed by a writer on another
      */
     public void write(Tensor tensor) throws HurrayException {
         Objects.requireNonNull(tensor, "tensor");

@@ -72,6 +72,29 @@ class PushCodecBatchTest {
     }
 
     @Test
+    void aSmallTensorWhoseDescriptorIsTooLargeForTheBatchAreaStaysPinnedUntilConsumed() throws IOException {
+        byte[] big = new byte[64 * 1024];
+        TensorDescriptor d = TensorDescriptor.builder(ElementType.FLOAT32, 4).name("wide")
+                .metadata("a", big).metadata("b", big).metadata("c", big).build();
+        Tensor t = Tensor.allocate(d);
+        byte[] expected = TestSupport.stream(List.of(t), WriterOptions.defaults());
+        try (TensorEncoder e = TensorEncoder.create()) {
+            e.encode(t);
+            // As the class comment says: staged on its own, borrowed, pinned.
+            assertTrue(e.borrowsPayloads());
+            assertThrows(IllegalStateException.class, t::close, "pinned while borrowed");
+            byte[] first = drainAll(e);
+            assertFalse(e.borrowsPayloads());
+            t.close();
+            e.finish();
+            ByteArrayOutputStream wire = new ByteArrayOutputStream();
+            wire.write(first);
+            wire.write(drainAll(e));
+            assertArrayEquals(expected, wire.toByteArray());
+        }
+    }
+
+    @Test
     void queuedTensorsKeepTheirPlaceBeforeLargeCompositeAndMetadataItems() throws IOException {
         Tensor small = named("small", 4, 1);
         Tensor big = named("big", 50_000, 2);

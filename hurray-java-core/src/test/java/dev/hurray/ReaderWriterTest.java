@@ -526,4 +526,41 @@ class ReaderWriterTest {
             assertEquals(calls, ch.calls, "no write reaches a dead sink");
         }
     }
+
+    @Test
+    void aWriterRelaysAnOwnedTensorOfAnotherThreadAndRefusesAConfinedCallerSegmentOfOne() throws Exception {
+        // Read on this thread (confined), written on another: the tensor owns its memory and is
+        // pinned for the write, so the relay works (Writer.write(Tensor)'s Javadoc).
+        byte[] wire;
+        try (Tensor t = Tensor.of(new float[] {1, 2, 3})) {
+            wire = TestSupport.stream(List.of(t), WriterOptions.defaults());
+        }
+        try (Reader r = Reader.of(wire); Tensor t = r.read()) {
+            byte[] relayed = CompletableFuture.supplyAsync(() -> {
+                try (Writer w = Writer.toMemory()) {
+                    w.write(t);
+                    w.finish();
+                    return w.toByteArray();
+                } catch (java.io.IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            }).get(10, TimeUnit.SECONDS);
+            assertArrayEquals(wire, relayed);
+        }
+        // A caller segment confined to this thread, wrapped and written on another: refused.
+        try (java.lang.foreign.Arena a = java.lang.foreign.Arena.ofConfined()) {
+            java.lang.foreign.MemorySegment s = a.allocate(12, 64);
+            Tensor t = Tensor.wrap(TensorDescriptor.of(ElementType.FLOAT32, 3), s);
+            Throwable e = CompletableFuture.supplyAsync(() -> {
+                try (Writer w = Writer.toMemory()) {
+                    w.write(t);
+                    return null;
+                } catch (Throwable x) {
+                    return x;
+                }
+            }).get(10, TimeUnit.SECONDS);
+            assertInstanceOf(WrongThreadException.class, e);
+            t.close();
+        }
+    }
 }

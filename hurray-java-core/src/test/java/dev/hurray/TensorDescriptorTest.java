@@ -49,7 +49,7 @@ class TensorDescriptorTest {
                 .metadata("k", new byte[] {1, 2}).build();
         assertEquals(a, b, "metadata compares as a map");
         assertEquals(a.hashCode(), b.hashCode());
-        assertNotEquals(a, a.toBuilder().metadata("k", new byte[] {1, 3}).build());
+        assertNotEquals(a, a.toBuilder().replaceMetadata("k", new byte[] {1, 3}).build());
         assertNotEquals(a, a.toBuilder().name("y").build());
         assertNotEquals(a, a.toBuilder().name(null).build());
         assertNotEquals(a, TensorDescriptor.builder(ElementType.INT8, 4).name("x").metadata("k", new byte[] {1, 2})
@@ -149,7 +149,7 @@ class TensorDescriptorTest {
         TensorDescriptor.Builder b = TensorDescriptor.builder(ElementType.FLOAT32, 4).name("a").metadata("k", value);
         TensorDescriptor first = b.build();
         value[0] = 9; // the builder copied the value
-        b.metadata("k", new byte[] {7}).metadata("k2", "v2");
+        b.replaceMetadata("k", new byte[] {7}).metadata("k2", "v2");
         TensorDescriptor second = b.build();
         assertArrayEquals(new byte[] {1, 2, 3}, first.metadata().get("k"));
         assertEquals(1, first.metadata().size());
@@ -163,5 +163,53 @@ class TensorDescriptorTest {
         assertEquals(List.of("k", "k2", "k3"), List.copyOf(third.metadata().keySet()));
         assertEquals(second, second.toBuilder().build());
         assertTrue(TensorDescriptor.builder(ElementType.FLOAT32, 4).build().metadata().isEmpty());
+    }
+
+    @Test
+    void aSecondValueForOneMetadataKeyIsRefusedAndReplaceMetadataChangesItInPlace() {
+        TensorDescriptor.Builder b = TensorDescriptor.builder(ElementType.FLOAT32, 4).metadata("unit", "m").metadata("k", "v");
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> b.metadata("unit", "s"));
+        assertTrue(e.getMessage().contains("'unit'"), e.getMessage());
+        assertEquals(Status.DUPLICATE_NAME, ((HurrayException) e.getCause()).status());
+        assertThrows(IllegalArgumentException.class, () -> b.metadata("k", new byte[] {1}));
+        TensorDescriptor d = b.build();
+        assertEquals("m", d.metadataString("unit").orElseThrow(), "the refused value was not kept");
+        // toBuilder carries the keys, so a second value for one of them is refused there too.
+        assertThrows(IllegalArgumentException.class, () -> d.toBuilder().metadata("unit", "s"));
+        TensorDescriptor r = d.toBuilder().replaceMetadata("unit", "s").replaceMetadata("new", "n").build();
+        assertEquals(List.of("unit", "k", "new"), List.copyOf(r.metadata().keySet()), "replaced in place, added at the end");
+        assertEquals("s", r.metadataString("unit").orElseThrow());
+        assertEquals("m", d.metadataString("unit").orElseThrow());
+    }
+
+    @Test
+    void everyNameAndMetadataLimitAtOnceIsRefusedByBuildWithTheEncodedSizeAndTheLimit() {
+        String limit = Integer.toString(dev.hurray.ffm.hurray_h.HURRAY_MAX_DESCRIPTOR_BYTES());
+        TensorDescriptor.Builder b = TensorDescriptor.builder(ElementType.FLOAT32, 4)
+                .name("n".repeat(dev.hurray.ffm.hurray_h.HURRAY_MAX_NAME_BYTES()));
+        byte[] value = new byte[dev.hurray.ffm.hurray_h.HURRAY_MAX_METADATA_VALUE_BYTES()];
+        for (int i = 0; i < dev.hurray.ffm.hurray_h.HURRAY_MAX_METADATA_ENTRIES(); i++) {
+            b.metadata(String.format("key-%03d", i), value);
+        }
+        // Each entry is within its limit; together they encode past HURRAY_MAX_DESCRIPTOR_BYTES.
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, b::build);
+        assertEquals(Status.LIMIT_EXCEEDED, ((HurrayException) e.getCause()).status());
+        assertTrue(e.getMessage().contains(limit) && e.getMessage().contains("encoded descriptor is 1"), e.getMessage());
+        // A plain descriptor just under the limit still builds and encodes.
+        TensorDescriptor.Builder fits = TensorDescriptor.builder(ElementType.FLOAT32, 4);
+        for (int i = 0; i < 255; i++) {
+            fits.metadata(String.format("key-%03d", i), value);
+        }
+        TensorDescriptor d = fits.build();
+        assertTrue(d.encode().length <= dev.hurray.ffm.hurray_h.HURRAY_MAX_DESCRIPTOR_BYTES());
+        // Renaming a descriptor near the limit is measured as well.
+        TensorDescriptor.Builder near = TensorDescriptor.builder(ElementType.FLOAT32, 4);
+        for (int i = 0; i < 255; i++) {
+            near.metadata(String.format("key-%03d", i), value);
+        }
+        byte[] rest = new byte[dev.hurray.ffm.hurray_h.HURRAY_MAX_DESCRIPTOR_BYTES() - d.encode().length - 112];
+        TensorDescriptor t = near.metadata("last", rest).build();
+        e = assertThrows(IllegalArgumentException.class, () -> t.withName("x".repeat(4096)));
+        assertEquals(Status.LIMIT_EXCEEDED, ((HurrayException) e.getCause()).status());
     }
 }

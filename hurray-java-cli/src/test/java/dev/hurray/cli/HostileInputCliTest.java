@@ -235,4 +235,30 @@ class HostileInputCliTest {
         f.write(le(8, b.length));
         f.write(b);
     }
+
+    /**
+     * A heap exhausted by tensor headers (20,000 tensors with 3,000-byte names, converted to
+     * safetensors, which keeps every header until it writes the file) in a 24 MiB JVM: exit 3
+     * ("out of memory", the -Xmx hint), one line, no Java stack (hurray-java-cli/README.md §Exit codes).
+     */
+    @Test
+    void aHeapExhaustedByTensorHeadersExitsThreeWithOneLine() throws Exception {
+        Path in = dir.resolve("many.hrrys");
+        String prefix = "n".repeat(3000);
+        try (java.io.OutputStream os = Files.newOutputStream(in); dev.hurray.Writer w = dev.hurray.Writer.of(os)) {
+            dev.hurray.TensorDescriptor base = dev.hurray.TensorDescriptor.of(dev.hurray.ElementType.FLOAT32, 1);
+            java.lang.foreign.MemorySegment payload = java.lang.foreign.MemorySegment.ofArray(new byte[4]);
+            for (int i = 0; i < 20_000; i++) {
+                w.write(base.withName(prefix + i), payload);
+            }
+            w.finish();
+        }
+        dev.hurray.ffm.testing.ChildJvm.Result r = dev.hurray.ffm.testing.ChildJvm.run(java.util.List.of("-Xmx24m"),
+                Main.class.getName(), "convert", in.toString(), dir.resolve("many.safetensors").toString());
+        String out = r.out();
+        assertEquals(ExitCode.IO_ERROR, r.exit(), out);
+        assertTrue(out.contains("hurray: error: out of memory") && out.contains("HURRAY_JAVA_OPTS=-Xmx"), out);
+        assertFalse(out.contains("\tat ") || out.contains("Exception in thread"), out);
+        assertFalse(Files.exists(dir.resolve("many.safetensors")), "no partial output");
+    }
 }

@@ -25,6 +25,7 @@ public final class DescriptorLimits {
     private static final int MAX_ENTRIES = hurray_h.HURRAY_MAX_METADATA_ENTRIES();
     private static final int MAX_KEY = hurray_h.HURRAY_MAX_METADATA_KEY_BYTES();
     private static final int MAX_VALUE = hurray_h.HURRAY_MAX_METADATA_VALUE_BYTES();
+    private static final int MAX_ENCODED = hurray_h.HURRAY_MAX_DESCRIPTOR_BYTES();
     /** Distinct shapes remembered; beyond it the cache starts again (descriptors stay valid). */
     private static final int MAX_REMEMBERED = 1024;
 
@@ -125,6 +126,31 @@ public final class DescriptorLimits {
             keys[i++] = k;
         }
         return keys;
+    }
+
+    /**
+     * Has the native library check the encoded size of {@code f} when its name and metadata
+     * could make the encoding longer than {@code HURRAY_MAX_DESCRIPTOR_BYTES}: all the rest of a
+     * descriptor encodes to a few KiB (at most 32 dimensions, 64 buffers, fixed-size blocks), so
+     * strings of at most half the limit cannot, and are not asked about.
+     *
+     * @param name the name in UTF-8, or null
+     * @param keys the metadata keys in UTF-8, in the order of {@code f.metadata()}
+     * @return the native descriptor the library made to measure it, or null when it was not asked
+     * @throws HurrayException {@link Status#LIMIT_EXCEEDED} naming the encoded size and the limit
+     */
+    public static NativeDescriptor checkEncodedSize(DescriptorFields f, byte[] name, byte[][] keys) throws HurrayException {
+        long strings = name == null ? 0 : name.length;
+        for (byte[] k : keys) {
+            strings += k.length;
+        }
+        for (byte[] v : f.metadata().values()) {
+            strings += v.length;
+        }
+        if (strings <= MAX_ENCODED / 2) {
+            return null;
+        }
+        return NativeDescriptor.build(f).descriptor();
     }
 
     /**

@@ -51,7 +51,7 @@ import java.util.function.Consumer;
  *   size_t metadata_count;
  *   // Metadata entries in order (NULL when `metadata_count` is 0); keys unique.
  *   const struct HurrayMetadataView *metadata;
- *   // Quantization (`kind == HURRAY_QUANT_NONE` for none).
+ *   // Quantization (all zero for none: kind `HURRAY_QUANT_NONE` takes no parameters).
  *   struct HurrayQuantization quantization;
  * } HurrayDescriptorSpec
  * }
@@ -836,7 +836,7 @@ public final class HurrayDescriptorSpec {
     }
 
     /**
-     * Quantization (<code>kind == HURRAY_QUANT_NONE</code> for none).
+     * Quantization (all zero for none: kind <code>HURRAY_QUANT_NONE</code> takes no parameters).
      * <p>
      * Getter (a slice of {@code struct}, no copy) for field:
      * {@snippet lang=c :
@@ -848,7 +848,7 @@ public final class HurrayDescriptorSpec {
     }
 
     /**
-     * Quantization (<code>kind == HURRAY_QUANT_NONE</code> for none).
+     * Quantization (all zero for none: kind <code>HURRAY_QUANT_NONE</code> takes no parameters).
      * <p>
      * Setter (copies {@code fieldValue}) for field:
      * {@snippet lang=c :

@@ -901,6 +901,18 @@ public final class hurray_h {
         return HURRAY_MAX_METADATA_VALUE_BYTES;
     }
 
+    private static final int HURRAY_MAX_DESCRIPTOR_BYTES = 16777216;
+    /**
+     * Longest encoded descriptor in bytes (docs/spec/descriptor.md §Limits): a descriptor whose
+     * <p>
+     * {@snippet lang=c :
+     * #define HURRAY_MAX_DESCRIPTOR_BYTES 16777216
+     * }
+     */
+    public static int HURRAY_MAX_DESCRIPTOR_BYTES() {
+        return HURRAY_MAX_DESCRIPTOR_BYTES;
+    }
+
     private static final int HURRAY_BUFFER_HANDLE_BYTES = 16;
     /**
      * {@snippet lang=c :
@@ -6819,7 +6831,9 @@ public final class hurray_h {
     }
 
     /**
-     * Sets (or, with <code>kind == HURRAY_QUANT_NONE</code>, clears) the quantization block.
+     * Sets (or, with <code>kind == HURRAY_QUANT_NONE</code> and every other field 0, clears) the
+     * quantization block. Errors: <code>INVALID_ARGUMENT</code> (unknown kind, reserved bits, a parameter
+     * under kind NONE), <code>INVALID_TYPE</code>, <code>UNSUPPORTED</code> (block kinds 4–9).
      * <p>
      * <b>Safety</b><br>
      * <code>builder</code> live; <code>quantization</code> valid.
