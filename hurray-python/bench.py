@@ -6,12 +6,16 @@ named tensor with its descriptor and receives it as a new tensor each time. Both
 same process and the same run, a sender thread and the receiving main thread, so only their
 ratio means anything on a noisy machine.
 
-    python3 hurray-python/bench.py [--repeat 3] [--processes] [--only "3 KiB named"]
+    python3 hurray-python/bench.py [--rounds 5] [--repeat 1] [--processes] [--only "3 KiB named"]
+
+Each round runs the raw loop and hurray back to back (which goes first alternates), each the
+best of ``--repeat`` runs; a case prints each round's ratio and the median over the rounds.
 """
 
 import argparse
 import multiprocessing
 import socket
+import statistics
 import threading
 import time
 
@@ -106,20 +110,35 @@ CASES = [("1 MiB", 1 << 20, 300, False), ("16 MiB", 16 << 20, 30, False), ("3 Ki
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5, help="alternating rounds (the median is reported)")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per contender and round (best taken)")
     ap.add_argument("--processes", action="store_true", help="sender in a separate process")
     ap.add_argument("--only", action="append", help="run only this case (repeatable), e.g. '1 MiB'")
     args = ap.parse_args()
     global SEPARATE
     SEPARATE = args.processes
-    print(f"{'case':<14}{'raw loop MB/s':>16}{'hurray MB/s':>14}{'ratio':>8}")
+    print(f"{'case':<14}{'raw loop MB/s':>16}{'hurray MB/s':>14}{'ratio':>8}  rounds")
     for label, nbytes, count, named in CASES:
         if args.only and label not in args.only:
             continue
-        raw_best = min(raw(nbytes, count) for _ in range(args.repeat))
-        h_best = min(hurray_stream(nbytes, count, named) for _ in range(args.repeat))
+        raws, hs = [], []
+        for r in range(args.rounds):
+            runs = [
+                ("raw", lambda: raw(nbytes, count)),
+                ("hurray", lambda: hurray_stream(nbytes, count, named)),
+            ]
+            if r % 2:
+                runs.reverse()
+            for who, fn in runs:
+                best = min(fn() for _ in range(args.repeat))
+                (raws if who == "raw" else hs).append(best)
         mb = nbytes * count / 1e6
-        print(f"{label:<14}{mb / raw_best:>16.0f}{mb / h_best:>14.0f}{raw_best / h_best:>8.2f}")
+        ratios = [a / b for a, b in zip(raws, hs)]
+        print(
+            f"{label:<14}{mb / statistics.median(raws):>16.0f}{mb / statistics.median(hs):>14.0f}"
+            f"{statistics.median(ratios):>8.2f}  " + " ".join(f"{x:.2f}" for x in ratios),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -133,6 +133,9 @@ def small_wire(n):
 def test_every_received_tensor_is_destroyed_exactly_once(monkeypatch):
     counter = DestroyCounter(_stream.lib)
     monkeypatch.setattr(_stream, "lib", counter)
+    held = DestroyCounter(_stream.held)  # the GIL-keeping binding: same record
+    held.destroyed = counter.destroyed
+    monkeypatch.setattr(_stream, "held", held)
     monkeypatch.setattr(_tensor, "lib", counter)
     r = hurray.StreamReader(small_wire(300))
     got = list(r)
@@ -156,6 +159,9 @@ def test_every_received_tensor_is_destroyed_exactly_once(monkeypatch):
 def test_threads_taking_one_tensors_handle_take_it_once(monkeypatch):
     counter = DestroyCounter(_stream.lib)
     monkeypatch.setattr(_stream, "lib", counter)
+    held = DestroyCounter(_stream.held)  # the GIL-keeping binding: same record
+    held.destroyed = counter.destroyed
+    monkeypatch.setattr(_stream, "held", held)
     monkeypatch.setattr(_tensor, "lib", counter)
     r = hurray.StreamReader(small_wire(64))
     got = list(r)
@@ -187,6 +193,9 @@ def test_a_copied_received_tensor_shares_its_memory_and_is_destroyed_once(monkey
 
     counter = DestroyCounter(_stream.lib)
     monkeypatch.setattr(_stream, "lib", counter)
+    held = DestroyCounter(_stream.held)  # the GIL-keeping binding: same record
+    held.destroyed = counter.destroyed
+    monkeypatch.setattr(_stream, "held", held)
     monkeypatch.setattr(_tensor, "lib", counter)
     r = hurray.StreamReader(small_wire(3))
     t = next(r)

@@ -225,3 +225,34 @@ def test_close_ends_the_stream_but_not_after_a_failure_or_an_exception():
     with pytest.raises(hurray.HurrayError) as e:
         read_names(sink.out)  # not ended as if complete
     assert e.value.status_name == "HURRAY_ERR_TRUNCATED"
+
+
+def test_a_callback_transport_runs_while_other_threads_stream(tmp_path):
+    # The stream's small calls keep the GIL (lib.held); the file writer's callback needs it
+    # from inside a library call on another thread. Neither may stall the other.
+    a, b = socket.socketpair()
+    n = 20_000
+    done = {}
+
+    def send():
+        with a, hurray.StreamWriter(a) as w:
+            for i in range(n):
+                w.write(hurray.from_numpy(np.full(8, i, np.int32), name=f"s{i}"))
+
+    def store():
+        with hurray.FileWriter(tmp_path / "f.hurray") as fw:
+            for i in range(200):
+                fw.add(hurray.from_numpy(np.full(20_000, i, np.float32)), name=f"f{i}")
+        done["file"] = True
+
+    threads = [threading.Thread(target=send), threading.Thread(target=store)]
+    for th in threads:
+        th.start()
+    with b:
+        got = [int(t.numpy()[0]) for t in hurray.StreamReader(b)]
+    for th in threads:
+        th.join(60)
+        assert not th.is_alive()
+    assert got == list(range(n)) and done["file"]
+    f = hurray.File.open(tmp_path / "f.hurray")
+    assert len(f) == 200 and float(f["f199"].numpy()[0]) == 199.0

@@ -404,6 +404,21 @@ _PROTOS = {
     "hurray_dlpack_import_legacy": [P, PP],
 }
 _RESTYPES = {"hurray_c_abi_version": c_uint32, "hurray_status_name": c_char_p}
+# Short hot calls, also bound through ctypes.PyDLL (``lib.held``), which keeps the GIL:
+# releasing and retaking it costs more than these calls themselves. None of them calls back
+# into Python; the callers use them only for work of one item bounded by about 64 KiB (a
+# descriptor, a list of pending pieces, a payload without a checksum over it) and the
+# GIL-releasing ``lib`` for the rest. The batch calls (hurray_decoder_next_batch,
+# hurray_encoder_encode_batch: up to hundreds of tensors a call) release it, so that another
+# thread's Python runs beside them.
+_HELD = (
+    "hurray_encoder_encode",
+    "hurray_encoder_encode_encoded",
+    "hurray_encoder_output",
+    "hurray_encoder_consume",
+    "hurray_descriptor_encode_with_name",
+    "hurray_tensor_destroy_many",
+)
 
 
 def _candidates() -> list[Path]:
@@ -444,6 +459,12 @@ def _load() -> ctypes.CDLL:
             raise ImportError(f"hurray: {path} lacks {name} (an older build of libhurray?)") from e
         fn.argtypes = args
         fn.restype = _RESTYPES.get(name, S)
+    held = ctypes.PyDLL(str(path))
+    for name in _HELD:
+        fn = getattr(held, name)
+        fn.argtypes = _PROTOS[name]
+        fn.restype = _RESTYPES.get(name, S)
+    lib.held = held  # type: ignore[attr-defined]
     lib._hurray_path = str(path)  # type: ignore[attr-defined]
     return lib
 

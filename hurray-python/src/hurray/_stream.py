@@ -79,6 +79,10 @@ _string_at = getattr(ctypes, "_string_at", ctypes.string_at)
 _handle_lock = threading.Lock()
 _new = object.__new__
 _PP = ctypes.POINTER(c_void_p)
+# Calls that touch at most this many bytes keep the GIL (lib.held, _lib._HELD); larger work
+# (a checksum over a large payload, a large region's last bytes) releases it.
+_HELD_MAX = 64 * 1024
+held = lib.held
 
 
 def _region(ptr: int, n: int) -> memoryview:
@@ -167,6 +171,7 @@ class StreamWriter:
         e = c_void_p()
         check(lib.hurray_encoder_new(byref(opts), byref(e)))
         self._enc: Optional[int] = e.value
+        self._sums = bool(payload_checksums)
         self._bres = EncodeBatchResult()
         self._bres_ref = byref(self._bres)
         # The state every encoder call reports into is the batch result's own (shared memory).
@@ -272,12 +277,14 @@ class StreamWriter:
                     raise ValueError("tensor is closed")
                 one = self._one[0]
                 one.ptr, one.len = bufs[0]
-                s = lib.hurray_encoder_encode(enc, d, self._one, 1, self._state_ref)
+                f = lib if self._sums and bufs[0][1] > _HELD_MAX else held
+                s = f.hurray_encoder_encode(enc, d, self._one, 1, self._state_ref)
             else:
                 d = item._desc
                 if d is None:
                     raise ValueError("tensor is closed")
-                s = lib.hurray_encoder_encode(enc, d, item._slices(), len(bufs), self._state_ref)
+                f = lib if self._sums and sum(b[1] for b in bufs) > _HELD_MAX else held
+                s = f.hurray_encoder_encode(enc, d, item._slices(), len(bufs), self._state_ref)
             if s < 0:
                 raise error(s)
         if st.borrows_payloads or st.pending_bytes >= self._batch:
@@ -312,17 +319,18 @@ class StreamWriter:
         ``hurray_descriptor_encode_with_name``)."""
         one = self._one[0]
         one.ptr, one.len = item._bufs[0]
+        f = lib if self._sums and one.len > _HELD_MAX else held
         nb = item._nb
         if nb is None:
-            return lib.hurray_encoder_encode(enc, item._tpl, self._one, 1, self._state_ref)
+            return f.hurray_encoder_encode(enc, item._tpl, self._one, 1, self._state_ref)
         scratch, n = self._scratch, self._scratch_len
-        s = lib.hurray_descriptor_encode_with_name(item._tpl, nb, len(nb), scratch, len(scratch), byref(n))
+        s = held.hurray_descriptor_encode_with_name(item._tpl, nb, len(nb), scratch, len(scratch), byref(n))
         if s == -5:  # BUFFER_TOO_SMALL: n is the size needed
             self._scratch = scratch = ctypes.create_string_buffer(n.value)
-            s = lib.hurray_descriptor_encode_with_name(item._tpl, nb, len(nb), scratch, len(scratch), byref(n))
+            s = held.hurray_descriptor_encode_with_name(item._tpl, nb, len(nb), scratch, len(scratch), byref(n))
         if s < 0:
             return s
-        return lib.hurray_encoder_encode_encoded(enc, scratch, n.value, self._one, 1, self._state_ref)
+        return f.hurray_encoder_encode_encoded(enc, scratch, n.value, self._one, 1, self._state_ref)
 
     def flush(self) -> None:
         """Sends every pending byte now (tensors queued by ``write`` included)."""
@@ -342,7 +350,7 @@ class StreamWriter:
             if listed:
                 listed = False
             else:
-                self._check(lib.hurray_encoder_output(enc, pieces, _PIECES, byref(count)))
+                self._check(held.hurray_encoder_output(enc, pieces, _PIECES, byref(count)))
             if writev is not None and count.value > 1:
                 views = [_region(pieces[i].ptr, pieces[i].len) for i in range(count.value)]
                 try:
@@ -351,7 +359,7 @@ class StreamWriter:
                     self._fail(ERR_TRANSPORT, f"the sink raised {type(e).__name__}: {e}", take_back, e)
                 if not n:
                     self._fail(ERR_SINK_CLOSED, "the sink accepted 0 bytes (closed)", take_back, None)
-                self._check(lib.hurray_encoder_consume(enc, n, byref(st)))
+                self._check(held.hurray_encoder_consume(enc, n, byref(st)))
                 continue
             for i in range(count.value):
                 p = pieces[i]
@@ -365,7 +373,7 @@ class StreamWriter:
                     if not n:
                         self._fail(ERR_SINK_CLOSED, "the sink accepted 0 bytes (closed)", take_back, None)
                     sent += n
-                    self._check(lib.hurray_encoder_consume(enc, n, byref(st)))
+                    self._check(held.hurray_encoder_consume(enc, n, byref(st)))
         self._failed = False  # everything pending went out
         self._room = self._batch
 
@@ -451,7 +459,7 @@ class _Ledger:
             # Other threads may append while this runs: only the first k entries are taken.
             arr = array("Q", p[:k])
             del p[:k]
-            lib.hurray_tensor_destroy_many(ctypes.cast(arr.buffer_info()[0], _PP), k)
+            held.hurray_tensor_destroy_many(ctypes.cast(arr.buffer_info()[0], _PP), k)
 
     def close(self) -> None:
         self.open = False
@@ -796,6 +804,8 @@ class StreamReader:
             if filled == 0:
                 self._flags = DECODE_END_OF_INPUT
         while True:
+            # It releases the GIL: a batch decodes up to _RESULTS tensors (and may checksum a
+            # large payload), long enough for a sender thread's Python to run beside it.
             s = lib.hurray_decoder_next_batch(dec, filled, self._flags, results, _RESULTS, self._count_ref)
             if s != NEED_INPUT:
                 break

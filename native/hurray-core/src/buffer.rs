@@ -1,9 +1,11 @@
 //! Buffer handles (the fixed 16-byte binary descriptor of one buffer) and the aligned
-//! allocation the reader fills (docs/spec/descriptor.md §Buffer handle).
+//! allocation the reader fills (docs/spec/descriptor.md §Buffer handle), with the hook through
+//! which the embedding layer supplies memory for large payloads ([`LargeAlloc`]).
 
 use std::alloc::{self, Layout};
 use std::mem::MaybeUninit;
 use std::ptr::NonNull;
+use std::sync::OnceLock;
 
 use crate::error::{bail, err, Result};
 use crate::types::{DeviceTag, SyncMode};
@@ -11,6 +13,69 @@ use crate::{MAX_BUFFER_ALIGNMENT, MIN_BUFFER_ALIGNMENT};
 
 /// Smallest step by which a [growable](AlignedBuf::growable) buffer grows, in bytes.
 pub const GROW_MIN_BYTES: usize = 64 * 1024;
+
+/// Payload allocations of at least this many bytes (a buffer's length) go to the installed
+/// [`LargeAlloc`], when there is one.
+pub const LARGE_ALLOC_MIN_BYTES: usize = 32 << 20;
+
+/// Where large payload regions come from: a hook the embedding layer may install once per
+/// process (the C library installs its page allocator, `native/hurray-ffi/src/os/pages.rs`).
+/// Without one, every buffer comes from the Rust global allocator. Buffers of at least
+/// [`LARGE_ALLOC_MIN_BYTES`] made after it is installed are allocated, grown and freed by it;
+/// buffers made before keep the global allocator. The bounds of docs/spec/stream.md §Limits
+/// do not depend on the hook: it is asked for exactly the capacities the global allocator would
+/// be asked for.
+///
+/// # Safety
+///
+/// Implementations must return memory that is valid for reads and writes of `size` bytes,
+/// aligned to `align`, and owned by the caller until it is passed to
+/// [`grow`](Self::grow) or [`free`](Self::free); `None` means nothing was allocated (the caller
+/// falls back to the global allocator or reports `OutOfMemory`; a hook never aborts).
+pub unsafe trait LargeAlloc: Sync {
+    /// A region of `size` bytes (`size > 0`) aligned to `align` (a power of two, at most
+    /// 2 MiB), or `None`.
+    fn alloc(&self, size: usize, align: usize) -> Option<NonNull<u8>>;
+
+    /// Enlarges the region at `ptr` from `old` to `new` bytes (`new > old`), keeping its first
+    /// `old` bytes; the result is aligned to `align`. On `None` the region is unchanged.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` came from this allocator with size `old` and alignment `align`, and is not used
+    /// again when the call returns `Some`.
+    unsafe fn grow(&self, ptr: NonNull<u8>, old: usize, new: usize, align: usize) -> Option<NonNull<u8>>;
+
+    /// Releases the region.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` came from this allocator with size `size` and alignment `align`, and is not used
+    /// again.
+    unsafe fn free(&self, ptr: NonNull<u8>, size: usize, align: usize);
+}
+
+static LARGE_ALLOC: OnceLock<&'static dyn LargeAlloc> = OnceLock::new();
+
+/// Installs the process's [`LargeAlloc`]. The first installation wins and stays for the life
+/// of the process (buffers it allocated are freed by it); returns whether this call installed
+/// `alloc`.
+pub fn install_large_alloc(alloc: &'static dyn LargeAlloc) -> bool {
+    LARGE_ALLOC.set(alloc).is_ok()
+}
+
+/// The installed [`LargeAlloc`], if any.
+fn large_alloc() -> Option<&'static dyn LargeAlloc> {
+    LARGE_ALLOC.get().copied()
+}
+
+/// A region of `len` bytes aligned to `align` from the installed hook, if there is one and it
+/// delivers.
+fn large_region(len: usize, align: usize) -> Option<NonNull<u8>> {
+    let p = large_alloc()?.alloc(len, align)?;
+    debug_assert_eq!(p.as_ptr() as usize & (align - 1), 0, "LargeAlloc contract: aligned");
+    Some(p)
+}
 
 /// Encoded size of a buffer handle in bytes.
 pub const BUFFER_HANDLE_BYTES: usize = 16;
@@ -129,7 +194,7 @@ pub fn check_alignment(alignment: u64, device_tag: DeviceTag) -> Result<()> {
 const BLOCK_ALIGN: usize = 16;
 
 /// How an [`AlignedBuf`]'s allocation relates to its bytes (kept in the buffer as one `u32`,
-/// [`EXACT`] or the offset, so that the buffer stays five words long).
+/// [`EXACT`], [`LARGE`] or the offset, so that the buffer stays five words long).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Block {
     /// The allocation is exactly `cap` bytes at `ptr`, aligned to `align`.
@@ -139,11 +204,17 @@ enum Block {
     /// block's first `align`-aligned address, so the block can be given to `realloc`, which
     /// may enlarge it without moving the bytes (see [`AlignedBuf::grow_if_full`]).
     Slack { offset: usize },
+    /// The allocation is a region of `cap` bytes at `ptr` from the installed [`LargeAlloc`],
+    /// aligned to `align`; a growable one grows through the hook.
+    Large,
 }
 
-/// The stored form of [`Block::Exact`]; any other value is a [`Block::Slack`] offset (an
-/// offset is below the alignment, at most 2 MiB).
+/// The stored form of [`Block::Exact`]; any value but this and [`LARGE`] is a
+/// [`Block::Slack`] offset (an offset is below the alignment, at most 2 MiB).
 const EXACT: u32 = u32::MAX;
+
+/// The stored form of [`Block::Large`].
+const LARGE: u32 = u32::MAX - 1;
 
 /// Alignment of a [`Block::Slack`] block for buffers aligned to `align`.
 fn block_align(align: usize) -> usize {
@@ -196,6 +267,11 @@ impl AlignedBuf {
         if len == 0 {
             return Ok(AlignedBuf::empty(align));
         }
+        if len >= LARGE_ALLOC_MIN_BYTES {
+            if let Some(ptr) = large_region(len, align) {
+                return Ok(AlignedBuf { ptr, len, cap: len, filled: 0, align: align as u32, block: LARGE });
+            }
+        }
         let layout =
             Layout::from_size_align(len, align).map_err(|_| err!(InvalidAlignment, "bad layout {len}/{align}"))?;
         // SAFETY: layout has non-zero size.
@@ -225,7 +301,7 @@ impl AlignedBuf {
         }
         let mut b = AlignedBuf::empty(align);
         b.len = len;
-        b.block = 0;
+        b.block = if len >= LARGE_ALLOC_MIN_BYTES && large_alloc().is_some() { LARGE } else { 0 };
         if initial > 0 {
             b.resize_block(initial)?;
         }
@@ -242,7 +318,9 @@ impl AlignedBuf {
     /// threshold of at most 32 MiB) moves a large block by remapping its pages, so neither the
     /// bytes nor their pages are touched again. Only when the block comes back at another
     /// offset from the alignment (a small block the allocator moved by copying) are the filled
-    /// bytes moved inside it.
+    /// bytes moved inside it. A buffer of at least [`LARGE_ALLOC_MIN_BYTES`] made while a
+    /// [`LargeAlloc`] is installed grows through that hook instead; when the hook refuses, the
+    /// buffer moves to the global allocator (one copy of the filled bytes) and grows there.
     ///
     /// Errors: `OutOfMemory` when the allocator refuses (the buffer is unchanged).
     pub fn grow_if_full(&mut self) -> Result<()> {
@@ -251,15 +329,17 @@ impl AlignedBuf {
         }
         let new_cap = self.len.min(self.cap.saturating_mul(2).max(GROW_MIN_BYTES));
         // An exact allocation holds its whole length (cap >= len), so it returned above.
-        debug_assert!(matches!(self.block(), Block::Slack { .. }));
+        debug_assert!(!matches!(self.block(), Block::Exact));
         self.resize_block(new_cap)
     }
 
-    /// Gives a [`Block::Slack`] buffer an allocation of `new_cap` bytes (more than its
-    /// capacity), keeping its filled prefix; the buffer is unchanged on error.
+    /// Gives a [`Block::Slack`] or [`Block::Large`] buffer an allocation of `new_cap` bytes
+    /// (more than its capacity), keeping its filled prefix; the buffer is unchanged on error.
     fn resize_block(&mut self, new_cap: usize) -> Result<()> {
-        let Block::Slack { offset } = self.block() else {
-            unreachable!("resize_block on an exact allocation");
+        let offset = match self.block() {
+            Block::Slack { offset } => offset,
+            Block::Large => return self.resize_large(new_cap),
+            Block::Exact => unreachable!("resize_block on an exact allocation"),
         };
         debug_assert!(new_cap > self.cap && new_cap <= self.len);
         let align = self.align();
@@ -299,6 +379,44 @@ impl AlignedBuf {
         Ok(())
     }
 
+    /// [`resize_block`](Self::resize_block) for a [`Block::Large`] buffer: through the hook, or,
+    /// when it refuses, into a [`Block::Slack`] block of the global allocator.
+    fn resize_large(&mut self, new_cap: usize) -> Result<()> {
+        let align = self.align();
+        let hook = large_alloc().expect("a large block was made by the installed hook");
+        let got = if self.cap == 0 {
+            large_region(new_cap, align)
+        } else {
+            // SAFETY: the region at ptr came from this hook with size cap and this alignment;
+            // on Some it is replaced by the result below and not used again.
+            unsafe { hook.grow(self.ptr, self.cap, new_cap, align) }
+        };
+        match got {
+            Some(p) => {
+                debug_assert_eq!(p.as_ptr() as usize & (align - 1), 0, "LargeAlloc contract: aligned");
+                self.ptr = p;
+                self.cap = new_cap;
+                Ok(())
+            }
+            None => self.move_to_heap(new_cap),
+        }
+    }
+
+    /// Moves a [`Block::Large`] buffer's filled bytes into a new [`Block::Slack`] block of
+    /// `new_cap` bytes from the global allocator (which it grows in from then on), freeing the
+    /// region. Unchanged on error.
+    fn move_to_heap(&mut self, new_cap: usize) -> Result<()> {
+        let mut heap = AlignedBuf::empty(self.align());
+        heap.len = self.len;
+        heap.block = 0;
+        heap.resize_block(new_cap)?;
+        heap.spare_mut()[..self.filled].write_copy_of_slice(self.as_slice());
+        heap.filled = self.filled;
+        // The old buffer, now holding the region, frees it through the hook when dropped.
+        drop(std::mem::replace(self, heap));
+        Ok(())
+    }
+
     /// Copies `bytes` into a new buffer aligned to `align`.
     pub fn from_slice(bytes: &[u8], align: u64) -> Result<Self> {
         let mut b = Self::new(bytes.len() as u64, align)?;
@@ -331,6 +449,7 @@ impl AlignedBuf {
     fn block(&self) -> Block {
         match self.block {
             EXACT => Block::Exact,
+            LARGE => Block::Large,
             offset => Block::Slack { offset: offset as usize },
         }
     }
@@ -401,6 +520,11 @@ impl Drop for AlignedBuf {
         }
         let align = self.align();
         match self.block() {
+            // SAFETY: a region of the installed hook (which never changes) of cap bytes at this
+            // alignment, given back once.
+            Block::Large => unsafe {
+                large_alloc().expect("a large block was made by the installed hook").free(self.ptr, self.cap, align)
+            },
             // SAFETY: allocated in `new` with exactly this layout.
             Block::Exact => unsafe {
                 alloc::dealloc(self.ptr.as_ptr(), Layout::from_size_align_unchecked(self.cap, align))
@@ -559,5 +683,174 @@ mod tests {
         b.grow_if_full().unwrap();
         assert_eq!((b.filled(), b.capacity()), (16 * GROW_MIN_BYTES, 32 * GROW_MIN_BYTES));
         assert!(b.as_slice().iter().all(|&x| x == 3));
+    }
+
+    /// A [`LargeAlloc`] over the global allocator that counts, per thread, what it holds and
+    /// can be told to refuse (tests run on many threads; each checks only its own).
+    struct TestHook;
+
+    #[derive(Clone, Copy, Default, Debug, PartialEq)]
+    struct HookCounts {
+        live_bytes: i64,
+        allocs: u32,
+        grows: u32,
+        frees: u32,
+    }
+
+    thread_local! {
+        static COUNTS: std::cell::Cell<HookCounts> = const { std::cell::Cell::new(HookCounts { live_bytes: 0, allocs: 0, grows: 0, frees: 0 }) };
+        /// Refuse allocations (bit 0) or growth (bit 1).
+        static REFUSE: std::cell::Cell<u8> = const { std::cell::Cell::new(0) };
+    }
+
+    fn count(f: impl FnOnce(&mut HookCounts)) {
+        COUNTS.with(|c| {
+            let mut v = c.get();
+            f(&mut v);
+            c.set(v);
+        });
+    }
+
+    // SAFETY: regions come from the global allocator with exactly the layout (size, align)
+    // the caller states again in grow and free.
+    unsafe impl LargeAlloc for TestHook {
+        fn alloc(&self, size: usize, align: usize) -> Option<NonNull<u8>> {
+            if REFUSE.with(|r| r.get() & 1 != 0) {
+                return None;
+            }
+            // SAFETY: size > 0 (contract), align a power of two.
+            let p = NonNull::new(unsafe { alloc::alloc(Layout::from_size_align(size, align).ok()?) })?;
+            count(|c| {
+                c.live_bytes += size as i64;
+                c.allocs += 1;
+            });
+            Some(p)
+        }
+
+        unsafe fn grow(&self, ptr: NonNull<u8>, old: usize, new: usize, align: usize) -> Option<NonNull<u8>> {
+            if REFUSE.with(|r| r.get() & 2 != 0) {
+                return None;
+            }
+            // SAFETY: ptr was allocated above with (old, align) (the caller's contract).
+            let p = NonNull::new(unsafe {
+                alloc::realloc(ptr.as_ptr(), Layout::from_size_align_unchecked(old, align), new)
+            })?;
+            count(|c| {
+                c.live_bytes += new as i64 - old as i64;
+                c.grows += 1;
+            });
+            Some(p)
+        }
+
+        unsafe fn free(&self, ptr: NonNull<u8>, size: usize, align: usize) {
+            // SAFETY: as for grow.
+            unsafe { alloc::dealloc(ptr.as_ptr(), Layout::from_size_align_unchecked(size, align)) };
+            count(|c| {
+                c.live_bytes -= size as i64;
+                c.frees += 1;
+            });
+        }
+    }
+
+    static TEST_HOOK: TestHook = TestHook;
+
+    /// Installs the test hook (once for this test binary) and resets this thread's counts.
+    fn with_test_hook() {
+        install_large_alloc(&TEST_HOOK);
+        assert!(std::ptr::addr_eq(large_alloc().unwrap(), &TEST_HOOK), "only the test hook is installed here");
+        COUNTS.with(|c| c.set(HookCounts::default()));
+        REFUSE.with(|r| r.set(0));
+    }
+
+    fn counts() -> HookCounts {
+        COUNTS.with(|c| c.get())
+    }
+
+    #[test]
+    fn large_buffers_grow_through_the_hook_keeping_prefix_alignment_and_bounds() {
+        with_test_hook();
+        for align in [64u64, 4096, 1 << 21] {
+            let len = LARGE_ALLOC_MIN_BYTES + 4 * GROW_MIN_BYTES + 17;
+            let mut b = AlignedBuf::growable(len as u64, align, GROW_MIN_BYTES).unwrap();
+            assert_eq!((b.block(), b.capacity()), (Block::Large, GROW_MIN_BYTES));
+            assert_eq!(counts().live_bytes, GROW_MIN_BYTES as i64, "the hook holds exactly the capacity");
+            let want = fill_checked(&mut b, &[5 << 20, 3001], GROW_MIN_BYTES);
+            assert_eq!((b.as_slice(), b.capacity()), (&want[..], len));
+            assert_eq!(counts().live_bytes, len as i64);
+            assert!(counts().grows >= 9, "{:?}", counts());
+            drop(b);
+            assert_eq!(counts().live_bytes, 0);
+        }
+        // A buffer below the threshold never reaches the hook, nor does an exact one.
+        let c0 = counts();
+        let mut small = AlignedBuf::growable((LARGE_ALLOC_MIN_BYTES - 1) as u64, 64, GROW_MIN_BYTES).unwrap();
+        fill_checked(&mut small, &[usize::MAX], GROW_MIN_BYTES);
+        assert_ne!(small.block(), Block::Large);
+        drop(small);
+        assert_eq!(counts(), c0);
+        // An exact allocation of the threshold's size is one region of the hook.
+        let e = AlignedBuf::new(LARGE_ALLOC_MIN_BYTES as u64, 4096).unwrap();
+        assert_eq!((e.block(), e.as_ptr() as usize % 4096), (Block::Large, 0));
+        assert_eq!(counts().live_bytes, LARGE_ALLOC_MIN_BYTES as i64);
+        drop(e);
+        assert_eq!(counts().live_bytes, 0);
+    }
+
+    #[test]
+    fn a_refusing_hook_falls_back_to_the_global_allocator() {
+        with_test_hook();
+        let len = LARGE_ALLOC_MIN_BYTES + 4 * GROW_MIN_BYTES + 17;
+        // Refused from the start: an ordinary global-allocator buffer.
+        REFUSE.with(|r| r.set(1));
+        let e = AlignedBuf::new(len as u64, 64).unwrap();
+        assert_eq!(e.block(), Block::Exact);
+        let mut b = AlignedBuf::growable(len as u64, 4096, GROW_MIN_BYTES).unwrap();
+        assert!(matches!(b.block(), Block::Slack { .. }), "{:?}", b.block());
+        let want = fill_checked(&mut b, &[usize::MAX], GROW_MIN_BYTES);
+        assert_eq!(b.as_slice(), &want[..]);
+        assert_eq!(counts(), HookCounts::default());
+        // Growth refused half way: the filled bytes move to the global allocator once.
+        REFUSE.with(|r| r.set(0));
+        let mut b = AlignedBuf::growable(len as u64, 1 << 21, GROW_MIN_BYTES).unwrap();
+        let mut want = Vec::new();
+        let fill_to = |b: &mut AlignedBuf, want: &mut Vec<u8>, to: usize| {
+            while b.filled() < to {
+                b.grow_if_full().unwrap();
+                let n = b.spare_mut().len();
+                let bytes: Vec<u8> = (0..n).map(|i| (want.len() + i) as u8 ^ 0x5a).collect();
+                b.spare_mut().write_copy_of_slice(&bytes);
+                b.advance(n);
+                want.extend_from_slice(&bytes);
+            }
+        };
+        fill_to(&mut b, &mut want, 8 * GROW_MIN_BYTES);
+        assert_eq!(b.block(), Block::Large);
+        REFUSE.with(|r| r.set(2));
+        b.grow_if_full().unwrap();
+        assert!(matches!(b.block(), Block::Slack { .. }), "{:?}", b.block());
+        assert_eq!((b.as_slice(), b.capacity(), b.as_ptr() as usize % (1 << 21)), (&want[..], 16 * GROW_MIN_BYTES, 0));
+        assert_eq!(counts().live_bytes, 0, "the hook's region is freed after the move");
+        fill_to(&mut b, &mut want, len);
+        assert_eq!((b.as_slice(), b.capacity()), (&want[..], len), "grows on in the global allocator");
+    }
+
+    #[test]
+    fn a_large_declared_size_through_the_hook_allocates_by_its_bytes() {
+        with_test_hook();
+        let mut b = AlignedBuf::growable(1 << 40, 64, GROW_MIN_BYTES).unwrap();
+        assert_eq!(b.block(), Block::Large);
+        let mut filled = 0;
+        for _ in 0..6 {
+            b.grow_if_full().unwrap();
+            let n = b.spare_mut().len();
+            b.spare_mut().iter_mut().for_each(|x| {
+                x.write(9);
+            });
+            b.advance(n);
+            filled += n;
+            assert!(b.capacity() <= 2 * filled, "capacity {} for {filled} bytes", b.capacity());
+            assert_eq!(counts().live_bytes, b.capacity() as i64, "the hook holds the capacity, no more");
+        }
+        assert!(b.as_slice().iter().all(|&x| x == 9));
     }
 }

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::*;
 use hurray_core::crc32c::crc32c;
-use hurray_core::stream::{EAGER_RESERVE_BYTES, FRAME_TENSOR, STREAM_MAGIC};
+use hurray_core::stream::EAGER_RESERVE_BYTES;
 use hurray_core::{
     BufferHandle, DeviceTag, ElementType, ErrorKind, LayoutDescriptor, Quantization, ReaderOptions, SyncMode,
     GROW_MIN_BYTES,
@@ -69,7 +69,7 @@ fn peak_during<R>(f: impl FnOnce() -> R) -> (R, usize) {
 /// One tensor frame: int8 `[2]` quantized per channel, so it has three buffers of these sizes
 /// (larger than the shape needs, which the format allows), followed by `payload`.
 fn raw_stream(buffers: &[u64], payload: &[u8]) -> Vec<u8> {
-    frame(&encoded(buffers), payload)
+    tensor_frame_stream(&encoded(buffers), payload)
 }
 
 fn encoded(buffers: &[u64]) -> Vec<u8> {
@@ -80,24 +80,6 @@ fn encoded(buffers: &[u64]) -> Vec<u8> {
     let et = if q.is_some() { ElementType::Int8 } else { ElementType::Uint8 };
     let desc = descriptor(et, &[2], 0, LayoutDescriptor::RowMajor, handles, q);
     desc.encode().unwrap()
-}
-
-fn frame(d: &[u8], payload: &[u8]) -> Vec<u8> {
-    let mut s = STREAM_MAGIC.to_vec();
-    s.extend_from_slice(&1u16.to_le_bytes());
-    s.extend_from_slice(&0u16.to_le_bytes());
-    let c = crc32c(&s);
-    s.extend_from_slice(&c.to_le_bytes());
-    let mut f = FRAME_TENSOR.to_vec();
-    f.extend_from_slice(&0u32.to_le_bytes());
-    f.extend_from_slice(&(d.len() as u64).to_le_bytes());
-    f.extend_from_slice(&crc32c(d).to_le_bytes());
-    let c = crc32c(&f);
-    f.extend_from_slice(&c.to_le_bytes());
-    s.extend(f);
-    s.extend_from_slice(d);
-    s.extend_from_slice(payload);
-    s
 }
 
 #[test]

@@ -108,6 +108,7 @@ pub unsafe extern "C" fn hurray_decoder_new(
     out_decoder: *mut *mut HurrayDecoder,
 ) -> HurrayStatus {
     guard("hurray_decoder_new", || {
+        crate::os::pages::install();
         non_null(out_decoder, "out_decoder")?;
         // SAFETY: `options` is non-NULL in this branch and valid for one read (# Safety).
         let opts = if options.is_null() { HurrayReaderOptions::defaults() } else { unsafe { *options } };

@@ -121,6 +121,7 @@ pub unsafe extern "C" fn hurray_reader_new(
     out_reader: *mut *mut HurrayReader,
 ) -> HurrayStatus {
     guard("hurray_reader_new", || {
+        crate::os::pages::install();
         non_null(transport, "transport")?;
         non_null(out_reader, "out_reader")?;
         // SAFETY: `transport` was checked non-NULL above and is valid for one read (# Safety).

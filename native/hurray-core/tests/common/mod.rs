@@ -413,3 +413,26 @@ impl WriteTransport for FlakySink {
 pub fn golden_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../src/golden")
 }
+
+/// A stream header and one tensor frame carrying the encoded descriptor `descriptor`, then
+/// `payload` as it stands (it may be shorter or longer than the descriptor declares), no end
+/// marker: for inputs a writer would not produce.
+pub fn tensor_frame_stream(descriptor: &[u8], payload: &[u8]) -> Vec<u8> {
+    use hurray_core::crc32c::crc32c;
+    use hurray_core::stream::{FRAME_TENSOR, STREAM_MAGIC};
+    let mut s = STREAM_MAGIC.to_vec();
+    s.extend_from_slice(&1u16.to_le_bytes());
+    s.extend_from_slice(&0u16.to_le_bytes());
+    let c = crc32c(&s);
+    s.extend_from_slice(&c.to_le_bytes());
+    let mut f = FRAME_TENSOR.to_vec();
+    f.extend_from_slice(&0u32.to_le_bytes());
+    f.extend_from_slice(&(descriptor.len() as u64).to_le_bytes());
+    f.extend_from_slice(&crc32c(descriptor).to_le_bytes());
+    let c = crc32c(&f);
+    f.extend_from_slice(&c.to_le_bytes());
+    s.extend(f);
+    s.extend_from_slice(descriptor);
+    s.extend_from_slice(payload);
+    s
+}

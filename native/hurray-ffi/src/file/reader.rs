@@ -265,6 +265,7 @@ pub unsafe extern "C" fn hurray_file_reader_open(
     out_reader: *mut *mut HurrayFileReader,
 ) -> HurrayStatus {
     guard("hurray_file_reader_open", || {
+        crate::os::pages::install();
         non_null(transport, "transport")?;
         non_null(out_reader, "out_reader")?;
         // SAFETY: `transport` was checked non-NULL above and is valid for one read (# Safety).
@@ -323,6 +324,7 @@ pub unsafe extern "C" fn hurray_file_reader_open_path(
     out_reader: *mut *mut HurrayFileReader,
 ) -> HurrayStatus {
     guard("hurray_file_reader_open_path", || {
+        crate::os::pages::install();
         // SAFETY: the pointers are as `path_args` requires (# Safety).
         let (p, opts) = unsafe { path_args(path, path_len, options, out_reader, false)? };
         let r = FileReader::open(PathSource::open(p)?, opts)?;
@@ -376,6 +378,7 @@ pub unsafe extern "C" fn hurray_file_reader_open_span(
     out_reader: *mut *mut HurrayFileReader,
 ) -> HurrayStatus {
     guard("hurray_file_reader_open_span", || {
+        crate::os::pages::install();
         non_null(out_reader, "out_reader")?;
         // SAFETY: `options` is non-NULL in this branch and valid for one read (# Safety).
         let opts = if options.is_null() { HurrayFileReaderOptions::defaults() } else { unsafe { *options } };
@@ -423,6 +426,7 @@ pub unsafe extern "C" fn hurray_file_reader_open_mapped(
     out_reader: *mut *mut HurrayFileReader,
 ) -> HurrayStatus {
     guard("hurray_file_reader_open_mapped", || {
+        crate::os::pages::install();
         // SAFETY: the pointers are as `path_args` requires (# Safety).
         let (p, opts) = unsafe { path_args(path, path_len, options, out_reader, true)? };
         let (file, size) = os::open_regular_file(p)?;
@@ -494,6 +498,7 @@ pub unsafe extern "C" fn hurray_file_reader_new_ranges(
 #[no_mangle]
 pub unsafe extern "C" fn hurray_file_reader_open_ranges(reader: *mut HurrayFileReader) -> HurrayStatus {
     guard("hurray_file_reader_open_ranges", || {
+        crate::os::pages::install();
         // SAFETY: `reader` is NULL or a handle from this library, used by one thread at a time (# Safety); inner_mut
         // rejects NULL and dead handles.
         let ReaderInner::Ranges(r) = (unsafe { handle::inner_mut(reader, "reader")? }) else {

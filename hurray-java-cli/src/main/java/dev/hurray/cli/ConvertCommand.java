@@ -140,7 +140,7 @@ final class ConvertCommand implements Callable<Integer> {
         boolean terminal = parent != null && parent.terminal();
         long t0 = System.nanoTime();
         Pipeline.Stats stats;
-        try (Source src = open(inFormat, st, err, terminal)) {
+        try (Source src = open(inFormat, st)) {
             Sink sink;
             try {
                 sink = Sinks.file(out, outFormat, npz.compress, dequantizing.dequantize, st, null, this::warn);
@@ -185,19 +185,12 @@ final class ConvertCommand implements Callable<Integer> {
         }
     }
 
-    private Source open(Format inFormat, Safetensors.Options st, PrintWriter err, boolean terminal) throws CliException {
-        long size;
-        try {
-            size = Files.size(in);
-        } catch (IOException e) {
-            throw Errors.reading(e);
-        }
-        // Foreign files are read into memory (or mapped) first; the bar is only a guide there.
+    private Source open(Format inFormat, Safetensors.Options st) throws CliException {
         if (densify && inFormat == Format.NPZ && dev.hurray.formats.ScipySparse.isSparseNpz(in)) {
             return SparseConvert.source(in);
         }
-        try (Progress p = Progress.start(err, "reading", inFormat == Format.TFJS ? 0 : size, common.quiet, terminal)) {
-            return Inputs.open(in, inFormat, dequantizing.dequantize, st, p);
-        }
+        // Opening reads headers only: foreign payloads are read one tensor at a time as they are
+        // written, so the "writing" bar is the whole progress.
+        return Inputs.open(in, inFormat, dequantizing.dequantize, st, null);
     }
 }

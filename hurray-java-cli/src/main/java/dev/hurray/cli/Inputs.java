@@ -54,7 +54,7 @@ final class Inputs {
      * Opens {@code in} as a {@link Source} of {@code format}.
      *
      * @param dequantize tfjs: compute values instead of keeping quantization
-     * @param progress byte counts while a foreign file is read into memory, or null
+     * @param progress npz and tfjs: byte counts as payloads are read (on first use), or null
      * @throws CliException {@link ExitCode#BAD_INPUT} for malformed content,
      *     {@link ExitCode#IO_ERROR} when the file cannot be read
      */
@@ -96,7 +96,7 @@ final class Inputs {
         return new StreamSource(reader); // closes the reader, and so the channel, if it fails
     }
 
-    /** Reads a foreign file whole ({@code verify}). */
+    /** Opens a foreign file ({@code verify} then reads each payload in turn). */
     static ForeignModel readForeign(Path in, Format format, boolean dequantize, LongConsumer progress)
             throws CliException {
         try {

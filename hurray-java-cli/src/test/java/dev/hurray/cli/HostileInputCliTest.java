@@ -88,6 +88,25 @@ class HostileInputCliTest {
     }
 
     @Test
+    void aRankOver32IsRefusedAlikeByInspectVerifyAndConvert() throws IOException {
+        String ones = String.join(",", java.util.Collections.nCopies(33, "1"));
+        byte[] h = ("{\"a\":{\"dtype\":\"F32\",\"shape\":[" + ones + "],\"data_offsets\":[0,4]}}")
+                .getBytes(StandardCharsets.UTF_8);
+        ByteArrayOutputStream f = new ByteArrayOutputStream();
+        f.write(le(8, h.length));
+        f.write(h);
+        f.write(new byte[4]);
+        Path p = dir.resolve("rank33.safetensors");
+        Files.write(p, f.toByteArray());
+        String why = "rank 33 exceeds 32";
+        CliTest.run("inspect", p.toString()).assertError(ExitCode.BAD_INPUT, why);
+        CliTest.run("convert", p.toString(), dir.resolve("o.hrry").toString()).assertError(ExitCode.BAD_INPUT, why);
+        CliTest.Result v = CliTest.run("verify", p.toString());
+        assertTrue(v.code() == ExitCode.VERIFY_FAILED && v.err().contains(why), v.err());
+        assertFalse(Files.exists(dir.resolve("o.hrry")));
+    }
+
+    @Test
     void aNameWithNulIsRefusedAlikeByInspectVerifyAndConvert() throws IOException {
         String header = "{\"a\\u0000b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
         byte[] h = header.getBytes(StandardCharsets.UTF_8);

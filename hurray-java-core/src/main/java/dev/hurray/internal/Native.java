@@ -53,22 +53,21 @@ public final class Native {
     static final long SCRATCH_BYTES = SCRATCH_LAYOUT.byteSize();
     /** Bytes of {@code slots}, at offset 0. */
     static final long SLOTS_BYTES = 64;
+    // The offsets are written out rather than derived with layout paths, which would load and
+    // link the JDK's layout-path machinery on a fresh JVM's first call (ScratchPoolTest checks
+    // them against SCRATCH_LAYOUT).
     /** Offset of {@code options} in {@link #SCRATCH_LAYOUT}. */
-    static final long OPTIONS_OFFSET = offsetOf("options");
+    static final long OPTIONS_OFFSET = SLOTS_BYTES;
     /** Offset of {@code fields}. */
-    static final long FIELDS_OFFSET = offsetOf("fields");
+    static final long FIELDS_OFFSET = 128;
     /** Offset of {@code pointers}, room for 64 data pointers. */
-    static final long POINTERS_OFFSET = offsetOf("pointers");
+    static final long POINTERS_OFFSET = 256;
     /** Offset of {@code name}, 256 bytes. */
-    static final long NAME_OFFSET = offsetOf("name");
+    static final long NAME_OFFSET = POINTERS_OFFSET + 64 * 8;
     /** Bytes of {@code name}. */
     static final int NAME_BYTES = 256;
     /** Offset of {@code text}, where the last-error message buffer starts (to the end of the area). */
-    static final long TEXT_OFFSET = offsetOf("text");
-
-    private static long offsetOf(String part) {
-        return SCRATCH_LAYOUT.byteOffset(MemoryLayout.PathElement.groupElement(part));
-    }
+    static final long TEXT_OFFSET = NAME_OFFSET + NAME_BYTES;
 
     /** The {@code fields} part of scratch area {@code area}: one {@code HurrayDescriptorFields}. */
     static MemorySegment fieldsIn(MemorySegment area) {

@@ -75,6 +75,15 @@ class ScratchPoolTest {
     void theLayoutHoldsEveryPartAtItsOffset() {
         assertEquals(4096, Native.SCRATCH_BYTES);
         assertEquals(64, Native.SLOTS_BYTES);
+        // The written-out offsets are the layout's own.
+        String[] parts = {"options", "fields", "pointers", "name", "text"};
+        long[] offsets = {Native.OPTIONS_OFFSET, Native.FIELDS_OFFSET, Native.POINTERS_OFFSET, Native.NAME_OFFSET,
+            Native.TEXT_OFFSET};
+        for (int i = 0; i < parts.length; i++) {
+            assertEquals(Native.SCRATCH_LAYOUT.byteOffset(java.lang.foreign.MemoryLayout.PathElement.groupElement(parts[i])),
+                    offsets[i], parts[i]);
+        }
+        assertEquals(Native.NAME_BYTES, Native.TEXT_OFFSET - Native.NAME_OFFSET);
         assertEquals(Native.SLOTS_BYTES, Native.OPTIONS_OFFSET);
         assertTrue(Native.OPTIONS_OFFSET + HurrayFileReaderOptions.sizeof() <= Native.FIELDS_OFFSET);
         // The structs the descriptor accessors write into the slots fit there.

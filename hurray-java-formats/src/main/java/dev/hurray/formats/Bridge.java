@@ -51,8 +51,8 @@ final class Bridge {
                     .quantization(t.quantization().orElse(null))
                     .name(t.name())
                     .buffer(BufferSpec.cpu(t.byteSize()));
-            for (MemorySegment s : t.scaleBuffers()) {
-                b.buffer(BufferSpec.cpu(s.byteSize()));
+            for (long s : t.scaleBufferSizes()) {
+                b.buffer(BufferSpec.cpu(s));
             }
             return b.build();
         } catch (IllegalArgumentException e) {

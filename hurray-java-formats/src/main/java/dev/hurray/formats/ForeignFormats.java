@@ -11,8 +11,9 @@ public final class ForeignFormats {
     }
 
     /**
-     * Reads {@code file} in the foreign format its content (or, when that does not tell, its
-     * name) shows ({@link Format#detect}), with the defaults: tfjs quantization kept, MX scale
+     * Opens {@code file} in the foreign format its content (or, when that does not tell, its
+     * name) shows ({@link Format#detect}): its header is read and checked now, each payload when
+     * its tensor is first used ({@link ForeignTensor}, §Lazy payloads). With the defaults: tfjs quantization kept, MX scale
      * pairing for safetensors, no progress callback. The common call; the other overloads name
      * the format and options.
      *
@@ -30,7 +31,8 @@ public final class ForeignFormats {
      * Reads {@code file} as {@code format}.
      *
      * @param dequantize tfjs only: compute dequantized values instead of keeping quantization
-     * @param progress   byte-count callback, or {@code null}
+     * @param progress   npz and tfjs: called with byte counts as a payload is read (when its
+     *                   tensor is first used, on the thread that uses it), or {@code null}
      * @throws IllegalArgumentException for a non-foreign format (Hurray's own are not read here)
      */
     public static ForeignModel read(Path file, Format format, boolean dequantize, LongConsumer progress)
@@ -43,7 +45,7 @@ public final class ForeignFormats {
      * as {@code safetensors} says ({@link Safetensors.Options}).
      *
      * @param dequantize tfjs only: compute dequantized values instead of keeping quantization
-     * @param progress   byte-count callback, or {@code null}
+     * @param progress   as {@link #read(Path, Format, boolean, LongConsumer)}
      * @throws IllegalArgumentException for a non-foreign format (Hurray's own are not read here)
      */
     public static ForeignModel read(Path file, Format format, boolean dequantize, Safetensors.Options safetensors,

@@ -5,6 +5,7 @@ import dev.hurray.Layout;
 import dev.hurray.Quantization;
 import dev.hurray.Tensor;
 import dev.hurray.TensorDescriptor;
+import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
@@ -20,11 +21,26 @@ import java.util.Optional;
  * quantization)} bytes of the stored values, little-endian, dense, in {@link #layout()} order:
  * {@code dtype.byteSizeOf(elementCount())}, except for the GGUF block kinds
  * ({@link Quantization.Block}), whose one buffer holds llama.cpp's interleaved blocks. Its size is a
- * {@code long}: payloads over 2 GiB are fine. The readers of this module allocate it 64-byte aligned
- * and read the file's bytes into it (never a mapping, which a file shortened by another process
- * would turn into SIGBUS). It is owned
- * by the {@link ForeignModel}'s arena: it stays valid until that model is closed, and touching it
- * afterwards throws {@link IllegalStateException}.
+ * {@code long}: payloads over 2 GiB are fine.
+ *
+ * <p><b>Lazy payloads.</b> A tensor the readers of this module return holds no payload when it
+ * is opened: the first {@link #data()}, {@link #scaleBuffers()}, {@link #load()} or
+ * {@link #toTensor(Arena)} reads it from the file with positional reads (chunks of at most
+ * 1 MiB; never a mapping, which a file shortened by another process would turn into SIGBUS) into
+ * 64-byte aligned native memory owned by this tensor, in a shared arena so that any thread may
+ * read it. {@link #release()} frees that memory (segments handed out before throw
+ * {@link IllegalStateException} from then on; the next use reads the file again);
+ * {@link #isLoaded()} and {@link #residentBytes()} tell whether it is in memory. Everything
+ * else ({@link #byteSize()}, {@link #descriptor()}, the shape and type) is known without reading
+ * the payload. A tensor built from segments (the public constructors, {@link #of(Tensor)}) is
+ * always loaded: its memory is owned by whoever made the segments, and {@link #release()} does
+ * nothing. Closing the {@link ForeignModel} releases every payload it read; a lazy tensor of a
+ * closed model throws {@link IllegalStateException} when its payload is asked for.
+ *
+ * <p><b>Errors.</b> Reading a payload can fail: the file was shortened after it was opened (a
+ * {@link ForeignFormatException} naming the file, its size now, the bytes its data needs and
+ * its size when opened), an npz member is corrupt or inflates past its declared size, or the
+ * read fails ({@link IOException}). A failed read leaves the tensor unloaded.
  *
  * <p><b>Hurray types.</b> The element type, the layout kind (row- or column-major only) and the
  * quantization are Hurray's own ({@link ElementType}, {@link Layout.Kind}, {@link Quantization}).
@@ -36,18 +52,49 @@ import java.util.Optional;
  * <p><b>Quantization.</b> When present, {@link #dtype()} is the <em>stored</em> type and
  * {@link Quantization#dequantized()} the logical one (e.g. uint8 stored, float32 logical).
  *
- * <p>Instances are immutable (the shape is copied in and out) and may be shared between
- * threads; the payload's thread rules are those of the owning model's arena (shared).
+ * <p><b>Threads.</b> The name, type, shape and sizes are immutable (the shape is copied in
+ * and out). Loading and releasing are synchronized on the tensor, so concurrent first uses read
+ * the file once; a payload may be read from any thread while it is loaded. Releasing it while
+ * another thread reads it fails that read with {@link IllegalStateException}, never the JVM.
  */
 public final class ForeignTensor {
+    /**
+     * The largest rank a foreign tensor may have: Hurray's ({@link dev.hurray.Shape#MAX_RANK}),
+     * so every tensor a reader accepts can be converted. The readers refuse a larger rank with a
+     * {@link ForeignFormatException} when the file is opened; a tensor built in memory may have
+     * one (a writer may take it), but {@link #descriptor()} refuses it.
+     */
+    public static final int MAX_RANK = dev.hurray.Shape.MAX_RANK;
+
     private final String name;
     private final ElementType dtype;
     private final long[] shape;
     private final Layout.Kind layout;
-    private final MemorySegment data;
     private final Quantization quantization;
-    private final List<MemorySegment> scaleBuffers;
     private final long sourceOffset;
+    private final long byteSize;
+    private final long[] scaleSizes;
+    /** Reads a lazy tensor's payload; {@code null} for a tensor built from segments. */
+    private final Loader loader;
+    /** The payload (buffer 0, then the scale buffers) while in memory; always set without a loader. */
+    private volatile Payload payload;
+    private boolean modelClosed; // guarded by this
+    /** Bytes of this tensor's payload read for one use only ({@link #readOnce}), while that use runs. */
+    private final java.util.concurrent.atomic.AtomicLong inUse = new java.util.concurrent.atomic.AtomicLong();
+
+    /** The payload segments of a tensor and the arena that owns them ({@code null}: owned elsewhere). */
+    private record Payload(MemorySegment data, List<MemorySegment> scales, Arena arena) {
+    }
+
+    /**
+     * How a reader of this package fills a lazy tensor's payload: {@code buffers} are buffer 0
+     * and then the scale buffers, allocated at their sizes (zeroed, 64-byte aligned); the loader
+     * fills every byte or throws.
+     */
+    @FunctionalInterface
+    interface Loader {
+        void load(MemorySegment[] buffers) throws IOException;
+    }
 
     /**
      * @param name         tensor name, non-empty
@@ -55,7 +102,8 @@ public final class ForeignTensor {
      * @param shape        dimensions, each {@code >= 0}; empty for a scalar (rank 0)
      * @param layout       element order of {@code data}
      * @param data         payload, exactly {@link #payloadSize payloadSize(dtype, shape, quantization)}
-     *                     bytes
+     *                     bytes; its owner keeps it valid while the tensor is used (the tensor
+     *                     is always {@link #isLoaded() loaded} and never frees it)
      * @param quantization how stored values map to logical ones, or {@code null}
      * @param sourceOffset byte offset of the payload in the source file, or {@code -1} when it
      *                     has none (compressed, computed, or built in memory)
@@ -83,17 +131,42 @@ public final class ForeignTensor {
      */
     public ForeignTensor(String name, ElementType dtype, long[] shape, Layout.Kind layout, MemorySegment data,
                          Quantization quantization, List<MemorySegment> scaleBuffers, long sourceOffset) {
-        this.scaleBuffers = List.copyOf(Objects.requireNonNull(scaleBuffers, "scaleBuffers"));
-        if (!this.scaleBuffers.isEmpty() && quantization == null) {
+        this(name, dtype, shape, layout, quantization, sizes(scaleBuffers), sourceOffset, null,
+                new Payload(Objects.requireNonNull(data, "data"), List.copyOf(scaleBuffers), null));
+        if (data.byteSize() != byteSize) {
+            throw new IllegalArgumentException("tensor '" + name + "': payload is " + data.byteSize()
+                    + " bytes, " + dtype + Arrays.toString(shape)
+                    + (quantization instanceof Quantization.Block b ? " in " + b.kindName() + " blocks" : "")
+                    + " needs " + byteSize);
+        }
+    }
+
+    /**
+     * A tensor whose payload {@code loader} reads on first use (the readers of this package).
+     *
+     * @param scaleSizes the byte sizes of the scale buffers (buffers 1, 2, …)
+     * @throws IllegalArgumentException as the public constructors
+     */
+    static ForeignTensor lazy(String name, ElementType dtype, long[] shape, Layout.Kind layout,
+                              Quantization quantization, long[] scaleSizes, long sourceOffset, Loader loader) {
+        return new ForeignTensor(name, dtype, shape, layout, quantization, scaleSizes.clone(), sourceOffset,
+                Objects.requireNonNull(loader, "loader"), null);
+    }
+
+    private ForeignTensor(String name, ElementType dtype, long[] shape, Layout.Kind layout, Quantization quantization,
+                          long[] scaleSizes, long sourceOffset, Loader loader, Payload payload) {
+        if (scaleSizes.length > 0 && quantization == null) {
             throw new IllegalArgumentException("tensor '" + name + "': scale buffers without a quantization");
         }
         this.name = Objects.requireNonNull(name, "name");
         this.dtype = Objects.requireNonNull(dtype, "dtype");
         this.shape = Objects.requireNonNull(shape, "shape").clone();
         this.layout = Objects.requireNonNull(layout, "layout");
-        this.data = Objects.requireNonNull(data, "data");
         this.quantization = quantization;
         this.sourceOffset = sourceOffset;
+        this.scaleSizes = scaleSizes;
+        this.loader = loader;
+        this.payload = payload;
         if (layout == Layout.Kind.STRIDED) {
             throw new IllegalArgumentException("tensor '" + name + "': foreign formats hold row- or column-major data only");
         }
@@ -107,21 +180,22 @@ public final class ForeignTensor {
         } catch (dev.hurray.HurrayException e) {
             throw new IllegalArgumentException("tensor name \"" + printable(name) + "\": " + e.nativeMessage());
         }
-        long bytes;
         try {
-            bytes = payloadSize(dtype, this.shape, quantization);
+            byteSize = payloadSize(dtype, this.shape, quantization);
         } catch (ArithmeticException e) {
             throw new IllegalArgumentException("tensor '" + name + "': size of shape "
                     + Arrays.toString(shape) + " overflows");
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException("tensor '" + name + "': " + e.getMessage());
         }
-        if (data.byteSize() != bytes) {
-            throw new IllegalArgumentException("tensor '" + name + "': payload is " + data.byteSize()
-                    + " bytes, " + dtype + Arrays.toString(shape)
-                    + (quantization instanceof Quantization.Block b ? " in " + b.kindName() + " blocks" : "")
-                    + " needs " + bytes);
+    }
+
+    private static long[] sizes(List<MemorySegment> segments) {
+        long[] out = new long[Objects.requireNonNull(segments, "scaleBuffers").size()];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = Objects.requireNonNull(segments.get(i), "scale buffer").byteSize();
         }
+        return out;
     }
 
     /**
@@ -193,22 +267,191 @@ public final class ForeignTensor {
         return layout;
     }
 
-    /** The payload; see the class documentation for ownership and byte order. */
-    public MemorySegment data() {
-        return data;
+    /**
+     * The payload, read from the file first when this tensor is lazy and not loaded; see the
+     * class documentation for ownership, byte order and threads.
+     *
+     * @throws ForeignFormatException if the file changed since it was opened (shortened, or an
+     *     npz member corrupt or inflating past its declared size), naming the file
+     * @throws IOException if reading the file fails
+     * @throws IllegalStateException if this tensor's model is closed
+     */
+    public MemorySegment data() throws IOException {
+        return payload().data();
     }
 
     /**
      * The quantization's further buffers (buffer-table entries 1, 2, …), empty for a plain
-     * tensor or a single-buffer quantization. Owned like {@link #data()}.
+     * tensor or a single-buffer quantization; loaded and owned like {@link #data()}.
+     *
+     * @throws IOException as {@link #data()}
      */
-    public List<MemorySegment> scaleBuffers() {
-        return scaleBuffers;
+    public List<MemorySegment> scaleBuffers() throws IOException {
+        return payload().scales();
     }
 
-    /** Payload size in bytes ({@link #data()} only, not the {@link #scaleBuffers()}). */
+    /** The byte sizes of the {@link #scaleBuffers()}, known without reading them. */
+    public long[] scaleBufferSizes() {
+        return scaleSizes.clone();
+    }
+
+    /** Payload size in bytes ({@link #data()} only, not the {@link #scaleBuffers()}); reads nothing. */
     public long byteSize() {
-        return data.byteSize();
+        return byteSize;
+    }
+
+    /** {@link #byteSize()} plus the scale buffers' sizes. */
+    public long totalBytes() {
+        long n = byteSize;
+        for (long s : scaleSizes) {
+            n += s;
+        }
+        return n;
+    }
+
+    /**
+     * Whether the payload is in memory: always for a tensor built from segments; for a lazy
+     * one, from its first use until {@link #release()}.
+     */
+    public boolean isLoaded() {
+        return payload != null;
+    }
+
+    /**
+     * Payload bytes of this tensor in memory now: {@link #totalBytes()} when it is
+     * {@link #isLoaded() loaded}, plus what {@link ForeignModel#forEachTensor} and the writers of
+     * this module have read for the tensor they are writing; else 0.
+     */
+    public long residentBytes() {
+        return (payload != null ? totalBytes() : 0) + inUse.get();
+    }
+
+    /**
+     * Reads the payload now if this tensor is lazy and not loaded; otherwise does nothing.
+     *
+     * @throws IOException as {@link #data()}
+     */
+    public void load() throws IOException {
+        payload();
+    }
+
+    /**
+     * Frees a lazy tensor's payload memory: segments from {@link #data()}, {@link #scaleBuffers()}
+     * and tensors from {@link #toTensor(Arena)} throw {@link IllegalStateException} when touched
+     * afterwards, and the next use reads the file again. Does nothing for a tensor built from
+     * segments (their owner frees them) or one not loaded.
+     *
+     * @throws IllegalStateException if another thread is passing the payload to a native call
+     *     right now (the payload then stays loaded)
+     */
+    public synchronized void release() {
+        Payload p = payload;
+        if (loader == null || p == null) {
+            return;
+        }
+        if (p.arena() != null) {
+            p.arena().close();
+        }
+        payload = null;
+    }
+
+    /**
+     * Runs {@code body} on the payload: this tensor's own when it is loaded, else one read for
+     * this use into a confined arena freed when {@code body} returns (the tensor stays unloaded;
+     * {@link #residentBytes()} counts the bytes meanwhile). Writing a model this way holds one
+     * payload at a time, and a confined arena costs far less to free than a shared one, which
+     * matters for models of many small tensors.
+     */
+    void withPayload(PayloadBody body) throws IOException {
+        Payload p = payload;
+        if (p != null) {
+            body.accept(p.data(), p.scales());
+            return;
+        }
+        try (Arena once = Arena.ofConfined()) {
+            MemorySegment[] bufs = readOnce(once);
+            try {
+                body.accept(bufs[0], List.of(bufs).subList(1, bufs.length));
+            } finally {
+                inUse.addAndGet(-totalBytes());
+            }
+        }
+    }
+
+    /** {@link #withPayload} for buffer 0 alone. */
+    void withData(DataBody body) throws IOException {
+        withPayload((data, scales) -> body.accept(data));
+    }
+
+    /** Reads the payload into {@code arena} without loading this tensor; counts it in {@link #inUse}. */
+    private MemorySegment[] readOnce(Arena arena) throws IOException {
+        synchronized (this) {
+            if (modelClosed) {
+                throw new IllegalStateException("tensor '" + printable(name) + "': its model is closed");
+            }
+        }
+        MemorySegment[] bufs = new MemorySegment[1 + scaleSizes.length];
+        bufs[0] = Payloads.allocate(arena, byteSize);
+        for (int i = 0; i < scaleSizes.length; i++) {
+            bufs[i + 1] = Payloads.allocate(arena, scaleSizes[i]);
+        }
+        inUse.addAndGet(totalBytes());
+        try {
+            loader.load(bufs);
+        } catch (Throwable t) {
+            inUse.addAndGet(-totalBytes());
+            throw t;
+        }
+        return bufs;
+    }
+
+    /** What {@link #withPayload} runs: buffer 0 and the scale buffers. */
+    @FunctionalInterface
+    interface PayloadBody {
+        void accept(MemorySegment data, List<MemorySegment> scales) throws IOException;
+    }
+
+    /** What {@link #withData} runs. */
+    @FunctionalInterface
+    interface DataBody {
+        void accept(MemorySegment data) throws IOException;
+    }
+
+    /** Called by the owning model's close: releases the payload and refuses to read it again. */
+    synchronized void closeFromModel() {
+        release();
+        if (loader != null) {
+            modelClosed = true;
+        }
+    }
+
+    private Payload payload() throws IOException {
+        Payload p = payload;
+        return p != null ? p : loadNow();
+    }
+
+    private synchronized Payload loadNow() throws IOException {
+        if (payload != null) {
+            return payload;
+        }
+        if (modelClosed) {
+            throw new IllegalStateException("tensor '" + printable(name) + "': its model is closed");
+        }
+        Arena arena = Arena.ofShared();
+        try {
+            MemorySegment[] bufs = new MemorySegment[1 + scaleSizes.length];
+            bufs[0] = Payloads.allocate(arena, byteSize);
+            for (int i = 0; i < scaleSizes.length; i++) {
+                bufs[i + 1] = Payloads.allocate(arena, scaleSizes[i]);
+            }
+            loader.load(bufs);
+            Payload p = new Payload(bufs[0], List.of(bufs).subList(1, bufs.length), arena);
+            payload = p;
+            return p;
+        } catch (Throwable t) {
+            arena.close();
+            throw t;
+        }
     }
 
     public Optional<Quantization> quantization() {
@@ -234,24 +477,34 @@ public final class ForeignTensor {
     }
 
     /**
-     * This tensor as a Hurray {@link Tensor}. Zero copy when the payload is native memory at a
-     * 64-byte aligned address (every payload this module's readers make is); otherwise the payload is copied
+     * This tensor as a Hurray {@link Tensor}, its payload read first when it is lazy and not
+     * loaded ({@link #load()}). Zero copy when the payload is native memory at a 64-byte aligned
+     * address (every payload this module's readers make is); otherwise the payload is copied
      * into memory allocated from {@code scratch}.
      *
-     * <p>Ownership: the tensor borrows its memory from this tensor's model (or from
-     * {@code scratch}); close it before the model or {@code scratch}, and do not use it after
-     * either is closed. Closing the returned tensor frees nothing.
+     * <p>Ownership: the tensor borrows its memory from this tensor (or from {@code scratch});
+     * close it before {@link #release()}, the model's close or {@code scratch}'s, and do not
+     * use it after any of them. Closing the returned tensor frees nothing.
      *
      * @param scratch arena for the aligned copy when one is needed
-     * @throws ForeignFormatException as for {@link #descriptor()}
+     * @throws ForeignFormatException as for {@link #descriptor()}, or when the file changed since
+     *     it was opened (see {@link #data()})
+     * @throws IOException as {@link #data()}
      */
-    public Tensor toTensor(Arena scratch) throws ForeignFormatException {
-        MemorySegment[] bufs = new MemorySegment[1 + scaleBuffers.size()];
+    public Tensor toTensor(Arena scratch) throws IOException {
+        TensorDescriptor d = descriptor();
+        Payload p = payload();
+        return wrap(d, p.data(), p.scales(), scratch);
+    }
+
+    /** A Hurray tensor of {@code d} over these buffers, copied aligned into {@code scratch} where they are not. */
+    static Tensor wrap(TensorDescriptor d, MemorySegment data, List<MemorySegment> scales, Arena scratch) {
+        MemorySegment[] bufs = new MemorySegment[1 + scales.size()];
         bufs[0] = Bridge.aligned(data, scratch);
-        for (int i = 0; i < scaleBuffers.size(); i++) {
-            bufs[i + 1] = Bridge.aligned(scaleBuffers.get(i), scratch);
+        for (int i = 0; i < scales.size(); i++) {
+            bufs[i + 1] = Bridge.aligned(scales.get(i), scratch);
         }
-        return Tensor.wrap(descriptor(), bufs);
+        return Tensor.wrap(d, bufs);
     }
 
     /**

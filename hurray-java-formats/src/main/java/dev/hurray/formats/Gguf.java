@@ -374,7 +374,9 @@ public final class Gguf {
     }
 
     /**
-     * Reads a GGUF file as a model: the tensors (each read into native memory) and the
+     * Opens a GGUF file as a model: the tensors (each read into native memory owned by the tensor
+     * when it is first used, {@link ForeignTensor} §Lazy payloads; the model keeps the file open
+     * until it is closed) and the
      * metadata as text plus type records, as hurray-java-formats/README.md §GGUF metadata and
      * round trip describes.
      *
@@ -383,9 +385,10 @@ public final class Gguf {
      */
     public static ForeignModel read(Path file) throws IOException {
         String what = file.toString();
-        Arena arena = Arena.ofShared();
-        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
-            Header h = readHeader(ch, ch.size(), what);
+        FileChannel ch = FileChannel.open(file, StandardOpenOption.READ);
+        try {
+            long size = ch.size();
+            Header h = readHeader(ch, size, what);
             Map<String, String> meta = new LinkedHashMap<>();
             StringBuilder order = new StringBuilder("[");
             for (Map.Entry<String, Value> e : h.metadata().entrySet()) {
@@ -410,7 +413,7 @@ public final class Gguf {
             meta.put(VERSION_KEY, Integer.toString(h.version()));
             List<ForeignTensor> tensors = new ArrayList<>();
             for (TensorInfo t : h.tensors()) {
-                MemorySegment data = Payloads.readAt(ch, h.dataOffset() + t.offset(), t.bytes(), arena, what);
+                long at = h.dataOffset() + t.offset();
                 long[] shape = t.shape();
                 ElementType et = t.type().elementType();
                 Quantization q = null;
@@ -423,19 +426,20 @@ public final class Gguf {
                     et = ElementType.UINT8;
                 }
                 try {
-                    tensors.add(new ForeignTensor(t.name(), et, shape, Layout.Kind.ROW_MAJOR, data, q,
-                            h.dataOffset() + t.offset()));
+                    // Read on first use with positional reads: a file shortened meanwhile is an error, not SIGBUS.
+                    tensors.add(ForeignTensor.lazy(t.name(), et, shape, Layout.Kind.ROW_MAJOR, q, new long[0], at,
+                            bufs -> Payloads.readAt(ch, at, bufs[0], what, size)));
                 } catch (IllegalArgumentException e) {
                     throw new ForeignFormatException(what + ": " + e.getMessage());
                 }
             }
             try {
-                return new ForeignModel(tensors, meta, arena);
+                return new ForeignModel(tensors, meta, null, List.of(ch));
             } catch (IllegalArgumentException dup) {
                 throw new ForeignFormatException(what + ": " + dup.getMessage());
             }
         } catch (Throwable t) {
-            arena.close();
+            ch.close();
             throw t;
         }
     }
@@ -523,7 +527,7 @@ public final class Gguf {
                     out.write(hb);
                 }
                 for (ForeignTensor t : ts) {
-                    Payloads.writeFully(t.data(), out, progress);
+                    t.withData(data -> Payloads.writeFully(data, out, progress));
                     zeros.clear().limit(padding(t.byteSize(), al));
                     while (zeros.hasRemaining()) {
                         out.write(zeros);
@@ -777,7 +781,8 @@ public final class Gguf {
             }
             int rank = c.u32("rank of " + name);
             if (rank < 0 || rank > MAX_RANK) {
-                throw new ForeignFormatException(what + ": tensor '" + name + "' has rank " + Integer.toUnsignedString(rank));
+                throw new ForeignFormatException(what + ": tensor '" + name + "' has rank " + Integer.toUnsignedString(rank)
+                        + ", more than " + MAX_RANK + ", the most a Hurray tensor has");
             }
             long[] dims = new long[rank];
             long count = 1;

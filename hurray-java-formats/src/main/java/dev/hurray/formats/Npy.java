@@ -49,7 +49,7 @@ import java.util.function.LongConsumer;
 public final class Npy {
     /** Largest header accepted, in bytes (NumPy's own writer never needs more than a few hundred). */
     public static final int MAX_HEADER_BYTES = 65536;
-    private static final int MAX_RANK = 64;
+    private static final int MAX_RANK = ForeignTensor.MAX_RANK;
     private static final byte[] MAGIC = {(byte) 0x93, 'N', 'U', 'M', 'P', 'Y'};
     private static final int ALIGN = 64;
     private static final int GROWTH_AXIS_MAX_DIGITS = 21;
@@ -143,7 +143,8 @@ public final class Npy {
             throw new ForeignFormatException(what + ": npy shape is not a tuple");
         }
         if (st.items().size() > MAX_RANK) {
-            throw new ForeignFormatException(what + ": npy rank " + st.items().size() + " exceeds " + MAX_RANK);
+            throw new ForeignFormatException(what + ": npy rank " + st.items().size() + " exceeds " + MAX_RANK
+                    + ", the most a Hurray tensor has");
         }
         long[] shape = new long[st.items().size()];
         for (int i = 0; i < shape.length; i++) {
@@ -210,42 +211,38 @@ public final class Npy {
     }
 
     /**
-     * Reads an npy file. The payload is read ({@link Payloads#readAt}: 64-byte aligned, and a
-     * file shortened meanwhile is an error, never a crash) into native memory owned by the
-     * returned model; big-endian payloads are then byte-swapped. The tensor is named {@code name}.
+     * Opens an npy file: the header is read and checked now, the payload on first use
+     * ({@link ForeignTensor}, §Lazy payloads: positional reads into 64-byte aligned native memory
+     * owned by the tensor; a file shortened meanwhile is an error, never a crash); big-endian
+     * payloads are byte-swapped as they are read. The returned model keeps the file open until it
+     * is closed. The tensor is named {@code name}.
      *
      * @throws ForeignFormatException on an invalid or unsupported file, or a size mismatch
      */
     public static ForeignModel read(Path file, String name) throws IOException {
-        Arena arena = Arena.ofShared();
+        String what = file.toString();
+        FileChannel ch = FileChannel.open(file, StandardOpenOption.READ);
         try {
-            String what = file.toString();
-            try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
-                long size = ch.size();
-                Header h = readHeader(Channels.newInputStream(ch), what);
-                long need = h.payloadBytes();
-                long have = size - h.headerBytes();
-                if (have != need) {
-                    throw new ForeignFormatException(what + ": npy " + h.descr() + Arrays.toString(h.shape()) + " needs "
-                            + need + " data bytes, the file has " + have + (have < need ? " (truncated)" : " (trailing bytes)"));
-                }
-                MemorySegment data;
-                if (need == 0) {
-                    data = Payloads.allocate(arena, 0);
-                } else {
-                    // Positional reads, not a mapping: a file shortened meanwhile is an error, not SIGBUS.
-                    data = Payloads.readAt(ch, h.headerBytes(), need, arena, what);
-                    if (h.bigEndian()) {
-                        Payloads.swapInPlace(data, Payloads.swapUnit(h.dtype()));
-                    }
-                }
-                ForeignTensor t = new ForeignTensor(name, h.dtype(), h.shape(),
-                        h.fortran() ? Layout.Kind.COLUMN_MAJOR : Layout.Kind.ROW_MAJOR, data, null,
-                        h.bigEndian() ? -1 : h.headerBytes());
-                return new ForeignModel(List.of(t), Map.of(), arena);
+            long size = ch.size();
+            Header h = readHeader(Channels.newInputStream(ch), what);
+            long need = h.payloadBytes();
+            long have = size - h.headerBytes();
+            if (have != need) {
+                throw new ForeignFormatException(what + ": npy " + h.descr() + Arrays.toString(h.shape()) + " needs "
+                        + need + " data bytes, the file has " + have + (have < need ? " (truncated)" : " (trailing bytes)"));
             }
+            ForeignTensor t = ForeignTensor.lazy(name, h.dtype(), h.shape(),
+                    h.fortran() ? Layout.Kind.COLUMN_MAJOR : Layout.Kind.ROW_MAJOR, null, new long[0],
+                    h.bigEndian() ? -1 : h.headerBytes(), bufs -> {
+                        // Positional reads, not a mapping: a file shortened meanwhile is an error, not SIGBUS.
+                        Payloads.readAt(ch, h.headerBytes(), bufs[0], what, size);
+                        if (h.bigEndian()) {
+                            Payloads.swapInPlace(bufs[0], Payloads.swapUnit(h.dtype()));
+                        }
+                    });
+            return new ForeignModel(List.of(t), Map.of(), null, List.of(ch));
         } catch (Throwable t) {
-            arena.close();
+            ch.close();
             throw t;
         }
     }
@@ -257,18 +254,31 @@ public final class Npy {
     static MemorySegment readData(InputStream in, Header h, Arena arena, String what, LongConsumer progress)
             throws IOException {
         MemorySegment data = Payloads.allocate(arena, h.payloadBytes());
+        readData(in, h, data, what, progress);
+        return data;
+    }
+
+    /**
+     * Fills {@code data} ({@code h.payloadBytes()} bytes) from {@code in}, positioned after the
+     * header, byte-swapping big-endian data. Reads at most one byte past the declared array: a
+     * stream that goes on (an npz member inflating past its declared size) is refused there,
+     * without inflating the rest.
+     */
+    static void readData(InputStream in, Header h, MemorySegment data, String what, LongConsumer progress)
+            throws IOException {
         try {
             Payloads.readFully(in, data, progress);
         } catch (EOFException e) {
             throw new ForeignFormatException(what + ": truncated npy data: " + e.getMessage());
         }
         if (in.read() >= 0) {
-            throw new ForeignFormatException(what + ": trailing bytes after the npy data");
+            throw new ForeignFormatException(what + ": holds more bytes than the " + h.payloadBytes()
+                    + " its npy header declares for " + h.descr() + Arrays.toString(h.shape())
+                    + " (refused without reading the rest)");
         }
         if (h.bigEndian()) {
             Payloads.swapInPlace(data, Payloads.swapUnit(h.dtype()));
         }
-        return data;
     }
 
     /** The npy descr NumPy writes for {@code t} ({@code <f4}, {@code |b1}), or {@code null} if none. */
@@ -372,7 +382,7 @@ public final class Npy {
             while (hb.hasRemaining()) {
                 out.write(hb);
             }
-            Payloads.writeFully(t.data(), out, progress);
+            t.withData(data -> Payloads.writeFully(data, out, progress));
         });
     }
 }

@@ -32,9 +32,12 @@ import java.util.zip.ZipOutputStream;
  * entry without {@code .npy}. Before any payload is allocated, its size (from the npy header)
  * is checked against the entry's declared uncompressed size and, for deflated entries, against
  * what its compressed size can expand to (deflate cannot exceed about 1032:1), so a small
- * hostile archive cannot make the reader allocate gigabytes. Payloads are inflated into
- * 64-byte aligned memory owned by the returned model; the zip's CRC is verified as each entry
- * is read to its end.
+ * hostile archive cannot make the reader allocate gigabytes. Opening inflates only each
+ * member's npy header; a payload is inflated when its tensor is first used ({@link ForeignTensor},
+ * §Lazy payloads) into 64-byte aligned memory owned by that tensor, and the zip's CRC is verified
+ * as the member is read to its end. A member is never inflated past the array its header declares:
+ * one byte more is refused there, however far the member would go on. The model keeps the archive
+ * open until it is closed.
  *
  * <p><b>Limits.</b> Deflate really can expand about 1000:1, so a 10 MB archive of zeros can hold
  * 10 GB. The payload bytes of an archive's deflated entries are therefore bounded by a limit,
@@ -105,10 +108,12 @@ public final class Npz {
     /**
      * Reads an npz archive.
      *
-     * @param progress called with byte counts as payloads are inflated, or {@code null}
+     * @param progress called with byte counts as payloads are inflated (when a tensor is first
+     *                 used, on the thread that uses it), or {@code null}
      * @throws ForeignFormatException if the file is not a zip, an entry is not a valid npy
-     *                                file, sizes disagree, an entry runs past the archive's end,
-     *                                or the zip's CRC fails
+     *                                file, sizes disagree, or an entry runs past the archive's
+     *                                end; a member's CRC, and a member inflating past its declared
+     *                                size, fail when its tensor is first used
      */
     public static ForeignModel read(Path file, LongConsumer progress) throws IOException {
         return read(file, progress, maxInflatedBytes());
@@ -118,7 +123,7 @@ public final class Npz {
      * Reads an npz archive whose deflated entries may hold at most {@code maxInflatedBytes}
      * payload bytes in all.
      *
-     * @param progress called with byte counts as payloads are inflated, or {@code null}
+     * @param progress called with byte counts as payloads are inflated (on first use), or {@code null}
      * @param maxInflatedBytes the bound on the deflated entries' payload bytes, summed
      * @throws ForeignFormatException as for {@link #read(Path, LongConsumer)}, and when the
      *     deflated entries declare more than {@code maxInflatedBytes} (before allocating them)
@@ -127,8 +132,8 @@ public final class Npz {
         String what = file.toString();
         long inflated = 0;
         long fileSize = java.nio.file.Files.size(file);
-        Arena arena = Arena.ofShared();
-        try (ZipFile zip = open(file)) {
+        ZipFile zip = open(file);
+        try {
             List<ForeignTensor> tensors = new ArrayList<>();
             Enumeration<? extends ZipEntry> en = zip.entries();
             while (en.hasMoreElements()) {
@@ -138,41 +143,82 @@ public final class Npz {
                     throw new ForeignFormatException(ewhat + ": npz entries must be NAME.npy files");
                 }
                 String name = e.getName().substring(0, e.getName().length() - 4);
-                CRC32 crc = new CRC32();
-                try (InputStream in = new CheckedInputStream(zip.getInputStream(e), crc)) {
-                    Npy.Header h = Npy.readHeader(in, ewhat);
-                    inflated = checkEntry(e, h, fileSize, inflated, maxInflatedBytes, ewhat);
-                    MemorySegment data = Npy.readData(in, h, arena, ewhat, progress);
-                    if (e.getCrc() >= 0 && crc.getValue() != e.getCrc()) {
-                        throw new ForeignFormatException(ewhat + ": CRC mismatch (corrupt archive)");
-                    }
-                    tensors.add(new ForeignTensor(name, h.dtype(), h.shape(),
-                            h.fortran() ? Layout.Kind.COLUMN_MAJOR : Layout.Kind.ROW_MAJOR, data, null, -1));
-                } catch (ZipException ze) {
-                    throw new ForeignFormatException(ewhat + ": corrupt zip entry: " + ze.getMessage(), ze);
-                } catch (EOFException eof) {
-                    // java.util.zip reports an entry that runs past the end of the archive (a
-                    // local header offset or compressed size that lies) as a bare EOFException.
-                    throw new ForeignFormatException(ewhat + ": truncated or corrupt zip entry"
-                            + (eof.getMessage() == null ? "" : ": " + eof.getMessage()), eof);
+                Npy.Header h;
+                try (InputStream in = zip.getInputStream(e)) {
+                    h = Npy.readHeader(in, ewhat); // inflates the header only
+                } catch (ZipException | EOFException ze) {
+                    throw corrupt(file, ewhat, fileSize, ze);
                 }
+                inflated = checkEntry(e, h, fileSize, inflated, maxInflatedBytes, ewhat);
+                tensors.add(ForeignTensor.lazy(name, h.dtype(), h.shape(),
+                        h.fortran() ? Layout.Kind.COLUMN_MAJOR : Layout.Kind.ROW_MAJOR, null, new long[0], -1,
+                        bufs -> readMember(zip, e, h, bufs[0], file, ewhat, fileSize, progress)));
             }
             try {
-                return new ForeignModel(tensors, new LinkedHashMap<>(), arena);
+                return new ForeignModel(tensors, new LinkedHashMap<>(), null, List.of(zip));
             } catch (IllegalArgumentException dup) {
                 throw new ForeignFormatException(what + ": " + dup.getMessage());
             }
         } catch (Throwable t) {
-            arena.close();
+            zip.close();
             throw t;
         }
+    }
+
+    /**
+     * Inflates member {@code e} into {@code dst} (its declared payload), checking its CRC. At
+     * most one byte past the array its header declares is inflated: a member that goes on is
+     * refused there.
+     */
+    private static void readMember(ZipFile zip, ZipEntry e, Npy.Header h, MemorySegment dst, Path file, String ewhat,
+                                   long sizeAtOpen, LongConsumer progress) throws IOException {
+        CRC32 crc = new CRC32();
+        try (InputStream in = new CheckedInputStream(zip.getInputStream(e), crc)) {
+            Npy.readHeader(in, ewhat);
+            Npy.readData(in, h, dst, ewhat, progress);
+        } catch (ZipException | EOFException ze) {
+            throw corrupt(file, ewhat, sizeAtOpen, ze);
+        }
+        if (e.getCrc() >= 0 && crc.getValue() != e.getCrc()) {
+            throw new ForeignFormatException(ewhat + ": CRC mismatch (corrupt archive)");
+        }
+    }
+
+    /**
+     * A member {@code java.util.zip} could not read: truncated when the archive is now shorter
+     * than when it was opened, else corrupt. (java.util.zip reports an entry that runs past the
+     * end of the archive, a local header offset or compressed size that lies, as a bare
+     * {@link EOFException}.)
+     */
+    private static ForeignFormatException corrupt(Path file, String ewhat, long sizeAtOpen, IOException ze) {
+        long now;
+        try {
+            now = java.nio.file.Files.size(file);
+        } catch (IOException gone) {
+            now = -1;
+        }
+        String detail = ze.getMessage() == null ? "" : ": " + ze.getMessage();
+        if (now >= 0 && now < sizeAtOpen) {
+            return new ForeignFormatException(ewhat + ": truncated: the file is now " + now + " bytes (it had "
+                    + sizeAtOpen + " bytes when opened; did another process shorten it?), so its member cannot be read"
+                    + detail, ze);
+        }
+        return new ForeignFormatException(ewhat + (ze instanceof ZipException ? ": corrupt zip entry"
+                : ": truncated or corrupt zip entry") + detail, ze);
     }
 
     private static ZipFile open(Path file) throws IOException {
         try {
             return new ZipFile(file.toFile());
         } catch (ZipException e) {
-            throw new ForeignFormatException(file + ": not an npz (zip) file: " + e.getMessage(), e);
+            // A zip is read from its end: a truncated archive has lost its end record, and looks
+            // like no zip at all.
+            throw new ForeignFormatException(file + ": not an npz (zip) file, or a truncated one: " + e.getMessage(), e);
+        } catch (EOFException e) {
+            // java.util.zip reads the central directory where the end record says it is: a
+            // shortened archive ends first, with a bare EOFException.
+            throw new ForeignFormatException(file + ": truncated or not an npz (zip) file: its central directory ends"
+                    + " past the end of the file", e);
         }
     }
 
@@ -200,6 +246,7 @@ public final class Npz {
             for (int i = 0; i < headers.size(); i++) {
                 ForeignTensor t = model.tensors().get(i);
                 byte[] h = headers.get(i);
+                t.withData(data -> {
                 ZipEntry e = new ZipEntry(t.name() + ".npy");
                 e.setTime(315532800000L + 86400000L); // fixed (1980-01-02) so output is reproducible
                 if (compress) {
@@ -208,7 +255,7 @@ public final class Npz {
                     long size = h.length + t.byteSize();
                     CRC32 crc = new CRC32();
                     crc.update(h);
-                    long c = Payloads.crc32(crc, t.data());
+                    long c = Payloads.crc32(crc, data);
                     e.setMethod(ZipEntry.STORED);
                     e.setSize(size);
                     e.setCompressedSize(size);
@@ -216,8 +263,9 @@ public final class Npz {
                 }
                 zip.putNextEntry(e);
                 zip.write(h);
-                Payloads.writeFully(t.data(), zip, progress);
+                Payloads.writeFully(data, zip, progress);
                 zip.closeEntry();
+                });
             }
             zip.finish();
             zip.flush();

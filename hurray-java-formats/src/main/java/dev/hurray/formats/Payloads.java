@@ -180,8 +180,10 @@ public final class Payloads {
      *
      * @throws ForeignFormatException for a column-major sub-byte or block-quantized tensor (not
      *     reorderable by bytes)
+     * @throws IOException as {@link ForeignTensor#data()}, when {@code t}'s payload is read for
+     *     the copy
      */
-    public static ForeignTensor toRowMajor(ForeignTensor t, Arena arena) throws ForeignFormatException {
+    public static ForeignTensor toRowMajor(ForeignTensor t, Arena arena) throws IOException {
         if (t.layout() == Layout.Kind.ROW_MAJOR) {
             return t;
         }
@@ -300,13 +302,18 @@ public final class Payloads {
         if (offset < 0 || size < 0 || offset + size < 0) {
             throw new IllegalArgumentException("range " + offset + "+" + size);
         }
+        long sizeAtOpen = ch.size();
         MemorySegment dst = allocate(arena, size);
-        readAt(ch, offset, dst, what);
+        readAt(ch, offset, dst, what, sizeAtOpen);
         return dst;
     }
 
-    /** Fills {@code dst} from {@code ch} at byte {@code offset}, as {@link #readAt(FileChannel, long, long, Arena, String)}. */
-    static void readAt(FileChannel ch, long offset, MemorySegment dst, String what) throws IOException {
+    /**
+     * Fills {@code dst} from {@code ch} at byte {@code offset}, as
+     * {@link #readAt(FileChannel, long, long, Arena, String)}; a file that ends early is named with
+     * its size now, the bytes the data needs and {@code sizeAtOpen}, its size when it was opened.
+     */
+    static void readAt(FileChannel ch, long offset, MemorySegment dst, String what, long sizeAtOpen) throws IOException {
         long size = dst.byteSize();
         long done = 0;
         while (done < size) {
@@ -314,14 +321,17 @@ public final class Payloads {
             while (bb.hasRemaining()) {
                 int r = ch.read(bb, offset + done + bb.position());
                 if (r < 0) {
-                    long at = offset + done + bb.position();
-                    throw new ForeignFormatException(what + ": truncated: the file ended at byte " + at + ", "
-                            + (offset + size - at) + " bytes short of the " + (offset + size)
-                            + " it had when opened (did another process change it?)");
+                    throw truncated(what, ch.size(), offset + size, sizeAtOpen);
                 }
             }
             done += bb.capacity();
         }
+    }
+
+    /** The error for a file that is now {@code now} bytes where its data needs {@code needs}. */
+    static ForeignFormatException truncated(String what, long now, long needs, long sizeAtOpen) {
+        return new ForeignFormatException(what + ": truncated: the file is now " + now + " bytes, but its data needs "
+                + needs + " (it had " + sizeAtOpen + " bytes when opened; did another process shorten it?)");
     }
 
     /**

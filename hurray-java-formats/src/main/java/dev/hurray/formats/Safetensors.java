@@ -63,7 +63,7 @@ import java.util.function.LongConsumer;
 public final class Safetensors {
     /** Largest header accepted, in bytes (the reference implementation's limit). */
     public static final long MAX_HEADER_BYTES = 100_000_000L;
-    private static final int MAX_RANK = 64;
+    private static final int MAX_RANK = ForeignTensor.MAX_RANK;
     private static final String METADATA_KEY = "__metadata__";
     /** The OCP MX block size, and the only one the scale pairing records. */
     public static final int MX_BLOCK = 32;
@@ -172,9 +172,10 @@ public final class Safetensors {
     }
 
     /**
-     * Reads a safetensors file. Each payload is read ({@link Payloads#readAt}) into native
-     * memory owned by the returned model (close it to free them). Tensors come in data-offset
-     * order.
+     * Opens a safetensors file: its header is read and checked now, each payload when it is first
+     * used ({@link ForeignTensor}, §Lazy payloads: positional reads into native memory owned by
+     * the tensor). The returned model keeps the file open until it is closed. Tensors come in
+     * data-offset order.
      *
      * @throws ForeignFormatException if the file is not a valid safetensors file (see the class
      *                                documentation for what is checked)
@@ -185,9 +186,9 @@ public final class Safetensors {
     }
 
     /**
-     * Reads a safetensors file, pairing MX scale tensors with their values as {@code options}
-     * says (see the class documentation). Payloads (values and scales) are each read into
-     * native memory owned by the returned model (close it to free them).
+     * Opens a safetensors file, pairing MX scale tensors with their values as {@code options}
+     * says (see the class documentation). Payloads (values and scales) are read when a tensor is
+     * first used, into native memory owned by that tensor, as {@link #read(Path)}.
      *
      * @throws ForeignFormatException if the file is not a valid safetensors file, or a scale
      *                                partner's shape does not fit its values
@@ -195,19 +196,18 @@ public final class Safetensors {
      */
     public static ForeignModel read(Path file, Options options) throws IOException {
         Objects.requireNonNull(options, "options");
-        Arena arena = Arena.ofShared();
+        FileChannel ch = FileChannel.open(file, StandardOpenOption.READ);
         try {
-            ForeignModel m = read(file, arena, options);
-            return m;
+            return read(file, ch, options);
         } catch (Throwable t) {
-            arena.close();
+            ch.close();
             throw t;
         }
     }
 
-    private static ForeignModel read(Path file, Arena arena, Options options) throws IOException {
+    private static ForeignModel read(Path file, FileChannel ch, Options options) throws IOException {
         String what = file.toString();
-        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
+        {
             long size = ch.size();
             if (size < 8) {
                 throw new ForeignFormatException(what + ": not a safetensors file: " + size
@@ -271,20 +271,24 @@ public final class Safetensors {
                 if (paired.contains(x)) {
                     continue;
                 }
-                // Positional reads, not a mapping: a file shortened meanwhile is an error, not SIGBUS.
-                MemorySegment data = Payloads.readAt(ch, dataStart + x.begin, x.end - x.begin, arena, what);
+                // Positional reads on first use, not a mapping: a file shortened meanwhile is an
+                // error, not SIGBUS.
+                long at = dataStart + x.begin;
                 Entry sc = partners.get(x);
                 if (sc == null) {
-                    tensors.add(new ForeignTensor(x.name, x.dtype, x.shape, Layout.Kind.ROW_MAJOR, data, null,
-                            dataStart + x.begin));
+                    tensors.add(ForeignTensor.lazy(x.name, x.dtype, x.shape, Layout.Kind.ROW_MAJOR, null, new long[0], at,
+                            bufs -> Payloads.readAt(ch, at, bufs[0], what, size)));
                 } else {
-                    MemorySegment scales = Payloads.readAt(ch, dataStart + sc.begin, sc.end - sc.begin, arena, what);
-                    tensors.add(new ForeignTensor(x.name, x.dtype, x.shape, Layout.Kind.ROW_MAJOR, data,
-                            new Quantization.Mx(x.shape.length - 1, MX_BLOCK, ElementType.FLOAT32), List.of(scales),
-                            dataStart + x.begin));
+                    long scaleAt = dataStart + sc.begin;
+                    tensors.add(ForeignTensor.lazy(x.name, x.dtype, x.shape, Layout.Kind.ROW_MAJOR,
+                            new Quantization.Mx(x.shape.length - 1, MX_BLOCK, ElementType.FLOAT32),
+                            new long[] {sc.end - sc.begin}, at, bufs -> {
+                                Payloads.readAt(ch, at, bufs[0], what, size);
+                                Payloads.readAt(ch, scaleAt, bufs[1], what, size);
+                            }));
                 }
             }
-            return new ForeignModel(tensors, metadata, arena);
+            return new ForeignModel(tensors, metadata, null, List.of(ch));
         }
     }
 
@@ -375,7 +379,7 @@ public final class Safetensors {
             throw new ForeignFormatException(where + ": shape is missing or not an array");
         }
         if (sl.size() > MAX_RANK) {
-            throw new ForeignFormatException(where + ": rank " + sl.size() + " exceeds " + MAX_RANK);
+            throw new ForeignFormatException(where + ": rank " + sl.size() + " exceeds " + MAX_RANK + ", the most a Hurray tensor has");
         }
         long[] shape = new long[sl.size()];
         for (int i = 0; i < shape.length; i++) {
@@ -521,7 +525,7 @@ public final class Safetensors {
                 writeAll(out, len);
                 writeAll(out, ByteBuffer.wrap(header));
                 for (ForeignTensor t : order) {
-                    Payloads.writeFully(t.data(), out, progress);
+                    t.withData(data -> Payloads.writeFully(data, out, progress));
                 }
             });
         }

@@ -44,9 +44,10 @@ import java.util.function.LongConsumer;
  * <p><b>Checks.</b> Shard paths must be relative and stay inside the manifest's directory;
  * every listed shard must exist; each group's shards must hold exactly the bytes its weights
  * need (nothing is allocated before this is checked); names must be unique; shapes must be
- * non-negative integers. Every payload is copied into 64-byte aligned memory owned by the
- * returned model (tfjs weights start at arbitrary byte offsets, e.g. odd ones after a uint8
- * weight of odd size).
+ * non-negative integers. Each payload is read on first use ({@link ForeignTensor}, §Lazy
+ * payloads) into 64-byte aligned memory owned by its tensor (tfjs weights start at arbitrary byte
+ * offsets, e.g. odd ones after a uint8 weight of odd size); the model keeps the shards open until
+ * it is closed.
  *
  * <p>{@link ForeignTensor#sourceOffset()} is the weight's byte offset in its group's
  * concatenated shards (the offset in the {@code .bin} file when the group has one shard).
@@ -54,7 +55,7 @@ import java.util.function.LongConsumer;
 public final class Tfjs {
     /** Largest manifest or model.json accepted, in bytes. */
     public static final long MAX_JSON_BYTES = 256L << 20;
-    private static final int MAX_RANK = 64;
+    private static final int MAX_RANK = ForeignTensor.MAX_RANK;
 
     private Tfjs() {
     }
@@ -64,7 +65,8 @@ public final class Tfjs {
      *
      * @param manifest   a {@code *weights_manifest.json} or a {@code model.json}
      * @param dequantize compute dequantized float32/int32 values instead of keeping quantization
-     * @param progress   called with byte counts as shards are copied, or {@code null}
+     * @param progress   called with byte counts as a weight's payload is read from its shards
+     *                   (when the weight is first used, on the thread that uses it), or {@code null}
      * @throws ForeignFormatException on an invalid manifest, a missing or short shard, or an
      *                                unsupported dtype or quantization
      */
@@ -101,7 +103,7 @@ public final class Tfjs {
         for (int g = 0; g < groups.size(); g++) {
             parsed.add(group(groups.get(g), g, dir, what));
         }
-        Arena arena = Arena.ofShared();
+        List<FileChannel> channels = new ArrayList<>();
         try {
             List<ForeignTensor> tensors = new ArrayList<>();
             java.util.Set<String> names = new java.util.HashSet<>();
@@ -111,11 +113,13 @@ public final class Tfjs {
                         throw new ForeignFormatException(what + ": weight '" + w.name + "' appears twice");
                     }
                 }
-                copyGroup(g, arena, dequantize, tensors, what, progress);
+                addGroup(g, channels, dequantize, tensors, what, progress);
             }
-            return new ForeignModel(tensors, metadata, arena);
+            return new ForeignModel(tensors, metadata, null, channels);
         } catch (Throwable t) {
-            arena.close();
+            for (FileChannel ch : channels) {
+                ch.close();
+            }
             throw t;
         }
     }
@@ -208,7 +212,7 @@ public final class Tfjs {
             throw new ForeignFormatException(where + ": shape is missing or not an array");
         }
         if (sl.size() > MAX_RANK) {
-            throw new ForeignFormatException(where + ": rank " + sl.size() + " exceeds " + MAX_RANK);
+            throw new ForeignFormatException(where + ": rank " + sl.size() + " exceeds " + MAX_RANK + ", the most a Hurray tensor has");
         }
         long[] shape = new long[sl.size()];
         for (int i = 0; i < shape.length; i++) {
@@ -281,54 +285,73 @@ public final class Tfjs {
         return new Weight(name, shape, dtype, stored, quant, bytes);
     }
 
-    private static void copyGroup(Group g, Arena arena, boolean dequantize, List<ForeignTensor> out, String what,
-                                  LongConsumer progress) throws IOException {
+    /** A weight's bytes in one shard: {@code bytes} from byte {@code offset} of shard {@code shard}. */
+    private record Piece(int shard, long offset, long bytes) {
+    }
+
+    /**
+     * Opens {@code g}'s shards (kept in {@code channels}, which the model closes) and adds its
+     * weights to {@code out} as lazy tensors, each reading its pieces of the shards on first use.
+     */
+    private static void addGroup(Group g, List<FileChannel> channels, boolean dequantize, List<ForeignTensor> out,
+                                 String what, LongConsumer progress) throws IOException {
         // Positional reads from the shards, never a mapping: a shard another process shortens
         // meanwhile is an error, not SIGBUS.
         List<FileChannel> shards = new ArrayList<>();
-        try {
-            for (int i = 0; i < g.shards.size(); i++) {
-                FileChannel ch = FileChannel.open(g.shards.get(i), StandardOpenOption.READ);
-                shards.add(ch);
-                if (ch.size() != g.shardSizes.get(i)) {
-                    throw new ForeignFormatException(what + ": shard " + g.shards.get(i).getFileName()
-                            + " changed size while being read");
-                }
+        List<String> whats = new ArrayList<>();
+        for (int i = 0; i < g.shards.size(); i++) {
+            FileChannel ch = FileChannel.open(g.shards.get(i), StandardOpenOption.READ);
+            channels.add(ch);
+            shards.add(ch);
+            whats.add(what + ": shard " + g.shards.get(i).getFileName());
+            if (ch.size() != g.shardSizes.get(i)) {
+                throw new ForeignFormatException(what + ": shard " + g.shards.get(i).getFileName()
+                        + " changed size while being read");
             }
-            long offset = 0;
-            int shard = 0;
-            long inShard = 0;
-            for (Weight w : g.weights) {
-                MemorySegment stored = Payloads.allocate(arena, w.bytes);
-                long done = 0;
-                while (done < w.bytes) {
-                    while (inShard == g.shardSizes.get(shard)) {
-                        shard++;
-                        inShard = 0;
-                    }
-                    long n = Math.min(w.bytes - done, g.shardSizes.get(shard) - inShard);
-                    Payloads.readAt(shards.get(shard), inShard, stored.asSlice(done, n),
-                            what + ": shard " + g.shards.get(shard).getFileName());
-                    done += n;
-                    inShard += n;
+        }
+        long offset = 0;
+        int shard = 0;
+        long inShard = 0;
+        for (Weight w : g.weights) {
+            List<Piece> pieces = new ArrayList<>();
+            long done = 0;
+            while (done < w.bytes) {
+                while (inShard == g.shardSizes.get(shard)) {
+                    shard++;
+                    inShard = 0;
+                }
+                long n = Math.min(w.bytes - done, g.shardSizes.get(shard) - inShard);
+                pieces.add(new Piece(shard, inShard, n));
+                done += n;
+                inShard += n;
+            }
+            ForeignTensor.Loader read = bufs -> {
+                long at = 0;
+                for (Piece p : pieces) {
+                    Payloads.readAt(shards.get(p.shard), p.offset, bufs[0].asSlice(at, p.bytes), whats.get(p.shard),
+                            g.shardSizes.get(p.shard));
+                    at += p.bytes;
                     if (progress != null) {
-                        progress.accept(n);
+                        progress.accept(p.bytes);
                     }
                 }
-                ForeignTensor t;
-                if (dequantize && w.quant != null) {
-                    t = new ForeignTensor(w.name, w.quant.dequantized(), w.shape, Layout.Kind.ROW_MAJOR,
-                            dequantize(w, stored, arena, what), null, offset);
-                } else {
-                    t = new ForeignTensor(w.name, w.stored, w.shape, Layout.Kind.ROW_MAJOR, stored, w.quant, offset);
-                }
-                out.add(t);
-                offset += w.bytes;
+            };
+            ForeignTensor t;
+            if (dequantize && w.quant != null) {
+                t = ForeignTensor.lazy(w.name, w.quant.dequantized(), w.shape, Layout.Kind.ROW_MAJOR, null, new long[0],
+                        offset, bufs -> {
+                            try (Arena scratch = Arena.ofConfined()) {
+                                MemorySegment stored = Payloads.allocate(scratch, w.bytes);
+                                read.load(new MemorySegment[] {stored});
+                                dequantize(w, stored, bufs[0], what);
+                            }
+                        });
+            } else {
+                t = ForeignTensor.lazy(w.name, w.stored, w.shape, Layout.Kind.ROW_MAJOR, w.quant, new long[0], offset,
+                        read);
             }
-        } finally {
-            for (FileChannel ch : shards) {
-                ch.close();
-            }
+            out.add(t);
+            offset += w.bytes;
         }
     }
 
@@ -337,17 +360,15 @@ public final class Tfjs {
      * ({@link Tensor#dequantize(ElementType)}): {@code q × scale + min} in float64 rounded once,
      * to nearest-even float32 (tfjs's {@code Float32Array} store) or, for int32 weights, halves
      * towards +∞ wrapped modulo 2^32 (its {@code Math.round} into an {@code Int32Array});
-     * float16 widened exactly. Copied into {@code arena}.
+     * float16 widened exactly. Copied into {@code out}, which has the dequantized size.
      */
-    private static MemorySegment dequantize(Weight w, MemorySegment stored, Arena arena, String what)
+    private static void dequantize(Weight w, MemorySegment stored, MemorySegment out, String what)
             throws ForeignFormatException {
         try {
             TensorDescriptor d = TensorDescriptor.builder(w.stored, w.shape).quantization(w.quant)
                     .buffer(BufferSpec.cpu(stored.byteSize())).build();
             try (Tensor t = Tensor.wrap(d, stored); Tensor v = t.dequantize(w.quant.dequantized())) {
-                MemorySegment out = Payloads.allocate(arena, v.buffer(0).byteSize());
                 MemorySegment.copy(v.buffer(0), 0, out, 0, out.byteSize());
-                return out;
             }
         } catch (HurrayException | IllegalArgumentException e) {
             throw new ForeignFormatException(what + ": weight '" + w.name + "': " + e.getMessage(), e);

@@ -84,6 +84,39 @@ class HostileInputsTest {
         assertOneLine(assertThrows(ForeignFormatException.class, () -> Npz.read(npz, null, 1 << 20)), "limit of 1048576");
     }
 
+    /**
+     * A rank over 32 (Hurray's most) is refused when the file is opened, by every reader, so
+     * inspecting a file never accepts what converting it refuses; rank 32 is read.
+     */
+    @Test
+    void aRankOver32IsRefusedWhenTheFileIsRead() throws IOException {
+        for (int rank : new int[] {32, 33, 64}) {
+            String ones = String.join(",", java.util.Collections.nCopies(rank, "1"));
+            Path st = tmp.resolve("r.safetensors");
+            Files.write(st, SafetensorsTest.file("{\"a\":{\"dtype\":\"F32\",\"shape\":[" + ones
+                    + "],\"data_offsets\":[0,4]}}", new byte[4]));
+            byte[] header = npyHeader("{'descr': '<f4', 'fortran_order': False, 'shape': (" + ones + "), }");
+            Path npy = tmp.resolve("r.npy");
+            Files.write(npy, java.util.Arrays.copyOf(header, header.length + 4));
+            Path bin = Files.write(tmp.resolve("r.bin"), new byte[4]);
+            Path mf = tmp.resolve("weights_manifest.json");
+            Files.writeString(mf, "[{\"paths\":[\"r.bin\"],\"weights\":[{\"name\":\"a\",\"shape\":[" + ones
+                    + "],\"dtype\":\"float32\"}]}]");
+            for (Path p : new Path[] {st, npy, mf}) {
+                if (rank <= ForeignTensor.MAX_RANK) {
+                    try (ForeignModel m = ForeignFormats.read(p)) {
+                        assertEquals(rank, m.tensors().get(0).rank());
+                        m.tensors().get(0).descriptor();
+                    }
+                } else {
+                    assertOneLine(assertThrows(ForeignFormatException.class, () -> ForeignFormats.read(p).close()),
+                            "rank " + rank + " exceeds 32, the most a Hurray tensor has");
+                }
+            }
+            Files.delete(bin);
+        }
+    }
+
     /** A tfjs shard that is a symbolic link to a file outside the model folder is not read. */
     @Test
     void aShardLinkingOutOfTheModelFolderIsRefused() throws IOException {

@@ -3,10 +3,7 @@ package dev.hurray.cli.io;
 import dev.hurray.formats.ForeignModel;
 import dev.hurray.formats.ForeignTensor;
 import dev.hurray.formats.Format;
-import dev.hurray.Tensor;
 import java.io.IOException;
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -16,10 +13,11 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * A foreign file (safetensors, npy, npz, tfjs) as a {@link Source}: its tensors in file order,
- * each with a descriptor built by {@link ForeignTensor#descriptor()}; payloads that are not 64-byte
- * aligned native memory (most slices of a safetensors or npy mapping) are copied, one tensor
- * at a time, into memory freed after the tensor was handed on.
+ * A foreign file (safetensors, npy, npz, GGUF, tfjs) as a {@link Source}: its tensors in file
+ * order, each with a descriptor built by {@link ForeignTensor#descriptor()}. {@link #entries()}
+ * reads no payload; {@link #forEach} reads each tensor's payload when it comes to it and releases
+ * it once the action has handed the tensor on ({@link ForeignModel#forEachTensor}), so a copy
+ * holds one payload at a time.
  */
 public final class ForeignSource implements Source {
     private final ForeignModel model;
@@ -71,11 +69,7 @@ public final class ForeignSource implements Source {
 
     @Override
     public void forEach(Action action) throws IOException {
-        for (ForeignTensor t : model.tensors()) {
-            try (Arena scratch = Arena.ofConfined(); Tensor h = t.toTensor(scratch)) {
-                action.accept(new Item(h.descriptor(), List.copyOf(h.buffers()), t.sourceOffset()));
-            }
-        }
+        model.forEachTensor((t, h) -> action.accept(new Item(h.descriptor(), List.copyOf(h.buffers()), t.sourceOffset())));
     }
 
     @Override

@@ -2,12 +2,20 @@
 //! run. Not a test: run it with
 //!
 //! ```sh
-//! cd native && cargo run --release --offline -p hurray-core --example loopback_bench [-- MB RUNS]
+//! cd native && cargo run --release --offline -p hurray-ffi --example loopback_bench [-- MB RUNS ALLOC]
 //! ```
+//!
+//! ALLOC is `pages` (default: the C library's page allocator installed, as every C reader and
+//! decoder does, `src/os/pages.rs`) or `std` (hurray-core's default, the global allocator);
+//! run both, alternating, to compare them under the same load.
 //!
 //! Each run sends one uint8 tensor of MB (default 307.2) million bytes, pre-encoded, from a
 //! sender thread in 1 MiB writes, and receives it on the measuring thread:
-//! - raw: the same bytes read into one reused 1 MiB buffer;
+//! - raw, reused 1 MiB: the same bytes read into one reused 1 MiB buffer and discarded (the
+//!   socket's cost alone);
+//! - raw, kept: the same bytes read into a fresh `Vec` of the payload's size, kept until the run
+//!   ends, as a receiver that keeps the data does (the socket plus fresh pages of the global
+//!   allocator);
 //! - decoder: a [`StreamDecoder`] fed by socket reads into its `input_buffer` (what the Java
 //!   `Reader` does), the tensor dropped at once; its buffer grows as the bytes arrive;
 //! - decoder, warm: the same with one buffer pool kept across runs, so the tensor's memory is
@@ -72,6 +80,22 @@ fn raw(bytes: &'static [u8], buf: &mut [u8]) -> Split {
     Split { total, read: total, ..Split::default() }
 }
 
+fn raw_kept(bytes: &'static [u8]) -> Split {
+    let (s, sender) = connect(bytes);
+    let f0 = minor_faults();
+    let t = Instant::now();
+    let mut v = Vec::with_capacity(bytes.len());
+    let n = s.take(bytes.len() as u64).read_to_end(&mut v).unwrap();
+    assert_eq!(n, bytes.len());
+    let total = t.elapsed();
+    let faults = minor_faults() - f0;
+    let t1 = Instant::now();
+    drop(black_box(v));
+    let drop = t1.elapsed();
+    sender.join().unwrap();
+    Split { total, read: total, drop, faults, ..Split::default() }
+}
+
 fn decoder(bytes: &'static [u8], pool: Option<&BufferPool>) -> Split {
     let (mut s, sender) = connect(bytes);
     let mut d = StreamDecoder::new(ReaderOptions::default()).unwrap();
@@ -120,6 +144,12 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let mb: f64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(307.2);
     let runs: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(5);
+    let alloc = args.next().unwrap_or_else(|| "pages".into());
+    match alloc.as_str() {
+        "pages" => hurray_ffi::install_page_allocator(),
+        "std" => {}
+        other => panic!("ALLOC is pages or std, not {other}"),
+    }
     let len = (mb * 1e6) as usize;
     let desc = TensorDescriptor::dense(ElementType::Uint8, Shape::new(vec![len as u64]).unwrap()).unwrap();
     let payload: Vec<u8> = (0..len).map(|i| (i * 131 + 7) as u8).collect();
@@ -131,9 +161,9 @@ fn main() {
 
     let pool = BufferPool::new(2 * len as u64);
     let mut buf = vec![0u8; 1 << 20];
-    let mut rows: [Vec<Split>; 3] = Default::default();
+    let mut rows: [Vec<Split>; 4] = Default::default();
     for run in 0..=runs {
-        let r = [raw(bytes, &mut buf), decoder(bytes, None), decoder(bytes, Some(&pool))];
+        let r = [raw(bytes, &mut buf), raw_kept(bytes), decoder(bytes, None), decoder(bytes, Some(&pool))];
         if run > 0 {
             for (v, s) in rows.iter_mut().zip(r) {
                 v.push(s);
@@ -141,15 +171,19 @@ fn main() {
         }
     }
     let raw_ms = median(&mut rows[0], |s| s.total.as_secs_f64() * 1e3);
-    println!("loopback_bench: one {mb} MB tensor, medians of {runs} runs");
+    let pages = hurray_ffi::page_stats();
     println!(
-        "{:<22} {:>9} {:>8} {:>8} {:>9} {:>10} {:>8} {:>9}",
+        "loopback_bench: one {mb} MB tensor, medians of {runs} runs, allocator {alloc} ({} regions mapped, {} grown in place, {} by move, {} by copy, {} refused)",
+        pages.maps, pages.grown_in_place, pages.grown_by_move, pages.grown_by_copy, pages.refused
+    );
+    println!(
+        "{:<20} {:>9} {:>8} {:>8} {:>9} {:>10} {:>8} {:>9}",
         "path", "total ms", "GB/s", "vs raw", "read ms", "decoder ms", "drop ms", "faults"
     );
-    for (name, v) in ["raw", "decoder", "decoder, warm pool"].iter().zip(rows.iter_mut()) {
+    for (name, v) in ["raw, reused 1 MiB", "raw, kept", "decoder", "decoder, warm pool"].iter().zip(rows.iter_mut()) {
         let total = median(v, |s| s.total.as_secs_f64() * 1e3);
         println!(
-            "{:<22} {:>9.1} {:>8.2} {:>7.2}x {:>9.1} {:>10.1} {:>8.1} {:>9}",
+            "{:<20} {:>9.1} {:>8.2} {:>7.2}x {:>9.1} {:>10.1} {:>8.1} {:>9}",
             name,
             total,
             len as f64 / total / 1e6,

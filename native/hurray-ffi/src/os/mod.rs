@@ -9,6 +9,9 @@
 //! | positional read | `pread` | `pread64` on Linux/Android, `pread` elsewhere | `seek_read` | does not build |
 //! | memory map | `mmap`/`munmap` | `UNSUPPORTED` | `UNSUPPORTED` | `UNSUPPORTED` |
 //! | FIFO-safe open | `O_NONBLOCK` on Linux | `O_NONBLOCK` on Linux | not needed | — |
+//! | page allocator for large payloads ([`pages`]) | `mmap`/`mremap`/`madvise` on Linux x86_64, aarch64, riscv64 | global allocator | global allocator | global allocator |
+
+pub mod pages;
 
 use std::fs::File;
 use std::mem::MaybeUninit;
