@@ -25,7 +25,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  * {@link IllegalStateException}, never crashes), and then frees the memory: for a tensor read
  * from a stream, the native tensor ({@code hurray_tensor_destroy}); for one made by
  * {@link #allocate}/{@code of}/{@link #copyOf}, the arena's own memory. Closing twice is a
- * no-op. A tensor read from a {@link Reader} stays valid after the reader is closed.
+ * no-op. A tensor read from a {@link Reader} stays valid after the reader is closed. A small
+ * {@link TensorScope#SHARED} tensor from a {@link TensorDecoder} shares its arena with its batch
+ * (see there): after its close its accessors throw, but segments taken before stay valid until
+ * the batch is freed.
  * {@link #wrap} tensors borrow the caller's segments: their memory belongs to the caller's
  * arena, and closing the tensor only ends the tensor's view ({@link #buffers()} then throws).
  * The descriptor stays usable after close. A tensor read from a {@link HurrayFile} owns its

@@ -2,6 +2,7 @@ package dev.hurray;
 
 import dev.hurray.internal.Native;
 import dev.hurray.internal.NativeReader;
+import dev.hurray.internal.SharedBatch;
 import dev.hurray.internal.TensorAdopters;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -57,6 +58,11 @@ import java.util.Objects;
  * <h2>Ownership</h2>
  * Each tensor or item returned is owned by the caller, who closes it; it stays valid after the
  * decoder is closed. Items decoded but not yet taken are closed by {@link #close()}.
+ * {@link TensorScope#SHARED} tensors of at most 64 KiB share one shared arena per batch of up to
+ * 64 tensors or 256 KiB (closing a shared arena costs a JVM-wide handshake); the batch is kept
+ * across {@link #reset()}. Closing such a tensor ends it at once (its accessors throw), but a
+ * segment taken from it before the close stays valid, and its memory is freed, only once every
+ * tensor of its batch is closed and the batch is full or the decoder closed.
  *
  * <h2>Errors</h2>
  * Every stream failure is a {@link HurrayException} from the call that meets it, and it is
@@ -102,6 +108,11 @@ public final class TensorDecoder implements AutoCloseable {
      * stream of same-shaped tensors then shares one immutable descriptor instead of reading each.
      */
     private TensorDescriptor previous;
+    /**
+     * The shared arena the small {@link TensorScope#SHARED} tensors share, kept across
+     * {@link #reset()} (one message per stream then still shares); null until the first.
+     */
+    private SharedBatch batch;
     /** The native tensors this decoder handed out (batched release, one leak check). */
     private final dev.hurray.internal.TensorLedger ledger = dev.hurray.internal.TensorLedger.create();
 
@@ -569,7 +580,17 @@ public final class TensorDecoder implements AutoCloseable {
         } else {
             rc = reader.poll(NativeReader.POLL_TENSOR);
             if (rc == Native.OK) {
-                Tensor t = TensorAdopters.fromDecoded(reader, scope, previous, ledger);
+                Tensor t;
+                long payload;
+                if (scope == TensorScope.SHARED && (payload = reader.payloadBytes()) <= SharedBatch.MAX_TENSOR_BYTES) {
+                    if (batch == null || !batch.fits(payload)) {
+                        releaseBatch();
+                        batch = new SharedBatch();
+                    }
+                    t = TensorAdopters.fromDecodedShared(reader, batch, payload, previous, ledger);
+                } else {
+                    t = TensorAdopters.fromDecoded(reader, scope, previous, ledger);
+                }
                 previous = t.descriptor();
                 ready.add(t);
                 return;
@@ -580,6 +601,15 @@ public final class TensorDecoder implements AutoCloseable {
             haveRegion = true;
         } else {
             ended = true;
+        }
+    }
+
+    /** Lets go of the current shared batch: its memory is freed once its tensors are closed. */
+    private void releaseBatch() {
+        if (batch != null) {
+            SharedBatch b = batch;
+            batch = null;
+            b.release();
         }
     }
 
@@ -599,6 +629,7 @@ public final class TensorDecoder implements AutoCloseable {
                     regionArena.close();
                     regionArena = null;
                 }
+                releaseBatch();
                 try {
                     ledger.readerClosed();
                     if (reader != null) {

@@ -172,12 +172,28 @@ public final class TensorAdopters {
      */
     public static Tensor fromDecoded(NativeReader reader, TensorScope scope, TensorDescriptor previous, TensorLedger ledger)
             throws HurrayException {
+        Arena arena = scope == TensorScope.SHARED ? Arena.ofShared() : Arena.ofConfined();
+        return fromDecoded(reader, arena, scope, previous, ledger, reader.payloadBytes());
+    }
+
+    /**
+     * As {@link #fromDecoded}, for a small {@link TensorScope#SHARED} tensor whose segments live
+     * in {@code batch}'s shared arena (the caller checked {@link SharedBatch#fits}): closing the
+     * tensor ends the tensor (its accessors throw) and the memory is freed once every tensor of
+     * the batch is closed and the decoder has let go of it.
+     */
+    public static Tensor fromDecodedShared(NativeReader reader, SharedBatch batch, long payloadBytes,
+            TensorDescriptor previous, TensorLedger ledger) throws HurrayException {
+        return fromDecoded(reader, batch.member(payloadBytes), TensorScope.SHARED, previous, ledger, payloadBytes);
+    }
+
+    private static Tensor fromDecoded(NativeReader reader, Arena arena, TensorScope scope, TensorDescriptor previous,
+            TensorLedger ledger, long payloadBytes) throws HurrayException {
         Access access = Holder.ACCESS;
         MemorySegment tensor = reader.tensor();
-        Arena arena = scope == TensorScope.SHARED ? Arena.ofShared() : Arena.ofConfined();
         MemorySegment[] bufs;
         try {
-            bufs = reader.buffers(arena, ledger.add(tensor, reader.payloadBytes()));
+            bufs = reader.buffers(arena, ledger.add(tensor, payloadBytes));
         } catch (RuntimeException | Error e) {
             arena.close();
             NativeTensor.destroy(tensor);

@@ -55,7 +55,10 @@ import java.util.Objects;
  * (a delayed call), so the tensor must stay open longer: connect first (one call, or
  * {@code getState(true)} until {@code READY}) before streaming tensors you close at once. A received tensor is owned by
  * the code that gets it ({@code onNext}, the unary handler): close it. Received tensors are
- * {@link TensorScope#SHARED} by default, since gRPC may deliver them on any executor thread.
+ * {@link TensorScope#SHARED} by default, since gRPC may deliver them on any executor thread;
+ * small ones of consecutive messages share one shared arena per batch ({@link TensorDecoder},
+ * Ownership): a closed tensor's accessors throw, and segments taken from it before stay valid
+ * until every tensor of its batch is closed.
  *
  * <h2>Size limit</h2>
  * gRPC refuses messages over 4 MiB by default ({@code maxInboundMessageSize} on the receiving

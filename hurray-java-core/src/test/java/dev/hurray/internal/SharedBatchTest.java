@@ -1,0 +1,128 @@
+package dev.hurray.internal;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.hurray.ReaderOptions;
+import dev.hurray.Tensor;
+import dev.hurray.TensorDecoder;
+import dev.hurray.TensorEncoder;
+import dev.hurray.TensorScope;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** The shared arena that small {@link TensorScope#SHARED} tensors of one decoder share. */
+class SharedBatchTest {
+    private static final ReaderOptions SHARED = ReaderOptions.defaults().withTensorScope(TensorScope.SHARED);
+
+    /** A stream of {@code n} float32[4] tensors holding their index. */
+    private static byte[] stream(int n) throws Exception {
+        try (TensorEncoder e = TensorEncoder.create()) {
+            for (int i = 0; i < n; i++) {
+                try (Tensor t = Tensor.of(new float[] {i, i, i, i})) {
+                    e.encode(t);
+                }
+            }
+            e.finish();
+            java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+            while (e.pendingBytes() > 0) {
+                int sent = 0;
+                for (TensorEncoder.Piece p : e.output()) {
+                    ByteBuffer b = p.bytes();
+                    byte[] a = new byte[b.remaining()];
+                    b.get(a);
+                    out.write(a);
+                    sent += a.length;
+                }
+                e.consumed(sent);
+            }
+            return out.toByteArray();
+        }
+    }
+
+    private static List<Tensor> decode(TensorDecoder d, byte[] wire) throws Exception {
+        List<Tensor> out = new ArrayList<>();
+        d.feed(ByteBuffer.wrap(wire));
+        d.drainTo(out);
+        return out;
+    }
+
+    @Test
+    void tensorsCloseInAnyOrderAndFromAnyThread() throws Exception {
+        try (TensorDecoder d = TensorDecoder.create(SHARED)) {
+            List<Tensor> ts = decode(d, stream(10));
+            assertEquals(10, ts.size());
+            MemorySegment first = ts.get(0).buffer(0);
+            assertSame(first.scope(), ts.get(9).buffer(0).scope(), "one arena for the batch");
+            Thread other = new Thread(() -> ts.get(5).close());
+            other.start();
+            other.join();
+            for (int i : new int[] {9, 0, 3, 1, 2, 4, 8, 7, 6}) {
+                assertEquals(i, ts.get(i).buffer(0).getAtIndex(ValueLayout.JAVA_FLOAT, 0));
+                ts.get(i).close();
+                ts.get(i).close(); // idempotent
+            }
+            assertTrue(first.scope().isAlive(), "the decoder still holds the batch");
+        }
+    }
+
+    @Test
+    void accessorsThrowAfterCloseWhileTheBatchLives() throws Exception {
+        try (TensorDecoder d = TensorDecoder.create(SHARED)) {
+            List<Tensor> ts = decode(d, stream(2));
+            MemorySegment kept = ts.get(0).buffer(0);
+            ts.get(0).close();
+            assertThrows(IllegalStateException.class, () -> ts.get(0).buffer(0));
+            assertThrows(IllegalStateException.class, () -> ts.get(0).toFloatArray());
+            assertEquals(0f, kept.getAtIndex(ValueLayout.JAVA_FLOAT, 0), "valid until the whole batch is closed");
+            assertEquals(1f, ts.get(1).buffer(0).getAtIndex(ValueLayout.JAVA_FLOAT, 0));
+            ts.get(1).close();
+        }
+    }
+
+    @Test
+    void memoryIsFreedWhenTheLastTensorOfAFullBatchCloses() throws Exception {
+        try (TensorDecoder d = TensorDecoder.create(SHARED)) {
+            List<Tensor> ts = decode(d, stream(SharedBatch.MAX_TENSORS + 1));
+            MemorySegment a = ts.get(0).buffer(0);
+            MemorySegment b = ts.get(SharedBatch.MAX_TENSORS).buffer(0);
+            assertNotSame(a.scope(), b.scope(), "a full batch makes way for a new one");
+            for (int i = 0; i < SharedBatch.MAX_TENSORS - 1; i++) {
+                ts.get(i).close();
+            }
+            assertTrue(a.scope().isAlive());
+            ts.get(SharedBatch.MAX_TENSORS - 1).close();
+            assertFalse(a.scope().isAlive(), "the last close frees the full batch");
+            assertThrows(IllegalStateException.class, () -> a.get(ValueLayout.JAVA_FLOAT, 0));
+            ts.get(SharedBatch.MAX_TENSORS).close();
+            assertTrue(b.scope().isAlive(), "the decoder still holds the current batch");
+        }
+    }
+
+    @Test
+    void tensorsStayValidAfterTheDecoderResetsAndCloses() throws Exception {
+        byte[] wire = stream(3);
+        List<Tensor> ts = new ArrayList<>();
+        MemorySegment a;
+        try (TensorDecoder d = TensorDecoder.create(SHARED)) {
+            ts.addAll(decode(d, wire));
+            d.reset();
+            ts.addAll(decode(d, wire));
+            a = ts.get(0).buffer(0);
+            assertSame(a.scope(), ts.get(5).buffer(0).scope(), "the batch is kept across reset");
+        }
+        for (int i = 0; i < ts.size(); i++) {
+            assertEquals(i % 3, ts.get(i).buffer(0).getAtIndex(ValueLayout.JAVA_FLOAT, 3));
+        }
+        ts.forEach(Tensor::close);
+        assertFalse(a.scope().isAlive(), "freed once the decoder closed and every tensor closed");
+    }
+}
