@@ -70,3 +70,45 @@ def test_hostile_containers(tmp_path):
         f = hurray.File.open(data)
         f.verify()
         list(f)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"max_tensor_bytes": 2**64},
+        {"max_tensor_bytes": -1},
+        {"max_descriptor_bytes": 2**64 + 100},
+        {"max_rank": -1},
+        {"max_rank": 2**32},
+        {"buffer_pool_bytes": -1},
+    ],
+)
+def test_reader_limits_out_of_range_are_refused_not_wrapped(kwargs):
+    # ctypes would wrap these silently (2**64 to 0, -1 to unlimited).
+    with pytest.raises(ValueError, match="outside"):
+        hurray.StreamReader(b"", **kwargs)
+
+
+def test_reader_limit_of_the_wrong_type_is_refused():
+    with pytest.raises(TypeError):
+        hurray.StreamReader(b"", max_tensor_bytes=1.5)
+    with pytest.raises(TypeError):
+        hurray.StreamReader(b"", max_rank=True)
+
+
+def test_a_file_with_a_descriptor_over_the_default_limit_opens_with_a_raised_limit(tmp_path):
+    path = tmp_path / "large.hrry"
+    metadata = {f"k{i}": b"v" * 65536 for i in range(20)}  # ~1.3 MB descriptor, over 1 MiB
+    w = hurray.FileWriter(path)
+    w.add(hurray.from_numpy(np.arange(4, dtype=np.uint8), name="a", metadata=metadata))
+    w.finish()
+    with pytest.raises(hurray.HurrayError, match="exceeds the limit"):
+        with hurray.File.open(path) as f:
+            f["a"]
+    for opener in (hurray.File.open, hurray.File.map):
+        with opener(path, max_descriptor_bytes=16 << 20) as f:
+            t = f["a"]
+            assert t.metadata["k7"] == b"v" * 65536
+            assert np.array_equal(t.numpy(), np.arange(4, dtype=np.uint8))
+    with pytest.raises(ValueError):
+        hurray.File.open(path, max_descriptor_bytes=-1)

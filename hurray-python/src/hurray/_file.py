@@ -41,6 +41,25 @@ def _handle_owner_reduce(self: Any, protocol: Any) -> Any:
     raise TypeError(type(self).__name__ + " owns a native handle and cannot be pickled")
 
 
+def _check_limit(name: str, value: Optional[int], bits: int) -> None:
+    """Refuses a limit that is not an integer in 0..2**bits - 1 (ValueError, TypeError)."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if not 0 <= value < (1 << bits):
+        raise ValueError(f"{name} {value} is outside 0..{(1 << bits) - 1}")
+
+
+def _options(max_descriptor_bytes: Optional[int]) -> FileReaderOptions:
+    _check_limit("max_descriptor_bytes", max_descriptor_bytes, 64)
+    opts = FileReaderOptions()
+    check(lib.hurray_file_reader_options_init(byref(opts)))
+    if max_descriptor_bytes is not None:
+        opts.max_descriptor_bytes = max_descriptor_bytes
+    return opts
+
+
 class File:
     """An HRRYFILE opened for reading. Make one with ``File.open(path)`` (the library reads
     the file with ``pread``; each tensor gets its own memory) or ``File.map(path)`` (a
@@ -73,11 +92,14 @@ class File:
     __reduce_ex__ = _handle_owner_reduce
 
     @classmethod
-    def open(cls, path: PathLike, *, verify_payloads: bool = True) -> "File":
+    def open(
+        cls, path: PathLike, *, verify_payloads: bool = True, max_descriptor_bytes: Optional[int] = None
+    ) -> "File":
         """Opens ``path``; payload checksums are checked on every read unless
-        ``verify_payloads`` is False."""
-        opts = FileReaderOptions()
-        check(lib.hurray_file_reader_options_init(byref(opts)))
+        ``verify_payloads`` is False. ``max_descriptor_bytes`` raises the largest accepted
+        encoded descriptor (default 1 MiB; writers accept up to 16 MiB, so a file holding larger
+        descriptors needs it); out of 0..2**64-1 it is a ``ValueError``."""
+        opts = _options(max_descriptor_bytes)
         if not verify_payloads:
             opts.flags |= 2
         p = os.fsencode(os.path.abspath(os.fspath(path)))
@@ -86,15 +108,22 @@ class File:
         return cls._new(r.value, None, p)  # type: ignore[arg-type]
 
     @classmethod
-    def map(cls, path: PathLike, *, verify_payloads: bool = False) -> "File":
+    def map(
+        cls, path: PathLike, *, verify_payloads: bool = False, max_descriptor_bytes: Optional[int] = None
+    ) -> "File":
         """Maps ``path`` read-only and reads it in place (payload checksums checked only with
-        ``verify_payloads``, as reading in place does not touch the bytes)."""
+        ``verify_payloads``, as reading in place does not touch the bytes;
+        ``max_descriptor_bytes`` as for :meth:`open`).
+
+        Risk: the mapping shares the file. If another process shortens the file while tensors
+        from it are in use, touching their bytes past the new end kills the process with
+        SIGBUS (docs/spec/hrryfile.md); :meth:`open`, which reads with positional reads, reports
+        such a file as ``TRUNCATED`` instead. Map only files nobody else may shorten."""
         with open(os.fspath(path), "rb") as fh:
             size = os.fstat(fh.fileno()).st_size
             mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else None
         array = np.frombuffer(mm, np.uint8) if mm is not None else np.empty(0, np.uint8)
-        opts = FileReaderOptions()
-        check(lib.hurray_file_reader_options_init(byref(opts)))
+        opts = _options(max_descriptor_bytes)
         if verify_payloads:
             opts.flags |= 1
         r = c_void_p()

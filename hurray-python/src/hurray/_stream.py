@@ -43,7 +43,7 @@ from ._lib import (
     lib,
 )
 from . import _dtypes
-from ._file import _handle_owner_copy, _handle_owner_deepcopy, _handle_owner_reduce
+from ._file import _check_limit, _handle_owner_copy, _handle_owner_deepcopy, _handle_owner_reduce
 from ._tensor import LAYOUTS, Composite, MetadataArg, Tensor, _encode_meta, _Handle, _Planned, _views
 
 DEFAULT_BATCH_BYTES = 64 * 1024
@@ -684,6 +684,11 @@ class StreamReader:
         else:
             self._data = None
             self._read = _source(source)
+        # ctypes would wrap an out-of-range integer silently (2**64 to 0, -1 to "unlimited").
+        _check_limit("max_tensor_bytes", max_tensor_bytes, 64)
+        _check_limit("max_descriptor_bytes", max_descriptor_bytes, 64)
+        _check_limit("max_rank", max_rank, 32)
+        _check_limit("buffer_pool_bytes", buffer_pool_bytes, 64)
         opts = ReaderOptions()
         check(lib.hurray_reader_options_init(byref(opts)))
         if max_tensor_bytes is not None:
