@@ -43,6 +43,14 @@ public record ReaderOptions(int maxRank, long maxDescriptorBytes, long maxTensor
     /** The default cap of a reader's buffer pool: 256 MiB. */
     public static final long DEFAULT_BUFFER_POOL_BYTES = 256L << 20;
 
+    /**
+     * The format's largest encoded descriptor, 16 MiB ({@code HURRAY_MAX_DESCRIPTOR_BYTES},
+     * docs/spec/c-abi.md): the most {@link #withMaxDescriptorBytes} accepts, and what a writer
+     * may produce. A reader of files or streams that such writers made needs it; the 1 MiB
+     * default bounds what a hostile peer can make a reader hold before a tensor arrives.
+     */
+    public static final long MAX_DESCRIPTOR_BYTES = 16L << 20;
+
     /** The defaults once asked for (not a static initializer: see {@link FileReaderOptions#defaults()}). */
     private static volatile ReaderOptions defaults;
 

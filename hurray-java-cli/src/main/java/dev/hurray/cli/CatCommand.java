@@ -1,6 +1,7 @@
 package dev.hurray.cli;
 
 import dev.hurray.Reader;
+import dev.hurray.cli.io.ReadLimits;
 import dev.hurray.TensorDescriptor;
 import dev.hurray.cli.io.Entry;
 import dev.hurray.cli.io.StreamSource;
@@ -37,7 +38,7 @@ final class CatCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         long[] totals = new long[2];
         long t0 = System.nanoTime();
-        try (StreamSource src = new StreamSource(Reader.of(parent.stdin()))) {
+        try (StreamSource src = new StreamSource(Reader.of(parent.stdin(), ReadLimits.streams()))) {
             for (Map.Entry<String, byte[]> e : src.metadata().entrySet()) {
                 out.println("metadata " + Errors.printable(e.getKey()) + " = " + Errors.oneLine(InspectCommand.text(e.getValue())));
             }

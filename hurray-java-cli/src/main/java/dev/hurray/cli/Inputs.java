@@ -1,6 +1,7 @@
 package dev.hurray.cli;
 
 import dev.hurray.Reader;
+import dev.hurray.cli.io.ReadLimits;
 import dev.hurray.formats.ForeignFormatException;
 import dev.hurray.formats.ForeignFormats;
 import dev.hurray.formats.ForeignModel;
@@ -88,7 +89,7 @@ final class Inputs {
         FileChannel ch = FileChannel.open(in, StandardOpenOption.READ);
         Reader reader;
         try {
-            reader = Reader.of(ch);
+            reader = Reader.of(ch, ReadLimits.streams());
         } catch (IOException | RuntimeException e) {
             ch.close();
             throw e;

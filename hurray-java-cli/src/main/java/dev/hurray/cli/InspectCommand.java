@@ -1,6 +1,7 @@
 package dev.hurray.cli;
 
 import com.fasterxml.jackson.core.JsonFactory;
+import dev.hurray.cli.io.ReadLimits;
 import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.StreamWriteFeature;
 import com.fasterxml.jackson.core.util.DefaultPrettyPrinter;
@@ -105,7 +106,7 @@ final class InspectCommand implements Callable<Integer> {
     private Source open() throws CliException {
         if (file.equals("-")) {
             try {
-                return new StreamSource(Reader.of(parent.stdin()));
+                return new StreamSource(Reader.of(parent.stdin(), ReadLimits.streams()));
             } catch (IOException e) {
                 throw Errors.reading(e, "stdin", null);
             }

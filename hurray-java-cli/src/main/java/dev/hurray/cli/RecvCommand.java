@@ -1,6 +1,7 @@
 package dev.hurray.cli;
 
 import dev.hurray.Reader;
+import dev.hurray.cli.io.ReadLimits;
 import dev.hurray.formats.Format;
 import dev.hurray.cli.io.Pipeline;
 import dev.hurray.cli.io.Sink;
@@ -224,10 +225,10 @@ final class RecvCommand implements Callable<Integer> {
      */
     private Reader reader(SocketChannel conn) throws IOException {
         if (idleTimeout == 0) {
-            return Reader.of(conn);
+            return Reader.of(conn, ReadLimits.streams());
         }
         conn.socket().setSoTimeout((int) Math.min(Integer.MAX_VALUE, idleTimeout * 1000L));
-        return Reader.of(conn.socket().getInputStream());
+        return Reader.of(conn.socket().getInputStream(), ReadLimits.streams());
     }
 
     /** Whether {@code e} or one of its causes is a read timeout. */

@@ -1,6 +1,7 @@
 package dev.hurray.cli;
 
 import dev.hurray.HurrayFile;
+import dev.hurray.cli.io.ReadLimits;
 import dev.hurray.HurrayFileWriter;
 import dev.hurray.Reader;
 import dev.hurray.Tensor;
@@ -43,14 +44,14 @@ final class SparseConvert {
     /** The only tensor of a container or stream, or null when there are several or none. */
     private static Tensor single(Path in, Format f) throws IOException {
         if (f == Format.HRRYFILE) {
-            try (HurrayFile h = HurrayFile.open(in)) {
+            try (HurrayFile h = HurrayFile.open(in, ReadLimits.files())) {
                 if (h.count() != 1) {
                     return null;
                 }
                 return h.read(h.entries().get(0));
             }
         }
-        try (Reader r = Reader.of(Files.newInputStream(in))) {
+        try (Reader r = Reader.of(Files.newInputStream(in), ReadLimits.streams())) {
             Iterator<Tensor> it = r.iterator();
             if (!it.hasNext()) {
                 return null;

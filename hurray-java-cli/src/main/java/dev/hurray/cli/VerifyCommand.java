@@ -1,6 +1,7 @@
 package dev.hurray.cli;
 
 import dev.hurray.FileEntry;
+import dev.hurray.cli.io.ReadLimits;
 import dev.hurray.FileReaderOptions;
 import dev.hurray.HurrayFile;
 import dev.hurray.formats.ForeignModel;
@@ -79,7 +80,7 @@ final class VerifyCommand implements Callable<Integer> {
     }
 
     private String verifyHrryFile() throws IOException {
-        FileReaderOptions opts = FileReaderOptions.defaults().withVerifyAtOpen(true)
+        FileReaderOptions opts = ReadLimits.files().withVerifyAtOpen(true)
                 .withPayloadChecks(FileReaderOptions.PayloadChecks.VERIFY);
         long tensors = 0;
         long bytes = 0;

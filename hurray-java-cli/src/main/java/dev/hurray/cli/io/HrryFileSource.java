@@ -51,7 +51,7 @@ public final class HrryFileSource implements Source {
      *     container, or the file system's exception
      */
     public static HrryFileSource open(Path path) throws IOException {
-        HurrayFile f = HurrayFile.open(path, FileReaderOptions.defaults()
+        HurrayFile f = HurrayFile.open(path, ReadLimits.files()
                 .withPayloadChecks(FileReaderOptions.PayloadChecks.VERIFY));
         try {
             // Composite structure first, from the index alone (no payload read): a malformed
