@@ -3,6 +3,7 @@ package dev.hurray;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -180,6 +181,20 @@ class TensorDescriptorTest {
         assertEquals(List.of("unit", "k", "new"), List.copyOf(r.metadata().keySet()), "replaced in place, added at the end");
         assertEquals("s", r.metadataString("unit").orElseThrow());
         assertEquals("m", d.metadataString("unit").orElseThrow());
+    }
+
+    @Test
+    void theReaderOptionsMaximumIsTheLibrarysDescriptorMaximum() throws HurrayException {
+        assertEquals(dev.hurray.ffm.hurray_h.HURRAY_MAX_DESCRIPTOR_BYTES(), ReaderOptions.MAX_DESCRIPTOR_BYTES);
+        // The library takes it as a reader limit, and refuses one byte more.
+        try (Reader r = Reader.of(new byte[0],
+                ReaderOptions.defaults().withMaxDescriptorBytes(ReaderOptions.MAX_DESCRIPTOR_BYTES))) {
+            assertNull(r.read());
+        } catch (HurrayException e) {
+            assertEquals(Status.TRUNCATED, e.status());
+        }
+        assertThrows(HurrayException.class, () -> Reader.of(new byte[0],
+                ReaderOptions.defaults().withMaxDescriptorBytes(ReaderOptions.MAX_DESCRIPTOR_BYTES + 1)).read());
     }
 
     @Test
