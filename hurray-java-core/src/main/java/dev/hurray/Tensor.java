@@ -345,7 +345,7 @@ public final class Tensor implements AutoCloseable {
         Tensor t = allocate(descriptor, TensorScope.CONFINED, true);
         try {
             for (int i = 0; i < contents.length; i++) {
-                MemorySegment.copy(contents[i], 0, t.fillTarget(i), 0, contents[i].byteSize());
+                dev.hurray.internal.Native.copy(contents[i], 0, t.fillTarget(i), 0, contents[i].byteSize());
             }
         } catch (RuntimeException | Error e) {
             // A closed or foreign-thread source: the new tensor (and its pooled blocks) go back.
