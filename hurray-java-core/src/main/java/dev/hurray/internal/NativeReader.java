@@ -378,6 +378,11 @@ public final class NativeReader {
             emitted++;
             return true;
         }
+        return nextBatch();
+    }
+
+    /** {@link #next()} once the last batch is used up: decodes the next batch, reading the source as asked. */
+    private boolean nextBatch() throws HurrayException {
         while (true) {
             fillIfAsked();
             long f = filled;
@@ -657,16 +662,21 @@ public final class NativeReader {
             fields = java.util.Objects.equals(name, p.name()) ? p : new DescriptorFields(p.elementType(), p.shape(),
                     p.layout(), p.byteOffset(), p.buffers(), p.quantization(), name, p.metadata());
         } else {
-            MemorySegment f = HurrayDecodeResult.fields(result);
-            long buffers = w[W_BUFFER_COUNT];
-            long entries = w[W_METADATA_COUNT];
-            fields = NativeDescriptor.readDecoded(f,
-                    Native.view(HurrayDecodeResult.buffers(result), buffers * HurrayDecodedBuffer.sizeof()),
-                    Native.view(HurrayDecodeResult.metadata(result), entries * HurrayMetadataView.sizeof()),
-                    HurrayDecodeResult.tensor(result));
+            fields = decodedFields(w);
         }
         remember(fields);
         return fields;
+    }
+
+    /** {@link #readFields()} for a descriptor that is not the previous one but for its name: read whole. */
+    private DescriptorFields decodedFields(long[] w) throws HurrayException {
+        MemorySegment f = HurrayDecodeResult.fields(result);
+        long buffers = w[W_BUFFER_COUNT];
+        long entries = w[W_METADATA_COUNT];
+        return NativeDescriptor.readDecoded(f,
+                Native.view(HurrayDecodeResult.buffers(result), buffers * HurrayDecodedBuffer.sizeof()),
+                Native.view(HurrayDecodeResult.metadata(result), entries * HurrayMetadataView.sizeof()),
+                HurrayDecodeResult.tensor(result));
     }
 
     /**
