@@ -19,6 +19,11 @@ public final class Shape {
     public static final int MAX_RANK = 32;
 
     private static final Shape SCALAR = new Shape(new long[0], 1);
+    /**
+     * The shape {@link #of} made last: code that builds one descriptor per tensor asks for the
+     * same shape again and again, and gets this one (immutable, so sharing it is safe).
+     */
+    private static volatile Shape last = SCALAR;
 
     private final long[] dims;
     private final long elementCount;
@@ -38,6 +43,10 @@ public final class Shape {
     public static Shape of(long... dims) {
         if (dims.length == 0) {
             return SCALAR;
+        }
+        Shape l = last;
+        if (sameDims(l.dims, dims)) {
+            return l;
         }
         if (dims.length > MAX_RANK) {
             throw new IllegalArgumentException("rank " + dims.length + " exceeds the maximum rank " + MAX_RANK);
@@ -62,7 +71,21 @@ public final class Shape {
                 }
             }
         }
-        return new Shape(copy, count);
+        Shape made = new Shape(copy, count);
+        last = made;
+        return made;
+    }
+
+    private static boolean sameDims(long[] a, long[] b) {
+        if (a.length != b.length) {
+            return false;
+        }
+        for (int i = 0; i < a.length; i++) {
+            if (a[i] != b[i]) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** The rank-0 shape: one element. */
@@ -96,7 +119,7 @@ public final class Shape {
 
     @Override
     public boolean equals(Object o) {
-        return o instanceof Shape s && Arrays.equals(dims, s.dims);
+        return o == this || o instanceof Shape s && Arrays.equals(dims, s.dims);
     }
 
     @Override

@@ -73,6 +73,14 @@ class ValueTypesTest {
         s.dims()[1] = 9;
         assertEquals(5, s.dim(1), "and its output");
         assertEquals(hurray_h.HURRAY_MAX_RANK(), Shape.MAX_RANK);
+        // Asked again, the same shape is served from the last one made; the checks still apply.
+        Shape first = Shape.of(768);
+        assertEquals(first, Shape.of(768));
+        assertThrows(IllegalArgumentException.class, () -> Shape.of(-768));
+        assertThrows(IllegalArgumentException.class, () -> Shape.of(768, -1));
+        assertEquals(768, Shape.of(768).elementCount());
+        assertEquals(Shape.of(768, 2), Shape.of(768, 2));
+        assertNotEquals(Shape.of(768), Shape.of(768, 1));
     }
 
     @Test
