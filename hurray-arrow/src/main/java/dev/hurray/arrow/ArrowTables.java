@@ -341,7 +341,9 @@ public final class ArrowTables {
      * Writes every tensor of {@code reader} to a Hurray stream, by the naming rules of
      * {@link #read(ArrowReader, TensorSink)}; returns the count. The payloads are written from
      * the Arrow memory in place, whatever its alignment (no copy), except the gathering of a
-     * fixed-shape column without names that spans several record batches.
+     * fixed-shape column without names that spans several record batches. The reader loads
+     * each record batch into Arrow memory first; for an IPC file on disk,
+     * {@link #toHurray(Path, Writer)} sends a one-batch fixed-shape column from the file instead.
      */
     public static long toHurray(ArrowReader reader, Writer writer) throws IOException {
         return read(reader, (v, scope) -> writer.write(v.descriptor(), v.segment(scope)), writer::write);
@@ -428,14 +430,9 @@ public final class ArrowTables {
             return channel.map(FileChannel.MapMode.READ_ONLY, r.position(), r.bytes(), scope);
         } catch (UnsupportedOperationException e) {
             MemorySegment copy = scope.allocate(r.bytes(), 64);
-            java.nio.ByteBuffer into = copy.asByteBuffer();
-            long at = r.position();
-            while (into.hasRemaining()) {
-                int n = channel.read(into, at);
-                if (n < 0) {
-                    throw new java.io.EOFException("the Arrow IPC file ended inside column bytes its metadata declares");
-                }
-                at += n;
+            for (long at = 0; at < r.bytes(); at += 1 << 30) { // a ByteBuffer holds less than 2 GiB
+                long n = Math.min(1 << 30, r.bytes() - at);
+                IpcFileColumns.readFully(channel, copy.asSlice(at, n).asByteBuffer(), r.position() + at);
             }
             return copy;
         }

@@ -310,7 +310,8 @@ final class IpcFileColumns {
         return true;
     }
 
-    private static void readFully(FileChannel channel, ByteBuffer into, long position) throws IOException {
+    /** Fills {@code into} from {@code position} of the file, or throws {@link EOFException} at its end. */
+    static void readFully(FileChannel channel, ByteBuffer into, long position) throws IOException {
         long at = position;
         while (into.hasRemaining()) {
             int n = channel.read(into, at);

@@ -359,6 +359,33 @@ public final class ArrowTensorsBench {
         }, this::receive);
     }
 
+    /**
+     * The sender of {@link #ipcToStream} (one batch) alone: the stream's bytes drained by the
+     * raw baseline's receiver (a reused 1 MiB buffer, bytes discarded), so that no fresh memory
+     * is touched on either side ({@code reader}: through an {@code ArrowFileReader}).
+     */
+    double ipcToStreamDrained(boolean reader) throws Exception {
+        return overLoopback(out -> {
+            try (Writer w = Writer.of(out)) {
+                if (!reader) {
+                    ArrowTables.toHurray(ipc, w);
+                    return;
+                }
+                try (FileChannel ch = FileChannel.open(ipc, StandardOpenOption.READ);
+                     ArrowFileReader r = new ArrowFileReader(ch, allocator)) {
+                    ArrowTables.toHurray(r, w);
+                }
+            }
+        }, in -> {
+            ByteBuffer b = ByteBuffer.allocateDirect(1 << 20);
+            long got = 0;
+            for (int n; (n = in.read(b.clear())) >= 0; ) {
+                got += n;
+            }
+            return got;
+        });
+    }
+
     /** As {@link #ipcToStream} (one batch), through an {@code ArrowFileReader} the caller opens: Arrow loads the batch first. */
     double ipcReaderToStream() throws Exception {
         return overLoopback(out -> {
@@ -521,7 +548,7 @@ public final class ArrowTensorsBench {
         ArrowTensorsBench b = new ArrowTensorsBench(rows, dir);
         String[] names = {"memcpy", "column map", "column open", "raw loopback", "ipc -> stream", "hrry lookup", "arrow lookup",
             "named ipc -> stream", "tensor -> stream", "named rows -> stream", "arrow load", "named arrow load",
-            "raw loopback kept", "raw loopback kept huge", "memcpy fresh", "ipc reader -> stream", "hrry lookups"};
+            "raw loopback kept", "raw loopback kept huge", "memcpy fresh", "ipc reader -> stream", "hrry lookups", "ipc -> drain", "ipc reader -> drain"};
         List<List<Double>> times = new ArrayList<>();
         for (String n : names) {
             times.add(new ArrayList<>());
@@ -533,7 +560,8 @@ public final class ArrowTensorsBench {
                     () -> b.ipcToStream(true), () -> b.hurrayToStream(false), () -> b.hurrayToStream(true),
                     () -> b.arrowLoad(false), () -> b.arrowLoad(true), b::rawSendKept, b::rawSendKeptHuge,
                     b::memcpyFresh,
-                    b::ipcReaderToStream, () -> b.hurrayLookups(target));
+                    b::ipcReaderToStream, () -> b.hurrayLookups(target), () -> b.ipcToStreamDrained(false),
+                    () -> b.ipcToStreamDrained(true));
             for (int k = 0; k < ops.size(); k++) {
                 int j = (k + Math.max(0, round)) % ops.size(); // rotating order
                 if (only != null && !only.contains(names[j])) {
@@ -563,6 +591,8 @@ public final class ArrowTensorsBench {
         row("raw loopback, kept in fresh huge-page memory (as the Hurray reader's buffer)", m[13], gb, m[3] / m[13], "raw loopback");
         row("Arrow IPC file (1 batch) -> one Hurray tensor, stream (loopback): ArrowTables.toHurray(path, writer)", m[4], gb, m[3] / m[4], "raw loopback", m[13] / m[4]);
         row("  the same through an ArrowFileReader: ArrowTables.toHurray(reader, writer)", m[15], gb, m[3] / m[15], "raw loopback", m[13] / m[15]);
+        row("  split: its sender alone, the stream drained as raw loopback's receiver drains", m[17], gb, m[3] / m[17], "raw loopback");
+        row("  split: the ArrowFileReader sender alone, drained the same way", m[18], gb, m[3] / m[18], "raw loopback");
         row("Arrow IPC file (10,000-row batches, names) -> N tensors, stream (loopback)", m[7], gb, m[3] / m[7], "raw loopback", m[13] / m[7]);
         row("  split: Hurray tensor in memory -> stream (loopback), no Arrow", m[8], gb, m[3] / m[8], "raw loopback", m[13] / m[8]);
         row("  split: N named rows in memory -> stream (loopback), no Arrow", m[9], gb, m[3] / m[9], "raw loopback", m[13] / m[9]);
