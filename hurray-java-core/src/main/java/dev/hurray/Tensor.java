@@ -11,6 +11,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
+import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -24,7 +25,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * every segment obtained from {@link #buffers()} becomes inaccessible (touching it throws
  * {@link IllegalStateException}, never crashes), and then frees the memory: for a tensor read
  * from a stream, the native tensor ({@code hurray_tensor_destroy}); for one made by
- * {@link #allocate}/{@code of}/{@link #copyOf}, the arena's own memory. Closing twice is a
+ * {@link #allocate}/{@code of}/{@link #copyOf}, the arena's own memory. A small tensor made by
+ * {@link #copyOf} or {@code of(array)} makes that arena only when its buffers are first asked
+ * for, so one that is only written and closed costs no arena at all. Closing twice is a
  * no-op. A tensor read from a {@link Reader} stays valid after the reader is closed. A small
  * {@link TensorScope#SHARED} tensor from a {@link TensorDecoder} shares its arena with its batch
  * (see there): after its close its accessors throw, but segments taken before stay valid until
@@ -54,8 +57,22 @@ public final class Tensor implements AutoCloseable {
     private static final int CLOSING = -2;
 
     private final TensorDescriptor descriptor;
-    private final MemorySegment[] buffers;
-    private final Arena arena;
+    /** The buffer segments; null until first asked for on a pooled tensor ({@link #segments()}). */
+    private volatile MemorySegment[] buffers;
+    /** The segments' arena (null for {@link #wrap}, and for a pooled tensor until its segments are made). */
+    private volatile Arena arena;
+    /**
+     * A pooled tensor ({@link #copyOf} and {@code of(array)} with small buffers): the
+     * {@link PayloadPool} blocks it owns, or null for every other tensor. Making an arena per
+     * tensor costs more than the rest of a small write, so a pooled tensor makes its arena and
+     * segments only when something asks for them ({@link #segments()}); a writer reads the
+     * blocks by address while the tensor is pinned ({@link #writeBuffers()}).
+     */
+    private final long[] pooled;
+    /** Global-scope views of {@link #pooled}, never handed out: for filling and for pinned writers. */
+    private final MemorySegment[] unscoped;
+    /** The thread a pooled tensor is confined to (its creator), or null. */
+    private final Thread owner;
     private final MemorySegment nativeTensor;
     private final MemorySegment nativeDescriptor;
     private final TensorScope scope;
@@ -86,6 +103,82 @@ public final class Tensor implements AutoCloseable {
         this.nativeDescriptor = nativeDescriptor;
         this.scope = scope;
         this.onClose = onClose;
+        this.pooled = null;
+        this.unscoped = null;
+        this.owner = null;
+    }
+
+    /** A pooled CONFINED tensor over {@code blocks}, owned by the calling thread. */
+    private Tensor(TensorDescriptor descriptor, long[] blocks, MemorySegment[] unscoped) {
+        this.descriptor = descriptor;
+        this.nativeTensor = null;
+        this.nativeDescriptor = null;
+        this.scope = TensorScope.CONFINED;
+        this.onClose = null;
+        this.pooled = blocks;
+        this.unscoped = unscoped;
+        this.owner = Thread.currentThread();
+    }
+
+    /**
+     * A pooled tensor for {@code descriptor}, whose buffers' bytes are unspecified, or null when
+     * the pool does not serve every buffer (the caller then allocates from an arena).
+     */
+    private static Tensor pooled(TensorDescriptor descriptor) {
+        List<BufferSpec> specs = descriptor.buffers();
+        int n = specs.size();
+        long[] blocks = new long[n];
+        MemorySegment[] views = new MemorySegment[n];
+        for (int i = 0; i < n; i++) {
+            BufferSpec b = specs.get(i);
+            long block = PayloadPool.block(b.byteSize(), b.alignment());
+            if (block == 0) {
+                for (int j = 0; j < i; j++) {
+                    PayloadPool.giveBack(blocks[j], specs.get(j).byteSize());
+                }
+                return null;
+            }
+            blocks[i] = block;
+            views[i] = MemorySegment.ofAddress(block).reinterpret(b.byteSize());
+        }
+        return new Tensor(descriptor, blocks, views);
+    }
+
+    /** The buffer segments, made first for a pooled tensor (see {@link #materialize()}). */
+    private MemorySegment[] segments() {
+        MemorySegment[] b = buffers;
+        return b != null ? b : materialize();
+    }
+
+    /**
+     * Makes a pooled tensor's arena and segments: a confined arena on the owner thread, as
+     * {@link #allocate} would have made. Another thread may only get them while the tensor is
+     * pinned (a writer, a {@link TensorShare}), which keeps it from being closed; it gets a
+     * shared arena, so that its segments fail after close like any other. Unpinned, another
+     * thread gets the {@link WrongThreadException} that touching a confined segment throws.
+     */
+    private synchronized MemorySegment[] materialize() {
+        MemorySegment[] b = buffers;
+        if (b != null) {
+            return b;
+        }
+        int s = state.get();
+        if (s < 0) {
+            throw new IllegalStateException("the tensor is closed");
+        }
+        boolean mine = Thread.currentThread() == owner;
+        if (!mine && s == 0) {
+            throw new WrongThreadException("the tensor is confined to thread " + owner.getName()
+                    + " (TensorScope.CONFINED)");
+        }
+        Arena a = mine ? Arena.ofConfined() : Arena.ofShared();
+        b = new MemorySegment[pooled.length];
+        for (int i = 0; i < b.length; i++) {
+            b[i] = PayloadPool.scoped(a, pooled[i], unscoped[i].byteSize());
+        }
+        arena = a;
+        buffers = b;
+        return b;
     }
 
     /**
@@ -124,7 +217,7 @@ public final class Tensor implements AutoCloseable {
 
         @Override
         public MemorySegment[] buffers(Tensor tensor) {
-            return tensor.buffers;
+            return tensor.segments();
         }
 
         @Override
@@ -208,6 +301,12 @@ public final class Tensor implements AutoCloseable {
                 throw new IllegalArgumentException("Tensor.allocate makes host memory; buffer device tag is " + b.deviceTag());
             }
         }
+        if (filledNow && scope == TensorScope.CONFINED) {
+            Tensor t = pooled(descriptor);
+            if (t != null) {
+                return t;
+            }
+        }
         Arena arena = scope == TensorScope.SHARED ? Arena.ofShared() : Arena.ofConfined();
         try {
             MemorySegment[] bufs = new MemorySegment[descriptor.buffers().size()];
@@ -246,7 +345,7 @@ public final class Tensor implements AutoCloseable {
         Tensor t = allocate(descriptor, TensorScope.CONFINED, true);
         try {
             for (int i = 0; i < contents.length; i++) {
-                MemorySegment.copy(contents[i], 0, t.buffers[i], 0, contents[i].byteSize());
+                dev.hurray.internal.Native.copy(contents[i], 0, t.fillTarget(i), 0, contents[i].byteSize());
             }
         } catch (RuntimeException | Error e) {
             // A closed or foreign-thread source: the new tensor (and its pooled blocks) go back.
@@ -280,7 +379,7 @@ public final class Tensor implements AutoCloseable {
      */
     public static Tensor of(String name, float[] data, long... shape) {
         Tensor t = dense(ElementType.FLOAT32, name, data.length, shape);
-        MemorySegment.copy(data, 0, t.buffers[0], le(ValueLayout.JAVA_FLOAT), 0, data.length);
+        MemorySegment.copy(data, 0, t.fillTarget(0), le(ValueLayout.JAVA_FLOAT), 0, data.length);
         return t;
     }
 
@@ -292,7 +391,7 @@ public final class Tensor implements AutoCloseable {
     /** A named float64 tensor holding a copy of {@code data}; see {@link #of(String, float[], long...)}. */
     public static Tensor of(String name, double[] data, long... shape) {
         Tensor t = dense(ElementType.FLOAT64, name, data.length, shape);
-        MemorySegment.copy(data, 0, t.buffers[0], le(ValueLayout.JAVA_DOUBLE), 0, data.length);
+        MemorySegment.copy(data, 0, t.fillTarget(0), le(ValueLayout.JAVA_DOUBLE), 0, data.length);
         return t;
     }
 
@@ -349,7 +448,7 @@ public final class Tensor implements AutoCloseable {
 
     private static Tensor copied(ElementType type, String name, byte[] data, long[] shape) {
         Tensor t = dense(type, name, data.length, shape);
-        MemorySegment.copy(data, 0, t.buffers[0], ValueLayout.JAVA_BYTE, 0, data.length);
+        MemorySegment.copy(data, 0, t.fillTarget(0), ValueLayout.JAVA_BYTE, 0, data.length);
         return t;
     }
 
@@ -366,7 +465,7 @@ public final class Tensor implements AutoCloseable {
 
     private static Tensor copied(ElementType type, String name, short[] data, long[] shape) {
         Tensor t = dense(type, name, data.length, shape);
-        MemorySegment.copy(data, 0, t.buffers[0], le(ValueLayout.JAVA_SHORT), 0, data.length);
+        MemorySegment.copy(data, 0, t.fillTarget(0), le(ValueLayout.JAVA_SHORT), 0, data.length);
         return t;
     }
 
@@ -382,7 +481,7 @@ public final class Tensor implements AutoCloseable {
 
     private static Tensor copied(ElementType type, String name, int[] data, long[] shape) {
         Tensor t = dense(type, name, data.length, shape);
-        MemorySegment.copy(data, 0, t.buffers[0], le(ValueLayout.JAVA_INT), 0, data.length);
+        MemorySegment.copy(data, 0, t.fillTarget(0), le(ValueLayout.JAVA_INT), 0, data.length);
         return t;
     }
 
@@ -398,7 +497,7 @@ public final class Tensor implements AutoCloseable {
 
     private static Tensor copied(ElementType type, String name, long[] data, long[] shape) {
         Tensor t = dense(type, name, data.length, shape);
-        MemorySegment.copy(data, 0, t.buffers[0], le(ValueLayout.JAVA_LONG), 0, data.length);
+        MemorySegment.copy(data, 0, t.fillTarget(0), le(ValueLayout.JAVA_LONG), 0, data.length);
         return t;
     }
 
@@ -519,7 +618,7 @@ public final class Tensor implements AutoCloseable {
      */
     public BufferList buffers() {
         requireOpen();
-        return new BufferList(this, buffers);
+        return new BufferList(this, segments());
     }
 
     /**
@@ -531,7 +630,7 @@ public final class Tensor implements AutoCloseable {
      */
     public MemorySegment buffer(int index) {
         requireOpen();
-        return buffers[index];
+        return segments()[index];
     }
 
     /**
@@ -782,7 +881,7 @@ public final class Tensor implements AutoCloseable {
     public void checkContents() throws HurrayException {
         pin();
         try {
-            NativeLayouts.checkContents(descriptor.nativeHandle(), buffers);
+            NativeLayouts.checkContents(descriptor.nativeHandle(), writeBuffers());
         } finally {
             unpin();
         }
@@ -816,12 +915,25 @@ public final class Tensor implements AutoCloseable {
 
     /** True for {@link #wrap} tensors, whose memory belongs to the caller's arena. */
     boolean borrowsMemory() {
-        return arena == null;
+        return pooled == null && arena == null;
     }
 
-    /** The raw buffer segments (for the writer, between pin and unpin). */
+    /** The buffer segments, as {@link #buffer} returns them (made first for a pooled tensor). */
     MemorySegment[] rawBuffers() {
-        return buffers;
+        return segments();
+    }
+
+    /**
+     * The buffers for code that reads them by address while the tensor is pinned (a writer, a
+     * native call): a pooled tensor's unscoped views, else its segments. Never hand these out.
+     */
+    MemorySegment[] writeBuffers() {
+        return pooled != null ? unscoped : segments();
+    }
+
+    /** Buffer {@code i} for a factory filling it before the tensor is returned. */
+    private MemorySegment fillTarget(int i) {
+        return pooled != null ? unscoped[i] : buffers[i];
     }
 
     /**
@@ -848,28 +960,28 @@ public final class Tensor implements AutoCloseable {
      */
     public static Tensor scalar(float value) {
         Tensor t = allocate(TensorDescriptor.of(ElementType.FLOAT32));
-        t.buffers[0].set(le(ValueLayout.JAVA_FLOAT), 0, value);
+        t.fillTarget(0).set(le(ValueLayout.JAVA_FLOAT), 0, value);
         return t;
     }
 
     /** A rank-0 float64 tensor; see {@link #scalar(float)}. */
     public static Tensor scalar(double value) {
         Tensor t = allocate(TensorDescriptor.of(ElementType.FLOAT64));
-        t.buffers[0].set(le(ValueLayout.JAVA_DOUBLE), 0, value);
+        t.fillTarget(0).set(le(ValueLayout.JAVA_DOUBLE), 0, value);
         return t;
     }
 
     /** A rank-0 int32 tensor; see {@link #scalar(float)}. */
     public static Tensor scalar(int value) {
         Tensor t = allocate(TensorDescriptor.of(ElementType.INT32));
-        t.buffers[0].set(le(ValueLayout.JAVA_INT), 0, value);
+        t.fillTarget(0).set(le(ValueLayout.JAVA_INT), 0, value);
         return t;
     }
 
     /** A rank-0 int64 tensor; see {@link #scalar(float)}. */
     public static Tensor scalar(long value) {
         Tensor t = allocate(TensorDescriptor.of(ElementType.INT64));
-        t.buffers[0].set(le(ValueLayout.JAVA_LONG), 0, value);
+        t.fillTarget(0).set(le(ValueLayout.JAVA_LONG), 0, value);
         return t;
     }
 
@@ -897,7 +1009,7 @@ public final class Tensor implements AutoCloseable {
      */
     public java.nio.ByteBuffer asByteBuffer() {
         requireOpen();
-        return TensorViews.bytes(descriptor, buffers[0]);
+        return TensorViews.bytes(descriptor, segments()[0]);
     }
 
     /**
@@ -911,31 +1023,31 @@ public final class Tensor implements AutoCloseable {
      */
     public java.nio.FloatBuffer asFloatBuffer() {
         requireOpen();
-        return TensorViews.elements(descriptor, buffers[0], 4, ElementType.FLOAT32).asFloatBuffer();
+        return TensorViews.elements(descriptor, segments()[0], 4, ElementType.FLOAT32).asFloatBuffer();
     }
 
     /** As {@link #asFloatBuffer()} for float64. */
     public java.nio.DoubleBuffer asDoubleBuffer() {
         requireOpen();
-        return TensorViews.elements(descriptor, buffers[0], 8, ElementType.FLOAT64).asDoubleBuffer();
+        return TensorViews.elements(descriptor, segments()[0], 8, ElementType.FLOAT64).asDoubleBuffer();
     }
 
     /** As {@link #asFloatBuffer()} for int32 and uint32 (raw bits). */
     public java.nio.IntBuffer asIntBuffer() {
         requireOpen();
-        return TensorViews.elements(descriptor, buffers[0], 4, ElementType.INT32, ElementType.UINT32).asIntBuffer();
+        return TensorViews.elements(descriptor, segments()[0], 4, ElementType.INT32, ElementType.UINT32).asIntBuffer();
     }
 
     /** As {@link #asFloatBuffer()} for int64 and uint64 (raw bits). */
     public java.nio.LongBuffer asLongBuffer() {
         requireOpen();
-        return TensorViews.elements(descriptor, buffers[0], 8, ElementType.INT64, ElementType.UINT64).asLongBuffer();
+        return TensorViews.elements(descriptor, segments()[0], 8, ElementType.INT64, ElementType.UINT64).asLongBuffer();
     }
 
     /** As {@link #asFloatBuffer()} for the 16-bit types (int16, uint16, float16, bfloat16; raw bits). */
     public java.nio.ShortBuffer asShortBuffer() {
         requireOpen();
-        return TensorViews.elements(descriptor, buffers[0], 2, ElementType.INT16, ElementType.UINT16,
+        return TensorViews.elements(descriptor, segments()[0], 2, ElementType.INT16, ElementType.UINT16,
                 ElementType.FLOAT16, ElementType.BFLOAT16).asShortBuffer();
     }
 
@@ -965,7 +1077,9 @@ public final class Tensor implements AutoCloseable {
             }
         }
         try {
-            if (arena != null) {
+            if (pooled != null) {
+                closePooled();
+            } else if (arena != null) {
                 arena.close();
             }
         } catch (RuntimeException | Error e) {
@@ -984,6 +1098,26 @@ public final class Tensor implements AutoCloseable {
             }
             if (onClose != null) {
                 onClose.run();
+            }
+        }
+    }
+
+    /**
+     * Ends a pooled tensor: its arena's close gives the blocks back once segments were made,
+     * else they go back at once. Under the lock that {@link #materialize()} holds, so that no
+     * segments are made over blocks already given back.
+     */
+    private synchronized void closePooled() {
+        if (Thread.currentThread() != owner) {
+            throw new WrongThreadException("the tensor is confined to thread " + owner.getName()
+                    + " (TensorScope.CONFINED): close it there");
+        }
+        Arena a = arena;
+        if (a != null) {
+            a.close();
+        } else {
+            for (int i = 0; i < pooled.length; i++) {
+                PayloadPool.giveBack(pooled[i], unscoped[i].byteSize());
             }
         }
     }

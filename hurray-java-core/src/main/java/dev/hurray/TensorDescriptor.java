@@ -314,9 +314,13 @@ public final class TensorDescriptor {
         return Collections.unmodifiableMap(copy);
     }
 
-    /** The metadata value of {@code key} decoded as UTF-8, if present. */
+    /**
+     * The metadata value of {@code key} decoded as UTF-8, if present.
+     *
+     * @throws NullPointerException if {@code key} is null
+     */
     public Optional<String> metadataString(String key) {
-        byte[] v = fields.metadata().get(key);
+        byte[] v = fields.metadata().get(Objects.requireNonNull(key, "key"));
         return v == null ? Optional.empty() : Optional.of(new String(v, StandardCharsets.UTF_8));
     }
 
@@ -502,7 +506,14 @@ public final class TensorDescriptor {
         public Builder metadata(String key, byte[] value) {
             Objects.requireNonNull(key, "key");
             byte[] copy = value.clone();
-            if (metadata != null && metadata.containsKey(key)) {
+            if (metadata == null) {
+                // The common single entry as an immutable one-entry map (no hash table); the
+                // next change copies it into an ordered map, as for a map shared with a build.
+                metadata = Map.of(key, copy);
+                metadataShared = true;
+                return this;
+            }
+            if (metadata.containsKey(key)) {
                 HurrayException e = new HurrayException(Status.DUPLICATE_NAME, "metadata key '" + key
                         + "' is already set (replaceMetadata changes its value)", null);
                 throw new IllegalArgumentException(e.getMessage(), e);

@@ -189,7 +189,7 @@ public final class Writer implements AutoCloseable {
     static void write(NativeWriter nativeWriter, Tensor tensor) throws HurrayException {
         tensor.pin();
         try {
-            MemorySegment[] bufs = tensor.rawBuffers();
+            MemorySegment[] bufs = tensor.writeBuffers();
             if (tensor.borrowsMemory()) {
                 // The caller's segments: their arena may be closed by its owner at any time.
                 for (int i = 0; i < bufs.length; i++) {

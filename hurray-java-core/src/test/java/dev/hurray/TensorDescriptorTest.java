@@ -184,6 +184,21 @@ class TensorDescriptorTest {
     }
 
     @Test
+    void aSingleMetadataEntryBehavesAsAnyOther() {
+        TensorDescriptor.Builder b = TensorDescriptor.builder(ElementType.FLOAT32, 4).metadata("only", "1");
+        assertThrows(IllegalArgumentException.class, () -> b.metadata("only", "2"), "a second value after a single entry");
+        TensorDescriptor one = b.build();
+        assertEquals(List.of("only"), List.copyOf(one.metadata().keySet()));
+        TensorDescriptor two = b.metadata("next", "2").build();
+        assertEquals(List.of("only", "next"), List.copyOf(two.metadata().keySet()), "insertion order kept");
+        assertEquals(1, one.metadata().size(), "the first build keeps its single entry");
+        assertEquals("3", b.replaceMetadata("only", "3").build().metadataString("only").orElseThrow());
+        assertEquals("1", one.metadataString("only").orElseThrow());
+        assertTrue(one.metadataString("absent").isEmpty());
+        assertThrows(NullPointerException.class, () -> one.metadataString(null));
+    }
+
+    @Test
     void theReaderOptionsMaximumIsTheLibrarysDescriptorMaximum() throws HurrayException {
         assertEquals(dev.hurray.ffm.hurray_h.HURRAY_MAX_DESCRIPTOR_BYTES(), ReaderOptions.MAX_DESCRIPTOR_BYTES);
         // The library takes it as a reader limit, and refuses one byte more.

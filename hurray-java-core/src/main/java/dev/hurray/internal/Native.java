@@ -120,6 +120,43 @@ public final class Native {
         return EVERYTHING.asSlice(address, len);
     }
 
+    // The two copies below are the library's shared entry to the JDK's bulk copies, whose
+    // implementation is force-inlined wherever it is called: callers on the per-tensor paths
+    // call these instead, so that a fresh JVM's first compiler compiles that code once rather
+    // than into each caller (these methods are over its inlining size on purpose).
+
+    /**
+     * {@code MemorySegment.copy(src, srcOffset, dst, dstOffset, bytes)}; nothing for 0 bytes.
+     *
+     * @throws IndexOutOfBoundsException for a negative count or a range outside either segment
+     */
+    public static void copy(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long bytes) {
+        if (bytes <= 0) {
+            if (bytes < 0) {
+                throw new IndexOutOfBoundsException("negative byte count " + bytes);
+            }
+            return;
+        }
+        MemorySegment.copy(src, srcOffset, dst, dstOffset, bytes);
+    }
+
+    /**
+     * Copies the {@code count} 8-byte words (native byte order) at native address
+     * {@code address} into {@code into[0..count)}; the caller knows from the C contract that
+     * they are there.
+     *
+     * @throws IndexOutOfBoundsException if {@code count} is negative or over {@code into.length}
+     */
+    static void words(long address, long[] into, int count) {
+        if (count <= 0 || count > into.length) {
+            if (count != 0) {
+                throw new IndexOutOfBoundsException(count + " words into an array of " + into.length);
+            }
+            return;
+        }
+        MemorySegment.copy(EVERYTHING, ValueLayout.JAVA_LONG_UNALIGNED, address, into, 0, count);
+    }
+
     /** A copy of the {@code len} bytes at native address {@code address}. */
     static byte[] bytes(long address, long len) {
         if (len > Integer.MAX_VALUE - 8) {

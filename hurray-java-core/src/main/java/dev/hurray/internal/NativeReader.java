@@ -3,7 +3,6 @@ package dev.hurray.internal;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
-import static java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED;
 
 import dev.hurray.HurrayException;
 import dev.hurray.Status;
@@ -353,11 +352,12 @@ public final class NativeReader {
     private void at(MemorySegment r) {
         result = r;
         snapped = false;
+        tableSnapped = false;
     }
 
     private long[] words() {
         if (!snapped) {
-            MemorySegment.copy(result, JAVA_LONG_UNALIGNED, 0, words, 0, RESULT_WORDS);
+            Native.words(result.address(), words, RESULT_WORDS);
             snapped = true;
         }
         return words;
@@ -378,6 +378,11 @@ public final class NativeReader {
             emitted++;
             return true;
         }
+        return nextBatch();
+    }
+
+    /** {@link #next()} once the last batch is used up: decodes the next batch, reading the source as asked. */
+    private boolean nextBatch() throws HurrayException {
         while (true) {
             fillIfAsked();
             long f = filled;
@@ -657,16 +662,21 @@ public final class NativeReader {
             fields = java.util.Objects.equals(name, p.name()) ? p : new DescriptorFields(p.elementType(), p.shape(),
                     p.layout(), p.byteOffset(), p.buffers(), p.quantization(), name, p.metadata());
         } else {
-            MemorySegment f = HurrayDecodeResult.fields(result);
-            long buffers = w[W_BUFFER_COUNT];
-            long entries = w[W_METADATA_COUNT];
-            fields = NativeDescriptor.readDecoded(f,
-                    Native.view(HurrayDecodeResult.buffers(result), buffers * HurrayDecodedBuffer.sizeof()),
-                    Native.view(HurrayDecodeResult.metadata(result), entries * HurrayMetadataView.sizeof()),
-                    HurrayDecodeResult.tensor(result));
+            fields = decodedFields(w);
         }
         remember(fields);
         return fields;
+    }
+
+    /** {@link #readFields()} for a descriptor that is not the previous one but for its name: read whole. */
+    private DescriptorFields decodedFields(long[] w) throws HurrayException {
+        MemorySegment f = HurrayDecodeResult.fields(result);
+        long buffers = w[W_BUFFER_COUNT];
+        long entries = w[W_METADATA_COUNT];
+        return NativeDescriptor.readDecoded(f,
+                Native.view(HurrayDecodeResult.buffers(result), buffers * HurrayDecodedBuffer.sizeof()),
+                Native.view(HurrayDecodeResult.metadata(result), entries * HurrayMetadataView.sizeof()),
+                HurrayDecodeResult.tensor(result));
     }
 
     /**
@@ -698,28 +708,41 @@ public final class NativeReader {
             }
             return out;
         }
-        long table = w[W_BUFFERS];
-        long stride = HurrayDecodedBuffer.sizeof();
+        long[] t = table(count);
         for (int i = 0; i < count; i++) {
-            long at = table + i * stride;
-            long data = Native.EVERYTHING.get(JAVA_LONG, at + DATA);
-            long size = Native.EVERYTHING.get(JAVA_LONG, at + SIZE);
-            out[i] = MemorySegment.ofAddress(data).reinterpret(size, arena, i == 0 ? release : null);
+            out[i] = MemorySegment.ofAddress(t[i * BUF_WORDS + W_DATA]).reinterpret(t[i * BUF_WORDS + W_SIZE], arena,
+                    i == 0 ? release : null);
         }
         return out;
     }
 
-    private static final long DATA = HurrayDecodedBuffer.data$offset();
-    private static final long SIZE = HurrayDecodedBuffer.spec$offset() + HurrayBufferSpec.byte_size$offset();
+    private static final int BUF_WORDS = StructWords.index(HurrayDecodedBuffer.sizeof());
+    private static final int W_DATA = StructWords.index(HurrayDecodedBuffer.data$offset());
+    private static final int W_SIZE = StructWords.index(HurrayDecodedBuffer.spec$offset() + HurrayBufferSpec.byte_size$offset());
+    /** The current result's buffer table as words ({@link #table}); valid while {@code tableSnapped}. */
+    private long[] tableWords = new long[4 * BUF_WORDS];
+    private boolean tableSnapped;
+
+    /** The current result's {@code count} buffer records as words, copied out once per tensor. */
+    private long[] table(int count) {
+        if (!tableSnapped) {
+            int n = count * BUF_WORDS;
+            if (n > tableWords.length) {
+                tableWords = new long[n];
+            }
+            Native.words(words()[W_BUFFERS], tableWords, n);
+            tableSnapped = true;
+        }
+        return tableWords;
+    }
 
     /** The decoded tensor's payload bytes in all (the sum of its buffer sizes). */
     public long payloadBytes() {
-        long[] w = words();
-        int count = (int) w[W_BUFFER_COUNT];
-        long table = w[W_BUFFERS];
+        int count = (int) words()[W_BUFFER_COUNT];
+        long[] t = table(count);
         long sum = 0;
         for (int i = 0; i < count; i++) {
-            sum += Native.EVERYTHING.get(JAVA_LONG, table + i * HurrayDecodedBuffer.sizeof() + SIZE);
+            sum += t[i * BUF_WORDS + W_SIZE];
         }
         return sum;
     }

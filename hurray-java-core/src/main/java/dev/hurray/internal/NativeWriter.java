@@ -193,36 +193,7 @@ public final class NativeWriter {
                 }
             }
             if (need > aux.byteSize()) {
-                // A descriptor too large for the batch area (megabytes of metadata) takes the
-                // one-tensor path through a descriptor of its own.
-                // Heap payloads are copied to native memory first: that path reads them by
-                // address, and the encoder may borrow them until its output is sent. A writer
-                // that sends before returning closes the copies at once; one whose caller drains
-                // keeps them until its output has gone (heldCopies).
-                NativeDescriptor.Built b = NativeDescriptor.build(f);
-                java.lang.foreign.Arena copies = drained ? java.lang.foreign.Arena.ofAuto()
-                        : java.lang.foreign.Arena.ofConfined();
-                try {
-                    MemorySegment[] inNative = payloads.clone();
-                    for (int i = 0; i < inNative.length; i++) {
-                        if (!inNative[i].isNative() && inNative[i].byteSize() > 0) {
-                            MemorySegment c = copies.allocate(inNative[i].byteSize(), 64);
-                            MemorySegment.copy(inNative[i], 0, c, 0, inNative[i].byteSize());
-                            inNative[i] = c;
-                        }
-                    }
-                    if (drained) {
-                        if (HurrayEncoderState.pending_bytes(state) == 0) {
-                            heldCopies.clear();
-                        }
-                        heldCopies.add(inNative);
-                    }
-                    write(b.descriptor().handle(), inNative);
-                } finally {
-                    if (!drained) {
-                        copies.close();
-                    }
-                }
+                writeAlone(f, payloads);
                 return;
             }
         }
@@ -248,6 +219,40 @@ public final class NativeWriter {
             sendBatch(0, true);
             if (batchBytes == 0) {
                 flushSink();
+            }
+        }
+    }
+
+    /**
+     * Writes a tensor whose descriptor is too large for the batch area (megabytes of metadata)
+     * through a descriptor of its own. Heap payloads are copied to native memory first: that
+     * path reads them by address, and the encoder may borrow them until its output is sent. A
+     * writer that sends before returning closes the copies at once; one whose caller drains
+     * keeps them until its output has gone (heldCopies). Out of {@link #writeFields}, which every
+     * small tensor runs, so that its compiled code stays small.
+     */
+    private void writeAlone(DescriptorFields f, MemorySegment[] payloads) throws HurrayException {
+        NativeDescriptor.Built b = NativeDescriptor.build(f);
+        java.lang.foreign.Arena copies = drained ? java.lang.foreign.Arena.ofAuto() : java.lang.foreign.Arena.ofConfined();
+        try {
+            MemorySegment[] inNative = payloads.clone();
+            for (int i = 0; i < inNative.length; i++) {
+                if (!inNative[i].isNative() && inNative[i].byteSize() > 0) {
+                    MemorySegment c = copies.allocate(inNative[i].byteSize(), 64);
+                    MemorySegment.copy(inNative[i], 0, c, 0, inNative[i].byteSize());
+                    inNative[i] = c;
+                }
+            }
+            if (drained) {
+                if (HurrayEncoderState.pending_bytes(state) == 0) {
+                    heldCopies.clear();
+                }
+                heldCopies.add(inNative);
+            }
+            write(b.descriptor().handle(), inNative);
+        } finally {
+            if (!drained) {
+                copies.close();
             }
         }
     }

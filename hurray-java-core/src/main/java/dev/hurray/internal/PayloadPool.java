@@ -9,9 +9,10 @@ import java.lang.foreign.MemorySegment;
  * {@code malloc} nor a zero fill, and closing one no {@code free}.
  *
  * <p>Blocks come in power-of-two size classes from 64 bytes to {@value #MAX_BYTES} bytes, each
- * 64-byte aligned, carved from slabs of {@value #SLAB_BYTES} bytes. A block handed out is scoped
- * to the tensor's own arena (the segment is invalid once the tensor closes, as with any arena
- * allocation), and the arena's close gives the block back. The pool retains at most
+ * 64-byte aligned, carved from slabs of {@value #SLAB_BYTES} bytes. A block is either scoped to
+ * a tensor's own arena ({@link #filledLater}, {@link #scoped}: the segment is invalid once the
+ * tensor closes, as with any arena allocation, and the arena's close gives the block back) or
+ * held by address ({@link #block}) by a tensor that gives it back itself when it closes. The pool retains at most
  * {@value #RETAIN_BYTES} bytes of slabs for the life of the process; once that much is in use,
  * further buffers are ordinary arena allocations. A block is reused without clearing, which is
  * why only callers that overwrite every byte at once take from here.
@@ -48,6 +49,29 @@ public final class PayloadPool {
             return arena.allocate(size, alignment);
         }
         return MemorySegment.ofAddress(block).reinterpret(size, arena, PayloadPool::giveBack);
+    }
+
+    /**
+     * A block of at least {@code size} bytes at {@code alignment} whose bytes are unspecified, as
+     * an address the caller owns until it gives it back with {@link #giveBack(long, long)} (or
+     * scopes it with {@link #scoped}); 0 when the pool does not serve that size (empty, above
+     * {@value #MAX_BYTES} bytes, alignment above 64) or is exhausted.
+     */
+    public static long block(long size, long alignment) {
+        if (size == 0 || size > MAX_BYTES || alignment > ALIGN) {
+            return 0;
+        }
+        return take(classOf(size));
+    }
+
+    /** {@code block} (from {@link #block}) as a segment of {@code size} bytes scoped to {@code arena}, whose close gives it back. */
+    public static MemorySegment scoped(Arena arena, long block, long size) {
+        return MemorySegment.ofAddress(block).reinterpret(size, arena, PayloadPool::giveBack);
+    }
+
+    /** Gives back {@code block} (from {@link #block} with this {@code size}) that was never scoped. */
+    public static void giveBack(long block, long size) {
+        put(classOf(size), block);
     }
 
     /** Blocks of the pool now free, for tests. */
@@ -98,7 +122,10 @@ public final class PayloadPool {
     }
 
     private static void giveBack(MemorySegment s) {
-        int c = classOf(s.byteSize());
+        put(classOf(s.byteSize()), s.address());
+    }
+
+    private static void put(int c, long block) {
         synchronized (LOCK) {
             long[] stack = FREE[c];
             int n = FREE_COUNT[c];
@@ -106,7 +133,7 @@ public final class PayloadPool {
                 stack = java.util.Arrays.copyOf(stack == null ? new long[0] : stack, Math.max(16, 2 * n));
                 FREE[c] = stack;
             }
-            stack[n] = s.address();
+            stack[n] = block;
             FREE_COUNT[c] = n + 1;
         }
     }

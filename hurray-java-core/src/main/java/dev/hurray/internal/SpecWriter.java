@@ -257,7 +257,7 @@ final class SpecWriter {
 
     private static void copyAll(MemorySegment[] src, long[] from, MemorySegment[] dst, long[] to, long[] len, int n) {
         for (int i = 0; i < n; i++) {
-            MemorySegment.copy(src[i], from[i], dst[i], to[i], len[i]);
+            Native.copy(src[i], from[i], dst[i], to[i], len[i]);
         }
     }
 

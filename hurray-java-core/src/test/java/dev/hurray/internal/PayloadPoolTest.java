@@ -7,7 +7,10 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.hurray.ElementType;
+import dev.hurray.Reader;
 import dev.hurray.Tensor;
+import dev.hurray.TensorShare;
+import dev.hurray.Writer;
 import dev.hurray.TensorDescriptor;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -22,7 +25,9 @@ import org.junit.jupiter.api.Test;
  * {@code Tensor.copyOf} and {@code Tensor.of(array)} take small buffers from {@link PayloadPool}:
  * a closed tensor's block is reused by the next one, a closed tensor's segments still throw,
  * the pool keeps no more than its bound however many tensors are open, and buffers that must
- * start zeroed ({@code Tensor.allocate}) never come from it.
+ * start zeroed ({@code Tensor.allocate}) never come from it. Such a tensor makes its arena only
+ * when its buffers are first asked for: one written and closed without that gives its block
+ * back, and the CONFINED rules hold either way.
  */
 class PayloadPoolTest {
     private static float[] row(int seed, int n) {
@@ -138,5 +143,91 @@ class PayloadPoolTest {
         }
         assertEquals(retained, PayloadPool.retainedBytes(), "failed copies took slabs");
         assertEquals(free, PayloadPool.freeBlocks(), "failed copies kept blocks");
+    }
+
+    /** Runs {@code body} on a new thread and returns what it threw, or null. */
+    private static Throwable onAnotherThread(Runnable body) throws InterruptedException {
+        Throwable[] thrown = new Throwable[1];
+        Thread t = new Thread(() -> {
+            try {
+                body.run();
+            } catch (Throwable e) {
+                thrown[0] = e;
+            }
+        });
+        t.start();
+        t.join();
+        return thrown[0];
+    }
+
+    @Test
+    void aTensorWrittenWithoutTouchingItsBuffersGivesItsBlockBackOnClose() throws Exception {
+        TensorDescriptor d = TensorDescriptor.builder(ElementType.FLOAT32, 100).name("p").build();
+        Tensor.copyOf(d, MemorySegment.ofArray(row(0, 100))).close(); // a free block of this class
+        int free = PayloadPool.freeBlocks();
+        Writer w = Writer.toMemory();
+        Tensor t = Tensor.copyOf(d, MemorySegment.ofArray(row(5, 100)));
+        assertEquals(free - 1, PayloadPool.freeBlocks(), "the tensor holds a pooled block");
+        w.write(t);
+        t.close();
+        assertEquals(free, PayloadPool.freeBlocks(), "close gave the block back");
+        assertThrows(IllegalStateException.class, () -> t.buffer(0));
+        w.close();
+        try (Reader r = Reader.of(w.toByteArray()); Tensor back = r.read()) {
+            assertArrayEquals(row(5, 100), back.toFloatArray());
+        }
+    }
+
+    @Test
+    void anotherThreadCanNeitherTouchNorCloseAConfinedPooledTensor() throws Exception {
+        TensorDescriptor d = TensorDescriptor.of(ElementType.FLOAT32, 64);
+        Tensor t = Tensor.copyOf(d, MemorySegment.ofArray(row(9, 64)));
+        assertTrue(onAnotherThread(() -> t.buffer(0)) instanceof WrongThreadException);
+        assertTrue(onAnotherThread(t::toFloatArray) instanceof WrongThreadException);
+        assertTrue(onAnotherThread(t::close) instanceof WrongThreadException);
+        assertTrue(t.isOpen(), "a refused close leaves the tensor open");
+        assertArrayEquals(row(9, 64), t.toFloatArray());
+        MemorySegment before = t.buffer(0);
+        assertTrue(onAnotherThread(t::close) instanceof WrongThreadException, "refused after its arena exists too");
+        t.close();
+        assertThrows(IllegalStateException.class, () -> before.get(ValueLayout.JAVA_FLOAT, 0));
+    }
+
+    @Test
+    void aWriterOnAnotherThreadRelaysAPooledTensor() throws Exception {
+        TensorDescriptor d = TensorDescriptor.builder(ElementType.FLOAT32, 64).name("relay").build();
+        Writer w = Writer.toMemory();
+        try (Tensor t = Tensor.copyOf(d, MemorySegment.ofArray(row(4, 64)))) {
+            Throwable e = onAnotherThread(() -> {
+                try {
+                    w.write(t);
+                    w.close();
+                } catch (Exception x) {
+                    throw new RuntimeException(x);
+                }
+            });
+            assertEquals(null, e);
+        }
+        try (Reader r = Reader.of(w.toByteArray()); Tensor back = r.read()) {
+            assertArrayEquals(row(4, 64), back.toFloatArray());
+        }
+    }
+
+    @Test
+    void aShareTakenToAnotherThreadGivesSegmentsThatFailAfterTheTensorCloses() throws Exception {
+        TensorDescriptor d = TensorDescriptor.of(ElementType.FLOAT32, 32);
+        Tensor t = Tensor.copyOf(d, MemorySegment.ofArray(row(6, 32)));
+        TensorShare share = t.share();
+        MemorySegment[] seen = new MemorySegment[1];
+        float[] first = new float[1];
+        assertEquals(null, onAnotherThread(() -> {
+            seen[0] = share.buffer(0);
+            first[0] = seen[0].get(ValueLayout.JAVA_FLOAT_UNALIGNED, 4);
+        }));
+        assertEquals(row(6, 32)[1], first[0]);
+        assertThrows(IllegalStateException.class, t::close, "a shared tensor cannot be closed");
+        share.close();
+        t.close();
+        assertThrows(IllegalStateException.class, () -> seen[0].get(ValueLayout.JAVA_FLOAT, 0));
     }
 }
