@@ -187,6 +187,7 @@ def write(d):
                 f.write(nd.astype(nd.dtype.newbyteorder("<")).tobytes())
             index[key] = {"dtype": str(nd.dtype), "shape": list(nd.shape)}
     hostile(d)
+    direct(d)
     with open(os.path.join(d, "expected", "index.json"), "w") as f:
         json.dump(index, f, indent=1)
 
@@ -221,6 +222,19 @@ def hostile(d):
         [pa.array([[1.0, 2.0]], pa.list_(pa.float32())), pa.array([[1, 2]], pa.list_(pa.int32(), 2))], names=["data", "shape"]),
         (b"arrow.variable_shape_tensor", b'{"uniform_shape": [2, null]}'))
     raw(os.path.join(h, "varjson.arrow"), st, (b"arrow.variable_shape_tensor", b'{"permutation": "no"}'))
+
+
+def direct(d):
+    """DIR/direct/: one-batch files for ArrowTables.toHurray(path, writer), sent from the file or not."""
+    h = os.path.join(d, "direct")
+    os.makedirs(h, exist_ok=True)
+    single = pa.table({"id": pa.array([1, 2, 3, 4], pa.int64()), "emb": fixed(pa.float32(), (768,), 4, 12)})
+    save(os.path.join(h, "single.arrow"), single)
+    save(os.path.join(h, "sliced.arrow"), pa.table({"emb": fixed(pa.float64(), (3, 2), 6, 13).slice(2, 3)}))
+    with pa.OSFile(os.path.join(h, "compressed.arrow"), "wb") as f, \
+            ipc.new_file(f, single.schema, options=ipc.IpcWriteOptions(compression="zstd")) as w:
+        w.write_table(single)
+    save(os.path.join(h, "fixednulls.arrow"), pa.table({"f": fixed(pa.float32(), (2,), 3, 5, nulls=(1,))}))
 
 
 def check(d):

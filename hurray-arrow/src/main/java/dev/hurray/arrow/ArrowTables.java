@@ -11,17 +11,23 @@ import dev.hurray.Writer;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.channels.FileChannel;
 import java.nio.channels.WritableByteChannel;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.ipc.ArrowFileReader;
 import org.apache.arrow.vector.ipc.ArrowFileWriter;
 import org.apache.arrow.vector.ipc.ArrowReader;
+import org.apache.arrow.vector.ipc.ArrowStreamReader;
 import org.apache.arrow.vector.ipc.ArrowStreamWriter;
 import org.apache.arrow.vector.ipc.ArrowWriter;
 import org.apache.arrow.vector.types.pojo.ArrowType;
@@ -335,10 +341,101 @@ public final class ArrowTables {
      * Writes every tensor of {@code reader} to a Hurray stream, by the naming rules of
      * {@link #read(ArrowReader, TensorSink)}; returns the count. The payloads are written from
      * the Arrow memory in place, whatever its alignment (no copy), except the gathering of a
-     * fixed-shape column without names that spans several record batches.
+     * fixed-shape column without names that spans several record batches. The reader loads
+     * each record batch into Arrow memory first; for an IPC file on disk,
+     * {@link #toHurray(Path, Writer)} sends a one-batch fixed-shape column from the file instead.
      */
     public static long toHurray(ArrowReader reader, Writer writer) throws IOException {
         return read(reader, (v, scope) -> writer.write(v.descriptor(), v.segment(scope)), writer::write);
+    }
+
+    /**
+     * Writes every tensor of the Arrow IPC file or IPC stream file {@code ipcFile} to a Hurray
+     * stream, by the naming rules of {@link #read(ArrowReader, TensorSink)}; returns the count.
+     * This is the call to use for a file: a table without a {@code name} column whose tensor
+     * columns are {@code arrow.fixed_shape_tensor} in one record batch is sent from the file
+     * itself, each column's elements as one tensor {@code [rows, ...shape]} read through a
+     * read-only memory map of their byte range, without loading the batch into Arrow memory.
+     * Arrow's reader supplies the footer and schema; the record batch's metadata (field nodes,
+     * buffer offsets and lengths) and the validity bitmaps are checked against the file's size,
+     * each other and the extension type before the first byte is written.
+     *
+     * <p>Everything else goes through {@link ArrowFileReader} (or {@link ArrowStreamReader} for
+     * an IPC stream) and {@link #toHurray(ArrowReader, Writer)}, with the same result: a
+     * {@code name} column (one tensor per row), variable-shape columns, several record
+     * batches (gathered into one tensor, one copy), dictionaries, compressed bodies, columns of
+     * view, union or run-end encoded types, and null rows or elements (refused there, naming
+     * the row).
+     *
+     * <p>The file must not be truncated or rewritten while this runs: its mapped bytes are
+     * read by the writer's sink (a channel's {@code write}, which then fails with an
+     * {@link IOException}) or, with payload checksums on, by the native encoder, which a
+     * truncated mapping would crash as it would with {@link HurrayFile#map}.
+     *
+     * @throws ArrowTensorException for a table the conversions refuse, or metadata that breaks
+     *     the IPC format (a block or buffer outside the file or its record batch body,
+     *     overlapping buffers, buffer or node sizes the rows do not fit)
+     * @throws IOException what reading the file or the writer threw
+     */
+    public static long toHurray(Path ipcFile, Writer writer) throws IOException {
+        ArrowTensors.register();
+        try (FileChannel channel = FileChannel.open(ipcFile, StandardOpenOption.READ);
+             BufferAllocator allocator = new RootAllocator()) {
+            if (!isIpcFile(channel)) {
+                try (ArrowStreamReader reader = new ArrowStreamReader(channel, allocator)) {
+                    return toHurray(reader, writer);
+                }
+            }
+            try (ArrowFileReader reader = new ArrowFileReader(channel, allocator)) {
+                IpcFileColumns.Plan plan = IpcFileColumns.plan(reader, channel);
+                if (!plan.direct()) {
+                    return toHurray(reader, writer);
+                }
+                for (IpcFileColumns.Region r : plan.regions()) {
+                    try (Arena scope = Arena.ofConfined()) {
+                        writer.write(r.descriptor(), fileBytes(channel, r, scope));
+                    }
+                }
+                return plan.regions().size();
+            }
+        }
+    }
+
+    /** As {@link #toHurray(Path, Writer)}, adding the tensors to an HRRYFILE through Arrow's reader (the caller finishes it). */
+    public static long toHurray(Path ipcFile, HurrayFileWriter writer) throws IOException {
+        ArrowTensors.register();
+        try (FileChannel channel = FileChannel.open(ipcFile, StandardOpenOption.READ);
+             BufferAllocator allocator = new RootAllocator();
+             ArrowReader reader = isIpcFile(channel) ? new ArrowFileReader(channel, allocator)
+                     : new ArrowStreamReader(channel, allocator)) {
+            return toHurray(reader, writer);
+        }
+    }
+
+    /** The IPC file format's magic, {@code ARROW1}, at the start (else the file is taken as an IPC stream). */
+    private static boolean isIpcFile(FileChannel channel) throws IOException {
+        java.nio.ByteBuffer magic = java.nio.ByteBuffer.allocate(6);
+        while (magic.hasRemaining() && channel.read(magic, magic.position()) > 0) {
+            // positional reads until 6 bytes or the end
+        }
+        return !magic.hasRemaining() && "ARROW1".equals(new String(magic.array(), StandardCharsets.US_ASCII));
+    }
+
+    /** A region's bytes: a read-only map of the file, or (where the file system cannot map) read into memory. */
+    private static MemorySegment fileBytes(FileChannel channel, IpcFileColumns.Region r, Arena scope) throws IOException {
+        if (r.bytes() == 0) {
+            return scope.allocate(1).asSlice(0, 0);
+        }
+        try {
+            return channel.map(FileChannel.MapMode.READ_ONLY, r.position(), r.bytes(), scope);
+        } catch (UnsupportedOperationException e) {
+            MemorySegment copy = scope.allocate(r.bytes(), 64);
+            for (long at = 0; at < r.bytes(); at += 1 << 30) { // a ByteBuffer holds less than 2 GiB
+                long n = Math.min(1 << 30, r.bytes() - at);
+                IpcFileColumns.readFully(channel, copy.asSlice(at, n).asByteBuffer(), r.position() + at);
+            }
+            return copy;
+        }
     }
 
     /** As {@link #toHurray(ArrowReader, Writer)}, adding the tensors to an HRRYFILE (the caller finishes it). */

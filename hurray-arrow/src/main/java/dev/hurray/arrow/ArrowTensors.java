@@ -522,16 +522,26 @@ public final class ArrowTensors {
             throw nullRow(column.getName(), firstNull(column, 0, rows));
         }
         FieldVector values = column.values();
-        ElementType et = valueType(column.getName(), values);
         long elems = (long) rows * type.listSize();
+        TensorDescriptor d = columnDescriptor(column, rows, name);
         checkValues(column.getName(), values, 0, elems);
+        return new View(d, values.getDataBuffer(), 0, d.elementType().byteSizeOf(elems));
+    }
+
+    /**
+     * The descriptor of {@code rows} rows of {@code column} as one tensor {@code [rows,
+     * ...logicalShape]}, from its type alone (the vector's buffers are not read).
+     */
+    static TensorDescriptor columnDescriptor(FixedShapeTensorVector column, long rows, String name)
+            throws ArrowTensorException {
+        FixedShapeTensorType type = column.type();
+        ElementType et = valueType(column.getName(), column.values());
         long[] logical = type.logicalShape();
         long[] dims = new long[logical.length + 1];
         dims[0] = rows;
         System.arraycopy(logical, 0, dims, 1, logical.length);
-        TensorDescriptor d = descriptor(et, dims, type.shape(), type.permutation().orElse(null), true,
+        return descriptor(et, dims, type.shape(), type.permutation().orElse(null), true,
                 type.dimNames().orElse(null), name, column.getName());
-        return new View(d, values.getDataBuffer(), 0, et.byteSizeOf(elems));
     }
 
     /**

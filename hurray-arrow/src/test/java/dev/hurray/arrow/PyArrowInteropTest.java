@@ -17,6 +17,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -266,6 +267,77 @@ class PyArrowInteropTest {
                 chain.append(t.getMessage()).append(" | ");
             }
             assertTrue(chain.toString().contains(message), "in place " + inPlace + ": " + chain);
+        }
+    }
+
+    /** The Hurray stream of {@code file} through {@link ArrowTables#toHurray(Path, dev.hurray.Writer)}, or what it threw. */
+    static Object viaPath(Path file) {
+        try (dev.hurray.Writer w = dev.hurray.Writer.toMemory()) {
+            ArrowTables.toHurray(file, w);
+            w.finish();
+            return w.toByteArray();
+        } catch (Exception e) {
+            return e;
+        }
+    }
+
+    /** The same through an Arrow reader opened here and {@link ArrowTables#toHurray(ArrowReader, dev.hurray.Writer)}. */
+    static Object viaReader(Path file) {
+        try (ArrowReader r = open(file); dev.hurray.Writer w = dev.hurray.Writer.toMemory()) {
+            ArrowTables.toHurray(r, w);
+            w.finish();
+            return w.toByteArray();
+        } catch (Exception e) {
+            return e;
+        }
+    }
+
+    static IpcFileColumns.Plan plan(Path file) throws IOException {
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ);
+             ArrowFileReader r = new ArrowFileReader(FileChannel.open(file, StandardOpenOption.READ), allocator)) {
+            return IpcFileColumns.plan(r, ch);
+        }
+    }
+
+    /**
+     * Every file pyarrow wrote gives the same Hurray stream through the path entry point as
+     * through Arrow's reader, or the same exception: the one-batch fixed-shape files (other
+     * columns beside, permutations, a sliced column) sent from the file's bytes, the rest
+     * (compressed, nulls, names, several batches, variable shapes) through the reader.
+     */
+    @Test
+    void thePathEntryPointGivesTheReadersStream() throws IOException {
+        for (String f : List.of("perm.arrow", "direct/single.arrow", "direct/sliced.arrow")) {
+            IpcFileColumns.Plan plan = plan(dir.resolve(f));
+            assertTrue(plan.direct(), f + ": " + plan.fallback());
+        }
+        assertTrue(plan(dir.resolve("direct/compressed.arrow")).fallback().contains("compressed"));
+        assertTrue(plan(dir.resolve("direct/fixednulls.arrow")).fallback().contains("nulls"));
+        List<Path> files = new ArrayList<>();
+        try (var list = Files.list(dir)) {
+            list.filter(p -> p.toString().endsWith(".arrow") || p.toString().endsWith(".arrows")).forEach(files::add);
+        }
+        try (var list = Files.list(dir.resolve("direct"))) {
+            list.forEach(files::add);
+        }
+        assertTrue(files.size() > 20, files.toString());
+        for (Path f : files) {
+            Object a = viaPath(f);
+            Object b = viaReader(f);
+            if (a instanceof byte[] x && b instanceof byte[] y) {
+                assertTrue(Arrays.equals(x, y), f + ": the streams differ");
+            } else {
+                assertTrue(a instanceof Exception && b instanceof Exception, f + ": " + a + " / " + b);
+                assertEquals(b.getClass(), a.getClass(), f.toString());
+                assertEquals(((Exception) b).getMessage(), ((Exception) a).getMessage(), f.toString());
+            }
+        }
+        Object nulls = viaPath(dir.resolve("direct/fixednulls.arrow"));
+        assertTrue(nulls instanceof ArrowTensorException e && e.getMessage().contains("column 'f' row 1 is null"), nulls.toString());
+        // The single file's column, sent from the file, holds pyarrow's values.
+        try (dev.hurray.Reader r = dev.hurray.Reader.of((byte[]) viaPath(dir.resolve("direct/single.arrow"))); Tensor t = r.read()) {
+            assertEquals("emb", t.descriptor().name().orElseThrow());
+            assertArrayEquals(new long[] {4, 768}, t.descriptor().shape().dims());
         }
     }
 

@@ -1,10 +1,13 @@
 package dev.hurray.arrow;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import dev.hurray.HurrayFile;
 import dev.hurray.HurrayFileWriter;
+import dev.hurray.Reader;
 import dev.hurray.Tensor;
+import dev.hurray.Writer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -12,7 +15,6 @@ import java.util.List;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
-import org.apache.arrow.vector.ipc.ArrowFileReader;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -37,13 +39,20 @@ class ReadmeSnippetTest {
              FileChannel out = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
             ArrowTables.write(table, out, false);   // an IPC file; pyarrow reads the column as pa.fixed_shape_tensor
         }
-        try (BufferAllocator allocator = new RootAllocator();
-             ArrowFileReader reader = new ArrowFileReader(FileChannel.open(file), allocator);
-             HurrayFileWriter hrry = HurrayFile.create(dir.resolve("embeddings.hrry"))) {
-            ArrowTables.toHurray(reader, hrry);     // one tensor "embedding" of shape [1000, 768]
+        try (HurrayFileWriter hrry = HurrayFile.create(dir.resolve("embeddings.hrry"))) {
+            ArrowTables.toHurray(file, hrry);       // one tensor "embedding" of shape [1000, 768]
             hrry.finish();
         }
+        try (FileChannel stream = FileChannel.open(dir.resolve("embeddings.hrrys"), StandardOpenOption.CREATE_NEW,
+                StandardOpenOption.WRITE);
+             Writer writer = Writer.of(stream)) {  // or Writer.of(socketChannel)
+            ArrowTables.toHurray(file, writer);     // the same tensor, sent from the IPC file's bytes
+        }
         // --- end
+        try (Reader r = Reader.of(FileChannel.open(dir.resolve("embeddings.hrrys"))); Tensor t = r.read()) {
+            assertEquals("embedding", t.descriptor().name().orElseThrow());
+            assertArrayEquals(values, t.toFloatArray());
+        }
         try (HurrayFile f = HurrayFile.open(dir.resolve("embeddings.hrry")); Tensor t = f.read("embedding")) {
             assertArrayEquals(new long[] {1000, 768}, t.descriptor().shape().dims());
             assertArrayEquals(values, t.toFloatArray());

@@ -28,7 +28,19 @@ class ArrowTensorsBenchTest {
         assertEquals(b.payloadBytes(), (long) b.ipcToStream(true));
         assertEquals((217L * 768) % 977, (long) b.hurrayLookup(217));
         assertEquals((217L * 768) % 977, (long) b.arrowLookup(217));
-        b.memcpy();
+        assertEquals(b.payloadBytes(), (long) b.rawSendKept());
+        assertEquals(b.payloadBytes(), (long) b.rawSendKeptHuge());
+        assertEquals(b.payloadBytes(), (long) b.ipcReaderToStream());
+        assertEquals(b.payloadBytes(), (long) b.hurrayToStream(false));
+        // The stream's framing comes on top of the payload.
+        org.junit.jupiter.api.Assertions.assertTrue(b.ipcToStreamDrained(false) > b.payloadBytes());
+        assertEquals(b.ipcToStreamDrained(false), b.ipcToStreamDrained(true));
+        assertEquals(b.memcpy(), b.memcpyFresh());
+        double lookups = 0;
+        for (int k = 0; k < ArrowTensorsBench.LOOKUPS; k++) {
+            lookups += ((217 + 7919L * k) % 300 * 768) % 977;
+        }
+        assertEquals(lookups, b.hurrayLookups(217));
         b.close();
     }
 }
