@@ -68,8 +68,9 @@ import java.util.Objects;
  * messages of a streaming call.
  *
  * <h2>Errors</h2>
- * A message that is not a valid stream of exactly the expected tensors fails the call with
- * {@code INVALID_ARGUMENT} whose cause is the {@link HurrayException}.
+ * A message that is not a valid stream of exactly the expected tensors (bytes after the stream's
+ * end marker included) fails the call with {@code INVALID_ARGUMENT} whose cause is the
+ * {@link HurrayException}.
  */
 public final class HurrayMarshallers {
     /** gRPC's default largest inbound message, bytes. */
