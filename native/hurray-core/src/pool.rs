@@ -164,14 +164,19 @@ impl std::fmt::Debug for BufferPool {
 
 impl Free {
     /// Index of the smallest free allocation with alignment `align` and a capacity in
-    /// `[len, 2 * len)`.
+    /// `[len, 2 * len)`; of several that small, the most recently freed (its memory is the most
+    /// likely to be in cache). Scans from the newest and stops at an exact fit, so a stream of
+    /// same-sized tensors finds its buffer at once.
     fn best_fit(&self, len: u64, align: u64) -> Option<usize> {
         let mut best: Option<(usize, usize)> = None;
-        for (i, b) in self.bufs.iter().enumerate() {
+        for (i, b) in self.bufs.iter().enumerate().rev() {
             let cap = b.capacity() as u64;
             if b.align() as u64 == align && cap >= len && cap - len < len && best.is_none_or(|(_, c)| b.capacity() < c)
             {
                 best = Some((i, b.capacity()));
+                if cap == len {
+                    break;
+                }
             }
         }
         best.map(|(i, _)| i)
