@@ -318,6 +318,24 @@ mod tests {
     }
 
     #[test]
+    fn the_smallest_fit_wins_and_of_equals_the_newest() {
+        let pool = BufferPool::new(1 << 20);
+        let big = pool.take(1500, 64).unwrap();
+        let old = pool.take(1024, 64).unwrap();
+        let new = pool.take(1024, 64).unwrap();
+        let (big_p, old_p, new_p) = (big.as_ptr(), old.as_ptr(), new.as_ptr());
+        drop(old);
+        drop(big);
+        drop(new);
+        assert_eq!(pool.take(1024, 64).unwrap().as_ptr(), new_p, "exact fits: the most recently freed");
+        // That one is back in the pool, newest again; a smaller request still prefers the smallest fit.
+        let a = pool.take(1000, 64).unwrap();
+        let b = pool.take(1000, 64).unwrap();
+        assert_eq!((a.as_ptr(), b.as_ptr()), (new_p, old_p), "1024-byte buffers before the 1500-byte one");
+        assert_eq!(pool.take(1000, 64).unwrap().as_ptr(), big_p);
+    }
+
+    #[test]
     fn no_reuse_while_alive() {
         let pool = BufferPool::new(1 << 20);
         let a = pool.take(1000, 64).unwrap();

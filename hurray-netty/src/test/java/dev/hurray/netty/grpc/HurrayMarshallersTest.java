@@ -311,6 +311,26 @@ class HurrayMarshallersTest {
         }
     }
 
+    /** A stream without buffers that does not know its length (available() 0) is read to its end in chunks. */
+    @org.junit.jupiter.api.Test
+    void aStreamOfUnknownLengthIsReadWhole() throws Exception {
+        MethodDescriptor.Marshaller<List<Tensor>> list = HurrayMarshallers.tensors();
+        byte[] wire;
+        try (Tensor a = floats(3); Tensor b = floats(50_000); InputStream in = list.stream(List.of(a, b))) {
+            wire = in.readAllBytes();
+        }
+        InputStream unknown = new java.io.FilterInputStream(new ByteArrayInputStream(wire)) {
+            @Override
+            public int available() {
+                return 0;
+            }
+        };
+        List<Tensor> back = list.parse(unknown);
+        assertEquals(2, back.size());
+        assertEquals(49_999f, back.get(1).toFloatArray()[49_999]);
+        back.forEach(Tensor::close);
+    }
+
     /** A transport's message as grpc-netty hands it over: its buffers, detachable. */
     static final class Buffers extends InputStream implements io.grpc.HasByteBuffer, io.grpc.Detachable {
         private final java.util.ArrayDeque<java.nio.ByteBuffer> buffers = new java.util.ArrayDeque<>();
