@@ -1434,6 +1434,19 @@ HurrayStatus hurray_decoder_next(struct HurrayDecoder *decoder,
 // `decoder` live, not used concurrently.
 HurrayStatus hurray_decoder_reset(struct HurrayDecoder *decoder);
 
+// Writes to `*out_bytes` how many bytes the decoder holds that it took as input (`filled`) and
+// has not decoded yet: at most its 64 KiB read-ahead. After `HURRAY_END_OF_STREAM` these are the
+// bytes that followed the end marker in the input, which the decoder never decodes: a caller
+// whose input holds exactly one stream (one message) treats a count above 0 as trailing data.
+// 0 just after `hurray_decoder_new` and `hurray_decoder_reset`. Bytes written at an `input`
+// region but not yet reported as `filled` do not count. Reads nothing and changes nothing.
+//
+// Added in ABI 4 (additive). Errors: `NULL_POINTER`, `USE_AFTER_DESTROY`.
+//
+// # Safety
+// `decoder` live, not used concurrently; `out_bytes` valid for one write.
+HurrayStatus hurray_decoder_buffered(const struct HurrayDecoder *decoder, size_t *out_bytes);
+
 // Replaces the decoder's reader limits with `options` (NULL: the defaults of
 // `hurray_reader_options_init`), as if it had been made with them by `hurray_decoder_new`:
 // `max_rank`, `max_descriptor_bytes`, `max_tensor_bytes` and the flags

@@ -164,14 +164,19 @@ impl std::fmt::Debug for BufferPool {
 
 impl Free {
     /// Index of the smallest free allocation with alignment `align` and a capacity in
-    /// `[len, 2 * len)`.
+    /// `[len, 2 * len)`; of several that small, the most recently freed (its memory is the most
+    /// likely to be in cache). Scans from the newest and stops at an exact fit, so a stream of
+    /// same-sized tensors finds its buffer at once.
     fn best_fit(&self, len: u64, align: u64) -> Option<usize> {
         let mut best: Option<(usize, usize)> = None;
-        for (i, b) in self.bufs.iter().enumerate() {
+        for (i, b) in self.bufs.iter().enumerate().rev() {
             let cap = b.capacity() as u64;
             if b.align() as u64 == align && cap >= len && cap - len < len && best.is_none_or(|(_, c)| b.capacity() < c)
             {
                 best = Some((i, b.capacity()));
+                if cap == len {
+                    break;
+                }
             }
         }
         best.map(|(i, _)| i)
@@ -310,6 +315,24 @@ mod tests {
         assert_eq!(b.as_slice(), &[] as &[u8]);
         let s = pool.stats();
         assert_eq!((s.hits, s.misses, s.held_bytes, s.held_buffers), (1, 1, 0, 0));
+    }
+
+    #[test]
+    fn the_smallest_fit_wins_and_of_equals_the_newest() {
+        let pool = BufferPool::new(1 << 20);
+        let big = pool.take(1500, 64).unwrap();
+        let old = pool.take(1024, 64).unwrap();
+        let new = pool.take(1024, 64).unwrap();
+        let (big_p, old_p, new_p) = (big.as_ptr(), old.as_ptr(), new.as_ptr());
+        drop(old);
+        drop(big);
+        drop(new);
+        assert_eq!(pool.take(1024, 64).unwrap().as_ptr(), new_p, "exact fits: the most recently freed");
+        // That one is back in the pool, newest again; a smaller request still prefers the smallest fit.
+        let a = pool.take(1000, 64).unwrap();
+        let b = pool.take(1000, 64).unwrap();
+        assert_eq!((a.as_ptr(), b.as_ptr()), (new_p, old_p), "1024-byte buffers before the 1500-byte one");
+        assert_eq!(pool.take(1000, 64).unwrap().as_ptr(), big_p);
     }
 
     #[test]

@@ -564,6 +564,7 @@ fn null_cases(f: &Fixture) -> Vec<Case<'_>> {
                 "hurray_decoder_set_buffer_pool_bytes",
                 Box::new(move || hurray_ffi::decoder::hurray_decoder_set_buffer_pool_bytes(null_mut(), 0)),
             ),
+            ("hurray_decoder_buffered", Box::new(move || hurray_ffi::decoder::hurray_decoder_buffered(null(), usp))),
             ("hurray_encoder_new", Box::new(move || hurray_ffi::encoder::hurray_encoder_new(null(), null_mut()))),
             (
                 "hurray_encoder_encode",

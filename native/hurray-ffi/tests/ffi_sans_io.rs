@@ -1001,3 +1001,48 @@ fn options_are_refused_once_input_was_taken_and_bad_ones_leave_the_decoder_as_it
         expect(hurray_decoder_destroy(&mut d), HURRAY_OK);
     }
 }
+
+#[test]
+fn buffered_reports_the_bytes_after_the_end_marker() {
+    let small: Vec<Item> = (0..2).map(|_| dense(hurray_core::ElementType::Float32, &[8])).collect();
+    let one = encode_stream(&small, false);
+    let junk = b"trailing junk";
+    let mut with_junk = one.clone();
+    with_junk.extend_from_slice(junk);
+    // SAFETY: the decoder is made and destroyed here and only used by `decode_on` and the calls below in between;
+    // out-pointers are live locals.
+    unsafe {
+        let mut d = null_mut();
+        expect(hurray_decoder_new(null(), 0, &mut d), HURRAY_OK);
+        let mut n = usize::MAX;
+        expect(hurray_decoder_buffered(d, &mut n), HURRAY_OK);
+        assert_eq!(n, 0, "a new decoder holds nothing");
+        // The stream and the junk in one input: the stream decodes, the junk stays buffered.
+        let (back, end, _, _) = decode_on(d, &with_junk, usize::MAX);
+        expect(end, HURRAY_END_OF_STREAM);
+        assert_back(&back, &small);
+        expect(hurray_decoder_buffered(d, &mut n), HURRAY_OK);
+        assert_eq!(n, junk.len(), "the bytes after the end marker");
+        // A clean stream leaves nothing, and a reset forgets the junk.
+        expect(hurray_decoder_reset(d), HURRAY_OK);
+        expect(hurray_decoder_buffered(d, &mut n), HURRAY_OK);
+        assert_eq!(n, 0);
+        let (_, end, _, _) = decode_on(d, &one, 7);
+        expect(end, HURRAY_END_OF_STREAM);
+        expect(hurray_decoder_buffered(d, &mut n), HURRAY_OK);
+        assert_eq!(n, 0, "nothing after the end marker");
+        // Mid-stream: the bytes taken but not decoded yet.
+        expect(hurray_decoder_reset(d), HURRAY_OK);
+        let mut r = std::mem::zeroed::<HurrayDecodeResult>();
+        expect(hurray_decoder_next(d, 0, 0, &mut r), HURRAY_NEED_INPUT);
+        std::ptr::copy_nonoverlapping(one.as_ptr(), r.input, 3);
+        expect(hurray_decoder_next(d, 3, 0, &mut r), HURRAY_NEED_INPUT);
+        expect(hurray_decoder_buffered(d, &mut n), HURRAY_OK);
+        assert_eq!(n, 0, "a partial stream header is decoded as far as it goes");
+        expect(hurray_decoder_buffered(null(), &mut n), HURRAY_ERR_NULL_POINTER);
+        expect(hurray_decoder_buffered(d, null_mut()), HURRAY_ERR_NULL_POINTER);
+        let msg = last_error();
+        assert!(msg.contains("out_bytes"), "{msg}");
+        expect(hurray_decoder_destroy(&mut d), HURRAY_OK);
+    }
+}

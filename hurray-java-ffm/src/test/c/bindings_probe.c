@@ -696,6 +696,12 @@ int main(void) {
   KIND(HurrayStatus);
   KIND(struct HurrayDecoder *);
   printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_decoder_buffered), HurrayStatus (*)(const struct HurrayDecoder *, size_t *)), "hurray_decoder_buffered: signature differs from the AST");
+  printf("func hurray_decoder_buffered");
+  KIND(HurrayStatus);
+  KIND(const struct HurrayDecoder *);
+  KIND(size_t *);
+  printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_decoder_set_options), HurrayStatus (*)(struct HurrayDecoder *, const struct HurrayReaderOptions *)), "hurray_decoder_set_options: signature differs from the AST");
   printf("func hurray_decoder_set_options");
   KIND(HurrayStatus);

@@ -69,8 +69,12 @@ import java.util.Objects;
  * sticky: damaged bytes are {@link Status#CORRUPT} or {@link Status#INVALID_MAGIC}, a declared
  * size over the {@link ReaderOptions} limits is {@link Status#LIMIT_EXCEEDED}, and input that
  * ends ({@link #endOfInput()}) inside an item or before the end-of-stream marker is
- * {@link Status#TRUNCATED}. Bytes fed after the end-of-stream marker was decoded are
- * {@link Status#CORRUPT} (bytes after the marker inside the same call are ignored).
+ * {@link Status#TRUNCATED}. Bytes after the end-of-stream marker are {@link Status#CORRUPT},
+ * however the input was cut: fed after the marker was decoded, the call that feeds them fails;
+ * fed with the marker (in the same call, or before it was decoded), the call that decodes the
+ * marker fails instead of reporting the end, once the tensors before it are taken. Either way
+ * the failure is sticky and {@link #isEndOfStream()} is false. One input holds one stream:
+ * {@link #reset()} starts the next.
  *
  * <h2>Threads</h2>
  * One thread at a time, any thread (a concurrent call fails with {@link IllegalStateException}).
@@ -93,6 +97,8 @@ public final class TensorDecoder implements AutoCloseable {
     private final ArrayDeque<AutoCloseable> ready = new ArrayDeque<>();
     private Map<String, byte[]> metadata;
     private boolean ended;
+    /** Bytes that followed the end-of-stream marker in the input (a sticky CORRUPT failure), or 0. */
+    private long trailing;
     private boolean inputEnded;
     /** The decoder's last poll returned NEED_INPUT: {@link #region} is where bytes go. */
     private boolean haveRegion;
@@ -230,8 +236,9 @@ public final class TensorDecoder implements AutoCloseable {
         long at = 0;
         long size = src.byteSize();
         while (at < size) {
-            if (ended) {
-                throw new HurrayException(Status.CORRUPT, (size - at) + " bytes after the end-of-stream marker", null);
+            if (ended || trailing > 0) {
+                trailing += size - at;
+                throw trailingBytes();
             }
             if (!haveRegion || regionUsed == region.byteSize()) {
                 poll();
@@ -370,6 +377,9 @@ public final class TensorDecoder implements AutoCloseable {
         }
         guard.enter();
         try {
+            if (trailing > 0) {
+                throw trailingBytes();
+            }
             int n = 0;
             while (true) {
                 while (ready.isEmpty() && !ended && (!haveRegion || regionUsed > 0 || endPending)) {
@@ -474,6 +484,7 @@ public final class TensorDecoder implements AutoCloseable {
         }
         metadata = null;
         ended = false;
+        trailing = 0;
         inputEnded = false;
         haveRegion = false;
         region = null;
@@ -506,6 +517,9 @@ public final class TensorDecoder implements AutoCloseable {
     private AutoCloseable take() throws HurrayException {
         guard.enter();
         try {
+            if (trailing > 0) {
+                throw trailingBytes();
+            }
             while (ready.isEmpty() && !ended && (!haveRegion || regionUsed > 0 || endPending)) {
                 poll();
             }
@@ -540,15 +554,15 @@ public final class TensorDecoder implements AutoCloseable {
      * nothing waits to be taken and the stream has not ended.
      */
     public boolean needsInput() {
-        return ready.isEmpty() && !ended && !endPending && (!haveRegion || regionUsed == 0);
+        return ready.isEmpty() && !ended && !endPending && trailing == 0 && (!haveRegion || regionUsed == 0);
     }
 
     /**
-     * True once the end-of-stream marker was decoded. Items decoded before it may still wait
-     * for {@link #next()}.
+     * True once the end-of-stream marker was decoded and no byte followed it. Items decoded
+     * before it may still wait for {@link #next()}.
      */
     public boolean isEndOfStream() {
-        return ended;
+        return ended && trailing == 0;
     }
 
     /**
@@ -556,6 +570,9 @@ public final class TensorDecoder implements AutoCloseable {
      * items into {@link #ready}; NEED_INPUT leaves the new region in {@link #region}.
      */
     private void poll() throws HurrayException {
+        if (trailing > 0) {
+            throw trailingBytes();
+        }
         haveRegion = false;
         regionUsed = 0;
         endPending = false;
@@ -599,9 +616,15 @@ public final class TensorDecoder implements AutoCloseable {
         if (rc == NativeReader.NEED_INPUT) {
             region = reader.inputRegion();
             haveRegion = true;
+        } else if ((trailing = reader.buffered()) > 0) {
+            throw trailingBytes();
         } else {
             ended = true;
         }
+    }
+
+    private HurrayException trailingBytes() {
+        return new HurrayException(Status.CORRUPT, trailing + " bytes after the end-of-stream marker", null);
     }
 
     /** Lets go of the current shared batch: its memory is freed once its tensors are closed. */

@@ -106,6 +106,60 @@ class TensorDecoderTest {
                 assertTrue(d.isEndOfStream());
                 HurrayException e = assertThrows(HurrayException.class, () -> d.feed(ByteBuffer.wrap(new byte[3])));
                 assertEquals(Status.CORRUPT, e.status());
+                assertEquals(Status.CORRUPT, assertThrows(HurrayException.class, d::next).status(), "sticky");
+                assertFalse(d.isEndOfStream());
+            }
+        }
+    }
+
+    /** Bytes after the end marker fed with it (same call) fail as those fed later do, in both views; reset clears it. */
+    @Test
+    void bytesAfterTheEndInTheSameCallAreCorrupt() throws Exception {
+        try (Tensor a = Tensor.of(new float[] {1, 2}); Tensor big = Tensor.of(new float[40_000])) {
+            for (byte[] wire : List.of(stream(a), stream(a, big))) {
+                byte[] junk = Arrays.copyOf(wire, wire.length + 5);
+                for (boolean items : new boolean[] {false, true}) {
+                    for (int chunk : new int[] {junk.length, 1, 4096}) {
+                        try (TensorDecoder d = items ? TensorDecoder.createForItems(ReaderOptions.defaults())
+                                : TensorDecoder.create()) {
+                            int taken = 0;
+                            HurrayException e = null;
+                            try {
+                                for (int at = 0; at < junk.length; at += chunk) {
+                                    d.feed(ByteBuffer.wrap(junk, at, Math.min(chunk, junk.length - at)));
+                                    for (AutoCloseable t; (t = items ? d.nextItem() : d.next()) != null; taken++) {
+                                        t.close();
+                                    }
+                                }
+                                d.endOfInput();
+                                for (AutoCloseable t; (t = items ? d.nextItem() : d.next()) != null; taken++) {
+                                    t.close();
+                                }
+                            } catch (HurrayException x) {
+                                e = x;
+                            } catch (Exception x) {
+                                throw new AssertionError(x);
+                            }
+                            String what = "items " + items + ", chunk " + chunk + ", " + wire.length + " bytes";
+                            assertNotNull(e, what);
+                            assertEquals(Status.CORRUPT, e.status(), what);
+                            assertTrue(e.getMessage().contains("after the end-of-stream marker"), e.getMessage());
+                            assertEquals(wire.length > 100_000 ? 2 : 1, taken, "tensors before it: " + what);
+                            assertFalse(d.isEndOfStream());
+                            HurrayException again = assertThrows(HurrayException.class, items ? d::nextItem : d::next);
+                            assertEquals(Status.CORRUPT, again.status(), "sticky");
+                            d.reset();
+                            d.feed(ByteBuffer.wrap(wire));
+                            d.endOfInput();
+                            int n = 0;
+                            for (AutoCloseable t; (t = items ? d.nextItem() : d.next()) != null; n++) {
+                                t.close();
+                            }
+                            assertTrue(d.isEndOfStream(), "a reset decoder reads the clean stream");
+                            assertEquals(wire.length > 100_000 ? 2 : 1, n);
+                        }
+                    }
+                }
             }
         }
     }

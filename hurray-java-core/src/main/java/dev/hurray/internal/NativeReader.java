@@ -611,6 +611,15 @@ public final class NativeReader {
         at(single);
     }
 
+    /**
+     * The input bytes the decoder took and has not decoded ({@code hurray_decoder_buffered}):
+     * after the end-of-stream marker, the bytes that followed it.
+     */
+    public long buffered() throws HurrayException {
+        Native.check(hurray_h.hurray_decoder_buffered(handle, countSlot));
+        return countSlot.get(JAVA_LONG, 0);
+    }
+
     /** Where the next bytes go after {@link #poll} returned NEED_INPUT: native memory valid until the next poll. */
     public MemorySegment inputRegion() {
         return Native.view(HurrayDecodeResult.input(result), HurrayDecodeResult.input_len(result));

@@ -125,4 +125,78 @@ class SharedBatchTest {
         ts.forEach(Tensor::close);
         assertFalse(a.scope().isAlive(), "freed once the decoder closed and every tensor closed");
     }
+
+    /**
+     * The decoder lets go of a batch whose tensors are all closed while another thread is inside
+     * one of its segments (a downcall that was passed it: libc {@code qsort}, held inside its
+     * comparator upcall): the arena cannot close then, and the batch is closed by a later release
+     * once that thread is out, not leaked.
+     */
+    @Test
+    void aBatchReleasedWhileAnotherThreadIsInsideASegmentIsFreedLater() throws Exception {
+        java.util.concurrent.CountDownLatch inside = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch leave = new java.util.concurrent.CountDownLatch(1);
+        Thread user;
+        MemorySegment kept;
+        try (TensorDecoder d = TensorDecoder.create(SHARED)) {
+            List<Tensor> ts = decode(d, stream(2));
+            kept = ts.get(0).buffer(0);
+            MemorySegment held = kept;
+            user = new Thread(() -> Qsort.sortHolding(held, inside, leave));
+            user.start();
+            inside.await();
+            ts.forEach(Tensor::close);
+        }
+        // The decoder closed: its release found the arena in use and left the batch waiting.
+        assertTrue(kept.scope().isAlive(), "another thread is inside the segment");
+        assertTrue(SharedBatch.retryWaiting() >= 1, "still in use: the batch keeps waiting");
+        assertTrue(kept.scope().isAlive());
+        leave.countDown();
+        user.join();
+        // Another decoder's batch release retries the waiting one.
+        try (TensorDecoder d = TensorDecoder.create(SHARED)) {
+            decode(d, stream(1)).forEach(Tensor::close);
+        }
+        assertFalse(kept.scope().isAlive(), "freed once the other thread is out");
+        assertEquals(0, SharedBatch.retryWaiting());
+    }
+
+    /** libc {@code qsort} over a segment, its comparator parking the thread inside the downcall. */
+    private static final class Qsort {
+        private static final java.lang.foreign.Linker LINKER = java.lang.foreign.Linker.nativeLinker();
+        private static final java.lang.invoke.MethodHandle QSORT = LINKER.downcallHandle(
+                LINKER.defaultLookup().find("qsort").orElseThrow(),
+                java.lang.foreign.FunctionDescriptor.ofVoid(ValueLayout.ADDRESS, ValueLayout.JAVA_LONG,
+                        ValueLayout.JAVA_LONG, ValueLayout.ADDRESS));
+        private static java.util.concurrent.CountDownLatch inside;
+        private static java.util.concurrent.CountDownLatch leave;
+
+        /** The comparator upcall: signals, waits, returns 0 (catches everything: an upcall must not throw). */
+        static int compare(MemorySegment a, MemorySegment b) {
+            try {
+                inside.countDown();
+                leave.await();
+            } catch (Throwable t) {
+                // Interrupted: leave the downcall.
+            }
+            return 0;
+        }
+
+        static void sortHolding(MemorySegment base, java.util.concurrent.CountDownLatch in,
+                java.util.concurrent.CountDownLatch out) {
+            inside = in;
+            leave = out;
+            try (java.lang.foreign.Arena stubs = java.lang.foreign.Arena.ofConfined()) {
+                MemorySegment cmp = LINKER.upcallStub(
+                        java.lang.invoke.MethodHandles.lookup().findStatic(Qsort.class, "compare",
+                                java.lang.invoke.MethodType.methodType(int.class, MemorySegment.class, MemorySegment.class)),
+                        java.lang.foreign.FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.ADDRESS),
+                        stubs);
+                QSORT.invokeExact(base, 2L, 4L, cmp);
+            } catch (Throwable t) {
+                in.countDown();
+                throw new AssertionError(t);
+            }
+        }
+    }
 }

@@ -4499,6 +4499,77 @@ public final class hurray_h {
         }
     }
 
+    private static final class hurray_decoder_buffered {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_decoder_buffered");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_buffered(const struct HurrayDecoder *decoder, size_t *out_bytes)
+     * }
+     */
+    public static FunctionDescriptor hurray_decoder_buffered$descriptor() {
+        return hurray_decoder_buffered.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_buffered(const struct HurrayDecoder *decoder, size_t *out_bytes)
+     * }
+     */
+    public static MethodHandle hurray_decoder_buffered$handle() {
+        NativeLibrary.requireSymbol(hurray_decoder_buffered.ADDR, "hurray_decoder_buffered");
+        return hurray_decoder_buffered.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_buffered(const struct HurrayDecoder *decoder, size_t *out_bytes)
+     * }
+     */
+    public static MemorySegment hurray_decoder_buffered$address() {
+        return NativeLibrary.requireSymbol(hurray_decoder_buffered.ADDR, "hurray_decoder_buffered");
+    }
+
+    /**
+     * Writes to <code>*out_bytes</code> how many bytes the decoder holds that it took as input (<code>filled</code>) and
+     * has not decoded yet: at most its 64 KiB read-ahead. After <code>HURRAY_END_OF_STREAM</code> these are the
+     * bytes that followed the end marker in the input, which the decoder never decodes: a caller
+     * whose input holds exactly one stream (one message) treats a count above 0 as trailing data.
+     * 0 just after <code>hurray_decoder_new</code> and <code>hurray_decoder_reset</code>. Bytes written at an <code>input</code>
+     * region but not yet reported as <code>filled</code> do not count. Reads nothing and changes nothing.
+     * <p>
+     * Added in ABI 4 (additive). Errors: <code>NULL_POINTER</code>, <code>USE_AFTER_DESTROY</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>decoder</code> live, not used concurrently; <code>out_bytes</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_buffered(const struct HurrayDecoder *decoder, size_t *out_bytes)
+     * }
+     */
+    public static int hurray_decoder_buffered(MemorySegment decoder, MemorySegment out_bytes) {
+        var mh$ = hurray_decoder_buffered.HANDLE;
+        if (hurray_decoder_buffered.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_decoder_buffered");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_decoder_buffered", decoder, out_bytes);
+            }
+            return (int) mh$.invokeExact(decoder, out_bytes);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static final class hurray_decoder_set_options {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
         static final MemorySegment ADDR = hurray_h.findOrNull("hurray_decoder_set_options");

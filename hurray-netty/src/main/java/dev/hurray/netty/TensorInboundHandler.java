@@ -43,11 +43,19 @@ import java.util.Objects;
  * <h2>Events and errors</h2>
  * The stream metadata is fired as a {@link StreamMetadata} user event before the first tensor,
  * and the end-of-stream marker as {@link StreamEnd#INSTANCE}. A stream failure (damaged bytes,
- * a declared size over {@link ReaderOptions#maxTensorBytes()}, bytes after the end marker, or
- * the connection closing inside an item or before the end marker, which is
- * {@code Status.TRUNCATED}) is fired once as a {@link DecoderException} whose cause is the
+ * a declared size over {@link ReaderOptions#maxTensorBytes()}, or the connection closing inside
+ * an item or before the end marker, which is {@code Status.TRUNCATED}) is fired once as a {@link DecoderException} whose cause is the
  * {@link HurrayException}, the channel is closed, and every later {@code ByteBuf} is released
  * unread. Tensors completed before the failure are fired first.
+ *
+ * <h2>One stream per connection</h2>
+ * A connection carries one stream. Bytes after its end marker are a stream failure
+ * ({@code Status.CORRUPT}, "N bytes after the end-of-stream marker"), whether they arrive in the
+ * marker's {@code ByteBuf} or a later one: the peer sent something this handler cannot read, and
+ * dropping it would hide that. When they share the marker's {@code ByteBuf},
+ * {@link StreamEnd} is not fired. A protocol that sends more on a connection after a stream
+ * frames each stream itself and decodes it with a {@link TensorDecoder} ({@code reset()} per
+ * stream).
  *
  * <h2>Threads and sharing</h2>
  * Not {@code @Sharable}: one handler per channel. Tensors follow the options'

@@ -150,6 +150,38 @@ class TensorCodecTest {
         assertEquals(Status.TRUNCATED, ((HurrayException) c.failure.getCause()).status());
     }
 
+    /**
+     * A connection carries one stream: bytes after its end marker, in the marker's ByteBuf or a
+     * later one, fail the connection (CORRUPT) after the tensors before them, and no end event is fired.
+     */
+    @Test
+    void bytesAfterTheEndMarkerCloseTheConnection() throws IOException {
+        List<Tensor> ts = List.of(named("a", 3, 1), named("b", 5, 2));
+        byte[] wire = stream(ts);
+        ts.forEach(Tensor::close);
+        for (boolean sameBuf : new boolean[] {true, false}) {
+            Collector c = new Collector();
+            EmbeddedChannel ch = new EmbeddedChannel(new TensorInboundHandler(), c);
+            ByteBuf junk = Unpooled.wrappedBuffer(new byte[] {1, 2, 3});
+            if (sameBuf) {
+                ch.writeInbound(Unpooled.wrappedBuffer(Unpooled.wrappedBuffer(wire), junk));
+            } else {
+                ch.writeInbound(Unpooled.wrappedBuffer(wire));
+                assertEquals(TensorInboundHandler.StreamEnd.INSTANCE, c.events.get(c.events.size() - 1));
+                ch.writeInbound(junk);
+            }
+            assertEquals(0, junk.refCnt(), "released");
+            assertEquals(List.of("a", "b"), c.names, "same buffer " + sameBuf);
+            assertInstanceOf(DecoderException.class, c.failure);
+            HurrayException e = (HurrayException) c.failure.getCause();
+            assertEquals(Status.CORRUPT, e.status());
+            assertTrue(e.getMessage().contains("3 bytes after the end-of-stream marker"), e.getMessage());
+            assertEquals(sameBuf, !c.events.contains(TensorInboundHandler.StreamEnd.INSTANCE));
+            assertFalse(ch.isOpen());
+            assertFalse(ch.finishAndReleaseAll());
+        }
+    }
+
     @Test
     void maxTensorBytesClosesTheConnection() throws IOException {
         List<Tensor> ts = List.of(named("small", 10, 1), named("big", 2_000, 2));

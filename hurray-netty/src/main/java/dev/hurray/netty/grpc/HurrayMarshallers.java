@@ -68,8 +68,9 @@ import java.util.Objects;
  * messages of a streaming call.
  *
  * <h2>Errors</h2>
- * A message that is not a valid stream of exactly the expected tensors fails the call with
- * {@code INVALID_ARGUMENT} whose cause is the {@link HurrayException}.
+ * A message that is not a valid stream of exactly the expected tensors (bytes after the stream's
+ * end marker included) fails the call with {@code INVALID_ARGUMENT} whose cause is the
+ * {@link HurrayException}.
  */
 public final class HurrayMarshallers {
     /** gRPC's default largest inbound message, bytes. */
@@ -304,7 +305,9 @@ public final class HurrayMarshallers {
                         d.drainTo(out);
                         owned.skip(n);
                     }
-                    feedRest(owned, d, out);
+                    if (owned.available() > 0) {
+                        feedRest(owned, d, out);
+                    }
                 }
             } else {
                 feedRest(in, d, out);
@@ -332,12 +335,19 @@ public final class HurrayMarshallers {
         }
     }
 
+    /** Largest chunk a message is read through when its stream offers no buffers. */
+    private static final int CHUNK_BYTES = 64 * 1024;
+
+    /**
+     * Feeds what is left of {@code in} through one chunk: as large as the rest of the message
+     * when the stream knows it ({@code available()}, exact for gRPC's {@link KnownLength}
+     * streams; at least 4 KiB), at most {@link #CHUNK_BYTES}, so that a small message does not cost a 64 KiB
+     * array (zeroed on allocation) of its own.
+     */
     private static void feedRest(InputStream in, TensorDecoder d, List<Tensor> out) throws IOException {
-        byte[] chunk = null;
+        int known = in.available();
+        byte[] chunk = new byte[Math.min(Math.max(known, 4096), CHUNK_BYTES)];
         for (int n; ; ) {
-            if (chunk == null) {
-                chunk = new byte[64 * 1024];
-            }
             n = in.read(chunk);
             if (n < 0) {
                 return;

@@ -280,4 +280,113 @@ class HurrayMarshallersTest {
             back.forEach(Tensor::close);
         }
     }
+
+    /** A message is one stream: bytes after its end marker fail it, through a copying stream and the transport's buffers. */
+    @org.junit.jupiter.api.Test
+    void aMessageWithBytesAfterItsEndIsInvalidArgument() throws Exception {
+        MethodDescriptor.Marshaller<Tensor> m = HurrayMarshallers.tensor();
+        MethodDescriptor.Marshaller<List<Tensor>> list = HurrayMarshallers.tensors();
+        byte[] wire;
+        try (Tensor t = floats(10); InputStream in = m.stream(t)) {
+            wire = in.readAllBytes();
+        }
+        byte[] junk = java.util.Arrays.copyOf(wire, wire.length + 2);
+        List<java.util.function.Supplier<InputStream>> inputs = List.of(
+                () -> new ByteArrayInputStream(junk),
+                () -> new Buffers(java.nio.ByteBuffer.wrap(junk)),
+                () -> new Buffers(java.nio.ByteBuffer.wrap(wire), java.nio.ByteBuffer.wrap(new byte[] {9, 9})));
+        for (java.util.function.Supplier<InputStream> in : inputs) {
+            StatusRuntimeException e = assertThrows(StatusRuntimeException.class, () -> m.parse(in.get()));
+            assertEquals(Status.Code.INVALID_ARGUMENT, e.getStatus().getCode());
+            assertTrue(e.getStatus().getDescription().contains("2 bytes after the end-of-stream marker"),
+                    e.getStatus().getDescription());
+            e = assertThrows(StatusRuntimeException.class, () -> list.parse(in.get()));
+            assertEquals(Status.Code.INVALID_ARGUMENT, e.getStatus().getCode());
+        }
+        // The decoders given back after the failure serve the next clean message.
+        for (InputStream in : List.of(new ByteArrayInputStream(wire), new Buffers(java.nio.ByteBuffer.wrap(wire)))) {
+            try (Tensor back = m.parse(in)) {
+                assertEquals(9f, back.toFloatArray()[9]);
+            }
+        }
+    }
+
+    /** A stream without buffers that does not know its length (available() 0) is read to its end in chunks. */
+    @org.junit.jupiter.api.Test
+    void aStreamOfUnknownLengthIsReadWhole() throws Exception {
+        MethodDescriptor.Marshaller<List<Tensor>> list = HurrayMarshallers.tensors();
+        byte[] wire;
+        try (Tensor a = floats(3); Tensor b = floats(50_000); InputStream in = list.stream(List.of(a, b))) {
+            wire = in.readAllBytes();
+        }
+        InputStream unknown = new java.io.FilterInputStream(new ByteArrayInputStream(wire)) {
+            @Override
+            public int available() {
+                return 0;
+            }
+        };
+        List<Tensor> back = list.parse(unknown);
+        assertEquals(2, back.size());
+        assertEquals(49_999f, back.get(1).toFloatArray()[49_999]);
+        back.forEach(Tensor::close);
+    }
+
+    /** A transport's message as grpc-netty hands it over: its buffers, detachable. */
+    static final class Buffers extends InputStream implements io.grpc.HasByteBuffer, io.grpc.Detachable {
+        private final java.util.ArrayDeque<java.nio.ByteBuffer> buffers = new java.util.ArrayDeque<>();
+
+        Buffers(java.nio.ByteBuffer... bs) {
+            buffers.addAll(List.of(bs));
+        }
+
+        @Override
+        public boolean byteBufferSupported() {
+            return true;
+        }
+
+        @Override
+        public java.nio.ByteBuffer getByteBuffer() {
+            java.nio.ByteBuffer b = buffers.peek();
+            return b == null ? null : b.asReadOnlyBuffer();
+        }
+
+        @Override
+        public InputStream detach() {
+            Buffers d = new Buffers(buffers.toArray(new java.nio.ByteBuffer[0]));
+            buffers.clear();
+            return d;
+        }
+
+        @Override
+        public int available() {
+            return buffers.stream().mapToInt(java.nio.ByteBuffer::remaining).sum();
+        }
+
+        @Override
+        public long skip(long n) {
+            long left = n;
+            while (left > 0 && !buffers.isEmpty()) {
+                java.nio.ByteBuffer b = buffers.peek();
+                int k = (int) Math.min(left, b.remaining());
+                b.position(b.position() + k);
+                left -= k;
+                if (!b.hasRemaining()) {
+                    buffers.poll();
+                }
+            }
+            return n - left;
+        }
+
+        @Override
+        public int read() {
+            while (!buffers.isEmpty()) {
+                java.nio.ByteBuffer b = buffers.peek();
+                if (b.hasRemaining()) {
+                    return b.get() & 0xff;
+                }
+                buffers.poll();
+            }
+            return -1;
+        }
+    }
 }
