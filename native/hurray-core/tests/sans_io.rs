@@ -110,6 +110,102 @@ fn committing_more_than_offered_is_refused_and_takes_nothing() {
     assert_eq!(d.buffered(), 0);
 }
 
+/// Feeds `bytes` to a decoder, each commit filling the whole region offered, and records each
+/// region's length and whether it was in place (inside the tensor's allocation).
+fn offered_regions(bytes: &[u8]) -> (Tensors, Vec<(usize, bool)>) {
+    let mut d = StreamDecoder::new(ReaderOptions::default()).unwrap();
+    let (mut out, mut regions, mut pos) = (Vec::new(), Vec::new(), 0);
+    loop {
+        match d.poll().unwrap() {
+            Decoded::Tensor(t) => out.push((t.descriptor, t.buffers.iter().map(|b| b.as_slice().to_vec()).collect())),
+            Decoded::End => return (out, regions),
+            Decoded::NeedInput => {
+                let ahead_before = d.buffered();
+                let dst = d.input_buffer().unwrap();
+                let n = dst.len().min(bytes.len() - pos);
+                let len = dst.len();
+                dst[..n].write_copy_of_slice(&bytes[pos..pos + n]);
+                pos += n;
+                d.commit(n).unwrap();
+                // Bytes committed to the read-ahead are buffered; in-place ones are not.
+                regions.push((len, n > 0 && d.buffered() == ahead_before));
+            }
+        }
+    }
+}
+
+#[test]
+fn after_a_large_payload_the_read_ahead_ends_where_the_next_payload_starts() {
+    let desc = |name: &str| {
+        TensorDescriptor::dense(hurray_core::ElementType::Uint8, hurray_core::Shape::new(vec![1 << 20]).unwrap())
+            .unwrap()
+            .with_name(name)
+            .unwrap()
+    };
+    let mut rng = Rng::new(3);
+    // Same-length names, then a longer one (the guess falls short), a shorter one (it reaches
+    // into the payload), a small tensor, and large ones again.
+    let mut items: Vec<Item> = ["a/1", "a/2", "a/3", "a/longer-name", "a", "a/4"]
+        .iter()
+        .map(|n| Item { desc: desc(n), payloads: vec![rng.bytes(1 << 20)] })
+        .collect();
+    items.insert(5, dense_item_small());
+    items.push(Item { desc: desc("a/5"), payloads: vec![rng.bytes(1 << 20)] });
+    for crc in [false, true] {
+        let bytes = encode_stream(&items, crc);
+        let (read, regions) = offered_regions(&bytes);
+        assert_same(&read, &items);
+        let frame = |i: usize| 24 + items[i].desc.encode().unwrap().len();
+        let payload = 1 << 20;
+        let crc_bytes = if crc { 4 } else { 0 };
+        // Tensor 0: the whole read-ahead (stream header, frame, descriptor, the payload's
+        // first bytes), then the payload's rest in place.
+        assert_eq!(regions[0], (64 * 1024, false));
+        assert!(regions[1].1 && regions[1].0 < payload);
+        // Tensors 1 and 2 (descriptors as long as the last): the read-ahead (the last
+        // checksum, the frame header and descriptor) ends at the payload, which then arrives
+        // whole in place.
+        for k in [1, 2] {
+            assert_eq!(regions[2 * k], (crc_bytes + frame(k), false), "tensor {k}: {regions:?}");
+            assert_eq!(regions[2 * k + 1], (payload, true), "tensor {k}: {regions:?}");
+        }
+        // Whole in place: tensors 1, 2, 3 (its longer descriptor's rest is asked for exactly)
+        // and 7; not 4 (its shorter descriptor's region reaches into the payload) nor 6 (after
+        // the small tensor 5, the whole read-ahead again).
+        assert_eq!(regions.iter().filter(|&&r| r == (payload, true)).count(), 4, "{regions:?}");
+        assert!(regions.iter().all(|&(len, _)| len >= 1));
+    }
+}
+
+#[test]
+fn a_commit_past_a_shortened_read_ahead_is_refused() {
+    let bytes = encode_stream(&[big_item(1 << 20), big_item(1 << 20)], false);
+    let mut d = StreamDecoder::new(ReaderOptions::default()).unwrap();
+    let mut pos = 0;
+    let mut tensors = 0;
+    loop {
+        match d.poll().unwrap() {
+            Decoded::Tensor(_) => tensors += 1,
+            Decoded::NeedInput => {
+                let dst = d.input_buffer().unwrap();
+                let len = dst.len();
+                if tensors == 1 && len < 64 * 1024 {
+                    // The region before the second payload: one byte more is refused.
+                    assert_eq!(d.commit(len + 1).unwrap_err().kind(), ErrorKind::InvalidArgument);
+                    assert_eq!(d.buffered(), 0);
+                    return;
+                }
+                let n = len.min(bytes.len() - pos);
+                let dst = d.input_buffer().unwrap();
+                dst[..n].write_copy_of_slice(&bytes[pos..pos + n]);
+                pos += n;
+                d.commit(n).unwrap();
+            }
+            Decoded::End => panic!("no shortened region was offered"),
+        }
+    }
+}
+
 /// Drains the encoder's whole pending output into `wire`.
 fn drain(e: &mut StreamEncoder, payloads: &[&[u8]], wire: &mut Vec<u8>) {
     while e.pending_bytes() > 0 {
