@@ -210,6 +210,40 @@ def test_a_failure_inside_a_large_payload_keeps_the_bytes_that_arrived():
     np.testing.assert_array_equal(got[0].numpy(), a)
 
 
+class Recorder(Trickle):
+    """Serves every read in full and records each read's size (the region the reader offered)."""
+
+    def __init__(self, data):
+        super().__init__(data, step=len(data))
+        self.sizes = []
+
+    def readinto(self, b):
+        self.sizes.append(len(b))
+        return super().readinto(b)
+
+
+def test_a_stream_of_large_tensors_reads_each_payload_whole_into_its_tensor():
+    arrays = [np.full(1 << 18, i, np.float32) for i in range(5)]  # 1 MiB each
+    names = ["big/0", "big/1", "big/2", "big/3", "big/four"]  # the last descriptor is longer
+    w = hurray.StreamWriter()
+    for name, a in zip(names, arrays):
+        w.write(hurray.from_numpy(a, name=name))
+    w.finish()
+    src = Recorder(w.getvalue())
+    got = list(hurray.StreamReader(src))
+    assert [t.name for t in got] == names
+    for t, a in zip(got, arrays):
+        np.testing.assert_array_equal(t.numpy(), a)
+    # The first tensor: the 64 KiB read-ahead, then its payload's rest. Each later one of the
+    # same descriptor length: its frame header and descriptor alone, then its whole payload
+    # (docs/spec/stream.md §Read-ahead); a longer descriptor: one more read for its rest.
+    sizes = src.sizes
+    assert sizes[0] == 64 * 1024 and sizes[1] < 1 << 20
+    frame = sizes[2]
+    assert frame < 4096 and sizes[2:8] == [frame, 1 << 20] * 3, sizes
+    assert sizes[8] == frame and sizes[9] == len("four") - len("3") and sizes[10] == 1 << 20, sizes
+
+
 def test_close_ends_the_stream_but_not_after_a_failure_or_an_exception():
     sink = Sink()
     w = hurray.StreamWriter(sink)
