@@ -164,6 +164,9 @@ pub struct StreamDecoder {
     /// Room of the read-ahead region the last [`input_buffer`](StreamDecoder::input_buffer)
     /// offered (a commit may not pass it).
     ahead_offer: usize,
+    /// Room of the read-ahead region [`input_after`](StreamDecoder::input_after) offered after
+    /// the payload region (0: none).
+    after_offer: usize,
     /// Some bytes of the tensor being read were written in place (a direct payload region).
     direct_item: bool,
     /// The last tensor's payload arrived partly in place. Then (and after this tensor's own
@@ -227,6 +230,7 @@ impl StreamDecoder {
             stop_before_composite: false,
             stopped: false,
             ahead_offer: 0,
+            after_offer: 0,
             direct_item: false,
             large_run: false,
         })
@@ -255,6 +259,7 @@ impl StreamDecoder {
         self.item_desc = None;
         self.item_bufs = Vec::new();
         self.ahead_offer = 0;
+        self.after_offer = 0;
         self.direct_item = false;
         self.large_run = false;
         // A fresh pool of the same cap: buffers of tensors still open then go back to no pool
@@ -368,6 +373,7 @@ impl StreamDecoder {
     /// the next large payload arrives in place whole. The slice is empty in a state that needs
     /// no input (the stream ended, the decoder failed, or unread bytes are buffered).
     pub fn input_buffer(&mut self) -> Result<&mut [MaybeUninit<u8>]> {
+        self.after_offer = 0;
         let buffered = self.buffered();
         let direct = buffered == 0
             && matches!(&self.state, State::Payload { index }
@@ -397,6 +403,39 @@ impl StreamDecoder {
             _ => READ_AHEAD_BYTES,
         };
         self.ahead_offer = offer;
+        Ok(&mut self.ahead.spare_mut()[..offer])
+    }
+
+    /// After [`input_buffer`](Self::input_buffer) offered the rest of a payload in place: the
+    /// read-ahead region that follows it in the stream (the payload's checksum, and after the
+    /// tensor's last payload the next frame header and a descriptor as long as the last one),
+    /// so that a caller may fill both with one scatter read (`readv`, `recvmsg`) and commit
+    /// their total. Bytes go there only once the payload region is full. Empty when the last
+    /// `input_buffer` offered the read-ahead, or a payload region that ends before the payload
+    /// does (a buffer still growing), or nothing follows before the next payload.
+    pub fn input_after(&mut self) -> Result<&mut [MaybeUninit<u8>]> {
+        self.after_offer = 0;
+        let State::Payload { index } = &self.state else {
+            return Ok(&mut []);
+        };
+        let index = *index;
+        let whole = self.item_bufs.get_mut(index).is_some_and(|b| b.spare_mut().len() == b.len() - b.filled());
+        if self.target != Target::Payload || !whole || self.buffered() != 0 {
+            return Ok(&mut []);
+        }
+        let last = self.last.as_ref().map_or(0, |l| l.bytes.len());
+        let crc = if self.payload_crc { 4 } else { 0 };
+        let next = if index + 1 == self.item_bufs.len() { FRAME_HEADER_BYTES + last } else { 0 };
+        let offer = (crc + next).min(READ_AHEAD_BYTES);
+        if offer == 0 {
+            return Ok(&mut []);
+        }
+        if self.ahead.is_empty() {
+            self.ahead = AlignedBuf::new(READ_AHEAD_BYTES as u64, crate::wire::MIN_BUFFER_ALIGNMENT)?;
+        }
+        self.ahead.clear();
+        self.ahead_pos = 0;
+        self.after_offer = offer;
         Ok(&mut self.ahead.spare_mut()[..offer])
     }
 
@@ -434,10 +473,16 @@ impl StreamDecoder {
                         // What input_buffer offered: a growing allocation may offer less than
                         // the rest of the buffer.
                         let room = b.spare_mut().len();
-                        if n > room {
-                            bail!(InvalidArgument, "{n} bytes committed, more than the {room} offered");
+                        let after = self.after_offer;
+                        if n > room + after {
+                            bail!(InvalidArgument, "{n} bytes committed, more than the {} offered", room + after);
                         }
-                        b.advance(n);
+                        b.advance(n.min(room));
+                        if n > room {
+                            // The rest went to the region input_after offered.
+                            self.ahead.advance(n - room);
+                        }
+                        self.after_offer = 0;
                         return Ok(());
                     }
                 }

@@ -177,6 +177,106 @@ fn after_a_large_payload_the_read_ahead_ends_where_the_next_payload_starts() {
     }
 }
 
+/// Feeds `bytes` with scatter reads: each commit fills the offered region and then the one
+/// `input_after` offers, as far as the bytes go; returns the tensors and the commit count.
+fn decode_scattered(bytes: &[u8]) -> (Tensors, usize) {
+    let mut d = StreamDecoder::new(ReaderOptions::default()).unwrap();
+    let (mut out, mut pos, mut commits) = (Vec::new(), 0, 0);
+    loop {
+        match d.poll().unwrap() {
+            Decoded::Tensor(t) => out.push((t.descriptor, t.buffers.iter().map(|b| b.as_slice().to_vec()).collect())),
+            Decoded::End => return (out, commits),
+            Decoded::NeedInput => {
+                let first = d.input_buffer().unwrap();
+                let n1 = first.len().min(bytes.len() - pos);
+                first[..n1].write_copy_of_slice(&bytes[pos..pos + n1]);
+                pos += n1;
+                let mut n = n1;
+                let after = d.input_after().unwrap();
+                let n2 = after.len().min(bytes.len() - pos);
+                after[..n2].write_copy_of_slice(&bytes[pos..pos + n2]);
+                pos += n2;
+                n += n2;
+                commits += 1;
+                d.commit(n).unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn a_scatter_read_takes_a_payloads_rest_and_the_next_frame_in_one_commit() {
+    let desc = |name: &str| {
+        TensorDescriptor::dense(hurray_core::ElementType::Uint8, hurray_core::Shape::new(vec![1 << 20]).unwrap())
+            .unwrap()
+            .with_name(name)
+            .unwrap()
+    };
+    let mut rng = Rng::new(5);
+    let mut items: Vec<Item> = ["b/1", "b/2", "b/3", "b/4", "b/longer-name", "b", "b/5", "b/6"]
+        .iter()
+        .map(|n| Item { desc: desc(n), payloads: vec![rng.bytes(1 << 20)] })
+        .collect();
+    items.insert(6, dense_item_small());
+    for crc in [false, true] {
+        let bytes = encode_stream(&items, crc);
+        let (read, commits) = decode_scattered(&bytes);
+        assert_same(&read, &items);
+        // Plain reads take two commits per large tensor; scattered ones one per large tensor
+        // after the first whose descriptor is as long as the last one's.
+        let plain = offered_regions(&bytes).1.len();
+        assert!(commits + 6 <= plain, "{commits} scattered commits, {plain} plain (checksums {crc})");
+    }
+    // Nothing follows the payload region before the next payload of the same tensor when
+    // there are no checksums: a two-buffer tensor offers no region after its first payload.
+    let mut d = StreamDecoder::new(ReaderOptions::default()).unwrap();
+    assert!(d.input_after().unwrap().is_empty(), "no region before any input_buffer");
+    assert!(matches!(d.poll().unwrap(), Decoded::NeedInput));
+    assert_eq!(d.input_buffer().unwrap().len(), 64 * 1024);
+    assert!(d.input_after().unwrap().is_empty(), "no region after the read-ahead");
+}
+
+#[test]
+fn a_commit_past_the_region_after_a_payload_is_refused() {
+    let bytes = encode_stream(&[big_item(1 << 20), big_item(1 << 20)], false);
+    let mut d = StreamDecoder::new(ReaderOptions::default()).unwrap();
+    let mut pos = 0;
+    loop {
+        assert!(matches!(d.poll().unwrap(), Decoded::NeedInput));
+        let first = d.input_buffer().unwrap();
+        let n1 = first.len();
+        first.iter_mut().zip(&bytes[pos..pos + n1]).for_each(|(d, s)| {
+            d.write(*s);
+        });
+        let after = d.input_after().unwrap().len();
+        if after > 0 {
+            assert_eq!(d.commit(n1 + after + 1).unwrap_err().kind(), ErrorKind::InvalidArgument);
+            // The same region, asked for again, takes the payload's rest and the region after.
+            let first = d.input_buffer().unwrap();
+            assert_eq!(first.len(), n1);
+            first.iter_mut().zip(&bytes[pos..pos + n1]).for_each(|(d, s)| {
+                d.write(*s);
+            });
+            let after = d.input_after().unwrap();
+            after.iter_mut().zip(&bytes[pos + n1..]).for_each(|(d, s)| {
+                d.write(*s);
+            });
+            let k = after.len();
+            d.commit(n1 + k).unwrap();
+            assert!(matches!(d.poll().unwrap(), Decoded::Tensor(_)));
+            // The next frame header and descriptor came with it: the next poll asks for the
+            // whole next payload in place.
+            assert_eq!(d.buffered(), k);
+            assert!(matches!(d.poll().unwrap(), Decoded::NeedInput));
+            assert_eq!(d.buffered(), 0);
+            assert_eq!(d.input_buffer().unwrap().len(), 1 << 20);
+            return;
+        }
+        d.commit(n1).unwrap();
+        pos += n1;
+    }
+}
+
 #[test]
 fn a_commit_past_a_shortened_read_ahead_is_refused() {
     let bytes = encode_stream(&[big_item(1 << 20), big_item(1 << 20)], false);
