@@ -244,6 +244,45 @@ def test_a_stream_of_large_tensors_reads_each_payload_whole_into_its_tensor():
     assert sizes[8] == frame and sizes[9] == len("four") - len("3") and sizes[10] == 1 << 20, sizes
 
 
+class CountingSocket(socket.socket):
+    """A socket that records the views of each scatter read."""
+
+    def __init__(self, sock):
+        super().__init__(fileno=sock.detach())
+        self.scatters = []
+
+    def recvmsg_into(self, buffers, *args):
+        self.scatters.append([len(memoryview(b)) for b in buffers])
+        return super().recvmsg_into(buffers, *args)
+
+
+@pytest.mark.parametrize("checksums", [False, True])
+def test_a_socket_reads_a_large_payload_and_the_next_descriptor_in_one_scatter_read(checksums):
+    arrays = [np.full(1 << 18, i, np.float32) for i in range(6)]  # 1 MiB each
+    a, b = socket.socketpair()
+    rx = CountingSocket(b)
+
+    def send():
+        with hurray.StreamWriter(a, payload_checksums=checksums) as w:
+            for i, x in enumerate(arrays):
+                w.write(hurray.from_numpy(x, name=f"big/{i}"))
+        a.close()
+
+    th = threading.Thread(target=send)
+    th.start()
+    got = [(t.name, t.numpy().copy()) for t in hurray.StreamReader(rx)]
+    th.join()
+    rx.close()
+    assert [n for n, _ in got] == [f"big/{i}" for i in range(6)]
+    for (_, x), want in zip(got, arrays):
+        np.testing.assert_array_equal(x, want)
+    # Each payload after the first is read with the region after it (its checksum, the next
+    # frame header and descriptor: far less than the read-ahead), in as many scatter reads
+    # as the socket needs.
+    assert len(rx.scatters) >= 5
+    assert all(len(v) == 2 and v[1] < 4096 for v in rx.scatters), rx.scatters
+
+
 def test_close_ends_the_stream_but_not_after_a_failure_or_an_exception():
     sink = Sink()
     w = hurray.StreamWriter(sink)
