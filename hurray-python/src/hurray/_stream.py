@@ -656,7 +656,8 @@ class StreamReader:
     whole composites.
 
     ``source``: ``bytes``/``bytearray``/``memoryview`` (read in place), a ``socket.socket``
-    (``recv_into`` straight into the tensors' memory for large payloads), a binary file object
+    (large payloads are read straight into the tensors' memory, each with the next frame
+    header and descriptor in one ``recvmsg_into``), a binary file object
     (``readinto``, else ``read``) or an ``int`` file descriptor.
     ``max_tensor_bytes``/``max_descriptor_bytes``/``max_rank``: limits a hostile stream cannot
     pass (defaults as docs/spec/c-abi.md says: 64 GiB, 1 MiB, 32). ``require_checksums``:
