@@ -210,6 +210,79 @@ def test_a_failure_inside_a_large_payload_keeps_the_bytes_that_arrived():
     np.testing.assert_array_equal(got[0].numpy(), a)
 
 
+class Recorder(Trickle):
+    """Serves every read in full and records each read's size (the region the reader offered)."""
+
+    def __init__(self, data):
+        super().__init__(data, step=len(data))
+        self.sizes = []
+
+    def readinto(self, b):
+        self.sizes.append(len(b))
+        return super().readinto(b)
+
+
+def test_a_stream_of_large_tensors_reads_each_payload_whole_into_its_tensor():
+    arrays = [np.full(1 << 18, i, np.float32) for i in range(5)]  # 1 MiB each
+    names = ["big/0", "big/1", "big/2", "big/3", "big/four"]  # the last descriptor is longer
+    w = hurray.StreamWriter()
+    for name, a in zip(names, arrays):
+        w.write(hurray.from_numpy(a, name=name))
+    w.finish()
+    src = Recorder(w.getvalue())
+    got = list(hurray.StreamReader(src))
+    assert [t.name for t in got] == names
+    for t, a in zip(got, arrays):
+        np.testing.assert_array_equal(t.numpy(), a)
+    # The first tensor: the 64 KiB read-ahead, then its payload's rest. Each later one of the
+    # same descriptor length: its frame header and descriptor alone, then its whole payload
+    # (docs/spec/stream.md §Read-ahead); a longer descriptor: one more read for its rest.
+    sizes = src.sizes
+    assert sizes[0] == 64 * 1024 and sizes[1] < 1 << 20
+    frame = sizes[2]
+    assert frame < 4096 and sizes[2:8] == [frame, 1 << 20] * 3, sizes
+    assert sizes[8] == frame and sizes[9] == len("four") - len("3") and sizes[10] == 1 << 20, sizes
+
+
+class CountingSocket(socket.socket):
+    """A socket that records the views of each scatter read."""
+
+    def __init__(self, sock):
+        super().__init__(fileno=sock.detach())
+        self.scatters = []
+
+    def recvmsg_into(self, buffers, *args):
+        self.scatters.append([len(memoryview(b)) for b in buffers])
+        return super().recvmsg_into(buffers, *args)
+
+
+@pytest.mark.parametrize("checksums", [False, True])
+def test_a_socket_reads_a_large_payload_and_the_next_descriptor_in_one_scatter_read(checksums):
+    arrays = [np.full(1 << 18, i, np.float32) for i in range(6)]  # 1 MiB each
+    a, b = socket.socketpair()
+    rx = CountingSocket(b)
+
+    def send():
+        with hurray.StreamWriter(a, payload_checksums=checksums) as w:
+            for i, x in enumerate(arrays):
+                w.write(hurray.from_numpy(x, name=f"big/{i}"))
+        a.close()
+
+    th = threading.Thread(target=send)
+    th.start()
+    got = [(t.name, t.numpy().copy()) for t in hurray.StreamReader(rx)]
+    th.join()
+    rx.close()
+    assert [n for n, _ in got] == [f"big/{i}" for i in range(6)]
+    for (_, x), want in zip(got, arrays):
+        np.testing.assert_array_equal(x, want)
+    # Each payload after the first is read with the region after it (its checksum, the next
+    # frame header and descriptor: far less than the read-ahead), in as many scatter reads
+    # as the socket needs.
+    assert len(rx.scatters) >= 5
+    assert all(len(v) == 2 and v[1] < 4096 for v in rx.scatters), rx.scatters
+
+
 def test_close_ends_the_stream_but_not_after_a_failure_or_an_exception():
     sink = Sink()
     w = hurray.StreamWriter(sink)

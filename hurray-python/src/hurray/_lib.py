@@ -354,6 +354,7 @@ _PROTOS = {
     "hurray_decoder_next_header": [P, c_size_t, c_uint32, POINTER(DecodeResult)],
     "hurray_decoder_next_item": [P, c_size_t, c_uint32, POINTER(DecodeResult), PP],
     "hurray_decoder_next_batch": [P, c_size_t, c_uint32, POINTER(DecodeResult), c_size_t, POINTER(c_size_t)],
+    "hurray_decoder_input_after": [P, PP, POINTER(c_size_t)],
     "hurray_decoder_destroy": [PP],
     "hurray_reader_options_init": [POINTER(ReaderOptions)],
     "hurray_encoder_new": [POINTER(WriterOptions), PP],
@@ -418,6 +419,7 @@ _HELD = (
     "hurray_encoder_consume",
     "hurray_descriptor_encode_with_name",
     "hurray_tensor_destroy_many",
+    "hurray_decoder_input_after",
 )
 
 

@@ -609,6 +609,17 @@ class _Received(Tensor):
         return v
 
 
+def _scatter(src: Any) -> Any:
+    """A scatter read ``readv(views) -> int`` (one system call filling the views in order) for
+    sockets and fds, or ``None``."""
+    if isinstance(src, socket.socket) and hasattr(src, "recvmsg_into"):
+        recvmsg_into = src.recvmsg_into
+        return lambda views: recvmsg_into(views)[0]
+    if isinstance(src, int) and hasattr(os, "readv"):
+        return lambda views: os.readv(src, views)
+    return None
+
+
 def _source(src: Any) -> Any:
     """A function ``read(view) -> int`` (0 = end of input), or ``None`` for in-memory bytes."""
     if isinstance(src, socket.socket):
@@ -645,7 +656,8 @@ class StreamReader:
     whole composites.
 
     ``source``: ``bytes``/``bytearray``/``memoryview`` (read in place), a ``socket.socket``
-    (``recv_into`` straight into the tensors' memory for large payloads), a binary file object
+    (large payloads are read straight into the tensors' memory, each with the next frame
+    header and descriptor in one ``recvmsg_into``), a binary file object
     (``readinto``, else ``read``) or an ``int`` file descriptor.
     ``max_tensor_bytes``/``max_descriptor_bytes``/``max_rank``: limits a hostile stream cannot
     pass (defaults as docs/spec/c-abi.md says: 64 GiB, 1 MiB, 32). ``require_checksums``:
@@ -681,9 +693,11 @@ class StreamReader:
             self._base = self._array.ctypes.data
             self._pos = 0
             self._read = None
+            self._readv = None
         else:
             self._data = None
             self._read = _source(source)
+            self._readv = _scatter(source)
         # ctypes would wrap an out-of-range integer silently (2**64 to 0, -1 to "unlimited").
         _check_limit("max_tensor_bytes", max_tensor_bytes, 64)
         _check_limit("max_descriptor_bytes", max_descriptor_bytes, 64)
@@ -709,6 +723,9 @@ class StreamReader:
         self._ledger = _Ledger()
         self._count = c_size_t()
         self._count_ref = byref(self._count)
+        self._after = c_void_p()
+        self._after_len = c_size_t()
+        self._after_refs = (byref(self._after), byref(self._after_len))
         # Tensors a batch returned beyond the first, and the input region the decoder offered
         # after it (filled by the next read that needs bytes, so no read blocks while tensors
         # are ready).
@@ -737,15 +754,36 @@ class StreamReader:
         view = _region(ptr, n)
         got = 0
         try:
-            got = read(view)  # type: ignore[misc]
             if n > _READ_AHEAD:
                 # A region larger than the read-ahead is the rest of one payload, all of which
-                # the decoder needs: fill it here instead of one decoder call per chunk.
+                # the decoder needs: fill it here instead of one decoder call per chunk. A
+                # socket or fd fills it and then the region after it (the next frame header
+                # and descriptor, hurray_decoder_input_after) with scatter reads, so a stream
+                # of large tensors takes one read per tensor.
+                readv = self._readv
+                if readv is not None:
+                    s = held.hurray_decoder_input_after(self._dec, *self._after_refs)
+                    if s < 0:
+                        raise error(s)
+                    k = self._after_len.value
+                    if k:
+                        after = _region(self._after.value, k)  # type: ignore[arg-type]
+                        while got < n:
+                            k = readv([view[got:], after])
+                            if not k:
+                                break
+                            got += k
+                        return got
+                got = read(view)  # type: ignore[misc]
                 while 0 < got < n:
                     k = read(view[got:])  # type: ignore[misc]
                     if not k:
                         break
                     got += k
+            else:
+                got = read(view)  # type: ignore[misc]
+        except HurrayError:
+            raise
         except BaseException as e:
             failure = HurrayError(ERR_TRANSPORT, f"the source raised {type(e).__name__}: {e}; call again to resume")
             failure.__cause__ = e

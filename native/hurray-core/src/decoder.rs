@@ -161,6 +161,19 @@ pub struct StreamDecoder {
     stop_before_composite: bool,
     /// Set when a poll stopped there.
     stopped: bool,
+    /// Room of the read-ahead region the last [`input_buffer`](StreamDecoder::input_buffer)
+    /// offered (a commit may not pass it).
+    ahead_offer: usize,
+    /// Room of the read-ahead region [`input_after`](StreamDecoder::input_after) offered after
+    /// the payload region (0: none).
+    after_offer: usize,
+    /// Some bytes of the tensor being read were written in place (a direct payload region).
+    direct_item: bool,
+    /// The last tensor's payload arrived partly in place. Then (and after this tensor's own
+    /// in-place payload, before its checksum) the read-ahead offered before the next payload
+    /// ends where that payload starts if its descriptor is as long as the last one
+    /// (docs/spec/stream.md §Read-ahead).
+    large_run: bool,
 }
 
 struct LastDescriptor {
@@ -216,6 +229,10 @@ impl StreamDecoder {
             spare_bytes: Vec::new(),
             stop_before_composite: false,
             stopped: false,
+            ahead_offer: 0,
+            after_offer: 0,
+            direct_item: false,
+            large_run: false,
         })
     }
 
@@ -241,6 +258,10 @@ impl StreamDecoder {
         }
         self.item_desc = None;
         self.item_bufs = Vec::new();
+        self.ahead_offer = 0;
+        self.after_offer = 0;
+        self.direct_item = false;
+        self.large_run = false;
         // A fresh pool of the same cap: buffers of tensors still open then go back to no pool
         // (they are freed on close), so an idle decoder holds no payload memory.
         self.pool = self.pool.as_ref().map(|p| BufferPool::new(p.max_bytes()));
@@ -347,9 +368,12 @@ impl StreamDecoder {
     /// Where the next input bytes go, after a `NeedInput`: write up to `len()` bytes to the
     /// front and report the count with [`commit`](Self::commit). Inside a payload whose
     /// remaining part is at least the read-ahead size, this is the tensor's own allocation;
-    /// otherwise the read-ahead buffer. The slice is empty in a state that needs no input (the
-    /// stream ended, the decoder failed, or unread bytes are buffered).
+    /// otherwise the read-ahead buffer: all of it, or, after a tensor whose payload arrived in
+    /// place, as much as reaches the next payload's start ([`Self::to_next_payload`]), so that
+    /// the next large payload arrives in place whole. The slice is empty in a state that needs
+    /// no input (the stream ended, the decoder failed, or unread bytes are buffered).
     pub fn input_buffer(&mut self) -> Result<&mut [MaybeUninit<u8>]> {
+        self.after_offer = 0;
         let buffered = self.buffered();
         let direct = buffered == 0
             && matches!(&self.state, State::Payload { index }
@@ -361,9 +385,11 @@ impl StreamDecoder {
             };
             let b = &mut self.item_bufs[*index];
             b.grow_if_full()?;
+            self.direct_item = true;
             return Ok(b.spare_mut());
         }
         self.target = Target::ReadAhead;
+        self.ahead_offer = 0;
         if matches!(self.state, State::Ended | State::Failed(_)) || buffered > 0 {
             return Ok(&mut []);
         }
@@ -372,7 +398,63 @@ impl StreamDecoder {
         }
         self.ahead.clear();
         self.ahead_pos = 0;
-        Ok(self.ahead.spare_mut())
+        let offer = match self.to_next_payload() {
+            Some(n) if self.large_run || self.direct_item => n.clamp(1, READ_AHEAD_BYTES),
+            _ => READ_AHEAD_BYTES,
+        };
+        self.ahead_offer = offer;
+        Ok(&mut self.ahead.spare_mut()[..offer])
+    }
+
+    /// After [`input_buffer`](Self::input_buffer) offered the rest of a payload in place: the
+    /// read-ahead region that follows it in the stream (the payload's checksum, and after the
+    /// tensor's last payload the next frame header and a descriptor as long as the last one),
+    /// so that a caller may fill both with one scatter read (`readv`, `recvmsg`) and commit
+    /// their total. Bytes go there only once the payload region is full. Empty when the last
+    /// `input_buffer` offered the read-ahead, or a payload region that ends before the payload
+    /// does (a buffer still growing), or nothing follows before the next payload.
+    pub fn input_after(&mut self) -> Result<&mut [MaybeUninit<u8>]> {
+        self.after_offer = 0;
+        let State::Payload { index } = &self.state else {
+            return Ok(&mut []);
+        };
+        let index = *index;
+        let whole = self.item_bufs.get_mut(index).is_some_and(|b| b.spare_mut().len() == b.len() - b.filled());
+        if self.target != Target::Payload || !whole || self.buffered() != 0 {
+            return Ok(&mut []);
+        }
+        let last = self.last.as_ref().map_or(0, |l| l.bytes.len());
+        let crc = if self.payload_crc { 4 } else { 0 };
+        let next = if index + 1 == self.item_bufs.len() { FRAME_HEADER_BYTES + last } else { 0 };
+        let offer = (crc + next).min(READ_AHEAD_BYTES);
+        if offer == 0 {
+            return Ok(&mut []);
+        }
+        if self.ahead.is_empty() {
+            self.ahead = AlignedBuf::new(READ_AHEAD_BYTES as u64, crate::wire::MIN_BUFFER_ALIGNMENT)?;
+        }
+        self.ahead.clear();
+        self.ahead_pos = 0;
+        self.after_offer = offer;
+        Ok(&mut self.ahead.spare_mut()[..offer])
+    }
+
+    /// Bytes from the decoder's position to the start of the next tensor's first payload,
+    /// when it is waiting for a frame header (then assuming the next descriptor is as long as
+    /// the last one), a descriptor's rest or a payload checksum; `None` elsewhere.
+    fn to_next_payload(&self) -> Option<usize> {
+        let last = self.last.as_ref().map_or(0, |l| l.bytes.len());
+        match &self.state {
+            State::FrameHeader { got, .. } => Some(FRAME_HEADER_BYTES - got + last),
+            State::Descriptor { buf, want, .. } => Some(want - buf.len()),
+            // After the last payload's checksum comes the next frame; after another one, the
+            // next payload of this tensor.
+            State::PayloadCrc { index, got, .. } if index + 1 == self.item_bufs.len() => {
+                Some(4 - got + FRAME_HEADER_BYTES + last)
+            }
+            State::PayloadCrc { got, .. } => Some(4 - got),
+            _ => None,
+        }
     }
 
     /// Reports that `n` bytes were written to the front of the last
@@ -391,17 +473,23 @@ impl StreamDecoder {
                         // What input_buffer offered: a growing allocation may offer less than
                         // the rest of the buffer.
                         let room = b.spare_mut().len();
-                        if n > room {
-                            bail!(InvalidArgument, "{n} bytes committed, more than the {room} offered");
+                        let after = self.after_offer;
+                        if n > room + after {
+                            bail!(InvalidArgument, "{n} bytes committed, more than the {} offered", room + after);
                         }
-                        b.advance(n);
+                        b.advance(n.min(room));
+                        if n > room {
+                            // The rest went to the region input_after offered.
+                            self.ahead.advance(n - room);
+                        }
+                        self.after_offer = 0;
                         return Ok(());
                     }
                 }
                 bail!(InvalidState, "commit without a preceding input_buffer");
             }
             Target::ReadAhead => {
-                let room = self.ahead.len() - self.ahead.filled();
+                let room = self.ahead_offer.min(self.ahead.len() - self.ahead.filled());
                 if n > room {
                     bail!(InvalidArgument, "{n} bytes committed, more than the {room} offered");
                 }
@@ -528,6 +616,7 @@ impl StreamDecoder {
                                 return (State::Payload { index }, Err(e));
                             }
                         }
+                        self.large_run = std::mem::take(&mut self.direct_item);
                         let t = ReadTensor {
                             descriptor: self.item_desc.take().expect("checked above"),
                             buffers: std::mem::take(&mut self.item_bufs),

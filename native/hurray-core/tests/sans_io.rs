@@ -110,6 +110,202 @@ fn committing_more_than_offered_is_refused_and_takes_nothing() {
     assert_eq!(d.buffered(), 0);
 }
 
+/// Feeds `bytes` to a decoder, each commit filling the whole region offered, and records each
+/// region's length and whether it was in place (inside the tensor's allocation).
+fn offered_regions(bytes: &[u8]) -> (Tensors, Vec<(usize, bool)>) {
+    let mut d = StreamDecoder::new(ReaderOptions::default()).unwrap();
+    let (mut out, mut regions, mut pos) = (Vec::new(), Vec::new(), 0);
+    loop {
+        match d.poll().unwrap() {
+            Decoded::Tensor(t) => out.push((t.descriptor, t.buffers.iter().map(|b| b.as_slice().to_vec()).collect())),
+            Decoded::End => return (out, regions),
+            Decoded::NeedInput => {
+                let ahead_before = d.buffered();
+                let dst = d.input_buffer().unwrap();
+                let n = dst.len().min(bytes.len() - pos);
+                let len = dst.len();
+                dst[..n].write_copy_of_slice(&bytes[pos..pos + n]);
+                pos += n;
+                d.commit(n).unwrap();
+                // Bytes committed to the read-ahead are buffered; in-place ones are not.
+                regions.push((len, n > 0 && d.buffered() == ahead_before));
+            }
+        }
+    }
+}
+
+#[test]
+fn after_a_large_payload_the_read_ahead_ends_where_the_next_payload_starts() {
+    let desc = |name: &str| {
+        TensorDescriptor::dense(hurray_core::ElementType::Uint8, hurray_core::Shape::new(vec![1 << 20]).unwrap())
+            .unwrap()
+            .with_name(name)
+            .unwrap()
+    };
+    let mut rng = Rng::new(3);
+    // Same-length names, then a longer one (the guess falls short), a shorter one (it reaches
+    // into the payload), a small tensor, and large ones again.
+    let mut items: Vec<Item> = ["a/1", "a/2", "a/3", "a/longer-name", "a", "a/4"]
+        .iter()
+        .map(|n| Item { desc: desc(n), payloads: vec![rng.bytes(1 << 20)] })
+        .collect();
+    items.insert(5, dense_item_small());
+    items.push(Item { desc: desc("a/5"), payloads: vec![rng.bytes(1 << 20)] });
+    for crc in [false, true] {
+        let bytes = encode_stream(&items, crc);
+        let (read, regions) = offered_regions(&bytes);
+        assert_same(&read, &items);
+        let frame = |i: usize| 24 + items[i].desc.encode().unwrap().len();
+        let payload = 1 << 20;
+        let crc_bytes = if crc { 4 } else { 0 };
+        // Tensor 0: the whole read-ahead (stream header, frame, descriptor, the payload's
+        // first bytes), then the payload's rest in place.
+        assert_eq!(regions[0], (64 * 1024, false));
+        assert!(regions[1].1 && regions[1].0 < payload);
+        // Tensors 1 and 2 (descriptors as long as the last): the read-ahead (the last
+        // checksum, the frame header and descriptor) ends at the payload, which then arrives
+        // whole in place.
+        for k in [1, 2] {
+            assert_eq!(regions[2 * k], (crc_bytes + frame(k), false), "tensor {k}: {regions:?}");
+            assert_eq!(regions[2 * k + 1], (payload, true), "tensor {k}: {regions:?}");
+        }
+        // Whole in place: tensors 1, 2, 3 (its longer descriptor's rest is asked for exactly)
+        // and 7; not 4 (its shorter descriptor's region reaches into the payload) nor 6 (after
+        // the small tensor 5, the whole read-ahead again).
+        assert_eq!(regions.iter().filter(|&&r| r == (payload, true)).count(), 4, "{regions:?}");
+        assert!(regions.iter().all(|&(len, _)| len >= 1));
+    }
+}
+
+/// Feeds `bytes` with scatter reads: each commit fills the offered region and then the one
+/// `input_after` offers, as far as the bytes go; returns the tensors and the commit count.
+fn decode_scattered(bytes: &[u8]) -> (Tensors, usize) {
+    let mut d = StreamDecoder::new(ReaderOptions::default()).unwrap();
+    let (mut out, mut pos, mut commits) = (Vec::new(), 0, 0);
+    loop {
+        match d.poll().unwrap() {
+            Decoded::Tensor(t) => out.push((t.descriptor, t.buffers.iter().map(|b| b.as_slice().to_vec()).collect())),
+            Decoded::End => return (out, commits),
+            Decoded::NeedInput => {
+                let first = d.input_buffer().unwrap();
+                let n1 = first.len().min(bytes.len() - pos);
+                first[..n1].write_copy_of_slice(&bytes[pos..pos + n1]);
+                pos += n1;
+                let mut n = n1;
+                let after = d.input_after().unwrap();
+                let n2 = after.len().min(bytes.len() - pos);
+                after[..n2].write_copy_of_slice(&bytes[pos..pos + n2]);
+                pos += n2;
+                n += n2;
+                commits += 1;
+                d.commit(n).unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn a_scatter_read_takes_a_payloads_rest_and_the_next_frame_in_one_commit() {
+    let desc = |name: &str| {
+        TensorDescriptor::dense(hurray_core::ElementType::Uint8, hurray_core::Shape::new(vec![1 << 20]).unwrap())
+            .unwrap()
+            .with_name(name)
+            .unwrap()
+    };
+    let mut rng = Rng::new(5);
+    let mut items: Vec<Item> = ["b/1", "b/2", "b/3", "b/4", "b/longer-name", "b", "b/5", "b/6"]
+        .iter()
+        .map(|n| Item { desc: desc(n), payloads: vec![rng.bytes(1 << 20)] })
+        .collect();
+    items.insert(6, dense_item_small());
+    for crc in [false, true] {
+        let bytes = encode_stream(&items, crc);
+        let (read, commits) = decode_scattered(&bytes);
+        assert_same(&read, &items);
+        // Plain reads take two commits per large tensor; scattered ones one per large tensor
+        // after the first whose descriptor is as long as the last one's.
+        let plain = offered_regions(&bytes).1.len();
+        assert!(commits + 6 <= plain, "{commits} scattered commits, {plain} plain (checksums {crc})");
+    }
+    // Nothing follows the payload region before the next payload of the same tensor when
+    // there are no checksums: a two-buffer tensor offers no region after its first payload.
+    let mut d = StreamDecoder::new(ReaderOptions::default()).unwrap();
+    assert!(d.input_after().unwrap().is_empty(), "no region before any input_buffer");
+    assert!(matches!(d.poll().unwrap(), Decoded::NeedInput));
+    assert_eq!(d.input_buffer().unwrap().len(), 64 * 1024);
+    assert!(d.input_after().unwrap().is_empty(), "no region after the read-ahead");
+}
+
+#[test]
+fn a_commit_past_the_region_after_a_payload_is_refused() {
+    let bytes = encode_stream(&[big_item(1 << 20), big_item(1 << 20)], false);
+    let mut d = StreamDecoder::new(ReaderOptions::default()).unwrap();
+    let mut pos = 0;
+    loop {
+        assert!(matches!(d.poll().unwrap(), Decoded::NeedInput));
+        let first = d.input_buffer().unwrap();
+        let n1 = first.len();
+        first.iter_mut().zip(&bytes[pos..pos + n1]).for_each(|(d, s)| {
+            d.write(*s);
+        });
+        let after = d.input_after().unwrap().len();
+        if after > 0 {
+            assert_eq!(d.commit(n1 + after + 1).unwrap_err().kind(), ErrorKind::InvalidArgument);
+            // The same region, asked for again, takes the payload's rest and the region after.
+            let first = d.input_buffer().unwrap();
+            assert_eq!(first.len(), n1);
+            first.iter_mut().zip(&bytes[pos..pos + n1]).for_each(|(d, s)| {
+                d.write(*s);
+            });
+            let after = d.input_after().unwrap();
+            after.iter_mut().zip(&bytes[pos + n1..]).for_each(|(d, s)| {
+                d.write(*s);
+            });
+            let k = after.len();
+            d.commit(n1 + k).unwrap();
+            assert!(matches!(d.poll().unwrap(), Decoded::Tensor(_)));
+            // The next frame header and descriptor came with it: the next poll asks for the
+            // whole next payload in place.
+            assert_eq!(d.buffered(), k);
+            assert!(matches!(d.poll().unwrap(), Decoded::NeedInput));
+            assert_eq!(d.buffered(), 0);
+            assert_eq!(d.input_buffer().unwrap().len(), 1 << 20);
+            return;
+        }
+        d.commit(n1).unwrap();
+        pos += n1;
+    }
+}
+
+#[test]
+fn a_commit_past_a_shortened_read_ahead_is_refused() {
+    let bytes = encode_stream(&[big_item(1 << 20), big_item(1 << 20)], false);
+    let mut d = StreamDecoder::new(ReaderOptions::default()).unwrap();
+    let mut pos = 0;
+    let mut tensors = 0;
+    loop {
+        match d.poll().unwrap() {
+            Decoded::Tensor(_) => tensors += 1,
+            Decoded::NeedInput => {
+                let dst = d.input_buffer().unwrap();
+                let len = dst.len();
+                if tensors == 1 && len < 64 * 1024 {
+                    // The region before the second payload: one byte more is refused.
+                    assert_eq!(d.commit(len + 1).unwrap_err().kind(), ErrorKind::InvalidArgument);
+                    assert_eq!(d.buffered(), 0);
+                    return;
+                }
+                let n = len.min(bytes.len() - pos);
+                let dst = d.input_buffer().unwrap();
+                dst[..n].write_copy_of_slice(&bytes[pos..pos + n]);
+                pos += n;
+                d.commit(n).unwrap();
+            }
+            Decoded::End => panic!("no shortened region was offered"),
+        }
+    }
+}
+
 /// Drains the encoder's whole pending output into `wire`.
 fn drain(e: &mut StreamEncoder, payloads: &[&[u8]], wire: &mut Vec<u8>) {
     while e.pending_bytes() > 0 {

@@ -480,6 +480,47 @@ pub unsafe extern "C" fn hurray_decoder_next_batch(
     })
 }
 
+/// The input region that follows the one the decoder's last call offered, when that one is
+/// the rest of a payload in place (`input_len` ≥ 64 KiB): the payload's checksum and, after a
+/// tensor's last payload, the next frame header and a descriptor as long as the last one
+/// (docs/spec/stream.md §Decoding without a transport). A caller may fill the offered `input`
+/// and then this region with one scatter read (`readv`, `recvmsg` with two buffers) and pass
+/// their total as the next call's `filled`: bytes may go here only once `input` is full. So a
+/// stream of large tensors takes one read per tensor. `*out_input`/`*out_len` are NULL and 0
+/// when there is no such region (the last call offered the read-ahead, or a payload region
+/// that ends before its payload does, or none). Call it after the call that offered `input`
+/// and before the next one; the region is valid until that next call. Errors:
+/// `NULL_POINTER`; `OUT_OF_MEMORY`. Added in ABI 4 (additive).
+///
+/// # Safety
+/// `decoder` live and not used concurrently; `out_input` and `out_len` valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn hurray_decoder_input_after(
+    decoder: *mut HurrayDecoder,
+    out_input: *mut *mut u8,
+    out_len: *mut usize,
+) -> HurrayStatus {
+    guard("hurray_decoder_input_after", || {
+        non_null(out_input, "out_input")?;
+        non_null(out_len, "out_len")?;
+        // SAFETY: both were checked non-NULL and are valid for one write (# Safety).
+        unsafe {
+            *out_input = std::ptr::null_mut();
+            *out_len = 0;
+        }
+        let d = handle::handle_mut!(decoder)?;
+        let after = d.decoder.input_after()?;
+        if !after.is_empty() {
+            // SAFETY: as above.
+            unsafe {
+                *out_input = after.as_mut_ptr().cast();
+                *out_len = after.len();
+            }
+        }
+        Ok(HURRAY_OK)
+    })
+}
+
 /// As `hurray_decoder_next`, in the assembled view (docs/spec/stream.md §Composite tensors): a
 /// plain tensor comes back in `*out` as there; a composite is read to its last member and
 /// comes back whole in `*out_composite` (`*out` then holds no tensor; destroy the composite

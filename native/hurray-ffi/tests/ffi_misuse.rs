@@ -557,6 +557,22 @@ fn null_cases(f: &Fixture) -> Vec<Case<'_>> {
                 Box::new(move || hurray_ffi::decoder::hurray_decoder_next_batch(null_mut(), 0, 0, null_mut(), 1, usp)),
             ),
             (
+                "hurray_decoder_input_after",
+                Box::new(move || {
+                    hurray_ffi::decoder::hurray_decoder_input_after(null_mut(), leak::<*mut u8>(null_mut()), usp)
+                }),
+            ),
+            (
+                "hurray_decoder_input_after",
+                Box::new(move || hurray_ffi::decoder::hurray_decoder_input_after(null_mut(), null_mut(), usp)),
+            ),
+            (
+                "hurray_decoder_input_after",
+                Box::new(move || {
+                    hurray_ffi::decoder::hurray_decoder_input_after(null_mut(), leak::<*mut u8>(null_mut()), null_mut())
+                }),
+            ),
+            (
                 "hurray_decoder_set_options",
                 Box::new(move || hurray_ffi::decoder::hurray_decoder_set_options(null_mut(), null())),
             ),

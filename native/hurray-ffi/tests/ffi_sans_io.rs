@@ -356,6 +356,60 @@ fn small_tensors_cost_about_one_call_each() {
 }
 
 #[test]
+fn a_scatter_read_through_input_after_takes_one_read_per_large_tensor() {
+    let items: Vec<Item> = (0..6).map(|_| big_item(1 << 20)).collect();
+    for checksums in [false, true] {
+        let bytes = encode_stream(&items, checksums);
+        let (mut pos, mut reads, mut got) = (0, 0, 0);
+        // SAFETY: the decoder is made and destroyed here; out-pointers are live locals; the
+        // regions are written within the lengths the decoder gave, before the next call.
+        unsafe {
+            let mut d = null_mut();
+            expect(hurray_decoder_new(null(), 0, &mut d), HURRAY_OK);
+            let mut r = std::mem::zeroed::<HurrayDecodeResult>();
+            let mut filled = 0;
+            loop {
+                let s = hurray_decoder_next(d, filled, 0, &mut r);
+                filled = 0;
+                if s == HURRAY_END_OF_STREAM {
+                    break;
+                }
+                if s == HURRAY_OK {
+                    let b = *r.buffers;
+                    let data = std::slice::from_raw_parts(b.data as *const u8, b.spec.byte_size as usize);
+                    assert_eq!(data, items[got].payloads[0].as_slice(), "tensor {got}");
+                    got += 1;
+                    let mut t = r.tensor;
+                    expect(hurray_tensor_destroy(&mut t), HURRAY_OK);
+                    continue;
+                }
+                expect(s, HURRAY_NEED_INPUT);
+                let (mut after, mut after_len): (*mut u8, usize) = (null_mut(), 0);
+                expect(hurray_decoder_input_after(d, &mut after, &mut after_len), HURRAY_OK);
+                assert_eq!(after.is_null(), after_len == 0);
+                if after_len > 0 {
+                    assert!(r.input_len >= 64 * 1024, "a region after a read-ahead");
+                }
+                for (dst, len) in [(r.input, r.input_len), (after, after_len)] {
+                    let n = len.min(bytes.len() - pos);
+                    if n > 0 {
+                        std::ptr::copy_nonoverlapping(bytes[pos..].as_ptr(), dst, n);
+                    }
+                    pos += n;
+                    filled += n;
+                }
+                reads += 1;
+            }
+            expect(hurray_decoder_destroy(&mut d), HURRAY_OK);
+        }
+        assert_eq!(got, items.len());
+        // The read-ahead and the first payload's rest, then one read per tensor (the end
+        // marker comes with the last payload).
+        assert_eq!(reads, 2 + items.len() - 1, "checksums {checksums}");
+    }
+}
+
+#[test]
 fn truncated_input_is_sticky_and_misuse_is_refused() {
     let items = corpus();
     let bytes = encode_stream(&items, false);

@@ -729,6 +729,13 @@ int main(void) {
   KIND(size_t);
   KIND(size_t *);
   printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_decoder_input_after), HurrayStatus (*)(struct HurrayDecoder *, uint8_t **, size_t *)), "hurray_decoder_input_after: signature differs from the AST");
+  printf("func hurray_decoder_input_after");
+  KIND(HurrayStatus);
+  KIND(struct HurrayDecoder *);
+  KIND(uint8_t **);
+  KIND(size_t *);
+  printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_decoder_next_item), HurrayStatus (*)(struct HurrayDecoder *, size_t, uint32_t, struct HurrayDecodeResult *, struct HurrayComposite **)), "hurray_decoder_next_item: signature differs from the AST");
   printf("func hurray_decoder_next_item");
   KIND(HurrayStatus);

@@ -4956,6 +4956,88 @@ public final class hurray_h {
         }
     }
 
+    private static final class hurray_decoder_input_after {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_decoder_input_after");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_input_after(struct HurrayDecoder *decoder,
+     *                                         uint8_t **out_input,
+     *                                         size_t *out_len)
+     * }
+     */
+    public static FunctionDescriptor hurray_decoder_input_after$descriptor() {
+        return hurray_decoder_input_after.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_input_after(struct HurrayDecoder *decoder,
+     *                                         uint8_t **out_input,
+     *                                         size_t *out_len)
+     * }
+     */
+    public static MethodHandle hurray_decoder_input_after$handle() {
+        NativeLibrary.requireSymbol(hurray_decoder_input_after.ADDR, "hurray_decoder_input_after");
+        return hurray_decoder_input_after.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_input_after(struct HurrayDecoder *decoder,
+     *                                         uint8_t **out_input,
+     *                                         size_t *out_len)
+     * }
+     */
+    public static MemorySegment hurray_decoder_input_after$address() {
+        return NativeLibrary.requireSymbol(hurray_decoder_input_after.ADDR, "hurray_decoder_input_after");
+    }
+
+    /**
+     * The input region that follows the one the decoder's last call offered, when that one is
+     * the rest of a payload in place (<code>input_len</code> ≥ 64 KiB): the payload's checksum and, after a
+     * tensor's last payload, the next frame header and a descriptor as long as the last one
+     * (docs/spec/stream.md §Decoding without a transport). A caller may fill the offered <code>input</code>
+     * and then this region with one scatter read (<code>readv</code>, <code>recvmsg</code> with two buffers) and pass
+     * their total as the next call's <code>filled</code>: bytes may go here only once <code>input</code> is full. So a
+     * stream of large tensors takes one read per tensor. <code>*out_input</code>/<code>*out_len</code> are NULL and 0
+     * when there is no such region (the last call offered the read-ahead, or a payload region
+     * that ends before its payload does, or none). Call it after the call that offered <code>input</code>
+     * and before the next one; the region is valid until that next call. Errors:
+     * <code>NULL_POINTER</code>; <code>OUT_OF_MEMORY</code>. Added in ABI 4 (additive).
+     * <p>
+     * <b>Safety</b><br>
+     * <code>decoder</code> live and not used concurrently; <code>out_input</code> and <code>out_len</code> valid for one write.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_decoder_input_after(struct HurrayDecoder *decoder,
+     *                                         uint8_t **out_input,
+     *                                         size_t *out_len)
+     * }
+     */
+    public static int hurray_decoder_input_after(MemorySegment decoder, MemorySegment out_input, MemorySegment out_len) {
+        var mh$ = hurray_decoder_input_after.HANDLE;
+        if (hurray_decoder_input_after.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_decoder_input_after");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_decoder_input_after", decoder, out_input, out_len);
+            }
+            return (int) mh$.invokeExact(decoder, out_input, out_len);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static final class hurray_decoder_next_item {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_LONG, hurray_h.C_INT, hurray_h.C_POINTER, hurray_h.C_POINTER);
         static final MemorySegment ADDR = hurray_h.findOrNull("hurray_decoder_next_item");
