@@ -769,7 +769,17 @@ fn payload_verification_resumes_through_the_ranges_and_holds_one_window() {
     s.push((named("zbig", big as u64, 64), pattern(big, 5)));
     let file = write_these(&s);
     let at = file.len() - 4096 - (1 << 20); // inside "zbig"'s last megabyte (it is stored last)
-    for (bytes, want) in [(file.clone(), HURRAY_OK), ({ let mut b = file.clone(); b[at] ^= 2; b }, HURRAY_ERR_CORRUPT)] {
+    for (bytes, want) in [
+        (file.clone(), HURRAY_OK),
+        (
+            {
+                let mut b = file.clone();
+                b[at] ^= 2;
+                b
+            },
+            HURRAY_ERR_CORRUPT,
+        ),
+    ] {
         for lazy in [false, true] {
             let o = options(lazy);
             let (st, mut r) = open_ranges(&bytes, bytes.len() as u64, &o, usize::MAX);
@@ -797,7 +807,10 @@ fn payload_verification_resumes_through_the_ranges_and_holds_one_window() {
         let mut r = null_mut();
         // SAFETY: `bytes` outlives the reader; `r` is a live local.
         unsafe {
-            assert_eq!(hurray_file_reader_open_span(bytes.as_ptr() as *const c_void, bytes.len() as u64, &o, &mut r), HURRAY_OK);
+            assert_eq!(
+                hurray_file_reader_open_span(bytes.as_ptr() as *const c_void, bytes.len() as u64, &o, &mut r),
+                HURRAY_OK
+            );
             assert_eq!(hurray_file_reader_verify_payloads(r), want);
             hurray_file_reader_destroy(&mut r);
         }

@@ -200,11 +200,11 @@ public final class Payloads {
         }
         if (t.quantization().orElse(null) instanceof Quantization.BlockScaled b) {
             // Blocks run along a row-major axis; moving elements would tear them apart.
-            throw new ForeignFormatException("tensor '" + t.name() + "': cannot reorder a column-major "
+            throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(t.name()) + "': cannot reorder a column-major "
                     + b.kindName() + " tensor");
         }
         if (t.dtype().isSubByte()) {
-            throw new ForeignFormatException("tensor '" + t.name() + "': cannot reorder a column-major "
+            throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(t.name()) + "': cannot reorder a column-major "
                     + t.dtype() + " tensor");
         }
         MemorySegment dst = allocate(arena, t.byteSize());

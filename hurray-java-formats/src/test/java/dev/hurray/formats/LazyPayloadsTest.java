@@ -314,6 +314,28 @@ class LazyPayloadsTest {
         }
     }
 
+    /** A stored member whose header survives but whose data the shortened archive cuts. */
+    @Test
+    void anNpzCutInsideAStoredMembersDataNamesTheShorteningToo() throws IOException {
+        try (Arena arena = Arena.ofConfined()) {
+            Path[] f = write(Format.NPZ, tmp, tensors(arena, TENSORS));
+            try (ForeignModel m = Npz.read(f[0], null)) {
+                long sizeAtOpen = Files.size(f[0]);
+                // The end record's central-directory offset: the last member's data ends there.
+                ByteBuffer end = ByteBuffer.wrap(Files.readAllBytes(f[0])).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+                long cd = Integer.toUnsignedLong(end.getInt((int) sizeAtOpen - 22 + 16));
+                try (FileChannel ch = FileChannel.open(f[0], StandardOpenOption.WRITE)) {
+                    ch.truncate(cd - 3);
+                }
+                ForeignFormatException e = assertThrows(ForeignFormatException.class, () -> m.tensor("t5").data());
+                assertTrue(e.getMessage().contains("t5.npy: truncated: the file is now " + (cd - 3)
+                        + " bytes (it had " + sizeAtOpen + " bytes when opened; did another process shorten it?)"),
+                        e.getMessage());
+                assertFalse(m.tensor("t5").isLoaded());
+            }
+        }
+    }
+
     @Test
     void closingTheModelReleasesEveryPayloadAndRefusesNewReads() throws IOException {
         try (Arena arena = Arena.ofConfined()) {

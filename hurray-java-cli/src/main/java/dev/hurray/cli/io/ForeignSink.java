@@ -116,7 +116,7 @@ public final class ForeignSink implements Sink {
                 .filter(q -> Gguf.records(q, d.shape().rank())).isPresent();
         if (item.descriptor().quantization().isPresent() && !recorded) {
             if (!dequantize) {
-                throw new ForeignFormatException("tensor '" + item.name() + "' is quantized ("
+                throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(item.name()) + "' is quantized ("
                         + Entry.describe(item.descriptor().quantization().get()) + "); " + format
                         + " cannot record quantization: pass --dequantize to compute the values, or write .hrry");
             }
@@ -128,7 +128,7 @@ public final class ForeignSink implements Sink {
         String ggml = rawGgmlTypes.get(item.name());
         if (ggml != null && format != Format.GGUF && item.descriptor().elementType() == dev.hurray.ElementType.UINT8) {
             if (rawBlockRows++ == 0) {
-                rawBlockExample = "'" + item.name() + "': " + ggml;
+                rawBlockExample = "'" + dev.hurray.TensorNames.forMessage(item.name()) + "': " + ggml;
             }
         }
         List<MemorySegment> copies = new ArrayList<>();
@@ -142,7 +142,7 @@ public final class ForeignSink implements Sink {
             }
         }
         if (copies.size() != 1 && !paired) {
-            throw new ForeignFormatException("tensor '" + item.name() + "': " + copies.size()
+            throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(item.name()) + "': " + copies.size()
                     + " buffers; " + format + " holds one dense buffer per tensor");
         }
         tensors.add(ForeignTensor.of(item.descriptor(), copies));
