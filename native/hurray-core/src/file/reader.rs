@@ -780,7 +780,7 @@ impl<R: ReadAt> FileReader<R> {
                         let buf = match &mut window {
                             Some(w) => w,
                             None => window.insert(AlignedBuf::new(
-                                loc.length.min(PAYLOAD_CHUNK_BYTES).max(1),
+                                loc.length.clamp(1, PAYLOAD_CHUNK_BYTES),
                                 MIN_BUFFER_ALIGNMENT,
                             )?),
                         };

@@ -45,7 +45,7 @@ public final class TensorNames {
     public static final int MESSAGE_CHARS = 64;
 
     /**
-     * {@code name} as an error message shows it: control characters as {@code \\uXXXX}, and a
+     * {@code name} as an error message shows it: control characters as {@code \\xHH}, and a
      * name longer than {@link #MESSAGE_CHARS} characters clipped to its first ones followed by
      * {@code "… (N bytes)"}, N its UTF-8 length, so that no message carries a whole long name.
      * Any string is accepted (also one the name rule refuses).
@@ -63,8 +63,8 @@ public final class TensorNames {
                 long bytes = name.getBytes(java.nio.charset.StandardCharsets.UTF_8).length;
                 return b.append("… (").append(bytes).append(" bytes)").toString();
             }
-            if (c < 0x20 || c == 0x7f) {
-                b.append(String.format("\\u%04x", c));
+            if (c < 0x20 || (c >= 0x7f && c <= 0x9f)) {
+                b.append(String.format("\\x%02x", c));
             } else {
                 b.appendCodePoint(c);
             }
