@@ -45,7 +45,7 @@ public final class TensorNames {
     public static final int MESSAGE_CHARS = 64;
 
     /**
-     * {@code name} as an error message shows it: control characters as {@code \\xHH}, and a
+     * {@code name} as an error message shows it: control characters as {@code \xHH}, and a
      * name longer than {@link #MESSAGE_CHARS} characters clipped to its first ones followed by
      * {@code "… (N bytes)"}, N its UTF-8 length, so that no message carries a whole long name.
      * Any string is accepted (also one the name rule refuses).

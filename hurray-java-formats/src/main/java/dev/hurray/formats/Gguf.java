@@ -500,41 +500,39 @@ public final class Gguf {
                 alignment = alignment(type, meta.get(key));
             }
         }
-        try (Arena scratch = Arena.ofConfined()) {
-            List<ForeignTensor> ts = new ArrayList<>();
-            long offset = 0;
-            for (ForeignTensor t : model.tensors()) {
-                Placement p = placementOf(t, meta);
-                ForeignTensor row = Payloads.toRowMajor(t, scratch);
-                ts.add(row);
-                head.string(t.name(), "tensor name '" + GgufMetadata.clip(t.name()) + "'");
-                head.u32(p.dims().length);
-                for (long d : p.dims()) {
-                    head.u64(d);
-                }
-                head.u32(p.type().code());
-                head.u64(offset);
-                offset += padding(row.byteSize(), alignment) + row.byteSize();
+        List<ForeignTensor> ts = new ArrayList<>();
+        long offset = 0;
+        for (ForeignTensor t : model.tensors()) {
+            Placement p = placementOf(t, meta);
+            ForeignTensor row = Payloads.toRowMajorOnUse(t);
+            ts.add(row);
+            head.string(t.name(), "tensor name '" + GgufMetadata.clip(t.name()) + "'");
+            head.u32(p.dims().length);
+            for (long d : p.dims()) {
+                head.u64(d);
             }
-            if (!ts.isEmpty()) {
-                head.pad(alignment); // no data section, no padding: llama.cpp's vocab-only files end so
-            }
-            ByteBuffer hb = head.toByteBuffer();
-            ByteBuffer zeros = ByteBuffer.allocate(alignment);
-            int al = alignment;
-            AtomicOutput.write(target, out -> {
-                while (hb.hasRemaining()) {
-                    out.write(hb);
-                }
-                for (ForeignTensor t : ts) {
-                    t.withData(data -> Payloads.writeFully(data, out, progress));
-                    zeros.clear().limit(padding(t.byteSize(), al));
-                    while (zeros.hasRemaining()) {
-                        out.write(zeros);
-                    }
-                }
-            });
+            head.u32(p.type().code());
+            head.u64(offset);
+            offset += padding(row.byteSize(), alignment) + row.byteSize();
         }
+        if (!ts.isEmpty()) {
+            head.pad(alignment); // no data section, no padding: llama.cpp's vocab-only files end so
+        }
+        ByteBuffer hb = head.toByteBuffer();
+        ByteBuffer zeros = ByteBuffer.allocate(alignment);
+        int al = alignment;
+        AtomicOutput.write(target, out -> {
+            while (hb.hasRemaining()) {
+                out.write(hb);
+            }
+            for (ForeignTensor t : ts) {
+                t.withData(data -> Payloads.writeFully(data, out, progress));
+                zeros.clear().limit(padding(t.byteSize(), al));
+                while (zeros.hasRemaining()) {
+                    out.write(zeros);
+                }
+            }
+        });
     }
 
     /** Zero bytes after {@code bytes} to the next multiple of {@code alignment}. */

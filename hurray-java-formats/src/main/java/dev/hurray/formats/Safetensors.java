@@ -7,7 +7,6 @@ import dev.hurray.Layout;
 import dev.hurray.Quantization;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.math.BigInteger;
 import java.nio.ByteBuffer;
@@ -489,7 +488,7 @@ public final class Safetensors {
                 continue;
             }
             Quantization q = t.quantization().get();
-            if (!options.pairs(q, t.rank()) || t.scaleBuffers().size() != 1) {
+            if (!options.pairs(q, t.rank()) || t.scaleBufferSizes().length != 1) {
                 String why = q instanceof Quantization.Mx && options.scaleSuffix().isPresent()
                         ? "; safetensors records MX as values plus an E8M0 scale tensor only along the last axis, with blocks of "
                         + MX_BLOCK + " and float32 values"
@@ -506,29 +505,30 @@ public final class Safetensors {
             long[] scaleShape = t.shape();
             scaleShape[scaleShape.length - 1] /= MX_BLOCK;
             try {
-                plain.add(new ForeignTensor(t.name(), t.dtype(), t.shape(), t.layout(), t.data(), null, -1));
-                plain.add(new ForeignTensor(scaleName, ElementType.FLOAT8_E8M0FNU, scaleShape, t.layout(),
-                        t.scaleBuffers().get(0), null, -1));
+                // Values and scales become two tensors, each read from t when it is written.
+                plain.add(ForeignTensor.lazy(t.name(), t.dtype(), t.shape(), t.layout(), null, new long[0], -1,
+                        bufs -> t.withPayload((data, scales) -> MemorySegment.copy(data, 0, bufs[0], 0, data.byteSize()))));
+                plain.add(ForeignTensor.lazy(scaleName, ElementType.FLOAT8_E8M0FNU, scaleShape, t.layout(), null,
+                        new long[0], -1, bufs -> t.withPayload((data, scales) ->
+                                MemorySegment.copy(scales.get(0), 0, bufs[0], 0, bufs[0].byteSize()))));
             } catch (IllegalArgumentException e) {
                 throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(t.name()) + "': " + e.getMessage());
             }
         }
-        try (Arena scratch = Arena.ofConfined()) {
-            List<ForeignTensor> order = new ArrayList<>();
-            for (ForeignTensor t : plain) {
-                order.add(Payloads.toRowMajor(t, scratch));
-            }
-            order.sort(Comparator.comparingInt((ForeignTensor t) -> -t.dtype().bitWidth()));
-            byte[] header = header(model.metadata(), order);
-            AtomicOutput.write(target, out -> {
-                ByteBuffer len = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0, header.length);
-                writeAll(out, len);
-                writeAll(out, ByteBuffer.wrap(header));
-                for (ForeignTensor t : order) {
-                    t.withData(data -> Payloads.writeFully(data, out, progress));
-                }
-            });
+        List<ForeignTensor> order = new ArrayList<>();
+        for (ForeignTensor t : plain) {
+            order.add(Payloads.toRowMajorOnUse(t));
         }
+        order.sort(Comparator.comparingInt((ForeignTensor t) -> -t.dtype().bitWidth()));
+        byte[] header = header(model.metadata(), order);
+        AtomicOutput.write(target, out -> {
+            ByteBuffer len = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0, header.length);
+            writeAll(out, len);
+            writeAll(out, ByteBuffer.wrap(header));
+            for (ForeignTensor t : order) {
+                t.withData(data -> Payloads.writeFully(data, out, progress));
+            }
+        });
     }
 
     private static void writeAll(FileChannel out, ByteBuffer b) throws IOException {

@@ -402,6 +402,48 @@ class LazyPayloadsTest {
         }
     }
 
+    /**
+     * Writers that must change a payload on the way (a column-major reorder for safetensors and
+     * GGUF, an MX split into values and scales for safetensors) read it for that tensor's write
+     * only: after writing, no lazy input tensor is loaded, and the output has the right bytes.
+     */
+    @Test
+    void reorderedAndSplitPayloadsAreReadForTheirOwnWriteOnly() throws IOException {
+        try (Arena arena = Arena.ofConfined()) {
+            Random rnd = new Random(9);
+            ForeignTensor col = Models.random(arena, rnd, "col", ElementType.FLOAT32, Layout.Kind.COLUMN_MAJOR, 3, 5);
+            Path npy = tmp.resolve("col.npy");
+            Npy.write(col, npy, null);
+            ForeignTensor values = Models.random(arena, rnd, "w", ElementType.FLOAT8_E4M3FN, Layout.Kind.ROW_MAJOR, 4, 64);
+            ForeignTensor scales = Models.random(arena, rnd, "w" + Safetensors.DEFAULT_SCALE_SUFFIX,
+                    ElementType.FLOAT8_E8M0FNU, Layout.Kind.ROW_MAJOR, 4, 2);
+            Path mx = tmp.resolve("mx.safetensors");
+            Safetensors.write(Models.model(List.of(values, scales), Map.of()), mx, Safetensors.Options.defaults(), null);
+            for (Format out : new Format[] {Format.SAFETENSORS, Format.GGUF}) {
+                try (ForeignModel m = Npy.read(npy, "col")) {
+                    Path o = tmp.resolve("col-out." + out.id());
+                    ForeignFormats.write(m, o, out, false, null);
+                    assertFalse(m.tensor("col").isLoaded(), out + ": the reorder kept the input loaded");
+                    assertEquals(0, m.residentBytes());
+                    try (ForeignModel back = ForeignFormats.read(o)) {
+                        assertArrayEquals(TestSupport.bytes(Payloads.toRowMajor(col, arena).data()),
+                                TestSupport.bytes(back.tensor("col").data()));
+                    }
+                }
+            }
+            try (ForeignModel m = Safetensors.read(mx)) {
+                Path o = tmp.resolve("mx-out.safetensors");
+                Safetensors.write(m, o, Safetensors.Options.defaults(), null);
+                assertFalse(m.tensor("w").isLoaded(), "the MX split kept the input loaded");
+                assertEquals(0, m.residentBytes());
+                try (ForeignModel back = Safetensors.read(o)) {
+                    assertArrayEquals(TestSupport.bytes(values.data()), TestSupport.bytes(back.tensor("w").data()));
+                    assertArrayEquals(TestSupport.bytes(scales.data()), TestSupport.bytes(back.tensor("w").scaleBuffers().get(0)));
+                }
+            }
+        }
+    }
+
     @Test
     void dequantizedTfjsWeightsAreComputedOnFirstUse() throws IOException {
         Path bin = tmp.resolve("w.bin");
