@@ -3,7 +3,6 @@ package dev.hurray.formats;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.Objects;
@@ -17,37 +16,38 @@ import java.util.Objects;
  * then written with {@link ForeignFormats#write} holds one tensor's payload in memory at a time
  * (the writers read each payload for its own write only), not the whole model.
  *
- * <p>The file is created in a directory the caller chooses (the output's, so that it lands on
- * the same file system as the output) under a hidden temporary name, and deleted by
- * {@link #close()} (and by the operating system if the process dies with it open, where the
- * file system supports it). It needs as much free space as the payloads spooled. The tensors
- * it returned must not be used after {@link #close()}. One thread at a time.
+ * <p>The file is created next to a path the caller names (the output, so that it lands on the
+ * same file system), as {@code .NAME.spool.RANDOM.tmp} through {@link dev.hurray.AtomicOutput}
+ * and never committed: {@link #close()} deletes it, and so does the process-wide shutdown hook
+ * when the JVM is ended by a signal (only SIGKILL or a JVM crash leaves it behind). It needs as
+ * much free space as the payloads spooled. The tensors it returned must not be used after
+ * {@link #close()}. One thread at a time.
  */
 public final class PayloadSpool implements AutoCloseable {
-    private final Path file;
+    private final dev.hurray.AtomicOutput out;
     private final FileChannel ch;
+    private final FileChannel in;
     private long end;
     private boolean closed;
 
-    private PayloadSpool(Path file, FileChannel ch) {
-        this.file = file;
-        this.ch = ch;
+    private PayloadSpool(dev.hurray.AtomicOutput out, FileChannel in) {
+        this.out = out;
+        this.ch = out.channel();
+        this.in = in;
     }
 
     /**
-     * Creates an empty spool in {@code dir}.
+     * Creates an empty spool next to {@code beside} (in its directory, named after it).
      *
-     * @param hint part of the temporary file's name (e.g. the output's file name)
      * @throws IOException if the file cannot be created
      */
-    public static PayloadSpool create(Path dir, String hint) throws IOException {
-        Path f = Files.createTempFile(Objects.requireNonNull(dir, "dir"), "." + hint.replaceAll("[^A-Za-z0-9._-]", "_") + ".", ".spool");
+    public static PayloadSpool create(Path beside) throws IOException {
+        Path abs = Objects.requireNonNull(beside, "beside").toAbsolutePath();
+        dev.hurray.AtomicOutput out = dev.hurray.AtomicOutput.create(abs.resolveSibling(abs.getFileName() + ".spool"));
         try {
-            FileChannel ch = FileChannel.open(f, StandardOpenOption.READ, StandardOpenOption.WRITE,
-                    StandardOpenOption.DELETE_ON_CLOSE);
-            return new PayloadSpool(f, ch);
+            return new PayloadSpool(out, FileChannel.open(out.temporaryFile(), StandardOpenOption.READ));
         } catch (IOException | RuntimeException e) {
-            Files.deleteIfExists(f);
+            out.close();
             throw e;
         }
     }
@@ -72,12 +72,12 @@ public final class PayloadSpool implements AutoCloseable {
             }
         });
         long total = end;
-        String what = "spool " + file.getFileName() + " of tensor '" + dev.hurray.TensorNames.forMessage(t.name()) + "'";
+        String what = "spool " + out.temporaryFile().getFileName() + " of tensor '" + dev.hurray.TensorNames.forMessage(t.name()) + "'";
         return ForeignTensor.lazy(t.name(), t.dtype(), t.shape(), t.layout(), t.quantization().orElse(null), sizes, -1,
                 bufs -> {
                     long pos = at;
                     for (MemorySegment b : bufs) {
-                        Payloads.readAt(ch, pos, b, what, total);
+                        Payloads.readAt(in, pos, b, what, total);
                         pos += b.byteSize();
                     }
                 });
@@ -102,7 +102,7 @@ public final class PayloadSpool implements AutoCloseable {
 
     /** The spool's file (deleted when closed). */
     public Path file() {
-        return file;
+        return out.temporaryFile();
     }
 
     /** Closes and deletes the spool's file. Idempotent. */
@@ -113,9 +113,9 @@ public final class PayloadSpool implements AutoCloseable {
         }
         closed = true;
         try {
-            ch.close();
+            in.close();
         } finally {
-            Files.deleteIfExists(file);
+            out.close();
         }
     }
 }

@@ -148,8 +148,7 @@ public final class ForeignSink implements Sink {
             }
             ForeignTensor t = ForeignTensor.of(item.descriptor(), payloads);
             if (spool == null) {
-                Path dir = target.toAbsolutePath().getParent();
-                spool = PayloadSpool.create(dir, target.getFileName().toString());
+                spool = PayloadSpool.create(target);
             }
             tensors.add(spool.add(t));
         }
