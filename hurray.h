@@ -2702,6 +2702,24 @@ HurrayStatus hurray_file_reader_metadata_find(struct HurrayFileReader *reader,
 // `reader` live.
 HurrayStatus hurray_file_reader_verify(struct HurrayFileReader *reader);
 
+// Checks every stored payload CRC32C in the container, reading each payload through
+// `read_at` in windows of at most 1 MiB (a span reader checks it in place): memory stays one
+// window whatever a tensor's size, and `max_tensor_bytes` does not apply. A tensor whose
+// layout has a contents check (sparse indices, page tables) is then read whole and checked
+// (`max_tensor_bytes` applies to it). Runs whatever the payload-check flags; with
+// `hurray_file_reader_verify` it checks every byte of the file. A ranges reader repeats the
+// call after each `NEED_INPUT` and it resumes where it stopped (so does a call repeated after
+// a `TRANSPORT` failure). Added within ABI 4.
+//
+// Errors: `HURRAY_ERR_CORRUPT` (a checksum mismatch, the message naming the tensor and
+// buffer; bad sparse indices or page table), `HURRAY_ERR_TRUNCATED`, `HURRAY_ERR_TRANSPORT`,
+// `HURRAY_ERR_NEED_INPUT`, those of `hurray_file_reader_entry` and
+// `hurray_file_reader_read_tensor`.
+//
+// # Safety
+// `reader` live.
+HurrayStatus hurray_file_reader_verify_payloads(struct HurrayFileReader *reader);
+
 // Destroys a container reader (releasing its transport) and writes NULL to `*reader`.
 // Entries and tensors already obtained stay valid (span tensors still need the region).
 // NULL or `*reader == NULL` is a no-op.

@@ -378,3 +378,24 @@ def test_verify_checks_payloads_whatever_the_open_mode(tmp_path):
         with f:
             with pytest.raises(hurray.HurrayError, match="CORRUPT"):
                 f.verify()
+
+
+def test_verify_checks_a_large_payload_in_windows_and_names_the_tensor(tmp_path):
+    path = tmp_path / "big.hrry"
+    with hurray.FileWriter(path) as fw:
+        fw.add(hurray.from_numpy(np.arange(3 << 18, dtype=np.float32), name="big"))
+        fw.add(hurray.from_numpy(np.arange(4, dtype=np.int32), name="small"))
+    for f in (hurray.File.map(path), hurray.File.open(path, verify_payloads=False)):
+        with f:
+            f.verify()
+    raw = bytearray(path.read_bytes())
+    with hurray.File.map(path) as f:
+        t = f["big"]
+        start = t.numpy().ctypes.data - f._map.ctypes.data
+        t.close()
+    raw[start + (5 << 19) + 3] ^= 0x10  # in the third 1 MiB window
+    path.write_bytes(bytes(raw))
+    for f in (hurray.File.map(path), hurray.File.open(path, verify_payloads=False), hurray.File.open(path)):
+        with f:
+            with pytest.raises(hurray.HurrayError, match='CORRUPT.*"big" checksum mismatch'):
+                f.verify()

@@ -3,7 +3,8 @@
  * (short read_at counts and injected TRANSPORT failures for the transport reader, retried),
  * then the container bytes. Oracle: both open with the same status; then the same entry count,
  * and for each entry the same entry status, name, and tensor (descriptor encoding and buffer
- * bytes) or the same read status. Both get the same payload-check flag (bit 6 of byte 0: skip,
+ * bytes) or the same read status, and the same `hurray_file_reader_verify_payloads` status
+ * (windowed checksums, resumed after injected failures). Both get the same payload-check flag (bit 6 of byte 0: skip,
  * else verify), since their defaults differ by design (docs/spec/hrryfile.md). */
 #include "fuzz_common.h"
 
@@ -82,6 +83,11 @@ static Run run(const uint8_t *bytes, size_t len, const uint8_t *plan, size_t pla
         }
         FUZZ_CHECK(hurray_file_entry_destroy(&e) == HURRAY_OK);
     }
+    /* Every payload checksum in windows (resumed after each injected TRANSPORT failure): the
+     * same status through read_at as over the span. */
+    r.verify = RETRY(hurray_file_reader_verify_payloads(fr), sp);
+    digest_u64(&r.digest, (uint64_t)(int64_t)r.verify);
+    if (debug()) fprintf(stderr, "span %d verify_payloads: %d\n", span, r.verify);
     FUZZ_CHECK(hurray_file_reader_destroy(&fr) == HURRAY_OK && fr == NULL);
     return r;
 }
@@ -99,6 +105,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     Run b = run(copy, len, NULL, 0, 1, flags);
     FUZZ_CHECK(a.open == b.open);
     FUZZ_CHECK(a.count == b.count);
+    FUZZ_CHECK(a.verify == b.verify);
     FUZZ_CHECK(a.digest.h == b.digest.h);
     free(copy);
     return 0;

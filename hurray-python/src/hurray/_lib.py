@@ -396,6 +396,7 @@ _PROTOS = {
     "hurray_file_reader_metadata_count": [P, POINTER(c_uint64)],
     "hurray_file_reader_metadata_get": [P, c_uint64, PP, POINTER(c_uint64), PP, POINTER(c_uint64)],
     "hurray_file_reader_verify": [P],
+    "hurray_file_reader_verify_payloads": [P],
     "hurray_file_reader_destroy": [PP],
     "hurray_file_entry_name": [P, PP, POINTER(c_uint64)],
     "hurray_file_entry_destroy": [PP],

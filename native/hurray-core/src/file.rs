@@ -24,6 +24,6 @@ pub use format::{
 pub use ranges::{PendingDst, PendingRead, Ranges};
 pub use reader::{
     check_payload, BufferLocation, FileEntry, FileReader, FileReaderOptions, ReadAt, Span, SpanBuffer, SpanTensor,
-    DEFAULT_EAGER_INDEX_BYTES, OPEN_TAIL_BYTES, PADDING_CHUNK_BYTES,
+    DEFAULT_EAGER_INDEX_BYTES, OPEN_TAIL_BYTES, PADDING_CHUNK_BYTES, PAYLOAD_CHUNK_BYTES,
 };
 pub use writer::{Abort, FileEncoder, FileWriter, FileWriterOptions, WRITE_STAGING_BYTES};

@@ -612,3 +612,65 @@ fn padding_larger_than_a_chunk_is_read_in_chunks() {
     flipped[at as usize] = 1;
     padding_flipped(&flipped, at);
 }
+
+#[test]
+fn payload_checksums_are_verified_in_windows_whatever_the_tensor_size() {
+    use hurray_core::file::PAYLOAD_CHUNK_BYTES;
+    let n = 8 * PAYLOAD_CHUNK_BYTES as usize + 123;
+    let t = vec![
+        (named("small", hurray_core::ElementType::Uint8, vec![16]), vec![pattern(16, 1)]),
+        (bytes_tensor("w", n as u64, 64, DeviceTag::Cpu), vec![pattern(n, 9)]),
+    ];
+    let bytes = build(&t, &[], FileWriterOptions::default());
+    // A limit far below the tensor: reading it whole is refused, checking it is not.
+    let opts = FileReaderOptions { max_tensor_bytes: 1 << 16, verify_payloads: false, ..Default::default() };
+    let mut r = FileReader::open(VecSource::new(bytes.clone()), opts).unwrap();
+    let w = r.entry(1).unwrap();
+    assert_eq!(r.read_tensor(&w).unwrap_err().kind(), ErrorKind::LimitExceeded);
+    LARGEST.with(|m| m.set(0));
+    let before = r.source().calls;
+    r.verify_payloads().unwrap();
+    let largest = LARGEST.with(|m| m.get());
+    assert!(largest <= PAYLOAD_CHUNK_BYTES as usize + 4096, "largest allocation {largest} bytes");
+    assert!(r.source().calls - before >= 9, "read in windows");
+    assert!(!r.source().out_of_range);
+
+    // One flipped byte deep inside the large payload: named, through read_at and in a span.
+    let at = w.buffers()[0].offset as usize + 5 * PAYLOAD_CHUNK_BYTES as usize + 7;
+    let mut flipped = bytes;
+    flipped[at] ^= 0x40;
+    let mut r = FileReader::open(VecSource::new(flipped.clone()), opts).unwrap();
+    r.verify().unwrap(); // the index and padding are intact
+    let e = r.verify_payloads().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
+    assert!(e.message().contains("payload 0 of \"w\" checksum mismatch"), "{e}");
+    let mut s = FileReader::open_span(&flipped, opts).unwrap();
+    let e = s.verify_payloads().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
+    // A transport failure mid-way is resumed by repeating the call, which ends in the same error.
+    let mut r = FileReader::open(VecSource::new(flipped), opts).unwrap();
+    r.source_mut().fail_next = 0;
+    r.source_mut().chunk = PAYLOAD_CHUNK_BYTES as usize / 3;
+    let calls = r.source().calls;
+    r.source_mut().fail_next = 1;
+    assert_eq!(r.verify_payloads().unwrap_err().kind(), ErrorKind::Transport);
+    let e = r.verify_payloads().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
+    assert!(r.source().calls > calls);
+}
+
+#[test]
+fn payloads_without_a_stored_checksum_are_not_read_by_payload_verification() {
+    let n = 3 * hurray_core::file::PAYLOAD_CHUNK_BYTES as usize;
+    let t = vec![(bytes_tensor("w", n as u64, 64, DeviceTag::Cpu), vec![pattern(n, 4)])];
+    let no_crc = FileWriterOptions { payload_checksums: false, ..FileWriterOptions::default() };
+    let mut bytes = build(&t, &[], no_crc);
+    let mut r = FileReader::open(VecSource::new(bytes.clone()), FileReaderOptions::default()).unwrap();
+    let before = r.source().calls;
+    r.verify_payloads().unwrap();
+    assert_eq!(r.source().calls, before, "the index is loaded, and no payload has a checksum to check");
+    let at = bytes.len() / 2;
+    bytes[at] ^= 1;
+    let mut r = FileReader::open(VecSource::new(bytes), FileReaderOptions::default()).unwrap();
+    r.verify_payloads().unwrap();
+}

@@ -1126,6 +1126,7 @@ fn null_pointers_destroy_rules_and_stale_handles() {
                 hurray_file_reader_metadata_find(r, k.as_ptr(), 4, &mut bp, null_mut()),
             ),
             ("hurray_file_reader_verify", hurray_file_reader_verify(null_mut())),
+            ("hurray_file_reader_verify_payloads", hurray_file_reader_verify_payloads(null_mut())),
             (
                 "hurray_file_reader_check_composites",
                 hurray_ffi::composite::hurray_file_reader_check_composites(null_mut()),

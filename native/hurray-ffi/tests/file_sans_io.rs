@@ -737,3 +737,82 @@ fn encoder_rules() {
         hurray_file_reader_destroy(&mut r);
     }
 }
+
+/// Samples written through the callback writer.
+fn write_these(samples: &[(TensorDescriptor, Vec<u8>)]) -> Vec<u8> {
+    let mut sink = VecSink(Vec::new());
+    let t = HurrayTransport {
+        ctx: &mut sink as *mut VecSink as *mut c_void,
+        write: Some(vec_write),
+        ..HurrayTransport::default()
+    };
+    // SAFETY: `t` and `sink` outlive the writer; payloads outlive each call.
+    unsafe {
+        let mut w = null_mut();
+        assert_eq!(hurray_file_writer_new(&t, null(), &mut w), HURRAY_OK);
+        for (d, p) in samples {
+            let h = handle(d);
+            let slice = HurrayIoSlice { ptr: p.as_ptr(), len: p.len() };
+            assert_eq!(hurray_file_writer_add_tensor(w, h, &slice, 1), HURRAY_OK);
+            hurray_descriptor_destroy(h);
+        }
+        assert_eq!(hurray_file_writer_finish(w, null_mut()), HURRAY_OK);
+        hurray_file_writer_destroy(&mut w);
+    }
+    sink.0
+}
+
+#[test]
+fn payload_verification_resumes_through_the_ranges_and_holds_one_window() {
+    let big = 3 * (1 << 20) + 77;
+    let mut s = samples();
+    s.push((named("zbig", big as u64, 64), pattern(big, 5)));
+    let file = write_these(&s);
+    let at = file.len() - 4096 - (1 << 20); // inside "zbig"'s last megabyte (it is stored last)
+    for (bytes, want) in [
+        (file.clone(), HURRAY_OK),
+        (
+            {
+                let mut b = file.clone();
+                b[at] ^= 2;
+                b
+            },
+            HURRAY_ERR_CORRUPT,
+        ),
+    ] {
+        for lazy in [false, true] {
+            let o = options(lazy);
+            let (st, mut r) = open_ranges(&bytes, bytes.len() as u64, &o, usize::MAX);
+            assert_eq!(st, HURRAY_OK, "{}", last_error());
+            let mut rounds = 0u32;
+            // SAFETY: `r` is a live ranges reader.
+            let st = unsafe {
+                drive(r, &bytes, usize::MAX, || {
+                    rounds += 1;
+                    hurray_file_reader_verify_payloads(r)
+                })
+            };
+            assert_eq!(st, want, "{}", last_error());
+            if want == HURRAY_ERR_CORRUPT {
+                assert!(last_error().contains("\"zbig\" checksum mismatch"), "{}", last_error());
+            }
+            // Each repeat continues where the last stopped: about one round per entry and window,
+            // never a restart from the first entry.
+            assert!(rounds <= 2 * (s.len() as u32 + 4) + 2, "{rounds} rounds");
+            // SAFETY: `r` came from new_ranges.
+            unsafe { hurray_file_reader_destroy(&mut r) };
+        }
+        // The span reader checks in place and agrees.
+        let o = options(false);
+        let mut r = null_mut();
+        // SAFETY: `bytes` outlives the reader; `r` is a live local.
+        unsafe {
+            assert_eq!(
+                hurray_file_reader_open_span(bytes.as_ptr() as *const c_void, bytes.len() as u64, &o, &mut r),
+                HURRAY_OK
+            );
+            assert_eq!(hurray_file_reader_verify_payloads(r), want);
+            hurray_file_reader_destroy(&mut r);
+        }
+    }
+}

@@ -1349,6 +1349,11 @@ int main(void) {
   KIND(HurrayStatus);
   KIND(struct HurrayFileReader *);
   printf("\n");
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_file_reader_verify_payloads), HurrayStatus (*)(struct HurrayFileReader *)), "hurray_file_reader_verify_payloads: signature differs from the AST");
+  printf("func hurray_file_reader_verify_payloads");
+  KIND(HurrayStatus);
+  KIND(struct HurrayFileReader *);
+  printf("\n");
   _Static_assert(__builtin_types_compatible_p(__typeof__(&hurray_file_reader_destroy), HurrayStatus (*)(struct HurrayFileReader **)), "hurray_file_reader_destroy: signature differs from the AST");
   printf("func hurray_file_reader_destroy");
   KIND(HurrayStatus);

@@ -12,7 +12,7 @@ use super::format::{
 };
 use super::ranges::Ranges;
 use crate::buffer::AlignedBuf;
-use crate::crc32c::crc32c;
+use crate::crc32c::{crc32c, Crc32c};
 use crate::descriptor::TensorDescriptor;
 use crate::error::{bail, err, Error, ErrorKind, Result};
 use crate::pool::{BufferPool, PooledBuf};
@@ -144,6 +144,10 @@ impl ReadAt for Span<'_> {
 /// Largest chunk in bytes [`FileReader::verify`] reads at once when it checks padding through
 /// `read_at` (64 KiB): memory stays bounded whatever a gap's length.
 pub const PADDING_CHUNK_BYTES: u64 = 64 * 1024;
+
+/// Largest window in bytes [`FileReader::verify_payloads`] reads at once through `read_at`
+/// (1 MiB): checking a payload's CRC32C holds one window, whatever the payload's size.
+pub const PAYLOAD_CHUNK_BYTES: u64 = 1 << 20;
 
 /// Bytes [`FileReader::open`] reads from the end of the input in its first read (4 KiB, or the
 /// whole input when smaller): the trailer, and the index and metadata when they fit, so that a
@@ -297,6 +301,10 @@ pub struct FileReader<R: ReadAt> {
     /// `verify` found every padding byte before this offset zero, during a call that failed
     /// for want of input: its repeat starts there (0: nothing known).
     padding_checked: u64,
+    /// `verify_payloads` stopped for want of input (or a transport failure) here: entry,
+    /// buffer, bytes of that buffer already fed to the running checksum, and the checksum
+    /// state. Its repeat resumes there.
+    payloads_checked: Option<(u64, usize, u64, Crc32c)>,
     /// A tensor [`read_tensor_in_place`](Self::read_tensor_in_place) is filling: entry index,
     /// its buffers, how many are complete.
     pending: Option<(u64, Vec<PooledBuf>, usize)>,
@@ -343,6 +351,7 @@ impl<R: ReadAt> FileReader<R> {
             read_calls: 0,
             pool: None,
             padding_checked: 0,
+            payloads_checked: None,
             pending: None,
         };
         match r.open_steps() {
@@ -729,6 +738,81 @@ impl<R: ReadAt> FileReader<R> {
             } else {
                 i = last + 1;
             }
+        }
+        Ok(())
+    }
+
+    /// Checks every stored payload CRC32C of every entry, reading each payload through
+    /// `read_at` in windows of at most [`PAYLOAD_CHUNK_BYTES`] (a span is checked in place), so
+    /// memory stays one window whatever a tensor's size and `max_tensor_bytes` does not apply.
+    /// A tensor whose layout has a contents check (sparse indices, page tables) is then read
+    /// with [`read_tensor`](Self::read_tensor) and checked (`max_tensor_bytes` applies to it).
+    /// Independent of the `verify_payloads` option. A call that stopped for want of input
+    /// (`NeedInput`) or on a transport failure resumes where it stopped when repeated.
+    ///
+    /// Errors: `Corrupt` (a checksum mismatch, naming the tensor and buffer; bad indices),
+    /// `Truncated`, `Transport`, `NeedInput`, those of [`entry`](Self::entry) and
+    /// [`read_tensor`](Self::read_tensor).
+    pub fn verify_payloads(&mut self) -> Result<()> {
+        let result = self.verify_payloads_from();
+        if !matches!(result.as_ref().map_err(Error::kind), Err(ErrorKind::NeedInput | ErrorKind::Transport)) {
+            self.payloads_checked = None;
+        }
+        result
+    }
+
+    fn verify_payloads_from(&mut self) -> Result<()> {
+        let (first, mut first_buffer, mut done, mut crc) = self.payloads_checked.unwrap_or((0, 0, 0, Crc32c::new()));
+        let mut window: Option<AlignedBuf> = None;
+        for i in first..self.geo.entry_count {
+            let entry = self.entry(i)?;
+            for (b, loc) in entry.buffers.iter().enumerate().skip(first_buffer) {
+                let Some(want) = loc.crc32c else {
+                    continue;
+                };
+                if let Some(all) = self.source.as_bytes() {
+                    // Ranges were checked against the size at open, and the size is all.len().
+                    let s = &all[loc.offset as usize..(loc.offset + loc.length) as usize];
+                    crc.update(s);
+                } else {
+                    while done < loc.length {
+                        let n = (loc.length - done).min(PAYLOAD_CHUNK_BYTES);
+                        let buf = match &mut window {
+                            Some(w) => w,
+                            None => window.insert(AlignedBuf::new(
+                                loc.length.clamp(1, PAYLOAD_CHUNK_BYTES),
+                                MIN_BUFFER_ALIGNMENT,
+                            )?),
+                        };
+                        if (buf.capacity() as u64) < n {
+                            *buf = AlignedBuf::new(n, MIN_BUFFER_ALIGNMENT)?;
+                        }
+                        buf.reset(n as usize);
+                        self.read_exact_at(loc.offset + done, buf.spare_mut())?;
+                        buf.advance(n as usize);
+                        crc.update(buf.as_slice());
+                        self.source.release(loc.offset + done, n);
+                        done += n;
+                        self.payloads_checked = Some((i, b, done, crc));
+                    }
+                }
+                let have = crc.finish();
+                if have != want {
+                    bail!(
+                        Corrupt,
+                        "payload {b} of {:?} checksum mismatch (stored {want:#010x}, computed {have:#010x})",
+                        entry.name()
+                    );
+                }
+                done = 0;
+                crc = Crc32c::new();
+                self.payloads_checked = Some((i, b + 1, 0, crc));
+            }
+            first_buffer = 0;
+            if crate::layouts::has_contents_check(&entry.descriptor) {
+                self.read_tensor(&entry)?;
+            }
+            self.payloads_checked = Some((i + 1, 0, 0, crc));
         }
         Ok(())
     }

@@ -61,21 +61,6 @@ final class FileMapping {
         return region;
     }
 
-    /**
-     * Reads every tensor of the container in this map with a second reader over it that checks
-     * every payload (whatever the file's own options say), freeing each at once: nothing is
-     * copied. Called while the file is open.
-     */
-    void readEveryTensorChecked() throws HurrayException {
-        NativeFileReader checking = NativeFileReader.openSpan(MemorySegment.ofAddress(address), size,
-                FileReaderOptions.defaults().withPayloadChecks(FileReaderOptions.PayloadChecks.VERIFY).toNative());
-        try {
-            checking.readEveryTensor();
-        } finally {
-            checking.close();
-        }
-    }
-
     /** Called only while the file is open, so the count is at least 1. */
     void acquire() {
         refs.incrementAndGet();

@@ -348,7 +348,7 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
         return locked(() -> {
             byte[] utf8 = dev.hurray.internal.Utf8.encodeOrNull(name);
             if (utf8 == null) {
-                throw new HurrayException(Status.NOT_FOUND, "no composite named \"" + name + "\" in " + source, null);
+                throw new HurrayException(Status.NOT_FOUND, "no composite named \"" + TensorNames.forMessage(name) + "\" in " + source, null);
             }
             return Composite.fromNative(reader.readComposite(utf8), scope);
         });
@@ -425,7 +425,7 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
             byte[] utf8 = dev.hurray.internal.Utf8.encodeOrNull(name);
             MemorySegment h = utf8 == null ? null : reader.find(utf8);
             if (h == null) {
-                throw new HurrayException(Status.NOT_FOUND, "no tensor named \"" + name + "\" in " + source, null);
+                throw new HurrayException(Status.NOT_FOUND, "no tensor named \"" + TensorNames.forMessage(name) + "\" in " + source, null);
             }
             try {
                 return readLocked(h, null);
@@ -509,7 +509,7 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
     private void requireMine(FileEntry entry) {
         Objects.requireNonNull(entry, "entry");
         if (entry.file() != this) {
-            throw new IllegalArgumentException("the entry \"" + entry.name() + "\" belongs to another HurrayFile");
+            throw new IllegalArgumentException("the entry \"" + TensorNames.forMessage(entry.name()) + "\" belongs to another HurrayFile");
         }
     }
 
@@ -567,29 +567,25 @@ public final class HurrayFile implements AutoCloseable, Iterable<FileEntry> {
     /**
      * Checks the whole container now: first the index (docs/spec/hrryfile.md §3: index and
      * metadata checksums, every entry, record and descriptor, name order and uniqueness, payload
-     * lengths, ranges and alignment, that no two payloads overlap, and the composite
-     * structure of {@link #checkComposites()}), then every payload
-     * against its stored CRC32C and every sparse index or page table: each tensor is read by a
-     * native reader that checks and freed at once. For a {@link #map mapped} file that is a
-     * second reader over the same mapping with payload checks on, whatever
-     * {@link FileReaderOptions#payloadChecks()} says, so nothing is copied; for {@link #open}
-     * it is this file's reader, which checks payloads unless it was opened with
-     * {@link FileReaderOptions.PayloadChecks#SKIP} (then only the indices and page tables are
-     * checked). Costs one pass over every payload byte.
+     * lengths, ranges and alignment, that no two payloads overlap, zero padding, and the
+     * composite structure of {@link #checkComposites()}), then every payload against its stored
+     * CRC32C, whatever {@link FileReaderOptions#payloadChecks()} says: each payload is read in
+     * windows of at most 1 MiB (a {@link #map mapped} file is checked in place), so memory stays
+     * one window whatever a tensor's size and {@link FileReaderOptions#maxTensorBytes()} does
+     * not apply. Sparse tensors' indices and paged tensors' page tables are then checked by
+     * reading those tensors (within {@code maxTensorBytes}). Costs one pass over every payload
+     * byte.
      *
      * @throws HurrayException the first problem found ({@link Status#CORRUPT} for a damaged
-     *     payload too, {@link Status#DUPLICATE_NAME}, {@link Status#INVALID_ALIGNMENT}, …),
-     *     {@link Status#TRUNCATED} when the file shrank, or {@link Status#LIMIT_EXCEEDED} above
-     *     {@link FileReaderOptions#maxIndexBytes()} or {@link FileReaderOptions#maxTensorBytes()}
+     *     payload too, naming the tensor; {@link Status#DUPLICATE_NAME},
+     *     {@link Status#INVALID_ALIGNMENT}, …), {@link Status#TRUNCATED} when the file shrank, or
+     *     {@link Status#LIMIT_EXCEEDED} above {@link FileReaderOptions#maxIndexBytes()} or, for a
+     *     sparse or paged tensor, {@link FileReaderOptions#maxTensorBytes()}
      */
     public void verify() throws HurrayException {
         locked(() -> {
             reader.verify();
-            if (mapping != null) {
-                mapping.readEveryTensorChecked();
-            } else {
-                reader.readEveryTensor();
-            }
+            reader.verifyPayloads();
             return null;
         });
     }

@@ -394,7 +394,7 @@ public final class TensorDescriptor {
         StringBuilder b = new StringBuilder();
         b.append(elementType()).append(shape()).append(' ').append(layout());
         if (fields.name() != null) {
-            b.append(" name=\"").append(fields.name()).append('"');
+            b.append(" name=\"").append(TensorNames.forMessage(fields.name())).append('"');
         }
         if (byteOffset() != 0) {
             b.append(" offset=").append(byteOffset());

@@ -41,6 +41,39 @@ public final class TensorNames {
         NativeNames.check(Objects.requireNonNull(name, "name"), true);
     }
 
+    /** The most characters of a name {@link #forMessage} shows. */
+    public static final int MESSAGE_CHARS = 64;
+
+    /**
+     * {@code name} as an error message shows it: control characters as {@code \xHH}, and a
+     * name longer than {@link #MESSAGE_CHARS} characters clipped to its first ones followed by
+     * {@code "… (N bytes)"}, N its UTF-8 length, so that no message carries a whole long name.
+     * Any string is accepted (also one the name rule refuses).
+     */
+    public static String forMessage(String name) {
+        if (name == null) {
+            return "null";
+        }
+        StringBuilder b = new StringBuilder(Math.min(name.length(), MESSAGE_CHARS + 24));
+        int shown = 0;
+        int i = 0;
+        while (i < name.length()) {
+            int c = name.codePointAt(i);
+            if (shown == MESSAGE_CHARS) {
+                long bytes = name.getBytes(java.nio.charset.StandardCharsets.UTF_8).length;
+                return b.append("… (").append(bytes).append(" bytes)").toString();
+            }
+            if (c < 0x20 || (c >= 0x7f && c <= 0x9f)) {
+                b.append(String.format("\\x%02x", c));
+            } else {
+                b.appendCodePoint(c);
+            }
+            shown++;
+            i += Character.charCount(c);
+        }
+        return b.toString();
+    }
+
     /** Whether {@link #checkPath} accepts {@code name}. */
     public static boolean isPath(String name) {
         try {

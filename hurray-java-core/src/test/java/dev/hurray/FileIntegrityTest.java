@@ -63,6 +63,44 @@ class FileIntegrityTest {
     }
 
     @Test
+    void verifyChecksPayloadsInWindowsWhateverTheTensorLimitAndPayloadChecks() throws IOException {
+        // A 3 MiB tensor, far above a 64 KiB maxTensorBytes: verify checks it in 1 MiB windows
+        // (a whole read is refused by the limit), and the SKIP option does not stop it.
+        Path p = dir.resolve("big.hrry");
+        float[] v = new float[3 << 18];
+        for (int i = 0; i < v.length; i++) {
+            v[i] = i;
+        }
+        try (HurrayFileWriter w = HurrayFile.create(p); Tensor t = Tensor.of(v, v.length)) {
+            w.add("big", t);
+            w.finish();
+        }
+        FileReaderOptions small = FileReaderOptions.defaults().withMaxTensorBytes(1 << 16);
+        try (HurrayFile f = HurrayFile.open(p, small)) {
+            assertEquals(Status.LIMIT_EXCEEDED, assertThrows(HurrayException.class, () -> f.read("big")).status());
+            f.verify();
+        }
+        long off;
+        try (HurrayFile f = HurrayFile.open(p)) {
+            off = f.entry("big").orElseThrow().buffers().get(0).offset();
+        }
+        try (FileChannel ch = FileChannel.open(p, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            ch.write(java.nio.ByteBuffer.wrap(new byte[] {0x7f}), off + (5L << 19) + 3);
+        }
+        for (FileReaderOptions o : new FileReaderOptions[] {small,
+                small.withPayloadChecks(FileReaderOptions.PayloadChecks.SKIP)}) {
+            try (HurrayFile f = HurrayFile.open(p, o)) {
+                HurrayException e = assertThrows(HurrayException.class, f::verify);
+                assertEquals(Status.CORRUPT, e.status());
+                assertTrue(e.getMessage().contains("\"big\" checksum mismatch"), e.getMessage());
+            }
+            try (HurrayFile f = HurrayFile.map(p, o)) {
+                assertEquals(Status.CORRUPT, assertThrows(HurrayException.class, f::verify).status());
+            }
+        }
+    }
+
+    @Test
     void verifyPassesAnIntactFile() throws IOException {
         Path p = dir.resolve("ok.hrry");
         try (HurrayFileWriter w = HurrayFile.create(p); Tensor t = Tensor.of(new float[] {1, 2, 3}, 3)) {

@@ -81,4 +81,17 @@ class TensorNamesTest {
             assertEquals(Status.INVALID_ARGUMENT, assertThrows(HurrayException.class, () -> w.metadata("k", lone)).status());
         }
     }
+
+    @Test
+    void forMessageClipsLongNamesWithTheirLengthAndEscapesControlCharacters() {
+        assertEquals("w.0", TensorNames.forMessage("w.0"));
+        String max = "n".repeat(TensorNames.MESSAGE_CHARS);
+        assertEquals(max, TensorNames.forMessage(max));
+        assertEquals(max + "… (4097 bytes)", TensorNames.forMessage("n".repeat(TensorNames.MESSAGE_CHARS) + "m".repeat(4097 - 64)));
+        assertEquals("é".repeat(64) + "… (260 bytes)", TensorNames.forMessage("é".repeat(130)));
+        assertEquals("a\\x00b\\x1b\\x9b", TensorNames.forMessage("a\u0000b\u001b\u009b"));
+        String emoji = "\uD83D\uDE00".repeat(70); // 70 code points of 4 UTF-8 bytes: clipped by code point
+        assertEquals("\uD83D\uDE00".repeat(64) + "… (280 bytes)", TensorNames.forMessage(emoji));
+        assertEquals("null", TensorNames.forMessage(null));
+    }
 }

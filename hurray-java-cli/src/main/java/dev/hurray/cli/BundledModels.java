@@ -32,7 +32,7 @@ final class BundledModels {
      */
     static Path extract(String name, Path dir) throws IOException {
         if (!NAMES.contains(name)) {
-            throw new IllegalArgumentException("no bundled model '" + name + "'");
+            throw new IllegalArgumentException("no bundled model '" + dev.hurray.TensorNames.forMessage(name) + "'");
         }
         Path manifest = null;
         for (String file : List.of(name + "-weights_manifest.json", name + ".bin")) {

@@ -280,10 +280,10 @@ final class DemoCommand implements Callable<Integer> {
             TensorDescriptor dx = fx.descriptor();
             TensorDescriptor dy = fy.descriptor();
             if (!fx.name().equals(fy.name())) {
-                return "tensor " + i + " is '" + fx.name() + "' vs '" + fy.name() + "'";
+                return "tensor " + i + " is '" + dev.hurray.TensorNames.forMessage(fx.name()) + "' vs '" + dev.hurray.TensorNames.forMessage(fy.name()) + "'";
             }
             if (!dx.equals(dy) || !Arrays.equals(dx.encode(), dy.encode())) {
-                return "tensor '" + fx.name() + "': descriptor " + dx + " vs " + dy;
+                return "tensor '" + dev.hurray.TensorNames.forMessage(fx.name()) + "': descriptor " + dx + " vs " + dy;
             }
             try (Tensor tx = x.file().read(fx); Tensor ty = y.file().read(fy)) {
                 for (int k = 0; k < tx.buffers().size(); k++) {
@@ -291,7 +291,7 @@ final class DemoCommand implements Callable<Integer> {
                     MemorySegment py = ty.buffers().get(k);
                     long at = px.mismatch(py);
                     if (at != -1) {
-                        return "tensor '" + fx.name() + "' buffer " + k + " differs at byte " + at;
+                        return "tensor '" + dev.hurray.TensorNames.forMessage(fx.name()) + "' buffer " + k + " differs at byte " + at;
                     }
                 }
             }

@@ -24,10 +24,11 @@ import picocli.CommandLine.Spec;
  * <ul>
  *   <li>HRRYFILE: the native whole-index check ({@link HurrayFile#verify()}: header, trailer,
  *       index and metadata CRCs, every entry, record and descriptor, name order, payload
- *       ranges, alignment and overlaps, composite structure), and every tensor read once with
- *       its payload CRC32C and indices checked. The file is read with positional reads, not
- *       mapped, so another process shortening it is an error ({@code TRUNCATED}), not a
- *       crash; each tensor is in memory only while it is checked.</li>
+ *       ranges, alignment and overlaps, composite structure), then every payload's CRC32C
+ *       computed in windows of at most 1 MiB (so a tensor of any size needs that much memory,
+ *       whatever the reader limits), and every sparse or paged tensor read with its indices
+ *       checked. The file is read with positional reads, not mapped, so another process
+ *       shortening it is an error ({@code TRUNCATED}), not a crash.</li>
  *   <li>Stream file: every item read (frame and descriptor CRCs always, payload CRCs when the
  *       stream has them) up to an intact end-of-stream marker, in the assembled view: every
  *       composite's member count, depths and indices, and size.</li>

@@ -122,6 +122,32 @@ class HostileInputCliTest {
         assertTrue(v.code() != ExitCode.OK && v.err().contains("NUL"), v.err());
     }
 
+    /** A name over the limit is named in the refusal by its start and its length, not whole. */
+    @Test
+    void aLongNameIsClippedInEveryRefusal() throws IOException {
+        for (String name : new String[] {"a".repeat(4097), "é".repeat(3000), "x".repeat(2000) + "\\u0000" + "y".repeat(3000)}) {
+            String header = "{\"" + name + "\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
+            byte[] h = header.getBytes(StandardCharsets.UTF_8);
+            ByteArrayOutputStream f = new ByteArrayOutputStream();
+            f.write(le(8, h.length));
+            f.write(h);
+            f.write(new byte[8]);
+            Path p = dir.resolve("long.safetensors");
+            Files.write(p, f.toByteArray());
+            String decoded = name.replace("\\u0000", "\u0000");
+            String bytes = "(" + decoded.getBytes(StandardCharsets.UTF_8).length + " bytes)";
+            for (String[] args : new String[][] {{"inspect", p.toString()}, {"verify", p.toString()},
+                    {"convert", p.toString(), dir.resolve("o.hrry").toString()}}) {
+                CliTest.Result r = CliTest.run(args);
+                assertTrue(r.code() == ExitCode.BAD_INPUT || r.code() == ExitCode.VERIFY_FAILED, args[0] + ": " + r.err());
+                assertTrue(r.err().contains(bytes), r.err());
+                assertTrue(r.err().length() < 600, args[0] + " printed " + r.err().length() + " characters: " + r.err());
+                assertEquals(1, r.err().strip().lines().count(), r.err());
+            }
+            assertFalse(Files.exists(dir.resolve("o.hrry")));
+        }
+    }
+
     @Test
     void anNpzMemberNameThatIsNotAPortablePathIsNeverWrittenBack() throws IOException {
         Path in = dir.resolve("slip.npz");

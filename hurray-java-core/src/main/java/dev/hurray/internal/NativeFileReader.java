@@ -503,18 +503,13 @@ public final class NativeFileReader {
     }
 
     /**
-     * Reads every tensor in index order and frees it at once: the payload checks this reader
-     * was opened with (a span reader opened with {@code VERIFY_PAYLOADS} checks in place).
+     * Checks every stored payload CRC32C in windows of at most 1 MiB (in place over a span),
+     * whatever payload checks this reader was opened with, then reads and checks each sparse or
+     * paged tensor ({@code hurray_file_reader_verify_payloads}).
      */
-    public void readEveryTensor() throws HurrayException {
-        for (long i = 0, n = count(); i < n; i++) {
-            MemorySegment e = entry(i);
-            try {
-                NativeTensor.destroy(readTensor(e));
-            } finally {
-                NativeFileEntry.destroy(e);
-            }
-        }
+    public void verifyPayloads() throws HurrayException {
+        MemorySegment h = live();
+        call(() -> hurray_h.hurray_file_reader_verify_payloads(h));
     }
 
     /** Reads the tensor of {@code entry} ({@code hurray_file_reader_read_tensor}): an owned {@code HurrayTensor*}. */

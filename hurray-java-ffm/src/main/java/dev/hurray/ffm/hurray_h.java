@@ -12004,6 +12004,82 @@ public final class hurray_h {
         }
     }
 
+    private static final class hurray_file_reader_verify_payloads {
+        static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
+        static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_reader_verify_payloads");
+        static final MethodHandle HANDLE = ADDR == null ? null : hurray_h.linker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_verify_payloads(struct HurrayFileReader *reader)
+     * }
+     */
+    public static FunctionDescriptor hurray_file_reader_verify_payloads$descriptor() {
+        return hurray_file_reader_verify_payloads.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_verify_payloads(struct HurrayFileReader *reader)
+     * }
+     */
+    public static MethodHandle hurray_file_reader_verify_payloads$handle() {
+        NativeLibrary.requireSymbol(hurray_file_reader_verify_payloads.ADDR, "hurray_file_reader_verify_payloads");
+        return hurray_file_reader_verify_payloads.HANDLE;
+    }
+
+    /**
+     * Address of:
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_verify_payloads(struct HurrayFileReader *reader)
+     * }
+     */
+    public static MemorySegment hurray_file_reader_verify_payloads$address() {
+        return NativeLibrary.requireSymbol(hurray_file_reader_verify_payloads.ADDR, "hurray_file_reader_verify_payloads");
+    }
+
+    /**
+     * Checks every stored payload CRC32C in the container, reading each payload through
+     * <code>read_at</code> in windows of at most 1 MiB (a span reader checks it in place): memory stays one
+     * window whatever a tensor's size, and <code>max_tensor_bytes</code> does not apply. A tensor whose
+     * layout has a contents check (sparse indices, page tables) is then read whole and checked
+     * (<code>max_tensor_bytes</code> applies to it). Runs whatever the payload-check flags; with
+     * <code>hurray_file_reader_verify</code> it checks every byte of the file. A ranges reader repeats the
+     * call after each <code>NEED_INPUT</code> and it resumes where it stopped (so does a call repeated after
+     * a <code>TRANSPORT</code> failure). Added within ABI 4.
+     * <p>
+     * Errors: <code>HURRAY_ERR_CORRUPT</code> (a checksum mismatch, the message naming the tensor and
+     * buffer; bad sparse indices or page table), <code>HURRAY_ERR_TRUNCATED</code>, <code>HURRAY_ERR_TRANSPORT</code>,
+     * <code>HURRAY_ERR_NEED_INPUT</code>, those of <code>hurray_file_reader_entry</code> and
+     * <code>hurray_file_reader_read_tensor</code>.
+     * <p>
+     * <b>Safety</b><br>
+     * <code>reader</code> live.
+     * <p>
+     * {@snippet lang=c :
+     * HurrayStatus hurray_file_reader_verify_payloads(struct HurrayFileReader *reader)
+     * }
+     */
+    public static int hurray_file_reader_verify_payloads(MemorySegment reader) {
+        var mh$ = hurray_file_reader_verify_payloads.HANDLE;
+        if (hurray_file_reader_verify_payloads.ADDR == null) {
+            throw NativeLibrary.missingSymbol("hurray_file_reader_verify_payloads");
+        }
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("hurray_file_reader_verify_payloads", reader);
+            }
+            return (int) mh$.invokeExact(reader);
+        } catch (RuntimeException | Error ex$) {
+            throw ex$;
+        } catch (Throwable ex$) {
+            throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static final class hurray_file_reader_destroy {
         static final FunctionDescriptor DESC = FunctionDescriptor.of(hurray_h.C_INT, hurray_h.C_POINTER);
         static final MemorySegment ADDR = hurray_h.findOrNull("hurray_file_reader_destroy");

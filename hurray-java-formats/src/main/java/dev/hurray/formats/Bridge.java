@@ -43,7 +43,7 @@ final class Bridge {
         try {
             shape = Shape.of(t.shape());
         } catch (IllegalArgumentException e) {
-            throw new ForeignFormatException("tensor '" + t.name() + "' cannot be a Hurray tensor: " + e.getMessage());
+            throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(t.name()) + "' cannot be a Hurray tensor: " + e.getMessage());
         }
         try {
             TensorDescriptor.Builder b = TensorDescriptor.builder(t.dtype(), shape)
@@ -56,7 +56,7 @@ final class Bridge {
             }
             return b.build();
         } catch (IllegalArgumentException e) {
-            throw new ForeignFormatException("tensor '" + t.name() + "' cannot be a Hurray tensor: " + e.getMessage(), e);
+            throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(t.name()) + "' cannot be a Hurray tensor: " + e.getMessage(), e);
         }
     }
 
@@ -90,7 +90,7 @@ final class Bridge {
         if (name == null || name.isEmpty()) {
             throw new ForeignFormatException("a tensor without a name cannot be written to a named-tensor format");
         }
-        String what = "tensor '" + name + "' (" + d + ")";
+        String what = "tensor '" + dev.hurray.TensorNames.forMessage(name) + "' (" + d + ")";
         Layout.Kind layout = d.layout().kind();
         if (layout != Layout.Kind.ROW_MAJOR && layout != Layout.Kind.COLUMN_MAJOR) {
             throw new ForeignFormatException(what + ": a " + layout.formatName() + " layout has no counterpart in this format");

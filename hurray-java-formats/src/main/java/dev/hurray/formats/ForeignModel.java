@@ -75,7 +75,7 @@ public final class ForeignModel implements AutoCloseable {
         Set<String> seen = new HashSet<>();
         for (ForeignTensor t : this.tensors) {
             if (!seen.add(t.name())) {
-                throw new IllegalArgumentException("duplicate tensor name '" + t.name() + "'");
+                throw new IllegalArgumentException("duplicate tensor name '" + dev.hurray.TensorNames.forMessage(t.name()) + "'");
             }
         }
     }

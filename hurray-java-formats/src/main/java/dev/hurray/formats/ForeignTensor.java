@@ -134,7 +134,7 @@ public final class ForeignTensor {
         this(name, dtype, shape, layout, quantization, sizes(scaleBuffers), sourceOffset, null,
                 new Payload(Objects.requireNonNull(data, "data"), List.copyOf(scaleBuffers), null));
         if (data.byteSize() != byteSize) {
-            throw new IllegalArgumentException("tensor '" + name + "': payload is " + data.byteSize()
+            throw new IllegalArgumentException("tensor '" + dev.hurray.TensorNames.forMessage(name) + "': payload is " + data.byteSize()
                     + " bytes, " + dtype + Arrays.toString(shape)
                     + (quantization instanceof Quantization.Block b ? " in " + b.kindName() + " blocks" : "")
                     + " needs " + byteSize);
@@ -156,7 +156,7 @@ public final class ForeignTensor {
     private ForeignTensor(String name, ElementType dtype, long[] shape, Layout.Kind layout, Quantization quantization,
                           long[] scaleSizes, long sourceOffset, Loader loader, Payload payload) {
         if (scaleSizes.length > 0 && quantization == null) {
-            throw new IllegalArgumentException("tensor '" + name + "': scale buffers without a quantization");
+            throw new IllegalArgumentException("tensor '" + dev.hurray.TensorNames.forMessage(name) + "': scale buffers without a quantization");
         }
         this.name = Objects.requireNonNull(name, "name");
         this.dtype = Objects.requireNonNull(dtype, "dtype");
@@ -168,7 +168,7 @@ public final class ForeignTensor {
         this.loader = loader;
         this.payload = payload;
         if (layout == Layout.Kind.STRIDED) {
-            throw new IllegalArgumentException("tensor '" + name + "': foreign formats hold row- or column-major data only");
+            throw new IllegalArgumentException("tensor '" + dev.hurray.TensorNames.forMessage(name) + "': foreign formats hold row- or column-major data only");
         }
         if (name.isEmpty()) {
             throw new IllegalArgumentException("tensor name is empty");
@@ -183,10 +183,10 @@ public final class ForeignTensor {
         try {
             byteSize = payloadSize(dtype, this.shape, quantization);
         } catch (ArithmeticException e) {
-            throw new IllegalArgumentException("tensor '" + name + "': size of shape "
+            throw new IllegalArgumentException("tensor '" + dev.hurray.TensorNames.forMessage(name) + "': size of shape "
                     + Arrays.toString(shape) + " overflows");
         } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException("tensor '" + name + "': " + e.getMessage());
+            throw new IllegalArgumentException("tensor '" + dev.hurray.TensorNames.forMessage(name) + "': " + e.getMessage());
         }
     }
 
@@ -557,16 +557,8 @@ public final class ForeignTensor {
                 + (quantization == null ? "" : " " + Payloads.describe(quantization));
     }
 
-    /** {@code name} with control characters as {@code \\uXXXX}, for one-line messages. */
+    /** {@code name} for one-line messages ({@link dev.hurray.TensorNames#forMessage}: clipped, control characters escaped). */
     static String printable(String name) {
-        StringBuilder b = new StringBuilder(name.length());
-        name.codePoints().forEach(c -> {
-            if (c < 0x20 || c == 0x7f) {
-                b.append(String.format("\\u%04x", c));
-            } else {
-                b.appendCodePoint(c);
-            }
-        });
-        return b.toString();
+        return dev.hurray.TensorNames.forMessage(name);
     }
 }

@@ -500,41 +500,39 @@ public final class Gguf {
                 alignment = alignment(type, meta.get(key));
             }
         }
-        try (Arena scratch = Arena.ofConfined()) {
-            List<ForeignTensor> ts = new ArrayList<>();
-            long offset = 0;
-            for (ForeignTensor t : model.tensors()) {
-                Placement p = placementOf(t, meta);
-                ForeignTensor row = Payloads.toRowMajor(t, scratch);
-                ts.add(row);
-                head.string(t.name(), "tensor name '" + GgufMetadata.clip(t.name()) + "'");
-                head.u32(p.dims().length);
-                for (long d : p.dims()) {
-                    head.u64(d);
-                }
-                head.u32(p.type().code());
-                head.u64(offset);
-                offset += padding(row.byteSize(), alignment) + row.byteSize();
+        List<ForeignTensor> ts = new ArrayList<>();
+        long offset = 0;
+        for (ForeignTensor t : model.tensors()) {
+            Placement p = placementOf(t, meta);
+            ForeignTensor row = Payloads.toRowMajorOnUse(t);
+            ts.add(row);
+            head.string(t.name(), "tensor name '" + GgufMetadata.clip(t.name()) + "'");
+            head.u32(p.dims().length);
+            for (long d : p.dims()) {
+                head.u64(d);
             }
-            if (!ts.isEmpty()) {
-                head.pad(alignment); // no data section, no padding: llama.cpp's vocab-only files end so
-            }
-            ByteBuffer hb = head.toByteBuffer();
-            ByteBuffer zeros = ByteBuffer.allocate(alignment);
-            int al = alignment;
-            AtomicOutput.write(target, out -> {
-                while (hb.hasRemaining()) {
-                    out.write(hb);
-                }
-                for (ForeignTensor t : ts) {
-                    t.withData(data -> Payloads.writeFully(data, out, progress));
-                    zeros.clear().limit(padding(t.byteSize(), al));
-                    while (zeros.hasRemaining()) {
-                        out.write(zeros);
-                    }
-                }
-            });
+            head.u32(p.type().code());
+            head.u64(offset);
+            offset += padding(row.byteSize(), alignment) + row.byteSize();
         }
+        if (!ts.isEmpty()) {
+            head.pad(alignment); // no data section, no padding: llama.cpp's vocab-only files end so
+        }
+        ByteBuffer hb = head.toByteBuffer();
+        ByteBuffer zeros = ByteBuffer.allocate(alignment);
+        int al = alignment;
+        AtomicOutput.write(target, out -> {
+            while (hb.hasRemaining()) {
+                out.write(hb);
+            }
+            for (ForeignTensor t : ts) {
+                t.withData(data -> Payloads.writeFully(data, out, progress));
+                zeros.clear().limit(padding(t.byteSize(), al));
+                while (zeros.hasRemaining()) {
+                    out.write(zeros);
+                }
+            }
+        });
     }
 
     /** Zero bytes after {@code bytes} to the next multiple of {@code alignment}. */
@@ -586,11 +584,11 @@ public final class Gguf {
     /** Where {@code t} goes: its ggml type and dimensions, or a refusal naming why it has none. */
     private static Placement placementOf(ForeignTensor t, Map<String, String> meta) throws ForeignFormatException {
         if (t.rank() > 4) {
-            throw new ForeignFormatException("tensor '" + t.name() + "': rank " + t.rank() + ", GGUF holds at most 4");
+            throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(t.name()) + "': rank " + t.rank() + ", GGUF holds at most 4");
         }
         int nameBytes = t.name().getBytes(StandardCharsets.UTF_8).length;
         if (nameBytes > MAX_TENSOR_NAME_BYTES) {
-            throw new ForeignFormatException("tensor '" + t.name() + "': a " + nameBytes + "-byte name; GGUF tensor names hold at most "
+            throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(t.name()) + "': a " + nameBytes + "-byte name; GGUF tensor names hold at most "
                     + MAX_TENSOR_NAME_BYTES + " bytes");
         }
         long[] shape = t.shape();
@@ -610,17 +608,17 @@ public final class Gguf {
             }
         }
         if (type == null) {
-            throw new ForeignFormatException("tensor '" + t.name() + "': " + record + " names no ggml block type "
+            throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(t.name()) + "': " + record + " names no ggml block type "
                     + "(q4_0, q4_1, q5_0, q5_1, q8_0, q8_1, q2_k, q3_k, q4_k, q5_k, q6_k, q8_k)");
         }
         if (t.dtype() != ElementType.UINT8 || t.quantization().isPresent() || t.rank() < 1) {
-            throw new ForeignFormatException("tensor '" + t.name() + "': " + record + ", but it is "
+            throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(t.name()) + "': " + record + ", but it is "
                     + (t.quantization().isPresent() ? "quantized " : "") + t.dtype() + " of rank " + t.rank()
                     + "; raw ggml blocks are a plain uint8 tensor [..., rowBytes]");
         }
         long rowBytes = shape[shape.length - 1];
         if (rowBytes % type.blockBytes() != 0) {
-            throw new ForeignFormatException("tensor '" + t.name() + "': " + record + ", but its rows of " + rowBytes
+            throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(t.name()) + "': " + record + ", but its rows of " + rowBytes
                     + " bytes are not whole " + type + " blocks of " + type.blockBytes() + " bytes");
         }
         dims[0] = rowBytes / type.blockBytes() * type.blockElements();
@@ -642,18 +640,18 @@ public final class Gguf {
         if (t.quantization().isEmpty()) {
             GgmlType type = GgmlType.of(t.dtype());
             if (type == null) {
-                throw new ForeignFormatException("tensor '" + t.name() + "': GGUF has no type for " + t.dtype());
+                throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(t.name()) + "': GGUF has no type for " + t.dtype());
             }
             return type;
         }
         Quantization q = t.quantization().get();
         if (!records(q, t.rank())) {
-            throw new ForeignFormatException("tensor '" + t.name() + "' is quantized (" + Payloads.describe(q)
+            throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(t.name()) + "' is quantized (" + Payloads.describe(q)
                     + "); GGUF records only q8_0 and q4_0 blocks along the last axis with float32 values");
         }
         Quantization.GgufFormat f = ((Quantization.Block) q).format();
         if (t.dtype() != storedType(f)) {
-            throw new ForeignFormatException("tensor '" + t.name() + "': " + f + " blocks store " + storedType(f)
+            throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(t.name()) + "': " + f + " blocks store " + storedType(f)
                     + ", not " + t.dtype());
         }
         return GgmlType.of(f);
@@ -757,10 +755,10 @@ public final class Gguf {
             int tc = c.u32("type of " + key);
             ValueType t = ValueType.of(tc);
             if (t == null) {
-                throw new ForeignFormatException(what + ": metadata '" + key + "' has unknown value type " + Integer.toUnsignedString(tc));
+                throw new ForeignFormatException(what + ": metadata '" + dev.hurray.TensorNames.forMessage(key) + "' has unknown value type " + Integer.toUnsignedString(tc));
             }
             if (meta.put(key, value(c, t, key, 0)) != null) {
-                throw new ForeignFormatException(what + ": duplicate metadata key '" + key + "'");
+                throw new ForeignFormatException(what + ": duplicate metadata key '" + dev.hurray.TensorNames.forMessage(key) + "'");
             }
         }
         int alignment = DEFAULT_ALIGNMENT;
@@ -777,11 +775,11 @@ public final class Gguf {
         for (long i = 0; i < tensorCount; i++) {
             String name = c.string("tensor name " + i);
             if (!names.add(name)) {
-                throw new ForeignFormatException(what + ": duplicate tensor name '" + name + "'");
+                throw new ForeignFormatException(what + ": duplicate tensor name '" + dev.hurray.TensorNames.forMessage(name) + "'");
             }
             int rank = c.u32("rank of " + name);
             if (rank < 0 || rank > MAX_RANK) {
-                throw new ForeignFormatException(what + ": tensor '" + name + "' has rank " + Integer.toUnsignedString(rank)
+                throw new ForeignFormatException(what + ": tensor '" + dev.hurray.TensorNames.forMessage(name) + "' has rank " + Integer.toUnsignedString(rank)
                         + ", more than " + MAX_RANK + ", the most a Hurray tensor has");
             }
             long[] dims = new long[rank];
@@ -789,27 +787,27 @@ public final class Gguf {
             for (int d = 0; d < rank; d++) {
                 dims[d] = c.u64("dimension of " + name);
                 if (dims[d] < 0) {
-                    throw new ForeignFormatException(what + ": tensor '" + name + "' has dimension " + Long.toUnsignedString(dims[d]));
+                    throw new ForeignFormatException(what + ": tensor '" + dev.hurray.TensorNames.forMessage(name) + "' has dimension " + Long.toUnsignedString(dims[d]));
                 }
                 try {
                     count = Math.multiplyExact(count, dims[d]);
                 } catch (ArithmeticException e) {
-                    throw new ForeignFormatException(what + ": tensor '" + name + "': element count overflows");
+                    throw new ForeignFormatException(what + ": tensor '" + dev.hurray.TensorNames.forMessage(name) + "': element count overflows");
                 }
             }
             int tc = c.u32("type of " + name);
             GgmlType type = GgmlType.of(tc);
             if (type == null) {
-                throw new ForeignFormatException(what + ": tensor '" + name + "' has ggml type " + Integer.toUnsignedString(tc)
+                throw new ForeignFormatException(what + ": tensor '" + dev.hurray.TensorNames.forMessage(name) + "' has ggml type " + Integer.toUnsignedString(tc)
                         + ", which this reader does not know");
             }
             if (rank == 0 && type.blockElements() > 1) {
                 // A scalar (no dimensions, one element, as ggml reads it) cannot hold a block.
-                throw new ForeignFormatException(what + ": tensor '" + name + "': " + type + " stores blocks of "
+                throw new ForeignFormatException(what + ": tensor '" + dev.hurray.TensorNames.forMessage(name) + "': " + type + " stores blocks of "
                         + type.blockElements() + " elements, and the tensor has no dimensions (one element)");
             }
             if (rank > 0 && dims[0] % type.blockElements() != 0) {
-                throw new ForeignFormatException(what + ": tensor '" + name + "': " + type + " stores blocks of "
+                throw new ForeignFormatException(what + ": tensor '" + dev.hurray.TensorNames.forMessage(name) + "': " + type + " stores blocks of "
                         + type.blockElements() + " elements along the last dimension (ne0), which is " + dims[0]
                         + ", not a multiple of " + type.blockElements());
             }
@@ -817,11 +815,11 @@ public final class Gguf {
             try {
                 bytes = Math.multiplyExact(count / type.blockElements(), (long) type.blockBytes());
             } catch (ArithmeticException e) {
-                throw new ForeignFormatException(what + ": tensor '" + name + "': byte size overflows");
+                throw new ForeignFormatException(what + ": tensor '" + dev.hurray.TensorNames.forMessage(name) + "': byte size overflows");
             }
             long offset = c.u64("offset of " + name);
             if (offset < 0 || offset % alignment != 0) {
-                throw new ForeignFormatException(what + ": tensor '" + name + "' offset " + Long.toUnsignedString(offset)
+                throw new ForeignFormatException(what + ": tensor '" + dev.hurray.TensorNames.forMessage(name) + "' offset " + Long.toUnsignedString(offset)
                         + " is not a multiple of the alignment " + alignment);
             }
             infos.add(new TensorInfo(name, dims, type, offset, bytes));
@@ -830,7 +828,7 @@ public final class Gguf {
         long dataBytes = tensorCount == 0 ? 0 : fileSize - dataOffset;
         for (TensorInfo t : infos) {
             if (dataBytes < 0 || t.offset() > dataBytes || t.bytes() > dataBytes - t.offset()) {
-                throw new ForeignFormatException(what + ": tensor '" + t.name() + "' (" + t.bytes() + " bytes at data offset "
+                throw new ForeignFormatException(what + ": tensor '" + dev.hurray.TensorNames.forMessage(t.name()) + "' (" + t.bytes() + " bytes at data offset "
                         + t.offset() + ") runs past the end of the file");
             }
         }
@@ -842,9 +840,9 @@ public final class Gguf {
             TensorInfo a = byOffset.get(i - 1);
             TensorInfo b = byOffset.get(i);
             if (a.bytes() > b.offset() - a.offset()) {
-                throw new ForeignFormatException(what + ": tensor '" + a.name() + "' (" + a.type() + " "
+                throw new ForeignFormatException(what + ": tensor '" + dev.hurray.TensorNames.forMessage(a.name()) + "' (" + a.type() + " "
                         + java.util.Arrays.toString(a.dims()) + ", " + a.bytes() + " bytes at data offset " + a.offset()
-                        + ") overlaps tensor '" + b.name() + "' at data offset " + b.offset()
+                        + ") overlaps tensor '" + dev.hurray.TensorNames.forMessage(b.name()) + "' at data offset " + b.offset()
                         + ": its size does not match the data the file gives it");
             }
         }
@@ -863,32 +861,32 @@ public final class Gguf {
             case BOOL -> {
                 int b = c.u8(key);
                 if (b > 1) {
-                    throw new ForeignFormatException(c.what + ": metadata '" + key + "': bool value " + b);
+                    throw new ForeignFormatException(c.what + ": metadata '" + dev.hurray.TensorNames.forMessage(key) + "': bool value " + b);
                 }
                 yield new Value(t, null, b == 1);
             }
-            case STRING -> new Value(t, null, c.string("metadata '" + key + "'"));
+            case STRING -> new Value(t, null, c.string("metadata '" + dev.hurray.TensorNames.forMessage(key) + "'"));
             case UINT64, INT64 -> new Value(t, null, c.u64(key));
             case FLOAT64 -> new Value(t, null, Double.longBitsToDouble(c.u64(key)));
             case ARRAY -> {
                 if (depth >= MAX_ARRAY_DEPTH) {
-                    throw new ForeignFormatException(c.what + ": metadata '" + key + "': arrays nested deeper than " + MAX_ARRAY_DEPTH);
+                    throw new ForeignFormatException(c.what + ": metadata '" + dev.hurray.TensorNames.forMessage(key) + "': arrays nested deeper than " + MAX_ARRAY_DEPTH);
                 }
                 if (depth > 0 && --c.innerArraysLeft < 0) {
                     // Each inner array becomes objects some 7 times the 12 bytes it takes in the
                     // file; real files have a few (token merges are strings, not arrays).
-                    throw new ForeignFormatException(c.what + ": metadata '" + key + "': more than " + MAX_INNER_ARRAYS
+                    throw new ForeignFormatException(c.what + ": metadata '" + dev.hurray.TensorNames.forMessage(key) + "': more than " + MAX_INNER_ARRAYS
                             + " arrays inside arrays in one file");
                 }
                 int ec = c.u32(key + " element type");
                 ValueType et = ValueType.of(ec);
                 if (et == null) {
-                    throw new ForeignFormatException(c.what + ": metadata '" + key + "' has unknown array element type "
+                    throw new ForeignFormatException(c.what + ": metadata '" + dev.hurray.TensorNames.forMessage(key) + "' has unknown array element type "
                             + Integer.toUnsignedString(ec));
                 }
                 long n = c.u64(key + " length");
                 if (Long.compareUnsigned(n, c.remaining() / et.minBytes) > 0) {
-                    throw new ForeignFormatException(c.what + ": metadata '" + key + "' declares " + Long.toUnsignedString(n)
+                    throw new ForeignFormatException(c.what + ": metadata '" + dev.hurray.TensorNames.forMessage(key) + "' declares " + Long.toUnsignedString(n)
                             + " elements, more than the " + c.remaining() + " remaining bytes can hold");
                 }
                 if (et != ValueType.STRING && et != ValueType.ARRAY) {
@@ -897,7 +895,7 @@ public final class Gguf {
                     yield new Value(t, et, Scalars.read(c, et, n, key));
                 }
                 if (n > Integer.MAX_VALUE - 8) {
-                    throw new ForeignFormatException(c.what + ": metadata '" + key + "' has " + Long.toUnsignedString(n)
+                    throw new ForeignFormatException(c.what + ": metadata '" + dev.hurray.TensorNames.forMessage(key) + "' has " + Long.toUnsignedString(n)
                             + " elements, more than a list holds");
                 }
                 List<Object> l = new ArrayList<>((int) n);
@@ -930,7 +928,7 @@ public final class Gguf {
             long width = type.minBytes;
             c.need(n * width, key);
             if (n * width > Integer.MAX_VALUE - 8) {
-                throw new ForeignFormatException(c.what + ": metadata '" + key + "' has " + n
+                throw new ForeignFormatException(c.what + ": metadata '" + dev.hurray.TensorNames.forMessage(key) + "' has " + n
                         + " elements, more than a list holds");
             }
             MemorySegment copy = MemorySegment.ofArray(c.seg.asSlice(c.pos, n * width).toArray(ValueLayout.JAVA_BYTE));
@@ -938,7 +936,7 @@ public final class Gguf {
                 for (long i = 0; i < n; i++) {
                     int b = copy.get(ValueLayout.JAVA_BYTE, i) & 0xFF;
                     if (b > 1) {
-                        throw new ForeignFormatException(c.what + ": metadata '" + key + "': bool value " + b);
+                        throw new ForeignFormatException(c.what + ": metadata '" + dev.hurray.TensorNames.forMessage(key) + "': bool value " + b);
                     }
                 }
             }

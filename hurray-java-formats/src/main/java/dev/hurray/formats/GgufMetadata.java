@@ -149,7 +149,7 @@ final class GgufMetadata {
      */
     static void encode(Type t, String text, String key, Bytes out) throws ForeignFormatException {
         if (t.type() == ValueType.STRING) {
-            out.string(text, "metadata '" + key + "'");
+            out.string(text, "metadata '" + dev.hurray.TensorNames.forMessage(key) + "'");
             return;
         }
         Text c = new Text(text, key, "value '" + clip(text) + "'");
@@ -208,7 +208,7 @@ final class GgufMetadata {
 
     private static void scalar(Text c, ValueType t, Bytes out) throws ForeignFormatException {
         switch (t) {
-            case STRING -> out.string(c.jsonString(), "metadata '" + c.key + "'");
+            case STRING -> out.string(c.jsonString(), "metadata '" + dev.hurray.TensorNames.forMessage(c.key) + "'");
             case BOOL -> {
                 if (c.s.startsWith("true", c.pos)) {
                     c.pos += 4;

@@ -315,10 +315,10 @@ public final class Npy {
     public static byte[] header(ForeignTensor t) throws ForeignFormatException {
         String descr = descr(t.dtype());
         if (descr == null) {
-            throw new ForeignFormatException("tensor '" + t.name() + "': npy has no dtype for " + t.dtype());
+            throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(t.name()) + "': npy has no dtype for " + t.dtype());
         }
         if (t.quantization().isPresent()) {
-            throw new ForeignFormatException("tensor '" + t.name() + "' is quantized ("
+            throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(t.name()) + "' is quantized ("
                     + Payloads.describe(t.quantization().get()) + "); npy cannot record quantization");
         }
         boolean fortran = t.layout() == Layout.Kind.COLUMN_MAJOR;

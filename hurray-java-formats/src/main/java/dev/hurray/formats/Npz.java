@@ -138,7 +138,7 @@ public final class Npz {
             Enumeration<? extends ZipEntry> en = zip.entries();
             while (en.hasMoreElements()) {
                 ZipEntry e = en.nextElement();
-                String ewhat = what + "!" + e.getName();
+                String ewhat = what + "!" + dev.hurray.TensorNames.forMessage(e.getName());
                 if (e.isDirectory() || !e.getName().endsWith(".npy") || e.getName().length() == 4) {
                     throw new ForeignFormatException(ewhat + ": npz entries must be NAME.npy files");
                 }
@@ -178,6 +178,12 @@ public final class Npz {
             Npy.readData(in, h, dst, ewhat, progress);
         } catch (ZipException | EOFException ze) {
             throw corrupt(file, ewhat, sizeAtOpen, ze);
+        } catch (ForeignFormatException short_) {
+            // A stored member read past the archive's new end: Npy reports its data as cut short.
+            if (shrunk(file, sizeAtOpen)) {
+                throw corrupt(file, ewhat, sizeAtOpen, short_);
+            }
+            throw short_;
         }
         if (e.getCrc() >= 0 && crc.getValue() != e.getCrc()) {
             throw new ForeignFormatException(ewhat + ": CRC mismatch (corrupt archive)");
@@ -191,12 +197,7 @@ public final class Npz {
      * {@link EOFException}.)
      */
     private static ForeignFormatException corrupt(Path file, String ewhat, long sizeAtOpen, IOException ze) {
-        long now;
-        try {
-            now = java.nio.file.Files.size(file);
-        } catch (IOException gone) {
-            now = -1;
-        }
+        long now = sizeNow(file);
         String detail = ze.getMessage() == null ? "" : ": " + ze.getMessage();
         if (now >= 0 && now < sizeAtOpen) {
             return new ForeignFormatException(ewhat + ": truncated: the file is now " + now + " bytes (it had "
@@ -205,6 +206,20 @@ public final class Npz {
         }
         return new ForeignFormatException(ewhat + (ze instanceof ZipException ? ": corrupt zip entry"
                 : ": truncated or corrupt zip entry") + detail, ze);
+    }
+
+    /** The file's size now, or -1 when it cannot be read (gone). */
+    private static long sizeNow(Path file) {
+        try {
+            return java.nio.file.Files.size(file);
+        } catch (IOException gone) {
+            return -1;
+        }
+    }
+
+    private static boolean shrunk(Path file, long sizeAtOpen) {
+        long now = sizeNow(file);
+        return now >= 0 && now < sizeAtOpen;
     }
 
     private static ZipFile open(Path file) throws IOException {

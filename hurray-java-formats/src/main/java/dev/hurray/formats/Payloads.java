@@ -173,6 +173,48 @@ public final class Payloads {
     }
 
     /**
+     * {@code t} with a row-major payload computed when it is used, as {@link #toRowMajor} but
+     * without reading anything now: the result's payload is {@code t}'s, reordered (or only
+     * relabelled when order does not matter), read from {@code t} for each use. A writer that
+     * lays out a model this way holds one tensor's payload (and its reordered copy) at a time.
+     *
+     * @throws ForeignFormatException as {@link #toRowMajor}
+     */
+    static ForeignTensor toRowMajorOnUse(ForeignTensor t) throws ForeignFormatException {
+        if (t.layout() == Layout.Kind.ROW_MAJOR) {
+            return t;
+        }
+        long[] shape = t.shape();
+        int nonUnit = 0;
+        for (long d : shape) {
+            if (d != 1) {
+                nonUnit++;
+            }
+        }
+        boolean relabel = nonUnit <= 1 || t.elementCount() == 0;
+        if (!relabel && t.quantization().orElse(null) instanceof Quantization.BlockScaled b) {
+            throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(t.name())
+                    + "': cannot reorder a column-major " + b.kindName() + " tensor");
+        }
+        if (!relabel && t.dtype().isSubByte()) {
+            throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(t.name())
+                    + "': cannot reorder a column-major " + t.dtype() + " tensor");
+        }
+        int width = relabel ? 0 : Payloads.byteWidth(t.dtype());
+        return ForeignTensor.lazy(t.name(), t.dtype(), shape, Layout.Kind.ROW_MAJOR, t.quantization().orElse(null),
+                t.scaleBufferSizes(), relabel ? t.sourceOffset() : -1, bufs -> t.withPayload((data, scales) -> {
+                    if (relabel) {
+                        MemorySegment.copy(data, 0, bufs[0], 0, data.byteSize());
+                    } else {
+                        columnToRowMajor(data, shape, width, bufs[0]);
+                    }
+                    for (int i = 0; i < scales.size(); i++) {
+                        MemorySegment.copy(scales.get(i), 0, bufs[i + 1], 0, scales.get(i).byteSize());
+                    }
+                }));
+    }
+
+    /**
      * Returns {@code t} with a row-major payload: {@code t} itself when it already is (or when
      * order does not matter: rank ≤ 1 or a single element), else a reordered copy allocated in
      * {@code arena}. The quantization and its scale buffers are kept (per-channel parameters
@@ -200,11 +242,11 @@ public final class Payloads {
         }
         if (t.quantization().orElse(null) instanceof Quantization.BlockScaled b) {
             // Blocks run along a row-major axis; moving elements would tear them apart.
-            throw new ForeignFormatException("tensor '" + t.name() + "': cannot reorder a column-major "
+            throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(t.name()) + "': cannot reorder a column-major "
                     + b.kindName() + " tensor");
         }
         if (t.dtype().isSubByte()) {
-            throw new ForeignFormatException("tensor '" + t.name() + "': cannot reorder a column-major "
+            throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(t.name()) + "': cannot reorder a column-major "
                     + t.dtype() + " tensor");
         }
         MemorySegment dst = allocate(arena, t.byteSize());

@@ -157,7 +157,7 @@ final class PyLiteral {
             skipSpace();
             Object v = value(depth + 1);
             if (m.containsKey(key)) {
-                throw error("duplicate key '" + key + "'");
+                throw error("duplicate key '" + dev.hurray.TensorNames.forMessage(String.valueOf(key)) + "'");
             }
             m.put(key, v);
             skipSpace();

@@ -7,7 +7,6 @@ import dev.hurray.Layout;
 import dev.hurray.Quantization;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.math.BigInteger;
 import java.nio.ByteBuffer;
@@ -254,7 +253,7 @@ public final class Safetensors {
             long expect = 0;
             for (Entry x : entries) {
                 if (x.begin != expect) {
-                    throw new ForeignFormatException(what + ": tensor '" + x.name + "' data_offsets ["
+                    throw new ForeignFormatException(what + ": tensor '" + dev.hurray.TensorNames.forMessage(x.name) + "' data_offsets ["
                             + x.begin + ", " + x.end + "] " + (x.begin < expect ? "overlap the previous tensor"
                             : "leave a gap of " + (x.begin - expect) + " bytes before it"));
                 }
@@ -327,8 +326,8 @@ public final class Safetensors {
                 fits = java.util.Arrays.equals(want, s.shape);
             }
             if (!fits) {
-                throw new ForeignFormatException(what + ": scale tensor '" + s.name + "' " + java.util.Arrays.toString(s.shape)
-                        + " does not fit MX values '" + v.name + "' " + v.dtype.formatName() + java.util.Arrays.toString(v.shape)
+                throw new ForeignFormatException(what + ": scale tensor '" + dev.hurray.TensorNames.forMessage(s.name) + "' " + java.util.Arrays.toString(s.shape)
+                        + " does not fit MX values '" + dev.hurray.TensorNames.forMessage(v.name) + "' " + v.dtype.formatName() + java.util.Arrays.toString(v.shape)
                         + ": the scales of blocks of " + MX_BLOCK + " along the last axis have shape "
                         + (want.length == 0 || v.shape[v.shape.length - 1] % MX_BLOCK != 0
                         ? "(none: the last dimension is not a multiple of " + MX_BLOCK + ")" : java.util.Arrays.toString(want))
@@ -356,7 +355,7 @@ public final class Safetensors {
     }
 
     private static Entry entry(String name, Object v, long dataSize, String what) throws ForeignFormatException {
-        String where = what + ": tensor '" + name + "'";
+        String where = what + ": tensor '" + dev.hurray.TensorNames.forMessage(name) + "'";
         if (name.isEmpty()) {
             throw new ForeignFormatException(what + ": a tensor has an empty name");
         }
@@ -480,55 +479,56 @@ public final class Safetensors {
         List<ForeignTensor> plain = new ArrayList<>();
         for (ForeignTensor t : model.tensors()) {
             if (dtypeName(t.dtype()) == null) {
-                throw new ForeignFormatException("tensor '" + t.name() + "': safetensors has no dtype for " + t.dtype());
+                throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(t.name()) + "': safetensors has no dtype for " + t.dtype());
             }
             requireByteBoundary(t.dtype(), ForeignTensor.elementCount(t.shape()),
-                    "tensor '" + t.name() + "' " + dtypeName(t.dtype()) + java.util.Arrays.toString(t.shape()));
+                    "tensor '" + dev.hurray.TensorNames.forMessage(t.name()) + "' " + dtypeName(t.dtype()) + java.util.Arrays.toString(t.shape()));
             if (t.quantization().isEmpty()) {
                 plain.add(t);
                 continue;
             }
             Quantization q = t.quantization().get();
-            if (!options.pairs(q, t.rank()) || t.scaleBuffers().size() != 1) {
+            if (!options.pairs(q, t.rank()) || t.scaleBufferSizes().length != 1) {
                 String why = q instanceof Quantization.Mx && options.scaleSuffix().isPresent()
                         ? "; safetensors records MX as values plus an E8M0 scale tensor only along the last axis, with blocks of "
                         + MX_BLOCK + " and float32 values"
                         : q instanceof Quantization.Mx ? "; MX scale pairing is off" : "";
-                throw new ForeignFormatException("tensor '" + t.name() + "' is quantized (" + Payloads.describe(q)
+                throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(t.name()) + "' is quantized (" + Payloads.describe(q)
                         + "); safetensors cannot record quantization" + why);
             }
             String scaleName = t.name() + options.scaleSuffix().get();
             if (names.contains(scaleName)) {
-                throw new ForeignFormatException("tensor '" + t.name() + "': its MX scales would be named '" + scaleName
+                throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(t.name()) + "': its MX scales would be named '" + scaleName
                         + "', which another tensor already has (choose another scale suffix)");
             }
             names.add(scaleName);
             long[] scaleShape = t.shape();
             scaleShape[scaleShape.length - 1] /= MX_BLOCK;
             try {
-                plain.add(new ForeignTensor(t.name(), t.dtype(), t.shape(), t.layout(), t.data(), null, -1));
-                plain.add(new ForeignTensor(scaleName, ElementType.FLOAT8_E8M0FNU, scaleShape, t.layout(),
-                        t.scaleBuffers().get(0), null, -1));
+                // Values and scales become two tensors, each read from t when it is written.
+                plain.add(ForeignTensor.lazy(t.name(), t.dtype(), t.shape(), t.layout(), null, new long[0], -1,
+                        bufs -> t.withPayload((data, scales) -> MemorySegment.copy(data, 0, bufs[0], 0, data.byteSize()))));
+                plain.add(ForeignTensor.lazy(scaleName, ElementType.FLOAT8_E8M0FNU, scaleShape, t.layout(), null,
+                        new long[0], -1, bufs -> t.withPayload((data, scales) ->
+                                MemorySegment.copy(scales.get(0), 0, bufs[0], 0, bufs[0].byteSize()))));
             } catch (IllegalArgumentException e) {
-                throw new ForeignFormatException("tensor '" + t.name() + "': " + e.getMessage());
+                throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(t.name()) + "': " + e.getMessage());
             }
         }
-        try (Arena scratch = Arena.ofConfined()) {
-            List<ForeignTensor> order = new ArrayList<>();
-            for (ForeignTensor t : plain) {
-                order.add(Payloads.toRowMajor(t, scratch));
-            }
-            order.sort(Comparator.comparingInt((ForeignTensor t) -> -t.dtype().bitWidth()));
-            byte[] header = header(model.metadata(), order);
-            AtomicOutput.write(target, out -> {
-                ByteBuffer len = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0, header.length);
-                writeAll(out, len);
-                writeAll(out, ByteBuffer.wrap(header));
-                for (ForeignTensor t : order) {
-                    t.withData(data -> Payloads.writeFully(data, out, progress));
-                }
-            });
+        List<ForeignTensor> order = new ArrayList<>();
+        for (ForeignTensor t : plain) {
+            order.add(Payloads.toRowMajorOnUse(t));
         }
+        order.sort(Comparator.comparingInt((ForeignTensor t) -> -t.dtype().bitWidth()));
+        byte[] header = header(model.metadata(), order);
+        AtomicOutput.write(target, out -> {
+            ByteBuffer len = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0, header.length);
+            writeAll(out, len);
+            writeAll(out, ByteBuffer.wrap(header));
+            for (ForeignTensor t : order) {
+                t.withData(data -> Payloads.writeFully(data, out, progress));
+            }
+        });
     }
 
     private static void writeAll(FileChannel out, ByteBuffer b) throws IOException {

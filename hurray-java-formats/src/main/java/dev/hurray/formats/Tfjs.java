@@ -110,7 +110,7 @@ public final class Tfjs {
             for (Group g : parsed) {
                 for (Weight w : g.weights) {
                     if (!names.add(w.name)) {
-                        throw new ForeignFormatException(what + ": weight '" + w.name + "' appears twice");
+                        throw new ForeignFormatException(what + ": weight '" + dev.hurray.TensorNames.forMessage(w.name) + "' appears twice");
                     }
                 }
                 addGroup(g, channels, dequantize, tensors, what, progress);
@@ -207,7 +207,7 @@ public final class Tfjs {
         if (!(m.get("name") instanceof String name) || name.isEmpty()) {
             throw new ForeignFormatException(where + ": name is missing or not a non-empty string");
         }
-        where = where + " '" + name + "'";
+        where = where + " '" + dev.hurray.TensorNames.forMessage(name) + "'";
         if (!(m.get("shape") instanceof List<?> sl)) {
             throw new ForeignFormatException(where + ": shape is missing or not an array");
         }
@@ -371,7 +371,7 @@ public final class Tfjs {
                 MemorySegment.copy(v.buffer(0), 0, out, 0, out.byteSize());
             }
         } catch (HurrayException | IllegalArgumentException e) {
-            throw new ForeignFormatException(what + ": weight '" + w.name + "': " + e.getMessage(), e);
+            throw new ForeignFormatException(what + ": weight '" + dev.hurray.TensorNames.forMessage(w.name) + "': " + e.getMessage(), e);
         }
     }
 }

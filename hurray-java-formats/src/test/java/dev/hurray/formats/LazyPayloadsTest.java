@@ -314,6 +314,28 @@ class LazyPayloadsTest {
         }
     }
 
+    /** A stored member whose header survives but whose data the shortened archive cuts. */
+    @Test
+    void anNpzCutInsideAStoredMembersDataNamesTheShorteningToo() throws IOException {
+        try (Arena arena = Arena.ofConfined()) {
+            Path[] f = write(Format.NPZ, tmp, tensors(arena, TENSORS));
+            try (ForeignModel m = Npz.read(f[0], null)) {
+                long sizeAtOpen = Files.size(f[0]);
+                // The end record's central-directory offset: the last member's data ends there.
+                ByteBuffer end = ByteBuffer.wrap(Files.readAllBytes(f[0])).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+                long cd = Integer.toUnsignedLong(end.getInt((int) sizeAtOpen - 22 + 16));
+                try (FileChannel ch = FileChannel.open(f[0], StandardOpenOption.WRITE)) {
+                    ch.truncate(cd - 3);
+                }
+                ForeignFormatException e = assertThrows(ForeignFormatException.class, () -> m.tensor("t5").data());
+                assertTrue(e.getMessage().contains("t5.npy: truncated: the file is now " + (cd - 3)
+                        + " bytes (it had " + sizeAtOpen + " bytes when opened; did another process shorten it?)"),
+                        e.getMessage());
+                assertFalse(m.tensor("t5").isLoaded());
+            }
+        }
+    }
+
     @Test
     void closingTheModelReleasesEveryPayloadAndRefusesNewReads() throws IOException {
         try (Arena arena = Arena.ofConfined()) {
@@ -376,6 +398,48 @@ class LazyPayloadsTest {
                 assertArrayEquals(TestSupport.bytes(scales.data()), TestSupport.bytes(w.scaleBuffers().get(0)));
                 assertEquals(256 + 8, m.residentBytes());
                 assertArrayEquals(TestSupport.bytes(values.data()), TestSupport.bytes(w.data()));
+            }
+        }
+    }
+
+    /**
+     * Writers that must change a payload on the way (a column-major reorder for safetensors and
+     * GGUF, an MX split into values and scales for safetensors) read it for that tensor's write
+     * only: after writing, no lazy input tensor is loaded, and the output has the right bytes.
+     */
+    @Test
+    void reorderedAndSplitPayloadsAreReadForTheirOwnWriteOnly() throws IOException {
+        try (Arena arena = Arena.ofConfined()) {
+            Random rnd = new Random(9);
+            ForeignTensor col = Models.random(arena, rnd, "col", ElementType.FLOAT32, Layout.Kind.COLUMN_MAJOR, 3, 5);
+            Path npy = tmp.resolve("col.npy");
+            Npy.write(col, npy, null);
+            ForeignTensor values = Models.random(arena, rnd, "w", ElementType.FLOAT8_E4M3FN, Layout.Kind.ROW_MAJOR, 4, 64);
+            ForeignTensor scales = Models.random(arena, rnd, "w" + Safetensors.DEFAULT_SCALE_SUFFIX,
+                    ElementType.FLOAT8_E8M0FNU, Layout.Kind.ROW_MAJOR, 4, 2);
+            Path mx = tmp.resolve("mx.safetensors");
+            Safetensors.write(Models.model(List.of(values, scales), Map.of()), mx, Safetensors.Options.defaults(), null);
+            for (Format out : new Format[] {Format.SAFETENSORS, Format.GGUF}) {
+                try (ForeignModel m = Npy.read(npy, "col")) {
+                    Path o = tmp.resolve("col-out." + out.id());
+                    ForeignFormats.write(m, o, out, false, null);
+                    assertFalse(m.tensor("col").isLoaded(), out + ": the reorder kept the input loaded");
+                    assertEquals(0, m.residentBytes());
+                    try (ForeignModel back = ForeignFormats.read(o)) {
+                        assertArrayEquals(TestSupport.bytes(Payloads.toRowMajor(col, arena).data()),
+                                TestSupport.bytes(back.tensor("col").data()));
+                    }
+                }
+            }
+            try (ForeignModel m = Safetensors.read(mx)) {
+                Path o = tmp.resolve("mx-out.safetensors");
+                Safetensors.write(m, o, Safetensors.Options.defaults(), null);
+                assertFalse(m.tensor("w").isLoaded(), "the MX split kept the input loaded");
+                assertEquals(0, m.residentBytes());
+                try (ForeignModel back = Safetensors.read(o)) {
+                    assertArrayEquals(TestSupport.bytes(values.data()), TestSupport.bytes(back.tensor("w").data()));
+                    assertArrayEquals(TestSupport.bytes(scales.data()), TestSupport.bytes(back.tensor("w").scaleBuffers().get(0)));
+                }
             }
         }
     }

@@ -182,7 +182,7 @@ public class HurrayTensorSerializer implements Serializer<Tensor> {
     }
 
     static String describe(TensorDescriptor d) {
-        return "tensor " + d.name().map(n -> "\"" + n + "\" ").orElse("") + d.elementType().formatName()
+        return "tensor " + d.name().map(n -> "\"" + dev.hurray.TensorNames.forMessage(n) + "\" ").orElse("") + d.elementType().formatName()
                 + TensorHeaders.shapeText(d.shape().dims());
     }
 

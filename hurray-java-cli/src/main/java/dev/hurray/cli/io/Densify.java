@@ -45,7 +45,7 @@ public final class Densify {
             return item;
         }
         if (d.compositeMembership().isPresent()) {
-            throw new ForeignFormatException("tensor '" + item.name() + "' (" + d.layout() + ") is a member of a composite; "
+            throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(item.name()) + "' (" + d.layout() + ") is a member of a composite; "
                     + "--densify densifies standalone sparse and paged tensors only");
         }
         try (Tensor src = Tensor.copyOf(d, item.payloads().toArray(MemorySegment[]::new));
@@ -62,7 +62,7 @@ public final class Densify {
                     ? "its dense form of " + denseBytes(d) + " bytes is over --max-dense-bytes=" + maxBytes
                     + " (pass a larger --max-dense-bytes to allow it)"
                     : e.getMessage();
-            throw new ForeignFormatException("tensor '" + item.name() + "' (" + d.elementType().formatName() + d.shape()
+            throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(item.name()) + "' (" + d.elementType().formatName() + d.shape()
                     + ", " + d.layout() + "): " + why, e);
         }
     }

@@ -48,7 +48,7 @@ public final class Dequantize {
             d.metadata().forEach(b::metadata);
             return new Item(b.build(), List.of(dst), -1);
         } catch (HurrayException | IllegalArgumentException e) {
-            throw new ForeignFormatException("tensor '" + item.name() + "' (" + d.elementType() + ", "
+            throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(item.name()) + "' (" + d.elementType() + ", "
                     + Entry.describe(q) + "): " + e.getMessage(), e);
         }
     }

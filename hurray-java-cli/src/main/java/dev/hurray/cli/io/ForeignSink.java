@@ -7,7 +7,7 @@ import dev.hurray.formats.ForeignModel;
 import dev.hurray.formats.ForeignTensor;
 import dev.hurray.formats.Format;
 import dev.hurray.formats.Gguf;
-import dev.hurray.formats.Payloads;
+import dev.hurray.formats.PayloadSpool;
 import dev.hurray.formats.Safetensors;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -24,8 +24,14 @@ import java.util.function.Consumer;
 import java.util.function.LongConsumer;
 
 /**
- * Writes a foreign file (safetensors, npy, npz, GGUF). These formats are written whole, so the sink
- * copies each tensor it receives and writes the file at {@link #commit()}, atomically.
+ * Writes a foreign file (safetensors, npy, npz, GGUF). These formats are written whole (a header
+ * or directory names every tensor), while the pipeline hands over one tensor at a time, once: the
+ * sink writes each tensor's payload to a {@link PayloadSpool} next to the target as it arrives
+ * and keeps only its descriptor, then lays the file out at {@link #commit()}, atomically, reading
+ * each payload back for its own write. Memory is one tensor's payload (plus its dequantized
+ * values with {@code --dequantize}), whatever the model's size; the spool needs the payloads'
+ * size in free disk space beside the target while the command runs, and is deleted by
+ * {@link #close()}.
  *
  * <p>What the target cannot hold is refused, never silently changed: a quantized tensor
  * (unless the sink dequantizes, see {@link Dequantize}, or it is an MX tensor safetensors records
@@ -45,7 +51,7 @@ public final class ForeignSink implements Sink {
     private final Safetensors.Options safetensors;
     private final LongConsumer progress;
     private final Consumer<String> warn;
-    private final Arena arena = Arena.ofShared();
+    private PayloadSpool spool;
     private final List<ForeignTensor> tensors = new ArrayList<>();
     private final Map<String, String> metadata = new LinkedHashMap<>();
     private int droppedTensorMetadata;
@@ -114,38 +120,38 @@ public final class ForeignSink implements Sink {
                 .filter(q -> safetensors.pairs(q, d.shape().rank())).isPresent();
         boolean recorded = paired || format == Format.GGUF && d.quantization()
                 .filter(q -> Gguf.records(q, d.shape().rank())).isPresent();
-        if (item.descriptor().quantization().isPresent() && !recorded) {
-            if (!dequantize) {
-                throw new ForeignFormatException("tensor '" + item.name() + "' is quantized ("
-                        + Entry.describe(item.descriptor().quantization().get()) + "); " + format
-                        + " cannot record quantization: pass --dequantize to compute the values, or write .hrry");
+        if (format == Format.NPY && !tensors.isEmpty()) {
+            throw new ForeignFormatException("npy holds exactly one array; the input has more tensors (write .npz instead)");
+        }
+        try (Arena values = Arena.ofConfined()) {
+            if (item.descriptor().quantization().isPresent() && !recorded) {
+                if (!dequantize) {
+                    throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(item.name())
+                            + "' is quantized (" + Entry.describe(item.descriptor().quantization().get()) + "); " + format
+                            + " cannot record quantization: pass --dequantize to compute the values, or write .hrry");
+                }
+                item = Dequantize.apply(item, values);
             }
-            item = Dequantize.apply(item, arena);
-        }
-        if (!item.descriptor().metadata().isEmpty()) {
-            droppedTensorMetadata++;
-        }
-        String ggml = rawGgmlTypes.get(item.name());
-        if (ggml != null && format != Format.GGUF && item.descriptor().elementType() == dev.hurray.ElementType.UINT8) {
-            if (rawBlockRows++ == 0) {
-                rawBlockExample = "'" + item.name() + "': " + ggml;
+            if (!item.descriptor().metadata().isEmpty()) {
+                droppedTensorMetadata++;
             }
-        }
-        List<MemorySegment> copies = new ArrayList<>();
-        for (MemorySegment p : item.payloads()) {
-            if (p.scope() == arena.scope()) {
-                copies.add(p); // computed by Dequantize into this sink's arena
-            } else {
-                MemorySegment c = Payloads.allocate(arena, p.byteSize());
-                MemorySegment.copy(p, 0, c, 0, p.byteSize());
-                copies.add(c);
+            String ggml = rawGgmlTypes.get(item.name());
+            if (ggml != null && format != Format.GGUF && item.descriptor().elementType() == dev.hurray.ElementType.UINT8) {
+                if (rawBlockRows++ == 0) {
+                    rawBlockExample = "'" + dev.hurray.TensorNames.forMessage(item.name()) + "': " + ggml;
+                }
             }
+            List<MemorySegment> payloads = item.payloads();
+            if (payloads.size() != 1 && !paired) {
+                throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(item.name()) + "': "
+                        + payloads.size() + " buffers; " + format + " holds one dense buffer per tensor");
+            }
+            ForeignTensor t = ForeignTensor.of(item.descriptor(), payloads);
+            if (spool == null) {
+                spool = PayloadSpool.create(target);
+            }
+            tensors.add(spool.add(t));
         }
-        if (copies.size() != 1 && !paired) {
-            throw new ForeignFormatException("tensor '" + item.name() + "': " + copies.size()
-                    + " buffers; " + format + " holds one dense buffer per tensor");
-        }
-        tensors.add(ForeignTensor.of(item.descriptor(), copies));
     }
 
     @Override
@@ -166,11 +172,22 @@ public final class ForeignSink implements Sink {
         ForeignFormats.write(model, target, format, compress, safetensors, progress);
     }
 
+    /** Payload bytes this sink holds in memory now (its tensors wait in the spool: 0 between tensors). */
+    long residentBytes() {
+        long n = 0;
+        for (ForeignTensor t : tensors) {
+            n += t.residentBytes();
+        }
+        return n;
+    }
+
     @Override
-    public void close() {
+    public void close() throws IOException {
         if (!closed) {
             closed = true;
-            arena.close();
+            if (spool != null) {
+                spool.close();
+            }
         }
     }
 }

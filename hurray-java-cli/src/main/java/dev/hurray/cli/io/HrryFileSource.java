@@ -218,7 +218,7 @@ public final class HrryFileSource implements Source {
 
     private FileEntry entry(String name) throws IOException {
         return file.entry(name).orElseThrow(() -> new HurrayException(Status.CORRUPT,
-                "composite member \"" + name + "\" is missing", null));
+                "composite member \"" + dev.hurray.TensorNames.forMessage(name) + "\" is missing", null));
     }
 
     /** The top-level composite's name: {@code name} less its last {@code depth} roles (roles hold no '/'). */
@@ -228,7 +228,7 @@ public final class HrryFileSource implements Source {
             end = name.lastIndexOf('/', end - 1);
         }
         if (end <= 0) {
-            throw new HurrayException(Status.CORRUPT, "entry \"" + name + "\" at composite depth " + depth
+            throw new HurrayException(Status.CORRUPT, "entry \"" + dev.hurray.TensorNames.forMessage(name) + "\" at composite depth " + depth
                     + " is not stored under a composite's name", null);
         }
         return name.substring(0, end);

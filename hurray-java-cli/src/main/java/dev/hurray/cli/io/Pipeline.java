@@ -57,7 +57,7 @@ public final class Pipeline {
                         && it.descriptor().compositeMembership().isEmpty()) {
                     // A changed member would lose its place in its composite, and the output
                     // would be a malformed composite (docs/spec/stream.md §Composites).
-                    throw new ForeignFormatException("tensor '" + item.name() + "' is a member of a composite; "
+                    throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(item.name()) + "' is a member of a composite; "
                             + "--dequantize, --quantize and --densify change standalone tensors only");
                 }
                 try {

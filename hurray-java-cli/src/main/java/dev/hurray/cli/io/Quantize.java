@@ -160,7 +160,7 @@ public final class Quantize {
             }
             return new Item(b.build(), payloads, -1);
         } catch (HurrayException | IllegalArgumentException | IllegalStateException e) {
-            throw new ForeignFormatException("tensor '" + item.name() + "': cannot quantize as " + spec.kind() + ": "
+            throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(item.name()) + "': cannot quantize as " + spec.kind() + ": "
                     + e.getMessage(), e);
         }
     }
