@@ -263,6 +263,13 @@ public final class NativeWriter {
      * back when {@code takeBackLast} (the caller's own tensor).
      */
     private void sendBatch(int flags, boolean takeBackLast) throws HurrayException {
+        if (poisoned != null) {
+            // A poisoned encoder may still list output that borrowed a caller's payload, whose
+            // memory the caller may have freed since the failure: nothing more is sent.
+            queued = 0;
+            auxUsed = 0;
+            throw new HurrayException(Status.POISONED, poisoned, null);
+        }
         if (queued == 0 && flags == 0 && HurrayEncoderState.pending_bytes(stateNow) == unreported) {
             return; // everything staged has been sent
         }
@@ -627,6 +634,19 @@ public final class NativeWriter {
         try {
             k = w.write();
         } catch (VirtualMachineError e) {
+            // The sink failed with an Error (out of memory, a fault in a mapped file): the output
+            // is aborted as for any failure, so that none of it keeps pointing at the payloads,
+            // and the Error goes on as it is.
+            try {
+                abort(sent, takeBackLast, new HurrayException(Status.TRANSPORT, "writing to the sink failed", e));
+            } catch (Throwable t) {
+                e.addSuppressed(t);
+                poisoned = "writing to the sink failed with " + e.getClass().getName()
+                        + " and the pending output could not be dropped";
+            }
+            if (poisoned == null && sent > 0) {
+                poisoned = "an earlier write failed after part of the pending output left; the stream on the wire is truncated";
+            }
             throw e;
         } catch (Throwable e) {
             if (!HurrayException.isRetryableCause(e)) {
