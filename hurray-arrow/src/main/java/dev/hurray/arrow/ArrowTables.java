@@ -374,10 +374,32 @@ public final class ArrowTables {
      *
      * @throws ArrowTensorException for a table the conversions refuse, or metadata that breaks
      *     the IPC format (a block or buffer outside the file or its record batch body,
-     *     overlapping buffers, buffer or node sizes the rows do not fit)
+     *     overlapping buffers, buffer or node sizes the rows do not fit), or a file Arrow's own
+     *     parsing fails on (its failure is the cause)
      * @throws IOException what reading the file or the writer threw
      */
     public static long toHurray(Path ipcFile, Writer writer) throws IOException {
+        try {
+            return toHurrayFrom(ipcFile, writer);
+        } catch (IndexOutOfBoundsException | IllegalArgumentException | NullPointerException | ArithmeticException
+                | NegativeArraySizeException | UnsupportedOperationException
+                | org.apache.arrow.vector.ipc.InvalidArrowFileException
+                | org.apache.arrow.vector.extension.InvalidExtensionMetadataException | OutOfMemoryError e) {
+            throw malformed(ipcFile, e);
+        }
+    }
+
+    /**
+     * What Arrow's own footer, schema and message parsing throws for a damaged file (an index
+     * out of range, a negative capacity, a message length larger than memory, …) as the
+     * documented {@link ArrowTensorException}, with Arrow's failure as the cause.
+     */
+    private static ArrowTensorException malformed(Path ipcFile, Throwable e) {
+        return new ArrowTensorException("malformed Arrow IPC file: " + ipcFile + " could not be read ("
+                + (e instanceof OutOfMemoryError ? "it declares more than memory holds" : e.toString()) + ")", e);
+    }
+
+    private static long toHurrayFrom(Path ipcFile, Writer writer) throws IOException {
         ArrowTensors.register();
         try (FileChannel channel = FileChannel.open(ipcFile, StandardOpenOption.READ);
              BufferAllocator allocator = new RootAllocator()) {
@@ -409,6 +431,11 @@ public final class ArrowTables {
              ArrowReader reader = isIpcFile(channel) ? new ArrowFileReader(channel, allocator)
                      : new ArrowStreamReader(channel, allocator)) {
             return toHurray(reader, writer);
+        } catch (IndexOutOfBoundsException | IllegalArgumentException | NullPointerException | ArithmeticException
+                | NegativeArraySizeException | UnsupportedOperationException
+                | org.apache.arrow.vector.ipc.InvalidArrowFileException
+                | org.apache.arrow.vector.extension.InvalidExtensionMetadataException | OutOfMemoryError e) {
+            throw malformed(ipcFile, e);
         }
     }
 

@@ -350,6 +350,34 @@ class IpcFileColumnsTest extends WithAllocator {
         // noLeaks() closes the allocator.
     }
 
+    /**
+     * Bytes anywhere in the file changed (magic, schema, footer, body): the path entry points
+     * fail only with an {@link IOException} (Arrow's own parse failures become an
+     * {@link ArrowTensorException} with Arrow's as the cause), never another exception or an
+     * allocation the file does not justify.
+     */
+    @Test
+    void aDamagedFileFailsOnlyWithAnIoException() throws IOException {
+        Sample s = sample();
+        int n = s.bytes().length;
+        for (int i = 0; i < n; i += (i < 64 || i > n - 64) ? 1 : 13) {
+            byte[] b = s.bytes().clone();
+            b[i] ^= (byte) 0xFF;
+            Path f = file(b);
+            try {
+                direct(f);
+            } catch (IOException expected) {
+                assertTrue(expected.getMessage() != null, expected.toString());
+            }
+            try (dev.hurray.HurrayFileWriter w = dev.hurray.HurrayFileWriter.of(new java.io.ByteArrayOutputStream())) {
+                ArrowTables.toHurray(f, w);
+            } catch (IOException expected) {
+                assertTrue(expected.getMessage() != null, expected.toString());
+            }
+            Files.delete(f);
+        }
+    }
+
     @Test
     void emptyColumn() throws IOException {
         try (Tensor none = Tensor.allocate(TensorDescriptor.of(ElementType.FLOAT32, 0, InPlaceConversionTest.DIM))) {
