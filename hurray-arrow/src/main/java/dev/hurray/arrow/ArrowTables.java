@@ -375,7 +375,7 @@ public final class ArrowTables {
      * @throws ArrowTensorException for a table the conversions refuse, or metadata that breaks
      *     the IPC format (a block or buffer outside the file or its record batch body,
      *     overlapping buffers, buffer or node sizes the rows do not fit), or a file Arrow's own
-     *     parsing fails on (its failure is the cause)
+     *     reading fails on with an unchecked exception or out of memory (its failure is the cause)
      * @throws IOException what reading the file or the writer threw
      */
     public static long toHurray(Path ipcFile, Writer writer) throws IOException {
@@ -390,13 +390,14 @@ public final class ArrowTables {
     }
 
     /**
-     * What Arrow's own footer, schema and message parsing throws for a damaged file (an index
-     * out of range, a negative capacity, a message length larger than memory, …) as the
-     * documented {@link ArrowTensorException}, with Arrow's failure as the cause.
+     * What Arrow's own reading throws for a file it cannot read (a damaged footer, schema or
+     * message: an index out of range, a negative capacity, a length larger than memory; or a
+     * feature its modules lack, such as a compression codec) as the documented
+     * {@link ArrowTensorException}, with Arrow's failure as the cause.
      */
     private static ArrowTensorException malformed(Path ipcFile, Throwable e) {
-        return new ArrowTensorException("malformed Arrow IPC file: " + ipcFile + " could not be read ("
-                + (e instanceof OutOfMemoryError ? "it declares more than memory holds" : e.toString()) + ")", e);
+        return new ArrowTensorException("Arrow could not read the IPC file " + ipcFile + ": "
+                + (e instanceof OutOfMemoryError ? "it declares more than memory holds (damaged?)" : e.toString()), e);
     }
 
     private static long toHurrayFrom(Path ipcFile, Writer writer) throws IOException {
