@@ -379,8 +379,19 @@ public final class ArrowTables {
      * @throws IOException what reading the file or the writer threw
      */
     public static long toHurray(Path ipcFile, Writer writer) throws IOException {
+        return readingArrow(ipcFile, () -> toHurrayFrom(ipcFile, writer));
+    }
+
+    /** A conversion of a file through Arrow's reading, for {@link #readingArrow}. */
+    @FunctionalInterface
+    private interface ArrowRead {
+        long run() throws IOException;
+    }
+
+    /** Runs {@code read}, reporting what Arrow's own reading of {@code ipcFile} throws as {@link #malformed}. */
+    private static long readingArrow(Path ipcFile, ArrowRead read) throws IOException {
         try {
-            return toHurrayFrom(ipcFile, writer);
+            return read.run();
         } catch (IndexOutOfBoundsException | IllegalArgumentException | NullPointerException | ArithmeticException
                 | NegativeArraySizeException | UnsupportedOperationException
                 | org.apache.arrow.vector.ipc.InvalidArrowFileException
@@ -426,18 +437,15 @@ public final class ArrowTables {
 
     /** As {@link #toHurray(Path, Writer)}, adding the tensors to an HRRYFILE through Arrow's reader (the caller finishes it). */
     public static long toHurray(Path ipcFile, HurrayFileWriter writer) throws IOException {
-        ArrowTensors.register();
-        try (FileChannel channel = FileChannel.open(ipcFile, StandardOpenOption.READ);
-             BufferAllocator allocator = new RootAllocator();
-             ArrowReader reader = isIpcFile(channel) ? new ArrowFileReader(channel, allocator)
-                     : new ArrowStreamReader(channel, allocator)) {
-            return toHurray(reader, writer);
-        } catch (IndexOutOfBoundsException | IllegalArgumentException | NullPointerException | ArithmeticException
-                | NegativeArraySizeException | UnsupportedOperationException
-                | org.apache.arrow.vector.ipc.InvalidArrowFileException
-                | org.apache.arrow.vector.extension.InvalidExtensionMetadataException | OutOfMemoryError e) {
-            throw malformed(ipcFile, e);
-        }
+        return readingArrow(ipcFile, () -> {
+            ArrowTensors.register();
+            try (FileChannel channel = FileChannel.open(ipcFile, StandardOpenOption.READ);
+                 BufferAllocator allocator = new RootAllocator();
+                 ArrowReader reader = isIpcFile(channel) ? new ArrowFileReader(channel, allocator)
+                         : new ArrowStreamReader(channel, allocator)) {
+                return toHurray(reader, writer);
+            }
+        });
     }
 
     /** The IPC file format's magic, {@code ARROW1}, at the start (else the file is taken as an IPC stream). */

@@ -266,8 +266,6 @@ public final class NativeWriter {
         if (poisoned != null) {
             // A poisoned encoder may still list output that borrowed a caller's payload, whose
             // memory the caller may have freed since the failure: nothing more is sent.
-            queued = 0;
-            auxUsed = 0;
             throw new HurrayException(Status.POISONED, poisoned, null);
         }
         if (queued == 0 && flags == 0 && HurrayEncoderState.pending_bytes(stateNow) == unreported) {
@@ -643,9 +641,6 @@ public final class NativeWriter {
                 e.addSuppressed(t);
                 poisoned = "writing to the sink failed with " + e.getClass().getName()
                         + " and the pending output could not be dropped";
-            }
-            if (poisoned == null && sent > 0) {
-                poisoned = "an earlier write failed after part of the pending output left; the stream on the wire is truncated";
             }
             throw e;
         } catch (Throwable e) {

@@ -185,21 +185,7 @@ public final class Payloads {
             return t;
         }
         long[] shape = t.shape();
-        int nonUnit = 0;
-        for (long d : shape) {
-            if (d != 1) {
-                nonUnit++;
-            }
-        }
-        boolean relabel = nonUnit <= 1 || t.elementCount() == 0;
-        if (!relabel && t.quantization().orElse(null) instanceof Quantization.BlockScaled b) {
-            throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(t.name())
-                    + "': cannot reorder a column-major " + b.kindName() + " tensor");
-        }
-        if (!relabel && t.dtype().isSubByte()) {
-            throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(t.name())
-                    + "': cannot reorder a column-major " + t.dtype() + " tensor");
-        }
+        boolean relabel = onlyRelabelled(t);
         int width = relabel ? 0 : Payloads.byteWidth(t.dtype());
         return ForeignTensor.lazy(t.name(), t.dtype(), shape, Layout.Kind.ROW_MAJOR, t.quantization().orElse(null),
                 t.scaleBufferSizes(), relabel ? t.sourceOffset() : -1, bufs -> t.withPayload((data, scales) -> {
@@ -212,6 +198,34 @@ public final class Payloads {
                         MemorySegment.copy(scales.get(i), 0, bufs[i + 1], 0, scales.get(i).byteSize());
                     }
                 }));
+    }
+
+    /**
+     * True when a column-major {@code t} becomes row-major by relabelling alone (rank ≤ 1 after
+     * unit dimensions, or no elements); otherwise checks that its bytes can be reordered.
+     *
+     * @throws ForeignFormatException for a sub-byte or block-quantized tensor that would need
+     *     reordering (blocks run along a row-major axis; moving elements would tear them apart)
+     */
+    private static boolean onlyRelabelled(ForeignTensor t) throws ForeignFormatException {
+        int nonUnit = 0;
+        for (long d : t.shape()) {
+            if (d != 1) {
+                nonUnit++;
+            }
+        }
+        if (nonUnit <= 1 || t.elementCount() == 0) {
+            return true;
+        }
+        if (t.quantization().orElse(null) instanceof Quantization.BlockScaled b) {
+            throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(t.name())
+                    + "': cannot reorder a column-major " + b.kindName() + " tensor");
+        }
+        if (t.dtype().isSubByte()) {
+            throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(t.name())
+                    + "': cannot reorder a column-major " + t.dtype() + " tensor");
+        }
+        return false;
     }
 
     /**
@@ -230,24 +244,9 @@ public final class Payloads {
             return t;
         }
         long[] shape = t.shape();
-        int nonUnit = 0;
-        for (long d : shape) {
-            if (d != 1) {
-                nonUnit++;
-            }
-        }
-        if (nonUnit <= 1 || t.elementCount() == 0) {
+        if (onlyRelabelled(t)) {
             return new ForeignTensor(t.name(), t.dtype(), shape, Layout.Kind.ROW_MAJOR, t.data(),
                     t.quantization().orElse(null), t.scaleBuffers(), t.sourceOffset());
-        }
-        if (t.quantization().orElse(null) instanceof Quantization.BlockScaled b) {
-            // Blocks run along a row-major axis; moving elements would tear them apart.
-            throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(t.name()) + "': cannot reorder a column-major "
-                    + b.kindName() + " tensor");
-        }
-        if (t.dtype().isSubByte()) {
-            throw new ForeignFormatException("tensor '" + dev.hurray.TensorNames.forMessage(t.name()) + "': cannot reorder a column-major "
-                    + t.dtype() + " tensor");
         }
         MemorySegment dst = allocate(arena, t.byteSize());
         columnToRowMajor(t.data(), shape, Payloads.byteWidth(t.dtype()), dst);
