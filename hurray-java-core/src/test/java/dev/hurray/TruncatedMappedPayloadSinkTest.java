@@ -22,6 +22,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class TruncatedMappedPayloadSinkTest {
     static final long PAYLOAD = 8L << 20; // borrowed in place by either sink
+    static final int WARM_UP = 20_000;
 
     /** The child: maps args[0], truncates it to 1 MiB, writes the mapping to a sink of kind args[1]. */
     public static final class Child {
@@ -31,6 +32,13 @@ class TruncatedMappedPayloadSinkTest {
             try (Arena arena = Arena.ofShared(); FileChannel ch = FileChannel.open(path, StandardOpenOption.READ,
                     StandardOpenOption.WRITE)) {
                 MemorySegment mapped = ch.map(FileChannel.MapMode.READ_ONLY, 0, PAYLOAD, arena);
+                // Warm the sink's copy up first, so the fault also meets its compiled form.
+                try (Writer warm = Writer.of(OutputStream.nullOutputStream())) {
+                    TensorDescriptor d = TensorDescriptor.of(ElementType.FLOAT32, 1 << 15);
+                    for (int i = 0; i < WARM_UP; i++) {
+                        warm.write(d, mapped.asSlice(0, 1 << 17));
+                    }
+                }
                 ch.truncate(1 << 20);
                 Writer w = args[1].equals("stream")
                         ? Writer.of(Files.newOutputStream(out))
