@@ -70,7 +70,8 @@ import java.util.Objects;
  * size over the {@link ReaderOptions} limits is {@link Status#LIMIT_EXCEEDED}, and input that
  * ends ({@link #endOfInput()}) inside an item or before the end-of-stream marker is
  * {@link Status#TRUNCATED}. Bytes after the end-of-stream marker are {@link Status#CORRUPT},
- * however the input was cut: fed after the marker was decoded, the call that feeds them fails;
+ * however the input was cut: fed after the marker was decoded, the call that feeds them fails
+ * (and {@link #inputRegion()} asked for then fails alike, taking no byte);
  * fed with the marker (in the same call, or before it was decoded), the call that decodes the
  * marker fails instead of reporting the end, once the tensors before it are taken. Either way
  * the failure is sticky and {@link #isEndOfStream()} is false. One input holds one stream:
@@ -260,9 +261,16 @@ public final class TensorDecoder implements AutoCloseable {
      * {@code close}); after that it throws {@link IllegalStateException}, never touching freed
      * memory. Decodes items already complete first (they wait for {@link #next()}).
      *
+     * <p>After the end-of-stream marker, and after a stream failure, it reports what
+     * {@link #feed(ByteBuffer)} of more bytes reports: the stream takes no byte after its end
+     * marker, so a region asked for then is {@link Status#CORRUPT} (every call, as no byte was
+     * taken: {@link #isEndOfStream()} stays true and {@link #next()} returns the items before
+     * the marker, then {@code null}); a sticky failure is thrown again as it is.
+     *
      * @return at least one byte of room
-     * @throws HurrayException a stream failure
-     * @throws IllegalStateException once the stream ended or the input was ended, or if the
+     * @throws HurrayException a stream failure (sticky, as every call reports it); after the
+     *     end-of-stream marker, {@link Status#CORRUPT}
+     * @throws IllegalStateException after {@link #endOfInput()} (as {@code feed}), or if the
      *     decoder is closed or in use by another thread
      */
     public MemorySegment inputRegion() throws HurrayException {
@@ -272,8 +280,9 @@ public final class TensorDecoder implements AutoCloseable {
                 throw new IllegalStateException("the input was ended (endOfInput)");
             }
             while (!haveRegion || regionUsed == region.byteSize()) {
-                if (ended) {
-                    throw new IllegalStateException("the end-of-stream marker was decoded; the decoder takes no more input");
+                if (ended && trailing == 0) {
+                    throw new HurrayException(Status.CORRUPT, "the end-of-stream marker was decoded: the stream takes no"
+                            + " byte after it (bytes after the end-of-stream marker are CORRUPT)", null);
                 }
                 poll();
             }

@@ -93,6 +93,18 @@ public final class Writer implements AutoCloseable {
     /**
      * A writer to an output stream, through one reusable 64 KiB chunk; the stream is flushed
      * after each tensor and at finish. {@link #close()} closes the stream.
+     *
+     * <p>A payload larger than 64 KiB is copied from its own memory into the chunk. If that
+     * memory maps a file that another process truncated, the copy faults; the JVM reports the
+     * fault as an {@link InternalError}, which this sink turns into an {@link IOException}
+     * ("reading the payload's memory faulted …", the error as its cause), as a channel's write
+     * from such memory fails with one: the write throws {@link Status#TRANSPORT} with that
+     * cause, the writer is poisoned (part of the stream left), and {@link #close()} succeeds.
+     * This covers only the sink's copy: payloads of at most 64 KiB are copied into the
+     * writer's own buffers when they are staged, and with payload checksums on the native
+     * library reads every payload to checksum it; a fault there is not turned into an
+     * exception (in native code it kills the JVM, see {@link HurrayFile#map}). Do not write a
+     * mapping of a file that others may truncate.
      */
     public static Writer of(OutputStream out, WriterOptions options) throws HurrayException {
         return open(Sink.of(out, out), options);

@@ -112,6 +112,74 @@ class TensorDecoderTest {
         }
     }
 
+    /**
+     * {@code inputRegion()} after the end-of-stream marker and after a sticky failure reports what
+     * {@code feed} of more bytes reports (a {@link HurrayException} of the same status), never an
+     * {@link IllegalStateException}; after the marker it takes no byte, so the end stands.
+     */
+    @Test
+    void inputRegionAfterTheEndOrAFailureReportsAsFeedDoes() throws Exception {
+        try (Tensor a = Tensor.of(new float[] {1, 2})) {
+            byte[] wire = stream(a);
+            for (boolean items : new boolean[] {false, true}) {
+                // After the end marker, through the zero-copy way in.
+                try (TensorDecoder d = items ? TensorDecoder.createForItems(ReaderOptions.defaults()) : TensorDecoder.create()) {
+                    MemorySegment r = d.inputRegion();
+                    MemorySegment.copy(MemorySegment.ofArray(wire), 0, r, 0, wire.length);
+                    d.filled(wire.length);
+                    ((AutoCloseable) (items ? d.nextItem() : d.next())).close();
+                    assertNull(items ? d.nextItem() : d.next());
+                    assertTrue(d.isEndOfStream());
+                    for (int i = 0; i < 2; i++) {
+                        HurrayException e = assertThrows(HurrayException.class, d::inputRegion);
+                        assertEquals(Status.CORRUPT, e.status());
+                        assertTrue(e.getMessage().contains("after the end-of-stream marker"), e.getMessage());
+                    }
+                    assertTrue(d.isEndOfStream(), "no byte was taken: the end stands");
+                    assertNull(items ? d.nextItem() : d.next());
+                    // Bytes fed after it: CORRUPT and sticky, and inputRegion says the same.
+                    HurrayException fed = assertThrows(HurrayException.class, () -> d.feed(ByteBuffer.wrap(new byte[3])));
+                    HurrayException region = assertThrows(HurrayException.class, d::inputRegion);
+                    assertEquals(fed.status(), region.status());
+                    assertEquals(fed.getMessage(), region.getMessage());
+                    assertFalse(d.isEndOfStream());
+                    d.endOfInput();
+                    assertThrows(IllegalStateException.class, d::inputRegion, "after endOfInput, as feed");
+                    assertThrows(IllegalStateException.class, () -> d.feed(ByteBuffer.wrap(new byte[1])));
+                }
+                // Bytes after the marker in the same call as it.
+                try (TensorDecoder d = items ? TensorDecoder.createForItems(ReaderOptions.defaults()) : TensorDecoder.create()) {
+                    d.feed(ByteBuffer.wrap(Arrays.copyOf(wire, wire.length + 5)));
+                    ((AutoCloseable) (items ? d.nextItem() : d.next())).close();
+                    HurrayException e = assertThrows(HurrayException.class, items ? d::nextItem : d::next);
+                    assertEquals(Status.CORRUPT, e.status());
+                    assertEquals(e.getMessage(), assertThrows(HurrayException.class, d::inputRegion).getMessage());
+                    assertEquals(Status.CORRUPT, assertThrows(HurrayException.class,
+                            () -> d.feed(ByteBuffer.wrap(new byte[1]))).status());
+                    assertFalse(d.isEndOfStream());
+                }
+                // A sticky failure of damaged bytes: inputRegion throws it again, as feed does.
+                byte[] bad = wire.clone();
+                bad[0] ^= 0x40;
+                try (TensorDecoder d = items ? TensorDecoder.createForItems(ReaderOptions.defaults()) : TensorDecoder.create()) {
+                    HurrayException first = assertThrows(HurrayException.class, () -> {
+                        d.feed(ByteBuffer.wrap(bad));
+                        if (items) {
+                            d.nextItem();
+                        } else {
+                            d.next();
+                        }
+                    });
+                    HurrayException region = assertThrows(HurrayException.class, d::inputRegion);
+                    HurrayException fed = assertThrows(HurrayException.class, () -> d.feed(ByteBuffer.wrap(new byte[1])));
+                    assertEquals(first.status(), region.status());
+                    assertEquals(first.status(), fed.status());
+                    assertFalse(d.isEndOfStream());
+                }
+            }
+        }
+    }
+
     /** Bytes after the end marker fed with it (same call) fail as those fed later do, in both views; reset clears it. */
     @Test
     void bytesAfterTheEndInTheSameCallAreCorrupt() throws Exception {

@@ -105,7 +105,12 @@ public abstract class Sink {
         };
     }
 
-    /** An {@code OutputStream} written through one reusable 64 KiB chunk. */
+    /**
+     * An {@code OutputStream} written through one reusable 64 KiB chunk. A fault copying the
+     * bytes into the chunk (the JVM's {@link InternalError} for a mapped file truncated under
+     * the copy) is an {@link IOException} with that error as cause, as a channel's write from
+     * such memory fails with one.
+     */
     public static Sink of(OutputStream out, Closeable onClose) {
         Objects.requireNonNull(out, "out");
         byte[] chunk = new byte[Source.CHUNK_BYTES];
@@ -113,7 +118,15 @@ public abstract class Sink {
             @Override
             protected long write(MemorySegment src) throws IOException {
                 int n = (int) Math.min(src.byteSize(), chunk.length);
-                MemorySegment.copy(src, ValueLayout.JAVA_BYTE, 0, chunk, 0, n);
+                try {
+                    MemorySegment.copy(src, ValueLayout.JAVA_BYTE, 0, chunk, 0, n);
+                } catch (InternalError e) {
+                    // The JVM's report of a fault reading src (a page of a mapped file cut off
+                    // by a truncation): an IOException, as the kernel gives a channel write
+                    // from that memory (EFAULT). Nothing of this chunk was written.
+                    throw new IOException("reading the payload's memory faulted (a mapped file truncated while written?): "
+                            + e.getMessage(), e);
+                }
                 out.write(chunk, 0, n);
                 return n;
             }
