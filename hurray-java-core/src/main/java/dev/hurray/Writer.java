@@ -103,7 +103,7 @@ public final class Writer implements AutoCloseable {
      * This covers only the sink's copy: payloads of at most 64 KiB are copied into the
      * writer's own buffers when they are staged, and with payload checksums on the native
      * library reads every payload to checksum it; a fault there is not turned into an
-     * exception (in native code it kills the JVM, see {@link HurrayFile#map}). Do not write a
+     * {@code IOException} (in native code it kills the JVM, see {@link HurrayFile#map}). Do not write a
      * mapping of a file that others may truncate.
      */
     public static Writer of(OutputStream out, WriterOptions options) throws HurrayException {
