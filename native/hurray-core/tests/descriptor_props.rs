@@ -226,3 +226,43 @@ fn mutated_encodings_are_rejected_or_canonical() {
     // Some mutations land in free-form bytes (names, metadata values, dims) and stay valid.
     assert!(accepted > 0);
 }
+
+/// `renew_strings` gives what a descriptor of the same structure with those strings is, and a
+/// refused set of strings leaves the descriptor as it was.
+#[test]
+fn renewed_strings_equal_a_descriptor_built_with_them() {
+    let mut r = Rng::new(seed() ^ 0x5712);
+    let mut buf = Vec::new();
+    for i in 0..2000 {
+        let mut d = random_descriptor(&mut r);
+        let name = if r.chance(4) { None } else { Some(random_string(&mut r, 12)) };
+        let entries: Vec<(String, Vec<u8>)> = (0..r.below(4))
+            .map(|k| (format!("{}{k}", random_string(&mut r, 3)), vec![k as u8; r.below(9) as usize]))
+            .collect();
+        // The expectation: `d` without strings (by the builder's own path: rebuilt from its
+        // encoding with the name and metadata blocks cleared), then exactly these strings.
+        let none: [(&str, &[u8]); 0] = [];
+        let mut expected = d.clone();
+        expected.renew_strings(None, none.iter().copied()).unwrap();
+        assert!(expected.name().is_none() && expected.metadata().is_empty(), "case {i}");
+        if let Some(n) = &name {
+            expected = expected.with_name(n.clone()).unwrap();
+        }
+        for (k, v) in &entries {
+            expected = expected.with_metadata(k.clone(), v.clone()).unwrap();
+        }
+        let pairs: Vec<(&str, &[u8])> = entries.iter().map(|(k, v)| (k.as_str(), v.as_slice())).collect();
+        d.renew_strings(name.as_deref(), pairs.iter().copied()).unwrap_or_else(|e| panic!("case {i}: {e}"));
+        assert_eq!(d, expected, "case {i}");
+        d.encode_into(&mut buf).unwrap();
+        assert_eq!(buf, expected.encode().unwrap(), "case {i}");
+        // Refusals: a duplicate key, an empty key, a NUL in the name; the descriptor is unchanged.
+        let before = d.clone();
+        let dup: Vec<(&str, &[u8])> = vec![("k", b"1"), ("k", b"2")];
+        assert!(d.renew_strings(Some("ok"), dup.into_iter()).is_err(), "case {i}");
+        let empty: Vec<(&str, &[u8])> = vec![("", b"1")];
+        assert!(d.renew_strings(None, empty.into_iter()).is_err(), "case {i}");
+        assert!(d.renew_strings(Some("a\0b"), none.iter().copied()).is_err(), "case {i}");
+        assert_eq!(d, before, "case {i}: a refusal changed the descriptor");
+    }
+}

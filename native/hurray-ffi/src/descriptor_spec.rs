@@ -138,12 +138,7 @@ pub(crate) unsafe fn descriptor_of_spec(s: &HurrayDescriptorSpec) -> FfiResult<T
     if s.reserved != 0 || s.reserved2 != 0 {
         return Err(FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, "spec.reserved fields must be 0"));
     }
-    if !s.name.is_null() && s.name_len > hurray_core::MAX_NAME_BYTES {
-        return Err(FfiError::new(
-            HURRAY_ERR_LIMIT_EXCEEDED,
-            format!("spec.name: a name of {} bytes exceeds {}", s.name_len, hurray_core::MAX_NAME_BYTES),
-        ));
-    }
+    check_name_len(s)?;
     if s.rank > hurray_core::MAX_RANK {
         return Err(FfiError::new(
             HURRAY_ERR_INVALID_SHAPE,
@@ -156,12 +151,7 @@ pub(crate) unsafe fn descriptor_of_spec(s: &HurrayDescriptorSpec) -> FfiResult<T
             format!("spec.stride_count: {} strides exceed the rank limit {}", s.stride_count, hurray_core::MAX_RANK),
         ));
     }
-    if s.metadata_count > hurray_core::MAX_METADATA_ENTRIES {
-        return Err(FfiError::new(
-            HURRAY_ERR_LIMIT_EXCEEDED,
-            format!("spec.metadata: {} entries exceed {}", s.metadata_count, hurray_core::MAX_METADATA_ENTRIES),
-        ));
-    }
+    check_metadata_count(s)?;
     if s.buffer_count > hurray_core::MAX_BUFFERS {
         return Err(FfiError::new(
             HURRAY_ERR_LIMIT_EXCEEDED,
@@ -182,14 +172,62 @@ pub(crate) unsafe fn descriptor_of_spec(s: &HurrayDescriptorSpec) -> FfiResult<T
     let buffers = unsafe { crate::slices::slice_arg(s.buffers, s.buffer_count, "spec.buffers")? };
     parts.buffers = buffers.iter().map(|b| b.to_handle()).collect::<FfiResult<Vec<_>>>()?;
     parts.quantization = s.quantization.to_core()?;
-    if !s.name.is_null() {
-        // SAFETY: `name` holds `name_len` bytes (bounded above) (# Safety).
-        let name = unsafe { crate::slices::slice_arg(s.name, s.name_len, "spec.name")? };
-        parts.name = Some(utf8(name, "spec.name")?);
-    }
-    // SAFETY: `metadata` holds `metadata_count` entries (bounded above) (# Safety).
-    let views = unsafe { crate::slices::slice_arg(s.metadata, s.metadata_count, "spec.metadata")? };
+    // SAFETY: the name's and the metadata's pointers are valid for their counts (# Safety).
+    let (name, views) = unsafe { (spec_name(s)?, spec_metadata(s)?) };
+    parts.name = name.map(str::to_owned);
     parts.metadata.reserve(views.len());
+    for m in views {
+        // SAFETY: spec_metadata checked every view (bounds and UTF-8 keys).
+        let (k, v) = unsafe { checked_entry(m) };
+        parts.metadata.push((k.to_owned(), v.to_vec()));
+    }
+    Ok(parts.build()?)
+}
+
+/// `LIMIT_EXCEEDED` for a name longer than the format allows (before anything is read).
+pub(crate) fn check_name_len(s: &HurrayDescriptorSpec) -> FfiResult<()> {
+    if !s.name.is_null() && s.name_len > hurray_core::MAX_NAME_BYTES {
+        return Err(FfiError::new(
+            HURRAY_ERR_LIMIT_EXCEEDED,
+            format!("spec.name: a name of {} bytes exceeds {}", s.name_len, hurray_core::MAX_NAME_BYTES),
+        ));
+    }
+    Ok(())
+}
+
+/// `LIMIT_EXCEEDED` for more metadata entries than the format allows (before any is read).
+pub(crate) fn check_metadata_count(s: &HurrayDescriptorSpec) -> FfiResult<()> {
+    if s.metadata_count > hurray_core::MAX_METADATA_ENTRIES {
+        return Err(FfiError::new(
+            HURRAY_ERR_LIMIT_EXCEEDED,
+            format!("spec.metadata: {} entries exceed {}", s.metadata_count, hurray_core::MAX_METADATA_ENTRIES),
+        ));
+    }
+    Ok(())
+}
+
+/// The spec's name, borrowed and checked to be UTF-8 (`None` for a NULL name).
+///
+/// # Safety
+/// `name` valid for `name_len` bytes; [`check_name_len`] passed.
+pub(crate) unsafe fn spec_name(s: &HurrayDescriptorSpec) -> FfiResult<Option<&str>> {
+    if s.name.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: `name` holds `name_len` bytes, bounded by check_name_len (# Safety).
+    let name = unsafe { crate::slices::slice_arg(s.name, s.name_len, "spec.name")? };
+    Ok(Some(utf8_str(name, "spec.name")?))
+}
+
+/// The spec's metadata views, each checked: key and value lengths within the format's
+/// limits, pointers valid for them, keys UTF-8. [`checked_entry`] then reads one.
+///
+/// # Safety
+/// `metadata` valid for `metadata_count` views, each valid for its lengths;
+/// [`check_metadata_count`] passed.
+pub(crate) unsafe fn spec_metadata(s: &HurrayDescriptorSpec) -> FfiResult<&[HurrayMetadataView]> {
+    // SAFETY: `metadata` holds `metadata_count` entries, bounded by check_metadata_count (# Safety).
+    let views = unsafe { crate::slices::slice_arg(s.metadata, s.metadata_count, "spec.metadata")? };
     for (i, m) in views.iter().enumerate() {
         if m.key_len > hurray_core::MAX_METADATA_KEY_BYTES || m.value_len > hurray_core::MAX_METADATA_VALUE_BYTES {
             return Err(FfiError::new(
@@ -201,13 +239,28 @@ pub(crate) unsafe fn descriptor_of_spec(s: &HurrayDescriptorSpec) -> FfiResult<T
             ));
         }
         // SAFETY: each view's key and value are valid for their lengths (bounded above) (# Safety).
-        let (k, v) = unsafe {
-            (
-                crate::slices::slice_arg(m.key, m.key_len, "spec.metadata key")?,
-                crate::slices::slice_arg(m.value, m.value_len, "spec.metadata value")?,
-            )
-        };
-        parts.metadata.push((utf8(k, "spec.metadata key")?, v.to_vec()));
+        let k = unsafe { crate::slices::slice_arg(m.key, m.key_len, "spec.metadata key")? };
+        // SAFETY: as above.
+        unsafe { crate::slices::slice_arg(m.value, m.value_len, "spec.metadata value")? };
+        utf8_str(k, "spec.metadata key")?;
     }
-    Ok(parts.build()?)
+    Ok(views)
+}
+
+/// One entry of a view list [`spec_metadata`] accepted.
+///
+/// # Safety
+/// `m` is one of the views [`spec_metadata`] returned, its memory unchanged since.
+pub(crate) unsafe fn checked_entry<'a>(m: &'a HurrayMetadataView) -> (&'a str, &'a [u8]) {
+    let part = |p: *const u8, len: usize| -> &'a [u8] {
+        if len == 0 {
+            &[]
+        } else {
+            // SAFETY: checked non-NULL and valid for `len` bytes by spec_metadata (# Safety).
+            unsafe { std::slice::from_raw_parts(p, len) }
+        }
+    };
+    let k = part(m.key, m.key_len);
+    // SAFETY: spec_metadata checked the key to be UTF-8 (# Safety).
+    (unsafe { std::str::from_utf8_unchecked(k) }, part(m.value, m.value_len))
 }

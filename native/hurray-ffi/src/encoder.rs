@@ -31,6 +31,8 @@ pub(crate) struct EncoderInner {
     encoder: StreamEncoder,
     /// The last item's payload ranges, which `OutSeg::Borrowed` pieces index.
     borrowed: Vec<HurrayIoSlice>,
+    /// The last descriptor `hurray_encoder_encode_batch` made from a spec.
+    specs: crate::spec_cache::SpecCache,
 }
 
 impl EncoderInner {
@@ -65,20 +67,8 @@ impl EncoderInner {
         payloads: *const HurrayIoSlice,
         count: usize,
     ) -> FfiResult<()> {
-        if count > MAX_PAYLOADS {
-            return Err(FfiError::new(
-                HURRAY_ERR_INVALID_ARGUMENT,
-                format!("{count} payloads; a tensor has at most {MAX_PAYLOADS} buffers"),
-            ));
-        }
-        // SAFETY: the caller passes `count` readable slices, each valid for its length (# Safety).
-        let (slices, parts) = unsafe { crate::writer::payload_parts(payloads, count)? };
-        self.encoder.encode(desc, encoded, &parts)?;
-        self.borrowed.clear();
-        if self.encoder.borrows_payloads() {
-            self.borrowed.extend_from_slice(slices);
-        }
-        Ok(())
+        // SAFETY: as for this function (# Safety).
+        unsafe { stage(&mut self.encoder, &mut self.borrowed, desc, encoded, payloads, count) }
     }
 
     /// Writes the state to a nullable out-pointer.
@@ -93,6 +83,35 @@ impl EncoderInner {
             borrows_payloads: self.encoder.borrows_payloads() as u32,
         }
     }
+}
+
+/// Stages one tensor into `encoder`, recording its payload ranges in `borrowed` when the
+/// output borrows them (see [`EncoderInner::encode_one`]).
+///
+/// # Safety
+/// `payloads` valid for `count` slices, each valid for its length.
+unsafe fn stage(
+    encoder: &mut StreamEncoder,
+    borrowed: &mut Vec<HurrayIoSlice>,
+    desc: &hurray_core::TensorDescriptor,
+    encoded: &[u8],
+    payloads: *const HurrayIoSlice,
+    count: usize,
+) -> FfiResult<()> {
+    if count > MAX_PAYLOADS {
+        return Err(FfiError::new(
+            HURRAY_ERR_INVALID_ARGUMENT,
+            format!("{count} payloads; a tensor has at most {MAX_PAYLOADS} buffers"),
+        ));
+    }
+    // SAFETY: the caller passes `count` readable slices, each valid for its length (# Safety).
+    let (slices, parts) = unsafe { crate::writer::payload_parts(payloads, count)? };
+    encoder.encode(desc, encoded, &parts)?;
+    borrowed.clear();
+    if encoder.borrows_payloads() {
+        borrowed.extend_from_slice(slices);
+    }
+    Ok(())
 }
 
 /// Writes up to `capacity` ranges of pending output (`segs`, the first from byte `offset` on)
@@ -158,7 +177,7 @@ pub unsafe extern "C" fn hurray_encoder_new(
         let opts = if options.is_null() { HurrayWriterOptions::defaults() } else { unsafe { *options } };
         let encoder = StreamEncoder::new(opts.to_core()?);
         // SAFETY: `out_encoder` was checked non-NULL above and is valid for one pointer write (# Safety).
-        unsafe { handle::emit(out_encoder, EncoderInner { encoder, borrowed: Vec::new() }) };
+        unsafe { handle::emit(out_encoder, EncoderInner { encoder, borrowed: Vec::new(), specs: Default::default() }) };
         Ok(HURRAY_OK)
     })
 }
@@ -317,10 +336,11 @@ pub unsafe extern "C" fn hurray_encoder_encode_batch(
                 break;
             }
             // SAFETY: the item's pointers are valid for their counts (# Safety).
-            let staged = unsafe { crate::descriptor_spec::descriptor_of_spec(&item.descriptor) }.and_then(|d| {
-                let encoded = d.encode()?;
+            // A spec that repeats the last one but for its strings reuses its descriptor
+            // (spec_cache.rs): the same descriptor, encoding and errors, without allocating.
+            let staged = unsafe { e.specs.descriptor(&item.descriptor) }.and_then(|(d, encoded)| {
                 // SAFETY: the item's payload ranges are valid (# Safety).
-                unsafe { e.encode_one(&d, &encoded, item.payloads, item.payload_count) }
+                unsafe { stage(&mut e.encoder, &mut e.borrowed, d, encoded, item.payloads, item.payload_count) }
             });
             if let Err(f) = staged {
                 failure = Some(f);

@@ -33,6 +33,7 @@ pub mod quant;
 pub mod reader;
 mod slices;
 pub mod sparse;
+mod spec_cache;
 pub mod status;
 pub mod stream_metadata;
 pub mod tensor;

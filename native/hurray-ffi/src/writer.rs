@@ -176,6 +176,28 @@ pub unsafe extern "C" fn hurray_writer_destroy(writer: *mut *mut HurrayWriter) -
     })
 }
 
+/// A tensor's payload ranges as byte slices: up to [`INLINE_PARTS`] on the stack (dense and
+/// per-channel tensors), more in a `Vec`. The writers and encoders build one per tensor, so the
+/// common tensor costs no heap allocation.
+pub(crate) enum PayloadParts<'a> {
+    Inline([&'a [u8]; INLINE_PARTS], usize),
+    Heap(Vec<&'a [u8]>),
+}
+
+/// Payload ranges a [`PayloadParts`] holds without allocating.
+const INLINE_PARTS: usize = 4;
+
+impl<'a> std::ops::Deref for PayloadParts<'a> {
+    type Target = [&'a [u8]];
+
+    fn deref(&self) -> &Self::Target {
+        match self {
+            PayloadParts::Inline(parts, len) => &parts[..*len],
+            PayloadParts::Heap(parts) => parts,
+        }
+    }
+}
+
 /// The caller's payload array (`count` slices at `payloads`) and each range as a byte slice,
 /// every length bounded to the address space (see [`slice_arg`]); a NULL pointer is allowed
 /// only with length 0. Shared by the writer and the encoder.
@@ -186,20 +208,28 @@ pub unsafe extern "C" fn hurray_writer_destroy(writer: *mut *mut HurrayWriter) -
 pub(crate) unsafe fn payload_parts<'a>(
     payloads: *const HurrayIoSlice,
     count: usize,
-) -> FfiResult<(&'a [HurrayIoSlice], Vec<&'a [u8]>)> {
+) -> FfiResult<(&'a [HurrayIoSlice], PayloadParts<'a>)> {
     // SAFETY: valid for `count` reads (# Safety); checked by slice_arg.
     let slices: &[HurrayIoSlice] = unsafe { slice_arg(payloads, count, "payloads")? };
-    let mut parts: Vec<&[u8]> = Vec::with_capacity(count);
-    for (i, s) in slices.iter().enumerate() {
+    let mut parts = if count <= INLINE_PARTS {
+        PayloadParts::Inline([&[]; INLINE_PARTS], count)
+    } else {
+        PayloadParts::Heap(vec![&[]; count])
+    };
+    let out = match &mut parts {
+        PayloadParts::Inline(p, _) => &mut p[..count],
+        PayloadParts::Heap(p) => p.as_mut_slice(),
+    };
+    for (i, (s, part)) in slices.iter().zip(out).enumerate() {
         if s.len == 0 {
-            parts.push(&[]);
+            // Left as the empty slice.
         } else if s.ptr.is_null() || s.len > isize::MAX as usize {
             // The message is formatted only on failure (this loop runs per tensor).
             // SAFETY: refused by slice_arg without building a slice.
-            parts.push(unsafe { slice_arg(s.ptr, s.len, &format!("payloads[{i}].ptr"))? });
+            *part = unsafe { slice_arg(s.ptr, s.len, &format!("payloads[{i}].ptr"))? };
         } else {
             // SAFETY: non-null, length fits isize; valid for `len` reads (# Safety).
-            parts.push(unsafe { std::slice::from_raw_parts(s.ptr, s.len) });
+            *part = unsafe { std::slice::from_raw_parts(s.ptr, s.len) };
         }
     }
     Ok((slices, parts))

@@ -16,6 +16,15 @@ impl TensorDescriptor {
     /// The binary encoding (docs/spec/descriptor.md). Errors: `LimitExceeded` if the encoding
     /// would exceed [`MAX_DESCRIPTOR_BYTES`].
     pub fn encode(&self) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.encode_into(&mut out)?;
+        Ok(out)
+    }
+
+    /// As [`encode`](Self::encode), into `out` (cleared first; its allocation is reused, so a
+    /// caller that encodes one descriptor after another allocates only when one outgrows it).
+    /// On an error `out` holds no valid encoding.
+    pub fn encode_into(&self, out: &mut Vec<u8>) -> Result<()> {
         let rank = self.shape.rank();
         let mut ext = 0u32;
         if self.name.is_some() {
@@ -41,7 +50,8 @@ impl TensorDescriptor {
         // the C ABI's handles), so the usual descriptor costs one allocation.
         let name_bytes = self.name.as_ref().map_or(0, |n| 4 + n.len());
         let metadata_bytes: usize = self.metadata.iter().map(|(k, v)| 8 + k.len() + v.len()).sum::<usize>() + 4;
-        let mut out = Vec::with_capacity(
+        out.clear();
+        out.reserve(
             FIXED_BYTES + rank * 16 + self.buffers.len() * BUFFER_HANDLE_BYTES + 2 * name_bytes + metadata_bytes + 64,
         );
         out.extend_from_slice(&DESCRIPTOR_MAGIC);
@@ -69,7 +79,7 @@ impl TensorDescriptor {
             out.extend_from_slice(n.as_bytes());
         }
         if !self.metadata.is_empty() {
-            encode_metadata_block(&mut out, &self.metadata);
+            encode_metadata_block(out, &self.metadata);
         }
         if let Some(Quantization::Block(b)) = &self.quantization {
             out.push(b.kind as u8);
@@ -95,18 +105,20 @@ impl TensorDescriptor {
             out.extend_from_slice(&bias.to_le_bytes());
         }
         if let Some(s) = &self.sparse {
-            s.encode(&mut out);
+            s.encode(out);
         }
         if let Some(p) = &self.paging {
-            p.encode(&mut out);
+            p.encode(out);
         }
         if let Some(c) = &self.composite {
-            c.encode(&mut out);
+            c.encode(out);
         }
         if out.len() > MAX_DESCRIPTOR_BYTES {
-            bail!(LimitExceeded, "encoded descriptor is {} bytes, over {MAX_DESCRIPTOR_BYTES}", out.len());
+            let len = out.len();
+            out.clear();
+            bail!(LimitExceeded, "encoded descriptor is {} bytes, over {MAX_DESCRIPTOR_BYTES}", len);
         }
-        Ok(out)
+        Ok(())
     }
 }
 

@@ -247,6 +247,54 @@ impl TensorDescriptor {
         Ok(self)
     }
 
+    /// Replaces the name and the metadata list in place, reusing their allocations: what
+    /// [`DescriptorParts::build`](crate::DescriptorParts::build) would make of the same parts
+    /// with this name and metadata, for a writer that encodes many descriptors differing only
+    /// in those. `metadata` yields `(key, value)` in order and may be iterated more than once.
+    /// Checks as `build` does, in its order: the metadata list (entry limits, unique keys, the
+    /// entry count), then the name. Errors: `InvalidArgument`, `LimitExceeded`,
+    /// `DuplicateName`; on an error the descriptor is unchanged. The encoding's length limit is
+    /// checked by [`encode`](Self::encode) as for any descriptor.
+    pub fn renew_strings<'a, I>(&mut self, name: Option<&str>, metadata: I) -> Result<()>
+    where
+        I: ExactSizeIterator<Item = (&'a str, &'a [u8])> + Clone,
+    {
+        let count = metadata.len();
+        if count > MAX_METADATA_ENTRIES {
+            bail!(LimitExceeded, "{count} metadata entries exceed {MAX_METADATA_ENTRIES}");
+        }
+        for (i, (k, v)) in metadata.clone().enumerate() {
+            check_metadata_entry(k, v)?;
+            if metadata.clone().take(i).any(|(e, _)| e == k) {
+                bail!(DuplicateName, "metadata key {k:?} is already present");
+            }
+        }
+        if let Some(n) = name {
+            check_name(n)?;
+        }
+        match (name, &mut self.name) {
+            (Some(n), Some(s)) => {
+                s.clear();
+                s.push_str(n);
+            }
+            (Some(n), slot) => *slot = Some(n.to_owned()),
+            (None, slot) => *slot = None,
+        }
+        self.metadata.truncate(count);
+        for (i, (k, v)) in metadata.enumerate() {
+            match self.metadata.get_mut(i) {
+                Some((key, value)) => {
+                    key.clear();
+                    key.push_str(k);
+                    value.clear();
+                    value.extend_from_slice(v);
+                }
+                None => self.metadata.push((k.to_owned(), v.to_vec())),
+            }
+        }
+        Ok(())
+    }
+
     /// Sets the metadata list that [`crate::parts::check_metadata`] accepted.
     pub(crate) fn replace_checked_metadata(&mut self, metadata: Vec<(String, Vec<u8>)>) {
         self.metadata = metadata;

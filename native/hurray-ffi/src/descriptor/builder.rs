@@ -44,8 +44,12 @@ unsafe fn bytes_arg<'a>(p: *const u8, len: usize, name: &str) -> FfiResult<&'a [
 }
 
 pub(crate) fn utf8(b: &[u8], name: &str) -> FfiResult<String> {
-    String::from_utf8(b.to_vec())
-        .map_err(|_| FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("{name} is not UTF-8")))
+    utf8_str(b, name).map(str::to_owned)
+}
+
+/// `b` as UTF-8, borrowed; `INVALID_ARGUMENT` naming `name` otherwise.
+pub(crate) fn utf8_str<'a>(b: &'a [u8], name: &str) -> FfiResult<&'a str> {
+    std::str::from_utf8(b).map_err(|_| FfiError::new(HURRAY_ERR_INVALID_ARGUMENT, format!("{name} is not UTF-8")))
 }
 
 /// Starts a row-major descriptor of `element_type` (`HURRAY_DTYPE_*`) and shape
