@@ -56,6 +56,58 @@ class BatchedPathTest {
         }
     }
 
+    /**
+     * Names, keys and values of every length around the word size and the packing limit reach
+     * the reader byte for byte (the batched writer packs short strings into words, and copies
+     * long ones on their own), and consecutive tensors of one shape that differ only in their
+     * strings, as the native encoder reuses the last descriptor for them, keep each its own.
+     */
+    @Test
+    void stringsOfEveryLengthKeepTheirBytes() throws IOException {
+        Random rnd = new Random(7);
+        List<String> names = new ArrayList<>();
+        List<String> keys = new ArrayList<>();
+        List<byte[]> values = new ArrayList<>();
+        int[] lengths = new int[60];
+        for (int i = 0; i < 40; i++) {
+            lengths[i] = i;
+        }
+        for (int i = 40; i < 60; i++) {
+            lengths[i] = 250 + i - 40; // across the 256-byte packing limit
+        }
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        try (Writer w = Writer.of(out)) {
+            for (int len : lengths) {
+                StringBuilder name = new StringBuilder();
+                for (int k = 0; k < len; k++) {
+                    name.append((char) ('a' + rnd.nextInt(26)));
+                }
+                String key = "k" + name.substring(0, Math.min(len, 255));
+                byte[] value = new byte[len];
+                rnd.nextBytes(value);
+                names.add(name.toString());
+                keys.add(key);
+                values.add(value);
+                TensorDescriptor d = TensorDescriptor.builder(ElementType.FLOAT32, 4).name(name.toString())
+                        .metadata(key, value).build();
+                try (Tensor t = Tensor.copyOf(d, MemorySegment.ofArray(row(len, 4)))) {
+                    w.write(t);
+                }
+            }
+        }
+        try (Reader r = Reader.of(out.toByteArray())) {
+            for (int i = 0; i < lengths.length; i++) {
+                try (Tensor t = r.read()) {
+                    assertEquals(names.get(i), t.descriptor().name().orElseThrow(), "tensor " + i);
+                    assertEquals(List.of(keys.get(i)), List.copyOf(t.descriptor().metadata().keySet()), "tensor " + i);
+                    assertArrayEquals(values.get(i), t.descriptor().metadata().get(keys.get(i)), "tensor " + i);
+                    assertArrayEquals(row(lengths[i], 4), t.toFloatArray(), "tensor " + i);
+                }
+            }
+            assertNull(r.read());
+        }
+    }
+
     @Test
     void aBatchFillsAndIsSentWithoutAFlush() throws IOException {
         ByteArrayOutputStream out = new ByteArrayOutputStream();

@@ -261,14 +261,29 @@ final class SpecWriter {
         }
     }
 
-    /** Packs {@code b} into {@code img} at byte {@code at} (little-endian words), if it is short enough. */
+    /**
+     * Packs {@code b} into {@code img} at byte {@code at}, a multiple of 8 (every string starts
+     * on a word, see {@link #pad}), as little-endian words, if it is short enough. The words it
+     * touches are still zero.
+     */
     private static boolean pack(long[] img, long at, byte[] b) {
-        if (b.length > PACKED_STRING_MAX) {
+        int n = b.length;
+        if (n > PACKED_STRING_MAX) {
             return false;
         }
-        for (int i = 0; i < b.length; i++) {
-            long p = at + i;
-            img[(int) (p >>> 3)] |= (b[i] & 0xFFL) << (8 * (p & 7));
+        int w = (int) (at >>> 3);
+        int i = 0;
+        for (; i + 8 <= n; i += 8) {
+            img[w++] = (b[i] & 0xFFL) | (b[i + 1] & 0xFFL) << 8 | (b[i + 2] & 0xFFL) << 16 | (b[i + 3] & 0xFFL) << 24
+                    | (b[i + 4] & 0xFFL) << 32 | (b[i + 5] & 0xFFL) << 40 | (b[i + 6] & 0xFFL) << 48
+                    | (b[i + 7] & 0xFFL) << 56;
+        }
+        if (i < n) {
+            long tail = 0;
+            for (int shift = 0; i < n; i++, shift += 8) {
+                tail |= (b[i] & 0xFFL) << shift;
+            }
+            img[w] = tail;
         }
         return true;
     }
