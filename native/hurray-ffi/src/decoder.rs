@@ -334,7 +334,7 @@ impl DecoderInner {
     /// `views` vectors) of a decoded tensor, with `HURRAY_FIELDS_SAME_EXCEPT_NAME` set when only
     /// its name differs from the previous result's.
     fn result_of(&mut self, t: hurray_core::ReadTensor, views: Views) -> FfiResult<(TensorInner, HurrayDecodeResult)> {
-        let inner = TensorInner::from_read_encoded(t, self.decoder.last_descriptor_bytes());
+        let mut inner = TensorInner::from_read_encoded(t, self.decoder.last_descriptor_bytes());
         let desc =
             inner.desc_inner().ok_or_else(|| FfiError::new(HURRAY_ERR_INTERNAL_PANIC, "tensor without descriptor"))?;
         let mut fields = fields_of(desc);
@@ -401,8 +401,7 @@ pub unsafe extern "C" fn hurray_decoder_next_batch(
         d.take_input(filled, flags)?;
         d.batch_buffers.clear();
         d.batch_metadata.clear();
-        // Entry offsets per result; pointers are set once the vectors stop growing.
-        let mut offsets: Vec<(usize, usize)> = Vec::new();
+        // Each result's buffer and metadata pointers are set once the view vectors stop growing.
         let mut n = 0;
         let mut offer = false;
         while n < capacity {
@@ -418,7 +417,6 @@ pub unsafe extern "C" fn hurray_decoder_next_batch(
                             results.write(r);
                             handle::emit(std::ptr::addr_of_mut!((*results).tensor), inner);
                         }
-                        offsets.push((0, 0));
                         n = 1;
                         break;
                     }
@@ -439,7 +437,6 @@ pub unsafe extern "C" fn hurray_decoder_next_batch(
                     break;
                 }
                 Decoded::Tensor(t) => {
-                    let at = (d.batch_buffers.len(), d.batch_metadata.len());
                     // A large tensor ends the batch: its memory may go back to the pool before
                     // the next tensor's is taken.
                     let large = t.descriptor.total_buffer_bytes() >= BATCH_STOP_BYTES;
@@ -450,7 +447,6 @@ pub unsafe extern "C" fn hurray_decoder_next_batch(
                         results.add(n).write(r);
                         handle::emit(std::ptr::addr_of_mut!((*results.add(n)).tensor), inner);
                     }
-                    offsets.push(at);
                     n += 1;
                     if large {
                         break;
@@ -458,14 +454,20 @@ pub unsafe extern "C" fn hurray_decoder_next_batch(
                 }
             }
         }
-        for (i, (b, m)) in offsets.into_iter().enumerate() {
-            // SAFETY: result `i < n` was written above; the offsets are within the vectors, which no longer grow.
+        // Result `i`'s entries follow those of the results before it, in order.
+        let (mut b, mut m) = (0, 0);
+        for i in 0..n {
+            // SAFETY: result `i < n` was written above; its entries lie within the vectors (appended in result order),
+            // which no longer grow.
             unsafe {
                 let r = results.add(i);
                 (*r).buffers = d.batch_buffers.as_ptr().add(b);
                 (*r).metadata = d.batch_metadata.as_ptr().add(m);
+                b += (*r).fields.buffer_count;
+                m += (*r).fields.metadata_count;
             }
         }
+        debug_assert_eq!((b, m), (d.batch_buffers.len(), d.batch_metadata.len()));
         if offer {
             let dst = d.decoder.input_buffer()?;
             // SAFETY: result 0 was written above.

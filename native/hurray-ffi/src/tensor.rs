@@ -1,9 +1,9 @@
 //! Tensors: a descriptor plus its buffers in one handle (docs/spec/c-abi.md §Reading and
 //! writing a stream).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 
-use hurray_core::ReadTensor;
+use hurray_core::{PooledBuf, ReadTensor};
 
 use crate::buffer::{BufferInner, HurrayBuffer};
 use crate::buffer_list::{HurrayBufferList, ListInner};
@@ -12,17 +12,26 @@ use crate::handle::{self, opaque_handle};
 use crate::panic::{guard, non_null, FfiResult};
 use crate::status::*;
 
-/// The two halves of a tensor, both handed out as borrows.
+/// The two halves of a tensor, both handed out as borrows. A tensor a reader decoded keeps its
+/// buffers as read until `hurray_tensor_buffers` first asks for the list: the decode results
+/// give each buffer's pointer and spec without it, so a tensor read and destroyed that way costs
+/// no list, buffer handles or shared counts (three heap blocks plus one per buffer).
 pub struct TensorInner {
     descriptor: Option<Box<HurrayDescriptor>>,
-    buffers: Option<Box<HurrayBufferList>>,
+    /// The buffer list handle, made once (at construction, or from `unlisted` on first use).
+    list: OnceLock<Box<HurrayBufferList>>,
+    /// A read tensor's buffers in buffer-table order until `list` is made from them (then empty).
+    unlisted: Mutex<Vec<PooledBuf>>,
 }
 
 impl Drop for TensorInner {
     fn drop(&mut self) {
-        if let Some(b) = self.buffers.take() {
+        if let Some(b) = self.list.take() {
             handle::retire(b);
         }
+        // Buffers never listed go back to their pool here, before the descriptor is retired, as
+        // listed ones do above.
+        drop(std::mem::take(self.unlisted.get_mut().unwrap_or_else(|e| e.into_inner())));
         if let Some(d) = self.descriptor.take() {
             handle::retire(d);
         }
@@ -36,17 +45,13 @@ impl TensorInner {
     }
 
     /// As `from_read`, with the descriptor's encoding at hand (the stream decoder's frame
-    /// bytes; see `DescInner::with_encoding`).
+    /// bytes; see `DescInner::with_encoding`). The buffer list is made when first asked for.
     pub(crate) fn from_read_encoded(t: ReadTensor, encoded: &[u8]) -> Self {
         let ReadTensor { descriptor, buffers } = t;
-        let mut slots = Vec::with_capacity(buffers.len());
-        for (buf, &h) in buffers.into_iter().zip(descriptor.buffers()) {
-            let b: HurrayBuffer = handle::new_borrowed(Arc::new(BufferInner::owned(buf, h)));
-            slots.push(Some(Box::new(b)));
-        }
         TensorInner {
             descriptor: Some(Box::new(handle::new_borrowed(DescInner::with_encoding(descriptor, encoded)))),
-            buffers: Some(Box::new(handle::new_borrowed(ListInner(slots)))),
+            list: OnceLock::new(),
+            unlisted: Mutex::new(buffers),
         }
     }
 
@@ -57,7 +62,24 @@ impl TensorInner {
             buffers.into_iter().map(|b| Some(Box::new(handle::new_borrowed::<HurrayBuffer>(Arc::new(b))))).collect();
         Ok(TensorInner {
             descriptor: Some(Box::new(handle::new_borrowed(DescInner::new(descriptor)?))),
-            buffers: Some(Box::new(handle::new_borrowed(ListInner(slots)))),
+            list: OnceLock::from(Box::new(handle::new_borrowed(ListInner(slots)))),
+            unlisted: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The buffer list handle, made from the buffers as read on first use.
+    fn list(&self) -> &HurrayBufferList {
+        self.list.get_or_init(|| {
+            let bufs = std::mem::take(&mut *self.unlisted.lock().unwrap_or_else(|e| e.into_inner()));
+            let declared = self.desc_inner().map_or(&[][..], |d| d.desc.buffers());
+            let slots = bufs
+                .into_iter()
+                .zip(declared)
+                .map(|(buf, &h)| {
+                    Some(Box::new(handle::new_borrowed::<HurrayBuffer>(Arc::new(BufferInner::owned(buf, h)))))
+                })
+                .collect();
+            Box::new(handle::new_borrowed(ListInner(slots)))
         })
     }
 }
@@ -102,7 +124,7 @@ pub unsafe extern "C" fn hurray_tensor_buffers(
     guard("hurray_tensor_buffers", || {
         let t = handle::handle_ref!(tensor)?;
         non_null(out_buffers, "out_buffers")?;
-        let p: *const HurrayBufferList = &**t.buffers.as_ref().expect("live tensor");
+        let p: *const HurrayBufferList = t.list();
         // SAFETY: `out_buffers` was checked non-NULL above and is valid for one pointer write
         // (this function's contract); the list is borrowed from the tensor, as documented.
         unsafe { *out_buffers = p as *mut HurrayBufferList };
@@ -164,17 +186,27 @@ impl TensorInner {
     /// is the descriptor's buffer-table entry as declared (sync mode included), so it agrees
     /// with the descriptor; the buffer handle itself says `SYNC_PRODUCER_SYNCED`
     /// (docs/spec/c-abi.md §Buffer handoff and sync modes).
-    pub(crate) fn buffer_views(&self, out: &mut Vec<crate::decoder::HurrayDecodedBuffer>) {
-        let Some(list) = self.buffers.as_ref().and_then(|l| l.shell.inner.as_ref()) else { return };
-        let declared = self.desc_inner().map(|d| d.desc.buffers());
-        for (i, slot) in list.0.iter().enumerate() {
-            if let Some(b) = slot.as_ref().and_then(|b| b.shell.inner.as_ref()) {
-                let h = declared.and_then(|t| t.get(i)).unwrap_or(&b.handle);
-                out.push(crate::decoder::HurrayDecodedBuffer {
-                    data: b.ptr(),
-                    spec: crate::buffer::HurrayBufferSpec::from_handle(h),
-                });
+    pub(crate) fn buffer_views(&mut self, out: &mut Vec<crate::decoder::HurrayDecodedBuffer>) {
+        let declared = self.descriptor.as_ref().and_then(|d| d.shell.inner.as_ref()).map(|d| d.desc.buffers());
+        if let Some(list) = self.list.get().and_then(|l| l.shell.inner.as_ref()) {
+            for (i, slot) in list.0.iter().enumerate() {
+                if let Some(b) = slot.as_ref().and_then(|b| b.shell.inner.as_ref()) {
+                    let h = declared.and_then(|t| t.get(i)).unwrap_or(&b.handle);
+                    out.push(crate::decoder::HurrayDecodedBuffer {
+                        data: b.ptr(),
+                        spec: crate::buffer::HurrayBufferSpec::from_handle(h),
+                    });
+                }
             }
+            return;
+        }
+        let Some(declared) = declared else { return };
+        let bufs = self.unlisted.get_mut().unwrap_or_else(|e| e.into_inner());
+        for (b, h) in bufs.iter().zip(declared) {
+            out.push(crate::decoder::HurrayDecodedBuffer {
+                data: b.as_ptr() as *mut std::ffi::c_void,
+                spec: crate::buffer::HurrayBufferSpec::from_handle(h),
+            });
         }
     }
 }

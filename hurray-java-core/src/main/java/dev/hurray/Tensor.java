@@ -84,6 +84,8 @@ public final class Tensor implements AutoCloseable {
     private Leaks.Resource resource;
     /** The arena's close releases the native tensor (a reader's tensor, {@link dev.hurray.internal.TensorLedger}). */
     private boolean ledgered;
+    /** A ledgered tensor's native tensor, by address (no segment is made for it unless asked, {@link #nativeDescriptor()}); else 0. */
+    private long ledgeredTensor;
 
     static {
         TensorAdopters.install(new Adopting());
@@ -204,9 +206,9 @@ public final class Tensor implements AutoCloseable {
         }
 
         @Override
-        public Tensor ledgered(TensorDescriptor descriptor, MemorySegment[] buffers, Arena arena, MemorySegment nativeTensor,
+        public Tensor ledgered(TensorDescriptor descriptor, MemorySegment[] buffers, Arena arena, long nativeTensor,
                 TensorScope scope) {
-            return new Tensor(descriptor, buffers, arena, nativeTensor, null, scope).ledgered();
+            return new Tensor(descriptor, buffers, arena, null, null, scope).ledgered(nativeTensor);
         }
 
         @Override
@@ -241,9 +243,13 @@ public final class Tensor implements AutoCloseable {
         }
     }
 
-    /** Marks a tensor whose native memory its arena's release action gives back (see {@link dev.hurray.internal.TensorLedger}). */
-    private Tensor ledgered() {
+    /**
+     * Marks a tensor whose native memory its arena's release action gives back (see {@link dev.hurray.internal.TensorLedger}),
+     * the native tensor at address {@code nativeTensor}.
+     */
+    private Tensor ledgered(long nativeTensor) {
         ledgered = true;
+        ledgeredTensor = nativeTensor;
         return this;
     }
 
@@ -943,6 +949,9 @@ public final class Tensor implements AutoCloseable {
     MemorySegment nativeDescriptor() throws HurrayException {
         if (nativeDescriptor == null && nativeTensor != null) {
             return NativeTensor.descriptor(nativeTensor);
+        }
+        if (nativeDescriptor == null && ledgeredTensor != 0) {
+            return NativeTensor.descriptor(MemorySegment.ofAddress(ledgeredTensor));
         }
         return nativeDescriptor;
     }

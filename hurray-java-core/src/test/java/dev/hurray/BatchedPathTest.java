@@ -10,11 +10,13 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The plain code's path: writers batch small tensors by default, readers decode buffered
@@ -156,6 +158,47 @@ class BatchedPathTest {
             MemorySegment s = segments.get(i);
             assertThrows(IllegalStateException.class, () -> s.get(ValueLayout.JAVA_FLOAT, 0), "use after close");
             t.close(); // a second close is a no-op
+        }
+    }
+
+    @Test
+    void namesOfEveryLengthComeBackAndReadTensorsAreRewrittenWithTheirNativeDescriptors(@TempDir Path dir)
+            throws IOException {
+        // One shape for all, so that after the first the decoder flags each descriptor as the
+        // previous one but for its name; the names cross the reader's name buffer (64 bytes).
+        String[] names = {"a", "x".repeat(63), "y".repeat(64), "z".repeat(65), "\u00e9".repeat(150),
+            "k".repeat(4096), "\u540d\u524d-" + "\u00fc".repeat(40), "b", "w".repeat(4095)};
+        byte[] wire;
+        try (Writer w = Writer.toMemory()) {
+            for (int i = 0; i < names.length; i++) {
+                w.write(TensorDescriptor.builder(ElementType.FLOAT32, 4).name(names[i]).build(),
+                        MemorySegment.ofArray(row(i, 4)));
+            }
+            w.finish();
+            wire = w.toByteArray();
+        }
+        Path file = dir.resolve("rewritten.hrry");
+        List<Tensor> kept = new ArrayList<>();
+        try (Reader r = Reader.of(wire); HurrayFileWriter fw = HurrayFile.create(file)) {
+            for (Tensor t; (t = r.read()) != null;) {
+                int i = kept.size();
+                assertEquals(names[i], t.descriptor().name().orElseThrow(), "name " + i);
+                // The file writer takes a read tensor's own native descriptor.
+                fw.add(t);
+                kept.add(t);
+            }
+            fw.finish();
+        }
+        assertEquals(names.length, kept.size());
+        for (Tensor t : kept) {
+            t.close();
+        }
+        try (HurrayFile f = HurrayFile.open(file)) {
+            for (int i = 0; i < names.length; i++) {
+                try (Tensor t = f.read(names[i])) {
+                    assertArrayEquals(row(i, 4), t.toFloatArray(), names[i]);
+                }
+            }
         }
     }
 

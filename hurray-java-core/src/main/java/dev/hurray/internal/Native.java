@@ -167,6 +167,11 @@ public final class Native {
         return b;
     }
 
+    /** Copies the {@code len} bytes at native address {@code address} into {@code dst[0..len)}. */
+    static void copyIn(long address, byte[] dst, int len) {
+        MemorySegment.copy(EVERYTHING, ValueLayout.JAVA_BYTE, address, dst, 0, len);
+    }
+
     /** A copy of the {@code len} bytes at native address {@code at}. */
     static byte[] bytes(MemorySegment at, long len) {
         if (len > Integer.MAX_VALUE - 8) {

@@ -61,7 +61,10 @@ public final class NativeReader {
     private final MemorySegment results;
     /** The single-call result ({@code hurray_decoder_next_item}, {@code _next_header}). */
     private final MemorySegment single;
-    /** The result of the tensor returned last. */
+    /** The area ({@link #results} or {@link #single}) and offset of the result of the tensor returned last. */
+    private MemorySegment resultArea;
+    private long resultOffset;
+    /** That result as a segment of its own, made when first asked for ({@link #result()}); null until then. */
     private MemorySegment result;
     /**
      * The current result as words, copied out once ({@link #words()}) and read with array
@@ -99,6 +102,7 @@ public final class NativeReader {
         this.source = source;
         this.results = result;
         this.single = result.asSlice(BATCH * RESULT_BYTES, RESULT_BYTES);
+        this.resultArea = single;
         this.result = single;
         this.compositeSlot = compositeSlot;
         this.countSlot = Results.countSlot(result);
@@ -350,14 +354,35 @@ public final class NativeReader {
 
     /** Makes {@code r} the current result; its words are copied out when first read. */
     private void at(MemorySegment r) {
+        resultArea = r;
+        resultOffset = 0;
         result = r;
         snapped = false;
         tableSnapped = false;
     }
 
+    /** Makes result {@code i} of the last batch the current one, with no segment made for it. */
+    private void atBatch(int i) {
+        resultArea = results;
+        resultOffset = i * RESULT_BYTES;
+        result = null;
+        snapped = false;
+        tableSnapped = false;
+    }
+
+    /** The current result as a segment. */
+    private MemorySegment result() {
+        MemorySegment r = result;
+        if (r == null) {
+            r = resultArea.asSlice(resultOffset, RESULT_BYTES);
+            result = r;
+        }
+        return r;
+    }
+
     private long[] words() {
         if (!snapped) {
-            Native.words(result.address(), words, RESULT_WORDS);
+            Native.words(resultArea.address() + resultOffset, words, RESULT_WORDS);
             snapped = true;
         }
         return words;
@@ -374,7 +399,7 @@ public final class NativeReader {
      */
     public boolean next() throws HurrayException {
         if (pendingAt < pendingCount) {
-            at(results.asSlice(pendingAt++ * RESULT_BYTES, RESULT_BYTES));
+            atBatch(pendingAt++);
             emitted++;
             return true;
         }
@@ -393,10 +418,10 @@ public final class NativeReader {
             if (rc == Native.OK) {
                 pendingCount = (int) countSlot.get(JAVA_LONG, 0);
                 pendingAt = 1;
-                at(results.asSlice(0, RESULT_BYTES));
-                if (HurrayDecodeResult.input_len(result) > 0) {
+                atBatch(0);
+                if (HurrayDecodeResult.input_len(result()) > 0) {
                     // The decoder already said where the next bytes go: no call just to ask.
-                    toFill = result;
+                    toFill = result();
                 }
                 emitted++;
                 return true;
@@ -450,19 +475,19 @@ public final class NativeReader {
     public MemorySegment[] nextItem() throws HurrayException {
         if (pendingAt < pendingCount) {
             // A tensor the last batch read ahead: an item of its own.
-            at(results.asSlice(pendingAt++ * RESULT_BYTES, RESULT_BYTES));
+            atBatch(pendingAt++);
             emitted++;
-            return new MemorySegment[] {HurrayDecodeResult.tensor(result), null};
+            return new MemorySegment[] {HurrayDecodeResult.tensor(result()), null};
         }
         while (true) {
             fillIfAsked();
             long f = filled;
             filled = 0;
             at(single);
-            int rc = hurray_h.hurray_decoder_next_item(handle, f, inputEnded ? END_OF_INPUT : 0, result, compositeSlot);
+            int rc = hurray_h.hurray_decoder_next_item(handle, f, inputEnded ? END_OF_INPUT : 0, result(), compositeSlot);
             if (rc == Native.OK) {
                 emitted++;
-                MemorySegment t = HurrayDecodeResult.tensor(result);
+                MemorySegment t = HurrayDecodeResult.tensor(result());
                 MemorySegment c = compositeSlot.get(ADDRESS, 0);
                 return new MemorySegment[] {t.equals(MemorySegment.NULL) ? null : t, c.equals(MemorySegment.NULL) ? null : c};
             }
@@ -564,7 +589,7 @@ public final class NativeReader {
      */
     public int poll(int kind) throws HurrayException {
         if (kind == POLL_TENSOR && pendingAt < pendingCount) {
-            at(results.asSlice(pendingAt++ * RESULT_BYTES, RESULT_BYTES));
+            atBatch(pendingAt++);
             emitted++;
             return Native.OK;
         }
@@ -576,7 +601,7 @@ public final class NativeReader {
             // The flat view decodes every buffered tensor at once, as next() does.
             rc = hurray_h.hurray_decoder_next_batch$raw(handle.address(), f, flags, results.address(), BATCH, countSlot.address());
             java.lang.ref.Reference.reachabilityFence(this); // the areas above are passed by address
-            at(results.asSlice(0, RESULT_BYTES));
+            atBatch(0);
             if (rc == Native.OK) {
                 pendingCount = (int) countSlot.get(JAVA_LONG, 0);
                 pendingAt = 1;
@@ -622,7 +647,7 @@ public final class NativeReader {
 
     /** Where the next bytes go after {@link #poll} returned NEED_INPUT: native memory valid until the next poll. */
     public MemorySegment inputRegion() {
-        return Native.view(HurrayDecodeResult.input(result), HurrayDecodeResult.input_len(result));
+        return Native.view(HurrayDecodeResult.input(result()), HurrayDecodeResult.input_len(result()));
     }
 
     /** Reports {@code n} bytes put at the front of {@link #inputRegion()}, for the next poll. */
@@ -637,21 +662,26 @@ public final class NativeReader {
 
     /** After a {@link #POLL_ITEM} poll returned OK: as {@link #nextItem()} returns it. */
     public MemorySegment[] item() {
-        MemorySegment t = HurrayDecodeResult.tensor(result);
+        MemorySegment t = HurrayDecodeResult.tensor(result());
         MemorySegment c = compositeSlot.get(ADDRESS, 0);
         return new MemorySegment[] {t.equals(MemorySegment.NULL) ? null : t, c.equals(MemorySegment.NULL) ? null : c};
     }
 
     /** After a {@link #POLL_HEADER} poll returned OK: the stream metadata, as {@link #metadata()} returns it. */
     public java.util.Map<String, byte[]> headerMetadata() {
-        int n = (int) HurrayDescriptorFields.metadata_count(HurrayDecodeResult.fields(result));
-        return NativeDescriptor.metadataOf(HurrayDecodeResult.metadata(result)
+        int n = (int) HurrayDescriptorFields.metadata_count(HurrayDecodeResult.fields(result()));
+        return NativeDescriptor.metadataOf(HurrayDecodeResult.metadata(result())
                 .reinterpret(n * HurrayMetadataView.sizeof()), n);
     }
 
     /** The decoded tensor ({@code HurrayTensor*}), now owned by the caller (destroy it). */
     public MemorySegment tensor() {
-        return MemorySegment.ofAddress(words()[W_TENSOR]);
+        return MemorySegment.ofAddress(tensorAddress());
+    }
+
+    /** The address of {@link #tensor()}, with no segment made for it. */
+    public long tensorAddress() {
+        return words()[W_TENSOR];
     }
 
     /** The decoded tensor's encoded descriptor, as a view valid while the tensor lives. */
@@ -667,7 +697,7 @@ public final class NativeReader {
         if (lastFieldsAt == emitted - 1 && (StructWords.get(w, FLAGS_AT, 4) & SAME_EXCEPT_NAME) != 0) {
             // The decoder says only the name differs from the previous tensor's descriptor.
             DescriptorFields p = lastFields;
-            String name = NativeDescriptor.name(w[W_NAME], w[W_NAME_LEN]);
+            String name = name(w[W_NAME], w[W_NAME_LEN]);
             fields = java.util.Objects.equals(name, p.name()) ? p : new DescriptorFields(p.elementType(), p.shape(),
                     p.layout(), p.byteOffset(), p.buffers(), p.quantization(), name, p.metadata());
         } else {
@@ -677,15 +707,31 @@ public final class NativeReader {
         return fields;
     }
 
+    /** Room for a name's bytes on their way into a {@code String} (one copy less than a fresh array each). */
+    private byte[] nameBytes = new byte[64];
+
+    /** The name at {@code address} ({@code length} UTF-8 bytes), or null when the address is 0 (unnamed). */
+    private String name(long address, long length) {
+        if (address == 0 || length > 4096) {
+            return NativeDescriptor.name(address, length);
+        }
+        int n = (int) length;
+        if (n > nameBytes.length) {
+            nameBytes = new byte[Math.max(n, 2 * nameBytes.length)];
+        }
+        Native.copyIn(address, nameBytes, n);
+        return new String(nameBytes, 0, n, java.nio.charset.StandardCharsets.UTF_8);
+    }
+
     /** {@link #readFields()} for a descriptor that is not the previous one but for its name: read whole. */
     private DescriptorFields decodedFields(long[] w) throws HurrayException {
-        MemorySegment f = HurrayDecodeResult.fields(result);
+        MemorySegment f = HurrayDecodeResult.fields(result());
         long buffers = w[W_BUFFER_COUNT];
         long entries = w[W_METADATA_COUNT];
         return NativeDescriptor.readDecoded(f,
-                Native.view(HurrayDecodeResult.buffers(result), buffers * HurrayDecodedBuffer.sizeof()),
-                Native.view(HurrayDecodeResult.metadata(result), entries * HurrayMetadataView.sizeof()),
-                HurrayDecodeResult.tensor(result));
+                Native.view(HurrayDecodeResult.buffers(result()), buffers * HurrayDecodedBuffer.sizeof()),
+                Native.view(HurrayDecodeResult.metadata(result()), entries * HurrayMetadataView.sizeof()),
+                HurrayDecodeResult.tensor(result()));
     }
 
     /**

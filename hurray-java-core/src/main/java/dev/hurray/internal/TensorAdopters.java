@@ -24,8 +24,8 @@ public final class TensorAdopters {
         Tensor tracked(TensorDescriptor descriptor, MemorySegment[] buffers, Arena arena, MemorySegment nativeTensor,
                 MemorySegment nativeDescriptor, TensorScope scope, Runnable onClose);
 
-        /** A tensor whose native tensor {@code arena}'s close releases ({@link TensorLedger}). */
-        Tensor ledgered(TensorDescriptor descriptor, MemorySegment[] buffers, Arena arena, MemorySegment nativeTensor,
+        /** A tensor whose native tensor (at address {@code nativeTensor}) {@code arena}'s close releases ({@link TensorLedger}). */
+        Tensor ledgered(TensorDescriptor descriptor, MemorySegment[] buffers, Arena arena, long nativeTensor,
                 TensorScope scope);
 
         /** A tensor that owns no native tensor: closing it closes {@code arena}, then runs {@code onClose} (or null). */
@@ -190,13 +190,13 @@ public final class TensorAdopters {
     private static Tensor fromDecoded(NativeReader reader, Arena arena, TensorScope scope, TensorDescriptor previous,
             TensorLedger ledger, long payloadBytes) throws HurrayException {
         Access access = Holder.ACCESS;
-        MemorySegment tensor = reader.tensor();
+        long tensor = reader.tensorAddress();
         MemorySegment[] bufs;
         try {
             bufs = reader.buffers(arena, ledger.add(tensor, payloadBytes));
         } catch (RuntimeException | Error e) {
             arena.close();
-            NativeTensor.destroy(tensor);
+            NativeTensor.destroy(MemorySegment.ofAddress(tensor));
             throw e;
         }
         try {

@@ -38,14 +38,14 @@ public final class TensorLedger {
     }
 
     /**
-     * Records that {@code tensor} (an owned {@code HurrayTensor*} of {@code bytes} payload bytes)
+     * Records that {@code tensor} (the address of an owned {@code HurrayTensor*} of {@code bytes} payload bytes)
      * is handed out, and returns the release action to attach to its arena (run when the arena
      * closes; it holds this ledger, so that the leak cleaner cannot run while any segment of the
      * tensor is reachable).
      */
-    public Consumer<MemorySegment> add(MemorySegment tensor, long bytes) {
-        int slot = state.add(tensor.address());
-        return new Release(this, slot, tensor.address(), bytes);
+    public Consumer<MemorySegment> add(long tensor, long bytes) {
+        int slot = state.add(tensor);
+        return new Release(this, slot, tensor, bytes);
     }
 
     /** The reader closed: the queue is freed now and later releases are not queued. */
