@@ -65,7 +65,7 @@ import java.util.function.Supplier;
  * <pre>
  * java -XX:+AlwaysPreTouch -Xms2g -Xmx2g --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow \
  *      -cp hurray-java-bench/target/benchmarks.jar dev.hurray.bench.NettySideBySide [--rounds 5] [--mib 128] \
- *      [--only netty-1KiB,netty-64KiB,netty-1MiB,netty-16MiB,grpc-3KiB,grpc-1MiB] [--hurray-only] [--cpu]
+ *      [--only netty-1KiB,netty-64KiB,netty-1MiB,netty-16MiB,grpc-3KiB,grpc-1MiB] [--hurray-only | --base-only] [--cpu]
  * </pre>
  */
 public final class NettySideBySide {
@@ -82,6 +82,7 @@ public final class NettySideBySide {
                 case "--mib" -> mib = Long.parseLong(args[++i]);
                 case "--only" -> only = args[++i];
                 case "--hurray-only" -> hurrayOnly = true;
+                case "--base-only" -> baseOnly = true;
                 case "--cpu" -> cpu = true;
                 default -> throw new IllegalArgumentException("unknown option " + args[i]);
             }
@@ -118,6 +119,8 @@ public final class NettySideBySide {
 
     /** Runs only the Hurray contender (for profiling it alone); ratios are then not printed. */
     private static boolean hurrayOnly;
+    /** Runs only the baseline (to profile it the same way); ratios are then not printed. */
+    private static boolean baseOnly;
     /** Also prints the event loops' CPU time per MB of payload (median), for each contender of the Netty rows. */
     private static boolean cpu;
     /** CPU seconds per MB of the last Netty round. */
@@ -158,12 +161,13 @@ public final class NettySideBySide {
     private static void report(String path, int size, int rounds, Round hurray, Round base) throws Exception {
         List<Double> h = new ArrayList<>();
         List<Double> b = new ArrayList<>();
-        if (hurrayOnly) {
+        if (hurrayOnly || baseOnly) {
             List<Double> only = new ArrayList<>();
             for (int r = 0; r <= rounds; r++) {
-                only.add(hurray.run());
+                only.add(baseOnly ? base.run() : hurray.run());
             }
-            System.out.printf(Locale.ROOT, "| %s | %s | %.0f | | |%n", path, human(size), 1 / median(only));
+            System.out.printf(Locale.ROOT, baseOnly ? "| %s | %s | | %.0f | |%n" : "| %s | %s | %.0f | | |%n", path,
+                    human(size), 1 / median(only));
             return;
         }
         hurray.run(); // warm-up
