@@ -65,7 +65,7 @@ import java.util.function.Supplier;
  * <pre>
  * java -XX:+AlwaysPreTouch -Xms2g -Xmx2g --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow \
  *      -cp hurray-java-bench/target/benchmarks.jar dev.hurray.bench.NettySideBySide [--rounds 5] [--mib 128] \
- *      [--only netty-1KiB,netty-64KiB,netty-1MiB,netty-16MiB,grpc-3KiB,grpc-1MiB] [--hurray-only]
+ *      [--only netty-1KiB,netty-64KiB,netty-1MiB,netty-16MiB,grpc-3KiB,grpc-1MiB] [--hurray-only | --base-only] [--cpu]
  * </pre>
  */
 public final class NettySideBySide {
@@ -82,6 +82,8 @@ public final class NettySideBySide {
                 case "--mib" -> mib = Long.parseLong(args[++i]);
                 case "--only" -> only = args[++i];
                 case "--hurray-only" -> hurrayOnly = true;
+                case "--base-only" -> baseOnly = true;
+                case "--cpu" -> cpu = true;
                 default -> throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
@@ -117,6 +119,25 @@ public final class NettySideBySide {
 
     /** Runs only the Hurray contender (for profiling it alone); ratios are then not printed. */
     private static boolean hurrayOnly;
+    /** Runs only the baseline (to profile it the same way); ratios are then not printed. */
+    private static boolean baseOnly;
+    /** Also prints the event loops' CPU time per MB of payload (median), for each contender of the Netty rows. */
+    private static boolean cpu;
+    /** CPU seconds per MB of the last Netty round. */
+    private static double lastCpu;
+
+    /** CPU nanoseconds used so far by the Netty event loop threads. */
+    private static long loopCpuNanos() {
+        java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
+        long n = 0;
+        for (Thread t : Thread.getAllStackTraces().keySet()) {
+            if (t.getName().startsWith("multiThreadIoEventLoopGroup")) {
+                long c = mx.getThreadCpuTime(t.threadId());
+                n += Math.max(c, 0);
+            }
+        }
+        return n;
+    }
 
     /** True when {@code row} ("netty-1 KiB", "grpc-3 KiB", spaces optional) is in the comma-separated {@code only}, or no filter is given. */
     private static boolean wanted(String only, String row) {
@@ -140,29 +161,39 @@ public final class NettySideBySide {
     private static void report(String path, int size, int rounds, Round hurray, Round base) throws Exception {
         List<Double> h = new ArrayList<>();
         List<Double> b = new ArrayList<>();
-        if (hurrayOnly) {
+        if (hurrayOnly || baseOnly) {
             List<Double> only = new ArrayList<>();
             for (int r = 0; r <= rounds; r++) {
-                only.add(hurray.run());
+                only.add(baseOnly ? base.run() : hurray.run());
             }
-            System.out.printf(Locale.ROOT, "| %s | %s | %.0f | | |%n", path, human(size), 1 / median(only));
+            System.out.printf(Locale.ROOT, baseOnly ? "| %s | %s | | %.0f | |%n" : "| %s | %s | %.0f | | |%n", path,
+                    human(size), 1 / median(only));
             return;
         }
         hurray.run(); // warm-up
         base.run();
+        List<Double> hc = new ArrayList<>();
+        List<Double> bc = new ArrayList<>();
         for (int r = 0; r < rounds; r++) {
             if (r % 2 == 0) {
                 h.add(hurray.run());
+                hc.add(lastCpu);
                 b.add(base.run());
+                bc.add(lastCpu);
             } else {
                 b.add(base.run());
+                bc.add(lastCpu);
                 h.add(hurray.run());
+                hc.add(lastCpu);
             }
         }
         double hm = median(h);
         double bm = median(b);
-        System.out.printf(Locale.ROOT, "| %s | %s | %.0f | %.0f | **%.2f×** |%n", path, human(size),
-                1 / hm, 1 / bm, bm / hm);
+        String cpus = cpu && lastCpu > 0
+                ? String.format(Locale.ROOT, " (event loop CPU µs/MB: Hurray %.0f, baseline %.0f)", median(hc) * 1e6, median(bc) * 1e6)
+                : "";
+        System.out.printf(Locale.ROOT, "| %s | %s | %.0f | %.0f | **%.2f×** |%s%n", path, human(size),
+                1 / hm, 1 / bm, bm / hm, cpus);
     }
 
     private static double median(List<Double> xs) {
@@ -230,6 +261,7 @@ public final class NettySideBySide {
                     }
                 }).bind("127.0.0.1", 0).sync().channel();
         long[] start = new long[1];
+        long cpu0 = cpu ? loopCpuNanos() : 0;
         Channel client = new Bootstrap().group(group).channel(NioSocketChannel.class)
                 .handler(new ChannelInitializer<SocketChannel>() {
                     @Override
@@ -278,6 +310,7 @@ public final class NettySideBySide {
         long end = done.get(120, TimeUnit.SECONDS);
         client.close().sync();
         server.close().sync();
+        lastCpu = cpu ? (loopCpuNanos() - cpu0) / 1e9 / (count * (double) size / 1e6) : 0;
         return (end - start[0]) / 1e9 / (count * (double) size / 1e6);
     }
 
@@ -392,6 +425,7 @@ public final class NettySideBySide {
 
     private static double grpcRound(int size, long count, boolean hurray, boolean named) throws Exception {
         startGrpc();
+        lastCpu = 0;
         MemorySegment data = PAYLOADS.computeIfAbsent(size, NettySideBySide::payload);
         float[] floats = data.toArray(ValueLayout.JAVA_FLOAT_UNALIGNED);
         CompletableFuture<Void> done = new CompletableFuture<>();

@@ -2,6 +2,7 @@ package dev.hurray.netty;
 
 import dev.hurray.Composite;
 import dev.hurray.HurrayException;
+import dev.hurray.Status;
 import dev.hurray.Tensor;
 import dev.hurray.TensorEncoder;
 import dev.hurray.WriterOptions;
@@ -53,8 +54,12 @@ import java.util.Objects;
  *
  * <h2>End of stream</h2>
  * Writing {@link #END_OF_STREAM} stages the end-of-stream marker; closing the channel stages
- * and flushes it first if it was not written, so the peer sees a clean end. Not
- * {@code @Sharable}: one handler per channel.
+ * and flushes it first if it was not written, so the peer sees a clean end. Once the marker is
+ * handed to Netty the handler frees its native encoder (also on a channel that is never closed,
+ * or whose event loop group shuts down without tearing its pipeline down): a tensor written
+ * after it is closed and its write fails with {@code Status.INVALID_STATE}, and another
+ * {@code END_OF_STREAM} succeeds with nothing to send. Not {@code @Sharable}: one handler per
+ * channel.
  */
 public class TensorOutboundHandler extends ChannelOutboundHandlerAdapter {
     /** A message that ends the stream with its end-of-stream marker. */
@@ -82,6 +87,8 @@ public class TensorOutboundHandler extends ChannelOutboundHandlerAdapter {
     /** What a frame, descriptor and payload padding add to a small tensor, about (batching only). */
     private static final long ITEM_OVERHEAD = 64;
     private boolean finished;
+    /** Set once the handler left the pipeline. */
+    private boolean removed;
 
     /** A handler with default options, batch size and copy limit. */
     public TensorOutboundHandler() {
@@ -114,7 +121,18 @@ public class TensorOutboundHandler extends ChannelOutboundHandlerAdapter {
 
     @Override
     public void handlerRemoved(ChannelHandlerContext ctx) {
+        removed = true;
         failWaiting(new ClosedChannelException());
+        closeEncoder();
+    }
+
+    /**
+     * Frees the native encoder. Called once the end-of-stream marker was handed to Netty (every
+     * staged byte is then in a {@code ByteBuf}), so that a finished stream holds no native memory
+     * even on a channel that is never closed or never torn down (an event loop group shut down
+     * with its channels open calls no handler), and when the handler is removed.
+     */
+    private void closeEncoder() {
         if (encoder != null) {
             encoder.close();
             encoder = null;
@@ -146,8 +164,16 @@ public class TensorOutboundHandler extends ChannelOutboundHandlerAdapter {
             return;
         }
         if (encoder == null) {
+            if (msg == END_OF_STREAM && finished && !removed) {
+                // The stream already ended (its encoder is closed): a second end is a no-op.
+                promise.trySuccess();
+                return;
+            }
             TensorMessage.dispose(msg);
-            promise.setFailure(new ClosedChannelException());
+            promise.setFailure(finished && !removed
+                    ? new HurrayException(Status.INVALID_STATE, "the stream was ended (END_OF_STREAM): nothing more can be "
+                            + "written on it", null)
+                    : new ClosedChannelException());
             return;
         }
         Object owner = null;
@@ -179,6 +205,9 @@ public class TensorOutboundHandler extends ChannelOutboundHandlerAdapter {
         try {
             if (owner != null || msg == END_OF_STREAM || gathered >= batchBytes) {
                 emit(ctx, owner);
+            }
+            if (msg == END_OF_STREAM) {
+                closeEncoder();
             }
         } catch (HurrayException | RuntimeException e) {
             // Nothing left the encoder: the stream cannot go on.
@@ -315,6 +344,7 @@ public class TensorOutboundHandler extends ChannelOutboundHandlerAdapter {
                 encoder.finish();
                 waiting.add(ctx.newPromise());
                 emit(ctx, null);
+                closeEncoder();
                 ctx.flush();
             } catch (HurrayException | RuntimeException e) {
                 failWaiting(e);

@@ -7,10 +7,13 @@ import java.util.List;
 
 /**
  * Netty's leak detector at PARANOID, recording every leak it reports so that tests can assert
- * there was none (Netty only logs them).
+ * there was none (Netty only logs them); and Hurray's own count of resources its cleaner freed
+ * because nobody closed them (an encoder, decoder or tensor), which must not grow either.
  */
-final class LeakCheck {
+public final class LeakCheck {
     static final List<String> LEAKS = new ArrayList<>();
+    /** Hurray's leak count when the first test class loaded this. */
+    private static final long HURRAY_LEAKS_BEFORE = dev.hurray.internal.Leaks.leaked();
 
     static {
         ResourceLeakDetector.setLevel(ResourceLeakDetector.Level.PARANOID);
@@ -40,12 +43,12 @@ final class LeakCheck {
     private LeakCheck() {
     }
 
-    static void install() {
+    public static void install() {
         // The static initializer does the work, once, before any buffer is allocated.
     }
 
     /** Collects garbage and lets the detectors look, then fails if any leak was reported. */
-    static void assertNoLeaks() throws InterruptedException {
+    public static void assertNoLeaks() throws InterruptedException {
         // Bounded: only a garbage collection makes a leaked buffer's reference reach the detector.
         for (int i = 0; i < 3; i++) {
             System.gc();
@@ -60,6 +63,11 @@ final class LeakCheck {
             if (!LEAKS.isEmpty()) {
                 throw new AssertionError("Netty reported leaked buffers:\n" + String.join("\n", LEAKS));
             }
+        }
+        long hurray = dev.hurray.internal.Leaks.leaked() - HURRAY_LEAKS_BEFORE;
+        if (hurray != 0) {
+            throw new AssertionError(hurray + " Hurray resources (encoders, decoders, tensors) were never closed and "
+                    + "were freed by the cleaner (its warning names them; -Dhurray.leaks.track=true says where)");
         }
     }
 }

@@ -470,4 +470,64 @@ class TensorCodecTest {
         assertEquals(want, names);
         assertFalse(ch.finishAndReleaseAll());
     }
+
+    /**
+     * A channel that is never closed nor torn down (as when an event loop group shuts down with
+     * its channels open: Netty then calls no handler) still frees its encoder once its stream
+     * ended: the cleaner finds nothing to report when the channel is dropped.
+     */
+    @Test
+    void endedStreamClosesItsEncoderOnAChannelNeverClosed() throws Exception {
+        long before = dev.hurray.internal.Leaks.leaked();
+        java.lang.ref.WeakReference<TensorOutboundHandler> gone = endedStreamOnAnOpenChannel();
+        for (int i = 0; i < 200 && gone.get() != null; i++) {
+            System.gc();
+            Thread.sleep(10);
+        }
+        assertNull(gone.get(), "the dropped channel's handler was collected");
+        // The cleaner runs on its own thread once the handler is collected: give it time to report.
+        for (int i = 0; i < 20; i++) {
+            System.gc();
+            Thread.sleep(25);
+        }
+        assertEquals(before, dev.hurray.internal.Leaks.leaked(), "an encoder was left for the cleaner");
+    }
+
+    /** Writes a tensor and the end marker on a channel it drops without closing; the handler's reference. */
+    private static java.lang.ref.WeakReference<TensorOutboundHandler> endedStreamOnAnOpenChannel() throws Exception {
+        TensorOutboundHandler h = new TensorOutboundHandler();
+        EmbeddedChannel ch = new EmbeddedChannel(h);
+        ch.write(named("t", 4, 1));
+        assertTrue(ch.writeAndFlush(TensorOutboundHandler.END_OF_STREAM).isSuccess());
+        for (ByteBuf b; (b = ch.readOutbound()) != null;) {
+            b.release();
+        }
+        return new java.lang.ref.WeakReference<>(h);
+    }
+
+    @Test
+    void writesAfterTheEndOfStreamFailAndCloseTheTensor() throws Exception {
+        EmbeddedChannel ch = new EmbeddedChannel(new TensorOutboundHandler());
+        ch.write(named("a", 4, 1));
+        assertTrue(ch.writeAndFlush(TensorOutboundHandler.END_OF_STREAM).isSuccess());
+        Tensor late = named("late", 4, 1);
+        ChannelFuture f = ch.writeAndFlush(late);
+        assertEquals(Status.INVALID_STATE, ((HurrayException) f.cause()).status());
+        assertFalse(late.isOpen(), "a refused tensor is still closed by the handler");
+        assertTrue(ch.writeAndFlush(TensorOutboundHandler.END_OF_STREAM).isSuccess(), "a second end is a no-op");
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        for (ByteBuf b; (b = ch.readOutbound()) != null;) {
+            byte[] a = new byte[b.readableBytes()];
+            b.readBytes(a);
+            out.write(a);
+            b.release();
+        }
+        try (Reader r = Reader.of(out.toByteArray())) {
+            try (Tensor t = r.read()) {
+                assertEquals("a", t.descriptor().name().orElseThrow());
+            }
+            assertNull(r.read());
+        }
+        assertFalse(ch.finishAndReleaseAll());
+    }
 }

@@ -39,6 +39,15 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /** Tensor services over grpc-netty on loopback and in-process, with no protobuf. */
 class HurrayMarshallersTest {
+    static {
+        dev.hurray.netty.LeakCheck.install();
+    }
+
+    @org.junit.jupiter.api.AfterAll
+    static void noLeaks() throws InterruptedException {
+        dev.hurray.netty.LeakCheck.assertNoLeaks();
+    }
+
     static final long BIG_LIMIT = 64L << 20;
 
     static MethodDescriptor<Tensor, Tensor> method(String name, MethodDescriptor.MethodType type, long limit) {

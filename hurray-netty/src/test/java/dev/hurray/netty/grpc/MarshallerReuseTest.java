@@ -27,6 +27,15 @@ import org.junit.jupiter.api.Test;
 
 /** The marshallers' pooled encoders and decoders: reused, bounded, and never carrying one message's state into the next. */
 class MarshallerReuseTest {
+    static {
+        dev.hurray.netty.LeakCheck.install();
+    }
+
+    @org.junit.jupiter.api.AfterAll
+    static void noLeaks() throws InterruptedException {
+        dev.hurray.netty.LeakCheck.assertNoLeaks();
+    }
+
     static Tensor named(String name, int n, float base) throws Exception {
         Tensor t = Tensor.allocate(TensorDescriptor.builder(ElementType.FLOAT32, n).name(name).build(), TensorScope.SHARED);
         for (int i = 0; i < n; i++) {
