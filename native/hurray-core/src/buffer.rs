@@ -132,6 +132,13 @@ impl BufferHandle {
         BufferHandle { sync_mode, ..self }
     }
 
+    /// The same handle for bytes in host memory ([`DeviceTag::Cpu`]), as a reader's buffers
+    /// are whatever device the producer's table named. The alignment stays valid: the CPU's
+    /// minimum is the smallest of any device.
+    pub fn in_host_memory(self) -> Self {
+        BufferHandle { device_tag: DeviceTag::Cpu, ..self }
+    }
+
     /// The 16-byte binary descriptor: byte_size u64, alignment u32, device_tag u8, sync_mode u8
     /// (offset 13), two reserved zero bytes. Little-endian.
     pub fn encode(&self) -> [u8; BUFFER_HANDLE_BYTES] {

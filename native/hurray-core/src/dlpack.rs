@@ -83,11 +83,14 @@ fn row_major(dims: &[u64]) -> Vec<i64> {
     s
 }
 
-/// What [`export`] writes for `d`, after checking that DLPack can carry it: one buffer, a
-/// dense or strided layout, no quantization, not a composite head. Errors: `Unsupported`
+/// What [`export`] writes for `d` over memory on `memory` (where the buffer's bytes are, which
+/// is not always the device the descriptor's buffer table names: a tensor read from a stream or
+/// file is in host memory whatever device its producer's table gave), after checking that
+/// DLPack can carry it: one buffer, a dense or strided layout, no quantization, not a
+/// composite head. Errors: `Unsupported`
 /// (quantization, sparse or paged layouts, a composite head, several buffers), `LimitExceeded`
 /// (a dimension above `i64::MAX`).
-pub fn export(d: &TensorDescriptor) -> Result<DlpackExport> {
+pub fn export(d: &TensorDescriptor, memory: DeviceTag) -> Result<DlpackExport> {
     if let Some(q) = d.quantization() {
         bail!(Unsupported, "DLPack cannot carry quantization (kind {}); dequantize first", q.code());
     }
@@ -118,7 +121,7 @@ pub fn export(d: &TensorDescriptor) -> Result<DlpackExport> {
     };
     let empty = d.shape().element_count() == 0;
     Ok(DlpackExport {
-        device_type: device_type_of(d.buffers()[0].device_tag()),
+        device_type: device_type_of(memory),
         code: d.element_type().dlpack().0,
         bits: d.element_type().dlpack().1,
         shape,
@@ -219,8 +222,18 @@ mod tests {
     #[test]
     fn export_writes_row_major_and_column_major_strides() {
         let d = TensorDescriptor::dense(ElementType::Float32, Shape::new(vec![2, 3, 4]).unwrap()).unwrap();
-        let e = export(&d).unwrap();
+        let e = export(&d, DeviceTag::Cpu).unwrap();
         assert_eq!((e.code, e.bits, e.device_type), (2, 32, DL_CPU));
+        // The device is where the memory is, not what the descriptor's table says.
+        let cuda = BufferHandle::new(96, 4096, DeviceTag::Cuda, SyncMode::ProducerSynced).unwrap();
+        let tagged = crate::DescriptorParts {
+            buffers: vec![cuda],
+            ..crate::DescriptorParts::new(ElementType::Float32, Shape::new(vec![2, 3, 4]).unwrap())
+        }
+        .build()
+        .unwrap();
+        assert_eq!(export(&tagged, DeviceTag::Cpu).unwrap().device_type, DL_CPU);
+        assert_eq!(export(&tagged, DeviceTag::Cuda).unwrap().device_type, DL_CUDA);
         assert_eq!(e.shape, vec![2, 3, 4]);
         assert_eq!(e.strides, vec![12, 4, 1]);
         let back = import(&fields(2, 32, &e.shape, Some(&e.strides))).unwrap();

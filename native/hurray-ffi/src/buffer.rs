@@ -94,13 +94,15 @@ pub(crate) enum BufData {
 }
 
 /// The handle of a buffer a reader hands out for the buffer-table entry `declared`. The bytes
-/// are in host memory the reader wrote (or in a region the caller mapped) and no event or stream
-/// travels with them, so the only mode whose payload the reader can honour is
-/// `SYNC_PRODUCER_SYNCED` (the handoff cross-check: `SYNC_EVENT` and `SYNC_CONSUMER_STREAM` need
-/// a payload). The declared mode stays visible in the tensor's descriptor
-/// (`hurray_descriptor_buffer_spec`); docs/spec/c-abi.md §Buffer handoff and sync modes.
+/// are in host memory the reader wrote (or in a region the caller mapped), so the handle says
+/// `HURRAY_DEVICE_CPU` whatever device the producer's table named (a DLPack export of it then
+/// says `kDLCPU`), and no event or stream travels with them, so the only mode whose payload the
+/// reader can honour is `SYNC_PRODUCER_SYNCED` (the handoff cross-check: `SYNC_EVENT` and
+/// `SYNC_CONSUMER_STREAM` need a payload). The declared device and mode stay visible in the
+/// tensor's descriptor (`hurray_descriptor_buffer_spec`); docs/spec/c-abi.md §Buffer handoff
+/// and sync modes.
 pub(crate) fn read_handle(declared: BufferHandle) -> BufferHandle {
-    declared.with_sync_mode(SyncMode::ProducerSynced)
+    declared.with_sync_mode(SyncMode::ProducerSynced).in_host_memory()
 }
 
 /// The shared state behind every `HurrayBuffer` handle and buffer-list entry that names one

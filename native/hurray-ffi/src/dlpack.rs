@@ -166,7 +166,10 @@ type ExportParts = (HurrayDLTensor, Vec<i64>, Vec<i64>, Arc<BufferInner>);
 unsafe fn export_parts(descriptor: *const HurrayDescriptor, buffer: *const HurrayBuffer) -> FfiResult<ExportParts> {
     let d = handle::handle_ref!(descriptor)?;
     let b = handle::handle_ref!(buffer)?;
-    let e = core_dlpack::export(&d.desc)?;
+    // The device of the memory, which the buffer's handle names: host memory for a read
+    // tensor's buffer (whatever device its producer's table gave, see `read_handle`), the
+    // caller's word for its own memory (hurray_buffer_from_ptr).
+    let e = core_dlpack::export(&d.desc, b.handle.device_tag())?;
     let need = d.desc.buffers()[0].byte_size();
     if b.handle.byte_size() < need {
         return Err(FfiError::new(

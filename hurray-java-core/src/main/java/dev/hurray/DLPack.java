@@ -135,8 +135,12 @@ public final class DLPack {
         try {
             // The library validates (one buffer, dense or strided, no quantization) and refuses
             // with UNSUPPORTED; on any failure it has run the release action above.
+            // The device of the memory: a wrapped tensor's is the caller's word (its descriptor),
+            // every other tensor's memory (read, allocated, copied, mapped) is host memory
+            // whatever device its descriptor names (docs/spec/dlpack.md).
+            DeviceTag memory = !copy && tensor.borrowsMemory() ? spec.deviceTag() : DeviceTag.CPU;
             return NativeDLPack.export(d.encode(), data, Math.max(spec.alignment(), DeviceTag.MIN_ALIGNMENT),
-                    spec.deviceTag().code(), flags, key);
+                    memory.code(), flags, key);
         } catch (HurrayException e) {
             throw new IllegalArgumentException("DLPack cannot carry this tensor: " + e.getMessage(), e);
         }

@@ -91,6 +91,40 @@ class DLPackTest {
         }
     }
 
+    /** A float32[4] tensor [0, 1, 2, 3] whose producer's buffer table places it on CUDA (tag 1, 4096-byte alignment). */
+    private static final String CUDA_TAGGED_STREAM = "485252595354524d01000000f86577eb4852544e000000003500000000000000"
+            + "b65c897a1098897248524453010000000b000101010000000000000000000000040000000000000010000000000000000010"
+            + "0000010000000100000078000000000000803f00000040000040404852454e000000000000000000000000000000003a905f82";
+
+    /**
+     * A tensor read from a stream or a file is in host memory whatever device its producer's
+     * table named, so its export says kDLCPU; the descriptor keeps the declared device.
+     */
+    @Test
+    void aReadTensorExportsAsHostMemoryWhateverItsTableSays(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+            throws Throwable {
+        byte[] wire = java.util.HexFormat.of().parseHex(CUDA_TAGGED_STREAM);
+        java.nio.file.Path file = dir.resolve("cuda.hrry");
+        try (Reader r = Reader.of(wire); Tensor t = r.read()) {
+            assertEquals(DeviceTag.CUDA, t.descriptor().buffers().get(0).deviceTag());
+            Info i = consume(DLPack.export(t), 1);
+            assertEquals(DLPack.DEVICE_CPU, i.device());
+            assertEquals(6.0, i.sum());
+            try (HurrayFileWriter w = HurrayFile.create(file)) {
+                w.add("t", t);
+                w.finish();
+            }
+        }
+        for (boolean map : new boolean[] {false, true}) {
+            try (HurrayFile f = map ? HurrayFile.map(file) : HurrayFile.open(file); Tensor t = f.read("t")) {
+                assertEquals(DeviceTag.CUDA, t.descriptor().buffers().get(0).deviceTag());
+                Info i = consume(DLPack.export(t), 1);
+                assertEquals(DLPack.DEVICE_CPU, i.device(), map ? "mapped" : "read");
+                assertEquals(6.0, i.sum());
+            }
+        }
+    }
+
     @Test
     void readOnlyAndCopiedFlags() throws Throwable {
         try (Arena arena = Arena.ofConfined()) {
