@@ -663,7 +663,10 @@ public final class Tensor implements AutoCloseable {
      *
      * @throws HurrayException with the native status: {@link Status#UNSUPPORTED} (complex
      *     types, strided layouts), {@link Status#INVALID_ARGUMENT} (an E8M0 scale 0xFF, i.e. NaN),
-     *     {@link Status#BUFFER_TOO_SMALL}
+     *     {@link Status#BUFFER_TOO_SMALL}; {@link Status#LIMIT_EXCEEDED} for a sparse or paged
+     *     tensor whose dense result is over {@link #DEFAULT_MAX_DENSE_BYTES} (checked before
+     *     anything is allocated: call {@link #densify(long)} or {@link #gather(long)} first to
+     *     go over it)
      * @throws IllegalStateException after close
      */
     public Tensor dequantize() throws HurrayException {
@@ -691,7 +694,8 @@ public final class Tensor implements AutoCloseable {
      * @throws HurrayException with the native status: {@link Status#UNSUPPORTED} for a target
      *     other than the ones above (bool, int4, uint4, complex, the FP8/FP6/FP4/E8M0 types), a
      *     complex source or a strided layout; {@link Status#INVALID_ARGUMENT} (an E8M0 scale 0xFF,
-     *     i.e. NaN); {@link Status#BUFFER_TOO_SMALL}
+     *     i.e. NaN); {@link Status#BUFFER_TOO_SMALL}; {@link Status#LIMIT_EXCEEDED} as for
+     *     {@link #dequantize()}
      * @throws IllegalStateException after close
      */
     public Tensor dequantize(ElementType target) throws HurrayException {

@@ -108,6 +108,7 @@ final class TensorConversions {
         src.requireOpen();
         TensorDescriptor descriptor = src.descriptor();
         Layout layout = descriptor.layout().kind() == Layout.Kind.COLUMN_MAJOR ? Layout.columnMajor() : Layout.rowMajor();
+        checkDenseOutput(descriptor, ElementType.FLOAT32);
         TensorDescriptor d = TensorDescriptor.builder(ElementType.FLOAT32, descriptor.shape()).layout(layout).buildChecked();
         Tensor t = Tensor.allocate(d);
         try {
@@ -124,6 +125,7 @@ final class TensorConversions {
         src.requireOpen();
         TensorDescriptor descriptor = src.descriptor();
         Layout layout = descriptor.layout().kind() == Layout.Kind.COLUMN_MAJOR ? Layout.columnMajor() : Layout.rowMajor();
+        checkDenseOutput(descriptor, target);
         TensorDescriptor d = TensorDescriptor.builder(target, descriptor.shape()).layout(layout).buildChecked();
         Tensor t = Tensor.allocate(d);
         try {
@@ -132,6 +134,31 @@ final class TensorConversions {
         } catch (HurrayException | RuntimeException e) {
             t.close();
             throw e;
+        }
+    }
+
+    /**
+     * Refuses, before anything is allocated, a dense result over {@link Tensor#DEFAULT_MAX_DENSE_BYTES}
+     * for a sparse or paged tensor: its element count is the logical shape's, which its buffers
+     * do not back (a few bytes can declare a huge shape), as {@link Tensor#densify()} refuses it.
+     * A dense tensor's result is bounded by its own buffer times the widening.
+     */
+    private static void checkDenseOutput(TensorDescriptor descriptor, ElementType target) throws HurrayException {
+        Layout.Kind kind = descriptor.layout().kind();
+        if (!kind.isSparse() && kind != Layout.Kind.PAGED) {
+            return;
+        }
+        long need;
+        try {
+            need = target.byteSizeOf(descriptor.elementCount());
+        } catch (IllegalArgumentException | ArithmeticException e) {
+            need = Long.MAX_VALUE;
+        }
+        if (need > Tensor.DEFAULT_MAX_DENSE_BYTES) {
+            throw new HurrayException(Status.LIMIT_EXCEEDED, "dequantize: the dense " + target.formatName()
+                    + descriptor.shape() + " of this " + kind + " tensor needs " + (need == Long.MAX_VALUE ? "more than 2^63"
+                    : need) + " bytes, over the limit of " + Tensor.DEFAULT_MAX_DENSE_BYTES + " bytes; call "
+                    + (kind == Layout.Kind.PAGED ? "gather" : "densify") + "(maxBytes) first if this is intended", null);
         }
     }
 

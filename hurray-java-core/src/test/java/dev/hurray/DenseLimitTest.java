@@ -68,4 +68,30 @@ class DenseLimitTest {
             assertEquals(64 * 256, g.toFloatArray().length);
         }
     }
+
+    @Test
+    void dequantizeOfASparseOrPagedTensorRefusesTheSameDenseForms() throws HurrayException {
+        try (Tensor t = hugeCoo()) {
+            for (ElementType target : new ElementType[] {null, ElementType.FLOAT64, ElementType.FLOAT32}) {
+                long t0 = System.nanoTime();
+                HurrayException e = assertThrows(HurrayException.class,
+                        () -> (target == null ? t.dequantize() : t.dequantize(target)).close());
+                assertEquals(Status.LIMIT_EXCEEDED, e.status());
+                assertTrue(e.getMessage().contains("densify(maxBytes)"), e.getMessage());
+                assertTrue(System.nanoTime() - t0 < 2_000_000_000L, "refused at once, not after filling gigabytes");
+            }
+        }
+        try (Tensor t = repeatedPages(65537)) {
+            HurrayException e = assertThrows(HurrayException.class, () -> t.dequantize().close());
+            assertEquals(Status.LIMIT_EXCEEDED, e.status());
+            assertTrue(e.getMessage().contains("gather(maxBytes)"), e.getMessage());
+        }
+        // Within the limit a sparse tensor still dequantizes.
+        TensorDescriptor d = TensorDescriptor.builder(ElementType.FLOAT32, 2, 3)
+                .layout(Layout.coo(ElementType.INT32, 1, true)).buffer(BufferSpec.cpu(4)).buffer(BufferSpec.cpu(8)).build();
+        try (Tensor t = Tensor.copyOf(d, MemorySegment.ofArray(new float[] {3}), MemorySegment.ofArray(new int[] {1, 2}));
+                Tensor x = t.dequantize()) {
+            assertArrayEquals(new float[] {0, 0, 0, 0, 0, 3}, x.toFloatArray());
+        }
+    }
 }
