@@ -86,7 +86,8 @@ final class TensorConversions {
         if (!ok) {
             throw new IllegalStateException("tensor is " + t + "; this copy needs " + java.util.Arrays.toString(accepted));
         }
-        return tensor.rawBuffers()[0].asSlice(descriptor.byteOffset(), copyableCount(tensor) * layout.byteSize());
+        long n = copyableCount(tensor); // before buffer 0 is looked for: a composite head has none
+        return tensor.rawBuffers()[0].asSlice(descriptor.byteOffset(), n * layout.byteSize());
     }
 
     /** The element count of an open row-major tensor that fits a Java array, else the reason as an exception. */
@@ -96,6 +97,10 @@ final class TensorConversions {
         if (descriptor.layout().kind() != Layout.Kind.ROW_MAJOR) {
             throw new IllegalStateException("tensor layout is " + descriptor.layout()
                     + "; typed copies are row-major only (read buffer(0) directly)");
+        }
+        if (descriptor.buffers().isEmpty()) {
+            throw new IllegalStateException("tensor " + descriptor + " has no buffers (a composite head holds no"
+                    + " data: read its members)");
         }
         long n = descriptor.elementCount();
         if (n > MAX_ARRAY) {

@@ -102,6 +102,38 @@ class CompositeTest {
         }
     }
 
+    /**
+     * A composite head read with {@code read()} has no buffers: its typed copies say so with
+     * {@link IllegalStateException}, as for any tensor they cannot copy, never an index error.
+     */
+    @Test
+    void typedCopiesOfACompositeHeadAreRefusedClearly() throws Exception {
+        Path dir = Path.of("").toAbsolutePath();
+        while (dir != null && !Files.isDirectory(dir.resolve("src/golden"))) {
+            dir = dir.getParent();
+        }
+        byte[] bytes = Files.readAllBytes(dir.resolve("src/golden/stream_v2_sparse_composite.hrry"));
+        int heads = 0;
+        try (Reader r = Reader.of(bytes)) {
+            for (Tensor t0; (t0 = r.read()) != null; ) {
+                try (Tensor t = t0) {
+                    if (!t.descriptor().buffers().isEmpty()) {
+                        continue;
+                    }
+                    heads++;
+                    for (org.junit.jupiter.api.function.Executable copy : List.<org.junit.jupiter.api.function.Executable>of(
+                            t::toByteArray, t::toFloatArray, t::toIntArray, t::toLongArray, t::toShortArray,
+                            t::toDoubleArray)) {
+                        assertThrows(IllegalStateException.class, copy);
+                    }
+                    IllegalStateException e = assertThrows(IllegalStateException.class, t::toByteArray);
+                    assertTrue(e.getMessage().contains("no buffers"), e.getMessage());
+                }
+            }
+        }
+        assertTrue(heads > 0, "the golden stream holds a composite head");
+    }
+
     /** The Rust-written golden stream (src/golden/stream_v2_sparse_composite.hrry) reads the same in Java. */
     @Test
     void theRustGoldenStreamReadsIdenticallyInJava() throws Exception {
