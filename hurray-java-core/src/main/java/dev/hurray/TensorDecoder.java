@@ -108,8 +108,10 @@ public final class TensorDecoder implements AutoCloseable {
     private long regionUsed;
     /** A poll is due because input ended since the last one. */
     private boolean endPending;
-    /** The arena of the segment {@link #inputRegion()} last gave out; closed at the next poll. */
+    /** The arena of the segment {@link #inputRegion()} last gave out; closed at the next poll or feed. */
     private Arena regionArena;
+    /** An {@link #inputRegion()} segment is out and no feed came since: {@link #filled} may report into it. */
+    private boolean regionOut;
     /**
      * The descriptor of the last tensor returned, kept across {@link #reset()}: a message per
      * stream of same-shaped tensors then shares one immutable descriptor instead of reading each.
@@ -234,6 +236,12 @@ public final class TensorDecoder implements AutoCloseable {
         if (inputEnded) {
             throw new IllegalStateException("the input was ended (endOfInput); nothing more can be fed");
         }
+        // Bytes fed go where an outstanding region's would: that region is no longer valid.
+        if (regionArena != null) {
+            regionArena.close();
+            regionArena = null;
+        }
+        regionOut = false;
         long at = 0;
         long size = src.byteSize();
         while (at < size) {
@@ -259,7 +267,8 @@ public final class TensorDecoder implements AutoCloseable {
      * the count with {@link #filled(long)}. Valid, on this thread, until the decoder next
      * decodes ({@code next}, {@code feed}, another {@code inputRegion} once this one is full, or
      * {@code close}); after that it throws {@link IllegalStateException}, never touching freed
-     * memory. Decodes items already complete first (they wait for {@link #next()}).
+     * memory or bytes already fed, and {@link #filled(long)} refuses to report into it after a
+     * {@code feed}. Decodes items already complete first (they wait for {@link #next()}).
      *
      * <p>After the end-of-stream marker, and after a stream failure, it reports what
      * {@link #feed(ByteBuffer)} of more bytes reports: the stream takes no byte after its end
@@ -289,6 +298,7 @@ public final class TensorDecoder implements AutoCloseable {
             if (regionArena == null) {
                 regionArena = Arena.ofConfined();
             }
+            regionOut = true;
             return region.asSlice(regionUsed).reinterpret(regionArena, null);
         } finally {
             guard.exit();
@@ -304,8 +314,9 @@ public final class TensorDecoder implements AutoCloseable {
     public void filled(long n) {
         guard.enter();
         try {
-            if (!haveRegion) {
-                throw new IllegalStateException("no input region is outstanding (call inputRegion() first)");
+            if (!haveRegion || !regionOut) {
+                throw new IllegalStateException("no input region is outstanding (call inputRegion() first; a feed"
+                        + " since the last one ends it)");
             }
             if (n < 0 || n > region.byteSize() - regionUsed) {
                 throw new IllegalArgumentException(n + " bytes filled, the region holds " + (region.byteSize() - regionUsed));

@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.SelectionKey;
@@ -387,5 +388,42 @@ class TensorDecoderTest {
             }
         }
         key.interestOps(SelectionKey.OP_WRITE);
+    }
+
+    /**
+     * A region from {@code inputRegion()} ends with the next {@code feed}: writing through it
+     * then throws instead of changing bytes already fed, and {@code filled} refuses to report
+     * into it, so the tensor decodes as fed.
+     */
+    @Test
+    void aFeedEndsTheOutstandingInputRegion() throws Exception {
+        byte[] wire;
+        try (Writer w = Writer.toMemory()) {
+            w.write(Tensor.of(new float[] {1, 2, 3, 4}, 4));
+            w.finish();
+            wire = w.toByteArray();
+        }
+        try (TensorDecoder dec = TensorDecoder.create()) {
+            MemorySegment stale = dec.inputRegion();
+            int cut = wire.length - 30;
+            dec.feed(ByteBuffer.wrap(wire, 0, cut));
+            assertThrows(IllegalStateException.class, () -> stale.set(ValueLayout.JAVA_BYTE, 0, (byte) 0x41));
+            assertThrows(IllegalStateException.class, () -> dec.filled(1));
+            dec.feed(ByteBuffer.wrap(wire, cut, wire.length - cut));
+            dec.endOfInput();
+            try (Tensor t = dec.next()) {
+                assertArrayEquals(new float[] {1, 2, 3, 4}, t.toFloatArray());
+            }
+            // A region asked for after a feed works as before.
+        }
+        try (TensorDecoder dec = TensorDecoder.create()) {
+            dec.feed(ByteBuffer.wrap(wire, 0, 10));
+            MemorySegment r = dec.inputRegion();
+            MemorySegment.copy(MemorySegment.ofArray(wire), 10, r, 0, wire.length - 10);
+            dec.filled(wire.length - 10);
+            try (Tensor t = dec.next()) {
+                assertArrayEquals(new float[] {1, 2, 3, 4}, t.toFloatArray());
+            }
+        }
     }
 }
