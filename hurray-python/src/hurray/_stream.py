@@ -34,6 +34,7 @@ from ._lib import (
     EncodeBatchResult,
     HurrayError,
     IoSlice,
+    MEMORY,
     ReaderOptions,
     TensorSpec,
     WriterOptions,
@@ -74,8 +75,7 @@ _FLAGS_I = (_FIELDS_OFFSET + DescriptorFields.flags.offset) // 4
 _NAME_OFFSET = _FIELDS_OFFSET + DescriptorFields.name.offset  # name, then name_len
 _name_at = struct.Struct("=QQ").unpack_from
 _LEDGER_MAX_PAYLOAD = 64 * 1024  # tensors this large are destroyed at once (their memory is pooled)
-# ctypes.string_at without its Python wrapper frame (both copy n bytes at an address).
-_string_at = getattr(ctypes, "_string_at", ctypes.string_at)
+_memory = MEMORY
 _handle_lock = threading.Lock()
 _new = object.__new__
 _PP = ctypes.POINTER(c_void_p)
@@ -86,7 +86,7 @@ held = lib.held
 
 
 def _region(ptr: int, n: int) -> memoryview:
-    return memoryview((ctypes.c_char * n).from_address(ptr)).cast("B")
+    return MEMORY[ptr : ptr + n]
 
 
 def _gather(target: Any) -> Any:
@@ -577,7 +577,7 @@ class _Received(Tensor):
             if self._d is None:
                 raise ValueError("tensor is closed")
             p, k = _name_at(self._raw, _NAME_OFFSET)
-            n = self._name = _string_at(p, k).decode("utf-8") if p else None
+            n = self._name = str(_memory[p : p + k], "utf-8") if p else None
         return n
 
     @property
@@ -882,7 +882,8 @@ class StreamReader:
         flags = memoryview(raw).cast("I")[_FLAGS_I::_RI].tolist()
         total = sum(counts)
         # Every result's buffers lie in one array, in order (docs/spec/c-abi.md, "Batches").
-        words = memoryview(_string_at(q[_BUFFERS_Q], 24 * total)).cast("Q") if total else memoryview(b"").cast("Q")
+        b0 = q[_BUFFERS_Q]
+        words = MEMORY[b0 : b0 + 24 * total].cast("Q") if total else memoryview(b"").cast("Q")
         data = words[0::3].tolist()
         sizes = words[1::3].tolist()
         led = self._ledger
