@@ -77,6 +77,7 @@ _name_at = struct.Struct("=QQ").unpack_from
 _LEDGER_MAX_PAYLOAD = 64 * 1024  # tensors this large are destroyed at once (their memory is pooled)
 _memory = MEMORY
 _handle_lock = threading.Lock()
+_UNSET = object()
 _new = object.__new__
 _PP = ctypes.POINTER(c_void_p)
 # Calls that touch at most this many bytes keep the GIL (lib.held, _lib._HELD); larger work
@@ -519,17 +520,25 @@ class _Received(Tensor):
     _keep = None
     _readonly = False
 
-    def __getattr__(self, attr: str) -> Any:
-        # Called only while "_handle" is unset: moves the pointer into a handle object, which
-        # views and capsules then hold. Locked: two threads must not both take the pointer.
-        if attr != "_handle":
-            raise AttributeError(attr)
-        with _handle_lock:
-            d = self.__dict__
-            if "_handle" not in d:
-                p, self._hp = self._hp, 0
-                d["_handle"] = None if not p else (_Handle(p) if self._big else _LedgerHandle(p, self._led))
-            return d["_handle"]
+    # A property, not __getattr__: a class with __getattr__ makes every attribute lookup on
+    # its instances slower (and unspecialized), and a tensor's attributes are read per tensor.
+    def _get_handle(self) -> Optional[_Handle]:
+        # Moves the pointer into a handle object on first use, which views and capsules then
+        # hold. Locked: two threads must not both take the pointer.
+        d = self.__dict__
+        h = d.get("_handle", _UNSET)
+        if h is _UNSET:
+            with _handle_lock:
+                h = d.get("_handle", _UNSET)
+                if h is _UNSET:
+                    p, self._hp = self._hp, 0
+                    h = d["_handle"] = None if not p else (_Handle(p) if self._big else _LedgerHandle(p, self._led))
+        return h
+
+    def _set_handle(self, h: Optional[_Handle]) -> None:
+        self.__dict__["_handle"] = h
+
+    _handle = property(_get_handle, _set_handle)
 
     def __del__(self) -> None:
         p = self._hp
