@@ -73,7 +73,7 @@ _BUFFERS_Q = DecodeResult.buffers.offset // 8
 _RI = _RESULT_BYTES // 4
 _FLAGS_I = (_FIELDS_OFFSET + DescriptorFields.flags.offset) // 4
 _NAME_OFFSET = _FIELDS_OFFSET + DescriptorFields.name.offset  # name, then name_len
-_name_at = struct.Struct("=QQ").unpack_from
+_NAME_Q = _NAME_OFFSET // 8  # the name pointer's word; its length is the next one
 _LEDGER_MAX_PAYLOAD = 64 * 1024  # tensors this large are destroyed at once (their memory is pooled)
 _memory = MEMORY
 _handle_lock = threading.Lock()
@@ -447,11 +447,14 @@ class _Ledger:
     their memory is back in the buffer pool before the next tensors are made), and whatever
     is left goes when the reader is closed or the ledger itself goes."""
 
-    __slots__ = ("pending", "open")
+    __slots__ = ("pending", "open", "names")
 
     def __init__(self) -> None:
         self.pending: list[int] = []
         self.open = True
+        # Whether a tensor of this reader was asked for its name: from then on each batch's
+        # names are decoded with the batch (cheaper than a decode per property call).
+        self.names = False
 
     def drain(self) -> None:
         p = self.pending
@@ -565,6 +568,7 @@ class _Received(Tensor):
             self.__dict__.setdefault("_handle", None)
         if p:
             _give_back(p, self._led, self._big)
+        self._name = False  # a name decoded with its batch is not given out once closed
         super().close()
 
     def _alive(self) -> None:
@@ -585,8 +589,9 @@ class _Received(Tensor):
         if n is False:
             if self._d is None:
                 raise ValueError("tensor is closed")
-            p, k = _name_at(self._raw, _NAME_OFFSET)
-            n = self._name = str(_memory[p : p + k], "utf-8") if p else None
+            self._led.names = True
+            p = self._np
+            n = self._name = str(_memory[p : p + self._nl], "utf-8") if p else None
         return n
 
     @property
@@ -884,18 +889,26 @@ class StreamReader:
         as word arrays, so each tensor costs one object, a bytes slice and its buffer list:
         no ctypes objects, no library call."""
         size = _RESULT_BYTES
+        led = self._ledger
         raw = self._results_mv[: n * size].tobytes()
         q = memoryview(raw).cast("Q")
         ptrs = q[_TENSOR_Q::_RQ].tolist()
         counts = q[_COUNT_Q::_RQ].tolist()
         flags = memoryview(raw).cast("I")[_FLAGS_I::_RI].tolist()
+        # Names: decoded here, together, once the reader's tensors have been asked for one
+        # (led.names); until then each name's address and length, decoded when asked.
+        names = q[_NAME_Q::_RQ].tolist()
+        name_lens = q[_NAME_Q + 1::_RQ].tolist()
+        eager = led.names
+        if eager:
+            mem = _memory
+            names = [str(mem[p : p + k], "utf-8") if p else None for p, k in zip(names, name_lens)]
         total = sum(counts)
         # Every result's buffers lie in one array, in order (docs/spec/c-abi.md, "Batches").
         b0 = q[_BUFFERS_Q]
         words = MEMORY[b0 : b0 + 24 * total].cast("Q") if total else memoryview(b"").cast("Q")
         data = words[0::3].tolist()
         sizes = words[1::3].tolist()
-        led = self._ledger
         fam = self._fam
         new, R = _new, _Received
         out = []
@@ -903,11 +916,16 @@ class StreamReader:
         raws = [raw[off : off + size] for off in range(0, n * size, size)]
         same = FIELDS_SAME_EXCEPT_NAME
         if total == n and counts.count(1) == n:  # one buffer each: the common case, unrolled
-            for p, d, k, fl, r in zip(ptrs, data, sizes, flags, raws):
+            for p, d, k, fl, r, nm, nl in zip(ptrs, data, sizes, flags, raws, names, name_lens):
                 t = new(R)
                 t._hp = p
                 t._led = led
                 t._raw = r
+                if eager:
+                    t._name = nm
+                else:
+                    t._np = nm
+                    t._nl = nl
                 t._bufs = [(d, k)]
                 if fam is None or not fl & same:
                     fam = [None, None, None]
@@ -915,11 +933,16 @@ class StreamReader:
                 append(t)
         else:
             at = 0
-            for p, k, fl, r in zip(ptrs, counts, flags, raws):
+            for p, k, fl, r, nm, nl in zip(ptrs, counts, flags, raws, names, name_lens):
                 t = new(R)
                 t._hp = p
                 t._led = led
                 t._raw = r
+                if eager:
+                    t._name = nm
+                else:
+                    t._np = nm
+                    t._nl = nl
                 t._bufs = list(zip(data[at : at + k], sizes[at : at + k]))
                 at += k
                 if fam is None or not fl & same:
