@@ -245,7 +245,7 @@ class StreamWriter:
                 pay = self._area_addr + used
                 if size:
                     if contig:
-                        self._area_mv[used:used + size] = memoryview(item._keep).cast("B")
+                        self._area_mv[used:used + size] = item._keep.tobytes()  # cheaper than a buffer export
                     else:
                         ctypes.memmove(pay, item._bufs[0][0], size)
                 _pack2(self._qslice_mv, i * 16, pay, size)
