@@ -512,7 +512,8 @@ class _Received(Tensor):
     """A tensor of a ``StreamReader`` batch, made with as few Python objects as the batch
     allows: its decode result copied as bytes (``_raw``; the library reuses its result arrays
     at the next call), its buffer table, and the ``HurrayTensor*`` it owns (``_hp``). Its
-    name, fields and shape are read from ``_raw`` when asked for; dtype, shape and layout
+    fields and shape are read from ``_raw`` when asked for, its name from its address and
+    length (``_np``, ``_nl``), or with its batch once the reader was asked for one; dtype, shape and layout
     are shared by a run of tensors the decoder flags as alike (``_fam``). A handle object
     (``_handle``) is made only when a view, capsule or descriptor call needs one; until then
     this tensor gives its pointer back to the reader's ledger when it goes."""
