@@ -399,3 +399,55 @@ def test_verify_checks_a_large_payload_in_windows_and_names_the_tensor(tmp_path)
         with f:
             with pytest.raises(hurray.HurrayError, match='CORRUPT.*"big" checksum mismatch'):
                 f.verify()
+
+
+def test_names_are_right_whether_decoded_when_asked_or_with_their_batch():
+    # Batches of up to 64 tensors: the first batch's names are decoded when asked; once one
+    # was asked, the reader decodes each later batch's names together. Unnamed and non-ASCII
+    # names, and tensors never asked, come out the same either way.
+    names = [None if i % 7 == 3 else f"t/{i}/{'é' * (i % 3)}" for i in range(300)]
+    w = hurray.StreamWriter()
+    for i, nm in enumerate(names):
+        w.write(hurray.from_numpy(np.full(8, i, np.float32), name=nm))
+    w.finish()
+    r = hurray.StreamReader(w.getvalue())
+    got = list(r)
+    assert not r._ledger.names  # nothing asked yet: no batch decoded its names
+    assert [t.name for t in got] == names
+    r = hurray.StreamReader(w.getvalue())
+    seen = []
+    for i, t in enumerate(r):
+        if i in (0, 5) or i > 100:
+            seen.append((i, t.name))
+    assert r._ledger.names
+    assert seen == [(i, names[i]) for i in [0, 5] + list(range(101, 300))]
+
+
+def test_a_received_tensor_whose_name_came_with_its_batch_refuses_it_once_closed():
+    r = hurray.StreamReader(small_wire(200))
+    assert next(r).name == "t0"  # from now on names come with their batch
+    ts = [next(r) for _ in range(150)]
+    assert "_name" in ts[-1].__dict__  # decoded with its batch
+    ts[-1].close()
+    with pytest.raises(ValueError, match="closed"):
+        ts[-1].name
+    assert ts[-2].name == "t149"
+
+
+def test_lazy_tensor_classes_define_no_getattr_hook():
+    # A __getattr__ slows every attribute lookup on the per-tensor objects; their lazily made
+    # attributes are properties instead (and still made on first use).
+    assert "__getattr__" not in vars(_stream._Received)
+    assert "__getattr__" not in vars(_tensor._Planned)
+    a = np.arange(16, dtype=np.float32)
+    hurray.from_numpy(a, name="x")  # a plan for this shape
+    t = hurray.from_numpy(a, name="y")
+    assert type(t) is _tensor._Planned and "_bufs" not in t.__dict__
+    assert t._bufs == [(a.ctypes.data, 64)] and t._readonly is False
+    a.flags.writeable = False
+    assert hurray.from_numpy(a)._readonly is True
+    r = hurray.StreamReader(small_wire(3))
+    u = next(r)
+    assert "_handle" not in u.__dict__
+    h = u._handle
+    assert h is u._handle and u._hp == 0 and np.array_equal(u.numpy(), np.zeros(16, np.float32))

@@ -506,6 +506,13 @@ def check(status: int) -> int:
     return status
 
 
+# The process's memory as one writable byte view: ``MEMORY[p:p + n]`` is the ``n`` bytes at
+# address ``p`` with no library or ctypes call (a slice touches nothing until it is read or
+# written, and only its own bytes then). For memory the library lends for as long as its
+# owner lives: a slice is only as valid as the owner of those bytes.
+MEMORY = memoryview((ctypes.c_char * sys.maxsize).from_address(0)).cast("B")
+
+
 def bytes_at(ptr: int | None, n: int) -> bytes:
     """A copy of ``n`` bytes at ``ptr`` (b"" for 0)."""
     return ctypes.string_at(ptr, n) if n else b""

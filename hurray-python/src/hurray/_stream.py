@@ -34,6 +34,7 @@ from ._lib import (
     EncodeBatchResult,
     HurrayError,
     IoSlice,
+    MEMORY,
     ReaderOptions,
     TensorSpec,
     WriterOptions,
@@ -72,11 +73,11 @@ _BUFFERS_Q = DecodeResult.buffers.offset // 8
 _RI = _RESULT_BYTES // 4
 _FLAGS_I = (_FIELDS_OFFSET + DescriptorFields.flags.offset) // 4
 _NAME_OFFSET = _FIELDS_OFFSET + DescriptorFields.name.offset  # name, then name_len
-_name_at = struct.Struct("=QQ").unpack_from
+_NAME_Q = _NAME_OFFSET // 8  # the name pointer's word; its length is the next one
 _LEDGER_MAX_PAYLOAD = 64 * 1024  # tensors this large are destroyed at once (their memory is pooled)
-# ctypes.string_at without its Python wrapper frame (both copy n bytes at an address).
-_string_at = getattr(ctypes, "_string_at", ctypes.string_at)
+_memory = MEMORY
 _handle_lock = threading.Lock()
+_UNSET = object()
 _new = object.__new__
 _PP = ctypes.POINTER(c_void_p)
 # Calls that touch at most this many bytes keep the GIL (lib.held, _lib._HELD); larger work
@@ -86,7 +87,7 @@ held = lib.held
 
 
 def _region(ptr: int, n: int) -> memoryview:
-    return memoryview((ctypes.c_char * n).from_address(ptr)).cast("B")
+    return MEMORY[ptr : ptr + n]
 
 
 def _gather(target: Any) -> Any:
@@ -244,7 +245,7 @@ class StreamWriter:
                 pay = self._area_addr + used
                 if size:
                     if contig:
-                        self._area_mv[used:used + size] = memoryview(item._keep).cast("B")
+                        self._area_mv[used:used + size] = item._keep.tobytes()  # cheaper than a buffer export
                     else:
                         ctypes.memmove(pay, item._bufs[0][0], size)
                 _pack2(self._qslice_mv, i * 16, pay, size)
@@ -446,11 +447,14 @@ class _Ledger:
     their memory is back in the buffer pool before the next tensors are made), and whatever
     is left goes when the reader is closed or the ledger itself goes."""
 
-    __slots__ = ("pending", "open")
+    __slots__ = ("pending", "open", "names")
 
     def __init__(self) -> None:
         self.pending: list[int] = []
         self.open = True
+        # Whether a tensor of this reader was asked for its name: from then on each batch's
+        # names are decoded with the batch (cheaper than a decode per property call).
+        self.names = False
 
     def drain(self) -> None:
         p = self.pending
@@ -508,7 +512,8 @@ class _Received(Tensor):
     """A tensor of a ``StreamReader`` batch, made with as few Python objects as the batch
     allows: its decode result copied as bytes (``_raw``; the library reuses its result arrays
     at the next call), its buffer table, and the ``HurrayTensor*`` it owns (``_hp``). Its
-    name, fields and shape are read from ``_raw`` when asked for; dtype, shape and layout
+    fields and shape are read from ``_raw`` when asked for, its name from its address and
+    length (``_np``, ``_nl``), or with its batch once the reader was asked for one; dtype, shape and layout
     are shared by a run of tensors the decoder flags as alike (``_fam``). A handle object
     (``_handle``) is made only when a view, capsule or descriptor call needs one; until then
     this tensor gives its pointer back to the reader's ledger when it goes."""
@@ -519,17 +524,25 @@ class _Received(Tensor):
     _keep = None
     _readonly = False
 
-    def __getattr__(self, attr: str) -> Any:
-        # Called only while "_handle" is unset: moves the pointer into a handle object, which
-        # views and capsules then hold. Locked: two threads must not both take the pointer.
-        if attr != "_handle":
-            raise AttributeError(attr)
-        with _handle_lock:
-            d = self.__dict__
-            if "_handle" not in d:
-                p, self._hp = self._hp, 0
-                d["_handle"] = None if not p else (_Handle(p) if self._big else _LedgerHandle(p, self._led))
-            return d["_handle"]
+    # A property, not __getattr__: a class with __getattr__ makes every attribute lookup on
+    # its instances slower (and unspecialized), and a tensor's attributes are read per tensor.
+    def _get_handle(self) -> Optional[_Handle]:
+        # Moves the pointer into a handle object on first use, which views and capsules then
+        # hold. Locked: two threads must not both take the pointer.
+        d = self.__dict__
+        h = d.get("_handle", _UNSET)
+        if h is _UNSET:
+            with _handle_lock:
+                h = d.get("_handle", _UNSET)
+                if h is _UNSET:
+                    p, self._hp = self._hp, 0
+                    h = d["_handle"] = None if not p else (_Handle(p) if self._big else _LedgerHandle(p, self._led))
+        return h
+
+    def _set_handle(self, h: Optional[_Handle]) -> None:
+        self.__dict__["_handle"] = h
+
+    _handle = property(_get_handle, _set_handle)
 
     def __del__(self) -> None:
         p = self._hp
@@ -556,6 +569,7 @@ class _Received(Tensor):
             self.__dict__.setdefault("_handle", None)
         if p:
             _give_back(p, self._led, self._big)
+        self._name = False  # a name decoded with its batch is not given out once closed
         super().close()
 
     def _alive(self) -> None:
@@ -576,8 +590,9 @@ class _Received(Tensor):
         if n is False:
             if self._d is None:
                 raise ValueError("tensor is closed")
-            p, k = _name_at(self._raw, _NAME_OFFSET)
-            n = self._name = _string_at(p, k).decode("utf-8") if p else None
+            self._led.names = True
+            p = self._np
+            n = self._name = str(_memory[p : p + self._nl], "utf-8") if p else None
         return n
 
     @property
@@ -875,17 +890,26 @@ class StreamReader:
         as word arrays, so each tensor costs one object, a bytes slice and its buffer list:
         no ctypes objects, no library call."""
         size = _RESULT_BYTES
+        led = self._ledger
         raw = self._results_mv[: n * size].tobytes()
         q = memoryview(raw).cast("Q")
         ptrs = q[_TENSOR_Q::_RQ].tolist()
         counts = q[_COUNT_Q::_RQ].tolist()
         flags = memoryview(raw).cast("I")[_FLAGS_I::_RI].tolist()
+        # Names: decoded here, together, once the reader's tensors have been asked for one
+        # (led.names); until then each name's address and length, decoded when asked.
+        names = q[_NAME_Q::_RQ].tolist()
+        name_lens = q[_NAME_Q + 1::_RQ].tolist()
+        eager = led.names
+        if eager:
+            mem = _memory
+            names = [str(mem[p : p + k], "utf-8") if p else None for p, k in zip(names, name_lens)]
         total = sum(counts)
         # Every result's buffers lie in one array, in order (docs/spec/c-abi.md, "Batches").
-        words = memoryview(_string_at(q[_BUFFERS_Q], 24 * total)).cast("Q") if total else memoryview(b"").cast("Q")
+        b0 = q[_BUFFERS_Q]
+        words = MEMORY[b0 : b0 + 24 * total].cast("Q") if total else memoryview(b"").cast("Q")
         data = words[0::3].tolist()
         sizes = words[1::3].tolist()
-        led = self._ledger
         fam = self._fam
         new, R = _new, _Received
         out = []
@@ -893,11 +917,16 @@ class StreamReader:
         raws = [raw[off : off + size] for off in range(0, n * size, size)]
         same = FIELDS_SAME_EXCEPT_NAME
         if total == n and counts.count(1) == n:  # one buffer each: the common case, unrolled
-            for p, d, k, fl, r in zip(ptrs, data, sizes, flags, raws):
+            for p, d, k, fl, r, nm, nl in zip(ptrs, data, sizes, flags, raws, names, name_lens):
                 t = new(R)
                 t._hp = p
                 t._led = led
                 t._raw = r
+                if eager:
+                    t._name = nm
+                else:
+                    t._np = nm
+                    t._nl = nl
                 t._bufs = [(d, k)]
                 if fam is None or not fl & same:
                     fam = [None, None, None]
@@ -905,11 +934,16 @@ class StreamReader:
                 append(t)
         else:
             at = 0
-            for p, k, fl, r in zip(ptrs, counts, flags, raws):
+            for p, k, fl, r, nm, nl in zip(ptrs, counts, flags, raws, names, name_lens):
                 t = new(R)
                 t._hp = p
                 t._led = led
                 t._raw = r
+                if eager:
+                    t._name = nm
+                else:
+                    t._np = nm
+                    t._nl = nl
                 t._bufs = list(zip(data[at : at + k], sizes[at : at + k]))
                 at += k
                 if fam is None or not fl & same:

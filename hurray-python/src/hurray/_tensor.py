@@ -722,17 +722,31 @@ class _Planned(Tensor):
     _d = 0
     _handle = None
 
-    def __getattr__(self, attr: str) -> Any:
-        # Called only for attributes not set yet: the lazily computed ones.
-        if attr == "_bufs":
+    # Properties, not __getattr__: a class with __getattr__ makes every attribute lookup on
+    # its instances slower (and unspecialized), and a writer reads these tensors' per tensor.
+    def _get_bufs(self) -> list:
+        d = self.__dict__
+        v = d.get("_bufs")
+        if v is None:
             _tpl, off, size, _contig, _spec = self._plan
-            v: Any = [(_address(self._keep) - off, size)]
-        elif attr == "_readonly":
-            v = not self._keep.flags.writeable
-        else:
-            raise AttributeError(attr)
-        setattr(self, attr, v)
+            v = d["_bufs"] = [(_address(self._keep) - off, size)]
         return v
+
+    def _set_bufs(self, v: list) -> None:
+        self.__dict__["_bufs"] = v
+
+    def _get_readonly(self) -> bool:
+        d = self.__dict__
+        v = d.get("_readonly")
+        if v is None:
+            v = d["_readonly"] = not self._keep.flags.writeable
+        return v
+
+    def _set_readonly(self, v: bool) -> None:
+        self.__dict__["_readonly"] = v
+
+    _bufs = property(_get_bufs, _set_bufs)
+    _readonly = property(_get_readonly, _set_readonly)
 
 
 # (dtype, shape, strides) -> (unnamed template descriptor, byte offset of element 0, buffer
