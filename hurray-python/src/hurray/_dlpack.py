@@ -28,35 +28,53 @@ _LEGACY = b"dltensor"
 _USED_LEGACY = b"used_dltensor"
 READ_ONLY = 1
 
+# Private prototypes of the C API functions used here: ctypes.pythonapi's function objects are
+# shared by the whole process, and code elsewhere may set their argtypes differently.
 _api = ctypes.pythonapi
-_api.PyCapsule_IsValid.argtypes = [c_void_p, c_char_p]
-_api.PyCapsule_IsValid.restype = c_int
-_api.PyCapsule_GetPointer.argtypes = [c_void_p, c_char_p]
-_api.PyCapsule_GetPointer.restype = c_void_p
-_api.PyCapsule_SetName.argtypes = [py_object, c_char_p]
-_api.PyCapsule_SetName.restype = c_int
+_is_valid = ctypes.PYFUNCTYPE(c_int, c_void_p, c_char_p)(("PyCapsule_IsValid", _api))
+_get_pointer = ctypes.PYFUNCTYPE(c_void_p, c_void_p, c_char_p)(("PyCapsule_GetPointer", _api))
+_set_name = ctypes.PYFUNCTYPE(c_int, py_object, c_char_p)(("PyCapsule_SetName", _api))
+# No argtypes: the arguments are converted without a check for a pending exception.
+_err_fetch = ctypes.PYFUNCTYPE(None)(("PyErr_Fetch", _api))
+_err_restore = ctypes.PYFUNCTYPE(None)(("PyErr_Restore", _api))
 
 _DESTRUCTOR = ctypes.CFUNCTYPE(None, c_void_p)
 _capsule_new = ctypes.PYFUNCTYPE(py_object, c_void_p, c_char_p, _DESTRUCTOR)(("PyCapsule_New", _api))
+_pending = (c_void_p * 3)()
+_pending_refs = tuple(byref(_pending, i * ctypes.sizeof(c_void_p)) for i in range(3))
 
 
 @_DESTRUCTOR
 def _capsule_destructor(cap: int) -> None:
     # Runs when a capsule is freed. A consumed capsule was renamed and holds nothing; an
     # unconsumed one still owns its struct, whose deleter runs here, exactly once.
+    # A consumer that refuses a capsule frees it with its exception pending, and every call
+    # ctypes makes would fail on that exception: it is taken out first (the first call here).
+    # A ctypes callback cannot leave it pending for the consumer (CPython turns a callback's
+    # return with an exception set into SystemError), so it is dropped: the consumer's caller
+    # sees SystemError, and the struct is released all the same.
+    _err_fetch(*_pending_refs)
+    err = _pending[0], _pending[1], _pending[2]
     try:
-        if _api.PyCapsule_IsValid(cap, _VERSIONED):
-            p = _api.PyCapsule_GetPointer(cap, _VERSIONED)
+        if _is_valid(cap, _VERSIONED):
+            p = _get_pointer(cap, _VERSIONED)
             m = ctypes.cast(p, POINTER(DLManagedTensorVersioned))
             if m.contents.deleter:
                 m.contents.deleter(m)
-        elif _api.PyCapsule_IsValid(cap, _LEGACY):
-            p = _api.PyCapsule_GetPointer(cap, _LEGACY)
+        elif _is_valid(cap, _LEGACY):
+            p = _get_pointer(cap, _LEGACY)
             lm = ctypes.cast(p, POINTER(DLManagedTensor))
             if lm.contents.deleter:
                 lm.contents.deleter(lm)
     except BaseException:  # a destructor must not raise; there is nobody to tell
         pass
+    if err[0]:
+        # PyErr_Restore takes the references over; ctypes raises the restored exception at
+        # once, and dropping it releases them.
+        try:
+            _err_restore(c_void_p(err[0]), c_void_p(err[1]), c_void_p(err[2]))
+        except BaseException:
+            pass
 
 
 # Memory Python owns, lent to the library by hurray_buffer_from_ptr: key -> owner, dropped by
@@ -140,16 +158,16 @@ def import_(x: Any) -> Any:
         cap = x.__dlpack__()
     addr = id(cap)
     out = c_void_p()
-    if _api.PyCapsule_IsValid(addr, _VERSIONED):
-        p = _api.PyCapsule_GetPointer(addr, _VERSIONED)
+    if _is_valid(addr, _VERSIONED):
+        p = _get_pointer(addr, _VERSIONED)
         readonly = bool(ctypes.cast(p, POINTER(DLManagedTensorVersioned)).contents.flags & READ_ONLY)
         # Renamed first: from here on the struct is ours (the library consumes it).
-        _api.PyCapsule_SetName(cap, _USED_VERSIONED)
+        _set_name(cap, _USED_VERSIONED)
         check(lib.hurray_dlpack_import(p, byref(out)))
-    elif _api.PyCapsule_IsValid(addr, _LEGACY):
-        p = _api.PyCapsule_GetPointer(addr, _LEGACY)
+    elif _is_valid(addr, _LEGACY):
+        p = _get_pointer(addr, _LEGACY)
         readonly = False
-        _api.PyCapsule_SetName(cap, _USED_LEGACY)
+        _set_name(cap, _USED_LEGACY)
         check(lib.hurray_dlpack_import_legacy(p, byref(out)))
     else:
         raise TypeError("__dlpack__ returned no unconsumed dltensor capsule")
