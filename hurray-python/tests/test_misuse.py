@@ -52,3 +52,67 @@ def test_other_code_setting_pythonapi_prototypes_does_not_break_capsules():
     finally:
         for f, (a, r) in zip(fns, saved):
             f.argtypes, f.restype = a, r
+
+
+class Miscounting:
+    """A source whose readinto claims ``count`` bytes (writing none), then fails: a reader that
+    took the count would come back for more (2**64 wraps to 0 bytes, forever)."""
+
+    def __init__(self, count):
+        self.count = count
+        self.calls = 0
+
+    def readinto(self, b):
+        self.calls += 1
+        if self.calls > 1:
+            raise RuntimeError("readinto called again after a bad count")
+        return self.count
+
+
+@pytest.mark.parametrize("count", [2**64, 2**64 + 16, -1, 65537, 1 << 40])
+def test_a_readinto_count_outside_the_region_is_refused(count):
+    with pytest.raises(hurray.HurrayError) as e:
+        list(hurray.StreamReader(Miscounting(count)))
+    assert e.value.status_name == "HURRAY_ERR_TRANSPORT"
+    assert isinstance(e.value.__cause__, ValueError)
+    assert "readinto returned " + str(count) in str(e.value.__cause__)
+
+
+@pytest.mark.parametrize("count", ["3", 3.0, True, b"\x03"])
+def test_a_readinto_count_that_is_not_an_int_is_refused(count):
+    with pytest.raises(hurray.HurrayError) as e:
+        list(hurray.StreamReader(Miscounting(count)))
+    assert isinstance(e.value.__cause__, TypeError)
+    assert "readinto returned" in str(e.value.__cause__)
+
+
+def test_a_read_returning_more_than_asked_is_refused():
+    class Src:
+        def read(self, n):
+            return b"\0" * (n + 1)
+
+    with pytest.raises(hurray.HurrayError) as e:
+        list(hurray.StreamReader(Src()))
+    assert "the source's read returned" in str(e.value.__cause__)
+
+
+def test_a_readinto_returning_an_int_subclass_within_the_region_works():
+    import io
+
+    data = io.BytesIO(hurray_stream_bytes())
+
+    class IntSub(int):
+        pass
+
+    class Src:
+        def readinto(self, b):
+            return IntSub(data.readinto(b))
+
+    assert [t.numpy().tolist() for t in hurray.StreamReader(Src())] == [[1.0, 2.0]]
+
+
+def hurray_stream_bytes():
+    w = hurray.StreamWriter()
+    w.write(hurray.from_numpy(np.array([1, 2], np.float32)))
+    w.finish()
+    return w.getvalue()

@@ -635,6 +635,17 @@ def _scatter(src: Any) -> Any:
     return None
 
 
+def _bad_count(method: str, n: Any, room: int) -> int:
+    """An ``int`` subclass count within ``room``, else raises: a count the source's method
+    cannot have read (negative, past the region, not an integer) would put the stream out of
+    step, or past 2**64 wrap to a small one."""
+    if isinstance(n, int) and not isinstance(n, bool):
+        if 0 <= n <= room:
+            return int(n)
+        raise ValueError(f"the source's {method} returned {n} for a region of {room} bytes (a count 0..{room})")
+    raise TypeError(f"the source's {method} returned {type(n).__name__} {n!r:.40}, not a byte count (an int 0..{room})")
+
+
 def _source(src: Any) -> Any:
     """A function ``read(view) -> int`` (0 = end of input), or ``None`` for in-memory bytes."""
     if isinstance(src, socket.socket):
@@ -646,9 +657,11 @@ def _source(src: Any) -> Any:
 
         def readinto(mv: memoryview) -> int:
             n = r(mv)
+            if type(n) is int and 0 <= n <= len(mv):
+                return n
             if n is None:
                 raise BlockingIOError("the source has no bytes ready (non-blocking)")
-            return n
+            return _bad_count("readinto", n, len(mv))
 
         return readinto
     if hasattr(src, "read"):
@@ -658,6 +671,8 @@ def _source(src: Any) -> Any:
             b = rd(len(mv))
             if b is None:
                 raise BlockingIOError("the source has no bytes ready (non-blocking)")
+            if len(b) > len(mv):
+                _bad_count("read", len(b), len(mv))
             mv[: len(b)] = b
             return len(b)
 
@@ -681,7 +696,10 @@ class StreamReader:
 
     Errors: ``HurrayError`` with the library's status (``TRUNCATED``, ``CORRUPT``, …; sticky),
     or ``HURRAY_ERR_TRANSPORT`` when the source raised (``__cause__``): then the reader is
-    unchanged and the next call resumes where the stream stopped, mid-tensor included.
+    unchanged and the next call resumes where the stream stopped, mid-tensor included. A
+    source's ``readinto`` returning anything but an ``int`` from 0 to the size of the view it
+    was given (or ``read`` more bytes than asked for) is such an error, its cause a
+    ``ValueError`` or ``TypeError`` naming the method and the count.
     Ownership: each tensor is the caller's and outlives the reader. Threads: one thread at a
     time; tensors may go to any thread.
     """
