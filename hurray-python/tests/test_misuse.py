@@ -116,3 +116,53 @@ def hurray_stream_bytes():
     w.write(hurray.from_numpy(np.array([1, 2], np.float32)))
     w.finish()
     return w.getvalue()
+
+
+def sparse_bomb(n=301989892):
+    # 227 bytes on the wire: COO float32 of shape (2, n), 3 values; its dense form is 8n bytes.
+    t = hurray.coo(np.array([1.5, -2, 3], np.float32), np.array([[0, 1, 1], [1, 2, 3]], np.int64), (2, n))
+    w = hurray.StreamWriter()
+    w.write(t)
+    w.finish()
+    return next(iter(hurray.StreamReader(w.getvalue())))
+
+
+@pytest.mark.parametrize("method", ["densify", "dequantize"])
+def test_a_small_sparse_stream_with_a_huge_dense_form_is_refused_before_allocating(method):
+    t = sparse_bomb()
+    with pytest.raises(hurray.HurrayError) as e:
+        getattr(t, method)()
+    assert e.value.status_name == "HURRAY_ERR_LIMIT_EXCEEDED"
+    assert "2415919136 bytes" in str(e.value) and "max_bytes" in str(e.value)
+    huge = sparse_bomb(1 << 60)  # past what numpy could allocate: the same refusal, no MemoryError
+    with pytest.raises(hurray.HurrayError) as e:
+        getattr(huge, method)(max_bytes=1 << 62)
+    assert e.value.status_name == "HURRAY_ERR_LIMIT_EXCEEDED"
+
+
+def test_max_bytes_raises_or_lowers_the_dense_limit():
+    t = sparse_bomb(1000)  # 8000 bytes dense
+    assert hurray.DEFAULT_MAX_DENSE_BYTES == 1 << 30
+    d = t.densify()
+    assert d.shape == (2, 1000) and d[0, 1] == 1.5 and d[1, 3] == 3
+    assert t.densify(max_bytes=8000).shape == (2, 1000)
+    assert t.dequantize(max_bytes=8000)[1, 2] == -2
+    assert t.dequantize("float64", max_bytes=16000).dtype == np.float64
+    for method, kw in (("densify", {}), ("dequantize", {}), ("dequantize", {"dtype": "float64"})):
+        with pytest.raises(hurray.HurrayError) as e:
+            getattr(t, method)(max_bytes=7999 if not kw else 15999, **kw)
+        assert e.value.status_name == "HURRAY_ERR_LIMIT_EXCEEDED"
+    with pytest.raises(ValueError):
+        t.densify(max_bytes=-1)
+    with pytest.raises(TypeError):
+        t.densify(max_bytes=1.5e9)
+
+
+def test_a_zero_strided_tensor_is_capped_too():
+    base = np.zeros(1, np.float32)
+    wide = np.lib.stride_tricks.as_strided(base, shape=(1 << 20, 1 << 9), strides=(0, 0))  # 2 GiB dense
+    t = hurray.from_numpy(wide)
+    assert t.layout == "strided"
+    with pytest.raises(hurray.HurrayError) as e:
+        t.densify()
+    assert e.value.status_name == "HURRAY_ERR_LIMIT_EXCEEDED"

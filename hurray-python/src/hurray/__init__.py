@@ -18,6 +18,7 @@ from ._file import File, FileWriter
 from ._lib import ABI_VERSION, HurrayError, status_name
 from ._stream import StreamReader, StreamWriter
 from ._tensor import (
+    DEFAULT_MAX_DENSE_BYTES,
     Composite,
     Membership,
     PagingInfo,
@@ -37,6 +38,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ABI_VERSION",
     "Composite",
+    "DEFAULT_MAX_DENSE_BYTES",
     "DType",
     "File",
     "FileWriter",

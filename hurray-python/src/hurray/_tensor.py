@@ -17,6 +17,8 @@ from ._lib import (
     CompositeMembership,
     DescriptorFields,
     DescriptorSpec,
+    ERR_LIMIT_EXCEEDED,
+    HurrayError,
     IoSlice,
     MetadataView,
     Paging,
@@ -26,6 +28,31 @@ from ._lib import (
     error,
     lib,
 )
+
+# The largest array densify() and dequantize() make unless their max_bytes says otherwise (as
+# Java's Tensor.DEFAULT_MAX_DENSE_BYTES): a sparse, paged or zero-strided tensor of a few
+# hundred bytes can describe terabytes.
+DEFAULT_MAX_DENSE_BYTES = 1 << 30
+
+
+def _dense_bytes(what: str, dt: DType, shape: Sequence[int], max_bytes: int) -> None:
+    """Refuses (``LIMIT_EXCEEDED``) a result of ``shape`` and ``dt`` over ``max_bytes``, before
+    anything is allocated."""
+    if not isinstance(max_bytes, int) or isinstance(max_bytes, bool):
+        raise TypeError(f"max_bytes must be an int, not {type(max_bytes).__name__}")
+    if max_bytes < 0:
+        raise ValueError(f"max_bytes {max_bytes} < 0")
+    count = 1
+    for n in shape:
+        count *= n
+    need = (count * dt.bits + 7) // 8
+    if need > max_bytes:
+        raise HurrayError(
+            ERR_LIMIT_EXCEEDED,
+            f"{what}: the result, {dt.name}{list(shape)}, needs {need} bytes, over the limit of "
+            f"{max_bytes} bytes; pass {what}(max_bytes=...) a larger limit if this is intended",
+        )
+
 
 LAYOUTS = ("row-major", "column-major", "strided", "coo", "csr", "csc", "bsr", "paged")
 _LAYOUT_CODE = {n: i for i, n in enumerate(LAYOUTS)}
@@ -482,16 +509,20 @@ class Tensor:
             arr[i].len = n
         return arr
 
-    def dequantize(self, dtype: Any = None) -> np.ndarray:
+    def dequantize(self, dtype: Any = None, *, max_bytes: int = DEFAULT_MAX_DENSE_BYTES) -> np.ndarray:
         """The values as a new row-major array of ``dtype`` (default: the quantization's
         dequantized type, float32 for plain tensors), computed by the core for every
         quantization kind and element type (docs/spec/descriptor.md §Dequantization). Shape:
-        ``self.shape``. Errors: ``HurrayError`` (``UNSUPPORTED`` for strided layouts and
+        ``self.shape``. A result of more than ``max_bytes`` (default
+        ``DEFAULT_MAX_DENSE_BYTES``, 1 GiB) is refused before anything is allocated: a sparse
+        tensor of a few hundred bytes can describe terabytes. Errors: ``HurrayError``
+        (``LIMIT_EXCEEDED`` over ``max_bytes``, ``UNSUPPORTED`` for strided layouts and
         complex types)."""
         self._alive()
         q = self.quantization
         target = _dtypes.lookup(dtype) if dtype is not None else (q.dequantized_type if q else _dtypes.BY_NAME["float32"])
         nd = _dtypes.numpy_dtype(target)
+        _dense_bytes("dequantize", target, self.shape, max_bytes)
         out = np.empty(self.shape, nd)
         n = len(self._bufs)
         ptrs = (c_void_p * max(n, 1))(*[p or None for p, _ in self._bufs])
@@ -499,16 +530,19 @@ class Tensor:
         check(lib.hurray_dequantize_to(self._desc, ptrs, lens, n, target.code, out.ctypes.data, out.nbytes))
         return out
 
-    def densify(self) -> np.ndarray:
+    def densify(self, *, max_bytes: int = DEFAULT_MAX_DENSE_BYTES) -> np.ndarray:
         """The dense row-major form of a sparse (COO/CSR/CSC/BSR) or block-paged tensor as a
         new array of the element type, computed by the core (every index checked first);
-        dense tensors give a contiguous copy. Errors: ``HurrayError`` (``CORRUPT`` for a bad
-        index, ``UNSUPPORTED``)."""
+        dense tensors give a contiguous copy. A result of more than ``max_bytes`` (default
+        ``DEFAULT_MAX_DENSE_BYTES``, 1 GiB; shape × element size) is refused before anything
+        is allocated, whatever the layout. Errors: ``HurrayError`` (``LIMIT_EXCEEDED`` over
+        ``max_bytes``, ``CORRUPT`` for a bad index, ``UNSUPPORTED``)."""
         self._alive()
         code = self._f().layout
+        dt = self.dtype
+        _dense_bytes("densify", dt, self.shape, max_bytes)
         if code <= 2:
             return np.ascontiguousarray(self.numpy())
-        dt = self.dtype
         nd = _dtypes.numpy_dtype(dt)
         out = np.empty(self.shape, nd)
         fn = lib.hurray_paged_gather if code == 7 else lib.hurray_sparse_densify
