@@ -166,3 +166,93 @@ def test_a_zero_strided_tensor_is_capped_too():
     with pytest.raises(hurray.HurrayError) as e:
         t.densify()
     assert e.value.status_name == "HURRAY_ERR_LIMIT_EXCEEDED"
+
+
+class Blocking:
+    """A source (readinto) or sink (write) that, once armed, signals ``entered`` and waits for
+    ``go``: the thread inside a reader or writer call stays there while the test tries a
+    second one."""
+
+    def __init__(self, data=b""):
+        import io
+        import threading
+
+        self.data = io.BytesIO(data)
+        self.armed = True
+        self.entered = threading.Event()
+        self.go = threading.Event()
+
+    def _wait(self):
+        if self.armed:
+            self.armed = False
+            self.entered.set()
+            assert self.go.wait(10)
+
+    def readinto(self, b):
+        self._wait()
+        return self.data.readinto(b)
+
+    def write(self, b):
+        self._wait()
+        return len(b)
+
+
+def in_other_thread(fn):
+    import threading
+
+    box = {}
+
+    def run():
+        try:
+            box["value"] = fn()
+        except BaseException as e:  # handed to the test
+            box["error"] = e
+
+    th = threading.Thread(target=run)
+    th.start()
+    return th, box
+
+
+@pytest.mark.parametrize("second", ["read", "next", "metadata", "items", "close"])
+def test_a_reader_used_by_a_second_thread_meanwhile_refuses_it(second):
+    src = Blocking(hurray_stream_bytes())
+    r = hurray.StreamReader(src)
+    th, box = in_other_thread(r.read)
+    assert src.entered.wait(10)
+    calls = {"read": r.read, "next": lambda: next(r), "metadata": lambda: r.metadata,
+             "items": lambda: next(r.items()), "close": r.close}
+    with pytest.raises(RuntimeError, match="another thread is using this StreamReader"):
+        calls[second]()
+    src.go.set()
+    th.join(10)
+    assert "error" not in box
+    assert box["value"].numpy().tolist() == [1.0, 2.0]  # the first thread's read is unharmed
+    assert r.read() is None
+    r.close()
+
+
+@pytest.mark.parametrize("second", ["write", "flush", "finish", "close"])
+def test_a_writer_used_by_a_second_thread_meanwhile_refuses_it(second):
+    sink = Blocking()
+    w = hurray.StreamWriter(sink, batch_bytes=0)
+    t = hurray.from_numpy(np.arange(4, dtype=np.float32))
+    th, box = in_other_thread(lambda: w.write(t))
+    assert sink.entered.wait(10)
+    calls = {"write": lambda: w.write(t), "flush": w.flush, "finish": w.finish, "close": w.close}
+    with pytest.raises(RuntimeError, match="another thread is using this StreamWriter"):
+        calls[second]()
+    sink.go.set()
+    th.join(10)
+    assert "error" not in box
+    w.close()  # the writer is intact: it finishes the stream
+
+
+def test_one_thread_after_another_is_fine():
+    r = hurray.StreamReader(hurray_stream_bytes())
+    th, box = in_other_thread(lambda: r.metadata)
+    th.join(10)
+    assert box["value"] == {}
+    th, box = in_other_thread(r.read)
+    th.join(10)
+    assert box["value"].numpy().tolist() == [1.0, 2.0]
+    assert r.read() is None

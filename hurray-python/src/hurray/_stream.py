@@ -86,6 +86,35 @@ _HELD_MAX = 64 * 1024
 held = lib.held
 
 
+def _busy_error(obj: Any, name: str) -> RuntimeError:
+    kind = type(obj).__name__
+    return RuntimeError(
+        f"{kind}.{name}: another thread is using this {kind}; a {kind} is used by one thread "
+        "at a time (give each thread its own, or lock around its use)"
+    )
+
+
+def _one_thread(method: Any, name: Optional[str] = None) -> Any:
+    """``method`` refusing a call while another thread is inside a guarded method of the same
+    reader or writer (their native decoder or encoder is not for two threads at once):
+    ``RuntimeError`` at once, instead of a data race. Guarded methods do not call each other."""
+    name = name or method.__name__
+
+    def guarded(self: Any, *args: Any) -> Any:
+        busy = self._busy
+        if not busy.acquire(False):
+            raise _busy_error(self, name)
+        try:
+            return method(self, *args)
+        finally:
+            busy.release()
+
+    guarded.__name__, guarded.__doc__ = name, method.__doc__
+    guarded.__qualname__ = method.__qualname__.rsplit(".", 1)[0] + "." + name
+    guarded.__wrapped__ = method  # type: ignore[attr-defined]
+    return guarded
+
+
 def _region(ptr: int, n: int) -> memoryview:
     return MEMORY[ptr : ptr + n]
 
@@ -137,7 +166,9 @@ class StreamWriter:
     If no byte of the failing item had been sent, the item is taken back (write it again
     later); otherwise the stream on the wire ends inside an item and the writer is poisoned:
     every later call raises ``HURRAY_ERR_POISONED`` (the four transport rules, stream.md
-    §Transport rules). Threads: one thread at a time.
+    §Transport rules). Threads: one thread at a time; a call while another thread is inside
+    ``write``, ``flush``, ``finish`` or ``close`` raises ``RuntimeError`` (the writer is
+    unchanged).
     """
 
     # It owns a native encoder or decoder: a copy would be a second owner of it.
@@ -153,6 +184,7 @@ class StreamWriter:
         payload_checksums: bool = False,
         batch_bytes: int = DEFAULT_BATCH_BYTES,
     ):
+        self._busy = threading.Lock()
         self._memory: Optional[bytearray] = bytearray() if target is None else None
         if self._memory is not None:
             mem = self._memory
@@ -223,75 +255,81 @@ class StreamWriter:
         """Writes one tensor (its descriptor and buffers) or a whole composite. The tensor's
         memory is read before this returns or, for payloads up to 64 KiB, copied: the tensor
         may be changed or dropped afterwards."""
-        enc = self._enc
-        if enc is None:
-            raise ValueError("writer is closed")
-        # After a failed send, each write goes to the encoder at once (it refuses a poisoned
-        # stream with POISONED, or stages normally after a take-back).
-        if type(item) is _Planned and item._d == 0 and not self._failed:
-            _tpl, _off, size, contig, spec = item._plan
-            if size <= _SMALL:
-                # Queued (inline: once per small tensor): its descriptor spec, its payload
-                # and name copied to the area; no library call, no ctypes object.
-                nb = item._nb
-                nl = len(nb) if nb is not None else 0
-                i, used = self._qn, self._used
-                if i == _QUEUE or used + size + nl > self._area_cap:
-                    self._stage()
-                    i = used = 0
-                at = i * _SPEC
-                mv = self._qspec_mv
-                mv[at:at + _DSPEC] = spec
-                pay = self._area_addr + used
-                if size:
-                    if contig:
-                        self._area_mv[used:used + size] = item._keep.tobytes()  # cheaper than a buffer export
-                    else:
-                        ctypes.memmove(pay, item._bufs[0][0], size)
-                _pack2(self._qslice_mv, i * 16, pay, size)
-                used += size
-                if nb is not None:
-                    self._area_mv[used:used + nl] = nb
-                    _pack2(mv, at + _NAME_AT, pay + size, nl)
-                    used += nl
-                self._qn, self._used = i + 1, used
-                if used >= self._room:
-                    self._stage()
-                    self._send(take_back=True, listed=True)
-                return
-        st = self._state
-        if self._qn:
-            self._stage()
-        if isinstance(item, Composite):
-            b = c_void_p(item._builder())
-            try:
-                self._check(lib.hurray_encoder_encode_composite(enc, b, byref(st)))
-            finally:
-                lib.hurray_composite_builder_destroy(byref(b))
-        else:
-            bufs = item._bufs
-            if item._tpl and item._d == 0 and len(bufs) == 1:
-                s = self._encode_template(enc, item)
-            elif len(bufs) == 1:
-                d = item._desc
-                if d is None:
-                    raise ValueError("tensor is closed")
-                one = self._one[0]
-                one.ptr, one.len = bufs[0]
-                f = lib if self._sums and bufs[0][1] > _HELD_MAX else held
-                s = f.hurray_encoder_encode(enc, d, self._one, 1, self._state_ref)
+        busy = self._busy
+        if not busy.acquire(False):
+            raise _busy_error(self, "write")
+        try:
+            enc = self._enc
+            if enc is None:
+                raise ValueError("writer is closed")
+            # After a failed send, each write goes to the encoder at once (it refuses a poisoned
+            # stream with POISONED, or stages normally after a take-back).
+            if type(item) is _Planned and item._d == 0 and not self._failed:
+                _tpl, _off, size, contig, spec = item._plan
+                if size <= _SMALL:
+                    # Queued (inline: once per small tensor): its descriptor spec, its payload
+                    # and name copied to the area; no library call, no ctypes object.
+                    nb = item._nb
+                    nl = len(nb) if nb is not None else 0
+                    i, used = self._qn, self._used
+                    if i == _QUEUE or used + size + nl > self._area_cap:
+                        self._stage()
+                        i = used = 0
+                    at = i * _SPEC
+                    mv = self._qspec_mv
+                    mv[at:at + _DSPEC] = spec
+                    pay = self._area_addr + used
+                    if size:
+                        if contig:
+                            self._area_mv[used:used + size] = item._keep.tobytes()  # cheaper than a buffer export
+                        else:
+                            ctypes.memmove(pay, item._bufs[0][0], size)
+                    _pack2(self._qslice_mv, i * 16, pay, size)
+                    used += size
+                    if nb is not None:
+                        self._area_mv[used:used + nl] = nb
+                        _pack2(mv, at + _NAME_AT, pay + size, nl)
+                        used += nl
+                    self._qn, self._used = i + 1, used
+                    if used >= self._room:
+                        self._stage()
+                        self._send(take_back=True, listed=True)
+                    return
+            st = self._state
+            if self._qn:
+                self._stage()
+            if isinstance(item, Composite):
+                b = c_void_p(item._builder())
+                try:
+                    self._check(lib.hurray_encoder_encode_composite(enc, b, byref(st)))
+                finally:
+                    lib.hurray_composite_builder_destroy(byref(b))
             else:
-                d = item._desc
-                if d is None:
-                    raise ValueError("tensor is closed")
-                f = lib if self._sums and sum(b[1] for b in bufs) > _HELD_MAX else held
-                s = f.hurray_encoder_encode(enc, d, item._slices(), len(bufs), self._state_ref)
-            if s < 0:
-                raise error(s)
-        if st.borrows_payloads or st.pending_bytes >= self._batch:
-            self._send(take_back=True)
-        else:
-            self._room = self._batch - st.pending_bytes
+                bufs = item._bufs
+                if item._tpl and item._d == 0 and len(bufs) == 1:
+                    s = self._encode_template(enc, item)
+                elif len(bufs) == 1:
+                    d = item._desc
+                    if d is None:
+                        raise ValueError("tensor is closed")
+                    one = self._one[0]
+                    one.ptr, one.len = bufs[0]
+                    f = lib if self._sums and bufs[0][1] > _HELD_MAX else held
+                    s = f.hurray_encoder_encode(enc, d, self._one, 1, self._state_ref)
+                else:
+                    d = item._desc
+                    if d is None:
+                        raise ValueError("tensor is closed")
+                    f = lib if self._sums and sum(b[1] for b in bufs) > _HELD_MAX else held
+                    s = f.hurray_encoder_encode(enc, d, item._slices(), len(bufs), self._state_ref)
+                if s < 0:
+                    raise error(s)
+            if st.borrows_payloads or st.pending_bytes >= self._batch:
+                self._send(take_back=True)
+            else:
+                self._room = self._batch - st.pending_bytes
+        finally:
+            busy.release()
 
     def _stage(self) -> None:
         """Stages every queued tensor with one hurray_encoder_encode_batch call (more only if
@@ -333,6 +371,7 @@ class StreamWriter:
             return s
         return f.hurray_encoder_encode_encoded(enc, scratch, n.value, self._one, 1, self._state_ref)
 
+    @_one_thread
     def flush(self) -> None:
         """Sends every pending byte now (tensors queued by ``write`` included)."""
         if self._qn:
@@ -390,7 +429,7 @@ class StreamWriter:
             raise err from cause
         raise err
 
-    def finish(self) -> None:
+    def _finish(self) -> None:
         """Writes the end-of-stream marker and sends everything pending. Idempotent. After a
         failed send it may be called again (a writer that took its item back still works)."""
         if self._finished:
@@ -402,19 +441,22 @@ class StreamWriter:
         self._send(take_back=True)
         self._finished = True
 
+    finish = _one_thread(_finish, "finish")
+
     def getvalue(self) -> bytes:
         """The bytes written so far (an in-memory writer only)."""
         if self._memory is None:
             raise ValueError("getvalue() is for a writer made without a target")
         return bytes(self._memory)
 
+    @_one_thread
     def close(self) -> None:
         """Ends the stream (``finish``) unless it is finished or a send failed, then destroys
         the encoder. Raises what ``finish`` raises (the encoder is destroyed either way).
         Idempotent; the target stays open."""
         try:
             if self._enc is not None and not self._finished and not self._failed:
-                self.finish()
+                self._finish()
         finally:
             self._destroy()
 
@@ -701,7 +743,8 @@ class StreamReader:
     was given (or ``read`` more bytes than asked for) is such an error, its cause a
     ``ValueError`` or ``TypeError`` naming the method and the count.
     Ownership: each tensor is the caller's and outlives the reader. Threads: one thread at a
-    time; tensors may go to any thread.
+    time; a call that needs the decoder while another thread is inside one raises
+    ``RuntimeError`` (the reader is unchanged). Tensors may go to any thread.
     """
 
     # It owns a native encoder or decoder: a copy would be a second owner of it.
@@ -719,6 +762,7 @@ class StreamReader:
         require_checksums: bool = False,
         buffer_pool_bytes: int = DEFAULT_BUFFER_POOL_BYTES,
     ):
+        self._busy = threading.Lock()
         if isinstance(source, (bytes, bytearray, memoryview)):
             self._data: Optional[memoryview] = memoryview(source).cast("B")
             # ctypes cannot take the address of a read-only buffer (bytes); numpy can.
@@ -842,11 +886,13 @@ class StreamReader:
             if filled == 0:
                 self._flags = DECODE_END_OF_INPUT
 
+    _drive_guarded = _one_thread(_drive, "items")
+
     @property
     def metadata(self) -> dict[str, bytes]:
         """The stream's metadata (``{}`` when it has none); reads the header if needed."""
         if self._metadata is None:
-            self._header()
+            self._header_guarded()
         return dict(self._metadata or {})
 
     def _header(self) -> None:
@@ -858,6 +904,9 @@ class StreamReader:
             meta[bytes_at(m.key, m.key_len).decode("utf-8")] = bytes_at(m.value, m.value_len)
         self._metadata = meta
 
+    _header_guarded = _one_thread(_header, "metadata")
+
+    @_one_thread
     def read(self) -> Optional[Tensor]:
         """The next tensor, or ``None`` at the end of the stream."""
         ready = self._ready
@@ -1011,14 +1060,14 @@ class StreamReader:
         """Each item whole: a ``Tensor``, or a ``Composite`` with its members (nested ones
         included). Do not mix with plain iteration inside one composite."""
         if self._metadata is None:
-            self._header()
+            self._header_guarded()
         ready = self._ready
         while ready:  # tensors a batch read ahead (a batch stops before a composite)
             yield ready.popleft()
         self._region = None  # an offered region left unfilled: next_item asks again
         comp = c_void_p()
         while not self._done:
-            if self._drive(lib.hurray_decoder_next_item, byref(comp)) == END_OF_STREAM:
+            if self._drive_guarded(lib.hurray_decoder_next_item, byref(comp)) == END_OF_STREAM:
                 self._done = True
                 return
             if comp.value:
@@ -1028,6 +1077,7 @@ class StreamReader:
             else:
                 yield self._tensor(self._result)
 
+    @_one_thread
     def close(self) -> None:
         """Destroys the decoder (tensors already read stay valid). Idempotent."""
         d, self._dec = self._dec, None
