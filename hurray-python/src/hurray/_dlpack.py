@@ -4,11 +4,19 @@ The structs are built and read by the library; Python only wraps them in capsule
 names and ownership rules of the Python DLPack protocol: a consumer renames a capsule to
 ``used_dltensor_versioned``/``used_dltensor`` when it takes the struct, and a capsule that
 dies unconsumed calls the struct's deleter itself.
+
+This module keeps a reference to each capsule it made until the next export or garbage
+collection: a consumer that refuses a capsule drops it with its exception pending, and the
+capsule's destructor, a ctypes callback, would lose that exception (CPython turns a callback
+that returns with an exception set into ``SystemError``). Held, the capsule dies later, in
+ordinary code, and the consumer's own error reaches its caller.
 """
 
 from __future__ import annotations
 
+import atexit
 import ctypes
+import gc
 import itertools
 import threading
 from ctypes import POINTER, byref, c_char_p, c_int, c_void_p, py_object
@@ -48,11 +56,10 @@ _pending_refs = tuple(byref(_pending, i * ctypes.sizeof(c_void_p)) for i in rang
 def _capsule_destructor(cap: int) -> None:
     # Runs when a capsule is freed. A consumed capsule was renamed and holds nothing; an
     # unconsumed one still owns its struct, whose deleter runs here, exactly once.
-    # A consumer that refuses a capsule frees it with its exception pending, and every call
-    # ctypes makes would fail on that exception: it is taken out first (the first call here).
-    # A ctypes callback cannot leave it pending for the consumer (CPython turns a callback's
-    # return with an exception set into SystemError), so it is dropped: the consumer's caller
-    # sees SystemError, and the struct is released all the same.
+    # A capsule freed with an exception pending (a refusing consumer's, when the capsule was
+    # no longer held) would make every call ctypes makes fail on it: it is taken out first
+    # (the first call here). A ctypes callback cannot leave it pending for the consumer, so it
+    # is dropped: that consumer's caller sees SystemError, and the struct is released.
     _err_fetch(*_pending_refs)
     err = _pending[0], _pending[1], _pending[2]
     try:
@@ -75,6 +82,19 @@ def _capsule_destructor(cap: int) -> None:
             _err_restore(c_void_p(err[0]), c_void_p(err[1]), c_void_p(err[2]))
         except BaseException:
             pass
+
+
+# Capsules made since the last drain (see the module docstring).
+_held: list = []
+
+
+def _drain(*_: Any) -> None:
+    if _held:
+        _held.clear()  # each capsule nobody else holds dies here, with no exception pending
+
+
+gc.callbacks.append(_drain)
+atexit.register(_drain)
 
 
 # Memory Python owns, lent to the library by hurray_buffer_from_ptr: key -> owner, dropped by
@@ -137,10 +157,14 @@ def export(t: Any, legacy: bool) -> Any:
         if legacy:
             lm = POINTER(DLManagedTensor)()
             check(lib.hurray_dlpack_export_legacy(t._desc, buf, byref(lm)))
-            return _capsule_new(ctypes.cast(lm, c_void_p), _LEGACY, _capsule_destructor)
-        m = POINTER(DLManagedTensorVersioned)()
-        check(lib.hurray_dlpack_export(t._desc, buf, READ_ONLY if t._readonly else 0, byref(m)))
-        return _capsule_new(ctypes.cast(m, c_void_p), _VERSIONED, _capsule_destructor)
+            cap = _capsule_new(ctypes.cast(lm, c_void_p), _LEGACY, _capsule_destructor)
+        else:
+            m = POINTER(DLManagedTensorVersioned)()
+            check(lib.hurray_dlpack_export(t._desc, buf, READ_ONLY if t._readonly else 0, byref(m)))
+            cap = _capsule_new(ctypes.cast(m, c_void_p), _VERSIONED, _capsule_destructor)
+        _drain()
+        _held.append(cap)
+        return cap
     finally:
         if owned.value:
             lib.hurray_buffer_destroy(byref(owned))

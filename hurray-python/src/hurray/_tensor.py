@@ -566,11 +566,10 @@ class Tensor:
         struct's deleter runs exactly once (by the consumer, or by the capsule if it was never
         consumed). Dense and strided host tensors with one buffer only; ``copy=True`` is
         refused, as is any ``dl_device`` but the CPU. Memory that is not 64-byte aligned
-        (a ``from_numpy`` source) is copied once into an aligned array first. A consumer
-        that refuses the capsule (numpy has no float8, bfloat16 or int4 DLPack type) fails with
-        ``SystemError`` rather than its own error: the capsule's destructor is a ctypes
-        callback, which cannot leave the consumer's exception pending; the memory is released
-        all the same."""
+        (a ``from_numpy`` source) is copied once into an aligned array first. The package
+        holds each capsule until the next export or garbage collection, so that a consumer
+        that refuses it (numpy has no float8, bfloat16 or int4 DLPack type) raises its own
+        error: an unconsumed capsule's deleter runs then, not at once."""
         from . import _dlpack
 
         if copy:
