@@ -160,6 +160,12 @@ def test_max_bytes_raises_or_lowers_the_dense_limit():
         t.densify(max_bytes=1.5e9)
 
 
+def test_dense_tensors_are_not_capped_their_stored_bytes_bound_the_result():
+    t = hurray.from_numpy(np.arange(6, dtype=np.float32).reshape(2, 3))
+    assert t.densify(max_bytes=0).tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert t.dequantize("float64", max_bytes=0).dtype == np.float64
+
+
 def test_a_zero_strided_tensor_is_capped_too():
     base = np.zeros(1, np.float32)
     wide = np.lib.stride_tricks.as_strided(base, shape=(1 << 20, 1 << 9), strides=(0, 0))  # 2 GiB dense

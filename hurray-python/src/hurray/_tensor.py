@@ -29,19 +29,22 @@ from ._lib import (
     lib,
 )
 
-# The largest array densify() and dequantize() make unless their max_bytes says otherwise (as
-# Java's Tensor.DEFAULT_MAX_DENSE_BYTES): a sparse, paged or zero-strided tensor of a few
-# hundred bytes can describe terabytes.
+# The largest array densify() and dequantize() make of a tensor whose stored bytes do not
+# bound its dense form (sparse, paged; strided for densify) unless their max_bytes says
+# otherwise, as Java's Tensor.DEFAULT_MAX_DENSE_BYTES: a sparse, paged or zero-strided tensor
+# of a few hundred bytes can describe terabytes.
 DEFAULT_MAX_DENSE_BYTES = 1 << 30
 
 
-def _dense_bytes(what: str, dt: DType, shape: Sequence[int], max_bytes: int) -> None:
-    """Refuses (``LIMIT_EXCEEDED``) a result of ``shape`` and ``dt`` over ``max_bytes``, before
-    anything is allocated."""
+def _dense_bytes(what: str, dt: DType, shape: Sequence[int], max_bytes: int, capped: bool) -> None:
+    """Refuses (``LIMIT_EXCEEDED``), when ``capped``, a result of ``shape`` and ``dt`` over
+    ``max_bytes``, before anything is allocated."""
     if not isinstance(max_bytes, int) or isinstance(max_bytes, bool):
         raise TypeError(f"max_bytes must be an int, not {type(max_bytes).__name__}")
     if max_bytes < 0:
         raise ValueError(f"max_bytes {max_bytes} < 0")
+    if not capped:
+        return
     count = 1
     for n in shape:
         count *= n
@@ -513,16 +516,16 @@ class Tensor:
         """The values as a new row-major array of ``dtype`` (default: the quantization's
         dequantized type, float32 for plain tensors), computed by the core for every
         quantization kind and element type (docs/spec/descriptor.md §Dequantization). Shape:
-        ``self.shape``. A result of more than ``max_bytes`` (default
-        ``DEFAULT_MAX_DENSE_BYTES``, 1 GiB) is refused before anything is allocated: a sparse
-        tensor of a few hundred bytes can describe terabytes. Errors: ``HurrayError``
+        ``self.shape``. For a sparse or paged tensor, a result of more than ``max_bytes``
+        (default ``DEFAULT_MAX_DENSE_BYTES``, 1 GiB) is refused before anything is allocated,
+        as in Java: a few hundred bytes of it can describe terabytes. Errors: ``HurrayError``
         (``LIMIT_EXCEEDED`` over ``max_bytes``, ``UNSUPPORTED`` for strided layouts and
         complex types)."""
         self._alive()
         q = self.quantization
         target = _dtypes.lookup(dtype) if dtype is not None else (q.dequantized_type if q else _dtypes.BY_NAME["float32"])
         nd = _dtypes.numpy_dtype(target)
-        _dense_bytes("dequantize", target, self.shape, max_bytes)
+        _dense_bytes("dequantize", target, self.shape, max_bytes, self._f().layout > 2)
         out = np.empty(self.shape, nd)
         n = len(self._bufs)
         ptrs = (c_void_p * max(n, 1))(*[p or None for p, _ in self._bufs])
@@ -533,14 +536,15 @@ class Tensor:
     def densify(self, *, max_bytes: int = DEFAULT_MAX_DENSE_BYTES) -> np.ndarray:
         """The dense row-major form of a sparse (COO/CSR/CSC/BSR) or block-paged tensor as a
         new array of the element type, computed by the core (every index checked first);
-        dense tensors give a contiguous copy. A result of more than ``max_bytes`` (default
+        dense tensors give a contiguous copy. For sparse, paged and strided tensors (whose
+        strides may be 0), a result of more than ``max_bytes`` (default
         ``DEFAULT_MAX_DENSE_BYTES``, 1 GiB; shape × element size) is refused before anything
-        is allocated, whatever the layout. Errors: ``HurrayError`` (``LIMIT_EXCEEDED`` over
+        is allocated. Errors: ``HurrayError`` (``LIMIT_EXCEEDED`` over
         ``max_bytes``, ``CORRUPT`` for a bad index, ``UNSUPPORTED``)."""
         self._alive()
         code = self._f().layout
         dt = self.dtype
-        _dense_bytes("densify", dt, self.shape, max_bytes)
+        _dense_bytes("densify", dt, self.shape, max_bytes, code >= 2)
         if code <= 2:
             return np.ascontiguousarray(self.numpy())
         nd = _dtypes.numpy_dtype(dt)
