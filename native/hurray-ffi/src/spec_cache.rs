@@ -213,11 +213,16 @@ mod tests {
 
     /// What the full path makes of `o`: the encoding, or the status and message.
     fn reference(o: &Owned) -> Result<Vec<u8>, (i32, String)> {
-        o.with(|s| unsafe { descriptor_of_spec(s) }.and_then(|d| Ok(d.encode()?))).map_err(|e| (e.status, e.message))
+        o.with(|s| {
+            // SAFETY: `with` passes a spec whose pointers point into `o`, valid for their counts.
+            unsafe { descriptor_of_spec(s) }.and_then(|d| Ok(d.encode()?))
+        })
+        .map_err(|e| (e.status, e.message))
     }
 
     fn cached(c: &mut SpecCache, o: &Owned) -> Result<Vec<u8>, (i32, String)> {
         o.with(|s| {
+            // SAFETY: as in `reference`.
             unsafe { c.descriptor(s) }.map(|(d, enc)| {
                 assert_eq!(d.encode().unwrap(), enc, "the returned encoding is the descriptor's");
                 enc.to_vec()
