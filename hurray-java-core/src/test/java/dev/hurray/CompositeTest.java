@@ -102,17 +102,22 @@ class CompositeTest {
         }
     }
 
+    /** The Rust-written golden stream src/golden/stream_v2_sparse_composite.hrry. */
+    private static byte[] goldenStream() throws java.io.IOException {
+        Path dir = Path.of("").toAbsolutePath();
+        while (dir != null && !Files.isDirectory(dir.resolve("src/golden"))) {
+            dir = dir.getParent();
+        }
+        return Files.readAllBytes(dir.resolve("src/golden/stream_v2_sparse_composite.hrry"));
+    }
+
     /**
      * A composite head read with {@code read()} has no buffers: its typed copies say so with
      * {@link IllegalStateException}, as for any tensor they cannot copy, never an index error.
      */
     @Test
     void typedCopiesOfACompositeHeadAreRefusedClearly() throws Exception {
-        Path dir = Path.of("").toAbsolutePath();
-        while (dir != null && !Files.isDirectory(dir.resolve("src/golden"))) {
-            dir = dir.getParent();
-        }
-        byte[] bytes = Files.readAllBytes(dir.resolve("src/golden/stream_v2_sparse_composite.hrry"));
+        byte[] bytes = goldenStream();
         int heads = 0;
         try (Reader r = Reader.of(bytes)) {
             for (Tensor t0; (t0 = r.read()) != null; ) {
@@ -137,11 +142,7 @@ class CompositeTest {
     /** The Rust-written golden stream (src/golden/stream_v2_sparse_composite.hrry) reads the same in Java. */
     @Test
     void theRustGoldenStreamReadsIdenticallyInJava() throws Exception {
-        Path dir = Path.of("").toAbsolutePath();
-        while (dir != null && !Files.isDirectory(dir.resolve("src/golden"))) {
-            dir = dir.getParent();
-        }
-        byte[] bytes = Files.readAllBytes(dir.resolve("src/golden/stream_v2_sparse_composite.hrry"));
+        byte[] bytes = goldenStream();
         try (Reader r = Reader.of(bytes)) {
             try (Item first = r.nextItem(); Tensor d = first.tensor().orElseThrow().densify()) {
                 assertEquals("csr", first.tensor().orElseThrow().descriptor().name().orElseThrow());

@@ -449,15 +449,8 @@ class TensorCodecTest {
         }
         ch.writeAndFlush(TensorOutboundHandler.END_OF_STREAM);
         w.close();
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        for (ByteBuf b; (b = ch.readOutbound()) != null;) {
-            byte[] a = new byte[b.readableBytes()];
-            b.readBytes(a);
-            out.write(a);
-            b.release();
-        }
         List<String> names = new ArrayList<>();
-        try (Reader r = Reader.of(out.toByteArray())) {
+        try (Reader r = Reader.of(written(ch))) {
             for (Tensor t = r.read(); t != null; t = r.read()) {
                 names.add(t.descriptor().name().orElse(""));
                 t.close();
@@ -493,6 +486,18 @@ class TensorCodecTest {
         assertEquals(before, dev.hurray.internal.Leaks.leaked(), "an encoder was left for the cleaner");
     }
 
+    /** Every byte the channel wrote so far, its outbound buffers released. */
+    private static byte[] written(EmbeddedChannel ch) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        for (ByteBuf b; (b = ch.readOutbound()) != null;) {
+            byte[] a = new byte[b.readableBytes()];
+            b.readBytes(a);
+            out.writeBytes(a);
+            b.release();
+        }
+        return out.toByteArray();
+    }
+
     /** Writes a tensor and the end marker on a channel it drops without closing; the handler's reference. */
     private static java.lang.ref.WeakReference<TensorOutboundHandler> endedStreamOnAnOpenChannel() throws Exception {
         TensorOutboundHandler h = new TensorOutboundHandler();
@@ -515,14 +520,7 @@ class TensorCodecTest {
         assertEquals(Status.INVALID_STATE, ((HurrayException) f.cause()).status());
         assertFalse(late.isOpen(), "a refused tensor is still closed by the handler");
         assertTrue(ch.writeAndFlush(TensorOutboundHandler.END_OF_STREAM).isSuccess(), "a second end is a no-op");
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        for (ByteBuf b; (b = ch.readOutbound()) != null;) {
-            byte[] a = new byte[b.readableBytes()];
-            b.readBytes(a);
-            out.write(a);
-            b.release();
-        }
-        try (Reader r = Reader.of(out.toByteArray())) {
+        try (Reader r = Reader.of(written(ch))) {
             try (Tensor t = r.read()) {
                 assertEquals("a", t.descriptor().name().orElseThrow());
             }
