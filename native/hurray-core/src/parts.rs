@@ -4,7 +4,7 @@
 //! all go through [`DescriptorParts::build`].
 
 use crate::descriptor::{
-    check_metadata_entry, LayoutDescriptor, PagingInfo, Quantization, SparseInfo, TensorDescriptor,
+    check_metadata_entry, check_metadata_list, LayoutDescriptor, PagingInfo, Quantization, SparseInfo, TensorDescriptor,
 };
 use crate::error::{bail, err, Result};
 use crate::{
@@ -132,16 +132,7 @@ impl DescriptorParts {
 /// Checks a whole metadata list once: every entry's limits, unique keys, the entry count.
 /// Errors: `InvalidArgument`, `LimitExceeded`, `DuplicateName`.
 pub fn check_metadata(metadata: &[(String, Vec<u8>)]) -> Result<()> {
-    if metadata.len() > MAX_METADATA_ENTRIES {
-        bail!(LimitExceeded, "{} metadata entries exceed {MAX_METADATA_ENTRIES}", metadata.len());
-    }
-    for (i, (k, v)) in metadata.iter().enumerate() {
-        check_metadata_entry(k, v)?;
-        if metadata[..i].iter().any(|(e, _)| e == k) {
-            bail!(DuplicateName, "metadata key {k:?} is already present");
-        }
-    }
-    Ok(())
+    check_metadata_list(metadata.iter().map(|(k, v)| (k.as_str(), v.as_slice())))
 }
 
 /// Checks one more metadata entry against those already accepted: its limits, a unique key,

@@ -18,7 +18,7 @@ pub use blocks::{CompositeInfo, IndexType, PagingInfo, SparseInfo};
 pub use decode::decode_stream_metadata;
 pub use encode::encode_stream_metadata;
 pub use layout::LayoutDescriptor;
-pub(crate) use validate::{check_metadata_entry, compressed_dims, row_bytes};
+pub(crate) use validate::{check_metadata_entry, check_metadata_list, compressed_dims, row_bytes};
 
 use crate::buffer::BufferHandle;
 use crate::error::{bail, err, Result};
@@ -260,15 +260,7 @@ impl TensorDescriptor {
         I: ExactSizeIterator<Item = (&'a str, &'a [u8])> + Clone,
     {
         let count = metadata.len();
-        if count > MAX_METADATA_ENTRIES {
-            bail!(LimitExceeded, "{count} metadata entries exceed {MAX_METADATA_ENTRIES}");
-        }
-        for (i, (k, v)) in metadata.clone().enumerate() {
-            check_metadata_entry(k, v)?;
-            if metadata.clone().take(i).any(|(e, _)| e == k) {
-                bail!(DuplicateName, "metadata key {k:?} is already present");
-            }
-        }
+        check_metadata_list(metadata.clone())?;
         if let Some(n) = name {
             check_name(n)?;
         }

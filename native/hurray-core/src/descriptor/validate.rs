@@ -12,7 +12,7 @@ use crate::shape::Shape;
 use crate::types::ElementType;
 use crate::wire::{
     DESCRIPTOR_VERSION, MAX_BUFFERS, MAX_COMPOSITE_DEPTH, MAX_COMPOSITE_MEMBERS, MAX_DESCRIPTOR_VERSION,
-    MAX_METADATA_KEY_BYTES, MAX_METADATA_VALUE_BYTES, MAX_ROLE_BYTES,
+    MAX_METADATA_ENTRIES, MAX_METADATA_KEY_BYTES, MAX_METADATA_VALUE_BYTES, MAX_ROLE_BYTES,
 };
 
 impl TensorDescriptor {
@@ -194,6 +194,26 @@ impl TensorDescriptor {
             _ => format!("element type {}", self.element_type.name()),
         }
     }
+}
+
+/// Checks a whole metadata list, `(key, value)` in order: every entry's limits, unique keys, the
+/// entry count (iterated once per entry for the duplicate check; lists are at most 256 long).
+/// Errors: `InvalidArgument`, `LimitExceeded`, `DuplicateName`.
+pub(crate) fn check_metadata_list<'a, I>(metadata: I) -> Result<()>
+where
+    I: ExactSizeIterator<Item = (&'a str, &'a [u8])> + Clone,
+{
+    let count = metadata.len();
+    if count > MAX_METADATA_ENTRIES {
+        bail!(LimitExceeded, "{count} metadata entries exceed {MAX_METADATA_ENTRIES}");
+    }
+    for (i, (k, v)) in metadata.clone().enumerate() {
+        check_metadata_entry(k, v)?;
+        if metadata.clone().take(i).any(|(e, _)| e == k) {
+            bail!(DuplicateName, "metadata key {k:?} is already present");
+        }
+    }
+    Ok(())
 }
 
 /// One metadata entry: a key of 1..=256 bytes without NUL, a value of at most 64 KiB.
