@@ -150,20 +150,31 @@ final class TensorConversions {
      */
     private static void checkDenseOutput(TensorDescriptor descriptor, ElementType target) throws HurrayException {
         Layout.Kind kind = descriptor.layout().kind();
-        if (!kind.isSparse() && kind != Layout.Kind.PAGED) {
-            return;
+        if (kind.isSparse() || kind == Layout.Kind.PAGED) {
+            String first = kind == Layout.Kind.PAGED ? "gather" : "densify";
+            requireDenseWithin(descriptor, target, Tensor.DEFAULT_MAX_DENSE_BYTES, "dequantize",
+                    "call " + first + "(maxBytes) first if this is intended");
         }
+    }
+
+    /**
+     * Refuses with {@link Status#LIMIT_EXCEEDED} a dense {@code type} form of {@code descriptor}'s
+     * shape of more than {@code maxBytes} bytes, or one whose size does not fit 64 bits; the
+     * message names {@code op} and ends with {@code remedy}.
+     */
+    private static void requireDenseWithin(TensorDescriptor descriptor, ElementType type, long maxBytes, String op,
+            String remedy) throws HurrayException {
         long need;
         try {
-            need = target.byteSizeOf(descriptor.elementCount());
+            need = type.byteSizeOf(descriptor.elementCount());
         } catch (IllegalArgumentException | ArithmeticException e) {
-            need = Long.MAX_VALUE;
+            throw new HurrayException(Status.LIMIT_EXCEEDED, op + ": the dense form of " + descriptor.shape()
+                    + " does not fit 64-bit byte counts", e);
         }
-        if (need > Tensor.DEFAULT_MAX_DENSE_BYTES) {
-            throw new HurrayException(Status.LIMIT_EXCEEDED, "dequantize: the dense " + target.formatName()
-                    + descriptor.shape() + " of this " + kind + " tensor needs " + (need == Long.MAX_VALUE ? "more than 2^63"
-                    : need) + " bytes, over the limit of " + Tensor.DEFAULT_MAX_DENSE_BYTES + " bytes; call "
-                    + (kind == Layout.Kind.PAGED ? "gather" : "densify") + "(maxBytes) first if this is intended", null);
+        if (need > maxBytes) {
+            throw new HurrayException(Status.LIMIT_EXCEEDED, op + ": the dense form of " + type.formatName()
+                    + descriptor.shape() + " needs " + need + " bytes, over the limit of " + maxBytes + " bytes; "
+                    + remedy, null);
         }
     }
 
@@ -222,19 +233,9 @@ final class TensorConversions {
             throw new IllegalArgumentException("maxBytes " + maxBytes + " < 0");
         }
         TensorDescriptor descriptor = src.descriptor();
-        long need;
-        try {
-            need = descriptor.elementType().byteSizeOf(descriptor.elementCount());
-        } catch (IllegalArgumentException | ArithmeticException e) {
-            throw new HurrayException(Status.LIMIT_EXCEEDED, (sparse ? "densify" : "gather") + ": the dense form of "
-                    + descriptor.shape() + " does not fit 64-bit byte counts", e);
-        }
-        if (need > maxBytes) {
-            throw new HurrayException(Status.LIMIT_EXCEEDED, (sparse ? "densify" : "gather") + ": the dense form of "
-                    + descriptor.elementType().formatName() + descriptor.shape() + " needs " + need
-                    + " bytes, over the limit of " + maxBytes + " bytes; pass a larger limit to Tensor."
-                    + (sparse ? "densify" : "gather") + "(maxBytes) if this is intended", null);
-        }
+        String op = sparse ? "densify" : "gather";
+        requireDenseWithin(descriptor, descriptor.elementType(), maxBytes, op,
+                "pass a larger limit to Tensor." + op + "(maxBytes) if this is intended");
         TensorDescriptor dense = TensorDescriptor.of(descriptor.elementType(), descriptor.shape());
         src.pin();
         try {
