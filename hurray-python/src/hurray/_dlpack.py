@@ -48,8 +48,6 @@ _err_restore = ctypes.PYFUNCTYPE(None)(("PyErr_Restore", _api))
 
 _DESTRUCTOR = ctypes.CFUNCTYPE(None, c_void_p)
 _capsule_new = ctypes.PYFUNCTYPE(py_object, c_void_p, c_char_p, _DESTRUCTOR)(("PyCapsule_New", _api))
-_pending = (c_void_p * 3)()
-_pending_refs = tuple(byref(_pending, i * ctypes.sizeof(c_void_p)) for i in range(3))
 
 
 @_DESTRUCTOR
@@ -60,8 +58,11 @@ def _capsule_destructor(cap: int) -> None:
     # no longer held) would make every call ctypes makes fail on it: it is taken out first
     # (the first call here). A ctypes callback cannot leave it pending for the consumer, so it
     # is dropped: that consumer's caller sees SystemError, and the struct is released.
-    _err_fetch(*_pending_refs)
-    err = _pending[0], _pending[1], _pending[2]
+    # Per call, not shared: another thread's destructor may run between these lines.
+    pending = (c_void_p * 3)()
+    size = ctypes.sizeof(c_void_p)
+    _err_fetch(byref(pending, 0), byref(pending, size), byref(pending, 2 * size))
+    err = pending[0], pending[1], pending[2]
     try:
         if _is_valid(cap, _VERSIONED):
             p = _get_pointer(cap, _VERSIONED)
