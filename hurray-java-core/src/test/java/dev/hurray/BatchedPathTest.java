@@ -125,6 +125,51 @@ class BatchedPathTest {
         }
     }
 
+    /**
+     * One decoded batch whose tensors have different buffer counts (dense: one; CSR: three):
+     * the reader copies the batch's results and buffer records once, and each tensor still gets
+     * its own buffers, in order, byte for byte.
+     */
+    @Test
+    void aBatchOfTensorsWithDifferentBufferCountsGivesEachItsOwnBuffers() throws IOException {
+        byte[] wire;
+        try (Writer w = Writer.toMemory()) {
+            for (int i = 0; i < 50; i++) {
+                if (i % 3 == 1) {
+                    // A 2x3 CSR matrix with two stored entries: values, row pointers, column indices.
+                    TensorDescriptor d = TensorDescriptor.builder(ElementType.FLOAT32, 2, 3).name("csr" + i)
+                            .layout(Layout.csr(ElementType.INT32, 2, true))
+                            .buffer(BufferSpec.cpu(8)).buffer(BufferSpec.cpu(12)).buffer(BufferSpec.cpu(8)).build();
+                    w.write(d, MemorySegment.ofArray(new float[] {i, -i}), MemorySegment.ofArray(new int[] {0, 1, 2}),
+                            MemorySegment.ofArray(new int[] {i % 3, 2}));
+                } else {
+                    TensorDescriptor d = TensorDescriptor.builder(ElementType.FLOAT32, 4 + i % 5).name("d" + i).build();
+                    w.write(d, MemorySegment.ofArray(row(i, 4 + i % 5)));
+                }
+            }
+            w.finish();
+            wire = w.toByteArray();
+        }
+        try (Reader r = Reader.of(wire)) {
+            for (int i = 0; i < 50; i++) {
+                try (Tensor t = r.read()) {
+                    if (i % 3 == 1) {
+                        assertEquals("csr" + i, t.descriptor().name().orElseThrow());
+                        assertEquals(3, t.buffers().size());
+                        assertArrayEquals(new float[] {i, -i}, t.buffer(0).toArray(ValueLayout.JAVA_FLOAT));
+                        assertArrayEquals(new int[] {0, 1, 2}, t.buffer(1).toArray(ValueLayout.JAVA_INT));
+                        assertArrayEquals(new int[] {i % 3, 2}, t.buffer(2).toArray(ValueLayout.JAVA_INT));
+                    } else {
+                        assertEquals("d" + i, t.descriptor().name().orElseThrow());
+                        assertEquals(1, t.buffers().size());
+                        assertArrayEquals(row(i, 4 + i % 5), t.toFloatArray(), "tensor " + i);
+                    }
+                }
+            }
+            assertNull(r.read());
+        }
+    }
+
     @Test
     void tensorsOfOneBatchAreClosedInAnyOrderAndOutliveTheReader() throws IOException {
         byte[] wire;

@@ -73,6 +73,19 @@ public final class NativeReader {
      */
     private final long[] words = new long[RESULT_WORDS];
     private boolean snapped;
+    /**
+     * Every result of the last batch as words, copied out with one call when the batch arrives
+     * ({@link #snapBatch}), so that a tensor of the batch costs no native read for its result
+     * or, when the batch's buffer records lie in one run, for its buffer table.
+     */
+    private final long[] batchWords = new long[BATCH * RESULT_WORDS];
+    /** The index of the current result in {@link #batchWords}, or -1 when it is not in them. */
+    private int batchIndex = -1;
+    /** The batch's buffer records in one run, as words (valid while {@link #batchTableValid}). */
+    private long[] batchTable = new long[BATCH * BUF_WORDS];
+    /** Where result {@code i}'s records start in {@link #batchTable}, in words. */
+    private final int[] batchTableAt = new int[BATCH];
+    private boolean batchTableValid;
     /** Results of the last batch not yet returned: {@code pendingAt..pendingCount-1}. */
     private int pendingAt;
     private int pendingCount;
@@ -359,6 +372,7 @@ public final class NativeReader {
         result = r;
         snapped = false;
         tableSnapped = false;
+        batchIndex = -1;
     }
 
     /** Makes result {@code i} of the last batch the current one, with no segment made for it. */
@@ -368,7 +382,55 @@ public final class NativeReader {
         result = null;
         snapped = false;
         tableSnapped = false;
+        batchIndex = i < batchCount ? i : -1;
     }
+
+    /** Results in {@link #batchWords} (0 when the last batch call returned none). */
+    private int batchCount;
+
+    /**
+     * Copies the {@code count} results a batch call just wrote, and their buffer records when
+     * they lie in one run in result order (as the library lays them out; checked here, else
+     * each tensor reads its own), with one native read each.
+     */
+    private void snapBatch(int count) {
+        int n = Math.min(count, BATCH);
+        Native.words(results.address(), batchWords, n * RESULT_WORDS);
+        batchCount = n;
+        batchTableValid = false;
+        long first = 0;
+        long words = 0;
+        for (int i = 0; i < n; i++) {
+            int at = i * RESULT_WORDS;
+            long c = batchWords[at + W_BUFFER_COUNT];
+            if (c < 0 || c > MAX_TABLE_WORDS / BUF_WORDS) {
+                return;
+            }
+            if (c > 0) {
+                long p = batchWords[at + W_BUFFERS];
+                if (words == 0) {
+                    first = p;
+                } else if (p != first + words * Long.BYTES) {
+                    return;
+                }
+            }
+            batchTableAt[i] = (int) words;
+            words += c * BUF_WORDS;
+            if (words > MAX_TABLE_WORDS) {
+                return;
+            }
+        }
+        if (words > batchTable.length) {
+            batchTable = new long[(int) words];
+        }
+        if (words > 0) {
+            Native.words(first, batchTable, (int) words);
+        }
+        batchTableValid = true;
+    }
+
+    /** Buffer records per batch copied in one run at most, in words (larger batches read per tensor). */
+    private static final int MAX_TABLE_WORDS = 64 * 1024;
 
     /** The current result as a segment. */
     private MemorySegment result() {
@@ -382,7 +444,11 @@ public final class NativeReader {
 
     private long[] words() {
         if (!snapped) {
-            Native.words(resultArea.address() + resultOffset, words, RESULT_WORDS);
+            if (batchIndex >= 0) {
+                System.arraycopy(batchWords, batchIndex * RESULT_WORDS, words, 0, RESULT_WORDS);
+            } else {
+                Native.words(resultArea.address() + resultOffset, words, RESULT_WORDS);
+            }
             snapped = true;
         }
         return words;
@@ -418,6 +484,7 @@ public final class NativeReader {
             if (rc == Native.OK) {
                 pendingCount = (int) countSlot.get(JAVA_LONG, 0);
                 pendingAt = 1;
+                snapBatch(pendingCount);
                 atBatch(0);
                 if (HurrayDecodeResult.input_len(result()) > 0) {
                     // The decoder already said where the next bytes go: no call just to ask.
@@ -601,11 +668,13 @@ public final class NativeReader {
             // The flat view decodes every buffered tensor at once, as next() does.
             rc = hurray_h.hurray_decoder_next_batch$raw(handle.address(), f, flags, results.address(), BATCH, countSlot.address());
             java.lang.ref.Reference.reachabilityFence(this); // the areas above are passed by address
-            atBatch(0);
+            batchCount = 0;
             if (rc == Native.OK) {
                 pendingCount = (int) countSlot.get(JAVA_LONG, 0);
                 pendingAt = 1;
+                snapBatch(pendingCount);
             }
+            atBatch(0);
         } else {
             at(single);
             rc = kind == POLL_ITEM ? hurray_h.hurray_decoder_next_item(handle, f, flags, single, compositeSlot)
@@ -630,6 +699,7 @@ public final class NativeReader {
         Native.check(hurray_h.hurray_decoder_reset(handle));
         pendingAt = 0;
         pendingCount = 0;
+        batchCount = 0;
         toFill = null;
         filled = 0;
         inputEnded = false;
@@ -785,7 +855,11 @@ public final class NativeReader {
             if (n > tableWords.length) {
                 tableWords = new long[n];
             }
-            Native.words(words()[W_BUFFERS], tableWords, n);
+            if (batchIndex >= 0 && batchTableValid) {
+                System.arraycopy(batchTable, batchTableAt[batchIndex], tableWords, 0, n);
+            } else {
+                Native.words(words()[W_BUFFERS], tableWords, n);
+            }
             tableSnapped = true;
         }
         return tableWords;
