@@ -3,6 +3,7 @@ package dev.hurray.netty;
 import dev.hurray.HurrayException;
 import dev.hurray.Item;
 import dev.hurray.ReaderOptions;
+import dev.hurray.Status;
 import dev.hurray.Tensor;
 import dev.hurray.TensorDecoder;
 import io.netty.buffer.ByteBuf;
@@ -42,7 +43,8 @@ import java.util.Objects;
  *
  * <h2>Events and errors</h2>
  * The stream metadata is fired as a {@link StreamMetadata} user event before the first tensor,
- * and the end-of-stream marker as {@link StreamEnd#INSTANCE}. A stream failure (damaged bytes,
+ * and the end-of-stream marker as {@link StreamEnd#INSTANCE}; the handler's decoder closes then
+ * (its native memory is freed without waiting for the channel to close). A stream failure (damaged bytes,
  * a declared size over {@link ReaderOptions#maxTensorBytes()}, or the connection closing inside
  * an item or before the end marker, which is {@code Status.TRUNCATED}) is fired once as a {@link DecoderException} whose cause is the
  * {@link HurrayException}, the channel is closed, and every later {@code ByteBuf} is released
@@ -117,7 +119,14 @@ public class TensorInboundHandler extends ChannelInboundHandlerAdapter {
             return;
         }
         try {
-            if (failed || decoder == null) {
+            if (failed) {
+                return;
+            }
+            if (decoder == null) {
+                if (endFired && buf.isReadable()) {
+                    // The decoder closed with the end marker: whatever follows is a stream failure.
+                    throw new HurrayException(Status.CORRUPT, buf.readableBytes() + " bytes after the end-of-stream marker", null);
+                }
                 return;
             }
             int count = buf.nioBufferCount();
@@ -164,6 +173,9 @@ public class TensorInboundHandler extends ChannelInboundHandlerAdapter {
         }
         if (decoder != null && decoder.isEndOfStream() && !endFired) {
             endFired = true;
+            // Nothing more is decoded on this connection: the decoder closes now, not with the
+            // channel (one never closed would otherwise leave it to the leak cleaner).
+            closeDecoder();
             ctx.fireUserEventTriggered(StreamEnd.INSTANCE);
         }
     }

@@ -486,6 +486,41 @@ class TensorCodecTest {
         assertEquals(before, dev.hurray.internal.Leaks.leaked(), "an encoder was left for the cleaner");
     }
 
+    /**
+     * The inbound handler closes its decoder when the end marker arrives, so a channel that is
+     * never closed (a group shut down with connections open) leaves no decoder to the cleaner.
+     */
+    @Test
+    void endedStreamClosesItsDecoderOnAChannelNeverClosed() throws Exception {
+        long before = dev.hurray.internal.Leaks.leaked();
+        java.lang.ref.WeakReference<TensorInboundHandler> gone = streamReadOnAnOpenChannel();
+        for (int i = 0; i < 200 && gone.get() != null; i++) {
+            System.gc();
+            Thread.sleep(10);
+        }
+        assertNull(gone.get(), "the dropped channel's handler was collected");
+        for (int i = 0; i < 20; i++) {
+            System.gc();
+            Thread.sleep(25);
+        }
+        assertEquals(before, dev.hurray.internal.Leaks.leaked(), "a decoder was left for the cleaner");
+    }
+
+    /** Reads a whole stream on a channel it drops without closing; the handler's reference. */
+    private static java.lang.ref.WeakReference<TensorInboundHandler> streamReadOnAnOpenChannel() throws Exception {
+        List<Tensor> ts = List.of(named("a", 3, 1));
+        byte[] wire = stream(ts);
+        ts.forEach(Tensor::close);
+        TensorInboundHandler h = new TensorInboundHandler();
+        Collector c = new Collector();
+        EmbeddedChannel ch = new EmbeddedChannel(h, c);
+        ch.writeInbound(Unpooled.wrappedBuffer(wire));
+        assertEquals(List.of("a"), c.names);
+        assertEquals(TensorInboundHandler.StreamEnd.INSTANCE, c.events.get(c.events.size() - 1));
+        assertNull(c.failure);
+        return new java.lang.ref.WeakReference<>(h);
+    }
+
     /** Every byte the channel wrote so far, its outbound buffers released. */
     private static byte[] written(EmbeddedChannel ch) {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
