@@ -170,6 +170,47 @@ class BatchedPathTest {
         }
     }
 
+    /**
+     * One batch mixing plain and quantized tensors: the writer hands a quantized tensor's spec
+     * to native memory at once (with its quantization block) and the others with the batch,
+     * so each must keep its own fields.
+     */
+    @Test
+    void aBatchMixingQuantizedAndPlainTensorsKeepsEachOnesFields() throws IOException {
+        byte[] wire;
+        try (Writer w = Writer.toMemory()) {
+            for (int i = 0; i < 40; i++) {
+                if (i % 3 == 0) {
+                    TensorDescriptor d = TensorDescriptor.builder(ElementType.UINT8, Shape.of(4)).name("q" + i)
+                            .quantization(new Quantization.PerTensorAffine(i + 0.5, -i, ElementType.FLOAT32)).build();
+                    w.write(d, MemorySegment.ofArray(new byte[] {(byte) i, 1, 2, 3}));
+                } else {
+                    TensorDescriptor d = TensorDescriptor.builder(ElementType.FLOAT32, 1 + i % 4).name("p" + i).build();
+                    w.write(d, MemorySegment.ofArray(row(i, 1 + i % 4)));
+                }
+            }
+            w.finish();
+            wire = w.toByteArray();
+        }
+        try (Reader r = Reader.of(wire)) {
+            for (int i = 0; i < 40; i++) {
+                try (Tensor t = r.read()) {
+                    if (i % 3 == 0) {
+                        assertEquals("q" + i, t.descriptor().name().orElseThrow());
+                        assertEquals(new Quantization.PerTensorAffine(i + 0.5, -i, ElementType.FLOAT32),
+                                t.descriptor().quantization().orElseThrow());
+                        assertArrayEquals(new byte[] {(byte) i, 1, 2, 3}, t.buffer(0).toArray(ValueLayout.JAVA_BYTE));
+                    } else {
+                        assertEquals("p" + i, t.descriptor().name().orElseThrow());
+                        assertTrue(t.descriptor().quantization().isEmpty(), "tensor " + i);
+                        assertArrayEquals(row(i, 1 + i % 4), t.toFloatArray(), "tensor " + i);
+                    }
+                }
+            }
+            assertNull(r.read());
+        }
+    }
+
     @Test
     void tensorsOfOneBatchAreClosedInAnyOrderAndOutliveTheReader() throws IOException {
         byte[] wire;

@@ -102,6 +102,13 @@ public final class NativeWriter {
     private long auxUsed;
     private int queued;
     private final String[] queuedNames = new String[MAX_QUEUED];
+    /**
+     * The queued tensors' specs as words, copied to {@link #specs} with one call when the encoder
+     * is called ({@link #specsOut}); grown as the queue grows, up to {@link #MAX_QUEUED} specs.
+     */
+    private long[] specWords = new long[16 * SpecWriter.SPEC_WORDS];
+    /** Queued specs already in {@link #specs} (those before it, and a quantized one, are there). */
+    private int specsCopied;
     /** Native copies of heap payloads the encoder may still borrow (drained writers only). */
     private final java.util.List<MemorySegment[]> heldCopies = new java.util.ArrayList<>();
     /** Bytes of the output sent but not yet reported to the encoder (the next call reports them). */
@@ -203,7 +210,16 @@ public final class NativeWriter {
             // before this one (which the output may borrow) is staged.
             settle();
         }
-        auxUsed = SpecWriter.write(specs, queued, aux, auxUsed, f, name, keys, payloads, !inPlace);
+        if (specWords.length < (queued + 1) * SpecWriter.SPEC_WORDS) {
+            specWords = java.util.Arrays.copyOf(specWords, Math.min(MAX_QUEUED, 2 * (queued + 1)) * SpecWriter.SPEC_WORDS);
+        }
+        if (SpecWriter.specWrittenAtOnce(f)) {
+            specsOut(); // the specs before it go first, so that the copy at the call leaves its own alone
+        }
+        auxUsed = SpecWriter.write(specWords, specs, queued, aux, auxUsed, f, name, keys, payloads, !inPlace);
+        if (SpecWriter.specWrittenAtOnce(f)) {
+            specsCopied = queued + 1;
+        }
         queuedNames[queued++] = f.name();
         if (drained) {
             // The caller drains. A payload read in place is staged now, while its tensor is
@@ -273,6 +289,7 @@ public final class NativeWriter {
         }
         int from = 0;
         HurrayException refused = null;
+        specsOut();
         try {
             while (true) {
                 int rc = hurray_h.hurray_encoder_encode_batch$raw(handle.address(), unreported,
@@ -313,10 +330,19 @@ public final class NativeWriter {
             }
         } finally {
             queued = 0;
+            specsCopied = 0;
             auxUsed = 0;
         }
         if (refused != null) {
             throw refused;
+        }
+    }
+
+    /** Copies the queued specs not yet in native memory to {@link #specs}, for the encoder to read. */
+    private void specsOut() {
+        if (specsCopied < queued) {
+            SpecWriter.copySpecs(specWords, specs, specsCopied, queued);
+            specsCopied = queued;
         }
     }
 
@@ -389,6 +415,7 @@ public final class NativeWriter {
             return;
         }
         int n = queued;
+        specsOut();
         try {
             // Every queued tensor is staged but the refused ones; the first refusal is thrown
             // with any later ones attached as suppressed, so no refusal goes unreported.
@@ -433,6 +460,7 @@ public final class NativeWriter {
             }
         } finally {
             queued = 0;
+            specsCopied = 0;
             auxUsed = 0;
         }
     }
@@ -571,6 +599,7 @@ public final class NativeWriter {
         java.lang.ref.Reference.reachabilityFence(this); // the areas above are passed by address
         stateNow = state;
         queued = 0;
+        specsCopied = 0;
         auxUsed = 0;
         unreported = 0;
         finished = false;

@@ -113,18 +113,22 @@ final class SpecWriter {
     private static final int PACKED_STRING_MAX = 256;
 
     /**
-     * Writes spec {@code index} of {@code specs} for {@code f} with its variable parts in
-     * {@code aux} from {@code at}; copies the payloads there too when {@code copy}, else points
-     * at them (they must then stay live and unchanged until the encoder no longer needs them).
+     * Writes spec {@code index} for {@code f} as words into {@code specWords} (from word
+     * {@code index * SPEC_WORDS}; {@link #copySpecs} copies them to {@code specs} before the
+     * encoder reads them), with its variable parts in {@code aux} from {@code at}; copies the
+     * payloads there too when {@code copy}, else points at them (they must then stay live and
+     * unchanged until the encoder no longer needs them). A quantized tensor's spec goes to
+     * {@code specs} at once, with its quantization block.
      *
      * <p>Everything but the payloads is assembled as one image of words (dims, strides, buffer
      * table, metadata views, payload slices, then the name and metadata bytes) and copied into
-     * {@code aux} at once, so that a tensor costs three copies: image, payloads, spec.
+     * {@code aux} at once, so that a tensor costs two copies (image, payloads) and a batch one
+     * more (its specs).
      *
      * @return the new end of the used aux area
      */
-    static long write(MemorySegment specs, int index, MemorySegment aux, long at, DescriptorFields f, byte[] name,
-            byte[][] keys, MemorySegment[] payloads, boolean copy) {
+    static long write(long[] specWords, MemorySegment specs, int index, MemorySegment aux, long at, DescriptorFields f,
+            byte[] name, byte[][] keys, MemorySegment[] payloads, boolean copy) {
         long base = aux.address() + at;
         long[] dims = f.shape().dims();
         long[] strides = f.layout().strides();
@@ -140,25 +144,27 @@ final class SpecWriter {
             stringBytes += pad(k.length);
         }
         long[] img = new long[fixed + (int) (stringBytes >>> 3)];
-        long[] w = new long[SPEC_WORDS];
-        StructWords.put(w, 0, ET, f.elementType().code(), 1);
-        StructWords.put(w, 0, LAYOUT, f.layout().kind().code(), 1);
-        w[W_RANK] = dims.length;
+        long[] w = specWords;
+        int s0 = index * SPEC_WORDS;
+        java.util.Arrays.fill(w, s0, s0 + SPEC_WORDS, 0L);
+        StructWords.put(w, s0, ET, f.elementType().code(), 1);
+        StructWords.put(w, s0, LAYOUT, f.layout().kind().code(), 1);
+        w[s0 + W_RANK] = dims.length;
         int wi = 0;
         if (dims.length > 0) {
             System.arraycopy(dims, 0, img, wi, dims.length);
-            w[W_DIMS] = base;
+            w[s0 + W_DIMS] = base;
             wi += dims.length;
         }
         if (strides.length > 0) {
             System.arraycopy(strides, 0, img, wi, strides.length);
-            w[W_STRIDES] = base + 8L * wi;
-            w[W_STRIDE_COUNT] = strides.length;
+            w[s0 + W_STRIDES] = base + 8L * wi;
+            w[s0 + W_STRIDE_COUNT] = strides.length;
             wi += strides.length;
         }
-        w[W_OFFSET] = f.byteOffset();
-        w[W_BUFFER_COUNT] = nb;
-        w[W_BUFFERS] = base + 8L * wi;
+        w[s0 + W_OFFSET] = f.byteOffset();
+        w[s0 + W_BUFFER_COUNT] = nb;
+        w[s0 + W_BUFFERS] = base + 8L * wi;
         for (int i = 0; i < nb; i++) {
             BufferSpec b = buffers.get(i);
             img[wi + W_BUF_SIZE] = b.byteSize();
@@ -177,14 +183,14 @@ final class SpecWriter {
         long stringsAt = at + sb;
         boolean anyLong = false;
         if (name != null) {
-            w[W_NAME] = base + sb;
-            w[W_NAME_LEN] = name.length;
+            w[s0 + W_NAME] = base + sb;
+            w[s0 + W_NAME_LEN] = name.length;
             anyLong |= !pack(img, sb, name);
             sb += pad(name.length);
         }
         if (entries > 0) {
-            w[W_MD_COUNT] = entries;
-            w[W_MD] = base + 8L * views;
+            w[s0 + W_MD_COUNT] = entries;
+            w[s0 + W_MD] = base + 8L * views;
             int i = 0;
             for (byte[] value : f.metadata().values()) {
                 byte[] k = keys[i];
@@ -201,12 +207,12 @@ final class SpecWriter {
             }
         }
         long end = at + sb;
-        w[W_PAYLOADS] = base + 8L * slices;
-        w[W_PAYLOAD_COUNT] = payloads.length;
+        w[s0 + W_PAYLOADS] = base + 8L * slices;
+        w[s0 + W_PAYLOAD_COUNT] = payloads.length;
         // Every copy of the tensor goes through the one call in copyAll: the image, each copied
         // payload, then the spec (one copy loop is far less code for the JIT than one per kind).
         int copies = 0;
-        MemorySegment[] src = new MemorySegment[payloads.length + 2];
+        MemorySegment[] src = new MemorySegment[payloads.length + 1];
         long[] from = new long[src.length];
         MemorySegment[] dst = new MemorySegment[src.length];
         long[] to = new long[src.length];
@@ -240,19 +246,29 @@ final class SpecWriter {
             img[slices + i * SLICE_WORDS + W_SLICE_PTR] = ptr;
             img[slices + i * SLICE_WORDS + W_SLICE_LEN] = n;
         }
-        src[copies] = MemorySegment.ofArray(w);
-        dst[copies] = specs;
-        to[copies] = index * SPEC_BYTES;
-        len[copies++] = SPEC_BYTES;
         copyAll(src, from, dst, to, len, copies);
         if (anyLong) {
             copyLongStrings(aux, stringsAt, name, keys, f);
         }
         Quantization q = f.quantization();
         if (q != null) {
+            copySpecs(specWords, specs, index, index + 1);
             NativeDescriptor.toNative(q, specs.asSlice(index * SPEC_BYTES + QUANT, QUANT_BYTES));
         }
         return pad(end);
+    }
+
+    /** True if {@link #write} already put this tensor's spec in native memory (a quantized one). */
+    static boolean specWrittenAtOnce(DescriptorFields f) {
+        return f.quantization() != null;
+    }
+
+    /** Copies specs {@code from} (inclusive) to {@code to} (exclusive) from {@code specWords} to {@code specs}. */
+    static void copySpecs(long[] specWords, MemorySegment specs, int from, int to) {
+        if (to > from) {
+            MemorySegment.copy(specWords, from * SPEC_WORDS, specs, JAVA_LONG_UNALIGNED, from * SPEC_BYTES,
+                    (to - from) * SPEC_WORDS);
+        }
     }
 
     private static void copyAll(MemorySegment[] src, long[] from, MemorySegment[] dst, long[] to, long[] len, int n) {
