@@ -169,10 +169,11 @@ pub struct StreamDecoder {
     after_offer: usize,
     /// Some bytes of the tensor being read were written in place (a direct payload region).
     direct_item: bool,
-    /// The last tensor's payload arrived partly in place. Then (and after this tensor's own
-    /// in-place payload, before its checksum) the read-ahead offered before the next payload
-    /// ends where that payload starts if its descriptor is as long as the last one
-    /// (docs/spec/stream.md §Read-ahead).
+    /// The last tensor's payload arrived partly in place, or it had a buffer of at least
+    /// [`READ_AHEAD_BYTES`]. Then (and after this tensor's own in-place payload, before its
+    /// checksum, and while a buffer that large arrives through the read-ahead) the read-ahead
+    /// offered before the next payload ends where that payload starts if its descriptor is as
+    /// long as the last one (docs/spec/stream.md §Read-ahead).
     large_run: bool,
 }
 
@@ -399,7 +400,7 @@ impl StreamDecoder {
         self.ahead.clear();
         self.ahead_pos = 0;
         let offer = match self.to_next_payload() {
-            Some(n) if self.large_run || self.direct_item => n.clamp(1, READ_AHEAD_BYTES),
+            Some(n) if self.large_run || self.direct_item || self.large_item() => n.clamp(1, READ_AHEAD_BYTES),
             _ => READ_AHEAD_BYTES,
         };
         self.ahead_offer = offer;
@@ -439,12 +440,25 @@ impl StreamDecoder {
         Ok(&mut self.ahead.spare_mut()[..offer])
     }
 
-    /// Bytes from the decoder's position to the start of the next tensor's first payload,
-    /// when it is waiting for a frame header (then assuming the next descriptor is as long as
-    /// the last one), a descriptor's rest or a payload checksum; `None` elsewhere.
+    /// Whether the tensor being read has a buffer of at least [`READ_AHEAD_BYTES`].
+    fn large_item(&self) -> bool {
+        self.item_bufs.iter().any(|b| b.len() >= READ_AHEAD_BYTES)
+    }
+
+    /// Bytes from the decoder's position to the start of the next payload, when it is
+    /// waiting for a frame header (then assuming the next descriptor is as long as the last
+    /// one), a descriptor's rest or a payload checksum, or reads the rest of a payload of a
+    /// [large](Self::large_item) tensor through the read-ahead (then up to the next payload of
+    /// the tensor, or of the next tensor after this one's last); `None` elsewhere.
     fn to_next_payload(&self) -> Option<usize> {
         let last = self.last.as_ref().map_or(0, |l| l.bytes.len());
         match &self.state {
+            State::Payload { index } if self.large_item() => {
+                let rest = self.item_bufs.get(*index).map_or(0, |b| b.len() - b.filled());
+                let crc = if self.payload_crc { 4 } else { 0 };
+                let next = if index + 1 == self.item_bufs.len() { FRAME_HEADER_BYTES + last } else { 0 };
+                Some(rest + crc + next)
+            }
             State::FrameHeader { got, .. } => Some(FRAME_HEADER_BYTES - got + last),
             State::Descriptor { buf, want, .. } => Some(want - buf.len()),
             // After the last payload's checksum comes the next frame; after another one, the
@@ -616,7 +630,7 @@ impl StreamDecoder {
                                 return (State::Payload { index }, Err(e));
                             }
                         }
-                        self.large_run = std::mem::take(&mut self.direct_item);
+                        self.large_run = std::mem::take(&mut self.direct_item) || self.large_item();
                         let t = ReadTensor {
                             descriptor: self.item_desc.take().expect("checked above"),
                             buffers: std::mem::take(&mut self.item_bufs),

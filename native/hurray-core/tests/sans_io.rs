@@ -177,6 +177,37 @@ fn after_a_large_payload_the_read_ahead_ends_where_the_next_payload_starts() {
     }
 }
 
+#[test]
+fn payloads_just_above_the_read_ahead_arrive_in_place_after_the_first() {
+    // 64 KiB and 100 KiB payloads back to back: the first arrives partly through the
+    // read-ahead; the read-ahead offered for its rest ends where the next payload starts, so
+    // every later one arrives whole in place (no copy out of the read-ahead).
+    for size in [64 * 1024usize, 100 * 1024] {
+        let mut rng = Rng::new(11);
+        let items: Vec<Item> = (0..6)
+            .map(|i| Item {
+                desc: TensorDescriptor::dense(
+                    hurray_core::ElementType::Uint8,
+                    hurray_core::Shape::new(vec![size as u64]).unwrap(),
+                )
+                .unwrap()
+                .with_name(format!("t/{i}"))
+                .unwrap(),
+                payloads: vec![rng.bytes(size)],
+            })
+            .collect();
+        for crc in [false, true] {
+            let bytes = encode_stream(&items, crc);
+            let (read, regions) = offered_regions(&bytes);
+            assert_same(&read, &items);
+            let whole = regions.iter().filter(|&&r| r == (size, true)).count();
+            assert_eq!(whole, 5, "payload {size}, checksums {crc}: {regions:?}");
+            // Two reads per tensor after the first, as a hand-written loop would make.
+            assert!(regions.len() <= 2 * items.len() + 2, "payload {size}, checksums {crc}: {regions:?}");
+        }
+    }
+}
+
 /// Feeds `bytes` with scatter reads: each commit fills the offered region and then the one
 /// `input_after` offers, as far as the bytes go; returns the tensors and the commit count.
 fn decode_scattered(bytes: &[u8]) -> (Tensors, usize) {
