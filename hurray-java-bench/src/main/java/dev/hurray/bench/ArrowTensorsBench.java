@@ -243,6 +243,18 @@ public final class ArrowTensorsBench {
         return preadDst.get(ValueLayout.JAVA_FLOAT, 0);
     }
 
+    private HurrayFile keptOpenUnchecked;
+
+    /** As {@link #columnOpenKept}, the payload checksums not checked: the read into reused memory alone. */
+    double columnOpenKeptUnchecked() throws IOException {
+        if (keptOpenUnchecked == null) {
+            keptOpenUnchecked = HurrayFile.open(column, dev.hurray.FileReaderOptions.defaults()
+                    .withBufferPoolBytes(2 * payloadBytes() + (1 << 20))
+                    .withPayloadChecks(dev.hurray.FileReaderOptions.PayloadChecks.SKIP));
+        }
+        return columnRoundTrip(keptOpenUnchecked);
+    }
+
     private double columnRoundTrip(HurrayFile f) throws IOException {
         try (Tensor t = f.read("emb")) {
             Tensor back;
@@ -688,7 +700,7 @@ public final class ArrowTensorsBench {
         ArrowTensorsBench b = new ArrowTensorsBench(rows, dir);
         String[] names = {"memcpy", "column map", "column open", "raw loopback", "ipc -> stream", "hrry lookup", "arrow lookup",
             "named ipc -> stream", "tensor -> stream", "named rows -> stream", "arrow load", "named arrow load",
-            "raw loopback kept", "raw loopback kept huge", "memcpy fresh", "ipc reader -> stream", "hrry lookups", "ipc -> drain", "ipc reader -> drain", "column open unchecked", "column open kept", "pread", "ipc -> stream kept", "raw loopback kept reused"};
+            "raw loopback kept", "raw loopback kept huge", "memcpy fresh", "ipc reader -> stream", "hrry lookups", "ipc -> drain", "ipc reader -> drain", "column open unchecked", "column open kept", "pread", "ipc -> stream kept", "raw loopback kept reused", "column open kept unchecked"};
         List<List<Double>> times = new ArrayList<>();
         for (String n : names) {
             times.add(new ArrayList<>());
@@ -702,7 +714,8 @@ public final class ArrowTensorsBench {
                     b::memcpyFresh,
                     b::ipcReaderToStream, () -> b.hurrayLookups(target), () -> b.ipcToStreamDrained(false),
                     () -> b.ipcToStreamDrained(true), b::columnOpenUnchecked, b::columnOpenKept, b::pread,
-                    b::ipcToStreamKeptConnection, b::rawSendKeptReused);
+                    b::ipcToStreamKeptConnection, b::rawSendKeptReused,
+                    b::columnOpenKeptUnchecked);
             for (int k = 0; k < ops.size(); k++) {
                 int j = (k + Math.max(0, round)) % ops.size(); // rotating order
                 if (only != null && !only.contains(names[j])) {
@@ -731,6 +744,7 @@ public final class ArrowTensorsBench {
         row("pread of the payload into a reused buffer", m[21], gb, m[0] / m[21], "memcpy");
         row("HRRYFILE open once, read again into its pool's memory -> Arrow column -> tensor", m[20], gb, m[0] / m[20], "memcpy");
         row("  the same, against pread into a reused buffer", m[20], gb, m[21] / m[20], "pread");
+        row("  the same, payload checksums not checked, against pread into a reused buffer", m[24], gb, m[21] / m[24], "pread");
         row("raw loopback (receiver reuses a 1 MiB buffer, discards)", m[3], gb, 1, "");
         row("raw loopback, kept (receiver reads into a fresh Arena.allocate buffer of the payload's size, zeroed first)", m[12], gb, m[3] / m[12], "raw loopback");
         row("raw loopback, kept in fresh huge-page memory (as the Hurray reader's buffer)", m[13], gb, m[3] / m[13], "raw loopback");
@@ -774,6 +788,9 @@ public final class ArrowTensorsBench {
         }
         if (keptOpen != null) {
             keptOpen.close();
+        }
+        if (keptOpenUnchecked != null) {
+            keptOpenUnchecked.close();
         }
         if (kept != null) {
             try {
