@@ -46,11 +46,15 @@ import org.apache.arrow.vector.ipc.message.ArrowBlock;
  *       ({@code map}: zero copy; {@code open}: one positional read into fresh memory), made an
  *       Arrow {@code arrow.fixed_shape_tensor} column ({@link ArrowTensors#toVector}) and a Hurray
  *       tensor again ({@link ArrowTensors#toTensor}), every row's first element summed; against
- *       {@code MemorySegment.copy} of the payload into a reused buffer.</li>
+ *       {@code MemorySegment.copy} of the payload into a reused buffer, into fresh memory, and
+ *       a {@code pread} of the payload into a reused buffer. Also from one file kept open whose
+ *       buffer pool holds the tensor (with and without payload checksums).</li>
  *   <li><b>ipc-to-stream</b>: an Arrow IPC file with that column read by {@code ArrowFileReader}
  *       and written as a Hurray stream to a loopback socket ({@link ArrowTables#toHurray}), read
  *       by a {@code Reader} on another thread; against the same payload bytes read from the file
- *       into a reused direct buffer and sent through the same kind of socket. Its parts, in
+ *       into a reused direct buffer and sent through the same kind of socket (received into a
+ *       reused 1 MiB buffer, fresh huge-page memory, or one buffer of the payload's size reused
+ *       across runs); also over one connection kept across rounds. Its parts, in
  *       the same run: the same streams from a Hurray tensor (or its named rows) already in
  *       memory, and {@code ArrowFileReader} loading the file alone.</li>
  *   <li><b>lookup</b>: one embedding by name from an HRRYFILE of N named tensors
