@@ -753,21 +753,8 @@ public final class ArrowTensors {
         if (validity == null || validity.capacity() == 0) {
             return values.getNullCount() == 0 ? -1 : start; // no bitmap: all valid or all null
         }
-        long i = start;
-        long end = start + count;
-        while (i < end) {
-            if ((i & 7) == 0 && end - i >= 64 && (i >> 3) + 8 <= validity.capacity()) {
-                if (validity.getLong(i >> 3) == -1L) {
-                    i += 64;
-                    continue;
-                }
-            }
-            if ((i >> 3) >= validity.capacity() || (validity.getByte(i >> 3) & (1 << (i & 7))) == 0) {
-                return i;
-            }
-            i++;
-        }
-        return -1;
+        return ValidityBits.firstClear(MemorySegment.ofAddress(validity.memoryAddress()).reinterpret(validity.capacity()),
+                start, count);
     }
 
     private static ElementType elementTypeUnchecked(FieldVector values) throws ArrowTensorException {

@@ -3,6 +3,7 @@ package dev.hurray.arrow;
 import dev.hurray.TensorDescriptor;
 import java.io.EOFException;
 import java.io.IOException;
+import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
@@ -285,25 +286,15 @@ final class IpcFileColumns {
             throw bad("column '" + column + "': a validity bitmap has " + bitmap.length() + " bytes; " + bits
                     + " values need " + bytes);
         }
-        ByteBuffer chunk = ByteBuffer.allocateDirect((int) Math.min(bytes, 1 << 20)).order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer chunk = ByteBuffer.allocateDirect((int) Math.min(bytes, 1 << 20));
+        MemorySegment chunkBits = MemorySegment.ofBuffer(chunk);
         long at = 0;
         while (at < bytes) {
             int n = (int) Math.min(chunk.capacity(), bytes - at);
             chunk.clear().limit(n);
             readFully(channel, chunk, bodyStart + bitmap.offset() + at);
-            long left = bits - at * 8; // bits still to check from this chunk's first byte
-            int i = 0;
-            for (; i + 8 <= n && left - i * 8L >= 64; i += 8) {
-                if (chunk.getLong(i) != -1L) {
-                    return false;
-                }
-            }
-            for (; i < n; i++) {
-                long rest = left - i * 8L;
-                int mask = rest >= 8 ? 0xFF : (1 << rest) - 1;
-                if ((chunk.get(i) & mask) != mask) {
-                    return false;
-                }
+            if (ValidityBits.firstClear(chunkBits, 0, Math.min(bits - at * 8, n * 8L)) >= 0) {
+                return false;
             }
             at += n;
         }

@@ -48,6 +48,12 @@ class ReadmeSnippetTest {
              Writer writer = Writer.of(stream)) {  // or Writer.of(socketChannel)
             ArrowTables.toHurray(file, writer);     // the same tensor, sent from the IPC file's bytes
         }
+        try (BufferAllocator allocator = new RootAllocator();
+             HurrayFile hrry = HurrayFile.map(dir.resolve("embeddings.hrry"));   // in place (or open: read into memory)
+             Tensor embedding = hrry.read("embedding");                         // a view of the mapping
+             FixedShapeTensorVector column = ArrowTensors.toVector(embedding, "embedding", allocator)) {  // no copy
+            System.out.println(column.getValueCount() + " rows of " + column.type());  // 1000 rows of arrow.fixed_shape_tensor[shape=[768]]
+        }
         // --- end
         try (Reader r = Reader.of(FileChannel.open(dir.resolve("embeddings.hrrys"))); Tensor t = r.read()) {
             assertEquals("embedding", t.descriptor().name().orElseThrow());

@@ -1,5 +1,6 @@
 package dev.hurray.bench;
 
+import dev.hurray.HurrayException;
 import dev.hurray.HurrayFile;
 import dev.hurray.HurrayFileWriter;
 import dev.hurray.Reader;
@@ -45,11 +46,15 @@ import org.apache.arrow.vector.ipc.message.ArrowBlock;
  *       ({@code map}: zero copy; {@code open}: one positional read into fresh memory), made an
  *       Arrow {@code arrow.fixed_shape_tensor} column ({@link ArrowTensors#toVector}) and a Hurray
  *       tensor again ({@link ArrowTensors#toTensor}), every row's first element summed; against
- *       {@code MemorySegment.copy} of the payload into a reused buffer.</li>
+ *       {@code MemorySegment.copy} of the payload into a reused buffer, into fresh memory, and
+ *       a {@code pread} of the payload into a reused buffer. Also from one file kept open whose
+ *       buffer pool holds the tensor (with and without payload checksums).</li>
  *   <li><b>ipc-to-stream</b>: an Arrow IPC file with that column read by {@code ArrowFileReader}
  *       and written as a Hurray stream to a loopback socket ({@link ArrowTables#toHurray}), read
  *       by a {@code Reader} on another thread; against the same payload bytes read from the file
- *       into a reused direct buffer and sent through the same kind of socket. Its parts, in
+ *       into a reused direct buffer and sent through the same kind of socket (received into a
+ *       reused 1 MiB buffer, fresh huge-page memory, or one buffer of the payload's size reused
+ *       across runs); also over one connection kept across rounds. Its parts, in
  *       the same run: the same streams from a Hurray tensor (or its named rows) already in
  *       memory, and {@code ArrowFileReader} loading the file alone.</li>
  *   <li><b>lookup</b>: one embedding by name from an HRRYFILE of N named tensors
@@ -188,7 +193,74 @@ public final class ArrowTensorsBench {
 
     /** HRRYFILE -> Arrow column -> Hurray tensor; returns the sum of every row's first element. */
     double columnRoundTrip(boolean map) throws IOException {
-        try (HurrayFile f = map ? HurrayFile.map(column) : HurrayFile.open(column); Tensor t = f.read("emb")) {
+        try (HurrayFile f = map ? HurrayFile.map(column) : HurrayFile.open(column)) {
+            return columnRoundTrip(f);
+        }
+    }
+
+    /** As {@link #columnRoundTrip(boolean)} with {@code open}, the payload checksums not checked: the read alone. */
+    double columnOpenUnchecked() throws IOException {
+        try (HurrayFile f = HurrayFile.open(column, dev.hurray.FileReaderOptions.defaults()
+                .withPayloadChecks(dev.hurray.FileReaderOptions.PayloadChecks.SKIP))) {
+            return columnRoundTrip(f);
+        }
+    }
+
+    private HurrayFile keptOpen;
+
+    /**
+     * As {@link #columnRoundTrip(boolean)} with {@code open}, from one file kept open whose
+     * buffer pool holds the tensor (a service reading the same file again): after the warm-up
+     * round each read lands in memory the previous one released, not in fresh pages.
+     */
+    double columnOpenKept() throws IOException {
+        if (keptOpen == null) {
+            keptOpen = HurrayFile.open(column, dev.hurray.FileReaderOptions.defaults()
+                    .withBufferPoolBytes(2 * payloadBytes() + (1 << 20)));
+        }
+        return columnRoundTrip(keptOpen);
+    }
+
+    private MemorySegment preadDst;
+    private long payloadOffset = -1;
+
+    /**
+     * Baseline of a read from the page cache: the HRRYFILE's payload range read with positional
+     * reads ({@code FileChannel.read}, {@code pread}) into a reused, touched buffer, no checksum.
+     */
+    double pread() throws IOException {
+        if (preadDst == null) {
+            preadDst = Arena.global().allocate(payloadBytes(), 64);
+            preadDst.fill((byte) 0);
+            try (HurrayFile f = HurrayFile.open(column)) {
+                payloadOffset = f.entry("emb").orElseThrow().buffers().get(0).offset();
+            }
+        }
+        try (FileChannel ch = FileChannel.open(column, StandardOpenOption.READ)) {
+            ByteBuffer b = preadDst.asByteBuffer();
+            while (b.hasRemaining()) {
+                if (ch.read(b, payloadOffset + b.position()) < 0) {
+                    throw new IOException("short file");
+                }
+            }
+        }
+        return preadDst.get(ValueLayout.JAVA_FLOAT, 0);
+    }
+
+    private HurrayFile keptOpenUnchecked;
+
+    /** As {@link #columnOpenKept}, the payload checksums not checked: the read into reused memory alone. */
+    double columnOpenKeptUnchecked() throws IOException {
+        if (keptOpenUnchecked == null) {
+            keptOpenUnchecked = HurrayFile.open(column, dev.hurray.FileReaderOptions.defaults()
+                    .withBufferPoolBytes(2 * payloadBytes() + (1 << 20))
+                    .withPayloadChecks(dev.hurray.FileReaderOptions.PayloadChecks.SKIP));
+        }
+        return columnRoundTrip(keptOpenUnchecked);
+    }
+
+    private double columnRoundTrip(HurrayFile f) throws IOException {
+        try (Tensor t = f.read("emb")) {
             Tensor back;
             try (FixedShapeTensorVector v = ArrowTensors.toVector(t, "emb", allocator)) {
                 back = ArrowTensors.toTensor(v);
@@ -283,6 +355,29 @@ public final class ArrowTensorsBench {
                 }
                 return b.position();
             }
+        });
+    }
+
+    private MemorySegment keptDst;
+
+    /**
+     * Fourth baseline: as {@link #rawSendKept}, into one buffer of the payload's size reused
+     * (and touched) across runs: what a receiver that keeps the bytes pays without fresh pages,
+     * the baseline of a Hurray reader whose buffer pool hands it the previous tensor's memory.
+     */
+    double rawSendKeptReused() throws Exception {
+        if (keptDst == null) {
+            keptDst = Arena.global().allocate(payloadBytes(), 64);
+            keptDst.fill((byte) 0);
+        }
+        return overLoopback(this::sendIpcPayload, in -> {
+            ByteBuffer b = keptDst.asByteBuffer();
+            while (b.hasRemaining()) {
+                if (in.read(b) < 0) {
+                    break;
+                }
+            }
+            return b.position();
         });
     }
 
@@ -395,6 +490,67 @@ public final class ArrowTensorsBench {
                 ArrowTables.toHurray(r, w);
             }
         }, this::receive);
+    }
+
+    private Connection kept;
+
+    /**
+     * As {@link #ipcToStream} (one batch), over one connection kept across rounds: the sender
+     * thread writes the file's tensor through the same {@code Writer} each round and the same
+     * {@code Reader} receives it, its buffer pool holding the tensor, so from the second round on
+     * the receiver reads into the memory the previous tensor released instead of fresh pages.
+     */
+    double ipcToStreamKeptConnection() throws Exception {
+        if (kept == null) {
+            kept = new Connection();
+        }
+        return kept.round();
+    }
+
+    /** A loopback connection, a sender thread answering each round with one tensor, and the receiving {@code Reader}. */
+    private final class Connection implements AutoCloseable {
+        private final java.util.concurrent.SynchronousQueue<Boolean> go = new java.util.concurrent.SynchronousQueue<>();
+        private final ServerSocketChannel server;
+        private final SocketChannel in;
+        private final Reader reader;
+        private final Thread sender;
+        private volatile Exception failed;
+
+        Connection() throws IOException {
+            server = ServerSocketChannel.open();
+            server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+            sender = Thread.ofPlatform().daemon().start(() -> {
+                try (SocketChannel out = SocketChannel.open(server.getLocalAddress()); Writer w = Writer.of(out)) {
+                    while (go.take()) {
+                        ArrowTables.toHurray(ipc, w);
+                        w.flush();
+                    }
+                } catch (Exception e) {
+                    failed = e;
+                }
+            });
+            in = server.accept();
+            reader = Reader.of(in, dev.hurray.ReaderOptions.defaults().withBufferPoolBytes(2 * payloadBytes() + (1 << 20)));
+        }
+
+        double round() throws Exception {
+            go.put(true);
+            try (Tensor t = reader.read()) {
+                if (failed != null) {
+                    throw failed;
+                }
+                return t.descriptor().totalBufferBytes();
+            }
+        }
+
+        @Override
+        public void close() throws Exception {
+            go.put(false);
+            sender.join();
+            reader.close();
+            in.close();
+            server.close();
+        }
     }
 
     /** The receiving side of every Hurray stream here: read and close each tensor; returns the payload bytes. */
@@ -548,7 +704,7 @@ public final class ArrowTensorsBench {
         ArrowTensorsBench b = new ArrowTensorsBench(rows, dir);
         String[] names = {"memcpy", "column map", "column open", "raw loopback", "ipc -> stream", "hrry lookup", "arrow lookup",
             "named ipc -> stream", "tensor -> stream", "named rows -> stream", "arrow load", "named arrow load",
-            "raw loopback kept", "raw loopback kept huge", "memcpy fresh", "ipc reader -> stream", "hrry lookups", "ipc -> drain", "ipc reader -> drain"};
+            "raw loopback kept", "raw loopback kept huge", "memcpy fresh", "ipc reader -> stream", "hrry lookups", "ipc -> drain", "ipc reader -> drain", "column open unchecked", "column open kept", "pread", "ipc -> stream kept", "raw loopback kept reused", "column open kept unchecked"};
         List<List<Double>> times = new ArrayList<>();
         for (String n : names) {
             times.add(new ArrayList<>());
@@ -561,7 +717,9 @@ public final class ArrowTensorsBench {
                     () -> b.arrowLoad(false), () -> b.arrowLoad(true), b::rawSendKept, b::rawSendKeptHuge,
                     b::memcpyFresh,
                     b::ipcReaderToStream, () -> b.hurrayLookups(target), () -> b.ipcToStreamDrained(false),
-                    () -> b.ipcToStreamDrained(true));
+                    () -> b.ipcToStreamDrained(true), b::columnOpenUnchecked, b::columnOpenKept, b::pread,
+                    b::ipcToStreamKeptConnection, b::rawSendKeptReused,
+                    b::columnOpenKeptUnchecked);
             for (int k = 0; k < ops.size(); k++) {
                 int j = (k + Math.max(0, round)) % ops.size(); // rotating order
                 if (only != null && !only.contains(names[j])) {
@@ -586,10 +744,18 @@ public final class ArrowTensorsBench {
         row("HRRYFILE map -> Arrow column -> tensor", m[1], gb, m[0] / m[1], "memcpy");
         row("HRRYFILE open -> Arrow column -> tensor", m[2], gb, m[0] / m[2], "memcpy");
         row("HRRYFILE open -> Arrow column -> tensor, against the fresh-memory memcpy", m[2], gb, m[14] / m[2], "memcpy into fresh huge-page memory");
+        row("HRRYFILE open, payload checksums not checked -> Arrow column -> tensor", m[19], gb, m[14] / m[19], "memcpy into fresh huge-page memory");
+        row("pread of the payload into a reused buffer", m[21], gb, m[0] / m[21], "memcpy");
+        row("HRRYFILE open once, read again into its pool's memory -> Arrow column -> tensor", m[20], gb, m[0] / m[20], "memcpy");
+        row("  the same, against pread into a reused buffer", m[20], gb, m[21] / m[20], "pread");
+        row("  the same, payload checksums not checked, against pread into a reused buffer", m[24], gb, m[21] / m[24], "pread");
         row("raw loopback (receiver reuses a 1 MiB buffer, discards)", m[3], gb, 1, "");
         row("raw loopback, kept (receiver reads into a fresh Arena.allocate buffer of the payload's size, zeroed first)", m[12], gb, m[3] / m[12], "raw loopback");
         row("raw loopback, kept in fresh huge-page memory (as the Hurray reader's buffer)", m[13], gb, m[3] / m[13], "raw loopback");
         row("Arrow IPC file (1 batch) -> one Hurray tensor, stream (loopback): ArrowTables.toHurray(path, writer)", m[4], gb, m[3] / m[4], "raw loopback", m[13] / m[4]);
+        row("raw loopback, kept in one reused buffer of the payload's size", m[23], gb, m[3] / m[23], "raw loopback");
+        row("  the same over one connection kept across rounds, the receiver's pool reused", m[22], gb, m[3] / m[22], "raw loopback", m[13] / m[22]);
+        row("  the same, against raw loopback kept in one reused buffer", m[22], gb, m[23] / m[22], "raw loopback kept reused");
         row("  the same through an ArrowFileReader: ArrowTables.toHurray(reader, writer)", m[15], gb, m[3] / m[15], "raw loopback", m[13] / m[15]);
         row("  split: its sender alone, the stream drained as raw loopback's receiver drains", m[17], gb, m[3] / m[17], "raw loopback");
         row("  split: the ArrowFileReader sender alone, drained the same way", m[18], gb, m[3] / m[18], "raw loopback");
@@ -620,9 +786,22 @@ public final class ArrowTensorsBench {
     }
 
     /** Closes the allocator (every Arrow buffer must have been released). */
-    void close() {
+    void close() throws HurrayException {
         if (inMemory != null) {
             inMemory.close();
+        }
+        if (keptOpen != null) {
+            keptOpen.close();
+        }
+        if (keptOpenUnchecked != null) {
+            keptOpenUnchecked.close();
+        }
+        if (kept != null) {
+            try {
+                kept.close();
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
         }
         allocator.close();
     }
