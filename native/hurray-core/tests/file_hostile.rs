@@ -674,3 +674,39 @@ fn payloads_without_a_stored_checksum_are_not_read_by_payload_verification() {
     let mut r = FileReader::open(VecSource::new(bytes), FileReaderOptions::default()).unwrap();
     r.verify_payloads().unwrap();
 }
+
+/// A payload larger than the reader's checksum chunk is read and checked a chunk at a time:
+/// intact, it reads back whole (also through a transport that returns short reads); one
+/// flipped byte anywhere in it (first chunk, across a chunk boundary, the short last chunk)
+/// is `Corrupt`, named, as for a small payload.
+#[test]
+fn a_large_payload_read_whole_is_checked_chunk_by_chunk() {
+    let n = (3 << 20) + (1 << 19) + 7;
+    let t = vec![
+        (named("small", hurray_core::ElementType::Uint8, vec![16]), vec![pattern(16, 1)]),
+        (bytes_tensor("w", n as u64, 64, DeviceTag::Cpu), vec![pattern(n, 9)]),
+    ];
+    let bytes = build(&t, &[], FileWriterOptions::default());
+    let opts = FileReaderOptions::default();
+    for chunk in [usize::MAX, 300_007] {
+        let mut src = VecSource::new(bytes.clone());
+        src.chunk = chunk;
+        let mut r = FileReader::open(src, opts).unwrap();
+        let w = r.entry(1).unwrap();
+        let read = r.read_tensor(&w).unwrap();
+        assert_eq!(read.buffers[0].as_slice(), &pattern(n, 9)[..], "transport chunk {chunk}");
+    }
+    let start = {
+        let mut r = FileReader::open(VecSource::new(bytes.clone()), opts).unwrap();
+        r.entry(1).unwrap().buffers()[0].offset as usize
+    };
+    for at in [0, 5, (1 << 20) - 1, 1 << 20, (2 << 20) + 1, n - 1] {
+        let mut flipped = bytes.clone();
+        flipped[start + at] ^= 0x10;
+        let mut r = FileReader::open(VecSource::new(flipped), opts).unwrap();
+        let w = r.entry(1).unwrap();
+        let e = r.read_tensor(&w).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Corrupt, "byte {at}: {e}");
+        assert!(e.message().contains("payload 0 of \"w\" checksum mismatch"), "byte {at}: {e}");
+    }
+}

@@ -548,11 +548,30 @@ impl<R: ReadAt> FileReader<R> {
                 Some(p) => p.take(loc.length, h.alignment())?,
                 None => PooledBuf::unpooled(AlignedBuf::new(loc.length, h.alignment())?),
             };
-            let len = b.len();
-            self.read_exact_at(loc.offset, b.spare_mut())?;
-            b.advance(len);
-            if self.opts.verify_payloads {
-                check_payload(entry, i, b.as_slice())?;
+            match loc.crc32c.filter(|_| self.opts.verify_payloads) {
+                // The checksum is computed a chunk at a time, right after each chunk is read,
+                // while its bytes are still in the cache (a second pass over a large payload
+                // would read it all from memory again).
+                Some(want) if b.len() > CHECK_CHUNK_BYTES => {
+                    let mut crc = Crc32c::new();
+                    let mut done = 0;
+                    while done < b.len() {
+                        let n = (b.len() - done).min(CHECK_CHUNK_BYTES);
+                        self.read_exact_at(loc.offset + done as u64, &mut b.spare_mut()[..n])?;
+                        b.advance(n);
+                        crc.update(&b.as_slice()[done..done + n]);
+                        done += n;
+                    }
+                    payload_crc_matches(entry, i, want, crc.finish())?;
+                }
+                _ => {
+                    let len = b.len();
+                    self.read_exact_at(loc.offset, b.spare_mut())?;
+                    b.advance(len);
+                    if self.opts.verify_payloads {
+                        check_payload(entry, i, b.as_slice())?;
+                    }
+                }
             }
             buffers.push(b);
         }
@@ -1022,14 +1041,22 @@ pub fn check_payload(entry: &FileEntry, buffer: usize, bytes: &[u8]) -> Result<(
         bail!(InvalidArgument, "{} bytes given for a payload of {}", bytes.len(), loc.length);
     }
     if let Some(want) = loc.crc32c {
-        let have = crc32c(bytes);
-        if have != want {
-            bail!(
-                Corrupt,
-                "payload {buffer} of {:?} checksum mismatch (stored {want:#010x}, computed {have:#010x})",
-                entry.name()
-            );
-        }
+        payload_crc_matches(entry, buffer, want, crc32c(bytes))?;
+    }
+    Ok(())
+}
+
+/// Payloads of more bytes than this are read and checksummed a chunk at a time.
+const CHECK_CHUNK_BYTES: usize = 1 << 20;
+
+/// `Corrupt` unless payload `buffer`'s computed checksum `have` is the stored `want`.
+fn payload_crc_matches(entry: &FileEntry, buffer: usize, want: u32, have: u32) -> Result<()> {
+    if have != want {
+        bail!(
+            Corrupt,
+            "payload {buffer} of {:?} checksum mismatch (stored {want:#010x}, computed {have:#010x})",
+            entry.name()
+        );
     }
     Ok(())
 }
