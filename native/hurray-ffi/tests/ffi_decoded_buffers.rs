@@ -238,9 +238,9 @@ fn core_blocks_per_tensor(bytes: &[u8], n: usize) -> f64 {
 }
 
 /// A tensor whose descriptor differs from the last one's only in its strings shares the rest of
-/// the last one's model (docs/spec/c-abi.md §Batches): the core then allocates its payload, its
-/// name and its buffer list, and, when the metadata differs too, the new metadata list (the
-/// list, its entries' key and value, and the shared handle on them).
+/// the last one's model (docs/spec/c-abi.md §Decoders and encoders): the core then allocates
+/// its payload, its name and its buffer list, and, when the metadata differs too, the new
+/// metadata list (the list, its entries' key and value, and the shared handle on them).
 #[test]
 fn a_tensor_like_the_last_but_for_its_strings_costs_the_core_its_name_and_payload() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

@@ -203,7 +203,7 @@ fn decode_name(c: &mut Cursor) -> Result<String> {
 /// keeps one for the last descriptor it accepted, and decodes the next encoding from it when
 /// that differs only in the name and metadata (a stream of same-shaped named tensors), so that
 /// the result shares the last one's dimensions, buffer table and (when equal) metadata list
-/// instead of allocating them again (docs/spec/c-abi.md §Batches).
+/// instead of allocating them again (docs/spec/c-abi.md §Decoders and encoders).
 pub(crate) struct DecodeTemplate {
     /// The descriptor, without its name.
     desc: TensorDescriptor,
