@@ -18,7 +18,7 @@ use std::mem::MaybeUninit;
 
 use crate::buffer::{AlignedBuf, GROW_MIN_BYTES};
 use crate::crc32c::crc32c;
-use crate::descriptor::TensorDescriptor;
+use crate::descriptor::{DecodeTemplate, TensorDescriptor};
 use crate::error::{bail, err, Error, Result};
 use crate::pool::{BufferPool, PooledBuf};
 use crate::tensor::ReadTensor;
@@ -147,10 +147,9 @@ pub struct StreamDecoder {
     /// `poll` stops (answering `NeedInput`) once the header is decoded; see `poll_header`.
     stop_at_header: bool,
     /// The last accepted descriptor's bytes and CRC (see `last_descriptor_bytes`), and its
-    /// model once the same bytes came twice in a row: further frames with those bytes (a
-    /// stream of same-shaped unnamed tensors) clone the model instead of decoding and
-    /// validating it again. Streams whose descriptors differ (named tensors) never pay for
-    /// keeping a model.
+    /// model without the name: a frame whose descriptor differs from it only in the name and
+    /// metadata (a stream of same-shaped tensors, named or not) reads just those and shares
+    /// the rest of the model (`DecodeTemplate`), instead of decoding and allocating it again.
     last: Option<LastDescriptor>,
     /// The descriptor and buffers of the tensor being read (`State::Payload*`).
     item_desc: Option<TensorDescriptor>,
@@ -180,7 +179,7 @@ pub struct StreamDecoder {
 struct LastDescriptor {
     bytes: Vec<u8>,
     crc: u32,
-    desc: Option<TensorDescriptor>,
+    template: DecodeTemplate,
 }
 
 /// Descriptor byte buffers above this capacity are not kept for reuse.
@@ -282,13 +281,9 @@ impl StreamDecoder {
         if !self.is_initial() {
             bail!(InvalidState, "the decoder has taken input; options can be set only when it is new or just reset");
         }
-        let opts = ReaderOptions { pool_bytes: self.opts.pool_bytes, ..opts };
-        if opts != self.opts {
-            // The kept descriptor model was accepted under the old limits (start_payloads
-            // skips the limit checks for it): it must not outlive them.
-            self.last = None;
-            self.opts = opts;
-        }
+        // The kept descriptor template does not depend on the limits: every frame's descriptor
+        // is checked against the current ones.
+        self.opts = ReaderOptions { pool_bytes: self.opts.pool_bytes, ..opts };
         Ok(())
     }
 
@@ -772,31 +767,28 @@ impl StreamDecoder {
     }
 
     fn start_payloads(&self, bytes: &[u8], crc: u32) -> Result<(TensorDescriptor, Vec<PooledBuf>)> {
-        let desc = match &self.last {
-            // The same bytes as the last accepted descriptor (whose checksum, decoding and
-            // limits all passed under these same options): equal bytes have an equal CRC, so
-            // comparing the stored CRCs is the checksum check.
-            Some(LastDescriptor { bytes: b, crc: c, desc: Some(d) }) if b == bytes => {
-                if crc != *c {
-                    bail!(Corrupt, "descriptor checksum mismatch");
-                }
-                d.clone()
-            }
-            _ => {
-                if crc32c(bytes) != crc {
-                    bail!(Corrupt, "descriptor checksum mismatch");
-                }
-                let desc = TensorDescriptor::decode(bytes)?;
-                if desc.shape().rank() > self.opts.max_rank as usize {
-                    bail!(LimitExceeded, "rank {} exceeds the limit of {}", desc.shape().rank(), self.opts.max_rank);
-                }
-                let total = desc.total_buffer_bytes();
-                if total > self.opts.max_tensor_bytes {
-                    bail!(LimitExceeded, "tensor of {total} bytes exceeds the limit of {}", self.opts.max_tensor_bytes);
-                }
-                desc
-            }
+        // Equal bytes have an equal CRC: for the same bytes as the last accepted descriptor,
+        // comparing the stored CRCs is the checksum check.
+        let same = self.last.as_ref().is_some_and(|l| l.bytes == bytes);
+        let crc_ok = match &self.last {
+            Some(l) if same => l.crc == crc,
+            _ => crc32c(bytes) == crc,
         };
+        if !crc_ok {
+            bail!(Corrupt, "descriptor checksum mismatch");
+        }
+        // Decoding from the last accepted descriptor's template gives what a full decode gives.
+        let desc = match &self.last {
+            Some(l) => l.template.decode(&l.bytes, bytes)?,
+            None => TensorDescriptor::decode(bytes)?,
+        };
+        if desc.shape().rank() > self.opts.max_rank as usize {
+            bail!(LimitExceeded, "rank {} exceeds the limit of {}", desc.shape().rank(), self.opts.max_rank);
+        }
+        let total = desc.total_buffer_bytes();
+        if total > self.opts.max_tensor_bytes {
+            bail!(LimitExceeded, "tensor of {total} bytes exceeds the limit of {}", self.opts.max_tensor_bytes);
+        }
         // The first EAGER_RESERVE_BYTES of the buffers are allocated now; the rest grow as
         // their bytes arrive (docs/spec/stream.md §Limits), so a declared size costs memory
         // only once the input backs it up.
@@ -813,20 +805,13 @@ impl StreamDecoder {
         Ok((desc, bufs))
     }
 
-    /// Keeps an accepted descriptor's bytes and model for the next frame, and the previous
+    /// Keeps an accepted descriptor's bytes and template for the next frame, and the previous
     /// bytes' allocation for reading the next frame's descriptor into.
     fn remember(&mut self, bytes: Vec<u8>, crc: u32, desc: &TensorDescriptor) {
-        let old = match &mut self.last {
-            Some(l) if l.bytes == bytes => {
-                if l.desc.is_none() {
-                    l.desc = Some(desc.clone());
-                }
-                bytes
-            }
-            _ => match self.last.replace(LastDescriptor { bytes, crc, desc: None }) {
-                Some(l) => l.bytes,
-                None => Vec::new(),
-            },
+        let template = DecodeTemplate::of(desc);
+        let old = match self.last.replace(LastDescriptor { bytes, crc, template }) {
+            Some(l) => l.bytes,
+            None => Vec::new(),
         };
         self.spare_bytes = if old.capacity() <= KEEP_DESCRIPTOR_CAPACITY { old } else { Vec::new() };
     }

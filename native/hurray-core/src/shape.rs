@@ -1,24 +1,31 @@
 //! Tensor shapes (docs/spec/descriptor.md §Shape).
 
+use std::sync::Arc;
+
 use crate::error::{bail, Result};
 use crate::MAX_RANK;
 
 /// The extents of a tensor, outermost first. Rank 0 (a scalar, one element) and zero-size
 /// dimensions (zero elements) are allowed. Construction guarantees the element count fits in
-/// a u64.
+/// a u64. Immutable, so clones share the dimensions (a clone allocates nothing).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct Shape {
-    dims: Vec<u64>,
+    dims: Arc<[u64]>,
 }
 
 impl Shape {
     /// Makes a shape. Errors: `InvalidShape` when `dims.len() > MAX_RANK` or the product of
     /// the dimensions overflows u64 (a shape with any zero dimension never overflows).
     pub fn new(dims: Vec<u64>) -> Result<Self> {
+        Self::from_dims(&dims)
+    }
+
+    /// As [`new`](Self::new), from borrowed dimensions (one allocation, for the copy).
+    pub fn from_dims(dims: &[u64]) -> Result<Self> {
         if dims.len() > MAX_RANK {
             bail!(InvalidShape, "rank {} exceeds the maximum rank {MAX_RANK}", dims.len());
         }
-        let s = Shape { dims };
+        let s = Shape { dims: Arc::from(dims) };
         if s.checked_element_count().is_none() {
             bail!(InvalidShape, "shape {:?} has more than 2^64-1 elements", s.dims);
         }
@@ -27,7 +34,7 @@ impl Shape {
 
     /// A rank-0 shape (one element).
     pub fn scalar() -> Self {
-        Shape { dims: Vec::new() }
+        Shape { dims: Arc::from([]) }
     }
 
     fn checked_element_count(&self) -> Option<u64> {

@@ -1,13 +1,15 @@
 //! Seeded property tests of the descriptor encoding (docs/spec/descriptor.md): random valid
 //! descriptors round-trip byte for byte, and decoding garbage or mutated encodings never panics
-//! and never accepts a non-canonical encoding. Set HURRAY_PROPTEST_SEED to explore other seeds.
+//! and never accepts a non-canonical encoding, and a stream decoder reading a descriptor after
+//! a similar one gives what a full decode gives. Set HURRAY_PROPTEST_SEED to explore other seeds.
 
 mod common;
 
 use common::Rng;
+use hurray_core::crc32c::crc32c;
 use hurray_core::{
-    BufferHandle, DeviceTag, ElementType, LayoutDescriptor, Quantization, Shape, SyncMode, TensorDescriptor,
-    MAX_BUFFER_ALIGNMENT, MAX_RANK,
+    BufferHandle, Decoded, DeviceTag, ElementType, ErrorKind, LayoutDescriptor, Quantization, ReaderOptions, Shape,
+    StreamDecoder, SyncMode, TensorDescriptor, MAX_BUFFER_ALIGNMENT, MAX_RANK,
 };
 
 fn seed() -> u64 {
@@ -193,30 +195,7 @@ fn mutated_encodings_are_rejected_or_canonical() {
         let enc = random_descriptor(&mut r).encode().unwrap();
         for _ in 0..8 {
             let mut m = enc.clone();
-            match r.below(6) {
-                0 => {
-                    let bit = r.below(m.len() as u64 * 8) as usize;
-                    m[bit / 8] ^= 1 << (bit % 8);
-                }
-                1 => {
-                    let at = r.below(m.len() as u64) as usize;
-                    m[at] = [0x00, 0xFF, 0x7F, 0x80, 0x20, 0x21][r.below(6) as usize];
-                }
-                2 => m.truncate(r.below(m.len() as u64) as usize),
-                3 => {
-                    let at = r.below(m.len() as u64 + 1) as usize;
-                    m.insert(at, r.next_u64() as u8);
-                }
-                4 => {
-                    let at = r.below(m.len() as u64) as usize;
-                    m.remove(at);
-                }
-                _ => {
-                    // A length or count field set to something huge.
-                    let at = r.below(m.len().saturating_sub(4) as u64) as usize;
-                    m[at..at + 4].copy_from_slice(&(r.next_u64() as u32 | 0x8000_0000).to_le_bytes());
-                }
-            }
+            mutate(&mut r, &mut m);
             if let Ok(d) = TensorDescriptor::decode(&m) {
                 assert_eq!(d.encode().unwrap(), m, "an accepted mutation must be canonical");
                 accepted += 1;
@@ -225,6 +204,138 @@ fn mutated_encodings_are_rejected_or_canonical() {
     }
     // Some mutations land in free-form bytes (names, metadata values, dims) and stay valid.
     assert!(accepted > 0);
+}
+
+/// One random change to an encoding: a bit flip, a byte set, a cut, an inserted or removed
+/// byte, or a huge length or count.
+fn mutate(r: &mut Rng, m: &mut Vec<u8>) {
+    match r.below(6) {
+        0 => {
+            let bit = r.below(m.len() as u64 * 8) as usize;
+            m[bit / 8] ^= 1 << (bit % 8);
+        }
+        1 => {
+            let at = r.below(m.len() as u64) as usize;
+            m[at] = [0x00, 0xFF, 0x7F, 0x80, 0x20, 0x21][r.below(6) as usize];
+        }
+        2 => m.truncate(r.below(m.len() as u64) as usize),
+        3 => {
+            let at = r.below(m.len() as u64 + 1) as usize;
+            m.insert(at, r.next_u64() as u8);
+        }
+        4 => {
+            let at = r.below(m.len() as u64) as usize;
+            m.remove(at);
+        }
+        _ => {
+            // A length or count field set to something huge.
+            let at = r.below(m.len().saturating_sub(4) as u64) as usize;
+            m[at..at + 4].copy_from_slice(&(r.next_u64() as u32 | 0x8000_0000).to_le_bytes());
+        }
+    }
+}
+
+/// What a stream decoder made of a frame: its descriptor, or its error's kind and message.
+type Outcome = Result<TensorDescriptor, (ErrorKind, String)>;
+
+/// A stream of frames with these descriptor bytes, each followed by as many zero payload bytes
+/// as a full decode of it declares (none when that fails or exceeds `max_tensor_bytes`), read
+/// by one new decoder with those limits: the outcome of the last frame.
+fn last_outcome(opts: ReaderOptions, descs: &[&[u8]]) -> Outcome {
+    let mut s = b"HRRYSTRM".to_vec();
+    s.extend_from_slice(&1u16.to_le_bytes());
+    s.extend_from_slice(&0u16.to_le_bytes());
+    s.extend_from_slice(&crc32c(&s).to_le_bytes());
+    let frame_header = |s: &mut Vec<u8>, kind: &[u8; 4], len: usize, dcrc: u32| {
+        let start = s.len();
+        s.extend_from_slice(kind);
+        s.extend_from_slice(&0u32.to_le_bytes());
+        s.extend_from_slice(&(len as u64).to_le_bytes());
+        s.extend_from_slice(&dcrc.to_le_bytes());
+        let c = crc32c(&s[start..]);
+        s.extend_from_slice(&c.to_le_bytes());
+    };
+    for d in descs {
+        frame_header(&mut s, b"HRTN", d.len(), crc32c(d));
+        s.extend_from_slice(d);
+        if let Ok(t) = TensorDescriptor::decode(d) {
+            if t.total_buffer_bytes() <= opts.max_tensor_bytes {
+                s.resize(s.len() + t.total_buffer_bytes() as usize, 0);
+            }
+        }
+    }
+    frame_header(&mut s, b"HREN", 0, 0);
+    let mut dec = StreamDecoder::new(opts).unwrap();
+    let (mut pos, mut out) = (0, Vec::new());
+    loop {
+        match dec.poll() {
+            Ok(Decoded::Tensor(t)) => out.push(Ok(t.descriptor)),
+            Ok(Decoded::End) => break,
+            Ok(Decoded::NeedInput) => {
+                let dst = dec.input_buffer().unwrap();
+                let n = dst.len().min(s.len() - pos);
+                dst[..n].write_copy_of_slice(&s[pos..pos + n]);
+                pos += n;
+                dec.commit(n).unwrap();
+            }
+            Err(e) => {
+                out.push(Err((e.kind(), e.to_string())));
+                break;
+            }
+        }
+    }
+    assert_eq!(out.len(), descs.len(), "one outcome per frame");
+    out.pop().unwrap()
+}
+
+/// A stream decoder reads a descriptor that follows a similar one (the same structure under
+/// other strings, possibly mutated anywhere) from the last one's template: the result is the
+/// descriptor, or the error, that a decoder reading it first gives.
+#[test]
+fn a_descriptor_after_a_similar_one_decodes_as_on_its_own() {
+    let mut r = Rng::new(seed() ^ 0x7E3);
+    let opts = ReaderOptions { max_tensor_bytes: 1 << 16, ..ReaderOptions::default() };
+    let (mut cases, mut ok, mut failed) = (0, 0, 0);
+    while cases < 3000 {
+        let prev = random_descriptor(&mut r);
+        if prev.total_buffer_bytes() > opts.max_tensor_bytes {
+            continue;
+        }
+        cases += 1;
+        let mut next = prev.clone();
+        let name = match r.below(4) {
+            0 => prev.name().map(str::to_owned),
+            1 => None,
+            _ => Some(random_string(&mut r, 12)),
+        };
+        let entries: Vec<(String, Vec<u8>)> = match r.below(3) {
+            // The same keys with other values.
+            0 => prev.metadata().iter().map(|(k, v)| (k.clone(), r.bytes(v.len().min(20)))).collect(),
+            1 => prev.metadata().to_vec(),
+            _ => (0..r.below(3))
+                .map(|k| {
+                    let n = r.below(9) as usize;
+                    (format!("m{k}"), r.bytes(n))
+                })
+                .collect(),
+        };
+        let pairs: Vec<(&str, &[u8])> = entries.iter().map(|(k, v)| (k.as_str(), v.as_slice())).collect();
+        next.renew_strings(name.as_deref(), pairs.iter().copied()).unwrap();
+        let mut m = next.encode().unwrap();
+        if r.chance(2) {
+            mutate(&mut r, &mut m);
+        }
+        let prev_enc = prev.encode().unwrap();
+        let after = last_outcome(opts, &[&prev_enc, &m]);
+        assert_eq!(after, last_outcome(opts, &[&m]), "case {cases}: {prev:?} then {m:?}");
+        if after.is_ok() {
+            ok += 1
+        } else {
+            failed += 1
+        }
+    }
+    // Both kinds of outcome are exercised.
+    assert!(ok > 500 && failed > 500, "{ok} accepted, {failed} refused");
 }
 
 /// `renew_strings` gives what a descriptor of the same structure with those strings is, and a

@@ -56,14 +56,16 @@ fn payload(i: usize) -> Vec<u8> {
 
 /// A stream of `n` float32[64] tensors named `emb-i`, each with one metadata entry.
 fn wire(n: usize) -> Vec<u8> {
-    let template = TensorDescriptor::dense(ElementType::Float32, Shape::new(vec![ELEMS as u64]).unwrap())
-        .unwrap()
-        .with_metadata("doc", "d")
-        .unwrap();
+    wire_of(n, |_| "d".to_owned())
+}
+
+/// As `wire`, tensor `i`'s metadata value `value(i)`.
+fn wire_of(n: usize, value: fn(usize) -> String) -> Vec<u8> {
+    let template = TensorDescriptor::dense(ElementType::Float32, Shape::new(vec![ELEMS as u64]).unwrap()).unwrap();
     let mut e = StreamEncoder::new(WriterOptions::default());
     let mut out = Vec::new();
     for i in 0..n {
-        let d = template.clone().with_name(format!("emb-{i}")).unwrap();
+        let d = template.clone().with_name(format!("emb-{i}")).unwrap().with_metadata("doc", value(i)).unwrap();
         let enc = d.encode().unwrap();
         e.encode(&d, &enc, &[&payload(i)]).unwrap();
     }
@@ -233,6 +235,20 @@ fn core_blocks_per_tensor(bytes: &[u8], n: usize) -> f64 {
     let blocks = ALLOCS.load(Ordering::SeqCst) - before;
     assert_eq!(count, n);
     blocks as f64 / n as f64
+}
+
+/// A tensor whose descriptor differs from the last one's only in its strings shares the rest of
+/// the last one's model (docs/spec/c-abi.md §Decoders and encoders): the core then allocates
+/// its payload, its name and its buffer list, and, when the metadata differs too, the new
+/// metadata list (the list, its entries' key and value, and the shared handle on them).
+#[test]
+fn a_tensor_like_the_last_but_for_its_strings_costs_the_core_its_name_and_payload() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let n = 1024;
+    let same = core_blocks_per_tensor(&wire(n), n);
+    assert!(same <= 3.1, "{same:.2} heap blocks per tensor of the core, named alike");
+    let other = core_blocks_per_tensor(&wire_of(n, |i| format!("doc {i}")), n);
+    assert!(other <= 7.1, "{other:.2} heap blocks per tensor of the core, with its own metadata");
 }
 
 #[test]

@@ -2,9 +2,13 @@
 //! checked against the bytes that remain before anything is allocated, and every decoded
 //! descriptor is validated as if it had been built.
 
+use std::sync::Arc;
+
+use super::encode::metadata_block_bytes;
 use super::validate::check_metadata_entry;
 use super::{
-    min_version_for, CompositeInfo, IndexType, LayoutDescriptor, PagingInfo, Quantization, SparseInfo, TensorDescriptor,
+    min_version_for, CompositeInfo, IndexType, LayoutDescriptor, MetadataList, PagingInfo, Quantization, SparseInfo,
+    TensorDescriptor,
 };
 use crate::buffer::{BufferHandle, BUFFER_HANDLE_BYTES};
 use crate::error::{bail, err, Error, ErrorKind, Result};
@@ -14,7 +18,7 @@ use crate::shape::Shape;
 use crate::types::ElementType;
 use crate::wire::{
     COMPOSITE_BLOCK_FIXED_BYTES, DESCRIPTOR_MAGIC, DESCRIPTOR_VERSION, EXT_COMPOSITE, EXT_KNOWN_V2, EXT_METADATA,
-    EXT_NAME, EXT_PAGING, EXT_QUANT, EXT_SPARSE, MAX_BUFFERS, MAX_COMPOSITE_MEMBERS, MAX_DESCRIPTOR_BYTES,
+    EXT_NAME, EXT_PAGING, EXT_QUANT, EXT_SPARSE, FIXED_BYTES, MAX_BUFFERS, MAX_COMPOSITE_MEMBERS, MAX_DESCRIPTOR_BYTES,
     MAX_DESCRIPTOR_VERSION, MAX_METADATA_ENTRIES, MAX_METADATA_KEY_BYTES, MAX_METADATA_VALUE_BYTES, MAX_NAME_BYTES,
     MAX_RANK, MAX_ROLE_BYTES, PAGING_BLOCK_BYTES, QUANT_BYTES, SPARSE_BLOCK_BYTES,
 };
@@ -64,11 +68,11 @@ impl TensorDescriptor {
         if ext & !EXT_KNOWN_V2 != 0 {
             bail!(Unsupported, "unknown extension bits {:#x}", ext & !EXT_KNOWN_V2);
         }
-        let mut dims = Vec::with_capacity(rank);
-        for _ in 0..rank {
-            dims.push(c.u64()?);
+        let mut dims = [0u64; MAX_RANK];
+        for d in &mut dims[..rank] {
+            *d = c.u64()?;
         }
-        let shape = Shape::new(dims)?;
+        let shape = Shape::from_dims(&dims[..rank])?;
         let layout = match layout_code {
             0 => LayoutDescriptor::RowMajor,
             1 => LayoutDescriptor::ColumnMajor,
@@ -85,21 +89,16 @@ impl TensorDescriptor {
                 LayoutDescriptor::Strided(s)
             }
         };
-        let mut buffers = Vec::with_capacity(nbuf);
+        // Every entry is checked in table order, then the table is made in one allocation.
+        let table = c.pos;
         for _ in 0..nbuf {
-            buffers.push(BufferHandle::decode(c.take(BUFFER_HANDLE_BYTES)?)?);
+            BufferHandle::decode(c.take(BUFFER_HANDLE_BYTES)?)?;
         }
-        let mut name = None;
-        if ext & EXT_NAME != 0 {
-            let n = c.u32()? as usize;
-            if n > MAX_NAME_BYTES {
-                bail!(LimitExceeded, "name of {n} bytes exceeds {MAX_NAME_BYTES}");
-            }
-            let n = c.utf8(n)?;
-            // Same rules as `with_name` (no NUL: the C ABI hands names out NUL-terminated).
-            check_name(&n)?;
-            name = Some(n);
-        }
+        let buffers: Arc<[BufferHandle]> = bytes[table..c.pos]
+            .chunks_exact(BUFFER_HANDLE_BYTES)
+            .map(|b| BufferHandle::decode(b).expect("decoded above"))
+            .collect();
+        let name = if ext & EXT_NAME != 0 { Some(decode_name(&mut c)?) } else { None };
         let mut metadata = Vec::new();
         if ext & EXT_METADATA != 0 {
             metadata = decode_metadata_block(&mut c)?;
@@ -169,7 +168,7 @@ impl TensorDescriptor {
         {
             bail!(Corrupt, "a version-2 descriptor uses no version-2 block (it must be written as version 1)");
         }
-        let mut d = TensorDescriptor::new(
+        let mut d = TensorDescriptor::with_table(
             version,
             flags,
             element_type,
@@ -183,8 +182,84 @@ impl TensorDescriptor {
             composite,
         )?;
         d.name = name;
-        d.metadata = metadata;
+        d.metadata = MetadataList::from_vec(metadata);
         Ok(d)
+    }
+}
+
+/// Reads a name block (its length, then that many bytes of UTF-8).
+fn decode_name(c: &mut Cursor) -> Result<String> {
+    let n = c.u32()? as usize;
+    if n > MAX_NAME_BYTES {
+        bail!(LimitExceeded, "name of {n} bytes exceeds {MAX_NAME_BYTES}");
+    }
+    let n = c.utf8(n)?;
+    // Same rules as `with_name` (no NUL: the C ABI hands names out NUL-terminated).
+    check_name(&n)?;
+    Ok(n)
+}
+
+/// A decoded descriptor and where its name and metadata lie in its encoding: a stream decoder
+/// keeps one for the last descriptor it accepted, and decodes the next encoding from it when
+/// that differs only in the name and metadata (a stream of same-shaped named tensors), so that
+/// the result shares the last one's dimensions, buffer table and (when equal) metadata list
+/// instead of allocating them again (docs/spec/c-abi.md §Decoders and encoders).
+pub(crate) struct DecodeTemplate {
+    /// The descriptor, without its name.
+    desc: TensorDescriptor,
+    /// Whether the encoding has a name block.
+    named: bool,
+    /// Offsets in the encoding: the end of the buffer table (where the name block, else the
+    /// metadata block, starts), the start of the metadata block, the end of it.
+    strings: usize,
+    metadata: usize,
+    rest: usize,
+}
+
+impl DecodeTemplate {
+    /// The template of `d`, a descriptor decoded from an encoding (so `d.encode()` is it).
+    pub(crate) fn of(d: &TensorDescriptor) -> Self {
+        let strides = d.strides().map_or(0, <[i64]>::len);
+        let strings = FIXED_BYTES + 8 * (d.shape.rank() + strides) + BUFFER_HANDLE_BYTES * d.buffers.len();
+        let metadata = strings + d.name.as_ref().map_or(0, |n| 4 + n.len());
+        let rest = metadata + if d.metadata.is_empty() { 0 } else { metadata_block_bytes(&d.metadata) };
+        DecodeTemplate { desc: d.clone_unnamed(), named: d.name.is_some(), strings, metadata, rest }
+    }
+
+    /// Exactly what [`TensorDescriptor::decode`]`(bytes)` returns, value or error, given `prev`,
+    /// the encoding this template was made from. When `bytes` equals `prev` up to the name
+    /// block and after the metadata block, only the name and metadata are read (with decode's
+    /// checks) and the rest is shared with the template: equal bytes at the same offsets from
+    /// the end decode to the same values and pass the same checks, none of which looks at the
+    /// name or metadata. Anything else, an error included, takes the full decode.
+    pub(crate) fn decode(&self, prev: &[u8], bytes: &[u8]) -> Result<TensorDescriptor> {
+        match self.decode_strings(prev, bytes) {
+            Some(d) => Ok(d),
+            None => TensorDescriptor::decode(bytes),
+        }
+    }
+
+    /// The descriptor of `bytes` when only its name and metadata differ from `prev` and they
+    /// decode without error; else `None`.
+    fn decode_strings(&self, prev: &[u8], bytes: &[u8]) -> Option<TensorDescriptor> {
+        if bytes.len() > MAX_DESCRIPTOR_BYTES || bytes.get(..self.strings)? != prev.get(..self.strings)? {
+            return None;
+        }
+        let mut c = Cursor { b: bytes, pos: self.strings };
+        let name = if self.named { Some(decode_name(&mut c).ok()?) } else { None };
+        let mut d = self.desc.clone_unnamed();
+        // The prefix equals `prev`'s, so the extension bits do too: a metadata block is
+        // present exactly when the template has entries.
+        if bytes[c.pos..] != *prev.get(self.metadata..)? {
+            if !d.metadata.is_empty() {
+                d.metadata = MetadataList::from_vec(decode_metadata_block(&mut c).ok()?);
+            }
+            if bytes[c.pos..] != *prev.get(self.rest..)? {
+                return None;
+            }
+        }
+        d.name = name;
+        Some(d)
     }
 }
 

@@ -49,7 +49,7 @@ impl TensorDescriptor {
         // room for the quantization block (and, after the encoding, a name and NUL appended by
         // the C ABI's handles), so the usual descriptor costs one allocation.
         let name_bytes = self.name.as_ref().map_or(0, |n| 4 + n.len());
-        let metadata_bytes: usize = self.metadata.iter().map(|(k, v)| 8 + k.len() + v.len()).sum::<usize>() + 4;
+        let metadata_bytes = metadata_block_bytes(&self.metadata);
         out.clear();
         out.reserve(
             FIXED_BYTES + rank * 16 + self.buffers.len() * BUFFER_HANDLE_BYTES + 2 * name_bytes + metadata_bytes + 64,
@@ -71,7 +71,7 @@ impl TensorDescriptor {
                 out.extend_from_slice(&x.to_le_bytes());
             }
         }
-        for b in &self.buffers {
+        for b in self.buffers.iter() {
             out.extend_from_slice(&b.encode());
         }
         if let Some(n) = &self.name {
@@ -156,6 +156,11 @@ impl CompositeInfo {
             out.extend_from_slice(r.as_bytes());
         }
     }
+}
+
+/// The length of `metadata`'s block as [`encode_metadata_block`] writes it.
+pub(super) fn metadata_block_bytes(metadata: &[(String, Vec<u8>)]) -> usize {
+    4 + metadata.iter().map(|(k, v)| 8 + k.len() + v.len()).sum::<usize>()
 }
 
 /// Appends a metadata block (u32 entry count, then per entry u32 key length, key, u32 value

@@ -16,9 +16,12 @@ mod validate;
 pub use crate::wire::DESCRIPTOR_MAGIC;
 pub use blocks::{CompositeInfo, IndexType, PagingInfo, SparseInfo};
 pub use decode::decode_stream_metadata;
+pub(crate) use decode::DecodeTemplate;
 pub use encode::encode_stream_metadata;
 pub use layout::LayoutDescriptor;
 pub(crate) use validate::{check_metadata_entry, check_metadata_list, compressed_dims, row_bytes};
+
+use std::sync::Arc;
 
 use crate::buffer::BufferHandle;
 use crate::error::{bail, err, Result};
@@ -84,7 +87,8 @@ impl Quantization {
 
 /// A validated tensor descriptor: element type, shape, layout, buffer table, and the optional
 /// name, key/value metadata and quantization. Immutable once built; every constructor
-/// validates, so any `TensorDescriptor` value encodes.
+/// validates, so any `TensorDescriptor` value encodes. Clones share the dimensions, the buffer
+/// table and the metadata list (only the name and a strided layout's strides are copied).
 #[derive(Clone, Debug, PartialEq)]
 pub struct TensorDescriptor {
     version: u16,
@@ -93,13 +97,49 @@ pub struct TensorDescriptor {
     shape: Shape,
     byte_offset: u64,
     layout: LayoutDescriptor,
-    buffers: Vec<BufferHandle>,
+    buffers: Arc<[BufferHandle]>,
     quantization: Option<Quantization>,
     name: Option<String>,
-    metadata: Vec<(String, Vec<u8>)>,
+    metadata: MetadataList,
     sparse: Option<SparseInfo>,
     paging: Option<PagingInfo>,
     composite: Option<CompositeInfo>,
+}
+
+/// Key/value metadata entries, in order.
+type Entries = Vec<(String, Vec<u8>)>;
+
+/// A descriptor's metadata entries, shared by its clones; an empty list holds no allocation.
+#[derive(Clone, Default)]
+struct MetadataList(Option<Arc<Entries>>);
+
+impl MetadataList {
+    fn from_vec(v: Entries) -> Self {
+        MetadataList((!v.is_empty()).then(|| Arc::new(v)))
+    }
+    /// The entries to change: shared ones are copied first.
+    fn make_mut(&mut self) -> &mut Entries {
+        Arc::make_mut(self.0.get_or_insert_with(Default::default))
+    }
+}
+
+impl std::ops::Deref for MetadataList {
+    type Target = [(String, Vec<u8>)];
+    fn deref(&self) -> &Self::Target {
+        self.0.as_deref().map_or(&[], Vec::as_slice)
+    }
+}
+
+impl PartialEq for MetadataList {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl std::fmt::Debug for MetadataList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(f)
+    }
 }
 
 impl TensorDescriptor {
@@ -140,6 +180,36 @@ impl TensorDescriptor {
         paging: Option<PagingInfo>,
         composite: Option<CompositeInfo>,
     ) -> Result<Self> {
+        Self::with_table(
+            version,
+            flags,
+            element_type,
+            shape,
+            byte_offset,
+            layout,
+            buffers.into(),
+            quantization,
+            sparse,
+            paging,
+            composite,
+        )
+    }
+
+    /// As [`new`](Self::new), with the buffer table already in its shared form.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn with_table(
+        version: u16,
+        flags: u16,
+        element_type: ElementType,
+        shape: Shape,
+        byte_offset: u64,
+        layout: LayoutDescriptor,
+        buffers: Arc<[BufferHandle]>,
+        quantization: Option<Quantization>,
+        sparse: Option<SparseInfo>,
+        paging: Option<PagingInfo>,
+        composite: Option<CompositeInfo>,
+    ) -> Result<Self> {
         let d = TensorDescriptor {
             version,
             flags,
@@ -150,13 +220,49 @@ impl TensorDescriptor {
             buffers,
             quantization,
             name: None,
-            metadata: Vec::new(),
+            metadata: MetadataList::default(),
             sparse,
             paging,
             composite,
         };
         d.validate()?;
         Ok(d)
+    }
+
+    /// A clone without the name (which is the one field a clone copies on the heap), sharing
+    /// everything else.
+    pub(crate) fn clone_unnamed(&self) -> Self {
+        // Destructured so that a new field cannot be forgotten here.
+        let Self {
+            version,
+            flags,
+            element_type,
+            shape,
+            byte_offset,
+            layout,
+            buffers,
+            quantization,
+            name: _,
+            metadata,
+            sparse,
+            paging,
+            composite,
+        } = self;
+        TensorDescriptor {
+            version: *version,
+            flags: *flags,
+            element_type: *element_type,
+            shape: shape.clone(),
+            byte_offset: *byte_offset,
+            layout: layout.clone(),
+            buffers: buffers.clone(),
+            quantization: quantization.clone(),
+            name: None,
+            metadata: metadata.clone(),
+            sparse: sparse.clone(),
+            paging: paging.clone(),
+            composite: composite.clone(),
+        }
     }
 
     /// A row-major CPU tensor with one buffer of exactly the needed size at 64-byte alignment.
@@ -243,7 +349,7 @@ impl TensorDescriptor {
         if self.metadata.len() >= MAX_METADATA_ENTRIES {
             bail!(LimitExceeded, "more than {MAX_METADATA_ENTRIES} metadata entries");
         }
-        self.metadata.push((key, value));
+        self.metadata.make_mut().push((key, value));
         Ok(self)
     }
 
@@ -272,16 +378,25 @@ impl TensorDescriptor {
             (Some(n), slot) => *slot = Some(n.to_owned()),
             (None, slot) => *slot = None,
         }
-        self.metadata.truncate(count);
+        if count == 0 {
+            // Keeps an unshared list's allocation for a later renewal with entries.
+            match self.metadata.0.as_mut().and_then(Arc::get_mut) {
+                Some(list) => list.clear(),
+                None => self.metadata = MetadataList::default(),
+            }
+            return Ok(());
+        }
+        let list = self.metadata.make_mut();
+        list.truncate(count);
         for (i, (k, v)) in metadata.enumerate() {
-            match self.metadata.get_mut(i) {
+            match list.get_mut(i) {
                 Some((key, value)) => {
                     key.clear();
                     key.push_str(k);
                     value.clear();
                     value.extend_from_slice(v);
                 }
-                None => self.metadata.push((k.to_owned(), v.to_vec())),
+                None => list.push((k.to_owned(), v.to_vec())),
             }
         }
         Ok(())
@@ -289,7 +404,7 @@ impl TensorDescriptor {
 
     /// Sets the metadata list that [`crate::parts::check_metadata`] accepted.
     pub(crate) fn replace_checked_metadata(&mut self, metadata: Vec<(String, Vec<u8>)>) {
-        self.metadata = metadata;
+        self.metadata = MetadataList::from_vec(metadata);
     }
 
     /// Returns this descriptor with its composite-membership block replaced (`None` removes
