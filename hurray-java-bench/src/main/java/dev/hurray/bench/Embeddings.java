@@ -289,6 +289,12 @@ public final class Embeddings {
      * array, the default writer (shared with {@link ColdSide}).
      */
     static void sendNatural(java.nio.channels.WritableByteChannel ch, int n) throws IOException {
+        sendNatural(ch, n, null);
+    }
+
+    /** As {@link #sendNatural(java.nio.channels.WritableByteChannel, int)}, calling {@code afterEach} with each tensor's index once it is written (or not, when null). */
+    static void sendNatural(java.nio.channels.WritableByteChannel ch, int n, java.util.function.IntConsumer afterEach)
+            throws IOException {
         float[] row = new float[DIM];
         byte[] doc = "bench".getBytes(StandardCharsets.UTF_8);
         try (Writer w = Writer.of(ch)) {
@@ -300,6 +306,9 @@ public final class Embeddings {
                         .name("emb-" + i).metadata("doc", doc).build();
                 try (Tensor t = Tensor.copyOf(d, MemorySegment.ofArray(row))) {
                     w.write(t);
+                }
+                if (afterEach != null) {
+                    afterEach.accept(i);
                 }
             }
         }
