@@ -489,14 +489,11 @@ class _Ledger:
     their memory is back in the buffer pool before the next tensors are made), and whatever
     is left goes when the reader is closed or the ledger itself goes."""
 
-    __slots__ = ("pending", "open", "names")
+    __slots__ = ("pending", "open")
 
     def __init__(self) -> None:
         self.pending: list[int] = []
         self.open = True
-        # Whether a tensor of this reader was asked for its name: from then on each batch's
-        # names are decoded with the batch (cheaper than a decode per property call).
-        self.names = False
 
     def drain(self) -> None:
         p = self.pending
@@ -541,44 +538,120 @@ class _LedgerHandle(_Handle):
                 pass
 
 
-def _give_back(p: int, ledger: _Ledger, big: bool) -> None:
-    """Destroys read tensor ``p`` through ``ledger`` (at its next drain) or, for a large one
-    or once the reader is closed, at once."""
-    if ledger.open and not big:
+def _give_back(p: int, ledger: _Ledger) -> None:
+    """Destroys read tensor ``p`` through ``ledger`` (at its next drain) or, once the reader
+    is closed, at once."""
+    if ledger.open:
         ledger.pending.append(p)
     else:
         lib.hurray_tensor_destroy(byref(c_void_p(p)))
 
 
-class _Received(Tensor):
-    """A tensor of a ``StreamReader`` batch, made with as few Python objects as the batch
-    allows: its decode result copied as bytes (``_raw``; the library reuses its result arrays
-    at the next call), its buffer table, and the ``HurrayTensor*`` it owns (``_hp``). Its
-    fields and shape are read from ``_raw`` when asked for, its name from its address and
-    length (``_np``, ``_nl``), or with its batch once the reader was asked for one; dtype, shape and layout
-    are shared by a run of tensors the decoder flags as alike (``_fam``). A handle object
-    (``_handle``) is made only when a view, capsule or descriptor call needs one; until then
-    this tensor gives its pointer back to the reader's ledger when it goes."""
+class _Batch:
+    """The tensors one ``hurray_decoder_next_batch`` call returned, owned together. Each of
+    them holds the batch and its index in it; the batch holds their ``HurrayTensor*``s
+    (``ptrs``) and gives back, when the last of its tensors is gone, every one still there,
+    through the reader's ledger (one ``hurray_tensor_destroy_many`` per drain): no finalizer
+    runs per tensor. A pointer leaves ``ptrs`` (0 in its place) when its tensor is closed, or
+    needs a handle object of its own (a view, a capsule, a descriptor call; and the batch's
+    last tensor when its payload is large, so that its memory goes back to the pool with it
+    alone), which then owns it. The results and buffer table are copied once (``raw``,
+    ``table``: the library reuses its arrays at the next call); the lists a tensor's
+    buffers, name or fields need are made from them when first asked for."""
 
-    _hp = 0
-    _big = False
+    __slots__ = ("ptrs", "led", "raw", "table", "counts", "_data", "_sizes", "_starts", "_names", "_fams",
+                 "tail", "prev")
+
+    def __del__(self) -> None:
+        try:
+            live = [p for p in self.ptrs if p]
+            if live:
+                led = self.led
+                if led.open:
+                    led.pending.extend(live)
+                else:
+                    arr = array("Q", live)
+                    held.hurray_tensor_destroy_many(ctypes.cast(arr.buffer_info()[0], _PP), len(live))
+        except Exception:
+            pass
+
+    def buffers(self, i: int) -> "list[tuple[int, int]]":
+        """Tensor ``i``'s buffer table as ``(address, byte size)`` pairs."""
+        data = self._data
+        if data is None:
+            words = memoryview(self.table).cast("Q")
+            data = self._data = words[0::3].tolist()
+            self._sizes = words[1::3].tolist()
+            counts = self.counts
+            if len(data) == len(counts):
+                self._starts = None  # one buffer each
+            else:
+                at, starts = 0, []
+                for k in counts:
+                    starts.append(at)
+                    at += k
+                self._starts = starts
+        sizes, starts = self._sizes, self._starts
+        if starts is None:
+            return [(data[i], sizes[i])]
+        at = starts[i]
+        k = self.counts[i]
+        return list(zip(data[at : at + k], sizes[at : at + k]))
+
+    def names(self) -> "tuple[list[int], list[int]]":
+        """Each tensor's name address (0: none) and length."""
+        n = self._names
+        if n is None:
+            q = memoryview(self.raw).cast("Q")
+            n = self._names = (q[_NAME_Q::_RQ].tolist(), q[_NAME_Q + 1::_RQ].tolist())
+        return n
+
+    def families(self) -> list:
+        """Each tensor's ``[dtype, shape, layout]`` cache, one list shared by a run of tensors
+        the decoder flagged as alike (``FIELDS_SAME_EXCEPT_NAME``), the run continuing from
+        the batch before when that one's families were made first."""
+        fams = self._fams
+        if fams is None:
+            flags = memoryview(self.raw).cast("I")[_FLAGS_I::_RI].tolist()
+            prev = self.prev
+            fam = prev[0] if prev is not None else None
+            same = FIELDS_SAME_EXCEPT_NAME
+            fams = []
+            for fl in flags:
+                if fam is None or not fl & same:
+                    fam = [None, None, None]
+                fams.append(fam)
+            self.tail[0] = fam
+            self._fams = fams
+        return fams
+
+
+class _Received(Tensor):
+    """A tensor of a ``StreamReader`` batch: its batch (``_b``, which owns its
+    ``HurrayTensor*`` until something needs a handle object) and its index there (``_i``),
+    and nothing else until asked. Its fields come from the batch's copy of the decode
+    results, its buffers and name from the batch's lists, its dtype, shape and layout from a
+    cache shared by a run of alike tensors (``_fam``)."""
+
     _d = 0  # the descriptor is looked up through the handle if something needs it
     _keep = None
     _readonly = False
 
-    # A property, not __getattr__: a class with __getattr__ makes every attribute lookup on
+    # Properties, not __getattr__: a class with __getattr__ makes every attribute lookup on
     # its instances slower (and unspecialized), and a tensor's attributes are read per tensor.
     def _get_handle(self) -> Optional[_Handle]:
-        # Moves the pointer into a handle object on first use, which views and capsules then
-        # hold. Locked: two threads must not both take the pointer.
+        # Moves the pointer out of the batch into a handle object on first use, which views
+        # and capsules then hold. Locked: two threads must not both take the pointer.
         d = self.__dict__
         h = d.get("_handle", _UNSET)
         if h is _UNSET:
             with _handle_lock:
                 h = d.get("_handle", _UNSET)
                 if h is _UNSET:
-                    p, self._hp = self._hp, 0
-                    h = d["_handle"] = None if not p else (_Handle(p) if self._big else _LedgerHandle(p, self._led))
+                    b, i = self._b, self._i
+                    p = b.ptrs[i]
+                    b.ptrs[i] = 0
+                    h = d["_handle"] = _LedgerHandle(p, b.led) if p else None
         return h
 
     def _set_handle(self, h: Optional[_Handle]) -> None:
@@ -586,32 +659,48 @@ class _Received(Tensor):
 
     _handle = property(_get_handle, _set_handle)
 
-    def __del__(self) -> None:
-        p = self._hp
-        if p:
-            self._hp = 0
-            led = self._led
-            if led.open and not self._big:  # _give_back, inline: once per tensor
-                led.pending.append(p)
-                return
-            try:
-                lib.hurray_tensor_destroy(byref(c_void_p(p)))
-            except Exception:
-                pass
+    @property
+    def _hp(self) -> int:
+        """The ``HurrayTensor*`` while the batch still owns it, else 0."""
+        return self._b.ptrs[self._i]
+
+    def _get_bufs(self) -> list:
+        d = self.__dict__
+        v = d.get("_bufs")
+        if v is None:
+            v = d["_bufs"] = self._b.buffers(self._i)
+        return v
+
+    def _set_bufs(self, v: list) -> None:
+        self.__dict__["_bufs"] = v
+
+    _bufs = property(_get_bufs, _set_bufs)
+
+    @property
+    def _fam(self) -> list:
+        b = self._b
+        fams = b._fams
+        if fams is None:
+            fams = b.families()
+        return fams[self._i]
 
     def __copy__(self) -> "Tensor":
-        # The copy shares the handle object, never the raw pointer (which would then be given
-        # back twice).
+        # The copy shares the handle object, never the batch's pointer (which would then be
+        # given back twice).
         self._handle
         return super().__copy__()
 
     def close(self) -> None:
         with _handle_lock:
-            p, self._hp = self._hp, 0
-            self.__dict__.setdefault("_handle", None)
+            d = self.__dict__
+            p = 0
+            if "_handle" not in d:
+                b, i = self._b, self._i
+                p = b.ptrs[i]
+                b.ptrs[i] = 0
+                d["_handle"] = None
         if p:
-            _give_back(p, self._led, self._big)
-        self._name = False  # a name decoded with its batch is not given out once closed
+            _give_back(p, self._b.led)
         super().close()
 
     def _alive(self) -> None:
@@ -622,20 +711,20 @@ class _Received(Tensor):
         f = self._fields
         if f is None:
             self._alive()
-            f = self._fields = DescriptorFields.from_buffer_copy(self._raw, _FIELDS_OFFSET)
+            f = self._fields = DescriptorFields.from_buffer_copy(self._b.raw, self._i * _RESULT_BYTES + _FIELDS_OFFSET)
         return f
 
     @property
     def name(self) -> Optional[str]:
         """The name, or ``None``."""
-        n = self._name
-        if n is False:
-            if self._d is None:
-                raise ValueError("tensor is closed")
-            self._led.names = True
-            p = self._np
-            n = self._name = str(_memory[p : p + self._nl], "utf-8") if p else None
-        return n
+        if self._d is None:
+            raise ValueError("tensor is closed")
+        b, i = self._b, self._i
+        n = b._names
+        if n is None:
+            n = b.names()
+        p = n[0][i]
+        return str(_memory[p : p + n[1][i]], "utf-8") if p else None
 
     @property
     def dtype(self) -> _dtypes.DType:
@@ -813,7 +902,8 @@ class StreamReader:
         self._metadata: Optional[dict[str, bytes]] = None
         self._done = False
         self._prev: Optional[Tensor] = None  # the last tensor items() made
-        self._fam: Optional[list] = None  # the last batch tensor's dtype/shape/layout cache
+        # The last batch's cell for its last tensor's dtype/shape/layout cache (_Batch.families).
+        self._tail: Optional[list] = None
 
     def _fill(self, ptr: int, n: int) -> int:
         """Reads into the decoder's region; returns the count (0 = end of input)."""
@@ -943,84 +1033,44 @@ class StreamReader:
         if s == END_OF_STREAM:
             self._done = True
             return None
-        batch = self._take(count.value)
-        first = batch[0]
-        if len(batch) > 1:
-            ready.extend(batch[1:])
+        ready.extend(self._take(count.value))
         r0 = results[0]
         if r0.input:
             self._region = (r0.input, r0.input_len)
-        return first
+        return ready.popleft()
 
     def _take(self, n: int) -> "list[_Received]":
-        """The ``n`` tensors of the last batch call. Its results are copied out once and read
-        as word arrays, so each tensor costs one object, a bytes slice and its buffer list:
-        no ctypes objects, no library call."""
-        size = _RESULT_BYTES
-        led = self._ledger
-        raw = self._results_mv[: n * size].tobytes()
+        """The ``n`` tensors of the last batch call: one ``_Batch`` holding a copy of the
+        results and the buffer table, and per tensor one object holding the batch and its
+        index (no ctypes objects, no library call, no finalizer)."""
+        raw = self._results_mv[: n * _RESULT_BYTES].tobytes()
         q = memoryview(raw).cast("Q")
-        ptrs = q[_TENSOR_Q::_RQ].tolist()
-        counts = q[_COUNT_Q::_RQ].tolist()
-        flags = memoryview(raw).cast("I")[_FLAGS_I::_RI].tolist()
-        # Names: decoded here, together, once the reader's tensors have been asked for one
-        # (led.names); until then each name's address and length, decoded when asked.
-        names = q[_NAME_Q::_RQ].tolist()
-        name_lens = q[_NAME_Q + 1::_RQ].tolist()
-        eager = led.names
-        if eager:
-            mem = _memory
-            names = [str(mem[p : p + k], "utf-8") if p else None for p, k in zip(names, name_lens)]
+        b = _new(_Batch)
+        b.ptrs = ptrs = q[_TENSOR_Q::_RQ].tolist()
+        b.led = self._ledger
+        b.raw = raw
+        b.counts = counts = q[_COUNT_Q::_RQ].tolist()
         total = sum(counts)
         # Every result's buffers lie in one array, in order (docs/spec/c-abi.md, "Batches").
         b0 = q[_BUFFERS_Q]
-        words = MEMORY[b0 : b0 + 24 * total].cast("Q") if total else memoryview(b"").cast("Q")
-        data = words[0::3].tolist()
-        sizes = words[1::3].tolist()
-        fam = self._fam
+        b.table = table = _memory[b0 : b0 + 24 * total].tobytes() if total else b""
+        b._data = b._names = b._fams = None
+        b.prev = self._tail
+        b.tail = self._tail = [None]
         new, R = _new, _Received
         out = []
         append = out.append
-        raws = [raw[off : off + size] for off in range(0, n * size, size)]
-        same = FIELDS_SAME_EXCEPT_NAME
-        if total == n and counts.count(1) == n:  # one buffer each: the common case, unrolled
-            for p, d, k, fl, r, nm, nl in zip(ptrs, data, sizes, flags, raws, names, name_lens):
-                t = new(R)
-                t._hp = p
-                t._led = led
-                t._raw = r
-                if eager:
-                    t._name = nm
-                else:
-                    t._np = nm
-                    t._nl = nl
-                t._bufs = [(d, k)]
-                if fam is None or not fl & same:
-                    fam = [None, None, None]
-                t._fam = fam
-                append(t)
-        else:
-            at = 0
-            for p, k, fl, r, nm, nl in zip(ptrs, counts, flags, raws, names, name_lens):
-                t = new(R)
-                t._hp = p
-                t._led = led
-                t._raw = r
-                if eager:
-                    t._name = nm
-                else:
-                    t._np = nm
-                    t._nl = nl
-                t._bufs = list(zip(data[at : at + k], sizes[at : at + k]))
-                at += k
-                if fam is None or not fl & same:
-                    fam = [None, None, None]
-                t._fam = fam
-                append(t)
-        last = out[-1]
-        if sum(b[1] for b in last._bufs) >= _LEDGER_MAX_PAYLOAD:
-            last._big = True  # only the last tensor of a batch can be large
-        self._fam = fam
+        for i in range(n):
+            t = new(R)
+            t._b = b
+            t._i = i
+            append(t)
+        # Only the last tensor of a batch can be large: it owns its pointer at once, so that
+        # its memory goes back to the pool as soon as it goes, whatever its batch does.
+        k = counts[-1]
+        if k and sum(memoryview(table).cast("Q")[(total - k) * 3 + 1 :: 3]) >= _LEDGER_MAX_PAYLOAD:
+            t.__dict__["_handle"] = _Handle(ptrs[-1])
+            ptrs[-1] = 0
         self._prev = None
         return out
 
@@ -1041,7 +1091,7 @@ class StreamReader:
             # Same descriptor but the name: reuse the parsed fields instead of reading them.
             t._type, t._shape, t._layout = prev._type, prev._shape, prev._layout
         self._prev = t
-        self._fam = None
+        self._tail = None  # the next batch's first tensor was compared with this one
         return t
 
     def __iter__(self) -> Iterator[Tensor]:
