@@ -12,7 +12,6 @@ import ctypes
 from array import array
 import os
 import socket
-import struct
 import threading
 from collections import deque
 from ctypes import byref, c_size_t, c_void_p
@@ -59,9 +58,11 @@ _AREA_MAX = 1 << 20  # a batch_bytes above this stages (without sending) each Mi
 _QUEUE = 256  # tensors per batch call at most
 _SPEC = ctypes.sizeof(TensorSpec)
 _DSPEC = ctypes.sizeof(DescriptorSpec)
-_NAME_AT = DescriptorSpec.name.offset
+# A queued spec's and payload slice's words (the queue is written as u64 arrays): a spec's
+# name pointer and length, and its slice's pointer and length.
+_SPEC_Q = _SPEC // 8
+_NAME_SQ = DescriptorSpec.name.offset // 8
 _RESULTS = 64  # tensors per hurray_decoder_next_batch call at most
-_pack2 = struct.Struct("=QQ").pack_into
 _RESULT_BYTES = ctypes.sizeof(DecodeResult)
 # A batch's results are read as arrays of u64/u32 words (LP64 layout; test_abi checks the
 # offsets): each result's tensor, buffer count and fields.flags, result 0's buffers pointer,
@@ -219,7 +220,11 @@ class StreamWriter:
             self._qspecs[i].payload_count = 1
         self._qaddr = ctypes.addressof(self._qspecs)
         self._qspec_mv = memoryview(self._qspecs).cast("B")
-        self._qslice_mv = memoryview(self._qslices).cast("B")
+        self._qspec_q = self._qspec_mv.cast("Q")
+        self._qslice_q = memoryview(self._qslices).cast("B").cast("Q")
+        # The plan whose descriptor spec each slot holds: a slot keeps it from batch to batch,
+        # so a tensor of the plan its slot had last time writes only its name and payload.
+        self._qplans: list = [None] * _QUEUE
         self._qn = 0
         self._area_cap = min(max(batch_bytes, 0), _AREA_MAX) + _SMALL + 4096
         self._area = (ctypes.c_char * self._area_cap)()
@@ -237,6 +242,10 @@ class StreamWriter:
         self._room = batch_bytes
         self._finished = False
         self._failed = False
+        # Whether write() may queue a small tensor: the encoder is there, the stream is not
+        # finished and no send failed (each write then goes to the encoder at once, which
+        # refuses a poisoned stream with POISONED, or stages normally after a take-back).
+        self._queue_ok = True
         if metadata:
             entries = _encode_meta(metadata)
             self._check(lib.hurray_encoder_set_metadata(self._enc, _views(entries), len(entries)))
@@ -259,42 +268,49 @@ class StreamWriter:
         if not busy.acquire(False):
             raise _busy_error(self, "write")
         try:
-            enc = self._enc
-            if enc is None:
-                raise ValueError("writer is closed")
-            # After a failed send, each write goes to the encoder at once (it refuses a poisoned
-            # stream with POISONED, or stages normally after a take-back).
-            if type(item) is _Planned and item._d == 0 and not self._failed:
-                _tpl, _off, size, contig, spec = item._plan
+            if type(item) is _Planned and item._tpl and self._queue_ok:
+                plan = item._plan
+                size = plan[2]
                 if size <= _SMALL:
-                    # Queued (inline: once per small tensor): its descriptor spec, its payload
-                    # and name copied to the area; no library call, no ctypes object.
+                    # Queued (inline: once per small tensor): its descriptor spec (unless its
+                    # slot holds it already), its payload and name copied to the area; no
+                    # library call, no ctypes object.
                     nb = item._nb
-                    nl = len(nb) if nb is not None else 0
                     i, used = self._qn, self._used
-                    if i == _QUEUE or used + size + nl > self._area_cap:
+                    if i == _QUEUE or used + size + (len(nb) if nb is not None else 0) > self._area_cap:
                         self._stage()
                         i = used = 0
-                    at = i * _SPEC
-                    mv = self._qspec_mv
-                    mv[at:at + _DSPEC] = spec
-                    pay = self._area_addr + used
-                    if size:
-                        if contig:
-                            self._area_mv[used:used + size] = item._keep.tobytes()  # cheaper than a buffer export
-                        else:
-                            ctypes.memmove(pay, item._bufs[0][0], size)
-                    _pack2(self._qslice_mv, i * 16, pay, size)
+                    if self._qplans[i] is not plan:
+                        self._qspec_mv[i * _SPEC : i * _SPEC + _DSPEC] = plan[4]
+                        self._qplans[i] = plan
+                    base = self._area_addr
+                    if plan[3]:
+                        self._area_mv[used : used + size] = item._keep.tobytes()  # cheaper than a buffer export
+                    elif size:
+                        ctypes.memmove(base + used, item._bufs[0][0], size)
+                    sl = self._qslice_q
+                    sl[2 * i] = base + used
+                    sl[2 * i + 1] = size
                     used += size
-                    if nb is not None:
-                        self._area_mv[used:used + nl] = nb
-                        _pack2(mv, at + _NAME_AT, pay + size, nl)
+                    sq = self._qspec_q
+                    k = i * _SPEC_Q + _NAME_SQ
+                    if nb is None:
+                        sq[k] = sq[k + 1] = 0
+                    else:
+                        nl = len(nb)
+                        self._area_mv[used : used + nl] = nb
+                        sq[k] = base + used
+                        sq[k + 1] = nl
                         used += nl
-                    self._qn, self._used = i + 1, used
+                    self._qn = i + 1
+                    self._used = used
                     if used >= self._room:
                         self._stage()
                         self._send(take_back=True, listed=True)
                     return
+            enc = self._enc
+            if enc is None:
+                raise ValueError("writer is closed")
             st = self._state
             if self._qn:
                 self._stage()
@@ -415,10 +431,12 @@ class StreamWriter:
                     sent += n
                     self._check(held.hurray_encoder_consume(enc, n, byref(st)))
         self._failed = False  # everything pending went out
+        self._queue_ok = not self._finished
         self._room = self._batch
 
     def _fail(self, status: int, message: str, take_back: bool, cause: Optional[BaseException]) -> None:
         self._failed = True
+        self._queue_ok = False
         s = lib.hurray_encoder_abort(self._enc, 1 if take_back else 0, byref(self._state))
         if s < 0:
             message += "; the stream ends inside an item and the writer is poisoned"
@@ -440,6 +458,7 @@ class StreamWriter:
         self._check(lib.hurray_encoder_finish(enc, byref(self._state)))
         self._send(take_back=True)
         self._finished = True
+        self._queue_ok = False  # a write now goes to the encoder, which refuses it
 
     finish = _one_thread(_finish, "finish")
 
@@ -461,6 +480,7 @@ class StreamWriter:
             self._destroy()
 
     def _destroy(self) -> None:
+        self._queue_ok = False
         e, self._enc = self._enc, None
         if e:
             lib.hurray_encoder_destroy(byref(c_void_p(e)))
