@@ -480,3 +480,16 @@ def test_lazy_tensor_classes_define_no_getattr_hook():
     assert "_handle" not in u.__dict__
     h = u._handle
     assert h is u._handle and u._hp == 0 and np.array_equal(u.numpy(), np.zeros(16, np.float32))
+
+
+def test_a_batchs_buffer_table_is_split_by_each_tensors_count():
+    # Buffers of every result lie in one table, in order: a tensor's are found from the counts
+    # before it (here one tensor with none, then one with two), never by position alone.
+    import struct
+
+    b = object.__new__(_stream._Batch)
+    b.counts = [0, 2]
+    b.table = struct.pack("=6Q", 0x1000, 8, 0, 0x2000, 16, 0)
+    b._data = None
+    assert b.buffers(0) == [] and b.buffers(1) == [(0x1000, 8), (0x2000, 16)]
+    b.ptrs = []  # nothing to give back

@@ -614,7 +614,7 @@ class _Batch:
             data = self._data = words[0::3].tolist()
             self._sizes = words[1::3].tolist()
             counts = self.counts
-            if len(data) == len(counts):
+            if counts.count(1) == len(counts):
                 self._starts = None  # one buffer each
             else:
                 at, starts = 0, []
