@@ -58,10 +58,13 @@ _AREA_MAX = 1 << 20  # a batch_bytes above this stages (without sending) each Mi
 _QUEUE = 256  # tensors per batch call at most
 _SPEC = ctypes.sizeof(TensorSpec)
 _DSPEC = ctypes.sizeof(DescriptorSpec)
-# A queued spec's and payload slice's words (the queue is written as u64 arrays): a spec's
-# name pointer and length, and its slice's pointer and length.
-_SPEC_Q = _SPEC // 8
-_NAME_SQ = DescriptorSpec.name.offset // 8
+# The queue's specs and then its payload slices lie in one buffer, written as u64 words: per
+# slot, the word of its spec's name pointer (its length is the next) and of its slice's pointer
+# (its length is the next).
+_SLOT_WORDS = tuple(
+    (i * (_SPEC // 8) + DescriptorSpec.name.offset // 8, (_QUEUE * _SPEC + i * ctypes.sizeof(IoSlice)) // 8)
+    for i in range(_QUEUE)
+)
 _RESULTS = 64  # tensors per hurray_decoder_next_batch call at most
 _RESULT_BYTES = ctypes.sizeof(DecodeResult)
 # A batch's results are read as arrays of u64/u32 words (LP64 layout; test_abi checks the
@@ -222,15 +225,15 @@ class StreamWriter:
         self._state_ref = byref(self._state)
         # The queue of small tensors: their specs, payload slices, and an area holding their
         # payloads and names, so that write() may return before they are staged.
-        self._qspecs = (TensorSpec * _QUEUE)()
-        self._qslices = (IoSlice * _QUEUE)()
+        self._qbuf = (ctypes.c_uint64 * (_QUEUE * (_SPEC + ctypes.sizeof(IoSlice)) // 8))()
+        self._qspecs = (TensorSpec * _QUEUE).from_buffer(self._qbuf)
+        self._qslices = (IoSlice * _QUEUE).from_buffer(self._qbuf, _QUEUE * _SPEC)
         for i in range(_QUEUE):
             self._qspecs[i].payloads = ctypes.addressof(self._qslices[i])
             self._qspecs[i].payload_count = 1
         self._qaddr = ctypes.addressof(self._qspecs)
-        self._qspec_mv = memoryview(self._qspecs).cast("B")
-        self._qspec_q = self._qspec_mv.cast("Q")
-        self._qslice_q = memoryview(self._qslices).cast("B").cast("Q")
+        self._qspec_mv = memoryview(self._qbuf).cast("B")
+        self._qwords = self._qspec_mv.cast("Q")
         # The plan whose descriptor spec each slot holds: a slot keeps it from batch to batch,
         # so a tensor of the plan its slot had last time writes only its name and payload.
         self._qplans: list = [None] * _QUEUE
@@ -287,31 +290,28 @@ class StreamWriter:
                     # slot holds it already), its payload and name copied to the area; no
                     # library call, no ctypes object.
                     nb = item._nb
+                    nl = 0 if nb is None else len(nb)
                     i, used = self._qn, self._used
-                    if i == _QUEUE or used + size + (len(nb) if nb is not None else 0) > self._area_cap:
+                    if i == _QUEUE or used + size + nl > self._area_cap:
                         self._stage()
                         i = used = 0
                     if self._qplans[i] is not plan:
-                        self._qspec_mv[i * _SPEC : i * _SPEC + _DSPEC] = plan[4]
-                        self._qplans[i] = plan
+                        self._slot(i, plan)
+                    q = self._qwords
+                    nk, pk = _SLOT_WORDS[i]
                     base = self._area_addr
+                    q[pk] = base + used  # its length, the plan's size, came with the slot's plan
                     if plan[3]:
                         self._area_mv[used : used + size] = item._keep.tobytes()  # cheaper than a buffer export
                     elif size:
                         ctypes.memmove(base + used, item._bufs[0][0], size)
-                    sl = self._qslice_q
-                    sl[2 * i] = base + used
-                    sl[2 * i + 1] = size
                     used += size
-                    sq = self._qspec_q
-                    k = i * _SPEC_Q + _NAME_SQ
                     if nb is None:
-                        sq[k] = sq[k + 1] = 0
+                        q[nk] = q[nk + 1] = 0
                     else:
-                        nl = len(nb)
                         self._area_mv[used : used + nl] = nb
-                        sq[k] = base + used
-                        sq[k + 1] = nl
+                        q[nk] = base + used
+                        q[nk + 1] = nl
                         used += nl
                     self._qn = i + 1
                     self._used = used
@@ -357,6 +357,13 @@ class StreamWriter:
                 self._room = self._batch - st.pending_bytes
         finally:
             busy.append(True)
+
+    def _slot(self, i: int, plan: tuple) -> None:
+        """Queue slot ``i`` takes ``plan``'s descriptor spec and payload size (it keeps them
+        for the next tensors of that plan it holds)."""
+        self._qspec_mv[i * _SPEC : i * _SPEC + _DSPEC] = plan[4]
+        self._qwords[_SLOT_WORDS[i][1] + 1] = plan[2]
+        self._qplans[i] = plan
 
     def _stage(self) -> None:
         """Stages every queued tensor with one hurray_encoder_encode_batch call (more only if
