@@ -617,9 +617,8 @@ class _Batch:
         """Tensor ``i``'s buffer table as ``(address, byte size)`` pairs."""
         data = self._data
         if data is None:
+            # _data last: another thread that finds it set finds the others set too.
             words = memoryview(self.table).cast("Q")
-            data = self._data = words[0::3].tolist()
-            self._sizes = words[1::3].tolist()
             counts = self.counts
             if counts.count(1) == len(counts):
                 self._starts = None  # one buffer each
@@ -629,6 +628,8 @@ class _Batch:
                     starts.append(at)
                     at += k
                 self._starts = starts
+            self._sizes = words[1::3].tolist()
+            data = self._data = words[0::3].tolist()
         sizes, starts = self._sizes, self._starts
         if starts is None:
             return [(data[i], sizes[i])]
