@@ -180,3 +180,34 @@ def test_a_poisoned_writer_refuses_small_tensors_at_once():
     with pytest.raises(hurray.HurrayError) as e:
         w.write(small(9))
     assert e.value.status_name == "HURRAY_ERR_POISONED"
+
+
+def test_a_known_shape_written_after_finish_is_refused_at_once():
+    a = np.zeros(4, np.float32)
+    hurray.from_numpy(a)  # a known shape: the queued path
+    w = hurray.StreamWriter()
+    w.write(hurray.from_numpy(a, name="x"))
+    w.finish()
+    with pytest.raises(hurray.HurrayError, match="INVALID_STATE"):
+        w.write(hurray.from_numpy(a, name="late"))
+    w.close()
+    assert [t.name for t in hurray.StreamReader(w.getvalue())] == ["x"]
+
+
+def test_queue_slots_reused_across_batches_by_other_shapes_and_names():
+    # Each slot keeps the descriptor spec of the plan it last held: a tensor of another plan,
+    # or without the name the last one had, must not inherit it.
+    shapes = [(7,), (2, 3), (7,), (0,), (2, 3)]
+    for s in shapes:
+        hurray.from_numpy(np.zeros(s, np.int32))  # plans
+    sent = []
+    w = hurray.StreamWriter(batch_bytes=100)  # a batch every few tensors
+    for i in range(200):
+        a = np.full(shapes[(i * 7) % 5], i, np.int32)
+        name = None if i % 3 == 0 else f"n{i}"
+        sent.append((a, name))
+        w.write(hurray.from_numpy(a, name=name))
+    w.finish()
+    got = list(hurray.StreamReader(w.getvalue()))
+    assert [(t.shape, t.name) for t in got] == [(a.shape, n) for a, n in sent]
+    assert all(np.array_equal(t.numpy(), a) for t, (a, _) in zip(got, sent))

@@ -139,7 +139,7 @@ def test_every_received_tensor_is_destroyed_exactly_once(monkeypatch):
     monkeypatch.setattr(_tensor, "lib", counter)
     r = hurray.StreamReader(small_wire(300))
     got = list(r)
-    ptrs = [t._hp for t in got]
+    ptrs = [t._hp or t._handle.ptr for t in got]  # the large last one owns a handle at once
     assert all(ptrs) and len(set(ptrs)) == len(got)
     views = [t.numpy() for t in got[::3]]  # these move their pointer into a handle object
     for t in got[1::3]:
@@ -154,6 +154,36 @@ def test_every_received_tensor_is_destroyed_exactly_once(monkeypatch):
     del views
     gc.collect()
     assert sorted(p for p in counter.destroyed if p) == sorted(ptrs)
+
+
+def test_a_batch_gives_its_tensors_back_together_and_a_large_last_one_alone(monkeypatch):
+    # No finalizer per received tensor: each holds its batch, which gives back every pointer
+    # it still owns when the last of them goes. A large last tensor owns its own pointer, so
+    # its memory returns to the pool as soon as it goes, while its batch lives on.
+    assert not hasattr(_stream._Received, "__del__")
+    counter = DestroyCounter(_stream.lib)
+    monkeypatch.setattr(_stream, "lib", counter)
+    held = DestroyCounter(_stream.held)
+    held.destroyed = counter.destroyed
+    monkeypatch.setattr(_stream, "held", held)
+    monkeypatch.setattr(_tensor, "lib", counter)
+    r = hurray.StreamReader(small_wire(10))
+    got = list(r)
+    assert len({id(t._b) for t in got[:10]}) == 1  # one batch of ten small tensors, then the large one
+    small = [t._hp for t in got[:10]]
+    big = got[-1]._handle.ptr
+    del got[-1]
+    gc.collect()
+    assert counter.destroyed == [big]
+    keep = got[3]
+    del got
+    gc.collect()
+    assert r.read() is None and counter.destroyed == [big]  # the batch still lives
+    assert keep.name == "t3" and np.array_equal(keep.numpy(), np.full(16, 3, np.float32))
+    del keep
+    gc.collect()
+    r.close()  # drains the ledger
+    assert sorted(p for p in counter.destroyed if p) == sorted(small + [big])
 
 
 def test_threads_taking_one_tensors_handle_take_it_once(monkeypatch):
@@ -401,37 +431,36 @@ def test_verify_checks_a_large_payload_in_windows_and_names_the_tensor(tmp_path)
                 f.verify()
 
 
-def test_names_are_right_whether_decoded_when_asked_or_with_their_batch():
-    # Batches of up to 64 tensors: the first batch's names are decoded when asked; once one
-    # was asked, the reader decodes each later batch's names together. Unnamed and non-ASCII
-    # names, and tensors never asked, come out the same either way.
+def test_names_are_right_whether_asked_in_order_or_not_at_all():
+    # Batches of up to 64 tensors; each name is read from its tensor's own descriptor when
+    # asked. Unnamed and non-ASCII names, and tensors never asked, come out the same.
     names = [None if i % 7 == 3 else f"t/{i}/{'é' * (i % 3)}" for i in range(300)]
     w = hurray.StreamWriter()
     for i, nm in enumerate(names):
         w.write(hurray.from_numpy(np.full(8, i, np.float32), name=nm))
     w.finish()
-    r = hurray.StreamReader(w.getvalue())
-    got = list(r)
-    assert not r._ledger.names  # nothing asked yet: no batch decoded its names
-    assert [t.name for t in got] == names
+    got = list(hurray.StreamReader(w.getvalue()))
+    assert [t.name for t in reversed(got)] == names[::-1]
     r = hurray.StreamReader(w.getvalue())
     seen = []
     for i, t in enumerate(r):
         if i in (0, 5) or i > 100:
             seen.append((i, t.name))
-    assert r._ledger.names
     assert seen == [(i, names[i]) for i in [0, 5] + list(range(101, 300))]
 
 
-def test_a_received_tensor_whose_name_came_with_its_batch_refuses_it_once_closed():
+def test_a_received_tensor_refuses_its_name_once_closed_and_its_batch_keeps_theirs():
     r = hurray.StreamReader(small_wire(200))
-    assert next(r).name == "t0"  # from now on names come with their batch
-    ts = [next(r) for _ in range(150)]
-    assert "_name" in ts[-1].__dict__  # decoded with its batch
-    ts[-1].close()
+    ts = {i: next(r) for i in range(60)}  # one batch
+    assert len({id(t._b) for t in ts.values()}) == 1
+    ts[10].close()
     with pytest.raises(ValueError, match="closed"):
-        ts[-1].name
-    assert ts[-2].name == "t149"
+        ts[10].name
+    views = [ts.pop(i).numpy() for i in (11, 12)]  # their tensors gone, each view owns its pointer
+    del ts[20]  # gone: its pointer stays with the batch until the batch goes
+    gc.collect()
+    assert {i: t.name for i, t in ts.items() if i != 10} == {i: f"t{i}" for i in range(60) if i not in (10, 11, 12, 20)}
+    assert [int(v[0]) for v in views] == [11, 12]
 
 
 def test_lazy_tensor_classes_define_no_getattr_hook():
@@ -451,3 +480,16 @@ def test_lazy_tensor_classes_define_no_getattr_hook():
     assert "_handle" not in u.__dict__
     h = u._handle
     assert h is u._handle and u._hp == 0 and np.array_equal(u.numpy(), np.zeros(16, np.float32))
+
+
+def test_a_batchs_buffer_table_is_split_by_each_tensors_count():
+    # Buffers of every result lie in one table, in order: a tensor's are found from the counts
+    # before it (here one tensor with none, then one with two), never by position alone.
+    import struct
+
+    b = object.__new__(_stream._Batch)
+    b.counts = [0, 2]
+    b.table = struct.pack("=6Q", 0x1000, 8, 0, 0x2000, 16, 0)
+    b._data = None
+    assert b.buffers(0) == [] and b.buffers(1) == [(0x1000, 8), (0x2000, 16)]
+    b.ptrs = []  # nothing to give back

@@ -12,7 +12,6 @@ import ctypes
 from array import array
 import os
 import socket
-import struct
 import threading
 from collections import deque
 from ctypes import byref, c_size_t, c_void_p
@@ -59,9 +58,14 @@ _AREA_MAX = 1 << 20  # a batch_bytes above this stages (without sending) each Mi
 _QUEUE = 256  # tensors per batch call at most
 _SPEC = ctypes.sizeof(TensorSpec)
 _DSPEC = ctypes.sizeof(DescriptorSpec)
-_NAME_AT = DescriptorSpec.name.offset
+# The queue's specs and then its payload slices lie in one buffer, written as u64 words: per
+# slot, the word of its spec's name pointer (its length is the next) and of its slice's pointer
+# (its length is the next).
+_SLOT_WORDS = tuple(
+    (i * (_SPEC // 8) + DescriptorSpec.name.offset // 8, (_QUEUE * _SPEC + i * ctypes.sizeof(IoSlice)) // 8)
+    for i in range(_QUEUE)
+)
 _RESULTS = 64  # tensors per hurray_decoder_next_batch call at most
-_pack2 = struct.Struct("=QQ").pack_into
 _RESULT_BYTES = ctypes.sizeof(DecodeResult)
 # A batch's results are read as arrays of u64/u32 words (LP64 layout; test_abi checks the
 # offsets): each result's tensor, buffer count and fields.flags, result 0's buffers pointer,
@@ -94,6 +98,13 @@ def _busy_error(obj: Any, name: str) -> RuntimeError:
     )
 
 
+def _guard() -> list:
+    """A reader's or writer's one-thread guard: a list holding one token. A call takes it
+    (``pop``, atomic: of two threads only one gets it; an ``IndexError`` for the other) and
+    puts it back when it returns, cheaper than a non-blocking lock's acquire and release."""
+    return [True]
+
+
 def _one_thread(method: Any, name: Optional[str] = None) -> Any:
     """``method`` refusing a call while another thread is inside a guarded method of the same
     reader or writer (their native decoder or encoder is not for two threads at once):
@@ -102,12 +113,14 @@ def _one_thread(method: Any, name: Optional[str] = None) -> Any:
 
     def guarded(self: Any, *args: Any) -> Any:
         busy = self._busy
-        if not busy.acquire(False):
-            raise _busy_error(self, name)
+        try:
+            busy.pop()
+        except IndexError:
+            raise _busy_error(self, name) from None
         try:
             return method(self, *args)
         finally:
-            busy.release()
+            busy.append(True)
 
     guarded.__name__, guarded.__doc__ = name, method.__doc__
     guarded.__qualname__ = method.__qualname__.rsplit(".", 1)[0] + "." + name
@@ -184,7 +197,7 @@ class StreamWriter:
         payload_checksums: bool = False,
         batch_bytes: int = DEFAULT_BATCH_BYTES,
     ):
-        self._busy = threading.Lock()
+        self._busy = _guard()
         self._memory: Optional[bytearray] = bytearray() if target is None else None
         if self._memory is not None:
             mem = self._memory
@@ -212,14 +225,18 @@ class StreamWriter:
         self._state_ref = byref(self._state)
         # The queue of small tensors: their specs, payload slices, and an area holding their
         # payloads and names, so that write() may return before they are staged.
-        self._qspecs = (TensorSpec * _QUEUE)()
-        self._qslices = (IoSlice * _QUEUE)()
+        self._qbuf = (ctypes.c_uint64 * (_QUEUE * (_SPEC + ctypes.sizeof(IoSlice)) // 8))()
+        self._qspecs = (TensorSpec * _QUEUE).from_buffer(self._qbuf)
+        self._qslices = (IoSlice * _QUEUE).from_buffer(self._qbuf, _QUEUE * _SPEC)
         for i in range(_QUEUE):
             self._qspecs[i].payloads = ctypes.addressof(self._qslices[i])
             self._qspecs[i].payload_count = 1
         self._qaddr = ctypes.addressof(self._qspecs)
-        self._qspec_mv = memoryview(self._qspecs).cast("B")
-        self._qslice_mv = memoryview(self._qslices).cast("B")
+        self._qspec_mv = memoryview(self._qbuf).cast("B")
+        self._qwords = self._qspec_mv.cast("Q")
+        # The plan whose descriptor spec each slot holds: a slot keeps it from batch to batch,
+        # so a tensor of the plan its slot had last time writes only its name and payload.
+        self._qplans: list = [None] * _QUEUE
         self._qn = 0
         self._area_cap = min(max(batch_bytes, 0), _AREA_MAX) + _SMALL + 4096
         self._area = (ctypes.c_char * self._area_cap)()
@@ -237,6 +254,10 @@ class StreamWriter:
         self._room = batch_bytes
         self._finished = False
         self._failed = False
+        # Whether write() may queue a small tensor: the encoder is there, the stream is not
+        # finished and no send failed (each write then goes to the encoder at once, which
+        # refuses a poisoned stream with POISONED, or stages normally after a take-back).
+        self._queue_ok = True
         if metadata:
             entries = _encode_meta(metadata)
             self._check(lib.hurray_encoder_set_metadata(self._enc, _views(entries), len(entries)))
@@ -256,45 +277,51 @@ class StreamWriter:
         memory is read before this returns or, for payloads up to 64 KiB, copied: the tensor
         may be changed or dropped afterwards."""
         busy = self._busy
-        if not busy.acquire(False):
-            raise _busy_error(self, "write")
         try:
-            enc = self._enc
-            if enc is None:
-                raise ValueError("writer is closed")
-            # After a failed send, each write goes to the encoder at once (it refuses a poisoned
-            # stream with POISONED, or stages normally after a take-back).
-            if type(item) is _Planned and item._d == 0 and not self._failed:
-                _tpl, _off, size, contig, spec = item._plan
+            busy.pop()
+        except IndexError:
+            raise _busy_error(self, "write") from None
+        try:
+            if type(item) is _Planned and item._tpl and self._queue_ok:
+                plan = item._plan
+                size = plan[2]
                 if size <= _SMALL:
-                    # Queued (inline: once per small tensor): its descriptor spec, its payload
-                    # and name copied to the area; no library call, no ctypes object.
+                    # Queued (inline: once per small tensor): its descriptor spec (unless its
+                    # slot holds it already), its payload and name copied to the area; no
+                    # library call, no ctypes object.
                     nb = item._nb
-                    nl = len(nb) if nb is not None else 0
+                    nl = 0 if nb is None else len(nb)
                     i, used = self._qn, self._used
                     if i == _QUEUE or used + size + nl > self._area_cap:
                         self._stage()
                         i = used = 0
-                    at = i * _SPEC
-                    mv = self._qspec_mv
-                    mv[at:at + _DSPEC] = spec
-                    pay = self._area_addr + used
-                    if size:
-                        if contig:
-                            self._area_mv[used:used + size] = item._keep.tobytes()  # cheaper than a buffer export
-                        else:
-                            ctypes.memmove(pay, item._bufs[0][0], size)
-                    _pack2(self._qslice_mv, i * 16, pay, size)
+                    if self._qplans[i] is not plan:
+                        self._slot(i, plan)
+                    q = self._qwords
+                    nk, pk = _SLOT_WORDS[i]
+                    base = self._area_addr
+                    q[pk] = base + used  # its length, the plan's size, came with the slot's plan
+                    if plan[3]:
+                        self._area_mv[used : used + size] = item._keep.tobytes()  # cheaper than a buffer export
+                    elif size:
+                        ctypes.memmove(base + used, item._bufs[0][0], size)
                     used += size
-                    if nb is not None:
-                        self._area_mv[used:used + nl] = nb
-                        _pack2(mv, at + _NAME_AT, pay + size, nl)
+                    if nb is None:
+                        q[nk] = q[nk + 1] = 0
+                    else:
+                        self._area_mv[used : used + nl] = nb
+                        q[nk] = base + used
+                        q[nk + 1] = nl
                         used += nl
-                    self._qn, self._used = i + 1, used
+                    self._qn = i + 1
+                    self._used = used
                     if used >= self._room:
                         self._stage()
                         self._send(take_back=True, listed=True)
                     return
+            enc = self._enc
+            if enc is None:
+                raise ValueError("writer is closed")
             st = self._state
             if self._qn:
                 self._stage()
@@ -329,7 +356,14 @@ class StreamWriter:
             else:
                 self._room = self._batch - st.pending_bytes
         finally:
-            busy.release()
+            busy.append(True)
+
+    def _slot(self, i: int, plan: tuple) -> None:
+        """Queue slot ``i`` takes ``plan``'s descriptor spec and payload size (it keeps them
+        for the next tensors of that plan it holds)."""
+        self._qspec_mv[i * _SPEC : i * _SPEC + _DSPEC] = plan[4]
+        self._qwords[_SLOT_WORDS[i][1] + 1] = plan[2]
+        self._qplans[i] = plan
 
     def _stage(self) -> None:
         """Stages every queued tensor with one hurray_encoder_encode_batch call (more only if
@@ -415,10 +449,12 @@ class StreamWriter:
                     sent += n
                     self._check(held.hurray_encoder_consume(enc, n, byref(st)))
         self._failed = False  # everything pending went out
+        self._queue_ok = not self._finished
         self._room = self._batch
 
     def _fail(self, status: int, message: str, take_back: bool, cause: Optional[BaseException]) -> None:
         self._failed = True
+        self._queue_ok = False
         s = lib.hurray_encoder_abort(self._enc, 1 if take_back else 0, byref(self._state))
         if s < 0:
             message += "; the stream ends inside an item and the writer is poisoned"
@@ -440,6 +476,7 @@ class StreamWriter:
         self._check(lib.hurray_encoder_finish(enc, byref(self._state)))
         self._send(take_back=True)
         self._finished = True
+        self._queue_ok = False  # a write now goes to the encoder, which refuses it
 
     finish = _one_thread(_finish, "finish")
 
@@ -461,6 +498,7 @@ class StreamWriter:
             self._destroy()
 
     def _destroy(self) -> None:
+        self._queue_ok = False
         e, self._enc = self._enc, None
         if e:
             lib.hurray_encoder_destroy(byref(c_void_p(e)))
@@ -489,14 +527,11 @@ class _Ledger:
     their memory is back in the buffer pool before the next tensors are made), and whatever
     is left goes when the reader is closed or the ledger itself goes."""
 
-    __slots__ = ("pending", "open", "names")
+    __slots__ = ("pending", "open")
 
     def __init__(self) -> None:
         self.pending: list[int] = []
         self.open = True
-        # Whether a tensor of this reader was asked for its name: from then on each batch's
-        # names are decoded with the batch (cheaper than a decode per property call).
-        self.names = False
 
     def drain(self) -> None:
         p = self.pending
@@ -541,44 +576,121 @@ class _LedgerHandle(_Handle):
                 pass
 
 
-def _give_back(p: int, ledger: _Ledger, big: bool) -> None:
-    """Destroys read tensor ``p`` through ``ledger`` (at its next drain) or, for a large one
-    or once the reader is closed, at once."""
-    if ledger.open and not big:
+def _give_back(p: int, ledger: _Ledger) -> None:
+    """Destroys read tensor ``p`` through ``ledger`` (at its next drain) or, once the reader
+    is closed, at once."""
+    if ledger.open:
         ledger.pending.append(p)
     else:
         lib.hurray_tensor_destroy(byref(c_void_p(p)))
 
 
-class _Received(Tensor):
-    """A tensor of a ``StreamReader`` batch, made with as few Python objects as the batch
-    allows: its decode result copied as bytes (``_raw``; the library reuses its result arrays
-    at the next call), its buffer table, and the ``HurrayTensor*`` it owns (``_hp``). Its
-    fields and shape are read from ``_raw`` when asked for, its name from its address and
-    length (``_np``, ``_nl``), or with its batch once the reader was asked for one; dtype, shape and layout
-    are shared by a run of tensors the decoder flags as alike (``_fam``). A handle object
-    (``_handle``) is made only when a view, capsule or descriptor call needs one; until then
-    this tensor gives its pointer back to the reader's ledger when it goes."""
+class _Batch:
+    """The tensors one ``hurray_decoder_next_batch`` call returned, owned together. Each of
+    them holds the batch and its index in it; the batch holds their ``HurrayTensor*``s
+    (``ptrs``) and gives back, when the last of its tensors is gone, every one still there,
+    through the reader's ledger (one ``hurray_tensor_destroy_many`` per drain): no finalizer
+    runs per tensor. A pointer leaves ``ptrs`` (0 in its place) when its tensor is closed, or
+    needs a handle object of its own (a view, a capsule, a descriptor call; and the batch's
+    last tensor when its payload is large, so that its memory goes back to the pool with it
+    alone), which then owns it. The results and buffer table are copied once (``raw``,
+    ``table``: the library reuses its arrays at the next call); the lists a tensor's
+    buffers, name or fields need are made from them when first asked for."""
 
-    _hp = 0
-    _big = False
+    __slots__ = ("ptrs", "led", "raw", "table", "counts", "_data", "_sizes", "_starts", "_names", "_fams",
+                 "tail", "prev")
+
+    def __del__(self) -> None:
+        try:
+            live = [p for p in self.ptrs if p]
+            if live:
+                led = self.led
+                if led.open:
+                    led.pending.extend(live)
+                else:
+                    arr = array("Q", live)
+                    held.hurray_tensor_destroy_many(ctypes.cast(arr.buffer_info()[0], _PP), len(live))
+        except Exception:
+            pass
+
+    def buffers(self, i: int) -> "list[tuple[int, int]]":
+        """Tensor ``i``'s buffer table as ``(address, byte size)`` pairs."""
+        data = self._data
+        if data is None:
+            # _data last: another thread that finds it set finds the others set too.
+            words = memoryview(self.table).cast("Q")
+            counts = self.counts
+            if counts.count(1) == len(counts):
+                self._starts = None  # one buffer each
+            else:
+                at, starts = 0, []
+                for k in counts:
+                    starts.append(at)
+                    at += k
+                self._starts = starts
+            self._sizes = words[1::3].tolist()
+            data = self._data = words[0::3].tolist()
+        sizes, starts = self._sizes, self._starts
+        if starts is None:
+            return [(data[i], sizes[i])]
+        at = starts[i]
+        k = self.counts[i]
+        return list(zip(data[at : at + k], sizes[at : at + k]))
+
+    def names(self) -> "tuple[list[int], list[int]]":
+        """Each tensor's name address (0: none) and length."""
+        n = self._names
+        if n is None:
+            q = memoryview(self.raw).cast("Q")
+            n = self._names = (q[_NAME_Q::_RQ].tolist(), q[_NAME_Q + 1::_RQ].tolist())
+        return n
+
+    def families(self) -> list:
+        """Each tensor's ``[dtype, shape, layout]`` cache, one list shared by a run of tensors
+        the decoder flagged as alike (``FIELDS_SAME_EXCEPT_NAME``), the run continuing from
+        the batch before when that one's families were made first."""
+        fams = self._fams
+        if fams is None:
+            flags = memoryview(self.raw).cast("I")[_FLAGS_I::_RI].tolist()
+            prev = self.prev
+            fam = prev[0] if prev is not None else None
+            same = FIELDS_SAME_EXCEPT_NAME
+            fams = []
+            for fl in flags:
+                if fam is None or not fl & same:
+                    fam = [None, None, None]
+                fams.append(fam)
+            self.tail[0] = fam
+            self._fams = fams
+        return fams
+
+
+class _Received(Tensor):
+    """A tensor of a ``StreamReader`` batch: its batch (``_b``, which owns its
+    ``HurrayTensor*`` until something needs a handle object) and its index there (``_i``),
+    and nothing else until asked. Its fields come from the batch's copy of the decode
+    results, its buffers and name from the batch's lists, its dtype, shape and layout from a
+    cache shared by a run of alike tensors (``_fam``)."""
+
     _d = 0  # the descriptor is looked up through the handle if something needs it
     _keep = None
     _readonly = False
 
-    # A property, not __getattr__: a class with __getattr__ makes every attribute lookup on
+    # Properties, not __getattr__: a class with __getattr__ makes every attribute lookup on
     # its instances slower (and unspecialized), and a tensor's attributes are read per tensor.
     def _get_handle(self) -> Optional[_Handle]:
-        # Moves the pointer into a handle object on first use, which views and capsules then
-        # hold. Locked: two threads must not both take the pointer.
+        # Moves the pointer out of the batch into a handle object on first use, which views
+        # and capsules then hold. Locked: two threads must not both take the pointer.
         d = self.__dict__
         h = d.get("_handle", _UNSET)
         if h is _UNSET:
             with _handle_lock:
                 h = d.get("_handle", _UNSET)
                 if h is _UNSET:
-                    p, self._hp = self._hp, 0
-                    h = d["_handle"] = None if not p else (_Handle(p) if self._big else _LedgerHandle(p, self._led))
+                    b, i = self._b, self._i
+                    p = b.ptrs[i]
+                    b.ptrs[i] = 0
+                    h = d["_handle"] = _LedgerHandle(p, b.led) if p else None
         return h
 
     def _set_handle(self, h: Optional[_Handle]) -> None:
@@ -586,32 +698,48 @@ class _Received(Tensor):
 
     _handle = property(_get_handle, _set_handle)
 
-    def __del__(self) -> None:
-        p = self._hp
-        if p:
-            self._hp = 0
-            led = self._led
-            if led.open and not self._big:  # _give_back, inline: once per tensor
-                led.pending.append(p)
-                return
-            try:
-                lib.hurray_tensor_destroy(byref(c_void_p(p)))
-            except Exception:
-                pass
+    @property
+    def _hp(self) -> int:
+        """The ``HurrayTensor*`` while the batch still owns it, else 0."""
+        return self._b.ptrs[self._i]
+
+    def _get_bufs(self) -> list:
+        d = self.__dict__
+        v = d.get("_bufs")
+        if v is None:
+            v = d["_bufs"] = self._b.buffers(self._i)
+        return v
+
+    def _set_bufs(self, v: list) -> None:
+        self.__dict__["_bufs"] = v
+
+    _bufs = property(_get_bufs, _set_bufs)
+
+    @property
+    def _fam(self) -> list:
+        b = self._b
+        fams = b._fams
+        if fams is None:
+            fams = b.families()
+        return fams[self._i]
 
     def __copy__(self) -> "Tensor":
-        # The copy shares the handle object, never the raw pointer (which would then be given
-        # back twice).
+        # The copy shares the handle object, never the batch's pointer (which would then be
+        # given back twice).
         self._handle
         return super().__copy__()
 
     def close(self) -> None:
         with _handle_lock:
-            p, self._hp = self._hp, 0
-            self.__dict__.setdefault("_handle", None)
+            d = self.__dict__
+            p = 0
+            if "_handle" not in d:
+                b, i = self._b, self._i
+                p = b.ptrs[i]
+                b.ptrs[i] = 0
+                d["_handle"] = None
         if p:
-            _give_back(p, self._led, self._big)
-        self._name = False  # a name decoded with its batch is not given out once closed
+            _give_back(p, self._b.led)
         super().close()
 
     def _alive(self) -> None:
@@ -622,20 +750,20 @@ class _Received(Tensor):
         f = self._fields
         if f is None:
             self._alive()
-            f = self._fields = DescriptorFields.from_buffer_copy(self._raw, _FIELDS_OFFSET)
+            f = self._fields = DescriptorFields.from_buffer_copy(self._b.raw, self._i * _RESULT_BYTES + _FIELDS_OFFSET)
         return f
 
     @property
     def name(self) -> Optional[str]:
         """The name, or ``None``."""
-        n = self._name
-        if n is False:
-            if self._d is None:
-                raise ValueError("tensor is closed")
-            self._led.names = True
-            p = self._np
-            n = self._name = str(_memory[p : p + self._nl], "utf-8") if p else None
-        return n
+        if self._d is None:
+            raise ValueError("tensor is closed")
+        b, i = self._b, self._i
+        n = b._names
+        if n is None:
+            n = b.names()
+        p = n[0][i]
+        return str(_memory[p : p + n[1][i]], "utf-8") if p else None
 
     @property
     def dtype(self) -> _dtypes.DType:
@@ -762,7 +890,7 @@ class StreamReader:
         require_checksums: bool = False,
         buffer_pool_bytes: int = DEFAULT_BUFFER_POOL_BYTES,
     ):
-        self._busy = threading.Lock()
+        self._busy = _guard()
         if isinstance(source, (bytes, bytearray, memoryview)):
             self._data: Optional[memoryview] = memoryview(source).cast("B")
             # ctypes cannot take the address of a read-only buffer (bytes); numpy can.
@@ -813,7 +941,8 @@ class StreamReader:
         self._metadata: Optional[dict[str, bytes]] = None
         self._done = False
         self._prev: Optional[Tensor] = None  # the last tensor items() made
-        self._fam: Optional[list] = None  # the last batch tensor's dtype/shape/layout cache
+        # The last batch's cell for its last tensor's dtype/shape/layout cache (_Batch.families).
+        self._tail: Optional[list] = None
 
     def _fill(self, ptr: int, n: int) -> int:
         """Reads into the decoder's region; returns the count (0 = end of input)."""
@@ -943,84 +1072,44 @@ class StreamReader:
         if s == END_OF_STREAM:
             self._done = True
             return None
-        batch = self._take(count.value)
-        first = batch[0]
-        if len(batch) > 1:
-            ready.extend(batch[1:])
+        ready.extend(self._take(count.value))
         r0 = results[0]
         if r0.input:
             self._region = (r0.input, r0.input_len)
-        return first
+        return ready.popleft()
 
     def _take(self, n: int) -> "list[_Received]":
-        """The ``n`` tensors of the last batch call. Its results are copied out once and read
-        as word arrays, so each tensor costs one object, a bytes slice and its buffer list:
-        no ctypes objects, no library call."""
-        size = _RESULT_BYTES
-        led = self._ledger
-        raw = self._results_mv[: n * size].tobytes()
+        """The ``n`` tensors of the last batch call: one ``_Batch`` holding a copy of the
+        results and the buffer table, and per tensor one object holding the batch and its
+        index (no ctypes objects, no library call, no finalizer)."""
+        raw = self._results_mv[: n * _RESULT_BYTES].tobytes()
         q = memoryview(raw).cast("Q")
-        ptrs = q[_TENSOR_Q::_RQ].tolist()
-        counts = q[_COUNT_Q::_RQ].tolist()
-        flags = memoryview(raw).cast("I")[_FLAGS_I::_RI].tolist()
-        # Names: decoded here, together, once the reader's tensors have been asked for one
-        # (led.names); until then each name's address and length, decoded when asked.
-        names = q[_NAME_Q::_RQ].tolist()
-        name_lens = q[_NAME_Q + 1::_RQ].tolist()
-        eager = led.names
-        if eager:
-            mem = _memory
-            names = [str(mem[p : p + k], "utf-8") if p else None for p, k in zip(names, name_lens)]
+        b = _new(_Batch)
+        b.ptrs = ptrs = q[_TENSOR_Q::_RQ].tolist()
+        b.led = self._ledger
+        b.raw = raw
+        b.counts = counts = q[_COUNT_Q::_RQ].tolist()
         total = sum(counts)
         # Every result's buffers lie in one array, in order (docs/spec/c-abi.md, "Batches").
         b0 = q[_BUFFERS_Q]
-        words = MEMORY[b0 : b0 + 24 * total].cast("Q") if total else memoryview(b"").cast("Q")
-        data = words[0::3].tolist()
-        sizes = words[1::3].tolist()
-        fam = self._fam
+        b.table = table = _memory[b0 : b0 + 24 * total].tobytes() if total else b""
+        b._data = b._names = b._fams = None
+        b.prev = self._tail
+        b.tail = self._tail = [None]
         new, R = _new, _Received
         out = []
         append = out.append
-        raws = [raw[off : off + size] for off in range(0, n * size, size)]
-        same = FIELDS_SAME_EXCEPT_NAME
-        if total == n and counts.count(1) == n:  # one buffer each: the common case, unrolled
-            for p, d, k, fl, r, nm, nl in zip(ptrs, data, sizes, flags, raws, names, name_lens):
-                t = new(R)
-                t._hp = p
-                t._led = led
-                t._raw = r
-                if eager:
-                    t._name = nm
-                else:
-                    t._np = nm
-                    t._nl = nl
-                t._bufs = [(d, k)]
-                if fam is None or not fl & same:
-                    fam = [None, None, None]
-                t._fam = fam
-                append(t)
-        else:
-            at = 0
-            for p, k, fl, r, nm, nl in zip(ptrs, counts, flags, raws, names, name_lens):
-                t = new(R)
-                t._hp = p
-                t._led = led
-                t._raw = r
-                if eager:
-                    t._name = nm
-                else:
-                    t._np = nm
-                    t._nl = nl
-                t._bufs = list(zip(data[at : at + k], sizes[at : at + k]))
-                at += k
-                if fam is None or not fl & same:
-                    fam = [None, None, None]
-                t._fam = fam
-                append(t)
-        last = out[-1]
-        if sum(b[1] for b in last._bufs) >= _LEDGER_MAX_PAYLOAD:
-            last._big = True  # only the last tensor of a batch can be large
-        self._fam = fam
+        for i in range(n):
+            t = new(R)
+            t._b = b
+            t._i = i
+            append(t)
+        # Only the last tensor of a batch can be large: it owns its pointer at once, so that
+        # its memory goes back to the pool as soon as it goes, whatever its batch does.
+        k = counts[-1]
+        if k and sum(memoryview(table).cast("Q")[(total - k) * 3 + 1 :: 3]) >= _LEDGER_MAX_PAYLOAD:
+            t.__dict__["_handle"] = _Handle(ptrs[-1])
+            ptrs[-1] = 0
         self._prev = None
         return out
 
@@ -1041,7 +1130,7 @@ class StreamReader:
             # Same descriptor but the name: reuse the parsed fields instead of reading them.
             t._type, t._shape, t._layout = prev._type, prev._shape, prev._layout
         self._prev = t
-        self._fam = None
+        self._tail = None  # the next batch's first tensor was compared with this one
         return t
 
     def __iter__(self) -> Iterator[Tensor]:
