@@ -4,6 +4,7 @@ tensors whose dense form is huge."""
 
 import ctypes
 import gc
+import threading
 
 import numpy as np
 import pytest
@@ -264,3 +265,70 @@ def test_one_thread_after_another_is_fine():
     th.join(10)
     assert box["value"].numpy().tolist() == [1.0, 2.0]
     assert r.read() is None
+
+
+def _file_with_one_tensor(tmp_path):
+    path = tmp_path / "one.hrry"
+    with hurray.FileWriter(path) as w:
+        w.add(hurray.from_numpy(np.arange(4, dtype=np.float32), name="x"))
+    return path
+
+
+@pytest.mark.parametrize("mode", ["open", "map"])
+@pytest.mark.parametrize("call", ["len", "getitem", "get", "contains", "tensor", "names", "metadata",
+                                  "composite", "verify", "iter", "close"])
+def test_a_file_in_use_by_another_thread_refuses_a_second_call(tmp_path, mode, call):
+    # Its native reader serves one thread at a time (c-abi.md §Threads): while another thread
+    # holds the file's token (is inside a call), every call is refused and nothing changes.
+    f = getattr(hurray.File, mode)(_file_with_one_tensor(tmp_path))
+    calls = {"len": lambda: len(f), "getitem": lambda: f["x"], "get": lambda: f.get("x"),
+             "contains": lambda: "x" in f, "tensor": lambda: f.tensor(0), "names": f.names,
+             "metadata": lambda: f.metadata, "composite": lambda: f.composite("x"), "verify": f.verify,
+             "iter": lambda: list(f), "close": f.close}
+    token = f._busy.pop()
+    try:
+        with pytest.raises(RuntimeError, match="another thread is using this File"):
+            calls[call]()
+    finally:
+        f._busy.append(token)
+    assert f["x"].numpy().tolist() == [0.0, 1.0, 2.0, 3.0]  # the file is unharmed
+    f.close()
+
+
+@pytest.mark.parametrize("call", ["add", "finish", "close"])
+def test_a_file_writer_in_use_by_another_thread_refuses_a_second_call(tmp_path, call):
+    path = tmp_path / "w.hrry"
+    w = hurray.FileWriter(path)
+    t = hurray.from_numpy(np.arange(3, dtype=np.int32), name="t")
+    calls = {"add": lambda: w.add(t), "finish": w.finish, "close": w.close}
+    token = w._busy.pop()
+    try:
+        with pytest.raises(RuntimeError, match="another thread is using this FileWriter"):
+            calls[call]()
+    finally:
+        w._busy.append(token)
+    w.add(t)  # nothing was added or closed by the refused call
+    w.finish()
+    with hurray.File.open(path) as f:
+        assert f.names() == ["t"]
+
+
+def test_files_used_by_threads_one_after_another_and_concurrently_each_its_own(tmp_path):
+    path = _file_with_one_tensor(tmp_path)
+    f = hurray.File.open(path)
+    th, box = in_other_thread(lambda: f["x"].numpy().tolist())
+    th.join(10)
+    assert box["value"] == [0.0, 1.0, 2.0, 3.0]
+    f.close()
+    # Threads with a File each read at once.
+    results = []
+    def reader():
+        with hurray.File.map(path) as g:
+            for _ in range(200):
+                results.append(g["x"].numpy().sum())
+    threads = [threading.Thread(target=reader) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert results == [6.0] * 800

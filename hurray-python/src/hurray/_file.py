@@ -24,6 +24,7 @@ from ._lib import (
     error,
     lib,
 )
+from ._threads import _guard, _one_thread
 from ._tensor import Composite, MetadataArg, Tensor, _encode_meta
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -72,7 +73,10 @@ class File:
     tensor count; a lookup costs O(log n) reads. Errors: ``HurrayError`` (``TRUNCATED``,
     ``CORRUPT``, ``INVALID_MAGIC``, …; hostile files are refused before anything is
     allocated). Ownership: tensors outlive the file (a map stays mapped while any tensor or
-    view of it lives). Threads: one thread at a time.
+    view of it lives). Threads: one thread at a time: a call while another thread is inside
+    the file (a lookup, read, ``verify`` or ``close``) raises ``RuntimeError`` at once and
+    leaves the file unchanged (its native reader is not for two threads at once; give each
+    thread its own ``File``, or lock around its use). Tensors may go to any thread.
     """
 
     def __init__(self) -> None:
@@ -81,6 +85,7 @@ class File:
     @classmethod
     def _new(cls, reader: int, mapping: Any, path: bytes) -> "File":
         f = object.__new__(cls)
+        f._busy = _guard()
         f._reader = reader
         f._map = mapping
         f._path = path
@@ -135,10 +140,13 @@ class File:
             raise ValueError("file is closed")
         return self._reader
 
-    def __len__(self) -> int:
+    def _count(self) -> int:
         n = c_uint64()
         check(lib.hurray_file_reader_count(self._live(), byref(n)))
         return n.value
+
+    def __len__(self) -> int:
+        return self._count()
 
     def _read_entry(self, entry: c_void_p) -> Tensor:
         t = c_void_p()
@@ -189,7 +197,7 @@ class File:
         """Every tensor's name, in file order."""
         out = []
         p, n = c_void_p(), c_uint64()
-        for i in range(len(self)):
+        for i in range(self._count()):
             e = c_void_p()
             check(lib.hurray_file_reader_entry(self._reader, i, byref(e)))
             try:
@@ -199,8 +207,7 @@ class File:
                 lib.hurray_file_entry_destroy(byref(e))
         return out
 
-    @property
-    def metadata(self) -> dict[str, bytes]:
+    def _metadata(self) -> dict[str, bytes]:
         """The file's metadata."""
         n = c_uint64()
         check(lib.hurray_file_reader_metadata_count(self._live(), byref(n)))
@@ -230,12 +237,25 @@ class File:
         check(lib.hurray_file_reader_verify(self._live()))
         check(lib.hurray_file_reader_verify_payloads(self._live()))
 
+    # Each call on the native reader is made by one thread at a time; these do not call one
+    # another (``get`` and iteration go through ``__getitem__``, ``__len__`` and ``tensor``).
+    __len__ = _one_thread(__len__, keywords=True)
+    __getitem__ = _one_thread(__getitem__, keywords=True)
+    __contains__ = _one_thread(__contains__, keywords=True)
+    tensor = _one_thread(tensor, keywords=True)
+    names = _one_thread(names, keywords=True)
+    metadata = property(_one_thread(_metadata, "metadata", keywords=True))
+    composite = _one_thread(composite, keywords=True)
+    verify = _one_thread(verify, keywords=True)
+
     def close(self) -> None:
         """Closes the reader (tensors already read stay valid). Idempotent."""
         r, self._reader = self._reader, None
         self._map = None
         if r:
             lib.hurray_file_reader_destroy(byref(c_void_p(r)))
+
+    close = _one_thread(close, keywords=True)
 
     def __enter__(self) -> "File":
         return self
@@ -267,7 +287,8 @@ class FileWriter:
     ``min_payload_alignment``: 64 by default; 4096 gives page-aligned payloads.
     ``payload_checksums``: CRC32C per payload (default on). Errors: ``HurrayError``
     (``DUPLICATE_NAME``, ``INVALID_ARGUMENT``, ``TRANSPORT`` with ``__cause__`` when writing
-    the file failed). Threads: one thread at a time.
+    the file failed). Threads: one thread at a time: ``add``, ``finish`` or ``close`` while
+    another thread is inside one of them raises ``RuntimeError`` at once (nothing is added).
     """
 
     def __init__(
@@ -278,6 +299,7 @@ class FileWriter:
         min_payload_alignment: int = 64,
         payload_checksums: bool = True,
     ):
+        self._busy = _guard()
         self._path = os.path.abspath(os.fspath(path))
         d = os.path.dirname(self._path)
         fd, self._tmp = tempfile.mkstemp(prefix="." + os.path.basename(self._path) + ".", suffix=".tmp", dir=d)
@@ -397,6 +419,11 @@ class FileWriter:
         """Abandons an unfinished file (the temporary file is removed). Idempotent."""
         self._destroy()
         self._discard()
+
+    # One thread at a time on the native writer (and its transport's error slot).
+    add = _one_thread(add, keywords=True)
+    finish = _one_thread(finish, keywords=True)
+    close = _one_thread(close, keywords=True)
 
     def __enter__(self) -> "FileWriter":
         return self

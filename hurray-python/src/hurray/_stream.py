@@ -44,6 +44,7 @@ from ._lib import (
 )
 from . import _dtypes
 from ._file import _check_limit, _handle_owner_copy, _handle_owner_deepcopy, _handle_owner_reduce
+from ._threads import _busy_error, _guard, _one_thread
 from ._tensor import LAYOUTS, Composite, MetadataArg, Tensor, _encode_meta, _Handle, _Planned, _views
 
 DEFAULT_BATCH_BYTES = 64 * 1024
@@ -88,44 +89,6 @@ _PP = ctypes.POINTER(c_void_p)
 # (a checksum over a large payload, a large region's last bytes) releases it.
 _HELD_MAX = 64 * 1024
 held = lib.held
-
-
-def _busy_error(obj: Any, name: str) -> RuntimeError:
-    kind = type(obj).__name__
-    return RuntimeError(
-        f"{kind}.{name}: another thread is using this {kind}; a {kind} is used by one thread "
-        "at a time (give each thread its own, or lock around its use)"
-    )
-
-
-def _guard() -> list:
-    """A reader's or writer's one-thread guard: a list holding one token. A call takes it
-    (``pop``, atomic: of two threads only one gets it; an ``IndexError`` for the other) and
-    puts it back when it returns, cheaper than a non-blocking lock's acquire and release."""
-    return [True]
-
-
-def _one_thread(method: Any, name: Optional[str] = None) -> Any:
-    """``method`` refusing a call while another thread is inside a guarded method of the same
-    reader or writer (their native decoder or encoder is not for two threads at once):
-    ``RuntimeError`` at once, instead of a data race. Guarded methods do not call each other."""
-    name = name or method.__name__
-
-    def guarded(self: Any, *args: Any) -> Any:
-        busy = self._busy
-        try:
-            busy.pop()
-        except IndexError:
-            raise _busy_error(self, name) from None
-        try:
-            return method(self, *args)
-        finally:
-            busy.append(True)
-
-    guarded.__name__, guarded.__doc__ = name, method.__doc__
-    guarded.__qualname__ = method.__qualname__.rsplit(".", 1)[0] + "." + name
-    guarded.__wrapped__ = method  # type: ignore[attr-defined]
-    return guarded
 
 
 def _region(ptr: int, n: int) -> memoryview:
