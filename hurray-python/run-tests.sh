@@ -3,7 +3,7 @@
 #   run-tests.sh install   pip-installs this package, with the freshly built libhurray, into
 #                          target/site (pip --target: nothing outside target/ changes)
 #   run-tests.sh test      runs pytest against that installation
-# Python: $HURRAY_PYTHON, else the python3 on PATH. It needs numpy, pytest and setuptools
+# Python: $HURRAY_PYTHON, else the python3 on PATH. It needs numpy, pytest, hypothesis and setuptools
 # (tools/setup.sh installs them, with the optional ml_dtypes, torch and safetensors).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -12,8 +12,9 @@ py=${HURRAY_PYTHON:-python3}
 site="$here/target/site"
 case "${1:-}" in
   install)
-    "$py" -c 'import numpy, pytest, setuptools' 2>/dev/null || {
-      echo "hurray-python: $py lacks numpy, pytest or setuptools: run tools/setup.sh" >&2; exit 1; }
+    "$py" -c 'import numpy, pytest, hypothesis, setuptools' 2>/dev/null || {
+      echo "hurray-python: $py lacks numpy, pytest, hypothesis or setuptools: run tools/setup.sh, or" \
+        "$py -m pip install numpy pytest hypothesis setuptools" >&2; exit 1; }
     lib="$root/native/target/dist/libhurray.so"
     [ "$(uname -s)" = Darwin ] && lib="$root/native/target/dist/libhurray.dylib"
     [ -f "$lib" ] || { echo "hurray-python: $lib is missing: run native/build.sh" >&2; exit 1; }

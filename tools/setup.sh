@@ -34,13 +34,14 @@ fi
 python3 -c 'import pyarrow' 2>/dev/null || python3 -m pip install --retries 0 -q pyarrow==25.0.1 \
   || echo "setup: pyarrow could not be installed; hurray-arrow's pyarrow tests will be skipped"
 # hurray-python's tests (the python3 on PATH, as hurray-python/run-tests.sh uses it): numpy,
-# pytest and setuptools are needed; ml_dtypes, torch (CPU) and safetensors are optional (the
+# pytest, hypothesis and setuptools are needed; ml_dtypes, torch (CPU) and safetensors are optional (the
 # tests that use them skip without them). pip installs offline from the configured index.
 py=${HURRAY_PYTHON:-python3}
 if command -v "$py" >/dev/null; then
   pyneed=()
   "$py" -c 'import numpy' 2>/dev/null || pyneed+=(numpy)
   "$py" -c 'import pytest' 2>/dev/null || pyneed+=(pytest)
+  "$py" -c 'import hypothesis' 2>/dev/null || pyneed+=(hypothesis)
   "$py" -c 'import setuptools' 2>/dev/null || pyneed+=(setuptools)
   "$py" -c 'import ml_dtypes; assert ml_dtypes.__version__ == "0.6.0"' 2>/dev/null || pyneed+=(ml_dtypes==0.6.0)
   "$py" -c 'import torch; assert torch.__version__ == "2.13.0+cpu"' 2>/dev/null || pyneed+=(torch==2.13.0+cpu)

@@ -332,3 +332,12 @@ def test_files_used_by_threads_one_after_another_and_concurrently_each_its_own(t
     for t in threads:
         t.join(30)
     assert results == [6.0] * 800
+
+
+def test_public_classes_document_themselves_and_name_their_package():
+    assert hurray.FileWriter.__doc__.startswith("Writes an HRRYFILE")
+    assert hurray.File.__doc__.startswith("An HRRYFILE opened for reading")
+    assert hurray.HurrayError.__module__ == "hurray"
+    with pytest.raises(hurray.HurrayError) as e:
+        list(hurray.StreamReader(b"not a stream at all"))
+    assert "hurray.HurrayError" in repr(e.type)

@@ -16,6 +16,8 @@ from ._dtypes import DType, numpy_dtype
 from ._dtypes import lookup as dtype
 from ._file import File, FileWriter
 from ._lib import ABI_VERSION, HurrayError, status_name
+
+HurrayError.__module__ = __name__  # shown (and pickled) as hurray.HurrayError, where users import it
 from ._stream import StreamReader, StreamWriter
 from ._tensor import (
     DEFAULT_MAX_DENSE_BYTES,

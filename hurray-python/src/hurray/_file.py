@@ -271,11 +271,6 @@ class File:
 
 
 class FileWriter:
-    # A FileWriter owns its native writer: a copy would be a second owner of it.
-    __copy__ = _handle_owner_copy
-    __deepcopy__ = _handle_owner_deepcopy
-    __reduce_ex__ = _handle_owner_reduce
-
     """Writes an HRRYFILE at ``path`` atomically: the bytes go to a temporary file beside it,
     and ``finish()`` writes the index and trailer, syncs, and renames it over ``path``. A
     writer closed (or a ``with`` block left by an exception) without ``finish`` removes the
@@ -290,6 +285,11 @@ class FileWriter:
     the file failed). Threads: one thread at a time: ``add``, ``finish`` or ``close`` while
     another thread is inside one of them raises ``RuntimeError`` at once (nothing is added).
     """
+
+    # A FileWriter owns its native writer: a copy would be a second owner of it.
+    __copy__ = _handle_owner_copy
+    __deepcopy__ = _handle_owner_deepcopy
+    __reduce_ex__ = _handle_owner_reduce
 
     def __init__(
         self,

@@ -31,6 +31,12 @@ public final class Item implements AutoCloseable {
         return Optional.ofNullable(composite);
     }
 
+    /** The tensor's or the composite's {@code toString}. */
+    @Override
+    public String toString() {
+        return tensor != null ? tensor.toString() : composite.toString();
+    }
+
     /** Closes the tensor or the composite. Idempotent. */
     @Override
     public void close() {

@@ -22,8 +22,8 @@ import java.util.Objects;
  * try (TensorDecoder decoder = TensorDecoder.create()) {
  *     // whenever bytes arrive (a ByteBuffer or a MemorySegment, heap or native):
  *     decoder.feed(bytes);
- *     for (Tensor t; (t = decoder.next()) != null; ) {
- *         try (t) {
+ *     for (Tensor next; (next = decoder.next()) != null; ) {
+ *         try (Tensor t = next) {
  *             use(t);
  *         }
  *     }

@@ -71,10 +71,13 @@ class CompositeTest {
         try (Reader r = Reader.of(bytes)) {
             try (Item first = r.nextItem()) {
                 assertFalse(first.isComposite());
+                assertEquals(first.tensor().orElseThrow().toString(), first.toString());
             }
             Composite kept;
             try (Item second = r.nextItem()) {
                 Composite c = second.composite().orElseThrow();
+                assertEquals(c.toString(), second.toString());
+                assertTrue(second.toString().startsWith("Composite"), second.toString());
                 checkLayer(c);
                 kept = c;
             }
