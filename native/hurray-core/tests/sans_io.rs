@@ -872,3 +872,57 @@ fn streams_around_the_read_ahead_size_read_alike_with_short_and_scattered_commit
         );
     }
 }
+
+/// A decoder that read a stream, reset and given lower limits (tensor bytes, rank, descriptor
+/// bytes), reads the same stream again, whose descriptors repeat the kept one's but for the
+/// name: it fails as a new decoder with those limits does, not through the kept template.
+#[test]
+fn lower_limits_after_a_reset_apply_to_descriptors_read_from_the_kept_template() {
+    let it = |name: &str| {
+        let d =
+            TensorDescriptor::dense(hurray_core::ElementType::Float32, hurray_core::Shape::new(vec![2, 125]).unwrap())
+                .unwrap()
+                .with_name(name)
+                .unwrap();
+        Item { desc: d, payloads: vec![vec![0u8; 1000]] }
+    };
+    let bytes = encode_stream(&[it("a"), it("b")], false);
+    let feed = |d: &mut StreamDecoder| -> (usize, hurray_core::Result<()>) {
+        let (mut pos, mut n) = (0, 0);
+        loop {
+            match d.poll() {
+                Ok(Decoded::Tensor(_)) => n += 1,
+                Ok(Decoded::End) => return (n, Ok(())),
+                Err(e) => return (n, Err(e)),
+                Ok(Decoded::NeedInput) => {
+                    let dst = d.input_buffer().unwrap();
+                    let k = dst.len().min(bytes.len() - pos);
+                    dst[..k].write_copy_of_slice(&bytes[pos..pos + k]);
+                    pos += k;
+                    d.commit(k).unwrap();
+                }
+            }
+        }
+    };
+    for which in 0..3 {
+        let mut d = StreamDecoder::new(ReaderOptions::default()).unwrap();
+        assert_eq!(feed(&mut d).0, 2);
+        d.reset();
+        let mut o = ReaderOptions::default();
+        match which {
+            0 => o.max_tensor_bytes = 999,
+            1 => o.max_rank = 1,
+            _ => o.max_descriptor_bytes = 40,
+        }
+        d.set_options(o).unwrap();
+        let (n, r) = feed(&mut d);
+        let e = r.expect_err("limit");
+        let mut fresh = StreamDecoder::new(o).unwrap();
+        let (n2, r2) = feed(&mut fresh);
+        assert_eq!(
+            (n, e.kind(), e.to_string()),
+            (n2, r2.as_ref().unwrap_err().kind(), r2.unwrap_err().to_string()),
+            "limit {which}"
+        );
+    }
+}
