@@ -474,4 +474,95 @@ class HostileBatchTest {
             }
         }
     }
+
+    /** The tensors and final status a Reader gives for {@code wire}. */
+    private static List<String> readAll(byte[] wire) throws HurrayException {
+        List<String> out = new ArrayList<>();
+        try (Reader r = Reader.of(wire)) {
+            while (true) {
+                try (Tensor t = r.read()) {
+                    if (t == null) {
+                        out.add("end");
+                        return out;
+                    }
+                    out.add(t.descriptor().name().orElseThrow() + ":" + java.util.Arrays.hashCode(t.buffer(0).toArray(ValueLayout.JAVA_BYTE)));
+                } catch (HurrayException e) {
+                    out.add(e.status().toString());
+                    return out;
+                }
+            }
+        }
+    }
+
+    /**
+     * A damaged byte anywhere: a push decoder fed in random pieces (next() between feeds, a
+     * failure from feed or next) gives the same tensors and then the same status as a Reader
+     * given the whole input.
+     */
+    @Test
+    void aDamagedStreamFedInPiecesFailsAsTheReaderDoes() throws IOException {
+        byte[] wire = mixedStream(40);
+        Random rnd = new Random(29);
+        for (int round = 0; round < 60; round++) {
+            byte[] bad = wire.clone();
+            bad[rnd.nextInt(bad.length)] ^= (byte) (1 << rnd.nextInt(8));
+            List<String> want = readAll(bad);
+            List<String> got = new ArrayList<>();
+            try (TensorDecoder d = TensorDecoder.create()) {
+                int at = 0;
+                String end = null;
+                outer:
+                while (end == null) {
+                    try {
+                        while (true) {
+                            Tensor t = d.next();
+                            if (t == null) {
+                                break;
+                            }
+                            try (t) {
+                                got.add(t.descriptor().name().orElseThrow() + ":" + java.util.Arrays.hashCode(t.buffer(0).toArray(ValueLayout.JAVA_BYTE)));
+                            }
+                        }
+                        if (d.isEndOfStream()) {
+                            end = "end";
+                            break;
+                        }
+                        if (at == bad.length) {
+                            d.endOfInput();
+                            Tensor extra = d.next();
+                            if (extra != null) {
+                                extra.close();
+                                throw new AssertionError("a tensor after the end of input");
+                            }
+                            end = d.isEndOfStream() ? "end" : "?";
+                            break;
+                        }
+                        int n = Math.min(bad.length - at, 1 + rnd.nextInt(300));
+                        d.feed(java.nio.ByteBuffer.wrap(bad, at, n));
+                        at += n;
+                    } catch (HurrayException e) {
+                        // Tensors completed before the failure still come first.
+                        while (true) {
+                            try {
+                                Tensor t = d.next();
+                                if (t == null) {
+                                    break;
+                                }
+                                try (t) {
+                                    got.add(t.descriptor().name().orElseThrow() + ":" + java.util.Arrays.hashCode(t.buffer(0).toArray(ValueLayout.JAVA_BYTE)));
+                                }
+                            } catch (HurrayException again) {
+                                assertEquals(e.status(), again.status(), "sticky");
+                                break;
+                            }
+                        }
+                        end = e.status().toString();
+                        break outer;
+                    }
+                }
+                got.add(end);
+            }
+            assertEquals(want, got, "round " + round);
+        }
+    }
 }
