@@ -377,3 +377,173 @@ fn renewed_strings_equal_a_descriptor_built_with_them() {
         assert_eq!(d, before, "case {i}: a refusal changed the descriptor");
     }
 }
+
+/// Every outcome of a stream of these frames (as in `last_outcome`) read by one decoder fed at
+/// most `piece` bytes per commit, up to the first error.
+fn all_outcomes(opts: ReaderOptions, descs: &[Vec<u8>], piece: usize) -> Vec<Outcome> {
+    let mut s = b"HRRYSTRM".to_vec();
+    s.extend_from_slice(&1u16.to_le_bytes());
+    s.extend_from_slice(&0u16.to_le_bytes());
+    s.extend_from_slice(&crc32c(&s).to_le_bytes());
+    let frame_header = |s: &mut Vec<u8>, kind: &[u8; 4], len: usize, dcrc: u32| {
+        let start = s.len();
+        s.extend_from_slice(kind);
+        s.extend_from_slice(&0u32.to_le_bytes());
+        s.extend_from_slice(&(len as u64).to_le_bytes());
+        s.extend_from_slice(&dcrc.to_le_bytes());
+        let c = crc32c(&s[start..]);
+        s.extend_from_slice(&c.to_le_bytes());
+    };
+    for d in descs {
+        frame_header(&mut s, b"HRTN", d.len(), crc32c(d));
+        s.extend_from_slice(d);
+        if let Ok(t) = TensorDescriptor::decode(d) {
+            if t.total_buffer_bytes() <= opts.max_tensor_bytes {
+                s.resize(s.len() + t.total_buffer_bytes() as usize, 0);
+            }
+        }
+    }
+    frame_header(&mut s, b"HREN", 0, 0);
+    let mut dec = StreamDecoder::new(opts).unwrap();
+    let (mut pos, mut out) = (0, Vec::new());
+    loop {
+        match dec.poll() {
+            Ok(Decoded::Tensor(t)) => out.push(Ok(t.descriptor)),
+            Ok(Decoded::End) => break,
+            Ok(Decoded::NeedInput) => {
+                let dst = dec.input_buffer().unwrap();
+                let n = dst.len().min(s.len() - pos).min(piece);
+                dst[..n].write_copy_of_slice(&s[pos..pos + n]);
+                pos += n;
+                dec.commit(n).unwrap();
+            }
+            Err(e) => {
+                out.push(Err((e.kind(), e.to_string())));
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Chains of up to seven frames, each derived from the last accepted one (other names, none,
+/// names up to 300 bytes, other metadata values, entries dropped or added), a third of them
+/// mutated anywhere, fed in pieces of 1, 7, 64 bytes or whole: every frame's outcome, value or
+/// error, is what a new decoder reading that frame alone gives.
+#[test]
+fn a_chain_of_similar_descriptors_decodes_frame_by_frame_as_each_alone() {
+    let mut r = Rng::new(seed() ^ 0xC4A1);
+    let opts = ReaderOptions { max_tensor_bytes: 1 << 16, ..ReaderOptions::default() };
+    let (mut ok, mut failed) = (0, 0);
+    for case in 0..1500 {
+        let first = random_descriptor(&mut r);
+        if first.total_buffer_bytes() > opts.max_tensor_bytes {
+            continue;
+        }
+        let mut frames = vec![first.encode().unwrap()];
+        let mut cur = first;
+        for _ in 0..r.below(6) + 1 {
+            let mut next = cur.clone();
+            let name = match r.below(5) {
+                0 => cur.name().map(str::to_owned),
+                1 => None,
+                2 => Some("x".repeat(r.below(300) as usize)),
+                _ => Some(random_string(&mut r, 12)),
+            };
+            let entries: Vec<(String, Vec<u8>)> = match r.below(4) {
+                0 => cur.metadata().iter().map(|(k, v)| (k.clone(), r.bytes(v.len().min(20)))).collect(),
+                1 => cur.metadata().to_vec(),
+                2 => Vec::new(),
+                _ => (0..r.below(4))
+                    .map(|k| {
+                        let n = r.below(9) as usize;
+                        (format!("m{k}"), r.bytes(n))
+                    })
+                    .collect(),
+            };
+            let pairs: Vec<(&str, &[u8])> = entries.iter().map(|(k, v)| (k.as_str(), v.as_slice())).collect();
+            if next.renew_strings(name.as_deref(), pairs.iter().copied()).is_err() {
+                continue;
+            }
+            let mut m = next.encode().unwrap();
+            let mutated = r.chance(3);
+            if mutated {
+                mutate(&mut r, &mut m);
+            }
+            frames.push(m);
+            if !mutated {
+                cur = next;
+            } else if let Ok(d) = TensorDescriptor::decode(frames.last().unwrap()) {
+                cur = d;
+            }
+        }
+        let piece = [1usize, 7, 64, usize::MAX][r.below(4) as usize];
+        let outs = all_outcomes(opts, &frames, piece);
+        for (i, o) in outs.iter().enumerate() {
+            let alone = all_outcomes(opts, &frames[i..i + 1], usize::MAX);
+            assert_eq!(o, &alone[0], "case {case} frame {i}");
+            if o.is_ok() {
+                ok += 1
+            } else {
+                failed += 1
+            }
+        }
+    }
+    assert!(ok > 1000 && failed > 300, "{ok} accepted, {failed} refused");
+}
+
+/// After a descriptor with a name of the maximum length (with and without metadata), one that
+/// differs only around the name block: another maximal name, two-byte characters, a short
+/// name, a name one byte over the limit, invalid UTF-8 or a NUL at the start, middle and end,
+/// a length one short or long, a metadata count of 0 or 2: each decodes, or fails, exactly as
+/// on its own.
+#[test]
+fn names_at_the_limit_after_a_template_decode_as_on_their_own() {
+    let opts = ReaderOptions { max_tensor_bytes: 1 << 16, ..ReaderOptions::default() };
+    let max = hurray_core::MAX_NAME_BYTES;
+    let base = TensorDescriptor::dense(ElementType::Float32, Shape::new(vec![4]).unwrap()).unwrap();
+    for md in [false, true] {
+        let mk = |name: &str| {
+            let mut d = base.clone().with_name(name).unwrap();
+            if md {
+                d = d.with_metadata("k", b"v".to_vec()).unwrap();
+            }
+            d.encode().unwrap()
+        };
+        let prev = mk(&"n".repeat(max));
+        let at = prev.windows(4).position(|w| w == (max as u32).to_le_bytes()).unwrap();
+        let mut cases: Vec<Vec<u8>> = vec![mk(&"m".repeat(max)), mk(&"é".repeat(max / 2)), mk("a")];
+        // One byte over the limit.
+        let mut over = prev.clone();
+        over[at..at + 4].copy_from_slice(&(max as u32 + 1).to_le_bytes());
+        over.insert(at + 4, b'x');
+        cases.push(over);
+        // Invalid UTF-8 at the start, middle and end; a NUL; a lone continuation byte.
+        for (off, b) in [(0, 0xFF), (max / 2, 0xC3), (max - 1, 0xE2), (7, 0), (9, 0x80)] {
+            let mut m = prev.clone();
+            m[at + 4 + off] = b;
+            cases.push(m);
+        }
+        // Length shorter or longer by one with the same bytes.
+        for delta in [-1i64, 1] {
+            let mut m = prev.clone();
+            m[at..at + 4].copy_from_slice(&((max as i64 + delta) as u32).to_le_bytes());
+            cases.push(m);
+        }
+        // Metadata count changes.
+        if md {
+            let mut m = prev.clone();
+            let mc = at + 4 + max;
+            m[mc..mc + 4].copy_from_slice(&0u32.to_le_bytes());
+            cases.push(m.clone());
+            m[mc..mc + 4].copy_from_slice(&2u32.to_le_bytes());
+            cases.push(m);
+        }
+        for (i, c) in cases.iter().enumerate() {
+            let chain = all_outcomes(opts, &[prev.clone(), c.clone()], usize::MAX);
+            let alone = all_outcomes(opts, std::slice::from_ref(c), usize::MAX);
+            assert!(chain[0].is_ok());
+            assert_eq!(chain[1], alone[0], "md {md} case {i}");
+        }
+    }
+}

@@ -710,3 +710,71 @@ fn a_large_payload_read_whole_is_checked_chunk_by_chunk() {
         assert!(e.message().contains("payload 0 of \"w\" checksum mismatch"), "byte {at}: {e}");
     }
 }
+
+/// A source that misbehaves once, at its `fail_at`-th read inside `from..to`: a `Transport`
+/// failure (mode 0), an early end of input (1), or a count one more than it moved (2).
+struct FailAt {
+    inner: VecSource,
+    from: u64,
+    to: u64,
+    calls: u64,
+    fail_at: u64,
+    mode: u8,
+}
+
+impl ReadAt for FailAt {
+    fn size(&mut self) -> hurray_core::Result<u64> {
+        self.inner.size()
+    }
+    fn read_at(&mut self, offset: u64, dst: &mut [std::mem::MaybeUninit<u8>]) -> hurray_core::Result<usize> {
+        if offset >= self.from && offset < self.to {
+            self.calls += 1;
+            if self.calls == self.fail_at {
+                match self.mode {
+                    0 => return Err(hurray_core::Error::new(ErrorKind::Transport, "test source fails mid-payload")),
+                    1 => return Ok(0),
+                    _ => return Ok(self.inner.read_at(offset, dst)? + 1),
+                }
+            }
+        }
+        self.inner.read_at(offset, dst)
+    }
+}
+
+/// A large payload read chunk by chunk through a source with short reads that fails at any
+/// one of its reads (a transport error, an early end, or a count past the chunk's end): the
+/// read fails with `Transport` or `Truncated` (or, for an overcount inside the chunk, which
+/// no reader can see, succeeds), and the next read of the same entry gives the payload whole.
+#[test]
+fn a_large_payload_read_chunk_by_chunk_recovers_from_a_failure_at_any_read() {
+    let n = (3 << 20) + 7;
+    let t = vec![(bytes_tensor("w", n as u64, 64, DeviceTag::Cpu), vec![pattern(n, 9)])];
+    let bytes = build(&t, &[], FileWriterOptions::default());
+    let opts = FileReaderOptions::default();
+    let start = {
+        let mut r = FileReader::open(VecSource::new(bytes.clone()), opts).unwrap();
+        r.entry(0).unwrap().buffers()[0].offset
+    };
+    for mode in 0..3u8 {
+        // 700,001-byte reads: two per 1 MiB chunk, seven for the payload.
+        for k in 1..8u64 {
+            let mut src = VecSource::new(bytes.clone());
+            src.chunk = 700_001;
+            let src = FailAt { inner: src, from: start, to: start + n as u64, calls: 0, fail_at: u64::MAX, mode };
+            let mut r = FileReader::open(src, opts).unwrap();
+            let w = r.entry(0).unwrap();
+            r.source_mut().calls = 0;
+            r.source_mut().fail_at = k;
+            match r.read_tensor(&w) {
+                Err(e) => {
+                    let want = if mode == 1 { ErrorKind::Truncated } else { ErrorKind::Transport };
+                    assert_eq!(e.kind(), want, "mode {mode}, read {k}: {e}");
+                }
+                Ok(_) => assert_eq!(mode, 2, "read {k}"),
+            }
+            r.source_mut().fail_at = u64::MAX;
+            let again = r.read_tensor(&w).unwrap();
+            assert_eq!(again.buffers[0].as_slice(), &pattern(n, 9)[..], "mode {mode}, read {k}");
+        }
+    }
+}

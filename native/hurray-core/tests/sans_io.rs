@@ -776,3 +776,153 @@ fn a_reset_encoder_writes_each_stream_as_a_fresh_encoder_would() {
     drain(&mut e, &a.slices(), &mut wire);
     assert_eq!(wire, one(a));
 }
+
+/// A named one-buffer tensor of a size around the read-ahead (64 KiB - 1, 64 KiB, a little
+/// more, 200,000 bytes), empty, or small; names of the same or other lengths.
+fn read_ahead_item(r: &mut Rng) -> Item {
+    use hurray_core::{ElementType, LayoutDescriptor};
+    let sizes: Vec<u64> = match r.below(6) {
+        0 => vec![200_000],
+        1 => vec![64 * 1024],
+        2 => vec![64 * 1024 - 1],
+        3 => vec![0],
+        4 => vec![65_536 + r.below(3)],
+        _ => vec![r.below(300)],
+    };
+    let bufs: Vec<_> = sizes.iter().map(|&s| cpu(s)).collect();
+    let d = descriptor(ElementType::Uint8, &[sizes[0]], 0, LayoutDescriptor::RowMajor, bufs, None);
+    let name = match r.below(4) {
+        0 => "t".to_string(),
+        1 => "t/longer/name/here".to_string(),
+        2 => "x".repeat(r.below(200) as usize + 1),
+        _ => format!("t{}", r.below(10)),
+    };
+    let d = d.with_name(name).unwrap();
+    let payloads = sizes.iter().map(|&s| r.bytes(s as usize)).collect();
+    Item { desc: d, payloads }
+}
+
+/// Reads `bytes` committing the whole offered region or a random part of it, and after a
+/// region filled whole, sometimes also all or part of the region `input_after` offers.
+fn decode_randomly(bytes: &[u8], r: &mut Rng) -> (Tensors, hurray_core::Result<()>) {
+    let mut d = StreamDecoder::new(ReaderOptions::default()).unwrap();
+    let (mut out, mut pos) = (Vec::new(), 0);
+    loop {
+        match d.poll() {
+            Ok(Decoded::Tensor(t)) => {
+                out.push((t.descriptor, t.buffers.iter().map(|b| b.as_slice().to_vec()).collect()))
+            }
+            Ok(Decoded::End) => return (out, Ok(())),
+            Err(e) => return (out, Err(e)),
+            Ok(Decoded::NeedInput) => {
+                let first = d.input_buffer().unwrap();
+                assert!(!first.is_empty());
+                let first_len = first.len();
+                let full = r.chance(2);
+                let want = if full { first.len() } else { 1 + r.below(first.len() as u64) as usize };
+                let n1 = want.min(bytes.len() - pos);
+                first[..n1].write_copy_of_slice(&bytes[pos..pos + n1]);
+                let mut n = n1;
+                pos += n1;
+                if n1 == first_len && r.chance(2) {
+                    let after = d.input_after().unwrap();
+                    let w2 = if r.chance(2) { after.len() } else { r.below(after.len() as u64 + 1) as usize };
+                    let n2 = w2.min(bytes.len() - pos);
+                    after[..n2].write_copy_of_slice(&bytes[pos..pos + n2]);
+                    pos += n2;
+                    n += n2;
+                }
+                d.commit(n).unwrap();
+            }
+        }
+    }
+}
+
+/// Streams of tensors around the read-ahead size, with and without payload checksums, read
+/// with short and scattered commits: the tensors as written; cut anywhere, `Truncated` after
+/// a prefix of them; with a flipped bit, the same tensors and outcome as a whole-input read.
+#[test]
+fn streams_around_the_read_ahead_size_read_alike_with_short_and_scattered_commits() {
+    let mut r = Rng::new(77);
+    for case in 0..150 {
+        let items: Vec<Item> = (0..1 + r.below(8)).map(|_| read_ahead_item(&mut r)).collect();
+        let crc = r.chance(2);
+        let bytes = encode_stream(&items, crc);
+        let (read, res) = decode_randomly(&bytes, &mut r);
+        res.unwrap_or_else(|e| panic!("case {case}: {e}"));
+        assert_same(&read, &items);
+        // Truncated somewhere.
+        let cut = r.below(bytes.len() as u64) as usize;
+        let (read2, res2) = decode_randomly(&bytes[..cut], &mut r);
+        let e = res2.expect_err("truncated");
+        assert_eq!(e.kind(), ErrorKind::Truncated, "case {case} cut {cut}: {e}");
+        assert!(read2.len() <= items.len());
+        assert_same(&read2, &items[..read2.len()]);
+        // A flipped byte: an error or the same tensors... compare with whole-input decode.
+        let mut flipped = bytes.clone();
+        let at = r.below(bytes.len() as u64) as usize;
+        flipped[at] ^= 1 << r.below(8);
+        let (a, ra) = decode_randomly(&flipped, &mut r);
+        let (b, rb, _) = decode(&flipped, |_| usize::MAX);
+        assert_eq!(a, b, "case {case} flip {at}");
+        assert_eq!(
+            ra.map_err(|e| (e.kind(), e.to_string())),
+            rb.map_err(|e| (e.kind(), e.to_string())),
+            "case {case} flip {at}"
+        );
+    }
+}
+
+/// A decoder that read a stream, reset and given lower limits (tensor bytes, rank, descriptor
+/// bytes), reads the same stream again, whose descriptors repeat the kept one's but for the
+/// name: it fails as a new decoder with those limits does, not through the kept template.
+#[test]
+fn lower_limits_after_a_reset_apply_to_descriptors_read_from_the_kept_template() {
+    let it = |name: &str| {
+        let d =
+            TensorDescriptor::dense(hurray_core::ElementType::Float32, hurray_core::Shape::new(vec![2, 125]).unwrap())
+                .unwrap()
+                .with_name(name)
+                .unwrap();
+        Item { desc: d, payloads: vec![vec![0u8; 1000]] }
+    };
+    let bytes = encode_stream(&[it("a"), it("b")], false);
+    let feed = |d: &mut StreamDecoder| -> (usize, hurray_core::Result<()>) {
+        let (mut pos, mut n) = (0, 0);
+        loop {
+            match d.poll() {
+                Ok(Decoded::Tensor(_)) => n += 1,
+                Ok(Decoded::End) => return (n, Ok(())),
+                Err(e) => return (n, Err(e)),
+                Ok(Decoded::NeedInput) => {
+                    let dst = d.input_buffer().unwrap();
+                    let k = dst.len().min(bytes.len() - pos);
+                    dst[..k].write_copy_of_slice(&bytes[pos..pos + k]);
+                    pos += k;
+                    d.commit(k).unwrap();
+                }
+            }
+        }
+    };
+    for which in 0..3 {
+        let mut d = StreamDecoder::new(ReaderOptions::default()).unwrap();
+        assert_eq!(feed(&mut d).0, 2);
+        d.reset();
+        let mut o = ReaderOptions::default();
+        match which {
+            0 => o.max_tensor_bytes = 999,
+            1 => o.max_rank = 1,
+            _ => o.max_descriptor_bytes = 40,
+        }
+        d.set_options(o).unwrap();
+        let (n, r) = feed(&mut d);
+        let e = r.expect_err("limit");
+        let mut fresh = StreamDecoder::new(o).unwrap();
+        let (n2, r2) = feed(&mut fresh);
+        assert_eq!(
+            (n, e.kind(), e.to_string()),
+            (n2, r2.as_ref().unwrap_err().kind(), r2.unwrap_err().to_string()),
+            "limit {which}"
+        );
+    }
+}
