@@ -13,8 +13,9 @@ import org.junit.jupiter.api.Test;
  * and its method-handle forms per distinct downcall shape, so the whole first-use path (the
  * library's version check, descriptor check, encoder, decoder, destroys) goes through one:
  * {@code hurray_call} (docs/spec/c-abi.md §One call signature for bindings), which every
- * {@code $raw} function of the bindings uses. Counted from the class-load log of a child JVM,
- * so it does not depend on the machine's speed.
+ * {@code $raw} function of the bindings uses; and no {@code ADDRESS} var handle (pointer fields
+ * go through 64-bit words). Counted from the class-load log of a child JVM, so it does not
+ * depend on the machine's speed.
  */
 class FirstUseLinkingTest {
     /** The child: the natural code, one named tensor through a writer and a reader. */
@@ -52,5 +53,9 @@ class FirstUseLinkingTest {
         assertEquals(1, stubs.size(), stubs.size() + " downcall shapes linked:\n" + String.join("\n", holders));
         assertTrue(!holders.isEmpty() && holders.stream().allMatch(l -> l.contains("dev.hurray.ffm.hurray_h$Call ")),
                 "a call on the first-use path does not go through hurray_call:\n" + String.join("\n", holders));
+        // Pointer fields are read and written as 64-bit words: an ADDRESS access would make the
+        // JDK build that layout's var handle (an IndirectVarHandle and its forms, about 15 ms).
+        assertTrue(out.lines().noneMatch(l -> l.contains("java.lang.invoke.IndirectVarHandle ")),
+                "the first-use path made an ADDRESS var handle");
     }
 }

@@ -147,6 +147,21 @@ public final class Native {
      *
      * @throws IndexOutOfBoundsException if {@code count} is negative or over {@code into.length}
      */
+    /**
+     * Writes the pointer {@code address} into the pointer field at {@code offset} of {@code
+     * struct}, as a 64-bit word: an {@code ADDRESS} access would make the JDK build that
+     * layout's own var handle on a fresh JVM's first use (about 15 ms), which no other path of
+     * the library needs then. Pointers are 64 bits on every platform the library is built for.
+     */
+    static void setPointer(MemorySegment struct, long offset, long address) {
+        struct.set(JAVA_LONG, offset, address);
+    }
+
+    /** The pointer field at {@code offset} of {@code struct}, as an address (see {@link #setPointer}). */
+    static long pointer(MemorySegment struct, long offset) {
+        return struct.get(JAVA_LONG, offset);
+    }
+
     static void words(long address, long[] into, int count) {
         if (count <= 0 || count > into.length) {
             if (count != 0) {

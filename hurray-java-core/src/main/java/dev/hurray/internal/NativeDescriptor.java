@@ -271,13 +271,13 @@ public final class NativeDescriptor {
         HurrayDescriptorSpec.rank(spec, dims.length);
         if (dims.length > 0) {
             MemorySegment.copy(dims, 0, area, JAVA_LONG, at, dims.length);
-            HurrayDescriptorSpec.dims(spec, area.asSlice(at));
+            Native.setPointer(spec, HurrayDescriptorSpec.dims$offset(), area.address() + at);
             at += 8L * dims.length;
         }
         long[] strides = f.layout().strides();
         if (strides.length > 0) {
             MemorySegment.copy(strides, 0, area, JAVA_LONG, at, strides.length);
-            HurrayDescriptorSpec.strides(spec, area.asSlice(at));
+            Native.setPointer(spec, HurrayDescriptorSpec.strides$offset(), area.address() + at);
             HurrayDescriptorSpec.stride_count(spec, strides.length);
             at += 8L * strides.length;
         }
@@ -285,7 +285,7 @@ public final class NativeDescriptor {
         List<BufferSpec> buffers = f.buffers();
         if (!buffers.isEmpty()) {
             HurrayDescriptorSpec.buffer_count(spec, buffers.size());
-            HurrayDescriptorSpec.buffers(spec, area.asSlice(at));
+            Native.setPointer(spec, HurrayDescriptorSpec.buffers$offset(), area.address() + at);
             for (BufferSpec b : buffers) {
                 MemorySegment s = area.asSlice(at, HurrayBufferSpec.sizeof());
                 HurrayBufferSpec.byte_size(s, b.byteSize());
@@ -303,20 +303,20 @@ public final class NativeDescriptor {
         at += HurrayMetadataView.sizeof() * keys.length;
         if (keys.length > 0) {
             HurrayDescriptorSpec.metadata_count(spec, keys.length);
-            HurrayDescriptorSpec.metadata(spec, area.asSlice(views));
+            Native.setPointer(spec, HurrayDescriptorSpec.metadata$offset(), area.address() + views);
         }
         for (int i = 0; i < keys.length; i++) {
             MemorySegment v = area.asSlice(views + i * HurrayMetadataView.sizeof(), HurrayMetadataView.sizeof());
             at = put(area, at, keys[i]);
-            HurrayMetadataView.key(v, area.asSlice(at - keys[i].length));
+            Native.setPointer(v, HurrayMetadataView.key$offset(), area.address() + at - keys[i].length);
             HurrayMetadataView.key_len(v, keys[i].length);
             at = put(area, at, values[i]);
-            HurrayMetadataView.value(v, area.asSlice(at - values[i].length));
+            Native.setPointer(v, HurrayMetadataView.value$offset(), area.address() + at - values[i].length);
             HurrayMetadataView.value_len(v, values[i].length);
         }
         if (name != null) {
             at = put(area, at, name);
-            HurrayDescriptorSpec.name(spec, area.asSlice(at - name.length));
+            Native.setPointer(spec, HurrayDescriptorSpec.name$offset(), area.address() + at - name.length);
             HurrayDescriptorSpec.name_len(spec, name.length);
         }
         return at;
@@ -577,7 +577,7 @@ public final class NativeDescriptor {
 
     /** The name a {@code HurrayDescriptorFields} points at, or null when the descriptor has none. */
     static String name(MemorySegment fields) {
-        return name(HurrayDescriptorFields.name(fields).address(), HurrayDescriptorFields.name_len(fields));
+        return name(Native.pointer(fields, HurrayDescriptorFields.name$offset()), HurrayDescriptorFields.name_len(fields));
     }
 
     /** The name at {@code address} ({@code length} UTF-8 bytes), or null when the address is 0 (unnamed). */
@@ -658,7 +658,7 @@ public final class NativeDescriptor {
         int rank = (int) HurrayDescriptorFields.rank(f);
         long[] dims = new long[rank];
         if (rank > 0) {
-            MemorySegment p = HurrayDescriptorFields.dims(f).reinterpret(8L * rank);
+            MemorySegment p = Native.view(Native.pointer(f, HurrayDescriptorFields.dims$offset()), 8L * rank);
             for (int i = 0; i < rank; i++) {
                 dims[i] = p.getAtIndex(JAVA_LONG, i);
             }
@@ -669,7 +669,7 @@ public final class NativeDescriptor {
         if (kind == Layout.Kind.STRIDED) {
             long[] strides = new long[rank];
             if (rank > 0) {
-                MemorySegment p = HurrayDescriptorFields.strides(f).reinterpret(8L * rank);
+                MemorySegment p = Native.view(Native.pointer(f, HurrayDescriptorFields.strides$offset()), 8L * rank);
                 for (int i = 0; i < rank; i++) {
                     strides[i] = p.getAtIndex(JAVA_LONG, i);
                 }
@@ -833,8 +833,8 @@ public final class NativeDescriptor {
     }
 
     private static void putEntry(Map<String, byte[]> into, MemorySegment s) {
-        String key = new String(s.get(ADDRESS, 0).reinterpret(s.get(JAVA_LONG, 8)).toArray(JAVA_BYTE), StandardCharsets.UTF_8);
-        into.put(key, s.get(ADDRESS, 16).reinterpret(s.get(JAVA_LONG, 24)).toArray(JAVA_BYTE));
+        String key = new String(Native.bytes(Native.pointer(s, 0), s.get(JAVA_LONG, 8)), StandardCharsets.UTF_8);
+        into.put(key, Native.bytes(Native.pointer(s, 16), s.get(JAVA_LONG, 24)));
     }
 
     private static HurrayException tooLarge(String what) {

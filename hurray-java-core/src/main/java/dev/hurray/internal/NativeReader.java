@@ -212,8 +212,8 @@ public final class NativeReader {
             MemorySegment slot = Results.compositeSlot(result); // free until the first nextItem
             Native.check(hurray_h.hurray_decoder_new$raw(opts.address(), bufferPoolBytes, slot.address()));
             DECODERS_MADE.incrementAndGet();
-            MemorySegment h = slot.get(ADDRESS, 0);
-            slot.set(ADDRESS, 0, MemorySegment.NULL);
+            MemorySegment h = MemorySegment.ofAddress(Native.pointer(slot, 0));
+            Native.setPointer(slot, 0, 0);
             return new NativeReader(source, result, Results.compositeSlot(result), h, limits, bufferPoolBytes);
         } catch (HurrayException | RuntimeException | Error e) {
             Results.give(result);
@@ -571,7 +571,7 @@ public final class NativeReader {
 
     /** Fills the input region the decoder named in {@code offer} from the source (in Java, outside any native frame). */
     private void fill(MemorySegment offer) throws HurrayException {
-        MemorySegment dst = Native.view(HurrayDecodeResult.input(offer), HurrayDecodeResult.input_len(offer));
+        MemorySegment dst = Native.view(Native.pointer(offer, HurrayDecodeResult.input$offset()), HurrayDecodeResult.input_len(offer));
         int n;
         if (dead != null) {
             // A dead connection reports its failure again, never a later end of input.
@@ -717,7 +717,7 @@ public final class NativeReader {
 
     /** Where the next bytes go after {@link #poll} returned NEED_INPUT: native memory valid until the next poll. */
     public MemorySegment inputRegion() {
-        return Native.view(HurrayDecodeResult.input(result()), HurrayDecodeResult.input_len(result()));
+        return Native.view(Native.pointer(result(), HurrayDecodeResult.input$offset()), HurrayDecodeResult.input_len(result()));
     }
 
     /** Reports {@code n} bytes put at the front of {@link #inputRegion()}, for the next poll. */
@@ -799,9 +799,9 @@ public final class NativeReader {
         long buffers = w[W_BUFFER_COUNT];
         long entries = w[W_METADATA_COUNT];
         return NativeDescriptor.readDecoded(f,
-                Native.view(HurrayDecodeResult.buffers(result()), buffers * HurrayDecodedBuffer.sizeof()),
-                Native.view(HurrayDecodeResult.metadata(result()), entries * HurrayMetadataView.sizeof()),
-                HurrayDecodeResult.tensor(result()));
+                Native.view(Native.pointer(result(), HurrayDecodeResult.buffers$offset()), buffers * HurrayDecodedBuffer.sizeof()),
+                Native.view(Native.pointer(result(), HurrayDecodeResult.metadata$offset()), entries * HurrayMetadataView.sizeof()),
+                MemorySegment.ofAddress(Native.pointer(result(), HurrayDecodeResult.tensor$offset())));
     }
 
     /**
@@ -925,7 +925,7 @@ public final class NativeReader {
         // (ScratchPool's rule); the leak cleaner's thread borrows one too.
         MemorySegment slot = ScratchPool.borrow();
         try {
-            slot.set(ADDRESS, 0, h);
+            Native.setPointer(slot, 0, h.address());
             hurray_h.hurray_decoder_destroy$raw(slot.address());
         } finally {
             ScratchPool.giveBack(slot);

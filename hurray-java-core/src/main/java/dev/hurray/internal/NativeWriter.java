@@ -380,7 +380,7 @@ public final class NativeWriter {
             for (int i = 0; i < n; i++) {
                 MemorySegment p = HurrayIoSlice.asSlice(pieces, i);
                 long len = HurrayIoSlice.len(p);
-                ranges[i] = HurrayIoSlice.ptr(p).reinterpret(len).asByteBuffer();
+                ranges[i] = Native.view(Native.pointer(p, HurrayIoSlice.ptr$offset()), len).asByteBuffer();
                 total += len;
             }
             long sent = 0;
@@ -479,7 +479,7 @@ public final class NativeWriter {
             HurrayWriterOptions.flags(opts, payloadChecksums ? hurray_h.HURRAY_WRITER_PAYLOAD_CHECKSUMS() : 0);
             MemorySegment slot = arena.allocate(ADDRESS);
             Native.check(hurray_h.hurray_encoder_new$raw(opts.address(), slot.address()));
-            MemorySegment h = slot.get(ADDRESS, 0);
+            MemorySegment h = MemorySegment.ofAddress(Native.pointer(slot, 0));
             if (sink.gathers()) {
                 // Pieces leave in one gathering write, so copying mid-sized payloads into the
                 // staging buffer would only cost a memcpy.
@@ -774,7 +774,7 @@ public final class NativeWriter {
         MemorySegment[] out = new MemorySegment[n];
         for (int i = 0; i < n; i++) {
             MemorySegment p = HurrayIoSlice.asSlice(pieces, i);
-            out[i] = HurrayIoSlice.ptr(p).reinterpret(HurrayIoSlice.len(p));
+            out[i] = Native.view(Native.pointer(p, HurrayIoSlice.ptr$offset()), HurrayIoSlice.len(p));
         }
         return out;
     }
@@ -827,7 +827,7 @@ public final class NativeWriter {
         // (ScratchPool's rule); the leak cleaner's thread borrows one too.
         MemorySegment slot = ScratchPool.borrow();
         try {
-            slot.set(ADDRESS, 0, h);
+            Native.setPointer(slot, 0, h.address());
             hurray_h.hurray_encoder_destroy$raw(slot.address());
         } finally {
             ScratchPool.giveBack(slot);
