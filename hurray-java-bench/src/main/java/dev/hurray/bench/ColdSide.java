@@ -101,8 +101,8 @@ public final class ColdSide {
         }
     }
 
-    /** A channel that takes every byte and keeps none. */
-    private static final class Discard implements WritableByteChannel {
+    /** A channel that takes every byte and keeps none (also {@link WriteAB}'s sink). */
+    static final class Discard implements WritableByteChannel {
         @Override
         public int write(ByteBuffer src) {
             int n = src.remaining();

@@ -3,7 +3,6 @@ package dev.hurray.bench;
 import java.lang.reflect.Method;
 import java.net.URL;
 import java.net.URLClassLoader;
-import java.nio.ByteBuffer;
 import java.nio.channels.WritableByteChannel;
 import java.nio.file.Path;
 import java.util.Arrays;
@@ -26,25 +25,6 @@ public final class WriteAB {
     private WriteAB() {
     }
 
-    /** A channel that takes every byte and keeps none (loaded once, shared by the builds). */
-    private static final class Discard implements WritableByteChannel {
-        @Override
-        public int write(ByteBuffer src) {
-            int n = src.remaining();
-            src.position(src.limit());
-            return n;
-        }
-
-        @Override
-        public boolean isOpen() {
-            return true;
-        }
-
-        @Override
-        public void close() {
-        }
-    }
-
     public static void main(String[] args) throws Exception {
         Locale.setDefault(Locale.ROOT);
         int n = Integer.parseInt(args[0]);
@@ -63,7 +43,7 @@ public final class WriteAB {
             for (int k = 0; k < jars.length; k++) {
                 int j = (r & 1) == 0 ? k : jars.length - 1 - k;
                 long t0 = MX.getCurrentThreadCpuTime();
-                send[j].invoke(null, new Discard(), n);
+                send[j].invoke(null, new ColdSide.Discard(), n);
                 long t1 = MX.getCurrentThreadCpuTime();
                 if (r >= 0) {
                     us[j][r] = (t1 - t0) / 1e3 / n;

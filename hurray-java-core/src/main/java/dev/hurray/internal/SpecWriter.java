@@ -209,8 +209,8 @@ final class SpecWriter {
         long end = at + sb;
         w[s0 + W_PAYLOADS] = base + 8L * slices;
         w[s0 + W_PAYLOAD_COUNT] = payloads.length;
-        // Every copy of the tensor goes through the one call in copyAll: the image, each copied
-        // payload, then the spec (one copy loop is far less code for the JIT than one per kind).
+        // Every copy of the tensor goes through the one call in copyAll: the image, then each
+        // copied payload (one copy loop is far less code for the JIT than one per kind).
         int copies = 0;
         MemorySegment[] src = new MemorySegment[payloads.length + 1];
         long[] from = new long[src.length];

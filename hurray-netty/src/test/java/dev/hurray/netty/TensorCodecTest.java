@@ -472,7 +472,15 @@ class TensorCodecTest {
     @Test
     void endedStreamClosesItsEncoderOnAChannelNeverClosed() throws Exception {
         long before = dev.hurray.internal.Leaks.leaked();
-        java.lang.ref.WeakReference<TensorOutboundHandler> gone = endedStreamOnAnOpenChannel();
+        assertNothingLeftForTheCleaner(endedStreamOnAnOpenChannel(), before, "an encoder");
+    }
+
+    /**
+     * Waits until the dropped handler {@code gone} is collected, then until the leak cleaner
+     * has had time to report, and checks it reported nothing since {@code before}.
+     */
+    private static void assertNothingLeftForTheCleaner(java.lang.ref.WeakReference<?> gone, long before, String what)
+            throws InterruptedException {
         for (int i = 0; i < 200 && gone.get() != null; i++) {
             System.gc();
             Thread.sleep(10);
@@ -483,7 +491,7 @@ class TensorCodecTest {
             System.gc();
             Thread.sleep(25);
         }
-        assertEquals(before, dev.hurray.internal.Leaks.leaked(), "an encoder was left for the cleaner");
+        assertEquals(before, dev.hurray.internal.Leaks.leaked(), what + " was left for the cleaner");
     }
 
     /**
@@ -493,17 +501,7 @@ class TensorCodecTest {
     @Test
     void endedStreamClosesItsDecoderOnAChannelNeverClosed() throws Exception {
         long before = dev.hurray.internal.Leaks.leaked();
-        java.lang.ref.WeakReference<TensorInboundHandler> gone = streamReadOnAnOpenChannel();
-        for (int i = 0; i < 200 && gone.get() != null; i++) {
-            System.gc();
-            Thread.sleep(10);
-        }
-        assertNull(gone.get(), "the dropped channel's handler was collected");
-        for (int i = 0; i < 20; i++) {
-            System.gc();
-            Thread.sleep(25);
-        }
-        assertEquals(before, dev.hurray.internal.Leaks.leaked(), "a decoder was left for the cleaner");
+        assertNothingLeftForTheCleaner(streamReadOnAnOpenChannel(), before, "a decoder");
     }
 
     /** Reads a whole stream on a channel it drops without closing; the handler's reference. */
