@@ -42,7 +42,8 @@ if command -v "$py" >/dev/null; then
   "$py" -c 'import numpy' 2>/dev/null || pyneed+=(numpy)
   "$py" -c 'import pytest' 2>/dev/null || pyneed+=(pytest)
   "$py" -c 'import hypothesis' 2>/dev/null || pyneed+=(hypothesis)
-  "$py" -c 'import setuptools' 2>/dev/null || pyneed+=(setuptools)
+  "$py" -c 'import setuptools; assert tuple(int(x) for x in setuptools.__version__.split(".")[:2]) >= (70, 1)' 2>/dev/null \
+    || pyneed+=('setuptools>=70.1')
   "$py" -c 'import ml_dtypes; assert ml_dtypes.__version__ == "0.6.0"' 2>/dev/null || pyneed+=(ml_dtypes==0.6.0)
   "$py" -c 'import torch; assert torch.__version__ == "2.13.0+cpu"' 2>/dev/null || pyneed+=(torch==2.13.0+cpu)
   "$py" -c 'import safetensors; assert safetensors.__version__ == "0.8.0"' 2>/dev/null || pyneed+=(safetensors==0.8.0)
