@@ -39,8 +39,9 @@ import java.util.Objects;
  * <h2>Copies</h2>
  * Sending: the stream is encoded into arrays, one copy of each byte (the message must not refer
  * to the tensor: its owner may close it as soon as the send returns, and the in-process
- * transport reads the message later): one array for a message of small tensors, one more per
- * payload above 64 KiB. It is drained ({@link Drainable}) into gRPC's buffers with one write
+ * transport reads the message later): one array of its own for a message under 64 KiB, else
+ * 64 KiB chunks kept between messages (at most 16 MiB of them idle), which the message gives
+ * back once gRPC has drained, read or closed it. It is drained ({@link Drainable}) into gRPC's buffers with one write
  * per array. Encoders and decoders are reset and kept between messages (at most 16 idle of
  * each kind), so a message makes no native encoder or decoder of its own. The message length is known up front ({@link KnownLength}). Receiving: where the
  * transport offers its buffers ({@link HasByteBuffer} and {@link Detachable}, as grpc-netty
@@ -207,8 +208,8 @@ public final class HurrayMarshallers {
     private static final long GATHER_BYTES = 1 << 20;
 
     /**
-     * Encodes a whole stream into arrays: one copy of every byte, into one array per batch (one
-     * array for a message of small tensors). A message stream must not refer to the tensor,
+     * Encodes a whole stream into arrays: one copy of every byte, into one array of its own for
+     * less than 64 KiB pending and pooled chunks above (see {@link #copyOut}). A message stream must not refer to the tensor,
      * whose owner may close it once the send returns while the transport reads the stream later
      * (the in-process transport hands the stream itself to the server).
      */
@@ -246,7 +247,11 @@ public final class HurrayMarshallers {
         return new PartsStream(parts, total[0]);
     }
 
-    /** Copies everything pending into one new array of {@code parts}, refusing a message over the limit first. */
+    /**
+     * Copies everything pending into {@code parts}, refusing a message over the limit first: one
+     * array of its own when less than a chunk is pending, else pooled chunks ({@link Chunks})
+     * and an array of its own for the rest.
+     */
     private static void copyOut(TensorEncoder e, List<byte[]> parts, long[] total, long maxMessageBytes)
             throws HurrayException {
         long n = e.pendingBytes();
@@ -259,24 +264,76 @@ public final class HurrayMarshallers {
                     + "or server and the marshaller's maxMessageBytes (HurrayMarshallers.tensor(options, "
                     + "maxMessageBytes)), or send the tensors as several messages").asRuntimeException();
         }
-        byte[] a = new byte[(int) n];
+        long left = n;
+        byte[] a = null;
         int at = 0;
-        while (at < n) {
-            int sent = 0;
+        while (left > 0) {
+            long sent = 0;
             for (TensorEncoder.Piece p : e.output()) {
                 ByteBuffer b = p.bytes();
-                int k = b.remaining();
-                b.get(a, at + sent, k);
-                sent += k;
+                while (b.hasRemaining()) {
+                    if (a == null || at == a.length) {
+                        a = left - sent >= Chunks.CHUNK_BYTES ? Chunks.take() : new byte[(int) (left - sent)];
+                        at = 0;
+                        parts.add(a);
+                    }
+                    int k = Math.min(b.remaining(), a.length - at);
+                    b.get(a, at, k);
+                    at += k;
+                    sent += k;
+                }
             }
             if (sent == 0) {
-                throw new IllegalStateException("the encoder listed no output while " + (n - at) + " bytes are pending");
+                throw new IllegalStateException("the encoder listed no output while " + left + " bytes are pending");
             }
             e.consumed(sent);
-            at += sent;
+            left -= sent;
         }
         total[0] += n;
-        parts.add(a);
+    }
+
+    /**
+     * The arrays a large message is copied into, {@link #CHUNK_BYTES} each, kept between messages
+     * (at most {@link #MAX_IDLE}, 16 MiB): a message stream gives its chunks back once it has been
+     * drained, read to its end, fed to a decoder or closed, after which it reads nothing more. A
+     * large message so costs no new array (a zeroed, humongous allocation for the collector) of
+     * its own.
+     */
+    static final class Chunks {
+        static final int CHUNK_BYTES = 64 * 1024;
+        static final int MAX_IDLE = 256;
+        private static final java.util.concurrent.ConcurrentLinkedQueue<byte[]> IDLE =
+                new java.util.concurrent.ConcurrentLinkedQueue<>();
+        private static final java.util.concurrent.atomic.AtomicInteger COUNT =
+                new java.util.concurrent.atomic.AtomicInteger();
+
+        private Chunks() {
+        }
+
+        static byte[] take() {
+            byte[] c = IDLE.poll();
+            if (c == null) {
+                return new byte[CHUNK_BYTES];
+            }
+            COUNT.decrementAndGet();
+            return c;
+        }
+
+        /** Keeps {@code c} for a later message (only whole chunks; others are left to the collector). */
+        static void give(byte[] c) {
+            if (c.length != CHUNK_BYTES) {
+                return;
+            }
+            if (COUNT.incrementAndGet() <= MAX_IDLE) {
+                IDLE.offer(c);
+            } else {
+                COUNT.decrementAndGet();
+            }
+        }
+
+        static int idle() {
+            return COUNT.get();
+        }
     }
 
     private static List<Tensor> decode(InputStream in, ReaderOptions options) {
@@ -357,9 +414,12 @@ public final class HurrayMarshallers {
         }
     }
 
-    /** The encoded message: arrays, drained in order. */
+    /**
+     * The encoded message: arrays, drained in order. Once it has been drained, read to its end,
+     * fed to a decoder or closed, its chunks go back to {@link Chunks} and it reads as ended.
+     */
     static final class PartsStream extends InputStream implements Drainable, KnownLength {
-        private final List<byte[]> parts;
+        private List<byte[]> parts;
         private long remaining;
         private int index;
         private int offset;
@@ -369,7 +429,7 @@ public final class HurrayMarshallers {
             this.remaining = total;
         }
 
-        /** The current part, skipping finished ones; null at the end. */
+        /** The current part, skipping finished ones; null at the end (the chunks then given back). */
         private byte[] current() {
             while (index < parts.size()) {
                 byte[] p = parts.get(index);
@@ -379,7 +439,23 @@ public final class HurrayMarshallers {
                 index++;
                 offset = 0;
             }
+            release();
             return null;
+        }
+
+        /** Gives the chunks back; the stream then holds nothing and reads as ended. */
+        private void release() {
+            List<byte[]> done = parts;
+            if (done.isEmpty()) {
+                return;
+            }
+            parts = List.of();
+            index = 0;
+            offset = 0;
+            remaining = 0;
+            for (byte[] p : done) {
+                Chunks.give(p);
+            }
         }
 
         @Override
@@ -406,6 +482,9 @@ public final class HurrayMarshallers {
             System.arraycopy(p, offset, dst, off, n);
             offset += n;
             remaining -= n;
+            if (remaining == 0) {
+                release();
+            }
             return n;
         }
 
@@ -434,6 +513,11 @@ public final class HurrayMarshallers {
             }
             remaining = 0;
             return (int) n;
+        }
+
+        @Override
+        public void close() {
+            release();
         }
     }
 }

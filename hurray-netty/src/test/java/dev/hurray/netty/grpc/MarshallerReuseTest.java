@@ -110,6 +110,60 @@ class MarshallerReuseTest {
         }
     }
 
+    /** Drains into a byte array the way gRPC's framer does (one write per array). */
+    static byte[] drained(InputStream in) throws Exception {
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+        int n = ((io.grpc.Drainable) in).drainTo(out);
+        assertEquals(out.size(), n);
+        return out.toByteArray();
+    }
+
+    @Test
+    void aLargeMessageGivesItsChunksBackOnceDrainedReadFedOrClosed() throws Exception {
+        MethodDescriptor.Marshaller<Tensor> m = HurrayMarshallers.tensor();
+        int n = 300_000; // 1.2 MB: 18 whole chunks and a tail
+        byte[] reference;
+        try (Tensor t = named("big", n, 1)) {
+            reference = wire(m, t);
+        }
+        assertTrue(reference.length > 18 * HurrayMarshallers.Chunks.CHUNK_BYTES);
+        for (int round = 0; round < 4; round++) {
+            Tensor t = named("big", n, 1);
+            InputStream in = m.stream(t);
+            t.close(); // the message holds its own copy
+            int held = HurrayMarshallers.Chunks.idle();
+            byte[] got;
+            switch (round) {
+                case 0 -> got = drained(in);
+                case 1 -> got = in.readAllBytes();
+                case 2 -> {
+                    try (Tensor back = m.parse(in)) { // the in-process transport's path
+                        assertEquals(n, back.descriptor().shape().elementCount());
+                        assertEquals(n + 0f, back.toFloatArray()[n - 1]);
+                    }
+                    got = reference;
+                }
+                default -> {
+                    in.close(); // never drained
+                    got = reference;
+                }
+            }
+            assertArrayEquals(reference, got);
+            // Every whole chunk came back (or the pool is full), and the stream reads as ended.
+            assertTrue(HurrayMarshallers.Chunks.idle() >= Math.min(held + 18, HurrayMarshallers.Chunks.MAX_IDLE),
+                    "round " + round + ": " + held + " -> " + HurrayMarshallers.Chunks.idle());
+            assertEquals(-1, in.read());
+            assertEquals(0, in.available());
+            assertEquals(-1, in.read(new byte[8], 0, 8));
+        }
+        // A message made from chunks used before holds the new message's bytes only.
+        try (Tensor t = named("other", 17_000, 5); InputStream in = m.stream(t); Tensor back = m.parse(
+                new ByteArrayInputStream(drained(in)))) {
+            assertEquals("other", back.descriptor().name().orElseThrow());
+            assertEquals(5f + 16_999, back.toFloatArray()[16_999]);
+        }
+    }
+
     @Test
     void aRefusedMessageLeavesNoStateInTheNextEncoder() throws Exception {
         MethodDescriptor.Marshaller<List<Tensor>> small = HurrayMarshallers.tensors(
