@@ -7,7 +7,6 @@ import dev.hurray.TensorDecoder;
 import dev.hurray.TensorEncoder;
 import dev.hurray.TensorScope;
 import dev.hurray.WriterOptions;
-import io.grpc.Detachable;
 import io.grpc.Drainable;
 import io.grpc.HasByteBuffer;
 import io.grpc.KnownLength;
@@ -44,8 +43,7 @@ import java.util.Objects;
  * back once gRPC has drained, read or closed it. It is drained ({@link Drainable}) into gRPC's buffers with one write
  * per array. Encoders and decoders are reset and kept between messages (at most 16 idle of
  * each kind), so a message makes no native encoder or decoder of its own. The message length is known up front ({@link KnownLength}). Receiving: where the
- * transport offers its buffers ({@link HasByteBuffer} and {@link Detachable}, as grpc-netty
- * does) they are handed straight to a {@link TensorDecoder}, which copies each byte once, a
+ * transport offers its buffers ({@link HasByteBuffer}, as grpc-netty does) they are handed straight to a {@link TensorDecoder}, which copies each byte once, a
  * large payload into the tensor's own allocation; otherwise the stream is read through a
  * 64 KiB chunk.
  *
@@ -348,23 +346,22 @@ public final class HurrayMarshallers {
             if (in instanceof PartsStream parts) {
                 // Our own message, handed over as is (the in-process transport): its arrays.
                 parts.feedTo(d, out);
-            } else if (in instanceof Detachable det && in instanceof HasByteBuffer hb && hb.byteBufferSupported()) {
-                // The transport's own buffers, no copy before the decoder's.
-                try (InputStream owned = det.detach()) {
-                    HasByteBuffer buffers = (HasByteBuffer) owned;
-                    while (owned.available() > 0) {
-                        ByteBuffer b = buffers.getByteBuffer();
-                        if (b == null) {
-                            break;
-                        }
-                        int n = b.remaining();
-                        d.feed(b);
-                        d.drainTo(out);
-                        owned.skip(n);
+            } else if (in instanceof HasByteBuffer buffers && buffers.byteBufferSupported()) {
+                // The transport's own buffers, no copy before the decoder's; the decoder copies
+                // what it is fed before feed returns, so the buffers need not outlive this call
+                // (no detach).
+                while (in.available() > 0) {
+                    ByteBuffer b = buffers.getByteBuffer();
+                    if (b == null) {
+                        break;
                     }
-                    if (owned.available() > 0) {
-                        feedRest(owned, d, out);
-                    }
+                    int n = b.remaining();
+                    d.feed(b);
+                    d.drainTo(out);
+                    in.skipNBytes(n);
+                }
+                if (in.available() > 0) {
+                    feedRest(in, d, out);
                 }
             } else {
                 feedRest(in, d, out);
