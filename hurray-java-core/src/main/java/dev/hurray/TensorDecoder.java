@@ -62,7 +62,10 @@ import java.util.Objects;
  * 64 tensors or 256 KiB (closing a shared arena costs a JVM-wide handshake); the batch is kept
  * across {@link #reset()}. Closing such a tensor ends it at once (its accessors throw), but a
  * segment taken from it before the close stays valid, and its memory is freed, only once every
- * tensor of its batch is closed and the batch is full or the decoder closed.
+ * tensor of its batch is closed and the batch is full or the decoder closed. The batch's arena
+ * is then closed by a daemon thread of the library ({@code hurray-shared-arena-closer}), so
+ * neither the decoder's thread nor the one closing the last tensor waits for the handshake
+ * (while 64 batches already wait for that thread, the caller closes its own).
  *
  * <h2>Errors</h2>
  * Every stream failure is a {@link HurrayException} from the call that meets it, and it is

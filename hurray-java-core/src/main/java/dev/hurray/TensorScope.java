@@ -11,8 +11,9 @@ package dev.hurray;
  * (microseconds or more), so use it only for tensors that cross threads (e.g. read on an I/O
  * thread, consumed by a worker pool). Small tensors from one {@link TensorDecoder} batch (up to
  * 64 tensors, 64 KiB each, 256 KiB in all) share one shared arena, closed with the batch's last
- * tensor, so they cost one handshake per batch (see {@link TensorDecoder} for what that means
- * for memory taken from a closed tensor).
+ * tensor on a daemon thread of the library, so they cost one handshake per batch and their
+ * threads do not wait for it (see {@link TensorDecoder} for what that means for memory taken
+ * from a closed tensor).
  */
 public enum TensorScope {
     /** Buffers accessible by the owning thread only; cheap close. The default. */

@@ -15,11 +15,19 @@ import java.util.concurrent.atomic.AtomicInteger;
  * and every member is closed. A closed tensor's accessors throw at once; segments taken from it
  * before its close stay valid until the whole batch closes.
  *
+ * <p><b>Where the close runs.</b> The handshake waits for every Java thread to reach a safepoint
+ * poll, which takes from tens of microseconds to a scheduler time slice on a busy machine, so
+ * the thread that lets go of the batch last (a decoder's {@link #release()}, a member's close)
+ * does not run it: it hands the batch to one daemon thread of the library
+ * ({@value #CLOSER_NAME}), which closes batches in the order given, and returns at once. While
+ * {@link #MAX_QUEUED} batches already wait for that thread (or the thread cannot start), the
+ * caller closes the batch itself, so the memory waiting to be freed stays bounded.
+ *
  * <p>A shared arena cannot close while another thread is inside one of its segments (a downcall
- * that was passed one). A member's close then throws and leaves the tensor open, for its owner
- * to close again. The decoder's {@link #release()} has no owner to retry it: the batch then
- * waits in a process-wide queue, and every later {@link #release()} (of any decoder's batch) and
- * {@link #retryWaiting()} tries to close it again, so its memory is freed once that thread is out.
+ * that was passed one). The batch then waits in a process-wide queue and is tried again (by
+ * the closing thread every {@value #RETRY_MILLIS} ms, by every later {@link #release()} and by
+ * {@link #retryWaiting()}), so its memory is freed once that thread is out; the member closes
+ * that handed it over have returned normally.
  *
  * <p>Thread-safe: members close from any thread; the decoder adds members from one thread.
  */
@@ -31,8 +39,22 @@ public final class SharedBatch {
     /** Tensors of more payload bytes than this get an arena of their own. */
     public static final long MAX_TENSOR_BYTES = 64 * 1024;
 
+    /** Batches at most waiting for the closing thread before callers close their own. */
+    public static final int MAX_QUEUED = 64;
+    /** Name of the daemon thread that closes batches. */
+    public static final String CLOSER_NAME = "hurray-shared-arena-closer";
+    /** How often the closing thread retries batches that were in use, while any wait. */
+    static final long RETRY_MILLIS = 10;
+
     /** Batches whose last close failed because another thread was inside a segment; closed again later. */
     private static final ConcurrentLinkedQueue<SharedBatch> WAITING = new ConcurrentLinkedQueue<>();
+    /** Batches handed to the closing thread, with nothing holding them any more. */
+    private static final java.util.concurrent.LinkedBlockingQueue<SharedBatch> TO_CLOSE =
+            new java.util.concurrent.LinkedBlockingQueue<>();
+    /** Batches handed over and not yet closed or filed as waiting (for {@link #awaitClosing}). */
+    private static final AtomicInteger HANDED = new AtomicInteger();
+    /** The closing thread, once started; {@code Boolean.FALSE} when it could not start. */
+    private static volatile Object closer;
 
     private final Arena shared = Arena.ofShared();
     /** Open members, plus one while the decoder holds the batch. */
@@ -59,17 +81,101 @@ public final class SharedBatch {
 
     /**
      * The decoder lets go of the batch (it is full, or the decoder closes). If that was the last
-     * hold and the arena cannot close now (another thread is inside one of its segments), the
-     * batch keeps one hold and waits for a later {@link #retryWaiting()}. Also retries the
-     * batches already waiting.
+     * hold, the batch is closed (see the class comment for which thread closes it). Also retries
+     * the batches waiting because they were in use.
      */
     public void release() {
-        if (refs.decrementAndGet() == 0 && !tryClose()) {
-            refs.incrementAndGet();
-            WAITING.add(this);
-            return;
+        if (refs.decrementAndGet() == 0) {
+            closeUnheld();
         }
         retryWaiting();
+    }
+
+    /** Closes a batch nothing holds any more: on the closing thread, or here while it is busy. */
+    private void closeUnheld() {
+        if (handOver()) {
+            return;
+        }
+        closeOrWait();
+    }
+
+    /** Closes the arena now, or files the batch as waiting (with one hold) if it is in use. */
+    private void closeOrWait() {
+        if (!tryClose()) {
+            refs.incrementAndGet();
+            WAITING.add(this);
+        }
+    }
+
+    /** Gives the batch to the closing thread; false when too many wait or the thread is missing. */
+    private boolean handOver() {
+        if (TO_CLOSE.size() >= MAX_QUEUED || !closerRunning()) {
+            return false;
+        }
+        HANDED.incrementAndGet();
+        TO_CLOSE.add(this);
+        return true;
+    }
+
+    private static boolean closerRunning() {
+        Object c = closer;
+        if (c == null) {
+            synchronized (SharedBatch.class) {
+                c = closer;
+                if (c == null) {
+                    try {
+                        Thread t = new Thread(SharedBatch::closeLoop, CLOSER_NAME);
+                        t.setDaemon(true);
+                        t.start();
+                        c = t;
+                    } catch (RuntimeException | Error e) {
+                        // No thread (a resource limit): callers close their own batches.
+                        c = Boolean.FALSE;
+                    }
+                    closer = c;
+                }
+            }
+        }
+        return c instanceof Thread;
+    }
+
+    /** The closing thread: closes batches as they come, and retries waiting ones while any wait. */
+    private static void closeLoop() {
+        while (true) {
+            SharedBatch b;
+            try {
+                b = WAITING.isEmpty() ? TO_CLOSE.take()
+                        : TO_CLOSE.poll(RETRY_MILLIS, java.util.concurrent.TimeUnit.MILLISECONDS);
+            } catch (InterruptedException e) {
+                // Nothing interrupts this thread on purpose; it keeps serving.
+                continue;
+            }
+            if (b != null) {
+                try {
+                    b.closeOrWait();
+                } catch (RuntimeException | Error e) {
+                    // A release action failed: the batch's memory is as lost as on a caller's close.
+                } finally {
+                    HANDED.decrementAndGet();
+                }
+            }
+            retryWaiting();
+        }
+    }
+
+    /**
+     * Waits until every batch handed to the closing thread is closed or filed as waiting (tests,
+     * and code that measures memory). Returns false if that took longer than {@code millis}.
+     */
+    public static boolean awaitClosing(long millis) throws InterruptedException {
+        long end = System.nanoTime() + millis * 1_000_000L;
+        while (HANDED.get() > 0) {
+            if (System.nanoTime() > end) {
+                return false;
+            }
+            Thread.sleep(1);
+        }
+        return true;
     }
 
     /** Closes the shared arena; false, leaving it open, if another thread is inside a segment. */
@@ -125,14 +231,7 @@ public final class SharedBatch {
                 return;
             }
             if (refs.decrementAndGet() == 0) {
-                try {
-                    shared.close();
-                } catch (RuntimeException | Error e) {
-                    // A segment of the batch is in use on another thread: this tensor stays open.
-                    refs.incrementAndGet();
-                    closed.set(false);
-                    throw e;
-                }
+                closeUnheld();
             }
         }
     }

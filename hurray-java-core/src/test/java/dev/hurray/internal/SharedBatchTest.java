@@ -100,6 +100,7 @@ class SharedBatchTest {
             }
             assertTrue(a.scope().isAlive());
             ts.get(SharedBatch.MAX_TENSORS - 1).close();
+            assertTrue(SharedBatch.awaitClosing(10_000));
             assertFalse(a.scope().isAlive(), "the last close frees the full batch");
             assertThrows(IllegalStateException.class, () -> a.get(ValueLayout.JAVA_FLOAT, 0));
             ts.get(SharedBatch.MAX_TENSORS).close();
@@ -123,6 +124,7 @@ class SharedBatchTest {
             assertEquals(i % 3, ts.get(i).buffer(0).getAtIndex(ValueLayout.JAVA_FLOAT, 3));
         }
         ts.forEach(Tensor::close);
+        assertTrue(SharedBatch.awaitClosing(10_000));
         assertFalse(a.scope().isAlive(), "freed once the decoder closed and every tensor closed");
     }
 
@@ -147,15 +149,65 @@ class SharedBatchTest {
             inside.await();
             ts.forEach(Tensor::close);
         }
-        // The decoder closed: its release found the arena in use and left the batch waiting.
+        // The decoder closed: the closing thread found the arena in use and left the batch waiting.
+        assertTrue(SharedBatch.awaitClosing(10_000));
         assertTrue(kept.scope().isAlive(), "another thread is inside the segment");
         assertTrue(SharedBatch.retryWaiting() >= 1, "still in use: the batch keeps waiting");
         assertTrue(kept.scope().isAlive());
         leave.countDown();
         user.join();
-        // Another decoder's batch release retries the waiting one.
+        // Another decoder's batch release retries the waiting one (and so does the closing thread).
         try (TensorDecoder d = TensorDecoder.create(SHARED)) {
             decode(d, stream(1)).forEach(Tensor::close);
+        }
+        assertTrue(SharedBatch.awaitClosing(10_000));
+        assertFalse(kept.scope().isAlive(), "freed once the other thread is out");
+        assertEquals(0, SharedBatch.retryWaiting());
+    }
+
+    /**
+     * The last close of a batch does not run the arena's handshake on the closing caller's
+     * thread: the library's closing thread does, and the caller returns at once.
+     */
+    @Test
+    void theBatchIsClosedOnTheLibrarysClosingThread() throws Exception {
+        java.util.concurrent.atomic.AtomicReference<String> closedOn = new java.util.concurrent.atomic.AtomicReference<>();
+        SharedBatch b = new SharedBatch();
+        java.lang.foreign.Arena m = b.member(16);
+        // A release action on the batch's arena records the thread that closes it.
+        MemorySegment.NULL.reinterpret(16, m, s -> closedOn.set(Thread.currentThread().getName()));
+        m.close();
+        b.release();
+        assertTrue(SharedBatch.awaitClosing(10_000));
+        assertEquals(SharedBatch.CLOSER_NAME, closedOn.get());
+    }
+
+    /**
+     * A tensor's close, the batch's last, while another thread is inside one of the batch's
+     * segments: the close returns normally (the tensor is closed), and the batch is freed once
+     * that thread is out, without any later release of a decoder.
+     */
+    @Test
+    void theLastCloseWhileAnotherThreadIsInsideASegmentReturnsAndTheBatchIsFreedLater() throws Exception {
+        java.util.concurrent.CountDownLatch inside = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch leave = new java.util.concurrent.CountDownLatch(1);
+        List<Tensor> ts;
+        try (TensorDecoder d = TensorDecoder.create(SHARED)) {
+            ts = decode(d, stream(2));
+        }
+        MemorySegment kept = ts.get(0).buffer(0);
+        Thread user = new Thread(() -> Qsort.sortHolding(kept, inside, leave));
+        user.start();
+        inside.await();
+        ts.forEach(Tensor::close); // the decoder let go already: the last close hands the batch over
+        assertFalse(ts.get(1).isOpen());
+        assertTrue(SharedBatch.awaitClosing(10_000));
+        assertTrue(kept.scope().isAlive(), "another thread is inside the segment");
+        leave.countDown();
+        user.join();
+        long end = System.nanoTime() + 10_000_000_000L;
+        while (kept.scope().isAlive() && System.nanoTime() < end) {
+            Thread.sleep(5); // the closing thread retries waiting batches every few milliseconds
         }
         assertFalse(kept.scope().isAlive(), "freed once the other thread is out");
         assertEquals(0, SharedBatch.retryWaiting());
