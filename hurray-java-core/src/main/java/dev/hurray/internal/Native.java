@@ -105,7 +105,25 @@ public final class Native {
      * per pointer (each checks the caller's native access and makes a new segment). The bounds
      * still come from the C contract of the call that returned the pointer.
      */
-    static final MemorySegment EVERYTHING = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
+    static final MemorySegment EVERYTHING = everything();
+
+    /**
+     * {@link #EVERYTHING}, or the refusal of native access as an error that names the flag to
+     * add: this is often the first restricted call a program makes (a {@code Tensor.of} before
+     * any reader or writer), so the JDK's bare refusal would otherwise be what the user sees.
+     */
+    private static MemorySegment everything() {
+        try {
+            return MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
+        } catch (IllegalCallerException e) {
+            Module m = Native.class.getModule();
+            throw new IllegalCallerException("Hurray calls native code through java.lang.foreign (FFM), which needs "
+                    + "native access: run java with " + (m.isNamed()
+                            ? "--enable-native-access=dev.hurray.ffm," + m.getName()
+                            : "--enable-native-access=ALL-UNNAMED (or add \"Enable-Native-Access: ALL-UNNAMED\" to an "
+                                    + "executable jar's manifest)"), e);
+        }
+    }
 
     private Native() {
     }

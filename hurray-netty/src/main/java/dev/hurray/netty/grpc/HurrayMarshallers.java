@@ -52,7 +52,9 @@ import java.util.Objects;
  * it ({@code onNext}, {@code sendMessage}) returns, then close it. On a channel that has not
  * resolved its address yet, gRPC queues the first messages of a call and marshals them later
  * (a delayed call), so the tensor must stay open longer: connect first (one call, or
- * {@code getState(true)} until {@code READY}) before streaming tensors you close at once. A received tensor is owned by
+ * {@code getState(true)} until {@code READY}) before streaming tensors you close at once; a tensor closed
+ * before it is marshalled fails the call ({@code CANCELLED}, caused by {@code FAILED_PRECONDITION}
+ * saying so). A received tensor is owned by
  * the code that gets it ({@code onNext}, the unary handler): close it. Received tensors are
  * {@link TensorScope#SHARED} by default, since gRPC may deliver them on any executor thread;
  * small ones of consecutive messages share one shared arena per batch ({@link TensorDecoder},
@@ -223,6 +225,12 @@ public final class HurrayMarshallers {
             long gathered = 0;
             for (Tensor t : tensors) {
                 Objects.requireNonNull(t, "tensor");
+                if (!t.isOpen()) {
+                    throw Status.FAILED_PRECONDITION.withDescription("the tensor was closed before gRPC marshalled it: "
+                            + "a call whose channel has not connected yet queues its messages and marshals them later, "
+                            + "so connect first (one call, or ManagedChannel.getState(true) until READY) or close the "
+                            + "tensor only after the call completes").asRuntimeException();
+                }
                 e.encode(t);
                 gathered += t.descriptor().totalBufferBytes() + 64;
                 // Small items stay staged and leave together; a borrowed payload must leave now.

@@ -165,6 +165,20 @@ class MarshallerReuseTest {
     }
 
     @Test
+    void aTensorClosedBeforeItIsMarshalledIsRefusedWithTheReason() throws Exception {
+        Tensor t = named("late", 4, 0);
+        t.close();
+        StatusRuntimeException e = assertThrows(StatusRuntimeException.class, () -> HurrayMarshallers.tensor().stream(t));
+        assertEquals(Status.Code.FAILED_PRECONDITION, e.getStatus().getCode());
+        assertTrue(e.getStatus().getDescription().contains("closed before gRPC marshalled it")
+                && e.getStatus().getDescription().contains("READY"), e.getStatus().getDescription());
+        // The encoder given back serves the next message.
+        try (Tensor ok = named("ok", 4, 1); Tensor back = HurrayMarshallers.tensor().parse(HurrayMarshallers.tensor().stream(ok))) {
+            assertEquals(4f, back.toFloatArray()[3]);
+        }
+    }
+
+    @Test
     void aRefusedMessageLeavesNoStateInTheNextEncoder() throws Exception {
         MethodDescriptor.Marshaller<List<Tensor>> small = HurrayMarshallers.tensors(
                 ReaderOptions.defaults().withTensorScope(TensorScope.SHARED), 100_000);
