@@ -357,10 +357,11 @@ public final class HurrayMarshallers {
             } else if (in instanceof HasByteBuffer buffers && buffers.byteBufferSupported()) {
                 // The transport's own buffers, no copy before the decoder's; the decoder copies
                 // what it is fed before feed returns, so the buffers need not outlive this call
-                // (no detach).
+                // (no detach). An empty buffer while bytes remain (skipping 0 bytes would not
+                // move past it) sends the rest through a chunk.
                 while (in.available() > 0) {
                     ByteBuffer b = buffers.getByteBuffer();
-                    if (b == null) {
+                    if (b == null || !b.hasRemaining()) {
                         break;
                     }
                     int n = b.remaining();
