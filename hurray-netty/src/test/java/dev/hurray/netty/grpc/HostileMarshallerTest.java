@@ -43,6 +43,8 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Hostile use of the gRPC marshallers: message streams misused (closed, drained or read twice,
@@ -616,18 +618,29 @@ class HostileMarshallerTest {
     }
 
     /**
-     * The in-process transport hands the message streams themselves to the other side: the
-     * client closes each tensor right after onNext, the server closes each reply right after
+     * The in-process transport hands the message streams themselves to the other side, and
+     * grpc-netty its own buffers, not detached: the client closes each tensor right after onNext, the server closes each reply right after
      * sending it, several calls run at once and some are cancelled with messages queued; every
      * received tensor holds its own message's bytes.
      */
-    @Test
-    void inProcessCallsWithTensorsClosedAtOnceKeepEveryMessagesBytes() throws Exception {
-        String name = InProcessServerBuilder.generateName();
+    @ParameterizedTest
+    @ValueSource(strings = {"inprocess", "netty"})
+    void callsWithTensorsClosedAtOnceKeepEveryMessagesBytes(String transport) throws Exception {
         ExecutorService serverThreads = Executors.newFixedThreadPool(4);
-        Server server = InProcessServerBuilder.forName(name).addService(echo()).maxInboundMessageSize(64 << 20)
-                .executor(serverThreads).build().start();
-        ManagedChannel channel = InProcessChannelBuilder.forName(name).maxInboundMessageSize(64 << 20).build();
+        Server server;
+        ManagedChannel channel;
+        if (transport.equals("inprocess")) {
+            String name = InProcessServerBuilder.generateName();
+            server = InProcessServerBuilder.forName(name).addService(echo()).maxInboundMessageSize(64 << 20)
+                    .executor(serverThreads).build().start();
+            channel = InProcessChannelBuilder.forName(name).maxInboundMessageSize(64 << 20).build();
+        } else {
+            // grpc-netty hands parse its buffers (not detached): they are released once parse returns.
+            server = io.grpc.Grpc.newServerBuilderForPort(0, io.grpc.InsecureServerCredentials.create())
+                    .addService(echo()).maxInboundMessageSize(64 << 20).executor(serverThreads).build().start();
+            channel = io.grpc.Grpc.newChannelBuilderForAddress("127.0.0.1", server.getPort(),
+                    io.grpc.InsecureChannelCredentials.create()).maxInboundMessageSize(64 << 20).build();
+        }
         ExecutorService clients = Executors.newFixedThreadPool(4);
         try {
             // Connect first (a delayed call marshals later; see the README's ownership note).
