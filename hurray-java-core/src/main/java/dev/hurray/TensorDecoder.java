@@ -390,7 +390,8 @@ public final class TensorDecoder implements AutoCloseable {
      *
      * @return the number of tensors added, each owned by the caller (close it)
      * @throws HurrayException a stream failure; the tensors added to {@code out} before it stay
-     *     there, owned by the caller
+     *     there, owned by the caller. An exception from {@code out.add} propagates and leaves
+     *     the tensor it was given with the decoder (the next call returns it)
      * @throws IllegalStateException as {@link #next()}
      */
     public int drainTo(java.util.Collection<? super Tensor> out) throws HurrayException {
@@ -408,11 +409,14 @@ public final class TensorDecoder implements AutoCloseable {
                 while (ready.isEmpty() && !ended && (!haveRegion || regionUsed > 0 || endPending)) {
                     poll();
                 }
-                Tensor t = (Tensor) ready.poll();
+                // Taken from the queue once the collection has it: a collection that refuses it
+                // (throws) leaves it for the next call, not lost and never closed.
+                Tensor t = (Tensor) ready.peek();
                 if (t == null) {
                     return n;
                 }
                 out.add(t);
+                ready.poll();
                 n++;
             }
         } finally {
