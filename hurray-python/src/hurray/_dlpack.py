@@ -134,19 +134,25 @@ def export(t: Any, legacy: bool) -> Any:
     """A capsule holding a new ``DLManagedTensor[Versioned]`` of tensor ``t``."""
     from ._tensor import aligned_empty
 
-    if len(t._bufs) != 1:
-        raise BufferError(f"DLPack carries one buffer; this {t.layout} tensor has {len(t._bufs)}")
+    # The owners before the buffers, held through the export: a close() on another thread
+    # meanwhile empties the buffers first, so memory is never lent that nothing keeps.
+    handle, keep = t._handle, t._keep
+    bufs = t._bufs
+    if not bufs:
+        t._alive()
+    if len(bufs) != 1:
+        raise BufferError(f"DLPack carries one buffer; this {t.layout} tensor has {len(bufs)}")
     owned = c_void_p()
-    if t._handle and t._keep is None:
+    if handle and keep is None:
         # Memory the library owns: the export shares the tensor's own buffer.
         lst = c_void_p()
-        check(lib.hurray_tensor_buffers(t._handle.ptr, byref(lst)))
+        check(lib.hurray_tensor_buffers(handle.ptr, byref(lst)))
         buf = c_void_p()
         check(lib.hurray_buffer_list_get(lst, 0, byref(buf)))
     else:
         # Memory Python keeps alive (an array, a file's mapping): lend it with its owner.
-        ptr, size = t._bufs[0]
-        owner: object = (t._handle, t._keep)
+        ptr, size = bufs[0]
+        owner: object = (handle, keep)
         if ptr % 64:
             # Hurray buffers are 64-byte aligned: lend an aligned copy instead.
             copy = aligned_empty(size)

@@ -693,8 +693,9 @@ class _Received(Tensor):
         return super().__copy__()
 
     def close(self) -> None:
+        d = self.__dict__
+        d["_bufs"] = []  # before the pointer is given back (see Tensor.close)
         with _handle_lock:
-            d = self.__dict__
             p = 0
             if "_handle" not in d:
                 b, i = self._b, self._i

@@ -475,10 +475,16 @@ class Tensor:
         ``densify()``)."""
         self._alive()
         f = self._f()
-        if f.layout > 2 or not self._bufs:
+        # The owner before the buffers: close() (on another thread) empties the buffers before
+        # it lets go of the owner, so a view is never made over memory nothing keeps.
+        owner = (self._handle, self._keep)
+        bufs = self._bufs
+        if not bufs:
+            self._alive()
+        if f.layout > 2 or not bufs:
             raise ValueError(f"a {self.layout} tensor has no dense view; use densify() or buffers()")
-        ptr, size = self._bufs[0]
-        raw = raw_view(ptr, size, (self._handle, self._keep), self._readonly)
+        ptr, size = bufs[0]
+        raw = raw_view(ptr, size, owner, self._readonly)
         dt = self.dtype
         off = int(f.byte_offset)
         if dt.packed:
@@ -593,13 +599,15 @@ class Tensor:
     def close(self) -> None:
         """Releases this tensor's reference to its descriptor and memory now (views and
         capsules made from it keep theirs). Idempotent."""
+        # The buffers first, the owners after: a call reading the owner, then the buffers, on
+        # another thread meanwhile either holds the owner or finds no buffers.
+        self._bufs = []
         self._handle = None  # the handle goes with its last holder (see _Handle)
         self._d = None
         self._tpl = 0
         self._fields = None
         self._owner = None  # an owned descriptor is destroyed now (_Descriptor)
         self._keep = None
-        self._bufs = []
 
     def __enter__(self) -> "Tensor":
         return self
@@ -780,7 +788,10 @@ class _Planned(Tensor):
         d = self.__dict__
         v = d.get("_readonly")
         if v is None:
-            v = d["_readonly"] = not self._keep.flags.writeable
+            keep = self._keep
+            if keep is None:
+                raise ValueError("tensor is closed")
+            v = d["_readonly"] = not keep.flags.writeable
         return v
 
     def _set_readonly(self, v: bool) -> None:

@@ -1,0 +1,106 @@
+"""A tensor closed by another thread while a call reads it: the call raises, or what it returns
+keeps the memory alive. The other thread's close is run between two lines of the call (where
+the interpreter may switch threads), at every line in turn."""
+
+import dis
+import gc
+import io
+import sys
+
+import numpy as np
+import pytest
+
+import hurray
+from hurray import _dlpack, _tensor
+
+N = 50_000
+
+
+def _stream(a):
+    buf = io.BytesIO()
+    with hurray.StreamWriter(buf) as w:
+        w.write(hurray.from_numpy(a))
+    return buf.getvalue()
+
+
+def _received(seed):
+    r = hurray.StreamReader(io.BytesIO(_stream(np.arange(N, dtype=np.float32) + seed)))
+    t = next(iter(r))
+    r.close()
+    return t
+
+
+def _own(seed):
+    # The tensor holds the only reference to its source: its close frees the memory.
+    return hurray.from_numpy(np.arange(N, dtype=np.float32) + seed)
+
+
+def _lines(code):
+    return sorted({line for _, line in dis.findlinestarts(code) if line is not None and line > code.co_firstlineno})
+
+
+def _close_before(t, code, line):
+    """Arms a trace that closes ``t`` just before ``line`` of ``code`` runs (once)."""
+
+    def local(frame, event, arg):
+        if event == "line" and frame.f_lineno == line:
+            frame.f_trace = None
+            sys.settrace(None)
+            t.close()
+        return local
+
+    def tracer(frame, event, arg):
+        if frame.f_code is code:
+            return local
+        return None
+
+    sys.settrace(tracer)
+
+
+def _memory_owner(a):
+    b = a
+    while b is not None and not isinstance(b, _tensor._Memory):
+        b = getattr(b, "base", None)
+    return None if b is None else b.owner
+
+
+def _churn():
+    # Freed buffers are reused by the next tensors of the same size: read some.
+    gc.collect()
+    for k in range(4):
+        with _received(1000 + k) as t:
+            t.numpy()
+
+
+CALLS = {
+    "numpy": (_tensor.Tensor.numpy.__code__, lambda t: [t.numpy()]),
+    "buffers": (_tensor.Tensor.buffers.__code__, lambda t: t.buffers()),
+    "dlpack": (_dlpack.export.__code__, lambda t: [np.from_dlpack(t)]),
+}
+
+
+@pytest.mark.parametrize("make", [_received, _own], ids=["received", "from_numpy"])
+@pytest.mark.parametrize("call", sorted(CALLS))
+def test_a_close_between_any_two_lines_of_a_read_leaves_no_view_over_freed_memory(make, call):
+    code, run = CALLS[call]
+    want = (np.arange(N, dtype=np.float32) + 7).tobytes()
+    for line in _lines(code):
+        t = make(7)
+        t.dtype, t.shape  # cached, as after earlier use: the call then meets the close later
+        _close_before(t, code, line)
+        try:
+            out = run(t)
+        except (ValueError, BufferError, TypeError, hurray.HurrayError):
+            continue
+        finally:
+            sys.settrace(None)
+        if call != "dlpack":
+            for a in out:
+                owner = _memory_owner(a)
+                assert owner is not None and any(o is not None for o in owner), (
+                    f"{call}: a close before line {line} left a view that keeps nothing alive"
+                )
+        del t
+        _churn()
+        for a in out:
+            assert a.view(np.uint8).tobytes() == want, f"{call}: a close before line {line}: other bytes"
