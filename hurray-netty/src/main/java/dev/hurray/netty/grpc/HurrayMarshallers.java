@@ -90,9 +90,11 @@ public final class HurrayMarshallers {
      *
      * @param options limits and tensor scope for received messages
      * @param maxMessageBytes largest message sent (match the peer's {@code maxInboundMessageSize})
+     * @throws IllegalArgumentException if {@code maxMessageBytes} is not positive (no message fits)
      */
     public static MethodDescriptor.Marshaller<Tensor> tensor(ReaderOptions options, long maxMessageBytes) {
         Objects.requireNonNull(options, "options");
+        checkLimit(maxMessageBytes);
         return new MethodDescriptor.Marshaller<>() {
             @Override
             public InputStream stream(Tensor value) {
@@ -120,6 +122,7 @@ public final class HurrayMarshallers {
     /** A list of tensors per message (a whole stream); see {@link #tensor(ReaderOptions, long)}. */
     public static MethodDescriptor.Marshaller<List<Tensor>> tensors(ReaderOptions options, long maxMessageBytes) {
         Objects.requireNonNull(options, "options");
+        checkLimit(maxMessageBytes);
         return new MethodDescriptor.Marshaller<>() {
             @Override
             public InputStream stream(List<Tensor> value) {
@@ -131,6 +134,13 @@ public final class HurrayMarshallers {
                 return decode(stream, options);
             }
         };
+    }
+
+    private static void checkLimit(long maxMessageBytes) {
+        if (maxMessageBytes <= 0) {
+            throw new IllegalArgumentException("maxMessageBytes " + maxMessageBytes + " leaves room for no message: give"
+                    + " the peer's maxInboundMessageSize (gRPC's default is " + GRPC_DEFAULT_MAX_MESSAGE_BYTES + ")");
+        }
     }
 
     /**

@@ -583,6 +583,43 @@ class HostileMarshallerTest {
         }
     }
 
+    /** A limit no message fits is refused when the marshaller is made, not at every send. */
+    @Test
+    void aLimitNoMessageFitsIsRefusedUpFront() throws Exception {
+        ReaderOptions o = ReaderOptions.defaults().withTensorScope(TensorScope.SHARED);
+        for (long limit : new long[] {0, -1, Long.MIN_VALUE}) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> HurrayMarshallers.tensor(o, limit));
+            assertTrue(e.getMessage().contains("maxMessageBytes " + limit), e.getMessage());
+            assertThrows(IllegalArgumentException.class, () -> HurrayMarshallers.tensors(o, limit));
+        }
+        // The smallest limit a message fits, and one byte under it.
+        byte[] w = wire("fit", 1, 10);
+        try (Tensor t = bytes("fit", 1, 10)) {
+            try (InputStream in = HurrayMarshallers.tensor(o, w.length).stream(t)) {
+                assertArrayEquals(w, in.readAllBytes());
+            }
+            StatusRuntimeException e = assertThrows(StatusRuntimeException.class,
+                    () -> HurrayMarshallers.tensor(o, w.length - 1).stream(t));
+            assertEquals(Status.Code.RESOURCE_EXHAUSTED, e.getStatus().getCode());
+        }
+        // A list holding one tensor several times, large and small, sends each copy.
+        try (Tensor big = bytes("same", 2, 3 * CHUNK + 1); Tensor small = bytes("small", 3, 5)) {
+            List<Tensor> back = LIST.parse(LIST.stream(List.of(big, small, big, small, big)));
+            try {
+                assertEquals(5, back.size());
+                for (int i = 0; i < 5; i++) {
+                    if (i % 2 == 0) {
+                        check(back.get(i), "same", 2, 3 * CHUNK + 1);
+                    } else {
+                        check(back.get(i), "small", 3, 5);
+                    }
+                }
+            } finally {
+                back.forEach(Tensor::close);
+            }
+        }
+    }
+
     static final MethodDescriptor<Tensor, Tensor> ECHO = MethodDescriptor.<Tensor, Tensor>newBuilder()
             .setType(MethodDescriptor.MethodType.BIDI_STREAMING).setFullMethodName("hostile.Echo/Echo")
             .setRequestMarshaller(HurrayMarshallers.tensor(ReaderOptions.defaults().withTensorScope(TensorScope.SHARED),
