@@ -209,7 +209,9 @@ class Tensor:
     Ownership: the memory lives while the tensor or anything made from it lives: numpy views
     from ``numpy()``/``buffers()`` and DLPack capsules keep it, and ``close()`` (or dropping
     the last reference) only releases the tensor's own reference. Threads: a tensor may be
-    read from any thread; the library calls it makes are thread-safe on a live tensor.
+    read from any thread; the library calls it makes are thread-safe on a live tensor. A close
+    on another thread meanwhile makes ``numpy()``, ``buffers()`` and DLPack exports raise
+    ``ValueError``; do not close a tensor another thread is writing or calling otherwise.
     """
 
     # Fields a tensor fills lazily start as these class-level defaults, so making one (once
