@@ -133,6 +133,58 @@ class HostileDecoderMisuseTest {
     }
 
     /**
+     * An encoder's pieces kept past their life: a borrowed piece read after the tensor it
+     * borrows was released and closed, a staging piece after reset or close, throw
+     * {@link IllegalStateException} (never reading freed memory); the encoder then encodes
+     * the next stream's bytes as a fresh one does.
+     */
+    @Test
+    void anEncodersPiecesKeptPastTheirLifeThrow() throws IOException {
+        for (TensorScope scope : TensorScope.values()) {
+            Tensor big = Tensor.allocate(TensorDescriptor.of(ElementType.FLOAT32, 50_000), scope);
+            try (TensorEncoder e = TensorEncoder.create()) {
+                e.encode(big);
+                List<TensorEncoder.Piece> pieces = e.output();
+                ByteBuffer borrowed = pieces.stream().filter(TensorEncoder.Piece::borrowed).findFirst().orElseThrow().bytes();
+                ByteBuffer staged = pieces.stream().filter(p -> !p.borrowed()).findFirst().orElseThrow().bytes();
+                e.consumed(e.pendingBytes());
+                big.close();
+                assertThrows(IllegalStateException.class, () -> borrowed.get(0), scope + ": a borrowed piece after the tensor closed");
+                assertThrows(IllegalStateException.class, () -> staged.get(0));
+                e.finish();
+                ByteBuffer end = e.output().get(0).bytes();
+                e.reset();
+                assertThrows(IllegalStateException.class, () -> end.get(0), "a staging piece after reset");
+                try (Tensor small = Tensor.of("after", new float[] {1, 2, 3})) {
+                    e.encode(small);
+                    e.finish();
+                    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+                    for (TensorEncoder.Piece p : e.output()) {
+                        byte[] b = new byte[p.bytes().remaining()];
+                        p.bytes().get(b);
+                        out.write(b);
+                    }
+                    e.consumed(e.pendingBytes());
+                    assertEquals(0, e.pendingBytes());
+                    byte[] want = TestSupport.stream(List.of(small), WriterOptions.defaults());
+                    org.junit.jupiter.api.Assertions.assertArrayEquals(want, out.toByteArray());
+                }
+                ByteBuffer last = null;
+                e.finish();
+                List<TensorEncoder.Piece> rest = e.output();
+                if (!rest.isEmpty()) {
+                    last = rest.get(0).bytes();
+                }
+                e.close();
+                if (last != null) {
+                    ByteBuffer l = last;
+                    assertThrows(IllegalStateException.class, () -> l.get(0), "a staging piece after close");
+                }
+            }
+        }
+    }
+
+    /**
      * Hostile pieces: a region filled in several steps, filled with nothing, asked for twice,
      * the region itself (or a buffer over it) fed back to the decoder (refused, as the feed ends
      * the region, taking no byte), read-only, empty and offset buffers, next and drainTo taking
