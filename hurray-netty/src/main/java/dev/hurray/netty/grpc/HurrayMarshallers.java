@@ -461,14 +461,19 @@ public final class HurrayMarshallers {
 
         /** Gives the chunks back; the stream then holds nothing and reads as ended. */
         private void release() {
-            List<byte[]> done = parts;
-            if (done.isEmpty()) {
-                return;
+            List<byte[]> done;
+            // Atomic, so that two threads closing one stream at once cannot give a chunk back twice
+            // (two later messages would then share it); a stream is otherwise used by one thread.
+            synchronized (this) {
+                done = parts;
+                if (done.isEmpty()) {
+                    return;
+                }
+                parts = List.of();
+                index = 0;
+                offset = 0;
+                remaining = 0;
             }
-            parts = List.of();
-            index = 0;
-            offset = 0;
-            remaining = 0;
             for (byte[] p : done) {
                 Chunks.give(p);
             }

@@ -125,6 +125,34 @@ class HostileMarshallerTest {
         all.forEach(HurrayMarshallers.Chunks::give);
     }
 
+    /** Two threads closing one large message stream at the same moment give each chunk back once. */
+    @org.junit.jupiter.api.Test
+    void racingClosesOfOneStreamGiveEachChunkBackOnce() throws Exception {
+        MethodDescriptor.Marshaller<Tensor> m = HurrayMarshallers.tensor();
+        java.util.concurrent.ExecutorService two = java.util.concurrent.Executors.newFixedThreadPool(2);
+        try {
+            for (int round = 0; round < 200; round++) {
+                InputStream in;
+                try (Tensor t = bytes("race", round, 5 * CHUNK)) {
+                    in = m.stream(t);
+                }
+                java.util.concurrent.CyclicBarrier go = new java.util.concurrent.CyclicBarrier(2);
+                java.util.concurrent.Callable<Void> close = () -> {
+                    go.await();
+                    in.close();
+                    return null;
+                };
+                var a = two.submit(close);
+                var b = two.submit(close);
+                a.get();
+                b.get();
+                assertPoolHoldsDistinctChunks();
+            }
+        } finally {
+            two.shutdownNow();
+        }
+    }
+
     /** A message's chunks, as the stream holds them (empty once given back). */
     @SuppressWarnings("unchecked")
     static List<byte[]> partsOf(InputStream in) throws Exception {
