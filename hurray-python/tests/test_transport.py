@@ -244,6 +244,33 @@ def test_a_stream_of_large_tensors_reads_each_payload_whole_into_its_tensor():
     assert sizes[8] == frame and sizes[9] == len("four") - len("3") and sizes[10] == 1 << 20, sizes
 
 
+@pytest.mark.skipif(
+    not (os.uname().sysname == "Linux" and os.uname().machine in ("x86_64", "aarch64", "riscv64")),
+    reason="the library's page allocator is Linux on x86_64, aarch64 and riscv64 only",
+)
+def test_a_pooled_reader_puts_tensors_of_4_mib_or_more_in_huge_page_aligned_memory():
+    # docs/spec/stream.md §Buffer pool: a pool's new allocation of at least 4 MiB is a map of
+    # the page allocator (2 MiB aligned, advised for huge pages; 32 MiB without a pool), so
+    # its first filling costs a fault per 2 MiB, not per 4 KiB, and every reuse keeps that.
+    huge = 2 << 20
+    w = hurray.StreamWriter()
+    for n in (4 << 20, 8 << 20, (4 << 20) - 64):
+        w.write(hurray.from_numpy(np.full(n // 4, 7, np.float32)))
+    w.finish()
+    wire = w.getvalue()
+
+    def addresses(reader):
+        got = list(reader)  # all alive: none of their memory is reused for the next
+        assert all((t.numpy() == 7).all() for t in got)
+        return [t.numpy().ctypes.data for t in got]
+
+    four, eight, below = addresses(hurray.StreamReader(wire))
+    assert four % huge == 0 and eight % huge == 0
+    assert below % huge != 0  # below 4 MiB: the C allocator
+    # Without a pool, 4 and 8 MiB stay with the C allocator (which reuses freed blocks).
+    assert all(p % huge != 0 for p in addresses(hurray.StreamReader(wire, buffer_pool_bytes=0)))
+
+
 class CountingSocket(socket.socket):
     """A socket that records the views of each scatter read."""
 

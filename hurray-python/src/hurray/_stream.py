@@ -73,6 +73,7 @@ _RESULT_BYTES = ctypes.sizeof(DecodeResult)
 # and a HurrayDecodedBuffer's data pointer and byte_size (24 bytes: 3 words).
 _RQ = _RESULT_BYTES // 8
 _TENSOR_Q = DecodeResult.tensor.offset // 8
+_INPUT_Q = DecodeResult.input.offset // 8  # the input region's pointer; its length is the next word
 _COUNT_Q = (_FIELDS_OFFSET + DescriptorFields.buffer_count.offset) // 8
 _BUFFERS_Q = DecodeResult.buffers.offset // 8
 _RI = _RESULT_BYTES // 4
@@ -889,6 +890,7 @@ class StreamReader:
         self._result_ref = byref(self._result)
         self._results = (DecodeResult * _RESULTS)()
         self._results_mv = memoryview(self._results).cast("B")
+        self._results_q = self._results_mv.cast("Q")  # result 0's input region: words 1 and 2
         self._ledger = _Ledger()
         self._count = c_size_t()
         self._count_ref = byref(self._count)
@@ -1012,7 +1014,7 @@ class StreamReader:
         dec = self._dec
         if dec is None:
             raise ValueError("reader is closed")
-        results, count = self._results, self._count
+        results, count, rq = self._results, self._count, self._results_q
         if self._ledger.pending:
             self._ledger.drain()
         filled = 0
@@ -1027,8 +1029,7 @@ class StreamReader:
             s = lib.hurray_decoder_next_batch(dec, filled, self._flags, results, _RESULTS, self._count_ref)
             if s != NEED_INPUT:
                 break
-            r0 = results[0]
-            filled = self._fill(r0.input, r0.input_len)
+            filled = self._fill(rq[_INPUT_Q], rq[_INPUT_Q + 1])
             if filled == 0:
                 self._flags = DECODE_END_OF_INPUT
         if s < 0:
@@ -1037,9 +1038,8 @@ class StreamReader:
             self._done = True
             return None
         ready.extend(self._take(count.value))
-        r0 = results[0]
-        if r0.input:
-            self._region = (r0.input, r0.input_len)
+        if rq[_INPUT_Q]:
+            self._region = (rq[_INPUT_Q], rq[_INPUT_Q + 1])
         return ready.popleft()
 
     def _take(self, n: int) -> "list[_Received]":

@@ -18,10 +18,18 @@ pub const GROW_MIN_BYTES: usize = 64 * 1024;
 /// [`LargeAlloc`], when there is one.
 pub const LARGE_ALLOC_MIN_BYTES: usize = 32 << 20;
 
+/// The same threshold for the allocations a buffer pool makes (`pool.rs`): a pooled
+/// allocation is reused tensor after tensor, so the hook's fresh memory is paid for once and
+/// its huge pages then serve every reuse (numpy advises huge pages from the same size). An
+/// unpooled buffer of this size is better served by the C allocator, which hands freed blocks
+/// below its mmap threshold (glibc: at most 32 MiB) out again without new pages.
+pub const POOLED_LARGE_ALLOC_MIN_BYTES: usize = 4 << 20;
+
 /// Where large payload regions come from: a hook the embedding layer may install once per
 /// process (the C library installs its page allocator, `native/hurray-ffi/src/os/pages.rs`).
 /// Without one, every buffer comes from the Rust global allocator. Buffers of at least
-/// [`LARGE_ALLOC_MIN_BYTES`] made after it is installed are allocated, grown and freed by it;
+/// [`LARGE_ALLOC_MIN_BYTES`] ([`POOLED_LARGE_ALLOC_MIN_BYTES`] for a pool's) made after it is
+/// installed are allocated, grown and freed by it;
 /// buffers made before keep the global allocator. The bounds of docs/spec/stream.md §Limits
 /// do not depend on the hook: it is asked for exactly the capacities the global allocator would
 /// be asked for.
@@ -269,12 +277,17 @@ impl AlignedBuf {
     /// Errors: `InvalidAlignment` for a bad alignment, `LimitExceeded` when `len` does not fit
     /// the address space, `OutOfMemory` when the allocator refuses.
     pub fn new(len: u64, align: u64) -> Result<Self> {
+        Self::new_with(len, align, LARGE_ALLOC_MIN_BYTES)
+    }
+
+    /// As [`new`](Self::new), asking the [`LargeAlloc`] hook from `large_min` bytes on.
+    pub(crate) fn new_with(len: u64, align: u64, large_min: usize) -> Result<Self> {
         let align = check_buf_alignment(align)?;
         let len = fit_len(len, align)?;
         if len == 0 {
             return Ok(AlignedBuf::empty(align));
         }
-        if len >= LARGE_ALLOC_MIN_BYTES {
+        if len >= large_min {
             if let Some(ptr) = large_region(len, align) {
                 return Ok(AlignedBuf { ptr, len, cap: len, filled: 0, align: align as u32, block: LARGE });
             }
@@ -301,14 +314,19 @@ impl AlignedBuf {
     ///
     /// Errors: as [`new`](Self::new) (`len` is checked against the address space up front).
     pub fn growable(len: u64, align: u64, initial: usize) -> Result<Self> {
+        Self::growable_with(len, align, initial, LARGE_ALLOC_MIN_BYTES)
+    }
+
+    /// As [`growable`](Self::growable), asking the [`LargeAlloc`] hook from `large_min` bytes on.
+    pub(crate) fn growable_with(len: u64, align: u64, initial: usize, large_min: usize) -> Result<Self> {
         let align = check_buf_alignment(align)?;
         let len = fit_len(len, align)?;
         if len <= initial {
-            return Self::new(len as u64, align as u64);
+            return Self::new_with(len as u64, align as u64, large_min);
         }
         let mut b = AlignedBuf::empty(align);
         b.len = len;
-        b.block = if len >= LARGE_ALLOC_MIN_BYTES && large_alloc().is_some() { LARGE } else { 0 };
+        b.block = if len >= large_min && large_alloc().is_some() { LARGE } else { 0 };
         if initial > 0 {
             b.resize_block(initial)?;
         }
@@ -800,6 +818,32 @@ mod tests {
         assert_eq!((e.block(), e.as_ptr() as usize % 4096), (Block::Large, 0));
         assert_eq!(counts().live_bytes, LARGE_ALLOC_MIN_BYTES as i64);
         drop(e);
+        assert_eq!(counts().live_bytes, 0);
+    }
+
+    #[test]
+    fn the_pooled_threshold_sends_smaller_buffers_to_the_hook() {
+        // What BufferPool asks for on a miss (pool.rs, take_inner): the hook from
+        // POOLED_LARGE_ALLOC_MIN_BYTES on, where AlignedBuf::new waits for LARGE_ALLOC_MIN_BYTES.
+        with_test_hook();
+        let min = POOLED_LARGE_ALLOC_MIN_BYTES;
+        let below = AlignedBuf::new_with((min - 1) as u64, 64, min).unwrap();
+        let unpooled = AlignedBuf::new(min as u64, 64).unwrap();
+        assert_ne!(below.block(), Block::Large);
+        assert_ne!(unpooled.block(), Block::Large);
+        assert_eq!(counts(), HookCounts::default());
+        let exact = AlignedBuf::new_with(min as u64, 4096, min).unwrap();
+        assert_eq!((exact.block(), exact.as_ptr() as usize % 4096), (Block::Large, 0));
+        let len = min + 3 * GROW_MIN_BYTES + 5;
+        let mut grown = AlignedBuf::growable_with(len as u64, 64, GROW_MIN_BYTES, min).unwrap();
+        assert_eq!((grown.block(), grown.capacity()), (Block::Large, GROW_MIN_BYTES));
+        let want = fill_checked(&mut grown, &[usize::MAX], GROW_MIN_BYTES);
+        assert_eq!(grown.as_slice(), &want[..]);
+        assert_eq!((counts().live_bytes, counts().allocs), ((min + len) as i64, 2));
+        // An eagerly sized growable one is exact, from the hook too.
+        let eager = AlignedBuf::growable_with(min as u64, 64, min, min).unwrap();
+        assert_eq!(eager.block(), Block::Large);
+        drop((exact, grown, eager, below, unpooled));
         assert_eq!(counts().live_bytes, 0);
     }
 

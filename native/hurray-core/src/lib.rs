@@ -37,7 +37,7 @@ pub mod wire;
 
 pub use buffer::{
     check_alignment, install_large_alloc, AlignedBuf, BufferHandle, LargeAlloc, BUFFER_HANDLE_BYTES, GROW_MIN_BYTES,
-    LARGE_ALLOC_MIN_BYTES, SYNC_MODE_OFFSET,
+    LARGE_ALLOC_MIN_BYTES, POOLED_LARGE_ALLOC_MIN_BYTES, SYNC_MODE_OFFSET,
 };
 pub use composite::{Composite, CompositeSpec, Item, ItemReader, Member};
 pub use decoder::ReaderOptions;

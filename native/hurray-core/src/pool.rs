@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use crate::buffer::AlignedBuf;
+use crate::buffer::{AlignedBuf, POOLED_LARGE_ALLOC_MIN_BYTES};
 use crate::error::Result;
 
 /// Most free allocations a pool keeps, whatever their sizes (bounds the search on take).
@@ -107,7 +107,9 @@ impl BufferPool {
     }
 
     /// An empty buffer of `len` bytes aligned to `align`: a free allocation when one fits the
-    /// reuse rule, else a new one (as [`AlignedBuf::new`], whose errors it returns). Its bytes
+    /// reuse rule, else a new one (as [`AlignedBuf::new`], whose errors it returns, but from
+    /// the [`LargeAlloc`](crate::buffer::LargeAlloc) hook from
+    /// [`POOLED_LARGE_ALLOC_MIN_BYTES`] on). Its bytes
     /// are uninitialised until written, as for a new allocation. A zero-byte buffer allocates
     /// nothing and never enters the pool.
     pub fn take(&self, len: u64, align: u64) -> Result<PooledBuf> {
@@ -147,9 +149,10 @@ impl BufferPool {
                 b.reset(len as usize);
                 b
             }
+            // A new allocation this pool will keep: the hook serves it from a lower size on.
             None => match initial {
-                Some(initial) => AlignedBuf::growable(len, align, initial)?,
-                None => AlignedBuf::new(len, align)?,
+                Some(initial) => AlignedBuf::growable_with(len, align, initial, POOLED_LARGE_ALLOC_MIN_BYTES)?,
+                None => AlignedBuf::new_with(len, align, POOLED_LARGE_ALLOC_MIN_BYTES)?,
             },
         };
         Ok(PooledBuf { buf: Some(buf), home: Arc::downgrade(&self.shared) })

@@ -10,8 +10,10 @@ mod ffi_common;
 use common::*;
 use ffi_common::*;
 use hurray_core::stream::EAGER_RESERVE_BYTES;
-use hurray_core::{ElementType, Shape, TensorDescriptor};
+use hurray_core::{ElementType, Shape, TensorDescriptor, POOLED_LARGE_ALLOC_MIN_BYTES};
+use hurray_ffi::reader::hurray_reader_set_buffer_pool_bytes;
 use hurray_ffi::*;
+use std::ptr::null_mut;
 
 const MIB: usize = 1 << 20;
 
@@ -60,4 +62,34 @@ fn large_tensors_are_mapped_by_the_bytes_received_and_unmapped_with_their_tensor
     // Grown 64 -> 128 -> 200 MiB, the pages moved, never doubled: at most the tensor, rounded
     // up to 2 MiB, at once.
     assert!(after.peak_mapped_bytes <= before.mapped_bytes.max(before.peak_mapped_bytes) + (len + 2 * MIB) as u64);
+
+    // With a buffer pool, from 4 MiB on (docs/spec/stream.md §Buffer pool): one map, which the
+    // pool hands out again for the next tensor; without one, such a buffer stays with the C
+    // allocator.
+    let item = big_item(POOLED_LARGE_ALLOC_MIN_BYTES as u64);
+    let two = encode_stream(&[item.clone(), item.clone()], false);
+    let before = page_stats();
+    let (got, end, _, _) = ffi_read(Mem::reading(two.clone(), 0));
+    assert_eq!((end, got.len()), (HURRAY_END_OF_STREAM, 2));
+    assert_eq!(page_stats().maps, before.maps, "no pool: no map below 32 MiB");
+    let before = page_stats();
+    let mut m = Mem::reading(two, 0);
+    let t = transport(&mut m);
+    // SAFETY: `t` is a live local whose `m` outlives the reader; every out-pointer is a live local.
+    unsafe {
+        let mut r = null_mut();
+        expect(hurray_reader_new(&t, std::ptr::null(), &mut r), HURRAY_OK);
+        expect(hurray_reader_set_buffer_pool_bytes(r, 256 << 20), HURRAY_OK);
+        for _ in 0..2 {
+            let mut tensor = null_mut();
+            expect(hurray_reader_next_tensor(r, &mut tensor), HURRAY_OK);
+            assert!(copy_out(tensor).buffers[0] == item.payloads[0], "the bytes read back exactly");
+            expect(hurray_tensor_destroy(&mut tensor), HURRAY_OK);
+        }
+        let mut tensor = null_mut();
+        expect(hurray_reader_next_tensor(r, &mut tensor), HURRAY_END_OF_STREAM);
+        assert_eq!(page_stats().maps, before.maps + 1, "one map for both tensors");
+        expect(hurray_reader_destroy(&mut r), HURRAY_OK);
+    }
+    assert_eq!(page_stats().mapped_bytes, before.mapped_bytes, "unmapped with the pool");
 }

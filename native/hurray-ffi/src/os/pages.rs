@@ -1,5 +1,5 @@
 //! The page allocator the C library installs as hurray-core's `LargeAlloc` (payload buffers of
-//! at least 32 MiB): anonymous private mappings, 2 MiB aligned and advised for transparent huge
+//! at least 32 MiB, 4 MiB for a buffer pool's): anonymous private mappings, 2 MiB aligned and advised for transparent huge
 //! pages (`MADV_HUGEPAGE`) when at least 2 MiB long, grown with `mremap`. A reader's first
 //! write to a fresh 2 MiB huge page is one fault instead of 512, which is most of a large
 //! tensor's receive cost with 4 KiB pages.
