@@ -926,3 +926,33 @@ fn lower_limits_after_a_reset_apply_to_descriptors_read_from_the_kept_template()
         );
     }
 }
+
+/// A decoded tensor is moved by value several times on its way out of the decoder (and the C
+/// ABI's result); above 128 bytes each move is a `memcpy` call, which cost about a tenth of a
+/// small tensor's decode. A plain descriptor keeps its layout and optional blocks out of line.
+#[test]
+fn decoded_tensor_moves_inline() {
+    assert!(std::mem::size_of::<TensorDescriptor>() <= 96, "{}", std::mem::size_of::<TensorDescriptor>());
+    assert!(
+        std::mem::size_of::<hurray_core::ReadTensor>() <= 128,
+        "{}",
+        std::mem::size_of::<hurray_core::ReadTensor>()
+    );
+    assert!(std::mem::size_of::<Decoded>() <= 128, "{}", std::mem::size_of::<Decoded>());
+}
+
+/// Removing the only optional block gives the descriptor a plain one has (equal, same
+/// encoding), and adding it back gives the original.
+#[test]
+fn composite_block_removed_equals_plain() {
+    let plain =
+        TensorDescriptor::dense(hurray_core::ElementType::Float32, hurray_core::Shape::new(vec![4]).unwrap()).unwrap();
+    let member = plain.clone().with_composite(Some(hurray_core::CompositeInfo::member(1, 0))).unwrap();
+    assert_ne!(member, plain);
+    assert!(!member.eq_except_name(&plain));
+    let back = member.clone().with_composite(None).unwrap();
+    assert_eq!(back, plain);
+    assert!(back.eq_except_name(&plain));
+    assert_eq!(back.encode().unwrap(), plain.encode().unwrap());
+    assert_eq!(back.with_composite(Some(hurray_core::CompositeInfo::member(1, 0))).unwrap(), member);
+}
