@@ -49,13 +49,11 @@ impl DescInner {
         let bytes = match last {
             Some(b) if b.len() == total && b[..encoded.len()] == *encoded => b.clone(),
             _ => {
-                let mut v = Vec::with_capacity(total);
-                v.extend_from_slice(encoded);
-                if desc.name().is_some() {
-                    v.extend_from_slice(name);
-                    v.push(0);
-                }
-                let b: Arc<[u8]> = v.into();
+                // One allocation (an exact-size iterator fills the `Arc` in place).
+                let b: Arc<[u8]> = match desc.name() {
+                    None => Arc::from(encoded),
+                    Some(_) => encoded.iter().chain(name).copied().chain(Some(0)).collect(),
+                };
                 // A large one is not kept past its tensor (as the core decoder's last descriptor).
                 *last = (total <= KEEP_SHARED_ENCODING_BYTES).then(|| b.clone());
                 b
