@@ -956,3 +956,35 @@ fn composite_block_removed_equals_plain() {
     assert_eq!(back.encode().unwrap(), plain.encode().unwrap());
     assert_eq!(back.with_composite(Some(hurray_core::CompositeInfo::member(1, 0))).unwrap(), member);
 }
+
+/// A descriptor byte-identical to the last one is that descriptor again (shared as it is, not
+/// decoded); one that differs in its name or metadata, or a named one, is decoded; each equals
+/// what a full decode of its own bytes gives, whatever the pieces the input came in.
+#[test]
+fn repeated_descriptors_decode_to_themselves() {
+    use hurray_core::{ElementType, Shape, StreamWriter};
+    let plain = TensorDescriptor::dense(ElementType::Float32, Shape::new(vec![2, 3]).unwrap()).unwrap();
+    let a = plain.clone().with_metadata("k", b"a".to_vec()).unwrap();
+    let b = plain.clone().with_metadata("k", b"b".to_vec()).unwrap();
+    let n = plain.clone().with_name("n").unwrap();
+    let descs = [&a, &a, &a, &b, &b, &plain, &plain, &n, &n, &a];
+    let mut w = StreamWriter::new(Vec::new(), WriterOptions { payload_checksums: false });
+    for (i, d) in descs.iter().enumerate() {
+        w.write_tensor(d, &[&vec![i as u8; 24]]).unwrap();
+    }
+    w.finish().unwrap();
+    let bytes = w.into_transport();
+    for max in [1usize, 7, usize::MAX] {
+        let (read, end, _) = decode(&bytes, |_| max);
+        end.unwrap();
+        assert_eq!(read.len(), descs.len());
+        for (i, ((got, payloads), want)) in read.iter().zip(descs).enumerate() {
+            assert_eq!(got, want, "tensor {i}");
+            assert_eq!(got, &TensorDescriptor::decode(&want.encode().unwrap()).unwrap());
+            assert_eq!(got.metadata(), want.metadata());
+            assert_eq!(payloads, &vec![vec![i as u8; 24]]);
+        }
+        // Equal unnamed descriptors in a row share their dimensions.
+        assert_eq!(read[0].0.shape().dims().as_ptr(), read[1].0.shape().dims().as_ptr());
+    }
+}
