@@ -970,7 +970,7 @@ fn repeated_descriptors_decode_to_themselves() {
     let descs = [&a, &a, &a, &b, &b, &plain, &plain, &n, &n, &a];
     let mut w = StreamWriter::new(Vec::new(), WriterOptions { payload_checksums: false });
     for (i, d) in descs.iter().enumerate() {
-        w.write_tensor(d, &[&vec![i as u8; 24]]).unwrap();
+        w.write_tensor(d, &[&[i as u8; 24]]).unwrap();
     }
     w.finish().unwrap();
     let bytes = w.into_transport();
