@@ -598,8 +598,8 @@ impl StreamDecoder {
                     }
                     match self.start_payloads(&buf, crc) {
                         Err(e) => return (State::Descriptor { buf, want, crc }, Err(e)),
-                        Ok((desc, bufs)) => {
-                            self.remember(buf, crc, &desc);
+                        Ok((desc, bufs, same)) => {
+                            self.remember(buf, crc, &desc, same);
                             let composite = desc.composite().is_some();
                             self.item_desc = Some(desc);
                             self.item_bufs = bufs;
@@ -766,7 +766,9 @@ impl StreamDecoder {
         Ok(Some((len as usize, dcrc)))
     }
 
-    fn start_payloads(&self, bytes: &[u8], crc: u32) -> Result<(TensorDescriptor, Vec<PooledBuf>)> {
+    /// The descriptor of `bytes` and its buffers, and whether `bytes` are the last accepted
+    /// descriptor's.
+    fn start_payloads(&self, bytes: &[u8], crc: u32) -> Result<(TensorDescriptor, Vec<PooledBuf>, bool)> {
         // Equal bytes have an equal CRC: for the same bytes as the last accepted descriptor,
         // comparing the stored CRCs is the checksum check.
         let same = self.last.as_ref().is_some_and(|l| l.bytes == bytes);
@@ -778,9 +780,13 @@ impl StreamDecoder {
             bail!(Corrupt, "descriptor checksum mismatch");
         }
         // Decoding from the last accepted descriptor's template gives what a full decode gives.
-        let desc = match &self.last {
-            Some(l) => l.template.decode(&l.bytes, bytes)?,
-            None => TensorDescriptor::decode(bytes)?,
+        // The same bytes as the last accepted descriptor (a stream of equal unnamed
+        // descriptors) are that descriptor again: the template's, shared as it is.
+        let repeated = if same { self.last.as_ref().and_then(|l| l.template.repeat()) } else { None };
+        let desc = match (repeated, &self.last) {
+            (Some(d), _) => d,
+            (None, Some(l)) => l.template.decode(&l.bytes, bytes)?,
+            (None, None) => TensorDescriptor::decode(bytes)?,
         };
         if desc.shape().rank() > self.opts.max_rank as usize {
             bail!(LimitExceeded, "rank {} exceeds the limit of {}", desc.shape().rank(), self.opts.max_rank);
@@ -802,12 +808,17 @@ impl StreamDecoder {
                 None => PooledBuf::unpooled(AlignedBuf::growable(h.byte_size(), h.alignment(), initial)?),
             });
         }
-        Ok((desc, bufs))
+        Ok((desc, bufs, same))
     }
 
     /// Keeps an accepted descriptor's bytes and template for the next frame, and the previous
-    /// bytes' allocation for reading the next frame's descriptor into.
-    fn remember(&mut self, bytes: Vec<u8>, crc: u32, desc: &TensorDescriptor) {
+    /// bytes' allocation for reading the next frame's descriptor into. With `same` (`bytes`
+    /// are the last accepted descriptor's) the last one is kept as it is.
+    fn remember(&mut self, bytes: Vec<u8>, crc: u32, desc: &TensorDescriptor, same: bool) {
+        if same {
+            self.spare_bytes = if bytes.capacity() <= KEEP_DESCRIPTOR_CAPACITY { bytes } else { Vec::new() };
+            return;
+        }
         let template = DecodeTemplate::of(desc);
         let old = match self.last.replace(LastDescriptor { bytes, crc, template }) {
             Some(l) => l.bytes,

@@ -926,3 +926,65 @@ fn lower_limits_after_a_reset_apply_to_descriptors_read_from_the_kept_template()
         );
     }
 }
+
+/// A decoded tensor is moved by value several times on its way out of the decoder (and the C
+/// ABI's result); above 128 bytes each move is a `memcpy` call, which cost about a tenth of a
+/// small tensor's decode. A plain descriptor keeps its layout and optional blocks out of line.
+#[test]
+fn decoded_tensor_moves_inline() {
+    assert!(std::mem::size_of::<TensorDescriptor>() <= 96, "{}", std::mem::size_of::<TensorDescriptor>());
+    assert!(
+        std::mem::size_of::<hurray_core::ReadTensor>() <= 128,
+        "{}",
+        std::mem::size_of::<hurray_core::ReadTensor>()
+    );
+    assert!(std::mem::size_of::<Decoded>() <= 128, "{}", std::mem::size_of::<Decoded>());
+}
+
+/// Removing the only optional block gives the descriptor a plain one has (equal, same
+/// encoding), and adding it back gives the original.
+#[test]
+fn composite_block_removed_equals_plain() {
+    let plain =
+        TensorDescriptor::dense(hurray_core::ElementType::Float32, hurray_core::Shape::new(vec![4]).unwrap()).unwrap();
+    let member = plain.clone().with_composite(Some(hurray_core::CompositeInfo::member(1, 0))).unwrap();
+    assert_ne!(member, plain);
+    assert!(!member.eq_except_name(&plain));
+    let back = member.clone().with_composite(None).unwrap();
+    assert_eq!(back, plain);
+    assert!(back.eq_except_name(&plain));
+    assert_eq!(back.encode().unwrap(), plain.encode().unwrap());
+    assert_eq!(back.with_composite(Some(hurray_core::CompositeInfo::member(1, 0))).unwrap(), member);
+}
+
+/// A descriptor byte-identical to the last one is that descriptor again (shared as it is, not
+/// decoded); one that differs in its name or metadata, or a named one, is decoded; each equals
+/// what a full decode of its own bytes gives, whatever the pieces the input came in.
+#[test]
+fn repeated_descriptors_decode_to_themselves() {
+    use hurray_core::{ElementType, Shape, StreamWriter};
+    let plain = TensorDescriptor::dense(ElementType::Float32, Shape::new(vec![2, 3]).unwrap()).unwrap();
+    let a = plain.clone().with_metadata("k", b"a".to_vec()).unwrap();
+    let b = plain.clone().with_metadata("k", b"b".to_vec()).unwrap();
+    let n = plain.clone().with_name("n").unwrap();
+    let descs = [&a, &a, &a, &b, &b, &plain, &plain, &n, &n, &a];
+    let mut w = StreamWriter::new(Vec::new(), WriterOptions { payload_checksums: false });
+    for (i, d) in descs.iter().enumerate() {
+        w.write_tensor(d, &[&[i as u8; 24]]).unwrap();
+    }
+    w.finish().unwrap();
+    let bytes = w.into_transport();
+    for max in [1usize, 7, usize::MAX] {
+        let (read, end, _) = decode(&bytes, |_| max);
+        end.unwrap();
+        assert_eq!(read.len(), descs.len());
+        for (i, ((got, payloads), want)) in read.iter().zip(descs).enumerate() {
+            assert_eq!(got, want, "tensor {i}");
+            assert_eq!(got, &TensorDescriptor::decode(&want.encode().unwrap()).unwrap());
+            assert_eq!(got.metadata(), want.metadata());
+            assert_eq!(payloads, &vec![vec![i as u8; 24]]);
+        }
+        // Equal unnamed descriptors in a row share their dimensions.
+        assert_eq!(read[0].0.shape().dims().as_ptr(), read[1].0.shape().dims().as_ptr());
+    }
+}

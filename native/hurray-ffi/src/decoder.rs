@@ -79,6 +79,9 @@ pub(crate) struct DecoderInner {
     /// The descriptor of the last tensor emitted in a `HurrayDecodeResult`, for
     /// `HURRAY_FIELDS_SAME_EXCEPT_NAME`.
     previous: Option<hurray_core::TensorDescriptor>,
+    /// The encoding (and name) bytes of the last tensor emitted, shared with the next one when
+    /// its encoding is the same.
+    last_encoding: Option<std::sync::Arc<[u8]>>,
     /// The buffer and metadata views of the last `hurray_decoder_next_batch` results, kept
     /// apart from `buffers`/`metadata` so that other calls leave them valid.
     batch_buffers: Vec<HurrayDecodedBuffer>,
@@ -126,6 +129,7 @@ pub unsafe extern "C" fn hurray_decoder_new(
                     buffers: Vec::new(),
                     metadata: Vec::new(),
                     previous: None,
+                    last_encoding: None,
                     batch_buffers: Vec::new(),
                     batch_metadata: Vec::new(),
                 },
@@ -334,7 +338,7 @@ impl DecoderInner {
     /// `views` vectors) of a decoded tensor, with `HURRAY_FIELDS_SAME_EXCEPT_NAME` set when only
     /// its name differs from the previous result's.
     fn result_of(&mut self, t: hurray_core::ReadTensor, views: Views) -> FfiResult<(TensorInner, HurrayDecodeResult)> {
-        let mut inner = TensorInner::from_read_encoded(t, self.decoder.last_descriptor_bytes());
+        let mut inner = TensorInner::from_read_shared(t, self.decoder.last_descriptor_bytes(), &mut self.last_encoding);
         let desc =
             inner.desc_inner().ok_or_else(|| FfiError::new(HURRAY_ERR_INTERNAL_PANIC, "tensor without descriptor"))?;
         let mut fields = fields_of(desc);

@@ -47,9 +47,17 @@ impl TensorInner {
     /// As `from_read`, with the descriptor's encoding at hand (the stream decoder's frame
     /// bytes; see `DescInner::with_encoding`). The buffer list is made when first asked for.
     pub(crate) fn from_read_encoded(t: ReadTensor, encoded: &[u8]) -> Self {
+        Self::from_read_shared(t, encoded, &mut None)
+    }
+
+    /// As `from_read_encoded`, sharing the encoding's allocation with the last tensor's when it
+    /// is the same (`DescInner::with_shared_encoding`).
+    pub(crate) fn from_read_shared(t: ReadTensor, encoded: &[u8], last: &mut Option<Arc<[u8]>>) -> Self {
         let ReadTensor { descriptor, buffers } = t;
         TensorInner {
-            descriptor: Some(Box::new(handle::new_borrowed(DescInner::with_encoding(descriptor, encoded)))),
+            descriptor: Some(Box::new(handle::new_borrowed(DescInner::with_shared_encoding(
+                descriptor, encoded, last,
+            )))),
             list: OnceLock::new(),
             unlisted: Mutex::new(buffers),
         }

@@ -339,3 +339,45 @@ fn a_decode_batch_stops_before_a_composite_so_the_item_view_can_take_it() {
         expect(hurray_decoder_destroy(&mut d), HURRAY_OK);
     }
 }
+
+#[test]
+fn tensors_with_the_same_descriptor_share_one_copy_of_its_encoding() {
+    let same = TensorDescriptor::dense(ElementType::Float32, Shape::new(vec![4]).unwrap()).unwrap();
+    let other = TensorDescriptor::dense(ElementType::Float32, Shape::new(vec![5]).unwrap()).unwrap();
+    let descs = [&same, &same, &same, &other];
+    let mut w = StreamWriter::new(Vec::new(), WriterOptions { payload_checksums: false });
+    for d in descs {
+        let payload = typed_payload(ElementType::Float32, d.shape().element_count());
+        w.write_tensor(d, &[&payload]).unwrap();
+    }
+    w.finish().unwrap();
+    let wire = w.into_transport();
+    // SAFETY: the decoder and every tensor are made and destroyed here; the encodings are read
+    // while their tensors (or a tensor sharing the bytes) are alive; input is written within the
+    // offered length.
+    unsafe {
+        let mut d = null_mut();
+        expect(hurray_decoder_new(null(), 0, &mut d), HURRAY_OK);
+        let mut results: Vec<HurrayDecodeResult> = (0..8).map(|_| std::mem::zeroed()).collect();
+        let mut count = 0;
+        expect(hurray_decoder_next_batch(d, 0, 0, results.as_mut_ptr(), 8, &mut count), HURRAY_NEED_INPUT);
+        assert!(results[0].input_len >= wire.len());
+        std::ptr::copy_nonoverlapping(wire.as_ptr(), results[0].input, wire.len());
+        expect(hurray_decoder_next_batch(d, wire.len(), 0, results.as_mut_ptr(), 8, &mut count), HURRAY_OK);
+        assert_eq!(count, 4);
+        let enc = |r: &HurrayDecodeResult| (r.fields.encoded, r.fields.encoded_len);
+        assert_eq!(enc(&results[0]), enc(&results[1]), "one copy for equal descriptors");
+        assert_eq!(enc(&results[1]), enc(&results[2]));
+        assert_ne!(enc(&results[2]).0, enc(&results[3]).0);
+        // The first tensor gone, the others still see the shared bytes.
+        let mut first = results[0].tensor;
+        expect(hurray_tensor_destroy(&mut first), HURRAY_OK);
+        let (p, n) = enc(&results[2]);
+        assert_eq!(std::slice::from_raw_parts(p, n), &same.encode().unwrap()[..]);
+        let (p, n) = enc(&results[3]);
+        assert_eq!(std::slice::from_raw_parts(p, n), &other.encode().unwrap()[..]);
+        let mut rest: Vec<_> = results[1..4].iter().map(|r| r.tensor).collect();
+        expect(hurray_tensor_destroy_many(rest.as_mut_ptr(), rest.len()), HURRAY_OK);
+        expect(hurray_decoder_destroy(&mut d), HURRAY_OK);
+    }
+}

@@ -226,6 +226,13 @@ impl DecodeTemplate {
         DecodeTemplate { desc: d.clone_unnamed(), named: d.name.is_some(), strings, metadata, rest }
     }
 
+    /// What [`TensorDescriptor::decode`] returns for `prev` itself, the encoding this template
+    /// was made from, when that has no name: the template's descriptor (shared, nothing
+    /// compared or read). `None` for a named one (then use [`decode`](Self::decode)).
+    pub(crate) fn repeat(&self) -> Option<TensorDescriptor> {
+        (!self.named).then(|| self.desc.clone_unnamed())
+    }
+
     /// Exactly what [`TensorDescriptor::decode`]`(bytes)` returns, value or error, given `prev`,
     /// the encoding this template was made from. When `bytes` equals `prev` up to the name
     /// block and after the metadata block, only the name and metadata are read (with decode's

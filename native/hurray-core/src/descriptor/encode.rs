@@ -33,16 +33,16 @@ impl TensorDescriptor {
         if !self.metadata.is_empty() {
             ext |= EXT_METADATA;
         }
-        if self.quantization.is_some() {
+        if self.ext().quantization.is_some() {
             ext |= EXT_QUANT;
         }
-        if self.sparse.is_some() {
+        if self.ext().sparse.is_some() {
             ext |= EXT_SPARSE;
         }
-        if self.paging.is_some() {
+        if self.ext().paging.is_some() {
             ext |= EXT_PAGING;
         }
-        if self.composite.is_some() {
+        if self.ext().composite.is_some() {
             ext |= EXT_COMPOSITE;
         }
         // Sized for the fixed part, dims and strides, buffer table, name and metadata, plus
@@ -58,7 +58,7 @@ impl TensorDescriptor {
         out.extend_from_slice(&self.version.to_le_bytes());
         out.extend_from_slice(&self.flags.to_le_bytes());
         out.push(self.element_type.code());
-        out.push(self.layout.code());
+        out.push(self.ext().layout.code());
         out.push(rank as u8);
         out.push(self.buffers.len() as u8);
         out.extend_from_slice(&ext.to_le_bytes());
@@ -66,7 +66,7 @@ impl TensorDescriptor {
         for d in self.shape.dims() {
             out.extend_from_slice(&d.to_le_bytes());
         }
-        if let LayoutDescriptor::Strided(s) = &self.layout {
+        if let LayoutDescriptor::Strided(s) = &self.ext().layout {
             for x in s {
                 out.extend_from_slice(&x.to_le_bytes());
             }
@@ -81,7 +81,7 @@ impl TensorDescriptor {
         if !self.metadata.is_empty() {
             encode_metadata_block(out, &self.metadata);
         }
-        if let Some(Quantization::Block(b)) = &self.quantization {
+        if let Some(Quantization::Block(b)) = &self.ext().quantization {
             out.push(b.kind as u8);
             out.push(b.dequantized.code());
             out.push(b.scale_type.code());
@@ -90,7 +90,7 @@ impl TensorDescriptor {
             out.extend_from_slice(&b.block.to_le_bytes());
             out.extend_from_slice(&b.block2.to_le_bytes());
             out.extend_from_slice(&[0; 8]);
-        } else if let Some(q) = &self.quantization {
+        } else if let Some(q) = &self.ext().quantization {
             let (axis, scale, bias) = match *q {
                 Quantization::PerTensorAffine { scale, bias, .. } => (0u32, scale, bias),
                 Quantization::PerChannelAffine { axis, .. } => (axis, 0.0, 0.0),
@@ -104,13 +104,13 @@ impl TensorDescriptor {
             out.extend_from_slice(&scale.to_le_bytes());
             out.extend_from_slice(&bias.to_le_bytes());
         }
-        if let Some(s) = &self.sparse {
+        if let Some(s) = &self.ext().sparse {
             s.encode(out);
         }
-        if let Some(p) = &self.paging {
+        if let Some(p) = &self.ext().paging {
             p.encode(out);
         }
-        if let Some(c) = &self.composite {
+        if let Some(c) = &self.ext().composite {
             c.encode(out);
         }
         if out.len() > MAX_DESCRIPTOR_BYTES {

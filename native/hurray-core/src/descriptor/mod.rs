@@ -96,14 +96,35 @@ pub struct TensorDescriptor {
     element_type: ElementType,
     shape: Shape,
     byte_offset: u64,
-    layout: LayoutDescriptor,
     buffers: Arc<[BufferHandle]>,
-    quantization: Option<Quantization>,
     name: Option<String>,
     metadata: MetadataList,
+    /// The layout and the optional blocks; `None` for a row-major descriptor without any
+    /// (never `Some` of that: see [`Extensions::pack`]).
+    ext: Option<Box<Extensions>>,
+}
+
+/// The fields a plain row-major descriptor leaves at their defaults, kept out of line so that a
+/// descriptor (and a decoded tensor, which a decoder moves by value several times) stays small
+/// enough to be moved without a `memcpy` call.
+#[derive(Clone, Debug, PartialEq)]
+struct Extensions {
+    layout: LayoutDescriptor,
+    quantization: Option<Quantization>,
     sparse: Option<SparseInfo>,
     paging: Option<PagingInfo>,
     composite: Option<CompositeInfo>,
+}
+
+/// What `TensorDescriptor::ext` stands for when it is `None`.
+static PLAIN: Extensions =
+    Extensions { layout: LayoutDescriptor::RowMajor, quantization: None, sparse: None, paging: None, composite: None };
+
+impl Extensions {
+    /// `None` for the defaults (so that equal descriptors compare equal), else the box.
+    fn pack(self) -> Option<Box<Extensions>> {
+        (self != PLAIN).then(|| Box::new(self))
+    }
 }
 
 /// Key/value metadata entries, in order.
@@ -216,14 +237,10 @@ impl TensorDescriptor {
             element_type,
             shape,
             byte_offset,
-            layout,
             buffers,
-            quantization,
             name: None,
             metadata: MetadataList::default(),
-            sparse,
-            paging,
-            composite,
+            ext: Extensions { layout, quantization, sparse, paging, composite }.pack(),
         };
         d.validate()?;
         Ok(d)
@@ -233,35 +250,17 @@ impl TensorDescriptor {
     /// everything else.
     pub(crate) fn clone_unnamed(&self) -> Self {
         // Destructured so that a new field cannot be forgotten here.
-        let Self {
-            version,
-            flags,
-            element_type,
-            shape,
-            byte_offset,
-            layout,
-            buffers,
-            quantization,
-            name: _,
-            metadata,
-            sparse,
-            paging,
-            composite,
-        } = self;
+        let Self { version, flags, element_type, shape, byte_offset, buffers, name: _, metadata, ext } = self;
         TensorDescriptor {
             version: *version,
             flags: *flags,
             element_type: *element_type,
             shape: shape.clone(),
             byte_offset: *byte_offset,
-            layout: layout.clone(),
             buffers: buffers.clone(),
-            quantization: quantization.clone(),
             name: None,
             metadata: metadata.clone(),
-            sparse: sparse.clone(),
-            paging: paging.clone(),
-            composite: composite.clone(),
+            ext: ext.clone(),
         }
     }
 
@@ -305,33 +304,21 @@ impl TensorDescriptor {
     /// repeats the previous one under another name.
     pub fn eq_except_name(&self, other: &Self) -> bool {
         // Destructured so that a new field cannot be forgotten here.
-        let Self {
-            version,
-            flags,
-            element_type,
-            shape,
-            byte_offset,
-            layout,
-            buffers,
-            quantization,
-            name: _,
-            metadata,
-            sparse,
-            paging,
-            composite,
-        } = self;
+        let Self { version, flags, element_type, shape, byte_offset, buffers, name: _, metadata, ext: _ } = self;
+        let Extensions { layout, quantization, sparse, paging, composite } = self.ext();
+        let o = other.ext();
         *version == other.version
             && *flags == other.flags
             && *element_type == other.element_type
             && *shape == other.shape
             && *byte_offset == other.byte_offset
-            && *layout == other.layout
+            && *layout == o.layout
             && *buffers == other.buffers
-            && same_quantization_bits(quantization, &other.quantization)
+            && same_quantization_bits(quantization, &o.quantization)
             && *metadata == other.metadata
-            && *sparse == other.sparse
-            && *paging == other.paging
-            && *composite == other.composite
+            && *sparse == o.sparse
+            && *paging == o.paging
+            && *composite == o.composite
     }
 
     /// Returns this descriptor with one more key/value metadata entry. Keys are UTF-8, unique,
@@ -411,7 +398,9 @@ impl TensorDescriptor {
     /// it), the version adjusted to the lowest one that can encode the result, revalidated.
     /// Writers of composites use it to stamp members with their position.
     pub fn with_composite(mut self, composite: Option<CompositeInfo>) -> Result<Self> {
-        self.composite = composite;
+        let mut ext = self.ext.take().map_or_else(|| PLAIN.clone(), |e| *e);
+        ext.composite = composite;
+        self.ext = ext.pack();
         self.version = self.required_version();
         self.validate()?;
         Ok(self)
@@ -419,31 +408,36 @@ impl TensorDescriptor {
 
     /// Sparse block (COO/CSR/CSC/BSR), if any.
     pub fn sparse(&self) -> Option<&SparseInfo> {
-        self.sparse.as_ref()
+        self.ext().sparse.as_ref()
     }
     /// Paging block (block-paged layout), if any.
     pub fn paging(&self) -> Option<&PagingInfo> {
-        self.paging.as_ref()
+        self.ext().paging.as_ref()
     }
     /// Composite-membership block, if any.
     pub fn composite(&self) -> Option<&CompositeInfo> {
-        self.composite.as_ref()
+        self.ext().composite.as_ref()
     }
     /// True for a composite head: a buffer-less descriptor whose members follow it.
     pub fn is_composite_head(&self) -> bool {
-        self.composite.as_ref().is_some_and(|c| c.member_count() > 0)
+        self.ext().composite.as_ref().is_some_and(|c| c.member_count() > 0)
     }
 
     /// The lowest descriptor version that can encode this descriptor: 2 when it uses a
     /// sparse, paging or composite block, a version-2 element type or a block quantization
     /// kind, else 1 (docs/spec/descriptor.md §Version policy).
     pub fn required_version(&self) -> u16 {
-        let blocks = if self.sparse.is_some() || self.paging.is_some() || self.composite.is_some() {
+        let blocks = if self.ext().sparse.is_some() || self.ext().paging.is_some() || self.ext().composite.is_some() {
             crate::DESCRIPTOR_VERSION_2
         } else {
             DESCRIPTOR_VERSION
         };
-        blocks.max(min_version_for(self.element_type, self.quantization.as_ref()))
+        blocks.max(min_version_for(self.element_type, self.ext().quantization.as_ref()))
+    }
+
+    /// The layout and optional blocks (the defaults when not stored).
+    fn ext(&self) -> &Extensions {
+        self.ext.as_deref().unwrap_or(&PLAIN)
     }
 
     /// Descriptor format version (1, or 2 when a version-2 block is used).
@@ -468,11 +462,11 @@ impl TensorDescriptor {
     }
     /// Layout.
     pub fn layout(&self) -> &LayoutDescriptor {
-        &self.layout
+        &self.ext().layout
     }
     /// Strides in elements for a strided layout, else `None`.
     pub fn strides(&self) -> Option<&[i64]> {
-        match &self.layout {
+        match &self.ext().layout {
             LayoutDescriptor::Strided(s) => Some(s),
             _ => None,
         }
@@ -483,7 +477,7 @@ impl TensorDescriptor {
     }
     /// Quantization block, if any.
     pub fn quantization(&self) -> Option<&Quantization> {
-        self.quantization.as_ref()
+        self.ext().quantization.as_ref()
     }
     /// Name, if any.
     pub fn name(&self) -> Option<&str> {
@@ -521,7 +515,7 @@ impl std::fmt::Display for TensorDescriptor {
             }
             write!(f, "{d}")?;
         }
-        write!(f, "] {}", self.layout.name())?;
+        write!(f, "] {}", self.ext().layout.name())?;
         if let Some(n) = &self.name {
             write!(f, " {n:?}")?;
         }

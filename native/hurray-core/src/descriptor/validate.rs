@@ -25,7 +25,11 @@ impl TensorDescriptor {
             );
         }
         let need = self.required_version();
-        if self.version < need && self.sparse.is_none() && self.paging.is_none() && self.composite.is_none() {
+        if self.version < need
+            && self.ext().sparse.is_none()
+            && self.ext().paging.is_none()
+            && self.ext().composite.is_none()
+        {
             bail!(
                 Unsupported,
                 "a version-{} descriptor cannot use {} (needs version {need})",
@@ -63,14 +67,14 @@ impl TensorDescriptor {
         if validate_extended(self)? {
             return Ok(());
         }
-        if let Some(Quantization::Block(b)) = &self.quantization {
-            b.validate(et, &self.shape, &self.layout, self.byte_offset, &self.buffers)?;
+        if let Some(Quantization::Block(b)) = &self.ext().quantization {
+            b.validate(et, &self.shape, &self.ext().layout, self.byte_offset, &self.buffers)?;
             if let Some(n) = &self.name {
                 check_name(n)?;
             }
             return Ok(());
         }
-        let needed_buffers = match self.quantization {
+        let needed_buffers = match self.ext().quantization {
             Some(Quantization::PerChannelAffine { .. }) => 3,
             _ => 1,
         };
@@ -78,7 +82,7 @@ impl TensorDescriptor {
             bail!(InvalidLayout, "this tensor needs {needed_buffers} buffer(s), the table has {}", self.buffers.len());
         }
         let data = self.buffers[0].byte_size();
-        match &self.layout {
+        match &self.ext().layout {
             LayoutDescriptor::RowMajor | LayoutDescriptor::ColumnMajor => {
                 let end = self.byte_offset.checked_add(dense_bytes);
                 if end.is_none_or(|e| e > data) {
@@ -119,9 +123,9 @@ impl TensorDescriptor {
                 }
             }
             // Handled by `validate_extended`, which returned above.
-            _ => bail!(InvalidLayout, "layout {} needs its extension block", self.layout.name()),
+            _ => bail!(InvalidLayout, "layout {} needs its extension block", self.ext().layout.name()),
         }
-        if let Some(q) = &self.quantization {
+        if let Some(q) = &self.ext().quantization {
             let dq = q.dequantized();
             if dq.is_sub_byte() || dq == ElementType::Bool {
                 bail!(InvalidType, "cannot dequantize to {}", dq.name());
@@ -189,7 +193,7 @@ impl TensorDescriptor {
     }
 
     fn version2_feature(&self) -> String {
-        match &self.quantization {
+        match &self.ext().quantization {
             Some(Quantization::Block(b)) => format!("{} quantization", b.kind.name()),
             _ => format!("element type {}", self.element_type.name()),
         }

@@ -11,39 +11,54 @@ use hurray_core::{ElementType, Quantization, TensorDescriptor};
 use crate::handle::{self, opaque_handle};
 use crate::panic::{guard, non_null, FfiError, FfiResult};
 use crate::status::*;
+use std::sync::Arc;
+
+/// Encodings above this size are not kept by a decoder for sharing with the next tensor.
+const KEEP_SHARED_ENCODING_BYTES: usize = 64 << 10;
 
 /// A descriptor plus its cached encoding and NUL-terminated name.
 pub struct DescInner {
     pub(crate) desc: TensorDescriptor,
-    /// The encoding, then (when named) the name and a NUL: one allocation for both.
-    bytes: Vec<u8>,
+    /// The encoding, then (when named) the name and a NUL: one allocation for both, shared by
+    /// the descriptors a decoder reads with the same encoding (`with_shared_encoding`).
+    bytes: Arc<[u8]>,
     encoded_len: usize,
 }
 
 impl DescInner {
     pub(crate) fn new(desc: TensorDescriptor) -> FfiResult<Self> {
-        // `encode` leaves room for the name and NUL: usually no second allocation.
-        let mut bytes = desc.encode()?;
-        let encoded_len = bytes.len();
-        if let Some(n) = desc.name() {
-            bytes.extend_from_slice(n.as_bytes());
-            bytes.push(0);
-        }
-        Ok(DescInner { desc, bytes, encoded_len })
+        let encoded = desc.encode()?;
+        Ok(Self::with_encoding(desc, &encoded))
     }
 
     /// `encoded` must be `desc`'s encoding, e.g. the bytes `desc` was decoded from: a
     /// descriptor has one encoding, and decoding accepts only it (docs/spec/descriptor.md), so
     /// this saves encoding it again.
     pub(crate) fn with_encoding(desc: TensorDescriptor, encoded: &[u8]) -> Self {
+        Self::with_shared_encoding(desc, encoded, &mut None)
+    }
+
+    /// As `with_encoding`, reusing `*last` (the bytes of an earlier `DescInner`) when it holds
+    /// this encoding, else replacing it with this one's: a decoder reading a stream of tensors
+    /// with equal descriptors keeps one copy of the encoding for all of them, not one each.
+    /// Equal encodings have equal names (the name is part of the encoding).
+    pub(crate) fn with_shared_encoding(desc: TensorDescriptor, encoded: &[u8], last: &mut Option<Arc<[u8]>>) -> Self {
         debug_assert_eq!(desc.encode().ok().as_deref(), Some(encoded), "not the descriptor's encoding");
         let name = desc.name().map_or(&[][..], str::as_bytes);
-        let mut bytes = Vec::with_capacity(encoded.len() + name.len() + 1);
-        bytes.extend_from_slice(encoded);
-        if desc.name().is_some() {
-            bytes.extend_from_slice(name);
-            bytes.push(0);
-        }
+        let total = encoded.len() + if desc.name().is_some() { name.len() + 1 } else { 0 };
+        let bytes = match last {
+            Some(b) if b.len() == total && b[..encoded.len()] == *encoded => b.clone(),
+            _ => {
+                // One allocation (an exact-size iterator fills the `Arc` in place).
+                let b: Arc<[u8]> = match desc.name() {
+                    None => Arc::from(encoded),
+                    Some(_) => encoded.iter().chain(name).copied().chain(Some(0)).collect(),
+                };
+                // A large one is not kept past its tensor (as the core decoder's last descriptor).
+                *last = (total <= KEEP_SHARED_ENCODING_BYTES).then(|| b.clone());
+                b
+            }
+        };
         DescInner { desc, bytes, encoded_len: encoded.len() }
     }
 
