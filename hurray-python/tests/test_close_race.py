@@ -104,3 +104,51 @@ def test_a_close_between_any_two_lines_of_a_read_leaves_no_view_over_freed_memor
         _churn()
         for a in out:
             assert a.view(np.uint8).tobytes() == want, f"{call}: a close before line {line}: other bytes"
+
+
+def _small_received(seed):
+    r = hurray.StreamReader(io.BytesIO(_stream(np.arange(64, dtype=np.float32) + seed)))
+    t = next(iter(r))
+    r.close()
+    return t
+
+
+def _small_own(seed):
+    return hurray.from_numpy(np.arange(64, dtype=np.float32) + seed, name="s")
+
+
+@pytest.mark.parametrize(
+    "make",
+    [_received, _own, _small_received, _small_own],
+    ids=["received", "from_numpy", "small received", "small from_numpy"],
+)
+def test_a_close_between_any_two_lines_of_a_write_sends_the_tensor_whole_or_raises(make):
+    """``StreamWriter.write`` with the tensor closed by another thread before any of its lines:
+    the stream written holds the tensor's own values, or the write raises; never other bytes
+    (freed memory reused by the next tensors read)."""
+    code = hurray.StreamWriter.write.__code__
+    n = len(make(0).numpy())
+    expected = np.arange(n, dtype=np.float32) + 7
+    outcomes = set()
+    for line in _lines(code):
+        t = make(7)  # a small from_numpy tensor of a shape seen before takes the queued path
+        out = io.BytesIO()
+        w = hurray.StreamWriter(out)
+        _close_before(t, code, line)
+        try:
+            w.write(t)
+        except (ValueError, hurray.HurrayError) as e:
+            sys.settrace(None)
+            assert "closed" in str(e) or isinstance(e, hurray.HurrayError), (line, e)
+            outcomes.add("raised")
+            w.close()
+            continue
+        finally:
+            sys.settrace(None)
+        _churn()
+        w.finish()
+        back = list(hurray.StreamReader(io.BytesIO(out.getvalue())))
+        assert len(back) == 1, line
+        assert np.array_equal(back[0].numpy(), expected), f"a close before line {line} sent other bytes"
+        outcomes.add("sent")
+    assert outcomes, "no line was traced"

@@ -265,10 +265,18 @@ class StreamWriter:
                     nk, pk = _SLOT_WORDS[i]
                     base = self._area_addr
                     q[pk] = base + used  # its length, the plan's size, came with the slot's plan
+                    # The owner before the buffers (a close on another thread empties the
+                    # buffers before it lets go of the owner), held while the bytes are copied.
+                    keep = item._keep
+                    if keep is None:
+                        raise ValueError("tensor is closed")
                     if plan[3]:
-                        self._area_mv[used : used + size] = item._keep.tobytes()  # cheaper than a buffer export
+                        self._area_mv[used : used + size] = keep.tobytes()  # cheaper than a buffer export
                     elif size:
-                        ctypes.memmove(base + used, item._bufs[0][0], size)
+                        bufs = item._bufs
+                        if not bufs:
+                            raise ValueError("tensor is closed")
+                        ctypes.memmove(base + used, bufs[0][0], size)
                     used += size
                     if nb is None:
                         q[nk] = q[nk + 1] = 0
@@ -296,9 +304,15 @@ class StreamWriter:
                 finally:
                     lib.hurray_composite_builder_destroy(byref(b))
             else:
+                # The owners before the buffers, held until this call returns: a close on
+                # another thread meanwhile (which empties the buffers before it lets go of the
+                # owners) then cannot free memory the encoder copies or a borrowed payload's
+                # send reads; the write either sends the tensor whole or finds it closed.
+                owner = (item._handle, item._keep)
+                tpl = item._tpl
                 bufs = item._bufs
-                if item._tpl and item._d == 0 and len(bufs) == 1:
-                    s = self._encode_template(enc, item)
+                if tpl and item._d == 0 and len(bufs) == 1:
+                    s = self._encode_template(enc, item, tpl, bufs[0])
                 elif len(bufs) == 1:
                     d = item._desc
                     if d is None:
@@ -350,21 +364,21 @@ class StreamWriter:
         self._count.value = r.piece_count
         self._room = self._batch - r.state.pending_bytes
 
-    def _encode_template(self, enc: int, item: Tensor) -> int:
-        """Encodes a ``from_numpy`` tensor of a known shape from its template descriptor and
-        name: two library calls and no descriptor made (docs/spec/c-abi.md,
-        ``hurray_descriptor_encode_with_name``)."""
+    def _encode_template(self, enc: int, item: Tensor, tpl: int, buf: tuple) -> int:
+        """Encodes a ``from_numpy`` tensor of a known shape from its template descriptor
+        ``tpl`` and name, its buffer ``buf`` read by the caller: two library calls and no
+        descriptor made (docs/spec/c-abi.md, ``hurray_descriptor_encode_with_name``)."""
         one = self._one[0]
-        one.ptr, one.len = item._bufs[0]
+        one.ptr, one.len = buf
         f = lib if self._sums and one.len > _HELD_MAX else held
         nb = item._nb
         if nb is None:
-            return f.hurray_encoder_encode(enc, item._tpl, self._one, 1, self._state_ref)
+            return f.hurray_encoder_encode(enc, tpl, self._one, 1, self._state_ref)
         scratch, n = self._scratch, self._scratch_len
-        s = held.hurray_descriptor_encode_with_name(item._tpl, nb, len(nb), scratch, len(scratch), byref(n))
+        s = held.hurray_descriptor_encode_with_name(tpl, nb, len(nb), scratch, len(scratch), byref(n))
         if s == -5:  # BUFFER_TOO_SMALL: n is the size needed
             self._scratch = scratch = ctypes.create_string_buffer(n.value)
-            s = held.hurray_descriptor_encode_with_name(item._tpl, nb, len(nb), scratch, len(scratch), byref(n))
+            s = held.hurray_descriptor_encode_with_name(tpl, nb, len(nb), scratch, len(scratch), byref(n))
         if s < 0:
             return s
         return f.hurray_encoder_encode_encoded(enc, scratch, n.value, self._one, 1, self._state_ref)

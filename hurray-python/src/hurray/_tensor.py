@@ -211,7 +211,8 @@ class Tensor:
     the last reference) only releases the tensor's own reference. Threads: a tensor may be
     read from any thread; the library calls it makes are thread-safe on a live tensor. A close
     on another thread meanwhile makes ``numpy()``, ``buffers()`` and DLPack exports raise
-    ``ValueError``; do not close a tensor another thread is writing or calling otherwise.
+    ``ValueError``, and ``StreamWriter.write`` writes it whole or raises; do not
+    close a tensor another thread is calling otherwise (``dequantize``, ``densify``).
     """
 
     # Fields a tensor fills lazily start as these class-level defaults, so making one (once
