@@ -152,3 +152,58 @@ def test_a_close_between_any_two_lines_of_a_write_sends_the_tensor_whole_or_rais
         assert np.array_equal(back[0].numpy(), expected), f"a close before line {line} sent other bytes"
         outcomes.add("sent")
     assert outcomes, "no line was traced"
+
+
+def _big_dense():
+    # The tensor holds the only reference to its 32 MiB source: numpy's memory for it is its
+    # own map, unmapped when the tensor lets go of it (a read after that faults).
+    return hurray.from_numpy(np.arange(8 << 20, dtype=np.float32)), lambda: np.arange(8 << 20, dtype=np.float64)
+
+
+def _big_csr():
+    rows = 2048
+    nnz_per_row = 2048
+    values = np.arange(rows * nnz_per_row, dtype=np.float32)
+    indptr = np.arange(0, rows * nnz_per_row + 1, nnz_per_row, dtype=np.int64)
+    indices = np.tile(np.arange(0, 2 * nnz_per_row, 2, dtype=np.int64), rows)
+    t = hurray.csr(values, indptr, indices, (rows, 2 * nnz_per_row))
+    del values, indptr, indices
+
+    def expected():
+        d = np.zeros((rows, 2 * nnz_per_row), np.float32)
+        d[:, ::2] = np.arange(rows * nnz_per_row, dtype=np.float32).reshape(rows, nnz_per_row)
+        return d
+
+    return t, expected
+
+
+@pytest.mark.parametrize(
+    "make, call",
+    [(_big_dense, lambda t: t.dequantize(np.float64)), (_big_csr, lambda t: t.densify())],
+    ids=["dequantize", "densify"],
+)
+def test_a_close_on_another_thread_during_a_dense_copy_leaves_its_memory_alive(make, call):
+    """``dequantize``/``densify`` release the GIL while the core reads the tensor's memory: a
+    close on another thread then must not free that memory (or the descriptor) under the
+    call. The call either raises ``ValueError`` or returns the tensor's values."""
+    import threading
+    import time
+
+    outcomes = set()
+    for delay in (0, 0.0005, 0.001, 0.002, 0.004, 0.008):
+        t, expected = make()
+        closer = threading.Thread(target=lambda: (time.sleep(delay), t.close(), gc.collect()))
+        closer.start()
+        try:
+            out = call(t)
+        except ValueError as e:
+            assert "closed" in str(e)
+            outcomes.add("raised")
+            continue
+        finally:
+            closer.join()
+            del t
+        _churn()
+        assert np.array_equal(out, expected()), f"delay {delay}: other values"
+        outcomes.add("copied")
+    assert outcomes

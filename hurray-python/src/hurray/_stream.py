@@ -45,7 +45,7 @@ from ._lib import (
 from . import _dtypes
 from ._file import _check_limit, _handle_owner_copy, _handle_owner_deepcopy, _handle_owner_reduce
 from ._threads import _busy_error, _guard, _one_thread
-from ._tensor import LAYOUTS, Composite, MetadataArg, Tensor, _encode_meta, _Handle, _Planned, _views
+from ._tensor import _CLOSED, LAYOUTS, Composite, MetadataArg, Tensor, _encode_meta, _Handle, _Planned, _views
 
 DEFAULT_BATCH_BYTES = 64 * 1024
 DEFAULT_BUFFER_POOL_BYTES = 256 << 20
@@ -709,7 +709,7 @@ class _Received(Tensor):
 
     def close(self) -> None:
         d = self.__dict__
-        d["_bufs"] = []  # before the pointer is given back (see Tensor.close)
+        d["_bufs"] = _CLOSED  # before the pointer is given back (see Tensor.close)
         with _handle_lock:
             p = 0
             if "_handle" not in d:

@@ -160,6 +160,11 @@ def raw_view(ptr: int, size: int, owner: object, readonly: bool = False) -> np.n
     return np.asarray(_Memory(ptr, size, owner, readonly))
 
 
+# What close() leaves in a tensor's buffer list: a reader that finds it knows a close began
+# before it took the owners (see Tensor._pinned).
+_CLOSED: tuple = ()
+
+
 class _Handle:
     """Owns a ``HurrayTensor*``: destroyed when the last holder (the tensor, a numpy view, a
     composite) lets go, so ``Tensor.close`` never frees memory a view still uses."""
@@ -210,9 +215,9 @@ class Tensor:
     from ``numpy()``/``buffers()`` and DLPack capsules keep it, and ``close()`` (or dropping
     the last reference) only releases the tensor's own reference. Threads: a tensor may be
     read from any thread; the library calls it makes are thread-safe on a live tensor. A close
-    on another thread meanwhile makes ``numpy()``, ``buffers()`` and DLPack exports raise
-    ``ValueError``, and ``StreamWriter.write`` writes it whole or raises; do not
-    close a tensor another thread is calling otherwise (``dequantize``, ``densify``).
+    on another thread meanwhile makes ``numpy()``, ``buffers()``, ``dequantize()``,
+    ``densify()`` and DLPack exports either raise ``ValueError`` or finish on memory they keep
+    alive until they return, and ``StreamWriter.write`` writes it whole or raises.
     """
 
     # Fields a tensor fills lazily start as these class-level defaults, so making one (once
@@ -330,6 +335,19 @@ class Tensor:
     def _alive(self) -> None:
         if self._desc is None:
             raise ValueError("tensor is closed")
+
+    def _pinned(self) -> tuple[int, Any, tuple]:
+        """The descriptor, the buffers and the objects that keep both alive, for a call that
+        reads them while another thread may close the tensor. The owners are taken before the
+        buffers, and close() empties the buffers (``_CLOSED``) before it drops the owners: so
+        either the close began first and this raises ``ValueError``, or the descriptor and
+        memory live until the caller drops the returned owners."""
+        desc = self._desc
+        owner = (self._handle, self._owner, self._keep)
+        bufs = self._bufs
+        if desc is None or bufs is _CLOSED:
+            raise ValueError("tensor is closed")
+        return desc, bufs, owner
 
     # -- descriptor fields -------------------------------------------------------------------
 
@@ -463,9 +481,8 @@ class Tensor:
     def buffers(self) -> list[np.ndarray]:
         """Every buffer of the buffer table as a zero-copy ``uint8`` array, in table order
         (values, indices, scales, … as docs/spec/descriptor.md orders them)."""
-        self._alive()
-        owner = (self._handle, self._keep)
-        return [raw_view(p, n, owner, self._readonly) for p, n in self._bufs]
+        _, bufs, owner = self._pinned()
+        return [raw_view(p, n, owner, self._readonly) for p, n in bufs]
 
     def numpy(self) -> np.ndarray:
         """A zero-copy numpy view of a dense or strided tensor, shaped and strided as declared,
@@ -482,8 +499,8 @@ class Tensor:
         # it lets go of the owner, so a view is never made over memory nothing keeps.
         owner = (self._handle, self._keep)
         bufs = self._bufs
-        if not bufs:
-            self._alive()
+        if bufs is _CLOSED:
+            raise ValueError("tensor is closed")
         if f.layout > 2 or not bufs:
             raise ValueError(f"a {self.layout} tensor has no dense view; use densify() or buffers()")
         ptr, size = bufs[0]
@@ -513,10 +530,12 @@ class Tensor:
         a = self.numpy()
         return a if dtype is None else a.astype(dtype)
 
-    def _slices(self) -> Any:
-        """The buffers as ``HurrayIoSlice[]`` (borrowed for one call)."""
-        arr = (IoSlice * max(len(self._bufs), 1))()
-        for i, (p, n) in enumerate(self._bufs):
+    def _slices(self, bufs: Any = None) -> Any:
+        """The buffers (``bufs``, or this tensor's) as ``HurrayIoSlice[]`` (borrowed for one call)."""
+        if bufs is None:
+            bufs = self._bufs
+        arr = (IoSlice * max(len(bufs), 1))()
+        for i, (p, n) in enumerate(bufs):
             arr[i].ptr = p or None
             arr[i].len = n
         return arr
@@ -536,10 +555,13 @@ class Tensor:
         nd = _dtypes.numpy_dtype(target)
         _dense_bytes("dequantize", target, self.shape, max_bytes, self._f().layout > 2)
         out = np.empty(self.shape, nd)
-        n = len(self._bufs)
-        ptrs = (c_void_p * max(n, 1))(*[p or None for p, _ in self._bufs])
-        lens = (c_size_t * max(n, 1))(*[s for _, s in self._bufs])
-        check(lib.hurray_dequantize_to(self._desc, ptrs, lens, n, target.code, out.ctypes.data, out.nbytes))
+        # Held until the call returns: a close on another thread cannot free them meanwhile.
+        desc, bufs, owner = self._pinned()
+        n = len(bufs)
+        ptrs = (c_void_p * max(n, 1))(*[p or None for p, _ in bufs])
+        lens = (c_size_t * max(n, 1))(*[s for _, s in bufs])
+        check(lib.hurray_dequantize_to(desc, ptrs, lens, n, target.code, out.ctypes.data, out.nbytes))
+        del owner
         return out
 
     def densify(self, *, max_bytes: int = DEFAULT_MAX_DENSE_BYTES) -> np.ndarray:
@@ -559,7 +581,9 @@ class Tensor:
         nd = _dtypes.numpy_dtype(dt)
         out = np.empty(self.shape, nd)
         fn = lib.hurray_paged_gather if code == 7 else lib.hurray_sparse_densify
-        check(fn(self._desc, self._slices(), len(self._bufs), out.ctypes.data, out.nbytes))
+        desc, bufs, owner = self._pinned()  # held until the call returns, as in dequantize
+        check(fn(desc, self._slices(bufs), len(bufs), out.ctypes.data, out.nbytes))
+        del owner
         return out
 
     # -- DLPack --------------------------------------------------------------------------------
@@ -604,7 +628,7 @@ class Tensor:
         capsules made from it keep theirs). Idempotent."""
         # The buffers first, the owners after: a call reading the owner, then the buffers, on
         # another thread meanwhile either holds the owner or finds no buffers.
-        self._bufs = []
+        self._bufs = _CLOSED
         self._handle = None  # the handle goes with its last holder (see _Handle)
         self._d = None
         self._tpl = 0
