@@ -4,6 +4,7 @@ tensors whose dense form is huge."""
 
 import ctypes
 import gc
+import io
 import threading
 
 import numpy as np
@@ -230,7 +231,7 @@ def test_a_reader_used_by_a_second_thread_meanwhile_refuses_it(second):
     assert src.entered.wait(10)
     calls = {"read": r.read, "next": lambda: next(r), "metadata": lambda: r.metadata,
              "items": lambda: next(r.items()), "close": r.close}
-    with pytest.raises(RuntimeError, match="another thread is using this StreamReader"):
+    with pytest.raises(RuntimeError, match="another call is still inside this StreamReader"):
         calls[second]()
     src.go.set()
     th.join(10)
@@ -248,12 +249,34 @@ def test_a_writer_used_by_a_second_thread_meanwhile_refuses_it(second):
     th, box = in_other_thread(lambda: w.write(t))
     assert sink.entered.wait(10)
     calls = {"write": lambda: w.write(t), "flush": w.flush, "finish": w.finish, "close": w.close}
-    with pytest.raises(RuntimeError, match="another thread is using this StreamWriter"):
+    with pytest.raises(RuntimeError, match="another call is still inside this StreamWriter"):
         calls[second]()
     sink.go.set()
     th.join(10)
     assert "error" not in box
     w.close()  # the writer is intact: it finishes the stream
+
+
+def test_a_source_calling_back_into_its_own_reader_is_refused_with_a_message_that_says_so():
+    data = io.BytesIO(hurray_stream_bytes())
+    box = {}
+
+    class Reentrant(io.RawIOBase):
+        def readable(self):
+            return True
+
+        def readinto(self, b):
+            try:
+                box["r"].metadata  # the same thread, from inside the reader's own read
+            except RuntimeError as e:
+                box["error"] = e
+            return data.readinto(b)
+
+    r = box["r"] = hurray.StreamReader(Reentrant())
+    assert r.read().numpy().tolist() == [1.0, 2.0]  # the refused call left the read unharmed
+    msg = str(box["error"])
+    assert "another call is still inside this StreamReader" in msg and "from a callback" in msg
+    r.close()
 
 
 def test_one_thread_after_another_is_fine():
@@ -287,7 +310,7 @@ def test_a_file_in_use_by_another_thread_refuses_a_second_call(tmp_path, mode, c
              "iter": lambda: list(f), "close": f.close}
     token = f._busy.pop()
     try:
-        with pytest.raises(RuntimeError, match="another thread is using this File"):
+        with pytest.raises(RuntimeError, match="another call is still inside this File"):
             calls[call]()
     finally:
         f._busy.append(token)
@@ -303,7 +326,7 @@ def test_a_file_writer_in_use_by_another_thread_refuses_a_second_call(tmp_path, 
     calls = {"add": lambda: w.add(t), "finish": w.finish, "close": w.close}
     token = w._busy.pop()
     try:
-        with pytest.raises(RuntimeError, match="another thread is using this FileWriter"):
+        with pytest.raises(RuntimeError, match="another call is still inside this FileWriter"):
             calls[call]()
     finally:
         w._busy.append(token)

@@ -10,7 +10,8 @@ from typing import Any, Optional
 def _busy_error(obj: Any, name: str) -> RuntimeError:
     kind = type(obj).__name__
     return RuntimeError(
-        f"{kind}.{name}: another thread is using this {kind}; a {kind} is used by one thread "
+        f"{kind}.{name}: another call is still inside this {kind} (on another thread, or on this "
+        f"one from a callback, sink or source the {kind} is calling); a {kind} is used by one call "
         "at a time (give each thread its own, or lock around its use)"
     )
 
